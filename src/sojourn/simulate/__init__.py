@@ -1,0 +1,1 @@
+"""Simulation backends for the JSQ-PS model: a numba event kernel and a Ciw reference."""
