@@ -1,0 +1,131 @@
+"""Methods A–F (faithful) and A*–F* (corrected): against the literal dense reference, exact
+special cases (R=1) and structural facts. References: jsq_ps_methods.md §3, §8."""
+import numpy as np
+import pytest
+
+from sojourn.analytic.chain import solve_chain, n_sorted_states
+from sojourn.analytic.dense_reference import dense_chain, dense_method
+from sojourn.analytic.grid import time_grid
+from sojourn.analytic.gupta import gupta_lambdas
+from sojourn.analytic.methods import CORRECTED_METHODS, FAITHFUL_METHODS, all_methods, method_cdf
+from sojourn.analytic.mm1ps import mm1ps_sojourn_cdf
+from sojourn.analytic.occupancy import birth_death_occupancy
+
+
+@pytest.mark.parametrize("R,L1,rho", [(2, 7, 0.7), (3, 5, 0.85), (2, 4, 0.2), (4, 3, 0.6)])
+def test_sorted_chain_equals_unsymmetrised_chain(R, L1, rho):
+    lam_d, A_d = dense_chain(rho * R, 1.0, R, L1)
+    res = solve_chain(rho * R, 1.0, R, L1)
+    assert res.n_states == n_sorted_states(L1, R) < L1**R or R == 1
+    np.testing.assert_allclose(res.lambda_n, lam_d, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.A_n, A_d, rtol=0, atol=1e-12)
+
+
+CASES = [  # R, L1, L2, rho, mu
+    (1, 6, 15, 0.3, 1.0),
+    (2, 5, 12, 0.6, 1.0),
+    (3, 4, 10, 0.8, 2.0),
+    (1, 4, 12, 0.01, 1.0),  # Gupta λ_1 < 0 (§3.3 caveat): faithful keeps it
+]
+
+
+@pytest.mark.parametrize("R,L1,L2,rho,mu", CASES)
+def test_faithful_equals_dense_reference(R, L1, L2, rho, mu):
+    t = time_grid(4.0, 0.01)
+    pick = [0, 1, 37, 150, 400]
+    res = all_methods(rho * R * mu, mu, R, t, L1=L1, L2=L2)
+    for m in FAITHFUL_METHODS:
+        ref = dense_method(m, rho * R * mu, mu, R, L1, L2, t[pick])
+        np.testing.assert_allclose(res[m].cdf[pick], ref, rtol=0, atol=1e-8, err_msg=m)
+
+
+@pytest.mark.parametrize("R,rho", [(1, 0.5), (2, 0.51)])
+def test_faithful_equals_dense_reference_paper_hyper(R, rho):
+    """Table 4 L1 = 22 and L2 = 130 (§4), a few grid points of the published grid."""
+    t = time_grid()
+    pick = [0, 3, 250, 1800, 18232]
+    res = all_methods(rho * R, 1.0, R, t)
+    for m in FAITHFUL_METHODS:
+        ref = dense_method(m, rho * R, 1.0, R, 22, 130, t[pick])
+        np.testing.assert_allclose(res[m].cdf[pick], ref, rtol=0, atol=1e-8, err_msg=m)
+
+
+@pytest.mark.parametrize("R,rho", [(1, 0.5), (2, 0.3), (3, 0.9), (5, 0.7), (10, 0.5)])
+def test_structure_faithful(R, rho):
+    t = time_grid(60.0, 0.05)
+    res = all_methods(rho * R, 1.0, R, t)
+    for m, r in res.items():
+        F = r.cdf
+        assert np.all(F >= -1e-12) and np.all(F <= 1 + 1e-12), m
+        assert np.all(np.diff(F) >= -1e-12), m
+        assert abs(r.A_n.sum() - 1) < 1e-12, m
+        if m in "ADEF":
+            assert abs(F[0]) < 1e-12, m  # all mass in the summed range
+        else:  # B, C sum only n < L1 (§3.7): F(0) = Σ_{n ≥ L1} A_n
+            assert abs(F[0] - r.A_n[r.L1:].sum()) < 1e-12, m
+        if m in "ABDE":
+            assert np.all(r.lambda_n >= 0), m
+
+
+def test_gupta_caveat_and_clamp():
+    lam = gupta_lambdas(0.01, 1.0, 1, 5)
+    assert lam[1] == pytest.approx(-0.92, abs=0.01) and lam[0] == pytest.approx(0.1275, abs=1e-3)  # §3.3 caveat
+    assert np.all(gupta_lambdas(0.01, 1.0, 1, 5, clamp=True) >= 0)
+    assert gupta_lambdas(0.5, 1.0, 4, 5)[4] == pytest.approx(0.5**4)  # λ_n = μρ^R, n ≥ 3
+
+
+def test_birth_death_occupancy_geometric():
+    A = birth_death_occupancy(np.full(50, 0.5), 1.0, 50)
+    np.testing.assert_allclose(A, 0.5 ** np.arange(50) * 0.5 / (1 - 0.5**50), rtol=1e-12)
+    Aw = birth_death_occupancy(np.r_[1.0, np.full(49, 0.5)], 1.0, 50, arrival_weighted=True)
+    assert abs(Aw.sum() - 1) < 1e-14 and Aw[0] > 0
+
+
+def _slope(method, rho, **hyper):
+    h = 1e-7
+    r = method_cdf(method, rho, 1.0, 1, np.array([0.0, h]), **hyper)
+    return (r.cdf[1] - r.cdf[0]) / h
+
+
+@pytest.mark.parametrize("rho", [0.3, 0.51])
+def test_initial_slopes_mm1(rho):
+    """§3.6a: faithful A/C slope (1−ρ)(−ln(1−ρ)); corrected (1−ρ)/ρ·(−ln(1−ρ)) (M/M/1)."""
+    faithful = (1 - rho) * -np.log(1 - rho)
+    correct = (1 - rho) / rho * -np.log(1 - rho)
+    assert _slope("A", rho, L1=120, L2=130) == pytest.approx(faithful, abs=1e-5)
+    assert _slope("C", rho, L1=120, L2=130) == pytest.approx(faithful, abs=0.05)  # Gupta λ_0..2 ≈ Λ
+    assert _slope("D", rho) == pytest.approx(correct, abs=1e-5)  # §3.6a: D–F reproduce the right slope
+    for m in ("A*", "B*", "C*", "D*"):
+        assert _slope(m, rho) == pytest.approx(correct, abs=1e-5), m
+
+
+@pytest.mark.parametrize("rho", [0.05, 0.5, 0.9])
+def test_corrected_exact_at_R1(rho):
+    t = time_grid()
+    exact = mm1ps_sojourn_cdf(rho, 1.0, t)
+    res = all_methods(rho, 1.0, 1, t, methods=CORRECTED_METHODS)
+    for m, r in res.items():
+        assert np.max(np.abs(r.cdf - exact)) < 1e-6, m
+
+
+def test_faithful_quirks_at_R1():
+    """At R=1 the quirks show: the §3.6a index makes A slow (mean 8/3 instead of 2 at ρ=0.5);
+    D is exact up to truncation at ρ=0.5 (λ_n constant, so λ_n vs λ_{n+1} does not matter) but the
+    Poisson cut at L2 (§3.6b note 2) and the chain truncation L1 = 22 make it wrong at ρ=0.9."""
+    t = time_grid()
+    res = all_methods(0.5, 1.0, 1, t, methods=("A", "D"))
+    exact = mm1ps_sojourn_cdf(0.5, 1.0, t)
+    assert np.max(np.abs(res["A"].cdf - exact)) > 0.1
+    assert np.max(np.abs(res["D"].cdf - exact)) < 1e-6
+    assert 0.01 * np.sum(1 - res["A"].cdf) == pytest.approx(8 / 3, abs=0.02)
+    r9 = method_cdf("D", 0.9, 1.0, 1, t)
+    assert np.max(np.abs(r9.cdf - mm1ps_sojourn_cdf(0.9, 1.0, t))) > 0.01
+
+
+def test_corrected_routes_agree():
+    """A* (expm stepping) and D* (uniformisation) are the same chain by independent routes."""
+    t = time_grid(40.0, 0.01)
+    res = all_methods(2 * 0.8, 1.0, 2, t, methods=CORRECTED_METHODS)
+    for a, b in (("A*", "D*"), ("B*", "E*"), ("C*", "F*")):
+        assert res[a].info["w_route"] == "expm" and res[b].info["w_route"] == "uniformization"
+        assert np.max(np.abs(res[a].cdf - res[b].cdf)) < 1e-9
