@@ -184,3 +184,15 @@ def test_interval_has_power():
     ds = run(JSQPS.from_load(1, 0.6))
     assert within_ci(ds["mean"].values, 2.5).all()
     assert not within_ci(ds["mean"].values, 2.5 * 1.05).any()
+
+
+def test_mm1ps_cdf_against_analytic_module():
+    """Simulated M/M/1-PS CDF vs sojourn.analytic.mm1ps (Masuyama–Takine), which must also agree with the
+    tagged-customer chain above."""
+    mm1ps = pytest.importorskip("sojourn.analytic.mm1ps")
+    lam = 0.85
+    t = np.array([0.5, 1.0, 3.0, 10.0, 30.0])
+    exact = mm1ps.mm1ps_sojourn_cdf(lam, 1.0, t)
+    np.testing.assert_allclose(exact, 1 - mm1ps_sf(lam, 1.0, t, K=400), atol=1e-8)
+    ds = run(JSQPS.from_load(1, lam), reps=16, horizon=60_000.0, warmup=3_000.0)
+    assert within_ci(cdf_at(ds, t), exact, m=len(t)).all()
