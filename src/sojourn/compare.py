@@ -1,0 +1,259 @@
+"""Compare approximated with simulated sojourn-time CDFs: Wasserstein distances, percentile errors, CIs.
+
+Convention (explicit, as in the paper): every CDF is evaluated on the grid t_i = i·dt, i = 0..N
+(``t`` coordinate of both files). The simulated CDF is the empirical P(S < t_i), i.e. the paper's
+``percentileofscore(kind='strict')/100``, which from the histogram (bin i = [t_i, t_i + dt)) is
+:func:`sojourn.stats.cdf_at_left_edges`. The approximations' ``cdf`` is F(t_i). Then
+
+* Wasserstein (paper eq. 27): W = dt · Σ_i |F_sim(t_i) − F_approx(t_i)|;
+* percentile x_p: the first grid t_i with F(t_i) > p (:func:`sojourn.stats.quantile`);
+* percentile error = x_p^approx − x_p^sim (negative = the approximation is optimistic about the tail);
+  relative error = that difference / x_p^sim.
+
+Per-replication statistics get a 95% confidence interval across replications: Student-t, or a
+bootstrap (``scipy.stats.bootstrap``, BCa) when the t-interval is doubtful (few replications or a
+skewed sample, see ``comparison.ci``). Pooled statistics use all replications' customers together.
+The best method of a cell minimises the mean Wasserstein distance; methods whose CI overlaps the
+best one's are marked as ties.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy import stats as st
+
+from .stats import cdf_at_left_edges, mean_ci, quantile, wasserstein
+
+CI_T, CI_BOOTSTRAP = 0, 1
+
+DEFAULTS = {
+    "percentiles": [99, 99.9, 99.99, 99.999],
+    "confidence": 0.95,
+    "ci": "auto",
+    "bootstrap_below": 10,
+    "skew_threshold": 1.0,
+    "n_resamples": 2000,
+    "against_exact": True,
+}
+
+
+def interval(x: np.ndarray, cfg: dict, seed: int = 0):
+    """Mean and CI across the last axis (replications) of ``x``.
+
+    Returns (mean, low, high, method) with method CI_T or CI_BOOTSTRAP per leading index.
+    ``cfg['ci']``: 't', 'bootstrap', or 'auto' = bootstrap when 3 ≤ k < ``bootstrap_below`` or the
+    sample skewness exceeds ``skew_threshold`` in absolute value (k ≥ 3), else t.
+    NaN entries (missing cells) give NaN.
+    """
+    x = np.asarray(x, dtype=float)
+    lead = x.shape[:-1]
+    k = x.shape[-1]
+    conf = float(cfg["confidence"])
+    mean, half = mean_ci(np.moveaxis(x, -1, 0), confidence=conf, axis=0)
+    mean = np.asarray(mean, dtype=float).reshape(lead)
+    half = np.asarray(half, dtype=float).reshape(lead)
+    low, high = mean - half, mean + half
+    method = np.full(lead, CI_T, dtype=np.int8)
+    if k < 3 or cfg["ci"] == "t":
+        return mean, low, high, method
+    flat = x.reshape(-1, k)
+    ok = np.all(np.isfinite(flat), axis=1) & (np.ptp(flat, axis=1) > 0) if flat.size else np.zeros(0, bool)
+    if cfg["ci"] == "bootstrap":
+        want = ok
+    else:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            skew = np.abs(st.skew(flat, axis=1, bias=False))
+        want = ok & ((k < int(cfg["bootstrap_below"])) | (np.nan_to_num(skew) > float(cfg["skew_threshold"])))
+    if not want.any():
+        return mean, low, high, method
+    rows = flat[want]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = st.bootstrap(
+            (rows,), np.mean, vectorized=True, axis=-1, n_resamples=int(cfg["n_resamples"]),
+            confidence_level=conf, method="BCa", rng=np.random.default_rng(seed),
+        )
+    lo, hi = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+    good = np.isfinite(lo) & np.isfinite(hi)
+    idx = np.flatnonzero(want)[good]
+    lflat, hflat, mflat = low.reshape(-1), high.reshape(-1), method.reshape(-1)
+    lflat[idx], hflat[idx], mflat[idx] = lo[good], hi[good], CI_BOOTSTRAP
+    return mean, lflat.reshape(lead), hflat.reshape(lead), mflat.reshape(lead)
+
+
+def _attrs(long_name, units="1", **kw):
+    return {"long_name": long_name, "units": units, **kw}
+
+
+def compare(sim: xr.Dataset, approx: xr.Dataset, cfg: dict | None = None) -> xr.Dataset:
+    """The comparison dataset of a merged simulation and approximation dataset (see module doc)."""
+    cfg = {**DEFAULTS, **(cfg or {})}
+    pct = np.asarray(cfg["percentiles"], dtype=float)
+    p = pct / 100.0
+    t = sim["t"].values
+    if not np.allclose(t, approx["t"].values, rtol=0, atol=1e-9):
+        raise ValueError("simulation and approximation use different t grids")
+    dt = float(np.round(t[1] - t[0], 12))
+    services = sim["service"].values.tolist()
+    Rs = sim["R"].values.tolist()
+    rhos = sim["rho"].values
+    reps = sim["replication"].values
+    methods = approx["method"].values.tolist()
+    cand = [m for m in methods if m != "exact"]
+    S, NR, NP, NM, NK, NQ = len(services), len(Rs), len(rhos), len(methods), len(reps), len(p)
+
+    W = np.full((S, NR, NP, NM, NK), np.nan)
+    Wpool = np.full((S, NR, NP, NM), np.nan)
+    xsim = np.full((S, NR, NP, NK, NQ), np.nan)
+    xsim_pool = np.full((S, NR, NP, NQ), np.nan)
+    xapp = np.full((NR, NP, NM, NQ), np.nan)
+    W_vs_exp_sim = np.full((S, NR, NP), np.nan)
+    W_exact = np.full((NR, NP, NM), np.nan)
+    err_exact = np.full((NR, NP, NM, NQ), np.nan)
+
+    count = sim["count"].transpose("service", "R", "rho", "replication", "t")
+    overflow = sim["overflow"].transpose("service", "R", "rho", "replication")
+    acdf = approx["cdf"].transpose("R", "rho", "method", "t")
+    for i, R in enumerate(Rs):
+        if R not in approx["R"].values:
+            continue
+        for j, rho in enumerate(rhos):
+            Fa = acdf.sel(R=R, rho=rho).values.astype(float)  # (method, t)
+            have_a = np.all(np.isfinite(Fa), axis=1)
+            xapp[i, j] = np.where(have_a[:, None], quantile(t, Fa, p), np.nan)
+            if "exact" in methods and cfg["against_exact"]:
+                e = methods.index("exact")
+                if have_a[e]:
+                    W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
+                    err_exact[i, j] = xapp[i, j] - xapp[i, j, e]
+            pooled_exp = None
+            for s, svc in enumerate(services):
+                c = count.values[s, i, j].astype(float)
+                o = overflow.values[s, i, j].astype(float)
+                if not np.isfinite(c).all() or c.sum() + o.sum() == 0:
+                    continue
+                Fr = cdf_at_left_edges(c, o)  # (rep, t)
+                Fp = cdf_at_left_edges(c.sum(axis=0), o.sum())
+                W[s, i, j] = dt * np.abs(Fr[None, :, :] - Fa[:, None, :]).sum(axis=-1)
+                Wpool[s, i, j] = wasserstein(Fp[None, :], Fa, dt)
+                xsim[s, i, j] = quantile(t, Fr, p)
+                xsim_pool[s, i, j] = quantile(t, Fp, p)
+                if svc == "exponential":
+                    pooled_exp = Fp
+            if pooled_exp is not None:
+                for s, svc in enumerate(services):
+                    c = count.values[s, i, j].astype(float)
+                    o = overflow.values[s, i, j].astype(float)
+                    if np.isfinite(c).all() and c.sum() + o.sum() > 0:
+                        W_vs_exp_sim[s, i, j] = wasserstein(cdf_at_left_edges(c.sum(axis=0), o.sum()), pooled_exp, dt)
+    W = np.where(np.isfinite(W), W, np.nan)
+    err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, method, rep, q)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = err / xsim[:, :, :, None, :, :]
+    err_pool = xapp[None] - xsim_pool[:, :, :, None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel_pool = err_pool / xsim_pool[:, :, :, None, :]
+
+    Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1)
+    Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2)  # (S,R,rho,method,q)
+    Rm, Rlo, Rhi, Rci = interval(np.moveaxis(rel, 4, -1), cfg, seed=3)
+
+    # best method by mean W among the non-exact methods; ties = CI overlaps the best's CI
+    ci_idx = [methods.index(m) for m in cand]
+    best = np.full((S, NR, NP), "", dtype=object)
+    tied = np.zeros((S, NR, NP, NM), dtype=np.int8)
+    best_pct = np.full((S, NR, NP, NQ), "", dtype=object)
+    for s in range(S):
+        for i in range(NR):
+            for j in range(NP):
+                wm = Wm[s, i, j, ci_idx]
+                if not np.isfinite(wm).any():
+                    continue
+                b = ci_idx[int(np.nanargmin(wm))]
+                best[s, i, j] = methods[b]
+                for m in ci_idx:
+                    if np.isfinite(Wm[s, i, j, m]):
+                        lo_m = Wlo[s, i, j, m] if np.isfinite(Wlo[s, i, j, m]) else Wm[s, i, j, m]
+                        hi_b = Whi[s, i, j, b] if np.isfinite(Whi[s, i, j, b]) else Wm[s, i, j, b]
+                        tied[s, i, j, m] = 1 if (m == b or lo_m <= hi_b) else 0
+                for q in range(NQ):
+                    ae = np.abs(err_pool[s, i, j, ci_idx, q])
+                    if np.isfinite(ae).any():
+                        best_pct[s, i, j, q] = methods[ci_idx[int(np.nanargmin(ae))]]
+
+    dims5 = ("service", "R", "rho", "method", "replication")
+    dims4 = ("service", "R", "rho", "method")
+    q5 = ("service", "R", "rho", "method", "percentile")
+    tu = "time units (1/mu)"
+    ci_flags = {"flag_values": np.array([CI_T, CI_BOOTSTRAP], np.int8), "flag_meanings": "student_t bootstrap_bca"}
+    conf = float(cfg["confidence"])
+    ds = xr.Dataset(
+        {
+            "wasserstein": (dims5, W, _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication", tu)),
+            "wasserstein_mean": (dims4, Wm, _attrs("mean over replications of the Wasserstein distance", tu)),
+            "wasserstein_ci_low": (dims4, Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", tu)),
+            "wasserstein_ci_high": (dims4, Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", tu)),
+            "wasserstein_ci_method": (dims4, Wci, _attrs("method of the CI of wasserstein_mean", **ci_flags)),
+            "wasserstein_pooled": (dims4, Wpool, _attrs("Wasserstein distance to the pooled simulated CDF", tu)),
+            "sim_percentile": (("service", "R", "rho", "replication", "percentile"), xsim,
+                               _attrs("simulated sojourn-time percentile (first t with F(t) > p), per replication", tu)),
+            "sim_percentile_pooled": (("service", "R", "rho", "percentile"), xsim_pool,
+                                      _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
+            "approx_percentile": (("R", "rho", "method", "percentile"), xapp,
+                                  _attrs("approximated sojourn-time percentile (first t with F(t) > p)", tu)),
+            "percentile_error": (("service", "R", "rho", "method", "replication", "percentile"), err,
+                                 _attrs("approx - sim percentile per replication (negative = optimistic)", tu)),
+            "percentile_error_mean": (q5, Em, _attrs("mean over replications of percentile_error", tu)),
+            "percentile_error_ci_low": (q5, Elo, _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu)),
+            "percentile_error_ci_high": (q5, Ehi, _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", tu)),
+            "percentile_error_ci_method": (q5, Eci, _attrs("method of the CI of percentile_error_mean", **ci_flags)),
+            "percentile_error_pooled": (q5, err_pool, _attrs("approx - pooled sim percentile (negative = optimistic)", tu)),
+            "relative_percentile_error_mean": (q5, Rm, _attrs("mean over replications of (approx - sim)/sim percentile")),
+            "relative_percentile_error_ci_low": (q5, Rlo, _attrs("lower end of the CI of relative_percentile_error_mean")),
+            "relative_percentile_error_ci_high": (q5, Rhi, _attrs("upper end of the CI of relative_percentile_error_mean")),
+            "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile")),
+            "best_method": (("service", "R", "rho"), best.astype(str),
+                            _attrs("method with the smallest mean Wasserstein distance (exact excluded)")),
+            "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI",
+                                                   flag_values=np.array([0, 1], np.int8), flag_meanings="no yes")),
+            "best_method_percentile": (("service", "R", "rho", "percentile"), best_pct.astype(str),
+                                       _attrs("method with the smallest |pooled percentile error| (exact excluded)")),
+            "wasserstein_vs_exact": (("R", "rho", "method"), W_exact,
+                                     _attrs("Wasserstein distance between each method's CDF and the exact CDF", tu)),
+            "percentile_error_vs_exact": (("R", "rho", "method", "percentile"), err_exact,
+                                          _attrs("method - exact percentile", tu)),
+            "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
+                                               _attrs("Wasserstein distance between this law's pooled simulated CDF "
+                                                      "and the exponential law's (M/G/R vs M/M/R)", tu)),
+        },
+        coords={
+            "service": ("service", np.asarray(services, dtype=str), {"long_name": "service-requirement law"}),
+            "R": ("R", np.asarray(Rs, np.int64), {"long_name": "number of servers", "units": "1"}),
+            "rho": ("rho", rhos, {"long_name": "load Lambda/(R mu)", "units": "1"}),
+            "method": ("method", np.asarray(methods, dtype=str), {"long_name": "approximation method"}),
+            "replication": ("replication", reps, {"long_name": "replication index", "units": "1"}),
+            "percentile": ("percentile", pct, {"long_name": "percentile level", "units": "percent"}),
+        },
+    )
+    if "run_time" in approx:
+        ds["run_time"] = approx["run_time"].transpose("R", "rho", "method").reindex(R=Rs, rho=rhos)
+        ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
+    ds.attrs["cdf_convention"] = (
+        "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "
+        "(sojourn.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
+    ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
+    ds.attrs["percentile_definition"] = "first grid t_i with F(t_i) > p; error = approx - sim (negative = optimistic)"
+    return ds
+
+
+def comparison_encoding(ds: xr.Dataset) -> dict:
+    enc = {}
+    for name, var in ds.data_vars.items():
+        if var.dtype.kind == "f":
+            enc[name] = {"zlib": True, "complevel": 5, "shuffle": True, "dtype": "float32"}
+        elif var.dtype.kind in "iu":
+            enc[name] = {"zlib": True, "complevel": 5, "shuffle": True}
+    return enc
