@@ -97,10 +97,7 @@ def simulate_cell(client, *, service: str, law: str, R: int, rho: str, mu: float
             simulate_replication, [spec] * len(missing), missing, [seed] * len(missing), pure=False,
             key=[f"sim-{service}-R{R}-rho{rho}-rep{k}-{key}" for k in missing], **kw,
         )
-        from distributed import as_completed
-
-        for i, _ in enumerate(as_completed(futures), start=1):
-            _log(log, f"  [{i}/{len(missing)}] replications done ({time.perf_counter() - t0:.2f} s)")
+        progress(futures, lambda i, n: _log(log, f"  [{i}/{n}] replications done ({time.perf_counter() - t0:.2f} s)"))
         for k, ds in zip(missing, client.gather(futures)):
             new[k] = ds
     parts = [have.get(k, new.get(k)) for k in range(n_rep)]
@@ -119,6 +116,18 @@ def simulate_cell(client, *, service: str, law: str, R: int, rho: str, mu: float
         if other != cache:
             other.unlink()
     return Path(output)
+
+
+def progress(futures, report) -> None:
+    """Call ``report(done, total)`` as each future finishes (no default client needed); wait for all."""
+    import queue
+
+    q: queue.Queue = queue.Queue()
+    for f in futures:
+        f.add_done_callback(lambda fut: q.put(1))
+    for i in range(1, len(futures) + 1):
+        q.get()
+        report(i, len(futures))
 
 
 def _cell_attrs(engine_attrs: dict, **extra) -> dict:
