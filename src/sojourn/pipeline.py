@@ -163,7 +163,14 @@ def simulation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
             e["dtype"] = "int32"
             e["chunksizes"] = tuple(1 if d != var.dims[-1] else var.sizes[d] for d in var.dims)
         enc[name] = e
+    enc.update(_coord_encoding(ds, complevel))
     return enc
+
+
+def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
+    """Compress the long coordinates too (t alone is 146 kB per cell file uncompressed)."""
+    return {name: {"zlib": True, "complevel": complevel, "shuffle": True}
+            for name in ("t", "n") if name in ds.coords}
 
 
 # -- approximations --------------------------------------------------------------------------------
@@ -207,6 +214,7 @@ def approximation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
             e["dtype"] = "float32"
             e["chunksizes"] = tuple(1 if d != "t" else var.sizes[d] for d in var.dims)
         enc[name] = e
+    enc.update(_coord_encoding(ds, complevel))
     return enc
 
 

@@ -49,7 +49,7 @@ def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
     fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, **kw)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
-    return fig, axes.flat
+    return fig, list(axes.flat)
 
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
@@ -61,7 +61,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     rho = c["rho"].values
     for ax, R in zip(axes, c["R"].values):
         for m in methods:
-            d = c.sel(R=R, method=m)
+            d = c.sel({"R": R, "method": m})
             y = d["wasserstein_mean"].values
             if not np.isfinite(y).any():
                 continue
@@ -73,11 +73,12 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
         ax.set_xlabel("load ρ")
         ax.set_ylabel("Wasserstein distance")
         ax.grid(alpha=0.3)
-    handles, labels = next(iter(axes)).get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False,
-               bbox_to_anchor=(0.5, 1.04))
+               bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"Wasserstein distance to the simulated CDF ({service} service; mean and 95% CI over replications)",
-                 y=1.09)
+                 y=1.02)
     return save(fig, stem, **kw)
 
 
@@ -124,7 +125,7 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
         for b, R in enumerate(Rv):
             ax = axes[a, b]
             for m in methods:
-                d = c.sel(R=R, method=m, percentile=p)
+                d = c.sel({"R": R, "method": m, "percentile": p})
                 y = d["percentile_error_mean"].values
                 if not np.isfinite(y).any():
                     continue
@@ -141,7 +142,9 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
                 ax.set_xlabel("load ρ")
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False, bbox_to_anchor=(0.5, 1.03))
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(f"Percentile error approx - sim ({service}; negative = optimistic; mean and 95% CI)", y=1.01)
     return save(fig, stem, **kw)
 
 
@@ -153,7 +156,7 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     fig, ax = plt.subplots(figsize=(6, 4))
     Rv = cmp["R"].values
     for m in methods:
-        d = rt.sel(method=m)
+        d = rt.sel({"method": m})
         med = d.median("rho").values
         if not np.isfinite(med).any():
             continue
@@ -186,7 +189,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
                         label="simulation (replication range)")
         ax.plot(t, Fp if not logy else 1 - Fp, color="k", lw=1.6, label="simulation (pooled)")
         for m in methods:
-            F = a["cdf"].sel(method=m).values
+            F = a["cdf"].sel({"method": m}).values
             if np.isfinite(F).any():
                 ax.plot(t, F if not logy else 1 - F, _style(m), color=col[m], lw=1, label=m)
         ax.set_xlim(0, max(float(tmax), 5 * float(t[1])))
@@ -214,7 +217,7 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         for k, svc in enumerate(services):
             d = cmp.sel(service=svc, R=R)
             y1 = d["wasserstein_vs_exponential_sim"].values
-            y2 = d["wasserstein_mean"].sel(method=cand).min("method", skipna=True).values
+            y2 = d["wasserstein_mean"].sel({"method": cand}).min("method", skipna=True).values
             if np.isfinite(y1).any():
                 ax.plot(rho, y1, "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
             if np.isfinite(y2).any():
@@ -224,8 +227,10 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         ax.set_ylabel("Wasserstein distance")
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    handles, labels = next(iter(axes)).get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 1.06))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle("M/G/R laws vs the exponential (M/M/R) simulation and approximations", y=1.02)
     return save(fig, stem, **kw)
 
 

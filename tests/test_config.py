@@ -1,0 +1,162 @@
+"""Pipeline config: JSON-schema validation with defaults, cross-field checks, grid and file naming, env file."""
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+import sojourn.grid as G
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def load(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def merged(*names):
+    """Like snakemake --configfile: later files update the default config recursively."""
+    out = {}
+    for n in names:
+        _update(out, load(n))
+    return out
+
+
+def _update(a, b):
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(a.get(k), dict):
+            _update(a[k], v)
+        else:
+            a[k] = copy.deepcopy(v)
+
+
+def checked(cfg):
+    validate(cfg, SCHEMA)
+    G.check_config(cfg)
+    return cfg
+
+
+@pytest.mark.parametrize("names", [("config.yaml",), ("config.yaml", "paper.yaml"), ("config.yaml", "test.yaml")])
+def test_shipped_configs_are_valid(names):
+    checked(merged(*names))
+
+
+def test_defaults_come_from_the_schema():
+    cfg = checked({"grid": {"R": [1], "rho": [0.5]}})
+    assert cfg["study"] == "jsq_ps"
+    assert cfg["simulation"]["replications"] == 5 and cfg["simulation"]["seed"] == 0
+    assert cfg["approximation"]["L1"] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]  # Table 4
+    assert cfg["approximation"]["L2"] == 130
+    assert cfg["time_grid"] == {"dt": 0.01, "t_max": 182.32}
+    assert cfg["cluster"]["kind"] == "local" and cfg["cluster"]["slurm"]["jobs"] == 2
+    assert cfg["comparison"]["percentiles"] == [99, 99.9, 99.99, 99.999]
+
+
+def test_paper_config_is_the_paper_grid():
+    cfg = checked(merged("config.yaml", "paper.yaml"))
+    cells = G.cells(cfg)
+    expo = [c for c in cells if c.service == "exponential"]
+    assert len(expo) == 990
+    assert {c.R for c in expo} == set(range(1, 11))
+    rhos = sorted({c.rho for c in expo})
+    assert rhos[0] == "0.01" and rhos[-1] == "0.99" and len(rhos) == 99
+    assert cfg["simulation"] == {**cfg["simulation"], "horizon": 160000, "warmup": 8000, "cooldown": 8000,
+                                 "replications": 10}
+    assert [G.L1_for(cfg, R) for R in range(1, 11)] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]
+    laws = G.service_laws(cfg)
+    assert set(laws) == {"exponential", "uniform", "deterministic", "lognormal", "gamma", "triangular"}
+    assert len(G.approximation_cells(cfg)) == 990
+
+
+def test_rho_names_are_stable():
+    cfg = checked({"grid": {"R": [1], "rho_range": {"start": 0.05, "stop": 0.95, "step": 0.15}}})
+    names = [c.rho for c in G.cells(cfg)]
+    assert names == ["0.05", "0.20", "0.35", "0.50", "0.65", "0.80", "0.95"]
+    assert all(re.fullmatch(r"0\.\d\d", n) for n in names)
+    assert G.format_rho(0.1 + 0.2, 2) == "0.30"
+
+
+def test_exact_only_up_to_its_server_limit():
+    cfg = checked(merged("config.yaml"))
+    assert "exact" in G.methods_for(cfg, 1) and "exact" in G.methods_for(cfg, 2)
+    assert "exact" not in G.methods_for(cfg, 3)
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"simulation": {"horizonn": 5}}, "horizonn"),  # unknown key (additionalProperties: false)
+        ({"bogus_section": 1}, "bogus_section"),
+        ({"simulation": {"replications": "five"}}, "replications"),  # type
+        ({"simulation": {"replications": 0}}, "replications"),  # range
+        ({"grid": {"rho": [0.5, 1.2]}}, "rho"),
+        ({"grid": {"R": [0]}}, "R"),
+        ({"cluster": {"kind": "kubernetes"}}, "kind"),
+        ({"approximation": {"L2": 1}}, "L2"),
+    ],
+)
+def test_schema_rejects_and_names_the_key(change, key):
+    cfg = merged("config.yaml")
+    _update(cfg, change)
+    with pytest.raises(WorkflowError) as err:
+        validate(cfg, SCHEMA)
+    assert key in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"simulation": {"horizon": 1000, "warmup": 500, "cooldown": 500}}, "simulation.warmup"),
+        ({"approximation": {"methods": ["A", "G"]}}, "approximation.methods"),
+        ({"mgr": {"laws": ["weibull"]}}, "mgr.laws[0]"),
+        ({"mgr": {"laws": ["uniform:low=3,high=1"]}}, "mgr.laws[0]"),
+        ({"grid": {"rho": [0.505]}}, "grid.rho"),
+        ({"grid": {"R": [1, 11]}}, "approximation.L1"),
+        ({"time_grid": {"dt": 5, "t_max": 1}}, "time_grid.dt"),
+        ({"figures": {"cdf_cells": [{"R": 4, "rho": 0.5}]}}, "figures.cdf_cells[0]"),
+    ],
+)
+def test_cross_field_checks_name_the_key(change, key):
+    cfg = merged("config.yaml")
+    _update(cfg, change)
+    validate(cfg, SCHEMA)
+    with pytest.raises(G.ConfigError) as err:
+        G.check_config(cfg)
+    assert str(err.value).startswith(key)
+
+
+def test_code_hash_tracks_exactly_the_named_files(tmp_path):
+    (tmp_path / "analytic").mkdir()
+    (tmp_path / "analytic" / "a.py").write_text("x = 1\n")
+    (tmp_path / "stats.py").write_text("y = 1\n")
+    h_an, h_st = G.code_hash(tmp_path, "analytic"), G.code_hash(tmp_path, "stats.py")
+    (tmp_path / "analytic" / "a.py").write_text("x = 2\n")
+    assert G.code_hash(tmp_path, "analytic") != h_an
+    assert G.code_hash(tmp_path, "stats.py") == h_st
+    (tmp_path / "analytic" / "new.py").write_text("")
+    assert G.code_hash(tmp_path, "analytic") not in (h_an,)
+
+
+def _names_and_specs(reqs):
+    out = {}
+    for r in reqs:
+        m = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*)", r)
+        out[m.group(1).lower().replace("_", "-")] = m.group(2).replace(" ", "")
+    return out
+
+
+def test_conda_env_mirrors_pyproject():
+    py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    want = _names_and_specs(py["dependencies"] + py["optional-dependencies"]["test"])
+    env = yaml.safe_load((ROOT / "envs" / "sojourn.yaml").read_text())
+    got = _names_and_specs([d for d in env["dependencies"] if isinstance(d, str)])
+    got.pop("python", None)
+    got.pop("pip", None)
+    assert got == want
