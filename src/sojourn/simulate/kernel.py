@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .laws import sample_law
+from .laws import EXPONENTIAL, LOGNORMAL, sample_law
 
 # Dispatch codes (sojourn.models.DISPATCH_CODE)
 JSQ = 0
@@ -34,117 +34,6 @@ ROUND_ROBIN = 2
 JSQ_D = 3
 
 BIG = np.int64(1) << np.int64(62)  # "no limit" on the number in service
-
-
-@njit(cache=True)
-def _jsq_among(n, idx, k, rng):
-    """Index (into idx[:k]) of a server with the fewest customers, uniform random tie-break."""
-    m = n[idx[0]]
-    ties = 1
-    for i in range(1, k):
-        v = n[idx[i]]
-        if v < m:
-            m = v
-            ties = 1
-        elif v == m:
-            ties += 1
-    j = 0
-    if ties > 1:
-        j = int(rng.random() * ties)
-        if j >= ties:
-            j = ties - 1
-    for i in range(k):
-        if n[idx[i]] == m:
-            if j == 0:
-                return idx[i]
-            j -= 1
-    return idx[0]  # unreachable
-
-
-@njit(cache=True)
-def _dispatch(n, R, dispatch, d, perm, ident, rr, rng):
-    """Chosen server and the new round-robin counter."""
-    if dispatch == JSQ:
-        return _jsq_among(n, ident, R, rng), rr
-    elif dispatch == RANDOM:
-        s = int(rng.random() * R)
-        return (s if s < R else R - 1), rr
-    elif dispatch == ROUND_ROBIN:
-        return rr, (rr + 1) % R
-    else:  # JSQ(d): d distinct servers by a partial Fisher–Yates shuffle, then JSQ among them
-        for i in range(d):
-            j = i + int(rng.random() * (R - i))
-            if j >= R:
-                j = R - 1
-            tmp = perm[i]
-            perm[i] = perm[j]
-            perm[j] = tmp
-        return _jsq_among(n, perm, d, rng), rr
-
-
-@njit(cache=True)
-def _record(soj, a, hist, nbins, inv_dt, acc):
-    """Add one sojourn to the streamed statistics. acc = [count, overflow, sum, sumsq, max]."""
-    b = int(soj * inv_dt)
-    if b < nbins:
-        hist[b] += 1
-    else:
-        acc[1] += 1.0
-    acc[0] += 1.0
-    acc[2] += soj
-    acc[3] += soj * soj
-    if soj > acc[4]:
-        acc[4] = soj
-
-
-@njit(cache=True)
-def _heap_push(hk, ha, hx, s, size, key, a, x):
-    """Insert (key, a, x) into the min-heap row s holding ``size`` entries (sift up)."""
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        pk = hk[s, p]
-        if pk <= key:
-            break
-        hk[s, i] = pk
-        ha[s, i] = ha[s, p]
-        hx[s, i] = hx[s, p]
-        i = p
-    hk[s, i] = key
-    ha[s, i] = a
-    hx[s, i] = x
-
-
-@njit(cache=True)
-def _heap_pop(hk, ha, hx, s, size):
-    """Remove the root of heap row s (``size`` entries before the pop); returns (key, a, x)."""
-    rk = hk[s, 0]
-    ra = ha[s, 0]
-    rx = hx[s, 0]
-    last = size - 1
-    if last > 0:
-        key = hk[s, last]
-        a = ha[s, last]
-        x = hx[s, last]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= last:
-                break
-            ck = hk[s, c]
-            if c + 1 < last and hk[s, c + 1] < ck:
-                c += 1
-                ck = hk[s, c]
-            if key <= ck:
-                break
-            hk[s, i] = ck
-            ha[s, i] = ha[s, c]
-            hx[s, i] = hx[s, c]
-            i = c
-        hk[s, i] = key
-        ha[s, i] = a
-        hx[s, i] = x
-    return rk, ra, rx
 
 
 @njit(cache=True)
@@ -173,14 +62,18 @@ def run_general(
     inv_dt = 1.0 / dt
     nmax = occ.shape[0] - 1
     K = cx_n.shape[0]
-    acc = np.zeros(5)
+    a_exp = acode == EXPONENTIAL  # inline the common exponential draws (no call into sample_law)
+    s_exp = scode == EXPONENTIAL
+    s_logn = scode == LOGNORMAL
+    a_mean = 1.0 / ap[0] if a_exp else 0.0
+    s_mean = 1.0 / sp[0] if s_exp else 0.0
 
     n = np.zeros(R, np.int64)  # customers present at each server
-    V = np.zeros(R)  # virtual clocks
+    V = np.zeros(R)  # virtual clocks: attained service of each customer in service
     tl = np.zeros(R)  # real time of the last V update
     nd = np.full(R, np.inf)  # next departure date
     cap = 16
-    hk = np.empty((R, cap))  # heap keys: virtual finish times
+    hk = np.empty((R, cap))  # heap keys: virtual finish times V_admission + x
     ha = np.empty((R, cap))  # arrival dates
     hx = np.empty((R, cap))  # service requirements
     limited = c < BIG
@@ -192,12 +85,17 @@ def run_general(
     ident = np.arange(R)
     rr = 0
 
+    cnt = 0
+    over = 0
+    ssum = 0.0
+    ssq = 0.0
+    smax = 0.0
     total = 0
     pending = 0
     area = 0.0
     events = 0
     tprev = 0.0
-    t_arr = sample_law(acode, ap, rng)
+    t_arr = rng.exponential(a_mean) if a_exp else sample_law(acode, ap, rng)
     while True:
         sm = -1
         tm = np.inf
@@ -208,9 +106,8 @@ def run_general(
         t = t_arr if t_arr <= tm else tm
         if pending == 0 and t >= rec_end:
             lo = tprev if tprev > warmup else warmup  # window (warmup, rec_end) ∩ (tprev, rec_end)
-            hi = rec_end if rec_end < rec_end else rec_end
-            if hi > lo:
-                area += total * (hi - lo)
+            if rec_end > lo:
+                area += total * (rec_end - lo)
             break
         lo = tprev if tprev > warmup else warmup  # window (warmup, rec_end) ∩ (tprev, t)
         hi = t if t < rec_end else rec_end
@@ -220,15 +117,63 @@ def run_general(
         events += 1
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
-            s, rr = _dispatch(n, R, dispatch, d, perm, ident, rr, rng)
+            # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
+            if dispatch == RANDOM:
+                s = int(rng.random() * R)
+                if s >= R:
+                    s = R - 1
+            elif dispatch == ROUND_ROBIN:
+                s = rr
+                rr = rr + 1 if rr + 1 < R else 0
+            else:
+                if dispatch == JSQ_D:  # d distinct servers: partial Fisher–Yates shuffle of perm
+                    for i in range(d):
+                        j = i + int(rng.random() * (R - i))
+                        if j >= R:
+                            j = R - 1
+                        tmp = perm[i]
+                        perm[i] = perm[j]
+                        perm[j] = tmp
+                    idx = perm
+                    kk = d
+                else:
+                    idx = ident
+                    kk = R
+                # JSQ among idx[:kk]: fewest customers present, uniform random tie-break
+                mn = n[idx[0]]
+                ties = 1
+                for i in range(1, kk):
+                    v = n[idx[i]]
+                    if v < mn:
+                        mn = v
+                        ties = 1
+                    elif v == mn:
+                        ties += 1
+                j = 0
+                if ties > 1:
+                    j = int(rng.random() * ties)
+                    if j >= ties:
+                        j = ties - 1
+                s = idx[0]
+                for i in range(kk):
+                    if n[idx[i]] == mn:
+                        if j == 0:
+                            s = idx[i]
+                            break
+                        j -= 1
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
                 pending += 1
-            x = sample_law(scode, sp, rng)
+            if s_exp:
+                x = rng.exponential(s_mean)
+            elif s_logn:
+                x = np.exp(sp[0] + sp[1] * rng.standard_normal())  # same draw as sample_law
+            else:
+                x = sample_law(scode, sp, rng)
             m = ns if ns < c else c  # number in service before the arrival
             if m > 0:
-                V[s] += (t - tl[s]) * (theta / (m if m > theta else theta))
+                V[s] += (t - tl[s]) * (theta / (m if m > theta else theta))  # per-customer rate θ/max(m, θ)
             tl[s] = t
             n[s] = ns + 1
             total += 1
@@ -238,7 +183,23 @@ def run_general(
                     hk = _grow2d(hk, cap)
                     ha = _grow2d(ha, cap)
                     hx = _grow2d(hx, cap)
-                _heap_push(hk, ha, hx, s, m, V[s] + x, t, x)
+                # sift-up insertion of (V[s] + x, t, x) into heap row s of size m
+                hkey = V[s] + x
+                harr = t
+                hreq = x
+                i = m
+                while i > 0:
+                    par = (i - 1) >> 1
+                    pk = hk[s, par]
+                    if pk <= hkey:
+                        break
+                    hk[s, i] = pk
+                    ha[s, i] = ha[s, par]
+                    hx[s, i] = hx[s, par]
+                    i = par
+                hk[s, i] = hkey
+                ha[s, i] = harr
+                hx[s, i] = hreq
                 m += 1
             else:  # limited PS: wait FIFO
                 q = ns - c
@@ -248,26 +209,51 @@ def run_general(
                     nx = np.empty((R, nq))
                     for r in range(R):
                         qr = n[r] - c if r != s else q
-                        for j in range(qr if qr > 0 else 0):
-                            na[r, j] = qa[r, (qh[r] + j) % qcap]
-                            nx[r, j] = qx[r, (qh[r] + j) % qcap]
+                        for jj in range(qr if qr > 0 else 0):
+                            na[r, jj] = qa[r, (qh[r] + jj) % qcap]
+                            nx[r, jj] = qx[r, (qh[r] + jj) % qcap]
                         qh[r] = 0
                     qa = na
                     qx = nx
                     qcap = nq
-                j = (qh[s] + q) % qcap
-                qa[s, j] = t
-                qx[s, j] = x
+                jj = (qh[s] + q) % qcap
+                qa[s, jj] = t
+                qx[s, jj] = x
             rate = theta / (m if m > theta else theta)
             rem = hk[s, 0] - V[s]
-            nd[s] = t + (rem if rem > 0.0 else 0.0) / rate
-            t_arr = t + sample_law(acode, ap, rng)
+            nd[s] = t + (rem if rem > 0.0 else 0.0) / rate  # t + (Vfinish_min − V)/rate
+            t_arr = t + (rng.exponential(a_mean) if a_exp else sample_law(acode, ap, rng))
         else:
-            # ---- departure from server sm -----------------------------------------------
+            # ---- departure from server sm: pop the heap root ---------------------------
             s = sm
             ns = n[s]
             m = ns if ns < c else c
-            key, a, x = _heap_pop(hk, ha, hx, s, m)
+            key = hk[s, 0]
+            a = ha[s, 0]
+            x = hx[s, 0]
+            last = m - 1
+            if last > 0:  # move the last entry to the root and sift it down
+                hkey = hk[s, last]
+                harr = ha[s, last]
+                hreq = hx[s, last]
+                i = 0
+                while True:
+                    ch = 2 * i + 1
+                    if ch >= last:
+                        break
+                    ck = hk[s, ch]
+                    if ch + 1 < last and hk[s, ch + 1] < ck:
+                        ch += 1
+                        ck = hk[s, ch]
+                    if hkey <= ck:
+                        break
+                    hk[s, i] = ck
+                    ha[s, i] = ha[s, ch]
+                    hx[s, i] = hx[s, ch]
+                    i = ch
+                hk[s, i] = hkey
+                ha[s, i] = harr
+                hx[s, i] = hreq
             V[s] = key  # the leaver's virtual finish time is the clock now (exactly)
             tl[s] = t
             m -= 1
@@ -275,7 +261,16 @@ def run_general(
             total -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
-                _record(soj, a, hist, nbins, inv_dt, acc)
+                b = int(soj * inv_dt)  # histogram bin floor(soj/dt)
+                if b < nbins:
+                    hist[b] += 1
+                else:
+                    over += 1
+                cnt += 1
+                ssum += soj
+                ssq += soj * soj
+                if soj > smax:
+                    smax = soj
                 pending -= 1
                 if xdx > 0.0:
                     k = int(x / xdx)
@@ -283,10 +278,26 @@ def run_general(
                         cx_n[k] += 1
                         cx_s[k] += soj
                         cx_ss[k] += soj * soj
-            if ns > c:  # limited PS: admit the head of the FIFO
+            if ns > c:  # limited PS: admit the head of the FIFO with finish key V + x
                 h = qh[s]
-                _heap_push(hk, ha, hx, s, m, V[s] + qx[s, h], qa[s, h], qx[s, h])
-                qh[s] = (h + 1) % qcap
+                # sift-up insertion of (V[s] + qx[s, h], qa[s, h], qx[s, h]) into heap row s of size m
+                hkey = V[s] + qx[s, h]
+                harr = qa[s, h]
+                hreq = qx[s, h]
+                i = m
+                while i > 0:
+                    par = (i - 1) >> 1
+                    pk = hk[s, par]
+                    if pk <= hkey:
+                        break
+                    hk[s, i] = pk
+                    ha[s, i] = ha[s, par]
+                    hx[s, i] = hx[s, par]
+                    i = par
+                hk[s, i] = hkey
+                ha[s, i] = harr
+                hx[s, i] = hreq
+                qh[s] = h + 1 if h + 1 < qcap else 0
                 m += 1
             if m > 0:
                 rate = theta / (m if m > theta else theta)
@@ -295,6 +306,7 @@ def run_general(
             else:
                 V[s] = 0.0  # empty server: restart the virtual clock (keeps it small)
                 nd[s] = np.inf
+    acc = np.array([float(cnt), float(over), ssum, ssq, smax])
     return acc, area, events
 
 
@@ -307,7 +319,6 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
     nbins = hist.shape[0]
     inv_dt = 1.0 / dt
     nmax = occ.shape[0] - 1
-    acc = np.zeros(5)
 
     n = np.zeros(R, np.int64)
     cap = 16
@@ -319,19 +330,23 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
     ident = np.arange(R)
     rr = 0
 
+    cnt = 0
+    over = 0
+    ssum = 0.0
+    ssq = 0.0
+    smax = 0.0
     total = 0
     pending = 0
     area = 0.0
     events = 0
     t = 0.0
     while True:
-        rate = lam + mu * nb  # total event rate: arrivals + one departure stream per busy server
+        rate = lam + mu * nb  # total event rate: arrivals + one Exp(μ) departure stream per busy server
         tn = t + rng.exponential(1.0 / rate)
         if pending == 0 and tn >= rec_end:
             lo = t if t > warmup else warmup  # window (warmup, rec_end) ∩ (t, rec_end)
-            hi = rec_end if rec_end < rec_end else rec_end
-            if hi > lo:
-                area += total * (hi - lo)
+            if rec_end > lo:
+                area += total * (rec_end - lo)
             break
         lo = t if t > warmup else warmup  # window (warmup, rec_end) ∩ (t, tn)
         hi = tn if tn < rec_end else rec_end
@@ -341,7 +356,50 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
         events += 1
         u = rng.random() * rate
         if u < lam:
-            s, rr = _dispatch(n, R, dispatch, d, perm, ident, rr, rng)
+            # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
+            if dispatch == RANDOM:
+                s = int(rng.random() * R)
+                if s >= R:
+                    s = R - 1
+            elif dispatch == ROUND_ROBIN:
+                s = rr
+                rr = rr + 1 if rr + 1 < R else 0
+            else:
+                if dispatch == JSQ_D:  # d distinct servers: partial Fisher–Yates shuffle of perm
+                    for i in range(d):
+                        j = i + int(rng.random() * (R - i))
+                        if j >= R:
+                            j = R - 1
+                        tmp = perm[i]
+                        perm[i] = perm[j]
+                        perm[j] = tmp
+                    idx = perm
+                    kk = d
+                else:
+                    idx = ident
+                    kk = R
+                # JSQ among idx[:kk]: fewest customers present, uniform random tie-break
+                mn = n[idx[0]]
+                ties = 1
+                for i in range(1, kk):
+                    v = n[idx[i]]
+                    if v < mn:
+                        mn = v
+                        ties = 1
+                    elif v == mn:
+                        ties += 1
+                j = 0
+                if ties > 1:
+                    j = int(rng.random() * ties)
+                    if j >= ties:
+                        j = ties - 1
+                s = idx[0]
+                for i in range(kk):
+                    if n[idx[i]] == mn:
+                        if j == 0:
+                            s = idx[i]
+                            break
+                        j -= 1
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
@@ -363,7 +421,7 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
                 b = nb - 1
             s = busy[b]
             ns = n[s]
-            k = int(rng.random() * ns)  # PS + memorylessness: the leaver is uniform
+            k = int(rng.random() * ns)  # PS + memorylessness: the leaver is uniform among those present
             if k >= ns:
                 k = ns - 1
             a = A[s, k]
@@ -377,6 +435,17 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
                 pos[s] = -1
                 nb -= 1
             if warmup < a and a < rec_end:
-                _record(t - a, a, hist, nbins, inv_dt, acc)
+                soj = t - a
+                b = int(soj * inv_dt)  # histogram bin floor(soj/dt)
+                if b < nbins:
+                    hist[b] += 1
+                else:
+                    over += 1
+                cnt += 1
+                ssum += soj
+                ssq += soj * soj
+                if soj > smax:
+                    smax = soj
                 pending -= 1
+    acc = np.array([float(cnt), float(over), ssum, ssq, smax])
     return acc, area, events
