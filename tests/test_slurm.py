@@ -12,7 +12,7 @@ daemons with ``bash .ci/slurm/down.sh``.
   job having been a SLURM job that ``sacct`` records as COMPLETED.
 
 Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In CI
-(``CI=true``) they fail instead, so a broken SLURM set-up cannot silently turn the HPC tests into skips.
+(``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM set-up cannot silently turn the HPC tests into skips.
 Waits below poll job *states*; the only bounds are generous guards against a hung cluster.
 """
 from __future__ import annotations
@@ -32,7 +32,9 @@ pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
 PARTITION = "debug"
-IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+# In CI (CI=true, or SOJOURN_REQUIRE_SLURM=1 as exported by .ci/run) a missing cluster is a failure.
+REQUIRED = (os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+            or os.environ.get("SOJOURN_REQUIRE_SLURM") == "1")
 # Guards against a hung cluster (not performance limits): give up waiting after this many seconds.
 GUARD_S = 600
 
@@ -42,9 +44,9 @@ def _run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def _unavailable(reason: str):
-    if IN_CI:
+    if REQUIRED:
         pytest.fail(
-            f"{reason}. In CI (CI=true) the SLURM tests must run: .ci/run starts the cluster with "
+            f"{reason}. In CI (CI=true / SOJOURN_REQUIRE_SLURM=1) the SLURM tests must run: .ci/run starts the cluster with "
             "`bash .ci/slurm/up.sh`, so this means the SLURM set-up is broken.",
             pytrace=False,
         )
