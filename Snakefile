@@ -1,11 +1,14 @@
 # sojourn pipeline: (service law x R x rho) grid -> Dask replications -> xarray results -> comparison,
 # figures, report. Run:  snakemake --cores 2   (default config)   or add  --configfile config/paper.yaml
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# the default config sits next to this file, whatever --directory says; --configfile files update it
+configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
 validate(config, schema="workflow/schemas/config.schema.yaml")

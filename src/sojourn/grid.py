@@ -213,6 +213,18 @@ def code_hash(package_dir, *relative: str) -> str:
     return h.hexdigest()[:16]
 
 
+def canonical(value):
+    """Recursively key-sorted copy of a config value, for ``params:``.
+
+    Snakemake compares params by ``repr``, in which dict order shows: without this, the same settings
+    written in another key order (e.g. a YAML dump) would rerun every job."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
+
+
 def stable_key(*parts) -> str:
     """Short content hash of JSON-able parts (used to address cached simulation results)."""
     text = json.dumps(parts, sort_keys=True, default=str)
@@ -240,6 +252,21 @@ def combine_cells(datasets: list[xr.Dataset], fill_value=None) -> xr.Dataset:
         if dim in out.dims:
             out = out.sortby(dim)
     return out
+
+
+def cdf_stem(c, decimals=2) -> str:
+    """File stem of the CDF figure of a ``figures.cdf_cells`` entry."""
+    return f"cdf_R~{int(c['R'])}_rho~{float(c['rho']):.{decimals}f}"
+
+
+def figure_stems(config: dict) -> list[str]:
+    """The figure stems :func:`sojourn.plots.all_figures` writes for ``config`` (the figures rule's outputs)."""
+    stems = ["wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "runtime_vs_R"]
+    dec = int(config["grid"].get("rho_decimals", 2))
+    stems += [cdf_stem(c, dec) for c in (config.get("figures") or {}).get("cdf_cells") or []]
+    if (config.get("mgr") or {}).get("laws"):
+        stems.append("mgr_laws")
+    return stems
 
 
 def rho_coord(values) -> np.ndarray:

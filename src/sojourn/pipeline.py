@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,7 +25,22 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
-from .datasets import provenance, read_netcdf, write_netcdf
+from . import datasets as _datasets
+from .datasets import provenance
+
+#: HDF5 (under netCDF4) is not thread-safe, and Snakemake runs the jobs of this module as threads of
+#: one process: every netCDF read and write here goes through this lock.
+NETCDF_LOCK = threading.RLock()
+
+
+def read_netcdf(path) -> xr.Dataset:
+    with NETCDF_LOCK:
+        return _datasets.read_netcdf(path)
+
+
+def write_netcdf(ds: xr.Dataset, path, encoding=None):
+    with NETCDF_LOCK:
+        return _datasets.write_netcdf(ds, path, encoding=encoding)
 from .grid import format_rho, stable_key
 
 # Variables of the simulation engine kept in the pipeline's files (wall_time is kept but documented
@@ -160,7 +176,8 @@ def simulation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
     for name, var in ds.data_vars.items():
         e = {"zlib": True, "complevel": complevel, "shuffle": True}
         if name in ("count", "occupancy_at_arrival"):
-            e["dtype"] = "int32"
+            # counts of one 0.01-wide bin: int16 when every value fits (~13% smaller), else int32
+            e["dtype"] = "int16" if int(var.max()) < np.iinfo(np.int16).max else "int32"
             e["chunksizes"] = tuple(1 if d != var.dims[-1] else var.sizes[d] for d in var.dims)
         enc[name] = e
     enc.update(_coord_encoding(ds, complevel))
@@ -175,10 +192,23 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
 
 # -- approximations --------------------------------------------------------------------------------
 def _approximate_task(R, rho, mu, methods, t, hyper):
+    """Faithful methods with the config's L1 (Table 4) and L2; corrected methods and ``exact`` choose their
+    own truncations (passing L1 to them would undo the correction), so they run as a second group."""
     from .analytic import approximate_all
 
     spec = spec_for(R, rho, "exponential", mu)
-    return approximate_all(spec, list(methods), t=t, **hyper)
+    faithful = [m for m in methods if not m.endswith("*") and m != "exact"]
+    others = [m for m in methods if m not in faithful]
+    parts = []
+    if faithful:
+        parts.append(approximate_all(spec, faithful, t=t, **hyper))
+    if others:
+        parts.append(approximate_all(spec, others, t=t))
+    if len(parts) == 1:
+        return parts[0]
+    out = xr.concat(parts, dim="method", data_vars="all", coords="different", compat="equals", join="outer",
+                    combine_attrs="drop_conflicts")
+    return out.sel({"method": list(methods)})
 
 
 def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L2: int, tg: dict, code: str,
@@ -194,7 +224,7 @@ def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L
     ds = fut.result()
     _log(log, f"approximation R={R} rho={rho} methods={list(methods)} L1={L1} L2={L2}: "
               f"{time.perf_counter() - t0:.2f} s")
-    ds = ds.expand_dims(R=[int(R)], rho=[float(rho)])
+    ds = to_storage(_fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
     keep = {k: v for k, v in ds.attrs.items() if k not in ("config",)}
     ds.attrs = {**provenance(None), **{k: v for k, v in keep.items() if k in ("title", "model", "spec", "hyper")},
                 "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
@@ -203,16 +233,66 @@ def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L
     return Path(output)
 
 
+def _fixed_n(ds: xr.Dataset, n_store: int) -> xr.Dataset:
+    """λ_n and A_n on n = 0..n_store−1 for every cell (cells differ in their own truncation, and a common
+    ``n`` axis is what lets the cells merge); the A_n mass beyond is kept as ``A_n_tail_mass``."""
+    if "n" not in ds.dims:
+        return ds
+    tail = ds["A_n"].where(ds["n"] >= n_store).sum("n", skipna=True)
+    out = ds.reindex(n=np.arange(n_store), fill_value=np.nan)
+    out["A_n_tail_mass"] = tail
+    out["A_n_tail_mass"].attrs = {"long_name": f"sum of A_n over n >= {n_store} (not stored)", "units": "1"}
+    out["lambda_n"].attrs = {"long_name": "arrival rate to a server with n customers (lambda_n)",
+                             "units": "1/time unit"}
+    out["A_n"].attrs = {"long_name": "probability that an arrival finds n customers at its server (A_n)",
+                        "units": "1"}
+    return out
+
+
+#: tail probabilities below this are stored as 0 (they change no percentile ≤ 99.999 and W by < 1e-6)
+SF_FLOOR = 1e-9
+#: mantissa bits kept in the stored survival function (relative error ≤ 2^-13 ≈ 1.2e-4)
+SF_BITS = 12
+
+
+def to_storage(ds: xr.Dataset) -> xr.Dataset:
+    """Store an approximation as ``sf`` = 1 − F (float32, quantised to relative precision, tiny tails
+    zeroed) instead of ``cdf``: a CDF in float32 has absolute resolution 6e-8 near 1 and quantising it
+    would destroy the 99.999th percentile, while the survival function keeps relative precision in the
+    tail and compresses ~4x better. :func:`read_approximation` restores ``cdf``."""
+    if "cdf" not in ds:
+        return ds
+    sf = (1.0 - ds["cdf"].astype(np.float64)).clip(min=0.0)
+    sf = sf.where(sf >= SF_FLOOR, 0.0)
+    out = ds.drop_vars("cdf")
+    out["sf"] = sf
+    out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
+                                    "adds cdf = 1 - sf)", "units": "1",
+                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0"}
+    return out
+
+
+def read_approximation(path) -> xr.Dataset:
+    """An approximation file with ``cdf`` = 1 − ``sf`` restored (float64)."""
+    ds = read_netcdf(path)
+    if "sf" in ds and "cdf" not in ds:
+        ds["cdf"] = 1.0 - ds["sf"].astype(np.float64)
+        ds["cdf"].attrs = {"long_name": "approximated sojourn-time CDF F(t) on the grid t", "units": "1"}
+    return ds
+
+
 def approximation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
-    """CDFs as float32 (absolute resolution ≤ 6e-8 near 1, enough for the 99.999th percentile)."""
+    """``sf`` float32 quantised (see :func:`to_storage`), other floats float32, all zlib + shuffle."""
     enc = {}
     for name, var in ds.data_vars.items():
         if var.dtype.kind not in "iuf":
             continue
         e = {"zlib": True, "complevel": complevel, "shuffle": True}
-        if name == "cdf":
+        if name == "sf":
+            e.update(dtype="float32", significant_digits=SF_BITS, quantize_mode="BitRound",
+                     chunksizes=tuple(1 if d != "t" else var.sizes[d] for d in var.dims))
+        elif name in ("lambda_n", "A_n"):
             e["dtype"] = "float32"
-            e["chunksizes"] = tuple(1 if d != "t" else var.sizes[d] for d in var.dims)
         enc[name] = e
     enc.update(_coord_encoding(ds, complevel))
     return enc
@@ -262,7 +342,7 @@ def write_comparison(sim_path, approx_path, output, config: dict) -> Path:
     from .compare import compare, comparison_encoding
 
     sim = read_netcdf(sim_path)
-    approx = read_netcdf(approx_path)
+    approx = read_approximation(approx_path)
     ds = compare(sim, approx, config.get("comparison"))
     ds.attrs.update(provenance(config, title="sojourn pipeline: approximations vs simulation",
                                seed=int(config["simulation"]["seed"])))

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from .grid import cdf_stem, figure_stems  # noqa: E402,F401  (figure names live with the grid)
 from .stats import cdf_at_left_edges  # noqa: E402
 
 _PAPER = ("A", "B", "C", "D", "E", "F")
@@ -236,9 +237,9 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
 
 def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=("png", "pdf"), dpi=120, decimals=2):
     """Every figure of the pipeline into ``outdir``; returns the written paths."""
-    from .datasets import read_netcdf
+    from .pipeline import read_approximation, read_netcdf
 
-    cmp, sim, approx = read_netcdf(cmp_path), read_netcdf(sim_path), read_netcdf(approx_path)
+    cmp, sim, approx = read_netcdf(cmp_path), read_netcdf(sim_path), read_approximation(approx_path)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
@@ -251,17 +252,3 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=(
     if cmp.sizes["service"] > 1:
         out += mgr_laws(cmp, outdir / "mgr_laws", **kw)
     return out
-
-
-def cdf_stem(c, decimals=2) -> str:
-    return f"cdf_R~{int(c['R'])}_rho~{float(c['rho']):.{decimals}f}"
-
-
-def figure_stems(config: dict) -> list[str]:
-    """The figure stems :func:`all_figures` writes for ``config`` (the Snakemake rule's outputs)."""
-    stems = ["wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "runtime_vs_R"]
-    dec = int(config["grid"].get("rho_decimals", 2))
-    stems += [cdf_stem(c, dec) for c in (config.get("figures") or {}).get("cdf_cells") or []]
-    if (config.get("mgr") or {}).get("laws"):
-        stems.append("mgr_laws")
-    return stems

@@ -1,8 +1,7 @@
 # Figures (PNG + PDF, matplotlib Agg) and their report captions (snakemake --report report.html).
-from sojourn.plots import figure_stems
 
 FIG_FORMATS = config["figures"]["formats"]
-FIG_STEMS = figure_stems(config)
+FIG_STEMS = G.figure_stems(config)
 FIGURES = [f"{RES}/figures/{s}.{fmt}" for s in FIG_STEMS for fmt in FIG_FORMATS]
 
 
@@ -30,7 +29,7 @@ rule figures:
     output:
         **_fig_outputs(),
     params:
-        figures=config["figures"],
+        figures=G.canonical(config["figures"]),
         rho_decimals=config["grid"]["rho_decimals"],
         code=CODE["figures"],
     run:

@@ -8,8 +8,8 @@ rule simulate:
     params:
         law=lambda wc: LAWS[wc.service],
         mu=config["grid"]["mu"],
-        simulation=config["simulation"],
-        time_grid=config["time_grid"],
+        simulation=G.canonical(config["simulation"]),
+        time_grid=G.canonical(config["time_grid"]),
         code=CODE["simulate"],
     log:
         f"{LOGS}/simulate/{{service}}/R~{{R}}/rho~{{rho}}.log",
@@ -30,7 +30,7 @@ rule approximate:
         L1=lambda wc: G.L1_for(config, int(wc.R)),
         L2=config["approximation"]["L2"],
         mu=config["grid"]["mu"],
-        time_grid=config["time_grid"],
+        time_grid=G.canonical(config["time_grid"]),
         code=CODE["approximate"],
     log:
         f"{LOGS}/approximate/R~{{R}}/rho~{{rho}}.log",
@@ -76,7 +76,7 @@ rule compare:
     output:
         f"{RES}/comparison.nc",
     params:
-        comparison=config["comparison"],
+        comparison=G.canonical(config["comparison"]),
         code=CODE["compare"],
     run:
         from sojourn.pipeline import write_comparison

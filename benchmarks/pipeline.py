@@ -1,0 +1,181 @@
+"""Pipeline benchmarks (not a test): wall times, per-job and per-task overheads, DAG/no-op time, result sizes.
+
+    python benchmarks/pipeline.py all            # everything below (about 10 min on 2 cores)
+    python benchmarks/pipeline.py default        # snakemake --cores 2 on config/config.yaml, fresh workdir
+    python benchmarks/pipeline.py slice          # paper settings on R=1..10 x 5 loads, extrapolated to 990 cells
+    python benchmarks/pipeline.py overhead       # per Snakemake job and per Dask task
+    python benchmarks/pipeline.py noop           # DAG build and no-op rerun of config/paper.yaml
+
+Every run happens in a temporary --directory; the repository is not touched. Results are printed and
+appended as JSON lines to benchmarks/pipeline.jsonl (machine, date-free, so reruns can be compared).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SLICE_RHO = [0.1, 0.3, 0.5, 0.7, 0.9]
+
+
+def _snakemake(workdir, *args, configfile=None):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", *map(str, args)]
+    if configfile:
+        cmd += ["--configfile", str(configfile)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    return time.perf_counter() - t0, proc
+
+
+def _du(path) -> int:
+    seen, total = set(), 0
+    for p in Path(path).rglob("*"):
+        if p.is_file():
+            st = p.stat()
+            if (st.st_dev, st.st_ino) not in seen:  # hard links (cache <-> cells) count once
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def _record(**kw):
+    print(json.dumps(kw, indent=1))
+    with open(ROOT / "benchmarks" / "pipeline.jsonl", "a") as fh:
+        fh.write(json.dumps(kw) + "\n")
+
+
+def bench_default():
+    with tempfile.TemporaryDirectory() as work:
+        wall, _ = _snakemake(work)
+        noop, _ = _snakemake(work, "-n")
+        _record(what="default config, fresh workdir", wall_s=round(wall, 1), noop_dry_run_s=round(noop, 2),
+                results_MB=round(_du(Path(work) / "results") / 1e6, 2), target_wall_s=300)
+
+
+def _paper_cfg(tmp, rhos=SLICE_RHO, mgr=False):
+    cfg = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    cfg["grid"]["rho"] = rhos
+    cfg["grid"]["rho_range"] = None
+    if not mgr:
+        cfg["mgr"] = {"laws": []}
+    path = Path(tmp) / "paper_slice.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path, cfg
+
+
+def bench_slice():
+    """Paper settings (160 000 time units, 10 replications, all methods) on R = 1..10 x SLICE_RHO."""
+    import numpy as np
+
+    from sojourn.datasets import read_netcdf
+
+    with tempfile.TemporaryDirectory() as work:
+        cfgfile, cfg = _paper_cfg(work)
+        wall, _ = _snakemake(work, configfile=cfgfile)
+        res = Path(work) / "results" / cfg["study"]
+        sim = read_netcdf(res / "simulation.nc")
+        ap = read_netcdf(res / "approximation.nc")
+        sim_cpu = float(sim["wall_time"].sum())
+        approx_cpu = float(ap["run_time"].sum()) if "run_time" in ap else float("nan")
+        # simulation work is proportional to customers = Lambda * horizon = R * rho * horizon (mu = 1)
+        R = np.arange(1, 11)
+        full_rho = np.round(np.arange(1, 100) / 100, 2)
+        ratio_sim = (R.sum() * full_rho.sum()) / (R.sum() * float(np.sum(SLICE_RHO)))
+        ratio_cells = 990 / (10 * len(SLICE_RHO))
+        cells = list((res / "cells" / "simulation").rglob("*.nc"))
+        acells = list((res / "cells" / "approximation").rglob("*.nc"))
+        sim_cell_kB = np.mean([c.stat().st_size for c in cells]) / 1e3
+        ap_cell_kB = np.mean([c.stat().st_size for c in acells]) / 1e3
+        merged = {n: (res / n).stat().st_size / 1e6 for n in ("simulation.nc", "approximation.nc", "comparison.nc")}
+        # extrapolation: CPU of simulation scales with customers, approximations and overheads with cells
+        est_cpu = sim_cpu * ratio_sim + approx_cpu * ratio_cells
+        overhead = max(wall - (sim_cpu + approx_cpu) / 2, 0.0)
+        est_wall = est_cpu / 2 + overhead * ratio_cells
+        est_size = (sim_cell_kB * 990 + ap_cell_kB * 990) / 1e3 + sum(merged.values()) * ratio_cells
+        _record(what="paper slice R=1..10 x rho=%s (50 cells, 10 replications, horizon 160000)" % SLICE_RHO,
+                wall_s=round(wall, 1), sim_cpu_s=round(sim_cpu, 1), approx_cpu_s=round(approx_cpu, 1),
+                sim_cell_kB=round(sim_cell_kB, 1), approx_cell_kB=round(ap_cell_kB, 1),
+                merged_MB={k: round(v, 2) for k, v in merged.items()},
+                results_MB=round(_du(Path(work) / "results") / 1e6, 2),
+                extrapolated_990_cells_wall_s=round(est_wall), extrapolated_990_cells_results_MB=round(est_size),
+                note="extrapolation: simulation CPU x customers ratio %.1f, per-cell costs x %.1f, 2 cores"
+                     % (ratio_sim, ratio_cells), target_wall_s=900, target_MB=300)
+
+
+def bench_overhead():
+    """Per Snakemake job (threads sharing one cluster) and per Dask task, with trivial work."""
+    from sojourn.cluster import dask_client
+
+    with dask_client({"kind": "local"}, 2) as client:
+        client.submit(sum, [1]).result()
+        n = 2000
+        t0 = time.perf_counter()
+        client.gather(client.map(abs, range(n), pure=False))
+        per_task_ms = (time.perf_counter() - t0) / n * 1e3
+    t0 = time.perf_counter()
+    with dask_client({"kind": "local"}, 2) as client:
+        client.submit(sum, [1]).result()
+        start = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as work:
+        cfgfile, cfg = _paper_cfg(work, rhos=[0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08])
+        cfg["simulation"].update(horizon=60, warmup=5, cooldown=5, replications=1)
+        cfg["approximation"]["methods"] = ["F"]
+        Path(cfgfile).write_text(yaml.safe_dump(cfg))
+        wall, proc = _snakemake(work, "--until", "merge_simulation", "merge_approximation", configfile=cfgfile)
+        jobs = 2 * 80 + 2
+        _record(what="overheads", dask_task_ms=round(per_task_ms, 2), local_cluster_start_s=round(start, 2),
+                snakemake_jobs=jobs, tiny_jobs_wall_s=round(wall, 1),
+                per_job_s=round((wall - start) / jobs, 3),
+                note="per_job_s: (wall - cluster start) / jobs for 160 near-empty cells incl. Snakemake start, "
+                     "DAG, netCDF writes and merges")
+
+
+def bench_noop():
+    """DAG build (fresh) and no-op dry run (all outputs present, metadata written by --touch) for paper.yaml."""
+    import sojourn.grid as G
+
+    with tempfile.TemporaryDirectory() as work:
+        paper = ROOT / "config" / "paper.yaml"
+        fresh, proc = _snakemake(work, "-n", configfile=paper)
+        cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        _merge(cfg, yaml.safe_load(paper.read_text()))
+        res = Path(work) / "results" / cfg["study"]
+        files = [res / "cells" / "simulation" / c.service / f"R~{c.R}" / f"rho~{c.rho}.nc" for c in G.cells(cfg)]
+        files += [res / "cells" / "approximation" / f"R~{R}" / f"rho~{rho}.nc" for R, rho in G.approximation_cells(cfg)]
+        files += [res / n for n in ("simulation.nc", "approximation.nc", "comparison.nc")]
+        files += [res / "figures" / f"{s}.{f}" for s in G.figure_stems(cfg) for f in cfg["figures"]["formats"]]
+        for i, f in enumerate(files):
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.touch()
+            os.utime(f, (1e9 + i, 1e9 + i))
+        _snakemake(work, "--touch", configfile=paper)
+        noop, proc = _snakemake(work, "-n", configfile=paper)
+        nothing = "Nothing to be done" in proc.stdout + proc.stderr
+        _record(what="paper config DAG", jobs=len(files) + 1, fresh_dry_run_s=round(fresh, 2),
+                noop_dry_run_s=round(noop, 2), nothing_to_be_done=nothing, target_noop_s=10)
+
+
+def _merge(a, b):
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(a.get(k), dict):
+            _merge(a[k], v)
+        else:
+            a[k] = v
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    todo = {"default": bench_default, "slice": bench_slice, "overhead": bench_overhead, "noop": bench_noop}
+    for name, fn in todo.items():
+        if what in (name, "all"):
+            fn()

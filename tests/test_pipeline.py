@@ -1,0 +1,261 @@
+"""End-to-end: a real Snakemake run of config/test.yaml on a real Dask LocalCluster, then its outputs,
+provenance, report, rejection of bad configs, incremental reruns and cluster-independence of results."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from sojourn.datasets import read_netcdf
+from sojourn.stats import cdf_at_left_edges
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_CFG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+METHODS = TEST_CFG["approximation"]["methods"]
+
+pytestmark = pytest.mark.slow
+
+
+def snakemake(workdir, *args, configfile=None, env=None):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", "--configfile", str(configfile or ROOT / "config" / "test.yaml"), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(workdir))
+
+
+def job_counts(proc) -> dict:
+    """The 'Job stats' table of a (dry-)run: {rule: count}; {} when there is nothing to do."""
+    out = proc.stdout + proc.stderr
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:", 1)[1]
+    counts = {}
+    for line in table.splitlines()[3:]:
+        m = re.fullmatch(r"(\w+)\s+(\d+)", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+def write_cfg(path, **changes):
+    cfg = copy.deepcopy(TEST_CFG)
+    for section, values in changes.items():
+        cfg[section] = {**cfg.get(section, {}), **values}
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pipeline")
+    proc = snakemake(work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return work
+
+
+def res(work, name):
+    from sojourn.pipeline import read_approximation
+
+    path = work / "results" / "jsq_ps" / name
+    return read_approximation(path) if name == "approximation.nc" else read_netcdf(path)
+
+
+def test_simulation_file(run):
+    sim = res(run, "simulation.nc")
+    assert sim["service"].values.tolist() == ["exponential", "uniform"]
+    assert sim["R"].values.tolist() == [1, 2]
+    np.testing.assert_allclose(sim["rho"].values, [0.5, 0.8])
+    assert sim["replication"].values.tolist() == [0, 1]
+    assert sim.sizes["t"] == 18233 and float(sim["t"][-1]) == pytest.approx(182.32)
+    assert sim["count"].dtype.kind == "i"
+    expo = sim.sel(service="exponential")
+    total = expo["count"].sum("t") + expo["overflow"]
+    assert (total == expo["n_customers"]).all() and (expo["n_customers"] > 100).all()
+    # the uniform law only ran at (R=1, rho=0.8): the other cells are empty, not invented
+    uni = sim.sel(service="uniform")
+    assert int(uni["n_customers"].sel(R=1, rho=0.8).min()) > 100
+    assert int(uni["n_customers"].sel(R=2).sum()) == 0
+    F = cdf_at_left_edges(expo["count"].values.astype(float), expo["overflow"].values.astype(float))
+    assert np.all(np.diff(F, axis=-1) >= 0) and F.min() >= 0 and F.max() <= 1
+    assert sim["count"].attrs["units"] == "1" and "long_name" in sim["count"].attrs
+    # provenance: the whole config as JSON, version, commit, seeds
+    cfg = json.loads(sim.attrs["config"])
+    assert cfg["simulation"]["horizon"] == 2000 and cfg["grid"]["R"] == [1, 2]
+    assert sim.attrs["sojourn_version"] and re.fullmatch(r"[0-9a-f]{40}|unknown", sim.attrs["git_commit"])
+    assert int(sim.attrs["seed"]) == 0 and "SeedSequence" in sim.attrs["seed_recipe"]
+    assert (sim["spec_hash"].sel(service="exponential") > 0).all()
+    assert not any(re.search(r"\d{4}-\d{2}-\d{2}T", str(v)) for v in sim.attrs.values())
+
+
+def test_approximation_file(run):
+    ap = res(run, "approximation.nc")
+    assert set(ap["method"].values.tolist()) == set(METHODS)
+    cdf = ap["cdf"].transpose("R", "rho", "method", "t").values
+    assert np.isfinite(cdf).all()
+    assert np.all(np.diff(cdf, axis=-1) >= -1e-6) and cdf.min() >= -1e-6 and cdf.max() <= 1 + 1e-6
+    assert np.all(cdf[..., -1] > 0.99)
+    assert "run_time" in ap and json.loads(ap.attrs["config"])["approximation"]["L2"] == 130
+
+
+def test_comparison_values(run):
+    cmp = res(run, "comparison.nc")
+    sim, ap = res(run, "simulation.nc"), res(run, "approximation.nc")
+    for d in ("service", "R", "rho", "method", "replication", "percentile"):
+        assert d in cmp.dims
+    assert cmp["percentile"].values.tolist() == [99, 99.9, 99.99, 99.999]
+    e = cmp.sel(service="exponential")
+    W = e["wasserstein"].values
+    assert np.isfinite(W).all() and (W >= 0).all()
+    assert (e["wasserstein_ci_low"] <= e["wasserstein_mean"] + 1e-12).all()
+    assert (e["wasserstein_mean"] <= e["wasserstein_ci_high"] + 1e-12).all()
+    # recompute one entry independently from the two files: dt * sum |F_sim - F_approx| on the t grid
+    s = sim.sel(service="exponential", R=2, rho=0.8, replication=1)
+    n = s["count"].values.astype(float)
+    F_sim = np.concatenate([[0.0], np.cumsum(n)[:-1]]) / (n.sum() + float(s["overflow"]))
+    F_app = ap["cdf"].sel({"R": 2, "rho": 0.8, "method": "D"}).values.astype(float)
+    want = 0.01 * np.abs(F_sim - F_app).sum()
+    got = float(e["wasserstein"].sel({"R": 2, "rho": 0.8, "method": "D", "replication": 1}))
+    assert got == pytest.approx(want, rel=1e-4)
+    # percentiles grow with p; the error is approx - sim
+    xs = e["sim_percentile_pooled"].values
+    assert np.all(np.diff(xs, axis=-1) >= 0)
+    xa = cmp["approx_percentile"].values
+    assert np.all(np.diff(xa, axis=-1) >= 0)
+    err = e["percentile_error_pooled"] - (cmp["approx_percentile"] - e["sim_percentile_pooled"])
+    assert float(abs(err).max()) < 1e-4
+    assert (e["percentile_error_ci_low"] <= e["percentile_error_mean"] + 1e-9).all()
+    # best method = the smallest mean W among the non-exact methods, and it is tied with itself
+    cand = [m for m in METHODS if m != "exact"]
+    for R in (1, 2):
+        for rho in (0.5, 0.8):
+            wm = e["wasserstein_mean"].sel({"R": R, "rho": rho, "method": cand})
+            best = str(e["best_method"].sel(R=R, rho=rho).values)
+            assert best == cand[int(np.argmin(wm.values))]
+            assert int(e["tied_with_best"].sel({"R": R, "rho": rho, "method": best})) == 1
+    # the exact method against itself: distance 0; other methods differ from it
+    vx = cmp["wasserstein_vs_exact"]
+    assert np.allclose(vx.sel({"method": "exact"}), 0)
+    assert (vx.sel({"method": "A"}) > 0).all()
+    assert (cmp["run_time"] >= 0).all()
+
+
+def test_figures_and_report(run):
+    figs = run / "results" / "jsq_ps" / "figures"
+    for stem in ("wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "runtime_vs_R",
+                 "cdf_R~2_rho~0.80", "mgr_laws"):
+        png = figs / f"{stem}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", stem
+    proc = snakemake(run, "--report", run / "report.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (run / "report.html").read_text(errors="replace")
+    assert "wasserstein_vs_rho.png" in html
+
+
+def test_nothing_to_do_after_a_run(run):
+    proc = snakemake(run, "-n")
+    assert proc.returncode == 0
+    assert job_counts(proc) == {}
+
+
+def test_new_rho_reruns_only_new_cells(run, tmp_path):
+    cfg = write_cfg(tmp_path / "c.yaml", grid={"R": [1, 2], "rho": [0.5, 0.65, 0.8]})
+    counts = job_counts(snakemake(run, "-n", configfile=cfg))
+    assert counts.get("simulate") == 2 and counts.get("approximate") == 2
+    assert counts.get("merge_simulation") == 1 and counts.get("compare") == 1
+
+
+def test_horizon_reruns_simulations_only(run, tmp_path):
+    cfg = write_cfg(tmp_path / "c.yaml", simulation={"horizon": 2500})
+    counts = job_counts(snakemake(run, "-n", configfile=cfg))
+    assert counts.get("simulate") == 5 and "approximate" not in counts
+
+
+def test_L2_reruns_approximations_only(run, tmp_path):
+    cfg = write_cfg(tmp_path / "c.yaml", approximation={"L2": 140})
+    counts = job_counts(snakemake(run, "-n", configfile=cfg))
+    assert counts.get("approximate") == 4 and "simulate" not in counts
+    assert "merge_simulation" not in counts
+
+
+def test_package_code_change_reruns_its_rules_only(run, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "sojourn", src / "sojourn", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    assert job_counts(snakemake(run, "-n", env=env)) == {}  # identical code: nothing to do
+    target = sorted((src / "sojourn" / "analytic").glob("*.py"))[0]
+    target.write_text(target.read_text() + "\n# edited\n")
+    counts = job_counts(snakemake(run, "-n", env=env))
+    assert counts.get("approximate") == 4 and "simulate" not in counts
+    target = src / "sojourn" / "stats.py"
+    target.write_text(target.read_text() + "\n# edited\n")
+    counts = job_counts(snakemake(run, "-n", env=env))
+    assert "compare" in counts and "simulate" not in counts
+
+
+def test_bad_config_rejected_before_any_job(tmp_path):
+    for change, key in (({"simulation": {"horizonn": 10}}, "horizonn"),
+                        ({"simulation": {"horizon": 300}}, "simulation.warmup")):
+        work = tmp_path / key
+        work.mkdir()
+        bad = work / "bad.yaml"
+        cfg = copy.deepcopy(TEST_CFG)
+        for section, values in change.items():
+            cfg[section] = {**cfg[section], **values}
+        bad.write_text(yaml.safe_dump(cfg))
+        proc = snakemake(work, configfile=bad)
+        assert proc.returncode != 0
+        assert key in proc.stdout + proc.stderr
+        assert not (work / "results").exists()
+
+
+def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
+    before = res(run, "simulation.nc")
+    cfg = write_cfg(tmp_path / "c.yaml", simulation={"replications": 3})
+    proc = snakemake(run, "--allowed-rules", "simulate", "merge_simulation", "results/jsq_ps/simulation.nc",
+                     configfile=cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (run / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~1" / "rho~0.50.log").read_text()
+    assert "2 replications cached, 1 to simulate" in log
+    after = res(run, "simulation.nc")
+    assert after["replication"].values.tolist() == [0, 1, 2]
+    kept = after.sel(replication=[0, 1])
+    for name in ("count", "overflow", "n_customers", "sum", "max"):
+        np.testing.assert_array_equal(kept[name].values, before[name].values)
+    assert int(after["n_customers"].sel(service="exponential", replication=2).min()) > 100
+
+
+def test_results_do_not_depend_on_the_cluster(run, tmp_path):
+    """Same cell on a 1-worker cluster, from scratch: bit-identical data (wall_time aside)."""
+    from sojourn.cluster import dask_client
+    from sojourn.pipeline import simulate_cell
+
+    ref = read_netcdf(run / "results" / "jsq_ps" / "cells" / "simulation" / "exponential" / "R~2" / "rho~0.80.nc")
+    with dask_client({"kind": "local"}, 1) as client:
+        out = simulate_cell(client, service="exponential", law="exponential", R=2, rho="0.80", mu=1.0,
+                            sim={**TEST_CFG["simulation"], "replications": 2, "backend": "fast"},
+                            tg=TEST_CFG["time_grid"], code=_code_hash(), output=tmp_path / "cell.nc",
+                            cache_dir=tmp_path / "cache")
+    new = read_netcdf(out)
+    ref = ref.sel(replication=[0, 1])
+    for name in new.data_vars:
+        if name != "wall_time":
+            np.testing.assert_array_equal(new[name].values, ref[name].values, err_msg=name)
+
+
+def _code_hash():
+    import sojourn
+    import sojourn.grid as G
+
+    return G.code_hash(Path(sojourn.__file__).parent, "simulate", "seeds.py", "models.py", "distributions.py",
+                       "_validate.py", "pipeline.py")
