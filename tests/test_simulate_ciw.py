@@ -13,10 +13,11 @@ from sojourn import JSQPS
 from sojourn.simulate.api import simulate, simulate_many
 from sojourn.stats import cdf_from_histogram, quantile
 
-WINDOW = dict(horizon=2_500.0, warmup=250.0, dt=0.125, t_max=100.0, occupancy_max=40)
-CIW_REPS = 10
+WINDOW = dict(horizon=2_000.0, warmup=200.0, dt=0.125, t_max=100.0, occupancy_max=40)
+CIW_REPS = 8
 FAST_REPS = 60
 CASES = {
+    "R1-rho0.6": JSQPS.from_load(1, 0.6),
     "R2-rho0.5": JSQPS.from_load(2, 0.5),
     "R2-rho0.8": JSQPS.from_load(2, 0.8),
     "R3-rho0.5": JSQPS.from_load(3, 0.5),
@@ -25,6 +26,8 @@ CASES = {
     "R3-rho0.7-limited2-jsq2": JSQPS.from_load(3, 0.7, discipline="limited", ps_limit=2, dispatch="jsq-d",
                                                choices=2),
     "R2-rho0.7-roundrobin-uniform": JSQPS.from_load(2, 0.7, service="uniform", dispatch="round-robin"),
+    "R2-rho0.7-capacitated2-random-gamma": JSQPS.from_load(2, 0.7, service="gamma", dispatch="random",
+                                                           discipline="capacitated", ps_threshold=2.0),
 }
 
 
@@ -66,22 +69,21 @@ def test_negative_control_detects_wrong_dispatch(ciw_runs):
     assert not welch_ok(summaries(ciw_runs["R3-rho0.8"])[:, :1], summaries(f)[:, :1], m=3).any()
 
 
-def test_ciw_occupancy_at_arrival_mm1_like():
+def test_ciw_occupancy_at_arrival_mm1_like(ciw_runs):
     """Ciw queue_size_at_arrival counts customers present before the arrival: for R = 1 (M/M/1-PS) the
     histogram matches PASTA (1−ρ)ρ^n, like the fast backend's."""
     rho = 0.6
-    ds = simulate(JSQPS.from_load(1, rho), replications=6, seed=2, backend="ciw", **WINDOW)
-    occ = ds["occupancy_at_arrival"].values
+    occ = ciw_runs["R1-rho0.6"]["occupancy_at_arrival"].values
     p = occ[:, :3] / occ.sum(axis=1, keepdims=True)
     k = p.shape[0]
     hw = st.t.ppf(1 - 1e-3 / 6, k - 1) * p.std(axis=0, ddof=1) / np.sqrt(k)
     assert (np.abs(p.mean(axis=0) - (1 - rho) * rho ** np.arange(3)) <= hw).all()
 
 
-def test_ciw_replication_reproducible_alone():
-    spec = CASES["R2-rho0.8-lognormal"]
-    kw = dict(WINDOW, horizon=800.0, warmup=100.0)
-    batch = simulate(spec, replications=3, seed=5, backend="ciw", **kw)
-    alone = simulate(spec, replications=1, seed=5, backend="ciw", replication_offset=2, **kw)
-    for v in ("count", "occupancy_at_arrival", "sum", "n_customers", "mean_number_per_server"):
-        np.testing.assert_array_equal(alone[v].values[0], batch[v].values[2])
+def test_ciw_replication_reproducible_alone(ciw_runs):
+    """Replication 2 run alone in a new pool equals replication 2 of the batch run with 7 other specs."""
+    batch = ciw_runs["R2-rho0.8-lognormal"]
+    alone = simulate(CASES["R2-rho0.8-lognormal"], replications=1, seed=123, backend="ciw", replication_offset=2,
+                     **WINDOW)
+    for v in ("count", "occupancy_at_arrival", "sum", "sumsq", "max", "n_customers", "mean_number_per_server"):
+        np.testing.assert_array_equal(alone[v].values[0], batch[v].sel(replication=2).values)
