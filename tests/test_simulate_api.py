@@ -173,6 +173,7 @@ BAD_CALLS = [
     ("backend", dict(backend="simpy")),
     ("occupancy_max", dict(occupancy_max=0)),
     ("replication_offset", dict(replication_offset=-2)),
+    ("max_workers", dict(max_workers=-1)),
     ("kernel", dict(kernel="gpu")),
     ("kernel='exponential'", dict(spec=JSQPS.from_load(2, 0.5, service="lognormal"), kernel="exponential")),
     ("kernel='exponential'", dict(spec=JSQPS.from_load(2, 0.5, discipline="limited", ps_limit=2),

@@ -87,3 +87,11 @@ def test_ciw_replication_reproducible_alone(ciw_runs):
                      **WINDOW)
     for v in ("count", "occupancy_at_arrival", "sum", "sumsq", "max", "n_customers", "mean_number_per_server"):
         np.testing.assert_array_equal(alone[v].values[0], batch[v].sel(replication=2).values)
+
+
+def test_ciw_in_calling_process_equals_pool(ciw_runs):
+    """max_workers=0 (no child processes) gives the same replication as the spawned pool."""
+    inline = simulate(CASES["R1-rho0.6"], replications=1, seed=123, backend="ciw", replication_offset=5,
+                      max_workers=0, **WINDOW)
+    for v in ("count", "occupancy_at_arrival", "sum", "n_customers"):
+        np.testing.assert_array_equal(inline[v].values[0], ciw_runs["R1-rho0.6"][v].sel(replication=5).values)

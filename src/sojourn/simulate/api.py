@@ -235,7 +235,9 @@ def simulate(spec, horizon=160_000.0, warmup=8_000.0, cooldown=None, replication
         ``sojourn.seeds.replication_seed_sequence(seed, spec, k)``.
     backend
         ``"fast"`` (numba kernels) or ``"ciw"`` (Ciw 3.2, replications in spawned worker processes,
-        ``max_workers`` at a time; scripts must use the ``if __name__ == "__main__":`` guard).
+        ``max_workers`` at a time, default min(replications, CPUs); scripts must use the
+        ``if __name__ == "__main__":`` guard). ``max_workers=0`` runs Ciw in the calling process (only
+        reproducible if no other thread draws from Python's global ``random``).
     dt, t_max
         Histogram bin width and last left edge: round(t_max/dt) + 1 bins.
     occupancy_max
@@ -267,6 +269,8 @@ def simulate_many(specs, horizon=160_000.0, warmup=8_000.0, cooldown=None, repli
     replications = _int("replications", replications, 1)
     replication_offset = _int("replication_offset", replication_offset, 0)
     seed = _int("seed", seed, 0)
+    if max_workers is not None:
+        max_workers = _int("max_workers", max_workers, 0)
     plans = []
     for spec in specs:
         checked = _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins)

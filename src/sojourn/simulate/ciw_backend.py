@@ -136,7 +136,12 @@ def run_replications(tasks: list[tuple], max_workers: int | None = None) -> list
     task re-seeds Ciw (``ciw.seed``: Python ``random`` and ``ciw.rng``) before building its simulation, so a
     task's result does not depend on which worker runs it or what ran there before.
     Callers must guard their script with ``if __name__ == "__main__":`` (spawn start method).
+    ``max_workers=0`` runs the tasks one after the other in the calling process instead (for callers that
+    cannot start processes, e.g. daemonic workers); that is reproducible only if no other thread of the
+    process draws from Python's global ``random`` meanwhile (ecosystem.md §0.1).
     """
+    if max_workers == 0:
+        return [run_replication(*task) for task in tasks]
     import concurrent.futures as cf
     import multiprocessing as mp
     import os
