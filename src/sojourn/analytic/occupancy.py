@@ -17,5 +17,9 @@ def birth_death_occupancy(lambdas: np.ndarray, service_rate: float, size: int, a
     ratio = lam / float(service_rate)
     prod = np.concatenate([[1.0], np.cumprod(ratio[: size - 1])])  # Π_{i<n} λ_i/μ, n = 0..size−1
     if arrival_weighted:
-        prod = prod * lam[:size]
+        weighted = prod * lam[:size]
+        # all-zero weights happen only when λ_0 = 0 (a clamped Gupta fit, §3.3): the server then sits
+        # empty, p = δ_0, and the arrival-weighted law degenerates; fall back to p itself
+        if weighted.sum() > 0:
+            prod = weighted
     return prod / prod.sum()  # §3.5 normalisation over m = 0..size−1
