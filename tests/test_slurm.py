@@ -241,13 +241,19 @@ def _fit_resources(profile: dict, cpus: int, mem_mb: int) -> list[str]:
 
 
 def _nc_files(root: Path) -> list[Path]:
-    return sorted(p.relative_to(root) for p in root.rglob("*.nc") if "cache" not in p.relative_to(root).parts)
+    """Result files (netCDF) under ``root``/results, relative to ``root``, without the replication cache."""
+    files = (p.relative_to(root) for p in (root / "results").rglob("*.nc"))
+    return sorted(p for p in files if "cache" not in p.parts)
 
 
-def _assert_same_results(a_root: Path, b_root: Path) -> int:
+def _assert_same_results(a_root: Path, b_root: Path, only=None) -> int:
+    """Every result file of ``b_root`` (or the ``only`` ones) equals ``a_root``'s, but for measurements."""
     import xarray as xr
 
     a_files, b_files = _nc_files(a_root), _nc_files(b_root)
+    if only is not None:
+        b_files = sorted(Path(t) for t in only)
+        a_files = [f for f in a_files if f in b_files]
     assert a_files and a_files == b_files, (a_files, b_files)
     for rel in a_files:
         with xr.open_dataset(a_root / rel) as a, xr.open_dataset(b_root / rel) as b:
@@ -288,14 +294,20 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     study = yaml.safe_load(TEST_CONFIG.read_text())["study"]
     profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
     assert profile.get("executor") == "slurm"
-    # The distributed part of the pipeline: one SLURM job per simulation cell, then the merge job.
-    target = f"results/{study}/simulation.nc"
+    merged = f"results/{study}/simulation.nc"
 
+    # Local run of the distributed part of the pipeline: every simulation cell, then their merge.
     local, hpc = tmp_path / "local", tmp_path / "slurm"
-    _snakemake(local, "--cores", "2", target)
+    _snakemake(local, "--cores", "2", merged)
+    cells = [str(p) for p in _nc_files(local) if str(p) != merged]
+    assert cells, "the local run wrote no per-cell results"
+    # On SLURM every Snakemake job costs two Snakemake start-ups (sbatch'd one + srun'd one) and a Dask
+    # start-up (~15-40 s on 2 cores), so CI submits two cells (one per end of the grid); set
+    # SOJOURN_SLURM_FULL=1 to submit all cells and the merge as well.
+    targets = [merged] if os.environ.get("SOJOURN_SLURM_FULL") == "1" else sorted({cells[0], cells[-1]})
     p = _snakemake(
         hpc, "--executor", "slurm", "--workflow-profile", str(PROFILE),
-        *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), target,
+        *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets,
     )
     out = p.stdout + p.stderr
 
@@ -310,6 +322,7 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     assert {r["state"] for r in recs.values()} == {"COMPLETED"}, recs
     assert {r["partition"] for r in recs.values()} == {PARTITION}, recs
 
-    assert (hpc / target).is_file()
-    n = _assert_same_results(local / "results", hpc / "results")
-    assert n >= 2  # the merged file and at least one cell
+    for t in targets:
+        assert (hpc / t).is_file(), t
+    n = _assert_same_results(local, hpc, only=targets if targets != [merged] else None)
+    assert n >= len(targets)
