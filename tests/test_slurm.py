@@ -121,16 +121,33 @@ def _mm2_jsq_ps():
     return sojourn.mm_jsq_ps(2, 0.7)  # M/M/2-JSQ-PS at load 0.7, mean service 1
 
 
-def _wait_for_workers(client, n: int, job_name: str, log_dir: Path) -> None:
+def _squeue_ids(ids) -> dict[str, tuple[str, str]]:
+    """Jobs among ``ids`` still known to slurmctld: job id -> (state, reason)."""
+    if not ids:
+        return {}
+    out = _run("squeue", "-h", "-j", ",".join(ids), "-o", "%i|%T|%r", check=False).stdout
+    return {i: (s, r) for i, s, r in (line.split("|") for line in out.split())}
+
+
+def _cluster_job_ids(cluster) -> set[str]:
+    """SLURM job ids of a dask-jobqueue cluster's submitted worker jobs."""
+    return {str(j.job_id) for j in cluster.workers.values() if getattr(j, "job_id", None)}
+
+
+def _wait_for_workers(client, n: int, log_dir: Path | None, *, job_name=None, cluster=None) -> None:
     """Wait until ``n`` workers joined; fail with the job logs if a worker job ends without joining."""
     t0 = time.monotonic()
     seen: set[str] = set()
     while len(client.scheduler_info()["workers"]) < n:
-        jobs = _squeue(job_name)
+        if job_name:
+            jobs = _squeue(job_name)
+        else:
+            seen |= _cluster_job_ids(cluster)
+            jobs = _squeue_ids(sorted(seen))
         seen |= set(jobs)
         gone = [j for j in seen if j not in jobs or jobs[j][0] not in ("PENDING", "CONFIGURING", "RUNNING")]
         if gone or time.monotonic() - t0 > GUARD_S:
-            logs = "\n".join(f"--- {p.name}\n{_tail(p)}" for p in sorted(log_dir.glob("*")))
+            logs = "\n".join(f"--- {p.name}\n{_tail(p)}" for p in sorted(log_dir.glob("*"))) if log_dir else ""
             pytest.fail(
                 f"{n} dask workers did not join (joined: {len(client.scheduler_info()['workers'])}; "
                 f"worker jobs {jobs}, ended: {gone}); sacct: {_sacct(ids=sorted(seen)) if seen else {}}\n{logs}"
@@ -147,6 +164,7 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
     spec = _mm2_jsq_ps()
     job_name = f"sojourn-dask-{uuid.uuid4().hex[:8]}"
     log_dir = tmp_path / "dask-logs"
+    n_jobs = min(2, slurm["cpus"])  # two 1-core worker jobs (one on a 1-CPU node)
     memory_mb = min(2000, slurm["mem_mb"] // 2)  # per worker job, below the node's RealMemory
 
     cluster = SLURMCluster(
@@ -157,7 +175,7 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
         walltime="00:30:00",
         job_name=job_name,
         python=sys.executable,
-        scheduler_options={"host": "127.0.0.1", "dashboard_address": None},
+        scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"},
         local_directory=str(tmp_path / "dask-worker-space"),
         log_directory=str(log_dir),
     )
@@ -165,14 +183,14 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
         script = cluster.job_script()
         assert f"#SBATCH -p {PARTITION}" in script and sys.executable in script
         with Client(cluster, set_as_default=False) as client:
-            cluster.scale(jobs=2)
-            _wait_for_workers(client, 2, job_name, log_dir)
+            cluster.scale(jobs=n_jobs)
+            _wait_for_workers(client, n_jobs, log_dir, job_name=job_name)
 
             # Each worker is a process inside a SLURM job: map worker address -> job id / partition.
             job_of = client.run(os.getenv, "SLURM_JOB_ID")
             part_of = client.run(os.getenv, "SLURM_JOB_PARTITION")
             queued = _squeue(job_name)
-            assert len(set(job_of.values())) == 2, job_of
+            assert len(set(job_of.values())) == n_jobs, job_of
             assert set(job_of.values()) == set(queued), (job_of, queued)
             assert all(state == "RUNNING" for state, _ in queued.values()), queued
             assert set(part_of.values()) == {PARTITION}, part_of
@@ -206,6 +224,42 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
         xr.testing.assert_identical(
             remote[k].drop_vars("wall_time", errors="ignore"), local[k].drop_vars("wall_time", errors="ignore")
         )
+
+
+def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm):
+    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.cluster.dask_client) on the real cluster."""
+    api = _simulate_api()
+    try:
+        from sojourn.cluster import dask_client
+    except ImportError as exc:
+        pytest.skip(f"sojourn.cluster.dask_client is not available yet ({exc})")
+    import xarray as xr
+
+    spec = _mm2_jsq_ps()
+    n_jobs = min(2, slurm["cpus"])
+    cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": n_jobs,
+                                      "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB", "walltime": "00:30:00"}}
+    with dask_client(cfg) as client:
+        cluster = client.cluster
+        _wait_for_workers(client, n_jobs, None, cluster=cluster)
+        ids = _cluster_job_ids(cluster)
+        job_of = client.run(os.getenv, "SLURM_JOB_ID")
+        assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
+        futures = client.map(api.simulate_replication, [spec] * 2, [0, 1], [SEED] * 2,
+                             horizon=HORIZON, warmup=WARMUP, pure=False)
+        remote = client.gather(futures)
+        who = client.who_has(futures)
+        assert {job_of[a] for f in futures for a in who[f.key]} <= ids
+    # dask_client closed the cluster: its worker jobs are gone from the queue, and recorded by sacct.
+    t0 = time.monotonic()
+    while _squeue_ids(sorted(ids)) and time.monotonic() - t0 < GUARD_S:
+        time.sleep(0.5)
+    assert not _squeue_ids(sorted(ids))
+    assert ids <= set(_sacct(ids=sorted(ids)))
+    for k in range(2):
+        local = api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP)
+        xr.testing.assert_identical(remote[k].drop_vars("wall_time", errors="ignore"),
+                                    local.drop_vars("wall_time", errors="ignore"))
 
 
 # --------------------------------------------------------------------------------------------------
