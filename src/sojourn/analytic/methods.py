@@ -60,27 +60,37 @@ def table4_L1(servers: int) -> int:
     return L
 
 
-def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget=20_000, start=4):
-    """Smallest L1 (searched upward in growing steps) with chain boundary mass < chain_eps.
+def _largest_L_within(servers, state_budget, lo):
+    L = lo
+    while n_sorted_states(L + 1, servers) <= state_budget:
+        L += 1
+    return L
 
-    Stops at the largest L1 within ``state_budget`` sorted states; returns (L1, ChainResult).
+
+def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget=20_000, start=4):
+    """Smallest-ish L1 whose chain puts mass < chain_eps on its boundary (max server = L1−1).
+
+    The boundary mass decays geometrically in L1, so after two solves the next L1 is extrapolated
+    on a log scale (then verified); otherwise L1 grows by a third. Never exceeds ``state_budget``
+    sorted states: if the criterion cannot be met, the largest L1 within the budget is used and its
+    boundary mass reported. Returns (L1, ChainResult).
     """
-    L = max(2, start)
-    best = None
+    L_max = _largest_L_within(servers, state_budget, 2)
+    L = max(2, min(start, L_max))
+    history = []
     while True:
-        if n_sorted_states(L, servers) > state_budget:
-            break
         res = solve_chain(arrival_rate, service_rate, servers, L)
-        best = res
-        if res.boundary_mass < chain_eps:
-            break
-        L += max(1, L // 3)
-    if best is None:  # even the start exceeds the budget: take the largest L that fits
-        L = 2
-        while n_sorted_states(L + 1, servers) <= state_budget:
-            L += 1
-        best = solve_chain(arrival_rate, service_rate, servers, L)
-    return best.L1, best
+        history.append((L, res.boundary_mass))
+        if res.boundary_mass < chain_eps or L >= L_max:
+            return L, res
+        nxt = L + max(1, L // 3)
+        if len(history) >= 2:
+            (L1_, b1), (L2_, b2) = history[-2], history[-1]
+            if 0 < b2 < b1:
+                rate = (np.log(b2) - np.log(b1)) / (L2_ - L1_)
+                guess = int(np.ceil(L2_ + (np.log(chain_eps) - np.log(b2)) / rate)) + 1
+                nxt = max(L + 1, min(guess, 2 * L + 8))
+        L = min(nxt, L_max)
 
 
 def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=1e-12, minimum=DEFAULT_L2, maximum=6000):
