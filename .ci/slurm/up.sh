@@ -223,6 +223,17 @@ NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$NCPU RealMemory=$REALMEM State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
 install_conf "$tmp" "$CONFDIR/slurm.conf" 0644
+# MariaDB: slurmdbd's recommended lock timeout; no native AIO (io_uring/libaio are often blocked in
+# containers, and this database is tiny).
+tmp=$(mktemp)
+cat >"$tmp" <<EOF
+# Written by sojourn .ci/slurm/up.sh
+[mysqld]
+innodb_lock_wait_timeout = 900
+innodb_use_native_aio = 0
+EOF
+mkdir -p /etc/mysql/mariadb.conf.d
+install_conf "$tmp" /etc/mysql/mariadb.conf.d/60-sojourn-slurm.cnf 0644
 ((${#changed[@]})) && log "config written: ${changed[*]}" || log "config unchanged"
 
 stop_pid() {  # stop_pid PIDFILE COMM
@@ -238,6 +249,9 @@ if [[ " ${changed[*]} " == *" $CONFDIR/slurm.conf "* ]]; then
 fi
 if [[ " ${changed[*]} " == *" $CONFDIR/slurmdbd.conf "* ]]; then
   stop_pid "$DBD_PID" slurmdbd
+fi
+if [[ " ${changed[*]} " == *"/60-sojourn-slurm.cnf "* ]]; then
+  stop_pid "$MYSQL_PID" "mysqld|mariadbd"
 fi
 
 started=0
