@@ -34,8 +34,7 @@ def defective_generator(lambdas: np.ndarray, service_rate: float, size: int) -> 
     T = np.zeros((size, size))
     idx = np.arange(size - 1)
     T[idx, idx + 1] = lam[: size - 1]  # §3.6a up-rate λ_j
-    T[idx + 1, idx] = j[1:] - 1  # placeholder, scaled below
-    T[idx + 1, idx] *= mu / j[1:]  # §3.6a (j−1)μ/j
+    T[idx + 1, idx] = (j[1:] - 1) * mu / j[1:]  # §3.6a down-rate (j−1)μ/j
     diag = -(lam + mu)
     diag[0] = -lam[0]
     diag[-1] = -mu
