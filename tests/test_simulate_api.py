@@ -1,7 +1,6 @@
 """simulate API: dataset layout, determinism and seeds, exact-vs-general kernel law, validation, CLI."""
 import concurrent.futures as cf
 import json
-import math
 import multiprocessing as mp
 
 import numpy as np

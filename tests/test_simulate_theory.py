@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as st
 from scipy.linalg import expm
 
-from sojourn import JSQPS, parse_law
+from sojourn import JSQPS
 from sojourn.simulate.api import simulate
 from sojourn.stats import cdf_from_histogram
 

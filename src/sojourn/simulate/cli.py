@@ -1,7 +1,6 @@
 """``sojourn simulate``: simulate a JSQ-PS system, write the netCDF dataset, print a one-screen summary."""
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np

@@ -323,8 +323,7 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
     n = np.zeros(R, np.int64)
     cap = 16
     A = np.empty((R, cap))  # arrival dates of the customers present, unordered
-    busy = np.empty(R, np.int64)  # list of busy servers
-    pos = np.full(R, -1, np.int64)  # position of each server in ``busy``
+    busy = np.empty(R, np.int64)  # list of busy servers (order irrelevant)
     nb = 0
     perm = np.arange(R)
     ident = np.arange(R)
@@ -412,7 +411,6 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
             total += 1
             if ns == 0:
                 busy[nb] = s
-                pos[s] = nb
                 nb += 1
         else:
             # given a departure, (u − Λ)/μ is uniform on [0, busy): it picks the server
@@ -429,10 +427,7 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
             n[s] = ns - 1
             total -= 1
             if ns == 1:
-                last = busy[nb - 1]
-                busy[b] = last
-                pos[last] = b
-                pos[s] = -1
+                busy[b] = busy[nb - 1]  # swap-remove server s from the busy list
                 nb -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
