@@ -118,8 +118,11 @@ def simulate_cell(client, *, service: str, law: str, R: int, rho: str, mu: float
             new[k] = ds
     parts = [have.get(k, new.get(k)) for k in range(n_rep)]
     parts = [p[[v for v in SIM_VARS if v in p.data_vars]] for p in parts]
-    ds = concat_replications(parts) if len(parts) > 1 else parts[0]
     attrs = dict(new[missing[0]].attrs) if missing else {k: v for k, v in old.attrs.items()}
+    if missing:  # cached parts come from our own cell file: give them the engine's attrs (same content key)
+        for p in parts:
+            p.attrs = dict(attrs)
+    ds = concat_replications(parts) if len(parts) > 1 else parts[0]
     ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
     ds["spec_hash"] = xr.DataArray(
         np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64), dims=("service", "R", "rho"),
