@@ -89,3 +89,30 @@ def test_cli_writes_netcdf(tmp_path, capsys):
     with xr.open_dataset(out) as ds:
         assert ds.sizes["t"] == 5001 and ds.attrs["method"] == "E"
     assert main(["approximate", "--servers", "2", "--load", "0.5", "--method", "Q", "--output", str(out)]) == 2
+
+
+def test_blas_limiter_restores_thread_count_under_concurrency():
+    import threading
+
+    from sojourn.analytic._blas import _find_libs, single_threaded_blas
+
+    libs = _find_libs()
+    if not libs:
+        pytest.skip("no bundled OpenBLAS found")
+    before = [g() for g, _ in libs]
+    inside = []
+    gate = threading.Barrier(2)
+
+    def work():
+        with single_threaded_blas():
+            gate.wait()
+            inside.append([g() for g, _ in libs])
+            gate.wait()
+
+    th = [threading.Thread(target=work) for _ in range(2)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    assert all(v == [1] * len(libs) for v in inside)
+    assert [g() for g, _ in libs] == before

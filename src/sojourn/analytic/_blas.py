@@ -48,20 +48,33 @@ def _find_libs():
     return libs
 
 
+_DEPTH = 0
+_SAVED: list = []
+
+
 @contextlib.contextmanager
 def single_threaded_blas():
-    """Limit the bundled OpenBLAS pools to one thread inside the block (restored afterwards)."""
+    """Limit the bundled OpenBLAS pools to one thread inside the block.
+
+    Reference-counted across threads: the first entrant saves the thread counts and sets 1, the last
+    one to leave restores them (so concurrent Dask threads cannot leave the process single-threaded).
+    """
+    global _DEPTH, _SAVED
     libs = _find_libs()
     if not libs:
         yield
         return
     with _LOCK:
-        old = [g() for g, _ in libs]
-        for _, s in libs:
-            s(1)
+        if _DEPTH == 0:
+            _SAVED = [g() for g, _ in libs]
+            for _, s in libs:
+                s(1)
+        _DEPTH += 1
     try:
         yield
     finally:
         with _LOCK:
-            for (_, s), n in zip(libs, old):
-                s(n)
+            _DEPTH -= 1
+            if _DEPTH == 0:
+                for (_, s), n in zip(libs, _SAVED):
+                    s(n)
