@@ -141,3 +141,15 @@ def test_kernel_sampler_deterministic():
 
     code, params = Deterministic(0.25).kernel_spec()
     assert np.all(sample_many(code, params, 10, np.random.default_rng(0)) == 0.25)
+
+
+def test_simulate_stays_callable_after_submodule_import():
+    """sojourn.simulate is both the package and the entry point; importing a submodule keeps it callable."""
+    import sojourn
+    import sojourn.simulate.api  # noqa: F401
+
+    spec = JSQPS.from_load(1, 0.5)
+    a = sojourn.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
+    b = sojourn.simulate.api.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
+    assert int(a["n_customers"].sum()) > 0
+    assert (a["count"].values == b["count"].values).all()

@@ -16,13 +16,7 @@ from .distributions import (  # noqa: E402
     parse_law,
 )
 from .models import JSQPS, mm_jsq_ps  # noqa: E402
-
-
-def simulate(spec, **kwargs):
-    """Simulate ``spec`` (see :func:`sojourn.simulate.api.simulate`)."""
-    from .simulate.api import simulate as _simulate
-
-    return _simulate(spec, **kwargs)
+from . import simulate  # noqa: E402  (a callable package: sojourn.simulate(spec, ...))
 
 
 def approximate(spec, method, **kwargs):
