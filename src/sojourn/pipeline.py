@@ -333,6 +333,9 @@ def merge_cells(paths, output, kind: str, config: dict) -> Path:
                  "seed_recipe": dss[0].attrs.get("seed_recipe", ""),
                  "histogram_convention": dss[0].attrs.get("histogram_convention", "")}
     else:
+        # every cell on the full method axis (exact runs only for small R): missing methods are NaN
+        methods = list(config["approximation"]["methods"])
+        dss = [d.reindex({"method": methods}) for d in dss]
         merged = combine_cells(dss)
         enc = approximation_encoding(merged)
         extra = {}
