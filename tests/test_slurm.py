@@ -217,12 +217,12 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
     assert set(queued) <= set(recs), (queued, recs)
     assert all(recs[j]["partition"] == PARTITION and recs[j]["name"] == job_name for j in queued), recs
 
-    # Bit-identical to the same replications computed here (wall_time is a measurement, not a result).
+    # Bit-identical to the same replications computed here (but for wall_time and the code version).
     local = [api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP) for k in range(N_REP)]
     for k in range(N_REP):
         assert int(remote[k].replication.values[0]) == k
         xr.testing.assert_identical(
-            remote[k].drop_vars("wall_time", errors="ignore"), local[k].drop_vars("wall_time", errors="ignore")
+            _normalise(remote[k]), _normalise(local[k])
         )
 
 
@@ -258,8 +258,7 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm):
     assert ids <= set(_sacct(ids=sorted(ids)))
     for k in range(2):
         local = api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP)
-        xr.testing.assert_identical(remote[k].drop_vars("wall_time", errors="ignore"),
-                                    local.drop_vars("wall_time", errors="ignore"))
+        xr.testing.assert_identical(_normalise(remote[k]), _normalise(local))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -300,6 +299,29 @@ def _nc_files(root: Path) -> list[Path]:
     return sorted(p for p in files if "cache" not in p.parts)
 
 
+def _normalise(ds):
+    """Drop what records the run rather than the result: timings and the code version.
+
+    ``wall_time`` is a measurement; ``git_commit`` and the code hash/key inside ``pipeline_config``
+    record the source tree when the file was written (they only differ if the tree changes between
+    the two runs, e.g. while developing). Everything else, data and attributes, must be identical.
+    """
+    import json
+
+    ds = ds.drop_vars("wall_time", errors="ignore")
+    ds.attrs.pop("git_commit", None)
+    if isinstance(ds.attrs.get("pipeline_config"), str):
+        try:
+            cfg = json.loads(ds.attrs["pipeline_config"])
+        except ValueError:
+            cfg = None
+        if isinstance(cfg, dict):
+            cfg.pop("code", None)
+            cfg.pop("key", None)
+            ds.attrs["pipeline_config"] = json.dumps(cfg, sort_keys=True)
+    return ds
+
+
 def _assert_same_results(a_root: Path, b_root: Path, only=None) -> int:
     """Every result file of ``b_root`` (or the ``only`` ones) equals ``a_root``'s, but for measurements."""
     import xarray as xr
@@ -311,11 +333,7 @@ def _assert_same_results(a_root: Path, b_root: Path, only=None) -> int:
     assert a_files and a_files == b_files, (a_files, b_files)
     for rel in a_files:
         with xr.open_dataset(a_root / rel) as a, xr.open_dataset(b_root / rel) as b:
-            # wall_time is a measurement; git_commit records HEAD when the file was written.
-            a = a.load().drop_vars("wall_time", errors="ignore")
-            b = b.load().drop_vars("wall_time", errors="ignore")
-            for ds in (a, b):
-                ds.attrs.pop("git_commit", None)
+            a, b = _normalise(a.load()), _normalise(b.load())
             try:
                 xr.testing.assert_identical(a, b)
             except AssertionError as exc:
