@@ -158,7 +158,8 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
                        {"long_name": "arrivals + departures simulated (-1: not counted by the backend)",
                         "units": "1"}),
             "wall_time": ("replication", np.array([r["wall_time"] for r in raw]),
-                          {"long_name": "wall-clock time of the replication's simulation (not reproducible)",
+                          {"long_name": "wall-clock time of the replication's simulation (not reproducible; "
+                                        "a process's first fast call includes loading the compiled kernel)",
                            "units": "s"}),
         },
         coords={
