@@ -105,7 +105,8 @@ if [[ $mode == status ]]; then
 fi
 
 [[ $(id -u) == 0 ]] || { echo "up.sh must run as root" >&2; exit 1; }
-trap 'rc=$?; [[ $rc == 0 ]] || dump_logs "$rc"' EXIT
+added_policy=0  # 1 while this script's own /usr/sbin/policy-rc.d is in place (removed on any exit)
+trap 'rc=$?; if ((added_policy)); then rm -f /usr/sbin/policy-rc.d; fi; [[ $rc == 0 ]] || dump_logs "$rc"' EXIT
 
 # One set-up at a time.
 exec 9>/run/sojourn-slurm-up.lock
@@ -120,16 +121,21 @@ if ((missing)); then
   log "installing ${PACKAGES[*]} with apt (missing: $c)"
   # Keep package maintainer scripts from starting services during the install (no systemd here;
   # this script starts the daemons itself). Only added if the image has no policy already.
-  added_policy=0
   if [[ ! -e /usr/sbin/policy-rc.d ]]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
     chmod 755 /usr/sbin/policy-rc.d
     added_policy=1
   fi
-  q apt-get update -q
-  q apt-get install -y -q --no-install-recommends \
-    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${PACKAGES[@]}"
-  ((added_policy)) && rm -f /usr/sbin/policy-rc.d
+  # One retry each: a mirror hiccup should not fail CI.
+  # (Waits for a dpkg lock held by e.g. unattended-upgrades on a fresh VM.)
+  APT=(apt-get -q -o DPkg::Lock::Timeout=300)
+  q "${APT[@]}" update || { sleep 5; q "${APT[@]}" update; }
+  apt_install() {
+    q "${APT[@]}" install -y --no-install-recommends \
+      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${PACKAGES[@]}"
+  }
+  apt_install || { sleep 5; log "apt-get install failed; retrying once"; apt_install; }
+  if ((added_policy)); then rm -f /usr/sbin/policy-rc.d; added_policy=0; fi
   for c in "${NEEDED_CMDS[@]}"; do command -v "$c" >/dev/null || { log "still missing after install: $c"; exit 1; }; done
   log "packages installed: $(dpkg-query -W -f='${Version}' slurmctld) (slurm)"
 else
