@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-from scipy import stats
 
 from ._validate import integer_at_least, nonnegative_finite, positive_finite
 
@@ -62,6 +61,8 @@ class Distribution:
 
     def _frozen(self):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
 
     def scaled_to_mean(self, mean: float) -> "Distribution":
         """The same family and shape, rescaled so that its mean is ``mean``."""
@@ -111,6 +112,8 @@ class Exponential(Distribution):
         return rng.exponential(1.0 / self.rate, size)
 
     def _frozen(self):
+        from scipy import stats
+
         return stats.expon(scale=1.0 / self.rate)
 
     def _scaled(self, c):
@@ -178,6 +181,8 @@ class Uniform(Distribution):
         return rng.uniform(self.low, self.high, size)
 
     def _frozen(self):
+        from scipy import stats
+
         return stats.uniform(loc=self.low, scale=self.high - self.low)
 
     def _scaled(self, c):
@@ -211,6 +216,8 @@ class Erlang(Distribution):
         return rng.gamma(self.k, 1.0 / self.rate, size)
 
     def _frozen(self):
+        from scipy import stats
+
         return stats.gamma(a=self.k, scale=1.0 / self.rate)
 
     def _scaled(self, c):
@@ -295,6 +302,8 @@ class Gamma(Distribution):
         return rng.gamma(self.shape, self.scale, size)
 
     def _frozen(self):
+        from scipy import stats
+
         return stats.gamma(a=self.shape, scale=self.scale)
 
     def _scaled(self, c):
@@ -331,6 +340,8 @@ class Lognormal(Distribution):
         return rng.lognormal(self.mu, self.sigma, size)
 
     def _frozen(self):
+        from scipy import stats
+
         return stats.lognorm(s=self.sigma, scale=math.exp(self.mu))
 
     def _scaled(self, c):
@@ -373,6 +384,8 @@ class Triangular(Distribution):
         return rng.triangular(self.low, self.mode, self.high, size)
 
     def _frozen(self):
+        from scipy import stats
+
         w = self.high - self.low
         return stats.triang(c=(self.mode - self.low) / w, loc=self.low, scale=w)
 
