@@ -68,6 +68,7 @@ def _paper_cfg(tmp, rhos=SLICE_RHO, mgr=False):
     cfg["grid"]["rho_range"] = None
     if not mgr:
         cfg["mgr"] = {"laws": []}
+    cfg["figures"]["cdf_cells"] = [{"R": 1, "rho": rhos[-1]}, {"R": 10, "rho": rhos[len(rhos) // 2]}]
     path = Path(tmp) / "paper_slice.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path, cfg

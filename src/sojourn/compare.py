@@ -70,13 +70,18 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     if not want.any():
         return mean, low, high, method
     rows = flat[want]
+    rng = np.random.default_rng(seed)
+    lo, hi = np.empty(len(rows)), np.empty(len(rows))
+    step = max(1, int(2e7 // (int(cfg["n_resamples"]) * k)))  # rows per call: bounded memory (~160 MB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = st.bootstrap(
-            (rows,), np.mean, vectorized=True, axis=-1, n_resamples=int(cfg["n_resamples"]),
-            confidence_level=conf, method="BCa", rng=np.random.default_rng(seed),
-        )
-    lo, hi = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
+        for a in range(0, len(rows), step):
+            res = st.bootstrap(
+                (rows[a:a + step],), np.mean, vectorized=True, axis=-1, n_resamples=int(cfg["n_resamples"]),
+                confidence_level=conf, method="BCa", rng=rng,
+            )
+            lo[a:a + step] = res.confidence_interval.low
+            hi[a:a + step] = res.confidence_interval.high
     good = np.isfinite(lo) & np.isfinite(hi)
     idx = np.flatnonzero(want)[good]
     lflat, hflat, mflat = low.reshape(-1), high.reshape(-1), method.reshape(-1)
