@@ -249,22 +249,58 @@ def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
     assert int(after["n_customers"].sel(service="exponential", replication=2).min()) > 100
 
 
-def test_results_do_not_depend_on_the_cluster(tmp_path):
-    """The same cell simulated from scratch on a 1-worker and on a 2-worker LocalCluster: bit-identical
-    data variables (wall_time, a measurement, aside)."""
+@pytest.fixture
+def scheduler_file(tmp_path):
+    """An existing Dask cluster (scheduler + one single-threaded worker) that writes a scheduler file."""
+    path = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(path),
+                                   "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        yield path
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs[::-1]:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
+    """The same cell simulated from scratch on a 1-worker and a 2-worker LocalCluster and on an existing
+    cluster reached through its scheduler file: bit-identical data variables (wall_time, a measurement,
+    aside)."""
+    from distributed import Client
+
     from sojourn.cluster import dask_client
     from sojourn.pipeline import simulate_cell
 
+    clusters = {"local1": ({"kind": "local"}, 1), "local2": ({"kind": "local"}, 2),
+                "existing": ({"kind": "scheduler_file", "scheduler_file": str(scheduler_file)}, None)}
     out = {}
-    for n in (1, 2):
-        with dask_client({"kind": "local"}, n) as client:
+    for name, (cfg, n) in clusters.items():
+        if name == "existing":
+            for _ in range(600):
+                if scheduler_file.exists():
+                    break
+                __import__("time").sleep(0.1)
+            with Client(scheduler_file=str(scheduler_file)) as probe:
+                probe.wait_for_workers(1, timeout=60)
+        with dask_client(cfg, n) as client:
             path = simulate_cell(client, service="exponential", law="exponential", R=2, rho="0.80", mu=1.0,
                                  sim={**TEST_CFG["simulation"], "replications": 3, "backend": "fast"},
-                                 tg=TEST_CFG["time_grid"], code="test", output=tmp_path / f"cell{n}.nc",
-                                 cache_dir=tmp_path / f"cache{n}")
-        out[n] = read_netcdf(path)
-    assert out[1]["replication"].values.tolist() == [0, 1, 2]
-    assert int(out[1]["n_customers"].min()) > 100
-    for name in out[1].data_vars:
-        if name != "wall_time":
-            np.testing.assert_array_equal(out[1][name].values, out[2][name].values, err_msg=name)
+                                 tg=TEST_CFG["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 cache_dir=tmp_path / f"cache-{name}")
+        out[name] = read_netcdf(path)
+    ref = out["local1"]
+    assert ref["replication"].values.tolist() == [0, 1, 2]
+    assert int(ref["n_customers"].min()) > 100
+    for name in ("local2", "existing"):
+        for var in ref.data_vars:
+            if var != "wall_time":
+                np.testing.assert_array_equal(out[name][var].values, ref[var].values, err_msg=f"{name}: {var}")
