@@ -6,13 +6,16 @@ daemons with ``bash .ci/slurm/down.sh``.
 
 * dask-jobqueue: a ``SLURMCluster`` whose workers are SLURM batch jobs runs replications of an
   M/M/2-JSQ-PS model; the results are bit-identical to the same replications run in this process, and
-  ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them.
+  ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
+  same through the pipeline's ``sojourn.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
-  --configfile config/test.yaml`` produces the same simulation results as a local run, every Snakemake
-  job having been a SLURM job that ``sacct`` records as COMPLETED.
+  --configfile config/test.yaml`` produces the same simulation results as a local run (two grid cells
+  in CI; every cell and their merge with ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a
+  SLURM job that ``sacct`` records as COMPLETED.
 
-Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In CI
-(``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM set-up cannot silently turn the HPC tests into skips.
+Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
+CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
+set-up cannot silently turn the HPC tests into skips.
 Waits below poll job *states*; the only bounds are generous guards against a hung cluster.
 """
 from __future__ import annotations
@@ -46,8 +49,8 @@ def _run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
 def _unavailable(reason: str):
     if REQUIRED:
         pytest.fail(
-            f"{reason}. In CI (CI=true / SOJOURN_REQUIRE_SLURM=1) the SLURM tests must run: .ci/run starts the cluster with "
-            "`bash .ci/slurm/up.sh`, so this means the SLURM set-up is broken.",
+            f"{reason}. In CI (CI=true / SOJOURN_REQUIRE_SLURM=1) the SLURM tests must run: .ci/run "
+            "starts the cluster with `bash .ci/slurm/up.sh`, so this means the SLURM set-up is broken.",
             pytrace=False,
         )
     pytest.skip(f"{reason} (start it with `bash .ci/slurm/up.sh` as root)")
