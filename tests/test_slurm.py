@@ -229,7 +229,7 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
         )
 
 
-def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm):
+def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, tmp_path):
     """The pipeline's ``cluster: {kind: slurm}`` (sojourn.cluster.dask_client) on the real cluster."""
     api = _simulate_api()
     try:
@@ -241,10 +241,11 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm):
     spec = _mm2_jsq_ps()
     n_jobs = min(2, slurm["cpus"])
     cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": n_jobs,
-                                      "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB", "walltime": "00:30:00"}}
+                                      "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB", "walltime": "00:30:00",
+                                      "log_directory": str(tmp_path / "dask-logs")}}  # not slurm-N.out in cwd
     with dask_client(cfg) as client:
         cluster = client.cluster
-        _wait_for_workers(client, n_jobs, None, cluster=cluster)
+        _wait_for_workers(client, n_jobs, tmp_path / "dask-logs", cluster=cluster)
         ids = _cluster_job_ids(cluster)
         job_of = client.run(os.getenv, "SLURM_JOB_ID")
         assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
