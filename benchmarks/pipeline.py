@@ -134,9 +134,10 @@ def bench_slice():
         # DAG and cluster start-up (wall minus phases) are paid once
         cell_cpu = sim_cpu * ratio_sim + approx_cpu * ratio_cells
         cell_wall = max(ph.get("cells", 0.0) * (cell_cpu / max(sim_cpu + approx_cpu, 1e-9)), cell_cpu / 2)
-        tail = sum(v for k, v in ph.items() if k != "cells")
+        data_tail = sum(v for k, v in ph.items() if k in ("merge_simulation", "merge_approximation", "compare"))
+        figures = ph.get("figures", 0.0)  # panels per figure do not grow with rho points
         fixed = wall - sum(ph.values())
-        est_wall = cell_wall + tail * ratio_cells + fixed
+        est_wall = cell_wall + data_tail * ratio_cells + figures + fixed
         est_size = (sim_cell_kB * 990 + ap_cell_kB * 990) / 1e3 + sum(merged.values()) * ratio_cells
         _record(what="paper slice R=1..10 x rho=%s (50 cells, 10 replications, horizon 160000)" % SLICE_RHO,
                 wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in ph.items()},
@@ -146,7 +147,7 @@ def bench_slice():
                 results_MB=round(_du(Path(work) / "results") / 1e6, 2),
                 extrapolated_990_cells_wall_s=round(est_wall), extrapolated_990_cells_results_MB=round(est_size),
                 note="extrapolation: cell phase x CPU ratio (simulation CPU x %.1f by customers, approximation "
-                     "CPU x %.1f by cells), merges/compare/figures x %.1f, start-up once; sizes x %.1f"
+                     "CPU x %.1f by cells), merges/compare x %.1f, figures and start-up once; sizes x %.1f"
                      % (ratio_sim, ratio_cells, ratio_cells, ratio_cells), target_wall_s=900, target_MB=300)
 
 

@@ -115,6 +115,8 @@ def _slurm_cluster(s: dict):
     from dask_jobqueue import SLURMCluster
 
     kwargs = dict(
+        # threads per worker = cores / processes: keep them equal (one thread per worker process; the
+        # engines are single-threaded numba/numpy code)
         cores=int(s["cores"]),
         processes=int(s["processes"]),
         memory=str(s["memory"]),
@@ -122,11 +124,7 @@ def _slurm_cluster(s: dict):
         python=s.get("python") or sys.executable,
         job_extra_directives=list(s.get("job_extra_directives") or []),
         job_script_prologue=list(s.get("job_script_prologue") or []),
-        scheduler_options={"host": "127.0.0.1", "dashboard_address": None}
-        if not s.get("interface")
-        else {"interface": s["interface"], "dashboard_address": None},
-        # one thread per worker process: the engines are single-threaded numba/numpy code
-        worker_extra_args=["--nthreads", "1"],
+        scheduler_options={"dashboard_address": ":0", **({} if s.get("interface") else {"host": "127.0.0.1"})},
     )
     if s.get("queue"):
         kwargs["queue"] = s["queue"]
@@ -136,6 +134,8 @@ def _slurm_cluster(s: dict):
         kwargs["local_directory"] = s["local_directory"]
     if s.get("log_directory"):
         kwargs["log_directory"] = s["log_directory"]
+    if s.get("interface"):  # network interface of scheduler and workers on a multi-node cluster
+        kwargs["interface"] = s["interface"]
     return SLURMCluster(**kwargs)
 
 
@@ -173,18 +173,3 @@ def close_shared() -> None:
 
 
 atexit.register(close_shared)
-
-
-def gather_in_order(client, futures, label: str = "", log=None):
-    """Wait for ``futures`` with a progress line per completion (to ``log`` or stderr); results in submission order."""
-    import sys
-    import time
-
-    from distributed import as_completed
-
-    out = log or sys.stderr
-    total = len(futures)
-    t0 = time.perf_counter()
-    for done, _fut in enumerate(as_completed(futures), start=1):
-        print(f"[{label}] {done}/{total} tasks done ({time.perf_counter() - t0:.1f} s)", file=out, flush=True)
-    return client.gather(futures)

@@ -189,9 +189,6 @@ def check_config(cfg: dict) -> None:
             abs(float(c["rho"]) - r) < 1e-9 for r in rho_values(cfg["grid"])
         ):
             raise ConfigError(f"figures.cdf_cells[{i}]: (R={c['R']}, rho={c['rho']}) is not a cell of the grid")
-    ref = (cfg.get("comparison") or {}).get("against_exact", False)
-    if ref and "exact" not in approx["methods"]:
-        raise ConfigError("comparison.against_exact: needs 'exact' in approximation.methods")
 
 
 # -- code hashes (rerun triggers for package code Snakemake cannot see) ---------------------------------
@@ -267,7 +264,3 @@ def figure_stems(config: dict) -> list[str]:
     if (config.get("mgr") or {}).get("laws"):
         stems.append("mgr_laws")
     return stems
-
-
-def rho_coord(values) -> np.ndarray:
-    return np.asarray([float(v) for v in values], dtype=np.float64)

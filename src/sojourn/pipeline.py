@@ -206,6 +206,16 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
 
 
 # -- approximations --------------------------------------------------------------------------------
+_PROVENANCE: dict = {}
+
+
+def _base_provenance() -> dict:
+    """Version and commit attrs, computed once per process (git is asked once, not once per cell)."""
+    if not _PROVENANCE:
+        _PROVENANCE.update(provenance(None))
+    return dict(_PROVENANCE)
+
+
 def _approximate_task(R, rho, mu, methods, t, hyper):
     """Faithful methods with the config's L1 (Table 4) and L2; corrected methods and ``exact`` choose their
     own truncations (passing L1 to them would undo the correction), so they run as a second group."""
@@ -241,7 +251,7 @@ def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L
               f"{time.perf_counter() - t0:.2f} s")
     ds = to_storage(_fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
     keep = {k: v for k, v in ds.attrs.items() if k not in ("config",)}
-    ds.attrs = {**provenance(None), **{k: v for k, v in keep.items() if k in ("title", "model", "spec", "hyper")},
+    ds.attrs = {**_base_provenance(), **{k: v for k, v in keep.items() if k in ("title", "model", "spec", "hyper")},
                 "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
                                                "code": code, "time_grid": tg}, sort_keys=True)}
     write_netcdf(ds, output, encoding=approximation_encoding(ds))

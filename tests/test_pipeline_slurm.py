@@ -1,0 +1,54 @@
+"""cluster.kind: slurm — replications on dask-jobqueue SLURMCluster workers (real SLURM, e.g. .ci/slurm)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import yaml
+
+from sojourn.datasets import read_netcdf
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def _slurm_partition():
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%P %a"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.stdout.split("\n"):
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == "up":
+            return parts[0].rstrip("*")
+    return None
+
+
+def test_slurm_cluster_gives_the_local_results(tmp_path):
+    partition = _slurm_partition()
+    if partition is None:
+        pytest.skip("no SLURM controller answering sinfo")
+    from pathlib import Path
+
+    from sojourn.cluster import dask_client
+    from sojourn.pipeline import simulate_cell
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "test.yaml").read_text())
+    sim = {**cfg["simulation"], "replications": 2, "backend": "fast"}
+    slurm = {"kind": "slurm", "slurm": {"queue": partition, "jobs": 1, "cores": 1, "processes": 1,
+                                        "memory": "1GB", "walltime": "00:10:00",
+                                        "log_directory": str(tmp_path / "dask-logs")}}
+    out = {}
+    for name, cluster in (("slurm", slurm), ("local", {"kind": "local"})):
+        with dask_client(cluster, 1) as client:
+            client.wait_for_workers(1, timeout=120)
+            path = simulate_cell(client, service="exponential", law="exponential", R=1, rho="0.50", mu=1.0,
+                                 sim=sim, tg=cfg["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 cache_dir=tmp_path / f"cache-{name}")
+        out[name] = read_netcdf(path)
+    for var in out["local"].data_vars:
+        if var != "wall_time":
+            np.testing.assert_array_equal(out["slurm"][var].values, out["local"][var].values, err_msg=var)
