@@ -206,6 +206,13 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
 
 
 # -- approximations --------------------------------------------------------------------------------
+APPROX_ATTRS = {
+    "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),
+    "L1": ("Markov-chain truncation per server used by the method", "1"),
+    "L2": ("sum range / truncation level used by the method", "1"),
+    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact", "1"),
+    "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
+}
 _PROVENANCE: dict = {}
 
 
@@ -250,6 +257,9 @@ def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L
     _log(log, f"approximation R={R} rho={rho} methods={list(methods)} L1={L1} L2={L2}: "
               f"{time.perf_counter() - t0:.2f} s")
     ds = to_storage(_fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
+    for name, (long_name, units) in APPROX_ATTRS.items():
+        if name in ds:
+            ds[name].attrs = {**ds[name].attrs, "long_name": long_name, "units": units}
     keep = {k: v for k, v in ds.attrs.items() if k not in ("config",)}
     ds.attrs = {**_base_provenance(), **{k: v for k, v in keep.items() if k in ("title", "model", "spec", "hyper")},
                 "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
