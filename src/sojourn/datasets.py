@@ -1,6 +1,7 @@
 """xarray/netCDF helpers shared by every writer: provenance attrs and atomic netCDF writes."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -13,8 +14,9 @@ import xarray as xr
 from . import __version__
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """The commit of the source tree this package was imported from, or 'unknown'."""
+    """The commit of the source tree this package was imported from, or 'unknown' (looked up once per process)."""
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(
