@@ -43,6 +43,21 @@ def _grow2d(arr, new_cap):
     return out
 
 
+# Status codes returned by _gen_events
+_DONE = 0
+_HEAP_FULL = 1  # a heap row reached the capacity of hk/ha/hx
+_FIFO_FULL = 2  # a FIFO ring reached the capacity of qa/qx (limited PS)
+
+
+@njit(cache=True)
+def _rate_table(theta, cap):
+    """rt[m] = θ/max(m, θ), the per-customer service rate with m in service, for m = 0 … cap."""
+    rt = np.empty(cap + 1)
+    for m in range(cap + 1):
+        rt[m] = theta / (m if m > theta else theta)
+    return rt
+
+
 @njit(cache=True)
 def run_general(
     R, acode, ap, scode, sp, theta, limit, dispatch, d,
@@ -56,17 +71,17 @@ def run_general(
     recorded customers, the count, sum and sum of squares of sojourns (else pass xdx = 0).
     Returns (acc, area, events): acc = [count, overflow, sum, sumsq, max]; area = ∫ N(u) du over
     the window (N = customers in the system); events = number of arrivals + departures simulated.
+
+    The event loop is :func:`_gen_events`, which returns whenever a heap row or a FIFO ring reaches
+    the capacity of its arrays; this function then doubles those arrays and calls it again, all the
+    state travelling in arrays.  (Reassigning arrays inside the event loop made numba emit atomic
+    NRT incref/decref pairs on every event.)  Where the loop returns changes nothing: the random
+    numbers drawn, their order and every floating-point operation on the results are those of the
+    earlier single-loop kernel, so a given seed gives bit-identical outputs.
     """
     c = BIG if limit <= 0 else np.int64(limit)
-    nbins = hist.shape[0]
-    inv_dt = 1.0 / dt
-    nmax = occ.shape[0] - 1
-    K = cx_n.shape[0]
-    a_exp = acode == EXPONENTIAL  # inline the common exponential draws (no call into sample_law)
-    s_exp = scode == EXPONENTIAL
-    s_logn = scode == LOGNORMAL
+    a_exp = acode == EXPONENTIAL
     a_mean = 1.0 / ap[0] if a_exp else 0.0
-    s_mean = 1.0 / sp[0] if s_exp else 0.0
 
     n = np.zeros(R, np.int64)  # customers present at each server
     V = np.zeros(R)  # virtual clocks: attained service of each customer in service
@@ -76,33 +91,96 @@ def run_general(
     hk = np.empty((R, cap))  # heap keys: virtual finish times V_admission + x
     ha = np.empty((R, cap))  # arrival dates
     hx = np.empty((R, cap))  # service requirements
-    limited = c < BIG
-    qcap = 16 if limited else 1
+    rt = _rate_table(theta, cap)
+    qcap = 16 if c < BIG else 1
     qa = np.empty((R, qcap))  # FIFO of waiting customers (limited PS): arrival dates
     qx = np.empty((R, qcap))  # and service requirements
     qh = np.zeros(R, np.int64)  # ring-buffer heads
     perm = np.arange(R)
-    ident = np.arange(R)
-    rr = 0
-
-    cnt = 0
-    over = 0
-    ssum = 0.0
-    ssq = 0.0
-    smax = 0.0
-    total = 0
-    pending = 0
-    area = 0.0
-    events = 0
-    tprev = 0.0
-    t_arr = rng.exponential(a_mean) if a_exp else sample_law(acode, ap, rng)
+    tb = np.empty(R, np.int64)  # scratch: servers tied at the shortest queue
+    ist = np.zeros(6, np.int64)  # rr, cnt, over, total, pending, events
+    fst = np.zeros(6)  # ssum, ssq, smax, area, tprev, t_arr
+    fst[5] = rng.exponential(a_mean) if a_exp else sample_law(acode, ap, rng)  # first arrival
     while True:
-        sm = -1
-        tm = np.inf
-        for s in range(R):
-            if nd[s] < tm:
-                tm = nd[s]
-                sm = s
+        status = _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hist, occ,
+                             xdx, cx_n, cx_s, cx_ss, rng, n, V, tl, nd, hk, ha, hx, rt, qa, qx, qh,
+                             perm, tb, ist, fst)
+        if status == _DONE:
+            break
+        if status == _HEAP_FULL:
+            cap *= 2
+            hk = _grow2d(hk, cap)
+            ha = _grow2d(ha, cap)
+            hx = _grow2d(hx, cap)
+            rt = _rate_table(theta, cap)
+        else:  # _FIFO_FULL: double the rings, unrolled so that each starts at 0
+            nq = 2 * qcap
+            na = np.empty((R, nq))
+            nx = np.empty((R, nq))
+            for r in range(R):
+                qr = n[r] - c
+                for jj in range(qr if qr > 0 else 0):
+                    na[r, jj] = qa[r, (qh[r] + jj) % qcap]
+                    nx[r, jj] = qx[r, (qh[r] + jj) % qcap]
+                qh[r] = 0
+            qa = na
+            qx = nx
+            qcap = nq
+    acc = np.array([float(ist[1]), float(ist[2]), fst[0], fst[1], fst[2]])
+    return acc, fst[3], ist[5]
+
+
+@njit(cache=True)
+def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hist, occ,
+                xdx, cx_n, cx_s, cx_ss, rng, n, V, tl, nd, hk, ha, hx, rt, qa, qx, qh,
+                perm, tb, ist, fst):
+    """Event loop of :func:`run_general`, scalar state in/out through ``ist`` and ``fst``.
+
+    Returns _DONE at the end of the run; _HEAP_FULL (after completing the event) when an admission
+    filled a heap row (m == hk.shape[1]), _FIFO_FULL when an arrival filled a FIFO ring
+    (n[s] − c == qa.shape[1]): the caller grows those arrays and calls again.
+    The per-customer service rate θ/max(m, θ) is read from the table rt (rt[m], m ≤ capacity).
+    """
+    nbins = hist.shape[0]
+    inv_dt = 1.0 / dt
+    nmax = occ.shape[0] - 1
+    K = cx_n.shape[0]
+    cap = hk.shape[1]
+    qcap = qa.shape[1]
+    a_exp = acode == EXPONENTIAL  # inline the common exponential draws (no call into sample_law)
+    s_exp = scode == EXPONENTIAL
+    s_logn = scode == LOGNORMAL
+    a_mean = 1.0 / ap[0] if a_exp else 0.0
+    s_mean = 1.0 / sp[0] if s_exp else 0.0
+    rr = ist[0]
+    cnt = ist[1]
+    over = ist[2]
+    total = ist[3]
+    pending = ist[4]
+    events = ist[5]
+    ssum = fst[0]
+    ssq = fst[1]
+    smax = fst[2]
+    area = fst[3]
+    tprev = fst[4]
+    t_arr = fst[5]
+    status = _DONE
+    # next departure: sm = first server with the smallest date tm = nd[sm] (sm = −1 if all empty).
+    # Recomputed by a scan of nd only when needed (after a departure, or an arrival that delayed
+    # server sm); otherwise updated from the one date an arrival changed.
+    sm = -1
+    tm = np.inf
+    rescan = True
+    while True:
+        if rescan:
+            sm = -1
+            tm = np.inf
+            for s in range(R):  # branch-free min reduction
+                v = nd[s]
+                lt = v < tm
+                tm = v if lt else tm
+                sm = s if lt else sm
+            rescan = False
         t = t_arr if t_arr <= tm else tm
         if pending == 0 and t >= rec_end:
             lo = tprev if tprev > warmup else warmup  # window (warmup, rec_end) ∩ (tprev, rec_end)
@@ -118,49 +196,49 @@ def run_general(
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
             # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
-            if dispatch == RANDOM:
+            # JSQ / JSQ(d): fewest customers present, uniform tie-break by one uniform drawn only
+            # if there is a tie; the j-th tied server in scan order is chosen.
+            if dispatch == JSQ:
+                mn = n[0]  # shortest queue (a min reduction), then the tied servers (branch-free)
+                for i in range(1, R):
+                    v = n[i]
+                    mn = v if v < mn else mn
+                ties = 0
+                for i in range(R):
+                    tb[ties] = i
+                    ties += n[i] == mn
+                s = tb[0]
+                if ties > 1:
+                    j = int(rng.random() * ties)
+                    s = tb[j if j < ties else ties - 1]
+            elif dispatch == RANDOM:
                 s = int(rng.random() * R)
                 if s >= R:
                     s = R - 1
             elif dispatch == ROUND_ROBIN:
                 s = rr
                 rr = rr + 1 if rr + 1 < R else 0
-            else:
-                if dispatch == JSQ_D:  # d distinct servers: partial Fisher–Yates shuffle of perm
-                    for i in range(d):
-                        j = i + int(rng.random() * (R - i))
-                        if j >= R:
-                            j = R - 1
-                        tmp = perm[i]
-                        perm[i] = perm[j]
-                        perm[j] = tmp
-                    idx = perm
-                    kk = d
-                else:
-                    idx = ident
-                    kk = R
-                # JSQ among idx[:kk]: fewest customers present, uniform random tie-break
-                mn = n[idx[0]]
-                ties = 1
-                for i in range(1, kk):
-                    v = n[idx[i]]
-                    if v < mn:
-                        mn = v
-                        ties = 1
-                    elif v == mn:
-                        ties += 1
-                j = 0
+            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
+                for i in range(d):
+                    j = i + int(rng.random() * (R - i))
+                    if j >= R:
+                        j = R - 1
+                    tmp = perm[i]
+                    perm[i] = perm[j]
+                    perm[j] = tmp
+                mn = n[perm[0]]
+                for i in range(1, d):
+                    v = n[perm[i]]
+                    mn = v if v < mn else mn
+                ties = 0
+                for i in range(d):
+                    q = perm[i]
+                    tb[ties] = q
+                    ties += n[q] == mn
+                s = tb[0]
                 if ties > 1:
                     j = int(rng.random() * ties)
-                    if j >= ties:
-                        j = ties - 1
-                s = idx[0]
-                for i in range(kk):
-                    if n[idx[i]] == mn:
-                        if j == 0:
-                            s = idx[i]
-                            break
-                        j -= 1
+                    s = tb[j if j < ties else ties - 1]
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
@@ -173,20 +251,12 @@ def run_general(
                 x = sample_law(scode, sp, rng)
             m = ns if ns < c else c  # number in service before the arrival
             if m > 0:
-                V[s] += (t - tl[s]) * (theta / (m if m > theta else theta))  # per-customer rate θ/max(m, θ)
+                V[s] += (t - tl[s]) * rt[m]  # per-customer rate rt[m] = θ/max(m, θ)
             tl[s] = t
             n[s] = ns + 1
             total += 1
-            if ns < c:  # admitted at once
-                if m >= cap:
-                    cap *= 2
-                    hk = _grow2d(hk, cap)
-                    ha = _grow2d(ha, cap)
-                    hx = _grow2d(hx, cap)
-                # sift-up insertion of (V[s] + x, t, x) into heap row s of size m
+            if ns < c:  # admitted at once: sift-up insertion of (V[s] + x, t, x) into heap row s
                 hkey = V[s] + x
-                harr = t
-                hreq = x
                 i = m
                 while i > 0:
                     par = (i - 1) >> 1
@@ -198,34 +268,35 @@ def run_general(
                     hx[s, i] = hx[s, par]
                     i = par
                 hk[s, i] = hkey
-                ha[s, i] = harr
-                hx[s, i] = hreq
+                ha[s, i] = t
+                hx[s, i] = x
                 m += 1
+                if m == cap:
+                    status = _HEAP_FULL
             else:  # limited PS: wait FIFO
                 q = ns - c
-                if q >= qcap:
-                    nq = 2 * qcap
-                    na = np.empty((R, nq))
-                    nx = np.empty((R, nq))
-                    for r in range(R):
-                        qr = n[r] - c if r != s else q
-                        for jj in range(qr if qr > 0 else 0):
-                            na[r, jj] = qa[r, (qh[r] + jj) % qcap]
-                            nx[r, jj] = qx[r, (qh[r] + jj) % qcap]
-                        qh[r] = 0
-                    qa = na
-                    qx = nx
-                    qcap = nq
-                jj = (qh[s] + q) % qcap
+                jj = qh[s] + q
+                jj = jj if jj < qcap else jj - qcap  # (qh + q) mod qcap, as q < qcap
                 qa[s, jj] = t
                 qx[s, jj] = x
-            rate = theta / (m if m > theta else theta)
+                if q + 1 == qcap:
+                    status = _FIFO_FULL
             rem = hk[s, 0] - V[s]
-            nd[s] = t + (rem if rem > 0.0 else 0.0) / rate  # t + (Vfinish_min − V)/rate
+            v = t + (rem if rem > 0.0 else 0.0) / rt[m]  # t + (Vfinish_min − V)/rate
+            nd[s] = v
+            if s == sm:  # still the first smallest unless it moved later
+                rescan = v > tm
+                tm = v
+            elif v < tm or (v == tm and s < sm):
+                sm = s
+                tm = v
             t_arr = t + (rng.exponential(a_mean) if a_exp else sample_law(acode, ap, rng))
+            if status != _DONE:
+                break
         else:
             # ---- departure from server sm: pop the heap root ---------------------------
             s = sm
+            rescan = True
             ns = n[s]
             m = ns if ns < c else c
             key = hk[s, 0]
@@ -281,9 +352,9 @@ def run_general(
             if ns > c:  # limited PS: admit the head of the FIFO with finish key V + x
                 h = qh[s]
                 # sift-up insertion of (V[s] + qx[s, h], qa[s, h], qx[s, h]) into heap row s of size m
-                hkey = V[s] + qx[s, h]
-                harr = qa[s, h]
                 hreq = qx[s, h]
+                harr = qa[s, h]
+                hkey = V[s] + hreq
                 i = m
                 while i > 0:
                     par = (i - 1) >> 1
@@ -300,14 +371,24 @@ def run_general(
                 qh[s] = h + 1 if h + 1 < qcap else 0
                 m += 1
             if m > 0:
-                rate = theta / (m if m > theta else theta)
                 rem = hk[s, 0] - V[s]
-                nd[s] = t + (rem if rem > 0.0 else 0.0) / rate
+                nd[s] = t + (rem if rem > 0.0 else 0.0) / rt[m]
             else:
                 V[s] = 0.0  # empty server: restart the virtual clock (keeps it small)
                 nd[s] = np.inf
-    acc = np.array([float(cnt), float(over), ssum, ssq, smax])
-    return acc, area, events
+    ist[0] = rr
+    ist[1] = cnt
+    ist[2] = over
+    ist[3] = total
+    ist[4] = pending
+    ist[5] = events
+    fst[0] = ssum
+    fst[1] = ssq
+    fst[2] = smax
+    fst[3] = area
+    fst[4] = tprev
+    fst[5] = t_arr
+    return status
 
 
 @njit(cache=True)
