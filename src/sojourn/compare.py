@@ -15,13 +15,20 @@ bootstrap (``scipy.stats.bootstrap``, BCa) when the t-interval is doubtful (few 
 skewed sample, see ``comparison.ci``). Pooled statistics use all replications' customers together.
 The best method of a cell minimises the mean Wasserstein distance; methods whose CI overlaps the
 best one's are marked as ties.
+
+:func:`compare_files` computes the same dataset as :func:`compare` from the merged files, reading
+one (R, rho) cell at a time (bounded memory: the paper grid's ``count`` is ~4 GB decompressed).
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import xarray as xr
+from scipy import special
 from scipy import stats as st
 
 from .stats import cdf_at_left_edges, mean_ci, quantile, wasserstein
@@ -65,7 +72,19 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     else:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            skew = np.abs(st.skew(flat, axis=1, bias=False))
+            if not np.isnan(flat).any():
+                skew = np.abs(st.skew(flat, axis=1, bias=False))
+            else:
+                # with a NaN present scipy falls back to a row-by-row Python loop (~85% of the whole
+                # comparison's run time on the paper grid, whose gaps are NaN). Only complete rows
+                # can be bootstrapped: their skewness, vectorised; the 2-D reduction may differ from
+                # the per-row one in the last bit, so rows at the threshold are decided per row.
+                skew = np.full(len(flat), np.nan)
+                if ok.any():
+                    skew[ok] = np.abs(st.skew(flat[ok], axis=1, bias=False))
+                    near = np.flatnonzero(ok & (np.abs(skew - float(cfg["skew_threshold"])) < 1e-9))
+                    for r in near:
+                        skew[r] = np.abs(st.skew(flat[r], bias=False))
         want = ok & ((k < int(cfg["bootstrap_below"])) | (np.nan_to_num(skew) > float(cfg["skew_threshold"])))
     if not want.any():
         return mean, low, high, method
@@ -73,15 +92,10 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     rng = np.random.default_rng(seed)
     lo, hi = np.empty(len(rows)), np.empty(len(rows))
     step = max(1, int(2e7 // (int(cfg["n_resamples"]) * k)))  # rows per call: bounded memory (~160 MB)
-    with warnings.catch_warnings():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for a in range(0, len(rows), step):
-            res = st.bootstrap(
-                (rows[a:a + step],), np.mean, vectorized=True, axis=-1, n_resamples=int(cfg["n_resamples"]),
-                confidence_level=conf, method="BCa", rng=rng,
-            )
-            lo[a:a + step] = res.confidence_interval.low
-            hi[a:a + step] = res.confidence_interval.high
+            lo[a:a + step], hi[a:a + step] = _bca_mean(rows[a:a + step], int(cfg["n_resamples"]), conf, rng)
     good = np.isfinite(lo) & np.isfinite(hi)
     idx = np.flatnonzero(want)[good]
     lflat, hflat, mflat = low.reshape(-1), high.reshape(-1), method.reshape(-1)
@@ -89,71 +103,231 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     return mean, lflat.reshape(lead), hflat.reshape(lead), mflat.reshape(lead)
 
 
+def _bca_mean(rows: np.ndarray, n_resamples: int, conf: float, rng: np.random.Generator):
+    """BCa bootstrap CI (low, high) of the mean of each row: the computation of
+    ``scipy.stats.bootstrap(rows, np.mean, vectorized=True, axis=-1, method='BCa', rng=rng)``
+    (scipy 1.17: same resample indices from ``rng``, same formulas, same values), with the
+    (rows, n_resamples, k) resample array built a few rows at a time so that it stays in cache
+    (scipy materialises it whole: ~160 MB per call here).
+    """
+    m, k = rows.shape
+    i = rng.integers(0, k, size=(n_resamples, k), dtype=np.int64)  # scipy's rng_integers draw
+    theta_b = np.empty((m, n_resamples))
+    c = max(1, 2 ** 19 // (n_resamples * k))  # rows per chunk: ~4 MB of resamples
+    for a in range(0, m, c):
+        theta_b[a:a + c] = np.mean(rows[a:a + c][..., i], axis=-1)
+    theta_hat = np.mean(rows, axis=-1)[:, None]
+    pct = (np.count_nonzero(theta_b < theta_hat, axis=-1)
+           + np.count_nonzero(theta_b <= theta_hat, axis=-1)).astype(theta_hat.dtype) / (2 * n_resamples)
+    z0 = special.ndtri(pct)
+    # jackknife (leave one out) for the acceleration
+    keep = np.broadcast_to(np.arange(k), (k, k))[~np.eye(k, dtype=bool)].reshape(k, k - 1)
+    theta_i = np.mean(rows[:, None, :][..., keep][:, 0], axis=-1)  # (rows, k)
+    n = float(k)
+    U = (n - 1) * (np.mean(theta_i, axis=-1, keepdims=True) - theta_i)
+    num = np.sum(U ** 3, axis=-1) / n ** 3
+    den = np.sum(U ** 2, axis=-1) / n ** 2
+    a_hat = 1 / 6 * num / den ** (3 / 2)
+    z_alpha = float(special.ndtri((1 - conf) / 2))
+    num1 = z0 + z_alpha
+    alpha_1 = special.ndtr(z0 + num1 / (1 - a_hat * num1))
+    num2 = z0 - z_alpha
+    alpha_2 = special.ndtr(z0 + num2 / (1 - a_hat * num2))
+    ci = st.quantile(theta_b, np.stack((alpha_1, alpha_2), axis=-1), axis=-1)
+    return ci[..., 0], ci[..., 1]
+
+
 def _attrs(long_name, units="1", **kw):
     return {"long_name": long_name, "units": units, **kw}
 
 
+class _Grid:
+    """Coordinates, output arrays and index maps shared by :func:`compare` and :func:`compare_files`.
+
+    Built from the coordinates only, so it works on lazily opened and on in-memory datasets alike.
+    """
+
+    def __init__(self, sim: xr.Dataset, approx: xr.Dataset, cfg: dict):
+        self.cfg = cfg
+        pct = np.asarray(cfg["percentiles"], dtype=float)
+        self.pct, self.p = pct, pct / 100.0
+        t = sim["t"].values
+        if not np.allclose(t, approx["t"].values, rtol=0, atol=1e-9):
+            raise ValueError("simulation and approximation use different t grids")
+        self.t = t
+        self.dt = float(np.round(t[1] - t[0], 12))
+        self.services = sim["service"].values.tolist()
+        self.Rs = sim["R"].values.tolist()
+        self.rhos = sim["rho"].values
+        self.reps = sim["replication"].values
+        self.methods = approx["method"].values.tolist()
+        self.exact = self.methods.index("exact") if ("exact" in self.methods and cfg["against_exact"]) else None
+        self.expo = self.services.index("exponential") if "exponential" in self.services else None
+        S, NR, NP, NM, NK, NQ = (len(self.services), len(self.Rs), len(self.rhos), len(self.methods),
+                                 len(self.reps), len(self.p))
+        self.shape = (S, NR, NP, NM, NK, NQ)
+        # (R, rho) label -> position in the approximation file (label-based, as .sel does)
+        a_R = approx.indexes["R"]
+        a_rho = approx.indexes["rho"]
+        self.a_R = {i: int(a_R.get_loc(R)) for i, R in enumerate(self.Rs) if R in a_R}
+        self.a_rho = [int(a_rho.get_loc(r)) for r in self.rhos]
+        self.W = np.full((S, NR, NP, NM, NK), np.nan)
+        self.Wpool = np.full((S, NR, NP, NM), np.nan)
+        self.xsim = np.full((S, NR, NP, NK, NQ), np.nan)
+        self.xsim_pool = np.full((S, NR, NP, NQ), np.nan)
+        self.xapp = np.full((NR, NP, NM, NQ), np.nan)
+        self.W_vs_exp_sim = np.full((S, NR, NP), np.nan)
+        self.W_exact = np.full((NR, NP, NM), np.nan)
+        self.err_exact = np.full((NR, NP, NM, NQ), np.nan)
+
+    def cell(self, i: int, j: int, Fa: np.ndarray, counts: list, overflows: list) -> None:
+        """All per-cell statistics of cell (R index i, rho index j) into the output arrays.
+
+        ``Fa`` (method, t): approximated CDFs; ``counts[s]`` (replication, t) / ``overflows[s]``
+        (replication,): the histograms of service law s, or None when the law has no data there.
+        """
+        t, p, dt, e = self.t, self.p, self.dt, self.exact
+        Fa = np.asarray(Fa, dtype=float)
+        have_a = np.all(np.isfinite(Fa), axis=1)
+        xapp = self.xapp[i, j] = np.where(have_a[:, None], quantile(t, Fa, p), np.nan)
+        if e is not None and have_a[e]:
+            self.W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
+            self.err_exact[i, j] = xapp - xapp[e]
+        pooled, buf = {}, None
+        for s, (c, o) in enumerate(zip(counts, overflows)):
+            if c is None:
+                continue
+            c = np.asarray(c, dtype=float)
+            o = np.asarray(o, dtype=float)
+            if not np.isfinite(c).all() or c.sum() + o.sum() == 0:
+                continue
+            Fr = cdf_at_left_edges(c, o)  # (rep, t)
+            Fp = cdf_at_left_edges(c.sum(axis=0), o.sum())
+            # one method at a time into a reused buffer: the same per-row sums as the
+            # (method, rep, t) broadcast without its ~20 MB temporaries (3x faster)
+            if buf is None or buf.shape != Fr.shape:
+                buf = np.empty_like(Fr)
+            W = self.W[s, i, j]
+            for m in range(len(Fa)):
+                np.subtract(Fr, Fa[m], out=buf)
+                np.abs(buf, out=buf)
+                W[m] = dt * buf.sum(axis=-1)
+            self.Wpool[s, i, j] = wasserstein(Fp[None, :], Fa, dt)
+            self.xsim[s, i, j] = quantile(t, Fr, p)
+            self.xsim_pool[s, i, j] = quantile(t, Fp, p)
+            pooled[s] = Fp
+        if self.expo in pooled:
+            for s, Fp in pooled.items():
+                self.W_vs_exp_sim[s, i, j] = wasserstein(Fp, pooled[self.expo], dt)
+
+    def dataset(self, run_time: xr.DataArray | None) -> xr.Dataset:
+        return _assemble(self, run_time)
+
+
+def _approx_cdf(a: xr.Dataset) -> xr.DataArray:
+    """(R, rho, method, t) CDF of an approximation dataset: ``cdf``, else 1 − ``sf`` (lazy if ``a`` is)."""
+    if "cdf" in a:
+        return a["cdf"].transpose("R", "rho", "method", "t")
+    return a["sf"].transpose("R", "rho", "method", "t")
+
+
 def compare(sim: xr.Dataset, approx: xr.Dataset, cfg: dict | None = None) -> xr.Dataset:
-    """The comparison dataset of a merged simulation and approximation dataset (see module doc)."""
+    """The comparison dataset of a merged simulation and approximation dataset (see module doc).
+
+    In-memory entry point; :func:`compare_files` computes the same dataset streaming from the files.
+    """
     cfg = {**DEFAULTS, **(cfg or {})}
-    pct = np.asarray(cfg["percentiles"], dtype=float)
-    p = pct / 100.0
-    t = sim["t"].values
-    if not np.allclose(t, approx["t"].values, rtol=0, atol=1e-9):
-        raise ValueError("simulation and approximation use different t grids")
-    dt = float(np.round(t[1] - t[0], 12))
-    services = sim["service"].values.tolist()
-    Rs = sim["R"].values.tolist()
-    rhos = sim["rho"].values
-    reps = sim["replication"].values
-    methods = approx["method"].values.tolist()
-    cand = [m for m in methods if m != "exact"]
-    S, NR, NP, NM, NK, NQ = len(services), len(Rs), len(rhos), len(methods), len(reps), len(p)
-
-    W = np.full((S, NR, NP, NM, NK), np.nan)
-    Wpool = np.full((S, NR, NP, NM), np.nan)
-    xsim = np.full((S, NR, NP, NK, NQ), np.nan)
-    xsim_pool = np.full((S, NR, NP, NQ), np.nan)
-    xapp = np.full((NR, NP, NM, NQ), np.nan)
-    W_vs_exp_sim = np.full((S, NR, NP), np.nan)
-    W_exact = np.full((NR, NP, NM), np.nan)
-    err_exact = np.full((NR, NP, NM, NQ), np.nan)
-
-    count = sim["count"].transpose("service", "R", "rho", "replication", "t")
-    overflow = sim["overflow"].transpose("service", "R", "rho", "replication")
-    acdf = approx["cdf"].transpose("R", "rho", "method", "t")
-    for i, R in enumerate(Rs):
-        if R not in approx["R"].values:
+    g = _Grid(sim, approx, cfg)
+    count = sim["count"].transpose("service", "R", "rho", "replication", "t").values
+    overflow = sim["overflow"].transpose("service", "R", "rho", "replication").values
+    acdf = _approx_cdf(approx)
+    is_cdf = "cdf" in approx
+    acdf = acdf.values
+    for i in range(len(g.Rs)):
+        if i not in g.a_R:
             continue
-        for j, rho in enumerate(rhos):
-            Fa = acdf.sel(R=R, rho=rho).values.astype(float)  # (method, t)
-            have_a = np.all(np.isfinite(Fa), axis=1)
-            xapp[i, j] = np.where(have_a[:, None], quantile(t, Fa, p), np.nan)
-            if "exact" in methods and cfg["against_exact"]:
-                e = methods.index("exact")
-                if have_a[e]:
-                    W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
-                    err_exact[i, j] = xapp[i, j] - xapp[i, j, e]
-            pooled_exp = None
-            for s, svc in enumerate(services):
-                c = count.values[s, i, j].astype(float)
-                o = overflow.values[s, i, j].astype(float)
-                if not np.isfinite(c).all() or c.sum() + o.sum() == 0:
-                    continue
-                Fr = cdf_at_left_edges(c, o)  # (rep, t)
-                Fp = cdf_at_left_edges(c.sum(axis=0), o.sum())
-                W[s, i, j] = dt * np.abs(Fr[None, :, :] - Fa[:, None, :]).sum(axis=-1)
-                Wpool[s, i, j] = wasserstein(Fp[None, :], Fa, dt)
-                xsim[s, i, j] = quantile(t, Fr, p)
-                xsim_pool[s, i, j] = quantile(t, Fp, p)
-                if svc == "exponential":
-                    pooled_exp = Fp
-            if pooled_exp is not None:
-                for s, svc in enumerate(services):
-                    c = count.values[s, i, j].astype(float)
-                    o = overflow.values[s, i, j].astype(float)
-                    if np.isfinite(c).all() and c.sum() + o.sum() > 0:
-                        W_vs_exp_sim[s, i, j] = wasserstein(cdf_at_left_edges(c.sum(axis=0), o.sum()), pooled_exp, dt)
+        for j in range(len(g.rhos)):
+            F = acdf[g.a_R[i], g.a_rho[j]].astype(float)
+            Fa = F if is_cdf else 1.0 - F
+            g.cell(i, j, Fa, list(count[:, i, j]), list(overflow[:, i, j]))
+    return g.dataset(approx["run_time"] if "run_time" in approx else None)
+
+
+def compare_files(sim_path, approx_path, cfg: dict | None = None, lock=None, workers: int = 2) -> xr.Dataset:
+    """:func:`compare` of the merged files at ``sim_path`` and ``approx_path``, streaming over cells.
+
+    Opens both files lazily and reads, per (R, rho) cell, only that cell's ``count``/``overflow``
+    (all service laws that have data there) and approximated CDFs (all methods): peak memory is a
+    few cells plus the (small) output arrays. A law/cell without customers (a gap of the grid:
+    ``n_customers`` all 0) is not read. Every netCDF access holds ``lock`` (if given) while it runs,
+    one read at a time, so that other threads may use the HDF5 library in between. ``workers``
+    threads process cells concurrently (results do not depend on it).
+    """
+    cfg = {**DEFAULTS, **(cfg or {})}
+    hold = lock if lock is not None else contextlib.nullcontext()
+    with hold:
+        sim = xr.open_dataset(sim_path, engine="netcdf4")
+    try:
+        with hold:
+            approx = xr.open_dataset(approx_path, engine="netcdf4")
+        try:
+            with hold:
+                g = _Grid(sim, approx, cfg)
+                count = sim["count"].transpose("service", "R", "rho", "replication", "t")
+                overflow = sim["overflow"].transpose("service", "R", "rho", "replication").values
+                if "n_customers" in sim:
+                    # n_customers = count.sum(t) + overflow: 0 over all replications <=> nothing to read
+                    present = sim["n_customers"].transpose("service", "R", "rho", "replication").values
+                    present = ~(np.nan_to_num(present.sum(axis=-1), nan=1.0) == 0)
+                else:
+                    present = np.ones(overflow.shape[:3], dtype=bool)
+                acdf = _approx_cdf(approx)
+                is_cdf = "cdf" in approx
+                run_time = approx["run_time"].load() if "run_time" in approx else None
+            S = len(g.services)
+
+            def read(i, j):
+                with hold:
+                    F = acdf[g.a_R[i], g.a_rho[j]].values.astype(float)
+                counts = [None] * S
+                for s in range(S):
+                    if present[s, i, j]:
+                        with hold:
+                            counts[s] = count[s, i, j].values
+                return (F if is_cdf else 1.0 - F), counts
+
+            def work(i, j):
+                Fa, counts = read(i, j)
+                g.cell(i, j, Fa, counts, list(overflow[:, i, j]))
+
+            # cells are independent (disjoint output slices): 2 threads overlap one cell's reads
+            # (HDF5 decompression) with another's numpy work (both release the GIL)
+            cells = [(i, j) for i in range(len(g.Rs)) if i in g.a_R for j in range(len(g.rhos))]
+            with ThreadPoolExecutor(workers, thread_name_prefix="compare") as pool:
+                pending = deque()
+                for i, j in cells:
+                    if len(pending) >= 2 * workers:  # bounded: a few cells in memory at a time
+                        pending.popleft().result()
+                    pending.append(pool.submit(work, i, j))
+                while pending:
+                    pending.popleft().result()
+        finally:
+            with hold:
+                approx.close()
+    finally:
+        with hold:
+            sim.close()
+    return g.dataset(run_time)
+
+
+def _assemble(g: _Grid, run_time) -> xr.Dataset:
+    cfg = g.cfg
+    p, pct = g.p, g.pct
+    services, Rs, rhos, reps, methods = g.services, g.Rs, g.rhos, g.reps, g.methods
+    cand = [m for m in methods if m != "exact"]
+    S, NR, NP, NM, NK, NQ = g.shape
+    W, Wpool, xsim, xsim_pool, xapp = g.W, g.Wpool, g.xsim, g.xsim_pool, g.xapp
+    W_vs_exp_sim, W_exact, err_exact = g.W_vs_exp_sim, g.W_exact, g.err_exact
     W = np.where(np.isfinite(W), W, np.nan)
     err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, method, rep, q)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -243,8 +417,8 @@ def compare(sim: xr.Dataset, approx: xr.Dataset, cfg: dict | None = None) -> xr.
             "percentile": ("percentile", pct, {"long_name": "percentile level", "units": "percent"}),
         },
     )
-    if "run_time" in approx:
-        ds["run_time"] = approx["run_time"].transpose("R", "rho", "method").reindex(R=Rs, rho=rhos)
+    if run_time is not None:
+        ds["run_time"] = run_time.transpose("R", "rho", "method").reindex(R=Rs, rho=rhos)
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
     ds.attrs["cdf_convention"] = (
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "

@@ -53,12 +53,27 @@ def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
     return fig, list(axes.flat)
 
 
+def _hold_autoscale(axes, on: bool):
+    """Autoscaling off while a ``sharex`` grid is filled, back on (lazy, as usual) before layout.
+
+    With shared x every ``fill_between`` re-autoscales all sibling axes (quadratic in the number of
+    artists; most of the time of the 40-panel percentile figure). The limits come out the same: they
+    are computed once from the same data limits when the figure is laid out or drawn.
+    """
+    for ax in axes:
+        if on:
+            ax.autoscale(True)
+        else:
+            ax.set_autoscale_on(False)
+
+
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Mean Wasserstein distance (with CI band) vs ρ, one panel per R, one line per method."""
     c = cmp.sel(service=service)
     methods = cmp["method"].values.tolist()
     col = _colors(methods)
     fig, axes = _grid(c.sizes["R"], sharex=True)
+    _hold_autoscale(axes, False)
     rho = c["rho"].values
     for ax, R in zip(axes, c["R"].values):
         for m in methods:
@@ -74,6 +89,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
         ax.set_xlabel("load ρ")
         ax.set_ylabel("Wasserstein distance")
         ax.grid(alpha=0.3)
+    _hold_autoscale(axes, True)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False,
@@ -121,6 +137,7 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     col = _colors(methods)
     P, Rv = c["percentile"].values, c["R"].values
     fig, axes = plt.subplots(len(P), len(Rv), figsize=(2.8 * len(Rv), 2.3 * len(P)), squeeze=False, sharex=True)
+    _hold_autoscale(axes.flat, False)
     rho = c["rho"].values
     for a, p in enumerate(P):
         for b, R in enumerate(Rv):
@@ -133,6 +150,7 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
                 ax.plot(rho, y, _style(m), color=col[m], lw=1, label=m)
                 ax.fill_between(rho, d["percentile_error_ci_low"].values, d["percentile_error_ci_high"].values,
                                 color=col[m], alpha=0.12, lw=0)
+            _hold_autoscale([ax], True)  # before axhline/symlog, as the y limits were autoscaled then
             ax.axhline(0, color="k", lw=0.6)
             ax.set_yscale("symlog", linthresh=1.0)
             if a == 0:
@@ -173,27 +191,48 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
 
 
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponential", **kw):
-    """Simulated (pooled, with the replication range) vs approximated CDFs of one cell, plus the tail."""
-    s = sim.sel(service=service, R=R).sel(rho=rho, method="nearest")
-    a = approx.sel(R=R).sel(rho=rho, method="nearest")
+    """Simulated (pooled, with the replication range) vs approximated CDFs of one cell, plus the tail.
+
+    ``sim``/``approx`` may be lazily opened files: only this cell's slices are read. ``approx``
+    needs ``cdf`` or ``sf`` (then cdf = 1 − sf, as :func:`sojourn.pipeline.read_approximation`).
+    """
+    s = sim[["count", "overflow"]].sel(service=service, R=R).sel(rho=rho, method="nearest")
+    var = "cdf" if "cdf" in approx else "sf"
+    a = approx[[var]].sel(R=R).sel(rho=rho, method="nearest")
     t = sim["t"].values
-    Fr = cdf_at_left_edges(s["count"].values.astype(float), s["overflow"].values.astype(float))
-    Fp = cdf_at_left_edges(s["count"].values.sum(0).astype(float), float(s["overflow"].values.sum()))
+    count = s["count"].values.astype(float)
+    overflow = s["overflow"].values.astype(float)
+    Fa = a[var].transpose("method", "t").values
+    Fa = Fa.astype(float) if var == "cdf" else 1.0 - Fa.astype(np.float64)
+    Fr = cdf_at_left_edges(count, overflow)
+    Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
     methods = approx["method"].values.tolist()
     col = _colors(methods)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     q = np.nanquantile(Fp, 0.9999) if np.isfinite(Fp).any() else 1
     tmax = t[min(len(t) - 1, int(np.argmax(Fp >= min(q, 0.99999))) + 1)] if np.isfinite(Fp).any() else t[-1]
+    xmax = max(float(tmax), 5 * float(t[1]))
+    # draw only the visible part of the t grid (+1 point past the right edge): the paper grid has
+    # 18k points per curve, mostly far right of the view (slow rendering, large PDF paths)
+    n = min(len(t), int(np.searchsorted(t, xmax, side="right")) + 1)
+    lo_r, hi_r = np.nanmin(Fr, 0), np.nanmax(Fr, 0)
     for ax, logy in ((ax1, False), (ax2, True)):
-        ax.fill_between(t, np.nanmin(Fr, 0) if not logy else 1 - np.nanmax(Fr, 0),
-                        np.nanmax(Fr, 0) if not logy else 1 - np.nanmin(Fr, 0), color="0.7", alpha=0.5,
+        curves = [(lo_r, hi_r) if not logy else (1 - hi_r, 1 - lo_r), (Fp if not logy else 1 - Fp,)]
+        ax.fill_between(t[:n], curves[0][0][:n], curves[0][1][:n], color="0.7", alpha=0.5,
                         label="simulation (replication range)")
-        ax.plot(t, Fp if not logy else 1 - Fp, color="k", lw=1.6, label="simulation (pooled)")
-        for m in methods:
-            F = a["cdf"].sel({"method": m}).values
+        ax.plot(t[:n], curves[1][0][:n], color="k", lw=1.6, label="simulation (pooled)")
+        for m, F in zip(methods, Fa):
             if np.isfinite(F).any():
-                ax.plot(t, F if not logy else 1 - F, _style(m), color=col[m], lw=1, label=m)
-        ax.set_xlim(0, max(float(tmax), 5 * float(t[1])))
+                y = F if not logy else 1 - F
+                curves.append((y,))
+                ax.plot(t[:n], y[:n], _style(m), color=col[m], lw=1, label=m)
+        if not logy:  # y autoscaling as if the whole curves were drawn
+            ys = np.concatenate([np.ravel(y) for c in curves for y in c])
+            ys = ys[np.isfinite(ys)]
+            if ys.size:
+                ax.update_datalim([(float(t[0]), float(ys.min())), (float(t[0]), float(ys.max()))])
+                ax.autoscale_view()
+        ax.set_xlim(0, xmax)
         ax.set_xlabel("sojourn time t")
         ax.grid(alpha=0.3)
     ax1.set_ylabel("F(t) = P(S < t)")
@@ -237,9 +276,9 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
 
 def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=("png", "pdf"), dpi=120, decimals=2):
     """Every figure of the pipeline into ``outdir``; returns the written paths."""
-    from .pipeline import read_approximation, read_netcdf
+    from .pipeline import NETCDF_LOCK, read_netcdf
 
-    cmp, sim, approx = read_netcdf(cmp_path), read_netcdf(sim_path), read_approximation(approx_path)
+    cmp = read_netcdf(cmp_path)  # small: (service, R, rho, method, replication, percentile)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
@@ -248,7 +287,14 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=(
     out += percentile_error_vs_rho(cmp, outdir / "percentile_error_vs_rho", **kw)
     out += runtime_vs_R(cmp, outdir / "runtime_vs_R", **kw)
     for c in cdf_cells:
-        out += cdf_cell(sim, approx, int(c["R"]), float(c["rho"]), outdir / cdf_stem(c, decimals), **kw)
+        # one cell each: read just its slices (the merged files are GBs once decompressed)
+        R, rho = int(c["R"]), float(c["rho"])
+        with NETCDF_LOCK, xr.open_dataset(sim_path, engine="netcdf4") as sim, \
+                xr.open_dataset(approx_path, engine="netcdf4") as approx:
+            sim_c = sim[["count", "overflow"]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
+            var = "cdf" if "cdf" in approx else "sf"
+            approx_c = approx[[var]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
+        out += cdf_cell(sim_c, approx_c, R, rho, outdir / cdf_stem(c, decimals), **kw)
     if cmp.sizes["service"] > 1:
         out += mgr_laws(cmp, outdir / "mgr_laws", **kw)
     return out

@@ -1,0 +1,116 @@
+"""compare_files (streaming over cells from the merged files) equals compare (in memory)."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from sojourn.compare import compare, compare_files, interval
+from sojourn.pipeline import read_approximation, read_netcdf
+
+SERVICES = ["deterministic", "exponential", "lognormal"]
+RS = [1, 2]
+RHOS = [0.3, 0.6, 0.9]
+METHODS = ["A", "B", "exact"]
+NT, NK = 400, 4
+
+
+def _datasets(seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.round(np.arange(NT) * 0.05, 12)
+    count = np.zeros((len(SERVICES), len(RS), len(RHOS), NK, NT), np.int32)
+    overflow = np.zeros(count.shape[:-1], np.int64)
+    for s, svc in enumerate(SERVICES):
+        for i in range(len(RS)):
+            for j, rho in enumerate(RHOS):
+                if svc != "exponential" and (i, j) != (1, 2):
+                    continue  # a gap: zero-filled, as in the merged paper grid
+                scale = 1.0 / (1.0 - rho)
+                x = rng.gamma(1.0 + s, scale / (1.0 + s), size=(NK, int(rng.integers(200, 800))))
+                for k in range(NK):
+                    b = np.floor(x[k] / 0.05).astype(int)
+                    count[s, i, j, k] = np.bincount(b[b < NT], minlength=NT)[:NT]
+                    overflow[s, i, j, k] = int((b >= NT).sum())
+    n_customers = count.sum(axis=-1) + overflow
+    sim = xr.Dataset(
+        {"count": (("service", "R", "rho", "replication", "t"), count),
+         "overflow": (("service", "R", "rho", "replication"), overflow),
+         "n_customers": (("service", "R", "rho", "replication"), n_customers),
+         "spec_hash": (("service", "R", "rho"), (n_customers.sum(-1) > 0).astype(np.uint64) * 7)},
+        coords={"service": SERVICES, "R": RS, "rho": RHOS, "replication": np.arange(NK), "t": t},
+    )
+    rates = np.array([0.8, 1.2, 1.0])
+    sf = np.empty((len(RS), len(RHOS), len(METHODS), NT), np.float32)
+    for i, R in enumerate(RS):
+        for j, rho in enumerate(RHOS):
+            for m, r in enumerate(rates):
+                sf[i, j, m] = np.exp(-r * (1.0 - rho) * t)
+    sf[0, 1, 1] = np.nan  # a failed method
+    approx = xr.Dataset(
+        {"sf": (("R", "rho", "method", "t"), sf),
+         "run_time": (("R", "rho", "method"), rng.random((len(RS), len(RHOS), len(METHODS))))},
+        coords={"R": RS, "rho": RHOS, "method": METHODS, "t": t},
+    )
+    return sim, approx
+
+
+CFG = {"percentiles": [90, 99, 99.9], "n_resamples": 300}
+
+
+@pytest.fixture()
+def files(tmp_path):
+    sim, approx = _datasets()
+    sp, ap = tmp_path / "simulation.nc", tmp_path / "approximation.nc"
+    sim.to_netcdf(sp, engine="netcdf4", encoding={
+        "count": {"zlib": True, "chunksizes": (1, 1, 1, 1, NT)}})
+    approx.to_netcdf(ap, engine="netcdf4", encoding={"sf": {"zlib": True, "chunksizes": (1, 1, 1, NT)}})
+    return sp, ap
+
+
+def test_compare_files_equals_compare(files):
+    sp, ap = files
+    expected = compare(read_netcdf(sp), read_approximation(ap), CFG)
+    got = compare_files(sp, ap, CFG)
+    xr.testing.assert_identical(got, expected)
+    # the fixture exercises what matters: gaps, a failed method, bootstrap CIs
+    assert np.isnan(got["wasserstein"].sel(service="lognormal", R=1)).all()
+    assert np.isfinite(got["wasserstein"].sel(service="lognormal", R=2, rho=0.9)).all()
+    assert (got["wasserstein_ci_method"] == 1).any()
+    assert np.isnan(got["approx_percentile"].sel({"R": 1, "rho": 0.6, "method": "B"})).all()
+
+
+def test_compare_files_holds_the_lock(files):
+    sp, ap = files
+
+    class CountingLock:
+        def __init__(self):
+            self.lock, self.entered = threading.RLock(), 0
+
+        def __enter__(self):
+            self.lock.__enter__()
+            self.entered += 1
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    lock = CountingLock()
+    got = compare_files(sp, ap, CFG, lock=lock)
+    # per read, not for the whole run: at least one acquisition per (R, rho) cell
+    assert lock.entered >= len(RS) * len(RHOS)
+    xr.testing.assert_identical(got, compare_files(sp, ap, CFG))
+
+
+def test_interval_skew_selection_with_gaps():
+    """Rows with NaN (gaps) do not change which complete rows get a bootstrap CI."""
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0, 1.5, size=(40, 10))
+    cfg = {"confidence": 0.95, "ci": "auto", "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 200}
+    full = interval(x, cfg, seed=1)
+    gaps = np.concatenate([x, np.full((25, 10), np.nan)])
+    part = interval(gaps, cfg, seed=1)
+    for a, b in zip(full, part):
+        np.testing.assert_array_equal(a, b[:40])
+    assert (full[3] == 1).any() and (full[3] == 0).any()
+    assert np.isnan(part[0][40:]).all()
