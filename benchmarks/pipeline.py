@@ -71,7 +71,7 @@ def _du(path) -> int:
     for p in Path(path).rglob("*"):
         if p.is_file():
             st = p.stat()
-            if (st.st_dev, st.st_ino) not in seen:  # hard links (cache <-> cells) count once
+            if (st.st_dev, st.st_ino) not in seen:  # hard links (cache <-> blocks) count once
                 seen.add((st.st_dev, st.st_ino))
                 total += st.st_size
     return total
@@ -122,10 +122,9 @@ def bench_slice():
         full_rho = np.round(np.arange(1, 100) / 100, 2)
         ratio_sim = (R.sum() * full_rho.sum()) / (R.sum() * float(np.sum(SLICE_RHO)))
         ratio_cells = 990 / (10 * len(SLICE_RHO))
-        cells = list((res / "cells" / "simulation").rglob("*.nc"))
-        acells = list((res / "cells" / "approximation").rglob("*.nc"))
-        sim_cell_kB = np.mean([c.stat().st_size for c in cells]) / 1e3
-        ap_cell_kB = np.mean([c.stat().st_size for c in acells]) / 1e3
+        n_sim, n_ap = int(sim["spec_hash"].astype(bool).sum()), ap.sizes["R"] * ap.sizes["rho"]
+        sim_cell_kB = sum(c.stat().st_size for c in (res / "blocks" / "simulation").rglob("*.nc")) / n_sim / 1e3
+        ap_cell_kB = sum(c.stat().st_size for c in (res / "blocks" / "approximation").rglob("*.nc")) / n_ap / 1e3
         merged = {n: (res / n).stat().st_size / 1e6 for n in ("simulation.nc", "approximation.nc", "comparison.nc")}
         log = sorted((Path(work) / ".snakemake" / "log").glob("*.log"))[-1].read_text()
         ph = _phases(log)
@@ -189,8 +188,9 @@ def bench_noop():
         cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         _merge(cfg, yaml.safe_load(paper.read_text()))
         res = Path(work) / "results" / cfg["study"]
-        files = [res / "cells" / "simulation" / c.service / f"R~{c.R}" / f"rho~{c.rho}.nc" for c in G.cells(cfg)]
-        files += [res / "cells" / "approximation" / f"R~{R}" / f"rho~{rho}.nc" for R, rho in G.approximation_cells(cfg)]
+        b = G.blocks(cfg)
+        files = [res / "blocks" / "simulation" / s / f"R~{R}" / f"rho~{lab}.nc" for s, R, lab in b.simulation]
+        files += [res / "blocks" / "approximation" / f"R~{R}" / f"rho~{lab}.nc" for R, lab in b.approximation]
         files += [res / n for n in ("simulation.nc", "approximation.nc", "comparison.nc")]
         files += [res / "figures" / f"{s}.{f}" for s in G.figure_stems(cfg) for f in cfg["figures"]["formats"]]
         for i, f in enumerate(files):

@@ -178,10 +178,39 @@ def test_nothing_to_do_after_a_run(run):
 
 
 def test_new_rho_reruns_only_new_cells(run, tmp_path):
+    """ρ = 0.65 opens a new block (0.60-0.70) per R: two simulation and two approximation jobs, plus merges."""
     cfg = write_cfg(tmp_path / "c.yaml", grid={"R": [1, 2], "rho": [0.5, 0.65, 0.8]})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
     assert counts.get("simulate") == 2 and counts.get("approximate") == 2
     assert counts.get("merge_simulation") == 1 and counts.get("compare") == 1
+
+
+def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
+    """ρ = 0.55 joins the block 0.50-0.60: that block's job reruns (one per R), but its cell ρ = 0.50 comes
+    from the cache unchanged and only ρ = 0.55 is simulated and approximated."""
+    work = tmp_path / "work"
+    shutil.copytree(run, work, symlinks=True)
+    before = res(work, "simulation.nc")
+    before_ap = res(work, "approximation.nc")
+    cfg = write_cfg(tmp_path / "c.yaml", grid={"R": [1, 2], "rho": [0.5, 0.55, 0.8]})
+    counts = job_counts(snakemake(work, "-n", configfile=cfg))
+    assert counts.get("simulate") == 2 and counts.get("approximate") == 2  # blocks 0.50-0.60 for R = 1, 2
+    proc = snakemake(work, configfile=cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (work / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~2" / "rho~0.50-0.60.log").read_text()
+    assert re.search(r"rho=0\.50: .*2 replications cached, 0 to simulate", log), log
+    assert re.search(r"rho=0\.55: .*0 replications cached, 2 to simulate", log), log
+    alog = (work / "logs" / "jsq_ps" / "approximate" / "R~2" / "rho~0.50-0.60.log").read_text()
+    assert "rho=0.50: cached" in alog and "rho=0.55 methods=" in alog
+    after = res(work, "simulation.nc")
+    assert after["rho"].values.tolist() == [0.5, 0.55, 0.8]
+    for name in ("count", "overflow", "n_customers", "sum", "max", "occupancy_at_arrival"):
+        old = before[name].sel(rho=[0.5, 0.8])
+        np.testing.assert_array_equal(after[name].sel(rho=[0.5, 0.8]).sel({d: old[d] for d in old.dims}).values,
+                                      old.values, err_msg=name)
+    ap = res(work, "approximation.nc")
+    np.testing.assert_array_equal(ap["sf"].sel(rho=[0.5, 0.8]).values, before_ap["sf"].values)
+    assert np.isfinite(ap["cdf"].sel(rho=0.55).values).all()
 
 
 def test_horizon_reruns_simulations_only(run, tmp_path):
@@ -239,8 +268,8 @@ def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
     proc = snakemake(run, "--allowed-rules", "simulate", "merge_simulation", "results/jsq_ps/simulation.nc",
                      configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    log = (run / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~1" / "rho~0.50.log").read_text()
-    assert "2 replications cached, 1 to simulate" in log
+    log = (run / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
+    assert "rho=0.50: " in log and "2 replications cached, 1 to simulate" in log
     after = res(run, "simulation.nc")
     assert after["replication"].values.tolist() == [0, 1, 2]
     kept = after.sel(replication=[0, 1])

@@ -127,6 +127,42 @@ def approximation_cells(cfg: dict) -> list[tuple[int, str]]:
     return sorted({(c.R, c.rho) for c in cells(cfg)})
 
 
+def block_label(rho: str | float, width: float, decimals: int) -> str:
+    """Label of the ρ block holding ``rho``: the interval [k·w, (k+1)·w) of width ``w`` as ``"lo-hi"``.
+
+    A block is fixed by ρ alone (not by which other ρ the config lists), so adding a ρ value changes
+    one block and leaves the other blocks' jobs alone. When ``width`` is below one unit of the last
+    decimal, every cell is its own block and the label is the formatted ρ itself.
+    """
+    r = float(rho)
+    if width < 10.0 ** (-int(decimals)) - 1e-15:
+        return format_rho(r, decimals)
+    k = math.floor(r / width + 1e-9)
+    return f"{format_rho(k * width, decimals)}-{format_rho((k + 1) * width, decimals)}"
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The Snakemake jobs of a config: simulation blocks (service, R, label) and approximation blocks
+    (R, label), each mapped to its formatted ρ values (ascending)."""
+
+    simulation: dict
+    approximation: dict
+
+
+def blocks(cfg: dict) -> Blocks:
+    g = cfg["grid"]
+    dec = int(g.get("rho_decimals", 2))
+    width = float(g.get("rho_block", 0.1))
+    sim: dict = {}
+    for c in cells(cfg):
+        sim.setdefault((c.service, c.R, block_label(c.rho, width, dec)), []).append(c.rho)
+    approx: dict = {}
+    for R, rho in approximation_cells(cfg):
+        approx.setdefault((R, block_label(rho, width, dec)), []).append(rho)
+    return Blocks({k: sorted(v) for k, v in sorted(sim.items())}, {k: sorted(v) for k, v in sorted(approx.items())})
+
+
 def methods_for(cfg: dict, R: int) -> list[str]:
     """Methods evaluated at R: the configured ones, ``exact`` only up to ``approximation.exact_max_servers``."""
     a = cfg["approximation"]

@@ -7,9 +7,8 @@ import sojourn.grid as G
 
 RES = f"results/{config['study']}"
 LOGS = f"logs/{config['study']}"
-CELLS = G.cells(config)
 LAWS = G.service_laws(config)
-APPROX_CELLS = G.approximation_cells(config)
+BLOCKS = G.blocks(config)  # the Snakemake jobs: cells grouped by (service, R, rho interval)
 PKG = Path(sojourn.__file__).parent
 # Each rule gets the hash of exactly the package code it runs, so editing e.g. src/sojourn/analytic/
 # reruns the approximations and what depends on them, nothing else.
@@ -17,7 +16,7 @@ CODE = {
     "simulate": G.code_hash(PKG, "simulate", "seeds.py", "models.py", "distributions.py", "_validate.py",
                             "pipeline.py"),
     "approximate": G.code_hash(PKG, "analytic", "models.py", "distributions.py", "_validate.py", "pipeline.py"),
-    "merge": G.code_hash(PKG, "pipeline.py", "grid.py", "datasets.py"),
+    "merge": G.code_hash(PKG, "pipeline.py", "grid.py", "datasets.py", "merge.py"),
     "compare": G.code_hash(PKG, "compare.py", "stats.py"),
     "figures": G.code_hash(PKG, "plots.py"),
 }
@@ -26,7 +25,7 @@ CODE = {
 wildcard_constraints:
     service=r"[a-z0-9_]+",
     R=r"\d+",
-    rho=r"0\.\d+",
+    block=r"0\.\d+(-[01]\.\d+)?",
 
 
 def dask():

@@ -1,51 +1,57 @@
-# JSQ-PS study: one simulation job per (service, R, rho) cell (its replications are Dask tasks),
-# one approximation job per (R, rho) cell (all methods in one Dask task), then merges and comparison.
+# JSQ-PS study: one simulation job per block of cells (service, R, rho interval of width grid.rho_block;
+# every replication of every cell a Dask task), one approximation job per (R, rho interval) block (one
+# Dask task per cell, all methods), then streaming merges and the comparison.
 
 
 rule simulate:
     output:
-        f"{RES}/cells/simulation/{{service}}/R~{{R}}/rho~{{rho}}.nc",
+        f"{RES}/blocks/simulation/{{service}}/R~{{R}}/rho~{{block}}.nc",
     params:
+        rhos=lambda wc: BLOCKS.simulation[(wc.service, int(wc.R), wc.block)],
         law=lambda wc: LAWS[wc.service],
         mu=config["grid"]["mu"],
         simulation=G.canonical(config["simulation"]),
         time_grid=G.canonical(config["time_grid"]),
         code=CODE["simulate"],
     log:
-        f"{LOGS}/simulate/{{service}}/R~{{R}}/rho~{{rho}}.log",
+        f"{LOGS}/simulate/{{service}}/R~{{R}}/rho~{{block}}.log",
     run:
-        from sojourn.pipeline import simulate_cell
+        from sojourn.pipeline import simulate_block
 
         with open(log[0], "w") as fh:
-            simulate_cell(dask(), service=wildcards.service, law=params.law, R=int(wildcards.R),
-                          rho=wildcards.rho, mu=params.mu, sim=params.simulation, tg=params.time_grid,
-                          code=params.code, output=output[0], cache_dir=f"{RES}/cache/simulation", log=fh)
+            simulate_block(dask(), service=wildcards.service, law=params.law, R=int(wildcards.R),
+                           rhos=params.rhos, mu=params.mu, sim=params.simulation, tg=params.time_grid,
+                           code=params.code, output=output[0], log=fh,
+                           cache_dir=f"{RES}/cache/simulation/{wildcards.service}/R~{wildcards.R}/rho~{wildcards.block}")
 
 
 rule approximate:
     output:
-        f"{RES}/cells/approximation/R~{{R}}/rho~{{rho}}.nc",
+        f"{RES}/blocks/approximation/R~{{R}}/rho~{{block}}.nc",
     params:
+        rhos=lambda wc: BLOCKS.approximation[(int(wc.R), wc.block)],
         methods=lambda wc: G.methods_for(config, int(wc.R)),
         L1=lambda wc: G.L1_for(config, int(wc.R)),
         L2=config["approximation"]["L2"],
+        share_corrected=config["approximation"]["share_corrected"],
         mu=config["grid"]["mu"],
         time_grid=G.canonical(config["time_grid"]),
         code=CODE["approximate"],
     log:
-        f"{LOGS}/approximate/R~{{R}}/rho~{{rho}}.log",
+        f"{LOGS}/approximate/R~{{R}}/rho~{{block}}.log",
     run:
-        from sojourn.pipeline import approximate_cell
+        from sojourn.pipeline import approximate_block
 
         with open(log[0], "w") as fh:
-            approximate_cell(dask(), R=int(wildcards.R), rho=wildcards.rho, mu=params.mu, methods=params.methods,
-                             L1=params.L1, L2=params.L2, tg=params.time_grid, code=params.code,
-                             output=output[0], log=fh)
+            approximate_block(dask(), R=int(wildcards.R), rhos=params.rhos, mu=params.mu, methods=params.methods,
+                              L1=params.L1, L2=params.L2, tg=params.time_grid, code=params.code,
+                              share_corrected=params.share_corrected, output=output[0], log=fh,
+                              cache_dir=f"{RES}/cache/approximation/R~{wildcards.R}/rho~{wildcards.block}")
 
 
 rule merge_simulation:
     input:
-        [f"{RES}/cells/simulation/{c.service}/R~{c.R}/rho~{c.rho}.nc" for c in CELLS],
+        [f"{RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in BLOCKS.simulation],
     output:
         f"{RES}/simulation.nc",
     params:
@@ -58,7 +64,7 @@ rule merge_simulation:
 
 rule merge_approximation:
     input:
-        [f"{RES}/cells/approximation/R~{R}/rho~{rho}.nc" for R, rho in APPROX_CELLS],
+        [f"{RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in BLOCKS.approximation],
     output:
         f"{RES}/approximation.nc",
     params:

@@ -1,0 +1,25 @@
+"""Pipeline pieces without Snakemake: shared corrected methods."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from sojourn.analytic.grid import time_grid
+from sojourn.pipeline import SHARED_CORRECTED, _approximate_task
+
+
+def test_shared_corrected_methods_equal_their_own_routes():
+    """B*, D*, E* copied from A* and F* from C* (approximation.share_corrected) agree with computing each
+    name by its own route (expm vs uniformisation, chain vs birth–death A_n) to 1e-9."""
+    t = time_grid(40.0, 0.01)
+    methods = ("A", "A*", "B*", "C*", "D*", "E*", "F*")
+    shared = _approximate_task(2, 0.8, 1.0, methods, t, {"L1": 22, "L2": 130}, share_corrected=True)
+    own = _approximate_task(2, 0.8, 1.0, methods, t, {"L1": 22, "L2": 130}, share_corrected=False)
+    assert shared["method"].values.tolist() == list(methods)
+    for m, src in SHARED_CORRECTED.items():
+        np.testing.assert_array_equal(shared["cdf"].sel({"method": m}).values, shared["cdf"].sel({"method": src}).values)
+    np.testing.assert_allclose(shared["cdf"].values, own["cdf"].values, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(shared["cdf"].sel({"method": "A"}).values, own["cdf"].sel({"method": "A"}).values)
+    assert json.loads(shared.attrs["shared_corrected"]) == SHARED_CORRECTED
+    assert "shared_corrected" not in own.attrs
