@@ -88,17 +88,23 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             yield client
         return
     if kind == "local":
+        import dask
         from distributed import LocalCluster
 
-        cluster = LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            memory_limit=cfg.get("memory_limit", "auto"),
-            silence_logs=logging.ERROR,
-        )
+        # Dask's nannies export MALLOC_TRIM_THRESHOLD_=65536 to their workers by default; setting it
+        # switches off glibc's adaptive mmap threshold, so every array over 128 kB is a fresh mmap and
+        # page-faults again. Our tasks allocate many short-lived arrays of 0.1-20 MB: measured 7.7 s vs
+        # 5.4 s for 20 approximation cells (R=5, all methods) in one process with and without it.
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                memory_limit=cfg.get("memory_limit", "auto"),
+                silence_logs=logging.ERROR,
+            )
     else:  # slurm
         cluster = _slurm_cluster(cfg["slurm"])
         cluster.scale(jobs=int(cfg["slurm"].get("jobs") or n))
