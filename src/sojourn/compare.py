@@ -28,7 +28,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import xarray as xr
-from scipy import special
 from scipy import stats as st
 
 from .stats import cdf_at_left_edges, mean_ci, quantile, wasserstein
@@ -95,46 +94,14 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for a in range(0, len(rows), step):
-            lo[a:a + step], hi[a:a + step] = _bca_mean(rows[a:a + step], int(cfg["n_resamples"]), conf, rng)
+            res = st.bootstrap((rows[a:a + step],), np.mean, vectorized=True, axis=-1,
+                               n_resamples=int(cfg["n_resamples"]), confidence_level=conf, method="BCa", rng=rng)
+            lo[a:a + step], hi[a:a + step] = res.confidence_interval.low, res.confidence_interval.high
     good = np.isfinite(lo) & np.isfinite(hi)
     idx = np.flatnonzero(want)[good]
     lflat, hflat, mflat = low.reshape(-1), high.reshape(-1), method.reshape(-1)
     lflat[idx], hflat[idx], mflat[idx] = lo[good], hi[good], CI_BOOTSTRAP
     return mean, lflat.reshape(lead), hflat.reshape(lead), mflat.reshape(lead)
-
-
-def _bca_mean(rows: np.ndarray, n_resamples: int, conf: float, rng: np.random.Generator):
-    """BCa bootstrap CI (low, high) of the mean of each row: the computation of
-    ``scipy.stats.bootstrap(rows, np.mean, vectorized=True, axis=-1, method='BCa', rng=rng)``
-    (scipy 1.17: same resample indices from ``rng``, same formulas, same values), with the
-    (rows, n_resamples, k) resample array built a few rows at a time so that it stays in cache
-    (scipy materialises it whole: ~160 MB per call here).
-    """
-    m, k = rows.shape
-    i = rng.integers(0, k, size=(n_resamples, k), dtype=np.int64)  # scipy's rng_integers draw
-    theta_b = np.empty((m, n_resamples))
-    c = max(1, 2 ** 19 // (n_resamples * k))  # rows per chunk: ~4 MB of resamples
-    for a in range(0, m, c):
-        theta_b[a:a + c] = np.mean(rows[a:a + c][..., i], axis=-1)
-    theta_hat = np.mean(rows, axis=-1)[:, None]
-    pct = (np.count_nonzero(theta_b < theta_hat, axis=-1)
-           + np.count_nonzero(theta_b <= theta_hat, axis=-1)).astype(theta_hat.dtype) / (2 * n_resamples)
-    z0 = special.ndtri(pct)
-    # jackknife (leave one out) for the acceleration
-    keep = np.broadcast_to(np.arange(k), (k, k))[~np.eye(k, dtype=bool)].reshape(k, k - 1)
-    theta_i = np.mean(rows[:, None, :][..., keep][:, 0], axis=-1)  # (rows, k)
-    n = float(k)
-    U = (n - 1) * (np.mean(theta_i, axis=-1, keepdims=True) - theta_i)
-    num = np.sum(U ** 3, axis=-1) / n ** 3
-    den = np.sum(U ** 2, axis=-1) / n ** 2
-    a_hat = 1 / 6 * num / den ** (3 / 2)
-    z_alpha = float(special.ndtri((1 - conf) / 2))
-    num1 = z0 + z_alpha
-    alpha_1 = special.ndtr(z0 + num1 / (1 - a_hat * num1))
-    num2 = z0 - z_alpha
-    alpha_2 = special.ndtr(z0 + num2 / (1 - a_hat * num2))
-    ci = st.quantile(theta_b, np.stack((alpha_1, alpha_2), axis=-1), axis=-1)
-    return ci[..., 0], ci[..., 1]
 
 
 def _attrs(long_name, units="1", **kw):
