@@ -5,6 +5,7 @@
     python benchmarks/pipeline.py slice          # paper settings on R=1..10 x 5 loads, extrapolated to 990 cells
     python benchmarks/pipeline.py overhead       # per Snakemake job and per Dask task
     python benchmarks/pipeline.py noop           # DAG build and no-op rerun of config/paper.yaml
+    python benchmarks/pipeline.py paper          # the whole config/paper.yaml, measured (~12 min; not in 'all')
 
 Every run happens in a temporary --directory; the repository is not touched. Results are printed and
 appended as JSON lines to benchmarks/pipeline.jsonl (machine, date-free, so reruns can be compared).
@@ -204,6 +205,52 @@ def bench_noop():
                 noop_dry_run_s=round(noop, 2), nothing_to_be_done=nothing, target_noop_s=10)
 
 
+def bench_paper():
+    """config/paper.yaml end to end in a fresh workdir: wall, phases, CPU, peak RSS (largest process,
+    GNU time), results on disk, and the engines' own CPU (wall_time / run_time summed)."""
+    import re
+    import shutil
+
+    import numpy as np
+
+    from sojourn.datasets import read_netcdf
+
+    with tempfile.TemporaryDirectory() as work:
+        paper = ROOT / "config" / "paper.yaml"
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", work,
+               "--cores", "2", "--configfile", str(paper)]
+        timer = shutil.which("time") or "/usr/bin/time"
+        t0 = time.perf_counter()
+        proc = subprocess.run([timer, "-v", *cmd], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-3000:])
+        gnu = {k: float(v) for k, v in re.findall(
+            r"(User time \(seconds\)|System time \(seconds\)|Maximum resident set size \(kbytes\)): ([\d.]+)",
+            proc.stderr)}
+        cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        _merge(cfg, yaml.safe_load(paper.read_text()))
+        res = Path(work) / "results" / cfg["study"]
+        sim = read_netcdf(res / "simulation.nc")
+        ap = read_netcdf(res / "approximation.nc")
+        shared = json.loads(ap.attrs.get("config", "{}")).get("approximation", {}).get("share_corrected", False)
+        rt = ap["run_time"]
+        if shared:  # copies carry their source's run time: count each computation once
+            rt = rt.sel({"method": [m for m in ap["method"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]})
+        log = sorted((Path(work) / ".snakemake" / "log").glob("*.log"))[-1].read_text()
+        _record(what="paper config, measured end to end (snakemake --cores 2 --configfile config/paper.yaml)",
+                wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in _phases(log).items()},
+                user_cpu_s=gnu.get("User time (seconds)"), system_cpu_s=gnu.get("System time (seconds)"),
+                peak_rss_MB=round(gnu.get("Maximum resident set size (kbytes)", float("nan")) / 1e3),
+                sim_engine_cpu_s=round(float(sim["wall_time"].sum()), 1),
+                approx_engine_cpu_s=round(float(np.nansum(rt.values)), 1),
+                jobs=len(re.findall(r"Finished jobid", log)),
+                results_MB=round(_du(Path(work) / "results") / 1e6, 1),
+                merged_MB={n: round((res / n).stat().st_size / 1e6, 1)
+                           for n in ("simulation.nc", "approximation.nc", "comparison.nc")},
+                target_wall_s=900, target_MB=300)
+
+
 def _merge(a, b):
     for k, v in b.items():
         if isinstance(v, dict) and isinstance(a.get(k), dict):
@@ -218,3 +265,5 @@ if __name__ == "__main__":
     for name, fn in todo.items():
         if what in (name, "all"):
             fn()
+    if what == "paper":
+        bench_paper()
