@@ -9,9 +9,10 @@ daemons with ``bash .ci/slurm/down.sh``.
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
   same through the pipeline's ``sojourn.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
-  --configfile config/test.yaml`` produces the same simulation results as a local run (two grid cells
-  in CI; every cell and their merge with ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a
-  SLURM job that ``sacct`` records as COMPLETED.
+  --configfile config/test.yaml`` produces the same simulation and approximation results as a local run
+  (two simulation blocks and an approximation block in CI; every block and the merge with
+  ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a SLURM job that ``sacct`` records as
+  COMPLETED.
 
 Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
 CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
@@ -306,13 +307,13 @@ def _nc_files(root: Path) -> list[Path]:
 def _normalise(ds):
     """Drop what records the run rather than the result: timings and the code version.
 
-    ``wall_time`` is a measurement; ``git_commit`` and the code hash/key inside ``pipeline_config``
+    ``wall_time`` and ``run_time`` are measurements; ``git_commit`` and the code hash/key inside ``pipeline_config``
     record the source tree when the file was written (they only differ if the tree changes between
     the two runs, e.g. while developing). Everything else, data and attributes, must be identical.
     """
     import json
 
-    ds = ds.drop_vars("wall_time", errors="ignore")
+    ds = ds.drop_vars(["wall_time", "run_time"], errors="ignore")
     ds.attrs.pop("git_commit", None)
     if isinstance(ds.attrs.get("pipeline_config"), str):
         try:
@@ -372,15 +373,21 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     assert profile.get("executor") == "slurm"
     merged = f"results/{study}/simulation.nc"
 
-    # Local run of the distributed part of the pipeline: every simulation cell, then their merge.
+    # Local run of the distributed part of the pipeline: every simulation block, their merge, and the
+    # approximation blocks.
     local, hpc = tmp_path / "local", tmp_path / "slurm"
-    _snakemake(local, "--cores", "2", merged)
-    cells = [str(p) for p in _nc_files(local) if str(p) != merged]
-    assert cells, "the local run wrote no per-cell results"
+    _snakemake(local, "--cores", "2", "--until", "merge_simulation", "approximate")
+    blocks = [str(p) for p in _nc_files(local) if str(p) != merged]
+    sim_blocks = [b for b in blocks if "/simulation/" in b]
+    approx_blocks = [b for b in blocks if "/approximation/" in b]
+    assert sim_blocks and approx_blocks, f"the local run wrote no block results: {blocks}"
     # On SLURM every Snakemake job costs two Snakemake start-ups (sbatch'd one + srun'd one) and a Dask
-    # start-up (~15-40 s on 2 cores), so CI submits two cells (one per end of the grid); set
-    # SOJOURN_SLURM_FULL=1 to submit all cells and the merge as well.
-    targets = [merged] if os.environ.get("SOJOURN_SLURM_FULL") == "1" else sorted({cells[0], cells[-1]})
+    # start-up (~15-40 s on 2 cores), so CI submits three jobs: a simulation block at each end of the
+    # grid and an approximation block; SOJOURN_SLURM_FULL=1 submits every block and the merge as well.
+    if os.environ.get("SOJOURN_SLURM_FULL") == "1":
+        targets = [merged, *approx_blocks]
+    else:
+        targets = sorted({sim_blocks[0], sim_blocks[-1], approx_blocks[-1]})
     p = _snakemake(
         hpc, "--executor", "slurm", "--workflow-profile", str(PROFILE),
         *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets,
@@ -400,5 +407,6 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
 
     for t in targets:
         assert (hpc / t).is_file(), t
-    n = _assert_same_results(local, hpc, only=targets if targets != [merged] else None)
+    full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
+    n = _assert_same_results(local, hpc, only=None if full else targets)
     assert n >= len(targets)
