@@ -23,3 +23,19 @@ def test_shared_corrected_methods_equal_their_own_routes():
     np.testing.assert_array_equal(shared["cdf"].sel({"method": "A"}).values, own["cdf"].sel({"method": "A"}).values)
     assert json.loads(shared.attrs["shared_corrected"]) == SHARED_CORRECTED
     assert "shared_corrected" not in own.attrs
+
+
+def _environ(name):
+    import os
+
+    return os.environ.get(name)
+
+
+def test_local_workers_keep_glibcs_adaptive_malloc():
+    """LocalCluster workers do not get Dask's MALLOC_TRIM_THRESHOLD_=65536 (it made large temporary
+    arrays page-fault on every allocation); the other pre-spawn settings (single-threaded BLAS) stay."""
+    from sojourn.cluster import dask_client
+
+    with dask_client({"kind": "local"}, 1) as client:
+        assert client.submit(_environ, "MALLOC_TRIM_THRESHOLD_", pure=False).result() is None
+        assert client.submit(_environ, "OMP_NUM_THREADS", pure=False).result() == "1"

@@ -250,6 +250,11 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
         ids = _cluster_job_ids(cluster)
         job_of = client.run(os.getenv, "SLURM_JOB_ID")
         assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
+        # the workers run with sojourn's malloc settings, not the nanny's MALLOC_TRIM_THRESHOLD_=65536
+        from sojourn.cluster import SLURM_MALLOC_ENV
+
+        for name, value in SLURM_MALLOC_ENV.items():
+            assert set(client.run(os.getenv, name).values()) == {value}, name
         futures = client.map(api.simulate_replication, [spec] * 2, [0, 1], [SEED] * 2,
                              horizon=HORIZON, warmup=WARMUP, pure=False)
         remote = client.gather(futures)

@@ -115,6 +115,13 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
         cluster.close()
 
 
+#: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a
+#: worker nanny passes on MALLOC_TRIM_THRESHOLD_ from its environment in preference to Dask's 65536, and
+#: with these two values the heap serves arrays up to 32 MB and keeps 256 MB of freed memory — as fast as
+#: glibc's adaptive default (measured 4.9 s vs 4.7 s vs 6.8 s with 65536 for 20 approximation cells).
+SLURM_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": "268435456", "MALLOC_MMAP_THRESHOLD_": "33554432"}
+
+
 def _slurm_cluster(s: dict):
     import sys
 
@@ -129,7 +136,9 @@ def _slurm_cluster(s: dict):
         walltime=str(s["walltime"]),
         python=s.get("python") or sys.executable,
         job_extra_directives=list(s.get("job_extra_directives") or []),
-        job_script_prologue=list(s.get("job_script_prologue") or []),
+        # ours first, so that a user's prologue can override them
+        job_script_prologue=[f"export {k}={v}" for k, v in SLURM_MALLOC_ENV.items()]
+        + list(s.get("job_script_prologue") or []),
         scheduler_options={"dashboard_address": ":0", **({} if s.get("interface") else {"host": "127.0.0.1"})},
     )
     if s.get("queue"):
