@@ -58,6 +58,44 @@ def _rate_table(theta, cap):
     return rt
 
 
+@njit(inline="always")
+def _jsq_ties(n, R, tb):
+    """Servers with the fewest customers (a min reduction, then a branch-free scan) into ``tb`` in
+    scan order; returns how many. Inlined into both kernels (a real call costs ~30 ns per arrival)."""
+    mn = n[0]
+    for i in range(1, R):
+        v = n[i]
+        mn = v if v < mn else mn
+    ties = 0
+    for i in range(R):
+        tb[ties] = i
+        ties += n[i] == mn
+    return ties
+
+
+@njit(inline="always")
+def _jsqd_ties(n, R, d, perm, tb, rng):
+    """JSQ(d): d distinct servers by a partial Fisher–Yates shuffle of ``perm`` (d uniforms), then those
+    of them with the fewest customers into ``tb`` in ``perm`` order; returns how many."""
+    for i in range(d):
+        j = i + int(rng.random() * (R - i))
+        if j >= R:
+            j = R - 1
+        tmp = perm[i]
+        perm[i] = perm[j]
+        perm[j] = tmp
+    mn = n[perm[0]]
+    for i in range(1, d):
+        v = n[perm[i]]
+        mn = v if v < mn else mn
+    ties = 0
+    for i in range(d):
+        q = perm[i]
+        tb[ties] = q
+        ties += n[q] == mn
+    return ties
+
+
 @njit(cache=True)
 def run_general(
     R, acode, ap, scode, sp, theta, limit, dispatch, d,
@@ -199,14 +237,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             # JSQ / JSQ(d): fewest customers present, uniform tie-break by one uniform drawn only
             # if there is a tie; the j-th tied server in scan order is chosen.
             if dispatch == JSQ:
-                mn = n[0]  # shortest queue (a min reduction), then the tied servers (branch-free)
-                for i in range(1, R):
-                    v = n[i]
-                    mn = v if v < mn else mn
-                ties = 0
-                for i in range(R):
-                    tb[ties] = i
-                    ties += n[i] == mn
+                ties = _jsq_ties(n, R, tb)
                 s = tb[0]
                 if ties > 1:
                     j = int(rng.random() * ties)
@@ -219,22 +250,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
                 s = rr
                 rr = rr + 1 if rr + 1 < R else 0
             else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                for i in range(d):
-                    j = i + int(rng.random() * (R - i))
-                    if j >= R:
-                        j = R - 1
-                    tmp = perm[i]
-                    perm[i] = perm[j]
-                    perm[j] = tmp
-                mn = n[perm[0]]
-                for i in range(1, d):
-                    v = n[perm[i]]
-                    mn = v if v < mn else mn
-                ties = 0
-                for i in range(d):
-                    q = perm[i]
-                    tb[ties] = q
-                    ties += n[q] == mn
+                ties = _jsqd_ties(n, R, d, perm, tb, rng)
                 s = tb[0]
                 if ties > 1:
                     j = int(rng.random() * ties)
@@ -478,15 +494,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
             f = w * inv_lm  # uniform on [0, 1) given an arrival
             # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
             if dispatch == JSQ:
-                # shortest queue (a min reduction), then the servers tied with it (branch-free)
-                mn = n[0]
-                for i in range(1, R):
-                    v = n[i]
-                    mn = v if v < mn else mn
-                ties = 0
-                for i in range(R):
-                    tb[ties] = i
-                    ties += n[i] == mn
+                ties = _jsq_ties(n, R, tb)
                 j = int(f * ties)
                 s = tb[j if j < ties else ties - 1]
             elif dispatch == RANDOM:
@@ -497,22 +505,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
                 s = rr
                 rr = rr + 1 if rr + 1 < R else 0
             else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                for i in range(d):
-                    j = i + int(rng.random() * (R - i))
-                    if j >= R:
-                        j = R - 1
-                    tmp = perm[i]
-                    perm[i] = perm[j]
-                    perm[j] = tmp
-                mn = n[perm[0]]
-                for i in range(1, d):
-                    v = n[perm[i]]
-                    mn = v if v < mn else mn
-                ties = 0
-                for i in range(d):
-                    q = perm[i]
-                    tb[ties] = q
-                    ties += n[q] == mn
+                ties = _jsqd_ties(n, R, d, perm, tb, rng)
                 j = int(f * ties)
                 s = tb[j if j < ties else ties - 1]
             ns = n[s]
