@@ -1,4 +1,4 @@
-"""The experiment grid of the pipeline: config checks, cells, file names, and merging cell files.
+"""The experiment grid of the pipeline: config checks, cells, blocks, file names and code hashes.
 
 The Snakemake workflow (``Snakefile``, ``workflow/rules/*.smk``) only decides *what* to compute and
 *where files go*; everything it needs from the config goes through this module so the rules stay
@@ -15,8 +15,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import xarray as xr
 
 #: Methods the analytic engine knows: paper-faithful A–F, corrected A*–F*, and the exact chain.
 PAPER_METHODS = ("A", "B", "C", "D", "E", "F")
@@ -262,29 +260,6 @@ def stable_key(*parts) -> str:
     """Short content hash of JSON-able parts (used to address cached simulation results)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# -- merging cell files --------------------------------------------------------------------------------
-def combine_cells(datasets: list[xr.Dataset], fill_value=None) -> xr.Dataset:
-    """Merge per-cell datasets (each with length-1 ``R``/``rho``/… dims) into one hypercube.
-
-    Every keyword is explicit (xarray's defaults are in a deprecation cycle). ``join='outer'`` lets an
-    M/G/R law cover only part of the grid; ``fill_value`` (scalar or per-variable dict) fills the gaps.
-    """
-    kwargs = dict(
-        join="outer",
-        compat="no_conflicts",
-        coords="different",
-        data_vars="all",
-        combine_attrs="drop_conflicts",
-    )
-    if fill_value is not None:
-        kwargs["fill_value"] = fill_value
-    out = xr.combine_by_coords(datasets, **kwargs)
-    for dim in ("R", "rho"):
-        if dim in out.dims:
-            out = out.sortby(dim)
-    return out
 
 
 def cdf_stem(c, decimals=2) -> str:

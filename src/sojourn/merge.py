@@ -20,7 +20,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 #: write at most this many elements per netCDF call when filling gaps (bounded memory)
 FILL_CHUNK = 8_000_000

@@ -335,16 +335,6 @@ def approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected) ->
                       {k: tg[k] for k in sorted(tg)}, code, bool(share_corrected))
 
 
-def approximate_cell(client, *, R: int, rho: str, mu: float, methods, L1: int, L2: int, tg: dict, code: str,
-                     output, log=None, cache_dir=None, share_corrected=False) -> Path:
-    """One M/M/R cell as a block of one (see :func:`approximate_block`)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        return approximate_block(client, R=R, rhos=[rho], mu=mu, methods=methods, L1=L1, L2=L2, tg=tg, code=code,
-                                 output=output, cache_dir=cache_dir or tmp, log=log, share_corrected=share_corrected)
-
-
 def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, tg: dict, code: str,
                       output, cache_dir, log=None, share_corrected=False) -> Path:
     """All ``methods`` for the M/M/R cells (R, ρ), ρ in ``rhos``: one Dask task per cell (its methods share
@@ -466,7 +456,7 @@ def block_path(root, kind: str, service: str | None, R, label) -> str:
 
 
 __all__ = [
-    "spec_for", "simulate_block", "simulate_cell", "approximate_block", "approximate_cell", "simulation_key",
+    "spec_for", "simulate_block", "simulate_cell", "approximate_block", "simulation_key",
     "approximation_key", "simulation_encoding", "approximation_encoding", "merge_cells", "block_path",
     "format_rho", "__version__",
 ]
