@@ -108,7 +108,7 @@ def bench_slice():
     """Paper settings (160 000 time units, 10 replications, all methods) on R = 1..10 x SLICE_RHO."""
     import numpy as np
 
-    from sojourn.datasets import read_netcdf
+    from sojourn.core.io import read_netcdf
 
     with tempfile.TemporaryDirectory() as work:
         cfgfile, cfg = _paper_cfg(work)
@@ -153,7 +153,7 @@ def bench_slice():
 
 def bench_overhead():
     """Per Snakemake job (threads sharing one cluster) and per Dask task, with trivial work."""
-    from sojourn.cluster import dask_client
+    from sojourn.core.cluster import dask_client
 
     with dask_client({"kind": "local"}, 2) as client:
         client.submit(sum, [1]).result()
@@ -181,7 +181,7 @@ def bench_overhead():
 
 def bench_noop():
     """DAG build (fresh) and no-op dry run (all outputs present, metadata written by --touch) for paper.yaml."""
-    import sojourn.grid as G
+    import sojourn.jsq_ps.grid as G
 
     with tempfile.TemporaryDirectory() as work:
         paper = ROOT / "config" / "paper.yaml"
@@ -213,7 +213,7 @@ def bench_paper():
 
     import numpy as np
 
-    from sojourn.datasets import read_netcdf
+    from sojourn.core.io import read_netcdf
 
     with tempfile.TemporaryDirectory() as work:
         paper = ROOT / "config" / "paper.yaml"

@@ -45,7 +45,7 @@ def vm_hwm_mb() -> float:
 
 def paper_replication() -> None:
     from sojourn import mm_jsq_ps
-    from sojourn.simulate.api import simulate_replication
+    from sojourn.jsq_ps.simulate import simulate_replication
 
     print(f"peak RSS after imports (numpy, scipy.stats, xarray, numba): VmHWM {vm_hwm_mb():.0f} MB")
     spec = mm_jsq_ps(10, 0.9)
@@ -70,18 +70,18 @@ def paper_replication() -> None:
 
 
 def ciw_rate(spec, horizon: float, seed: int = 1):
-    from sojourn.simulate.api import n_bins
-    from sojourn.simulate.ciw_backend import run_replication
+    from sojourn.core.timegrid import grid_size
+    from sojourn.jsq_ps.ciw_backend import run_replication
 
     run_replication(spec.to_json(), seed, 10.0, 0.0, 0.0, 0.01, 100, 10)  # imports outside the timing
     c0 = time.process_time()
-    r = run_replication(spec.to_json(), seed, horizon, 0.0, 0.0, 0.01, n_bins(0.01, 182.32), 200)
+    r = run_replication(spec.to_json(), seed, horizon, 0.0, 0.0, 0.01, grid_size(182.32, 0.01), 200)
     cpu = time.process_time() - c0
     return r["acc"][0] / cpu, r["acc"][0] / r["wall_time"]
 
 
 def fast_rate(spec, horizon: float, kernel: str, seed: int = 1):
-    from sojourn.simulate.api import simulate
+    from sojourn.jsq_ps.simulate import simulate
 
     simulate(spec, horizon=200.0, warmup=0.0, kernel=kernel, seed=seed)  # compile/load outside the timing
     c0 = time.process_time()

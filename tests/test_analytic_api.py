@@ -1,14 +1,14 @@
-"""sojourn.analytic.api / CLI: Dataset layout, validation, and the shared grid."""
+"""sojourn.jsq_ps.analytic.api / CLI: Dataset layout, validation, and the shared grid."""
 import numpy as np
 import pytest
 import xarray as xr
 
 import sojourn
 from sojourn import JSQPS
-from sojourn.analytic import time_grid
-from sojourn.analytic.api import approximate, approximate_all, summary
+from sojourn.jsq_ps.analytic import time_grid
+from sojourn.jsq_ps.analytic.api import approximate, approximate_all, summary
 from sojourn.cli import main
-from sojourn.distributions import Deterministic, Exponential
+from sojourn.core.distributions import Deterministic, Exponential
 
 
 def test_grid_is_the_published_one():
@@ -94,7 +94,7 @@ def test_cli_writes_netcdf(tmp_path, capsys):
 def test_blas_limiter_restores_thread_count_under_concurrency():
     import threading
 
-    from sojourn.analytic._blas import _find_libs, single_threaded_blas
+    from sojourn.jsq_ps.analytic._blas import _find_libs, single_threaded_blas
 
     libs = _find_libs()
     if not libs:

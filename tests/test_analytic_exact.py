@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from sojourn.analytic.chain import solve_chain, stationary
-from sojourn.analytic.exact import SpreadStates, exact_sojourn_cdf, system_chain
-from sojourn.analytic.grid import time_grid
-from sojourn.analytic.mm1ps import mm1ps_sojourn_cdf
+from sojourn.jsq_ps.analytic.chain import solve_chain, stationary
+from sojourn.jsq_ps.analytic.exact import SpreadStates, exact_sojourn_cdf, system_chain
+from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.analytic.mm1ps import mm1ps_sojourn_cdf
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.9])

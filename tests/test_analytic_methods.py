@@ -3,13 +3,14 @@ special cases (R=1) and structural facts. References: jsq_ps_methods.md §3, §8
 import numpy as np
 import pytest
 
-from sojourn.analytic.chain import solve_chain, n_sorted_states
-from sojourn.analytic.dense_reference import dense_chain, dense_method
-from sojourn.analytic.grid import time_grid
-from sojourn.analytic.gupta import gupta_lambdas
-from sojourn.analytic.methods import CORRECTED_METHODS, FAITHFUL_METHODS, all_methods, method_cdf
-from sojourn.analytic.mm1ps import mm1ps_sojourn_cdf
-from sojourn.analytic.occupancy import birth_death_occupancy
+from sojourn.jsq_ps.analytic.chain import solve_chain, n_sorted_states
+from support.dense_reference import dense_chain, dense_method
+from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.analytic.gupta import gupta_lambdas
+from sojourn.jsq_ps.analytic.methods import all_methods, method_cdf
+from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
+from sojourn.jsq_ps.analytic.mm1ps import mm1ps_sojourn_cdf
+from sojourn.jsq_ps.analytic.occupancy import birth_death_occupancy
 
 
 @pytest.mark.parametrize("R,L1,rho", [(2, 7, 0.7), (3, 5, 0.85), (2, 4, 0.2), (4, 3, 0.6)])
@@ -162,7 +163,7 @@ def test_corrected_gupta_is_a_cdf_where_the_fit_fails():
 @pytest.mark.parametrize("R,rho", [(2, 0.9), (3, 0.5)])
 def test_corrected_closer_to_exact_than_faithful(R, rho):
     """Wasserstein (§3.8 eq. 27) to the exact CDF: each X* beats its faithful X on these cells."""
-    from sojourn.analytic.exact import exact_sojourn_cdf
+    from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
 
     t = time_grid()
     exact = exact_sojourn_cdf(rho * R, 1.0, R, t).cdf

@@ -1,10 +1,10 @@
-"""Exact M/M/1-PS sojourn law (sojourn.analytic.mm1ps) against independent computations."""
+"""Exact M/M/1-PS sojourn law (sojourn.jsq_ps.analytic.mm1ps) against independent computations."""
 import numpy as np
 import pytest
 from scipy import sparse
 from scipy.sparse.linalg import expm_multiply
 
-from sojourn.analytic import mm1ps_sojourn_cdf, mm1ps_sojourn_sf, time_grid
+from sojourn.jsq_ps.analytic import mm1ps_sojourn_cdf, mm1ps_sojourn_sf, time_grid
 
 
 def tagged_chain_sf(lam, mu, t, n_others=1500):

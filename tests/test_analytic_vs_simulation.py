@@ -2,7 +2,7 @@
 
 Fixed seeds: the test is deterministic. Intervals are 99% Student-t over independent
 replications, checked to be narrow (half-width < 0.03 on the mean), so a wrong law fails.
-(``sojourn.simulate.api.simulate`` is imported directly: after the subpackage is imported, the
+(``sojourn.jsq_ps.simulate.simulate`` is imported directly: after the subpackage is imported, the
 top-level name ``sojourn.simulate`` refers to the package, not the function.)
 """
 import numpy as np
@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 
 import sojourn
-from sojourn.simulate.api import simulate
-from sojourn.analytic.exact import exact_sojourn_cdf
-from sojourn.analytic.grid import time_grid
+from sojourn.jsq_ps.simulate import simulate
+from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+from sojourn.core.timegrid import time_grid
 
 REPS = 8
 

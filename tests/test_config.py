@@ -11,10 +11,11 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-import sojourn.grid as G
+import sojourn.jsq_ps.grid as G
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+STUDY_SCHEMA = str(ROOT / "workflow" / "schemas" / "jsq_ps.schema.yaml")
 
 
 def load(name):
@@ -37,10 +38,18 @@ def _update(a, b):
             a[k] = copy.deepcopy(v)
 
 
-def checked(cfg):
+def validated(cfg):
+    """As the Snakefile does: the top level, then the study's section against its own schema."""
     validate(cfg, SCHEMA)
-    G.check_config(cfg)
+    validate(cfg["jsq_ps"], STUDY_SCHEMA)
     return cfg
+
+
+def checked(cfg):
+    """The study section, validated and cross-checked."""
+    validated(cfg)
+    G.check_config(cfg["jsq_ps"])
+    return cfg["jsq_ps"]
 
 
 @pytest.mark.parametrize("names", [("config.yaml",), ("config.yaml", "paper.yaml"), ("config.yaml", "test.yaml")])
@@ -49,13 +58,15 @@ def test_shipped_configs_are_valid(names):
 
 
 def test_defaults_come_from_the_schema():
-    cfg = checked({"grid": {"R": [1], "rho": [0.5]}})
-    assert cfg["study"] == "jsq_ps"
+    top = {"jsq_ps": {"grid": {"R": [1], "rho": [0.5]}}}
+    cfg = checked(top)
+    assert top["results"] == "results" and cfg["enabled"] is True
     assert cfg["simulation"]["replications"] == 5 and cfg["simulation"]["seed"] == 0
-    assert cfg["approximation"]["L1"] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]  # Table 4
+    assert cfg["approximation"]["L1"] is None  # Table 4:
+    assert [G.L1_for(cfg, R) for R in range(1, 11)] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]
     assert cfg["approximation"]["L2"] == 130
     assert cfg["time_grid"] == {"dt": 0.01, "t_max": 182.32}
-    assert cfg["cluster"]["kind"] == "local" and cfg["cluster"]["slurm"]["jobs"] == 2
+    assert top["cluster"]["kind"] == "local" and top["cluster"]["slurm"]["jobs"] == 2
     assert cfg["comparison"]["percentiles"] == [99, 99.9, 99.99, 99.999]
 
 
@@ -76,11 +87,13 @@ def test_paper_config_is_the_paper_grid():
 
 
 def test_rho_names_are_stable():
-    cfg = checked({"grid": {"R": [1], "rho_range": {"start": 0.05, "stop": 0.95, "step": 0.15}}})
+    cfg = checked({"jsq_ps": {"grid": {"R": [1], "rho_range": {"start": 0.05, "stop": 0.95, "step": 0.15}}}})
     names = [c.rho for c in G.cells(cfg)]
     assert names == ["0.05", "0.20", "0.35", "0.50", "0.65", "0.80", "0.95"]
     assert all(re.fullmatch(r"0\.\d\d", n) for n in names)
-    assert G.format_rho(0.1 + 0.2, 2) == "0.30"
+    from sojourn.jsq_ps.naming import format_rho
+
+    assert format_rho(0.1 + 0.2, 2) == "0.30"
 
 
 def test_exact_only_up_to_its_server_limit():
@@ -92,56 +105,47 @@ def test_exact_only_up_to_its_server_limit():
 @pytest.mark.parametrize(
     "change, key",
     [
-        ({"simulation": {"horizonn": 5}}, "horizonn"),  # unknown key (additionalProperties: false)
+        ({"jsq_ps": {"simulation": {"horizonn": 5}}}, "horizonn"),  # unknown key (additionalProperties: false)
         ({"bogus_section": 1}, "bogus_section"),
-        ({"simulation": {"replications": "five"}}, "replications"),  # type
-        ({"simulation": {"replications": 0}}, "replications"),  # range
-        ({"grid": {"rho": [0.5, 1.2]}}, "rho"),
-        ({"grid": {"R": [0]}}, "R"),
+        ({"jsq_ps": {"bogus": 1}}, "bogus"),
+        ({"jsq_ps": {"simulation": {"replications": "five"}}}, "replications"),  # type
+        ({"jsq_ps": {"simulation": {"replications": 0}}}, "replications"),  # range
+        ({"jsq_ps": {"grid": {"rho": [0.5, 1.2]}}}, "rho"),
+        ({"jsq_ps": {"grid": {"R": [0]}}}, "R"),
         ({"cluster": {"kind": "kubernetes"}}, "kind"),
-        ({"approximation": {"L2": 1}}, "L2"),
+        ({"jsq_ps": {"approximation": {"L2": 1}}}, "L2"),
+        ({"jsq_ps": {"enabled": "yes"}}, "enabled"),
     ],
 )
 def test_schema_rejects_and_names_the_key(change, key):
     cfg = merged("config.yaml")
     _update(cfg, change)
     with pytest.raises(WorkflowError) as err:
-        validate(cfg, SCHEMA)
+        validated(cfg)
     assert key in str(err.value)
 
 
 @pytest.mark.parametrize(
     "change, key",
     [
-        ({"simulation": {"horizon": 1000, "warmup": 500, "cooldown": 500}}, "simulation.warmup"),
-        ({"approximation": {"methods": ["A", "G"]}}, "approximation.methods"),
-        ({"mgr": {"laws": ["weibull"]}}, "mgr.laws[0]"),
-        ({"mgr": {"laws": ["uniform:low=3,high=1"]}}, "mgr.laws[0]"),
-        ({"grid": {"rho": [0.505]}}, "grid.rho"),
-        ({"grid": {"R": [1, 11]}}, "approximation.L1"),
-        ({"time_grid": {"dt": 5, "t_max": 1}}, "time_grid.dt"),
-        ({"figures": {"cdf_cells": [{"R": 4, "rho": 0.5}]}}, "figures.cdf_cells[0]"),
+        ({"simulation": {"horizon": 1000, "warmup": 500, "cooldown": 500}}, "jsq_ps.simulation.warmup"),
+        ({"approximation": {"methods": ["A", "G"]}}, "jsq_ps.approximation.methods"),
+        ({"mgr": {"laws": ["weibull"]}}, "jsq_ps.mgr.laws[0]"),
+        ({"mgr": {"laws": ["uniform:low=3,high=1"]}}, "jsq_ps.mgr.laws[0]"),
+        ({"grid": {"rho": [0.505]}}, "jsq_ps.grid.rho"),
+        ({"grid": {"R": [1, 11]}, "approximation": {"L1": [22] * 10}}, "jsq_ps.approximation.L1"),
+        ({"time_grid": {"dt": 5, "t_max": 1}}, "jsq_ps.time_grid.t_max"),
+        ({"time_grid": {"dt": 0.03, "t_max": 1}}, "jsq_ps.time_grid.t_max must be a multiple of dt"),
+        ({"figures": {"cdf_cells": [{"R": 4, "rho": 0.5}]}}, "jsq_ps.figures.cdf_cells[0]"),
     ],
 )
 def test_cross_field_checks_name_the_key(change, key):
     cfg = merged("config.yaml")
-    _update(cfg, change)
-    validate(cfg, SCHEMA)
+    _update(cfg, {"jsq_ps": change})
+    validated(cfg)
     with pytest.raises(G.ConfigError) as err:
-        G.check_config(cfg)
+        G.check_config(cfg["jsq_ps"])
     assert str(err.value).startswith(key)
-
-
-def test_code_hash_tracks_exactly_the_named_files(tmp_path):
-    (tmp_path / "analytic").mkdir()
-    (tmp_path / "analytic" / "a.py").write_text("x = 1\n")
-    (tmp_path / "stats.py").write_text("y = 1\n")
-    h_an, h_st = G.code_hash(tmp_path, "analytic"), G.code_hash(tmp_path, "stats.py")
-    (tmp_path / "analytic" / "a.py").write_text("x = 2\n")
-    assert G.code_hash(tmp_path, "analytic") != h_an
-    assert G.code_hash(tmp_path, "stats.py") == h_st
-    (tmp_path / "analytic" / "new.py").write_text("")
-    assert G.code_hash(tmp_path, "analytic") not in (h_an,)
 
 
 def _names_and_specs(reqs):

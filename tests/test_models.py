@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sojourn import JSQPS, parse_law
-from sojourn.distributions import (
+from sojourn.core.distributions import (
     Deterministic,
     Erlang,
     Exponential,
@@ -129,7 +129,7 @@ def test_kernel_sampler_follows_the_law(law):
     """The numba sampler (what the fast backend draws from) has the law's CDF (KS test, fixed seed)."""
     from scipy import stats
 
-    from sojourn.simulate.laws import sample_many
+    from sojourn.core.sampling import sample_many
 
     code, params = law.kernel_spec()
     x = sample_many(code, params, 5_000, np.random.default_rng(7))
@@ -137,7 +137,7 @@ def test_kernel_sampler_follows_the_law(law):
 
 
 def test_kernel_sampler_deterministic():
-    from sojourn.simulate.laws import sample_many
+    from sojourn.core.sampling import sample_many
 
     code, params = Deterministic(0.25).kernel_spec()
     assert np.all(sample_many(code, params, 10, np.random.default_rng(0)) == 0.25)
@@ -146,10 +146,10 @@ def test_kernel_sampler_deterministic():
 def test_simulate_stays_callable_after_submodule_import():
     """sojourn.simulate is both the package and the entry point; importing a submodule keeps it callable."""
     import sojourn
-    import sojourn.simulate.api  # noqa: F401
+    import sojourn.jsq_ps.simulate  # noqa: F401
 
     spec = JSQPS.from_load(1, 0.5)
     a = sojourn.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
-    b = sojourn.simulate.api.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
+    b = sojourn.jsq_ps.simulate.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
     assert int(a["n_customers"].sum()) > 0
     assert (a["count"].values == b["count"].values).all()

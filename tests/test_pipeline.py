@@ -16,8 +16,8 @@ import pytest
 import xarray as xr
 import yaml
 
-from sojourn.datasets import read_netcdf
-from sojourn.stats import cdf_at_left_edges
+from sojourn.core.io import read_netcdf
+from sojourn.core.stats import cdf_at_left_edges
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_CFG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
@@ -74,7 +74,7 @@ def run(tmp_path_factory):
 
 
 def res(work, name):
-    from sojourn.pipeline import read_approximation
+    from sojourn.jsq_ps.storage import read_approximation
 
     path = work / "results" / "jsq_ps" / name
     return read_approximation(path) if name == "approximation.nc" else read_netcdf(path)
@@ -306,8 +306,8 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
     aside)."""
     from distributed import Client
 
-    from sojourn.cluster import dask_client
-    from sojourn.pipeline import simulate_cell
+    from sojourn.core.cluster import dask_client
+    from sojourn.jsq_ps.simulate_blocks import simulate_block
 
     clusters = {"local1": ({"kind": "local"}, 1), "local2": ({"kind": "local"}, 2),
                 "existing": ({"kind": "scheduler_file", "scheduler_file": str(scheduler_file)}, None)}
@@ -321,7 +321,7 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
             with Client(scheduler_file=str(scheduler_file)) as probe:
                 probe.wait_for_workers(1, timeout=60)
         with dask_client(cfg, n) as client:
-            path = simulate_cell(client, service="exponential", law="exponential", R=2, rho="0.80", mu=1.0,
+            path = simulate_block(client, service="exponential", law="exponential", R=2, rhos=["0.80"], mu=1.0,
                                  sim={**TEST_CFG["simulation"], "replications": 3, "backend": "fast"},
                                  tg=TEST_CFG["time_grid"], code="test", output=tmp_path / f"{name}.nc",
                                  cache_dir=tmp_path / f"cache-{name}")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sojourn.datasets import read_netcdf
+from sojourn.core.io import read_netcdf
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -33,8 +33,8 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
         pytest.skip("no SLURM controller answering sinfo")
     from pathlib import Path
 
-    from sojourn.cluster import dask_client
-    from sojourn.pipeline import simulate_cell
+    from sojourn.core.cluster import dask_client
+    from sojourn.jsq_ps.simulate_blocks import simulate_block
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "test.yaml").read_text())
     sim = {**cfg["simulation"], "replications": 2, "backend": "fast"}
@@ -45,7 +45,7 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
     for name, cluster in (("slurm", slurm), ("local", {"kind": "local"})):
         with dask_client(cluster, 1) as client:
             client.wait_for_workers(1, timeout=120)
-            path = simulate_cell(client, service="exponential", law="exponential", R=1, rho="0.50", mu=1.0,
+            path = simulate_block(client, service="exponential", law="exponential", R=1, rhos=["0.50"], mu=1.0,
                                  sim=sim, tg=cfg["time_grid"], code="test", output=tmp_path / f"{name}.nc",
                                  cache_dir=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 
-from sojourn.analytic.grid import time_grid
-from sojourn.pipeline import SHARED_CORRECTED, _approximate_task
+from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.approximate_blocks import SHARED_CORRECTED, _approximate_task
 
 
 def test_shared_corrected_methods_equal_their_own_routes():
@@ -34,7 +34,7 @@ def _environ(name):
 def test_local_workers_keep_glibcs_adaptive_malloc():
     """LocalCluster workers do not get Dask's MALLOC_TRIM_THRESHOLD_=65536 (it made large temporary
     arrays page-fault on every allocation); the other pre-spawn settings (single-threaded BLAS) stay."""
-    from sojourn.cluster import dask_client
+    from sojourn.core.cluster import dask_client
 
     with dask_client({"kind": "local"}, 1) as client:
         assert client.submit(_environ, "MALLOC_TRIM_THRESHOLD_", pure=False).result() is None

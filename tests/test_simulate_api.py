@@ -10,10 +10,11 @@ from scipy import stats as st
 
 from sojourn import JSQPS, Exponential, Lognormal
 from sojourn.cli import main
-from sojourn.datasets import read_netcdf, write_netcdf
-from sojourn.seeds import replication_seed_sequence, spec_hash
-from sojourn.simulate.api import concat_replications, n_bins, simulate, simulate_many, simulate_replication
-from sojourn.stats import cdf_from_histogram, quantile
+from sojourn.core.io import read_netcdf, write_netcdf
+from sojourn.core.seeds import replication_seed_sequence, spec_hash
+from sojourn.core.timegrid import grid_size as n_bins
+from sojourn.jsq_ps.simulate import concat_replications, simulate, simulate_many, simulate_replication
+from sojourn.core.stats import cdf_from_histogram, quantile
 
 SMALL = dict(horizon=4_000.0, warmup=200.0, dt=0.125, t_max=40.0, occupancy_max=20)
 
@@ -30,8 +31,8 @@ def _strip(ds):
 def test_dataset_layout_and_attrs():
     spec = JSQPS.from_load(3, 0.7)
     ds = simulate(spec, replications=2, seed=5, **SMALL)
-    assert dict(ds.sizes) == {"replication": 2, "t": n_bins(0.125, 40.0), "n": 21}
-    assert n_bins(0.01, 182.32) == 18233  # the paper's grid 0, 0.01, …, 182.32
+    assert dict(ds.sizes) == {"replication": 2, "t": n_bins(40.0, 0.125), "n": 21}
+    assert n_bins(182.32, 0.01) == 18233  # the paper's grid 0, 0.01, …, 182.32
     np.testing.assert_allclose(ds["t"].values[[0, 1, -1]], [0.0, 0.125, 40.0])
     for name, dims, kind in [("count", ("replication", "t"), "i"), ("overflow", ("replication",), "i"),
                              ("n_customers", ("replication",), "i"), ("mean", ("replication",), "f"),

@@ -12,8 +12,8 @@ from scipy import stats as st
 from scipy.linalg import expm
 
 from sojourn import JSQPS
-from sojourn.simulate.api import simulate
-from sojourn.stats import cdf_from_histogram
+from sojourn.jsq_ps.simulate import simulate
+from sojourn.core.stats import cdf_from_histogram
 
 DT = 0.125
 TMAX = 60.0
@@ -187,9 +187,9 @@ def test_interval_has_power():
 
 
 def test_mm1ps_cdf_against_analytic_module():
-    """Simulated M/M/1-PS CDF vs sojourn.analytic.mm1ps (Masuyama–Takine), which must also agree with the
+    """Simulated M/M/1-PS CDF vs sojourn.jsq_ps.analytic.mm1ps (Masuyama–Takine), which must also agree with the
     tagged-customer chain above."""
-    mm1ps = pytest.importorskip("sojourn.analytic.mm1ps")
+    mm1ps = pytest.importorskip("sojourn.jsq_ps.analytic.mm1ps")
     lam = 0.85
     t = np.array([0.5, 1.0, 3.0, 10.0, 30.0])
     exact = mm1ps.mm1ps_sojourn_cdf(lam, 1.0, t)

@@ -7,7 +7,7 @@ daemons with ``bash .ci/slurm/down.sh``.
 * dask-jobqueue: a ``SLURMCluster`` whose workers are SLURM batch jobs runs replications of an
   M/M/2-JSQ-PS model; the results are bit-identical to the same replications run in this process, and
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
-  same through the pipeline's ``sojourn.cluster.dask_client({"kind": "slurm", ...})``.
+  same through the pipeline's ``sojourn.core.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
   --configfile config/test.yaml`` produces the same simulation and approximation results as a local run
   (two simulation blocks and an approximation block in CI; every block and the merge with
@@ -111,11 +111,11 @@ N_REP, SEED, HORIZON, WARMUP = 4, 20261129, 2_000.0, 200.0
 
 def _simulate_api():
     try:
-        from sojourn.simulate import api
+        from sojourn.jsq_ps import simulate as api
     except ImportError as exc:  # the engine is being written concurrently
-        pytest.skip(f"sojourn.simulate.api is not available yet ({exc})")
+        pytest.skip(f"sojourn.jsq_ps.simulate is not available yet ({exc})")
     if not hasattr(api, "simulate_replication"):
-        pytest.skip("sojourn.simulate.api.simulate_replication is not available yet")
+        pytest.skip("sojourn.jsq_ps.simulate.simulate_replication is not available yet")
     return api
 
 
@@ -231,12 +231,12 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
 
 
 def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, tmp_path):
-    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.cluster.dask_client) on the real cluster."""
+    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.core.cluster.dask_client) on the real cluster."""
     api = _simulate_api()
     try:
-        from sojourn.cluster import dask_client
+        from sojourn.core.cluster import dask_client
     except ImportError as exc:
-        pytest.skip(f"sojourn.cluster.dask_client is not available yet ({exc})")
+        pytest.skip(f"sojourn.core.cluster.dask_client is not available yet ({exc})")
     import xarray as xr
 
     spec = _mm2_jsq_ps()
@@ -251,7 +251,7 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
         job_of = client.run(os.getenv, "SLURM_JOB_ID")
         assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
         # the workers run with sojourn's malloc settings, not the nanny's MALLOC_TRIM_THRESHOLD_=65536
-        from sojourn.cluster import SLURM_MALLOC_ENV
+        from sojourn.core.cluster import SLURM_MALLOC_ENV
 
         for name, value in SLURM_MALLOC_ENV.items():
             assert set(client.run(os.getenv, name).values()) == {value}, name

@@ -1,11 +1,11 @@
-"""sojourn.stats: histogram CDF conventions, the paper's percentile, t-intervals, eq. (27)."""
+"""sojourn.core.stats: histogram CDF conventions, the paper's percentile, t-intervals, eq. (27)."""
 import math
 
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from sojourn.stats import cdf_at_left_edges, cdf_from_histogram, mean_ci, pooled_cdf, quantile, wasserstein
+from sojourn.core.stats import cdf_at_left_edges, cdf_from_histogram, mean_ci, pooled_cdf, quantile, wasserstein
 
 DT = 0.125  # dyadic: bin edges i·DT are exact in binary, so binning and comparisons are exact
 

@@ -1,45 +1,25 @@
-"""sojourn: sojourn-time experiments on multi-server queues (JSQ-PS, split-merge, G-networks)."""
+"""sojourn: sojourn-time experiments on multi-server queues.
+
+The shared core is :mod:`sojourn.core`; each study is a package (:mod:`sojourn.jsq_ps`, registered in
+:mod:`sojourn.studies`). The names below are imported on first use, so ``import sojourn`` is cheap and
+importing one study never loads another.
+"""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
 
-from .distributions import (  # noqa: E402
-    Deterministic,
-    Erlang,
-    Exponential,
-    Gamma,
-    HyperExponential,
-    Lognormal,
-    PhaseType,
-    Triangular,
-    Uniform,
-    parse_law,
-)
-from .models import JSQPS, mm_jsq_ps  # noqa: E402
-from . import simulate  # noqa: E402  (a callable package: sojourn.simulate(spec, ...))
+from .core.version import __version__
+
+_LAWS = ("Exponential", "Deterministic", "Uniform", "Erlang", "HyperExponential", "Gamma", "Lognormal",
+         "Triangular", "PhaseType", "parse_law")
+_EXPORTS = {**{name: "sojourn.core.distributions" for name in _LAWS},
+            "JSQPS": "sojourn.jsq_ps.model", "mm_jsq_ps": "sojourn.jsq_ps.model",
+            "simulate": "sojourn.jsq_ps.simulate", "approximate": "sojourn.jsq_ps.analytic.api"}
+
+__all__ = ["__version__", *_EXPORTS]
 
 
-def approximate(spec, method, **kwargs):
-    """Analytic sojourn-time CDF of ``spec`` by ``method`` (see :func:`sojourn.analytic.api.approximate`)."""
-    from .analytic.api import approximate as _approximate
-
-    return _approximate(spec, method, **kwargs)
-
-
-__all__ = [
-    "__version__",
-    "JSQPS",
-    "mm_jsq_ps",
-    "simulate",
-    "approximate",
-    "parse_law",
-    "Exponential",
-    "Deterministic",
-    "Uniform",
-    "Erlang",
-    "HyperExponential",
-    "Gamma",
-    "Lognormal",
-    "Triangular",
-    "PhaseType",
-]
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'sojourn' has no attribute {name!r}")

@@ -1,28 +1,22 @@
-"""Command-line entry point ``sojourn``: each subpackage registers its own sub-commands."""
+"""Command-line entry point ``sojourn``: every registered study adds its own sub-commands."""
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
 
-# module providing ``register(subparsers)`` for each sub-command group
-_COMMAND_MODULES = ("sojourn.simulate.cli", "sojourn.analytic.cli")
+from .studies import STUDIES
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .core.version import __version__
 
     parser = argparse.ArgumentParser(prog="sojourn", description="Sojourn-time experiments on multi-server queues.")
     parser.add_argument("--version", action="version", version=f"sojourn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in _COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        mod.register(sub)
+    for study in STUDIES:
+        if study.cli:
+            importlib.import_module(study.cli).register(sub)
     return parser
 
 

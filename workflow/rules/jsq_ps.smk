@@ -1,90 +1,170 @@
-# JSQ-PS study: one simulation job per block of cells (service, R, rho interval of width grid.rho_block;
-# every replication of every cell a Dask task), one approximation job per (R, rho interval) block (one
-# Dask task per cell, all methods), then streaming merges and the comparison.
+# JSQ-PS study (seed 000; sojourn.jsq_ps): one simulation job per block of cells (service law, R, rho
+# interval of width grid.rho_block; every replication of every cell a Dask task), one approximation job per
+# (R, rho interval) block (one Dask task per cell, all methods), streaming merges, the comparison, figures.
+import sojourn.jsq_ps.grid as JSQ_GRID
+from sojourn.jsq_ps.naming import figure_stems as _jsq_figure_stems
+
+JSQ = config["jsq_ps"]
+try:
+    JSQ_GRID.check_config(JSQ)
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
+JSQ_RES = f"{RESULTS}/jsq_ps"
+JSQ_LAWS = JSQ_GRID.service_laws(JSQ)
+JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R, rho interval)
+# each rule's rerun trigger: the fingerprint of the code its entry module imports
+JSQ_CODE = {rule: fingerprint(f"sojourn.jsq_ps.{module}") for rule, module in {
+    "simulate": "simulate_blocks", "approximate": "approximate_blocks", "merge": "merging",
+    "compare": "compare", "figures": "plots"}.items()}
+JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "simulation")})
+JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
+JSQ_FIGURES = [f"{JSQ_RES}/figures/{s}.{fmt}" for s in _jsq_figure_stems(JSQ) for fmt in JSQ["figures"]["formats"]]
+TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
+                     *JSQ_FIGURES]
 
 
-rule simulate:
+wildcard_constraints:
+    service=r"[a-z0-9_]+",
+    R=r"\d+",
+    block=r"0\.\d+(-[01]\.\d+)?",
+
+
+rule jsq_ps_simulate:
     output:
-        f"{RES}/blocks/simulation/{{service}}/R~{{R}}/rho~{{block}}.nc",
+        f"{JSQ_RES}/blocks/simulation/{{service}}/R~{{R}}/rho~{{block}}.nc",
     params:
-        rhos=lambda wc: BLOCKS.simulation[(wc.service, int(wc.R), wc.block)],
-        law=lambda wc: LAWS[wc.service],
-        mu=config["grid"]["mu"],
-        simulation=G.canonical(config["simulation"]),
-        time_grid=G.canonical(config["time_grid"]),
-        code=CODE["simulate"],
+        rhos=lambda wc: JSQ_BLOCKS.simulation[(wc.service, int(wc.R), wc.block)],
+        law=lambda wc: JSQ_LAWS[wc.service],
+        mu=JSQ["grid"]["mu"],
+        simulation=canonical(JSQ["simulation"]),
+        time_grid=canonical(JSQ["time_grid"]),
+        code=JSQ_CODE["simulate"],
+        cache=lambda wc: f"{JSQ_RES}/cache/simulation/{wc.service}/R~{wc.R}/rho~{wc.block}",
     log:
-        f"{LOGS}/simulate/{{service}}/R~{{R}}/rho~{{block}}.log",
+        f"{JSQ_RES}/logs/simulate/{{service}}/R~{{R}}/rho~{{block}}.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/simulate/{{service}}/R~{{R}}/rho~{{block}}.tsv"
     run:
-        from sojourn.pipeline import simulate_block
+        from sojourn.jsq_ps.simulate_blocks import simulate_block
 
         with open(log[0], "w") as fh:
-            simulate_block(dask(), service=wildcards.service, law=params.law, R=int(wildcards.R),
-                           rhos=params.rhos, mu=params.mu, sim=params.simulation, tg=params.time_grid,
-                           code=params.code, output=output[0], log=fh,
-                           cache_dir=f"{RES}/cache/simulation/{wildcards.service}/R~{wildcards.R}/rho~{wildcards.block}")
+            simulate_block(dask(), service=wildcards.service, law=params.law, R=int(wildcards.R), rhos=params.rhos,
+                           mu=params.mu, sim=params.simulation, tg=params.time_grid, code=params.code,
+                           output=output[0], log=fh, cache_dir=params.cache)
 
 
-rule approximate:
+rule jsq_ps_approximate:
     output:
-        f"{RES}/blocks/approximation/R~{{R}}/rho~{{block}}.nc",
+        f"{JSQ_RES}/blocks/approximation/R~{{R}}/rho~{{block}}.nc",
     params:
-        rhos=lambda wc: BLOCKS.approximation[(int(wc.R), wc.block)],
-        methods=lambda wc: G.methods_for(config, int(wc.R)),
-        L1=lambda wc: G.L1_for(config, int(wc.R)),
-        L2=config["approximation"]["L2"],
-        share_corrected=config["approximation"]["share_corrected"],
-        mu=config["grid"]["mu"],
-        time_grid=G.canonical(config["time_grid"]),
-        code=CODE["approximate"],
+        rhos=lambda wc: JSQ_BLOCKS.approximation[(int(wc.R), wc.block)],
+        methods=lambda wc: JSQ_GRID.methods_for(JSQ, int(wc.R)),
+        L1=lambda wc: JSQ_GRID.L1_for(JSQ, int(wc.R)),
+        L2=JSQ["approximation"]["L2"],
+        share_corrected=JSQ["approximation"]["share_corrected"],
+        mu=JSQ["grid"]["mu"],
+        time_grid=canonical(JSQ["time_grid"]),
+        code=JSQ_CODE["approximate"],
+        cache=lambda wc: f"{JSQ_RES}/cache/approximation/R~{wc.R}/rho~{wc.block}",
     log:
-        f"{LOGS}/approximate/R~{{R}}/rho~{{block}}.log",
+        f"{JSQ_RES}/logs/approximate/R~{{R}}/rho~{{block}}.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/approximate/R~{{R}}/rho~{{block}}.tsv"
     run:
-        from sojourn.pipeline import approximate_block
+        from sojourn.jsq_ps.approximate_blocks import approximate_block
 
         with open(log[0], "w") as fh:
             approximate_block(dask(), R=int(wildcards.R), rhos=params.rhos, mu=params.mu, methods=params.methods,
                               L1=params.L1, L2=params.L2, tg=params.time_grid, code=params.code,
                               share_corrected=params.share_corrected, output=output[0], log=fh,
-                              cache_dir=f"{RES}/cache/approximation/R~{wildcards.R}/rho~{wildcards.block}")
+                              cache_dir=params.cache)
 
 
-rule merge_simulation:
+rule jsq_ps_merge_simulation:
     input:
-        [f"{RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in BLOCKS.simulation],
+        [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation],
     output:
-        f"{RES}/simulation.nc",
+        f"{JSQ_RES}/simulation.nc",
     params:
-        code=CODE["merge"],
+        settings=JSQ_SIM_SETTINGS,
+        code=JSQ_CODE["merge"],
+    log:
+        f"{JSQ_RES}/logs/merge_simulation.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/merge_simulation.tsv"
     run:
-        from sojourn.pipeline import merge_cells
+        from sojourn.jsq_ps.merging import merge_simulation
 
-        merge_cells(input, output[0], "simulation", config)
+        merge_simulation(input, output[0], params.settings)
 
 
-rule merge_approximation:
+rule jsq_ps_merge_approximation:
     input:
-        [f"{RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in BLOCKS.approximation],
+        [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation],
     output:
-        f"{RES}/approximation.nc",
+        f"{JSQ_RES}/approximation.nc",
     params:
-        code=CODE["merge"],
+        settings=JSQ_APPROX_SETTINGS,
+        code=JSQ_CODE["merge"],
+    log:
+        f"{JSQ_RES}/logs/merge_approximation.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/merge_approximation.tsv"
     run:
-        from sojourn.pipeline import merge_cells
+        from sojourn.jsq_ps.merging import merge_approximation
 
-        merge_cells(input, output[0], "approximation", config)
+        merge_approximation(input, output[0], params.settings)
 
 
-rule compare:
+rule jsq_ps_compare:
     input:
-        sim=f"{RES}/simulation.nc",
-        approx=f"{RES}/approximation.nc",
+        sim=f"{JSQ_RES}/simulation.nc",
+        approx=f"{JSQ_RES}/approximation.nc",
     output:
-        f"{RES}/comparison.nc",
+        f"{JSQ_RES}/comparison.nc",
     params:
-        comparison=G.canonical(config["comparison"]),
-        code=CODE["compare"],
+        settings=canonical({"comparison": JSQ["comparison"], "seed": JSQ["simulation"]["seed"]}),
+        code=JSQ_CODE["compare"],
+    log:
+        f"{JSQ_RES}/logs/compare.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/compare.tsv"
     run:
-        from sojourn.pipeline import write_comparison
+        from sojourn.jsq_ps.compare import write_comparison
 
-        write_comparison(input.sim, input.approx, output[0], config)
+        write_comparison(input.sim, input.approx, output[0], params.settings)
+
+
+def _jsq_figure_outputs():
+    out = {}
+    for stem in _jsq_figure_stems(JSQ):
+        caption = f"../report/jsq_ps/{'cdf_cell' if stem.startswith('cdf_') else stem}.rst"
+        for fmt in JSQ["figures"]["formats"]:
+            path = f"{JSQ_RES}/figures/{stem}.{fmt}"
+            key = f"{stem.replace('~', '_').replace('.', '_')}_{fmt}"
+            # the PNGs go into the HTML report; PDFs are for papers
+            out[key] = report(path, caption=caption, category="JSQ-PS") if fmt == "png" else path
+    return out
+
+
+rule jsq_ps_figures:
+    input:
+        comparison=f"{JSQ_RES}/comparison.nc",
+        simulation=f"{JSQ_RES}/simulation.nc",
+        approximation=f"{JSQ_RES}/approximation.nc",
+    output:
+        **_jsq_figure_outputs(),
+    params:
+        figures=canonical(JSQ["figures"]),
+        rho_decimals=JSQ["grid"]["rho_decimals"],
+        code=JSQ_CODE["figures"],
+    log:
+        f"{JSQ_RES}/logs/figures.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/figures.tsv"
+    run:
+        from sojourn.jsq_ps.plots import all_figures
+
+        all_figures(input.comparison, input.simulation, input.approximation, f"{JSQ_RES}/figures",
+                    cdf_cells=params.figures["cdf_cells"], formats=params.figures["formats"],
+                    dpi=params.figures["dpi"], decimals=params.rho_decimals)

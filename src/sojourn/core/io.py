@@ -1,0 +1,118 @@
+"""netCDF I/O every study uses: provenance attrs, atomic writes, and one process-wide HDF5 lock.
+
+HDF5 (under netCDF4) is not thread-safe, and Snakemake runs the pipeline's jobs as threads of one
+process (``force-use-threads``): every netCDF read and write of sojourn goes through
+:data:`NETCDF_LOCK` (re-entrant, so helpers may nest).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .version import __version__
+
+#: held around every netCDF access of sojourn (HDF5 is not thread-safe)
+NETCDF_LOCK = threading.RLock()
+
+
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str:
+    """The commit of the source tree this package was imported from, or 'unknown' (looked up once per process)."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+        return out.stdout.strip()
+    except Exception:
+        return "unknown"
+
+
+def provenance(config=None, **extra) -> dict:
+    """Attrs every dataset carries: CF conventions, package version, git commit, config as JSON.
+
+    No timestamps: the same inputs give byte-identical files.
+    """
+    attrs = {
+        "Conventions": "CF-1.11",
+        "source": f"sojourn {__version__}",
+        "sojourn_version": __version__,
+        "git_commit": git_commit(),
+    }
+    if config is not None:
+        attrs["config"] = config if isinstance(config, str) else json.dumps(config, sort_keys=True, default=_jsonable)
+    for k, v in extra.items():
+        attrs[k] = v if isinstance(v, (str, int, float, np.ndarray)) else json.dumps(v, sort_keys=True, default=_jsonable)
+    return attrs
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if hasattr(x, "to_dict"):
+        return x.to_dict()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def default_encoding(ds: xr.Dataset, complevel: int = 4) -> dict:
+    """zlib compression for every numeric data variable (shuffle on)."""
+    enc = {}
+    for name, var in ds.data_vars.items():
+        if var.dtype.kind in "iuf" and var.ndim > 0:
+            enc[name] = {"zlib": True, "complevel": complevel, "shuffle": True}
+    return enc
+
+
+def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
+    """Write ``ds`` to ``path`` atomically: a temporary file in the same folder, then rename.
+
+    A crash never leaves a half-written file under the final name.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    enc = default_encoding(ds) if encoding is None else encoding
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with NETCDF_LOCK:
+            ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=enc)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_netcdf(path) -> xr.Dataset:
+    """Load a dataset fully into memory and close the file (no lingering HDF5 locks)."""
+    with NETCDF_LOCK, xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
+
+
+def log_line(log, text: str) -> None:
+    """One line to the open file ``log`` (a job's log), or to stderr; flushed at once."""
+    print(text, file=log if log is not None else sys.stderr, flush=True)
+
+
+def report_progress(futures, report) -> None:
+    """Call ``report(done, total)`` as each future finishes (no default client needed); wait for all."""
+    import queue
+
+    q: queue.Queue = queue.Queue()
+    for f in futures:
+        f.add_done_callback(lambda fut: q.put(1))
+    for i in range(1, len(futures) + 1):
+        q.get()
+        report(i, len(futures))

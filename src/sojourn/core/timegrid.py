@@ -1,0 +1,37 @@
+"""The one time grid of every CDF and histogram: t_i = i·dt, i = 0 … t_max/dt.
+
+Simulation histograms use the t_i as left bin edges, analytic methods evaluate F(t_i); both build the
+grid here, so their floats are identical. t_max must be a multiple of dt (within 1e-9 of one):
+anything else would make the two disagree about the last point.
+"""
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+
+T_MAX = 182.32  # jsq_ps_methods.md §1: sojourn_max of the paper's sweep
+DT = 0.01  # §4: grid step
+
+
+def grid_size(t_max: float = T_MAX, dt: float = DT) -> int:
+    """Number of grid points t_max/dt + 1; ValueError naming dt or t_max when they do not fit."""
+    for name, v in (("dt", dt), ("t_max", t_max)):
+        if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(float(v)):
+            raise ValueError(f"{name} must be a finite real number; got {v!r}")
+    dt, t_max = float(dt), float(t_max)
+    if dt <= 0:
+        raise ValueError(f"dt must be in (0, inf); got {dt!r}")
+    if t_max < dt:
+        raise ValueError(f"t_max must be >= dt = {dt:g}; got {t_max!r}")
+    steps = t_max / dt
+    if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
+        raise ValueError(f"t_max must be a multiple of dt = {dt:g}; got t_max = {t_max!r} "
+                         f"(nearest: {round(steps) * dt:.12g})")
+    return int(round(steps)) + 1
+
+
+def time_grid(t_max: float = T_MAX, dt: float = DT) -> np.ndarray:
+    """t_i = round(i·dt, 10), i = 0 … t_max/dt (§1: 0, 0.01, … while t ≤ 182.32)."""
+    return np.round(np.arange(grid_size(t_max, dt)) * float(dt), 10)

@@ -1,0 +1,227 @@
+"""Methods A–F (§3.7) and their corrected variants A*–F* (§8.3), sharing building blocks per cell.
+
+| method | λ_n            | A_n               | w_n(t)                     | sum range |
+|--------|----------------|-------------------|----------------------------|-----------|
+| A      | chain (§3.2)   | chain (§3.4)      | matrix exponential (§3.6a) | n < L1    |
+| B      | chain          | birth–death (§3.5)| matrix exponential         | n < L1    |
+| C      | Gupta (§3.3)   | birth–death       | matrix exponential         | n < L1    |
+| D      | chain          | chain             | recurrence (§3.6b)         | n < L2    |
+| E      | chain          | birth–death       | recurrence                 | n < L2    |
+| F      | Gupta          | birth–death       | recurrence                 | n < L2    |
+
+F(t) = 1 − Σ_n A_n w_n(t)   (§3.1, eq. (2)).
+
+Corrected variants (``X*``), the §8.3 fixes: the customer who finds n starts with n others
+(§3.6a index shift); arrival-weighted A_n ∝ λ_n p_n for the birth–death option; λ_{n+1} and
+θ = max λ in the uniformisation, Poisson truncation from the error bound at every t; no sum-range
+cut (all n < N, N chosen from the birth–death tail); L1 chosen as the smallest value whose chain
+puts mass < ``chain_eps`` on the boundary (within ``state_budget`` sorted states); Gupta's fit is
+clamped at 0, and at R = 1 replaced by the exact λ_n = Λ (the fit is not exact there, §3.3).
+With these fixes the two w_n options describe the same Markov chain, so A* ≡ D*, B* ≡ E*,
+C* ≡ F* up to numerical error (computed by independent routes: expm stepping vs uniformisation).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
+from ._blas import single_threaded_blas
+from .chain import ChainResult, extend_lambdas, n_sorted_states, solve_chain
+from .gupta import gupta_lambdas
+from .occupancy import birth_death_occupancy
+from .tails import expm_tails, recurrence_survival_faithful, uniformized_survival
+
+_SPEC = {  # method -> (λ source, A source, w option, sum range)
+    "A": ("chain", "chain", "expm", "L1"),
+    "B": ("chain", "bd", "expm", "L1"),
+    "C": ("gupta", "bd", "expm", "L1"),
+    "D": ("chain", "chain", "rec", "L2"),
+    "E": ("chain", "bd", "rec", "L2"),
+    "F": ("gupta", "bd", "rec", "L2"),
+}
+EXPM_DENSE_MAX = 300  # corrected expm route: dense stepping up to this many states
+
+
+def _largest_L_within(servers, state_budget, lo):
+    L = lo
+    while n_sorted_states(L + 1, servers) <= state_budget:
+        L += 1
+    return L
+
+
+def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget=20_000, start=4):
+    """Smallest-ish L1 whose chain puts mass < chain_eps on its boundary (max server = L1−1).
+
+    The boundary mass decays geometrically in L1, so after two solves the next L1 is extrapolated
+    on a log scale (then verified); otherwise L1 grows by a third. Never exceeds ``state_budget``
+    sorted states: if the criterion cannot be met, the largest L1 within the budget is used and its
+    boundary mass reported. Returns (L1, ChainResult).
+    """
+    L_max = _largest_L_within(servers, state_budget, 2)
+    L = max(2, min(start, L_max))
+    history = []
+    while True:
+        res = solve_chain(arrival_rate, service_rate, servers, L)
+        history.append((L, res.boundary_mass))
+        if res.boundary_mass < chain_eps or L >= L_max:
+            return L, res
+        nxt = L + max(1, L // 3)
+        if len(history) >= 2:
+            (L1_, b1), (L2_, b2) = history[-2], history[-1]
+            if 0 < b2 < b1:
+                rate = (np.log(b2) - np.log(b1)) / (L2_ - L1_)
+                guess = int(np.ceil(L2_ + (np.log(chain_eps) - np.log(b2)) / rate)) + 1
+                nxt = max(L + 1, min(guess, 2 * L + 8))
+        L = min(nxt, L_max)
+
+
+def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=1e-12, minimum=DEFAULT_L2, maximum=6000):
+    """N for the corrected tagged chain: birth–death tail (λ_∞/μ)^m < tail_eps beyond L1."""
+    r = lambdas_tail / service_rate
+    if r <= 0:
+        m = 1
+    elif r >= 1:
+        return maximum
+    else:
+        m = int(math.ceil(math.log(tail_eps) / math.log(r)))
+    return int(min(maximum, max(minimum, L1 + m + 1)))
+
+
+@dataclass
+class MethodResult:
+    method: str
+    cdf: np.ndarray
+    lambda_n: np.ndarray
+    A_n: np.ndarray
+    L1: int
+    L2: int
+    faithful: bool
+    run_time: float
+    info: dict = field(default_factory=dict)
+
+
+class Cell:
+    """One (Λ, μ, R) cell: lazily computed, shared building blocks for any set of methods."""
+
+    def __init__(self, arrival_rate, service_rate, servers, t, L1=None, L2=None, corrected_L1=None,
+                 corrected_L2=None, chain_eps=1e-10, state_budget=20_000, clamp_gupta=False):
+        self.lam = float(arrival_rate)
+        self.mu = float(service_rate)
+        self.R = int(servers)
+        self.rho = self.lam / (self.R * self.mu)
+        self.t = np.asarray(t, dtype=float)
+        self.L1 = int(L1) if L1 is not None else table4_L1(self.R)
+        self.L2 = int(L2) if L2 is not None else DEFAULT_L2
+        self.cL1 = corrected_L1
+        self.cL2 = corrected_L2
+        self.chain_eps = chain_eps
+        self.state_budget = state_budget
+        self.clamp_gupta = clamp_gupta
+        self._cache = {}
+        self._spent = 0.0
+
+    def _get(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    # -- faithful building blocks ---------------------------------------------------------
+    def chain(self) -> ChainResult:
+        return self._get("chain", lambda: solve_chain(self.lam, self.mu, self.R, self.L1))
+
+    def lambdas(self, source):
+        if source == "chain":
+            return self._get("lam_chain", lambda: extend_lambdas(self.chain().lambda_n, self.L2))  # §3.2 hold
+        return self._get("lam_gupta", lambda: gupta_lambdas(self.rho, self.mu, self.R, self.L2, clamp=self.clamp_gupta))
+
+    def occupancy(self, lsrc, asrc):
+        if asrc == "chain":
+            return self._get("A_chain", lambda: np.pad(self.chain().A_n, (0, max(0, self.L2 - self.L1)))[: self.L2])
+        return self._get(("A_bd", lsrc), lambda: birth_death_occupancy(self.lambdas(lsrc), self.mu, self.L2))
+
+    def expm_w(self, lsrc):
+        return self._get(("W", lsrc), lambda: expm_tails(self.lambdas(lsrc), self.mu, self.L2, self.t, faithful=True))
+
+    def faithful(self, m) -> MethodResult:
+        t0 = time.perf_counter()
+        lsrc, asrc, wopt, rng = _SPEC[m]
+        lam = self.lambdas(lsrc)
+        A = self.occupancy(lsrc, asrc)
+        if wopt == "expm":
+            W = self.expm_w(lsrc)
+            cdf = 1.0 - W[..., : self.L1] @ A[: self.L1]  # §3.1 eq. (2), n < L1 (§3.7)
+        else:
+            cdf = 1.0 - recurrence_survival_faithful(lam, self.mu, self.L2, self.t, A)  # §3.6b, n < L2
+        return MethodResult(m, cdf, lam, A, self.L1, self.L2, True, time.perf_counter() - t0)
+
+    # -- corrected building blocks --------------------------------------------------------
+    def cchain(self) -> ChainResult:
+        def make():
+            if self.cL1 is not None:
+                return solve_chain(self.lam, self.mu, self.R, int(self.cL1))
+            return choose_L1(self.lam, self.mu, self.R, self.chain_eps, self.state_budget)[1]
+        return self._get("cchain", make)
+
+    def csize(self):
+        def make():
+            if self.cL2 is not None:
+                return int(self.cL2)
+            ch = self.cchain()
+            tail = max(ch.lambda_n[max(ch.L1 - 2, 0)], self.lam / self.R if self.R == 1 else self.mu * self.rho**self.R)
+            return corrected_size(tail, self.mu, ch.L1)
+        return self._get("csize", make)
+
+    def clambdas(self, source):
+        N = self.csize() + 1  # λ_0..λ_N (λ_{n+1} is used for n ≤ N−1 others)
+        if source == "chain":
+            return self._get("clam_chain", lambda: extend_lambdas(self.cchain().lambda_n, N))
+        if self.R == 1:
+            return self._get("clam_gupta", lambda: np.full(N, self.lam))  # exact at R = 1
+        return self._get("clam_gupta", lambda: gupta_lambdas(self.rho, self.mu, self.R, N, clamp=True))
+
+    def coccupancy(self, lsrc, asrc):
+        N = self.csize()
+        if asrc == "chain":
+            A = self.cchain().A_n
+            return self._get("cA_chain", lambda: np.pad(A, (0, max(0, N - A.size)))[:N] / A[:N].sum())
+        return self._get(("cA_bd", lsrc), lambda: birth_death_occupancy(self.clambdas(lsrc), self.mu, N, arrival_weighted=True))
+
+    def corrected(self, m) -> MethodResult:
+        t0 = time.perf_counter()
+        lsrc, asrc, wopt, _ = _SPEC[m[0]]
+        N = self.csize()
+        lam = self.clambdas(lsrc)
+        A = self.coccupancy(lsrc, asrc)
+        if wopt == "expm" and N + 1 <= EXPM_DENSE_MAX:
+            W = self._get(("cW", lsrc), lambda: expm_tails(lam, self.mu, N + 1, self.t, faithful=False))
+            cdf = 1.0 - W @ A  # §8.3: start at n+1, all n
+            route = "expm"
+        else:
+            cdf = 1.0 - uniformized_survival(lam, self.mu, N, self.t, A)  # §8.3 corrected §3.6b
+            route = "uniformization"
+        ch = self.cchain()
+        info = {"chain_boundary_mass": ch.boundary_mass, "chain_states": ch.n_states, "w_route": route}
+        return MethodResult(m, cdf, lam[:N], A, ch.L1, N, False, time.perf_counter() - t0, info)
+
+    def run(self, m) -> MethodResult:
+        with single_threaded_blas():
+            if m in FAITHFUL_METHODS:
+                return self.faithful(m)
+            if m in CORRECTED_METHODS:
+                return self.corrected(m)
+        raise ValueError(f"method must be one of {FAITHFUL_METHODS + CORRECTED_METHODS + ('exact',)}; got {m!r}")
+
+
+def method_cdf(method, arrival_rate, service_rate, servers, t, **hyper) -> MethodResult:
+    """One method for one cell (see :class:`Cell` for the hyper-parameters)."""
+    return Cell(arrival_rate, service_rate, servers, t, **hyper).run(method)
+
+
+def all_methods(arrival_rate, service_rate, servers, t, methods=FAITHFUL_METHODS, **hyper) -> dict:
+    """Several methods for one cell, sharing λ_n, A_n, the chain and the tail matrices."""
+    cell = Cell(arrival_rate, service_rate, servers, t, **hyper)
+    return {m: cell.run(m) for m in methods}

@@ -1,0 +1,212 @@
+"""The JSQ-PS study's grid: cross-field config checks, cells, blocks of cells (the Snakemake jobs), and
+the per-R method lists. Every function takes the study's config section (``config["jsq_ps"]``).
+
+A *cell* is one (service law, R, ρ) point. ρ is written with a fixed number of decimals
+(``grid.rho_decimals``, default 2) so file names are stable: ``rho~0.50``, never ``rho~0.5000000001``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..core.config import ConfigError
+from ..core.distributions import parse_law
+from ..core.timegrid import grid_size
+from .naming import ALL_METHODS, EXPONENTIAL, format_rho, table4_L1
+
+#: the key path of this study's config section, prefixed to every ConfigError
+SECTION = "jsq_ps"
+
+
+def rho_values(grid_cfg: dict, key: str = "grid") -> list[float]:
+    """The ρ values of a grid section: an explicit list ``rho`` or ``rho_range: {start, stop, step}``."""
+    decimals = int(grid_cfg.get("rho_decimals", 2))
+    if grid_cfg.get("rho") is not None and grid_cfg.get("rho_range") is not None:
+        raise ConfigError(f"{key}: give either 'rho' or 'rho_range', not both")
+    if grid_cfg.get("rho") is not None:
+        values = [float(v) for v in grid_cfg["rho"]]
+        where = f"{key}.rho"
+    elif grid_cfg.get("rho_range") is not None:
+        rr = grid_cfg["rho_range"]
+        start, stop, step = float(rr["start"]), float(rr["stop"]), float(rr["step"])
+        if step <= 0 or stop < start:
+            raise ConfigError(f"{key}.rho_range: need step > 0 and stop >= start; got {rr}")
+        n = int(math.floor((stop - start) / step + 1e-9)) + 1
+        values = [round(start + i * step, decimals) for i in range(n)]
+        where = f"{key}.rho_range"
+    else:
+        raise ConfigError(f"{key}: needs 'rho' (a list) or 'rho_range'")
+    for v in values:
+        if not 0.0 < v < 1.0:
+            raise ConfigError(f"{where}: every load must be in (0, 1); got {v!r}")
+        if abs(round(v, decimals) - v) > 1e-12:
+            raise ConfigError(
+                f"{where}: {v!r} has more than {key}.rho_decimals={decimals} decimals; "
+                "raise rho_decimals or round the value (file names use fixed decimals)"
+            )
+    values = sorted({round(v, decimals) for v in values})
+    return values
+
+
+# -- cells -------------------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class SimCell:
+    """One simulation cell: a service law (its short name), R servers, load ρ (formatted)."""
+
+    service: str  # short law name used in file names, e.g. "exponential", "lognormal"
+    R: int
+    rho: str  # formatted, e.g. "0.50"
+
+
+def service_laws(cfg: dict) -> dict[str, str]:
+    """Map short service names (used in paths and on the ``service`` dim) to law strings.
+
+    The M/M/R system is always ``exponential``; ``mgr.laws`` adds M/G/R laws (each rescaled to mean 1/μ).
+    A law string's name (``lognormal:sigma=0.69`` → ``lognormal``) is its short name, so two laws of the
+    same family need an explicit ``name``.
+    """
+    out = {EXPONENTIAL: "exponential"}
+    for i, item in enumerate((cfg.get("mgr") or {}).get("laws") or []):
+        if isinstance(item, str):
+            law, name = item, item.partition(":")[0].strip().lower()
+        else:
+            law, name = item["law"], item.get("name") or item["law"].partition(":")[0].strip().lower()
+        if name in out:
+            raise ConfigError(f"mgr.laws[{i}]: service name {name!r} is used twice; give each law a distinct 'name'")
+        out[name] = law
+    return out
+
+
+def cells(cfg: dict) -> list[SimCell]:
+    """Every simulation cell: the exponential grid plus the M/G/R laws on their (sub)grid."""
+    g = cfg["grid"]
+    dec = int(g.get("rho_decimals", 2))
+    main = [SimCell(EXPONENTIAL, int(R), format_rho(r, dec)) for R in g["R"] for r in rho_values(g)]
+    laws = service_laws(cfg)
+    out = list(main)
+    mgr = cfg.get("mgr") or {}
+    if len(laws) > 1:
+        R_list = mgr.get("R") or g["R"]
+        if mgr.get("rho") is not None or mgr.get("rho_range") is not None:
+            rhos = rho_values({**mgr, "rho_decimals": dec}, "mgr")
+        else:
+            rhos = rho_values(g)
+        for name in laws:
+            if name == EXPONENTIAL:
+                continue
+            out += [SimCell(name, int(R), format_rho(r, dec)) for R in R_list for r in rhos]
+    return sorted(set(out))
+
+
+def approximation_cells(cfg: dict) -> list[tuple[int, str]]:
+    """(R, ρ) pairs the analytic methods are evaluated at: every (R, ρ) of any simulation cell."""
+    return sorted({(c.R, c.rho) for c in cells(cfg)})
+
+
+def block_label(rho: str | float, width: float, decimals: int) -> str:
+    """Label of the ρ block holding ``rho``: the interval [k·w, (k+1)·w) of width ``w`` as ``"lo-hi"``.
+
+    A block is fixed by ρ alone (not by which other ρ the config lists), so adding a ρ value changes
+    one block and leaves the other blocks' jobs alone. When ``width`` is below one unit of the last
+    decimal, every cell is its own block and the label is the formatted ρ itself.
+    """
+    r = float(rho)
+    if width < 10.0 ** (-int(decimals)) - 1e-15:
+        return format_rho(r, decimals)
+    k = math.floor(r / width + 1e-9)
+    return f"{format_rho(k * width, decimals)}-{format_rho((k + 1) * width, decimals)}"
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The Snakemake jobs of a config: simulation blocks (service, R, label) and approximation blocks
+    (R, label), each mapped to its formatted ρ values (ascending)."""
+
+    simulation: dict
+    approximation: dict
+
+
+def blocks(cfg: dict) -> Blocks:
+    g = cfg["grid"]
+    dec = int(g.get("rho_decimals", 2))
+    width = float(g.get("rho_block", 0.1))
+    sim: dict = {}
+    for c in cells(cfg):
+        sim.setdefault((c.service, c.R, block_label(c.rho, width, dec)), []).append(c.rho)
+    approx: dict = {}
+    for R, rho in approximation_cells(cfg):
+        approx.setdefault((R, block_label(rho, width, dec)), []).append(rho)
+    return Blocks({k: sorted(v) for k, v in sorted(sim.items())}, {k: sorted(v) for k, v in sorted(approx.items())})
+
+
+def methods_for(cfg: dict, R: int) -> list[str]:
+    """Methods evaluated at R: the configured ones, ``exact`` only up to ``approximation.exact_max_servers``."""
+    a = cfg["approximation"]
+    out = []
+    for m in a["methods"]:
+        if m == "exact" and int(R) > int(a.get("exact_max_servers", 0)):
+            continue
+        out.append(m)
+    return out
+
+
+def L1_for(cfg: dict, R: int) -> int:
+    """L1 (Markov-chain truncation per server) of the faithful methods for R servers: the configured list
+    ``approximation.L1`` (one entry per R = 1, 2, …), else Table 4."""
+    L1 = cfg["approximation"].get("L1")
+    return int(L1[int(R) - 1]) if L1 else table4_L1(int(R))
+
+
+# -- whole-config checks beyond JSON schema --------------------------------------------------------
+def check_config(cfg: dict) -> None:
+    """Range and cross-field checks JSON schema cannot express, on the study's section. Raises
+    :class:`ConfigError` whose message starts with the key path (``jsq_ps.simulation.warmup`` …)."""
+    try:
+        _check(cfg)
+    except ConfigError as exc:
+        raise ConfigError(f"{SECTION}.{exc}") from None
+
+
+def _check(cfg: dict) -> None:
+    sim = cfg["simulation"]
+    horizon, warmup = float(sim["horizon"]), float(sim["warmup"])
+    cooldown = float(sim["cooldown"] if sim.get("cooldown") is not None else sim["warmup"])
+    if warmup + cooldown >= horizon:
+        raise ConfigError(
+            f"simulation.warmup + simulation.cooldown must be < simulation.horizon; "
+            f"got {warmup:g} + {cooldown:g} >= {horizon:g}"
+        )
+    tg = cfg["time_grid"]
+    try:
+        grid_size(tg["t_max"], tg["dt"])
+    except ValueError as exc:
+        raise ConfigError(f"time_grid.{exc}") from None
+    rho_values(cfg["grid"])
+    if len(set(cfg["grid"]["R"])) != len(cfg["grid"]["R"]):
+        raise ConfigError(f"grid.R: values must be distinct; got {cfg['grid']['R']}")
+    approx = cfg["approximation"]
+    for m in approx["methods"]:
+        if m not in ALL_METHODS:
+            raise ConfigError(f"approximation.methods: unknown method {m!r}; allowed: {', '.join(ALL_METHODS)}")
+    if len(set(approx["methods"])) != len(approx["methods"]):
+        raise ConfigError(f"approximation.methods: methods must be distinct; got {approx['methods']}")
+    all_R = set(cfg["grid"]["R"]) | set((cfg.get("mgr") or {}).get("R") or [])
+    if approx.get("L1") and max(all_R) > len(approx["L1"]):
+        raise ConfigError(
+            f"approximation.L1: needs one entry per R up to max R = {max(all_R)}; got {len(approx['L1'])} entries"
+        )
+    for i, item in enumerate((cfg.get("mgr") or {}).get("laws") or []):
+        law = item if isinstance(item, str) else item["law"]
+        try:
+            parse_law(law)
+        except ValueError as exc:
+            raise ConfigError(f"mgr.laws[{i}]: {exc}") from None
+    service_laws(cfg)
+    mgr = cfg.get("mgr") or {}
+    if mgr.get("rho") is not None or mgr.get("rho_range") is not None:
+        rho_values({**mgr, "rho_decimals": cfg["grid"].get("rho_decimals", 2)}, "mgr")
+    for i, c in enumerate((cfg.get("figures") or {}).get("cdf_cells") or []):
+        if int(c["R"]) not in cfg["grid"]["R"] or not any(
+            abs(float(c["rho"]) - r) < 1e-9 for r in rho_values(cfg["grid"])
+        ):
+            raise ConfigError(f"figures.cdf_cells[{i}]: (R={c['R']}, rho={c['rho']}) is not a cell of the grid")

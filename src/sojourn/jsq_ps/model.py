@@ -1,0 +1,193 @@
+"""Frozen, validated model specifications.
+
+:class:`JSQPS` describes R parallel processor-sharing servers fed by a dispatcher — the G/G/R-JSQ-PS
+system of seed 000 and its variants. Every backend (numba kernel, Ciw, analytic methods) reads the
+same spec. Anything invalid raises ``ValueError`` naming the field and the allowed range.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from ..core.validate import integer_at_least, positive_finite
+from ..core.distributions import Distribution, Exponential, law_from_dict, parse_law
+
+DISCIPLINES = ("ps", "limited", "capacitated")
+DISPATCHES = ("jsq", "random", "round-robin", "jsq-d")
+
+# Integer codes used by the kernels.
+DISPATCH_CODE = {"jsq": 0, "random": 1, "round-robin": 2, "jsq-d": 3}
+
+
+@dataclass(frozen=True)
+class JSQPS:
+    """R processor-sharing servers behind a dispatcher.
+
+    servers
+        R ≥ 1 identical servers.
+    interarrival
+        Inter-arrival law of the whole stream (``Exponential(Λ)`` = Poisson arrivals at rate Λ;
+        any other law gives a renewal process).
+    service
+        Service-requirement law: a customer alone at a server is served in this time.
+    discipline
+        ``"ps"``: plain PS, each of n customers served at rate 1/n.
+        ``"limited"``: at most ``ps_limit`` customers share (rate 1/min(n, c)); the rest wait FIFO.
+        ``"capacitated"``: each of n customers served at rate θ/max(n, θ), θ = ``ps_threshold``
+        (Ciw's ``ps_thresholds``; Xi Li's capacitated PS).
+    dispatch
+        ``"jsq"``: fewest customers present, uniform random tie-break (the paper's);
+        ``"random"``: uniform; ``"round-robin"``; ``"jsq-d"``: JSQ among ``choices`` servers drawn
+        uniformly without replacement (power of d choices).
+    """
+
+    servers: int
+    interarrival: Distribution
+    service: Distribution
+    discipline: str = "ps"
+    ps_limit: int | None = None
+    ps_threshold: float = 1.0
+    dispatch: str = "jsq"
+    choices: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "servers", integer_at_least("servers", self.servers, 1))
+        if not isinstance(self.interarrival, Distribution):
+            raise ValueError(f"interarrival must be a sojourn.distributions law; got {self.interarrival!r}")
+        if not isinstance(self.service, Distribution):
+            raise ValueError(f"service must be a sojourn.distributions law; got {self.service!r}")
+        if self.discipline not in DISCIPLINES:
+            raise ValueError(f"discipline must be one of {DISCIPLINES}; got {self.discipline!r}")
+        if self.discipline == "limited":
+            object.__setattr__(self, "ps_limit", integer_at_least("ps_limit", self.ps_limit, 1))
+        elif self.ps_limit is not None:
+            raise ValueError("ps_limit is only allowed with discipline='limited'")
+        if self.discipline == "capacitated":
+            object.__setattr__(self, "ps_threshold", positive_finite("ps_threshold", self.ps_threshold))
+        elif float(self.ps_threshold) != 1.0:
+            raise ValueError("ps_threshold is only allowed with discipline='capacitated'")
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch must be one of {DISPATCHES}; got {self.dispatch!r}")
+        if self.dispatch == "jsq-d":
+            d = integer_at_least("choices", self.choices, 1)
+            if d > self.servers:
+                raise ValueError(f"choices must be in [1, servers={self.servers}]; got {d}")
+            object.__setattr__(self, "choices", d)
+        elif self.choices is not None:
+            raise ValueError("choices is only allowed with dispatch='jsq-d'")
+
+    # -- derived quantities ----------------------------------------------------------------
+    @property
+    def arrival_rate(self) -> float:
+        """Λ, the long-run arrival rate of the whole stream."""
+        return 1.0 / self.interarrival.mean
+
+    @property
+    def service_rate(self) -> float:
+        """μ = 1/E[S]."""
+        return 1.0 / self.service.mean
+
+    @property
+    def capacity(self) -> float:
+        """Total work the system completes per unit time when every server is busy."""
+        if self.discipline == "capacitated":
+            return self.servers * self.ps_threshold
+        if self.discipline == "limited":
+            return float(self.servers)  # a busy limited-PS server still works at total rate 1
+        return float(self.servers)
+
+    @property
+    def load(self) -> float:
+        """ρ = Λ E[S] / capacity (= Λ/(Rμ) for PS)."""
+        return self.arrival_rate * self.service.mean / self.capacity
+
+    @property
+    def is_markovian(self) -> bool:
+        """Poisson arrivals and exponential service: the M/M/R case the analytic methods treat."""
+        return isinstance(self.interarrival, Exponential) and isinstance(self.service, Exponential)
+
+    def require_stable(self) -> "JSQPS":
+        """Raise unless ρ < 1 (needed for a steady-state run or an analytic CDF)."""
+        if not self.load < 1.0:
+            raise ValueError(f"load must be in (0, 1) for a steady-state run; got rho={self.load:.6g}")
+        return self
+
+    # -- constructors ----------------------------------------------------------------------
+    @classmethod
+    def from_load(
+        cls,
+        servers: int,
+        load: float,
+        mu: float = 1.0,
+        service: Distribution | str | None = None,
+        arrivals: Distribution | str | None = None,
+        **kwargs,
+    ) -> "JSQPS":
+        """Build the system with R servers at load ρ = Λ/(Rμ) (PS) with mean service 1/μ.
+
+        ``service`` (a law or a ``parse_law`` string) is rescaled to mean 1/μ; ``arrivals`` is the
+        inter-arrival law's *shape* (default exponential = Poisson), rescaled to mean 1/Λ.
+        ``kwargs`` go to the constructor (discipline, ps_limit, ps_threshold, dispatch, choices).
+        """
+        servers = integer_at_least("servers", servers, 1)
+        mu = positive_finite("mu", mu)
+        load = positive_finite("load", load)
+        if load >= 1.0:
+            raise ValueError(f"load must be in (0, 1); got {load!r}")
+        svc = _as_law(service if service is not None else "exponential", "service").scaled_to_mean(1.0 / mu)
+        theta = 1.0
+        if kwargs.get("discipline") == "capacitated":
+            theta = positive_finite("ps_threshold", kwargs.get("ps_threshold", 1.0))
+        capacity = servers * theta
+        lam = load * capacity * mu
+        arr = _as_law(arrivals if arrivals is not None else "exponential", "arrivals").scaled_to_mean(1.0 / lam)
+        return cls(servers=servers, interarrival=arr, service=svc, **kwargs)
+
+    # -- serialisation ---------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "model": "jsq_ps",
+            "servers": self.servers,
+            "interarrival": self.interarrival.to_dict(),
+            "service": self.service.to_dict(),
+            "discipline": self.discipline,
+            "ps_limit": self.ps_limit,
+            "ps_threshold": self.ps_threshold,
+            "dispatch": self.dispatch,
+            "choices": self.choices,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "JSQPS":
+        d = dict(d)
+        d.pop("model", None)
+        d["interarrival"] = law_from_dict(d["interarrival"])
+        d["service"] = law_from_dict(d["service"])
+        return cls(**d)
+
+    def describe(self) -> str:
+        arr = "M" if isinstance(self.interarrival, Exponential) else "G"
+        svc = "M" if isinstance(self.service, Exponential) else "G"
+        disc = {"ps": "PS", "limited": f"LPS(c={self.ps_limit})", "capacitated": f"CPS(θ={self.ps_threshold:g})"}
+        disp = {"jsq": "JSQ", "random": "RND", "round-robin": "RR", "jsq-d": f"JSQ({self.choices})"}
+        return (
+            f"{arr}/{svc}/{self.servers}-{disp[self.dispatch]}-{disc[self.discipline]} "
+            f"(Λ={self.arrival_rate:g}, E[S]={self.service.mean:g}, ρ={self.load:.4g}; service {self.service})"
+        )
+
+
+def _as_law(value, field_name: str) -> Distribution:
+    if isinstance(value, Distribution):
+        return value
+    if isinstance(value, str):
+        return parse_law(value)
+    raise ValueError(f"{field_name} must be a law or a law string like 'lognormal:sigma=0.69'; got {value!r}")
+
+
+def mm_jsq_ps(servers: int, load: float, mu: float = 1.0) -> JSQPS:
+    """The paper's M/M/R-JSQ-PS system."""
+    return JSQPS.from_load(servers, load, mu)

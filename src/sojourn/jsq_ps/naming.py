@@ -1,0 +1,46 @@
+"""Names of the JSQ-PS study that several parts share, with no heavy imports: the methods, Table 4,
+the fixed-decimal load labels and the figure file stems."""
+from __future__ import annotations
+
+#: paper-faithful A–F, corrected A*–F* (reference §8.3), and the exact tagged-customer chain
+FAITHFUL_METHODS = ("A", "B", "C", "D", "E", "F")
+CORRECTED_METHODS = tuple(m + "*" for m in FAITHFUL_METHODS)
+ALL_METHODS = FAITHFUL_METHODS + CORRECTED_METHODS + ("exact",)
+
+#: jsq_ps_methods.md §4 Table 4: L1 (mc_limit, chain truncation per server) for R = 1..10
+TABLE4_L1 = {1: 22, 2: 22, 3: 22, 4: 13, 5: 7, 6: 5, 7: 4, 8: 3, 9: 3, 10: 2}
+#: §4 "infty": the sum range / truncation L2 of the faithful methods
+DEFAULT_L2 = 130
+
+#: the service-law name of the M/M/R system (the one the approximations model)
+EXPONENTIAL = "exponential"
+
+
+def table4_L1(servers: int) -> int:
+    """§4 Table 4 value; beyond R = 10 the inferred rule min(22, max{L : L^{2R} ≤ 1e9})."""
+    if servers in TABLE4_L1:
+        return TABLE4_L1[servers]
+    L = 2
+    while (L + 1) ** (2 * servers) <= 1e9 and L + 1 <= 22:
+        L += 1
+    return L
+
+
+def format_rho(rho, decimals: int) -> str:
+    """A load as a fixed-decimal label (file names, cache keys): ``0.50``, never ``0.5000000001``."""
+    return f"{float(rho):.{int(decimals)}f}"
+
+
+def cdf_stem(cell: dict, decimals: int = 2) -> str:
+    """File stem of the CDF figure of a ``figures.cdf_cells`` entry."""
+    return f"cdf_R~{int(cell['R'])}_rho~{float(cell['rho']):.{decimals}f}"
+
+
+def figure_stems(settings: dict) -> list[str]:
+    """The figure stems :func:`sojourn.jsq_ps.plots.all_figures` writes for the study's settings."""
+    stems = ["wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "runtime_vs_R"]
+    dec = int(settings["grid"].get("rho_decimals", 2))
+    stems += [cdf_stem(c, dec) for c in (settings.get("figures") or {}).get("cdf_cells") or []]
+    if (settings.get("mgr") or {}).get("laws"):
+        stems.append("mgr_laws")
+    return stems

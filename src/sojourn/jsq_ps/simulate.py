@@ -1,0 +1,304 @@
+"""``simulate``: replications of a JSQ-PS spec as an ``xarray.Dataset`` of streamed statistics.
+
+Dimensions: ``replication`` (the replication index = the seed spawn key), ``t`` (left edges of the
+sojourn histogram bins, 0, dt, …, t_max), ``n`` (customers found at the chosen server by an
+arrival, 0..occupancy_max, the last bin collecting everything above), and ``x`` (service-requirement
+bins, only with ``service_bins``).
+
+The unit of work for a distributed pipeline is :func:`simulate_replication` (cheap to call, only
+picklable arguments); :func:`concat_replications` joins its results. A replication's random stream
+depends only on (seed, spec, replication index) (:mod:`sojourn.seeds`).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import xarray as xr
+
+from ..core import seeds as _seeds
+from ..core.distributions import Exponential
+from ..core.io import provenance
+from ..core.timegrid import grid_size, time_grid
+from ..core.validate import finite_real, integer_at_least
+from .model import DISPATCH_CODE, JSQPS
+
+BACKENDS = ("fast", "ciw")
+KERNELS = ("auto", "general", "exponential")
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+def _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins):
+    if not isinstance(spec, JSQPS):
+        raise ValueError(f"spec must be a sojourn.models.JSQPS; got {type(spec).__name__}")
+    spec.require_stable()
+    horizon = finite_real("horizon", horizon)
+    warmup = finite_real("warmup", warmup)
+    if warmup < 0:
+        raise ValueError(f"warmup must be in [0, horizon); got {warmup!r}")
+    cooldown = warmup if cooldown is None else finite_real("cooldown", cooldown)
+    if cooldown < 0:
+        raise ValueError(f"cooldown must be in [0, horizon - warmup); got {cooldown!r}")
+    if not horizon > warmup + cooldown:
+        raise ValueError(f"horizon must be > warmup + cooldown = {warmup + cooldown:g}; got {horizon!r}")
+    grid_size(t_max, dt)  # validates dt > 0, t_max a multiple of dt
+    dt, t_max = float(dt), float(t_max)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
+    occupancy_max = integer_at_least("occupancy_max", occupancy_max, 1, allow_float=False)
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}")
+    exact_ok = isinstance(spec.interarrival, Exponential) and isinstance(spec.service, Exponential) and spec.discipline == "ps"
+    if kernel == "exponential" and not exact_ok:
+        raise ValueError("kernel='exponential' needs Poisson arrivals, exponential service and discipline='ps'")
+    if service_bins is not None:
+        if backend != "fast" or kernel == "exponential":
+            raise ValueError("service_bins needs backend='fast' with kernel 'general' or 'auto'")
+        if not (isinstance(service_bins, (tuple, list)) and len(service_bins) == 2):
+            raise ValueError(f"service_bins must be (width, number); got {service_bins!r}")
+        w = finite_real("service_bins width", service_bins[0])
+        if w <= 0:
+            raise ValueError(f"service_bins width must be in (0, inf); got {w!r}")
+        service_bins = (w, integer_at_least("service_bins number", service_bins[1], 1, allow_float=False))
+    if kernel == "auto":
+        kernel = "exponential" if (exact_ok and service_bins is None) else "general"
+    if backend == "ciw":
+        kernel = "ciw"
+    return horizon, warmup, cooldown, dt, t_max, occupancy_max, kernel, service_bins
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels
+def _run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, service_bins):
+    from . import kernel as K
+
+    hist = np.zeros(nbins, np.int64)
+    occ = np.zeros(occupancy_max + 1, np.int64)
+    dispatch = DISPATCH_CODE[spec.dispatch]
+    d = int(spec.choices or 1)
+    out = {}
+    t0 = time.perf_counter()
+    if kernel == "exponential":
+        acc, area, events = K.run_exponential(
+            spec.servers, spec.interarrival.rate, spec.service.rate, dispatch, d, warmup, rec_end, dt, hist, occ, rng
+        )
+    else:
+        acode, ap = spec.interarrival.kernel_spec()
+        scode, sp = spec.service.kernel_spec()
+        theta = float(spec.ps_threshold) if spec.discipline == "capacitated" else 1.0
+        limit = int(spec.ps_limit) if spec.discipline == "limited" else 0
+        xdx, K_ = (service_bins if service_bins is not None else (0.0, 1))
+        cx_n = np.zeros(K_, np.int64)
+        cx_s = np.zeros(K_)
+        cx_ss = np.zeros(K_)
+        acc, area, events = K.run_general(
+            spec.servers, int(acode), np.ascontiguousarray(ap, np.float64), int(scode),
+            np.ascontiguousarray(sp, np.float64), theta, limit, dispatch, d, warmup, rec_end, dt,
+            hist, occ, float(xdx), cx_n, cx_s, cx_ss, rng,
+        )
+        if service_bins is not None:
+            out.update(cx_n=cx_n, cx_s=cx_s, cx_ss=cx_ss)
+    out.update(hist=hist, occ=occ, acc=acc, area=area, events=events, wall_time=time.perf_counter() - t0)
+    return out
+
+
+def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, cooldown, dt, t_max,
+             occupancy_max, backend, kernel, service_bins) -> xr.Dataset:
+    t = time_grid(t_max, dt)
+    acc = np.array([r["acc"] for r in raw])
+    count = acc[:, 0].astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, acc[:, 2] / np.maximum(count, 1), np.nan)
+    window = horizon - cooldown - warmup
+    units = "time units (1/mu = mean service requirement scale of the spec)"
+    ds = xr.Dataset(
+        {
+            "count": (("replication", "t"), np.array([r["hist"] for r in raw], np.int64),
+                      {"long_name": "number of recorded customers with sojourn in [t, t + dt)", "units": "1"}),
+            "overflow": ("replication", acc[:, 1].astype(np.int64),
+                         {"long_name": "number of recorded customers with sojourn >= t_max + dt", "units": "1"}),
+            "n_customers": ("replication", count,
+                            {"long_name": "number of recorded customers (arrived in the window)", "units": "1"}),
+            "sum": ("replication", acc[:, 2], {"long_name": "sum of recorded sojourn times", "units": units}),
+            "sumsq": ("replication", acc[:, 3], {"long_name": "sum of squared recorded sojourn times",
+                                                 "units": "time units squared"}),
+            "mean": ("replication", mean, {"long_name": "mean sojourn time", "units": units}),
+            "max": ("replication", acc[:, 4], {"long_name": "maximum sojourn time", "units": units}),
+            "occupancy_at_arrival": (("replication", "n"), np.array([r["occ"] for r in raw], np.int64),
+                                     {"long_name": "recorded arrivals that found n customers at the chosen server "
+                                                   "(last bin: n >= occupancy_max)", "units": "1"}),
+            "mean_number_per_server": ("replication", np.array([r["area"] for r in raw]) / (spec.servers * window),
+                                       {"long_name": "time-average number of customers per server over the window",
+                                        "units": "1"}),
+            "events": ("replication", np.array([r["events"] for r in raw], np.int64),
+                       {"long_name": "arrivals + departures simulated (-1: not counted by the backend)",
+                        "units": "1"}),
+            "wall_time": ("replication", np.array([r["wall_time"] for r in raw]),
+                          {"long_name": "wall-clock time of the replication's simulation (not reproducible; "
+                                        "a process's first fast call includes loading the compiled kernel)",
+                           "units": "s"}),
+        },
+        coords={
+            "replication": ("replication", np.asarray(reps, np.int64),
+                            {"long_name": "replication index (seed spawn key)", "units": "1"}),
+            "t": ("t", t, {"long_name": "sojourn time, left edge of histogram bin", "units": units}),
+            "n": ("n", np.arange(occupancy_max + 1), {"long_name": "customers found at the chosen server",
+                                                      "units": "1"}),
+        },
+    )
+    if service_bins is not None:
+        w, K_ = service_bins
+        ds = ds.assign_coords(x=("x", np.round(np.arange(K_) * w, 12),
+                                 {"long_name": "service requirement, left edge of bin", "units": units}))
+        ds["service_count"] = (("replication", "x"), np.array([r["cx_n"] for r in raw], np.int64),
+                               {"long_name": "recorded customers with service requirement in [x, x + dx)",
+                                "units": "1"})
+        ds["service_sojourn_sum"] = (("replication", "x"), np.array([r["cx_s"] for r in raw]),
+                                     {"long_name": "sum of sojourns by service-requirement bin", "units": units})
+        ds["service_sojourn_sumsq"] = (("replication", "x"), np.array([r["cx_ss"] for r in raw]),
+                                       {"long_name": "sum of squared sojourns by service-requirement bin",
+                                        "units": "time units squared"})
+    entropy = _seeds.seed_entropy(seed, spec)
+    ds.attrs.update(
+        provenance(
+            spec.to_dict(),
+            title="Simulated sojourn times of " + spec.describe(),
+            model=spec.describe(),
+            spec=spec.to_json(),
+            backend=backend,
+            kernel=kernel,
+            horizon=float(horizon),
+            warmup=float(warmup),
+            cooldown=float(cooldown),
+            dt=float(dt),
+            t_max=float(t_max),
+            occupancy_max=int(occupancy_max),
+            seed=int(seed),
+            seed_entropy=json.dumps([str(e) for e in entropy]),
+            seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
+                        "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
+            histogram_convention="count[i]: sojourn in [t_i, t_i + dt); CDF at right edges P(S < t_i + dt)",
+        )
+    )
+    return ds
+
+
+# ---------------------------------------------------------------------------------------------
+# public API
+def simulate_replication(spec, replication=0, seed=0, *, horizon=160_000.0, warmup=8_000.0, cooldown=None,
+                         backend="fast", dt=0.01, t_max=182.32, occupancy_max=200, kernel="auto",
+                         service_bins=None) -> xr.Dataset:
+    """One replication (index ``replication``) of ``spec`` as a Dataset with a length-1 ``replication`` dim.
+
+    Bit-identical to replication ``replication`` of :func:`simulate` with the same arguments (apart from
+    ``wall_time``). Arguments as in :func:`simulate`.
+    """
+    replication = integer_at_least("replication", replication, 0, allow_float=False)
+    return simulate(spec, horizon=horizon, warmup=warmup, cooldown=cooldown, replications=1, seed=seed,
+                    backend=backend, dt=dt, t_max=t_max, occupancy_max=occupancy_max,
+                    replication_offset=replication, kernel=kernel, service_bins=service_bins)
+
+
+def simulate(spec, horizon=160_000.0, warmup=8_000.0, cooldown=None, replications=1, seed=0, backend="fast",
+             dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
+             service_bins=None, max_workers=None) -> xr.Dataset:
+    """Simulate ``replications`` independent replications of ``spec`` (a stable :class:`JSQPS`).
+
+    horizon, warmup, cooldown
+        Run length T, warm-up W and cool-down C (default C = W); customers arriving in (W, T − C) are
+        recorded and followed to departure.
+    seed, replication_offset
+        Replication k (k = replication_offset, …, replication_offset + replications − 1) uses the stream
+        ``sojourn.seeds.replication_seed_sequence(seed, spec, k)``.
+    backend
+        ``"fast"`` (numba kernels) or ``"ciw"`` (Ciw 3.2, replications in spawned worker processes,
+        ``max_workers`` at a time, default min(replications, CPUs); scripts must use the
+        ``if __name__ == "__main__":`` guard). ``max_workers=0`` runs Ciw in the calling process (only
+        reproducible if no other thread draws from Python's global ``random``).
+    dt, t_max
+        Histogram bin width and last left edge (a multiple of dt): t_max/dt + 1 bins
+        (:func:`sojourn.core.timegrid.time_grid`).
+    occupancy_max
+        Last bin of the occupancy-at-arrival histogram (collects n ≥ occupancy_max).
+    kernel
+        ``"auto"`` (exact exponential kernel for M/M/R plain PS, else general), ``"general"``,
+        ``"exponential"``.
+    service_bins
+        ``(width, number)``: also stream sojourn count/sum/sumsq by service-requirement bin
+        (general kernel only; for the E[S | x] = x/(1 − ρ) check).
+    """
+    return simulate_many([spec], horizon=horizon, warmup=warmup, cooldown=cooldown, replications=replications,
+                         seed=seed, backend=backend, dt=dt, t_max=t_max, occupancy_max=occupancy_max,
+                         replication_offset=replication_offset, kernel=kernel, service_bins=service_bins,
+                         max_workers=max_workers)[0]
+
+
+def simulate_many(specs, horizon=160_000.0, warmup=8_000.0, cooldown=None, replications=1, seed=0,
+                  backend="fast", dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
+                  service_bins=None, max_workers=None) -> list[xr.Dataset]:
+    """:func:`simulate` for several specs with shared settings; one Dataset per spec, in order.
+
+    Identical to calling :func:`simulate` per spec; with the Ciw backend all replications of all specs
+    share one pool of worker processes (process start-up is paid once).
+    """
+    specs = list(specs)
+    if not specs:
+        raise ValueError("specs must be a non-empty sequence of JSQPS specs")
+    replications = integer_at_least("replications", replications, 1, allow_float=False)
+    replication_offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    if max_workers is not None:
+        max_workers = integer_at_least("max_workers", max_workers, 0, allow_float=False)
+    plans = []
+    for spec in specs:
+        checked = _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins)
+        plans.append(checked)
+    reps = list(range(replication_offset, replication_offset + replications))
+    raws = []
+    if backend == "fast":
+        for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans):
+            raws.append([
+                _run_fast(spec, kern, _seeds.replication_rng(seed, spec, k), W, H - C, dt_, grid_size(tm, dt_), om, sb)
+                for k in reps
+            ])
+    else:
+        from .ciw_backend import run_replications
+
+        tasks = [
+            (spec.to_json(), _seeds.python_seed(_seeds.replication_seed_sequence(seed, spec, k)), H, W, C, dt_,
+             grid_size(tm, dt_), om)
+            for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans)
+            for k in reps
+        ]
+        flat = run_replications(tasks, max_workers=max_workers)
+        raws = [flat[i * len(reps) : (i + 1) * len(reps)] for i in range(len(specs))]
+    return [
+        _dataset(spec, raw, reps, seed=seed, horizon=H, warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om,
+                 backend=backend, kernel=kern, service_bins=sb)
+        for spec, raw, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, plans)
+    ]
+
+
+def concat_replications(datasets) -> xr.Dataset:
+    """Join replication datasets (e.g. from :func:`simulate_replication`) sorted by replication index.
+
+    All inputs must come from the same spec and settings (identical ``config``/window/grid attrs);
+    duplicate replication indices are an error.
+    """
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("datasets must be a non-empty sequence of replication datasets")
+    keys = ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "occupancy_max")
+    ref = {k: datasets[0].attrs.get(k) for k in keys}
+    for ds in datasets[1:]:
+        for k in keys:
+            if ds.attrs.get(k) != ref[k]:
+                raise ValueError(f"datasets differ in attribute {k!r}: {ds.attrs.get(k)!r} != {ref[k]!r}")
+    out = xr.concat(datasets, dim="replication", data_vars="minimal", coords="minimal", compat="override",
+                    join="exact", combine_attrs="override")
+    reps = out["replication"].values
+    if len(np.unique(reps)) != len(reps):
+        raise ValueError(f"duplicate replication indices: {sorted(reps.tolist())}")
+    return out.sortby("replication")

@@ -1,0 +1,123 @@
+"""The JSQ-PS simulation cell job: a block of cells (one law, one R, several ρ), every replication of every
+cell one Dask task, cached by content key (see :mod:`sojourn.core.cache`).
+
+Replication k of a cell is bit-identical whether computed now or earlier, in any worker, because its
+random stream depends only on (seed, spec, k) (:mod:`sojourn.core.seeds`).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..core.cache import cached_cells, content_key, store_block
+from ..core.io import log_line as _log
+from ..core.io import report_progress
+from .model import JSQPS
+from .simulate import concat_replications, simulate_replication
+from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
+
+
+def _sim_kwargs(sim: dict, tg: dict) -> dict:
+    cooldown = sim.get("cooldown")
+    return dict(
+        horizon=float(sim["horizon"]),
+        warmup=float(sim["warmup"]),
+        cooldown=float(cooldown) if cooldown is not None else None,
+        backend=str(sim.get("backend", "fast")),
+        dt=float(tg["dt"]),
+        t_max=float(tg["t_max"]),
+    )
+
+
+def simulation_key(spec, sim: dict, tg: dict, code: str) -> str:
+    """Content key of a cell's replications: everything that changes their values except their number."""
+    kw = _sim_kwargs(sim, tg)
+    return content_key(spec.to_dict(), kw, int(sim["seed"]), code)
+
+
+#: engine attrs that differ between the cells of a block (kept per cell in the block's ``cell_attrs``)
+CELL_SPECIFIC = ("model", "spec", "seed_entropy", "title")
+
+
+def simulate_block(client, *, service: str, law: str, R: int, rhos, mu: float, sim: dict, tg: dict, code: str,
+                   output, cache_dir, log=None) -> Path:
+    """Simulate ``sim['replications']`` replications of the cells (service, R, ρ), ρ in ``rhos``; write them
+    as one file ``output`` (dims service, R, rho, replication, t, n).
+
+    Every missing replication of every cell is one Dask task, all submitted at once and gathered in
+    order. ``cache_dir`` is this block's cache: the file is stored there under the block's content key
+    (``output`` is a hard link to it) together with each cell's content key, so a rerun of the block —
+    a ρ added, replications added — simulates only cells and replications not stored before.
+    """
+    rhos = [str(r) for r in rhos]
+    n_rep = int(sim["replications"])
+    seed = int(sim["seed"])
+    kw = _sim_kwargs(sim, tg)
+    specs = {rho: JSQPS.from_load(int(R), float(rho), mu=float(mu), service=law) for rho in rhos}
+    keys = {rho: simulation_key(specs[rho], sim, tg, code) for rho in rhos}
+    cache_dir = Path(cache_dir)
+    have: dict = {rho: {} for rho in rhos}
+    cell_attrs: dict = {}
+    for rho, (old, attrs) in cached_cells(cache_dir, keys, select_rho).items():
+        cell_attrs[rho] = attrs
+        for k in old["replication"].values.tolist():
+            if k < n_rep:
+                have[rho][int(k)] = old.sel(replication=[k]).drop_vars(["service", "R", "rho", "spec_hash"],
+                                                                       errors="ignore").squeeze(
+                    ["service", "R", "rho"], drop=True)
+    missing = [(rho, k) for rho in rhos for k in range(n_rep) if k not in have[rho]]
+    for rho in rhos:
+        _log(log, f"cell {service} R={R} rho={rho}: {specs[rho].describe()}; key {keys[rho]}; "
+                  f"{len(have[rho])} replications cached, {n_rep - len(have[rho])} to simulate")
+    new = {}
+    if missing:
+        t0 = time.perf_counter()
+        futures = client.map(
+            simulate_replication, [specs[rho] for rho, _ in missing], [k for _, k in missing],
+            [seed] * len(missing), pure=False,
+            key=[f"sim-{service}-R{R}-rho{rho}-rep{k}-{keys[rho]}" for rho, k in missing], **kw,
+        )
+        report_progress(futures, lambda i, n: _log(log, f"  [{i}/{n}] replications done ({time.perf_counter() - t0:.2f} s)"))
+        for mk, ds in zip(missing, client.gather(futures)):
+            new[mk] = ds
+    cells = []
+    for rho in rhos:
+        parts = [have[rho][k] if k in have[rho] else new[(rho, k)] for k in range(n_rep)]
+        parts = [p[[v for v in SIM_VARS if v in p.data_vars]] for p in parts]
+        fresh = [new[(rho, k)] for k in range(n_rep) if (rho, k) in new]
+        attrs = dict(fresh[0].attrs) if fresh else dict(cell_attrs[rho])
+        for p in parts:  # cached parts come from this block's own files (same content key): same attrs
+            p.attrs = dict(attrs)
+        ds = concat_replications(parts) if len(parts) > 1 else parts[0]
+        ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
+        ds["spec_hash"] = xr.DataArray(
+            np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64),
+            dims=("service", "R", "rho"),
+            attrs={"long_name": "64-bit hash of the cell's spec (second entropy word of every replication's "
+                                "SeedSequence)", "units": "1"})
+        ds.attrs = {}
+        cell_attrs[rho] = attrs
+        cells.append(ds)
+    block = cells[0] if len(cells) == 1 else xr.concat(
+        cells, dim="rho", data_vars="all", coords="different", compat="equals", join="outer",
+        fill_value=SIM_FILL, combine_attrs="drop")
+    first = cell_attrs[rhos[0]]
+    block.attrs = _cell_attrs({k: v for k, v in first.items() if k not in CELL_SPECIFIC}, sim=sim, tg=tg,
+                              code=code, law=law)
+    block.attrs["cell_keys"] = json.dumps(keys, sort_keys=True)
+    block.attrs["cell_attrs"] = json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)
+    store_block(block, cache_dir, content_key(keys, n_rep), output, simulation_encoding(block))
+    return Path(output)
+
+
+def _cell_attrs(engine_attrs: dict, **extra) -> dict:
+    keep = ("Conventions", "source", "sojourn_version", "git_commit", "model", "spec", "backend", "kernel",
+            "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "seed_entropy", "seed_recipe",
+            "histogram_convention", "title")
+    out = {k: engine_attrs[k] for k in keep if k in engine_attrs}
+    out["pipeline_config"] = json.dumps(extra, sort_keys=True, default=str)
+    return out

@@ -1,0 +1,128 @@
+"""How the JSQ-PS study stores its cells: variables kept, gap values, compact encodings, and the
+survival-function form of the approximations (shared by the cell jobs and the merges)."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..core.io import read_netcdf
+
+
+def select_rho(ds: xr.Dataset, rho: str) -> xr.Dataset:
+    """Cell ρ of a block file (the cache's cell selector, :func:`sojourn.core.cache.cached_cells`)."""
+    return ds.sel(rho=[float(rho)])
+
+
+SIM_VARS = (
+    "count", "overflow", "n_customers", "sum", "sumsq", "mean", "max",
+    "occupancy_at_arrival", "mean_number_per_server", "events", "wall_time",
+)
+
+
+#: gaps of an incomplete hypercube (an M/G/R law on a sub-grid): integer variables get these values
+SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0}
+
+
+#: histogram-like integer variables stored as int16 when every value fits, else int32
+COUNT_VARS = ("count", "occupancy_at_arrival")
+
+
+def simulation_var_encoding(name, dims, shape, dtype, disk=None, complevel: int = 5) -> dict:
+    """Storage of one simulation variable: counts as ``disk`` (int16/int32) in one chunk per histogram,
+    zlib + shuffle; small variables contiguous (used for cell/block files and for the merged cube)."""
+    e = {"zlib": True, "complevel": complevel, "shuffle": True}
+    if name in COUNT_VARS:
+        e["dtype"] = str(np.dtype(disk if disk is not None else "int32"))
+        e["chunksizes"] = tuple(1 for _ in shape[:-1]) + (shape[-1],)
+    return _small(e, shape, dtype)
+
+
+def simulation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
+    """Compact storage: counts as int16/int32, zlib + shuffle; small variables contiguous."""
+    enc = {}
+    for name, var in ds.data_vars.items():
+        disk = None
+        if name in COUNT_VARS:
+            # counts of one 0.01-wide bin: int16 when every value fits (~13% smaller), else int32
+            disk = "int16" if int(var.max()) < np.iinfo(np.int16).max else "int32"
+        enc[name] = simulation_var_encoding(name, var.dims, var.shape, var.dtype, disk, complevel)
+    enc.update(_coord_encoding(ds, complevel))
+    return enc
+
+
+def _small(e: dict, shape, dtype) -> dict:
+    if int(np.prod(shape, dtype=np.int64)) < SMALL and np.dtype(dtype).kind in "iuf":
+        return {k: v for k, v in e.items() if k == "dtype"} | {"contiguous": True}
+    return e
+
+
+#: variables smaller than this (elements) are stored contiguous and uncompressed: a chunked, filtered
+#: HDF5 dataset costs ~3 kB of B-tree and header, which dominated the per-cell files (81 kB -> 48 kB)
+SMALL = 4096
+
+
+def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
+    """Compress the long coordinates too (t alone is 146 kB per cell file uncompressed)."""
+    return {name: {"zlib": True, "complevel": complevel, "shuffle": True}
+            for name in ("t", "n") if name in ds.coords}
+
+
+APPROX_ATTRS = {
+    "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),
+    "L1": ("Markov-chain truncation per server used by the method", "1"),
+    "L2": ("sum range / truncation level used by the method", "1"),
+    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact", "1"),
+    "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
+}
+
+
+#: tail probabilities below this are stored as 0 (they change no percentile ≤ 99.999 and W by < 1e-6)
+SF_FLOOR = 1e-9
+
+
+#: mantissa bits kept in the stored survival function (relative error ≤ 2^-13 ≈ 1.2e-4)
+SF_BITS = 12
+
+
+def to_storage(ds: xr.Dataset) -> xr.Dataset:
+    """Store an approximation as ``sf`` = 1 − F (float32, quantised to relative precision, tiny tails
+    zeroed) instead of ``cdf``: a CDF in float32 has absolute resolution 6e-8 near 1 and quantising it
+    would destroy the 99.999th percentile, while the survival function keeps relative precision in the
+    tail and compresses ~4x better. :func:`read_approximation` restores ``cdf``."""
+    if "cdf" not in ds:
+        return ds
+    sf = (1.0 - ds["cdf"].astype(np.float64)).clip(min=0.0)
+    sf = sf.where(sf >= SF_FLOOR, 0.0)
+    out = ds.drop_vars("cdf")
+    out["sf"] = sf
+    out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
+                                    "adds cdf = 1 - sf)", "units": "1",
+                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0"}
+    return out
+
+
+def read_approximation(path) -> xr.Dataset:
+    """An approximation file with ``cdf`` = 1 − ``sf`` restored (float64)."""
+    ds = read_netcdf(path)
+    if "sf" in ds and "cdf" not in ds:
+        ds["cdf"] = 1.0 - ds["sf"].astype(np.float64)
+        ds["cdf"].attrs = {"long_name": "approximated sojourn-time CDF F(t) on the grid t", "units": "1"}
+    return ds
+
+
+def approximation_var_encoding(name, dims, shape, dtype, disk=None, complevel: int = 5) -> dict:
+    """``sf`` float32 quantised (see :func:`to_storage`), λ_n and A_n float32, all zlib + shuffle."""
+    e = {"zlib": True, "complevel": complevel, "shuffle": True}
+    if name == "sf":
+        e.update(dtype="float32", significant_digits=SF_BITS, quantize_mode="BitRound",
+                 chunksizes=tuple(1 if d != "t" else n for d, n in zip(dims, shape)))
+    elif name in ("lambda_n", "A_n"):
+        e["dtype"] = "float32"
+    return _small(e, shape, dtype)
+
+
+def approximation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
+    enc = {name: approximation_var_encoding(name, var.dims, var.shape, var.dtype, None, complevel)
+           for name, var in ds.data_vars.items() if var.dtype.kind in "iuf"}
+    enc.update(_coord_encoding(ds, complevel))
+    return enc

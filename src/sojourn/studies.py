@@ -1,0 +1,38 @@
+"""The registry of studies: which exist, where their code, rules, schema and commands live.
+
+A study is a package ``sojourn.<name>`` that imports the core (``sojourn.core``) and never another
+study; its workflow rules are ``workflow/rules/<name>.smk``, its config section ``<name>:`` is checked by
+``workflow/schemas/<name>.schema.yaml``, its results go under ``<results>/<name>/``. The Snakefile
+includes the rule file of every enabled study and the CLI registers each study's commands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str  # package, config section, rule file, schema, results folder
+    title: str  # report category and CLI group description
+    cli: str | None = None  # module with register(subparsers) for the study's commands
+
+    @property
+    def package(self) -> str:
+        return f"sojourn.{self.name}"
+
+
+STUDIES: tuple[Study, ...] = (
+    Study("jsq_ps", "JSQ-PS: R processor-sharing servers behind join-the-shortest-queue (seed 000)",
+          "sojourn.jsq_ps.cli"),
+)
+
+
+def names() -> list[str]:
+    return [s.name for s in STUDIES]
+
+
+def get(name: str) -> Study:
+    for s in STUDIES:
+        if s.name == name:
+            return s
+    raise KeyError(f"unknown study {name!r}; known: {', '.join(names())}")
