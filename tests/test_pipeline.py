@@ -21,7 +21,7 @@ from sojourn.core.stats import cdf_at_left_edges
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_CFG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
-METHODS = TEST_CFG["approximation"]["methods"]
+METHODS = TEST_CFG["jsq_ps"]["approximation"]["methods"]
 
 pytestmark = pytest.mark.slow
 
@@ -52,9 +52,10 @@ def job_counts(proc) -> dict:
 
 
 def write_cfg(path, **changes):
+    """The test config with sections of the jsq_ps study updated."""
     cfg = copy.deepcopy(TEST_CFG)
     for section, values in changes.items():
-        cfg[section] = {**cfg.get(section, {}), **values}
+        cfg["jsq_ps"][section] = {**cfg["jsq_ps"].get(section, {}), **values}
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -181,8 +182,8 @@ def test_new_rho_reruns_only_new_cells(run, tmp_path):
     """ρ = 0.65 opens a new block (0.60-0.70) per R: two simulation and two approximation jobs, plus merges."""
     cfg = write_cfg(tmp_path / "c.yaml", grid={"R": [1, 2], "rho": [0.5, 0.65, 0.8]})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
-    assert counts.get("simulate") == 2 and counts.get("approximate") == 2
-    assert counts.get("merge_simulation") == 1 and counts.get("compare") == 1
+    assert counts.get("jsq_ps_simulate") == 2 and counts.get("jsq_ps_approximate") == 2
+    assert counts.get("jsq_ps_merge_simulation") == 1 and counts.get("jsq_ps_compare") == 1
 
 
 def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
@@ -194,13 +195,13 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
     before_ap = res(work, "approximation.nc")
     cfg = write_cfg(tmp_path / "c.yaml", grid={"R": [1, 2], "rho": [0.5, 0.55, 0.8]})
     counts = job_counts(snakemake(work, "-n", configfile=cfg))
-    assert counts.get("simulate") == 2 and counts.get("approximate") == 2  # blocks 0.50-0.60 for R = 1, 2
+    assert counts.get("jsq_ps_simulate") == 2 and counts.get("jsq_ps_approximate") == 2  # blocks 0.50-0.60 for R = 1, 2
     proc = snakemake(work, configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    log = (work / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~2" / "rho~0.50-0.60.log").read_text()
+    log = (work / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~2" / "rho~0.50-0.60.log").read_text()
     assert re.search(r"rho=0\.50: .*2 replications cached, 0 to simulate", log), log
     assert re.search(r"rho=0\.55: .*0 replications cached, 2 to simulate", log), log
-    alog = (work / "logs" / "jsq_ps" / "approximate" / "R~2" / "rho~0.50-0.60.log").read_text()
+    alog = (work / "results" / "jsq_ps" / "logs" / "approximate" / "R~2" / "rho~0.50-0.60.log").read_text()
     assert "rho=0.50: cached" in alog and "rho=0.55 methods=" in alog
     after = res(work, "simulation.nc")
     assert after["rho"].values.tolist() == [0.5, 0.55, 0.8]
@@ -216,45 +217,75 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
 def test_horizon_reruns_simulations_only(run, tmp_path):
     cfg = write_cfg(tmp_path / "c.yaml", simulation={"horizon": 2500})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
-    assert counts.get("simulate") == 5 and "approximate" not in counts
+    assert counts.get("jsq_ps_simulate") == 5 and "jsq_ps_approximate" not in counts
 
 
 def test_L2_reruns_approximations_only(run, tmp_path):
     cfg = write_cfg(tmp_path / "c.yaml", approximation={"L2": 140})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
-    assert counts.get("approximate") == 4 and "simulate" not in counts
-    assert "merge_simulation" not in counts
+    assert counts.get("jsq_ps_approximate") == 4 and "jsq_ps_simulate" not in counts
+    assert "jsq_ps_merge_simulation" not in counts
 
 
-def test_package_code_change_reruns_its_rules_only(run, tmp_path):
-    """Edit a copy of the package (imported via PYTHONPATH): only the rules using the edited code rerun.
-
-    """
+@pytest.fixture
+def edited(run, tmp_path):
+    """A copy of the run's package (imported via PYTHONPATH) to edit, and a dry-run on it: {rule: jobs}."""
     src = tmp_path / "src"
     shutil.copytree(run / "src" / "sojourn", src / "sojourn", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(src)}
-    base = job_counts(snakemake(run, "-n", env=env))
-    assert base == {}  # the same code: nothing to do
-    target = sorted((src / "sojourn" / "analytic").glob("*.py"))[0]
-    target.write_text(target.read_text() + "\n# edited\n")
-    counts = job_counts(snakemake(run, "-n", env=env))
-    assert counts.get("approximate") == 4 and counts.get("merge_approximation") == 1
-    assert counts.get("simulate", 0) == base.get("simulate", 0)
-    target = src / "sojourn" / "stats.py"
-    target.write_text(target.read_text() + "\n# edited\n")
-    counts = job_counts(snakemake(run, "-n", env=env))
-    assert "compare" in counts and counts.get("simulate", 0) == base.get("simulate", 0)
+
+    def dry_run_after(relpath, old, new):
+        f = src / "sojourn" / relpath
+        text = f.read_text()
+        assert old in text, (relpath, old)
+        f.write_text(text.replace(old, new, 1))
+        return job_counts(snakemake(run, "-n", env=env))
+
+    assert job_counts(snakemake(run, "-n", env=env)) == {}  # the same code: nothing to do
+    return dry_run_after
+
+
+JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1,
+        "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_figures": 1, "all": 1}
+
+
+def test_comment_and_docstring_edits_rerun_nothing(edited):
+    """Code fingerprints hash the parse tree without docstrings: comments, docstrings, layout change nothing."""
+    assert edited("core/io.py", "import threading\n", "import threading  # a new comment\n\n\n") == {}
+    assert edited("jsq_ps/kernel.py", '"""General-law event kernel', '"""The general-law event kernel') == {}
+
+
+def test_comparison_edit_reruns_compare_and_figures_only(edited):
+    counts = edited("jsq_ps/compare.py", "def _attrs(long_name", "_EDITED = 1\n\n\ndef _attrs(long_name")
+    assert counts == {"jsq_ps_compare": 1, "jsq_ps_figures": 1, "all": 1}
+
+
+def test_kernel_edit_reruns_simulations_and_what_depends_on_them(edited):
+    counts = edited("jsq_ps/kernel.py", "BIG = ", "_EDITED = 1\nBIG = ")
+    assert counts == {"jsq_ps_simulate": 5, "jsq_ps_merge_simulation": 1, "jsq_ps_compare": 1,
+                      "jsq_ps_figures": 1, "all": 1}
+
+
+def test_analytic_edit_reruns_approximations_and_what_depends_on_them(edited):
+    counts = edited("jsq_ps/analytic/gupta.py", "import numpy as np\n", "import numpy as np\n\n_EDITED = 1\n")
+    assert counts == {"jsq_ps_approximate": 4, "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1,
+                      "jsq_ps_figures": 1, "all": 1}
+
+
+def test_core_edit_used_by_everything_reruns_everything(edited):
+    counts = edited("core/io.py", "def log_line(", "_EDITED = 1\n\n\ndef log_line(")
+    assert counts == JOBS
 
 
 def test_bad_config_rejected_before_any_job(tmp_path):
     for change, key in (({"simulation": {"horizonn": 10}}, "horizonn"),
-                        ({"simulation": {"horizon": 300}}, "simulation.warmup")):
+                        ({"simulation": {"horizon": 300}}, "jsq_ps.simulation.warmup")):
         work = tmp_path / key
         work.mkdir()
         bad = work / "bad.yaml"
         cfg = copy.deepcopy(TEST_CFG)
         for section, values in change.items():
-            cfg[section] = {**cfg[section], **values}
+            cfg["jsq_ps"][section] = {**cfg["jsq_ps"][section], **values}
         bad.write_text(yaml.safe_dump(cfg))
         proc = snakemake(work, configfile=bad, env=dict(os.environ))
         assert proc.returncode != 0
@@ -265,10 +296,10 @@ def test_bad_config_rejected_before_any_job(tmp_path):
 def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
     before = res(run, "simulation.nc")
     cfg = write_cfg(tmp_path / "c.yaml", simulation={"replications": 3})
-    proc = snakemake(run, "--allowed-rules", "simulate", "merge_simulation", "results/jsq_ps/simulation.nc",
+    proc = snakemake(run, "--allowed-rules", "jsq_ps_simulate", "jsq_ps_merge_simulation", "results/jsq_ps/simulation.nc",
                      configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    log = (run / "logs" / "jsq_ps" / "simulate" / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
+    log = (run / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
     assert "rho=0.50: " in log and "2 replications cached, 1 to simulate" in log
     after = res(run, "simulation.nc")
     assert after["replication"].values.tolist() == [0, 1, 2]
@@ -322,8 +353,8 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
                 probe.wait_for_workers(1, timeout=60)
         with dask_client(cfg, n) as client:
             path = simulate_block(client, service="exponential", law="exponential", R=2, rhos=["0.80"], mu=1.0,
-                                 sim={**TEST_CFG["simulation"], "replications": 3, "backend": "fast"},
-                                 tg=TEST_CFG["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 sim={**TEST_CFG["jsq_ps"]["simulation"], "replications": 3, "backend": "fast"},
+                                 tg=TEST_CFG["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
                                  cache_dir=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)
     ref = out["local1"]

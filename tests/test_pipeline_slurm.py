@@ -37,7 +37,7 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
     from sojourn.jsq_ps.simulate_blocks import simulate_block
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "test.yaml").read_text())
-    sim = {**cfg["simulation"], "replications": 2, "backend": "fast"}
+    sim = {**cfg["jsq_ps"]["simulation"], "replications": 2, "backend": "fast"}
     slurm = {"kind": "slurm", "slurm": {"queue": partition, "jobs": 1, "cores": 1, "processes": 1,
                                         "memory": "1GB", "walltime": "00:10:00",
                                         "log_directory": str(tmp_path / "dask-logs")}}
@@ -46,7 +46,7 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
         with dask_client(cluster, 1) as client:
             client.wait_for_workers(1, timeout=120)
             path = simulate_block(client, service="exponential", law="exponential", R=1, rhos=["0.50"], mu=1.0,
-                                 sim=sim, tg=cfg["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 sim=sim, tg=cfg["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
                                  cache_dir=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)
     for var in out["local"].data_vars:

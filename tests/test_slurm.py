@@ -373,15 +373,15 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     _simulate_api()
     import yaml
 
-    study = yaml.safe_load(TEST_CONFIG.read_text())["study"]
+    root = yaml.safe_load(TEST_CONFIG.read_text())["results"]
     profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
     assert profile.get("executor") == "slurm"
-    merged = f"results/{study}/simulation.nc"
+    merged = f"{root}/jsq_ps/simulation.nc"
 
     # Local run of the distributed part of the pipeline: every simulation block, their merge, and the
     # approximation blocks.
     local, hpc = tmp_path / "local", tmp_path / "slurm"
-    _snakemake(local, "--cores", "2", "--until", "merge_simulation", "approximate")
+    _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_approximate")
     blocks = [str(p) for p in _nc_files(local) if str(p) != merged]
     sim_blocks = [b for b in blocks if "/simulation/" in b]
     approx_blocks = [b for b in blocks if "/approximation/" in b]

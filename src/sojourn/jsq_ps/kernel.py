@@ -59,6 +59,37 @@ def _rate_table(theta, cap):
 
 
 @njit(inline="always")
+def _heap_push(hk, ha, hx, s, i, key, arr, req):
+    """Sift-up insertion of (virtual finish key, arrival date, requirement) into heap row s holding i entries."""
+    while i > 0:
+        par = (i - 1) >> 1
+        pk = hk[s, par]
+        if pk <= key:
+            break
+        hk[s, i] = pk
+        ha[s, i] = ha[s, par]
+        hx[s, i] = hx[s, par]
+        i = par
+    hk[s, i] = key
+    ha[s, i] = arr
+    hx[s, i] = req
+
+
+@njit(inline="always")
+def _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax):
+    """A recorded sojourn into histogram bin floor(soj/dt) (else the overflow count), and the running
+    count, sum, sum of squares and maximum (returned; both kernels record the same way)."""
+    b = int(soj * inv_dt)
+    if b < hist.shape[0]:
+        hist[b] += 1
+    else:
+        over += 1
+    if soj > smax:
+        smax = soj
+    return cnt + 1, over, ssum + soj, ssq + soj * soj, smax
+
+
+@njit(inline="always")
 def _jsq_ties(n, R, tb):
     """Servers with the fewest customers (a min reduction, then a branch-free scan) into ``tb`` in
     scan order; returns how many. Inlined into both kernels (a real call costs ~30 ns per arrival)."""
@@ -179,7 +210,6 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
     (n[s] − c == qa.shape[1]): the caller grows those arrays and calls again.
     The per-customer service rate θ/max(m, θ) is read from the table rt (rt[m], m ≤ capacity).
     """
-    nbins = hist.shape[0]
     inv_dt = 1.0 / dt
     nmax = occ.shape[0] - 1
     K = cx_n.shape[0]
@@ -271,21 +301,8 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             tl[s] = t
             n[s] = ns + 1
             total += 1
-            if ns < c:  # admitted at once: sift-up insertion of (V[s] + x, t, x) into heap row s
-                hkey = V[s] + x
-                i = m
-                while i > 0:
-                    par = (i - 1) >> 1
-                    pk = hk[s, par]
-                    if pk <= hkey:
-                        break
-                    hk[s, i] = pk
-                    ha[s, i] = ha[s, par]
-                    hx[s, i] = hx[s, par]
-                    i = par
-                hk[s, i] = hkey
-                ha[s, i] = t
-                hx[s, i] = x
+            if ns < c:  # admitted at once: (V[s] + x, t, x) into heap row s
+                _heap_push(hk, ha, hx, s, m, V[s] + x, t, x)
                 m += 1
                 if m == cap:
                     status = _HEAP_FULL
@@ -348,16 +365,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             total -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
-                b = int(soj * inv_dt)  # histogram bin floor(soj/dt)
-                if b < nbins:
-                    hist[b] += 1
-                else:
-                    over += 1
-                cnt += 1
-                ssum += soj
-                ssq += soj * soj
-                if soj > smax:
-                    smax = soj
+                cnt, over, ssum, ssq, smax = _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
                 if xdx > 0.0:
                     k = int(x / xdx)
@@ -367,23 +375,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
                         cx_ss[k] += soj * soj
             if ns > c:  # limited PS: admit the head of the FIFO with finish key V + x
                 h = qh[s]
-                # sift-up insertion of (V[s] + qx[s, h], qa[s, h], qx[s, h]) into heap row s of size m
-                hreq = qx[s, h]
-                harr = qa[s, h]
-                hkey = V[s] + hreq
-                i = m
-                while i > 0:
-                    par = (i - 1) >> 1
-                    pk = hk[s, par]
-                    if pk <= hkey:
-                        break
-                    hk[s, i] = pk
-                    ha[s, i] = ha[s, par]
-                    hx[s, i] = hx[s, par]
-                    i = par
-                hk[s, i] = hkey
-                ha[s, i] = harr
-                hx[s, i] = hreq
+                _heap_push(hk, ha, hx, s, m, V[s] + qx[s, h], qa[s, h], qx[s, h])
                 qh[s] = h + 1 if h + 1 < qcap else 0
                 m += 1
             if m > 0:
@@ -458,7 +450,6 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
     Returns True at the end of the run, False (after completing the event) when an arrival filled
     a row of A (n[s] == A.shape[1]): the caller grows A and calls again.
     """
-    nbins = hist.shape[0]
     nmax = occ.shape[0] - 1
     cap = A.shape[1]
     lm = lam / mu
@@ -542,16 +533,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
                 nb -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
-                b = int(soj * inv_dt)  # histogram bin floor(soj/dt)
-                if b < nbins:
-                    hist[b] += 1
-                else:
-                    over += 1
-                cnt += 1
-                ssum += soj
-                ssq += soj * soj
-                if soj > smax:
-                    smax = soj
+                cnt, over, ssum, ssq, smax = _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
     ist[0] = nb
     ist[1] = rr
