@@ -58,12 +58,12 @@ def _phases(log_text: str) -> dict:
         if m and stamp is not None:
             end[m.group(1)] = stamp
     out = {}
-    cells = [r for r in ("simulate", "approximate") if r in start]
+    cells = [r for r in ("jsq_ps_simulate", "jsq_ps_approximate") if r in start]
     if cells:
         out["cells"] = max(end[r] for r in cells) - min(start[r] for r in cells)
     for r in ("merge_simulation", "merge_approximation", "compare", "figures"):
-        if r in start and r in end:
-            out[r] = end[r] - start[r]
+        if f"jsq_ps_{r}" in start and f"jsq_ps_{r}" in end:
+            out[r] = end[f"jsq_ps_{r}"] - start[f"jsq_ps_{r}"]
     return out
 
 
@@ -92,16 +92,26 @@ def bench_default():
                 results_MB=round(_du(Path(work) / "results") / 1e6, 2), target_wall_s=300)
 
 
+def _study_results(work, cfg) -> Path:
+    """The JSQ-PS results folder of a run of ``cfg`` in ``work``."""
+    return Path(work) / cfg.get("results", "results") / "jsq_ps"
+
+
 def _paper_cfg(tmp, rhos=SLICE_RHO, mgr=False):
-    cfg = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    """config/paper.yaml with only the JSQ-PS study, on the loads ``rhos``; returns (path, config)."""
+    top = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    top = {"results": top.get("results", "results"), "jsq_ps": top["jsq_ps"]}
+    for other in ("split_merge", "restart"):
+        top[other] = {"enabled": False}
+    cfg = top["jsq_ps"]
     cfg["grid"]["rho"] = rhos
     cfg["grid"]["rho_range"] = None
     if not mgr:
         cfg["mgr"] = {"laws": []}
     cfg["figures"]["cdf_cells"] = [{"R": 1, "rho": rhos[-1]}, {"R": 10, "rho": rhos[len(rhos) // 2]}]
     path = Path(tmp) / "paper_slice.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path, cfg
+    path.write_text(yaml.safe_dump(top))
+    return path, top
 
 
 def bench_slice():
@@ -113,7 +123,7 @@ def bench_slice():
     with tempfile.TemporaryDirectory() as work:
         cfgfile, cfg = _paper_cfg(work)
         wall, _ = _snakemake(work, configfile=cfgfile)
-        res = Path(work) / "results" / cfg["study"]
+        res = _study_results(work, cfg)
         sim = read_netcdf(res / "simulation.nc")
         ap = read_netcdf(res / "approximation.nc")
         sim_cpu = float(sim["wall_time"].sum())
@@ -167,10 +177,11 @@ def bench_overhead():
         start = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as work:
         cfgfile, cfg = _paper_cfg(work, rhos=[0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08])
-        cfg["simulation"].update(horizon=60, warmup=5, cooldown=5, replications=1)
-        cfg["approximation"]["methods"] = ["F"]
+        cfg["jsq_ps"]["simulation"].update(horizon=60, warmup=5, cooldown=5, replications=1)
+        cfg["jsq_ps"]["approximation"]["methods"] = ["F"]
         Path(cfgfile).write_text(yaml.safe_dump(cfg))
-        wall, proc = _snakemake(work, "--until", "merge_simulation", "merge_approximation", configfile=cfgfile)
+        wall, proc = _snakemake(work, "--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation",
+                                configfile=cfgfile)
         jobs = 2 * 80 + 2
         _record(what="overheads", dask_task_ms=round(per_task_ms, 2), local_cluster_start_s=round(start, 2),
                 snakemake_jobs=jobs, tiny_jobs_wall_s=round(wall, 1),
@@ -182,18 +193,20 @@ def bench_overhead():
 def bench_noop():
     """DAG build (fresh) and no-op dry run (all outputs present, metadata written by --touch) for paper.yaml."""
     import sojourn.jsq_ps.grid as G
+    from sojourn.jsq_ps.naming import figure_stems
 
     with tempfile.TemporaryDirectory() as work:
         paper = ROOT / "config" / "paper.yaml"
         fresh, proc = _snakemake(work, "-n", configfile=paper)
         cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         _merge(cfg, yaml.safe_load(paper.read_text()))
-        res = Path(work) / "results" / cfg["study"]
-        b = G.blocks(cfg)
+        res = _study_results(work, cfg)
+        study = cfg["jsq_ps"]
+        b = G.blocks(study)
         files = [res / "blocks" / "simulation" / s / f"R~{R}" / f"rho~{lab}.nc" for s, R, lab in b.simulation]
         files += [res / "blocks" / "approximation" / f"R~{R}" / f"rho~{lab}.nc" for R, lab in b.approximation]
         files += [res / n for n in ("simulation.nc", "approximation.nc", "comparison.nc")]
-        files += [res / "figures" / f"{s}.{f}" for s in G.figure_stems(cfg) for f in cfg["figures"]["formats"]]
+        files += [res / "figures" / f"{s}.{f}" for s in figure_stems(study) for f in study["figures"]["formats"]]
         for i, f in enumerate(files):
             f.parent.mkdir(parents=True, exist_ok=True)
             f.touch()
@@ -230,7 +243,7 @@ def bench_paper():
             proc.stderr)}
         cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         _merge(cfg, yaml.safe_load(paper.read_text()))
-        res = Path(work) / "results" / cfg["study"]
+        res = _study_results(work, cfg)
         sim = read_netcdf(res / "simulation.nc")
         ap = read_netcdf(res / "approximation.nc")
         shared = json.loads(ap.attrs.get("config", "{}")).get("approximation", {}).get("share_corrected", False)
