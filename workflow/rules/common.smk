@@ -8,6 +8,24 @@ RESULTS = config["results"]
 TARGETS = {}  # study name -> its final outputs (rule all)
 
 
+def logged(log_path, fn, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` with a record in the job's log: the call, its result and duration, or
+    the traceback of what went wrong (then re-raised, so the job fails as usual)."""
+    import time
+    import traceback
+
+    with open(log_path, "w") as fh:
+        print(f"{fn.__module__}.{fn.__qualname__}", file=fh, flush=True)
+        t0 = time.perf_counter()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            traceback.print_exc(file=fh)
+            raise
+        print(f"done in {time.perf_counter() - t0:.2f} s: {result}", file=fh)
+    return result
+
+
 def dask():
     """The Dask client shared by all jobs of this Snakemake process (started on first use)."""
     from sojourn.core.cluster import shared_client

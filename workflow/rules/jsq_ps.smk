@@ -95,7 +95,7 @@ rule jsq_ps_merge_simulation:
     run:
         from sojourn.jsq_ps.merging import merge_simulation
 
-        merge_simulation(input, output[0], params.settings)
+        logged(log[0], merge_simulation, input, output[0], params.settings)
 
 
 rule jsq_ps_merge_approximation:
@@ -113,7 +113,7 @@ rule jsq_ps_merge_approximation:
     run:
         from sojourn.jsq_ps.merging import merge_approximation
 
-        merge_approximation(input, output[0], params.settings)
+        logged(log[0], merge_approximation, input, output[0], params.settings)
 
 
 rule jsq_ps_compare:
@@ -132,7 +132,7 @@ rule jsq_ps_compare:
     run:
         from sojourn.jsq_ps.compare import write_comparison
 
-        write_comparison(input.sim, input.approx, output[0], params.settings)
+        logged(log[0], write_comparison, input.sim, input.approx, output[0], params.settings)
 
 
 def _jsq_figure_outputs():
@@ -165,6 +165,6 @@ rule jsq_ps_figures:
     run:
         from sojourn.jsq_ps.plots import all_figures
 
-        all_figures(input.comparison, input.simulation, input.approximation, f"{JSQ_RES}/figures",
-                    cdf_cells=params.figures["cdf_cells"], formats=params.figures["formats"],
-                    dpi=params.figures["dpi"], decimals=params.rho_decimals)
+        logged(log[0], all_figures, input.comparison, input.simulation, input.approximation, f"{JSQ_RES}/figures",
+               cdf_cells=params.figures["cdf_cells"], formats=params.figures["formats"],
+               dpi=params.figures["dpi"], decimals=params.rho_decimals)
