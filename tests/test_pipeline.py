@@ -364,3 +364,33 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
         for var in ref.data_vars:
             if var != "wall_time":
                 np.testing.assert_array_equal(out[name][var].values, ref[var].values, err_msg=f"{name}: {var}")
+
+
+def test_damaged_results_are_rebuilt_by_the_next_run(run, tmp_path):
+    """A truncated block, garbage in simulation.nc and an altered (still readable) comparison.nc: the next
+    plain run reports each, moves it aside and rebuilds it — no manual deletion — with the same data."""
+    import netCDF4
+
+    work = tmp_path / "work"
+    shutil.copytree(run, work, symlinks=True)
+    res_dir = work / "results" / "jsq_ps"
+    before = {n: res(work, n) for n in ("simulation.nc", "comparison.nc")}
+    block = res_dir / "blocks" / "simulation" / "exponential" / "R~1" / "rho~0.50-0.60.nc"
+    os.truncate(block, block.stat().st_size // 2)
+    (res_dir / "simulation.nc").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(5000))
+    with netCDF4.Dataset(res_dir / "comparison.nc", "a") as nc:
+        v = nc.variables["wasserstein_mean"]
+        v[0, 0, 0, 0] = 123.0
+    dry = snakemake(work, "-n")
+    assert dry.returncode == 0 and dry.stderr.count("sojourn: damaged result") == 3, dry.stderr[-3000:]
+    assert block.is_file()  # a dry run only reports
+    proc = snakemake(work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("sojourn: damaged result") == 3 and "moved aside" in proc.stderr
+    assert (res_dir / "simulation.nc.damaged").is_file()
+    for name, old in before.items():
+        new = res(work, name)
+        for var in old.data_vars:
+            if var not in ("wall_time", "run_time"):
+                xr.testing.assert_equal(new[var], old[var])
+    assert "damaged" not in snakemake(work, "-n").stderr

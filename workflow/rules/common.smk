@@ -1,11 +1,49 @@
 # Shared by every study's rules: the results root, code fingerprints (rerun triggers for package code,
 # computed from what each rule's entry module imports: sojourn.core.fingerprint), the final targets of
 # each study, and the process-wide Dask client every run: block submits to (profile force-use-threads).
+import sys
+from pathlib import Path
+
 from sojourn.core.config import ConfigError, canonical
 from sojourn.core.fingerprint import fingerprint
 
 RESULTS = config["results"]
 TARGETS = {}  # study name -> its final outputs (rule all)
+
+
+#: command-line flags with which Snakemake runs no job (whether the run executes is decided after this file
+#: is parsed, so the command line is the only place to read it from)
+_NO_JOBS = {"-n", "--dry-run", "--dryrun", "--just-print", "--report", "--summary", "-S", "--detailed-summary",
+            "-D", "--list-changes", "--lc", "--unlock", "--lint", "--dag", "--rulegraph", "--filegraph",
+            "--touch", "-t", "--list-rules", "-l", "--list-target-rules", "--lt", "--delete-all-output",
+            "--delete-temp-output", "--cleanup-metadata", "--cm", "--containerize", "--archive"}
+
+
+def _executes():
+    """True unless the command line asks for a dry run, a report or another run without jobs."""
+    import re
+
+    for a in sys.argv[1:]:
+        flag = a.split("=", 1)[0]
+        if flag in _NO_JOBS or (re.fullmatch(r"-[a-zA-Z]{2,}", a) and ("n" in a or "t" in a)):
+            return False
+    return True
+
+
+def _damaged_results():
+    """Result files that no longer match their checksum (sojourn.core.integrity) are moved aside before
+    the DAG is built, so that this run rebuilds them and what depends on them (a dry run only reports)."""
+    from sojourn.core.integrity import scan
+
+    move = workflow.is_main_process and _executes()
+    for study in ENABLED:
+        for path, reason in scan(Path(RESULTS) / study.name, move=move):
+            what = f"moved aside to {path.name}.damaged; it will be rebuilt" if move else "it would be rebuilt"
+            print(f"sojourn: damaged result {path} ({reason}): {what}", file=sys.stderr)
+
+
+if workflow.is_main_process:
+    _damaged_results()
 
 
 def logged(log_path, fn, *args, **kwargs):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .integrity import seal
 from .version import __version__
 
 #: held around every netCDF access of sojourn (HDF5 is not thread-safe)
@@ -75,7 +76,8 @@ def default_encoding(ds: xr.Dataset, complevel: int = 4) -> dict:
 
 
 def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
-    """Write ``ds`` to ``path`` atomically: a temporary file in the same folder, then rename.
+    """Write ``ds`` to ``path`` atomically (a temporary file in the same folder, then rename) and sealed
+    (:mod:`sojourn.core.integrity`: a sha256 sidecar; permissions from the umask).
 
     A crash never leaves a half-written file under the final name.
     """
@@ -87,7 +89,7 @@ def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
     try:
         with NETCDF_LOCK:
             ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=enc)
-        os.replace(tmp, path)
+        seal(tmp, path)  # sidecar checksum, umask permissions, then the rename
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

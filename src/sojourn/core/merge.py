@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .integrity import seal
+
 #: write at most this many elements per netCDF call when filling gaps (bounded memory)
 FILL_CHUNK = 8_000_000
 
@@ -235,7 +237,7 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
         with (lock or contextlib.nullcontext()):
             _fill_gaps(vars_meta, stack, sizes, written, fill)
             nc.close()
-        os.replace(tmp, output)
+        seal(tmp, output)  # sidecar checksum, umask permissions, then the rename
     except BaseException:
         with contextlib.suppress(Exception), (lock or contextlib.nullcontext()):
             nc.close()

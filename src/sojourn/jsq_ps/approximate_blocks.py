@@ -75,7 +75,7 @@ def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: 
     hyper = {"L1": int(L1), "L2": int(L2)}
     keys = {rho: approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected) for rho in rhos}
     cache_dir = Path(cache_dir)
-    cached = cached_cells(cache_dir, keys, select_rho)
+    cached = cached_cells(cache_dir, keys, select_rho, log=log)
     todo = [rho for rho in rhos if rho not in cached]
     t0 = time.perf_counter()
     futures = [client.submit(_approximate_task, int(R), float(rho), float(mu), tuple(methods), t, hyper,

@@ -50,7 +50,7 @@ def simulate_block(client, *, service: str, law: str, R: int, rhos, mu: float, s
 
     Every missing replication of every cell is one Dask task, all submitted at once and gathered in
     order. ``cache_dir`` is this block's cache: the file is stored there under the block's content key
-    (``output`` is a hard link to it) together with each cell's content key, so a rerun of the block —
+    (``output`` is a copy of it) together with each cell's content key, so a rerun of the block —
     a ρ added, replications added — simulates only cells and replications not stored before.
     """
     rhos = [str(r) for r in rhos]
@@ -62,7 +62,7 @@ def simulate_block(client, *, service: str, law: str, R: int, rhos, mu: float, s
     cache_dir = Path(cache_dir)
     have: dict = {rho: {} for rho in rhos}
     cell_attrs: dict = {}
-    for rho, (old, attrs) in cached_cells(cache_dir, keys, select_rho).items():
+    for rho, (old, attrs) in cached_cells(cache_dir, keys, select_rho, log=log).items():
         cell_attrs[rho] = attrs
         for k in old["replication"].values.tolist():
             if k < n_rep:
