@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.approximate_blocks import SHARED_CORRECTED, _approximate_task
@@ -39,3 +40,13 @@ def test_local_workers_keep_glibcs_adaptive_malloc():
     with dask_client({"kind": "local"}, 1) as client:
         assert client.submit(_environ, "MALLOC_TRIM_THRESHOLD_", pure=False).result() is None
         assert client.submit(_environ, "OMP_NUM_THREADS", pure=False).result() == "1"
+
+
+def test_slurm_scheduler_listens_where_the_workers_can_reach_it():
+    from sojourn.core.cluster import scheduler_host
+
+    assert scheduler_host("10.1.2.3", ["n1", "n2"], {"login"}) == "10.1.2.3"  # routable: as the name resolves
+    assert scheduler_host("127.0.1.1", ["vm"], {"vm", "localhost"}) == "127.0.0.1"  # single-node cluster
+    assert scheduler_host("127.0.0.1", ["vm.example.org"], {"vm"}) == "127.0.0.1"
+    with pytest.raises(ValueError, match=r"cluster\.slurm\.interface.*node1, node2"):
+        scheduler_host("127.0.0.1", ["node1", "node2", "vm"], {"vm"})

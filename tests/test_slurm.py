@@ -133,6 +133,11 @@ def _squeue_ids(ids) -> dict[str, tuple[str, str]]:
     return {i: (s, r) for i, s, r in (line.split("|") for line in out.split())}
 
 
+def _queued() -> set[str]:
+    """Ids of every job slurmctld still knows (pending or running)."""
+    return set(_run("squeue", "-h", "-o", "%i", check=False).stdout.split())
+
+
 def _cluster_job_ids(cluster) -> set[str]:
     """SLURM job ids of a dask-jobqueue cluster's submitted worker jobs."""
     return {str(j.job_id) for j in cluster.workers.values() if getattr(j, "job_id", None)}
@@ -415,3 +420,33 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
     n = _assert_same_results(local, hpc, only=None if full else targets)
     assert n >= len(targets)
+
+
+def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
+    """`cluster: {kind: slurm}` taken the way a user takes it: a whole Snakemake run of the test config whose
+    replications and approximation cells run on dask-jobqueue SLURM worker jobs (Snakemake's job threads
+    share one SLURMCluster), against a plain local run: identical results."""
+    import yaml
+
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 2,
+                                                 "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB",
+                                                 "walltime": "00:30:00",
+                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    override = tmp_path / "slurm.yaml"
+    override.write_text(yaml.safe_dump(cfg))
+    local, hpc = tmp_path / "local", tmp_path / "dask-slurm"
+    _snakemake(local, "--cores", "2")
+    before = _queued()
+    p = _snakemake(hpc, "--cores", "2", "--configfile", str(override))
+    out = p.stdout + p.stderr
+    assert "signal only works in main thread" not in out
+    logs = sorted((tmp_path / "dask-logs").glob("*"))
+    assert logs, "no SLURM worker job wrote a log: the replications did not run on SLURM"
+    # the worker jobs were SLURM jobs, recorded by sacct, and are gone from the queue after the run
+    t0 = time.monotonic()
+    while (_queued() - before) and time.monotonic() - t0 < GUARD_S:
+        time.sleep(0.5)
+    assert not _queued() - before
+    n = _assert_same_results(local, hpc)
+    assert n >= 3

@@ -64,6 +64,13 @@ def logged(log_path, fn, *args, **kwargs):
     return result
 
 
+# dask_jobqueue must be imported by the main thread (it installs a signal handler); jobs run in threads
+if workflow.is_main_process:
+    from sojourn.core.cluster import import_in_main_thread
+
+    import_in_main_thread(config["cluster"])
+
+
 def dask():
     """The Dask client shared by all jobs of this Snakemake process (started on first use)."""
     from sojourn.core.cluster import shared_client

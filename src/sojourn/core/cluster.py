@@ -139,7 +139,9 @@ def _slurm_cluster(s: dict):
         # ours first, so that a user's prologue can override them
         job_script_prologue=[f"export {k}={v}" for k, v in SLURM_MALLOC_ENV.items()]
         + list(s.get("job_script_prologue") or []),
-        scheduler_options={"dashboard_address": ":0", **({} if s.get("interface") else {"host": "127.0.0.1"})},
+        scheduler_options={"dashboard_address": ":0",
+                           **({} if s.get("interface") else {"host": scheduler_host(_own_address(), _slurm_nodes(),
+                                                                                     _own_names())})},
     )
     if s.get("queue"):
         kwargs["queue"] = s["queue"]
@@ -152,6 +154,66 @@ def _slurm_cluster(s: dict):
     if s.get("interface"):  # network interface of scheduler and workers on a multi-node cluster
         kwargs["interface"] = s["interface"]
     return SLURMCluster(**kwargs)
+
+
+def scheduler_host(own_address: str, nodes: list[str], own_names: set[str]) -> str:
+    """Where the Dask scheduler of SLURM worker jobs listens when ``cluster.slurm.interface`` is not set.
+
+    The address this machine's name resolves to, if it is routable: the worker jobs find it the same way.
+    If the name resolves only to loopback, that is right when every SLURM node is this machine (a
+    single-node cluster); otherwise workers on other nodes could never connect, so refuse with a message
+    that says what to set.
+    """
+    import ipaddress
+
+    if not ipaddress.ip_address(own_address).is_loopback:
+        return own_address
+    remote = sorted(n for n in nodes if n.split(".")[0] not in own_names)
+    if not remote:
+        return "127.0.0.1"
+    raise ValueError(
+        f"cluster.slurm.interface: this machine's name resolves only to the loopback address {own_address}, "
+        f"where SLURM worker jobs on {', '.join(remote[:5])}{' …' if len(remote) > 5 else ''} cannot reach the "
+        "Dask scheduler; set cluster.slurm.interface to the network interface the nodes share (e.g. eth0, ib0)")
+
+
+def _own_address() -> str:
+    import socket
+
+    try:
+        return socket.gethostbyname(socket.getfqdn())
+    except OSError:
+        return "127.0.0.1"
+
+
+def _own_names() -> set[str]:
+    import socket
+
+    return {socket.gethostname().split(".")[0], socket.getfqdn().split(".")[0], "localhost"}
+
+
+def _slurm_nodes() -> list[str]:
+    """The node names of the SLURM cluster (``sinfo``, expanded by ``scontrol show hostnames``); [] if unknown."""
+    import subprocess
+
+    try:
+        spec = subprocess.run(["sinfo", "-h", "-o", "%N"], capture_output=True, text=True, timeout=20).stdout
+        names = set()
+        for line in filter(None, (x.strip() for x in spec.splitlines())):
+            out = subprocess.run(["scontrol", "show", "hostnames", line], capture_output=True, text=True,
+                                 timeout=20).stdout
+            names.update(filter(None, out.split()))
+        return sorted(names)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+
+
+def import_in_main_thread(cluster_cfg: dict | None) -> None:
+    """Import what a cluster kind needs from the main thread, before any job thread starts: dask_jobqueue
+    installs a signal handler when first imported, which Python allows only in the main thread (Snakemake
+    runs ``run:`` jobs in threads, where the first import would fail)."""
+    if (cluster_cfg or {}).get("kind") == "slurm":
+        import dask_jobqueue  # noqa: F401
 
 
 # -- one client per process -------------------------------------------------------------------------
