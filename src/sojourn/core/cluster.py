@@ -28,12 +28,15 @@ import logging
 import os
 import threading
 
+from .config import NO_WORKERS_TIMEOUT
+
 DEFAULTS = {
     "kind": "local",
     "n_workers": None,
     "address": None,
     "scheduler_file": None,
     "memory_limit": "auto",
+    "no_workers_timeout": 300,
     "slurm": {},
 }
 
@@ -76,8 +79,12 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     """
     from distributed import Client
 
+    import dask
+
     cfg = _settings(cluster_cfg)
     n = int(n_workers or cfg.get("n_workers") or os.cpu_count() or 1)
+    # the jobs' watchdog (sojourn.core.io.report_progress) reads it: fail instead of waiting forever
+    dask.config.set({NO_WORKERS_TIMEOUT: float(cfg["no_workers_timeout"])})
     kind = cfg["kind"]
     if kind == "address":
         with Client(cfg["address"], set_as_default=False) as client:
@@ -88,7 +95,6 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             yield client
         return
     if kind == "local":
-        import dask
         from distributed import LocalCluster
 
         # Dask's nannies export MALLOC_TRIM_THRESHOLD_=65536 to their workers by default; setting it

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .config import NO_WORKERS_TIMEOUT
 from .integrity import seal
 from .version import __version__
 
@@ -108,13 +109,43 @@ def log_line(log, text: str) -> None:
     print(text, file=log if log is not None else sys.stderr, flush=True)
 
 
-def report_progress(futures, report) -> None:
-    """Call ``report(done, total)`` as each future finishes (no default client needed); wait for all."""
-    import queue
+#: times a Dask task is retried after an error, e.g. the loss of its worker (then the job fails)
+TASK_RETRIES = 2
 
+
+def report_progress(futures, report, client=None, what: str = "tasks") -> None:
+    """Call ``report(done, total)`` as each future finishes; return when all have.
+
+    With ``client``, a watchdog: if the cluster has had no worker at all for the dask config value
+    ``sojourn.no-workers-timeout`` (seconds, default 300) while futures are unfinished, raise RuntimeError
+    naming ``what`` instead of waiting forever (a cluster whose workers keep dying, or a queue that never
+    starts them).
+    """
+    import queue
+    import time
+
+    import dask
+
+    limit = float(dask.config.get(NO_WORKERS_TIMEOUT, 300))
     q: queue.Queue = queue.Queue()
     for f in futures:
         f.add_done_callback(lambda fut: q.put(1))
-    for i in range(1, len(futures) + 1):
-        q.get()
-        report(i, len(futures))
+    done, since = 0, None
+    while done < len(futures):
+        try:
+            q.get(timeout=1.0)
+        except queue.Empty:
+            if client is None:
+                continue
+            if client.scheduler_info().get("workers"):
+                since = None
+            elif since is None:
+                since = time.monotonic()
+            elif time.monotonic() - since > limit:
+                raise RuntimeError(f"no Dask worker for {limit:g} s while {len(futures) - done} of {len(futures)} "
+                                   f"{what} were unfinished: the cluster lost its workers or never started them "
+                                   "(see cluster.no_workers_timeout)")
+            continue
+        done += 1
+        if report is not None:
+            report(done, len(futures))

@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.cache import cached_cells, content_key, store_block
+from ..core.io import TASK_RETRIES, report_progress
 from ..core.io import log_line as _log
 from ..core.io import provenance
 from ..core.timegrid import time_grid
@@ -79,12 +80,15 @@ def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: 
     todo = [rho for rho in rhos if rho not in cached]
     t0 = time.perf_counter()
     futures = [client.submit(_approximate_task, int(R), float(rho), float(mu), tuple(methods), t, hyper,
-                             bool(share_corrected), pure=False, key=f"approx-R{R}-rho{rho}-{keys[rho]}")
+                             bool(share_corrected), pure=False, retries=TASK_RETRIES,
+                             key=f"approx-R{R}-rho{rho}-{keys[rho]}")
                for rho in todo]
     cells, cell_attrs = {}, {}
     for rho, (old, attrs) in cached.items():
         cells[rho], cell_attrs[rho] = old, attrs
         _log(log, f"approximation R={R} rho={rho}: cached (key {keys[rho]})")
+    report_progress(futures, lambda i, n: _log(log, f"  [{i}/{n}] cells done ({time.perf_counter() - t0:.2f} s)"),
+                    client, what=f"approximation cells R={R} rho={','.join(todo)}")
     for rho, fut in zip(todo, futures):
         ds = fut.result()
         _log(log, f"approximation R={R} rho={rho} methods={list(methods)} L1={L1} L2={L2}: "

@@ -15,7 +15,7 @@ import xarray as xr
 
 from ..core.cache import cached_cells, content_key, store_block
 from ..core.io import log_line as _log
-from ..core.io import report_progress
+from ..core.io import TASK_RETRIES, report_progress
 from .model import JSQPS
 from .simulate import concat_replications, simulate_replication
 from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
@@ -78,10 +78,11 @@ def simulate_block(client, *, service: str, law: str, R: int, rhos, mu: float, s
         t0 = time.perf_counter()
         futures = client.map(
             simulate_replication, [specs[rho] for rho, _ in missing], [k for _, k in missing],
-            [seed] * len(missing), pure=False,
+            [seed] * len(missing), pure=False, retries=TASK_RETRIES,
             key=[f"sim-{service}-R{R}-rho{rho}-rep{k}-{keys[rho]}" for rho, k in missing], **kw,
         )
-        report_progress(futures, lambda i, n: _log(log, f"  [{i}/{n}] replications done ({time.perf_counter() - t0:.2f} s)"))
+        report_progress(futures, lambda i, n: _log(log, f"  [{i}/{n}] replications done ({time.perf_counter() - t0:.2f} s)"),
+                        client, what=f"replications of cells {service} R={R} rho={','.join(rhos)}")
         for mk, ds in zip(missing, client.gather(futures)):
             new[mk] = ds
     cells = []
