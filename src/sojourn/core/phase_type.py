@@ -76,9 +76,12 @@ def exit_vector(T) -> np.ndarray:
 def moment(alpha, T, k: int) -> float:
     """E[X^k] = k! α (−T)^{−k} 1."""
     a, T = np.asarray(alpha, dtype=float), np.asarray(T, dtype=float)
+    # (−T)^{−1} once, then k products: the arithmetic of earlier versions, so that laws rescaled by their
+    # mean (PhaseType.scaled_to_mean) and every simulation drawing from them stay bit-identical
+    M = np.linalg.inv(-T)
     v = np.ones(a.size)
     for _ in range(int(k)):
-        v = np.linalg.solve(-T, v)
+        v = M @ v
     return float(math.factorial(int(k)) * (a @ v))
 
 
