@@ -60,10 +60,9 @@ def test_structure_faithful(R, rho):
         assert np.all(F >= -1e-12) and np.all(F <= 1 + 1e-12), m
         assert np.all(np.diff(F) >= -1e-12), m
         assert abs(r.A_n.sum() - 1) < 1e-12, m
-        if m in "ADEF":
-            assert abs(F[0]) < 1e-12, m  # all mass in the summed range
-        else:  # B, C sum only n < L1 (§3.7): F(0) = Σ_{n ≥ L1} A_n
-            assert abs(F[0] - r.A_n[r.L1:].sum()) < 1e-12, m
+        # all mass in the summed range: A's chain A_n ends at L1, B–F sum over n < L2 (§3.7, corrected;
+        # the earlier edition cut B, C at n < L1, which left F(0) = Σ_{n ≥ L1} A_n > 0)
+        assert abs(F[0]) < 1e-12, m
         if m in "ABDE":
             assert np.all(r.lambda_n >= 0), m
 

@@ -115,3 +115,59 @@ def test_interval_skew_selection_with_gaps():
         np.testing.assert_array_equal(a, b[:40])
     assert (full[3] == 1).any() and (full[3] == 0).any()
     assert np.isnan(part[0][40:]).all()
+
+
+def _break(approx, R, rho, method, how):
+    """A copy of ``approx`` whose ``method`` CDF at (R, rho) is not a CDF (``sf`` = 1 − F)."""
+    bad = approx.copy(deep=True)
+    sf = bad["sf"].sel({"R": R, "rho": rho, "method": method}).values.astype(float)
+    if how == "negative":
+        sf = sf * 50.0  # F = 1 − 50·sf dives far below 0 (Gupta's fit at low load, §3.3)
+    elif how == "dip":
+        sf[100:120] = sf[99] + 1e-6  # F steps down by 1e-6 at t_100: beyond round-off
+    else:
+        sf[37] = np.nan
+    bad["sf"].loc[{"R": R, "rho": rho, "method": method}] = sf.astype(bad["sf"].dtype)
+    return bad
+
+
+@pytest.mark.parametrize("how,bits", [("negative", 1), ("dip", 4), ("nan", 8)])
+def test_fit_invalid_flags_and_never_wins(how, bits):
+    """A method whose CDF is not a CDF is flagged, keeps its raw statistics, never wins; every other
+    output of every other cell is unchanged (power control: the unbroken method in the same cell wins)."""
+    sim, approx = _datasets()
+    good = compare(sim, approx, CFG)
+    assert int(good["fit_invalid"].sum()) == 0 and float(good["fit_violation"].max()) == 0.0
+    # in the good run method A wins at (R=2, rho=0.9): break it there
+    cell = {"R": 2, "rho": 0.9}
+    assert good["best_method"].sel(service="exponential", **cell).item() == "A"
+    got = compare(sim, _break(approx, 2, 0.9, "A", how), CFG)
+    flag = int(got["fit_invalid"].sel({**cell, "method": "A"}))
+    assert flag & bits and flag == int(got["fit_invalid"].sum())
+    assert got["fit_invalid"].attrs["flag_meanings"] == "below_zero above_one non_monotone non_finite"
+    if how != "nan":  # raw numbers kept (a NaN point makes the method absent from the statistics)
+        assert np.isfinite(got["wasserstein_mean"].sel({"service": "exponential", "method": "A", **cell}))
+        assert float(got["fit_violation"].sel({**cell, "method": "A"})) >= (1e-6 if how == "dip" else 1.0)
+    assert got["best_method"].sel(service="exponential", **cell).item() != "A"
+    assert int(got["tied_with_best"].sel({"service": "exponential", "method": "A", **cell})) == 0
+    assert (got["best_method_percentile"].sel(service="exponential", **cell) != "A").all()
+    assert got["best_method"].sel(service="exponential", **cell).item() == "B"  # the other candidate
+    rest = {"R": 1}
+    for v in good.data_vars:
+        if v in ("fit_invalid", "fit_violation"):
+            continue
+        xr.testing.assert_identical(got[v].sel(rest), good[v].sel(rest))
+        xr.testing.assert_identical(got[v].sel(R=2, rho=[0.3, 0.6]), good[v].sel(R=2, rho=[0.3, 0.6]))
+        if "method" in got[v].dims and v != "tied_with_best":  # B's tie in the broken cell: it is the best now
+            xr.testing.assert_identical(got[v].sel({"method": ["B", "exact"]}), good[v].sel({"method": ["B", "exact"]}))
+
+
+def test_fit_validity_tolerates_round_off_only():
+    from sojourn.jsq_ps.compare import FIT_TOLERANCE, fit_validity
+
+    t = np.linspace(0, 10, 1001)
+    F = 1 - np.exp(-t)
+    noisy = F + np.random.default_rng(0).uniform(-1e-12, 1e-12, F.size)
+    flags, viol = fit_validity(np.stack([F, noisy, F - 2 * FIT_TOLERANCE, np.full_like(F, np.nan)]))
+    assert flags.tolist() == [0, 0, 1, 0]  # below zero at t = 0 only beyond the tolerance
+    assert viol[0] == 0 and viol[1] == 0 and viol[2] == pytest.approx(2 * FIT_TOLERANCE) and np.isnan(viol[3])

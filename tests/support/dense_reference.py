@@ -51,7 +51,7 @@ def dense_method(method, lam, mu, R, L1, L2, times):
     rho = lam / (R * mu)
     if method in "ABDE":
         raw, A_chain = dense_chain(lam, mu, R, L1)
-        lams = [raw[n] if n < L1 - 2 else raw[L1 - 2] for n in range(L2)]
+        lams = [raw[n] if n < L1 - 1 else raw[L1 - 1] for n in range(L2)]  # §3.2 (corrected): hold λ_{L1−1}
     else:
         lams = list(gupta_lambdas(rho, mu, R, L2))
     if method in "AD":
@@ -70,7 +70,8 @@ def dense_method(method, lam, mu, R, L1, L2, times):
             T[j, j] = -lams[0] if j == 0 else (-mu if j == L2 - 1 else -lams[j] - mu)
         for t in times:
             w = scipy.linalg.expm(T * t) @ np.ones(L2)
-            out.append(1 - sum(A[n] * w[n] for n in range(L1)))
+            top = L1 if method == "A" else L2  # §3.7 (corrected): only A stops at L1
+            out.append(1 - sum(A[n] * w[n] for n in range(top)))
     else:
         q = lams[0] + mu
         h = {}

@@ -3,6 +3,7 @@
 # (R, rho interval) block (one Dask task per cell, all methods), streaming merges, the comparison, figures.
 import sojourn.jsq_ps.grid as JSQ_GRID
 from sojourn.jsq_ps.naming import figure_stems as _jsq_figure_stems
+from sojourn.jsq_ps.reproduction import FIGURE_STEMS as _JSQ_REPRODUCTION_STEMS
 
 JSQ = config["jsq_ps"]
 try:
@@ -15,12 +16,14 @@ JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R
 # each rule's rerun trigger: the fingerprint of the code its entry module imports
 JSQ_CODE = {rule: fingerprint(f"sojourn.jsq_ps.{module}") for rule, module in {
     "simulate": "simulate_blocks", "approximate": "approximate_blocks", "merge": "merging",
-    "compare": "compare", "figures": "plots"}.items()}
+    "compare": "compare", "figures": "plots", "reproduction": "reproduction"}.items()}
+# the paper's published tables and best-method map (package data: inputs, so an edit reruns the report)
+JSQ_PUBLISHED = sorted(str(p) for p in (Path(JSQ_GRID.__file__).parent / "data").glob("*.csv"))
 JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "simulation")})
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
 JSQ_FIGURES = [f"{JSQ_RES}/figures/{s}.{fmt}" for s in _jsq_figure_stems(JSQ) for fmt in JSQ["figures"]["formats"]]
 TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
-                     *JSQ_FIGURES]
+                     f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html", *JSQ_FIGURES]
 
 
 wildcard_constraints:
@@ -168,3 +171,35 @@ rule jsq_ps_figures:
         logged(log[0], all_figures, input.comparison, input.simulation, input.approximation, f"{JSQ_RES}/figures",
                cdf_cells=params.figures["cdf_cells"], formats=params.figures["formats"],
                dpi=params.figures["dpi"], decimals=params.rho_decimals)
+
+
+def _jsq_reproduction_figures():
+    out = {}
+    for stem in _JSQ_REPRODUCTION_STEMS:
+        for fmt in JSQ["figures"]["formats"]:
+            path = f"{JSQ_RES}/figures/{stem}.{fmt}"
+            out[f"{stem}_{fmt}"] = report(path, caption=f"../report/jsq_ps/{stem}.rst", category="JSQ-PS") \
+                if fmt == "png" else path
+    return out
+
+
+rule jsq_ps_reproduction:
+    input:
+        comparison=f"{JSQ_RES}/comparison.nc",
+        published=JSQ_PUBLISHED,
+    output:
+        nc=f"{JSQ_RES}/reproduction.nc",
+        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS"),
+        **_jsq_reproduction_figures(),
+    params:
+        settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),
+        code=JSQ_CODE["reproduction"],
+    log:
+        f"{JSQ_RES}/logs/reproduction.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/reproduction.tsv"
+    run:
+        from sojourn.jsq_ps.reproduction import write_reproduction
+
+        logged(log[0], write_reproduction, input.comparison, output.nc, f"{JSQ_RES}/figures", params.settings,
+               report_path=output.html)

@@ -16,12 +16,20 @@ skewed sample, see ``comparison.ci``). Pooled statistics use all replications' c
 The best method of a cell minimises the mean Wasserstein distance; methods whose CI overlaps the
 best one's are marked as ties.
 
+Invalid fits: an approximated "CDF" can leave [0, 1] or decrease (Gupta's fit at low load, §3.3: the
+published Method C at R = 2, ρ = 0.01 reaches −9.93). ``fit_invalid`` (R, rho, method) flags such
+cells (bit mask, see :func:`fit_validity`; round-off tolerance ``FIT_TOLERANCE``) and
+``fit_violation`` says by how much. Their raw statistics stay in the dataset (faithful mode still
+reproduces the published numbers), but they never win: ``best_method``, ``tied_with_best`` and
+``best_method_percentile`` consider only unflagged methods.
+
 :func:`compare_files` computes the same dataset as :func:`compare` from the merged files, reading
 one (R, rho) cell at a time (bounded memory: the paper grid's ``count`` is ~4 GB decompressed).
 """
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,6 +49,48 @@ DEFAULTS = {
     "n_resamples": 2000,
     "against_exact": True,
 }
+
+
+#: an approximated CDF may leave [0, 1] or decrease by this much before it is flagged (round-off)
+FIT_TOLERANCE = 1e-9
+#: ``fit_invalid`` bits (CF flag_masks); 0 = a valid CDF on the grid, or no CDF (then approx_percentile is NaN)
+FIT_BELOW_ZERO, FIT_ABOVE_ONE, FIT_DECREASING, FIT_NON_FINITE = 1, 2, 4, 8
+FIT_FLAG_ATTRS = {
+    "flag_masks": np.array([FIT_BELOW_ZERO, FIT_ABOVE_ONE, FIT_DECREASING, FIT_NON_FINITE], np.int8),
+    "flag_meanings": "below_zero above_one non_monotone non_finite",
+}
+
+
+def fit_validity(F: np.ndarray, tol: float = FIT_TOLERANCE):
+    """(flags, violation) of approximated CDFs ``F`` (..., t): the ``fit_invalid`` bit mask and the
+    largest excursion below 0, above 1 or downwards between grid points, in probability units (0 if
+    valid; NaN if the CDF is absent, i.e. all NaN: a method not run there). A partly non-finite CDF
+    gets FIT_NON_FINITE (its excursions are measured on the finite values)."""
+    F = np.asarray(F, dtype=float)
+    finite = np.isfinite(F)
+    absent = ~finite.any(axis=-1)
+    G = np.where(finite, F, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: absent methods
+        below = np.nan_to_num(-np.nanmin(G, axis=-1), nan=0.0)
+        above = np.nan_to_num(np.nanmax(G, axis=-1) - 1.0, nan=0.0)
+        steps = np.diff(G, axis=-1)
+        drop = np.nan_to_num(-np.nanmin(steps, axis=-1), nan=0.0) if steps.shape[-1] else np.zeros(F.shape[:-1])
+    flags = ((below > tol) * FIT_BELOW_ZERO + (above > tol) * FIT_ABOVE_ONE + (drop > tol) * FIT_DECREASING
+             + (~finite.all(axis=-1)) * FIT_NON_FINITE)
+    flags = np.where(absent, 0, flags).astype(np.int8)
+    worst = np.maximum.reduce([below, above, drop])
+    violation = np.where(absent, np.nan, np.where(flags > 0, worst, 0.0))
+    return flags, violation
+
+
+def ties_with_best(mean, low, high, m: int, best: int) -> bool:
+    """The tie rule of ``tied_with_best``: method ``m``'s Wasserstein CI reaches down to the best
+    method's CI (low_m ≤ high_best; a missing CI end falls back to the mean). ``mean``/``low``/``high``
+    are indexed by method."""
+    lo_m = low[m] if np.isfinite(low[m]) else mean[m]
+    hi_b = high[best] if np.isfinite(high[best]) else mean[best]
+    return bool(lo_m <= hi_b)
 
 
 def _attrs(long_name, units="1", **kw):
@@ -84,6 +134,8 @@ class _Grid:
         self.xapp = np.full((NR, NP, NM, NQ), np.nan)
         self.W_vs_exp_sim = np.full((S, NR, NP), np.nan)
         self.W_exact = np.full((NR, NP, NM), np.nan)
+        self.fit_invalid = np.zeros((NR, NP, NM), np.int8)
+        self.fit_violation = np.full((NR, NP, NM), np.nan)
         self.err_exact = np.full((NR, NP, NM, NQ), np.nan)
 
     def cell(self, i: int, j: int, Fa: np.ndarray, counts: list, overflows: list) -> None:
@@ -95,6 +147,7 @@ class _Grid:
         t, p, dt, e = self.t, self.p, self.dt, self.exact
         Fa = np.asarray(Fa, dtype=float)
         have_a = np.all(np.isfinite(Fa), axis=1)
+        self.fit_invalid[i, j], self.fit_violation[i, j] = fit_validity(Fa)
         xapp = self.xapp[i, j] = np.where(have_a[:, None], quantile(t, Fa, p), np.nan)
         if e is not None and have_a[e]:
             self.W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
@@ -234,6 +287,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     S, NR, NP, NM, NK, NQ = g.shape
     W, Wpool, xsim, xsim_pool, xapp = g.W, g.Wpool, g.xsim, g.xsim_pool, g.xapp
     W_vs_exp_sim, W_exact, err_exact = g.W_vs_exp_sim, g.W_exact, g.err_exact
+    valid = g.fit_invalid == 0  # (R, rho, method): flagged fits never win (module doc)
     W = np.where(np.isfinite(W), W, np.nan)
     err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, method, rep, q)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -246,14 +300,17 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2)  # (S,R,rho,method,q)
     Rm, Rlo, Rhi, Rci = interval(np.moveaxis(rel, 4, -1), cfg, seed=3)
 
-    # best method by mean W among the non-exact methods; ties = CI overlaps the best's CI
-    ci_idx = [methods.index(m) for m in cand]
+    # best method by mean W among the non-exact methods with a valid fit; ties = CI overlaps the best's CI
+    cand_idx = [methods.index(m) for m in cand]
     best = np.full((S, NR, NP), "", dtype=object)
     tied = np.zeros((S, NR, NP, NM), dtype=np.int8)
     best_pct = np.full((S, NR, NP, NQ), "", dtype=object)
     for s in range(S):
         for i in range(NR):
             for j in range(NP):
+                ci_idx = [m for m in cand_idx if valid[i, j, m]]
+                if not ci_idx:
+                    continue
                 wm = Wm[s, i, j, ci_idx]
                 if not np.isfinite(wm).any():
                     continue
@@ -261,9 +318,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                 best[s, i, j] = methods[b]
                 for m in ci_idx:
                     if np.isfinite(Wm[s, i, j, m]):
-                        lo_m = Wlo[s, i, j, m] if np.isfinite(Wlo[s, i, j, m]) else Wm[s, i, j, m]
-                        hi_b = Whi[s, i, j, b] if np.isfinite(Whi[s, i, j, b]) else Wm[s, i, j, b]
-                        tied[s, i, j, m] = 1 if (m == b or lo_m <= hi_b) else 0
+                        tied[s, i, j, m] = 1 if (m == b or ties_with_best(Wm[s, i, j], Wlo[s, i, j], Whi[s, i, j], m, b)) else 0
                 for q in range(NQ):
                     ae = np.abs(err_pool[s, i, j, ci_idx, q])
                     if np.isfinite(ae).any():
@@ -301,11 +356,20 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
             "relative_percentile_error_ci_high": (q5, Rhi, _attrs("upper end of the CI of relative_percentile_error_mean")),
             "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile")),
             "best_method": (("service", "R", "rho"), best.astype(str),
-                            _attrs("method with the smallest mean Wasserstein distance (exact excluded)")),
-            "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI",
+                            _attrs("method with the smallest mean Wasserstein distance (exact and fit_invalid "
+                                   "excluded)")),
+            "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI "
+                                                   "(0 for fit_invalid methods)",
                                                    flag_values=np.array([0, 1], np.int8), flag_meanings="no yes")),
             "best_method_percentile": (("service", "R", "rho", "percentile"), best_pct.astype(str),
-                                       _attrs("method with the smallest |pooled percentile error| (exact excluded)")),
+                                       _attrs("method with the smallest |pooled percentile error| (exact and "
+                                              "fit_invalid excluded)")),
+            "fit_invalid": (("R", "rho", "method"), g.fit_invalid,
+                            _attrs(f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
+                                   "0 = valid or not computed", **FIT_FLAG_ATTRS)),
+            "fit_violation": (("R", "rho", "method"), g.fit_violation,
+                              _attrs("largest excursion of the approximated CDF below 0, above 1 or downwards "
+                                     "between grid points (0 if valid, NaN if not computed)")),
             "wasserstein_vs_exact": (("R", "rho", "method"), W_exact,
                                      _attrs("Wasserstein distance between each method's CDF and the exact CDF", tu)),
             "percentile_error_vs_exact": (("R", "rho", "method", "percentile"), err_exact,

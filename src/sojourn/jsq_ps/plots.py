@@ -2,6 +2,11 @@
 
 All functions take the merged datasets (``comparison.nc``, ``simulation.nc``, ``approximation.nc``)
 and a path *stem*; :func:`save` writes ``<stem>.<fmt>`` for each requested format.
+
+Cells whose approximated CDF is not a CDF (``fit_invalid`` in ``comparison.nc``, e.g. Gupta's fit at low
+load) are never drawn as values (they would stretch a log axis over 40 decades): line plots omit the point
+and put a × in the method's colour at the top of the panel, the CDF figure leaves the curve out, and
+the titles say so.
 """
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from ..core.figures import save, serialized  # noqa: E402,F401  (save: also the reproduction's)
 from ..core.io import NETCDF_LOCK, read_netcdf  # noqa: E402
 from ..core.stats import cdf_at_left_edges  # noqa: E402
+from .compare import fit_validity  # noqa: E402
 from .naming import cdf_stem  # noqa: E402
 
 _PAPER = ("A", "B", "C", "D", "E", "F")
@@ -29,20 +36,6 @@ def _colors(methods):
 
 def _style(m):
     return "--" if m.endswith("*") else (":" if m == "exact" else "-")
-
-
-def save(fig, stem, formats=("png", "pdf"), dpi=120) -> list[Path]:
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for fmt in formats:
-        path = stem.with_name(f"{stem.name}.{fmt}")
-        # fixed metadata: identical inputs give identical files
-        meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
-        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
-        out.append(path)
-    plt.close(fig)
-    return out
 
 
 def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
@@ -68,6 +61,29 @@ def _hold_autoscale(axes, on: bool):
             ax.set_autoscale_on(False)
 
 
+INVALID_NOTE = "×: fit invalid (approximated CDF outside [0, 1] or decreasing), value omitted"
+
+
+def _invalid(c: xr.Dataset, R, m) -> np.ndarray:
+    """fit_invalid mask over ρ of method ``m`` at R (all False for a comparison without the flag)."""
+    if "fit_invalid" not in c:
+        return np.zeros(c.sizes["rho"], bool)
+    return c["fit_invalid"].sel({"R": R, "method": m}).values != 0
+
+
+def _mark_invalid(ax, x, bad, color, row=0) -> bool:
+    """× near the top edge of ``ax`` where ``bad`` (y in axes coordinates: never changes the y limits);
+    ``row`` staggers the marks of several methods downwards. Black outline: pale colours stay visible."""
+    if not np.any(bad):
+        return False
+    from matplotlib import patheffects
+
+    ax.plot(np.asarray(x)[bad], np.full(int(np.sum(bad)), 0.95 - 0.07 * row), "x", color=color, ms=6, mew=1.6,
+            transform=ax.get_xaxis_transform(), clip_on=False,
+            path_effects=[patheffects.withStroke(linewidth=3, foreground="k")])
+    return True
+
+
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Mean Wasserstein distance (with CI band) vs ρ, one panel per R, one line per method."""
     c = cmp.sel(service=service)
@@ -76,15 +92,20 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     fig, axes = _grid(c.sizes["R"], sharex=True)
     _hold_autoscale(axes, False)
     rho = c["rho"].values
+    any_bad = False
     for ax, R in zip(axes, c["R"].values):
+        row = 0
         for m in methods:
             d = c.sel({"R": R, "method": m})
-            y = d["wasserstein_mean"].values
+            bad = _invalid(c, R, m)
+            y = np.where(bad, np.nan, d["wasserstein_mean"].values)
+            if _mark_invalid(ax, rho, bad, col[m], row):  # flagged = a CDF was computed there, not a valid one
+                any_bad, row = True, row + 1
             if not np.isfinite(y).any():
                 continue
             ax.plot(rho, y, _style(m), color=col[m], label=m, lw=1.2, marker=".", ms=3)
-            ax.fill_between(rho, d["wasserstein_ci_low"].values, d["wasserstein_ci_high"].values,
-                            color=col[m], alpha=0.15, lw=0)
+            ax.fill_between(rho, np.where(bad, np.nan, d["wasserstein_ci_low"].values),
+                            np.where(bad, np.nan, d["wasserstein_ci_high"].values), color=col[m], alpha=0.15, lw=0)
         ax.set_yscale("log")
         ax.set_title(f"R = {R}")
         ax.set_xlabel("load ρ")
@@ -95,8 +116,9 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False,
                bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle(f"Wasserstein distance to the simulated CDF ({service} service; mean and 95% CI over replications)",
-                 y=1.02)
+    note = f"\n{INVALID_NOTE}" if any_bad else ""
+    fig.suptitle(f"Wasserstein distance to the simulated CDF ({service} service; mean and 95% CI over replications)"
+                 f"{note}", y=1.0, va="bottom")
     return save(fig, stem, **kw)
 
 
@@ -127,7 +149,8 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     ax.set_ylabel("servers R")
     cb = fig.colorbar(im, ax=ax, ticks=range(len(methods)))
     cb.ax.set_yticklabels(methods)
-    ax.set_title(f"Best method by mean Wasserstein distance ({service}); '·' = tie within CI")
+    ax.set_title(f"Best method by mean Wasserstein distance ({service}); '·' = tie within CI\n"
+                 "(methods whose CDF is not a CDF there, fit_invalid, are never best)", fontsize=10)
     return save(fig, stem, **kw)
 
 
@@ -140,18 +163,27 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     fig, axes = plt.subplots(len(P), len(Rv), figsize=(2.8 * len(Rv), 2.3 * len(P)), squeeze=False, sharex=True)
     _hold_autoscale(axes.flat, False)
     rho = c["rho"].values
+    any_bad = False
     for a, p in enumerate(P):
         for b, R in enumerate(Rv):
             ax = axes[a, b]
+            marks = []
             for m in methods:
                 d = c.sel({"R": R, "method": m, "percentile": p})
-                y = d["percentile_error_mean"].values
+                bad = _invalid(c, R, m)
+                y = np.where(bad, np.nan, d["percentile_error_mean"].values)
+                marks.append((bad, col[m]))
                 if not np.isfinite(y).any():
                     continue
                 ax.plot(rho, y, _style(m), color=col[m], lw=1, label=m)
-                ax.fill_between(rho, d["percentile_error_ci_low"].values, d["percentile_error_ci_high"].values,
+                ax.fill_between(rho, np.where(bad, np.nan, d["percentile_error_ci_low"].values),
+                                np.where(bad, np.nan, d["percentile_error_ci_high"].values),
                                 color=col[m], alpha=0.12, lw=0)
             _hold_autoscale([ax], True)  # before axhline/symlog, as the y limits were autoscaled then
+            row = 0
+            for bad, color in marks:
+                if _mark_invalid(ax, rho, bad, color, row):
+                    any_bad, row = True, row + 1
             ax.axhline(0, color="k", lw=0.6)
             ax.set_yscale("symlog", linthresh=1.0)
             if a == 0:
@@ -164,7 +196,9 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False, bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle(f"Percentile error approx - sim ({service}; negative = optimistic; mean and 95% CI)", y=1.01)
+    note = f"\n{INVALID_NOTE}" if any_bad else ""
+    fig.suptitle(f"Percentile error approx - sim ({service}; negative = optimistic; mean and 95% CI){note}",
+                 y=1.0, va="bottom")
     return save(fig, stem, **kw)
 
 
@@ -209,6 +243,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
     methods = approx["method"].values.tolist()
     col = _colors(methods)
+    flags, _ = fit_validity(Fa)
+    omitted = [m for m, f in zip(methods, flags) if f]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     q = np.nanquantile(Fp, 0.9999) if np.isfinite(Fp).any() else 1
     tmax = t[min(len(t) - 1, int(np.argmax(Fp >= min(q, 0.99999))) + 1)] if np.isfinite(Fp).any() else t[-1]
@@ -222,8 +258,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
         ax.fill_between(t[:n], curves[0][0][:n], curves[0][1][:n], color="0.7", alpha=0.5,
                         label="simulation (replication range)")
         ax.plot(t[:n], curves[1][0][:n], color="k", lw=1.6, label="simulation (pooled)")
-        for m, F in zip(methods, Fa):
-            if np.isfinite(F).any():
+        for m, F, bad in zip(methods, Fa, flags):
+            if np.isfinite(F).any() and not bad:
                 y = F if not logy else 1 - F
                 curves.append((y,))
                 ax.plot(t[:n], y[:n], _style(m), color=col[m], lw=1, label=m)
@@ -241,7 +277,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     ax2.set_ylim(1e-6, 1.0)
     ax2.set_ylabel("1 − F(t)")
     ax2.legend(fontsize=7, ncol=2)
-    fig.suptitle(f"Sojourn-time CDF, R = {R}, ρ = {float(rho):.2f}")
+    note = f"\nnot drawn, fit invalid (not a CDF): {', '.join(omitted)}" if omitted else ""
+    fig.suptitle(f"Sojourn-time CDF, R = {R}, ρ = {float(rho):.2f}{note}")
     return save(fig, stem, **kw)
 
 
@@ -258,7 +295,10 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         for k, svc in enumerate(services):
             d = cmp.sel(service=svc, R=R)
             y1 = d["wasserstein_vs_exponential_sim"].values
-            y2 = d["wasserstein_mean"].sel({"method": cand}).min("method", skipna=True).values
+            w = d["wasserstein_mean"]
+            if "fit_invalid" in d:
+                w = w.where(d["fit_invalid"] == 0)  # an invalid fit is never "the best approximation"
+            y2 = w.sel({"method": cand}).min("method", skipna=True).values
             if np.isfinite(y1).any():
                 ax.plot(rho, y1, "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
             if np.isfinite(y2).any():
@@ -275,6 +315,7 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     return save(fig, stem, **kw)
 
 
+@serialized
 def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=("png", "pdf"), dpi=120, decimals=2):
     """Every figure of the pipeline into ``outdir``; returns the written paths."""
     cmp = read_netcdf(cmp_path)  # small: (service, R, rho, method, replication, percentile)
@@ -297,3 +338,165 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=(
     if cmp.sizes["service"] > 1:
         out += mgr_laws(cmp, outdir / "mgr_laws", **kw)
     return out
+
+
+# --------------------------------------------------------------------------- reproduction report (§6)
+_FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours, best of A–F"), "corrected": ("tab:orange", "s", "ours, best of A*–F*"),
+                 "exact": ("tab:green", "^", "ours, exact")}
+
+
+def _family_errorbars(ax, x, rep_vals, fams, width=0.22, absolute=False):
+    """One error bar per family at x + offset; ``rep_vals[f] = (mean, low, high)`` arrays over x."""
+    n = len(fams)
+    for f, fam in enumerate(fams):
+        mean, lo, hi = (np.asarray(v, dtype=float) for v in rep_vals[f])
+        if absolute:  # |mean| and the image of the CI under |.|
+            a, b = np.abs(lo), np.abs(hi)
+            straddle = (lo <= 0) & (hi >= 0)
+            lo, hi = np.where(straddle, 0.0, np.minimum(a, b)), np.maximum(a, b)
+            mean = np.abs(mean)
+        ok = np.isfinite(mean)
+        if not ok.any():
+            continue
+        color, marker, label = _FAMILY_STYLE.get(fam, ("tab:gray", "d", fam))
+        xs = np.asarray(x, dtype=float)[ok] + (f - (n - 1) / 2) * width / max(n - 1, 1)
+        err = np.vstack([np.where(np.isfinite(lo[ok]), mean[ok] - lo[ok], 0),
+                         np.where(np.isfinite(hi[ok]), hi[ok] - mean[ok], 0)])
+        ax.errorbar(xs, mean[ok], yerr=np.maximum(err, 0), fmt=marker, color=color, ms=4, lw=1, capsize=2, label=label)
+
+
+def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
+    """§6.1/§6.2: published signed percentile errors (black) vs ours per family (mean, 95% CI), per R."""
+    fams = rep["family"].values.tolist()
+    P, rhos, Rv = rep["pct_percentile"].values, rep["pct_rho"].values, rep["pct_R"].values
+    fig, axes = plt.subplots(len(P), len(Rv), figsize=(3.1 * len(Rv), 3.0 * len(P)), squeeze=False, sharey="row")
+    x = np.arange(len(rhos))
+    for a, p in enumerate(P):
+        for k, R in enumerate(Rv):
+            ax = axes[a, k]
+            ax.axhline(0, color="0.5", lw=0.6)
+            ax.plot(x, rep["paper_percentile_error"].values[a, :, k], "D", mfc="none", color="k", ms=6, mew=1.2,
+                    label="paper (one seed)")
+            _family_errorbars(ax, x, [[rep[v].values[f, a, :, k] for v in ("percentile_error", "percentile_error_ci_low",
+                                                                             "percentile_error_ci_high")]
+                                      for f in range(len(fams))], fams)
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_xticks(x, [f"{r:g}" for r in rhos], rotation=45, fontsize=8)
+            ax.grid(alpha=0.3)
+            if a == 0:
+                ax.set_title(f"R = {R}")
+            if k == 0:
+                ax.set_ylabel(f"{p:g}th percentile error\n(approx − sim, symlog)")
+            if a == len(P) - 1:
+                ax.set_xlabel("load ρ")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    for ax in axes.flat:  # a family absent from the first panel may appear in another
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h); labels.append(lab)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle("Paper §6.1/§6.2: signed percentile error of the best method for that percentile; "
+                 "ours: mean and 95% CI over replications (negative = optimistic)", y=1.02)
+    return save(fig, stem, **kw)
+
+
+def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
+    """§6.3: published |relative error| of the best-by-Wasserstein method vs ours (|mean|, CI image)."""
+    fams = rep["family"].values.tolist()
+    P, rhos, Rv = rep["rel_percentile"].values, rep["rel_rho"].values, rep["rel_R"].values
+    fig, axes = plt.subplots(len(P), len(Rv), figsize=(3.1 * len(Rv), 2.7 * len(P)), squeeze=False, sharey="row")
+    x = np.arange(len(rhos))
+    for a, p in enumerate(P):
+        for k, R in enumerate(Rv):
+            ax = axes[a, k]
+            ax.plot(x, rep["paper_relative_error"].values[a, :, k], "D", mfc="none", color="k", ms=6, mew=1.2,
+                    label="paper (one seed)")
+            _family_errorbars(ax, x, [[rep[v].values[f, a, :, k] for v in ("relative_error", "relative_error_ci_low",
+                                                                             "relative_error_ci_high")]
+                                      for f in range(len(fams))], fams, absolute=True)
+            ax.set_xticks(x, [f"{r:g}" for r in rhos], fontsize=8)
+            ax.grid(alpha=0.3)
+            if a == 0:
+                ax.set_title(f"R = {R}")
+            if k == 0:
+                ax.set_ylabel(f"{p:g}th percentile\n|relative error|")
+            if a == len(P) - 1:
+                ax.set_xlabel("load ρ")
+        tops = [ax.dataLim.y1 for ax in axes[a] if ax.has_data() and np.isfinite(ax.dataLim.y1)]
+        top = max(tops) if tops else 1.0  # after every panel of the row (shared y)
+        axes[a, 0].set_ylim(0, 1.08 * top if top > 0 else 1.0)
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h); labels.append(lab)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle("Paper §6.3: relative percentile error of the best method by Wasserstein distance; "
+                 "ours: |mean| over replications and the 95% CI of |·|", y=1.02)
+    return save(fig, stem, **kw)
+
+
+def reproduction_map(rep: xr.Dataset, stem, **kw):
+    """§6.4: the paper's best of A–F, ours with agreement marks, and how much the corrected methods gain."""
+    from matplotlib.colors import ListedColormap
+
+    letters = list("ABCDEF")
+    R, rho = rep["R"].values, rep["rho"].values
+    paper = rep["paper_best_method"].values
+    ours = rep["best_method"].sel(family="faithful").values
+    agree = rep["agreement"].values
+
+    def codes(L):
+        Z = np.full(L.shape, np.nan)
+        for (i, j), v in np.ndenumerate(L):
+            if v in letters:
+                Z[i, j] = letters.index(v)
+        return Z
+
+    cmap = ListedColormap([plt.get_cmap("tab10")(i) for i in range(len(letters))]).with_extremes(bad="0.9")
+    few = len(R) * len(rho) <= 150  # small runs: letters written into the cells
+    w = max(8.0, min(16.0, 0.13 * len(rho) + 3.5))
+    fig, axes = plt.subplots(3, 1, figsize=(w, 3 * (0.32 * len(R) + 1.3)), squeeze=False)
+    axes = axes[:, 0]
+    step = max(1, len(rho) // 20)
+    for ax, Z, title in ((axes[0], codes(paper), "paper (authors' best.csv, one seed)"),
+                         (axes[1], codes(ours), "ours: best of A–F by mean W (× = disagreement, · = tie within CI)")):
+        im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
+                       vmax=len(letters) - 0.5, interpolation="nearest")
+        ax.set_title(title, fontsize=10)
+        cb = fig.colorbar(im, ax=ax, ticks=range(len(letters)), fraction=0.04, pad=0.01)
+        cb.ax.set_yticklabels(letters)
+        if few:
+            L = paper if ax is axes[0] else ours
+            for (i, j), v in np.ndenumerate(L):
+                if v:
+                    ax.text(j, i, v, ha="center", va="center", fontsize=8, color="w", fontweight="bold")
+    ii, jj = np.nonzero(agree == 0)
+    axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
+    ii, jj = np.nonzero(agree == 1)
+    axes[1].plot(jj + (0.3 if few else 0), ii, ".", color="k", ms=4 if few else 2.5, ls="none")
+    ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(family="faithful").values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log10(ratio)
+    lim = max(0.5, float(np.nanmax(np.abs(lr)))) if np.isfinite(lr).any() else 1.0
+    im = axes[2].imshow(np.ma.masked_invalid(lr), aspect="auto", origin="lower", cmap=plt.get_cmap("RdBu_r").with_extremes(
+        bad="0.9"), vmin=-lim, vmax=lim, interpolation="nearest")
+    cb = fig.colorbar(im, ax=axes[2], fraction=0.04, pad=0.01)
+    cb.set_label("log10 ratio", fontsize=8)
+    axes[2].set_title("W of the best corrected (A*–F*) / W of the best faithful (A–F): blue = corrected better",
+                      fontsize=10)
+    for ax in axes:
+        ax.set_xticks(range(0, len(rho), step), [f"{r:.2f}" for r in rho[::step]], rotation=45, fontsize=8)
+        ax.set_yticks(range(len(R)), [str(r) for r in R], fontsize=8)
+        ax.set_ylabel("servers R")
+    axes[-1].set_xlabel("load ρ")
+    fig.tight_layout()  # before the suptitle (placed above the axes; the tight bbox takes it in)
+    share = rep.attrs.get("agreement_share", float("nan"))
+    same = rep.attrs.get("agreement_share_same_letter", float("nan"))
+    n = rep.attrs.get("agreement_cells", 0)
+    fig.suptitle(f"Best method by Wasserstein distance (§6.4): ours agrees with the paper in {100 * share:.1f}% of {n} "
+                 f"cells\n({100 * same:.1f}% same letter, the rest ties); grey = not in this run or not in the paper's "
+                 f"grid; fit-invalid methods are never best", fontsize=10, y=1.0, va="bottom")
+    return save(fig, stem, **kw)

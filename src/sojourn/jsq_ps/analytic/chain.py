@@ -156,16 +156,11 @@ def solve_chain(arrival_rate: float, service_rate: float, servers: int, L1: int)
     return ChainResult(L1, lam, A, expected_count / R, boundary, S.size, S, pi)
 
 
-def extend_lambdas(raw: np.ndarray, L2: int, hold_from: str = "L1-2") -> np.ndarray:
-    """λ_0..λ_{L2−1} from the chain's λ_0..λ_{L1−1}: λ_n = λ_{L1−2} for n ≥ L1−2 (§3.2, published).
-
-    ``hold_from="L1-1"`` holds the last value instead (the later jsq_ps version, §3.2).
-    """
-    L1 = raw.size
-    h = L1 - 2 if hold_from == "L1-2" else L1 - 1
-    h = max(h, 0)
-    out = np.empty(L2)
-    m = min(h, L2)
+def extend_lambdas(raw: np.ndarray, size: int) -> np.ndarray:
+    """λ_0..λ_{size−1} from the chain's λ_0..λ_{L1−1}: λ_n = λ_{L1−1} for n ≥ L1−1 (§3.2, corrected
+    notes: the hold that reproduces the authors' stored sweep)."""
+    raw = np.asarray(raw, dtype=float)
+    out = np.full(int(size), raw[-1])
+    m = min(raw.size, int(size))
     out[:m] = raw[:m]
-    out[m:] = raw[h]
     return out

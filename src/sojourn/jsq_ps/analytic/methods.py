@@ -3,20 +3,25 @@
 | method | λ_n            | A_n               | w_n(t)                     | sum range |
 |--------|----------------|-------------------|----------------------------|-----------|
 | A      | chain (§3.2)   | chain (§3.4)      | matrix exponential (§3.6a) | n < L1    |
-| B      | chain          | birth–death (§3.5)| matrix exponential         | n < L1    |
-| C      | Gupta (§3.3)   | birth–death       | matrix exponential         | n < L1    |
+| B      | chain          | birth–death (§3.5)| matrix exponential         | n < L2    |
+| C      | Gupta (§3.3)   | birth–death       | matrix exponential         | n < L2    |
 | D      | chain          | chain             | recurrence (§3.6b)         | n < L2    |
 | E      | chain          | birth–death       | recurrence                 | n < L2    |
 | F      | Gupta          | birth–death       | recurrence                 | n < L2    |
 
-F(t) = 1 − Σ_n A_n w_n(t)   (§3.1, eq. (2)).
+F(t) = 1 − Σ_n A_n w_n(t)   (§3.1, eq. (2)). The chain's λ_0..λ_{L1−1} are extended by holding
+λ_n = λ_{L1−1} for n ≥ L1−1 (§3.2). Only A, whose chain A_n is zero from L1 on, stops at L1; every
+birth–death A_n (B, C, E, F) is summed over n < L2 whatever the w_n option (§3.7, §8.2). These are the
+corrected notes: they reproduce the authors' stored F(t) (tests/data/authors_cdf_points.csv) to 1e-10.
 
 Corrected variants (``X*``), the §8.3 fixes: the customer who finds n starts with n others
 (§3.6a index shift); arrival-weighted A_n ∝ λ_n p_n for the birth–death option; λ_{n+1} and
 θ = max λ in the uniformisation, Poisson truncation from the error bound at every t; no sum-range
 cut (all n < N, N chosen from the birth–death tail); L1 chosen as the smallest value whose chain
 puts mass < ``chain_eps`` on the boundary (within ``state_budget`` sorted states); Gupta's fit is
-clamped at 0, and at R = 1 replaced by the exact λ_n = Λ (the fit is not exact there, §3.3).
+clamped at 0, and at R = 1 replaced by the exact λ_n = Λ (the fit is not exact there, §3.3). The chain's
+λ_n are extended beyond L1 with the same hold λ_{L1−1} as the faithful methods; it matters only where
+the chain keeps boundary mass (the state budget caps L1 at high load).
 With these fixes the two w_n options describe the same Markov chain, so A* ≡ D*, B* ≡ E*,
 C* ≡ F* up to numerical error (computed by independent routes: expm stepping vs uniformisation).
 """
@@ -37,8 +42,8 @@ from .tails import expm_tails, recurrence_survival_faithful, uniformized_surviva
 
 _SPEC = {  # method -> (λ source, A source, w option, sum range)
     "A": ("chain", "chain", "expm", "L1"),
-    "B": ("chain", "bd", "expm", "L1"),
-    "C": ("gupta", "bd", "expm", "L1"),
+    "B": ("chain", "bd", "expm", "L2"),
+    "C": ("gupta", "bd", "expm", "L2"),
     "D": ("chain", "chain", "rec", "L2"),
     "E": ("chain", "bd", "rec", "L2"),
     "F": ("gupta", "bd", "rec", "L2"),
@@ -153,7 +158,8 @@ class Cell:
         A = self.occupancy(lsrc, asrc)
         if wopt == "expm":
             W = self.expm_w(lsrc)
-            cdf = 1.0 - W[..., : self.L1] @ A[: self.L1]  # §3.1 eq. (2), n < L1 (§3.7)
+            top = self.L1 if rng == "L1" else self.L2
+            cdf = 1.0 - W[..., :top] @ A[:top]  # §3.1 eq. (2), n < L1 (A) or n < L2 (B, C) (§3.7)
         else:
             cdf = 1.0 - recurrence_survival_faithful(lam, self.mu, self.L2, self.t, A)  # §3.6b, n < L2
         return MethodResult(m, cdf, lam, A, self.L1, self.L2, True, time.perf_counter() - t0)
@@ -171,7 +177,8 @@ class Cell:
             if self.cL2 is not None:
                 return int(self.cL2)
             ch = self.cchain()
-            tail = max(ch.lambda_n[max(ch.L1 - 2, 0)], self.lam / self.R if self.R == 1 else self.mu * self.rho**self.R)
+            # the held tail rate λ_{L1−1} (§3.2), at least the Gupta tail μρ^R (exact Λ at R = 1)
+            tail = max(ch.lambda_n[-1], self.lam / self.R if self.R == 1 else self.mu * self.rho**self.R)
             return corrected_size(tail, self.mu, ch.L1)
         return self._get("csize", make)
 

@@ -1,0 +1,569 @@
+"""Reproduction report: the paper's result tables recomputed from our comparison, side by side with the
+published ones (reference jsq_ps_methods.md §6), for the faithful methods A–F, the corrected A*–F* and
+``exact``.
+
+Published data (package data under ``data/``, read by :func:`paper_tables` and :func:`paper_best_map`):
+
+* ``paper_tables.csv``: §6.1 (99.99th) and §6.2 (99.999th percentile) signed errors x_p^approx − x_p^sim
+  of the best method for that percentile, ρ ∈ {.1,.25,.5,.75,.85,.9,.95,.99} × R ∈ {1,3,5,7,10}; §6.3
+  relative errors |x_p^sim − x_p^approx| / x_p^sim of the best-by-Wasserstein method (99th, 99.9th,
+  99.99th; ρ ∈ {.2..8} × R ∈ {1,3,6,9}) and the simulated 99.99th percentiles of the same notebook; the
+  §6.1/§6.2 method letters are those of the authors' ``experiments/best-percentile-method.csv``;
+* ``paper_best_wasserstein.csv``: the authors' ``experiments/best.csv`` (best of A–F by Wasserstein
+  distance, 990 cells R = 1..10 × ρ = .01...99; §6.4).
+
+Our side, per method *family* (``faithful`` A–F, ``corrected`` A*–F*, ``exact``), from ``comparison.nc``
+(exponential service only; :mod:`sojourn.jsq_ps.compare`):
+
+* percentile tables: the family's best method for that percentile = smallest |mean signed error over
+  replications| (the paper's criterion with its one seed), its mean and 95 % CI; methods flagged
+  ``fit_invalid`` never count as best;
+* relative-error table: the family's best method by mean Wasserstein distance, its mean signed relative
+  error and CI (the paper reports |·|);
+* best-of-A–F map: our best faithful letter per cell against the paper's; *agreement* = same letter, or a
+  *tie*: the paper's letter's Wasserstein CI overlaps our best's (the rule of ``tied_with_best``,
+  :func:`sojourn.jsq_ps.compare.ties_with_best`, applied within A–F: ``tied_with_best`` itself is relative
+  to the best of all methods, corrected ones included). The agreement share is over the cells present
+  in both; cells the run does not have are absent (NaN / empty / −1), never an error.
+
+Entry points: :func:`reproduce` (Dataset), :func:`report_text` (rst or markdown), :func:`reproduction_figures`,
+and :func:`write_reproduction` (all of it from and to files, for the workflow rule).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..core.figures import serialized
+from ..core.io import provenance, read_netcdf, write_netcdf
+from ..core.stats import interval
+from .compare import ties_with_best
+from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
+
+#: method families compared with the paper (the paper's own is ``faithful``)
+FAMILIES = {"faithful": FAITHFUL_METHODS, "corrected": CORRECTED_METHODS, "exact": ("exact",)}
+
+#: §6.1/§6.2 grid and percentiles
+PCT_TABLE_RHOS = (0.10, 0.25, 0.50, 0.75, 0.85, 0.90, 0.95, 0.99)
+PCT_TABLE_RS = (1, 3, 5, 7, 10)
+PCT_TABLE_PERCENTILES = (99.99, 99.999)
+#: §6.3 grid and percentiles
+REL_TABLE_RHOS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+REL_TABLE_RS = (1, 3, 6, 9)
+REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
+
+#: ``map_agreement`` values
+ABSENT, DISAGREE, TIE, SAME = -1, 0, 1, 2
+_AGREE_ATTRS = {"flag_values": np.array([ABSENT, DISAGREE, TIE, SAME], np.int8),
+                "flag_meanings": "absent disagree tie same_letter"}
+_TU = "time units (1/mu)"
+_DECIMALS = 6  # loads are matched to the paper's two-decimal grid after rounding to this many decimals
+
+
+# ------------------------------------------------------------------------------------------- published data
+def _data_rows(name: str) -> list[dict]:
+    text = resources.files("sojourn.jsq_ps").joinpath("data", name).read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    return list(csv.DictReader(io.StringIO("\n".join(lines))))
+
+
+def paper_tables() -> xr.Dataset:
+    """The published §6.1–§6.3 numbers as a Dataset (``paper_tables.csv``).
+
+    ``pct_error`` / ``pct_method`` (pct_percentile, pct_rho, pct_R): §6.1/§6.2 and the method letters;
+    ``rel_error`` (rel_percentile, rel_rho, rel_R): §6.3; ``sim_p9999`` (rel_rho, rel_R): §6.3 simulated
+    99.99th percentiles.
+    """
+    pe = np.full((2, 8, 5), np.nan)
+    pm = np.full((2, 8, 5), "", dtype=object)
+    re = np.full((3, 7, 4), np.nan)
+    sp = np.full((7, 4), np.nan)
+    for r in _data_rows("paper_tables.csv"):
+        pct, R, rho, v = float(r["percentile"]), int(r["R"]), float(r["rho"]), float(r["value"])
+        if r["table"] in ("6.1", "6.2"):
+            idx = (PCT_TABLE_PERCENTILES.index(pct), PCT_TABLE_RHOS.index(rho), PCT_TABLE_RS.index(R))
+            pe[idx], pm[idx] = v, r["method"]
+        elif r["table"] == "6.3":
+            re[REL_TABLE_PERCENTILES.index(pct), REL_TABLE_RHOS.index(rho), REL_TABLE_RS.index(R)] = v
+        elif r["table"] == "6.3sim":
+            sp[REL_TABLE_RHOS.index(rho), REL_TABLE_RS.index(R)] = v
+        else:
+            raise ValueError(f"paper_tables.csv: unknown table {r['table']!r}")
+    if np.isnan(pe).any() or np.isnan(re).any() or np.isnan(sp).any():
+        raise ValueError("paper_tables.csv is incomplete")
+    return xr.Dataset(
+        {"pct_error": (("pct_percentile", "pct_rho", "pct_R"), pe),
+         "pct_method": (("pct_percentile", "pct_rho", "pct_R"), pm.astype(str)),
+         "rel_error": (("rel_percentile", "rel_rho", "rel_R"), re),
+         "sim_p9999": (("rel_rho", "rel_R"), sp)},
+        coords=_table_coords())
+
+
+def paper_best_map() -> dict:
+    """{(R, round(rho, 2)): letter} of the authors' ``experiments/best.csv`` (990 cells, §6.4)."""
+    out = {(int(r["R"]), round(float(r["rho"]), 2)): r["best"] for r in _data_rows("paper_best_wasserstein.csv")}
+    if len(out) != 990:
+        raise ValueError(f"paper_best_wasserstein.csv: expected 990 cells, got {len(out)}")
+    return out
+
+
+def _table_coords() -> dict:
+    def coord(name, values, long_name, units="1"):
+        return (name, np.asarray(values), {"long_name": long_name, "units": units})
+
+    return {
+        "pct_percentile": coord("pct_percentile", PCT_TABLE_PERCENTILES, "percentile level (§6.1, §6.2)", "percent"),
+        "pct_rho": coord("pct_rho", PCT_TABLE_RHOS, "load of the §6.1/§6.2 tables"),
+        "pct_R": coord("pct_R", np.array(PCT_TABLE_RS, np.int64), "servers of the §6.1/§6.2 tables"),
+        "rel_percentile": coord("rel_percentile", REL_TABLE_PERCENTILES, "percentile level (§6.3)", "percent"),
+        "rel_rho": coord("rel_rho", REL_TABLE_RHOS, "load of the §6.3 tables"),
+        "rel_R": coord("rel_R", np.array(REL_TABLE_RS, np.int64), "servers of the §6.3 tables"),
+    }
+
+
+# ------------------------------------------------------------------------------------------- our side
+def _index(values, targets, tol=10.0 ** -_DECIMALS) -> list:
+    """Position of each target in ``values`` (None if absent), matching floats to ``tol``."""
+    values = np.asarray(values, dtype=float)
+    out = []
+    for x in targets:
+        hit = np.flatnonzero(np.abs(values - float(x)) < tol)
+        out.append(int(hit[0]) if hit.size else None)
+    return out
+
+
+class _Cells:
+    """One service law's slice of a comparison dataset as plain arrays (R, rho, method[, percentile])."""
+
+    def __init__(self, cmp: xr.Dataset, service: str):
+        c = cmp.sel(service=service)
+        self.R = c["R"].values.astype(int)
+        self.rho = c["rho"].values.astype(float)
+        self.methods = [str(m) for m in c["method"].values]
+        self.pct = c["percentile"].values.astype(float)
+
+        def get(v, dims):
+            return c[v].transpose(*dims).values.astype(float)
+
+        d3 = ("R", "rho", "method")
+        self.Wm, self.Wlo, self.Whi = (get(v, d3) for v in
+                                       ("wasserstein_mean", "wasserstein_ci_low", "wasserstein_ci_high"))
+        dq = ("R", "rho", "method", "percentile")
+        self.E = [get(v, dq) for v in
+                  ("percentile_error_mean", "percentile_error_ci_low", "percentile_error_ci_high")]
+        self.Q = [get(v, dq) for v in ("relative_percentile_error_mean", "relative_percentile_error_ci_low",
+                                       "relative_percentile_error_ci_high")]
+        # a comparison written before the fit_invalid flag existed: every fit counts as valid
+        self.valid = get("fit_invalid", d3) == 0 if "fit_invalid" in c else np.ones(self.Wm.shape, bool)
+        self.sim_pct = c["sim_percentile"].transpose("R", "rho", "replication", "percentile").values.astype(float)
+
+    def family(self, name) -> list[int]:
+        return [self.methods.index(m) for m in FAMILIES[name] if m in self.methods]
+
+    def best_by_w(self, i, j, fam) -> int | None:
+        """Index of the family's best method by mean W in cell (i, j) (valid fits only), or None."""
+        ok = [m for m in fam if self.valid[i, j, m] and np.isfinite(self.Wm[i, j, m])]
+        return min(ok, key=lambda m: self.Wm[i, j, m]) if ok else None
+
+    def best_by_pct(self, i, j, q, fam) -> int | None:
+        """Index of the family's method with the smallest |mean percentile error| (valid fits only)."""
+        ok = [m for m in fam if self.valid[i, j, m] and np.isfinite(self.E[0][i, j, m, q])]
+        return min(ok, key=lambda m: abs(self.E[0][i, j, m, q])) if ok else None
+
+
+def _mean_ci(x: np.ndarray, confidence=0.95):
+    """Student-t mean and CI over the last axis (NaN-free rows only; else NaN)."""
+    return interval(x, {"confidence": confidence, "ci": "t"})[:3]
+
+
+def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
+    """The reproduction Dataset of a comparison dataset (see the module doc and the variables' attrs)."""
+    if service not in cmp["service"].values.tolist():
+        raise ValueError(f"service must be one of {cmp['service'].values.tolist()}; got {service!r}")
+    paper = paper_tables()
+    best_map = paper_best_map()
+    c = _Cells(cmp, service)
+    fams = list(FAMILIES)
+    nF = len(fams)
+    fam_idx = {f: c.family(f) for f in fams}
+
+    # §6.1/§6.2: best method per percentile, per family
+    iR, iP = _index(c.R, PCT_TABLE_RS), _index(c.rho, PCT_TABLE_RHOS)
+    iQ = _index(c.pct, PCT_TABLE_PERCENTILES)
+    shp = (nF, len(PCT_TABLE_PERCENTILES), len(PCT_TABLE_RHOS), len(PCT_TABLE_RS))
+    pe = [np.full(shp, np.nan) for _ in range(3)]
+    pe_m = np.full(shp, "", dtype=object)
+    pe_paper_m = [np.full(shp[1:], np.nan) for _ in range(3)]  # faithful, the paper's letter
+    for f, fam in enumerate(fams):
+        for a, q in enumerate(iQ):
+            for b, j in enumerate(iP):
+                for k, i in enumerate(iR):
+                    if q is None or j is None or i is None:
+                        continue
+                    m = c.best_by_pct(i, j, q, fam_idx[fam])
+                    if m is not None:
+                        for v in range(3):
+                            pe[v][f, a, b, k] = c.E[v][i, j, m, q]
+                        pe_m[f, a, b, k] = c.methods[m]
+                    letter = str(paper["pct_method"].values[a, b, k])
+                    if fam == "faithful" and letter in c.methods:
+                        for v in range(3):
+                            pe_paper_m[v][a, b, k] = c.E[v][i, j, c.methods.index(letter), q]
+    paper_pe = paper["pct_error"].values
+    in_ci = np.where(np.isfinite(pe[1]) & np.isfinite(pe[2]),
+                     ((pe[1] <= paper_pe[None]) & (paper_pe[None] <= pe[2])).astype(np.int8), np.int8(-1))
+
+    # §6.3: best-by-W method per family, its relative error; simulated 99.99th percentiles
+    iR3, iP3, iQ3 = _index(c.R, REL_TABLE_RS), _index(c.rho, REL_TABLE_RHOS), _index(c.pct, REL_TABLE_PERCENTILES)
+    shp3 = (nF, len(REL_TABLE_PERCENTILES), len(REL_TABLE_RHOS), len(REL_TABLE_RS))
+    rel = [np.full(shp3, np.nan) for _ in range(3)]
+    rel_m = np.full(shp3[:1] + shp3[2:], "", dtype=object)
+    sim_p = [np.full(shp3[2:], np.nan) for _ in range(3)]
+    q9999 = _index(c.pct, [99.99])[0]
+    for b, j in enumerate(iP3):
+        for k, i in enumerate(iR3):
+            if j is None or i is None:
+                continue
+            if q9999 is not None:
+                x = c.sim_pct[i, j, :, q9999]
+                if np.isfinite(x).all():
+                    for v, val in enumerate(_mean_ci(x[None])):
+                        sim_p[v][b, k] = val[0]
+            for f, fam in enumerate(fams):
+                m = c.best_by_w(i, j, fam_idx[fam])
+                if m is None:
+                    continue
+                rel_m[f, b, k] = c.methods[m]
+                for a, q in enumerate(iQ3):
+                    if q is not None:
+                        for v in range(3):
+                            rel[v][f, a, b, k] = c.Q[v][i, j, m, q]
+    paper_rel_letter = np.array([[best_map.get((R, round(r, 2)), "") for R in REL_TABLE_RS] for r in REL_TABLE_RHOS])
+
+    # §6.4: best-of-family map on the run's own (R, rho) cells, agreement with the paper's best.csv
+    NR, NP = len(c.R), len(c.rho)
+    mp_best = np.full((nF, NR, NP), "", dtype=object)
+    mp_w = [np.full((nF, NR, NP), np.nan) for _ in range(3)]
+    paper_letter = np.full((NR, NP), "", dtype=object)
+    agree = np.full((NR, NP), ABSENT, np.int8)
+    gap = np.full((NR, NP), np.nan)
+    paper_invalid = np.zeros((NR, NP), np.int8)
+    for i, R in enumerate(c.R):
+        for j, rho in enumerate(c.rho):
+            paper_letter[i, j] = best_map.get((int(R), round(float(rho), 2)), "") \
+                if abs(round(float(rho), 2) - float(rho)) < 10.0 ** -_DECIMALS else ""
+            for f, fam in enumerate(fams):
+                m = c.best_by_w(i, j, fam_idx[fam])
+                if m is not None:
+                    mp_best[f, i, j] = c.methods[m]
+                    mp_w[0][f, i, j], mp_w[1][f, i, j], mp_w[2][f, i, j] = c.Wm[i, j, m], c.Wlo[i, j, m], c.Whi[i, j, m]
+            ours = mp_best[0, i, j]
+            p = paper_letter[i, j]
+            if not ours or not p or p not in c.methods:
+                continue
+            b, pm = c.methods.index(ours), c.methods.index(p)
+            if not np.isfinite(c.Wm[i, j, pm]):
+                continue  # the paper's method was not run here: not comparable
+            gap[i, j] = c.Wm[i, j, pm] - c.Wm[i, j, b]
+            if not c.valid[i, j, pm]:
+                paper_invalid[i, j] = 1
+                agree[i, j] = DISAGREE
+            elif pm == b:
+                agree[i, j] = SAME
+            else:
+                agree[i, j] = TIE if ties_with_best(c.Wm[i, j], c.Wlo[i, j], c.Whi[i, j], pm, b) else DISAGREE
+    present = agree != ABSENT
+    n_present = int(present.sum())
+    share = float(np.isin(agree, (TIE, SAME)).sum() / n_present) if n_present else float("nan")
+    share_same = float((agree == SAME).sum() / n_present) if n_present else float("nan")
+
+    coords = _table_coords()
+    coords.update({
+        "family": ("family", np.array(fams, dtype=str), {"long_name": "method family: faithful A-F, corrected A*-F*, exact"}),
+        "R": ("R", c.R.astype(np.int64), {"long_name": "number of servers", "units": "1"}),
+        "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
+    })
+    P3 = ("pct_percentile", "pct_rho", "pct_R")
+    F4 = ("family",) + P3
+    Q3 = ("rel_percentile", "rel_rho", "rel_R")
+    ds = xr.Dataset(
+        {
+            "paper_percentile_error": (P3, paper_pe, _a("published signed percentile error approx - sim of the best "
+                                                        "method for that percentile (§6.1 99.99th, §6.2 99.999th)", _TU)),
+            "paper_percentile_method": (P3, paper["pct_method"].values, _a("published best method for that percentile "
+                                                                           "(best-percentile-method.csv)")),
+            "percentile_error": (F4, pe[0], _a("our mean signed percentile error (approx - sim) over replications of "
+                                               "the family's best method for that percentile", _TU)),
+            "percentile_error_ci_low": (F4, pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
+            "percentile_error_ci_high": (F4, pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
+            "percentile_error_method": (F4, pe_m.astype(str), _a("family's best method for that percentile: smallest "
+                                                                 "|mean error|, fit_invalid excluded ('' = absent)")),
+            "paper_value_in_ci": (F4, in_ci, _a("1 if the published value lies in our 95% CI, 0 if not, -1 absent",
+                                                flag_values=np.array([-1, 0, 1], np.int8),
+                                                flag_meanings="absent outside inside")),
+            "percentile_error_paper_method": (P3, pe_paper_m[0], _a("our mean signed percentile error of the paper's "
+                                                                    "method for that percentile (NaN: letter unknown)", _TU)),
+            "percentile_error_paper_method_ci_low": (P3, pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
+            "percentile_error_paper_method_ci_high": (P3, pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
+            "paper_relative_error": (Q3, paper["rel_error"].values, _a("published relative percentile error "
+                                                                       "|x_sim - x_approx| / x_sim of the best-by-"
+                                                                       "Wasserstein method (§6.3)")),
+            "paper_relative_method": (("rel_rho", "rel_R"), paper_rel_letter.astype(str),
+                                      _a("the paper's best-by-Wasserstein method there (best.csv)")),
+            "relative_error": (("family",) + Q3, rel[0], _a("our mean signed relative percentile error (approx - sim)/sim "
+                                                            "over replications of the family's best-by-Wasserstein method")),
+            "relative_error_ci_low": (("family",) + Q3, rel[1], _a("lower end of the 95% CI of relative_error")),
+            "relative_error_ci_high": (("family",) + Q3, rel[2], _a("upper end of the 95% CI of relative_error")),
+            "relative_error_method": (("family", "rel_rho", "rel_R"), rel_m.astype(str),
+                                      _a("family's best method by mean Wasserstein distance (fit_invalid excluded)")),
+            "paper_sim_percentile_9999": (("rel_rho", "rel_R"), paper["sim_p9999"].values,
+                                          _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU)),
+            "sim_percentile_9999": (("rel_rho", "rel_R"), sim_p[0], _a("our simulated 99.99th percentile, mean over "
+                                                                       "replications", _TU)),
+            "sim_percentile_9999_ci_low": (("rel_rho", "rel_R"), sim_p[1], _a("lower end of its 95% CI (Student t)", _TU)),
+            "sim_percentile_9999_ci_high": (("rel_rho", "rel_R"), sim_p[2], _a("upper end of its 95% CI (Student t)", _TU)),
+            "paper_best_method": (("R", "rho"), paper_letter.astype(str), _a("the paper's best of A-F by Wasserstein "
+                                                                             "distance (best.csv; '' = not in its grid)")),
+            "best_method": (("family", "R", "rho"), mp_best.astype(str), _a("our family's best method by mean "
+                                                                            "Wasserstein distance (fit_invalid excluded)")),
+            "best_wasserstein": (("family", "R", "rho"), mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
+            "best_wasserstein_ci_low": (("family", "R", "rho"), mp_w[1], _a("lower end of its 95% CI", _TU)),
+            "best_wasserstein_ci_high": (("family", "R", "rho"), mp_w[2], _a("upper end of its 95% CI", _TU)),
+            "agreement": (("R", "rho"), agree, _a("our best of A-F vs the paper's: same letter, tie (the paper's "
+                                                  "method's W CI overlaps our best's), disagree, or absent", **_AGREE_ATTRS)),
+            "paper_method_fit_invalid": (("R", "rho"), paper_invalid, _a("1 if the paper's best method is fit_invalid "
+                                                                         "in our run (counted as disagreement)")),
+            "wasserstein_gap": (("R", "rho"), gap, _a("mean W of the paper's best method minus mean W of our best of A-F "
+                                                      "(0 if the same)", _TU)),
+        },
+        coords=coords,
+    )
+    ds.attrs.update({
+        "agreement_share": share,
+        "agreement_share_same_letter": share_same,
+        "agreement_cells": n_present,
+        "paper_cells": 990,
+        "service": service,
+        "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
+                     "geraintpalmer/aggregated-vs-parallel-ps experiments/best.csv",
+        "selection": "percentile tables: smallest |mean signed error| per family; relative errors and map: smallest mean "
+                     "Wasserstein distance per family; fit_invalid methods excluded everywhere",
+    })
+    return ds
+
+
+def _a(long_name, units="1", **kw):
+    return {"long_name": long_name, "units": units, **kw}
+
+
+# ------------------------------------------------------------------------------------------- summaries
+def largest_disagreements(rep: xr.Dataset, n: int = 10) -> list[dict]:
+    """Map cells where our best of A–F and the paper's differ beyond a tie, largest W gap first."""
+    ag = rep["agreement"].values
+    gap = rep["wasserstein_gap"].values
+    rows = []
+    for i, j in zip(*np.nonzero(ag == DISAGREE)):
+        w = float(rep["best_wasserstein"].values[0, i, j])
+        rows.append({"R": int(rep["R"].values[i]), "rho": float(rep["rho"].values[j]),
+                     "paper": str(rep["paper_best_method"].values[i, j]), "ours": str(rep["best_method"].values[0, i, j]),
+                     "w_ours": w, "w_gap": float(gap[i, j]),
+                     "paper_fit_invalid": bool(rep["paper_method_fit_invalid"].values[i, j])})
+    rows.sort(key=lambda r: -r["w_gap"] if np.isfinite(r["w_gap"]) else np.inf)
+    return rows[:n]
+
+
+def largest_table_differences(rep: xr.Dataset, n: int = 5) -> list[dict]:
+    """§6.1/§6.2 cells with the largest |ours (faithful) − published|."""
+    ours = rep["percentile_error"].sel(family="faithful").values
+    paper = rep["paper_percentile_error"].values
+    d = np.abs(ours - paper)
+    rows = []
+    for a, b, k in zip(*np.nonzero(np.isfinite(d))):
+        rows.append({"percentile": float(rep["pct_percentile"].values[a]), "rho": float(rep["pct_rho"].values[b]),
+                     "R": int(rep["pct_R"].values[k]), "paper": float(paper[a, b, k]),
+                     "paper_method": str(rep["paper_percentile_method"].values[a, b, k]),
+                     "ours": float(ours[a, b, k]),
+                     "ci": (float(rep["percentile_error_ci_low"].values[0, a, b, k]),
+                            float(rep["percentile_error_ci_high"].values[0, a, b, k])),
+                     "ours_method": str(rep["percentile_error_method"].values[0, a, b, k]),
+                     "ours_with_paper_method": float(rep["percentile_error_paper_method"].values[a, b, k]),
+                     "difference": float(ours[a, b, k] - paper[a, b, k])})
+    rows.sort(key=lambda r: -abs(r["difference"]))
+    return rows[:n]
+
+
+def _f(x, fmt="{:.2f}"):
+    return "–" if x is None or not np.isfinite(x) else fmt.format(x)
+
+
+def _ci(m, lo, hi, fmt="{:.2f}"):
+    if not np.isfinite(m):
+        return "–"
+    if np.isfinite(lo) and np.isfinite(hi):
+        return f"{fmt.format(m)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+    return fmt.format(m)
+
+
+def _table(header: list[str], rows: list[list[str]], fmt: str) -> str:
+    if fmt == "markdown":
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out) + "\n"
+    esc = lambda s: '"' + s.replace('"', '""') + '"'  # noqa: E731
+    out = [".. csv-table::", "   :header: " + ", ".join(esc(h) for h in header), ""]
+    out += ["   " + ", ".join(esc(x) for x in r) for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def _heading(text: str, level: int, fmt: str) -> str:
+    if fmt == "markdown":
+        return "#" * (level + 1) + " " + text + "\n"
+    return text + "\n" + "=-~^"[level - 1] * len(text) + "\n"
+
+
+def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
+    """The reproduction report as reStructuredText (``fmt="rst"``, for the Snakemake report) or markdown."""
+    if fmt not in ("rst", "markdown"):
+        raise ValueError(f"fmt must be 'rst' or 'markdown'; got {fmt!r}")
+    fams = rep["family"].values.tolist()
+    out = [_heading("Reproduction of Palmer & Martín-Pérez (arXiv 2210.17227), §6", 1, fmt), ""]
+    n = int(rep.attrs["agreement_cells"])
+    share, same = rep.attrs["agreement_share"], rep.attrs["agreement_share_same_letter"]
+    out.append(f"Best of A–F by Wasserstein distance (§6.4, the authors' best.csv): over the {n} of "
+               f"{rep.attrs['paper_cells']} published cells present in this run, our best letter agrees with the "
+               f"paper's in {_f(100 * share, '{:.1f}')} % of the cells ({_f(100 * same, '{:.1f}')} % the same letter, "
+               f"the rest ties: the paper's method's 95 % CI of W overlaps our best's). Methods whose approximated "
+               f"CDF is not a CDF (``fit_invalid``) never count as best.\n")
+    dis = largest_disagreements(rep, 10)
+    if dis:
+        out.append(_heading("Largest disagreements with the paper's best method", 2, fmt))
+        out.append(_table(["R", "ρ", "paper", "ours", "W ours", "W paper − W ours"],
+                          [[str(r["R"]), f"{r['rho']:.2f}", r["paper"] + (" (fit invalid)" if r["paper_fit_invalid"] else ""),
+                            r["ours"], _f(r["w_ours"], "{:.4f}"), _f(r["w_gap"], "{:.4f}")] for r in dis], fmt))
+    for a, pct in enumerate(rep["pct_percentile"].values):
+        sec = "6.1" if a == 0 else "6.2"
+        out.append(_heading(f"§{sec}: {pct:g}th percentile, signed error approx − sim (time units)", 2, fmt))
+        out.append("Each cell: published value (its method), then ours per family: mean over replications "
+                   "[95 % CI] (best method of the family for that percentile). – = not in this run.\n")
+        header = ["ρ", "R"] + ["paper"] + fams
+        rows = []
+        for b, rho in enumerate(rep["pct_rho"].values):
+            for k, R in enumerate(rep["pct_R"].values):
+                pm = str(rep["paper_percentile_method"].values[a, b, k])
+                paper = f"{rep['paper_percentile_error'].values[a, b, k]:.2f}" + (f" ({pm})" if pm else "")
+                row = [f"{rho:.2f}", str(R), paper]
+                for f in range(len(fams)):
+                    m = str(rep["percentile_error_method"].values[f, a, b, k])
+                    s = _ci(rep["percentile_error"].values[f, a, b, k], rep["percentile_error_ci_low"].values[f, a, b, k],
+                            rep["percentile_error_ci_high"].values[f, a, b, k])
+                    row.append(s + (f" ({m})" if m else ""))
+                rows.append(row)
+        out.append(_table(header, rows, fmt))
+    diffs = largest_table_differences(rep, 5)
+    if diffs:
+        out.append(_heading("Largest differences from the §6.1/§6.2 tables (faithful A–F)", 2, fmt))
+        out.append(_table(["percentile", "ρ", "R", "paper", "ours [95 % CI]", "ours with the paper's method", "ours − paper"],
+                          [[f"{r['percentile']:g}", f"{r['rho']:.2f}", str(r["R"]),
+                            f"{r['paper']:.2f}" + (f" ({r['paper_method']})" if r["paper_method"] else ""),
+                            _ci(r["ours"], *r["ci"]) + f" ({r['ours_method']})",
+                            _f(r["ours_with_paper_method"]), _f(r["difference"])] for r in diffs], fmt))
+    out.append(_heading("§6.3: relative percentile error of the best-by-Wasserstein method", 2, fmt))
+    out.append("Published: |x_sim − x_approx| / x_sim (the paper's best.csv method in brackets). Ours: mean signed "
+               "(x_approx − x_sim) / x_sim over replications [95 % CI] (the family's best method by mean W).\n")
+    for a, pct in enumerate(rep["rel_percentile"].values):
+        rows = []
+        for b, rho in enumerate(rep["rel_rho"].values):
+            for k, R in enumerate(rep["rel_R"].values):
+                pl = str(rep["paper_relative_method"].values[b, k])
+                paper = f"{rep['paper_relative_error'].values[a, b, k]:.2f}" + (f" ({pl})" if pl else "")
+                row = [f"{pct:g}", f"{rho:.1f}", str(R), paper]
+                for f in range(len(fams)):
+                    m = str(rep["relative_error_method"].values[f, b, k])
+                    s = _ci(rep["relative_error"].values[f, a, b, k], rep["relative_error_ci_low"].values[f, a, b, k],
+                            rep["relative_error_ci_high"].values[f, a, b, k])
+                    row.append(s + (f" ({m})" if m else ""))
+                rows.append(row)
+        out.append(_table(["percentile", "ρ", "R", "paper"] + fams, rows, fmt))
+    out.append(_heading("§6.3: simulated 99.99th percentile", 2, fmt))
+    rows = [[f"{rho:.1f}", str(R), f"{rep['paper_sim_percentile_9999'].values[b, k]:.2f}",
+             _ci(rep["sim_percentile_9999"].values[b, k], rep["sim_percentile_9999_ci_low"].values[b, k],
+                 rep["sim_percentile_9999_ci_high"].values[b, k])]
+            for b, rho in enumerate(rep["rel_rho"].values) for k, R in enumerate(rep["rel_R"].values)]
+    out.append(_table(["ρ", "R", "paper (one seed)", "ours [95 % CI]"], rows, fmt))
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------- figures
+@serialized
+def reproduction_figures(rep: xr.Dataset, figures_dir, formats=("png", "pdf"), dpi=120) -> list[Path]:
+    """The report's figures (each saved as every format by :func:`sojourn.jsq_ps.plots.save`)."""
+    from .plots import reproduction_map, reproduction_percentile_errors, reproduction_relative_errors
+
+    figures_dir = Path(figures_dir)
+    kw = {"formats": tuple(formats), "dpi": dpi}
+    out = []
+    out += reproduction_percentile_errors(rep, figures_dir / "reproduction_percentile_errors", **kw)
+    out += reproduction_relative_errors(rep, figures_dir / "reproduction_relative_errors", **kw)
+    out += reproduction_map(rep, figures_dir / "reproduction_best_map", **kw)
+    return out
+
+
+#: figure stems written by :func:`reproduction_figures` (for the workflow's outputs)
+FIGURE_STEMS = ("reproduction_percentile_errors", "reproduction_relative_errors", "reproduction_best_map")
+
+
+def reproduction_encoding(ds: xr.Dataset) -> dict:
+    enc = {}
+    for name, var in ds.data_vars.items():
+        if var.dtype.kind == "f":
+            enc[name] = {"zlib": True, "complevel": 5, "shuffle": True}
+    return enc
+
+
+def write_reproduction(comparison_path, output_nc, figures_dir, settings: dict | None = None,
+                       report_path=None) -> list[Path]:
+    """``reproduction.nc`` + figures (+ the report text at ``report_path``, rst) from ``comparison.nc``.
+
+    ``settings`` (all optional): ``service`` (default exponential), ``formats`` (default png, pdf), ``dpi``
+    (default 120); the whole dict is recorded as provenance. ``report_path``: the report text as
+    reStructuredText (``.rst``), markdown (``.md``) or a standalone HTML page rendered from the rst by
+    docutils (``.html``: what a Snakemake report embeds). Returns the written paths.
+    """
+    settings = dict(settings or {})
+    if report_path is not None and Path(report_path).suffix.lower() not in (".rst", ".md", ".html"):
+        raise ValueError(f"report_path must end in .rst, .md or .html; got {Path(report_path).name!r}")
+    cmp = read_netcdf(comparison_path)
+    rep = reproduce(cmp, service=settings.get("service", EXPONENTIAL))
+    rep.attrs.update(provenance(settings, title="sojourn JSQ-PS: reproduction of the paper's section 6 tables",
+                                comparison=json.dumps({k: cmp.attrs.get(k) for k in ("git_commit", "sojourn_version")
+                                                       if k in cmp.attrs}, sort_keys=True)))
+    out = [write_netcdf(rep, output_nc, encoding=reproduction_encoding(rep))]
+    out += reproduction_figures(rep, figures_dir, formats=settings.get("formats", ("png", "pdf")),
+                                dpi=int(settings.get("dpi", 120)))
+    if report_path is not None:
+        report_path = Path(report_path)
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        suffix = report_path.suffix.lower()
+        if suffix == ".md":
+            report_path.write_text(report_text(rep, "markdown"), encoding="utf-8")
+        elif suffix == ".html":
+            report_path.write_bytes(report_html(rep))
+        else:
+            report_path.write_text(report_text(rep, "rst"), encoding="utf-8")
+        out.append(report_path)
+    return out
+
+
+def report_html(rep: xr.Dataset) -> bytes:
+    """The rst report rendered to a standalone HTML page (UTF-8) by docutils."""
+    from docutils.core import publish_string
+
+    return publish_string(report_text(rep, "rst"), writer="html5",
+                          settings_overrides={"report_level": 5, "halt_level": 5, "output_encoding": "utf-8",
+                                              "embed_stylesheet": True})
