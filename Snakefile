@@ -3,7 +3,10 @@
 # Run:  snakemake --cores 2   (default config)   or add  --configfile config/paper.yaml
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
+
+from sojourn.core.config import ConfigError, validate_config
 
 min_version("9.19")  # the auto-loaded workflow profile is a profile.yaml (read from 9.19 on)
 
@@ -12,12 +15,20 @@ min_version("9.19")  # the auto-loaded workflow profile is a profile.yaml (read 
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
-validate(config, schema="workflow/schemas/config.schema.yaml")
+# JSON schema with defaults filled in; an error names the key path and the reason in one line (no schema dump)
+_SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+try:
+    validate_config(config, _SCHEMAS / "config.schema.yaml")
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
 
 from sojourn.studies import STUDIES
 
 for _study in STUDIES:
-    validate(config[_study.name], schema=f"workflow/schemas/{_study.name}.schema.yaml")
+    try:
+        validate_config(config[_study.name], _SCHEMAS / f"{_study.name}.schema.yaml", _study.name)
+    except ConfigError as exc:
+        raise WorkflowError(f"invalid config: {exc}")
 ENABLED = [s for s in STUDIES if config[s.name]["enabled"]]
 
 

@@ -1,19 +1,82 @@
-"""Command-line entry point ``sojourn``: every registered study adds its own sub-commands."""
+"""Command-line entry point ``sojourn``: every registered study adds its own sub-commands.
+
+Errors end in one line ``sojourn <command>: error: <flag or field>: <reason>`` and an exit status:
+2 for invalid input (a bad flag value, an unknown flag or command, an output that cannot be written,
+all detected before any compute), 1 for an operating-system error while running (disk full, …).
+"""
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
+from .core.inputs import did_you_mean
 from .studies import STUDIES
+
+_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that names an unknown flag (with "did you mean …") before complaining about
+    missing required ones, and suggests the closest command for a misspelt one."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._checked(args), namespace)
+
+    def _checked(self, args: list) -> list:
+        """``args`` with each unknown flag or command rejected (self.error) and each negative number given
+        as a flag's value attached to it (``--horizon -1e3`` -> ``--horizon=-1e3``: argparse would take
+        ``-1e3`` for a flag)."""
+        known = self._option_string_actions
+        sub = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        out: list = []
+        expects = 0  # values still owed to the previous flag
+        single = False  # that flag takes exactly one value (a negative number may then be attached to it)
+        for i, tok in enumerate(args):
+            if tok == "--":
+                return out + args[i:]
+            is_flag = tok.startswith("-") and len(tok) > 1 and not _NUMBER.match(tok)
+            if not is_flag:
+                if expects:
+                    expects -= 1
+                    if tok.startswith("-") and single:
+                        out[-1] += ("=" if out[-1].startswith("--") else "") + tok
+                    else:
+                        out.append(tok)
+                    continue
+                if sub is not None:  # the first positional is the command; the subparser checks the rest
+                    if tok not in sub.choices:
+                        self.error(f"unknown command {tok!r}{did_you_mean(tok, sub.choices)} "
+                                   f"(commands: {', '.join(sub.choices)})")
+                    return out + args[i:]
+                out.append(tok)
+                continue
+            out.append(tok)
+            name = tok.split("=", 1)[0]
+            action = known.get(name)
+            if action is None and not name.startswith("--") and name[:2] in known:
+                action = known[name[:2]]  # -R3: short flag with its value attached
+                if action.nargs != 0:
+                    continue
+            if action is None and self.allow_abbrev and name.startswith("--"):
+                hits = {a for opt, a in known.items() if opt.startswith(name)}
+                action = hits.pop() if len(hits) == 1 else None
+            if action is None:
+                flags = [o for o in known if o.startswith("--")]
+                self.error(f"unknown flag {name}{did_you_mean(name, flags)}")
+            expects = 0 if ("=" in tok or action.nargs == 0) else 1
+            single = action.nargs is None
+        return out
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .core.version import __version__
 
-    parser = argparse.ArgumentParser(prog="sojourn", description="Sojourn-time experiments on multi-server queues.")
+    parser = Parser(prog="sojourn", description="Sojourn-time experiments on multi-server queues.")
     parser.add_argument("--version", action="version", version=f"sojourn {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for study in STUDIES:
         if study.cli:
             importlib.import_module(study.cli).register(sub)
@@ -21,13 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return int(args.func(args) or 0)
     except ValueError as exc:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

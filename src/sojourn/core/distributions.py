@@ -11,12 +11,13 @@ sample from (see :func:`sojourn.core.sampling.sample_law` for the reading side).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 import numpy as np
 
 from . import phase_type
+from .inputs import did_you_mean
 from .validate import integer_at_least, nonnegative_finite, positive_finite
 
 # Law codes understood by the numba kernels (sojourn.core.sampling reads them from here).
@@ -507,28 +508,39 @@ def parse_law(text: str, mean: float | None = None) -> Distribution:
     how the service law is matched to a service rate μ; a ``mean=`` key does the same.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"service law must be a string NAME[:key=value,...]; got {text!r}")
+        raise ValueError(f"a law must be a string NAME[:key=value,...] (e.g. 'lognormal:sigma=0.69'); got {text!r}")
     name, _, rest = text.strip().partition(":")
     name = name.strip().lower()
     if name not in LAWS:
-        raise ValueError(f"unknown law {name!r}; allowed: {', '.join(sorted(LAWS))}")
+        raise ValueError(f"unknown law {name!r}; allowed: {', '.join(sorted(LAWS))}{did_you_mean(name, LAWS)}")
+    params = [f.name for f in fields(LAWS[name])]
     kwargs: dict = {}
     for item in filter(None, (s.strip() for s in rest.split(","))):
         key, eq, val = item.partition("=")
         if not eq:
             raise ValueError(f"law parameter {item!r} in {text!r} must look like key=value")
-        kwargs[key.strip()] = _parse_value(val.strip())
+        key = key.strip()
+        if key not in params and key != "mean":
+            raise ValueError(f"law {name!r} takes parameters {', '.join(params)} (and mean=M to rescale it); "
+                             f"got unknown parameter {key!r} in {text!r}{did_you_mean(key, [*params, 'mean'])}")
+        try:
+            kwargs[key] = _parse_value(val.strip())
+        except ValueError:
+            raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be a number "
+                             "(lists: a/b/c, matrices: rows a/b|c/d)") from None
     want_mean = kwargs.pop("mean", None)
     if want_mean is not None:
         mean = float(want_mean)
     if name not in DEFAULT_SHAPES and not kwargs:
-        raise ValueError(f"law {name!r} needs explicit parameters")
+        raise ValueError(f"law {name!r} needs explicit parameters {', '.join(params)} "
+                         "(e.g. 'phasetype:alpha=1/0,T=-2/2|0/-2')")
     kwargs = {**DEFAULT_SHAPES.get(name, {}), **kwargs}  # missing shape keys take the defaults
     try:
         law = LAWS[name](**kwargs)
     except TypeError as exc:
-        fields = [f for f in LAWS[name].__dataclass_fields__]
-        raise ValueError(f"law {name!r} takes parameters {fields}; got {sorted(kwargs)}") from exc
+        missing = [p for p in params if p not in kwargs]
+        raise ValueError(f"law {name!r} takes parameters {', '.join(params)}; "
+                         f"missing {', '.join(missing) or '(none)'} in {text!r}") from exc
     return law.scaled_to_mean(mean) if mean is not None else law
 
 

@@ -2,39 +2,100 @@
 netCDF dataset, print a one-screen summary) and ``sojourn approximate`` (one analytic sojourn-time CDF)."""
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
 
+from ..core import validate as V
+from ..core.inputs import check_output, choice, did_you_mean
+
 PERCENTILES = (0.99, 0.999, 0.9999, 0.99999)
+DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
+
+# API field names in the messages of the library -> the flags a user of these commands typed
+FLAGS = {"servers": "--servers", "load": "--load", "mu": "--mu", "horizon": "--horizon", "warmup": "--warmup",
+         "cooldown": "--cooldown", "replications": "--replications", "seed": "--seed", "backend": "--backend",
+         "dt": "--dt", "t_max": "--t-max", "method": "--method", "L1": "--L1", "L2": "--L2",
+         "choices": "--dispatch jsq-d:D", "ps_limit": "--discipline limited:C",
+         "ps_threshold": "--discipline capacitated:THETA"}
+
+
+def _in_flag_terms(message: str) -> str:
+    """A library message with its field names (``t_max``, ``L1`` …) replaced by the flags (``--t-max``)."""
+    pattern = r"(?<![\w.-])(" + "|".join(sorted(map(re.escape, FLAGS), key=len, reverse=True)) + r")(?![\w-])"
+    return re.sub(pattern, lambda m: FLAGS[m.group(1)], message)
 
 
 def _dispatch(text: str) -> dict:
-    text = text.strip().lower()
-    if text.startswith("jsq-d"):
-        _, _, d = text.partition(":")
+    name, colon, d = text.strip().lower().partition(":")
+    if name == "jsq-d":
         try:
             return {"dispatch": "jsq-d", "choices": int(d)}
         except ValueError:
-            raise ValueError(f"dispatch must be jsq|random|round-robin|jsq-d:D with integer D; got {text!r}") from None
-    if text in ("jsq", "random", "round-robin"):
-        return {"dispatch": text}
-    raise ValueError(f"dispatch must be one of jsq, random, round-robin, jsq-d:D; got {text!r}")
+            raise ValueError(f"--dispatch jsq-d:D needs an integer number of choices D; got {text!r}") from None
+    if name in DISPATCH_FORMS and not colon:
+        return {"dispatch": name}
+    raise ValueError(f"--dispatch must be one of {', '.join(DISPATCH_FORMS)}; got {text!r}"
+                     f"{did_you_mean(name, ('jsq', 'random', 'round-robin', 'jsq-d'))}")
 
 
 def _discipline(text: str) -> dict:
-    text = text.strip().lower()
-    name, _, value = text.partition(":")
+    name, _, value = text.strip().lower().partition(":")
     try:
         if name == "ps" and not value:
             return {"discipline": "ps"}
         if name == "limited":
-            return {"discipline": "limited", "ps_limit": int(value)}
+            return {"discipline": "limited", "ps_limit": V.integer_at_least("--discipline limited:C", int(value), 1)}
         if name == "capacitated":
-            return {"discipline": "capacitated", "ps_threshold": float(value)}
-    except ValueError:
-        pass
-    raise ValueError(f"discipline must be ps, limited:C (integer C) or capacitated:THETA; got {text!r}")
+            return {"discipline": "capacitated",
+                    "ps_threshold": V.positive_finite("--discipline capacitated:THETA", float(value))}
+    except ValueError as exc:
+        if str(exc).startswith("--discipline"):
+            raise
+    raise ValueError(f"--discipline must be ps, limited:C (integer C >= 1) or capacitated:THETA (THETA > 0); "
+                     f"got {text!r}{did_you_mean(name, ('ps', 'limited', 'capacitated'))}")
+
+
+def _law(flag: str, text: str):
+    from ..core.distributions import parse_law
+
+    try:
+        return parse_law(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+
+
+def _time_grid(args) -> None:
+    from ..core.timegrid import grid_size
+
+    V.positive_finite("--dt", args.dt)
+    V.positive_finite("--t-max", args.t_max)
+    try:
+        grid_size(args.t_max, args.dt)
+    except ValueError as exc:
+        raise ValueError(_in_flag_terms(str(exc))) from None
+
+
+def _system(args):
+    """servers, load, mu checked in flag terms (cheap; before any compute)."""
+    servers = V.integer_at_least("--servers", args.servers, 1)
+    load = V.probability_open("--load", args.load)
+    mu = V.positive_finite("--mu", args.mu)
+    return servers, load, mu
+
+
+def _spec(build):
+    """Build a spec; a remaining ValueError of the model speaks of flags, not of the model's fields."""
+    try:
+        return build()
+    except ValueError as exc:
+        raise ValueError(_in_flag_terms(str(exc))) from None
+
+
+def _add_output(p) -> None:
+    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
+    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
 
 
 def register(subparsers) -> None:
@@ -63,18 +124,44 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
     p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="last bin left edge (default 182.32)")
-    p.add_argument("--output", "-o", required=True, help="output netCDF file")
+    _add_output(p)
     p.set_defaults(func=run_simulate)
+
+
+def _check_simulate(args):
+    """Every flag of ``simulate`` in flag terms, then the output file: all before any compute."""
+    from .model import JSQPS
+    from .simulate import BACKENDS
+
+    servers, load, mu = _system(args)
+    horizon = V.positive_finite("--horizon", args.horizon)
+    warmup = V.nonnegative_finite("--warmup", args.warmup)
+    cooldown = warmup if args.cooldown is None else V.nonnegative_finite("--cooldown", args.cooldown)
+    if not horizon > warmup + cooldown:
+        note = " (--cooldown defaults to --warmup)" if args.cooldown is None else ""
+        raise ValueError(f"--horizon must be > --warmup + --cooldown = {warmup:g} + {cooldown:g} = "
+                         f"{warmup + cooldown:g}{note}; got {horizon:g}")
+    V.integer_at_least("--replications", args.replications, 1)
+    V.integer_at_least("--seed", args.seed, 0)
+    choice("--backend", args.backend, BACKENDS)
+    _time_grid(args)
+    kwargs = {**_dispatch(args.dispatch), **_discipline(args.discipline)}
+    if kwargs.get("choices") is not None and not 1 <= kwargs["choices"] <= servers:
+        raise ValueError(f"--dispatch jsq-d:D: the number of choices D must be in [1, --servers = {servers}]; "
+                         f"got {kwargs['choices']}")
+    service = _law("--service", args.service)
+    arrivals = _law("--arrivals", args.arrivals)
+    spec = _spec(lambda: JSQPS.from_load(servers, load, mu=mu, service=service, arrivals=arrivals, **kwargs))
+    check_output(args.output, "--output", mkdir=args.mkdir)
+    return spec
 
 
 def run_simulate(args) -> int:
     from ..core.io import write_netcdf
     from ..core.stats import mean_ci, pooled_cdf, quantile
-    from .model import JSQPS
     from .simulate import simulate
 
-    kwargs = {**_dispatch(args.dispatch), **_discipline(args.discipline)}
-    spec = JSQPS.from_load(args.servers, args.load, mu=args.mu, service=args.service, arrivals=args.arrivals, **kwargs)
+    spec = _check_simulate(args)
     t0 = time.perf_counter()
     ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
                   replications=args.replications, seed=args.seed, backend=args.backend, dt=args.dt,
@@ -117,18 +204,48 @@ def _register_approximate(subparsers) -> None:
     p.add_argument("--L2", type=int, default=None, help="tail truncation (faithful default: 130)")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="grid end (default 182.32)")
     p.add_argument("--dt", type=float, default=0.01, help="grid step (default 0.01)")
-    p.add_argument("--output", "-o", required=True, help="output netCDF file")
+    _add_output(p)
     p.set_defaults(func=run_approximate)
+
+
+def _check_approximate(args):
+    """Every flag of ``approximate`` in flag terms, then the output file: all before any compute."""
+    from .model import JSQPS
+    from .naming import ALL_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
+
+    servers, load, mu = _system(args)
+    choice("--method", args.method, ALL_METHODS)
+    given = [f"--{k}" for k in ("L1", "L2") if getattr(args, k) is not None]
+    if args.method == "exact" and given:
+        raise ValueError(f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to --method exact "
+                         "(it sizes its own state space); its flags: --t-max, --dt")
+    if args.L1 is not None:
+        V.integer_at_least("--L1", args.L1, 2)
+    if args.L2 is None and args.L1 is not None and args.method in FAITHFUL_METHODS and args.L1 > DEFAULT_L2:
+        raise ValueError(f"--L2 must be >= --L1 = {args.L1}; the default --L2 is {DEFAULT_L2}: give --L2")
+    if args.L2 is not None:
+        L1, note = args.L1, ""
+        if L1 is None and args.method in FAITHFUL_METHODS:
+            L1, note = table4_L1(servers), f" (the default --L1 of the faithful methods for --servers {servers}, Table 4)"
+        if not (isinstance(args.L2, int) and args.L2 >= max(2, L1 or 2)):
+            raise ValueError(f"--L2 must be an integer >= {'--L1 = ' if L1 else ''}{max(2, L1 or 2)}{note}; "
+                             f"got {args.L2!r}")
+    _time_grid(args)
+    spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
+    check_output(args.output, "--output", mkdir=args.mkdir)
+    return spec
 
 
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
     from .analytic.api import approximate, summary
-    from .model import JSQPS
 
-    spec = JSQPS.from_load(args.servers, args.load, args.mu)
+    spec = _check_approximate(args)
     hyper = {k: getattr(args, k) for k in ("L1", "L2") if getattr(args, k) is not None}
-    ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
+    try:
+        ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
+    except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
+        raise ValueError(_in_flag_terms(str(exc))) from None
     write_netcdf(ds, args.output)
     s = summary(ds["t"].values, ds["cdf"].values)
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "

@@ -1,0 +1,79 @@
+"""What users type, checked in their own terms: "did you mean …" suggestions for misspelt names, a
+choice among names, and the check that a command's output file can be written (run before any compute).
+
+Every error is a ``ValueError`` whose message starts with the flag or key the user wrote.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+
+def did_you_mean(word, choices, n: int = 1) -> str:
+    """``"; did you mean 'x'?"`` (or ``'x' or 'y'`` for n > 1) when ``word`` is close to one of ``choices``
+    (difflib ratio >= 0.6, case-insensitive), else ``""``. Append it to the message of an unknown name."""
+    if not isinstance(word, str):
+        return ""
+    by_lower: dict[str, str] = {}
+    for c in choices:
+        by_lower.setdefault(str(c).lower(), str(c))
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
+
+
+def choice(field: str, value, choices) -> str:
+    """``value`` if it is one of ``choices``, else ValueError naming ``field``, the allowed names and the
+    closest one."""
+    choices = list(choices)
+    if value in choices:
+        return value
+    raise ValueError(f"{field} must be one of {', '.join(map(str, choices))}; got {value!r}"
+                     f"{did_you_mean(value, choices)}")
+
+
+def check_output(path, flag: str = "--output", mkdir: bool = False) -> Path:
+    """Make sure a result file can be written at ``path`` before anything is computed.
+
+    The folder must exist (with ``mkdir=True`` missing folders are created, never silently otherwise),
+    be a folder, and accept a new file: a probe file is created next to the target and removed at once,
+    which is the operation the atomic writer (``core.io.write_netcdf``: temporary file, then rename)
+    performs. ``path`` itself must not be a folder. Raises ValueError starting with ``flag``; the file
+    system is left as it was (apart from folders asked for with ``mkdir``)."""
+    text = os.fspath(path)
+    if not text.strip():
+        raise ValueError(f"{flag} must be a file path; got {text!r}")
+    p = Path(text)
+    if p.is_dir():
+        raise ValueError(f"{flag} {text}: is a folder; give a file name such as {p / 'result.nc'}")
+    parent = p.parent
+    missing = [d for d in (parent, *parent.parents) if not d.exists()]
+    if missing:
+        top = missing[-1]
+        if not top.parent.is_dir():
+            raise ValueError(f"{flag} {text}: {top.parent} is not a folder")
+        if not mkdir:
+            raise ValueError(f"{flag} {text}: folder {parent} does not exist; create it or add --mkdir")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"{flag} {text}: cannot create folder {parent}: {exc.strerror or exc}") from None
+    elif not parent.is_dir():
+        raise ValueError(f"{flag} {text}: {_first_non_folder(parent)} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".probe", dir=parent)
+    except OSError as exc:
+        raise ValueError(f"{flag} {text}: cannot write in {parent}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
+def _first_non_folder(path: Path) -> Path:
+    for d in reversed((path, *path.parents)):
+        if d.exists() and not d.is_dir():
+            return d
+    return path
