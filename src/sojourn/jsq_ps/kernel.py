@@ -90,6 +90,17 @@ def _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax):
 
 
 @njit(inline="always")
+def _window_area(area, total, t0, t1, warmup, rec_end):
+    """area + total · |(t0, t1) ∩ (warmup, rec_end)|: the time integral of the number in system over the
+    recording window, extended across one inter-event interval (both kernels)."""
+    lo = t0 if t0 > warmup else warmup
+    hi = t1 if t1 < rec_end else rec_end
+    if hi > lo:
+        area += total * (hi - lo)
+    return area
+
+
+@njit(inline="always")
 def _jsq_ties(n, R, tb):
     """Servers with the fewest customers (a min reduction, then a branch-free scan) into ``tb`` in
     scan order; returns how many. Inlined into both kernels (a real call costs ~30 ns per arrival)."""
@@ -251,14 +262,9 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             rescan = False
         t = t_arr if t_arr <= tm else tm
         if pending == 0 and t >= rec_end:
-            lo = tprev if tprev > warmup else warmup  # window (warmup, rec_end) ∩ (tprev, rec_end)
-            if rec_end > lo:
-                area += total * (rec_end - lo)
+            area = _window_area(area, total, tprev, rec_end, warmup, rec_end)
             break
-        lo = tprev if tprev > warmup else warmup  # window (warmup, rec_end) ∩ (tprev, t)
-        hi = t if t < rec_end else rec_end
-        if hi > lo:
-            area += total * (hi - lo)
+        area = _window_area(area, total, tprev, t, warmup, rec_end)
         tprev = t
         events += 1
         if t_arr <= tm:
@@ -470,14 +476,9 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
     while True:
         tn = t + rng.exponential(scale[nb])
         if pending == 0 and tn >= rec_end:
-            lo = t if t > warmup else warmup  # window (warmup, rec_end) ∩ (t, rec_end)
-            if rec_end > lo:
-                area += total * (rec_end - lo)
+            area = _window_area(area, total, t, rec_end, warmup, rec_end)
             break
-        lo = t if t > warmup else warmup  # window (warmup, rec_end) ∩ (t, tn)
-        hi = tn if tn < rec_end else rec_end
-        if hi > lo:
-            area += total * (hi - lo)
+        area = _window_area(area, total, t, tn, warmup, rec_end)
         t = tn
         events += 1
         w = rng.random() * tot[nb]
