@@ -148,8 +148,7 @@ def test_fingerprint_follows_imports_at_module_and_function_level(tmp_path):
         "study/unused.py": "Z = 3\n",
         "study/entry.py": "from ..core.a import X\n\ndef f():\n    from sojourn.core import b\n    return b.Y\n",
     })
-    assert fp.closure("sojourn.study.entry", root=root) == [
-        "sojourn.core", "sojourn.core.a", "sojourn.core.b", "sojourn.study.entry"]
+    assert fp.closure("sojourn.study.entry", root=root) == ["sojourn.core.a", "sojourn.core.b", "sojourn.study.entry"]
 
 
 def test_fingerprint_ignores_comments_docstrings_and_layout_but_not_code(tmp_path):

@@ -24,6 +24,8 @@ class Study:
 STUDIES: tuple[Study, ...] = (
     Study("jsq_ps", "JSQ-PS: R processor-sharing servers behind join-the-shortest-queue (seed 000)",
           "sojourn.jsq_ps.cli"),
+    Study("split_merge", "Split-merge: (n, r, q) workunit replication with quorum (seed 002)",
+          "sojourn.split_merge.cli"),
 )
 
 

@@ -6,8 +6,9 @@ module is computed, not listed by hand:
 
 * its closure: the ``sojourn`` modules it imports, at module level or inside functions, transitively
   (``import sojourn.x``, ``from ..x import y`` where ``y`` may itself be a module). A package's
-  ``__init__`` counts only where it is imported explicitly (``from .analytic import f``), not merely
-  because one of its submodules is: package ``__init__`` files here only re-export;
+  ``__init__`` counts only where a name is taken from it (``from .analytic import f``), not where only
+  submodules are (``from . import kernel``) nor merely because one of its submodules is imported:
+  package ``__init__`` files here only re-export;
 * the source of each module in the closure with comments, docstrings and formatting removed: the
   hash is taken over ``ast.dump`` of the parse tree without docstrings, so editing a comment or a
   docstring, or re-wrapping lines, changes nothing.
@@ -60,12 +61,10 @@ def _imports(name: str, path: Path, root: Path) -> set[str]:
                 base = node.module or ""
             if base.split(".")[0] != PACKAGE:
                 continue
-            if module_path(base, root):
-                found.add(base)
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                if module_path(sub, root):  # `from . import kernel`: a submodule
-                    found.add(sub)
+            subs = [f"{base}.{a.name}" for a in node.names if module_path(f"{base}.{a.name}", root)]
+            found.update(subs)  # `from . import kernel`: the submodule
+            if len(subs) < len(node.names) and module_path(base, root):
+                found.add(base)  # a name defined by the module or package itself
     # a module's own package __init__ is not an import of it
     found.discard(name)
     return found

@@ -1,0 +1,109 @@
+"""The operator's question: for n hosts, arrival rate λ and a replica law, which (r, q) gives the lowest latency?
+
+Every feasible (r, q) (q ≥ quorum_min, q ≤ r ≤ min(n, max_replicas), λ E[S_{q:r}] < ⌊n/r⌋) is scored by
+its mean latency or a latency percentile: exact where :mod:`.exact` has it (P-K, Erlang C, the M/PH/c QBD
+for the mean; the delay law for percentiles when c = 1 or Erlang C), else by simulation (replications ×
+workunits, a Student-t CI across replications). The ranking says whether the top two are within noise:
+their CIs overlap (an exact value has a zero-width interval; two exact values are never "within noise").
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+
+from ..core.io import provenance
+from ..core.stats import mean_ci
+from ..core.validate import integer_at_least, positive_finite, probability_open
+from .exact import exact_results
+from .model import SplitMerge, as_law
+from .order_stats import order_statistic_moments
+from .simulate import simulate
+from .summary import percentile_per_replication
+
+
+def parse_criterion(text: str):
+    """'mean' → None; 'p99' / 'p99.9' → 0.99 / 0.999."""
+    t = str(text).strip().lower()
+    if t == "mean":
+        return None
+    if t.startswith("p"):
+        try:
+            return probability_open("criterion percentile", float(t[1:]) / 100.0)
+        except ValueError:
+            pass
+    raise ValueError(f"criterion must be 'mean' or 'pNN' (e.g. p99, p99.9); got {text!r}")
+
+
+def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
+    """Feasible (r, q) pairs with their load, in order of r then q; infeasible ones are listed with why."""
+    n = integer_at_least("hosts", hosts, 1)
+    lam = positive_finite("arrival_rate", arrival_rate)
+    qmin = integer_at_least("quorum_min", quorum_min, 1)
+    rmax = min(n, integer_at_least("max_replicas", max_replicas, 1))
+    law = as_law(replica_law)
+    ok, skipped = [], []
+    for r in range(qmin, rmax + 1):
+        for q in range(qmin, r + 1):
+            m1 = order_statistic_moments(law, q, r)[0]
+            load = lam * m1 / (n // r)
+            (ok if load < 1.0 else skipped).append((r, q, load))
+    if not ok:
+        raise ValueError(f"arrival_rate {lam:g} is unstable for every (replicas, quorum) with quorum >= {qmin} and "
+                         f"replicas <= {rmax}: lambda E[S_q:r] >= floor(hosts/replicas) for all")
+    return law, ok, skipped
+
+
+def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, criterion="mean", workunits=100_000,
+         replications=5, seed=0, confidence=0.99, model="split_merge", dt=0.01, t_max=200.0,
+         progress=None) -> xr.Dataset:
+    """Rank the feasible (r, q) by ``criterion`` ('mean' or 'pNN'); a Dataset over dim ``rank`` (best first)."""
+    p = parse_criterion(criterion)
+    law, ok, skipped = candidates(hosts, arrival_rate, replica_law, quorum_min, max_replicas)
+    rows = []
+    for i, (r, q, load) in enumerate(ok):
+        spec = SplitMerge(hosts, r, q, arrival_rate, law, model)
+        e = exact_results(spec, percentiles=[p] if p is not None else [0.99])
+        if p is None and e["exact"]:
+            rows.append((r, q, load, e["mean_latency"], 0.0, 1, e["delay_method"]))
+        elif p is not None and e["percentile_method"] != "none":
+            rows.append((r, q, load, float(e["latency_percentile"][0]), 0.0, 1, e["percentile_method"]))
+        else:
+            ds = simulate(spec, workunits=workunits, replications=replications, seed=seed, dt=dt, t_max=t_max)
+            x = ds["mean_latency"].values if p is None else percentile_per_replication(ds, "latency", [p])[:, 0]
+            m, h = mean_ci(x, confidence=confidence)
+            rows.append((r, q, load, float(m), float(h), 0, f"simulation ({replications} x {workunits} workunits)"))
+        if progress:
+            progress(i + 1, len(ok), rows[-1])
+    order = sorted(range(len(rows)), key=lambda k: (math.inf if not np.isfinite(rows[k][3]) else rows[k][3]))
+    rows = [rows[k] for k in order]
+    col = lambda j, dt_=float: np.array([row[j] for row in rows], dtype=dt_)
+    within = False
+    if len(rows) >= 2:
+        (_, _, _, v1, h1, x1, _), (_, _, _, v2, h2, x2, _) = rows[0], rows[1]
+        within = bool(not (x1 and x2) and abs(v2 - v1) <= (h1 if np.isfinite(h1) else math.inf) + (
+            h2 if np.isfinite(h2) else math.inf))
+    name = "mean latency" if p is None else f"{100 * p:g}th percentile of latency"
+    U = "time units of the replica law"
+    ds = xr.Dataset(
+        {
+            "replicas": ("rank", col(0, np.int64), {"long_name": "replicas r", "units": "1"}),
+            "quorum": ("rank", col(1, np.int64), {"long_name": "quorum q", "units": "1"}),
+            "load": ("rank", col(2), {"long_name": "load lambda E[S_q:r]/floor(n/r)", "units": "1"}),
+            "latency": ("rank", col(3), {"long_name": name, "units": U}),
+            "half_width": ("rank", col(4), {"long_name": f"half-width of the {100 * confidence:g}% t-interval "
+                                                         "across replications (0 for exact values)", "units": U}),
+            "is_exact": ("rank", col(5, np.int8), {"long_name": "1 exact, 0 simulated", "units": "1"}),
+            "method": ("rank", np.array([row[6] for row in rows], dtype=object), {"long_name": "how the value was obtained"}),
+        },
+        coords={"rank": ("rank", np.arange(1, len(rows) + 1), {"long_name": "rank (1 = lowest latency)", "units": "1"})},
+    )
+    ds.attrs.update(provenance(
+        {"hosts": hosts, "arrival_rate": arrival_rate, "replica_law": law.to_dict(), "quorum_min": quorum_min,
+         "max_replicas": max_replicas, "criterion": criterion, "workunits": workunits, "replications": replications,
+         "seed": seed, "confidence": confidence, "model": model},
+        title=f"(r, q) ranked by {name}: n={hosts}, lambda={arrival_rate:g}, replicas {law}",
+        criterion=name, top_two_within_noise=int(within),
+        unstable_pairs=", ".join(f"(r={r}, q={q}, load {ld:.3g})" for r, q, ld in skipped) or "none"))
+    return ds

@@ -1,0 +1,202 @@
+"""The split-merge study's commands: ``sojourn split-merge {exact,simulate,best}``.
+
+exact     what is known exactly for (n, r, q, λ | load, replica law), each value with its method; netCDF
+simulate  replications of split-merge or fork-join; netCDF with histograms; prints means with CIs
+best      the feasible (r, q) ranked by mean or percentile latency for (n, λ, replica law)
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("split-merge", help="(n, r, q) workunit replication with quorum (seed 002)",
+                              description="Split-merge / fork-join replication with quorum: exact results, "
+                                          "simulation, the best (r, q).")
+    sub = p.add_subparsers(dest="split_merge_command", required=True)
+    _exact(sub)
+    _simulate(sub)
+    _best(sub)
+
+
+def _system_args(p, replicas=True):
+    p.add_argument("--hosts", "-n", type=int, required=True, help="number of hosts n")
+    if replicas:
+        p.add_argument("--replicas", "-r", type=int, required=True, help="replicas r per workunit (1 <= r <= n)")
+        p.add_argument("--quorum", "-q", type=int, required=True, help="results q needed (1 <= q <= r)")
+        g = p.add_mutually_exclusive_group(required=True)
+        g.add_argument("--arrival-rate", dest="arrival_rate", type=float, help="Poisson arrival rate lambda")
+        g.add_argument("--load", type=float, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
+    p.add_argument("--replica-law", dest="replica_law", default="exponential",
+                   help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
+                        " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
+
+
+def _spec(args, model="split_merge"):
+    from .model import SplitMerge
+
+    if args.load is not None:
+        return SplitMerge.from_load(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
+    return SplitMerge(args.hosts, args.replicas, args.quorum, args.arrival_rate, args.replica_law, model)
+
+
+def _percentiles(text):
+    vals = [float(x) / 100.0 for x in str(text).split(",") if x.strip()]
+    for v in vals:
+        if not 0 < v < 1:
+            raise ValueError(f"percentiles must be in (0, 100); got {100 * v:g}")
+    return vals
+
+
+def _exact(sub):
+    p = sub.add_parser("exact", help="exact stability, throughput, mean delay/latency (and percentiles where known)")
+    _system_args(p)
+    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles, comma separated (default 50,90,99)")
+    p.add_argument("--output", "-o", default=None, help="netCDF file (optional; its folder must exist, see --mkdir)")
+    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.set_defaults(func=run_exact)
+
+
+def run_exact(args) -> int:
+    from ..core.inputs import check_output
+    from ..core.io import write_netcdf
+    from .exact import exact_dataset
+
+    spec = _spec(args)
+    ps = _percentiles(args.percentiles)
+    if args.output:
+        check_output(args.output, "--output", mkdir=args.mkdir)
+    ds = exact_dataset(spec, ps)
+    print(f"system        {spec.describe()}")
+    print(f"E[S_q:r]      {float(ds.mean_service):.6g}  ({ds.mean_service.attrs['method']})")
+    print(f"max throughput {float(ds.max_throughput):.6g}  (stability: lambda < this)")
+    if int(ds.is_exact):
+        print(f"mean delay    {float(ds.mean_delay):.6g}  (exact: {ds.mean_delay.attrs['method']})")
+        print(f"mean latency  {float(ds.mean_latency):.6g}  (exact: {ds.mean_latency.attrs['method']})")
+    else:
+        print("mean delay    not available exactly for this system: use `sojourn split-merge simulate`")
+    for pc, v in zip(ds.percentile.values, ds.latency_percentile.values):
+        txt = f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
+        print(f"latency p{100 * pc:g}".ljust(14) + txt)
+    if args.output:
+        write_netcdf(ds, args.output)
+        print(f"output        {args.output}")
+    return 0
+
+
+def _simulate(sub):
+    p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF")
+    _system_args(p)
+    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
+                   help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
+    g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="warm-up: workunits discarded (with --workunits; default 10%%) or time (with --horizon)")
+    p.add_argument("--replications", type=int, default=10, help="independent replications (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
+    p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin's left edge (default 200)")
+    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
+    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
+    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.set_defaults(func=run_simulate)
+
+
+def run_simulate(args) -> int:
+    from ..core.inputs import check_output
+    from ..core.io import write_netcdf
+    from .exact import exact_results
+    from .simulate import simulate
+    from .summary import summarize
+
+    spec = _spec(args, args.model)
+    kw = {}
+    if args.horizon is not None:
+        kw.update(horizon=args.horizon, warmup_time=args.warmup)
+    else:
+        w = args.warmup
+        if w is not None and not float(w).is_integer():
+            raise ValueError(f"warmup must be a whole number of workunits with --workunits; got {w!r}")
+        kw.update(workunits=args.workunits or 500_000, warmup_workunits=None if w is None else int(w))
+    ps = _percentiles(args.percentiles)
+    from .simulate import _plan
+
+    _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
+          args.dt, args.t_max)  # every run-length and grid check before any compute
+    check_output(args.output, "--output", mkdir=args.mkdir)
+    t0 = time.perf_counter()
+    ds = simulate(spec, replications=args.replications, seed=args.seed, dt=args.dt, t_max=args.t_max, **kw)
+    wall = time.perf_counter() - t0
+    write_netcdf(ds, args.output)
+    s = summarize(ds, ps, confidence=0.99)
+    e = exact_results(spec, ps)
+    ci = lambda mh: f"{mh[0]:.6g} ± {mh[1]:.3g}" if np.isfinite(mh[1]) else f"{mh[0]:.6g} (1 replication: no CI)"
+    print(f"system        {spec.describe()}")
+    print(f"run           {int(ds.workunits.sum()):,} workunits recorded over {s['replications']} replication(s), "
+          f"seed {args.seed}; ± = 99% t-interval across replications")
+    for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
+        ex = e[v] if e["exact"] else float("nan")
+        tail = f"   exact {ex:.6g} ({e['delay_method']})" if np.isfinite(ex) else "   (no exact value)"
+        print(f"{label:14s}{ci(s[v])}{tail}")
+    for i, pc in enumerate(ps):
+        m, h = s["latency_percentile"][0][i], s["latency_percentile"][1][i]
+        ex = e["latency_percentile"][i]
+        tail = f"   exact {ex:.6g}" if np.isfinite(ex) else ""
+        print(f"latency p{100 * pc:g}".ljust(14) + ci((m, h)) + tail)
+    print(f"{'utilisation':14s}{ci(s['host_utilisation'])} held, {ci(s['host_computing'])} computing")
+    print(f"{'throughput':14s}{ci(s['throughput'])}   (max {spec.max_throughput:.6g})")
+    print(f"{'wall time':14s}{wall:.3f} s")
+    print(f"{'output':14s}{args.output}")
+    return 0
+
+
+def _best(sub):
+    p = sub.add_parser("best", help="rank the feasible (r, q) by mean or percentile latency")
+    _system_args(p, replicas=False)
+    p.add_argument("--arrival-rate", dest="arrival_rate", type=float, required=True, help="Poisson arrival rate lambda")
+    p.add_argument("--quorum-min", dest="quorum_min", type=int, default=1, help="smallest acceptable quorum (default 1)")
+    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=10, help="largest r tried (default 10)")
+    p.add_argument("--criterion", default="mean", help="mean (default) or a latency percentile pNN, e.g. p99")
+    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"])
+    p.add_argument("--workunits", type=int, default=100_000, help="workunits per replication where simulated")
+    p.add_argument("--replications", type=int, default=5, help="replications where simulated (default 5)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
+    p.add_argument("--output", "-o", default=None,
+                   help="netCDF file with the whole ranking (optional; its folder must exist, see --mkdir)")
+    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.set_defaults(func=run_best)
+
+
+def run_best(args) -> int:
+    from ..core.inputs import check_output
+    from ..core.io import write_netcdf
+    from .best import best, candidates, parse_criterion
+
+    parse_criterion(args.criterion)
+    candidates(args.hosts, args.arrival_rate, args.replica_law, args.quorum_min, args.max_replicas)
+    if args.output:
+        check_output(args.output, "--output", mkdir=args.mkdir)
+
+    ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
+              max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
+              replications=args.replications, seed=args.seed, model=args.model)
+    print(ds.attrs["title"])
+    print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (99%)':>10s}  method")
+    for k in range(min(args.top, ds.sizes["rank"])):
+        row = ds.isel(rank=k)
+        hw = float(row.half_width)
+        print(f"{k + 1:4d} {int(row.replicas):3d} {int(row.quorum):3d} {float(row['load']):6.3f} "
+              f"{float(row.latency):12.6g} {('exact' if int(row.is_exact) else f'{hw:.3g}'):>10s}  {row.method.item()}")
+    if ds.sizes["rank"] >= 2:
+        verdict = ("the top two are WITHIN NOISE (their 99% intervals overlap): more replications/workunits "
+                   "are needed to separate them") if ds.attrs["top_two_within_noise"] else "the top two are separated"
+        print(verdict)
+    if args.output:
+        write_netcdf(ds, args.output)
+        print(f"output {args.output}")
+    return 0

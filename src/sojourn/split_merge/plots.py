@@ -1,0 +1,212 @@
+"""Figures of the split-merge experiments (matplotlib, Agg): one function per figure, saved in every format.
+
+(a) ``experiment_a_latency``: the latency CDF (pooled simulation vs the exact M/PH/1 law) and the mean and
+    percentiles, exact beside simulated with 99 % CIs.
+(b) ``experiment_b_heatmap``: mean latency over (r, q): exact, simulated (± CI), and their relative difference.
+(c) ``experiment_c_<law>``: mean and 99th-percentile latency vs r per q with CIs (split-merge solid, fork-join
+    dashed), exact values as markers (Erlang C for q = 1 with exponential replicas drawn as a curve).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..core import phase_type as ph  # noqa: E402
+from ..core.io import read_netcdf  # noqa: E402
+from ..core.stats import cdf_from_histogram  # noqa: E402
+from .exact import UniformizedSF, mph1_delay_ph  # noqa: E402
+from .model import SplitMerge  # noqa: E402
+from .order_stats import order_statistic_ph  # noqa: E402
+
+
+
+def save(fig, stem, formats=("png", "pdf"), dpi=130) -> list[Path]:
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for fmt in formats:
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
+        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
+        out.append(path)
+    plt.close(fig)
+    return out
+
+
+def figure_stems(cfg: dict) -> list[str]:
+    """The figure stems the config produces (the workflow's outputs)."""
+    from .experiments import laws
+
+    out = []
+    if cfg["experiment_a"]["enabled"]:
+        out.append("experiment_a_latency")
+    if cfg["experiment_b"]["enabled"]:
+        out.append("experiment_b_heatmap")
+    if cfg["experiment_c"]["enabled"]:
+        out += [f"experiment_c_{name}" for name in laws(cfg["experiment_c"])]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
+    ds = read_netcdf(path)
+    c = ds.isel(law=0, quorum=0, replicas=0).sel(model="split_merge")
+    e = json.loads(ds.attrs["config"])["settings"]
+    spec = SplitMerge.from_load(e["hosts"], e["replicas"], e["quorum"], e["load"], e["replica_law"])
+    dt = float(ds.attrs["dt"])
+    t = ds["t"].values + dt
+    F = cdf_from_histogram(c["latency_count"].values, c["latency_overflow"].values)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    a1.plot(t, 1 - F, color="k", lw=1.6, label=f"simulation (pooled, {ds.sizes['replication']} replications)")
+    if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
+                                                                              spec.replicas) is not None:
+        beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
+        wa, wT = mph1_delay_ph(spec.arrival_rate, beta, B)
+        la, lT = ph.convolution(wa, wT, beta, B)
+        sf = UniformizedSF(la, lT)
+        tt = t[:: max(1, len(t) // 400)]
+        a1.plot(tt, [sf(x) for x in tt], color="tab:red", ls="--", lw=1.4, label="exact (M/PH/1 latency law)")
+    a1.set_yscale("log")
+    a1.set_ylim(1e-4, 1.2)
+    hi = float(c["sim_latency_percentile"].max()) * 1.6
+    a1.set_xlim(0, hi if np.isfinite(hi) else t[-1])
+    a1.set_xlabel("latency t")
+    a1.set_ylabel("P(latency > t)")
+    a1.legend(fontsize=8)
+    a1.set_title("latency tail", fontsize=10)
+    labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
+    sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
+    hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
+    ex = np.concatenate([[float(c["exact_mean_latency"])], c["exact_latency_percentile"].values])
+    x = np.arange(len(labels))
+    a2.errorbar(x - 0.08, sim, yerr=hw, fmt="o", color="k", capsize=4, label="simulation ± 99% CI")
+    a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
+    for xi, s_, h_, e_ in zip(x, sim, hw, ex):
+        a2.annotate(f"{e_:.4g}\n{s_:.4g}±{h_:.2g}", (xi + 0.15, s_), fontsize=7, va="center")
+    a2.set_xticks(x, labels)
+    a2.set_xlim(-0.5, len(labels) - 0.2)
+    a2.set_ylabel("latency")
+    a2.legend(fontsize=8, loc="upper left")
+    a2.set_title("exact vs simulated (annotation: exact / sim ± CI)", fontsize=10)
+    fig.suptitle(f"(a) {spec.describe()}", fontsize=9)
+    return save(fig, stem, formats, dpi)
+
+
+def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
+    ds = read_netcdf(path).isel(law=0).sel(model="split_merge")
+    rs, qs = ds["replicas"].values, ds["quorum"].values
+    ex = ds["exact_mean_latency"].values  # (quorum, replicas)
+    sim, hw = ds["sim_mean_latency"].values, ds["sim_mean_latency_hw"].values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = 100 * (sim - ex) / ex
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    vmin, vmax = np.nanmin([np.nanmin(ex) if np.isfinite(ex).any() else np.nan, np.nanmin(sim)]), np.nanmax(
+        [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
+    from matplotlib.colors import LogNorm
+
+    for ax, vals, title in ((axes[0], ex, "exact mean latency"), (axes[1], sim, "simulated mean latency ± 99% CI")):
+        im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(vmin, vmax), aspect="auto")
+        for i in range(len(qs)):
+            for j in range(len(rs)):
+                if qs[i] > rs[j]:
+                    continue
+                v = vals[i, j]
+                txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
+        fig.colorbar(im, ax=ax, shrink=0.85)
+        ax.set_title(title, fontsize=10)
+    lim = np.nanmax(np.abs(rel)) if np.isfinite(rel).any() else 1.0
+    im = axes[2].imshow(rel, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    for i in range(len(qs)):
+        for j in range(len(rs)):
+            if qs[i] <= rs[j] and np.isfinite(rel[i, j]):
+                inside = abs(sim[i, j] - ex[i, j]) <= hw[i, j]
+                axes[2].text(j, i, f"{rel[i, j]:+.2f}%\n{'in CI' if inside else 'OUT'}", ha="center", va="center",
+                             fontsize=7)
+    fig.colorbar(im, ax=axes[2], shrink=0.85)
+    axes[2].set_title("(sim − exact)/exact; exact inside the 99% CI?", fontsize=10)
+    for ax in axes:
+        ax.set_xticks(range(len(rs)), rs)
+        ax.set_yticks(range(len(qs)), qs)
+        ax.set_xlabel("replicas r")
+        ax.set_ylabel("quorum q")
+    e = json.loads(ds.attrs["config"])["settings"]
+    n = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
+    fig.suptitle(f"(b) mean latency over (r, q), {n}, load {e['load']}, replicas {e['replica_law']}", fontsize=9)
+    return save(fig, stem, formats, dpi)
+
+
+def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
+    full = read_netcdf(path)
+    ds = full.sel(law=law)
+    rs, qs = ds["replicas"].values, ds["quorum"].values
+    pi = int(np.argmin(np.abs(ds["percentile"].values - percentile)))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.4), sharex=True)
+    fig.subplots_adjust(wspace=0.28)
+    colors = plt.get_cmap("tab10")
+    for qi, q in enumerate(qs):
+        col = colors(qi)
+        for model in ds["model"].values:
+            d = ds.sel(model=model, quorum=q)
+            ok = np.isfinite(d["sim_mean_latency"].values)
+            ls, mk = ("-", "o") if model == "split_merge" else ("--", "s")
+            lab = f"q={q} {'split-merge' if model == 'split_merge' else 'fork-join'} (sim ± 99% CI)"
+            a1.errorbar(rs[ok], d["sim_mean_latency"].values[ok], yerr=d["sim_mean_latency_hw"].values[ok], ls=ls,
+                        marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1, label=lab)
+            pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
+            okp = np.isfinite(pv)
+            a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
+        d = ds.sel(model="split_merge", quorum=q)
+        meth = d["exact_method"].values
+        exm = d["exact_mean_latency"].values
+        # exact_method codes: experiments.EXACT_METHODS
+        for code, (marker, name) in {2: ("*", "Erlang C"), 3: ("x", "QBD (exact M/PH/c)"),
+                                     1: ("D", "P-K")}.items():
+            sel = meth == code
+            if sel.any():
+                style = dict(color=col, ms=9 if code == 2 else 7, mew=1.5)
+                if code == 2:  # the Erlang C curve of q = 1, exponential replicas
+                    a1.plot(rs[sel], exm[sel], ":", marker=marker, label=f"q={q} exact ({name})", **style)
+                    ep = d["exact_latency_percentile"].values[:, pi]
+                    a2.plot(rs[sel], ep[sel], ":", marker=marker, label=f"q={q} exact ({name})", **style)
+                else:
+                    a1.plot(rs[sel], exm[sel], ls="none", marker=marker, label=f"q={q} exact ({name})", **style)
+    for ax in (a1, a2):
+        ax.set_yscale("log")
+        ax.set_xlabel("replicas r")
+        ax.set_xticks(rs)
+        ax.grid(alpha=0.3, which="both")
+    a1.set_ylabel("mean latency")
+    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency")
+    h1, l1 = a1.get_legend_handles_labels()
+    h2, l2 = a2.get_legend_handles_labels()
+    extra = [(h, lab) for h, lab in zip(h2, l2) if lab not in l1]
+    fig.legend(h1 + [h for h, _ in extra], l1 + [lab for _, lab in extra], loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=7.5, frameon=False)
+    hosts = int(np.nanmax(ds["hosts"].values))
+    e = json.loads(full.attrs["config"])["settings"]
+    law_str = json.loads(full.attrs["law_strings"])[law]
+    fig.suptitle(f"(c) n = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9)
+    return save(fig, stem, formats, dpi)
+
+
+def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130) -> list[Path]:
+    """Every figure of the enabled experiments; ``inputs`` maps 'a' | 'b' | 'c' to result files."""
+    from .experiments import laws
+
+    figdir = Path(figdir)
+    out = []
+    if "a" in inputs:
+        out += figure_a(inputs["a"], figdir / "experiment_a_latency", formats, dpi)
+    if "b" in inputs:
+        out += figure_b(inputs["b"], figdir / "experiment_b_heatmap", formats, dpi)
+    if "c" in inputs:
+        for name in laws(cfg["experiment_c"]):
+            out += figure_c(inputs["c"], name, figdir / f"experiment_c_{name}", formats, dpi)
+    return out

@@ -1,0 +1,192 @@
+"""``simulate``: replications of a :class:`SplitMerge` spec as an ``xarray.Dataset`` of streamed statistics.
+
+Dimensions: ``replication`` (the replication index = the seed spawn key) and ``t`` (left edges of the
+delay and latency histogram bins, :func:`sojourn.core.timegrid.time_grid`). Memory is O(1) in the run
+length: histograms, sums, sums of squares.
+
+Run length: ``workunits`` recorded workunits after ``warmup_workunits`` discarded ones, or every workunit
+arriving in [``warmup_time``, ``horizon``]. The Dask unit of a pipeline is :func:`simulate_replication`
+(picklable arguments only); :func:`concat_replications` joins its results. Replication k's random stream
+is ``sojourn.core.seeds.replication_rng(seed, spec, k)``: the same numbers alone, in a batch or on another
+worker.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import xarray as xr
+
+from ..core import seeds as _seeds
+from ..core.distributions import Exponential
+from ..core.io import provenance
+from ..core.timegrid import grid_size, time_grid
+from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
+from .model import SplitMerge
+from .order_stats import ph_representation
+
+TIME_UNITS = "time units of the replica law"
+
+
+def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
+    if not isinstance(spec, SplitMerge):
+        raise ValueError(f"spec must be a sojourn.split_merge.SplitMerge; got {type(spec).__name__}")
+    if (workunits is None) == (horizon is None):
+        raise ValueError("give exactly one of workunits (recorded workunits) and horizon (simulated time)")
+    if workunits is not None:
+        workunits = integer_at_least("workunits", workunits, 1)
+        warm_n = workunits // 10 if warmup_workunits is None else integer_at_least("warmup_workunits", warmup_workunits, 0)
+        warm_t = 0.0 if warmup_time is None else nonnegative_finite("warmup_time", warmup_time)
+        horizon_ = math.inf
+    else:
+        horizon_ = positive_finite("horizon", horizon)
+        warm_t = horizon_ / 10 if warmup_time is None else nonnegative_finite("warmup_time", warmup_time)
+        if not warm_t < horizon_:
+            raise ValueError(f"warmup_time must be in [0, horizon={horizon_:g}); got {warm_t!r}")
+        warm_n = 0 if warmup_workunits is None else integer_at_least("warmup_workunits", warmup_workunits, 0)
+        workunits = 0
+    nb = grid_size(t_max, dt)
+    return int(workunits), float(horizon_), int(warm_n), float(warm_t), float(dt), float(t_max), nb
+
+
+def _run(spec: SplitMerge, rng, plan) -> dict:
+    from . import kernel as K
+
+    workunits, horizon, warm_n, warm_t, dt, t_max, nb = plan
+    law = spec.replica_law
+    code, params = law.kernel_spec()
+    exp_rate = float(law.rate) if isinstance(law, Exponential) else 0.0
+    hd = np.zeros(nb, np.int64)
+    hl = np.zeros(nb, np.int64)
+    args = (spec.hosts, spec.replicas, spec.quorum, spec.arrival_rate, int(code),
+            np.ascontiguousarray(params, np.float64), exp_rate, warm_n, warm_t, workunits, horizon, dt, hd, hl, rng)
+    t0 = time.perf_counter()
+    if spec.model == "split_merge":
+        rep = ph_representation(law) if exp_rate == 0.0 else None
+        table, start = K.ph_tables(*rep) if rep is not None else (np.zeros((0, 0)), np.zeros(0))
+        acc = K.run_split_merge(*args, table, start)
+    else:
+        acc = K.run_fork_join(*args)
+    return {"hd": hd, "hl": hl, "acc": acc, "wall_time": time.perf_counter() - t0}
+
+
+def _dataset(spec, raws, reps, *, seed, plan) -> xr.Dataset:
+    from .kernel import ACC_FIELDS
+
+    workunits, horizon, warm_n, warm_t, dt, t_max, nb = plan
+    A = np.array([r["acc"] for r in raws])
+    f = {k: A[:, i] for i, k in enumerate(ACC_FIELDS)}
+    n = f["recorded"].astype(np.int64)
+    span = f["last_arrival"] - f["first_arrival"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_d = np.where(n > 0, f["delay_sum"] / np.maximum(n, 1), np.nan)
+        mean_l = np.where(n > 0, f["latency_sum"] / np.maximum(n, 1), np.nan)
+        util = np.where(span > 0, f["held"] / (spec.hosts * span), np.nan)
+        comp = np.where(span > 0, f["computing"] / (spec.hosts * span), np.nan)
+        thr = np.where(span > 0, (n - 1) / span, np.nan)
+    U = TIME_UNITS
+    rep = ("replication",)
+    ds = xr.Dataset(
+        {
+            "delay_count": (("replication", "t"), np.array([r["hd"] for r in raws]),
+                            {"long_name": "recorded workunits with delay in [t, t + dt)", "units": "1"}),
+            "latency_count": (("replication", "t"), np.array([r["hl"] for r in raws]),
+                              {"long_name": "recorded workunits with latency in [t, t + dt)", "units": "1"}),
+            "delay_overflow": (rep, f["delay_overflow"].astype(np.int64),
+                               {"long_name": "recorded workunits with delay >= t_max + dt", "units": "1"}),
+            "latency_overflow": (rep, f["latency_overflow"].astype(np.int64),
+                                 {"long_name": "recorded workunits with latency >= t_max + dt", "units": "1"}),
+            "workunits": (rep, n, {"long_name": "recorded workunits", "units": "1"}),
+            "simulated_workunits": (rep, f["simulated"].astype(np.int64),
+                                    {"long_name": "workunits simulated (warm-up included)", "units": "1"}),
+            "delay_sum": (rep, f["delay_sum"], {"long_name": "sum of recorded delays", "units": U}),
+            "delay_sumsq": (rep, f["delay_sumsq"], {"long_name": "sum of squared recorded delays",
+                                                    "units": "time units squared"}),
+            "latency_sum": (rep, f["latency_sum"], {"long_name": "sum of recorded latencies", "units": U}),
+            "latency_sumsq": (rep, f["latency_sumsq"], {"long_name": "sum of squared recorded latencies",
+                                                        "units": "time units squared"}),
+            "mean_delay": (rep, mean_d, {"long_name": "mean delay (arrival to start of the first replica)",
+                                         "units": U}),
+            "mean_latency": (rep, mean_l, {"long_name": "mean latency (arrival to the q-th result)", "units": U}),
+            "max_latency": (rep, f["latency_max"], {"long_name": "largest recorded latency", "units": U}),
+            "host_utilisation": (rep, util, {
+                "long_name": "fraction of host-time held by workunits (recorded workunits' host-time over "
+                             "n x the recording window of arrivals)", "units": "1"}),
+            "host_computing": (rep, comp, {
+                "long_name": "fraction of host-time computing replicas until the quorum (same window)",
+                "units": "1"}),
+            "throughput": (rep, thr, {"long_name": "recorded workunits per unit time over the recording window "
+                                                   "(= completion rate in steady state)", "units": "1/" + U}),
+            "wall_time": (rep, np.array([r["wall_time"] for r in raws]),
+                          {"long_name": "wall-clock time of the replication's simulation (not reproducible)",
+                           "units": "s"}),
+        },
+        coords={
+            "replication": (rep, np.asarray(reps, np.int64),
+                            {"long_name": "replication index (seed spawn key)", "units": "1"}),
+            "t": ("t", time_grid(t_max, dt), {"long_name": "time, left edge of histogram bin", "units": U}),
+        },
+    )
+    entropy = _seeds.seed_entropy(seed, spec)
+    ds.attrs.update(provenance(
+        spec.to_dict(),
+        title="Simulated delays and latencies of " + spec.describe(),
+        model=spec.model,
+        description=spec.describe(),
+        spec=spec.to_json(),
+        result_kind="simulation (estimate; CIs across replications)",
+        workunits=int(workunits), horizon=float(horizon) if math.isfinite(horizon) else "none",
+        warmup_workunits=int(warm_n), warmup_time=float(warm_t), dt=float(dt), t_max=float(t_max), seed=int(seed),
+        seed_entropy=json.dumps([str(e) for e in entropy]),
+        seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
+                    "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
+        histogram_convention="count[i]: value in [t_i, t_i + dt); CDF at right edges P(X < t_i + dt)",
+    ))
+    return ds
+
+
+def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits=None, warmup_time=None,
+             replications=1, seed=0, dt=0.01, t_max=200.0, replication_offset=0) -> xr.Dataset:
+    """Simulate ``replications`` independent replications of ``spec`` (split-merge or fork-join).
+
+    workunits | horizon
+        Record ``workunits`` workunits after ``warmup_workunits`` (default workunits // 10) discarded; or
+        record the workunits arriving in [warmup_time (default horizon/10), horizon].
+    dt, t_max
+        Histogram bin width and last left edge (t_max a multiple of dt).
+    seed, replication_offset
+        Replication k (k = offset … offset + replications − 1) uses ``replication_rng(seed, spec, k)``.
+    """
+    replications = integer_at_least("replications", replications, 1, allow_float=False)
+    offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
+    reps = list(range(offset, offset + replications))
+    raws = [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for k in reps]
+    return _dataset(spec, raws, reps, seed=seed, plan=plan)
+
+
+def simulate_replication(spec: SplitMerge, replication=0, seed=0, **kwargs) -> xr.Dataset:
+    """Replication ``replication`` alone (the Dask task of the pipeline); equal to that replication of
+    :func:`simulate` with the same arguments (apart from ``wall_time``)."""
+    replication = integer_at_least("replication", replication, 0, allow_float=False)
+    return simulate(spec, replications=1, seed=seed, replication_offset=replication, **kwargs)
+
+
+def concat_replications(datasets) -> xr.Dataset:
+    """Join replication datasets of one spec and settings, sorted by replication (duplicates are an error)."""
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("datasets must be a non-empty sequence of replication datasets")
+    keys = ("config", "workunits", "horizon", "warmup_workunits", "warmup_time", "dt", "t_max", "seed")
+    for ds in datasets[1:]:
+        for k in keys:
+            if ds.attrs.get(k) != datasets[0].attrs.get(k):
+                raise ValueError(f"datasets differ in attribute {k!r}")
+    out = xr.concat(datasets, dim="replication", data_vars="minimal", coords="minimal", compat="override",
+                    join="exact", combine_attrs="override")
+    if len(np.unique(out["replication"].values)) != out.sizes["replication"]:
+        raise ValueError("duplicate replication indices")
+    return out.sortby("replication")

@@ -1,0 +1,33 @@
+"""Summaries of simulated replications: means with Student-t CIs across replications, percentiles.
+
+A percentile's CI: the percentile of every replication's own histogram, then a t-interval across the
+replications (the replications are iid, each percentile estimate is one observation).
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..core.stats import cdf_from_histogram, mean_ci, quantile
+
+
+def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
+    """(replication, p) percentiles of ``var`` ('delay' | 'latency') from each replication's histogram
+    (right-edge CDF: the first grid right edge where F > p; NaN beyond t_max)."""
+    F = cdf_from_histogram(ds[f"{var}_count"].values, ds[f"{var}_overflow"].values)
+    edges = ds["t"].values + float(ds.attrs["dt"])
+    return quantile(edges, F, np.atleast_1d(np.asarray(p, dtype=float)))
+
+
+def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = 0.99) -> dict:
+    """Means (delay, latency, utilisation, throughput) and latency percentiles, each (mean, half-width)."""
+    out = {"replications": int(ds.sizes["replication"]), "confidence": float(confidence)}
+    for v in ("mean_delay", "mean_latency", "host_utilisation", "host_computing", "throughput"):
+        m, h = mean_ci(ds[v].values, confidence=confidence)
+        out[v] = (float(m), float(h))
+    ps = np.atleast_1d(np.asarray(percentiles, dtype=float))
+    per = percentile_per_replication(ds, "latency", ps)
+    m, h = mean_ci(per, confidence=confidence)
+    out["percentiles"] = ps
+    out["latency_percentile"] = (np.atleast_1d(m), np.atleast_1d(h))
+    return out

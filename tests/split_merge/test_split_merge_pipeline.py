@@ -1,0 +1,120 @@
+"""The split-merge pipeline: config checks, and a real Snakemake run of a tiny config (jsq_ps disabled)."""
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sojourn.core.config import ConfigError, validate_config
+from sojourn.core.io import read_netcdf
+from sojourn.split_merge.experiments import cells, check_config
+from sojourn.split_merge.plots import figure_stems
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "workflow" / "schemas" / "split_merge.schema.yaml"
+RAW = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["split_merge"]
+DEFAULT = validate_config(copy.deepcopy(RAW), SCHEMA, "split_merge")  # with the schema's defaults
+TINY = {
+    "results": "res",
+    "jsq_ps": {"enabled": False},
+    "split_merge": {
+        "simulation": {"replications": 3, "seed": 0, "warmup_fraction": 0.1},
+        "percentiles": [50, 99],
+        "experiment_a": {"workunits": 4000},
+        "experiment_b": {"replicas": [1, 2, 3], "workunits": 3000},
+        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "workunits": 3000,
+                         "fork_join": {"enabled": True, "workunits": 1000}},
+        "figures": {"formats": ["png"]},
+    },
+}
+
+
+def test_default_config_cells_are_the_seeds_experiments():
+    assert len(cells(DEFAULT, "a")) == 1
+    assert len(cells(DEFAULT, "b")) == 15  # r = 1..5, q = 1..r
+    c = cells(DEFAULT, "c")
+    sm = [x for x in c if x["model"] == "split_merge"]
+    assert len(sm) == 2 * 27  # q in {1,2,3}, r = 1..10, q <= r; two laws
+    assert all(x["spec"].hosts == 100 and abs(x["spec"].load - 0.9) < 1e-12 for x in sm)
+    assert figure_stems(DEFAULT) == ["experiment_a_latency", "experiment_b_heatmap", "experiment_c_exponential",
+                                     "experiment_c_hyperexponential"]
+
+
+@pytest.mark.parametrize("path,value,match", [
+    (("experiment_a", "quorum"), 4, r"split_merge\.experiment_a: quorum must be an integer in \[1, replicas=3\]"),
+    (("experiment_a", "replicas"), 5, r"split_merge\.experiment_a: replicas must be an integer in \[1, hosts=3\]"),
+    (("experiment_c", "laws"), {"x": "nosuch"}, r"split_merge\.experiment_c: replica_law: unknown law 'nosuch'"),
+    (("experiment_b", "time_grid"), {"dt": 0.03, "t_max": 1.0}, r"split_merge\.experiment_b\.time_grid: t_max must be a multiple"),
+    (("experiment_c", "replicas"), [1, 200], r"split_merge\.experiment_c: replicas must be an integer in \[1, hosts=100\]"),
+])
+def test_config_errors_name_the_key(path, value, match):
+    cfg = copy.deepcopy(DEFAULT)
+    cfg[path[0]][path[1]] = value
+    with pytest.raises(ConfigError, match=match):
+        check_config(cfg)
+
+
+def _snakemake(workdir, *args):
+    """Snakemake on ``workdir`` with the frozen copy of the package in ``workdir/src`` (others edit the tree while
+    the test runs: a changed fingerprint would rerun jobs between the run and the dry-runs)."""
+    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", "--configfile", str(workdir / "tiny.yaml"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=str(workdir), env=env)
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_end_to_end(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    shutil.copytree(ROOT / "src" / "sojourn", tmp_path / "src" / "sojourn", ignore=shutil.ignore_patterns("__pycache__"))
+    proc = _snakemake(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = tmp_path / "res" / "split_merge"
+    for x in "abc":
+        ds = read_netcdf(res / f"experiment_{x}.nc")
+        assert ds.attrs["Conventions"].startswith("CF") and "git_commit" in ds.attrs
+        assert set(ds["exact_method"].attrs) >= {"long_name", "units"}
+        sm = ds.sel(model="split_merge")
+        ok = np.isfinite(sm["sim_mean_latency"].values)
+        assert ok.sum() == len([c for c in cells(_merged(), x) if c["model"] == "split_merge"])
+        # exact where exact, NaN otherwise — never a number without its method
+        exact = np.isfinite(sm["exact_mean_latency"].values)
+        np.testing.assert_array_equal(exact, sm["is_exact"].values == 1)
+        np.testing.assert_array_equal(exact, ok & (sm["exact_method"].values > 0))
+    a = read_netcdf(res / "experiment_a.nc").isel(law=0, quorum=0, replicas=0).sel(model="split_merge")
+    assert int(a.is_exact) == 1 and int(a.exact_method) == 1  # Pollaczek–Khinchine
+    c = read_netcdf(res / "experiment_c.nc")
+    assert list(c["model"].values) == ["split_merge", "fork_join"]
+    assert int(c.sel(law="exponential", model="split_merge", quorum=1, replicas=2).exact_method) == 2  # Erlang C
+    for stem in figure_stems(_merged()):
+        assert (res / "figures" / f"{stem}.png").stat().st_size > 10_000
+    log = (res / "logs" / "experiment_c.log").read_text()
+    assert re.search(r"20 cells x 3 replications = 60 Dask tasks", log)
+    # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only
+    assert "Nothing to be done" in _snakemake(tmp_path, "-n").stdout
+    tiny = copy.deepcopy(TINY)
+    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    out = _snakemake(tmp_path, "-n").stdout
+    assert re.search(r"split_merge_experiment\s+1\b", out) and re.search(r"split_merge_figures\s+1\b", out), out
+    # an unknown key is rejected by the schema
+    tiny["split_merge"]["experiment_b"]["workunit"] = 1
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    bad = _snakemake(tmp_path, "-n")
+    assert bad.returncode != 0 and "workunit" in (bad.stdout + bad.stderr)
+
+
+def _merged():
+    """The default section with the tiny overrides (as Snakemake's --configfile merge does)."""
+    out = copy.deepcopy(RAW)
+    for k, v in TINY["split_merge"].items():
+        out[k] = {**out[k], **v} if isinstance(v, dict) else v
+    return validate_config(out, SCHEMA, "split_merge")

@@ -1,0 +1,174 @@
+"""The numba simulators against exact results (99 % CIs over fixed-seed replications, with power controls that
+must be rejected by the same test), the n-host = ⌊n/r⌋-server equivalence on one workunit sequence, bad inputs."""
+import numpy as np
+import pytest
+
+from sojourn.core.stats import mean_ci
+from sojourn.split_merge import kernel as K
+from sojourn.split_merge.exact import erlang_c, exact_results
+from sojourn.split_merge.model import SplitMerge
+from sojourn.split_merge.order_stats import order_statistic_moments
+from sojourn.split_merge.simulate import concat_replications, simulate, simulate_replication
+
+PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
+CONF = 0.99
+
+
+def _within(ds, var, value):
+    m, h = mean_ci(ds[var].values, confidence=CONF)
+    return abs(m - value) <= h, m, h
+
+
+def _check(ds, var, exact, wrong):
+    ok, m, h = _within(ds, var, exact)
+    assert ok, f"{var}: simulated {m:.5g} ± {h:.3g} (99% CI) vs exact {exact:.5g}"
+    bad, _, _ = _within(ds, var, wrong)
+    assert not bad, f"power control: the wrong value {wrong:.5g} is inside {m:.5g} ± {h:.3g}"
+
+
+def test_split_merge_matches_pollaczek_khinchine_r_equals_n():
+    s = SplitMerge.from_load(3, 3, 2, 0.75, PH3)
+    ds = simulate(s, workunits=200_000, replications=10, seed=11)
+    e = exact_results(s)
+    m1 = s.mean_service
+    # power control: M/M/1 with the same mean service (ignores the order statistic's variability)
+    wrong = s.load / (1 - s.load) * m1
+    _check(ds, "mean_delay", e["mean_delay"], wrong)
+    _check(ds, "mean_latency", e["mean_latency"], wrong + m1)
+    _check(ds, "host_utilisation", s.load, s.load * 1.02)
+
+
+def test_split_merge_matches_erlang_c_q1_exponential():
+    s = SplitMerge.from_load(11, 2, 1, 0.9, "exponential:rate=1.5")  # c = 5, one host never usable
+    ds = simulate(s, workunits=200_000, replications=10, seed=12)
+    e = exact_results(s)
+    assert e["delay_method"] == "erlang-c"
+    nu, c = 2 * 1.5, 5
+    # power control: the same Erlang C formula at a load 2 % higher
+    lam2 = s.arrival_rate * 1.02
+    wrong = erlang_c(c, lam2 / nu) / (c * nu - lam2)
+    _check(ds, "mean_delay", e["mean_delay"], wrong)
+    _check(ds, "mean_latency", e["mean_latency"], wrong + 1 / nu)
+
+
+def test_split_merge_matches_the_qbd_for_several_super_servers():
+    s = SplitMerge.from_load(7, 2, 2, 0.8, PH3)  # M/PH/3 with 9-phase S_{2:2}
+    e = exact_results(s)
+    assert e["delay_method"] == "qbd"
+    ds = simulate(s, workunits=150_000, replications=10, seed=13)
+    m1, m2, _ = order_statistic_moments(s.replica_law, 2, 2)
+    # power control: Erlang C with exponential service of the same mean
+    nu = 1 / m1
+    wrong = erlang_c(3, s.arrival_rate / nu) / (3 * nu - s.arrival_rate)
+    _check(ds, "mean_delay", e["mean_delay"], wrong)
+
+
+def test_exact_latency_percentile_is_reproduced():
+    s = SplitMerge.from_load(3, 3, 2, 0.75, PH3)
+    e = exact_results(s, percentiles=[0.99])
+    ds = simulate(s, workunits=200_000, replications=10, seed=14, dt=0.01, t_max=100.0)
+    from sojourn.split_merge.summary import percentile_per_replication
+
+    per = percentile_per_replication(ds, "latency", [0.99])[:, 0]
+    m, h = mean_ci(per, confidence=CONF)
+    assert abs(m - e["latency_percentile"][0]) <= h + 0.01  # + one grid step (the estimate is a right edge)
+    assert abs(m - 1.05 * e["latency_percentile"][0]) > h + 0.01  # power control: 5 % off
+
+
+def test_fork_join_r1_is_fcfs_mmn_and_r_equals_n_q1_is_mm1():
+    s = SplitMerge.from_load(5, 1, 1, 0.8, "exponential", model="fork_join")
+    ds = simulate(s, workunits=150_000, replications=10, seed=15)
+    lam = s.arrival_rate
+    exact = erlang_c(5, lam) / (5 - lam)
+    _check(ds, "mean_delay", exact, erlang_c(5, lam * 1.02) / (5 - lam * 1.02))
+    # r = n, q = 1: every host is free when the winning replica ends, so M/M/1 at rate n·μ
+    s = SplitMerge.from_load(3, 3, 1, 0.8, "exponential", model="fork_join")
+    ds = simulate(s, workunits=150_000, replications=10, seed=16)
+    exact = exact_results(s.with_model("split_merge"))["mean_latency"]
+    _check(ds, "mean_latency", exact, exact * 1.05)
+
+
+def test_fork_join_cancellation_beats_split_merge_for_q_below_r():
+    """Fork-join lets the replicas of a workunit start as hosts free up: its mean latency is below split-merge's
+    (a property, checked with CIs of both)."""
+    sm = SplitMerge.from_load(12, 3, 2, 0.8, "hyperexponential")
+    a = simulate(sm, workunits=50_000, replications=6, seed=17)
+    b = simulate(sm.with_model("fork_join"), workunits=50_000, replications=6, seed=17)
+    ma, ha = mean_ci(a["mean_latency"].values, confidence=CONF)
+    mb, hb = mean_ci(b["mean_latency"].values, confidence=CONF)
+    assert mb + hb < ma - ha
+
+
+@pytest.mark.parametrize("n,r", [(5, 2), (7, 7), (100, 3), (11, 4), (9, 1)])
+def test_n_hosts_equal_floor_n_over_r_servers_on_one_sequence(n, r):
+    rng = np.random.default_rng(n * 100 + r)
+    c = n // r
+    N = 100_000
+    inter = rng.exponential(1 / (0.95 * c), N)
+    service = rng.gamma(0.3, 1 / 0.3, N)  # scv 3.3
+    d_hosts = K.split_merge_delays(inter, service, n, r)
+    d_servers = K.mgc_delays(inter, service, c)
+    np.testing.assert_array_equal(d_hosts, d_servers)
+    assert d_hosts.mean() > 0.5
+    # control: with one super-server fewer the delays differ
+    assert not np.array_equal(d_hosts, K.mgc_delays(inter, service, max(c - 1, 1))) or c == 1
+
+
+def test_streaming_kernel_equals_mgc_on_its_own_draws():
+    """Reproduce the kernel's draws (chunks of inter-arrival then service draws), run the c-server reference on
+    them: the kernel's recorded delay sum and histogram equal the reference's."""
+    n, r, q, lam, seed, N = 20, 3, 2, 7.0, 99, 10_000
+    law = SplitMerge(n, r, q, lam, PH3).replica_law
+    code, p = law.kernel_spec()
+    dt, nb = 0.01, 3001
+    hd, hl = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
+    acc = K.run_split_merge(n, r, q, lam, code, p, 0.0, 0, 0.0, N, np.inf, dt, hd, hl, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    inter, svc = [], []
+    while len(inter) < N:
+        inter.extend(rng.standard_exponential(K.CHUNK) / lam)
+        s, w = np.empty(K.CHUNK), np.empty(K.CHUNK)
+        K.fill_order_stats(r, q, code, p, 0.0, s, w, rng)
+        svc.extend(s)
+    ref = K.mgc_delays(np.array(inter[:N]), np.array(svc[:N]), n // r)
+    fields = dict(zip(K.ACC_FIELDS, acc))
+    assert fields["recorded"] == N
+    assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)
+    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref / dt).astype(int), nb), minlength=nb + 1)[:nb])
+
+
+def test_replication_is_reproducible_alone_and_histograms_are_complete():
+    s = SplitMerge.from_load(10, 2, 2, 0.7, "erlang:k=2,rate=2")
+    ds = simulate(s, workunits=5_000, replications=3, seed=3, t_max=20.0, dt=0.05)
+    one = simulate_replication(s, 2, seed=3, workunits=5_000, t_max=20.0, dt=0.05)
+    for v in ("latency_count", "delay_sum", "mean_latency", "throughput"):
+        np.testing.assert_array_equal(ds[v].sel(replication=2).values, one[v].sel(replication=2).values)
+    total = ds["latency_count"].sum("t") + ds["latency_overflow"]
+    np.testing.assert_array_equal(total.values, ds["workunits"].values)
+    assert (ds["simulated_workunits"] == 5_500).all()  # default warm-up: workunits // 10
+    joined = concat_replications([simulate_replication(s, k, seed=3, workunits=5_000, t_max=20.0, dt=0.05)
+                                  for k in (1, 0, 2)])
+    np.testing.assert_array_equal(joined["mean_delay"].values, ds["mean_delay"].values)
+    h = simulate(s, horizon=2_000.0, warmup_time=200.0, seed=3, t_max=20.0, dt=0.05)
+    n = int(h["workunits"][0])
+    assert abs(n - s.arrival_rate * 1_800) < 5 * np.sqrt(s.arrival_rate * 1_800)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"workunits": 10, "horizon": 5.0}, "exactly one of workunits"),
+    ({}, "exactly one of workunits"),
+    ({"workunits": 0}, "workunits must be an integer >= 1"),
+    ({"horizon": 10.0, "warmup_time": 10.0}, r"warmup_time must be in \[0, horizon=10\)"),
+    ({"workunits": 10, "t_max": 1.005, "dt": 0.01}, "t_max must be a multiple of dt"),
+    ({"workunits": 10, "replications": 0}, "replications must be an integer >= 1"),
+    ({"workunits": 10, "seed": -1}, "seed must be an integer >= 0"),
+])
+def test_bad_simulation_arguments_are_rejected(kwargs, match):
+    s = SplitMerge.from_load(4, 2, 1, 0.5)
+    with pytest.raises(ValueError, match=match):
+        simulate(s, **kwargs)
+
+
+def test_spec_must_be_a_split_merge():
+    with pytest.raises(ValueError, match="spec must be a sojourn.split_merge.SplitMerge"):
+        simulate("n=3", workunits=10)
