@@ -26,6 +26,8 @@ STUDIES: tuple[Study, ...] = (
           "sojourn.jsq_ps.cli"),
     Study("split_merge", "Split-merge: (n, r, q) workunit replication with quorum (seed 002)",
           "sojourn.split_merge.cli"),
+    Study("restart", "Restart: multi-class G-networks of PS queues with restart signals (seed 001)",
+          "sojourn.restart.cli"),
 )
 
 

@@ -1,0 +1,161 @@
+"""``sojourn restart {solve,simulate,optimise,schema}``: the restart study's commands.
+
+Each takes ``--model`` (a YAML model file, see ``sojourn restart schema``, or a built-in example name:
+example1, example2, example3), writes an xarray/netCDF file with ``--output`` and prints a summary.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("restart", help="multi-class G-networks of PS queues with restart (seed 001)",
+                              description="Restart study: product form, simulation under signal and timeout "
+                                          "semantics, optimal restart rate.")
+    sub = p.add_subparsers(dest="restart_command", required=True)
+    _solve(sub)
+    _simulate(sub)
+    _optimise(sub)
+    s = sub.add_parser("schema", help="print the JSON schema of model files (YAML)")
+    s.set_defaults(func=run_schema)
+
+
+def _model_args(p, output=True):
+    p.add_argument("--model", "-m", required=True, help="YAML model file or example1|example2|example3")
+    p.add_argument("--signal-rate", dest="signal_rate", type=float, default=None,
+                   help="override the external signal rate of --queue")
+    p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
+    if output:
+        p.add_argument("--output", "-o", required=True, help="output netCDF file")
+
+
+def _sim_args(p):
+    p.add_argument("--replications", type=int, default=10, help="independent replications (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--horizon", type=float, default=200_000.0, help="run length (default 200000)")
+    p.add_argument("--warmup", type=float, default=10_000.0, help="warm-up = cool-down (default 10000)")
+    p.add_argument("--dt", type=float, default=0.05, help="response-time histogram bin width (default 0.05)")
+    p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin left edge (default 200)")
+    p.add_argument("--confidence", type=float, default=0.99, help="CI level (default 0.99)")
+
+
+def _load(args):
+    from .files import load_model
+
+    net = load_model(args.model, check_stable=False)
+    if args.signal_rate is not None:
+        net = net.with_signal_rate(args.signal_rate, args.queue)
+    return net
+
+
+def _solve(sub):
+    p = sub.add_parser("solve", help="product-form measures (traffic equations, E[N], E[T], per class and phase)")
+    _model_args(p)
+    p.set_defaults(func=run_solve)
+
+
+def run_solve(args) -> int:
+    from ..core.io import write_netcdf
+    from .product_form import closed_form, solve
+
+    net = _load(args)
+    sol = solve(net)
+    write_netcdf(sol.to_dataset(), args.output)
+    L = net.layout
+    print(f"model      {net.describe()}")
+    if sol.iterations:
+        print(f"fixed point: {sol.iterations} iterations (departures that become signals)")
+    for i, q in enumerate(net.queues):
+        print(f"queue {q.name}: signal rate {sol.signal_rate[i]:.6g}, utilisation {sol.queue_load[i]:.6g}, "
+              f"E[N] {sol.mean_number[i]:.6g}, E[T] per visit {sol.queue_response_time[i]:.6g}")
+    print(f"{'queue/class/phase':<24}{'rho':>12}{'E[N]':>12}")
+    for j, lab in enumerate(L.labels):
+        print(f"{lab:<24}{sol.rho[j]:>12.6g}{sol.mean_number_type[j]:>12.6g}")
+    print(f"network    E[T] = {sol.response_time:.8g}, restarts per unit time {sol.restart_rate:.6g}")
+    if len(net.queues) == 1 and not net.has_departure_signals:
+        cf = closed_form(net, net.queues[0].signal_rate)
+        print(f"closed form E[S_eff] = {cf['effective_service']:.8g}, E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}")
+    print(f"output     {args.output}")
+    return 0
+
+
+def _simulate(sub):
+    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)")
+    _model_args(p)
+    p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
+                   help="signal: Poisson restart signals (G-network); timeout: a timeout per job")
+    p.add_argument("--timeout", default=None,
+                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
+    _sim_args(p)
+    p.set_defaults(func=run_simulate)
+
+
+def run_simulate(args) -> int:
+    from ..core.distributions import parse_law
+    from ..core.io import write_netcdf
+    from .product_form import solve
+    from .simulate import SimulationSpec, simulate, summary
+
+    net = _load(args)
+    timeout = parse_law(args.timeout) if args.timeout else None
+    if args.semantics == "timeout":
+        for i in range(len(net.queues)):
+            net = net.with_signal_rate(0.0, i)
+    spec = SimulationSpec(net, args.semantics, timeout)
+    t0 = time.perf_counter()
+    ds = simulate(spec, replications=args.replications, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  dt=args.dt, t_max=args.t_max)
+    wall = time.perf_counter() - t0
+    write_netcdf(ds, args.output)
+    s = summary(ds, confidence=args.confidence)
+    c = f"{100 * args.confidence:g}% CI over {args.replications} replications"
+    print(f"model        {spec.describe()}")
+    print(f"jobs         {int(ds['n_customers'].sum()):,} recorded, {int(ds['events'].sum()):,} events, {wall:.2f} s")
+    for name, label in (("response_time", "mean response time"), ("percentile", "99th percentile"),
+                        ("mean_number", "mean number"), ("throughput", "throughput"),
+                        ("mean_restarts", "restarts per job")):
+        m, h = s[name]
+        print(f"{label:<19}{m:.6g} ± {h:.3g}  ({c})")
+    if args.semantics == "signal":
+        pf = solve(net)
+        print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
+    print(f"output       {args.output}")
+    return 0
+
+
+def _optimise(sub):
+    p = sub.add_parser("optimise", help="optimal signal rate g* (product form) beside the simulated timeout optimum")
+    _model_args(p)
+    p.add_argument("--bounds", nargs=2, type=float, default=(0.0, 100.0), metavar=("LO", "HI"),
+                   help="search interval of the signal rate (default 0 100)")
+    p.add_argument("--taus", type=float, nargs="+", default=None,
+                   help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
+    _sim_args(p)
+    p.set_defaults(func=run_optimise)
+
+
+def run_optimise(args) -> int:
+    from ..core.io import write_netcdf
+    from .optimise import optimise, report_lines
+
+    net = _load(args)
+    ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus, replications=args.replications,
+                  seed=args.seed, confidence=args.confidence,
+                  sim=dict(horizon=args.horizon, warmup=args.warmup, dt=args.dt, t_max=args.t_max))
+    write_netcdf(ds, args.output)
+    print(f"model  {net.describe()}")
+    for line in report_lines(ds):
+        print(line)
+    print(f"output {args.output}")
+    return 0
+
+
+def run_schema(args) -> int:
+    import yaml
+
+    from .schema import MODEL_SCHEMA
+
+    print(yaml.safe_dump(MODEL_SCHEMA, sort_keys=False, allow_unicode=True))
+    return 0

@@ -1,0 +1,101 @@
+"""The pipeline's comparison job: simulated sweeps beside the product form, CIs, coverage and optima.
+
+Per (semantics, restart rate): means over the stable replications with Student-t CIs of the mean
+response time, its ``percentile`` quantile (per replication from its histogram), the mean number of
+jobs, restarts per job and throughput; the product form at the same rate; for signal semantics
+whether the CI covers the product form (and the z-score). Per semantics: the restart rate of the sweep
+with the smallest mean (and percentile) response time, beside the product form's g*.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..core.io import provenance, read_netcdf, write_netcdf
+from .simulate import percentile_per_replication
+
+
+def _ci(x, confidence):
+    """Mean, half-width and count over the last axis, ignoring NaN (unstable replications)."""
+    x = np.asarray(x, float)
+    k = np.sum(np.isfinite(x), axis=-1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = np.nanmean(x, axis=-1)
+        s = np.nanstd(x, axis=-1, ddof=1)
+        h = np.where(k >= 2, stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1)) * s / np.sqrt(np.maximum(k, 1)),
+                     np.nan)
+    return m, h, k
+
+
+def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: float) -> xr.Dataset:
+    dt = float(sim.attrs["dt"])
+    count = sim["count"].transpose("semantics", "restart_rate", "replication", "t").values
+    overflow = sim["overflow"].transpose("semantics", "restart_rate", "replication").values
+    q = percentile_per_replication(count, overflow, sim["t"].values, dt, percentile)
+    stopped = sim["unstable"].transpose("semantics", "restart_rate", "replication").values > 0
+    # a point counts only if every replication ran to the end: one stopped replication means the run is not
+    # stationary there (timeout semantics can be unstable), and the others would give a biased mean
+    partial = stopped.any(axis=-1, keepdims=True)
+    q = np.where(partial, np.nan, q)
+    dims = ("semantics", "restart_rate")
+    out = {}
+    series = {
+        "response_time": (sim["mean"], "mean response time", "time"),
+        "percentile": (None, f"{100 * percentile:g}th percentile of the response time", "time"),
+        "mean_number": (sim["mean_number"].sum("queue", skipna=False), "time-average number of jobs", "1"),
+        "mean_restarts": (sim["mean_restarts"], "successful restarts per job", "1"),
+        "throughput": (sim["throughput"], "jobs leaving per unit time", "1/time"),
+    }
+    for name, (da, long_name, units) in series.items():
+        x = q if da is None else np.where(partial, np.nan, da.transpose("semantics", "restart_rate", "replication").values)
+        m, h, k = _ci(x, confidence)
+        out[name] = (dims, m, {"long_name": f"simulated {long_name} (mean over replications)", "units": units})
+        out[f"{name}_half_width"] = (dims, h, {"long_name": f"half-width of the {100 * confidence:g}% Student-t CI "
+                                                           f"of {name}", "units": units})
+    out["replications_stable"] = (dims, (~stopped).sum(axis=-1).astype(np.int64),
+                                  {"long_name": "replications that ran to the end (not stopped as unstable); "
+                                                "measures are NaN unless all did", "units": "1"})
+    rates = sim["restart_rate"].values
+    pf_at = pf.sel(signal_rate=rates)
+    for name in ("response_time", "mean_number"):
+        val = pf_at[name].values
+        out[f"{name}_pf"] = ("restart_rate", val, {"long_name": f"product form {name} at signal rate = restart rate",
+                                                   "units": pf[name].attrs["units"]})
+        m, h = out[name][1], out[f"{name}_half_width"][1]
+        with np.errstate(all="ignore"):
+            se = h / stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1))
+            out[f"{name}_z"] = (dims, (m - val) / se, {"long_name": f"(simulated - product form)/standard error of "
+                                                                    f"{name}", "units": "1"})
+        out[f"{name}_covered"] = (dims, (np.abs(m - val) <= h).astype(np.int8),
+                                  {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"})
+    for name in ("response_time", "percentile"):
+        m = out[name][1]
+        best = np.array([np.nanargmin(row) if np.isfinite(row).any() else -1 for row in m])
+        out[f"best_rate_{name}"] = ("semantics", np.where(best >= 0, rates[np.maximum(best, 0)], np.nan),
+                                    {"long_name": f"restart rate of the sweep with the smallest {name}",
+                                     "units": "1/time"})
+        out[f"best_{name}"] = ("semantics", np.array([m[i, b] if b >= 0 else np.nan for i, b in enumerate(best)]),
+                               {"long_name": f"smallest simulated {name} of the sweep", "units": "time"})
+        h = out[f"{name}_half_width"][1]
+        out[f"best_{name}_half_width"] = ("semantics", np.array([h[i, b] if b >= 0 else np.nan
+                                                                 for i, b in enumerate(best)]),
+                                          {"long_name": "its CI half-width", "units": "time"})
+    ds = xr.Dataset(out, coords={"semantics": sim["semantics"], "restart_rate": sim["restart_rate"]})
+    for v in ("g_star", "response_time_at_g_star", "response_time_no_restart"):
+        ds[v] = pf[v]
+    ds["best_rate_ratio"] = (("semantics",), ds["best_rate_response_time"].values / float(pf["g_star"]),
+                             {"long_name": "restart rate minimising the simulated mean / g*", "units": "1"})
+    return ds
+
+
+def write_comparison(pf_path, sim_path, output, settings: dict):
+    pf, sim = read_netcdf(pf_path), read_netcdf(sim_path)
+    ds = comparison(pf, sim, float(settings["confidence"]), float(settings["percentile"]))
+    ds.attrs = provenance(settings, title=f"Restart study, {sim.attrs.get('example', '')}: simulation vs product form",
+                          model=sim.attrs.get("model", ""), example=sim.attrs.get("example", ""))
+    write_netcdf(ds, output)
+    return output

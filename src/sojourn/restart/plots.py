@@ -1,0 +1,99 @@
+"""The pipeline's figures of one example: mean response time and mean number of jobs vs restart rate
+(product form line with g* marked, the three simulated semantics with CI bars, unstable points marked),
+and the response-time percentile vs restart rate."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..core.io import read_netcdf
+
+STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
+         "timeout_exponential": ("C1", "s", "simulation, exponential timeouts (rate r)"),
+         "timeout_deterministic": ("C2", "^", "simulation, deterministic timeouts (tau = 1/r)")}
+
+
+#: matplotlib (its mathtext parser) is not thread-safe, and Snakemake runs the figure jobs of several examples
+#: as threads of one process: one figure at a time
+_PLOT_LOCK = threading.Lock()
+
+
+def figure_stems(name: str) -> list[str]:
+    return [f"{name}_means", f"{name}_percentile"]
+
+
+def _sim(ax, cmp, var, unstable_y=None):
+    r = cmp["restart_rate"].values
+    for i, s in enumerate(cmp["semantics"].values.tolist()):
+        color, marker, label = STYLE.get(s, ("k", "x", s))
+        d = cmp.sel(semantics=s)
+        m, h = d[var].values, d[f"{var}_half_width"].values
+        ax.errorbar(r, m, yerr=h, fmt=marker, ms=4, color=color, capsize=2, lw=0.8, label=label)
+        bad = ~np.isfinite(m)
+        if bad.any() and unstable_y is not None:
+            ax.plot(r[bad], np.full(bad.sum(), unstable_y * (1 + 0.03 * i)), "x", color=color, ms=6,
+                    label=f"unstable ({s.replace('_', ' ')})")
+
+
+def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150):
+    """Write ``<name>_means`` and ``<name>_percentile`` in every format to ``outdir``."""
+    with _PLOT_LOCK:
+        _all_figures(pf_path, cmp_path, outdir, name, formats, dpi)
+
+
+def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pf, cmp = read_netcdf(pf_path), read_netcdf(cmp_path)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    g, tg = float(pf["g_star"]), float(pf["response_time_at_g_star"])
+    conf = cmp.attrs.get("config", "")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T]"),
+                          (axes[1], "mean_number", "mean number of jobs E[N]")):
+        ax.plot(pf["signal_rate"].values, pf[var].values, "-", color="k", lw=1.2, label="product form (signal semantics)")
+        top = np.nanmax([np.nanmax(pf[var].values), np.nanmax(cmp[var].values)])
+        _sim(ax, cmp, var, unstable_y=top)
+        ax.axvline(g, color="0.5", ls="--", lw=0.8)
+        if var == "response_time":
+            ax.plot([g], [tg], "*", color="crimson", ms=12, label=f"g* = {g:.4g}, E[T] = {tg:.4g}")
+            for s in cmp["semantics"].values.tolist():  # the sweep's best rate of each semantics
+                rb, tb = float(cmp["best_rate_response_time"].sel(semantics=s)), float(cmp["best_response_time"].sel(semantics=s))
+                if np.isfinite(rb):
+                    ax.plot([rb], [tb], "D", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=10, mew=1.5,
+                            label=f"smallest simulated mean, {s.replace('_', ' ')}: r = {rb:.3g}")
+        ax.set_xscale("log")
+        ax.set_xlabel("restart rate r")
+        ax.set_ylabel(ylab)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"{pf.attrs.get('model', name)[:120]}", fontsize=8)
+    fig.tight_layout()
+    _save(fig, outdir / f"{name}_means", formats, dpi)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    top = np.nanmax(cmp["percentile"].values) if np.isfinite(cmp["percentile"].values).any() else 1.0
+    _sim(ax, cmp, "percentile", unstable_y=top)
+    ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (product form, mean)")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0.0)
+    ax.set_xlabel("restart rate r")
+    ax.set_ylabel(cmp["percentile"].attrs["long_name"].replace("simulated ", "").replace(" (mean over replications)", ""))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{name}: tail of the response time", fontsize=9)
+    fig.tight_layout()
+    _save(fig, outdir / f"{name}_percentile", formats, dpi)
+    plt.close(fig)
+
+
+def _save(fig, stem: Path, formats, dpi):
+    for fmt in formats:
+        fig.savefig(f"{stem}.{fmt}", dpi=dpi)

@@ -1,0 +1,81 @@
+"""The restart study's rules through a real Snakemake run of a tiny config (other studies disabled)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sojourn.core.io import read_netcdf
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = {
+    "cluster": {"kind": "local", "n_workers": 2},
+    "jsq_ps": {"enabled": False},
+    "split_merge": {"enabled": False},
+    "restart": {
+        "examples": {
+            "example1": {"model": "example1", "rates": {"start": 0.1, "stop": 5, "num": 3}, "horizon": 100000,
+                         "warmup": 5000, "semantics": ["signal", "timeout_deterministic"]},
+            "example2": {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000,
+                         "warmup": 1000},
+        },
+        "simulation": {"replications": 2},
+        "figures": {"formats": ["png"]},
+    },
+}
+
+pytestmark = pytest.mark.slow
+
+
+def snakemake(workdir, cfg, *args):
+    path = Path(workdir) / "tiny.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", "--configfile", str(path), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=str(workdir))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("restart_pipeline")
+    proc = snakemake(wd, TINY)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return wd
+
+
+def test_outputs_and_values(run):
+    res = run / "results" / "restart"
+    for ex in ("example1", "example2"):
+        sim = read_netcdf(res / ex / "simulation.nc")
+        assert dict(sim.sizes)["replication"] == 2 and dict(sim.sizes)["restart_rate"] == 3
+        assert sim["count"].dims == ("semantics", "restart_rate", "replication", "t")
+        assert "git_commit" in sim.attrs and "seed_recipe" in sim.attrs
+        pf = read_netcdf(res / ex / "product_form.nc")
+        cmp = read_netcdf(res / ex / "comparison.nc")
+        # the signal semantics' CIs cover the product form at (almost) every point of the tiny sweep
+        covered = cmp["response_time_covered"].sel(semantics="signal").values
+        assert covered.sum() >= 2
+        assert np.isfinite(float(pf["g_star"]))
+        for stem in ("means", "percentile"):
+            assert (res / "figures" / f"{ex}_{stem}.png").stat().st_size > 10_000
+    assert list(read_netcdf(res / "example1" / "simulation.nc")["semantics"].values) == ["signal",
+                                                                                          "timeout_deterministic"]
+    g1 = float(read_netcdf(res / "example1" / "product_form.nc")["g_star"])
+    assert abs(g1 - 0.8263) < 1e-3
+
+
+def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):
+    proc = snakemake(run, TINY, "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    bad = yaml.safe_load(yaml.safe_dump(TINY))
+    bad["restart"]["examples"]["example1"]["warmup"] = 60000  # 2 * warmup > horizon
+    proc = snakemake(run, bad, "-n")
+    assert proc.returncode != 0 and "restart.examples.example1: horizon must be > 2 * warmup" in proc.stdout + proc.stderr
+    bad = yaml.safe_load(yaml.safe_dump(TINY))
+    bad["restart"]["examples"]["example1"]["model"] = "nope"
+    proc = snakemake(run, bad, "-n")
+    assert proc.returncode != 0 and "restart.examples.example1.model: model must be a YAML model file" in proc.stdout + proc.stderr

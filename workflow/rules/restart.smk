@@ -1,0 +1,123 @@
+# Restart study (seed 001; sojourn.restart): per example, the product form over a fine grid of signal rates
+# with g* (restart_solve), the simulated restart-rate sweep under signal / exponential-timeout /
+# deterministic-timeout semantics (restart_simulate: every replication of every point one Dask task), the
+# comparison with CIs and coverage (restart_compare), and the figures (restart_figures).
+from sojourn.restart.config_check import check_config as _restart_check
+from sojourn.restart.plots import figure_stems as _restart_stems
+
+RS = config["restart"]
+try:
+    _restart_check(RS)
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
+RS_RES = f"{RESULTS}/restart"
+RS_EXAMPLES = sorted(RS["examples"])
+RS_CODE = {rule: fingerprint(f"sojourn.restart.{module}") for rule, module in {
+    "solve": "solve_sweep", "simulate": "sweep", "compare": "compare", "figures": "plots"}.items()}
+
+
+def _rs_model(example):
+    """Rerun trigger for an example's model file: the file's content (a built-in example is package data, which
+    code fingerprints do not see)."""
+    from sojourn.restart.files import EXAMPLES_DIR
+
+    m = Path(str(RS["examples"][example]["model"]))
+    f = m if m.exists() else EXAMPLES_DIR / f"{m.name}.yaml"
+    return data_fingerprint(f.parent, f.name) if f.is_file() else str(m)
+TARGETS["restart"] = [f"{RS_RES}/{ex}/{f}" for ex in RS_EXAMPLES
+                      for f in ("product_form.nc", "simulation.nc", "comparison.nc")] + [
+    f"{RS_RES}/figures/{stem}.{fmt}" for ex in RS_EXAMPLES for stem in _restart_stems(ex)
+    for fmt in RS["figures"]["formats"]]
+
+
+wildcard_constraints:
+    example=r"[a-z0-9_]+",
+
+
+rule restart_solve:
+    output:
+        f"{RS_RES}/{{example}}/product_form.nc",
+    params:
+        example=lambda wc: canonical(RS["examples"][wc.example]),
+        model=lambda wc: _rs_model(wc.example),
+        analytic=canonical(RS["analytic"]),
+        code=RS_CODE["solve"],
+    log:
+        f"{RS_RES}/logs/solve/{{example}}.log",
+    benchmark:
+        f"{RS_RES}/benchmarks/solve/{{example}}.tsv"
+    run:
+        from sojourn.restart.solve_sweep import solve_sweep
+
+        solve_sweep(name=wildcards.example, example=params.example, analytic=params.analytic, code=params.code,
+                    output=output[0])
+
+
+rule restart_simulate:
+    output:
+        f"{RS_RES}/{{example}}/simulation.nc",
+    params:
+        example=lambda wc: canonical(RS["examples"][wc.example]),
+        model=lambda wc: _rs_model(wc.example),
+        simulation=canonical(RS["simulation"]),
+        code=RS_CODE["simulate"],
+    log:
+        f"{RS_RES}/logs/simulate/{{example}}.log",
+    benchmark:
+        f"{RS_RES}/benchmarks/simulate/{{example}}.tsv"
+    run:
+        from sojourn.restart.sweep import simulate_sweep
+
+        with open(log[0], "w") as fh:
+            simulate_sweep(dask(), name=wildcards.example, example=params.example, sim=params.simulation,
+                           code=params.code, output=output[0], log=fh)
+
+
+rule restart_compare:
+    input:
+        pf=f"{RS_RES}/{{example}}/product_form.nc",
+        sim=f"{RS_RES}/{{example}}/simulation.nc",
+    output:
+        f"{RS_RES}/{{example}}/comparison.nc",
+    params:
+        settings=canonical(RS["comparison"]),
+        code=RS_CODE["compare"],
+    log:
+        f"{RS_RES}/logs/compare/{{example}}.log",
+    benchmark:
+        f"{RS_RES}/benchmarks/compare/{{example}}.tsv"
+    run:
+        from sojourn.restart.compare import write_comparison
+
+        write_comparison(input.pf, input.sim, output[0], params.settings)
+
+
+def _restart_figure_outputs():
+    out = {}
+    for kind in ("means", "percentile"):
+        for fmt in RS["figures"]["formats"]:
+            path = f"{RS_RES}/figures/{{example}}_{kind}.{fmt}"
+            # the PNGs go into the HTML report; other formats are for papers
+            out[f"{kind}_{fmt}"] = (report(path, caption=f"../report/restart/{kind}.rst", category="Restart")
+                                    if fmt == "png" else path)
+    return out
+
+
+rule restart_figures:
+    input:
+        pf=f"{RS_RES}/{{example}}/product_form.nc",
+        comparison=f"{RS_RES}/{{example}}/comparison.nc",
+    output:
+        **_restart_figure_outputs(),
+    params:
+        figures=canonical(RS["figures"]),
+        code=RS_CODE["figures"],
+    log:
+        f"{RS_RES}/logs/figures/{{example}}.log",
+    benchmark:
+        f"{RS_RES}/benchmarks/figures/{{example}}.tsv"
+    run:
+        from sojourn.restart.plots import all_figures
+
+        all_figures(input.pf, input.comparison, f"{RS_RES}/figures", wildcards.example,
+                    formats=params.figures["formats"], dpi=params.figures["dpi"])
