@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from sojourn.core.config import ConfigError, canonical
-from sojourn.core.fingerprint import fingerprint
+from sojourn.core.fingerprint import data_fingerprint, fingerprint
 
 RESULTS = config["results"]
 TARGETS = {}  # study name -> its final outputs (rule all)

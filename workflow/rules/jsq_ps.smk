@@ -17,8 +17,9 @@ JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R
 JSQ_CODE = {rule: fingerprint(f"sojourn.jsq_ps.{module}") for rule, module in {
     "simulate": "simulate_blocks", "approximate": "approximate_blocks", "merge": "merging",
     "compare": "compare", "figures": "plots", "reproduction": "reproduction"}.items()}
-# the paper's published tables and best-method map (package data: inputs, so an edit reruns the report)
-JSQ_PUBLISHED = sorted(str(p) for p in (Path(JSQ_GRID.__file__).parent / "data").glob("*.csv"))
+# the paper's published tables and best-method map (package data): their content is a rerun trigger of the
+# report, wherever the package is installed
+JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv")
 JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "simulation")})
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
 JSQ_FIGURES = [f"{JSQ_RES}/figures/{s}.{fmt}" for s in _jsq_figure_stems(JSQ) for fmt in JSQ["figures"]["formats"]]
@@ -186,7 +187,6 @@ def _jsq_reproduction_figures():
 rule jsq_ps_reproduction:
     input:
         comparison=f"{JSQ_RES}/comparison.nc",
-        published=JSQ_PUBLISHED,
     output:
         nc=f"{JSQ_RES}/reproduction.nc",
         html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS"),
@@ -194,6 +194,7 @@ rule jsq_ps_reproduction:
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),
         code=JSQ_CODE["reproduction"],
+        published=JSQ_PUBLISHED,
     log:
         f"{JSQ_RES}/logs/reproduction.log",
     benchmark:

@@ -115,3 +115,13 @@ def fingerprint(*entries: str, root: Path = ROOT) -> str:
         h.update(name.encode())
         h.update(source_hash(module_path(name, root)).encode())
     return h.hexdigest()[:16]
+
+
+def data_fingerprint(folder, pattern: str = "*") -> str:
+    """16 hex digits over (name, bytes) of the files matching ``pattern`` in ``folder`` (package data a rule
+    reads: a rerun trigger that does not depend on where the package is installed)."""
+    h = hashlib.sha256()
+    for f in sorted(Path(folder).glob(pattern)):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
