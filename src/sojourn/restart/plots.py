@@ -3,11 +3,11 @@
 and the response-time percentile vs restart rate."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
 
+from ..core.figures import FIGURE_LOCK, save
 from ..core.io import read_netcdf
 
 STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
@@ -15,9 +15,6 @@ STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
          "timeout_deterministic": ("C2", "^", "simulation, deterministic timeouts (tau = 1/r)")}
 
 
-#: matplotlib (its mathtext parser) is not thread-safe, and Snakemake runs the figure jobs of several examples
-#: as threads of one process: one figure at a time
-_PLOT_LOCK = threading.Lock()
 
 
 def figure_stems(name: str) -> list[str]:
@@ -39,7 +36,7 @@ def _sim(ax, cmp, var, unstable_y=None):
 
 def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150):
     """Write ``<name>_means`` and ``<name>_percentile`` in every format to ``outdir``."""
-    with _PLOT_LOCK:
+    with FIGURE_LOCK:
         _all_figures(pf_path, cmp_path, outdir, name, formats, dpi)
 
 
@@ -72,11 +69,11 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
         ax.set_xlabel("restart rate r")
         ax.set_ylabel(ylab)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{pf.attrs.get('model', name)[:120]}", fontsize=8)
+    fig.suptitle(f"{pf.attrs.get('model', name)[:160]}", fontsize=8)
     fig.tight_layout()
-    _save(fig, outdir / f"{name}_means", formats, dpi)
-    plt.close(fig)
+    handles, labels = axes[0].get_legend_handles_labels()  # below the panels: never over the data
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    save(fig, outdir / f"{name}_means", formats, dpi)
 
     fig, ax = plt.subplots(figsize=(6.5, 4.6))
     top = np.nanmax(cmp["percentile"].values) if np.isfinite(cmp["percentile"].values).any() else 1.0
@@ -87,13 +84,7 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
     ax.set_xlabel("restart rate r")
     ax.set_ylabel(cmp["percentile"].attrs["long_name"].replace("simulated ", "").replace(" (mean over replications)", ""))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
     ax.set_title(f"{name}: tail of the response time", fontsize=9)
     fig.tight_layout()
-    _save(fig, outdir / f"{name}_percentile", formats, dpi)
-    plt.close(fig)
-
-
-def _save(fig, stem: Path, formats, dpi):
-    for fmt in formats:
-        fig.savefig(f"{stem}.{fmt}", dpi=dpi)
+    ax.legend(fontsize=7, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.15))
+    save(fig, outdir / f"{name}_percentile", formats, dpi)

@@ -15,6 +15,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from ..core.figures import save, serialized  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core import phase_type as ph  # noqa: E402
@@ -24,19 +26,6 @@ from .exact import UniformizedSF, mph1_delay_ph  # noqa: E402
 from .model import SplitMerge  # noqa: E402
 from .order_stats import order_statistic_ph  # noqa: E402
 
-
-
-def save(fig, stem, formats=("png", "pdf"), dpi=130) -> list[Path]:
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for fmt in formats:
-        path = stem.with_name(f"{stem.name}.{fmt}")
-        meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
-        fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
-        out.append(path)
-    plt.close(fig)
-    return out
 
 
 def figure_stems(cfg: dict) -> list[str]:
@@ -196,6 +185,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     return save(fig, stem, formats, dpi)
 
 
+@serialized
 def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130) -> list[Path]:
     """Every figure of the enabled experiments; ``inputs`` maps 'a' | 'b' | 'c' to result files."""
     from .experiments import laws
