@@ -233,22 +233,33 @@ def test_L2_reruns_approximations_only(run, tmp_path):
     assert "jsq_ps_merge_simulation" not in counts
 
 
-@pytest.fixture
-def edited(run, tmp_path):
-    """A copy of the run's package (imported via PYTHONPATH) to edit, and a dry-run on it: {rule: jobs}."""
-    src = tmp_path / "src"
+@pytest.fixture(scope="module")
+def package_copy(run, tmp_path_factory):
+    """A copy of the run's package (imported via PYTHONPATH) for the code-edit tests; unedited, nothing to do."""
+    src = tmp_path_factory.mktemp("edited") / "src"
     shutil.copytree(run / "src" / "sojourn", src / "sojourn", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(src)}
+    assert job_counts(snakemake(run, "-n", env=env)) == {}  # the same code: nothing to do
+    return src, env
+
+
+@pytest.fixture
+def edited(run, package_copy):
+    """Edit the package copy and dry-run on it: {rule: jobs}; the edits are undone after the test."""
+    src, env = package_copy
+    originals = {}
 
     def dry_run_after(relpath, old, new):
         f = src / "sojourn" / relpath
         text = f.read_text()
+        originals.setdefault(f, text)
         assert old in text, (relpath, old)
         f.write_text(text.replace(old, new, 1))
         return job_counts(snakemake(run, "-n", env=env))
 
-    assert job_counts(snakemake(run, "-n", env=env)) == {}  # the same code: nothing to do
-    return dry_run_after
+    yield dry_run_after
+    for f, text in originals.items():
+        f.write_text(text)
 
 
 JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1,

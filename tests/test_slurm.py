@@ -427,9 +427,10 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     override = tmp_path / "slurm.yaml"
     override.write_text(yaml.safe_dump(cfg))
     local, hpc = tmp_path / "local", tmp_path / "dask-slurm"
-    _snakemake(local, "--cores", "2")
+    until = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
+    _snakemake(local, "--cores", "2", *until)
     before = _queued()
-    p = _snakemake(hpc, "--cores", "2", "--configfile", str(override))
+    p = _snakemake(hpc, "--cores", "2", "--configfile", str(override), *until)
     out = p.stdout + p.stderr
     assert "signal only works in main thread" not in out
     logs = sorted((tmp_path / "dask-logs").glob("*"))
