@@ -18,6 +18,8 @@ import numpy as np
 import xarray as xr
 
 from ..core import seeds as _seeds
+from ..core.replications import check_window
+from ..core.replications import concat_replications as _concat
 from ..core.distributions import Exponential
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
@@ -34,15 +36,7 @@ def _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, k
     if not isinstance(spec, JSQPS):
         raise ValueError(f"spec must be a sojourn.models.JSQPS; got {type(spec).__name__}")
     spec.require_stable()
-    horizon = finite_real("horizon", horizon)
-    warmup = finite_real("warmup", warmup)
-    if warmup < 0:
-        raise ValueError(f"warmup must be in [0, horizon); got {warmup!r}")
-    cooldown = warmup if cooldown is None else finite_real("cooldown", cooldown)
-    if cooldown < 0:
-        raise ValueError(f"cooldown must be in [0, horizon - warmup); got {cooldown!r}")
-    if not horizon > warmup + cooldown:
-        raise ValueError(f"horizon must be > warmup + cooldown = {warmup + cooldown:g}; got {horizon!r}")
+    horizon, warmup, cooldown = check_window(horizon, warmup, cooldown)
     grid_size(t_max, dt)  # validates dt > 0, t_max a multiple of dt
     dt, t_max = float(dt), float(t_max)
     if backend not in BACKENDS:
@@ -287,18 +281,4 @@ def concat_replications(datasets) -> xr.Dataset:
     All inputs must come from the same spec and settings (identical ``config``/window/grid attrs);
     duplicate replication indices are an error.
     """
-    datasets = list(datasets)
-    if not datasets:
-        raise ValueError("datasets must be a non-empty sequence of replication datasets")
-    keys = ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "occupancy_max")
-    ref = {k: datasets[0].attrs.get(k) for k in keys}
-    for ds in datasets[1:]:
-        for k in keys:
-            if ds.attrs.get(k) != ref[k]:
-                raise ValueError(f"datasets differ in attribute {k!r}: {ds.attrs.get(k)!r} != {ref[k]!r}")
-    out = xr.concat(datasets, dim="replication", data_vars="minimal", coords="minimal", compat="override",
-                    join="exact", combine_attrs="override")
-    reps = out["replication"].values
-    if len(np.unique(reps)) != len(reps):
-        raise ValueError(f"duplicate replication indices: {sorted(reps.tolist())}")
-    return out.sortby("replication")
+    return _concat(datasets, ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "occupancy_max"))

@@ -22,10 +22,12 @@ import numpy as np
 import xarray as xr
 
 from ..core import seeds as _seeds
+from ..core.replications import check_window
+from ..core.replications import concat_replications as _concat
 from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
-from ..core.validate import finite_real, integer_at_least, positive_finite
+from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
 
 SEMANTICS = ("signal", "timeout")
@@ -109,15 +111,7 @@ def kernel_tables(net: Network) -> dict:
 def _check(spec, horizon, warmup, cooldown, dt, t_max, restart_max):
     if not isinstance(spec, SimulationSpec):
         raise ValueError(f"spec must be a SimulationSpec; got {type(spec).__name__}")
-    horizon = finite_real("horizon", horizon)
-    warmup = finite_real("warmup", warmup)
-    if warmup < 0:
-        raise ValueError(f"warmup must be in [0, horizon); got {warmup!r}")
-    cooldown = warmup if cooldown is None else finite_real("cooldown", cooldown)
-    if cooldown < 0:
-        raise ValueError(f"cooldown must be in [0, horizon - warmup); got {cooldown!r}")
-    if not horizon > warmup + cooldown:
-        raise ValueError(f"horizon must be > warmup + cooldown = {warmup + cooldown:g}; got {horizon!r}")
+    horizon, warmup, cooldown = check_window(horizon, warmup, cooldown)
     grid_size(t_max, dt)
     restart_max = integer_at_least("restart_max", restart_max, 1, allow_float=False)
     if spec.semantics == "signal":
@@ -269,19 +263,7 @@ def simulate_replication(spec: SimulationSpec, replication: int = 0, seed: int =
 
 def concat_replications(datasets) -> xr.Dataset:
     """Join replication datasets of one spec (same settings; duplicate indices are an error)."""
-    datasets = list(datasets)
-    if not datasets:
-        raise ValueError("datasets must be a non-empty sequence")
-    keys = ("spec", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "restart_max")
-    for ds in datasets[1:]:
-        for k in keys:
-            if ds.attrs.get(k) != datasets[0].attrs.get(k):
-                raise ValueError(f"datasets differ in attribute {k!r}")
-    out = xr.concat(datasets, dim="replication", data_vars="minimal", coords="minimal", compat="override",
-                    join="exact", combine_attrs="override")
-    if len(np.unique(out["replication"].values)) != out.sizes["replication"]:
-        raise ValueError("duplicate replication indices")
-    return out.sortby("replication")
+    return _concat(datasets, ("spec", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "restart_max"))
 
 
 def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import seeds as _seeds
+from ..core.replications import concat_replications as _concat
 from ..core.distributions import Exponential
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
@@ -177,16 +178,4 @@ def simulate_replication(spec: SplitMerge, replication=0, seed=0, **kwargs) -> x
 
 def concat_replications(datasets) -> xr.Dataset:
     """Join replication datasets of one spec and settings, sorted by replication (duplicates are an error)."""
-    datasets = list(datasets)
-    if not datasets:
-        raise ValueError("datasets must be a non-empty sequence of replication datasets")
-    keys = ("config", "workunits", "horizon", "warmup_workunits", "warmup_time", "dt", "t_max", "seed")
-    for ds in datasets[1:]:
-        for k in keys:
-            if ds.attrs.get(k) != datasets[0].attrs.get(k):
-                raise ValueError(f"datasets differ in attribute {k!r}")
-    out = xr.concat(datasets, dim="replication", data_vars="minimal", coords="minimal", compat="override",
-                    join="exact", combine_attrs="override")
-    if len(np.unique(out["replication"].values)) != out.sizes["replication"]:
-        raise ValueError("duplicate replication indices")
-    return out.sortby("replication")
+    return _concat(datasets, ("config", "workunits", "horizon", "warmup_workunits", "warmup_time", "dt", "t_max", "seed"))
