@@ -3,10 +3,10 @@
 Convention (explicit, as in the paper): every CDF is evaluated on the grid t_i = i·dt, i = 0..N
 (``t`` coordinate of both files). The simulated CDF is the empirical P(S < t_i), i.e. the paper's
 ``percentileofscore(kind='strict')/100``, which from the histogram (bin i = [t_i, t_i + dt)) is
-:func:`sojourn.stats.cdf_at_left_edges`. The approximations' ``cdf`` is F(t_i). Then
+:func:`sojourn.core.stats.cdf_at_left_edges`. The approximations' ``cdf`` is F(t_i). Then
 
 * Wasserstein (paper eq. 27): W = dt · Σ_i |F_sim(t_i) − F_approx(t_i)|;
-* percentile x_p: the first grid t_i with F(t_i) > p (:func:`sojourn.stats.quantile`);
+* percentile x_p: the first grid t_i with F(t_i) > p (:func:`sojourn.core.stats.quantile`);
 * percentile error = x_p^approx − x_p^sim (negative = the approximation is optimistic about the tail);
   relative error = that difference / x_p^sim.
 
@@ -392,7 +392,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
     ds.attrs["cdf_convention"] = (
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "
-        "(sojourn.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
+        "(sojourn.core.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
     ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
     ds.attrs["percentile_definition"] = "first grid t_i with F(t_i) > p; error = approx - sim (negative = optimistic)"
     return ds

@@ -27,7 +27,7 @@ from numba import njit
 
 from ..core.sampling import EXPONENTIAL, LOGNORMAL, sample_law
 
-# Dispatch codes (sojourn.models.DISPATCH_CODE)
+# Dispatch codes (sojourn.jsq_ps.model.DISPATCH_CODE)
 JSQ = 0
 RANDOM = 1
 ROUND_ROBIN = 2

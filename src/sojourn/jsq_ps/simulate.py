@@ -7,7 +7,7 @@ bins, only with ``service_bins``).
 
 The unit of work for a distributed pipeline is :func:`simulate_replication` (cheap to call, only
 picklable arguments); :func:`concat_replications` joins its results. A replication's random stream
-depends only on (seed, spec, replication index) (:mod:`sojourn.seeds`).
+depends only on (seed, spec, replication index) (:mod:`sojourn.core.seeds`).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ KERNELS = ("auto", "general", "exponential")
 # validation
 def _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins):
     if not isinstance(spec, JSQPS):
-        raise ValueError(f"spec must be a sojourn.models.JSQPS; got {type(spec).__name__}")
+        raise ValueError(f"spec must be a sojourn.JSQPS; got {type(spec).__name__}")
     spec.require_stable()
     horizon, warmup, cooldown = check_window(horizon, warmup, cooldown)
     grid_size(t_max, dt)  # validates dt > 0, t_max a multiple of dt
@@ -205,7 +205,7 @@ def simulate(spec, horizon=160_000.0, warmup=8_000.0, cooldown=None, replication
         recorded and followed to departure.
     seed, replication_offset
         Replication k (k = replication_offset, …, replication_offset + replications − 1) uses the stream
-        ``sojourn.seeds.replication_seed_sequence(seed, spec, k)``.
+        ``sojourn.core.seeds.replication_seed_sequence(seed, spec, k)``.
     backend
         ``"fast"`` (numba kernels) or ``"ciw"`` (Ciw 3.2, replications in spawned worker processes,
         ``max_workers`` at a time, default min(replications, CPUs); scripts must use the

@@ -3,14 +3,14 @@
 Public entry points
 -------------------
 approximate(spec, method, t=None, **hyper) / approximate_all(spec, methods, t=None, **hyper)
-    xarray Datasets (see :mod:`sojourn.analytic.api`); methods "A".."F" (paper-faithful),
+    xarray Datasets (see :mod:`sojourn.jsq_ps.analytic.api`); methods "A".."F" (paper-faithful),
     "A*".."F*" (corrected, §8.3), "exact" (tagged-customer chain).
 mm1ps_sojourn_cdf / mm1ps_sojourn_sf(arrival_rate, service_rate, t)
     exact M/M/1-PS sojourn law (Masuyama–Takine).
 exact_sojourn_cdf(arrival_rate, service_rate, servers, t, ...)
-    exact M/M/R-JSQ-PS sojourn law (:mod:`sojourn.analytic.exact`).
+    exact M/M/R-JSQ-PS sojourn law (:mod:`sojourn.jsq_ps.analytic.exact`).
 method_cdf / all_methods, Cell
-    the numerical core (:mod:`sojourn.analytic.methods`): one cell, shared building blocks.
+    the numerical core (:mod:`sojourn.jsq_ps.analytic.methods`): one cell, shared building blocks.
 Building blocks: :func:`chain.solve_chain` (λ_n §3.2, A_n §3.4), :func:`gupta.gupta_lambdas` (§3.3),
 :func:`occupancy.birth_death_occupancy` (§3.5), :mod:`tails` (w_n §3.6a/b).
 time_grid(t_max=182.32, dt=0.01)
@@ -41,14 +41,14 @@ __all__ = [
 
 
 def approximate(spec, method, t=None, **hyper):
-    """See :func:`sojourn.analytic.api.approximate`."""
+    """See :func:`sojourn.jsq_ps.analytic.api.approximate`."""
     from .api import approximate as _a
 
     return _a(spec, method, t=t, **hyper)
 
 
 def approximate_all(spec, methods, t=None, **hyper):
-    """See :func:`sojourn.analytic.api.approximate_all`."""
+    """See :func:`sojourn.jsq_ps.analytic.api.approximate_all`."""
     from .api import approximate_all as _a
 
     return _a(spec, methods, t=t, **hyper)

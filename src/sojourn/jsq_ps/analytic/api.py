@@ -38,7 +38,7 @@ _GRID_HYPER = {"t_max", "dt"}
 
 def _check_spec(spec):
     if not isinstance(spec, JSQPS):
-        raise ValueError(f"spec must be a sojourn.models.JSQPS; got {type(spec).__name__}")
+        raise ValueError(f"spec must be a sojourn.JSQPS; got {type(spec).__name__}")
     if not spec.is_markovian:
         raise ValueError("spec must be Markovian (interarrival Exponential, service Exponential) for the analytic methods; "
                          f"got {spec.describe()}")

@@ -1,6 +1,6 @@
 """A_n = P(an arrival joins a server holding n): birth–death option (§3.5).
 
-The chain option (§3.4) is :attr:`sojourn.analytic.chain.ChainResult.A_n`.
+The chain option (§3.4) is :attr:`sojourn.jsq_ps.analytic.chain.ChainResult.A_n`.
 """
 from __future__ import annotations
 
