@@ -286,7 +286,9 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     """M/G/R: Wasserstein distance of each law's simulation to the exponential simulation and to the best
     exponential approximation, vs ρ per R."""
     services = [s for s in cmp["service"].values.tolist() if s != "exponential"]
-    Rv = cmp["R"].values
+    # only the R the M/G/R laws ran at (they cover a sub-grid): no empty panels
+    have = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=services).values).any(axis=(0, 2))
+    Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     fig, axes = _grid(len(Rv), sharex=True)
     cmap = plt.get_cmap("tab10")
     rho = cmp["rho"].values
@@ -299,10 +301,11 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
             if "fit_invalid" in d:
                 w = w.where(d["fit_invalid"] == 0)  # an invalid fit is never "the best approximation"
             y2 = w.sel({"method": cand}).min("method", skipna=True).values
-            if np.isfinite(y1).any():
-                ax.plot(rho, y1, "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
-            if np.isfinite(y2).any():
-                ax.plot(rho, y2, "--", color=cmap(k), lw=1, label=f"{svc} vs best approx")
+            ok1, ok2 = np.isfinite(y1), np.isfinite(y2)  # the laws' sub-grid: join its points, skip the gaps
+            if ok1.any():
+                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
+            if ok2.any():
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1, label=f"{svc} vs best approx")
         ax.set_title(f"R = {R}")
         ax.set_xlabel("load ρ")
         ax.set_ylabel("Wasserstein distance")
