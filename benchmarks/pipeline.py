@@ -249,7 +249,7 @@ def bench_paper():
         shared = json.loads(ap.attrs.get("config", "{}")).get("approximation", {}).get("share_corrected", False)
         rt = ap["run_time"]
         if shared:  # copies carry their source's run time: count each computation once
-            rt = rt.sel({"method": [m for m in ap["method"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]})
+            rt = rt.sel({"approximation": [m for m in ap["approximation"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]})
         log = sorted((Path(work) / ".snakemake" / "log").glob("*.log"))[-1].read_text()
         _record(what="paper config, measured end to end (snakemake --cores 2 --configfile config/paper.yaml)",
                 wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in _phases(log).items()},

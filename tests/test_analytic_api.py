@@ -32,10 +32,10 @@ def test_approximate_all_matches_single_and_shares():
     t = time_grid(30.0, 0.01)
     methods = ["A", "D", "C*", "exact"]
     ds = approximate_all(spec, methods, t=t)
-    assert ds["cdf"].dims == ("method", "t") and list(ds["method"].values) == methods
+    assert ds["cdf"].dims == ("approximation", "t") and list(ds["approximation"].values) == methods
     for m in ("A", "C*"):
-        np.testing.assert_allclose(ds["cdf"].sel({"method": m}).values, approximate(spec, m, t=t)["cdf"].values, atol=1e-14)
-    assert int(ds["faithful"].sel({"method": "A"})) == 1 and int(ds["faithful"].sel({"method": "exact"})) == 0
+        np.testing.assert_allclose(ds["cdf"].sel({"approximation": m}).values, approximate(spec, m, t=t)["cdf"].values, atol=1e-14)
+    assert int(ds["faithful"].sel({"approximation": "A"})) == 1 and int(ds["faithful"].sel({"approximation": "exact"})) == 0
 
 
 @pytest.mark.parametrize(

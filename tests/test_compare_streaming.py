@@ -50,9 +50,9 @@ def _datasets(seed=0):
                 sf[i, j, m] = np.exp(-r * (1.0 - rho) * t)
     sf[0, 1, 1] = np.nan  # a failed method
     approx = xr.Dataset(
-        {"sf": (("R", "rho", "method", "t"), sf),
-         "run_time": (("R", "rho", "method"), rng.random((len(RS), len(RHOS), len(METHODS))))},
-        coords={"R": RS, "rho": RHOS, "method": METHODS, "t": t},
+        {"sf": (("R", "rho", "approximation", "t"), sf),
+         "run_time": (("R", "rho", "approximation"), rng.random((len(RS), len(RHOS), len(METHODS))))},
+        coords={"R": RS, "rho": RHOS, "approximation": METHODS, "t": t},
     )
     return sim, approx
 
@@ -79,7 +79,7 @@ def test_compare_files_equals_compare(files):
     assert np.isnan(got["wasserstein"].sel(service="lognormal", R=1)).all()
     assert np.isfinite(got["wasserstein"].sel(service="lognormal", R=2, rho=0.9)).all()
     assert (got["wasserstein_ci_method"] == 1).any()
-    assert np.isnan(got["approx_percentile"].sel({"R": 1, "rho": 0.6, "method": "B"})).all()
+    assert np.isnan(got["approx_percentile"].sel({"R": 1, "rho": 0.6, "approximation": "B"})).all()
 
 
 def test_compare_files_holds_the_lock(files):
@@ -120,14 +120,14 @@ def test_interval_skew_selection_with_gaps():
 def _break(approx, R, rho, method, how):
     """A copy of ``approx`` whose ``method`` CDF at (R, rho) is not a CDF (``sf`` = 1 − F)."""
     bad = approx.copy(deep=True)
-    sf = bad["sf"].sel({"R": R, "rho": rho, "method": method}).values.astype(float)
+    sf = bad["sf"].sel({"R": R, "rho": rho, "approximation": method}).values.astype(float)
     if how == "negative":
         sf = sf * 50.0  # F = 1 − 50·sf dives far below 0 (Gupta's fit at low load, §3.3)
     elif how == "dip":
         sf[100:120] = sf[99] + 1e-6  # F steps down by 1e-6 at t_100: beyond round-off
     else:
         sf[37] = np.nan
-    bad["sf"].loc[{"R": R, "rho": rho, "method": method}] = sf.astype(bad["sf"].dtype)
+    bad["sf"].loc[{"R": R, "rho": rho, "approximation": method}] = sf.astype(bad["sf"].dtype)
     return bad
 
 
@@ -142,14 +142,14 @@ def test_fit_invalid_flags_and_never_wins(how, bits):
     cell = {"R": 2, "rho": 0.9}
     assert good["best_method"].sel(service="exponential", **cell).item() == "A"
     got = compare(sim, _break(approx, 2, 0.9, "A", how), CFG)
-    flag = int(got["fit_invalid"].sel({**cell, "method": "A"}))
+    flag = int(got["fit_invalid"].sel({**cell, "approximation": "A"}))
     assert flag & bits and flag == int(got["fit_invalid"].sum())
     assert got["fit_invalid"].attrs["flag_meanings"] == "below_zero above_one non_monotone non_finite"
     if how != "nan":  # raw numbers kept (a NaN point makes the method absent from the statistics)
-        assert np.isfinite(got["wasserstein_mean"].sel({"service": "exponential", "method": "A", **cell}))
-        assert float(got["fit_violation"].sel({**cell, "method": "A"})) >= (1e-6 if how == "dip" else 1.0)
+        assert np.isfinite(got["wasserstein_mean"].sel({"service": "exponential", "approximation": "A", **cell}))
+        assert float(got["fit_violation"].sel({**cell, "approximation": "A"})) >= (1e-6 if how == "dip" else 1.0)
     assert got["best_method"].sel(service="exponential", **cell).item() != "A"
-    assert int(got["tied_with_best"].sel({"service": "exponential", "method": "A", **cell})) == 0
+    assert int(got["tied_with_best"].sel({"service": "exponential", "approximation": "A", **cell})) == 0
     assert (got["best_method_percentile"].sel(service="exponential", **cell) != "A").all()
     assert got["best_method"].sel(service="exponential", **cell).item() == "B"  # the other candidate
     rest = {"R": 1}
@@ -158,8 +158,8 @@ def test_fit_invalid_flags_and_never_wins(how, bits):
             continue
         xr.testing.assert_identical(got[v].sel(rest), good[v].sel(rest))
         xr.testing.assert_identical(got[v].sel(R=2, rho=[0.3, 0.6]), good[v].sel(R=2, rho=[0.3, 0.6]))
-        if "method" in got[v].dims and v != "tied_with_best":  # B's tie in the broken cell: it is the best now
-            xr.testing.assert_identical(got[v].sel({"method": ["B", "exact"]}), good[v].sel({"method": ["B", "exact"]}))
+        if "approximation" in got[v].dims and v != "tied_with_best":  # B's tie in the broken cell: it is the best now
+            xr.testing.assert_identical(got[v].sel({"approximation": ["B", "exact"]}), good[v].sel({"approximation": ["B", "exact"]}))
 
 
 def test_fit_validity_tolerates_round_off_only():

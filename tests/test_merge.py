@@ -80,17 +80,17 @@ def test_overlapping_inputs_are_an_error_and_leave_nothing(blocks_on_disk, tmp_p
 def test_method_order_and_nan_gaps(tmp_path):
     paths = []
     for i, (R, methods) in enumerate(((1, ["A", "exact"]), (3, ["A"]))):
-        ds = xr.Dataset({"L1": (("R", "rho", "method"), np.full((1, 1, len(methods)), 7, np.int64)),
-                         "sf": (("R", "rho", "method", "t"), np.full((1, 1, len(methods), 4), 0.5))},
-                        coords={"R": [R], "rho": [0.5], "method": methods, "t": np.arange(4.0)})
+        ds = xr.Dataset({"L1": (("R", "rho", "approximation"), np.full((1, 1, len(methods)), 7, np.int64)),
+                         "sf": (("R", "rho", "approximation", "t"), np.full((1, 1, len(methods), 4), 0.5))},
+                        coords={"R": [R], "rho": [0.5], "approximation": methods, "t": np.arange(4.0)})
         paths.append(tmp_path / f"a{i}.nc")
         ds.to_netcdf(paths[-1])
     got = xr.open_dataset(merge_files(paths, tmp_path / "m.nc", stack=("R", "rho"),
-                                      order={"method": ["exact", "A", "B"]})).load()
-    assert got["method"].values.tolist() == ["exact", "A", "B"]
-    assert got["L1"].sel({"R": 1, "method": "exact"}).item() == 7
-    assert np.isnan(got["L1"].sel({"R": 3, "method": "exact"}).item())
-    assert np.isnan(got["sf"].sel({"method": "B"})).all() and float(got["sf"].sel({"R": 3, "method": "A"}).max()) == 0.5
+                                      order={"approximation": ["exact", "A", "B"]})).load()
+    assert got["approximation"].values.tolist() == ["exact", "A", "B"]
+    assert got["L1"].sel({"R": 1, "approximation": "exact"}).item() == 7
+    assert np.isnan(got["L1"].sel({"R": 3, "approximation": "exact"}).item())
+    assert np.isnan(got["sf"].sel({"approximation": "B"})).all() and float(got["sf"].sel({"R": 3, "approximation": "A"}).max()) == 0.5
 
 
 def test_block_labels_and_grouping():

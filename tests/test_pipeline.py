@@ -110,8 +110,8 @@ def test_simulation_file(run):
 
 def test_approximation_file(run):
     ap = res(run, "approximation.nc")
-    assert set(ap["method"].values.tolist()) == set(METHODS)
-    cdf = ap["cdf"].transpose("R", "rho", "method", "t").values
+    assert set(ap["approximation"].values.tolist()) == set(METHODS)
+    cdf = ap["cdf"].transpose("R", "rho", "approximation", "t").values
     assert np.isfinite(cdf).all()
     assert np.all(np.diff(cdf, axis=-1) >= -1e-6) and cdf.min() >= -1e-6 and cdf.max() <= 1 + 1e-6
     assert np.all(cdf[..., -1] > 0.99)
@@ -121,7 +121,7 @@ def test_approximation_file(run):
 def test_comparison_values(run):
     cmp = res(run, "comparison.nc")
     sim, ap = res(run, "simulation.nc"), res(run, "approximation.nc")
-    for d in ("service", "R", "rho", "method", "replication", "percentile"):
+    for d in ("service", "R", "rho", "approximation", "replication", "percentile"):
         assert d in cmp.dims
     assert cmp["percentile"].values.tolist() == [99, 99.9, 99.99, 99.999]
     e = cmp.sel(service="exponential")
@@ -133,9 +133,9 @@ def test_comparison_values(run):
     s = sim.sel(service="exponential", R=2, rho=0.8, replication=1)
     n = s["count"].values.astype(float)
     F_sim = np.concatenate([[0.0], np.cumsum(n)[:-1]]) / (n.sum() + float(s["overflow"]))
-    F_app = ap["cdf"].sel({"R": 2, "rho": 0.8, "method": "D"}).values.astype(float)
+    F_app = ap["cdf"].sel({"R": 2, "rho": 0.8, "approximation": "D"}).values.astype(float)
     want = 0.01 * np.abs(F_sim - F_app).sum()
-    got = float(e["wasserstein"].sel({"R": 2, "rho": 0.8, "method": "D", "replication": 1}))
+    got = float(e["wasserstein"].sel({"R": 2, "rho": 0.8, "approximation": "D", "replication": 1}))
     assert got == pytest.approx(want, rel=1e-4)
     # percentiles grow with p; the error is approx - sim
     xs = e["sim_percentile_pooled"].values
@@ -151,18 +151,18 @@ def test_comparison_values(run):
     for R in (1, 2):
         for rho in (0.5, 0.8):
             cell = e.sel(R=R, rho=rho)
-            wm = cell["wasserstein_mean"].sel({"method": cand})
+            wm = cell["wasserstein_mean"].sel({"approximation": cand})
             best = str(cell["best_method"].values)
             assert best == cand[int(np.argmin(wm.values))]
-            hi_best = float(cell["wasserstein_ci_high"].sel({"method": best}))
+            hi_best = float(cell["wasserstein_ci_high"].sel({"approximation": best}))
             for m in cand:
-                flagged = "fit_invalid" in cmp and int(cmp["fit_invalid"].sel({"R": R, "rho": rho, "method": m}))
-                want = float(cell["wasserstein_ci_low"].sel({"method": m})) <= hi_best and not flagged
-                assert int(cell["tied_with_best"].sel({"method": m})) == int(want), (R, rho, m)
+                flagged = "fit_invalid" in cmp and int(cmp["fit_invalid"].sel({"R": R, "rho": rho, "approximation": m}))
+                want = float(cell["wasserstein_ci_low"].sel({"approximation": m})) <= hi_best and not flagged
+                assert int(cell["tied_with_best"].sel({"approximation": m})) == int(want), (R, rho, m)
     # the exact method against itself: distance 0; other methods differ from it
     vx = cmp["wasserstein_vs_exact"]
-    assert np.allclose(vx.sel({"method": "exact"}), 0)
-    assert (vx.sel({"method": "A"}) > 0).all()
+    assert np.allclose(vx.sel({"approximation": "exact"}), 0)
+    assert (vx.sel({"approximation": "A"}) > 0).all()
     assert (cmp["run_time"] >= 0).all()
 
 

@@ -17,11 +17,11 @@ def test_shared_corrected_methods_equal_their_own_routes():
     methods = ("A", "A*", "B*", "C*", "D*", "E*", "F*")
     shared = _approximate_task(2, 0.8, 1.0, methods, t, {"L1": 22, "L2": 130}, share_corrected=True)
     own = _approximate_task(2, 0.8, 1.0, methods, t, {"L1": 22, "L2": 130}, share_corrected=False)
-    assert shared["method"].values.tolist() == list(methods)
+    assert shared["approximation"].values.tolist() == list(methods)
     for m, src in SHARED_CORRECTED.items():
-        np.testing.assert_array_equal(shared["cdf"].sel({"method": m}).values, shared["cdf"].sel({"method": src}).values)
+        np.testing.assert_array_equal(shared["cdf"].sel({"approximation": m}).values, shared["cdf"].sel({"approximation": src}).values)
     np.testing.assert_allclose(shared["cdf"].values, own["cdf"].values, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(shared["cdf"].sel({"method": "A"}).values, own["cdf"].sel({"method": "A"}).values)
+    np.testing.assert_array_equal(shared["cdf"].sel({"approximation": "A"}).values, own["cdf"].sel({"approximation": "A"}).values)
     assert json.loads(shared.attrs["shared_corrected"]) == SHARED_CORRECTED
     assert "shared_corrected" not in own.attrs
 

@@ -73,7 +73,7 @@ def _synthetic():
     fit[r[10], p[0.5], m["C"]] = 1
     # relative error of the best-by-W method at (R=3, rho=0.5): D (set above) -> −0.2
     Q[0, r[3], p[0.5], m["D"], :] = -0.2
-    dims4 = ("service", "R", "rho", "method")
+    dims4 = ("service", "R", "rho", "approximation")
     dq = dims4 + ("percentile",)
     return xr.Dataset(
         {"wasserstein_mean": (dims4, Wm), "wasserstein_ci_low": (dims4, Wm - 0.05),
@@ -82,9 +82,9 @@ def _synthetic():
          "percentile_error_ci_high": (dq, E + 1.0),
          "relative_percentile_error_mean": (dq, Q), "relative_percentile_error_ci_low": (dq, Q - 0.1),
          "relative_percentile_error_ci_high": (dq, Q + 0.1),
-         "fit_invalid": (("R", "rho", "method"), fit),
+         "fit_invalid": (("R", "rho", "approximation"), fit),
          "sim_percentile": (("service", "R", "rho", "replication", "percentile"), sim)},
-        coords={"service": ["exponential"], "R": RS, "rho": RHOS, "method": METHODS,
+        coords={"service": ["exponential"], "R": RS, "rho": RHOS, "approximation": METHODS,
                 "replication": np.arange(NK), "percentile": PCTS})
 
 
@@ -244,12 +244,12 @@ def real_comparison():
             for group in ([m for m in run if len(m) == 1], [m for m in run if len(m) > 1 or m == "exact"]):
                 ds = approximate_all(spec, group, t=t)
                 for m in group:
-                    cdf[i, j, methods.index(m)] = ds["cdf"].sel({"method": m}).values
+                    cdf[i, j, methods.index(m)] = ds["cdf"].sel({"approximation": m}).values
         count.append(cs); overflow.append(os_)
     sim = xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), np.array([count])),
                       "overflow": (("service", "R", "rho", "replication"), np.array([overflow]))},
                      coords={"service": ["exponential"], "R": Rs, "rho": rhos, "replication": np.arange(3), "t": t})
-    approx = xr.Dataset({"cdf": (("R", "rho", "method", "t"), cdf)}, coords={"R": Rs, "rho": rhos, "method": methods, "t": t})
+    approx = xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf)}, coords={"R": Rs, "rho": rhos, "approximation": methods, "t": t})
     return compare(sim, approx, {"percentiles": [99, 99.9, 99.99, 99.999]})
 
 
@@ -261,14 +261,14 @@ def test_real_comparison(real_comparison, tmp_path):
         b = rep["best_method"].sel(R=R, rho=rho).values.tolist()
         assert b[0] in "ABCDEF" and b[1] in ("A*", "C*") and (b[2] == "exact") == (R == 1)
         assert rep["agreement"].sel(R=R, rho=rho).item() in (DISAGREE, TIE, SAME)
-        assert int(real_comparison["fit_invalid"].sel({"R": R, "rho": rho, "method": b[0]})) == 0
+        assert int(real_comparison["fit_invalid"].sel({"R": R, "rho": rho, "approximation": b[0]})) == 0
         assert rep["paper_best_method"].sel(R=R, rho=rho).item() == paper_best_map()[(R, rho)]
     pe = rep["percentile_error"].sel(family="faithful")
     have = pe.notnull()
     assert have.sel(pct_R=[1, 3], pct_rho=[0.1, 0.5]).all() and int(have.sum()) == 2 * 4
     # our number is the mean of the chosen method's per-replication errors, as compare computed it
     m = rep["percentile_error_method"].sel(family="faithful", pct_percentile=99.99, pct_rho=0.5, pct_R=3).item()
-    want = real_comparison["percentile_error"].sel({"service": "exponential", "R": 3, "rho": 0.5, "method": m,
+    want = real_comparison["percentile_error"].sel({"service": "exponential", "R": 3, "rho": 0.5, "approximation": m,
                                                    "percentile": 99.99}).mean("replication").item()
     assert pe.sel(pct_percentile=99.99, pct_rho=0.5, pct_R=3).item() == pytest.approx(want, rel=1e-12)
     assert rep["percentile_error"].sel(family="exact", pct_R=3).isnull().all()

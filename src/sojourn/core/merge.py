@@ -119,15 +119,15 @@ def _conform(values, dims, coords, union, stack, fill_value):
 
 
 def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | None = None, order: dict | None = None,
-                encoding=None, attrs: dict | None = None, lock=None) -> Path:
+                encoding=None, attrs: dict | None = None, coord_attrs: dict | None = None, lock=None) -> Path:
     """Merge ``paths`` into ``output`` (written to a temporary name, then renamed: atomic).
 
     stack: dimensions along which inputs are placed side by side (each input holds a rectangle);
     fill: per-variable gap values (floats default to NaN; an integer variable without a fill value
     that has gaps is stored as float with NaN, as an outer join would); order: explicit coordinate
     order per dim; encoding(name, dims, shape, dtype, disk_dtype) -> xarray-style encoding dict;
-    attrs: global attributes of the output; lock: held around every netCDF access (HDF5 is not
-    thread-safe).
+    attrs: global attributes of the output; coord_attrs: {dim: attributes} set on those coordinates
+    (over the inputs' own); lock: held around every netCDF access (HDF5 is not thread-safe).
     """
     import netCDF4
 
@@ -183,6 +183,7 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
                 nc.createDimension(d, len(u))
             for d, u in union.items():
                 dtype, a = coord_meta[d]
+                a = {**a, **(coord_attrs or {}).get(d, {})}
                 if u.dtype.kind in "OU" or dtype is str:
                     v = nc.createVariable(d, str, (d,))
                     for i, s in enumerate(u.tolist()):

@@ -50,14 +50,14 @@ def _approximate_task(R, rho, mu, methods, t, hyper, share_corrected=False):
         part = approximate_all(spec, computed, t=t)
         if alias:
             src = [alias.get(m, m) for m in others]
-            part = part.sel({"method": src}).assign_coords({"method": np.array(others, dtype=str)})
+            part = part.sel({"approximation": src}).assign_coords({"approximation": np.array(others, dtype=str)})
             part.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
         parts.append(part)
     if len(parts) == 1:
-        return parts[0].sel({"method": list(methods)})
-    out = xr.concat(parts, dim="method", data_vars="all", coords="different", compat="equals", join="outer",
+        return parts[0].sel({"approximation": list(methods)})
+    out = xr.concat(parts, dim="approximation", data_vars="all", coords="different", compat="equals", join="outer",
                     combine_attrs="drop_conflicts")
-    return out.sel({"method": list(methods)})
+    return out.sel({"approximation": list(methods)})
 
 
 def approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected) -> str:

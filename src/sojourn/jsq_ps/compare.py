@@ -17,7 +17,7 @@ The best method of a cell minimises the mean Wasserstein distance; methods whose
 best one's are marked as ties.
 
 Invalid fits: an approximated "CDF" can leave [0, 1] or decrease (Gupta's fit at low load, §3.3: the
-published Method C at R = 2, ρ = 0.01 reaches −9.93). ``fit_invalid`` (R, rho, method) flags such
+published Method C at R = 2, ρ = 0.01 reaches −9.93). ``fit_invalid`` (R, rho, approximation) flags such
 cells (bit mask, see :func:`fit_validity`; round-off tolerance ``FIT_TOLERANCE``) and
 ``fit_violation`` says by how much. Their raw statistics stay in the dataset (faithful mode still
 reproduces the published numbers), but they never win: ``best_method``, ``tied_with_best`` and
@@ -39,6 +39,7 @@ import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
 from ..core.stats import CI_BOOTSTRAP, CI_T, cdf_at_left_edges, interval, quantile, wasserstein
+from .naming import label_coords
 
 DEFAULTS = {
     "percentiles": [99, 99.9, 99.99, 99.999],
@@ -116,7 +117,7 @@ class _Grid:
         self.Rs = sim["R"].values.tolist()
         self.rhos = sim["rho"].values
         self.reps = sim["replication"].values
-        self.methods = approx["method"].values.tolist()
+        self.methods = approx["approximation"].values.tolist()
         self.exact = self.methods.index("exact") if ("exact" in self.methods and cfg["against_exact"]) else None
         self.expo = self.services.index("exponential") if "exponential" in self.services else None
         S, NR, NP, NM, NK, NQ = (len(self.services), len(self.Rs), len(self.rhos), len(self.methods),
@@ -184,10 +185,10 @@ class _Grid:
 
 
 def _approx_cdf(a: xr.Dataset) -> xr.DataArray:
-    """(R, rho, method, t) CDF of an approximation dataset: ``cdf``, else 1 − ``sf`` (lazy if ``a`` is)."""
+    """(R, rho, approximation, t) CDF of an approximation dataset: ``cdf``, else 1 − ``sf`` (lazy if ``a`` is)."""
     if "cdf" in a:
-        return a["cdf"].transpose("R", "rho", "method", "t")
-    return a["sf"].transpose("R", "rho", "method", "t")
+        return a["cdf"].transpose("R", "rho", "approximation", "t")
+    return a["sf"].transpose("R", "rho", "approximation", "t")
 
 
 def compare(sim: xr.Dataset, approx: xr.Dataset, cfg: dict | None = None) -> xr.Dataset:
@@ -287,9 +288,9 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     S, NR, NP, NM, NK, NQ = g.shape
     W, Wpool, xsim, xsim_pool, xapp = g.W, g.Wpool, g.xsim, g.xsim_pool, g.xapp
     W_vs_exp_sim, W_exact, err_exact = g.W_vs_exp_sim, g.W_exact, g.err_exact
-    valid = g.fit_invalid == 0  # (R, rho, method): flagged fits never win (module doc)
+    valid = g.fit_invalid == 0  # (R, rho, approximation): flagged fits never win (module doc)
     W = np.where(np.isfinite(W), W, np.nan)
-    err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, method, rep, q)
+    err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, approximation, rep, q)
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = err / xsim[:, :, :, None, :, :]
     err_pool = xapp[None] - xsim_pool[:, :, :, None, :]
@@ -324,9 +325,9 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                     if np.isfinite(ae).any():
                         best_pct[s, i, j, q] = methods[ci_idx[int(np.nanargmin(ae))]]
 
-    dims5 = ("service", "R", "rho", "method", "replication")
-    dims4 = ("service", "R", "rho", "method")
-    q5 = ("service", "R", "rho", "method", "percentile")
+    dims5 = ("service", "R", "rho", "approximation", "replication")
+    dims4 = ("service", "R", "rho", "approximation")
+    q5 = ("service", "R", "rho", "approximation", "percentile")
     tu = "time units (1/mu)"
     ci_flags = {"flag_values": np.array([CI_T, CI_BOOTSTRAP], np.int8), "flag_meanings": "student_t bootstrap_bca"}
     conf = float(cfg["confidence"])
@@ -342,9 +343,9 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                                _attrs("simulated sojourn-time percentile (first t with F(t) > p), per replication", tu)),
             "sim_percentile_pooled": (("service", "R", "rho", "percentile"), xsim_pool,
                                       _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
-            "approx_percentile": (("R", "rho", "method", "percentile"), xapp,
+            "approx_percentile": (("R", "rho", "approximation", "percentile"), xapp,
                                   _attrs("approximated sojourn-time percentile (first t with F(t) > p)", tu)),
-            "percentile_error": (("service", "R", "rho", "method", "replication", "percentile"), err,
+            "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), err,
                                  _attrs("approx - sim percentile per replication (negative = optimistic)", tu)),
             "percentile_error_mean": (q5, Em, _attrs("mean over replications of percentile_error", tu)),
             "percentile_error_ci_low": (q5, Elo, _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu)),
@@ -364,31 +365,26 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
             "best_method_percentile": (("service", "R", "rho", "percentile"), best_pct.astype(str),
                                        _attrs("method with the smallest |pooled percentile error| (exact and "
                                               "fit_invalid excluded)")),
-            "fit_invalid": (("R", "rho", "method"), g.fit_invalid,
+            "fit_invalid": (("R", "rho", "approximation"), g.fit_invalid,
                             _attrs(f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
                                    "0 = valid or not computed", **FIT_FLAG_ATTRS)),
-            "fit_violation": (("R", "rho", "method"), g.fit_violation,
+            "fit_violation": (("R", "rho", "approximation"), g.fit_violation,
                               _attrs("largest excursion of the approximated CDF below 0, above 1 or downwards "
                                      "between grid points (0 if valid, NaN if not computed)")),
-            "wasserstein_vs_exact": (("R", "rho", "method"), W_exact,
+            "wasserstein_vs_exact": (("R", "rho", "approximation"), W_exact,
                                      _attrs("Wasserstein distance between each method's CDF and the exact CDF", tu)),
-            "percentile_error_vs_exact": (("R", "rho", "method", "percentile"), err_exact,
+            "percentile_error_vs_exact": (("R", "rho", "approximation", "percentile"), err_exact,
                                           _attrs("method - exact percentile", tu)),
             "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
                                                _attrs("Wasserstein distance between this law's pooled simulated CDF "
                                                       "and the exponential law's (M/G/R vs M/M/R)", tu)),
         },
-        coords={
-            "service": ("service", np.asarray(services, dtype=str), {"long_name": "service-requirement law"}),
-            "R": ("R", np.asarray(Rs, np.int64), {"long_name": "number of servers", "units": "1"}),
-            "rho": ("rho", rhos, {"long_name": "load Lambda/(R mu)", "units": "1"}),
-            "method": ("method", np.asarray(methods, dtype=str), {"long_name": "approximation method"}),
-            "replication": ("replication", reps, {"long_name": "replication index", "units": "1"}),
-            "percentile": ("percentile", pct, {"long_name": "percentile level", "units": "percent"}),
-        },
+        coords={"service": np.asarray(services, dtype=str), "R": np.asarray(Rs, np.int64), "rho": rhos,
+                "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
     )
+    label_coords(ds)
     if run_time is not None:
-        ds["run_time"] = run_time.transpose("R", "rho", "method").reindex(R=Rs, rho=rhos)
+        ds["run_time"] = run_time.transpose("R", "rho", "approximation").reindex(R=Rs, rho=rhos)
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
     ds.attrs["cdf_convention"] = (
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "

@@ -13,7 +13,8 @@ import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance
 from ..core.merge import merge_files
-from .storage import SIM_FILL, approximation_var_encoding, simulation_var_encoding
+from .naming import COORD_ATTRS
+from .storage import APPROX_FILL, SIM_FILL, approximation_var_encoding, simulation_var_encoding
 
 
 def merge_simulation(paths, output, settings: dict) -> Path:
@@ -25,15 +26,15 @@ def merge_simulation(paths, output, settings: dict) -> Path:
                  "histogram_convention": first.attrs.get("histogram_convention", "")}
     attrs = provenance(settings, title="sojourn pipeline: merged simulation cells", **extra)
     merge_files(paths, output, stack=("service", "R", "rho"), fill=SIM_FILL, encoding=simulation_var_encoding,
-                attrs=attrs, lock=NETCDF_LOCK)
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
     return Path(output)
 
 
 def merge_approximation(paths, output, settings: dict) -> Path:
-    """Approximation blocks → ``output`` on the configured method axis; ``settings``: the grid, mgr,
+    """Approximation blocks → ``output`` on the configured ``approximation`` axis; ``settings``: the grid, mgr,
     time_grid and approximation sections."""
     attrs = provenance(settings, title="sojourn pipeline: merged approximation cells")
-    merge_files(list(paths), output, stack=("R", "rho"), encoding=approximation_var_encoding,
-                order={"method": [str(m) for m in settings["approximation"]["methods"]]},
-                attrs=attrs, lock=NETCDF_LOCK)
+    merge_files(list(paths), output, stack=("R", "rho"), fill=APPROX_FILL, encoding=approximation_var_encoding,
+                order={"approximation": [str(m) for m in settings["approximation"]["methods"]]},
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
     return Path(output)

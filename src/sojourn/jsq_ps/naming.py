@@ -12,6 +12,31 @@ TABLE4_L1 = {1: 22, 2: 22, 3: 22, 4: 13, 5: 7, 6: 5, 7: 4, 8: 3, 9: 3, 10: 2}
 #: §4 "infty": the sum range / truncation L2 of the faithful methods
 DEFAULT_L2 = 130
 
+#: attributes of the coordinates every JSQ-PS dataset may carry (set on the merged files and the comparison)
+COORD_ATTRS = {
+    "service": {"long_name": "service-requirement law (a sojourn.laws spec string)"},
+    "R": {"long_name": "number of servers", "units": "1"},
+    "rho": {"long_name": "load Lambda/(R mu)", "units": "1"},
+    "approximation": {"long_name": "approximation of the M/M/R-JSQ-PS sojourn-time CDF",
+                      "comment": "A-F: paper-faithful (Palmer & Martin-Perez 2022, section 3.7); A*-F*: the same "
+                                 "with the reference notes' section 8.3 corrections; exact: the tagged-customer "
+                                 "Markov chain (truncated)"},
+    "replication": {"long_name": "replication index (seed spawn key)", "units": "1"},
+    "percentile": {"long_name": "percentile level", "units": "percent"},
+    "t": {"long_name": "sojourn time (grid point)",
+          "units": "time units (1/mu = mean service requirement scale of the spec)"},
+    "n": {"long_name": "number of customers at the tagged customer's server", "units": "1"},
+}
+
+
+def label_coords(ds):
+    """``ds`` with :data:`COORD_ATTRS` on the coordinates it has (in place; returned for chaining)."""
+    for name, attrs in COORD_ATTRS.items():
+        if name in ds.coords:
+            ds[name].attrs = {**ds[name].attrs, **attrs}
+    return ds
+
+
 #: the service-law name of the M/M/R system (the one the approximations model)
 EXPONENTIAL = "exponential"
 

@@ -68,7 +68,7 @@ def _invalid(c: xr.Dataset, R, m) -> np.ndarray:
     """fit_invalid mask over ρ of method ``m`` at R (all False for a comparison without the flag)."""
     if "fit_invalid" not in c:
         return np.zeros(c.sizes["rho"], bool)
-    return c["fit_invalid"].sel({"R": R, "method": m}).values != 0
+    return c["fit_invalid"].sel({"R": R, "approximation": m}).values != 0
 
 
 def _mark_invalid(ax, x, bad, color, row=0) -> bool:
@@ -87,7 +87,7 @@ def _mark_invalid(ax, x, bad, color, row=0) -> bool:
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Mean Wasserstein distance (with CI band) vs ρ, one panel per R, one line per method."""
     c = cmp.sel(service=service)
-    methods = cmp["method"].values.tolist()
+    methods = cmp["approximation"].values.tolist()
     col = _colors(methods)
     fig, axes = _grid(c.sizes["R"], sharex=True)
     _hold_autoscale(axes, False)
@@ -96,7 +96,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     for ax, R in zip(axes, c["R"].values):
         row = 0
         for m in methods:
-            d = c.sel({"R": R, "method": m})
+            d = c.sel({"R": R, "approximation": m})
             bad = _invalid(c, R, m)
             y = np.where(bad, np.nan, d["wasserstein_mean"].values)
             if _mark_invalid(ax, rho, bad, col[m], row):  # flagged = a CDF was computed there, not a valid one
@@ -126,13 +126,13 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Best method (min mean Wasserstein) over (R, ρ); hatched cells have CI-overlap ties."""
     c = cmp.sel(service=service)
     best = c["best_method"].values  # (R, rho)
-    methods = [m for m in cmp["method"].values.tolist() if m != "exact"]
+    methods = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
     idx = {m: i for i, m in enumerate(methods)}
     Z = np.full(best.shape, np.nan)
     for (i, j), b in np.ndenumerate(best):
         if b in idx:
             Z[i, j] = idx[b]
-    ntied = c["tied_with_best"].sum("method").values
+    ntied = c["tied_with_best"].sum("approximation").values
     cmap = plt.get_cmap("tab20", max(len(methods), 2))
     fig, ax = plt.subplots(figsize=(max(6, 0.09 * c.sizes["rho"] + 4), 0.45 * c.sizes["R"] + 2))
     rho = c["rho"].values
@@ -157,7 +157,7 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
 def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Signed percentile error (approx − sim, pooled) vs ρ: rows = percentiles, columns = R."""
     c = cmp.sel(service=service)
-    methods = cmp["method"].values.tolist()
+    methods = cmp["approximation"].values.tolist()
     col = _colors(methods)
     P, Rv = c["percentile"].values, c["R"].values
     fig, axes = plt.subplots(len(P), len(Rv), figsize=(2.8 * len(Rv), 2.3 * len(P)), squeeze=False, sharex=True)
@@ -169,7 +169,7 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
             ax = axes[a, b]
             marks = []
             for m in methods:
-                d = c.sel({"R": R, "method": m, "percentile": p})
+                d = c.sel({"R": R, "approximation": m, "percentile": p})
                 bad = _invalid(c, R, m)
                 y = np.where(bad, np.nan, d["percentile_error_mean"].values)
                 marks.append((bad, col[m]))
@@ -205,12 +205,12 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     """Median (over ρ) run time per method vs R, with the min–max range."""
     rt = cmp["run_time"]
-    methods = cmp["method"].values.tolist()
+    methods = cmp["approximation"].values.tolist()
     col = _colors(methods)
     fig, ax = plt.subplots(figsize=(6, 4))
     Rv = cmp["R"].values
     for m in methods:
-        d = rt.sel({"method": m})
+        d = rt.sel({"approximation": m})
         med = d.median("rho").values
         if not np.isfinite(med).any():
             continue
@@ -237,11 +237,11 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     t = sim["t"].values
     count = s["count"].values.astype(float)
     overflow = s["overflow"].values.astype(float)
-    Fa = a[var].transpose("method", "t").values
+    Fa = a[var].transpose("approximation", "t").values
     Fa = Fa.astype(float) if var == "cdf" else 1.0 - Fa.astype(np.float64)
     Fr = cdf_at_left_edges(count, overflow)
     Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
-    methods = approx["method"].values.tolist()
+    methods = approx["approximation"].values.tolist()
     col = _colors(methods)
     flags, _ = fit_validity(Fa)
     omitted = [m for m, f in zip(methods, flags) if f]
@@ -292,7 +292,7 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     fig, axes = _grid(len(Rv), sharex=True)
     cmap = plt.get_cmap("tab10")
     rho = cmp["rho"].values
-    cand = [m for m in cmp["method"].values.tolist() if m != "exact"]
+    cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
     for ax, R in zip(axes, Rv):
         for k, svc in enumerate(services):
             d = cmp.sel(service=svc, R=R)
@@ -300,7 +300,7 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
             w = d["wasserstein_mean"]
             if "fit_invalid" in d:
                 w = w.where(d["fit_invalid"] == 0)  # an invalid fit is never "the best approximation"
-            y2 = w.sel({"method": cand}).min("method", skipna=True).values
+            y2 = w.sel({"approximation": cand}).min("approximation", skipna=True).values
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)  # the laws' sub-grid: join its points, skip the gaps
             if ok1.any():
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
@@ -321,7 +321,7 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
 @serialized
 def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=("png", "pdf"), dpi=120, decimals=2):
     """Every figure of the pipeline into ``outdir``; returns the written paths."""
-    cmp = read_netcdf(cmp_path)  # small: (service, R, rho, method, replication, percentile)
+    cmp = read_netcdf(cmp_path)  # small: (service, R, rho, approximation, replication, percentile)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []

@@ -139,22 +139,22 @@ def _index(values, targets, tol=10.0 ** -_DECIMALS) -> list:
 
 
 class _Cells:
-    """One service law's slice of a comparison dataset as plain arrays (R, rho, method[, percentile])."""
+    """One service law's slice of a comparison dataset as plain arrays (R, rho, approximation[, percentile])."""
 
     def __init__(self, cmp: xr.Dataset, service: str):
         c = cmp.sel(service=service)
         self.R = c["R"].values.astype(int)
         self.rho = c["rho"].values.astype(float)
-        self.methods = [str(m) for m in c["method"].values]
+        self.methods = [str(m) for m in c["approximation"].values]
         self.pct = c["percentile"].values.astype(float)
 
         def get(v, dims):
             return c[v].transpose(*dims).values.astype(float)
 
-        d3 = ("R", "rho", "method")
+        d3 = ("R", "rho", "approximation")
         self.Wm, self.Wlo, self.Whi = (get(v, d3) for v in
                                        ("wasserstein_mean", "wasserstein_ci_low", "wasserstein_ci_high"))
-        dq = ("R", "rho", "method", "percentile")
+        dq = ("R", "rho", "approximation", "percentile")
         self.E = [get(v, dq) for v in
                   ("percentile_error_mean", "percentile_error_ci_low", "percentile_error_ci_high")]
         self.Q = [get(v, dq) for v in ("relative_percentile_error_mean", "relative_percentile_error_ci_low",

@@ -67,11 +67,15 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
             for name in ("t", "n") if name in ds.coords}
 
 
+#: integer variables of the merged approximations where a method did not run at a cell (``exact`` beyond its
+#: budget): they stay integers, this value marks the gap
+APPROX_FILL = {"L1": -1, "L2": -1, "faithful": -1}
+
 APPROX_ATTRS = {
     "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),
-    "L1": ("Markov-chain truncation per server used by the method", "1"),
-    "L2": ("sum range / truncation level used by the method", "1"),
-    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact", "1"),
+    "L1": ("Markov-chain truncation per server used by the method (-1: not run at this cell)", "1"),
+    "L2": ("sum range / truncation level used by the method (-1: not run at this cell)", "1"),
+    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact, -1 = not run at this cell", "1"),
     "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
 }
 

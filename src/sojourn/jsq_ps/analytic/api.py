@@ -11,9 +11,9 @@ Dataset layout (one method)::
     attrs     method, faithful, L1, L2, servers, arrival_rate, service_rate, load, method-specific
               diagnostics (chain_boundary_mass, truncated_mass, …) and sojourn provenance.
 
-``approximate_all`` returns the same variables with a leading ``method`` dimension, and the
-per-method scalars (L1, L2, faithful, run_time, …) as variables on ``method``. Select with
-``ds.sel({"method": "A"})`` — ``ds.sel(method=…)`` would hit xarray's own ``method`` keyword.
+``approximate_all`` returns the same variables with a leading ``approximation`` dimension (named so because
+``method`` is a keyword of xarray's ``sel``), and the per-method scalars (L1, L2, faithful, run_time, …) as
+variables on it: ``ds.sel(approximation="A")``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ...core.timegrid import DT, T_MAX, time_grid
 from ...core.validate import integer_at_least, positive_finite
 from ..model import JSQPS
 from ..naming import ALL_METHODS as METHODS
-from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
+from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
 from .exact import exact_sojourn_cdf
 from .methods import Cell
 
@@ -188,10 +188,10 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
          "lambda_n": ("n", lam, {"long_name": "arrival rate to a server holding n"}),
          "A_n": ("n", A, {"long_name": "P(arrival joins a server holding n)"}),
          "run_time": ((), float(r["run_time"]), {"units": "s"})},
-        coords={"t": ("t", t, {"units": "time (1/mu = mean service)"}), "n": n},
+        coords={"t": t, "n": n},
         attrs=attrs,
     )
-    return ds
+    return label_coords(ds)
 
 
 def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Dataset:
@@ -219,17 +219,18 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     attrs = _base_attrs(spec, hyper)
     attrs["total_run_time"] = total
     data = {
-        "cdf": (("method", "t"), np.stack([res[m]["cdf"] for m in methods])),
-        "lambda_n": (("method", "n"), lam),
-        "A_n": (("method", "n"), A),
-        "run_time": ("method", np.array([res[m]["run_time"] for m in methods]), {"units": "s"}),
-        "L1": ("method", np.array([res[m]["L1"] for m in methods], dtype=np.int64)),
-        "L2": ("method", np.array([res[m]["L2"] for m in methods], dtype=np.int64)),
-        "faithful": ("method", np.array([int(res[m]["faithful"]) for m in methods], dtype=np.int8)),
-        "truncation_mass": ("method", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("chain_boundary_mass", np.nan)))
+        "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),
+        "lambda_n": (("approximation", "n"), lam),
+        "A_n": (("approximation", "n"), A),
+        "run_time": ("approximation", np.array([res[m]["run_time"] for m in methods]), {"units": "s"}),
+        "L1": ("approximation", np.array([res[m]["L1"] for m in methods], dtype=np.int64)),
+        "L2": ("approximation", np.array([res[m]["L2"] for m in methods], dtype=np.int64)),
+        "faithful": ("approximation", np.array([int(res[m]["faithful"]) for m in methods], dtype=np.int8)),
+        "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("chain_boundary_mass", np.nan)))
                                                 for m in methods])),
     }
-    return xr.Dataset(data, coords={"method": np.array(methods, dtype=str), "t": t, "n": np.arange(nmax)}, attrs=attrs)
+    return label_coords(xr.Dataset(data, coords={"approximation": np.array(methods, dtype=str), "t": t,
+                                                 "n": np.arange(nmax)}, attrs=attrs))
 
 
 def summary(t: np.ndarray, cdf: np.ndarray, probs=(0.99, 0.999, 0.9999, 0.99999)) -> dict:
