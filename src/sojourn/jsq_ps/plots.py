@@ -26,49 +26,61 @@ from ..core.stats import cdf_at_left_edges  # noqa: E402
 from .compare import fit_validity  # noqa: E402
 from .naming import cdf_stem  # noqa: E402
 
-_PAPER = ("A", "B", "C", "D", "E", "F")
+FAITHFUL = ("A", "B", "C", "D", "E", "F")
+_FAITHFUL_COLOR = dict(zip(FAITHFUL, plt.get_cmap("tab10").colors[:6]))
+_CHAIN_COLORS = ("#4d4d4d", "tab:olive", "tab:cyan", "tab:pink")
+_EXACT_COLOR = "tab:pink"
+TIME_UNITS = "time units (1/μ = mean service requirement)"
+INVALID_NOTE = "×: not a valid CDF there (outside [0, 1], decreasing or degenerate fit): value omitted"
 
 
-def _colors(methods):
-    cmap = plt.get_cmap("tab20")
-    return {m: cmap(i % 20) for i, m in enumerate(methods)}
+class Series:
+    """One drawn line: a method, or a group of corrected methods whose results are identical (A*–F* reduce
+    to two distinct chains, reference §8.3), drawn once under one label."""
+
+    def __init__(self, members, color, style, lw=1.2):
+        self.members, self.color, self.style, self.lw = list(members), color, style, lw
+        self.method = self.members[0]
+        self.label = self.method if len(self.members) == 1 else f"{self.method} (= {', '.join(self.members[1:])})"
 
 
-def _style(m):
-    return "--" if m.endswith("*") else (":" if m == "exact" else "-")
-
-
-def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
-    ncols = min(ncols, n)
-    nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, **kw)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat)
-
-
-def _hold_autoscale(axes, on: bool):
-    """Autoscaling off while a ``sharex`` grid is filled, back on (lazy, as usual) before layout.
-
-    With shared x every ``fill_between`` re-autoscales all sibling axes (quadratic in the number of
-    artists; most of the time of the 40-panel percentile figure). The limits come out the same: they
-    are computed once from the same data limits when the figure is laid out or drawn.
-    """
-    for ax in axes:
-        if on:
-            ax.autoscale(True)
+def series(cmp: xr.Dataset, family: str) -> list[Series]:
+    """The lines of a family: ``faithful`` → A–F one each; ``corrected`` → A*–F* grouped by identical
+    approximated percentiles over the whole grid, then ``exact``."""
+    present = cmp["approximation"].values.tolist()
+    if family == "faithful":
+        return [Series([m], _FAITHFUL_COLOR[m], "-") for m in FAITHFUL if m in present]
+    key = cmp["approx_percentile"] if "approx_percentile" in cmp else None
+    groups: list[list[str]] = []
+    for m in (x for x in present if x.endswith("*")):
+        for g in groups:
+            if key is not None and np.array_equal(key.sel(approximation=g[0]).values, key.sel(approximation=m).values,
+                                                  equal_nan=True):
+                g.append(m)
+                break
         else:
-            ax.set_autoscale_on(False)
+            groups.append([m])
+    out = [Series(g, _CHAIN_COLORS[i % len(_CHAIN_COLORS)], "--") for i, g in enumerate(groups)]
+    if "exact" in present:
+        out.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
+    return out
 
 
-INVALID_NOTE = "×: fit invalid (approximated CDF outside [0, 1] or decreasing), value omitted"
+def _usable(c: xr.Dataset) -> xr.DataArray:
+    """(R, rho, approximation) True where a method's values may be drawn: the comparison's ``usable`` if it
+    has one (any service), else not flagged by its ``fit_invalid`` bit mask, else everywhere."""
+    if "usable" in c:
+        u = c["usable"] != 0
+        return u.all("service") if "service" in u.dims else u
+    if "fit_invalid" in c:
+        return c["fit_invalid"] == 0
+    return xr.ones_like(c["approximation"], dtype=bool) & xr.ones_like(c["rho"], dtype=bool) \
+        & xr.ones_like(c["R"], dtype=bool)
 
 
-def _invalid(c: xr.Dataset, R, m) -> np.ndarray:
-    """fit_invalid mask over ρ of method ``m`` at R (all False for a comparison without the flag)."""
-    if "fit_invalid" not in c:
-        return np.zeros(c.sizes["rho"], bool)
-    return c["fit_invalid"].sel({"R": R, "approximation": m}).values != 0
+def _unusable(c: xr.Dataset, R, m) -> np.ndarray:
+    """Over ρ at R: True where method ``m``'s values must not be drawn (see :func:`_usable`)."""
+    return ~_usable(c).sel({"R": R, "approximation": m}).transpose("rho").values
 
 
 def _mark_invalid(ax, x, bad, color, row=0) -> bool:
@@ -84,152 +96,309 @@ def _mark_invalid(ax, x, bad, color, row=0) -> bool:
     return True
 
 
+def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False, **kw)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _log_axis(ax):
+    """Log y with plain labels (0.2, 0.5, 1, 2 …) instead of 2×10⁻¹, readable on ranges under a decade."""
+    from matplotlib import ticker
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _legend_below(fig, axes, ncol=None):
+    handles, labels = [], []
+    for ax in np.ravel(axes):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="upper center", ncol=ncol or min(len(labels), 6), frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+
+
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """Mean Wasserstein distance (with CI band) vs ρ, one panel per R, one line per method."""
+    """Mean Wasserstein distance (95 % CI band) vs ρ, one panel per R (five per row): first the paper's A–F,
+    then the corrected chains and ``exact``; y shared (log) within each of the two blocks."""
     c = cmp.sel(service=service)
-    methods = cmp["approximation"].values.tolist()
-    col = _colors(methods)
-    fig, axes = _grid(c.sizes["R"], sharex=True)
-    _hold_autoscale(axes, False)
+    Rv = c["R"].values
+    blocks = [("paper-faithful A–F", series(cmp, "faithful")), ("corrected A*–F*, exact", series(cmp, "corrected"))]
+    blocks = [b for b in blocks if b[1]]
+    ncols = min(5, len(Rv))
+    per = math.ceil(len(Rv) / ncols)
+    fig = plt.figure(figsize=(3.0 * ncols + 0.6, 2.35 * per * len(blocks) + 0.8))
+    sub = fig.subfigures(len(blocks), 1, squeeze=False)[:, 0]
     rho = c["rho"].values
     any_bad = False
-    for ax, R in zip(axes, c["R"].values):
-        row = 0
-        for m in methods:
-            d = c.sel({"R": R, "approximation": m})
-            bad = _invalid(c, R, m)
-            y = np.where(bad, np.nan, d["wasserstein_mean"].values)
-            if _mark_invalid(ax, rho, bad, col[m], row):  # flagged = a CDF was computed there, not a valid one
-                any_bad, row = True, row + 1
-            if not np.isfinite(y).any():
-                continue
-            ax.plot(rho, y, _style(m), color=col[m], label=m, lw=1.2, marker=".", ms=3)
-            ax.fill_between(rho, np.where(bad, np.nan, d["wasserstein_ci_low"].values),
-                            np.where(bad, np.nan, d["wasserstein_ci_high"].values), color=col[m], alpha=0.15, lw=0)
-        ax.set_yscale("log")
-        ax.set_title(f"R = {R}")
-        ax.set_xlabel("load ρ")
-        ax.set_ylabel("Wasserstein distance")
-        ax.grid(alpha=0.3)
-    _hold_autoscale(axes, True)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
+    all_axes = []
+    for sf, (title, lines) in zip(sub, blocks):
+        axes = sf.subplots(per, ncols, squeeze=False, sharex=True, sharey=True)
+        for ax in axes.flat[len(Rv):]:
+            ax.set_visible(False)
+        for ax, R in zip(axes.flat, Rv):
+            for k, sr in enumerate(lines):
+                d = c.sel({"R": R, "approximation": sr.method})
+                bad = _unusable(c, R, sr.method)
+                if _mark_invalid(ax, rho, bad, sr.color, k):
+                    any_bad = True
+                y = np.where(bad, np.nan, d["wasserstein_mean"].values)
+                if not np.isfinite(y).any():
+                    continue
+                ax.plot(rho, y, sr.style, color=sr.color, lw=sr.lw, label=sr.label)
+                ax.fill_between(rho, np.where(bad, np.nan, d["wasserstein_ci_low"].values),
+                                np.where(bad, np.nan, d["wasserstein_ci_high"].values), color=sr.color, alpha=0.15, lw=0)
+            ax.set_yscale("log")
+            ax.grid(alpha=0.3)
+            ax.set_title(f"R = {R}", fontsize=9)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("W (time units)", fontsize=9)
+        for ax in axes[-1, :]:
+            ax.set_xlabel("load ρ", fontsize=9)
+        h, lab = [], []
+        for ax in axes.flat:
+            for hh, ll in zip(*ax.get_legend_handles_labels()):
+                if ll not in lab:
+                    h.append(hh)
+                    lab.append(ll)
+        sf.legend(h, lab, loc="upper right", ncol=len(lab), frameon=False, fontsize=8)
+        sf.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold")
+        all_axes += list(axes.flat)
     note = f"\n{INVALID_NOTE}" if any_bad else ""
-    fig.suptitle(f"Wasserstein distance to the simulated CDF ({service} service; mean and 95% CI over replications)"
-                 f"{note}", y=1.0, va="bottom")
+    fig.suptitle(f"Wasserstein distance W to the simulated sojourn-time CDF ({service} service; mean and 95% CI over "
+                 f"replications; time in {TIME_UNITS}){note}", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
 
 
-def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """Best method (min mean Wasserstein) over (R, ρ); hatched cells have CI-overlap ties."""
-    c = cmp.sel(service=service)
-    best = c["best_method"].values  # (R, rho)
-    methods = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
-    idx = {m: i for i, m in enumerate(methods)}
-    Z = np.full(best.shape, np.nan)
-    for (i, j), b in np.ndenumerate(best):
-        if b in idx:
-            Z[i, j] = idx[b]
-    ntied = c["tied_with_best"].sum("approximation").values
-    cmap = plt.get_cmap("tab20", max(len(methods), 2))
-    fig, ax = plt.subplots(figsize=(max(6, 0.09 * c.sizes["rho"] + 4), 0.45 * c.sizes["R"] + 2))
-    rho = c["rho"].values
-    Rv = c["R"].values
-    im = ax.imshow(Z, aspect="auto", origin="lower", cmap=cmap, vmin=-0.5, vmax=len(methods) - 0.5,
-                   interpolation="nearest")
-    for (i, j), n in np.ndenumerate(ntied):
-        if n > 1:
-            ax.text(j, i, "·", ha="center", va="center", fontsize=8, color="k")
+def _category_map(ax, labels2d, names, colors, rho, Rv, title, hatch_mask=None, dot_mask=None, letters=None):
+    """A categorical (R × ρ) map: cell colour = ``labels2d`` (strings in ``names``), grey = none;
+    ``hatch_mask`` cells hatched, ``dot_mask`` cells with a white-ringed black dot; ``letters`` in the cells
+    of small grids."""
+    from matplotlib.colors import ListedColormap
+
+    idx = {m: i for i, m in enumerate(names)}
+    Z = np.full(labels2d.shape, np.nan)
+    for (i, j), v in np.ndenumerate(labels2d):
+        if v in idx:
+            Z[i, j] = idx[v]
+    cmap = ListedColormap(colors).with_extremes(bad="0.85")
+    im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
+                   vmax=len(names) - 0.5, interpolation="nearest")
+    if hatch_mask is not None and hatch_mask.any():
+        ii, jj = np.nonzero(hatch_mask)
+        for i, j in zip(ii, jj):
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="k"))
+    if dot_mask is not None and dot_mask.any():
+        ii, jj = np.nonzero(dot_mask)
+        ax.plot(jj, ii, "o", ms=3.2, mfc="k", mec="w", mew=0.8, ls="none")
+    if letters:
+        for (i, j), v in np.ndenumerate(labels2d):
+            if v:
+                ax.text(j, i, v, ha="center", va="center", fontsize=7, color="w", fontweight="bold")
     step = max(1, len(rho) // 12)
-    ax.set_xticks(range(0, len(rho), step), [f"{r:.2f}" for r in rho[::step]], rotation=45)
-    ax.set_yticks(range(len(Rv)), [str(r) for r in Rv])
+    ax.set_xticks(range(0, len(rho), step), [f"{r:.2f}" for r in rho[::step]], rotation=45, fontsize=8)
+    ax.set_yticks(range(len(Rv)), [str(r) for r in Rv], fontsize=8)
     ax.set_xlabel("load ρ")
     ax.set_ylabel("servers R")
-    cb = fig.colorbar(im, ax=ax, ticks=range(len(methods)))
-    cb.ax.set_yticklabels(methods)
-    ax.set_title(f"Best method by mean Wasserstein distance ({service}); '·' = tie within CI\n"
-                 "(methods whose CDF is not a CDF there, fit_invalid, are never best)", fontsize=10)
+    ax.set_title(title, fontsize=10)
+    return im
+
+
+def _method_palette(names):
+    """Colours of methods in maps: A–F their line colours, corrected methods and exact distinct ones."""
+    extra = iter(plt.get_cmap("Set2").colors + plt.get_cmap("Pastel1").colors)
+    out = []
+    for m in names:
+        if m in _FAITHFUL_COLOR:
+            out.append(_FAITHFUL_COLOR[m])
+        elif m == "exact":
+            out.append(_EXACT_COLOR)
+        else:
+            out.append(next(extra))
+    return out
+
+
+def _groups(cmp: xr.Dataset) -> dict:
+    """method → the label of its group of identical methods (see :func:`series`), e.g. B* → "A* (= B*, …)"."""
+    out = {}
+    for fam in ("faithful", "corrected"):
+        for sr in series(cmp, fam):
+            for m in sr.members:
+                out[m] = sr.label
+    return out
+
+
+def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
+    """Best method by mean Wasserstein distance (exact excluded) over (R, ρ); a dot = a tie within CI with a
+    method that is not identical to the best one (A*, B*, D*, E* give the same CDF and always tie)."""
+    c = cmp.sel(service=service)
+    group = _groups(cmp)
+    best = np.vectorize(lambda m: group.get(m, m), otypes=[str])(c["best_method"].values.astype(str))
+    labels = [group.get(m, m) for m in cmp["approximation"].values.tolist() if m != "exact"]
+    names = [g for i, g in enumerate(labels) if g not in labels[:i] and (best == g).any()]
+    tied = c["tied_with_best"].transpose("R", "rho", "approximation").values != 0
+    same = np.array([[[group.get(m, m) == best[i, j] for m in c["approximation"].values.tolist()]
+                      for j in range(best.shape[1])] for i in range(best.shape[0])])
+    ties = (tied & ~same).any(-1)
+    rho, Rv = c["rho"].values, c["R"].values
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.09 * len(rho) + 4), 0.42 * len(Rv) + 2.2))
+    im = _category_map(ax, best, names, _method_palette([n.split(" ")[0] for n in names]), rho, Rv,
+                       f"Best method by mean Wasserstein distance ({service} service)\n"
+                       "● = a different method's 95% CI overlaps the best one's (a tie); methods that are not a valid "
+                       "CDF there are never best", dot_mask=ties, letters=best.size <= 150)
+    cb = fig.colorbar(im, ax=ax, ticks=range(len(names)))
+    cb.ax.set_yticklabels(names, fontsize=8)
+    return save(fig, stem, **kw)
+
+
+STATUS_NOTE = "hatched: no method is both valid and non-optimistic there: simulate"
+
+
+def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
+    """The headline: per percentile, the recommended method over (R, ρ) — exact where it ran, else the most
+    accurate method that does not underestimate the percentile beyond its CI."""
+    c = cmp.sel(service=service)
+    P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
+    rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
+    names = [m for m in cmp["approximation"].values.tolist() if (rec == m).any()]
+    colors = _method_palette(names)
+    none = np.isin(rec, ["", "simulate"])
+    few = (c["few_tail_customers"].transpose("R", "rho", "percentile").values != 0) if "few_tail_customers" in c \
+        else np.zeros(rec.shape, bool)
+    ncols = 2 if len(P) > 1 else 1
+    nrows = math.ceil(len(P) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * max(6.0, 0.07 * len(rho) + 3.5),
+                                                    nrows * (0.38 * len(Rv) + 1.8)), squeeze=False)
+    im = None
+    for k, p in enumerate(P):
+        ax = axes.flat[k]
+        im = _category_map(ax, np.where(none[..., k], "", rec[..., k]), names, colors, rho, Rv,
+                           f"{p:g}th percentile", hatch_mask=none[..., k] & ~few[..., k], dot_mask=few[..., k],
+                           letters=rec[..., k].size <= 150)
+    for ax in axes.flat[len(P):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    if im is not None and names:
+        cb = fig.colorbar(im, ax=axes.ravel().tolist(), ticks=range(len(names)), fraction=0.03, pad=0.01)
+        cb.ax.set_yticklabels(names)
+    fig.suptitle(f"Recommended approximation per percentile ({service} service): exact where it ran, else the most "
+                 "accurate method that is not optimistic (its percentile's 95% CI is not below the simulation's)\n"
+                 f"{STATUS_NOTE}; ● = fewer than 100 simulated customers per replication beyond the percentile "
+                 "(not estimable)", fontsize=10, y=1.0, va="bottom")
+    return save(fig, stem, **kw)
+
+
+REL_CLIP = 100.0  # % : relative percentile errors beyond ± this are drawn at the edge (▲/▼)
+
+
+def _error_limit(c, lines) -> float:
+    """y half-range (%) of a percentile-error figure: 1.2 × the 95th percentile of |error| over its lines'
+    usable values, between 20 % and :data:`REL_CLIP` (±5 % stays readable when all lines are within ±20 %)."""
+    ms = [sr.method for sr in lines]
+    d = 100 * c["relative_percentile_error_mean"].sel(approximation=ms).where(_usable(c).sel(approximation=ms))
+    v = np.abs(d.values[np.isfinite(d.values)])
+    return float(np.clip(np.percentile(v, 95) * 1.2, 20.0, REL_CLIP)) if v.size else REL_CLIP
+
+
+def _percentile_error_figure(cmp, stem, lines, what, service, **kw):
+    c = cmp.sel(service=service)
+    P, Rv, rho = c["percentile"].values, c["R"].values, c["rho"].values
+    clip = _error_limit(c, lines)
+    fig, axes = plt.subplots(len(Rv), len(P), figsize=(3.0 * len(P) + 0.8, 1.9 * len(Rv) + 0.8), squeeze=False,
+                             sharex=True, sharey=True)
+    any_bad = False
+    for a, R in enumerate(Rv):
+        for b, p in enumerate(P):
+            ax = axes[a, b]
+            ax.axhspan(-clip * 1.08, 0, color="tab:red", alpha=0.06, lw=0)
+            ax.axhline(0, color="k", lw=0.6)
+            for k, sr in enumerate(lines):
+                d = c.sel({"R": R, "approximation": sr.method, "percentile": p})
+                bad = _unusable(c, R, sr.method)
+                if _mark_invalid(ax, rho, bad, sr.color, k):
+                    any_bad = True
+                y = np.where(bad, np.nan, 100 * d["relative_percentile_error_mean"].values)
+                if not np.isfinite(y).any():
+                    continue
+                hi = 100 * d["relative_percentile_error_ci_high"].values
+                yc = np.clip(y, -clip, clip)
+                ax.plot(rho, yc, sr.style, color=sr.color, lw=sr.lw * 0.9, label=sr.label)
+                opt = np.isfinite(y) & (hi < 0)  # optimistic beyond the CI: filled
+                ax.plot(rho[opt], yc[opt], "o", color=sr.color, ms=2.2, ls="none")
+                for sign, mk in ((1, "^"), (-1, "v")):
+                    out = sign * y > clip
+                    ax.plot(rho[out], np.full(out.sum(), sign * clip), mk, color=sr.color, ms=3, ls="none")
+            ax.set_ylim(-clip * 1.08, clip * 1.08)
+            ax.grid(alpha=0.3)
+            if a == 0:
+                ax.set_title(f"{p:g}th percentile")
+            if b == 0:
+                ax.set_ylabel(f"R = {R}\nerror (%)")
+            if a == len(Rv) - 1:
+                ax.set_xlabel("load ρ")
+    fig.tight_layout()
+    _legend_below(fig, axes)
+    note = f"\n{INVALID_NOTE}" if any_bad else ""
+    fig.suptitle(f"Relative percentile error (approx − sim)/sim of the {what} ({service} service), mean over "
+                 f"replications\nred band = optimistic (underestimates the tail); ● = optimistic beyond the 95% CI; "
+                 f"▲▼ = beyond ±{clip:.0f}%{note}", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
 
 
 def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """Signed percentile error (approx − sim, pooled) vs ρ: rows = percentiles, columns = R."""
-    c = cmp.sel(service=service)
-    methods = cmp["approximation"].values.tolist()
-    col = _colors(methods)
-    P, Rv = c["percentile"].values, c["R"].values
-    fig, axes = plt.subplots(len(P), len(Rv), figsize=(2.8 * len(Rv), 2.3 * len(P)), squeeze=False, sharex=True)
-    _hold_autoscale(axes.flat, False)
-    rho = c["rho"].values
-    any_bad = False
-    for a, p in enumerate(P):
-        for b, R in enumerate(Rv):
-            ax = axes[a, b]
-            marks = []
-            for m in methods:
-                d = c.sel({"R": R, "approximation": m, "percentile": p})
-                bad = _invalid(c, R, m)
-                y = np.where(bad, np.nan, d["percentile_error_mean"].values)
-                marks.append((bad, col[m]))
-                if not np.isfinite(y).any():
-                    continue
-                ax.plot(rho, y, _style(m), color=col[m], lw=1, label=m)
-                ax.fill_between(rho, np.where(bad, np.nan, d["percentile_error_ci_low"].values),
-                                np.where(bad, np.nan, d["percentile_error_ci_high"].values),
-                                color=col[m], alpha=0.12, lw=0)
-            _hold_autoscale([ax], True)  # before axhline/symlog, as the y limits were autoscaled then
-            row = 0
-            for bad, color in marks:
-                if _mark_invalid(ax, rho, bad, color, row):
-                    any_bad, row = True, row + 1
-            ax.axhline(0, color="k", lw=0.6)
-            ax.set_yscale("symlog", linthresh=1.0)
-            if a == 0:
-                ax.set_title(f"R = {R}")
-            if b == 0:
-                ax.set_ylabel(f"{p:g}th pct error")
-            if a == len(P) - 1:
-                ax.set_xlabel("load ρ")
-            ax.grid(alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 13), frameon=False, bbox_to_anchor=(0.5, 0.0))
-    note = f"\n{INVALID_NOTE}" if any_bad else ""
-    fig.suptitle(f"Percentile error approx - sim ({service}; negative = optimistic; mean and 95% CI){note}",
-                 y=1.0, va="bottom")
-    return save(fig, stem, **kw)
+    """Relative percentile error of the paper's A–F: rows = R, columns = percentiles."""
+    return _percentile_error_figure(cmp, stem, series(cmp, "faithful"), "paper-faithful methods A–F", service, **kw)
+
+
+def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service="exponential", **kw):
+    """Relative percentile error of the corrected chains and ``exact``: rows = R, columns = percentiles."""
+    return _percentile_error_figure(cmp, stem, series(cmp, "corrected"), "corrected methods and exact", service, **kw)
 
 
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
-    """Median (over ρ) run time per method vs R, with the min–max range."""
+    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact): median over methods and ρ,
+    band = min–max."""
     rt = cmp["run_time"]
-    methods = cmp["approximation"].values.tolist()
-    col = _colors(methods)
+    present = cmp["approximation"].values.tolist()
+    fams = [("paper-faithful A–F", [m for m in FAITHFUL if m in present], "tab:blue"),
+            ("corrected A*–F*", [m for m in present if m.endswith("*")], "#4d4d4d"),
+            ("exact", [m for m in present if m == "exact"], _EXACT_COLOR)]
     fig, ax = plt.subplots(figsize=(6, 4))
     Rv = cmp["R"].values
-    for m in methods:
-        d = rt.sel({"approximation": m})
-        med = d.median("rho").values
+    for label, ms, color in fams:
+        if not ms:
+            continue
+        d = rt.sel({"approximation": ms})
+        dims = [x for x in d.dims if x != "R"]
+        med = d.median(dims).values
         if not np.isfinite(med).any():
             continue
-        ax.plot(Rv, med, _style(m), color=col[m], marker="o", ms=3, label=m)
-        ax.fill_between(Rv, d.min("rho").values, d.max("rho").values, color=col[m], alpha=0.1, lw=0)
+        ax.plot(Rv, med, "-", color=color, marker="o", ms=3, label=label)
+        ax.fill_between(Rv, d.min(dims).values, d.max(dims).values, color=color, alpha=0.15, lw=0)
     ax.set_yscale("log")
     ax.set_xlabel("servers R")
     ax.set_ylabel("run time per cell (s)")
-    ax.set_title("Approximation run time (median over ρ, band = min–max)")
-    ax.legend(ncol=2, fontsize=7)
+    ax.set_title("Approximation run time (median over methods and ρ; band = min–max)", fontsize=10)
+    ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return save(fig, stem, **kw)
 
 
-def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponential", **kw):
-    """Simulated (pooled, with the replication range) vs approximated CDFs of one cell, plus the tail.
+def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponential", cmp=None, **kw):
+    """Simulated (pooled, with the replication range) vs approximated CDFs of one cell: the body (linear, up to
+    the simulated 99th percentile) and the tail (log, up to the 99.999th).
 
-    ``sim``/``approx`` may be lazily opened files: only this cell's slices are read. ``approx``
-    needs ``cdf`` or ``sf`` (then cdf = 1 − sf, as :func:`sojourn.jsq_ps.storage.read_approximation`).
+    Drawn: ``exact`` and each distinct corrected chain, plus the three paper methods closest to the
+    simulation by Wasserstein distance (from ``cmp`` if given, else all six); methods whose "CDF" is not
+    a CDF are left out and named. ``sim``/``approx`` may be lazily opened files: only this cell is read.
     """
     s = sim[["count", "overflow"]].sel(service=service, R=R).sel(rho=rho, method="nearest")
     var = "cdf" if "cdf" in approx else "sf"
@@ -242,43 +411,64 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     Fr = cdf_at_left_edges(count, overflow)
     Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
     methods = approx["approximation"].values.tolist()
-    col = _colors(methods)
     flags, _ = fit_validity(Fa)
-    omitted = [m for m, f in zip(methods, flags) if f]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    q = np.nanquantile(Fp, 0.9999) if np.isfinite(Fp).any() else 1
-    tmax = t[min(len(t) - 1, int(np.argmax(Fp >= min(q, 0.99999))) + 1)] if np.isfinite(Fp).any() else t[-1]
-    xmax = max(float(tmax), 5 * float(t[1]))
-    # draw only the visible part of the t grid (+1 point past the right edge): the paper grid has
-    # 18k points per curve, mostly far right of the view (slow rendering, large PDF paths)
-    n = min(len(t), int(np.searchsorted(t, xmax, side="right")) + 1)
-    lo_r, hi_r = np.nanmin(Fr, 0), np.nanmax(Fr, 0)
-    for ax, logy in ((ax1, False), (ax2, True)):
-        curves = [(lo_r, hi_r) if not logy else (1 - hi_r, 1 - lo_r), (Fp if not logy else 1 - Fp,)]
-        ax.fill_between(t[:n], curves[0][0][:n], curves[0][1][:n], color="0.7", alpha=0.5,
-                        label="simulation (replication range)")
-        ax.plot(t[:n], curves[1][0][:n], color="k", lw=1.6, label="simulation (pooled)")
-        for m, F, bad in zip(methods, Fa, flags):
-            if np.isfinite(F).any() and not bad:
-                y = F if not logy else 1 - F
-                curves.append((y,))
-                ax.plot(t[:n], y[:n], _style(m), color=col[m], lw=1, label=m)
-        if not logy:  # y autoscaling as if the whole curves were drawn
-            ys = np.concatenate([np.ravel(y) for c in curves for y in c])
-            ys = ys[np.isfinite(ys)]
-            if ys.size:
-                ax.update_datalim([(float(t[0]), float(ys.min())), (float(t[0]), float(ys.max()))])
-                ax.autoscale_view()
+    ran = {m: bool(np.isfinite(F).any()) for m, F in zip(methods, Fa)}  # NaN throughout: not run at this cell
+    ok = {m: ran[m] and not f for m, f in zip(methods, flags)}
+    omitted = [m for m in methods if ran[m] and not ok[m]]
+    faithful = [m for m in FAITHFUL if m in methods and ok[m]]
+    if cmp is not None and faithful:
+        w = cmp["wasserstein_mean"].sel(service=service, R=R).sel(rho=float(rho), method="nearest")
+        faithful = sorted(faithful, key=lambda m: float(w.sel(approximation=m)))[:3]
+    lines = [Series([m], _FAITHFUL_COLOR[m], "-") for m in faithful]
+    chains: list[list[str]] = []
+    for m in (x for x in methods if x.endswith("*") and ok[x]):
+        i = methods.index(m)
+        for g in chains:
+            if np.array_equal(Fa[methods.index(g[0])], Fa[i], equal_nan=True):
+                g.append(m)
+                break
+        else:
+            chains.append([m])
+    lines += [Series(g, _CHAIN_COLORS[k % len(_CHAIN_COLORS)], "--") for k, g in enumerate(chains)]
+    if "exact" in methods and ok["exact"]:
+        lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
+
+    def q(p):  # first grid t with pooled F > p, else the last
+        hit = np.nonzero(Fp > p)[0] if np.isfinite(Fp).any() else []
+        return float(t[hit[0]]) if len(hit) else float(t[-1])
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, logy, xmax in ((ax1, False, max(1.15 * q(0.99), 5 * float(t[1]))),
+                           (ax2, True, max(1.1 * q(0.99999), 5 * float(t[1])))):
+        n = min(len(t), int(np.searchsorted(t, xmax, side="right")) + 1)  # only the visible part is drawn
+        lo_r, hi_r = np.nanmin(Fr, 0)[:n], np.nanmax(Fr, 0)[:n]
+        band = (lo_r, hi_r) if not logy else (1 - hi_r, 1 - lo_r)
+        ax.fill_between(t[:n], band[0], band[1], color="0.7", alpha=0.6, lw=0, label="simulation (replication range)")
+        ax.plot(t[:n], (Fp if not logy else 1 - Fp)[:n], color="k", lw=1.6, label="simulation (pooled)")
+        for sr in lines:
+            F = Fa[methods.index(sr.method)][:n]
+            ax.plot(t[:n], F if not logy else 1 - F, sr.style, color=sr.color, lw=sr.lw, label=sr.label)
         ax.set_xlim(0, xmax)
-        ax.set_xlabel("sojourn time t")
+        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
         ax.grid(alpha=0.3)
+    ax1.set_ylim(-0.02, 1.02)
     ax1.set_ylabel("F(t) = P(S < t)")
+    ax1.set_title("body (up to the simulated 99th percentile)", fontsize=9)
     ax2.set_yscale("log")
     ax2.set_ylim(1e-6, 1.0)
     ax2.set_ylabel("1 − F(t)")
-    ax2.legend(fontsize=7, ncol=2)
-    note = f"\nnot drawn, fit invalid (not a CDF): {', '.join(omitted)}" if omitted else ""
-    fig.suptitle(f"Sojourn-time CDF, R = {R}, ρ = {float(rho):.2f}{note}")
+    ax2.set_title("tail (up to the simulated 99.999th percentile)", fontsize=9)
+    fig.tight_layout()
+    _legend_below(fig, [ax1, ax2], ncol=4)
+    shown = [m for sr in lines for m in sr.members]
+    hidden = [m for m in methods if ok[m] and m not in shown]
+    note = ""
+    if omitted:
+        note += f"\nnot drawn, not a valid CDF here: {', '.join(omitted)}"
+    if hidden:
+        note += f"\nnot drawn (farther from the simulation by W): {', '.join(hidden)}"
+    fig.suptitle(f"Sojourn-time CDF, R = {R}, ρ = {float(rho):.2f} ({service} service){note}", fontsize=10,
+                 y=1.0, va="bottom")
     return save(fig, stem, **kw)
 
 
@@ -298,8 +488,10 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
             d = cmp.sel(service=svc, R=R)
             y1 = d["wasserstein_vs_exponential_sim"].values
             w = d["wasserstein_mean"]
-            if "fit_invalid" in d:
-                w = w.where(d["fit_invalid"] == 0)  # an invalid fit is never "the best approximation"
+            if "usable" in d:
+                w = w.where(d["usable"] != 0)  # an invalid fit is never "the best approximation"
+            elif "fit_invalid" in d:
+                w = w.where(d["fit_invalid"] == 0)
             y2 = w.sel({"approximation": cand}).min("approximation", skipna=True).values
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)  # the laws' sub-grid: join its points, skip the gaps
             if ok1.any():
@@ -308,8 +500,8 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
                 ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1, label=f"{svc} vs best approx")
         ax.set_title(f"R = {R}")
         ax.set_xlabel("load ρ")
-        ax.set_ylabel("Wasserstein distance")
-        ax.set_yscale("log")
+        ax.set_ylabel("W (time units)")
+        _log_axis(ax)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.tight_layout()
@@ -327,7 +519,10 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=(
     out = []
     out += wasserstein_vs_rho(cmp, outdir / "wasserstein_vs_rho", **kw)
     out += best_method_map(cmp, outdir / "best_method_map", **kw)
+    if "recommended" in cmp:
+        out += recommended_map(cmp, outdir / "recommended_map", **kw)
     out += percentile_error_vs_rho(cmp, outdir / "percentile_error_vs_rho", **kw)
+    out += percentile_error_vs_rho_corrected(cmp, outdir / "percentile_error_vs_rho_corrected", **kw)
     out += runtime_vs_R(cmp, outdir / "runtime_vs_R", **kw)
     for c in cdf_cells:
         # one cell each: read just its slices (the merged files are GBs once decompressed)
@@ -337,7 +532,7 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=(
             sim_c = sim[["count", "overflow"]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
             var = "cdf" if "cdf" in approx else "sf"
             approx_c = approx[[var]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
-        out += cdf_cell(sim_c, approx_c, R, rho, outdir / cdf_stem(c, decimals), **kw)
+        out += cdf_cell(sim_c, approx_c, R, rho, outdir / cdf_stem(c, decimals), cmp=cmp, **kw)
     if cmp.sizes["service"] > 1:
         out += mgr_laws(cmp, outdir / "mgr_laws", **kw)
     return out
