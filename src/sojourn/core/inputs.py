@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -23,6 +24,13 @@ def did_you_mean(word, choices, n: int = 1) -> str:
     if not close:
         return ""
     return "; did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
+
+
+def in_flag_terms(message: str, flags: dict) -> str:
+    """A library's message with its field names (``t_max``, ``warmup_time`` …) replaced by the flags the user
+    typed (``flags``: field -> flag, e.g. ``{"t_max": "--t-max"}``); whole words only, longest names first."""
+    pattern = r"(?<![\w.-])(" + "|".join(sorted(map(re.escape, flags), key=len, reverse=True)) + r")(?![\w-])"
+    return re.sub(pattern, lambda m: flags[m.group(1)], message)
 
 
 def choice(field: str, value, choices) -> str:

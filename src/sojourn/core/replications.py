@@ -8,11 +8,24 @@ import xarray as xr
 from .validate import finite_real
 
 
+#: default warm-up (and so cool-down) as a share of the horizon when none is given (README "Run windows").
+#: Evidence (exact M/M/1 = JSQ-PS with R = 1, the slowest case; JSQ with R = 3, 10 settles faster in simulation):
+#: from empty at rho = 0.95, E N(t) is within 5 % of its stationary value after 1700 time units (~ the relaxation
+#: time 1/(mu (1 - sqrt(rho))^2) = 1560) and within 1 % after 3300; a warm-up of 5 % leaves a start-up bias of the
+#: window mean of -0.58 % at horizon 20 000 and -0.0002 % at 160 000 (remaining deficit of
+#: int_0^inf (L - E_0 N(t)) dt = rho/(1 - rho)^3), far inside the CI of runs of those lengths. The pipeline
+#: configs use the same share explicitly (1000 of 20 000; the paper's 8000 of 160 000).
+WARMUP_FRACTION = 0.05
+
+
 def check_window(horizon, warmup, cooldown) -> tuple[float, float, float]:
-    """(horizon, warmup, cooldown) of a run, cool-down defaulting to the warm-up; ValueError naming the field
-    unless 0 ≤ warmup, 0 ≤ cooldown and warmup + cooldown < horizon."""
+    """(horizon, warmup, cooldown) of a run, the warm-up defaulting (None) to ``WARMUP_FRACTION`` of the horizon
+    and the cool-down to the warm-up; ValueError naming the field unless 0 ≤ warmup, 0 ≤ cooldown and
+    warmup + cooldown < horizon."""
     horizon = finite_real("horizon", horizon)
-    warmup = finite_real("warmup", warmup)
+    if not horizon > 0:
+        raise ValueError(f"horizon must be in (0, inf); got {horizon!r}")
+    warmup = WARMUP_FRACTION * horizon if warmup is None else finite_real("warmup", warmup)
     if warmup < 0:
         raise ValueError(f"warmup must be in [0, horizon); got {warmup!r}")
     cooldown = warmup if cooldown is None else finite_real("cooldown", cooldown)

@@ -139,3 +139,72 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0):
     lflat, hflat, mflat = low.reshape(-1), high.reshape(-1), method.reshape(-1)
     lflat[idx], hflat[idx], mflat[idx] = lo[good], hi[good], CI_BOOTSTRAP
     return mean, lflat.reshape(lead), hflat.reshape(lead), mflat.reshape(lead)
+
+
+#: names of the ``*_ci_method`` flag values, as printed
+CI_NAMES = {CI_T: "t", CI_BOOTSTRAP: "BCa"}
+
+
+def ci_decimals(value, low, high, digits: int = 2):
+    """Decimal places at which the CI's larger half-width shows ``digits`` significant digits (negative: round
+    to tens, hundreds …); None without a finite, non-zero width."""
+    half = max(abs(high - value), abs(value - low), (high - low) / 2.0)
+    if not (np.isfinite(half) and half > 0):
+        return None
+    return digits - 1 - int(np.floor(np.log10(half)))
+
+
+def _fixed(x: float, decimals: int) -> str:
+    return f"{x:.{decimals}f}" if decimals >= 0 else f"{round(x, decimals):.0f}"
+
+
+def format_with_ci(value, low, high, digits: int = 2, resolution: float | None = None) -> str:
+    """``value`` with as many digits as its CI [low, high] supports: the half-width to ``digits`` significant
+    digits and the value rounded at the same decimal place, never finer than ``resolution`` (e.g. the bin width
+    of the histogram a percentile comes from). ``"2.277 ± 0.041"`` when the rounded interval is symmetric (a
+    t-interval), else ``"14.2 [13.9, 14.6]"`` (e.g. BCa); without a CI (NaN ends, one replication) 3
+    significant digits and ``"(no CI)"``; ``"n/a"`` for a NaN value."""
+    value, low, high = float(value), float(low), float(high)
+    if not np.isfinite(value):
+        return "n/a"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{value:.3g} (no CI)"
+    d = ci_decimals(value, low, high, digits)
+    coarsest = None if resolution is None else -int(np.floor(np.log10(resolution)))
+    if d is None:  # every replication gave the same value
+        return f"{value:.6g} ± 0" if coarsest is None else f"{_fixed(value, coarsest)} ± 0"
+    if coarsest is not None:
+        d = min(d, coarsest)
+    v, lo, hi = (_fixed(x, d) for x in (value, low, high))
+    up, down = _fixed(high - value, d), _fixed(value - low, d)
+    return f"{v} ± {up}" if up == down else f"{v} [{lo}, {hi}]"
+
+
+#: customers per replication that must lie beyond a percentile for it to be reported (fewer: the percentile of
+#: a replication is biased towards its largest values, at 0 it is the sample maximum)
+TAIL_MIN = 100
+
+
+def percentiles_per_replication(count, overflow, t, dt, p):
+    """Each replication's percentiles and how many of its customers lie beyond them.
+
+    ``count`` (replication, t) histogram with bins [t_i, t_i + dt), ``overflow`` (replication,); ``p`` the
+    probabilities. Returns (x, beyond), both (replication, P): x the first right bin edge with F > p (the
+    paper's percentile, :func:`quantile`; NaN past the grid) and beyond the number of the replication's
+    customers with value ≥ x (its overflow where x is NaN).
+    """
+    count = np.asarray(count, dtype=np.int64)
+    overflow = np.asarray(overflow, dtype=np.int64)
+    p = np.atleast_1d(np.asarray(p, dtype=float))
+    cum = np.cumsum(count, axis=-1)
+    total = cum[..., -1] + overflow
+    with np.errstate(invalid="ignore", divide="ignore"):
+        F = cum / total[..., None]
+    above = F[..., None, :] > p.reshape(-1, 1)  # (rep, P, t)
+    found = above.any(axis=-1)
+    idx = np.argmax(above, axis=-1)
+    edges = np.asarray(t, dtype=float) + float(dt)
+    x = np.where(found, edges[idx], np.nan)
+    below = np.take_along_axis(cum, idx, axis=-1)  # customers in bins up to the one ending at x
+    beyond = np.where(found, total[..., None] - below, overflow[..., None])
+    return x, beyond.astype(np.int64)
