@@ -226,7 +226,7 @@ def test_cli_writes_dataset_and_prints_summary(tmp_path, capsys):
     (["--load", "0.5", "--dispatch", "nearest"], "dispatch"),
     (["--load", "0.5", "--discipline", "limited:x"], "discipline"),
     (["--load", "0.5", "--service", "cauchy"], "law"),
-    (["--load", "0.5", "--horizon", "100"], "horizon"),
+    (["--load", "0.5", "--horizon", "100", "--warmup", "50"], "horizon"),
     (["--load", "0.5", "--backend", "gpu"], "backend"),
     (["--load", "0.5", "--replications", "0"], "replications"),
     (["--load", "0.5", "--dt", "0"], "dt"),

@@ -2,15 +2,12 @@
 netCDF dataset, print a one-screen summary) and ``sojourn approximate`` (one analytic sojourn-time CDF)."""
 from __future__ import annotations
 
-import re
 import time
 
-import numpy as np
-
 from ..core import validate as V
-from ..core.inputs import check_output, choice, did_you_mean
+from ..core.inputs import check_output, choice, did_you_mean, in_flag_terms
+from ..core.replications import WARMUP_FRACTION
 
-PERCENTILES = (0.99, 0.999, 0.9999, 0.99999)
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
 # API field names in the messages of the library -> the flags a user of these commands typed
@@ -23,8 +20,7 @@ FLAGS = {"servers": "--servers", "load": "--load", "mu": "--mu", "horizon": "--h
 
 def _in_flag_terms(message: str) -> str:
     """A library message with its field names (``t_max``, ``L1`` …) replaced by the flags (``--t-max``)."""
-    pattern = r"(?<![\w.-])(" + "|".join(sorted(map(re.escape, FLAGS), key=len, reverse=True)) + r")(?![\w-])"
-    return re.sub(pattern, lambda m: FLAGS[m.group(1)], message)
+    return in_flag_terms(message, FLAGS)
 
 
 def _dispatch(text: str) -> dict:
@@ -107,7 +103,11 @@ def _register_simulate(subparsers) -> None:
     p = subparsers.add_parser(
         "simulate",
         help="simulate R PS servers behind a dispatcher and write the sojourn-time histogram (netCDF)",
-        description="Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset.",
+        description="Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset. The summary "
+                    "gives the mean sojourn and the 99th to 99.999th percentiles with 95%% confidence intervals "
+                    "across replications, each to the digits its interval supports; a percentile with fewer than "
+                    "100 recorded customers per replication beyond it is reported as 'too few customers' with the "
+                    "--horizon it would need. The output file holds the summary beside the histograms.",
     )
     p.add_argument("--servers", "-R", type=int, required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=float, required=True, help="load rho in (0, 1)")
@@ -116,10 +116,16 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--arrivals", default="exponential", help="inter-arrival law shape (default Poisson)")
     p.add_argument("--dispatch", default="jsq", help="jsq | random | round-robin | jsq-d:D")
     p.add_argument("--discipline", default="ps", help="ps | limited:C | capacitated:THETA")
-    p.add_argument("--horizon", type=float, default=160_000.0, help="run length T (default 160000)")
-    p.add_argument("--warmup", type=float, default=8_000.0, help="warm-up W (default 8000)")
-    p.add_argument("--cooldown", type=float, default=None, help="cool-down C (default = warm-up)")
-    p.add_argument("--replications", type=int, default=1, help="independent replications (default 1)")
+    p.add_argument("--horizon", type=float, default=160_000.0, help="run length T per replication (default 160000)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="warm-up W: customers arriving before it are not recorded (default 5%% of --horizon: "
+                        "8000 of 160000; from empty at load 0.95 one server settles in ~1700 time units)")
+    p.add_argument("--cooldown", type=float, default=None,
+                   help="cool-down C: customers arriving after T - C are not recorded (default = the warm-up); "
+                        "--warmup + --cooldown must be < --horizon")
+    p.add_argument("--replications", type=int, default=10,
+                   help="independent replications, run one after the other in this process (default 10; every "
+                        "percentile and mean is printed with its 95%% CI across them, none with 1)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
     p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
@@ -135,12 +141,13 @@ def _check_simulate(args):
 
     servers, load, mu = _system(args)
     horizon = V.positive_finite("--horizon", args.horizon)
-    warmup = V.nonnegative_finite("--warmup", args.warmup)
+    warmup = (WARMUP_FRACTION * horizon if args.warmup is None else V.nonnegative_finite("--warmup", args.warmup))
     cooldown = warmup if args.cooldown is None else V.nonnegative_finite("--cooldown", args.cooldown)
     if not horizon > warmup + cooldown:
         note = " (--cooldown defaults to --warmup)" if args.cooldown is None else ""
         raise ValueError(f"--horizon must be > --warmup + --cooldown = {warmup:g} + {cooldown:g} = "
                          f"{warmup + cooldown:g}{note}; got {horizon:g}")
+    args.warmup, args.cooldown = warmup, cooldown  # the window the run uses, defaults resolved
     V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
     choice("--backend", args.backend, BACKENDS)
@@ -158,34 +165,45 @@ def _check_simulate(args):
 
 def run_simulate(args) -> int:
     from ..core.io import write_netcdf
-    from ..core.stats import mean_ci, pooled_cdf, quantile
-    from .simulate import simulate
+    from ..core.summary import ci_header, mean_text, percentile_text, round_up
+    from .simulate import SUMMARY_PERCENTILES, simulate, summary
 
+    defaults = (args.warmup is None, args.cooldown is None)
     spec = _check_simulate(args)
     t0 = time.perf_counter()
     ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
                   replications=args.replications, seed=args.seed, backend=args.backend, dt=args.dt,
                   t_max=args.t_max)
     wall = time.perf_counter() - t0
-    write_netcdf(ds, args.output)
+    s = summary(ds, SUMMARY_PERCENTILES)
+    write_netcdf(ds.merge(s), args.output)
 
+    H, W, C = args.horizon, float(ds.attrs["warmup"]), float(ds.attrs["cooldown"])
     k = ds.sizes["replication"]
-    m, hw = mean_ci(ds["mean"].values)
-    F = pooled_cdf(ds["count"].values, ds["overflow"].values)
-    edges = ds["t"].values + args.dt  # the pooled CDF is known at the right bin edges
-    qs = quantile(edges, F, np.array(PERCENTILES))
+    n = int(ds["n_customers"].sum())
     print(f"model        {spec.describe()}")
     print(f"dispatch     {spec.dispatch}{'' if spec.choices is None else f' (d={spec.choices})'}, "
           f"discipline {spec.discipline}, backend {ds.attrs['backend']} ({ds.attrs['kernel']} kernel)")
-    print(f"window       horizon {args.horizon:g}, warm-up {ds.attrs['warmup']:g}, cool-down {ds.attrs['cooldown']:g}, "
-          f"{k} replication(s), seed {args.seed}")
-    print(f"customers    {int(ds['n_customers'].sum()):,} recorded ({int(ds['overflow'].sum())} beyond t_max)")
-    ci = "n/a (1 replication)" if not np.isfinite(hw) else f"± {hw:.4g} (95% t-interval across replications)"
-    print(f"mean sojourn {m:.6g} {ci}")
-    print(f"mean number  {float(ds['mean_number_per_server'].mean()):.6g} per server (time average)")
-    for p, q in zip(PERCENTILES, qs):
-        label = f"{100 * p:g}th"
-        print(f"{label:>9} percentile  {q:.4g}" if np.isfinite(q) else f"{label:>9} percentile  > t_max")
+    if all(defaults):
+        window = f"warm-up {W:g} and cool-down {C:g} (default: {100 * WARMUP_FRACTION:g}% of the horizon each)"
+    else:
+        window = (f"warm-up {W:g}{f' (default: {100 * WARMUP_FRACTION:g}% of the horizon)' if defaults[0] else ''}, "
+                  f"cool-down {C:g}{' (default: the warm-up)' if defaults[1] else ''}")
+    print(f"window       horizon {H:g} per replication, {window}; {k} replication{'s' * (k > 1)}, seed {args.seed}")
+    print(f"recorded     {100 * (H - W - C) / H:.3g}% of the horizon: {n:,} customers ({n / k:,.0f} per replication; "
+          f"{int(ds['overflow'].sum())} beyond t_max)")
+    print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")
+    print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average)")
+    print(f"percentiles  {ci_header(s, 'sojourn')}")
+
+    def need(factor: float) -> str:  # the --horizon that records `factor` times the customers of this run
+        factor *= 1.2  # a margin: at exactly the estimated length, half the runs would fall short
+        longer = H * factor if defaults[0] else W + C + (H - W - C) * factor
+        return f"--horizon >= {round_up(longer):,.0f}"
+
+    for i, pc in enumerate(s["percentile"].values):
+        label = f"{pc:g}th"
+        print(f"{label:>9}    {percentile_text(s, 'sojourn', i, need=need, t_max=args.t_max)}")
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
     return 0

@@ -181,7 +181,7 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
 
 # ---------------------------------------------------------------------------------------------
 # public API
-def simulate_replication(spec, replication=0, seed=0, *, horizon=160_000.0, warmup=8_000.0, cooldown=None,
+def simulate_replication(spec, replication=0, seed=0, *, horizon=160_000.0, warmup=None, cooldown=None,
                          backend="fast", dt=0.01, t_max=182.32, occupancy_max=200, kernel="auto",
                          service_bins=None) -> xr.Dataset:
     """One replication (index ``replication``) of ``spec`` as a Dataset with a length-1 ``replication`` dim.
@@ -195,14 +195,14 @@ def simulate_replication(spec, replication=0, seed=0, *, horizon=160_000.0, warm
                     replication_offset=replication, kernel=kernel, service_bins=service_bins)
 
 
-def simulate(spec, horizon=160_000.0, warmup=8_000.0, cooldown=None, replications=1, seed=0, backend="fast",
+def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=1, seed=0, backend="fast",
              dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
              service_bins=None, max_workers=None) -> xr.Dataset:
     """Simulate ``replications`` independent replications of ``spec`` (a stable :class:`JSQPS`).
 
     horizon, warmup, cooldown
-        Run length T, warm-up W and cool-down C (default C = W); customers arriving in (W, T − C) are
-        recorded and followed to departure.
+        Run length T, warm-up W (default 5 % of T, ``sojourn.core.replications.WARMUP_FRACTION``) and
+        cool-down C (default C = W); customers arriving in (W, T − C) are recorded and followed to departure.
     seed, replication_offset
         Replication k (k = replication_offset, …, replication_offset + replications − 1) uses the stream
         ``sojourn.core.seeds.replication_seed_sequence(seed, spec, k)``.
@@ -229,7 +229,7 @@ def simulate(spec, horizon=160_000.0, warmup=8_000.0, cooldown=None, replication
                          max_workers=max_workers)[0]
 
 
-def simulate_many(specs, horizon=160_000.0, warmup=8_000.0, cooldown=None, replications=1, seed=0,
+def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replications=1, seed=0,
                   backend="fast", dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
                   service_bins=None, max_workers=None) -> list[xr.Dataset]:
     """:func:`simulate` for several specs with shared settings; one Dataset per spec, in order.
@@ -282,3 +282,21 @@ def concat_replications(datasets) -> xr.Dataset:
     duplicate replication indices are an error.
     """
     return _concat(datasets, ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "occupancy_max"))
+
+
+#: the percentiles of :func:`summary` (and of ``sojourn simulate``), in percent
+SUMMARY_PERCENTILES = (99.0, 99.9, 99.99, 99.999)
+
+
+def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float = 0.95) -> xr.Dataset:
+    """Sojourn-time percentiles (in percent) of a :func:`simulate` dataset with CIs across its replications and
+    the customers beyond each, and the CIs of the mean sojourn and of the mean number per server
+    (:func:`sojourn.core.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
+    ``_ci_high``, ``_ci_method``, ``_too_few``; ``sojourn_beyond``; ``mean_ci_low`` …); merge it into ``ds``
+    to store it beside the histograms."""
+    from ..core.summary import summary_dataset
+
+    return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
+                           percentiles, prefix="sojourn", replication=ds["replication"].values,
+                           means={"mean": ds["mean"].values, "mean_number_per_server": ds["mean_number_per_server"].values},
+                           confidence=confidence, units=ds["t"].attrs.get("units", ""))
