@@ -106,6 +106,6 @@ def test_output_folder_is_checked_before_compute(tmp_path):
         _run(argv)
     assert not out.parent.exists()
     assert _run(argv + ["--mkdir"]) == 0 and out.exists()
-    with pytest.raises(ValueError, match="t_max must be a multiple of dt"):
+    with pytest.raises(ValueError, match="--t-max must be a multiple of --dt"):
         _run(argv[:-2] + ["-o", str(tmp_path / "x.nc"), "--t-max", "1.005"])
     assert not (tmp_path / "x.nc").exists()

@@ -87,7 +87,12 @@ def run_exact(args) -> int:
 
 
 def _simulate(sub):
-    p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF")
+    p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF",
+                       description="Simulate split-merge or fork-join and write a netCDF dataset with the histograms "
+                                   "and the summary. Means and latency percentiles are printed with 95%% confidence "
+                                   "intervals across replications, to the digits the interval supports; a percentile "
+                                   "with fewer than 100 workunits per replication beyond it is reported as 'too few "
+                                   "workunits' with the run length it would need.")
     _system_args(p)
     p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
                    help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation)")
@@ -95,8 +100,11 @@ def _simulate(sub):
     g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
     g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
     p.add_argument("--warmup", type=float, default=None,
-                   help="warm-up: workunits discarded (with --workunits; default 10%%) or time (with --horizon)")
-    p.add_argument("--replications", type=int, default=10, help="independent replications (default 10)")
+                   help="warm-up: workunits discarded (with --workunits; default 10%% of --workunits) or time "
+                        "(with --horizon; default 10%% of --horizon); must be < --horizon")
+    p.add_argument("--replications", type=int, default=10,
+                   help="independent replications (default 10; means and percentiles are printed with their 95%% "
+                        "CI across them)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
     p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin's left edge (default 200)")
@@ -106,12 +114,18 @@ def _simulate(sub):
     p.set_defaults(func=run_simulate)
 
 
+#: library field names in the run-length and grid checks -> the flags of ``simulate``
+_SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workunits": "--warmup",
+              "warmup_time": "--warmup", "dt": "--dt", "t_max": "--t-max", "replications": "--replications",
+              "seed": "--seed"}
+
+
 def run_simulate(args) -> int:
-    from ..core.inputs import check_output
+    from ..core.inputs import check_output, in_flag_terms
     from ..core.io import write_netcdf
+    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .exact import exact_results
-    from .simulate import simulate
-    from .summary import summarize
+    from .simulate import _plan, simulate
 
     spec = _spec(args, args.model)
     kw = {}
@@ -120,35 +134,60 @@ def run_simulate(args) -> int:
     else:
         w = args.warmup
         if w is not None and not float(w).is_integer():
-            raise ValueError(f"warmup must be a whole number of workunits with --workunits; got {w!r}")
+            raise ValueError(f"--warmup must be a whole number of workunits with --workunits; got {w!r}")
         kw.update(workunits=args.workunits or 500_000, warmup_workunits=None if w is None else int(w))
     ps = _percentiles(args.percentiles)
-    from .simulate import _plan
-
-    _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
-          args.dt, args.t_max)  # every run-length and grid check before any compute
+    try:  # every run-length and grid check before any compute
+        plan = _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
+                     args.dt, args.t_max)
+    except ValueError as exc:
+        raise ValueError(in_flag_terms(str(exc), _SIM_FLAGS)) from None
     check_output(args.output, "--output", mkdir=args.mkdir)
     t0 = time.perf_counter()
     ds = simulate(spec, replications=args.replications, seed=args.seed, dt=args.dt, t_max=args.t_max, **kw)
     wall = time.perf_counter() - t0
-    write_netcdf(ds, args.output)
-    s = summarize(ds, ps, confidence=0.99)
+    s = summary_dataset(ds["latency_count"].values, ds["latency_overflow"].values, ds["t"].values, args.dt,
+                        [100 * p for p in ps], prefix="latency", replication=ds["replication"].values,
+                        means={v: ds[v].values for v in ("mean_delay", "mean_latency", "host_utilisation",
+                                                         "host_computing", "throughput")},
+                        what="workunits")
+    write_netcdf(ds.merge(s), args.output)
     e = exact_results(spec, ps)
-    ci = lambda mh: f"{mh[0]:.6g} ± {mh[1]:.3g}" if np.isfinite(mh[1]) else f"{mh[0]:.6g} (1 replication: no CI)"
+    k = int(ds.sizes["replication"])
+    workunits, horizon, warm_n, warm_t = plan[:4]
+    per_rep = float(ds.workunits.mean())
     print(f"system        {spec.describe()}")
-    print(f"run           {int(ds.workunits.sum()):,} workunits recorded over {s['replications']} replication(s), "
-          f"seed {args.seed}; ± = 99% t-interval across replications")
+    if args.horizon is None:
+        share = 100 * workunits / (workunits + warm_n)
+        print(f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {workunits:,} workunits per "
+              f"replication after {warm_n:,} discarded ({share:.3g}% of those simulated"
+              f"{', warm-up default: 10% of --workunits' if args.warmup is None else ''})")
+    else:
+        print(f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
+              f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
+              f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
+    ci = "  (95% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")
         tail = f"   exact {ex:.6g} ({e['delay_method']})" if np.isfinite(ex) else "   (no exact value)"
-        print(f"{label:14s}{ci(s[v])}{tail}")
+        print(f"{label:14s}{mean_text(ds[v].values)}{tail}")
+    print(f"{'latency':14s}percentiles: {ci_header(s, 'latency')}")
+
+    def need(factor: float) -> str:  # the run length that records `factor` times the workunits of this run
+        factor *= 1.2  # a margin: at exactly the estimated length, half the runs would fall short
+        if args.horizon is None:
+            return f"--workunits >= {round_up(workunits * factor):,.0f}"
+        longer = horizon * factor if args.warmup is None else warm_t + (horizon - warm_t) * factor
+        return f"--horizon >= {round_up(longer):,.0f}"
+
     for i, pc in enumerate(ps):
-        m, h = s["latency_percentile"][0][i], s["latency_percentile"][1][i]
         ex = e["latency_percentile"][i]
         tail = f"   exact {ex:.6g}" if np.isfinite(ex) else ""
-        print(f"latency p{100 * pc:g}".ljust(14) + ci((m, h)) + tail)
-    print(f"{'utilisation':14s}{ci(s['host_utilisation'])} held, {ci(s['host_computing'])} computing")
-    print(f"{'throughput':14s}{ci(s['throughput'])}   (max {spec.max_throughput:.6g})")
+        text = percentile_text(s, "latency", i, what="workunits", need=need, t_max=args.t_max)
+        print(f"  p{100 * pc:g}".ljust(14) + text + tail)
+    print(f"{'utilisation':14s}{mean_text(ds.host_utilisation.values)} held, "
+          f"{mean_text(ds.host_computing.values)} computing")
+    print(f"{'throughput':14s}{mean_text(ds.throughput.values)}   (max {spec.max_throughput:.6g}){ci}")
     print(f"{'wall time':14s}{wall:.3f} s")
     print(f"{'output':14s}{args.output}")
     return 0

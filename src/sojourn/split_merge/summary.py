@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..core.stats import cdf_from_histogram, mean_ci, quantile
+from ..core.stats import TAIL_MIN, cdf_from_histogram, mean_ci, percentiles_per_replication, quantile
 
 
 def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
@@ -20,14 +20,20 @@ def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
 
 
 def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = 0.99) -> dict:
-    """Means (delay, latency, utilisation, throughput) and latency percentiles, each (mean, half-width)."""
+    """Means (delay, latency, utilisation, throughput) and latency percentiles, each (mean, half-width); with
+    ``latency_beyond`` (workunits per replication at or beyond each percentile, on average) and
+    ``latency_too_few`` (True where fewer than ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some
+    replication, lie beyond: too few to estimate the percentile, whatever its half-width says)."""
     out = {"replications": int(ds.sizes["replication"]), "confidence": float(confidence)}
     for v in ("mean_delay", "mean_latency", "host_utilisation", "host_computing", "throughput"):
         m, h = mean_ci(ds[v].values, confidence=confidence)
         out[v] = (float(m), float(h))
     ps = np.atleast_1d(np.asarray(percentiles, dtype=float))
-    per = percentile_per_replication(ds, "latency", ps)
+    per, beyond = percentiles_per_replication(ds["latency_count"].values, ds["latency_overflow"].values,
+                                              ds["t"].values, float(ds.attrs["dt"]), ps)
     m, h = mean_ci(per, confidence=confidence)
     out["percentiles"] = ps
     out["latency_percentile"] = (np.atleast_1d(m), np.atleast_1d(h))
+    out["latency_beyond"] = beyond.mean(axis=0)
+    out["latency_too_few"] = (beyond.mean(axis=0) < TAIL_MIN) | (beyond == 0).any(axis=0)
     return out
