@@ -28,17 +28,41 @@ def _model_args(p, output=True):
                    help="override the external signal rate of --queue")
     p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
     if output:
-        p.add_argument("--output", "-o", required=True, help="output netCDF file")
+        p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
+        p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
 
 
 def _sim_args(p):
     p.add_argument("--replications", type=int, default=10, help="independent replications (default 10)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--horizon", type=float, default=200_000.0, help="run length (default 200000)")
-    p.add_argument("--warmup", type=float, default=10_000.0, help="warm-up = cool-down (default 10000)")
+    p.add_argument("--horizon", type=float, default=200_000.0, help="run length per replication (default 200000)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="warm-up = cool-down: jobs arriving before it or after --horizon minus it are not recorded "
+                        "(default 5%% of --horizon: 10000 of 200000); 2 --warmup must be < --horizon")
     p.add_argument("--dt", type=float, default=0.05, help="response-time histogram bin width (default 0.05)")
     p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin left edge (default 200)")
-    p.add_argument("--confidence", type=float, default=0.99, help="CI level (default 0.99)")
+    p.add_argument("--confidence", type=float, default=0.99,
+                   help="CI level of the printed means and 99th percentile, across replications (default 0.99)")
+
+
+def _window(args) -> None:
+    """--horizon, --warmup (default 5 % of --horizon; the cool-down equals it), --confidence and --output checked in
+    flag terms before any compute; the default warm-up resolved in ``args``."""
+    from ..core import validate as V
+    from ..core.inputs import check_output
+    from ..core.replications import WARMUP_FRACTION
+
+    horizon = V.positive_finite("--horizon", args.horizon)
+    args.warmup_default = args.warmup is None
+    warmup = WARMUP_FRACTION * horizon if args.warmup is None else V.nonnegative_finite("--warmup", args.warmup)
+    if not horizon > 2 * warmup:
+        raise ValueError(f"--horizon must be > 2 * --warmup = {2 * warmup:g} (the cool-down equals the warm-up); "
+                         f"got {horizon:g}")
+    args.warmup = warmup
+    V.integer_at_least("--replications", args.replications, 1)
+    V.integer_at_least("--seed", args.seed, 0)
+    V.probability_open("--confidence", args.confidence)
+    check_output(args.output, "--output", mkdir=args.mkdir)
 
 
 def _load(args):
@@ -95,11 +119,13 @@ def _simulate(sub):
 def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
+    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .product_form import solve
-    from .simulate import SimulationSpec, simulate, summary
+    from .simulate import SimulationSpec, simulate
 
     net = _load(args)
     timeout = parse_law(args.timeout) if args.timeout else None
+    _window(args)
     if args.semantics == "timeout":
         for i in range(len(net.queues)):
             net = net.with_signal_rate(0.0, i)
@@ -108,16 +134,34 @@ def run_simulate(args) -> int:
     ds = simulate(spec, replications=args.replications, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
                   dt=args.dt, t_max=args.t_max)
     wall = time.perf_counter() - t0
-    write_netcdf(ds, args.output)
-    s = summary(ds, confidence=args.confidence)
-    c = f"{100 * args.confidence:g}% CI over {args.replications} replications"
+    conf = args.confidence
+    s = summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, args.dt, [99.0],
+                        prefix="response_time", replication=ds["replication"].values,
+                        means={"mean": ds["mean"].values, "throughput": ds["throughput"].values,
+                               "mean_restarts": ds["mean_restarts"].values},
+                        confidence=conf, units=ds["mean"].attrs.get("units", ""), what="jobs")
+    write_netcdf(ds.merge(s), args.output)
+    k = args.replications
+    H, W = args.horizon, args.warmup
+    n = int(ds["n_customers"].sum())
+    c = f"  ({100 * conf:g}% Student-t CI across {k} replications)" if k > 1 else ""
     print(f"model        {spec.describe()}")
-    print(f"jobs         {int(ds['n_customers'].sum()):,} recorded, {int(ds['events'].sum()):,} events, {wall:.2f} s")
-    for name, label in (("response_time", "mean response time"), ("percentile", "99th percentile"),
-                        ("mean_number", "mean number"), ("throughput", "throughput"),
-                        ("mean_restarts", "restarts per job")):
-        m, h = s[name]
-        print(f"{label:<19}{m:.6g} ± {h:.3g}  ({c})")
+    print(f"window       horizon {H:g} per replication, warm-up = cool-down {W:g}"
+          f"{f' (default: 5% of the horizon)' if args.warmup_default else ''}; {k} replication{'s' * (k > 1)}, "
+          f"seed {args.seed}")
+    print(f"recorded     {100 * (H - 2 * W) / H:.3g}% of the horizon: {n:,} jobs ({n / k:,.0f} per replication), "
+          f"{int(ds['events'].sum()):,} events, {wall:.2f} s")
+    print(f"{'mean response time':<19}{mean_text(ds['mean'].values, conf)}{c}")
+
+    def need(factor: float) -> str:  # the --horizon that records `factor` times the jobs of this run
+        factor *= 1.2  # a margin: at exactly the estimated length, half the runs would fall short
+        return f"--horizon >= {round_up(H * factor if args.warmup_default else 2 * W + (H - 2 * W) * factor):,.0f}"
+
+    print(f"{'99th percentile':<19}{percentile_text(s, 'response_time', 0, what='jobs', need=need, t_max=args.t_max)}")
+    print(f"{'':<19}({ci_header(s, 'response_time')})")
+    print(f"{'mean number':<19}{mean_text(ds['mean_number'].values.sum(axis=-1), conf)}")
+    print(f"{'throughput':<19}{mean_text(ds['throughput'].values, conf)}")
+    print(f"{'restarts per job':<19}{mean_text(ds['mean_restarts'].values, conf)}")
     if args.semantics == "signal":
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
@@ -141,6 +185,7 @@ def run_optimise(args) -> int:
     from .optimise import optimise, report_lines
 
     net = _load(args)
+    _window(args)
     ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus, replications=args.replications,
                   seed=args.seed, confidence=args.confidence,
                   sim=dict(horizon=args.horizon, warmup=args.warmup, dt=args.dt, t_max=args.t_max))

@@ -13,19 +13,21 @@ import xarray as xr
 
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
-from ..core.stats import mean_ci
+from ..core.stats import TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
 from .product_form import optimal_signal_rate
-from .simulate import SimulationSpec, percentile_per_replication, simulate
+from .simulate import SimulationSpec, simulate
 
 
 def _sim_stats(ds, confidence, percentile):
-    q = percentile_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values,
-                                   float(ds.attrs["dt"]), percentile)
+    """(mean, half-width, percentile, half-width, jobs per replication beyond the percentile)."""
+    q, beyond = percentiles_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values,
+                                            float(ds.attrs["dt"]), percentile)
     m, h = mean_ci(ds["mean"].values, confidence=confidence)
-    pm, ph = mean_ci(q, confidence=confidence)
-    return float(m), float(h), float(pm), float(ph)
+    pm, ph = mean_ci(q[:, 0], confidence=confidence)
+    few = beyond[:, 0].mean() if (beyond[:, 0] > 0).all() else 0.0  # none beyond in a replication: its maximum
+    return float(m), float(h), float(pm), float(ph), float(few)
 
 
 def default_taus(g_star: float, points: int = 13, span: float = 10.0) -> np.ndarray:
@@ -85,6 +87,12 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
             "tau_response_time_half_width": ("tau", sweep[:, 1], {"long_name": "CI half-width", "units": "time"}),
             "tau_percentile": ("tau", sweep[:, 2], {"long_name": "response-time percentile, timeout tau", "units": "time"}),
             "tau_percentile_half_width": ("tau", sweep[:, 3], {"long_name": "CI half-width", "units": "time"}),
+            "sim_percentile_beyond": ("semantics", [point[s][4] for s in sem],
+                                      {"long_name": "jobs per replication at or beyond the percentile (mean; 0 if "
+                                                    "none in some replication)", "units": "1"}),
+            "tau_percentile_beyond": ("tau", sweep[:, 4], {"long_name": "jobs per replication at or beyond the "
+                                                                        "percentile (mean; 0 if none in some "
+                                                                        "replication)", "units": "1"}),
             "tau_best_mean": ((), float(taus[best_mean]), {"long_name": "tau of the sweep with the smallest mean "
                                                                         "response time", "units": "time"}),
             "tau_best_percentile": ((), float(taus[best_pct]), {"long_name": "tau of the sweep with the smallest "
@@ -100,27 +108,38 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     return ds
 
 
+def _pm(m: float, h: float) -> str:
+    return format_with_ci(m, m - h, m + h)
+
+
+def _pct(m: float, h: float, beyond: float) -> str:
+    """A percentile with its CI, or "too few jobs" when fewer than TAIL_MIN per replication lie beyond it."""
+    if beyond < TAIL_MIN:
+        return f"too few jobs ({beyond:,.0f} beyond it per replication, < {TAIL_MIN})"
+    return _pm(m, h)
+
+
 def report_lines(ds: xr.Dataset) -> list[str]:
-    """The optimisation result as terminal lines."""
+    """The optimisation result as terminal lines (each mean and percentile to the digits its CI supports)."""
     conf = float(ds.attrs["confidence"])
     pct = 100 * float(ds.attrs["percentile"])
     g = float(ds["g_star"])
     out = [f"g* = {g:.6g}  (queue {ds.attrs['queue']}, bounds {ds.attrs['bounds']})",
            f"product form  E[T](g*) = {float(ds['response_time_pf']):.6g}  (without restarts "
-           f"{float(ds['response_time_pf_no_restart']):.6g})"]
+           f"{float(ds['response_time_pf_no_restart']):.6g})",
+           f"simulated: {100 * conf:g}% Student-t CIs across {ds.attrs['replications']} replications; a percentile "
+           f"needs >= {TAIL_MIN} jobs per replication beyond it"]
     for s in ds["semantics"].values.tolist():
         d = ds.sel(semantics=s)
-        out.append(f"simulated {s:<20} E[T] = {float(d['sim_response_time']):.6g} ± "
-                   f"{float(d['sim_response_time_half_width']):.3g}   p{pct:g} = {float(d['sim_percentile']):.4g} ± "
-                   f"{float(d['sim_percentile_half_width']):.3g}   ({100 * conf:g}% CI, "
-                   f"{ds.attrs['replications']} replications)")
+        out.append(f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
+                   f"   p{pct:g} = {_pct(float(d['sim_percentile']), float(d['sim_percentile_half_width']), float(d['sim_percentile_beyond']))}")
     out.append("deterministic timeouts tau:")
     for t in ds["tau"].values:
         d = ds.sel(tau=t)
-        out.append(f"  tau = {t:9.4g}   E[T] = {float(d['tau_response_time']):.5g} ± "
-                   f"{float(d['tau_response_time_half_width']):.3g}   p{pct:g} = {float(d['tau_percentile']):.4g} ± "
-                   f"{float(d['tau_percentile_half_width']):.3g}")
+        out.append(f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
+                   f"   p{pct:g} = {_pct(float(d['tau_percentile']), float(d['tau_percentile_half_width']), float(d['tau_percentile_beyond']))}")
     tm, tp = float(ds["tau_best_mean"]), float(ds["tau_best_percentile"])
+    few = " (from percentiles with too few jobs beyond them)" if float(ds["tau_percentile_beyond"].min()) < TAIL_MIN else ""
     out.append(f"best tau for the mean: {tm:.4g} (restart rate 1/tau = {1 / tm:.4g}, g*/(1/tau) = {g * tm:.3g}); "
-               f"best tau for p{pct:g}: {tp:.4g}")
+               f"best tau for p{pct:g}: {tp:.4g}{few}")
     return out

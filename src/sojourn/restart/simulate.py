@@ -228,13 +228,14 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
 
 
 def simulate(spec: SimulationSpec, replications: int = 1, seed: int = 0, *, horizon: float = 200_000.0,
-             warmup: float = 10_000.0, cooldown: float | None = None, dt: float = 0.05, t_max: float = 200.0,
+             warmup: float | None = None, cooldown: float | None = None, dt: float = 0.05, t_max: float = 200.0,
              restart_max: int = 50, replication_offset: int = 0, max_jobs: int = 500,
              max_events: int = 200_000_000) -> xr.Dataset:
     """Replications ``replication_offset`` … of ``spec``; replication k uses
     ``sojourn.core.seeds.replication_rng(seed, spec, k)`` (independent of order and process).
 
-    Jobs arriving in (warmup, horizon − cooldown) are recorded (cooldown defaults to warmup); time
+    Jobs arriving in (warmup, horizon − cooldown) are recorded (warmup defaults to 5 % of the horizon,
+    ``sojourn.core.replications.WARMUP_FRACTION``, cooldown to warmup); time
     averages are over that window. The response-time histogram has bins of width dt up to t_max.
     A replication in which more than ``max_jobs`` jobs are present at once, or that needs more than
     ``max_events`` events, is stopped and flagged ``unstable`` (1 resp. 2; its measures are NaN):
@@ -276,12 +277,18 @@ def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:
 
 def summary(ds: xr.Dataset, confidence: float = 0.99, percentile: float = 0.99) -> dict:
     """Means over replications with Student-t half-widths: response time, its ``percentile`` quantile,
-    total mean number of jobs, throughput and restarts per job."""
-    from ..core.stats import mean_ci
+    total mean number of jobs, throughput and restarts per job; with ``percentile_beyond`` (jobs per replication
+    at or beyond the percentile, on average) and ``percentile_too_few`` (True where fewer than
+    ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some replication, lie beyond: too few to
+    estimate the percentile, whatever its half-width says)."""
+    from ..core.stats import TAIL_MIN, mean_ci, percentiles_per_replication
 
     out = {}
-    q = percentile_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
-                                   percentile)
+    q, beyond = percentiles_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values,
+                                            float(ds.attrs["dt"]), percentile)
+    q, beyond = q[:, 0], beyond[:, 0]
+    out["percentile_beyond"] = float(beyond.mean())
+    out["percentile_too_few"] = bool(beyond.mean() < TAIL_MIN or (beyond == 0).any())
     for name, x in (("response_time", ds["mean"].values), ("percentile", q),
                     ("mean_number", ds["mean_number"].values.sum(axis=-1)), ("throughput", ds["throughput"].values),
                     ("mean_restarts", ds["mean_restarts"].values)):
