@@ -145,8 +145,17 @@ def test_fit_invalid_flags_and_never_wins(how, bits):
     flag = int(got["fit_invalid"].sel({**cell, "approximation": "A"}))
     assert flag & bits and flag == int(got["fit_invalid"].sum())
     assert got["fit_invalid"].attrs["flag_meanings"] == "below_zero above_one non_monotone non_finite"
-    if how != "nan":  # raw numbers kept (a NaN point makes the method absent from the statistics)
-        assert np.isfinite(got["wasserstein_mean"].sel({"service": "exponential", "approximation": "A", **cell}))
+    at = {"service": "exponential", "approximation": "A", **cell}
+    assert int(got["usable"].sel({**cell, "approximation": "A"})) == 0
+    assert int(got["unusable_reason"].sel({**cell, "approximation": "A"})) == 2  # not_a_cdf
+    # no value of the flagged method reads as an ordinary one: every statistic of it is NaN there
+    for v in got.data_vars:
+        if "approximation" in got[v].dims and got[v].dtype.kind == "f" and not v.startswith("raw_") \
+                and v != "fit_violation" and v != "run_time":
+            assert got[v].sel({k: x for k, x in at.items() if k in got[v].dims}).isnull().all(), v
+    if how != "nan":  # raw numbers kept under raw_ (a NaN point makes the method absent from the statistics)
+        assert np.isfinite(got["raw_wasserstein_mean"].sel(at))
+        assert float(got["raw_wasserstein_mean"].sel(at)) != float(good["wasserstein_mean"].sel(at))
         assert float(got["fit_violation"].sel({**cell, "approximation": "A"})) >= (1e-6 if how == "dip" else 1.0)
     assert got["best_method"].sel(service="exponential", **cell).item() != "A"
     assert int(got["tied_with_best"].sel({"service": "exponential", "approximation": "A", **cell})) == 0

@@ -1,4 +1,5 @@
-"""Compare approximated with simulated sojourn-time CDFs: Wasserstein distances, percentile errors, CIs.
+"""Compare approximated with simulated sojourn-time CDFs: Wasserstein distances, percentile errors, CIs,
+and which approximation to trust at each percentile.
 
 Convention (explicit, as in the paper): every CDF is evaluated on the grid t_i = i·dt, i = 0..N
 (``t`` coordinate of both files). The simulated CDF is the empirical P(S < t_i), i.e. the paper's
@@ -13,15 +14,45 @@ Convention (explicit, as in the paper): every CDF is evaluated on the grid t_i =
 Per-replication statistics get a 95% confidence interval across replications: Student-t, or a
 bootstrap (``scipy.stats.bootstrap``, BCa) when the t-interval is doubtful (few replications or a
 skewed sample, see ``comparison.ci``). Pooled statistics use all replications' customers together.
-The best method of a cell minimises the mean Wasserstein distance; methods whose CI overlaps the
-best one's are marked as ties.
+The simulated percentile itself is stored with its CI (``sim_percentile_mean``, ``_ci_low``,
+``_ci_high``). The simulation estimates a percentile only if enough customers lie beyond it:
+``few_tail_customers`` flags the (law, R, ρ, percentile) where n_k·(1 − p) < ``min_tail_customers``
+(100) in some replication k (1), or even for all replications' n pooled (2).
 
-Invalid fits: an approximated "CDF" can leave [0, 1] or decrease (Gupta's fit at low load, §3.3: the
-published Method C at R = 2, ρ = 0.01 reaches −9.93). ``fit_invalid`` (R, rho, approximation) flags such
-cells (bit mask, see :func:`fit_validity`; round-off tolerance ``FIT_TOLERANCE``) and
-``fit_violation`` says by how much. Their raw statistics stay in the dataset (faithful mode still
-reproduces the published numbers), but they never win: ``best_method``, ``tied_with_best`` and
-``best_method_percentile`` consider only unflagged methods.
+Usable methods. A method is *usable* at (R, ρ) (``usable``; why not: ``unusable_reason``) when it was
+computed there, its "CDF" is a CDF on the grid and the approximation dataset does not flag it itself:
+
+* ``fit_invalid`` (R, rho, approximation), computed here: an approximated "CDF" can leave [0, 1] or
+  decrease (Gupta's fit at low load, §3.3: the published Method C at R = 2, ρ = 0.01 reaches −9.93),
+  bit mask (:func:`fit_validity`; round-off tolerance ``FIT_TOLERANCE``), ``fit_violation`` says by how
+  much;
+* the approximation's own verdict (its analytic guards), read by :func:`approximation_validity` from
+  the first of :data:`APPROXIMATION_VALIDITY` the approximation dataset has (none: no such verdict).
+
+Every statistic of an approximation (every variable with an ``approximation`` dimension) is NaN where
+the method is not usable, so that no value of an unusable method can be read as an ordinary one (a
+Wasserstein ``inf`` or 1e36 of an exploded fit never appears). The unmasked summaries stay under
+``raw_<name>`` (means, CI ends, approximated percentiles): the reproduction of the published tables
+reads them, since faithful mode must reproduce the paper's numbers, flagged or not. No decision ever
+uses a ``raw_`` variable.
+
+Decisions (all consider usable methods only):
+
+* ``best_method``: smallest mean Wasserstein distance among the methods other than ``exact``; methods
+  whose CI overlaps the best one's are marked as ties (``tied_with_best``). W is dominated by the body
+  of the distribution: it says nothing about the tail.
+* ``best_method_percentile``: smallest |pooled percentile error| among the methods other than ``exact``.
+* tail-aware, per (law, R, ρ, percentile), from the mean percentile error over replications and its CI:
+  ``optimistic`` (per method) = 1 if the CI of the mean percentile error lies entirely below 0 (the
+  method underestimates the percentile beyond the simulation's noise, however little: ``optimistic_by``
+  says by how much, relatively), 0 if it does not, −1 if there is no verdict (not usable, no mean or no
+  CI); ``most_accurate`` = the method with the smallest |mean percentile error| (absolute, see
+  :func:`tail_decisions`); ``recommended`` = ``exact`` where it ran and is usable (exponential service:
+  the model it solves), else the most accurate method whose verdict is 0 (not optimistic), else
+  "simulate" (no simulation there: ""), ``recommendation_status`` says which case, including "too few
+  customers" (``few_tail_customers``: the percentile cannot be estimated by the simulation, so it drives
+  no choice but ``exact``), and ``recommended_relative_error`` (with CI) is the recommended method's
+  relative percentile error.
 
 :func:`compare_files` computes the same dataset as :func:`compare` from the merged files, reading
 one (R, rho) cell at a time (bounded memory: the paper grid's ``count`` is ~4 GB decompressed).
@@ -49,6 +80,7 @@ DEFAULTS = {
     "skew_threshold": 1.0,
     "n_resamples": 2000,
     "against_exact": True,
+    "min_tail_customers": 100,
 }
 
 
@@ -92,6 +124,131 @@ def ties_with_best(mean, low, high, m: int, best: int) -> bool:
     lo_m = low[m] if np.isfinite(low[m]) else mean[m]
     hi_b = high[best] if np.isfinite(high[best]) else mean[best]
     return bool(lo_m <= hi_b)
+
+
+#: ``*_ci_method`` where there is no interval (fewer than 2 replications, or no value: e.g. an unusable method)
+CI_NONE = -1
+
+#: the approximation dataset's own per-(R, rho, approximation) validity verdict (its analytic guards), as
+#: (variable name, reading → True where valid); the first name present is used. Adapt here when the
+#: approximation side settles its name: nothing else in this module knows it.
+APPROXIMATION_VALIDITY = (
+    ("valid", lambda v: v != 0),     # 1 = valid, 0 = invalid (-1 = not run: "not computed" decides that)
+    ("validity", lambda v: v == 0),  # a bit mask of reasons, 0 = valid
+    ("invalid", lambda v: v == 0),   # the same under another name
+)
+
+
+def approximation_validity(approx: xr.Dataset) -> xr.DataArray | None:
+    """(R, rho, approximation) boolean DataArray, True where the approximation dataset does not flag the
+    method itself (the first of :data:`APPROXIMATION_VALIDITY` it has; its name in ``attrs['source']``),
+    or None when it has no such variable. Cells it does not cover count as valid."""
+    for name, is_valid in APPROXIMATION_VALIDITY:
+        if name in approx.variables and set(approx[name].dims) <= {"R", "rho", "approximation"}:
+            v = approx[name].load()
+            ok = xr.DataArray(np.asarray(is_valid(v.values), dtype=bool), dims=v.dims, coords=v.coords)
+            ok = ok.broadcast_like(approx[["R", "rho", "approximation"]]).transpose("R", "rho", "approximation")
+            ok.attrs["source"] = name
+            return ok
+    return None
+
+
+#: ``unusable_reason`` bits (CF flag_masks): why ``usable`` is 0 at (R, rho, approximation)
+NOT_COMPUTED, NOT_A_CDF, FLAGGED_BY_APPROXIMATION = 1, 2, 4
+UNUSABLE_FLAG_ATTRS = {
+    "flag_masks": np.array([NOT_COMPUTED, NOT_A_CDF, FLAGGED_BY_APPROXIMATION], np.int8),
+    "flag_meanings": "not_computed not_a_cdf flagged_by_approximation",
+}
+
+#: ``optimistic`` values
+NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC = -1, 0, 1
+#: ``few_tail_customers`` values
+TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED = 0, 1, 2
+#: ``recommendation_status`` values (``recommended`` in brackets)
+(STATUS_EXACT,            # "exact": exponential service, exact usable
+ STATUS_NON_OPTIMISTIC,   # the most accurate usable method that is not optimistic
+ STATUS_ALL_OPTIMISTIC,   # "simulate": every usable method with a verdict is optimistic
+ STATUS_TOO_FEW,          # "simulate": too few customers beyond the percentile to judge any method
+ STATUS_NO_VERDICT,       # "simulate": no usable method with a mean error and a CI
+ STATUS_NO_SIMULATION,    # "": no simulation of this law at this cell
+ ) = range(6)
+STATUS_FLAG_ATTRS = {
+    "flag_values": np.arange(6, dtype=np.int8),
+    "flag_meanings": "exact non_optimistic all_optimistic too_few_customers no_verdict no_simulation",
+}
+SIMULATE = "simulate"
+
+
+def tail_customers(n_customers: np.ndarray, pct: np.ndarray, threshold: float):
+    """(smallest per-replication count, ``few_tail_customers`` flag) of the customers beyond each
+    percentile. ``n_customers`` (..., replication): customers recorded per replication (0 = none: a gap
+    or a padded replication, left out of the minimum); ``pct`` (percentile,) in percent. The expected
+    number beyond x_p of n customers is n·(1 − p) (rounded to 1e-6: 99.9 % of 1e5 is 100, not 99.99…).
+    Flag: 2 if even the pooled n·(1 − p) < threshold (the pooled percentile is not estimable either;
+    also where nothing was simulated), 1 if some replication's is, else 0. Shapes (..., percentile)."""
+    n = np.asarray(n_customers, dtype=float)
+    tail = np.asarray(100.0 - np.asarray(pct, dtype=float)) / 100.0
+    per_rep = np.round(n[..., None] * tail, 6)  # (..., replication, percentile)
+    has = (n > 0)[..., None]
+    smallest = np.where(has.any(axis=-2), np.min(np.where(has, per_rep, np.inf), axis=-2), 0.0)
+    pooled = np.round(n.sum(axis=-1)[..., None] * tail, 6)
+    flag = np.where(pooled < threshold, TAIL_FEW_POOLED,
+                    np.where(smallest < threshold, TAIL_FEW_PER_REPLICATION, TAIL_ENOUGH)).astype(np.int8)
+    return smallest, flag
+
+
+def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_preferred):
+    """The tail-aware decisions of one comparison, vectorised over (..., approximation, percentile).
+
+    ``err_mean``/``err_high``: mean signed percentile error over replications (approx − sim) and the upper
+    end of its CI; ``rel_mean``: the mean relative error; ``usable`` (..., approximation, 1 or percentile):
+    the method may be used there; ``few`` (..., percentile): ``few_tail_customers``; ``simulated``
+    (..., 1): the law was simulated at the cell; ``exact_preferred`` (..., 1): index of ``exact`` where it
+    is to be preferred (exponential service, usable), else −1.
+
+    * optimistic = 1 where err_high < 0 (the whole CI below 0: an underestimate beyond the simulation's
+      noise, however small), 0 where err_high ≥ 0, −1 without a verdict (not usable, no mean or no CI);
+    * optimistic_by = −rel_mean where optimistic = 1 (the share by which the percentile is
+      underestimated), 0 where 0, NaN without a verdict;
+    * most accurate = smallest |err_mean|. Absolute, not relative: within one cell every method is
+      measured against the same simulated percentiles, so |approx − mean sim| ranks by the distance to the
+      mean simulated percentile (``sim_percentile_mean``, stored with its CI), while the mean relative
+      error would rank by the distance to their harmonic mean, which replications with a small, noisy
+      tail estimate pull down (Jensen). ``""`` where few ≠ 0 (the percentile is not estimable);
+    * recommended (status): ``""`` where not simulated (no_simulation); exact where preferred (exact);
+      "simulate" where few ≠ 0 (too_few_customers); else the most accurate method with optimistic = 0
+      (non_optimistic); else "simulate" (all_optimistic if some usable method has a verdict, else
+      no_verdict). Exact ties (identical copies such as A* and B*) go to the first in coordinate order.
+
+    Returns (optimistic int8, optimistic_by, most_accurate index, recommended index, status int8) with
+    index −1 = none.
+    """
+    err_mean = np.asarray(err_mean, dtype=float)
+    shape = err_mean.shape
+    usable = np.broadcast_to(np.asarray(usable, dtype=bool), shape)
+    has_mean = usable & np.isfinite(err_mean)
+    verdict = has_mean & np.isfinite(err_high)
+    optimistic = np.where(verdict, np.where(err_high < 0, OPTIMISTIC, NOT_OPTIMISTIC), NO_VERDICT).astype(np.int8)
+    optimistic_by = np.where(optimistic == OPTIMISTIC, -np.asarray(rel_mean, dtype=float),
+                             np.where(optimistic == NOT_OPTIMISTIC, 0.0, np.nan))
+
+    def first_min(score):  # (..., M, Q) -> (..., Q): argmin over methods, −1 where all inf
+        idx = np.argmin(score, axis=-2)
+        return np.where(np.isfinite(score).any(axis=-2), idx, -1)
+
+    absdev = np.abs(err_mean)
+    few = np.asarray(few) != TAIL_ENOUGH
+    simulated = np.broadcast_to(np.asarray(simulated, dtype=bool), few.shape)
+    exact_preferred = np.broadcast_to(np.asarray(exact_preferred), few.shape)
+    most = np.where(few, -1, first_min(np.where(has_mean, absdev, np.inf)))
+    safe = first_min(np.where(optimistic == NOT_OPTIMISTIC, absdev, np.inf))
+    any_verdict = (optimistic != NO_VERDICT).any(axis=-2)
+    status = np.select(
+        [~simulated, exact_preferred >= 0, few, safe >= 0, any_verdict],
+        [STATUS_NO_SIMULATION, STATUS_EXACT, STATUS_TOO_FEW, STATUS_NON_OPTIMISTIC, STATUS_ALL_OPTIMISTIC],
+        STATUS_NO_VERDICT).astype(np.int8)
+    rec = np.select([status == STATUS_EXACT, status == STATUS_NON_OPTIMISTIC], [exact_preferred, safe], -1)
+    return optimistic, optimistic_by, most, rec, status
 
 
 def _attrs(long_name, units="1", **kw):
@@ -138,6 +295,12 @@ class _Grid:
         self.fit_invalid = np.zeros((NR, NP, NM), np.int8)
         self.fit_violation = np.full((NR, NP, NM), np.nan)
         self.err_exact = np.full((NR, NP, NM, NQ), np.nan)
+        self.n_customers = np.zeros((S, NR, NP, NK))  # customers recorded per replication (from the histograms)
+        # the approximation dataset's own verdict (analytic guards) on the comparison's grid; None: it has none
+        ok = approximation_validity(approx)
+        self.approx_valid_source = None if ok is None else ok.attrs["source"]
+        self.approx_valid = np.ones((NR, NP, NM), bool) if ok is None else ok.reindex(
+            R=self.Rs, rho=self.rhos, approximation=self.methods, fill_value=True).values.astype(bool)
 
     def cell(self, i: int, j: int, Fa: np.ndarray, counts: list, overflows: list) -> None:
         """All per-cell statistics of cell (R index i, rho index j) into the output arrays.
@@ -161,6 +324,7 @@ class _Grid:
             o = np.asarray(o, dtype=float)
             if not np.isfinite(c).all() or c.sum() + o.sum() == 0:
                 continue
+            self.n_customers[s, i, j] = c.sum(axis=-1) + o
             Fr = cdf_at_left_edges(c, o)  # (rep, t)
             Fp = cdf_at_left_edges(c.sum(axis=0), o.sum())
             # one method at a time into a reused buffer: the same per-row sums as the
@@ -280,6 +444,14 @@ def compare_files(sim_path, approx_path, cfg: dict | None = None, lock=None, wor
     return g.dataset(run_time)
 
 
+def _usability(g: _Grid):
+    """(usable, unusable_reason) over (R, rho, approximation): see the module doc."""
+    computed = np.isfinite(g.fit_violation)  # NaN = no CDF there (fit_validity), incl. cells never read
+    reason = ((~computed) * NOT_COMPUTED + (computed & (g.fit_invalid != 0)) * NOT_A_CDF
+              + (~g.approx_valid) * FLAGGED_BY_APPROXIMATION).astype(np.int8)
+    return reason == 0, reason
+
+
 def _assemble(g: _Grid, run_time) -> xr.Dataset:
     cfg = g.cfg
     p, pct = g.p, g.pct
@@ -288,7 +460,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     S, NR, NP, NM, NK, NQ = g.shape
     W, Wpool, xsim, xsim_pool, xapp = g.W, g.Wpool, g.xsim, g.xsim_pool, g.xapp
     W_vs_exp_sim, W_exact, err_exact = g.W_vs_exp_sim, g.W_exact, g.err_exact
-    valid = g.fit_invalid == 0  # (R, rho, approximation): flagged fits never win (module doc)
+    usable, reason = _usability(g)  # (R, rho, approximation): unusable methods never win, their values are NaN
     W = np.where(np.isfinite(W), W, np.nan)
     err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, approximation, rep, q)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -297,11 +469,35 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     with np.errstate(invalid="ignore", divide="ignore"):
         rel_pool = err_pool / xsim_pool[:, :, :, None, :]
 
+    # the intervals of every method, usable or not (the raw_ summaries), with the random streams they always had
     Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1)
     Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2)  # (S,R,rho,method,q)
     Rm, Rlo, Rhi, Rci = interval(np.moveaxis(rel, 4, -1), cfg, seed=3)
+    Sm, Slo, Shi, Sci = interval(np.moveaxis(xsim, 3, -1), cfg, seed=4)  # (S,R,rho,q)
+    raw = {"wasserstein_mean": Wm, "wasserstein_ci_low": Wlo, "wasserstein_ci_high": Whi,
+           "percentile_error_mean": Em, "percentile_error_ci_low": Elo, "percentile_error_ci_high": Ehi,
+           "relative_percentile_error_mean": Rm, "relative_percentile_error_ci_low": Rlo,
+           "relative_percentile_error_ci_high": Rhi, "approx_percentile": xapp}
 
-    # best method by mean W among the non-exact methods with a valid fit; ties = CI overlaps the best's CI
+    def mask(x, axis):
+        """``x`` with NaN where the method is not usable (and where it is not finite); ``axis``: the
+        position of (R, rho, approximation) in ``x``."""
+        u = usable.reshape((1,) * axis + usable.shape + (1,) * (x.ndim - axis - 3))
+        return np.where(u & np.isfinite(x), x, np.nan)
+
+    W, Wm, Wlo, Whi, Wpool = (mask(x, 1) for x in (W, Wm, Wlo, Whi, Wpool))
+    err, Em, Elo, Ehi, err_pool = (mask(x, 1) for x in (err, Em, Elo, Ehi, err_pool))
+    rel, Rm, Rlo, Rhi, rel_pool = (mask(x, 1) for x in (rel, Rm, Rlo, Rhi, rel_pool))
+    xapp = mask(xapp, 0)
+    e = methods.index("exact") if "exact" in methods else None
+    if e is not None:  # against exact: NaN where exact itself is unusable, too
+        W_exact = np.where(usable[:, :, e, None], W_exact, np.nan)
+        err_exact = np.where(usable[:, :, e, None, None], err_exact, np.nan)
+    W_exact, err_exact = mask(W_exact, 0), mask(err_exact, 0)
+    Wci, Eci, Sci = (np.where(np.isfinite(lo) & np.isfinite(hi), c, CI_NONE).astype(np.int8)
+                     for c, lo, hi in ((Wci, Wlo, Whi), (Eci, Elo, Ehi), (Sci, Slo, Shi)))
+
+    # best method by mean W among the usable methods other than exact; ties = CI overlaps the best's CI
     cand_idx = [methods.index(m) for m in cand]
     best = np.full((S, NR, NP), "", dtype=object)
     tied = np.zeros((S, NR, NP, NM), dtype=np.int8)
@@ -309,7 +505,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     for s in range(S):
         for i in range(NR):
             for j in range(NP):
-                ci_idx = [m for m in cand_idx if valid[i, j, m]]
+                ci_idx = [m for m in cand_idx if usable[i, j, m]]
                 if not ci_idx:
                     continue
                 wm = Wm[s, i, j, ci_idx]
@@ -325,59 +521,142 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                     if np.isfinite(ae).any():
                         best_pct[s, i, j, q] = methods[ci_idx[int(np.nanargmin(ae))]]
 
+    # tail-aware decisions per (law, R, rho, percentile) (tail_decisions)
+    threshold = float(cfg["min_tail_customers"])
+    tail_n, few = tail_customers(g.n_customers, pct, threshold)  # (S, R, rho, q)
+    simulated = (g.n_customers.sum(axis=-1) > 0)[..., None]  # (S, R, rho, 1)
+    prefer = np.full((S, NR, NP, 1), -1)
+    if e is not None and g.expo is not None:
+        prefer[g.expo] = np.where(usable[:, :, e], e, -1)[..., None]  # exact solves the M/M/R model only
+    optimistic, optimistic_by, most, rec, status = tail_decisions(Em, Ehi, Rm, usable[None, :, :, :, None], few,
+                                                                  simulated, prefer)
+    names = np.asarray(methods + [""], dtype=object)  # index −1 → ""
+    most_accurate = names[most]
+    recommended = np.where(np.isin(status, [STATUS_ALL_OPTIMISTIC, STATUS_TOO_FEW, STATUS_NO_VERDICT]), SIMULATE,
+                           names[rec])
+
+    def at_rec(x):  # (S, R, rho, M, Q) -> (S, R, rho, Q): the recommended method's value, NaN if none
+        v = np.take_along_axis(x, np.maximum(rec, 0)[..., None, :], axis=-2)[..., 0, :]
+        return np.where(rec >= 0, v, np.nan)
+
     dims5 = ("service", "R", "rho", "approximation", "replication")
     dims4 = ("service", "R", "rho", "approximation")
     q5 = ("service", "R", "rho", "approximation", "percentile")
+    q4 = ("service", "R", "rho", "percentile")
+    m3 = ("R", "rho", "approximation")
     tu = "time units (1/mu)"
-    ci_flags = {"flag_values": np.array([CI_T, CI_BOOTSTRAP], np.int8), "flag_meanings": "student_t bootstrap_bca"}
+    ci_flags = {"flag_values": np.array([CI_NONE, CI_T, CI_BOOTSTRAP], np.int8),
+                "flag_meanings": "no_interval student_t bootstrap_bca"}
     conf = float(cfg["confidence"])
+    masked = " (NaN where usable = 0)"
     ds = xr.Dataset(
         {
-            "wasserstein": (dims5, W, _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication", tu)),
-            "wasserstein_mean": (dims4, Wm, _attrs("mean over replications of the Wasserstein distance", tu)),
+            "wasserstein": (dims5, W, _attrs("Wasserstein-1 distance between approximated and simulated CDF, per "
+                                             "replication" + masked, tu)),
+            "wasserstein_mean": (dims4, Wm, _attrs("mean over replications of the Wasserstein distance" + masked, tu)),
             "wasserstein_ci_low": (dims4, Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", tu)),
             "wasserstein_ci_high": (dims4, Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", tu)),
             "wasserstein_ci_method": (dims4, Wci, _attrs("method of the CI of wasserstein_mean", **ci_flags)),
-            "wasserstein_pooled": (dims4, Wpool, _attrs("Wasserstein distance to the pooled simulated CDF", tu)),
+            "wasserstein_pooled": (dims4, Wpool, _attrs("Wasserstein distance to the pooled simulated CDF" + masked, tu)),
             "sim_percentile": (("service", "R", "rho", "replication", "percentile"), xsim,
                                _attrs("simulated sojourn-time percentile (first t with F(t) > p), per replication", tu)),
-            "sim_percentile_pooled": (("service", "R", "rho", "percentile"), xsim_pool,
+            "sim_percentile_mean": (q4, Sm, _attrs("mean over replications of sim_percentile", tu)),
+            "sim_percentile_ci_low": (q4, Slo, _attrs(f"lower end of the {conf:.0%} CI of sim_percentile_mean", tu)),
+            "sim_percentile_ci_high": (q4, Shi, _attrs(f"upper end of the {conf:.0%} CI of sim_percentile_mean", tu)),
+            "sim_percentile_ci_method": (q4, Sci, _attrs("method of the CI of sim_percentile_mean", **ci_flags)),
+            "sim_percentile_pooled": (q4, xsim_pool,
                                       _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
-            "approx_percentile": (("R", "rho", "approximation", "percentile"), xapp,
-                                  _attrs("approximated sojourn-time percentile (first t with F(t) > p)", tu)),
+            "tail_customers_per_replication": (
+                q4, tail_n, _attrs("expected number of simulated customers beyond the percentile, n_k (1 - p), in "
+                                   "the replication with the fewest customers (0: not simulated)")),
+            "few_tail_customers": (
+                q4, few, _attrs(f"the simulation has fewer than {threshold:g} customers beyond the percentile "
+                                "(min_tail_customers): the percentile cannot be estimated there and drives no "
+                                "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
+                                "(sum_k n_k (1 - p)) or not simulated",
+                                flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED],
+                                                     np.int8),
+                                flag_meanings="enough few_per_replication few_pooled")),
+            "approx_percentile": (m3 + ("percentile",), xapp,
+                                  _attrs("approximated sojourn-time percentile (first t with F(t) > p)" + masked, tu)),
             "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), err,
-                                 _attrs("approx - sim percentile per replication (negative = optimistic)", tu)),
+                                 _attrs("approx - sim percentile per replication (negative = optimistic)" + masked, tu)),
             "percentile_error_mean": (q5, Em, _attrs("mean over replications of percentile_error", tu)),
             "percentile_error_ci_low": (q5, Elo, _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu)),
             "percentile_error_ci_high": (q5, Ehi, _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", tu)),
             "percentile_error_ci_method": (q5, Eci, _attrs("method of the CI of percentile_error_mean", **ci_flags)),
-            "percentile_error_pooled": (q5, err_pool, _attrs("approx - pooled sim percentile (negative = optimistic)", tu)),
-            "relative_percentile_error_mean": (q5, Rm, _attrs("mean over replications of (approx - sim)/sim percentile")),
+            "percentile_error_pooled": (q5, err_pool, _attrs("approx - pooled sim percentile (negative = optimistic)"
+                                                             + masked, tu)),
+            "relative_percentile_error_mean": (q5, Rm, _attrs("mean over replications of (approx - sim)/sim percentile"
+                                                              + masked)),
             "relative_percentile_error_ci_low": (q5, Rlo, _attrs("lower end of the CI of relative_percentile_error_mean")),
             "relative_percentile_error_ci_high": (q5, Rhi, _attrs("upper end of the CI of relative_percentile_error_mean")),
-            "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile")),
+            "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile"
+                                                                      + masked)),
+            "usable": (m3, usable.astype(np.int8),
+                       _attrs("1 if the method's values may be used at this cell: computed, a CDF on the grid "
+                              "(fit_invalid = 0) and not flagged by the approximation dataset itself"
+                              + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else
+                                 " (it has no verdict of its own)")
+                              + "; every statistic of a method is NaN where 0 and no decision considers it",
+                              flag_values=np.array([0, 1], np.int8), flag_meanings="unusable usable")),
+            "unusable_reason": (m3, reason, _attrs("why usable = 0 (bit mask; 0 = usable)", **UNUSABLE_FLAG_ATTRS)),
             "best_method": (("service", "R", "rho"), best.astype(str),
-                            _attrs("method with the smallest mean Wasserstein distance (exact and fit_invalid "
-                                   "excluded)")),
+                            _attrs("method with the smallest mean Wasserstein distance (exact and unusable methods "
+                                   "excluded); W weighs the body of the distribution, see recommended for the tail")),
             "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI "
-                                                   "(0 for fit_invalid methods)",
+                                                   "(0 for unusable methods)",
                                                    flag_values=np.array([0, 1], np.int8), flag_meanings="no yes")),
-            "best_method_percentile": (("service", "R", "rho", "percentile"), best_pct.astype(str),
-                                       _attrs("method with the smallest |pooled percentile error| (exact and "
-                                              "fit_invalid excluded)")),
-            "fit_invalid": (("R", "rho", "approximation"), g.fit_invalid,
+            "best_method_percentile": (q4, best_pct.astype(str),
+                                       _attrs("method with the smallest |pooled percentile error| (exact and unusable "
+                                              "methods excluded)")),
+            "optimistic": (q5, optimistic, _attrs(
+                "1 if the method underestimates the percentile beyond its CI: the whole CI of percentile_error_mean "
+                "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
+                "no verdict (unusable, no mean error or no CI)",
+                flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
+                flag_meanings="no_verdict not_optimistic optimistic")),
+            "optimistic_by": (q5, optimistic_by, _attrs(
+                "share by which an optimistic method underestimates the percentile: -relative_percentile_error_mean "
+                "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict")),
+            "most_accurate": (q4, most_accurate.astype(str), _attrs(
+                "usable method with the smallest |percentile_error_mean| (absolute: the distance to "
+                "sim_percentile_mean; exact included; first in coordinate order on exact ties); empty where "
+                "few_tail_customers != 0 or nothing usable")),
+            "recommended": (q4, recommended.astype(str), _attrs(
+                "the method to use for this percentile: exact where it ran and is usable (exponential service), "
+                "else the most accurate usable method that is not optimistic (optimistic = 0); 'simulate' where "
+                "none qualifies or the simulation has too few customers beyond the percentile to judge; empty "
+                "where this law was not simulated; see recommendation_status")),
+            "recommendation_status": (q4, status, _attrs("why recommended is what it is", **STATUS_FLAG_ATTRS)),
+            "recommended_relative_error": (q4, at_rec(Rm), _attrs(
+                "relative_percentile_error_mean of the recommended method (NaN where it is 'simulate' or empty; "
+                "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)")),
+            "recommended_relative_error_ci_low": (q4, at_rec(Rlo), _attrs(
+                "lower end of the CI of recommended_relative_error")),
+            "recommended_relative_error_ci_high": (q4, at_rec(Rhi), _attrs(
+                "upper end of the CI of recommended_relative_error")),
+            "fit_invalid": (m3, g.fit_invalid,
                             _attrs(f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
                                    "0 = valid or not computed", **FIT_FLAG_ATTRS)),
-            "fit_violation": (("R", "rho", "approximation"), g.fit_violation,
+            "fit_violation": (m3, g.fit_violation,
                               _attrs("largest excursion of the approximated CDF below 0, above 1 or downwards "
                                      "between grid points (0 if valid, NaN if not computed)")),
-            "wasserstein_vs_exact": (("R", "rho", "approximation"), W_exact,
-                                     _attrs("Wasserstein distance between each method's CDF and the exact CDF", tu)),
-            "percentile_error_vs_exact": (("R", "rho", "approximation", "percentile"), err_exact,
-                                          _attrs("method - exact percentile", tu)),
+            "wasserstein_vs_exact": (m3, W_exact,
+                                     _attrs("Wasserstein distance between each method's CDF and the exact CDF (NaN "
+                                            "where either is unusable)", tu)),
+            "percentile_error_vs_exact": (m3 + ("percentile",), err_exact,
+                                          _attrs("method - exact percentile (NaN where either is unusable)", tu)),
             "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
                                                _attrs("Wasserstein distance between this law's pooled simulated CDF "
                                                       "and the exponential law's (M/G/R vs M/M/R)", tu)),
+            **{f"raw_{name}": (m3 + ("percentile",) if name == "approx_percentile" else q5 if "percentile" in name
+                               else dims4, x,
+                               _attrs(f"{name} unmasked: also where usable = 0, where values may be meaningless "
+                                      "(e.g. 1e36 or inf from an exploded fit); for the reproduction of the "
+                                      "published tables only, never for decisions",
+                                      tu if not name.startswith("relative") else "1"))
+               for name, x in raw.items()},
         },
         coords={"service": np.asarray(services, dtype=str), "R": np.asarray(Rs, np.int64), "rho": rhos,
                 "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
@@ -391,6 +670,10 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         "(sojourn.core.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
     ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
     ds.attrs["percentile_definition"] = "first grid t_i with F(t_i) > p; error = approx - sim (negative = optimistic)"
+    ds.attrs["recommendation_rule"] = (
+        "per (service, R, rho, percentile), usable methods only: exact where it ran and is usable (exponential "
+        "service); else, if few_tail_customers = 0, the usable method with the smallest |percentile_error_mean| "
+        "among those with optimistic = 0 (CI of the mean percentile error not entirely below 0); else 'simulate'")
     return ds
 
 

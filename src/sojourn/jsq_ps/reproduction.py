@@ -13,7 +13,9 @@ Published data (package data under ``data/``, read by :func:`paper_tables` and :
   distance, 990 cells R = 1..10 × ρ = .01...99; §6.4).
 
 Our side, per method *family* (``faithful`` A–F, ``corrected`` A*–F*, ``exact``), from ``comparison.nc``
-(exponential service only; :mod:`sojourn.jsq_ps.compare`):
+(exponential service only; :mod:`sojourn.jsq_ps.compare`; its unmasked ``raw_`` statistics, so that a
+flagged method's numbers stay visible; "flagged" = not ``usable`` there: ``fit_invalid`` or flagged by the
+approximation's own guards):
 
 * percentile tables: the family's best method for that percentile = smallest |mean signed error over
   replications| (the paper's criterion with its one seed), its mean and 95 % CI; methods flagged
@@ -149,6 +151,9 @@ class _Cells:
         self.pct = c["percentile"].values.astype(float)
 
         def get(v, dims):
+            # the unmasked numbers where the comparison masks unusable methods (faithful mode reproduces the
+            # paper's numbers, flagged or not); which methods may be chosen is decided by self.valid below
+            v = f"raw_{v}" if f"raw_{v}" in c else v
             return c[v].transpose(*dims).values.astype(float)
 
         d3 = ("R", "rho", "approximation")
@@ -159,8 +164,10 @@ class _Cells:
                   ("percentile_error_mean", "percentile_error_ci_low", "percentile_error_ci_high")]
         self.Q = [get(v, dq) for v in ("relative_percentile_error_mean", "relative_percentile_error_ci_low",
                                        "relative_percentile_error_ci_high")]
-        # a comparison written before the fit_invalid flag existed: every fit counts as valid
-        self.valid = get("fit_invalid", d3) == 0 if "fit_invalid" in c else np.ones(self.Wm.shape, bool)
+        # usable (computed, a CDF, not flagged by the approximation's guards); a comparison written before it
+        # existed: not fit_invalid; before that flag existed too: every fit counts as valid
+        self.valid = (get("usable", d3) != 0 if "usable" in c else get("fit_invalid", d3) == 0 if "fit_invalid" in c
+                      else np.ones(self.Wm.shape, bool))
         self.sim_pct = c["sim_percentile"].transpose("R", "rho", "replication", "percentile").values.astype(float)
 
     def family(self, name) -> list[int]:
