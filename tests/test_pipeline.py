@@ -164,11 +164,28 @@ def test_comparison_values(run):
     assert np.allclose(vx.sel({"approximation": "exact"}), 0)
     assert (vx.sel({"approximation": "A"}) > 0).all()
     assert (cmp["run_time"] >= 0).all()
+    # tail-aware decisions: every method usable here (a CDF, no guard); exact runs at R <= 2 and is preferred
+    # for the exponential law; the uniform law's one cell has ~1300 customers per replication, 13 beyond the
+    # 99th percentile: too few to judge any method there (for exact, the simulation is not needed)
+    assert (cmp["usable"] == 1).all() and (cmp["unusable_reason"] == 0).all()
+    assert (e["recommended"] == "exact").all() and (e["recommendation_status"] == 0).all()
+    n = sim["n_customers"].transpose("service", "R", "rho", "replication").values
+    want = n.min(axis=-1)[..., None] * (100 - cmp["percentile"].values) / 100
+    np.testing.assert_allclose(cmp["tail_customers_per_replication"].values, want, rtol=1e-6)  # float32 on disk
+    assert ((cmp["few_tail_customers"] != 0) == (cmp["tail_customers_per_replication"] < 100)).all()
+    u = cmp.sel(service=[s for s in cmp["service"].values if s != "exponential"][0])
+    assert (u["recommended"].sel(R=1, rho=0.8) == "simulate").all()
+    assert (u["recommendation_status"].sel(R=1, rho=0.8) == 3).all()  # too_few_customers
+    assert (u["recommended"].sel(R=2) == "").all()  # not simulated: no recommendation
+    np.testing.assert_allclose(e["sim_percentile_mean"], e["sim_percentile"].mean("replication"), rtol=1e-6)
+    assert (e["sim_percentile_ci_low"] <= e["sim_percentile_mean"] + 1e-6).all()
+    assert (e["sim_percentile_mean"] <= e["sim_percentile_ci_high"] + 1e-6).all()
+    assert set(np.unique(cmp["optimistic"].values)) <= {-1, 0, 1}
 
 
 def test_figures_and_report(run):
     figs = run / "results" / "jsq_ps" / "figures"
-    for stem in ("wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "runtime_vs_R",
+    for stem in ("wasserstein_vs_rho", "best_method_map", "recommended_map", "percentile_error_vs_rho", "runtime_vs_R",
                  "cdf_R~2_rho~0.80", "mgr_laws"):
         png = figs / f"{stem}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", stem

@@ -63,8 +63,8 @@ def cdf_stem(cell: dict, decimals: int = 2) -> str:
 
 def figure_stems(settings: dict) -> list[str]:
     """The figure stems :func:`sojourn.jsq_ps.plots.all_figures` writes for the study's settings."""
-    stems = ["wasserstein_vs_rho", "best_method_map", "percentile_error_vs_rho", "percentile_error_vs_rho_corrected",
-             "runtime_vs_R"]
+    stems = ["wasserstein_vs_rho", "best_method_map", "recommended_map", "percentile_error_vs_rho",
+             "percentile_error_vs_rho_corrected", "runtime_vs_R"]
     dec = int(settings["grid"].get("rho_decimals", 2))
     stems += [cdf_stem(c, dec) for c in (settings.get("figures") or {}).get("cdf_cells") or []]
     if (settings.get("mgr") or {}).get("laws"):
