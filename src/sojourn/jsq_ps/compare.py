@@ -69,7 +69,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
-from ..core.stats import CI_BOOTSTRAP, CI_T, cdf_at_left_edges, interval, quantile, wasserstein
+from ..core.stats import CI_BOOTSTRAP, CI_T, TAIL_MIN, cdf_at_left_edges, interval, quantile, wasserstein
 from .naming import label_coords
 
 DEFAULTS = {
@@ -80,7 +80,7 @@ DEFAULTS = {
     "skew_threshold": 1.0,
     "n_resamples": 2000,
     "against_exact": True,
-    "min_tail_customers": 100,
+    "min_tail_customers": TAIL_MIN,  # the CLIs' rule too (sojourn.core.stats.TAIL_MIN)
 }
 
 
