@@ -100,7 +100,7 @@ def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: 
         ds = fut.result()
         _log(log, f"approximation R={R} rho={rho} methods={list(methods)} L1={L1} L2={L2}: "
                   f"done after {time.perf_counter() - t0:.2f} s")
-        for m, reason in zip(ds["method"].values, ds["validity_reason"].values):
+        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
             if int(reason):
                 _log(log, f"  warning: {m} not valid at R={R} rho={rho}: {describe(int(reason))}")
         ds = to_storage(_fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))

@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import read_netcdf
+from .analytic.guards import OVER_BUDGET
 
 
 def select_rho(ds: xr.Dataset, rho: str) -> xr.Dataset:
@@ -69,7 +70,7 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
 
 #: integer variables of the merged approximations where a method did not run at a cell (``exact`` beyond its
 #: budget): they stay integers, this value marks the gap
-APPROX_FILL = {"L1": -1, "L2": -1, "faithful": -1}
+APPROX_FILL = {"L1": -1, "L2": -1, "faithful": -1, "valid": 0, "validity_reason": OVER_BUDGET}
 
 APPROX_ATTRS = {
     "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),

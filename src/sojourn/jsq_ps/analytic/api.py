@@ -129,8 +129,8 @@ def _exact(spec, hyper, t, system=None) -> dict:
     except ExactOverBudget as exc:
         info = {"over_budget": str(exc), **{f"plan_{k}": v for k, v in exc.plan.items() if v is not None}}
         return dict(cdf=np.full(t.size, np.nan), lambda_n=np.full(0, np.nan), A_n=np.full(0, np.nan),
-                    run_time=time.perf_counter() - t0, L1=0, L2=0, faithful=False, info=info,
-                    reason=OVER_BUDGET, violation=np.nan)
+                    run_time=time.perf_counter() - t0, L1=-1, L2=-1, faithful=-1, info=info,
+                    reason=OVER_BUDGET, violation=np.nan)  # -1: not run (as the merged files' gaps)
     attrs = {"M": res.M, "D": res.D, "n_system_states": res.n_system_states, "n_tagged_states": res.n_tagged_states,
              "truncated_mass": res.truncated_mass, **res.info}
     # exact: L1 = M (min cap), L2 = M + D (largest occupancy)
