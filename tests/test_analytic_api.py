@@ -20,7 +20,8 @@ def test_grid_is_the_published_one():
 def test_dataset_layout_single():
     spec = JSQPS.from_load(2, 0.5)
     ds = sojourn.approximate(spec, "A", t_max=20.0)
-    assert set(ds.data_vars) == {"cdf", "lambda_n", "A_n", "run_time"}
+    assert set(ds.data_vars) == {"cdf", "lambda_n", "A_n", "run_time", "valid", "validity_reason", "validity_violation"}
+    assert int(ds["valid"]) == 1 and int(ds["validity_reason"]) == 0 and "flag_meanings" in ds["validity_reason"].attrs
     assert ds["cdf"].dims == ("t",) and ds.sizes["t"] == 2001
     assert ds.attrs["L1"] == 22 and ds.attrs["L2"] == 130 and ds.attrs["faithful"] == 1 and ds.attrs["method"] == "A"
     assert "git_commit" in ds.attrs and "config" in ds.attrs

@@ -152,7 +152,7 @@ def test_reproduces_published_numbers(method, R, rho):
 
 
 def test_corrected_gupta_is_a_cdf_where_the_fit_fails():
-    """R=2, ρ=0.01: Gupta λ_0, λ_1 < 0; C*/F* clamp at 0 (A_n falls back to δ_0) and stay a CDF."""
+    """R=2, ρ=0.01: Gupta λ_0, λ_1 < 0; C*/F* move λ_0 into the admissible interval (gupta.py) and stay a CDF."""
     t = time_grid(40.0, 0.01)
     res = all_methods(0.02, 1.0, 2, t, methods=("C*", "F*"))
     for r in res.values():

@@ -94,10 +94,18 @@ def test_rho_names_are_stable():
     assert format_rho(0.1 + 0.2, 2) == "0.30"
 
 
-def test_exact_only_up_to_its_server_limit():
+def test_exact_at_every_R_within_its_budget():
+    """exact is on every block's method axis; its budget (schema defaults filled in) decides per cell where it
+    runs (tests/test_analytic_guards.py); the removed exact_max_servers is an unknown key."""
     cfg = checked(merged("config.yaml"))
-    assert "exact" in G.methods_for(cfg, 1) and "exact" in G.methods_for(cfg, 2)
-    assert "exact" not in G.methods_for(cfg, 3)
+    assert all("exact" in G.methods_for(cfg, R) for R in (1, 2, 3, 5, 10))
+    assert G.exact_budget(cfg) == {"max_states": 600_000, "max_seconds": 10}
+    cfg = merged("config.yaml")
+    cfg["jsq_ps"]["approximation"]["exact_budget"] = {"max_seconds": 2}
+    assert G.exact_budget(checked(cfg)) == {"max_states": 600_000, "max_seconds": 2}
+    cfg["jsq_ps"]["approximation"]["exact_max_servers"] = 2
+    with pytest.raises(Exception, match="exact_max_servers"):
+        checked(cfg)
 
 
 @pytest.mark.parametrize(

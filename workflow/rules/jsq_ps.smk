@@ -66,6 +66,7 @@ rule jsq_ps_approximate:
         L1=lambda wc: JSQ_GRID.L1_for(JSQ, int(wc.R)),
         L2=JSQ["approximation"]["L2"],
         share_corrected=JSQ["approximation"]["share_corrected"],
+        exact_budget=canonical(JSQ_GRID.exact_budget(JSQ)),
         mu=JSQ["grid"]["mu"],
         time_grid=canonical(JSQ["time_grid"]),
         code=JSQ_CODE["approximate"],
@@ -80,8 +81,8 @@ rule jsq_ps_approximate:
         with open(log[0], "w") as fh:
             approximate_block(dask(), R=int(wildcards.R), rhos=params.rhos, mu=params.mu, methods=params.methods,
                               L1=params.L1, L2=params.L2, tg=params.time_grid, code=params.code,
-                              share_corrected=params.share_corrected, output=output[0], log=fh,
-                              cache_dir=params.cache)
+                              share_corrected=params.share_corrected, exact_budget=params.exact_budget,
+                              output=output[0], log=fh, cache_dir=params.cache)
 
 
 rule jsq_ps_merge_simulation:

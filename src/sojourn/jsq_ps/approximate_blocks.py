@@ -15,6 +15,7 @@ from ..core.io import log_line as _log
 from ..core.io import provenance
 from ..core.timegrid import time_grid
 from .analytic import approximate_all
+from .analytic.guards import describe
 from .model import JSQPS
 from .storage import APPROX_ATTRS, approximation_encoding, select_rho, to_storage
 
@@ -34,10 +35,11 @@ def _base_provenance() -> dict:
 SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}
 
 
-def _approximate_task(R, rho, mu, methods, t, hyper, share_corrected=False):
+def _approximate_task(R, rho, mu, methods, t, hyper, share_corrected=False, exact_budget=None):
     """Faithful methods with the config's L1 (Table 4) and L2; corrected methods and ``exact`` choose their
     own truncations (passing L1 to them would undo the correction), so they run as a second group.
-    ``share_corrected``: B*, D*, E* are copies of A* and F* of C* (their run_time is the source's)."""
+    ``share_corrected``: B*, D*, E* are copies of A* and F* of C* (their run_time is the source's).
+    ``exact_budget``: ``exact`` runs where it fits, else NaN with ``validity_reason`` over_budget."""
     spec = JSQPS.from_load(int(R), float(rho), mu=float(mu))
     faithful = [m for m in methods if not m.endswith("*") and m != "exact"]
     others = [m for m in methods if m not in faithful]
@@ -47,7 +49,8 @@ def _approximate_task(R, rho, mu, methods, t, hyper, share_corrected=False):
     if faithful:
         parts.append(approximate_all(spec, faithful, t=t, **hyper))
     if computed:
-        part = approximate_all(spec, computed, t=t)
+        extra = {"exact_budget": exact_budget} if "exact" in computed and exact_budget is not None else {}
+        part = approximate_all(spec, computed, t=t, **extra)
         if alias:
             src = [alias.get(m, m) for m in others]
             part = part.sel({"approximation": src}).assign_coords({"approximation": np.array(others, dtype=str)})
@@ -60,27 +63,31 @@ def _approximate_task(R, rho, mu, methods, t, hyper, share_corrected=False):
     return out.sel({"approximation": list(methods)})
 
 
-def approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected) -> str:
-    """Content key of one approximation cell."""
-    return content_key("approximation", int(R), str(rho), float(mu), list(methods), int(L1), int(L2),
-                      {k: tg[k] for k in sorted(tg)}, code, bool(share_corrected))
+def approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected, exact_budget=None) -> str:
+    """Content key of one approximation cell (the exact budget counts only where ``exact`` is asked for)."""
+    parts = ["approximation", int(R), str(rho), float(mu), list(methods), int(L1), int(L2),
+             {k: tg[k] for k in sorted(tg)}, code, bool(share_corrected)]
+    if "exact" in methods and exact_budget is not None:
+        parts.append({k: exact_budget[k] for k in sorted(exact_budget)})
+    return content_key(*parts)
 
 
 def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, tg: dict, code: str,
-                      output, cache_dir, log=None, share_corrected=False) -> Path:
+                      output, cache_dir, log=None, share_corrected=False, exact_budget=None) -> Path:
     """All ``methods`` for the M/M/R cells (R, ρ), ρ in ``rhos``: one Dask task per cell (its methods share
     building blocks), written as one file ``output``; cells stored before under the same content key
     in ``cache_dir`` are reused (see :func:`simulate_block`)."""
     rhos = [str(r) for r in rhos]
     t = time_grid(float(tg["t_max"]), float(tg["dt"]))
     hyper = {"L1": int(L1), "L2": int(L2)}
-    keys = {rho: approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected) for rho in rhos}
+    keys = {rho: approximation_key(R, rho, mu, methods, L1, L2, tg, code, share_corrected, exact_budget)
+            for rho in rhos}
     cache_dir = Path(cache_dir)
     cached = cached_cells(cache_dir, keys, select_rho, log=log)
     todo = [rho for rho in rhos if rho not in cached]
     t0 = time.perf_counter()
     futures = [client.submit(_approximate_task, int(R), float(rho), float(mu), tuple(methods), t, hyper,
-                             bool(share_corrected), pure=False, retries=TASK_RETRIES,
+                             bool(share_corrected), exact_budget, pure=False, retries=TASK_RETRIES,
                              key=f"approx-R{R}-rho{rho}-{keys[rho]}")
                for rho in todo]
     cells, cell_attrs = {}, {}
@@ -93,12 +100,15 @@ def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: 
         ds = fut.result()
         _log(log, f"approximation R={R} rho={rho} methods={list(methods)} L1={L1} L2={L2}: "
                   f"done after {time.perf_counter() - t0:.2f} s")
+        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
+            if int(reason):
+                _log(log, f"  warning: {m} not valid at R={R} rho={rho}: {describe(int(reason))}")
         ds = to_storage(_fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
         for name, (long_name, units) in APPROX_ATTRS.items():
             if name in ds:
                 ds[name].attrs = {**ds[name].attrs, "long_name": long_name, "units": units}
         cell_attrs[rho] = {k: v for k, v in ds.attrs.items() if k in ("title", "model", "spec", "hyper",
-                                                                      "shared_corrected")}
+                                                                      "shared_corrected", "exact_plan")}
         ds.attrs = {}
         cells[rho] = ds
     parts = [cells[rho] for rho in rhos]
@@ -108,7 +118,8 @@ def approximate_block(client, *, R: int, rhos, mu: float, methods, L1: int, L2: 
     block.attrs = {**_base_provenance(),
                    "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
                                                   "code": code, "time_grid": tg,
-                                                  "share_corrected": bool(share_corrected)}, sort_keys=True),
+                                                  "share_corrected": bool(share_corrected),
+                                                  "exact_budget": exact_budget}, sort_keys=True),
                    "cell_keys": json.dumps(keys, sort_keys=True),
                    "cell_attrs": json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)}
     store_block(block, cache_dir, content_key(keys), output, approximation_encoding(block))

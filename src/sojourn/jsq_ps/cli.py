@@ -2,6 +2,7 @@
 netCDF dataset, print a one-screen summary) and ``sojourn approximate`` (one analytic sojourn-time CDF)."""
 from __future__ import annotations
 
+import sys
 import time
 
 from ..core import validate as V
@@ -268,6 +269,12 @@ def run_approximate(args) -> int:
     s = summary(ds["t"].values, ds["cdf"].values)
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "
           f"run_time={float(ds['run_time']):.3f}s")
+    if not int(ds["valid"]):
+        from .analytic.guards import describe
+
+        print(f"warning: method {args.method} is not valid at R={spec.servers}, rho={spec.load:g}: "
+              f"{describe(int(ds['validity_reason']))} (sojourn.jsq_ps.analytic.guards); "
+              "its numbers are printed as computed, do not rely on them", file=sys.stderr)
     print(f"mean sojourn (integral of 1-F over the grid): {s['mean']:.6g}")
     for p in (0.99, 0.999, 0.9999, 0.99999):
         v = s[p]

@@ -60,7 +60,6 @@ one (R, rho) cell at a time (bounded memory: the paper grid's ``count`` is ~4 GB
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,6 +69,9 @@ import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
 from ..core.stats import CI_BOOTSTRAP, CI_T, TAIL_MIN, cdf_at_left_edges, interval, quantile, wasserstein
+from .analytic.guards import ABOVE_ONE as FIT_ABOVE_ONE, BELOW_ZERO as FIT_BELOW_ZERO  # noqa: F401 (API)
+from .analytic.guards import NON_FINITE as FIT_NON_FINITE, NON_MONOTONE as FIT_DECREASING  # noqa: F401
+from .analytic.guards import TOLERANCE as FIT_TOLERANCE, cdf_flags as fit_validity  # noqa: F401
 from .naming import label_coords
 
 DEFAULTS = {
@@ -84,37 +86,12 @@ DEFAULTS = {
 }
 
 
-#: an approximated CDF may leave [0, 1] or decrease by this much before it is flagged (round-off)
-FIT_TOLERANCE = 1e-9
-#: ``fit_invalid`` bits (CF flag_masks); 0 = a valid CDF on the grid, or no CDF (then approx_percentile is NaN)
-FIT_BELOW_ZERO, FIT_ABOVE_ONE, FIT_DECREASING, FIT_NON_FINITE = 1, 2, 4, 8
+#: ``fit_invalid`` bits and round-off tolerance: the analytic guards' CDF checks (imported above), so the
+#: comparison and the approximation's ``validity_reason`` flag a CDF alike
 FIT_FLAG_ATTRS = {
     "flag_masks": np.array([FIT_BELOW_ZERO, FIT_ABOVE_ONE, FIT_DECREASING, FIT_NON_FINITE], np.int8),
     "flag_meanings": "below_zero above_one non_monotone non_finite",
 }
-
-
-def fit_validity(F: np.ndarray, tol: float = FIT_TOLERANCE):
-    """(flags, violation) of approximated CDFs ``F`` (..., t): the ``fit_invalid`` bit mask and the
-    largest excursion below 0, above 1 or downwards between grid points, in probability units (0 if
-    valid; NaN if the CDF is absent, i.e. all NaN: a method not run there). A partly non-finite CDF
-    gets FIT_NON_FINITE (its excursions are measured on the finite values)."""
-    F = np.asarray(F, dtype=float)
-    finite = np.isfinite(F)
-    absent = ~finite.any(axis=-1)
-    G = np.where(finite, F, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: absent methods
-        below = np.nan_to_num(-np.nanmin(G, axis=-1), nan=0.0)
-        above = np.nan_to_num(np.nanmax(G, axis=-1) - 1.0, nan=0.0)
-        steps = np.diff(G, axis=-1)
-        drop = np.nan_to_num(-np.nanmin(steps, axis=-1), nan=0.0) if steps.shape[-1] else np.zeros(F.shape[:-1])
-    flags = ((below > tol) * FIT_BELOW_ZERO + (above > tol) * FIT_ABOVE_ONE + (drop > tol) * FIT_DECREASING
-             + (~finite.all(axis=-1)) * FIT_NON_FINITE)
-    flags = np.where(absent, 0, flags).astype(np.int8)
-    worst = np.maximum.reduce([below, above, drop])
-    violation = np.where(absent, np.nan, np.where(flags > 0, worst, 0.0))
-    return flags, violation
 
 
 def ties_with_best(mean, low, high, m: int, best: int) -> bool:
@@ -129,13 +106,10 @@ def ties_with_best(mean, low, high, m: int, best: int) -> bool:
 #: ``*_ci_method`` where there is no interval (fewer than 2 replications, or no value: e.g. an unusable method)
 CI_NONE = -1
 
-#: the approximation dataset's own per-(R, rho, approximation) validity verdict (its analytic guards), as
-#: (variable name, reading → True where valid); the first name present is used. Adapt here when the
-#: approximation side settles its name: nothing else in this module knows it.
+#: the approximation dataset's own per-(R, rho, approximation) validity verdict (its analytic guards,
+#: :mod:`sojourn.jsq_ps.analytic.guards`), as (variable name, reading → True where valid)
 APPROXIMATION_VALIDITY = (
-    ("valid", lambda v: v != 0),     # 1 = valid, 0 = invalid (-1 = not run: "not computed" decides that)
-    ("validity", lambda v: v == 0),  # a bit mask of reasons, 0 = valid
-    ("invalid", lambda v: v == 0),   # the same under another name
+    ("valid", lambda v: v != 0),     # 1 = valid, 0 = invalid (its reason in validity_reason)
 )
 
 

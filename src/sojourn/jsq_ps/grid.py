@@ -140,14 +140,17 @@ def blocks(cfg: dict) -> Blocks:
 
 
 def methods_for(cfg: dict, R: int) -> list[str]:
-    """Methods evaluated at R: the configured ones, ``exact`` only up to ``approximation.exact_max_servers``."""
-    a = cfg["approximation"]
-    out = []
-    for m in a["methods"]:
-        if m == "exact" and int(R) > int(a.get("exact_max_servers", 0)):
-            continue
-        out.append(m)
-    return out
+    """Methods evaluated at R: the configured ones, at every R. ``exact`` runs on the cells its
+    ``approximation.exact_budget`` covers and is NaN, flagged ``over_budget``, on the others
+    (:mod:`sojourn.jsq_ps.analytic.budget`), so every block has the same method axis."""
+    return list(cfg["approximation"]["methods"])
+
+
+def exact_budget(cfg: dict) -> dict:
+    """The ``approximation.exact_budget`` of the study's config, schema defaults filled in."""
+    from .analytic.budget import DEFAULT_BUDGET
+
+    return {**DEFAULT_BUDGET, **(cfg["approximation"].get("exact_budget") or {})}
 
 
 def L1_for(cfg: dict, R: int) -> int:

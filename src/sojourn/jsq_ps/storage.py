@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import read_netcdf
+from .analytic.guards import OVER_BUDGET
 
 
 def select_rho(ds: xr.Dataset, rho: str) -> xr.Dataset:
@@ -69,7 +70,7 @@ def _coord_encoding(ds: xr.Dataset, complevel: int) -> dict:
 
 #: integer variables of the merged approximations where a method did not run at a cell (``exact`` beyond its
 #: budget): they stay integers, this value marks the gap
-APPROX_FILL = {"L1": -1, "L2": -1, "faithful": -1}
+APPROX_FILL = {"L1": -1, "L2": -1, "faithful": -1, "valid": 0, "validity_reason": OVER_BUDGET}
 
 APPROX_ATTRS = {
     "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),
@@ -77,6 +78,9 @@ APPROX_ATTRS = {
     "L2": ("sum range / truncation level used by the method (-1: not run at this cell)", "1"),
     "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact, -1 = not run at this cell", "1"),
     "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
+    "valid": ("1 = the method's result passed every validity check (sojourn.jsq_ps.analytic.guards)", "1"),
+    "validity_reason": ("why the method's result is invalid: bit mask, 0 = valid (flag_meanings)", "1"),
+    "validity_violation": ("largest excursion of the CDF below 0, above 1 or downwards (0 = none)", "1"),
 }
 
 
@@ -96,7 +100,7 @@ def to_storage(ds: xr.Dataset) -> xr.Dataset:
     if "cdf" not in ds:
         return ds
     sf = (1.0 - ds["cdf"].astype(np.float64)).clip(min=0.0)
-    sf = sf.where(sf >= SF_FLOOR, 0.0)
+    sf = sf.where((sf >= SF_FLOOR) | sf.isnull(), 0.0)  # NaN (a method not run: exact over budget) stays NaN
     out = ds.drop_vars("cdf")
     out["sf"] = sf
     out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "

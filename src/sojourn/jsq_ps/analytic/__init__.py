@@ -15,6 +15,8 @@ Building blocks: :func:`chain.solve_chain` (λ_n §3.2, A_n §3.4), :func:`gupta
 :func:`occupancy.birth_death_occupancy` (§3.5), :mod:`tails` (w_n §3.6a/b).
 time_grid(t_max=182.32, dt=0.01)
     the shared grid round(i·dt, 10) (:mod:`sojourn.core.timegrid`).
+Every result is checked by :mod:`sojourn.jsq_ps.analytic.guards` (``valid``, ``validity_reason``); where
+``exact`` runs by default is :mod:`sojourn.jsq_ps.analytic.budget`.
 """
 from __future__ import annotations
 

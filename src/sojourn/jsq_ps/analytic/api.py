@@ -8,6 +8,9 @@ Dataset layout (one method)::
     A_n       (n)   P(an arrival joins a server holding n)
     run_time  ()    seconds (for approximate_all: the method's own work plus building blocks it
                     was first to need)
+    valid     ()    int8, 1 = the result passed every guard (:mod:`sojourn.jsq_ps.analytic.guards`)
+    validity_reason ()  int16 bit mask (CF flag_masks/flag_meanings): why not; 0 = valid
+    validity_violation () the CDF's largest excursion below 0, above 1 or downwards (0 = none)
     attrs     method, faithful, L1, L2, servers, arrival_rate, service_rate, load, method-specific
               diagnostics (chain_boundary_mass, truncated_mass, …) and sojourn provenance.
 
@@ -17,6 +20,7 @@ variables on it: ``ds.sel(approximation="A")``.
 """
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -28,12 +32,17 @@ from ...core.validate import integer_at_least, positive_finite
 from ..model import JSQPS
 from ..naming import ALL_METHODS as METHODS
 from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
+from .budget import ExactOverBudget, check_budget
 from .exact import exact_sojourn_cdf
+from .guards import OVER_BUDGET, reason_attrs, valid_attrs, validity
 from .methods import Cell
 
 _APPROX_HYPER = {"L1", "L2", "chain_eps", "state_budget", "clamp_gupta"}
-_EXACT_HYPER = {"eps", "M", "D", "state_budget"}
+_EXACT_HYPER = {"eps", "M", "D", "state_budget", "exact_budget"}
 _GRID_HYPER = {"t_max", "dt"}
+
+
+_VIOLATION_ATTRS = {"long_name": "largest excursion of the CDF below 0, above 1 or downwards (0 = none)", "units": "1"}
 
 
 def _check_spec(spec):
@@ -99,29 +108,34 @@ def _check_hyper(method_set, spec, hyper):
         out["M"] = integer_at_least("M", out["M"], 2)
     if "D" in out:
         out["D"] = integer_at_least("D", out["D"], 0)
+    if out.get("exact_budget") is not None:
+        out["exact_budget"] = check_budget(out["exact_budget"])
     if "clamp_gupta" in out and not isinstance(out["clamp_gupta"], bool):
         raise ValueError(f"clamp_gupta must be True or False; got {out['clamp_gupta']!r}")
     return out
 
 
-def _exact_blocks(spec, hyper, t):
-    """Exact CDF plus exact λ_n, A_n read off its stationary system law (same rules as §3.2/§3.4)."""
-    from .chain import stationary
-    from .exact import system_chain
-
+def _exact(spec, hyper, t, system=None) -> dict:
+    """Exact CDF plus exact λ_n, A_n read off its stationary system law (same rules as §3.2/§3.4); with
+    ``exact_budget``, a NaN result flagged ``over_budget`` where it does not fit (:mod:`.budget`).
+    ``system``: the corrected methods' spread chain, reused when it is the same chain."""
     kw = {k: hyper[k] for k in ("eps", "M", "D", "state_budget") if k in hyper}
+    budget = hyper.get("exact_budget")
+    if budget is not None:
+        kw.update(state_budget=budget["max_states"], max_seconds=budget["max_seconds"])
     t0 = time.perf_counter()
-    res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.servers, t, **kw)
-    S, Q = system_chain(spec.arrival_rate, spec.service_rate, spec.servers, res.M, res.D)
-    pi = stationary(Q, levels=S.states.sum(axis=1))
-    top = int(S.states.max()) + 1
-    A = np.bincount(S.states[:, 0], weights=pi, minlength=top)
-    cnt = sum(np.bincount(S.states[:, j], weights=pi, minlength=top) for j in range(S.R))
-    lam = np.where((A > 0) & (cnt > 0), spec.arrival_rate * A / np.where(cnt > 0, cnt, 1), 0.0)
-    run_time = time.perf_counter() - t0
+    try:
+        res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.servers, t, system=system, **kw)
+    except ExactOverBudget as exc:
+        info = {"over_budget": str(exc), **{f"plan_{k}": v for k, v in exc.plan.items() if v is not None}}
+        return dict(cdf=np.full(t.size, np.nan), lambda_n=np.full(0, np.nan), A_n=np.full(0, np.nan),
+                    run_time=time.perf_counter() - t0, L1=-1, L2=-1, faithful=-1, info=info,
+                    reason=OVER_BUDGET, violation=np.nan)  # -1: not run (as the merged files' gaps)
     attrs = {"M": res.M, "D": res.D, "n_system_states": res.n_system_states, "n_tagged_states": res.n_tagged_states,
              "truncated_mass": res.truncated_mass, **res.info}
-    return res.cdf, lam, A, run_time, attrs
+    # exact: L1 = M (min cap), L2 = M + D (largest occupancy)
+    return dict(cdf=res.cdf, lambda_n=res.lambda_n, A_n=res.A_n, run_time=time.perf_counter() - t0, L1=res.M,
+                L2=res.M + res.D, faithful=False, info=attrs)
 
 
 def _run(spec, methods, t, hyper):
@@ -139,13 +153,14 @@ def _run(spec, methods, t, hyper):
     out = {}
     for m in methods:
         if m == "exact":
-            cdf, lam, A, rt, attrs = _exact_blocks(spec, hyper, t)
-            out[m] = dict(cdf=cdf, lambda_n=lam, A_n=A, run_time=rt, L1=attrs["M"], L2=attrs["M"] + attrs["D"],
-                          faithful=False, info=attrs)  # exact: L1 = M (min cap), L2 = M + D (largest occupancy)
+            out[m] = _exact(spec, hyper, t, system=cell._cache.get("cchain"))
         else:
             r = cell.run(m)
             out[m] = dict(cdf=r.cdf, lambda_n=r.lambda_n, A_n=r.A_n, run_time=r.run_time, L1=r.L1, L2=r.L2,
                           faithful=r.faithful, info=r.info)
+        if "reason" not in out[m]:  # the guards (sojourn.jsq_ps.analytic.guards), on every method alike
+            out[m]["reason"], out[m]["violation"] = validity(out[m]["cdf"], out[m]["lambda_n"], out[m]["A_n"],
+                                                             spec.arrival_rate, spec.servers, spec.load)
     return out
 
 
@@ -168,7 +183,9 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     Hyper-parameters: ``L1`` (≥ 2; faithful default Table 4 per R, corrected default chosen from the
     chain's boundary mass), ``L2`` (≥ L1; faithful default 130, corrected default from the
     birth–death tail), ``chain_eps``, ``state_budget``, ``clamp_gupta`` (faithful Gupta λ clamp);
-    exact: ``eps``, ``M``, ``D``, ``state_budget``. Grid: ``t`` or ``t_max``/``dt``
+    exact: ``eps``, ``M``, ``D``, ``state_budget``, ``exact_budget`` ({max_states, max_seconds}: run only
+    where the predicted cost fits, else NaN flagged ``over_budget``; :mod:`.budget`). Every result
+    is checked by the guards (:mod:`.guards`): ``valid``, ``validity_reason``. Grid: ``t`` or ``t_max``/``dt``
     (default 0..182.32 step 0.01). Invalid input raises ValueError naming the field.
     """
     _check_spec(spec)
@@ -180,6 +197,8 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     n = np.arange(max(r["lambda_n"].size, r["A_n"].size))
     lam = np.full(n.size, np.nan); lam[: r["lambda_n"].size] = r["lambda_n"]
     A = np.zeros(n.size); A[: r["A_n"].size] = r["A_n"]
+    if r["reason"] & OVER_BUDGET:
+        A[:] = np.nan
     attrs = _base_attrs(spec, hyper)
     attrs.update(method=method, faithful=int(r["faithful"]), L1=int(r["L1"]), L2=int(r["L2"]))
     attrs.update({k: _scalar_attr(v) for k, v in r["info"].items()})
@@ -187,7 +206,10 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
         {"cdf": ("t", r["cdf"], {"long_name": "P(sojourn <= t)"}),
          "lambda_n": ("n", lam, {"long_name": "arrival rate to a server holding n"}),
          "A_n": ("n", A, {"long_name": "P(arrival joins a server holding n)"}),
-         "run_time": ((), float(r["run_time"]), {"units": "s"})},
+         "run_time": ((), float(r["run_time"]), {"units": "s"}),
+         "valid": ((), np.int8(r["reason"] == 0), valid_attrs()),
+         "validity_reason": ((), np.int16(r["reason"]), reason_attrs()),
+         "validity_violation": ((), float(r["violation"]), _VIOLATION_ATTRS)},
         coords={"t": t, "n": n},
         attrs=attrs,
     )
@@ -216,8 +238,15 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     for i, m in enumerate(methods):
         lam[i, : res[m]["lambda_n"].size] = res[m]["lambda_n"]
         A[i, : res[m]["A_n"].size] = res[m]["A_n"]
+        if res[m]["reason"] & OVER_BUDGET:
+            A[i] = np.nan  # not computed
     attrs = _base_attrs(spec, hyper)
     attrs["total_run_time"] = total
+    if "exact" in res:
+        attrs["exact_plan"] = json.dumps({k: v for k, v in res["exact"]["info"].items()
+                                          if k.startswith("plan_") or k in ("over_budget", "M", "D", "n_system_states",
+                                                                            "poisson_terms", "shared_system_chain")},
+                                         sort_keys=True, default=float)
     data = {
         "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),
         "lambda_n": (("approximation", "n"), lam),
@@ -229,6 +258,10 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
         "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("chain_boundary_mass", np.nan)))
                                                 for m in methods])),
     }
+    data["valid"] = ("approximation", np.array([res[m]["reason"] == 0 for m in methods], dtype=np.int8), valid_attrs())
+    data["validity_reason"] = ("approximation", np.array([res[m]["reason"] for m in methods], dtype=np.int16),
+                               reason_attrs())
+    data["validity_violation"] = ("approximation", np.array([res[m]["violation"] for m in methods]), _VIOLATION_ATTRS)
     return label_coords(xr.Dataset(data, coords={"approximation": np.array(methods, dtype=str), "t": t,
                                                  "n": np.arange(nmax)}, attrs=attrs))
 

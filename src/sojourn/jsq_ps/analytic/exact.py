@@ -27,8 +27,13 @@ import numpy as np
 from scipy import sparse
 
 from ._blas import single_threaded_blas
-from .chain import SortedStates, stationary, value_counts
+from .chain import ChainResult, SortedStates, n_sorted_states, stationary, value_counts
 from .uniformization import poisson_cutoff, poisson_mix
+
+
+def spread_size(M: int, D: int, R: int) -> int:
+    """Number of states of :class:`SpreadStates` (M, D, R) without building them: M·C(D+R−1, R−1)."""
+    return int(M) * (n_sorted_states(int(D) + 1, int(R) - 1) if R > 1 else 1)
 
 
 class SpreadStates:
@@ -200,42 +205,216 @@ class ExactResult:
     truncated_mass: float
     run_time: float
     info: dict = field(default_factory=dict)
+    lambda_n: np.ndarray | None = None  # λ_n, A_n read off the system law (§3.2, §3.4 rules)
+    A_n: np.ndarray | None = None
+
+
+def _target_cap(history, eps):
+    """The cap at which the boundary mass reaches ``eps``, extrapolated on a log scale from the last two
+    of ``history`` [(cap, boundary mass), …] (it decays geometrically in the cap), plus one level of
+    margin; None without two decreasing masses."""
+    if len(history) >= 2:
+        (x1, b1), (x2, b2) = history[-2], history[-1]
+        if 0 < b2 < b1 and x2 > x1:
+            rate = (np.log(b2) - np.log(b1)) / (x2 - x1)
+            return int(np.ceil(x2 + (np.log(eps) - np.log(b2)) / rate)) + 1
+    return None
+
+
+def _next_cap(history, current, eps, grow):
+    """The next cap to solve after ``history``: the extrapolated target (:func:`_target_cap`, verified by
+    the next solve), at most 2·current + 8; otherwise ``grow(current)``."""
+    guess = _target_cap(history, eps)
+    if guess is None:
+        return grow(current)
+    return max(current + 1, min(guess, 2 * current + 8))
+
+
+def _masses(lam, mu, R, M, D):
+    S, Q = system_chain(lam, mu, R, M, D)
+    pi = stationary(Q, levels=S.states.sum(axis=1))
+    return S, pi, *boundary_masses(S, pi)
+
+
+def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000, max_seconds=None, K=None):
+    """(M, D, complete): the caps whose boundary masses are < ``eps``, each from its own search.
+
+    The two masses are close to separable: the min-cap mass depends on M and hardly on D once D ≳ 6
+    (a smaller D only raises it), the spread mass on D once M ≳ 2D. So M is searched first on chains
+    with a small spread cap (≤ 6, at most 20 000 states at M = 8), then D on chains with min cap
+    min(2D + 8, M); each cap is extrapolated from its last two masses (:func:`_next_cap`).
+    ``complete`` is False when the caps need a chain with ``size·R`` (about the tagged chain's size)
+    above ``state_budget`` or, with ``max_seconds`` (and ``K`` uniformised steps), a predicted cost
+    (:func:`sojourn.jsq_ps.analytic.budget.predict_seconds`) above it — checked before each solve, so
+    an over-budget cell is given up after small solves; the caps are then the largest within the
+    budget. Given ``M`` or ``D`` are kept."""
+    from .budget import predict_seconds
+
+    def fits(M_, D_):
+        size = spread_size(M_, D_, R)
+        if size * R > state_budget:
+            return False
+        return max_seconds is None or predict_seconds(R, size, K) <= max_seconds
+
+    complete = True
+    if R == 1:
+        D_probe = 0
+    elif D is not None:
+        D_probe = int(D)
+    else:
+        D_probe = 3
+        while D_probe < 6 and spread_size(8, D_probe + 1, R) <= 20_000:
+            D_probe += 1
+    if M is not None:
+        M_ = int(M)
+    else:
+        M_, hist = 8, []
+        while True:
+            b = _masses(lam, mu, R, M_, D_probe)[2]
+            if b < eps:
+                break
+            hist.append((M_, b))
+            nxt = _next_cap(hist, M_, eps, lambda m: m + max(1, m // 2))
+            if not fits(nxt, D_probe):
+                complete = False  # even the smallest spread cap would be over the budget
+                break
+            M_ = nxt
+    if R == 1 or D is not None:
+        D_ = D_probe
+    elif not complete:
+        D_ = D_probe
+    else:
+        D_, hist = 3, []
+        while True:
+            b = _masses(lam, mu, R, min(2 * D_ + 8, max(M_, D_ + 4)), D_)[3]
+            if b < eps:
+                break
+            hist.append((D_, b))
+            nxt = min(_next_cap(hist, D_, eps, lambda d: d + max(1, d // 3)), D_ + max(2, D_ // 2))
+            if not fits(M_, nxt):
+                complete = False
+                break
+            D_ = nxt
+    if not complete:
+        while M_ > 2 and not fits(M_, D_):
+            M_ -= max(1, M_ // 8)
+    return M_, D_, complete
 
 
 def choose_truncation(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000):
-    """Raise M (min cap) and D (spread cap) until both boundary masses < eps or the budget is hit."""
-    M_ = int(M) if M is not None else 8
-    D_ = int(D) if D is not None else (0 if R == 1 else 3)
+    """(S, π, boundary mass at the min cap, at the spread cap) of the system chain truncated at the caps of
+    :func:`truncation_caps`, verified: a cap whose mass is still ≥ ``eps`` (the masses are only nearly
+    separable) is raised and the chain solved again, within ``state_budget``."""
+    M_, D_, _ = truncation_caps(lam, mu, R, eps, M, D, state_budget)
     while True:
-        S, Q = system_chain(lam, mu, R, M_, D_)
-        pi = stationary(Q, levels=S.states.sum(axis=1))
-        b_min, b_spread = boundary_masses(S, pi)
+        S, pi, b_min, b_spread = _masses(lam, mu, R, M_, D_)
         grow_M = M is None and b_min >= eps
         grow_D = D is None and R > 1 and b_spread >= eps
-        if not (grow_M or grow_D):
-            return S, pi, b_min, b_spread
-        M2 = M_ + max(1, M_ // 2) if grow_M else M_
-        D2 = D_ + max(1, D_ // 3) if grow_D else D_
-        if SpreadStates(M2, D2, R).size * R > state_budget:
+        M2 = M_ + max(1, M_ // 8) if grow_M else M_
+        D2 = D_ + 1 if grow_D else D_
+        if not (grow_M or grow_D) or spread_size(M2, D2, R) * R > state_budget:
             return S, pi, b_min, b_spread
         M_, D_ = M2, D2
 
 
+def per_server_rates(S, pi, arrival_rate, size=None):
+    """(λ_n, A_n, P(a_1 = n)) of a lumped system law π on sorted states ``S`` (§3.2, §3.4 read-off rules):
+    A_n = P(min = n), λ_n = Λ·P(min = n)/E[#servers holding n] (0 where either is 0)."""
+    X = S.states
+    top = int(X.max()) + 1 if size is None else int(size)
+    A = np.bincount(X[:, 0], weights=pi, minlength=top)
+    cnt = sum(np.bincount(X[:, j], weights=pi, minlength=top) for j in range(X.shape[1]))
+    lam = np.where((A > 0) & (cnt > 0), float(arrival_rate) * A / np.where(cnt > 0, cnt, 1), 0.0)
+    return lam, A, cnt / X.shape[1]
+
+
+def spread_chain(arrival_rate, service_rate, servers, eps=1e-10, state_budget=60_000) -> ChainResult:
+    """The §3.2 whole-system chain on the spread truncation (min ≤ M−1, max − min ≤ D), with M and D
+    raised until both boundary masses are < ``eps`` or the chain would exceed ``state_budget`` states.
+
+    The same chain as :func:`sojourn.jsq_ps.analytic.chain.solve_chain` with a different cut: JSQ keeps
+    the servers within a few customers of each other, so at high load this holds the mass of a per-server
+    cap of thousands (R = 3, ρ = 0.97: boundary mass 1e-9 with 35 000 states, against 2e-3 with a
+    per-server cap at 20 000). ``L1`` of the result is M + D (occupancies 0..M+D−1); A_n = 0 for n ≥ M.
+    """
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, state_budget=int(state_budget) * R)
+    L = S.M + S.D
+    rates, A, occ = per_server_rates(S, pi, lam, size=L)
+    return ChainResult(L, rates, A, occ, b_min + b_spread, S.size, S, pi)
+
+
+def exact_plan(arrival_rate, service_rate, servers, t_max, eps=1e-10, state_budget=400_000, max_seconds=None,
+               M=None, D=None, poisson_eps=1e-13) -> dict:
+    """Whether ``exact`` fits its budget on this cell, decided from small solves only
+    (:mod:`sojourn.jsq_ps.analytic.budget`): the caps M, D, the system states S, the uniformised steps
+    K, the predicted CPU seconds, ``fits`` and, if not, the ``reason``."""
+    from .budget import predict_seconds
+
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    K = poisson_cutoff((lam + R * mu) * float(t_max), poisson_eps)  # q = Λ + Rμ: every server busy
+    with single_threaded_blas():
+        M_, D_, complete = truncation_caps(lam, mu, R, eps, M, D, state_budget, max_seconds, K)
+    size = spread_size(M_, D_, R)
+    pred = predict_seconds(R, size, K)
+    plan = {"M": M_, "D": D_, "system_states": size, "poisson_terms": K, "predicted_seconds": pred,
+            "max_seconds": max_seconds, "max_states": int(state_budget), "fits": True, "reason": ""}
+    if not complete:
+        plan.update(fits=False, reason=f"over budget: no truncation within {state_budget} states (system states x R)"
+                                       + ("" if max_seconds is None else f" and {max_seconds:g} s predicted")
+                                       + f" reaches boundary mass {eps:g}")
+    elif max_seconds is not None and pred > max_seconds:
+        plan.update(fits=False, reason=f"over budget: predicted {pred:.1f} s > {max_seconds:g} s "
+                                       f"({size} system states, {K} steps)")
+    return plan
+
+
 def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None, D=None,
-                      state_budget=400_000, poisson_eps=1e-13) -> ExactResult:
-    """P(T ≤ t) for M/M/R-JSQ-PS (tagged-customer chain), for every t; see the module docstring."""
+                      state_budget=400_000, poisson_eps=1e-13, max_seconds=None, system=None) -> ExactResult:
+    """P(T ≤ t) for M/M/R-JSQ-PS (tagged-customer chain), for every t; see the module docstring.
+
+    ``max_seconds`` (budget mode, :mod:`sojourn.jsq_ps.analytic.budget`): raise
+    :class:`~sojourn.jsq_ps.analytic.budget.ExactOverBudget` before the costly part if the truncation
+    cannot reach ``eps`` within ``state_budget`` or the predicted CPU seconds exceed ``max_seconds``
+    (without it, a truncation capped by ``state_budget`` is used and its mass reported).
+    ``system``: a solved spread chain (``ChainResult`` of :func:`spread_chain`) to reuse when its boundary
+    mass is below ``eps`` (the corrected chain methods solve the same chain)."""
+    from .budget import ExactOverBudget, predict_seconds
+
     t0 = time.perf_counter()
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     t = np.asarray(t, dtype=float)
+    t_max = float(t.max()) if t.size else 0.0
     with single_threaded_blas():
-        S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, M, D, state_budget)
+        reuse = (system is not None and M is None and D is None and isinstance(system.states, SpreadStates)
+                 and system.boundary_mass < eps and system.n_states * R <= state_budget)
+        if reuse:
+            S, pi = system.states, system.pi
+            b_min, b_spread = boundary_masses(S, pi)
+            if max_seconds is not None:  # the budget applies whatever solved the system chain
+                K = poisson_cutoff((lam + R * mu) * t_max, poisson_eps)
+                plan = {"M": S.M, "D": S.D, "system_states": S.size, "poisson_terms": K, "max_seconds": max_seconds,
+                        "predicted_seconds": predict_seconds(R, S.size, K), "max_states": int(state_budget),
+                        "fits": True, "reason": ""}
+                if plan["predicted_seconds"] > max_seconds:
+                    plan.update(fits=False, reason=f"over budget: predicted {plan['predicted_seconds']:.1f} s > "
+                                                   f"{max_seconds:g} s ({S.size} system states, {K} steps)")
+                    raise ExactOverBudget(plan["reason"], plan)
+        elif max_seconds is not None:
+            plan = exact_plan(lam, mu, R, t_max, eps, state_budget, max_seconds, M, D, poisson_eps)
+            if not plan["fits"]:
+                raise ExactOverBudget(plan["reason"], plan)
+            S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, plan["M"], plan["D"], state_budget)
+        else:
+            S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, M, D, state_budget)
+        t_truncation = time.perf_counter() - t0
         tc = TaggedChain(lam, mu, R, S.M, S.D)
         Qoff, out = tc.generator()
         p0, lost = tc.initial_law(pi)
         q = float(out.max())
         PT = (Qoff.T / q).tocsr()  # P = I + Q/q, applied to row vectors: v ← v − v·out/q + v·Qoff/q
         stay = 1.0 - out / q
-        K = poisson_cutoff(q * float(t.max()) if t.size else 0.0, poisson_eps)
+        K = poisson_cutoff(q * t_max, poisson_eps)
         g = np.empty(K)
         v = p0.copy()
         g[0] = v.sum()
@@ -244,6 +423,9 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
             g[j] = v.sum()
         sf = poisson_mix(q, t, g)
     cdf = 1.0 - sf
+    lam_n, A_n, _ = per_server_rates(S, pi, lam)
     info = {"boundary_mass_min": b_min, "boundary_mass_spread": b_spread, "initial_mass_lost": lost,
-            "uniformization_rate": q, "poisson_terms": K}
-    return ExactResult(cdf, S.M, S.D, S.size, tc.size, b_min + b_spread + lost, time.perf_counter() - t0, info)
+            "uniformization_rate": q, "poisson_terms": K, "transitions": int(PT.nnz),
+            "truncation_time": t_truncation, "shared_system_chain": int(reuse)}
+    return ExactResult(cdf, S.M, S.D, S.size, tc.size, b_min + b_spread + lost, time.perf_counter() - t0, info,
+                       lam_n, A_n)

@@ -17,11 +17,21 @@ corrected notes: they reproduce the authors' stored F(t) (tests/data/authors_cdf
 Corrected variants (``X*``), the §8.3 fixes: the customer who finds n starts with n others
 (§3.6a index shift); arrival-weighted A_n ∝ λ_n p_n for the birth–death option; λ_{n+1} and
 θ = max λ in the uniformisation, Poisson truncation from the error bound at every t; no sum-range
-cut (all n < N, N chosen from the birth–death tail); L1 chosen as the smallest value whose chain
-puts mass < ``chain_eps`` on the boundary (within ``state_budget`` sorted states); Gupta's fit is
-clamped at 0, and at R = 1 replaced by the exact λ_n = Λ (the fit is not exact there, §3.3). The chain's
-λ_n are extended beyond L1 with the same hold λ_{L1−1} as the faithful methods; it matters only where
-the chain keeps boundary mass (the state budget caps L1 at high load).
+cut (all n < N, N chosen from the birth–death tail). Their inputs hold up to ρ → 1:
+
+* the chain (A*, B*, D*, E*) is the §3.2 chain on the spread truncation (min ≤ M−1, max − min ≤ D,
+  :func:`sojourn.jsq_ps.analytic.exact.spread_chain`), M and D raised until the boundary mass is
+  < ``chain_eps`` within ``state_budget`` states (an explicit corrected ``L1`` uses the per-server cap
+  instead). Its λ_n and A_n are used below the cut (n < M−1, where the truncation does not bend them)
+  and continued by the chain's exact tail: λ_n = μρ^R (Gupta (7); the limit every exact profile
+  reaches, tests/test_analytic_guards.py), A_{n+1} = A_n·λ_{n+1}/μ (the arrival-weighted birth–death
+  law, which the chain's A_n obeys exactly). The earlier per-server cap with a held λ_{L1−1} lost
+  2 % of the mass at R = 2, ρ = 0.99 and held a λ bent down by the cut (0.40 for 0.91 at R = 3, ρ = 0.97).
+* Gupta's fit (C*, F*) goes through :func:`sojourn.jsq_ps.analytic.gupta.admissible_gupta_lambdas`:
+  the λ_0 fit has a pole at ρ ≈ 0.9654, beyond which the clamped rates collapsed the method to
+  Exp(μ) (λ_1 = 0, A_0 = 1); λ_0 is moved into the interval where Λ ≥ λ_0 ≥ λ_1 ≥ λ_2 with Gupta (9)
+  intact. At R = 1 the exact λ_n = Λ (the fit is not exact there, §3.3).
+
 With these fixes the two w_n options describe the same Markov chain, so A* ≡ D*, B* ≡ E*,
 C* ≡ F* up to numerical error (computed by independent routes: expm stepping vs uniformisation).
 """
@@ -36,7 +46,8 @@ import numpy as np
 from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
 from ._blas import single_threaded_blas
 from .chain import ChainResult, extend_lambdas, n_sorted_states, solve_chain
-from .gupta import gupta_lambdas
+from .exact import SpreadStates, spread_chain
+from .gupta import admissible_gupta_lambdas, gupta_lambdas
 from .occupancy import birth_death_occupancy
 from .tails import expm_tails, recurrence_survival_faithful, uniformized_survival
 
@@ -113,7 +124,7 @@ class Cell:
     """One (Λ, μ, R) cell: lazily computed, shared building blocks for any set of methods."""
 
     def __init__(self, arrival_rate, service_rate, servers, t, L1=None, L2=None, corrected_L1=None,
-                 corrected_L2=None, chain_eps=1e-10, state_budget=20_000, clamp_gupta=False):
+                 corrected_L2=None, chain_eps=1e-10, state_budget=60_000, clamp_gupta=False):
         self.lam = float(arrival_rate)
         self.mu = float(service_rate)
         self.R = int(servers)
@@ -168,39 +179,62 @@ class Cell:
     def cchain(self) -> ChainResult:
         def make():
             if self.cL1 is not None:
-                return solve_chain(self.lam, self.mu, self.R, int(self.cL1))
-            return choose_L1(self.lam, self.mu, self.R, self.chain_eps, self.state_budget)[1]
+                return solve_chain(self.lam, self.mu, self.R, int(self.cL1))  # the per-server cap asked for
+            return spread_chain(self.lam, self.mu, self.R, self.chain_eps, self.state_budget)
         return self._get("cchain", make)
 
-    def csize(self):
+    def tail_rate(self) -> float:
+        """μρ^R: Gupta (7), and the limit of the exact chain's λ_n (Λ at R = 1)."""
+        return self.mu * self.rho**self.R
+
+    def chain_cut(self) -> int:
+        """How many leading λ_n, A_n of the corrected chain its truncation leaves alone: n < M−1 (spread
+        cut) or n < L1−1 (per-server cap); the boundary level itself is bent by the suppressed moves."""
+        ch = self.cchain()
+        top = ch.states.M if isinstance(ch.states, SpreadStates) else ch.L1
+        return max(1, top - 1)
+
+    def csize(self, source):
         def make():
             if self.cL2 is not None:
                 return int(self.cL2)
-            ch = self.cchain()
-            # the held tail rate λ_{L1−1} (§3.2), at least the Gupta tail μρ^R (exact Λ at R = 1)
-            tail = max(ch.lambda_n[-1], self.lam / self.R if self.R == 1 else self.mu * self.rho**self.R)
-            return corrected_size(tail, self.mu, ch.L1)
-        return self._get("csize", make)
+            start = self.chain_cut() if source == "chain" else 3  # where the μρ^R tail starts
+            return corrected_size(self.tail_rate(), self.mu, start)
+        return self._get(("csize", source), make)
 
     def clambdas(self, source):
-        N = self.csize() + 1  # λ_0..λ_N (λ_{n+1} is used for n ≤ N−1 others)
+        N = self.csize(source) + 1  # λ_0..λ_N (λ_{n+1} is used for n ≤ N−1 others)
         if source == "chain":
-            return self._get("clam_chain", lambda: extend_lambdas(self.cchain().lambda_n, N))
+            def make():
+                tail = self.tail_rate()
+                k = min(self.chain_cut(), N)
+                lam = np.full(N, tail)  # Gupta (7) beyond the cut
+                lam[:k] = np.maximum(self.cchain().lambda_n[:k], tail)  # a cut bends λ_n down, never up
+                return lam
+            return self._get(("clam", source), make)
         if self.R == 1:
-            return self._get("clam_gupta", lambda: np.full(N, self.lam))  # exact at R = 1
-        return self._get("clam_gupta", lambda: gupta_lambdas(self.rho, self.mu, self.R, N, clamp=True))
+            return self._get(("clam", source), lambda: np.full(N, self.lam))  # exact at R = 1
+        return self._get(("clam", source), lambda: admissible_gupta_lambdas(self.rho, self.mu, self.R, N)[0])
 
     def coccupancy(self, lsrc, asrc):
-        N = self.csize()
+        N = self.csize(lsrc)
         if asrc == "chain":
-            A = self.cchain().A_n
-            return self._get("cA_chain", lambda: np.pad(A, (0, max(0, N - A.size)))[:N] / A[:N].sum())
-        return self._get(("cA_bd", lsrc), lambda: birth_death_occupancy(self.clambdas(lsrc), self.mu, N, arrival_weighted=True))
+            def make():
+                lam = self.clambdas(lsrc)
+                k = min(self.chain_cut(), N)
+                A = np.zeros(N)
+                A[:k] = self.cchain().A_n[:k]
+                for n in range(k, N):  # §8.3 A_n ∝ λ_n p_n  ⇒  A_n = A_{n−1}·λ_n/μ
+                    A[n] = A[n - 1] * lam[n] / self.mu
+                return A / A.sum()
+            return self._get(("cA", lsrc, asrc), make)
+        return self._get(("cA", lsrc, asrc),
+                         lambda: birth_death_occupancy(self.clambdas(lsrc), self.mu, N, arrival_weighted=True))
 
     def corrected(self, m) -> MethodResult:
         t0 = time.perf_counter()
         lsrc, asrc, wopt, _ = _SPEC[m[0]]
-        N = self.csize()
+        N = self.csize(lsrc)
         lam = self.clambdas(lsrc)
         A = self.coccupancy(lsrc, asrc)
         if wopt == "expm" and N + 1 <= EXPM_DENSE_MAX:
@@ -210,14 +244,25 @@ class Cell:
         else:
             cdf = 1.0 - uniformized_survival(lam, self.mu, N, self.t, A)  # §8.3 corrected §3.6b
             route = "uniformization"
-        ch = self.cchain()
-        info = {"chain_boundary_mass": ch.boundary_mass, "chain_states": ch.n_states, "w_route": route}
-        return MethodResult(m, cdf, lam[:N], A, ch.L1, N, False, time.perf_counter() - t0, info)
+        info = {"w_route": route}
+        if lsrc == "chain":
+            ch = self.cchain()
+            info.update(chain_boundary_mass=ch.boundary_mass, chain_states=ch.n_states, chain_cut=self.chain_cut())
+            L1 = ch.L1
+        else:
+            if self.R > 1:
+                info.update({k: v for k, v in admissible_gupta_lambdas(self.rho, self.mu, self.R, 4)[1].items()
+                             if k != "gupta_lambda0_interval"})
+            L1 = 3
+        return MethodResult(m, cdf, lam[:N], A, L1, N, False, time.perf_counter() - t0, info)
 
     def run(self, m) -> MethodResult:
         with single_threaded_blas():
             if m in FAITHFUL_METHODS:
-                return self.faithful(m)
+                # the published formulas overflow where Gupta's fit fails (λ_0 < 0 near its pole): the result
+                # is kept as computed and flagged non_finite by the guards, not warned about here
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    return self.faithful(m)
             if m in CORRECTED_METHODS:
                 return self.corrected(m)
         raise ValueError(f"method must be one of {FAITHFUL_METHODS + CORRECTED_METHODS + ('exact',)}; got {m!r}")

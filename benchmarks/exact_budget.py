@@ -1,0 +1,82 @@
+"""Calibrate the exact method's cost model (not a test): CPU seconds of ``exact`` against its size.
+
+    python benchmarks/exact_budget.py            # the calibration cells, fit, predicted vs measured
+    python benchmarks/exact_budget.py check      # only predicted vs measured with the shipped constants
+
+Runs ``exact_sojourn_cdf`` (no budget) on the default time grid (t ≤ 182.32, dt = 0.01) over R = 1..4 ×
+ρ ∈ {0.1, 0.5, 0.8, 0.9, 0.95} plus R = 5, 6 at low load, measures the CPU seconds of the call
+(``time.process_time``: wall time means little on a shared machine), and fits
+
+    seconds ≈ a · K · T̂ + b · S + c      (sojourn.jsq_ps.analytic.budget; S system states, K steps)
+
+by non-negative least squares on the relative error. Prints the fit and each cell's prediction, and
+appends one JSON line to benchmarks/exact_budget.jsonl. The constants in ``budget.py`` are this fit,
+rounded up.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.analytic import budget
+from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+
+CELLS = [(R, rho) for R in (1, 2, 3, 4) for rho in (0.1, 0.5, 0.8, 0.9, 0.95)] + [(5, 0.1), (5, 0.5), (6, 0.3)]
+OUT = Path(__file__).with_name("exact_budget.jsonl")
+
+
+def measure():
+    t = time_grid()
+    exact_sojourn_cdf(0.5, 1.0, 1, t[:10])  # imports, caches
+    rows = []
+    for R, rho in CELLS:
+        c0 = time.process_time()
+        r = exact_sojourn_cdf(rho * R, 1.0, R, t)
+        cpu = time.process_time() - c0
+        row = dict(R=R, rho=rho, M=r.M, D=r.D, system_states=r.n_system_states, tagged_states=r.n_tagged_states,
+                   transitions=r.info["transitions"], K=r.info["poisson_terms"], cpu=round(cpu, 4))
+        row["transitions_predicted"] = budget.tagged_transitions(R, r.n_system_states)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def fit(rows):
+    X = np.array([[r["K"] * r["transitions_predicted"], r["system_states"], 1.0] for r in rows])
+    y = np.array([r["cpu"] for r in rows])
+    w = 1.0 / np.maximum(y, 0.05)  # relative error, small cells not dominating
+    coef, _ = nnls(X * w[:, None], y * w)
+    return coef
+
+
+def report(rows, coef):
+    for r in rows:
+        pred = budget.predict_seconds(r["R"], r["system_states"], r["K"])
+        tr = r["transitions_predicted"] / max(r["transitions"], 1)
+        print(f"R={r['R']} rho={r['rho']:.2f}  S={r['system_states']:>7}  K={r['K']:>5}  "
+              f"T/T^={1 / tr:5.2f}  cpu={r['cpu']:7.3f} s  predicted={pred:7.3f} s")
+    if coef is not None:
+        print(f"fit: seconds = {coef[0]:.3g} * K*T^ + {coef[1]:.3g} * S + {coef[2]:.3g}")
+
+
+def main(argv):
+    rows = measure()
+    coef = None if argv[1:2] == ["check"] else fit(rows)
+    report(rows, coef)
+    rec = {"what": "exact_budget", "machine": os.uname().nodename, "cpus": os.cpu_count(),
+           "load_average": os.getloadavg(), "rows": rows,
+           "fit": None if coef is None else [float(c) for c in coef],
+           "shipped": [budget.SECONDS_PER_STEP_TRANSITION, budget.SECONDS_PER_STATE, budget.SECONDS_FIXED]}
+    with open(OUT, "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
