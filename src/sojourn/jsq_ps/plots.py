@@ -198,7 +198,8 @@ def _category_map(ax, labels2d, names, colors, rho, Rv, title, hatch_mask=None, 
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="k"))
     if dot_mask is not None and dot_mask.any():
         ii, jj = np.nonzero(dot_mask)
-        ax.plot(jj, ii, "o", ms=3.2, mfc="k", mec="w", mew=0.8, ls="none")
+        off = (0.32, 0.25) if letters else (0.0, 0.0)  # in a corner when the cell holds a letter
+        ax.plot(jj + off[0], ii + off[1], "o", ms=3.2, mfc="k", mec="w", mew=0.8, ls="none")
     if letters:
         for (i, j), v in np.ndenumerate(labels2d):
             if v:
@@ -292,7 +293,7 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     fig.suptitle(f"Recommended approximation per percentile ({service} service): exact where it ran, else the most "
                  "accurate method that is not optimistic (its percentile's 95% CI is not below the simulation's)\n"
                  f"{STATUS_NOTE}; ● = fewer than 100 simulated customers per replication beyond the percentile "
-                 "(not estimable)", fontsize=10, y=1.0, va="bottom")
+                 "(not estimable; grey: no recommendation without a longer simulation)", fontsize=10, y=1.0, va="bottom")
     return save(fig, stem, **kw)
 
 
