@@ -57,6 +57,18 @@ def cached_cells(cache_dir, keys: dict, select: Callable[[xr.Dataset, str], xr.D
     return found
 
 
+def store_entry(ds: xr.Dataset, cache_dir, key: str, encoding=None) -> Path:
+    """Write ``ds`` to ``<cache_dir>/<key>.nc`` (atomic, sealed) and drop the other entries: the cache of a job
+    whose output is not the cached data itself (e.g. a summary of the replications)."""
+    cache_dir = Path(cache_dir)
+    cache = cache_dir / f"{key}.nc"
+    write_netcdf(ds, cache, encoding=encoding)
+    for other in cache_dir.glob("*.nc"):
+        if other != cache:
+            discard(other)
+    return cache
+
+
 def store_block(ds: xr.Dataset, cache_dir, block_key: str, output, encoding) -> Path:
     """Write ``ds`` to ``<cache_dir>/<block_key>.nc`` (atomic, sealed), copy it to ``output`` (sealed too:
     a copy, not a hard link, so that damage to one never reaches the other), drop other keys."""

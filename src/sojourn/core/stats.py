@@ -82,15 +82,43 @@ def wasserstein(F1, F2, dt):
 CI_T, CI_BOOTSTRAP = 0, 1
 
 
-def interval(x: np.ndarray, cfg: dict, seed: int = 0):
+def interval(x: np.ndarray, cfg: dict, seed: int = 0, present=None):
     """Mean and CI across the last axis (replications) of ``x``.
 
     Returns (mean, low, high, method) with method CI_T or CI_BOOTSTRAP per leading index.
     ``cfg['ci']``: 't', 'bootstrap', or 'auto' = bootstrap when 3 ≤ k < ``bootstrap_below`` or the
     sample skewness exceeds ``skew_threshold`` in absolute value (k ≥ 3), else t.
     NaN entries (missing cells) give NaN.
+
+    ``present`` (bool, broadcastable to ``x``): which replication entries exist. Cells of a precision-driven
+    run have different replication counts, padded to a common ``replication`` axis
+    (:mod:`sojourn.core.precision`); each row's interval is then over its own k present entries (rows of
+    equal k together; a NaN among them still gives NaN, padding never counts). Rows with every entry
+    present are computed exactly as without ``present``.
     """
     x = np.asarray(x, dtype=float)
+    if present is None:
+        return _interval(x, cfg, seed)
+    pres = np.broadcast_to(np.asarray(present, dtype=bool), x.shape)
+    if pres.all():
+        return _interval(x, cfg, seed)
+    lead, K = x.shape[:-1], x.shape[-1]
+    flat, pf = x.reshape(-1, K), pres.reshape(-1, K)
+    n = pf.sum(axis=1)
+    mean, low, high = (np.full(len(flat), np.nan) for _ in range(3))
+    method = np.full(len(flat), CI_T, dtype=np.int8)
+    for k in np.unique(n):
+        if k == 0:
+            continue
+        rows = np.flatnonzero(n == k)
+        sub = flat[rows][pf[rows]].reshape(len(rows), int(k))  # row-major: each row's entries in order
+        res = _interval(sub, cfg, seed if k == K else [seed, int(k)])
+        for out, r in zip((mean, low, high, method), res):
+            out[rows] = r
+    return mean.reshape(lead), low.reshape(lead), high.reshape(lead), method.reshape(lead)
+
+
+def _interval(x: np.ndarray, cfg: dict, seed):
     lead = x.shape[:-1]
     k = x.shape[-1]
     conf = float(cfg["confidence"])
