@@ -8,6 +8,10 @@ import time
 from ..core import validate as V
 from ..core.inputs import check_output, choice, did_you_mean, in_flag_terms
 from ..core.replications import WARMUP_FRACTION
+from ..core.precision import add_flags as precision_flags
+from ..core.precision import from_flags as precision_from_flags
+from ..core.precision import summary as precision_summary
+from .naming import DEFAULT_PERCENTILE
 
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
@@ -124,13 +128,14 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--cooldown", type=float, default=None,
                    help="cool-down C: customers arriving after T - C are not recorded (default = the warm-up); "
                         "--warmup + --cooldown must be < --horizon")
-    p.add_argument("--replications", type=int, default=10,
+    p.add_argument("--replications", type=int, default=None,
                    help="independent replications, run one after the other in this process (default 10; every "
                         "percentile and mean is printed with its 95%% CI across them, none with 1)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
     p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="last bin left edge (default 182.32)")
+    precision_flags(p, "percentile", DEFAULT_PERCENTILE)
     _add_output(p)
     p.set_defaults(func=run_simulate)
 
@@ -149,10 +154,12 @@ def _check_simulate(args):
         raise ValueError(f"--horizon must be > --warmup + --cooldown = {warmup:g} + {cooldown:g} = "
                          f"{warmup + cooldown:g}{note}; got {horizon:g}")
     args.warmup, args.cooldown = warmup, cooldown  # the window the run uses, defaults resolved
-    V.integer_at_least("--replications", args.replications, 1)
+    if args.replications is not None:
+        V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
     choice("--backend", args.backend, BACKENDS)
     _time_grid(args)
+    precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     kwargs = {**_dispatch(args.dispatch), **_discipline(args.discipline)}
     if kwargs.get("choices") is not None and not 1 <= kwargs["choices"] <= servers:
         raise ValueError(f"--dispatch jsq-d:D: the number of choices D must be in [1, --servers = {servers}]; "
@@ -171,10 +178,11 @@ def run_simulate(args) -> int:
 
     defaults = (args.warmup is None, args.cooldown is None)
     spec = _check_simulate(args)
+    precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     t0 = time.perf_counter()
     ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
-                  replications=args.replications, seed=args.seed, backend=args.backend, dt=args.dt,
-                  t_max=args.t_max)
+                  replications=None if precision is not None else 10 if args.replications is None else args.replications,
+                  seed=args.seed, backend=args.backend, dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     s = summary(ds, SUMMARY_PERCENTILES)
     write_netcdf(ds.merge(s), args.output)
@@ -191,6 +199,8 @@ def run_simulate(args) -> int:
         window = (f"warm-up {W:g}{f' (default: {100 * WARMUP_FRACTION:g}% of the horizon)' if defaults[0] else ''}, "
                   f"cool-down {C:g}{' (default: the warm-up)' if defaults[1] else ''}")
     print(f"window       horizon {H:g} per replication, {window}; {k} replication{'s' * (k > 1)}, seed {args.seed}")
+    if "stop_reason" in ds:
+        print(f"precision    {precision_summary(ds)}")
     print(f"recorded     {100 * (H - W - C) / H:.3g}% of the horizon: {n:,} customers ({n / k:,.0f} per replication; "
           f"{int(ds['overflow'].sum())} beyond t_max)")
     print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")

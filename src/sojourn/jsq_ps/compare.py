@@ -68,6 +68,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
+from ..core.precision import present as replications_present
 from ..core.stats import CI_BOOTSTRAP, CI_T, TAIL_MIN, cdf_at_left_edges, interval, quantile, wasserstein
 from .analytic.guards import ABOVE_ONE as FIT_ABOVE_ONE, BELOW_ZERO as FIT_BELOW_ZERO  # noqa: F401 (API)
 from .analytic.guards import NON_FINITE as FIT_NON_FINITE, NON_MONOTONE as FIT_DECREASING  # noqa: F401
@@ -248,6 +249,9 @@ class _Grid:
         self.Rs = sim["R"].values.tolist()
         self.rhos = sim["rho"].values
         self.reps = sim["replication"].values
+        # a precision-driven run: cells with different replication counts, padded (sojourn.core.precision)
+        self.used = sim["replications_used"].transpose("service", "R", "rho").values \
+            if "replications_used" in sim else None
         self.methods = approx["approximation"].values.tolist()
         self.exact = self.methods.index("exact") if ("exact" in self.methods and cfg["against_exact"]) else None
         self.expo = self.services.index("exponential") if "exponential" in self.services else None
@@ -444,10 +448,14 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         rel_pool = err_pool / xsim_pool[:, :, :, None, :]
 
     # the intervals of every method, usable or not (the raw_ summaries), with the random streams they always had
-    Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1)
-    Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2)  # (S,R,rho,method,q)
-    Rm, Rlo, Rhi, Rci = interval(np.moveaxis(rel, 4, -1), cfg, seed=3)
-    Sm, Slo, Shi, Sci = interval(np.moveaxis(xsim, 3, -1), cfg, seed=4)  # (S,R,rho,q)
+    # a precision-driven run pads each cell's replications beyond replications_used: only its own count
+    # (sojourn.core.precision; None = every entry present)
+    here = None if g.used is None else replications_present(reps, g.used)[:, :, :, None, :]  # (S,R,rho,1,rep)
+    Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1, present=here)
+    per_q = None if here is None else here[:, :, :, :, None, :]
+    Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2, present=per_q)  # (S,R,rho,method,q)
+    Rm, Rlo, Rhi, Rci = interval(np.moveaxis(rel, 4, -1), cfg, seed=3, present=per_q)
+    Sm, Slo, Shi, Sci = interval(np.moveaxis(xsim, 3, -1), cfg, seed=4, present=here)  # (S,R,rho,q)
     raw = {"wasserstein_mean": Wm, "wasserstein_ci_low": Wlo, "wasserstein_ci_high": Whi,
            "percentile_error_mean": Em, "percentile_error_ci_low": Elo, "percentile_error_ci_high": Ehi,
            "relative_percentile_error_mean": Rm, "relative_percentile_error_ci_low": Rlo,
@@ -636,6 +644,9 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                 "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
     )
     label_coords(ds)
+    if g.used is not None:
+        ds["replications_used"] = (("service", "R", "rho"), g.used.astype(np.int64),
+                                   _attrs("replications of the cell (entries beyond are padding: NaN)"))
     if run_time is not None:
         ds["run_time"] = run_time.transpose("R", "rho", "approximation").reindex(R=Rs, rho=rhos)
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")

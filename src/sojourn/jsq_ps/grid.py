@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from ..core.config import ConfigError
 from ..core.distributions import parse_law
+from ..core.precision import parse as parse_precision
 from ..core.timegrid import grid_size
-from .naming import ALL_METHODS, EXPONENTIAL, format_rho, table4_L1
+from .naming import ALL_METHODS, DEFAULT_PERCENTILE, EXPONENTIAL, format_rho, table4_L1
 
 #: the key path of this study's config section, prefixed to every ConfigError
 SECTION = "jsq_ps"
@@ -184,6 +185,11 @@ def _check(cfg: dict) -> None:
         grid_size(tg["t_max"], tg["dt"])
     except ValueError as exc:
         raise ConfigError(f"time_grid.{exc}") from None
+    try:
+        parse_precision(sim.get("precision"), field="simulation.precision", t_max=float(tg["t_max"]),
+                        default_at=DEFAULT_PERCENTILE)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     rho_values(cfg["grid"])
     if len(set(cfg["grid"]["R"])) != len(cfg["grid"]["R"]):
         raise ConfigError(f"grid.R: values must be distinct; got {cfg['grid']['R']}")

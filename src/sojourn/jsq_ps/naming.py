@@ -40,6 +40,9 @@ def label_coords(ds):
 #: the service-law name of the M/M/R system (the one the approximations model)
 EXPONENTIAL = "exponential"
 
+#: the percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
+DEFAULT_PERCENTILE = 99.99
+
 
 def table4_L1(servers: int) -> int:
     """§4 Table 4 value; beyond R = 10 the inferred rule min(22, max{L : L^{2R} ≤ 1e9})."""

@@ -169,6 +169,8 @@ class _Cells:
         self.valid = (get("usable", d3) != 0 if "usable" in c else get("fit_invalid", d3) == 0 if "fit_invalid" in c
                       else np.ones(self.Wm.shape, bool))
         self.sim_pct = c["sim_percentile"].transpose("R", "rho", "replication", "percentile").values.astype(float)
+        # a precision-driven run pads each cell's replications beyond replications_used (not missing data)
+        self.used = c["replications_used"].transpose("R", "rho").values if "replications_used" in c else None
 
     def family(self, name) -> list[int]:
         return [self.methods.index(m) for m in FAMILIES[name] if m in self.methods]
@@ -238,8 +240,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
             if j is None or i is None:
                 continue
             if q9999 is not None:
-                x = c.sim_pct[i, j, :, q9999]
-                if np.isfinite(x).all():
+                x = c.sim_pct[i, j, :, q9999] if c.used is None else c.sim_pct[i, j, :int(c.used[i, j]), q9999]
+                if x.size and np.isfinite(x).all():
                     for v, val in enumerate(_mean_ci(x[None])):
                         sim_p[v][b, k] = val[0]
             for f, fam in enumerate(fams):

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import xarray as xr
 
+from ..core import precision as _precision
 from ..core import seeds as _seeds
 from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
@@ -25,9 +26,11 @@ from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import finite_real, integer_at_least
 from .model import DISPATCH_CODE, JSQPS
+from .naming import DEFAULT_PERCENTILE
 
 BACKENDS = ("fast", "ciw")
 KERNELS = ("auto", "general", "exponential")
+UNITS = "time units (1/mu = mean service requirement scale of the spec)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +109,7 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(count > 0, acc[:, 2] / np.maximum(count, 1), np.nan)
     window = horizon - cooldown - warmup
-    units = "time units (1/mu = mean service requirement scale of the spec)"
+    units = UNITS
     ds = xr.Dataset(
         {
             "count": (("replication", "t"), np.array([r["hist"] for r in raw], np.int64),
@@ -195,10 +198,11 @@ def simulate_replication(spec, replication=0, seed=0, *, horizon=160_000.0, warm
                     replication_offset=replication, kernel=kernel, service_bins=service_bins)
 
 
-def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=1, seed=0, backend="fast",
+def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=None, seed=0, backend="fast",
              dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
-             service_bins=None, max_workers=None) -> xr.Dataset:
-    """Simulate ``replications`` independent replications of ``spec`` (a stable :class:`JSQPS`).
+             service_bins=None, max_workers=None, precision=None) -> xr.Dataset:
+    """Simulate ``replications`` independent replications of ``spec`` (a stable :class:`JSQPS`), default 1,
+    or as many as a ``precision`` target needs.
 
     horizon, warmup, cooldown
         Run length T, warm-up W (default 5 % of T, ``sojourn.core.replications.WARMUP_FRACTION``) and
@@ -222,26 +226,43 @@ def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=1
     service_bins
         ``(width, number)``: also stream sojourn count/sum/sumsq by service-requirement bin
         (general kernel only; for the E[S | x] = x/(1 − ρ) check).
+    precision
+        A :class:`sojourn.core.precision.Precision` or a dict like the config block
+        ``{statistic: percentile|mean|cdf, at: 99.99, relative_half_width: 0.05, max_replications: 200}``
+        (percentile level in percent, default 99.99; ``cdf``: F at time ``at``): replications 0, 1, … are
+        added in batches until the t-interval of the statistic across replications is that narrow, or
+        the cap is reached (:mod:`sojourn.core.precision`). Replaces ``replications``; the dataset gains
+        ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
+        ``achieved_relative_half_width`` and ``stop_reason``, and its data equal a fixed-count run of
+        ``replications_used`` replications.
     """
     return simulate_many([spec], horizon=horizon, warmup=warmup, cooldown=cooldown, replications=replications,
                          seed=seed, backend=backend, dt=dt, t_max=t_max, occupancy_max=occupancy_max,
                          replication_offset=replication_offset, kernel=kernel, service_bins=service_bins,
-                         max_workers=max_workers)[0]
+                         max_workers=max_workers, precision=precision)[0]
 
 
-def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replications=1, seed=0,
+def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replications=None, seed=0,
                   backend="fast", dt=0.01, t_max=182.32, occupancy_max=200, replication_offset=0, kernel="auto",
-                  service_bins=None, max_workers=None) -> list[xr.Dataset]:
+                  service_bins=None, max_workers=None, precision=None) -> list[xr.Dataset]:
     """:func:`simulate` for several specs with shared settings; one Dataset per spec, in order.
 
     Identical to calling :func:`simulate` per spec; with the Ciw backend all replications of all specs
-    share one pool of worker processes (process start-up is paid once).
+    share one pool of worker processes (process start-up is paid once). With ``precision`` every spec
+    runs to its own target (each round simulates the next batch of every spec not yet stopped).
     """
     specs = list(specs)
     if not specs:
         raise ValueError("specs must be a non-empty sequence of JSQPS specs")
-    replications = integer_at_least("replications", replications, 1, allow_float=False)
+    precision = _precision.parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None,
+                                 default_at=DEFAULT_PERCENTILE)
+    if precision is not None and replications is not None:
+        raise ValueError("give replications or precision, not both (with precision the count is decided between "
+                         "precision.min_replications and precision.max_replications)")
+    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
     replication_offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    if precision is not None and replication_offset != 0:
+        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
     seed = integer_at_least("seed", seed, 0, allow_float=False)
     if max_workers is not None:
         max_workers = integer_at_least("max_workers", max_workers, 0, allow_float=False)
@@ -249,30 +270,48 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     for spec in specs:
         checked = _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins)
         plans.append(checked)
-    reps = list(range(replication_offset, replication_offset + replications))
-    raws = []
-    if backend == "fast":
-        for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans):
-            raws.append([
-                _run_fast(spec, kern, _seeds.replication_rng(seed, spec, k), W, H - C, dt_, grid_size(tm, dt_), om, sb)
-                for k in reps
-            ])
-    else:
+
+    def run(requests):  # [(spec index, replication k)] -> raw results, in order
+        if backend == "fast":
+            out = []
+            for i, k in requests:
+                H, W, C, dt_, tm, om, kern, sb = plans[i]
+                out.append(_run_fast(specs[i], kern, _seeds.replication_rng(seed, specs[i], k), W, H - C, dt_,
+                                     grid_size(tm, dt_), om, sb))
+            return out
         from .ciw_backend import run_replications
 
-        tasks = [
-            (spec.to_json(), _seeds.python_seed(_seeds.replication_seed_sequence(seed, spec, k)), H, W, C, dt_,
-             grid_size(tm, dt_), om)
-            for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans)
-            for k in reps
-        ]
-        flat = run_replications(tasks, max_workers=max_workers)
+        tasks = [(specs[i].to_json(), _seeds.python_seed(_seeds.replication_seed_sequence(seed, specs[i], k)),
+                  *plans[i][:3], plans[i][3], grid_size(plans[i][4], plans[i][3]), plans[i][5]) for i, k in requests]
+        return run_replications(tasks, max_workers=max_workers)
+
+    if precision is None:
+        reps = list(range(replication_offset, replication_offset + replications))
+        flat = run([(i, k) for i in range(len(specs)) for k in reps])
         raws = [flat[i * len(reps) : (i + 1) * len(reps)] for i in range(len(specs))]
-    return [
-        _dataset(spec, raw, reps, seed=seed, horizon=H, warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om,
-                 backend=backend, kernel=kern, service_bins=sb)
-        for spec, raw, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, plans)
-    ]
+        decisions = [None] * len(specs)
+    else:
+        def estimate(i, k, raw):
+            dt_ = plans[i][3]
+            edges = time_grid(plans[i][4], dt_) + dt_
+            acc = raw["acc"]
+            mean = acc[2] / acc[0] if acc[0] > 0 else np.nan
+            return float(_precision.histogram_statistic(precision, raw["hist"], acc[1], edges, mean))
+
+        done = _precision.run_replications(range(len(specs)), run, precision=precision, estimate=estimate)
+        raws = [done[i].results for i in range(len(specs))]
+        decisions = [done[i].decision for i in range(len(specs))]
+    out = []
+    for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans):
+        ds = _dataset(spec, raw, list(range(replication_offset, replication_offset + len(raw))), seed=seed, horizon=H,
+                      warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om, backend=backend, kernel=kern,
+                      service_bins=sb)
+        if d is not None:
+            for name, (dims, values, attrs) in _precision.variables(d, (), precision, UNITS).items():
+                ds[name] = (dims, values, attrs)
+            ds.attrs.update(_precision.attrs(precision))
+        out.append(ds)
+    return out
 
 
 def concat_replications(datasets) -> xr.Dataset:

@@ -6,6 +6,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import read_netcdf
+from ..core.precision import FILL as PRECISION_FILL
 from .analytic.guards import OVER_BUDGET
 
 
@@ -21,7 +22,8 @@ SIM_VARS = (
 
 
 #: gaps of an incomplete hypercube (an M/G/R law on a sub-grid): integer variables get these values
-SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0}
+SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0,
+            **PRECISION_FILL}  # the same values pad the replications beyond a cell's replications_used
 
 
 #: histogram-like integer variables stored as int16 when every value fits, else int32
