@@ -1,6 +1,7 @@
 # Split-merge study (seed 002; sojourn.split_merge): one job per experiment (a), (b), (c) — every replication of
-# every cell one Dask task, the exact values of the cells Dask tasks beside them — each writing one netCDF
-# hypercube; one figures job.
+# every cell one Dask task (a fixed count, or batches to a precision target), the exact values of the cells Dask
+# tasks beside them — each writing one netCDF hypercube, its cells' replications kept in a content-keyed cache
+# (cache/experiment_<x>/: a rerun simulates only replications not stored before); one figures job.
 import sojourn.split_merge.experiments as SM_EXP
 from sojourn.split_merge.plots import figure_stems as _sm_figure_stems
 
@@ -25,6 +26,7 @@ rule split_merge_experiment:
         settings=lambda wc: canonical({k: SM[k] for k in ("simulation", "percentiles", "confidence",
                                                           f"experiment_{wc.experiment}")}),
         code=SM_CODE["experiment"],
+        cache=lambda wc: f"{SM_RES}/cache/experiment_{wc.experiment}",
     log:
         f"{SM_RES}/logs/experiment_{{experiment}}.log",
     benchmark:
@@ -33,7 +35,8 @@ rule split_merge_experiment:
         from sojourn.split_merge.experiments import run_experiment
 
         with open(log[0], "w") as fh:
-            run_experiment(dask(), wildcards.experiment, params.settings, output[0], code=params.code, log=fh)
+            run_experiment(dask(), wildcards.experiment, params.settings, output[0], code=params.code, log=fh,
+                           cache_dir=params.cache)
 
 
 def _sm_figure_outputs():

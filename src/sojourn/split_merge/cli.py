@@ -11,6 +11,11 @@ import time
 import numpy as np
 
 
+from ..core.precision import add_flags as precision_flags
+from ..core.precision import from_flags as precision_from_flags
+from ..core.precision import summary as precision_summary
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("split-merge", help="(n, r, q) workunit replication with quorum (seed 002)",
                               description="Split-merge / fork-join replication with quorum: exact results, "
@@ -102,13 +107,14 @@ def _simulate(sub):
     p.add_argument("--warmup", type=float, default=None,
                    help="warm-up: workunits discarded (with --workunits; default 10%% of --workunits) or time "
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
-    p.add_argument("--replications", type=int, default=10,
+    p.add_argument("--replications", type=int, default=None,
                    help="independent replications (default 10; means and percentiles are printed with their 95%% "
                         "CI across them)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
     p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin's left edge (default 200)")
     p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
+    precision_flags(p, "mean", None)
     p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
     p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
     p.set_defaults(func=run_simulate)
@@ -125,7 +131,7 @@ def run_simulate(args) -> int:
     from ..core.io import write_netcdf
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .exact import exact_results
-    from .simulate import _plan, simulate
+    from .simulate import DEFAULT_PERCENTILE, _plan, simulate
 
     spec = _spec(args, args.model)
     kw = {}
@@ -142,9 +148,13 @@ def run_simulate(args) -> int:
                      args.dt, args.t_max)
     except ValueError as exc:
         raise ValueError(in_flag_terms(str(exc), _SIM_FLAGS)) from None
+    precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
+    if args.replications is not None and args.replications < 1:
+        raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
     check_output(args.output, "--output", mkdir=args.mkdir)
     t0 = time.perf_counter()
-    ds = simulate(spec, replications=args.replications, seed=args.seed, dt=args.dt, t_max=args.t_max, **kw)
+    reps = None if precision is not None else (10 if args.replications is None else args.replications)
+    ds = simulate(spec, replications=reps, seed=args.seed, dt=args.dt, t_max=args.t_max, precision=precision, **kw)
     wall = time.perf_counter() - t0
     s = summary_dataset(ds["latency_count"].values, ds["latency_overflow"].values, ds["t"].values, args.dt,
                         [100 * p for p in ps], prefix="latency", replication=ds["replication"].values,
@@ -166,6 +176,8 @@ def run_simulate(args) -> int:
         print(f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
               f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
               f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
+    if "stop_reason" in ds:
+        print(f"precision     {precision_summary(ds)} (latency)")
     ci = "  (95% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")

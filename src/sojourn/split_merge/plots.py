@@ -52,7 +52,8 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     t = ds["t"].values + dt
     F = cdf_from_histogram(c["latency_count"].values, c["latency_overflow"].values)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    a1.plot(t, 1 - F, color="k", lw=1.6, label=f"simulation (pooled, {ds.sizes['replication']} replications)")
+    n = int(c["replications_used"]) if "replications_used" in c else ds.sizes["replication"]
+    a1.plot(t, 1 - F, color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
         beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)

@@ -19,6 +19,7 @@ import time
 import numpy as np
 import xarray as xr
 
+from ..core import precision as _precision
 from ..core import seeds as _seeds
 from ..core.replications import concat_replications as _concat
 from ..core.distributions import Exponential
@@ -29,6 +30,8 @@ from .model import SplitMerge
 from .order_stats import ph_representation
 
 TIME_UNITS = "time units of the replica law"
+#: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
+DEFAULT_PERCENTILE = 99.0
 
 
 def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
@@ -149,8 +152,9 @@ def _dataset(spec, raws, reps, *, seed, plan) -> xr.Dataset:
 
 
 def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits=None, warmup_time=None,
-             replications=1, seed=0, dt=0.01, t_max=200.0, replication_offset=0) -> xr.Dataset:
-    """Simulate ``replications`` independent replications of ``spec`` (split-merge or fork-join).
+             replications=None, seed=0, dt=0.01, t_max=200.0, replication_offset=0, precision=None) -> xr.Dataset:
+    """Simulate ``replications`` independent replications of ``spec`` (split-merge or fork-join), default 1,
+    or as many as a ``precision`` target needs.
 
     workunits | horizon
         Record ``workunits`` workunits after ``warmup_workunits`` (default workunits // 10) discarded; or
@@ -159,14 +163,49 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         Histogram bin width and last left edge (t_max a multiple of dt).
     seed, replication_offset
         Replication k (k = offset … offset + replications − 1) uses ``replication_rng(seed, spec, k)``.
+    precision
+        A :class:`sojourn.core.precision.Precision` or a dict ``{statistic: mean|percentile|cdf, at: …,
+        relative_half_width: 0.05, max_replications: 200}`` on the latency (mean latency; its percentile at
+        level ``at`` percent, default 99; its CDF at time ``at``): replications are added in batches until
+        the t-interval across replications is that narrow, or the cap (:mod:`sojourn.core.precision`).
+        Replaces ``replications``; adds ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
+        ``achieved_relative_half_width`` and ``stop_reason``; the data equal a fixed-count run of
+        ``replications_used`` replications.
     """
-    replications = integer_at_least("replications", replications, 1, allow_float=False)
+    precision = _precision.parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None,
+                                 default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+    if precision is not None and replications is not None:
+        raise ValueError("give replications or precision, not both (with precision the count is decided between "
+                         "precision.min_replications and precision.max_replications)")
+    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
     offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    if precision is not None and offset != 0:
+        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
     seed = integer_at_least("seed", seed, 0, allow_float=False)
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
-    reps = list(range(offset, offset + replications))
-    raws = [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for k in reps]
-    return _dataset(spec, raws, reps, seed=seed, plan=plan)
+    if precision is None:
+        reps = list(range(offset, offset + replications))
+        raws = [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for k in reps]
+        return _dataset(spec, raws, reps, seed=seed, plan=plan)
+    from .kernel import ACC_FIELDS
+
+    edges = time_grid(plan[5], plan[4]) + plan[4]
+    i_n, i_sum, i_over = (ACC_FIELDS.index(f) for f in ("recorded", "latency_sum", "latency_overflow"))
+
+    def estimate(_, k, raw):
+        acc = raw["acc"]
+        mean = acc[i_sum] / acc[i_n] if acc[i_n] > 0 else np.nan
+        return float(_precision.histogram_statistic(precision, raw["hl"], acc[i_over], edges, mean))
+
+    done = _precision.run_replications(
+        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for _, k in req],
+        precision=precision, estimate=estimate)[0]
+    ds = _dataset(spec, done.results, list(range(done.replications)), seed=seed, plan=plan)
+    for name, (dims, values, attrs) in _precision.variables(done.decision, (), precision, TIME_UNITS).items():
+        ds[name] = (dims, values, attrs)
+    ds.attrs.update(_precision.attrs(precision))
+    ds.attrs["precision_statistic_of"] = "latency"
+    return ds
 
 
 def simulate_replication(spec: SplitMerge, replication=0, seed=0, **kwargs) -> xr.Dataset:
