@@ -1,6 +1,7 @@
 # Restart study (seed 001; sojourn.restart): per example, the product form over a fine grid of signal rates
 # with g* (restart_solve), the simulated restart-rate sweep under signal / exponential-timeout /
-# deterministic-timeout semantics (restart_simulate: every replication of every point one Dask task), the
+# deterministic-timeout semantics (restart_simulate: every replication of every point one Dask task, a fixed
+# count or batches to a precision target, cached by content key under cache/<example>/), the
 # comparison with CIs and coverage (restart_compare), and the figures (restart_figures).
 from sojourn.restart.config_check import check_config as _restart_check
 from sojourn.restart.plots import figure_stems as _restart_stems
@@ -61,6 +62,7 @@ rule restart_simulate:
         model=lambda wc: _rs_model(wc.example),
         simulation=canonical(RS["simulation"]),
         code=RS_CODE["simulate"],
+        cache=lambda wc: f"{RS_RES}/cache/{wc.example}",
     log:
         f"{RS_RES}/logs/simulate/{{example}}.log",
     benchmark:
@@ -70,7 +72,7 @@ rule restart_simulate:
 
         with open(log[0], "w") as fh:
             simulate_sweep(dask(), name=wildcards.example, example=params.example, sim=params.simulation,
-                           code=params.code, output=output[0], log=fh)
+                           code=params.code, output=output[0], log=fh, cache_dir=params.cache)
 
 
 rule restart_compare:

@@ -10,6 +10,11 @@ import time
 import numpy as np
 
 
+from ..core.precision import add_flags as precision_flags
+from ..core.precision import from_flags as precision_from_flags
+from ..core.precision import summary as precision_summary
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("restart", help="multi-class G-networks of PS queues with restart (seed 001)",
                               description="Restart study: product form, simulation under signal and timeout "
@@ -33,7 +38,7 @@ def _model_args(p, output=True):
 
 
 def _sim_args(p):
-    p.add_argument("--replications", type=int, default=10, help="independent replications (default 10)")
+    p.add_argument("--replications", type=int, default=None, help="independent replications (default 10)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--horizon", type=float, default=200_000.0, help="run length per replication (default 200000)")
     p.add_argument("--warmup", type=float, default=None,
@@ -59,7 +64,8 @@ def _window(args) -> None:
         raise ValueError(f"--horizon must be > 2 * --warmup = {2 * warmup:g} (the cool-down equals the warm-up); "
                          f"got {horizon:g}")
     args.warmup = warmup
-    V.integer_at_least("--replications", args.replications, 1)
+    if args.replications is not None:
+        V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
     V.probability_open("--confidence", args.confidence)
     check_output(args.output, "--output", mkdir=args.mkdir)
@@ -113,6 +119,7 @@ def _simulate(sub):
     p.add_argument("--timeout", default=None,
                    help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
     _sim_args(p)
+    precision_flags(p, "mean", None)
     p.set_defaults(func=run_simulate)
 
 
@@ -121,18 +128,20 @@ def run_simulate(args) -> int:
     from ..core.io import write_netcdf
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .product_form import solve
-    from .simulate import SimulationSpec, simulate
+    from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
 
     net = _load(args)
     timeout = parse_law(args.timeout) if args.timeout else None
+    precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     _window(args)
     if args.semantics == "timeout":
         for i in range(len(net.queues)):
             net = net.with_signal_rate(0.0, i)
     spec = SimulationSpec(net, args.semantics, timeout)
+    reps = None if precision is not None else (10 if args.replications is None else args.replications)
     t0 = time.perf_counter()
-    ds = simulate(spec, replications=args.replications, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
-                  dt=args.dt, t_max=args.t_max)
+    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     conf = args.confidence
     s = summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, args.dt, [99.0],
@@ -141,7 +150,7 @@ def run_simulate(args) -> int:
                                "mean_restarts": ds["mean_restarts"].values},
                         confidence=conf, units=ds["mean"].attrs.get("units", ""), what="jobs")
     write_netcdf(ds.merge(s), args.output)
-    k = args.replications
+    k = int(ds.sizes["replication"])
     H, W = args.horizon, args.warmup
     n = int(ds["n_customers"].sum())
     c = f"  ({100 * conf:g}% Student-t CI across {k} replications)" if k > 1 else ""
@@ -149,6 +158,8 @@ def run_simulate(args) -> int:
     print(f"window       horizon {H:g} per replication, warm-up = cool-down {W:g}"
           f"{f' (default: 5% of the horizon)' if args.warmup_default else ''}; {k} replication{'s' * (k > 1)}, "
           f"seed {args.seed}")
+    if "stop_reason" in ds:
+        print(f"precision    {precision_summary(ds)} (response time)")
     print(f"recorded     {100 * (H - 2 * W) / H:.3g}% of the horizon: {n:,} jobs ({n / k:,.0f} per replication), "
           f"{int(ds['events'].sum()):,} events, {wall:.2f} s")
     print(f"{'mean response time':<19}{mean_text(ds['mean'].values, conf)}{c}")
@@ -186,7 +197,8 @@ def run_optimise(args) -> int:
 
     net = _load(args)
     _window(args)
-    ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus, replications=args.replications,
+    ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
+                  replications=10 if args.replications is None else args.replications,
                   seed=args.seed, confidence=args.confidence,
                   sim=dict(horizon=args.horizon, warmup=args.warmup, dt=args.dt, t_max=args.t_max))
     write_netcdf(ds, args.output)

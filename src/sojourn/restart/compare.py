@@ -15,6 +15,7 @@ import xarray as xr
 from scipy import stats
 
 from ..core.io import provenance, read_netcdf, write_netcdf
+from ..core.precision import present
 from .simulate import percentile_per_replication
 
 
@@ -36,7 +37,10 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: f
     count = sim["count"].transpose("semantics", "restart_rate", "replication", "t").values
     overflow = sim["overflow"].transpose("semantics", "restart_rate", "replication").values
     q = percentile_per_replication(count, overflow, sim["t"].values, dt, percentile)
-    stopped = sim["unstable"].transpose("semantics", "restart_rate", "replication").values > 0
+    # a precision-driven sweep: points with different replication counts, padded (sojourn.core.precision)
+    here = present(sim["replication"].values, sim["replications_used"].transpose("semantics", "restart_rate").values) \
+        if "replications_used" in sim else np.ones(overflow.shape, bool)
+    stopped = (sim["unstable"].transpose("semantics", "restart_rate", "replication").values > 0) & here
     # a point counts only if every replication ran to the end: one stopped replication means the run is not
     # stationary there (timeout semantics can be unstable), and the others would give a biased mean
     partial = stopped.any(axis=-1, keepdims=True)
@@ -52,13 +56,17 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: f
     }
     for name, (da, long_name, units) in series.items():
         x = q if da is None else np.where(partial, np.nan, da.transpose("semantics", "restart_rate", "replication").values)
+        x = np.where(here, x, np.nan)  # padding never counts (_ci ignores NaN)
         m, h, k = _ci(x, confidence)
         out[name] = (dims, m, {"long_name": f"simulated {long_name} (mean over replications)", "units": units})
         out[f"{name}_half_width"] = (dims, h, {"long_name": f"half-width of the {100 * confidence:g}% Student-t CI "
                                                            f"of {name}", "units": units})
-    out["replications_stable"] = (dims, (~stopped).sum(axis=-1).astype(np.int64),
+    out["replications_stable"] = (dims, (~stopped & here).sum(axis=-1).astype(np.int64),
                                   {"long_name": "replications that ran to the end (not stopped as unstable); "
                                                 "measures are NaN unless all did", "units": "1"})
+    if "replications_used" in sim:
+        out["replications_used"] = (dims, sim["replications_used"].transpose(*dims).values.astype(np.int64),
+                                    {"long_name": "replications of the point (precision-driven sweep)", "units": "1"})
     rates = sim["restart_rate"].values
     pf_at = pf.sel(signal_rate=rates)
     for name in ("response_time", "mean_number"):

@@ -12,11 +12,17 @@ def check_config(cfg: dict) -> None:
     from .product_form import solve
     from .grid import restart_rates
 
+    from .sweep import precision_for
+
     sim = cfg["simulation"]
     try:
         grid_size(sim["t_max"], sim["dt"])
     except ValueError as exc:
         raise ConfigError(f"restart.simulation: {exc}") from None
+    try:
+        precision_for(sim)
+    except ValueError as exc:
+        raise ConfigError(f"restart.{exc}") from None
     lo, hi = cfg["analytic"]["bounds"]
     if not hi > lo:
         raise ConfigError(f"restart.analytic.bounds must be [lo, hi] with lo < hi; got {[lo, hi]}")

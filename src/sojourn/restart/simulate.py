@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from ..core import precision as _precision
 from ..core import seeds as _seeds
 from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
@@ -29,6 +30,9 @@ from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
+
+#: the response-time percentile level (percent) of a precision target ``statistic: percentile`` without ``at``
+DEFAULT_PERCENTILE = 99.0
 
 SEMANTICS = ("signal", "timeout")
 #: the sweeps' semantics: how a restart rate r is applied (signal g = r; timeout rate r; timeout 1/r)
@@ -227,10 +231,10 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     return ds
 
 
-def simulate(spec: SimulationSpec, replications: int = 1, seed: int = 0, *, horizon: float = 200_000.0,
+def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 0, *, horizon: float = 200_000.0,
              warmup: float | None = None, cooldown: float | None = None, dt: float = 0.05, t_max: float = 200.0,
              restart_max: int = 50, replication_offset: int = 0, max_jobs: int = 500,
-             max_events: int = 200_000_000) -> xr.Dataset:
+             max_events: int = 200_000_000, precision=None) -> xr.Dataset:
     """Replications ``replication_offset`` … of ``spec``; replication k uses
     ``sojourn.core.seeds.replication_rng(seed, spec, k)`` (independent of order and process).
 
@@ -240,19 +244,59 @@ def simulate(spec: SimulationSpec, replications: int = 1, seed: int = 0, *, hori
     A replication in which more than ``max_jobs`` jobs are present at once, or that needs more than
     ``max_events`` events, is stopped and flagged ``unstable`` (1 resp. 2; its measures are NaN):
     timeout semantics can be unstable where signals are not.
+
+    ``replications`` (default 1) or ``precision``: a :class:`sojourn.core.precision.Precision` or a dict
+    ``{statistic: mean|percentile|cdf, at: …, relative_half_width: 0.05, max_replications: 200}`` on the
+    response time (default the mean E[T]; a percentile at level ``at`` percent, default 99; the CDF at time
+    ``at``): replications are added in batches until the t-interval across replications is that narrow, or
+    the cap (:mod:`sojourn.core.precision`; an unstable replication stops it as ``statistic_undefined``).
+    Adds ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
+    ``achieved_relative_half_width`` and ``stop_reason``; the data equal a fixed-count run of
+    ``replications_used`` replications.
     """
-    replications = integer_at_least("replications", replications, 1, allow_float=False)
+    precision = _precision.parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None,
+                                 default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+    if precision is not None and replications is not None:
+        raise ValueError("give replications or precision, not both (with precision the count is decided between "
+                         "precision.min_replications and precision.max_replications)")
+    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
     replication_offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    if precision is not None and replication_offset != 0:
+        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
     seed = integer_at_least("seed", seed, 0, allow_float=False)
     H, W, C, dt, t_max, rmax = _check(spec, horizon, warmup, cooldown, dt, t_max, restart_max)
-    reps = list(range(replication_offset, replication_offset + replications))
     nbins = grid_size(t_max, dt)
     max_jobs = integer_at_least("max_jobs", max_jobs, 1, allow_float=False)
     max_events = integer_at_least("max_events", max_events, 1, allow_float=True)
-    raw = [_run(spec, _seeds.replication_rng(seed, spec, k), W, H - C, dt, nbins, rmax, max_jobs, max_events)
-           for k in reps]
-    return _dataset(spec, raw, reps, seed=seed, horizon=H, warmup=W, cooldown=C, dt=dt, t_max=t_max,
-                    restart_max=rmax, max_jobs=max_jobs, max_events=max_events)
+    run = lambda k: _run(spec, _seeds.replication_rng(seed, spec, k), W, H - C, dt, nbins, rmax, max_jobs, max_events)
+    decision = None
+    if precision is None:
+        reps = list(range(replication_offset, replication_offset + replications))
+        raw = [run(k) for k in reps]
+    else:
+        from . import kernel as K
+
+        edges = time_grid(t_max, dt) + dt
+
+        def estimate(_, k, r):
+            acc = r["acc"]
+            if acc[K.A_UNSTABLE] > 0:
+                return np.nan  # stopped: no stationary measures
+            mean = acc[K.A_SUM] / acc[K.A_COUNT] if acc[K.A_COUNT] > 0 else np.nan
+            return float(_precision.histogram_statistic(precision, r["hist"], acc[K.A_OVERFLOW], edges, mean))
+
+        done = _precision.run_replications([0], lambda req: [run(k) for _, k in req], precision=precision,
+                                           estimate=estimate)[0]
+        raw, decision = done.results, done.decision
+        reps = list(range(len(raw)))
+    ds = _dataset(spec, raw, reps, seed=seed, horizon=H, warmup=W, cooldown=C, dt=dt, t_max=t_max,
+                  restart_max=rmax, max_jobs=max_jobs, max_events=max_events)
+    if decision is not None:
+        for name, (dims, values, attrs) in _precision.variables(decision, (), precision, "time").items():
+            ds[name] = (dims, values, attrs)
+        ds.attrs.update(_precision.attrs(precision))
+        ds.attrs["precision_statistic_of"] = "response time"
+    return ds
 
 
 def simulate_replication(spec: SimulationSpec, replication: int = 0, seed: int = 0, **kwargs) -> xr.Dataset:
