@@ -139,6 +139,20 @@ CLI = [
     Case("approximate-tmax-nan", _apx("--t-max", "nan"), ("--t-max",)),
     Case("approximate-flag-misspelt", ["approximate", "-R", "2", "--load", "0.5", "--metod", "A", "--output", OUT],
          ("--metod",), "--method"),
+    # precision-driven replications
+    Case("precision-statistic-unknown", _sim("--precision", "median"), ("--precision",), "mean"),
+    Case("precision-at-not-a-number", _sim("--precision", "percentile:x"), ("--precision percentile:x", "AT")),
+    Case("precision-percentile-100", _sim("--precision", "percentile:100"), ("--precision percentile:AT", "(0, 100)")),
+    Case("precision-cdf-without-time", _sim("--precision", "cdf"), ("--precision cdf:AT", "required")),
+    Case("precision-cdf-beyond-grid", _sim("--precision", "cdf:50"), ("--precision cdf:AT", "--t-max")),
+    Case("precision-mean-with-at", _sim("--precision", "mean:3"), ("--precision mean:AT", "does not apply")),
+    Case("precision-and-replications", _sim("--precision", "mean", "--replications", "3"),
+         ("--replications", "--precision")),
+    Case("half-width-without-precision", _sim("--relative-half-width", "0.1"), ("--relative-half-width", "--precision")),
+    Case("half-width-zero", _sim("--precision", "mean", "--relative-half-width", "0"), ("--relative-half-width",)),
+    Case("max-replications-one", _sim("--precision", "mean", "--max-replications", "1"), ("--max-replications",)),
+    Case("min-above-max-replications", _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
+         ("--min-replications", "--max-replications")),
 ]
 
 
@@ -256,6 +270,18 @@ API = [
          ("t_max",)),
     Case("api-backend", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, backend="simpy"), ("backend",)),
     Case("api-method", lambda: approximate(GOOD, "Z"), ("method",)),
+    Case("api-precision-and-replications", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, replications=3,
+                                                            precision={"statistic": "mean"}), ("replications", "precision")),
+    Case("api-precision-statistic", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, precision={"statistic": "median"}),
+         ("precision.statistic",), "mean"),
+    Case("api-precision-key-misspelt", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0,
+                                                        precision={"relative_halfwidth": 0.1}),
+         ("precision.relative_halfwidth", "unknown key"), "relative_half_width"),
+    Case("api-precision-not-a-mapping", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, precision=0.05),
+         ("precision", "mapping")),
+    Case("api-precision-cdf-beyond-grid", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, t_max=10.0,
+                                                           precision={"statistic": "cdf", "at": 20.0}),
+         ("precision.at", "t_max")),
     Case("api-exact-L1", lambda: approximate(GOOD, "exact", L1=2), ("L1",)),
 ]
 
@@ -321,7 +347,72 @@ CONFIG = [
     Case("results-pattern", {"results": "my results!"}, ("results", "pattern")),
     Case("enabled-not-boolean", J(enabled="yes"), ("jsq_ps.enabled", "true or false")),
     Case("confidence-one", J(comparison={"confidence": 1.0}), ("jsq_ps.comparison.confidence", "< 1")),
+    # simulation.precision
+    Case("precision-not-a-mapping", J(simulation={"precision": 0.05}), ("jsq_ps.simulation.precision", "a mapping")),
+    Case("precision-statistic-unknown", J(simulation={"precision": {"statistic": "median"}}),
+         ("jsq_ps.simulation.precision.statistic",), "mean"),
+    Case("precision-key-misspelt", J(simulation={"precision": {"relative_halfwidth": 0.1}}),
+         ("jsq_ps.simulation.precision.relative_halfwidth", "unknown key"), "relative_half_width"),
+    Case("precision-half-width-zero", J(simulation={"precision": {"relative_half_width": 0}}),
+         ("jsq_ps.simulation.precision.relative_half_width", "> 0")),
+    Case("precision-half-width-above-one", J(simulation={"precision": {"relative_half_width": 1.5}}),
+         ("jsq_ps.simulation.precision.relative_half_width", "<= 1")),
+    Case("precision-max-one", J(simulation={"precision": {"max_replications": 1}}),
+         ("jsq_ps.simulation.precision.max_replications", ">= 2")),
+    Case("precision-min-above-max", J(simulation={"precision": {"min_replications": 20, "max_replications": 10}}),
+         ("jsq_ps.simulation.precision.min_replications", "max_replications = 10")),
+    Case("precision-percentile-100", J(simulation={"precision": {"at": 100}}),
+         ("jsq_ps.simulation.precision.at", "(0, 100)")),
+    Case("precision-mean-with-at", J(simulation={"precision": {"statistic": "mean", "at": 5}}),
+         ("jsq_ps.simulation.precision.at", "does not apply")),
+    Case("precision-cdf-without-time", J(simulation={"precision": {"statistic": "cdf"}}),
+         ("jsq_ps.simulation.precision.at", "required")),
+    Case("precision-cdf-beyond-grid", J(simulation={"precision": {"statistic": "cdf", "at": 500}}),
+         ("jsq_ps.simulation.precision.at", "t_max")),
 ]
+
+
+def checked_study(cfg, study):
+    """The Snakefile's checks of another study's section: the top level, the section's schema, its rule file's
+    cross-field checks."""
+    from sojourn.restart.config_check import check_config as restart_check
+    from sojourn.split_merge.experiments import check_config as split_merge_check
+
+    validate_config(cfg, SCHEMAS / "config.schema.yaml")
+    validate_config(cfg[study], SCHEMAS / f"{study}.schema.yaml", study)
+    {"split_merge": split_merge_check, "restart": restart_check}[study](cfg[study])
+
+
+# the precision block of the other studies' sections (their other keys: tests/split_merge, tests/restart)
+OTHER_CONFIG = [
+    Case("sm-precision-statistic", {"split_merge": {"simulation": {"precision": {"statistic": "medain"}}}},
+         ("split_merge.simulation.precision.statistic", "mean, percentile, cdf")),
+    Case("sm-precision-cdf-beyond-grid", {"split_merge": {"simulation": {"precision": {"statistic": "cdf", "at": 80}}}},
+         ("split_merge.simulation.precision.at", "t_max = 50")),  # experiment (c)'s histogram ends at 50
+    Case("sm-precision-percentile-with-time", {"split_merge": {"simulation": {"precision": {"at": 0}}}},
+         ("split_merge.simulation.precision.at", "> 0")),
+    Case("restart-precision-half-width", {"restart": {"simulation": {"precision": {"relative_half_width": 0}}}},
+         ("restart.simulation.precision.relative_half_width", "> 0")),
+    Case("restart-precision-min-above-max", {"restart": {"simulation": {"precision": {"min_replications": 50,
+                                                                                     "max_replications": 10}}}},
+         ("restart.simulation.precision.min_replications", "max_replications = 10")),
+    Case("restart-precision-key-misspelt", {"restart": {"simulation": {"precision": {"statistc": "mean"}}}},
+         ("restart.simulation.precision.statistc", "unknown key"), "statistic"),
+]
+
+
+@pytest.mark.parametrize("case", OTHER_CONFIG, ids=[c.id for c in OTHER_CONFIG])
+def test_other_study_config_rejects(case):
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    _update(cfg, case.bad)
+    with pytest.raises(ConfigError) as err:
+        checked_study(cfg, next(iter(case.bad)))
+    text = str(err.value)
+    first = text.splitlines()[0]
+    key = case.names[0]
+    assert first.startswith(key + ":") or first.startswith(key + " "), text
+    assert len(text.splitlines()) <= 3, text
+    _check_message(case, first)
 
 
 @pytest.mark.parametrize("case", CONFIG, ids=[c.id for c in CONFIG])
@@ -351,7 +442,8 @@ def test_config_lists_every_problem_one_line_each():
 def test_validate_config_fills_defaults_like_snakemake():
     from snakemake.utils import validate
 
-    for extra in ({}, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())):
+    precision = {"jsq_ps": {"simulation": {"precision": {"statistic": "mean", "relative_half_width": 0.1}}}}
+    for extra in ({}, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()), precision):
         ours = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         _update(ours, extra)
         theirs = copy.deepcopy(ours)
@@ -372,7 +464,7 @@ SNAKEMAKE = [
     ("override-malformed-yaml", "jsq_ps:\n  simulation:\n    horizon: [1000\n", [],
      ["not valid JSON or YAML"]),
 ]
-CATALOGUE_SIZE = len(CLI) + len(API) + len(CONFIG) + 1  # + malformed YAML (only through Snakemake)
+CATALOGUE_SIZE = len(CLI) + len(API) + len(CONFIG) + len(OTHER_CONFIG) + 1  # + malformed YAML (only through Snakemake)
 
 
 @pytest.mark.parametrize("case", SNAKEMAKE, ids=[c[0] for c in SNAKEMAKE])
@@ -398,6 +490,6 @@ def test_snakemake_refuses_a_bad_config_in_a_few_lines(case, tmp_path):
 def test_catalogue_has_at_least_40_distinct_bad_inputs():
     cli = {tuple(c.bad) for c in CLI}
     api = {c.id for c in API}
-    cfg = {yaml.safe_dump(c.bad, sort_keys=True) for c in CONFIG}
-    assert len(cli) == len(CLI) and len(api) == len(API) and len(cfg) == len(CONFIG)
+    cfg = {yaml.safe_dump(c.bad, sort_keys=True) for c in CONFIG + OTHER_CONFIG}
+    assert len(cli) == len(CLI) and len(api) == len(API) and len(cfg) == len(CONFIG) + len(OTHER_CONFIG)
     assert CATALOGUE_SIZE >= 40

@@ -140,7 +140,7 @@ def parse(block, *, field: str = "precision", t_max: float | None = None, defaul
     cap = integer_at_least(f"{field}.max_replications", block.get("max_replications", 200), 2, allow_float=False)
     low = integer_at_least(f"{field}.min_replications", block.get("min_replications", 5), 2, allow_float=False)
     if low > cap:
-        raise ValueError(f"{field}.min_replications must be <= max_replications = {cap}; got {low}")
+        raise ValueError(f"{field}.min_replications must be <= {field}.max_replications = {cap}; got {low}")
     conf = _real(f"{field}.confidence", block.get("confidence", 0.95))
     if not 0.0 < conf < 1.0:
         raise ValueError(f"{field}.confidence must be in (0, 1); got {conf!r}")
@@ -423,6 +423,7 @@ def from_flags(args, *, t_max: float | None = None, default_at: float | None = N
         msg = str(exc)
         for key, flag in sorted(flags.items(), key=lambda kv: -len(kv[0])):
             msg = msg.replace(f"precision.{key}", flag)
+        msg = msg.replace("the histogram's t_max", "--t-max")
         raise ValueError(msg) from None
 
 
