@@ -344,6 +344,72 @@ def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
     assert int(after["n_customers"].sel(service="exponential", replication=2).min()) > 100
 
 
+def test_precision_target_reuses_the_cache_and_compares_each_cell_over_its_own_replications(run, tmp_path):
+    """simulation.precision on the run of config/test.yaml (2 replications per cell, cached): each cell goes on to
+    its own count, the cache supplying replications 0 and 1; the merged cube is padded beyond each cell's
+    replications_used; the comparison's means are over each cell's own replications; a second run has nothing to
+    do, and a tighter target simulates only the replications beyond those cached."""
+    from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
+
+    work = tmp_path / "work"
+    shutil.copytree(run, work, symlinks=True)
+    before = res(work, "simulation.nc")
+    target = {"statistic": "mean", "relative_half_width": 0.05, "min_replications": 3, "max_replications": 12}
+    cfg = write_cfg(tmp_path / "p.yaml", simulation={"precision": target})
+    # the figures are not needed here (their rule stays out)
+    targets = ("--allowed-rules", "jsq_ps_simulate", "jsq_ps_merge_simulation", "jsq_ps_compare", "jsq_ps_reproduction")
+    proc = snakemake(work, *targets, configfile=cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc)
+    assert counts.get("jsq_ps_simulate") == 5 and "jsq_ps_approximate" not in counts
+    assert job_counts(snakemake(work, "-n", *targets, configfile=cfg)) == {}
+    logs = work / "results" / "jsq_ps" / "logs" / "simulate"
+    log = (logs / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
+    assert "round 1: 1 cell(s) at 3 replications; 1 to simulate, 2 from the cache" in log, log
+    sim = res(work, "simulation.nc")
+    used = sim["replications_used"]
+    assert int(used.sel(service="uniform", R=2).sum()) == 0 and (used.sel(service="uniform", R=2) == 0).all()
+    expo = sim.sel(service="exponential")
+    n = expo["replications_used"].values
+    assert (n >= 3).all() and (n <= 12).all() and sim.sizes["replication"] == used.max()
+    reason = expo["stop_reason"].values
+    assert np.isin(reason, (TARGET_MET, MAX_REPLICATIONS)).all()
+    assert (expo["achieved_relative_half_width"].values[reason == TARGET_MET] <= 0.05).all()
+    assert (n[reason == MAX_REPLICATIONS] == 12).all()
+    for name in ("count", "overflow", "n_customers", "sum", "max"):  # replications 0 and 1 came from the cache
+        np.testing.assert_array_equal(sim[name].sel(replication=[0, 1]).values, before[name].values, err_msg=name)
+    k = np.arange(sim.sizes["replication"])
+    pad = k[None, None, :] >= n[..., None]
+    assert (expo["n_customers"].values[pad] == 0).all() and np.isnan(expo["mean"].values[pad]).all()
+    assert (expo["n_customers"].values[~pad] > 0).all()
+    cmp = res(work, "comparison.nc")
+    np.testing.assert_array_equal(cmp["replications_used"].values, used.transpose(*cmp["replications_used"].dims))
+    e = cmp.sel(service="exponential")
+    assert np.isfinite(e["wasserstein_mean"].values).all()
+    for i, R in enumerate(e["R"].values):
+        for j, rho in enumerate(e["rho"].values):
+            w = e["wasserstein"].sel(R=R, rho=rho).transpose("approximation", "replication").values
+            assert np.isfinite(w[:, :n[i, j]]).all() and np.isnan(w[:, n[i, j]:]).all()
+            np.testing.assert_allclose(e["wasserstein_mean"].sel(R=R, rho=rho).values, w[:, :n[i, j]].mean(axis=1),
+                                       rtol=1e-6)  # stored as float32
+    assert (work / "results" / "jsq_ps" / "reproduction.nc").is_file()
+
+    tighter = write_cfg(tmp_path / "t.yaml", simulation={"precision": {**target, "relative_half_width": 0.02,
+                                                                       "max_replications": 24}})
+    proc = snakemake(work, "--allowed-rules", "jsq_ps_simulate", "jsq_ps_merge_simulation",
+                     "results/jsq_ps/simulation.nc", configfile=tighter)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = res(work, "simulation.nc").sel(service="exponential")
+    for i, R in enumerate(after["R"].values):
+        for j, rho in enumerate(after["rho"].values):
+            old, new = int(n[i, j]), int(after["replications_used"].sel(R=R, rho=rho))
+            text = (logs / "exponential" / f"R~{R}").glob("*.log")
+            found = [re.search(rf"cell rho={rho:.2f}: \w+ after {new} replications.*; (\d+) simulated, (\d+) from the "
+                               r"cache", f.read_text()) for f in text]
+            m = next(x for x in found if x)
+            assert (int(m.group(1)), int(m.group(2))) == (new - old, old), (R, rho)
+
+
 @pytest.fixture
 def scheduler_file(tmp_path):
     """An existing Dask cluster (scheduler + one single-threaded worker) that writes a scheduler file."""

@@ -96,7 +96,8 @@ def simulate_sweep(client, *, name: str, example: dict, sim: dict, code: str, ou
                                          ds["mean"].values[0]))
 
     done = run_replications(points, submit, precision=precision, replications=n_rep, estimate=estimate, have=have,
-                            log=(lambda text: log_line(log, text)) if precision is not None else None)
+                            log=(lambda text: log_line(log, text)) if precision is not None else None,
+                            name=lambda p: point_label(*p))
     ref = next((r for p in points for r in done[p].results if "seed_recipe" in r.attrs), None)
     ref = ref if ref is not None else done[points[0]].results[0]
     attrs_of = {v: dict(ref[v].attrs) for v in SIM_VARS}
