@@ -73,9 +73,10 @@ def simulate_sweep(client, *, name: str, example: dict, sim: dict, code: str, ou
             used = int(old["replications_used"]) if "replications_used" in old else old.sizes["replication"]
             old = old[list(SIM_VARS)].drop_vars(["semantics", "restart_rate"], errors="ignore")
             have[by_label[lab]] = {k: old.isel(replication=[k]) for k in range(used)}
-    what = f"{n_rep} replications" if precision is None else f"replications to the precision target ({precision.describe()})"
-    log_line(log, f"{name}: {net.describe()}; {len(sems)} semantics x {len(rates)} rates x {what}, one Dask task "
-                  f"each; {sum(len(v) for v in have.values())} replications of {len(have)} points cached")
+    cached = f"{sum(len(v) for v in have.values())} replications of {len(have)} points cached"
+    what = (f"{n_rep} replications = {len(points) * n_rep} Dask tasks" if precision is None
+            else f"replications to the precision target ({precision.describe()}), one Dask task each")
+    log_line(log, f"{name}: {net.describe()}; {len(sems)} semantics x {len(rates)} rates x {what} ({cached})")
     t0 = time.perf_counter()
 
     def submit(jobs):

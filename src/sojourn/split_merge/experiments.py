@@ -177,9 +177,12 @@ def run_experiment(client, x: str, cfg: dict, output, code: str = "", log=None, 
     keys = {lab: cell_key(c, seed, warm, dt, t_max, code) for lab, c in by_label.items()}
     have = _cached(cache_dir, keys, log) if cache_dir is not None else {}
     t0 = time.perf_counter()
-    what = f"{nrep} replications" if precision is None else f"replications to the precision target ({precision.describe()})"
-    _log(log, f"experiment {x}: {len(cs)} cells x {what}, one Dask task each; "
-              f"{sum(len(v) for v in have.values())} replications of {len(have)} cells cached")
+    cached = f"{sum(len(v) for v in have.values())} replications of {len(have)} cells cached"
+    if precision is None:
+        _log(log, f"experiment {x}: {len(cs)} cells x {nrep} replications = {len(cs) * nrep} Dask tasks ({cached})")
+    else:
+        _log(log, f"experiment {x}: {len(cs)} cells x replications to the precision target ({precision.describe()}), "
+                  f"one Dask task each ({cached})")
     exact = client.map(exact_results, [c["spec"] for c in cs], [ps] * len(cs), pure=False,
                        key=[f"sm-{x}-exact-{i}" for i in range(len(cs))])  # in parallel with the replications
 
