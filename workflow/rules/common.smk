@@ -64,7 +64,8 @@ def logged(log_path, fn, *args, **kwargs):
     return result
 
 
-# dask_jobqueue must be imported by the main thread (it installs a signal handler); jobs run in threads
+# Dask (and dask_jobqueue, which installs a signal handler) imported once by the main thread: jobs run in
+# threads, and concurrent first imports of dask raced
 if workflow.is_main_process:
     from sojourn.core.cluster import import_in_main_thread
 

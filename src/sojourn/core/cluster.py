@@ -217,7 +217,14 @@ def _slurm_nodes() -> list[str]:
 def import_in_main_thread(cluster_cfg: dict | None) -> None:
     """Import what a cluster kind needs from the main thread, before any job thread starts: dask_jobqueue
     installs a signal handler when first imported, which Python allows only in the main thread (Snakemake
-    runs ``run:`` jobs in threads, where the first import would fail)."""
+    runs ``run:`` jobs in threads, where the first import would fail). Dask itself too: two job threads
+    importing ``dask`` for the first time at once met a half-initialised ``dask.base`` (circular import
+    error), so the whole Dask stack and xarray are imported here once."""
+    import dask  # noqa: F401
+    import dask.array  # noqa: F401
+    import distributed  # noqa: F401
+    import xarray  # noqa: F401
+
     if (cluster_cfg or {}).get("kind") == "slurm":
         import dask_jobqueue  # noqa: F401
 
