@@ -116,9 +116,14 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
         cluster.scale(jobs=int(cfg["slurm"].get("jobs") or n))
     try:
         with Client(cluster, set_as_default=False) as client:
+            if kind == "local":  # Ctrl-C is for this process, which closes the cluster (see the plugin)
+                from .worker_plugins import IgnoreSigint
+
+                client.register_plugin(IgnoreSigint(), name=IgnoreSigint.name)
             yield client
     finally:
         cluster.close()
+
 
 
 #: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a
