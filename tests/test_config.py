@@ -172,3 +172,26 @@ def test_conda_env_mirrors_pyproject():
     got.pop("python", None)
     got.pop("pip", None)
     assert got == want
+
+
+def _floors(specs, op):
+    """{name: version} of requirement strings ``name<op>version`` (all of them must have that form)."""
+    out = {}
+    for r in specs:
+        m = re.fullmatch(rf"\s*([A-Za-z0-9_.\-]+)\s*{re.escape(op)}\s*([0-9][0-9A-Za-z.]*)\s*", r)
+        assert m, f"{r!r} is not name{op}version"
+        out[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return out
+
+
+def test_lowest_versions_are_the_declared_floors():
+    """.ci/lowest-versions.txt (what CI's lowest-versions step installs and tests) pins exactly pyproject's
+    floors, which envs/sojourn.yaml repeats; the Snakefile asks for the snakemake floor."""
+    py = _floors(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"], ">=")
+    lines = (ROOT / ".ci" / "lowest-versions.txt").read_text().splitlines()
+    pins = _floors([x for x in lines if x.strip() and not x.startswith("#")], "==")
+    env = yaml.safe_load((ROOT / "envs" / "sojourn.yaml").read_text())["dependencies"]
+    conda = _floors([d for d in env if isinstance(d, str) and d.split(">")[0] in py], ">=")
+    assert pins == py == conda
+    snakefile = (ROOT / "Snakefile").read_text()
+    assert re.search(r'^min_version\("([^"]+)"\)', snakefile, re.M).group(1) == py["snakemake"].removesuffix(".0")

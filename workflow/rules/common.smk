@@ -52,6 +52,9 @@ def logged(log_path, fn, *args, **kwargs):
     import time
     import traceback
 
+    from sojourn.core.io import check_interrupted
+
+    check_interrupted(f"{fn.__module__}.{fn.__qualname__}")  # Ctrl-C: start nothing new
     with open(log_path, "w") as fh:
         print(f"{fn.__module__}.{fn.__qualname__}", file=fh, flush=True)
         t0 = time.perf_counter()
@@ -65,17 +68,23 @@ def logged(log_path, fn, *args, **kwargs):
 
 
 # Dask (and dask_jobqueue, which installs a signal handler) imported once by the main thread: jobs run in
-# threads, and concurrent first imports of dask raced
+# threads, and concurrent first imports of dask raced.
+# Ctrl-C (SIGINT): Snakemake waits for its running job threads, so they stop waiting for their Dask tasks
+# and new jobs fail at once (sojourn.core.io.INTERRUPTED); the local workers ignore it (worker_plugins).
 if workflow.is_main_process:
     from sojourn.core.cluster import import_in_main_thread
+    from sojourn.core.io import stop_waiting_on_interrupt
 
     import_in_main_thread(config["cluster"])
+    stop_waiting_on_interrupt()
 
 
 def dask():
     """The Dask client shared by all jobs of this Snakemake process (started on first use)."""
     from sojourn.core.cluster import shared_client
+    from sojourn.core.io import check_interrupted
 
+    check_interrupted("the job")  # Ctrl-C: start nothing new
     return shared_client(config["cluster"], config["cluster"].get("n_workers") or workflow.cores)
 
 
@@ -83,6 +92,13 @@ def _close_dask():
     from sojourn.core.cluster import close_shared
 
     close_shared()
+
+
+onstart:
+    # after Snakemake has installed its SIGTERM handler, which could deadlock in the main thread
+    from sojourn.core.io import sigterm_handler_in_a_thread
+
+    sigterm_handler_in_a_thread()
 
 
 onsuccess:

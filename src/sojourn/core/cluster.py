@@ -116,9 +116,19 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
         cluster.scale(jobs=int(cfg["slurm"].get("jobs") or n))
     try:
         with Client(cluster, set_as_default=False) as client:
+            if kind == "local":  # Ctrl-C is for this process, which closes the cluster (see the plugin)
+                from .worker_plugins import IgnoreSigint
+
+                client.register_plugin(IgnoreSigint(), name=IgnoreSigint.name)
             yield client
     finally:
-        cluster.close()
+        try:
+            cluster.close()
+        except TimeoutError:
+            # distributed < 2026.8 joins a worker process it had to SIGKILL with whatever is left of the
+            # close timeout (nothing, on a loaded machine) and raises; the process is gone or going
+            logging.getLogger(__name__).warning("closing the local Dask cluster timed out; its workers were killed")
+
 
 
 #: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a

@@ -112,6 +112,62 @@ def log_line(log, text: str) -> None:
 #: times a Dask task is retried after an error, e.g. the loss of its worker (then the job fails)
 TASK_RETRIES = 2
 
+#: set by SIGINT once :func:`stop_waiting_on_interrupt` is installed (Snakemake's main process). Snakemake
+#: runs the jobs as threads and, on Ctrl-C, waits for the running ones; only the main thread receives the
+#: signal, so the jobs read this: :func:`report_progress` cancels its Dask tasks and raises
+#: :class:`Interrupted`, and a job starting afterwards fails at once (:func:`check_interrupted`). Snakemake
+#: can also lose the KeyboardInterrupt itself (its log handler swallows one that lands while it writes a
+#: line); the failing jobs then stop the run all the same.
+INTERRUPTED = threading.Event()
+
+
+class Interrupted(RuntimeError):
+    """The run was interrupted (SIGINT) while this job waited for or was about to start its work."""
+
+
+def check_interrupted(what: str) -> None:
+    """Raise :class:`Interrupted` naming ``what`` if the process has received SIGINT."""
+    if INTERRUPTED.is_set():
+        raise Interrupted(f"interrupted (SIGINT): {what} stopped; a rerun redoes it")
+
+
+def stop_waiting_on_interrupt() -> None:
+    """From now on SIGINT also sets :data:`INTERRUPTED`, then does what it did before (KeyboardInterrupt in
+    the main thread). Call from the main thread; a SIGINT that is ignored or not Python's stays as it is."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or getattr(previous, "sets_interrupted", False):
+        return
+
+    def on_sigint(signum, frame):
+        INTERRUPTED.set()
+        previous(signum, frame)
+
+    on_sigint.sets_interrupted = True
+    signal.signal(signal.SIGINT, on_sigint)
+
+
+def sigterm_handler_in_a_thread() -> None:
+    """Run the installed SIGTERM handler in a thread of its own instead of the main thread.
+
+    Snakemake's SIGTERM handler (finish the running jobs, start no new one) takes its scheduler's lock,
+    which the main thread, where Python runs signal handlers, may be holding when the signal lands (e.g.
+    while it logs a finished job): the run then waited forever (seen with Snakemake 9.27). In a thread the
+    handler waits for the lock instead. Call from the main thread once Snakemake's scheduler exists (the
+    workflow's ``onstart:``)."""
+    import signal
+
+    handler = signal.getsignal(signal.SIGTERM)
+    if not callable(handler) or getattr(handler, "in_a_thread", False):
+        return
+
+    def on_sigterm(signum, frame):
+        threading.Thread(target=handler, args=(signum, None), name="sigterm", daemon=True).start()
+
+    on_sigterm.in_a_thread = True
+    signal.signal(signal.SIGTERM, on_sigterm)
+
 
 def report_progress(futures, report, client=None, what: str = "tasks") -> None:
     """Call ``report(done, total)`` as each future finishes; return when all have.
@@ -119,7 +175,8 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
     With ``client``, a watchdog: if the cluster has had no worker at all for the dask config value
     ``sojourn.no-workers-timeout`` (seconds, default 300) while futures are unfinished, raise RuntimeError
     naming ``what`` instead of waiting forever (a cluster whose workers keep dying, or a queue that never
-    starts them).
+    starts them). Once :data:`INTERRUPTED` is set (Ctrl-C), cancel the unfinished futures and raise
+    :class:`Interrupted`.
     """
     import queue
     import time
@@ -132,8 +189,15 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
         f.add_done_callback(lambda fut: q.put(1))
     done, since = 0, None
     while done < len(futures):
+        if INTERRUPTED.is_set():
+            if client is not None:
+                client.cancel(futures)
+            else:
+                for f in futures:
+                    f.cancel()
+            check_interrupted(f"waiting for {len(futures) - done} of {len(futures)} {what}")
         try:
-            q.get(timeout=1.0)
+            q.get(timeout=0.5)
         except queue.Empty:
             if client is None:
                 continue

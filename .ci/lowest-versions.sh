@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The lowest declared versions (.ci/lowest-versions.txt = pyproject's floors) in a venv of their own, then a
+# subset of the tests that exercises the APIs whose floors matter: config validation (jsonschema, Snakemake's
+# validator), CIs with the BCa bootstrap (scipy), the analytic methods (numpy), the kernels against theory
+# and their golden outputs (numba), netCDF writing, merging and integrity (xarray, netCDF4), the watchdog and
+# worker plugin (distributed), and one tiny real Snakemake run with figures and report (snakemake,
+# matplotlib). Called by .ci/run; by hand: bash .ci/lowest-versions.sh [VENV_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${1:-$(mktemp -d)/lowest}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+python3 -m venv "$venv"
+# compiled packages only as wheels (no compilers or C libraries needed); pure-Python sdists are fine
+"$venv/bin/pip" install -q --no-compile --prefer-binary \
+    --only-binary=numpy,scipy,numba,llvmlite,netcdf4,cftime,matplotlib,contourpy,kiwisolver,pillow,pyyaml,pandas,psutil,msgpack \
+    -r .ci/lowest-versions.txt "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3.5"
+"$venv/bin/pip" install -q --no-deps -e .
+"$venv/bin/pip" check
+echo "lowest versions: $("$venv/bin/pip" freeze | grep -i -E "^($(grep -v '^#' .ci/lowest-versions.txt | cut -d= -f1 | paste -sd'|'))==" | paste -sd' ')"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 \
+    tests/test_config.py tests/test_stats.py tests/test_analytic_api.py tests/test_analytic_methods.py \
+    tests/test_simulate_theory.py tests/test_golden.py tests/test_merge.py tests/test_integrity.py \
+    tests/test_compare_streaming.py tests/split_merge/test_split_merge_exact.py \
+    tests/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
+    "tests/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
+    "tests/test_pipeline.py::test_simulation_file" "tests/test_pipeline.py::test_approximation_file" \
+    "tests/test_pipeline.py::test_comparison_values" "tests/test_pipeline.py::test_figures_and_report"

@@ -1,0 +1,26 @@
+"""Dask worker plugins of the local clusters sojourn starts (:func:`sojourn.core.cluster.dask_client`)."""
+from __future__ import annotations
+
+import signal
+import threading
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+
+class IgnoreSigint(WorkerPlugin):
+    """Local worker processes ignore SIGINT: Ctrl-C is for the process that owns the cluster.
+
+    Ctrl-C in a terminal signals the whole foreground process group, so it reached the workers too: they
+    died at once (with tracebacks), their nannies did not restart them, and Snakemake, which on Ctrl-C
+    waits for its running job threads, waited for tasks no worker would run (until the no-workers
+    watchdog, 300 s later). Now the owner handles the interrupt (Snakemake's jobs stop waiting:
+    :data:`sojourn.core.io.INTERRUPTED`) and closes the cluster, which stops the workers; a worker whose
+    parent is killed outright exits by itself (distributed watches the parent through a pipe).
+    Registered on the cluster, the plugin also reaches workers that a nanny restarts later.
+    """
+
+    name = "sojourn-ignore-sigint"
+
+    def setup(self, worker):
+        if threading.current_thread() is threading.main_thread():  # a worker process runs its loop there
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
