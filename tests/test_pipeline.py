@@ -280,8 +280,9 @@ def edited(run, package_copy):
 
 
 JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1,
-        "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
-DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
+        "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1,
+        "jsq_ps_reproduction": 1, "all": 1}
+DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
 
 
 def test_comment_and_docstring_edits_rerun_nothing(edited):
