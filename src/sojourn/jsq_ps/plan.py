@@ -734,19 +734,23 @@ class PlanResult:
             vals = [r.get(key) for r in rows]
             if dtype is float:
                 return np.array([np.nan if v is None else float(v) for v in vals])
+            if dtype is int:
+                return np.array([-1 if v is None else int(v) for v in vals], np.int64)
             return np.array(["" if v is None else str(v) for v in vals], dtype=str)
 
         u = self.unit
         spec = {
             "load": ("load Λ E[S] / R", "1", float),
-            "stable": ("1 if the load is below 1", "1", float),
+            "stable": ("1 if the load is below 1", "1", int),
             "method": ("how P(T <= d) was obtained: exact, an approximation, or simulation", None, str),
             "method_reason": ("why that method", None, str),
             "probability": ("P(T <= deadline) by the method (simulation: mean over replications)", "1", float),
             "percentile": (f"the {_pct(self.request.reliability)} percentile of the sojourn time by the method "
                            "(NaN: beyond percentile_above)", u, float),
             "percentile_above": ("the percentile lies beyond this time (where percentile is NaN)", u, float),
-            "meets": ("1 if probability >= reliability", "1", float),
+            "meets": ("1 if probability >= reliability", "1", int),
+            "margin": ("does the verdict survive its evidence's uncertainty: clear, within_noise, "
+                       "within_method_error, unmeasured", None, str),
             "method_error_mean": ("the method's measured relative percentile error (accuracy table)", "1", float),
             "method_error_ci_low": ("lower end of its 95% CI", "1", float),
             "method_error_ci_high": ("upper end of its 95% CI", "1", float),
@@ -759,7 +763,7 @@ class PlanResult:
             "simulated_percentile_ci_low": ("lower end of its 95% t-interval", u, float),
             "simulated_percentile_ci_high": ("upper end of its 95% t-interval", u, float),
             "verdict": ("simulation's verdict: meets, fails, meets_within_noise, fails_within_noise", None, str),
-            "replications": ("simulated replications", "1", float),
+            "replications": ("simulated replications (-1: not simulated)", "1", int),
         }
         data = {}
         for key, (long_name, units, dtype) in spec.items():
@@ -827,6 +831,9 @@ class PlanResult:
 
     def __str__(self) -> str:
         return self.table()
+
+    def __repr__(self) -> str:
+        return f"PlanResult(servers={self.servers}, status={self.status!r}, unit={self.unit!r}, rows={len(self.rows)})"
 
 
 def _error_text(r: dict) -> str:
@@ -926,20 +933,16 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
     rows = [_row(pl, r, confirm) for r in (R - 1, R, R + 1) if r >= 1]
     p = q.reliability
     ans = pl.evaluate(R)
-    sim_R = pl.simulated.get(R)
-    sim_below = pl.simulated.get(R - 1) if R - 1 >= q.min_stable else None
-    noisy = [v for v in (sim_R, sim_below) if v is not None and v.verdict(p).endswith("within_noise")]
-    simulated_answer = sim_R is not None and (confirm or ans.engine.method == SIMULATION)
-    if simulated_answer and noisy:
-        status = "within_noise"
-    elif confirm:
-        status = "confirmed"
-    elif ans.engine.method == SIMULATION or (R - 1 >= q.min_stable and pl.evaluate(R - 1).engine.method == SIMULATION):
-        status = "simulated"
-    else:
-        status = "predicted"
+    # the simulations that are evidence for the answer: R and R - 1 under --confirm, or where simulation was the
+    # method; the answer is "within_noise" when one of their 95 % intervals of P(T <= d) contains p
+    evidence = {r: pl.simulated[r] for r in (R - 1, R) if r >= q.min_stable and r in pl.simulated
+                and (confirm or pl.evaluate(r).engine.method == SIMULATION)}
+    sim_R, sim_below = evidence.get(R), evidence.get(R - 1)
+    noisy = any(v.verdict(p).endswith("within_noise") for v in evidence.values())
+    status = ("within_noise" if noisy else "confirmed" if confirm else "simulated" if evidence else "predicted")
     d_text = format_time(q.deadline, q.unit)
-    how = {"predicted": f"by {ans.engine.method}", "simulated": "by simulation",
+    how = {"predicted": f"by {ans.engine.method}", "simulated": "by simulation" if ans.engine.method == SIMULATION
+           else f"by {ans.engine.method}, R - 1 by simulation",
            "confirmed": "confirmed by simulation", "within_noise": "by simulation, within its noise"}[status]
     message = f"R = {R} servers: the least number with P(T ≤ {d_text}) ≥ {p:g} ({how})"
     notes = list(pl.notes)
