@@ -522,6 +522,7 @@ class Planner:
     def evaluate(self, R: int) -> Evaluation:
         if R in self.evaluated:
             return self.evaluated[R]
+        import numpy as np
         t0 = time.perf_counter()
         guess = self.screen(R)[1]
         t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
@@ -529,7 +530,12 @@ class Planner:
         if eng.method != SIMULATION:
             for _ in range(3):  # the grid ends past the percentile, or the percentile is reported as beyond it
                 t, k = self._grid(t_hi)
-                F = self._cdf(eng.method, R, t)
+                try:
+                    F = self._cdf(eng.method, R, t)
+                except (ArithmeticError, ValueError, MemoryError, np.linalg.LinAlgError) as exc:
+                    eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
+                                 table=eng.table, short=f"{eng.method} failed")
+                    break
                 if not _is_cdf(F):
                     eng = Engine(SIMULATION, f"{eng.method}'s CDF is not a distribution function at R = {R} "
                                              f"(ρ = {self.load(R):.4g})", table=eng.table,
