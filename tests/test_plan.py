@@ -458,3 +458,13 @@ def test_margins_of_a_method_and_of_a_simulation():
 
 def test_stability_bound():
     assert P.stable_from(10.8) == 11 and P.stable_from(2.0) == 3 and P.stable_from(0.3) == 1
+
+
+def test_simulated_replications_are_the_same_in_one_process_or_several():
+    """Replication k's stream depends only on (seed, spec, k): forked workers give the serial run's counts."""
+    spec = JSQPS.from_load(5, 0.8, service="lognormal")
+    serial = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=1)
+    forked = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=2)
+    for a, b in zip(serial, forked):
+        np.testing.assert_array_equal(a, b)
+    assert serial[0].shape == (4, 801) and serial[0].sum() > 10_000

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -394,6 +396,49 @@ def _is_cdf(F, tol=1e-9) -> bool:
                 and (F.size < 2 or np.diff(F).min() >= -tol))
 
 
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _replication(args):
+    """One replication's (count, overflow) (a worker process's task: only arrays travel back)."""
+    from .simulate import simulate_replication
+
+    spec, k, seed, horizon, warmup, dt, t_max = args
+    ds = simulate_replication(spec, k, seed, horizon=horizon, warmup=warmup, cooldown=0.0, dt=dt, t_max=t_max,
+                              occupancy_max=1)
+    return ds["count"].values[0], int(ds["overflow"].values[0])
+
+
+def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float,
+                    workers: int = 1):
+    """(count (replication, t), overflow (replication,), t) of replications 0..replications−1 of ``spec``, in
+    ``workers`` forked processes when there are several cores (else in this one). Replication k's stream depends
+    only on (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever ``workers``."""
+    import numpy as np
+
+    from ..core.timegrid import time_grid
+
+    workers = max(1, min(int(workers), replications))
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    if workers == 1 or not fork:
+        from .simulate import simulate
+
+        ds = simulate(spec, horizon=horizon, warmup=warmup, cooldown=0.0, replications=replications, seed=seed,
+                      dt=dt, t_max=t_max, occupancy_max=1)
+        return ds["count"].values, ds["overflow"].values, ds["t"].values
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(spec, k, seed, horizon, warmup, dt, t_max) for k in range(replications)]
+    # fork: the workers start with this process's imports (and numba's loaded kernels, if any) at no cost
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(_replication, tasks))
+    return (np.stack([c for c, _ in parts]), np.array([o for _, o in parts], np.int64), time_grid(t_max, dt))
+
+
 class NoServers(ValueError):
     """No R ≤ max_servers meets the target (found by computing: the one refusal that is not up front)."""
 
@@ -411,10 +456,11 @@ def _clopper_pearson(k: int, n: int, confidence: float = 0.95):
 class Planner:
     """The search of the module doc for one :class:`Request`, with every evaluation cached per R."""
 
-    def __init__(self, request: Request, table=None):
+    def __init__(self, request: Request, table=None, workers: int | None = None):
         self.q = request
         self.p = request.reliability
         self._table = table
+        self.workers = available_cores() if workers is None else int(workers)
         self.screened: dict = {}
         self.evaluated: dict = {}
         self.simulated: dict = {}
@@ -565,7 +611,6 @@ class Planner:
 
         from ..core.stats import cdf_from_histogram, mean_ci, quantile
         from .model import JSQPS
-        from .simulate import simulate
 
         q, p, d = self.q, self.p, self.q.d
         rho = self.load(R)
@@ -580,15 +625,13 @@ class Planner:
         t_max = bins * dt
         spec = JSQPS.from_load(R, rho, mu=1.0, service=q.law)
         t0 = time.perf_counter()
-        ds = simulate(spec, horizon=run["horizon"], warmup=run["warmup"], cooldown=0.0,
-                      replications=q.replications, seed=q.seed, dt=dt, t_max=t_max, occupancy_max=1)
+        count, overflow, t = simulate_counts(spec, q.replications, q.seed, run["horizon"], run["warmup"], dt, t_max,
+                                             self.workers)
         wall = time.perf_counter() - t0
-        count = ds["count"].values
-        overflow = ds["overflow"].values
         total = count.sum(axis=1) + overflow
         prob = count[:, :per_d].sum(axis=1) / total  # P(T < d): d is the left edge of bin per_d
         F = cdf_from_histogram(count, overflow)  # right edges
-        x = quantile(ds["t"].values + dt, F, p)  # per replication; NaN beyond t_max
+        x = quantile(t + dt, F, p)  # per replication; NaN beyond t_max
         pm, ph = mean_ci(prob)
         # the t-interval across replications, widened to the Clopper-Pearson interval of the pooled count
         # beyond d (which ignores the customers' correlation, so it is never the wider one unless the tail
