@@ -342,6 +342,11 @@ def test_every_study_registers_the_commands_the_registry_lists():
         sub = parser.add_subparsers()
         importlib.import_module(study.cli).register(sub)
         assert set(sub.choices) == set(study.commands), study.name
+        for command, module in study.light:  # registered alone by its own module too
+            parser = argparse.ArgumentParser()
+            sub = parser.add_subparsers()
+            importlib.import_module(module).register(sub)
+            assert set(sub.choices) == {command}
 
 
 # -- the accuracy table -------------------------------------------------------------------------------------------

@@ -85,7 +85,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(prog="sojourn", description="Sojourn-time experiments on multi-server queues.")
     parser.add_argument("--version", action="version", version=f"sojourn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    light = [module for s in STUDIES for cmd, module in s.light if cmd == command]
     owner = [s for s in STUDIES if s.cli and command in s.commands]
+    if light:  # a command with a module of its own (``sojourn plan``: its answer has a 2 s budget)
+        importlib.import_module(light[0]).register(sub)
+        return parser
     for study in owner or STUDIES:
         if study.cli:
             importlib.import_module(study.cli).register(sub)

@@ -869,7 +869,7 @@ class PlanResult:
         out.append("")
         head = ["R", "load", f"{pct} pct", "meets", "method", "method's measured error [95% CI] (table point)"]
         if self.confirmed:
-            head[5:5] = [f"simulated {pct} pct [95% CI]", "verdict"]
+            head[5:5] = [f"simulated {pct} pct (95% CI)", "verdict"]
         lines = [head]
         star = False
         for r in self.rows:
@@ -889,7 +889,7 @@ class PlanResult:
             yes = ("yes" if r["meets"] else "no") + ("" if r.get("margin") == "clear" else "?")
             cells = [str(r["servers"]), f"{r['load']:.3f}", xs, yes, r["method"], err]
             if self.confirmed:
-                cells[5:5] = [_sim_text(r, u), r.get("verdict") or "-"]
+                cells[5:5] = [_sim_text(r, u, q.deadline / SECONDS[u] / 1000), r.get("verdict") or "-"]
             lines.append(cells)
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         for row in lines:
@@ -925,14 +925,17 @@ def _error_text(r: dict) -> str:
     return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}]" + where
 
 
-def _sim_text(r: dict, u: str) -> str:
+def _sim_text(r: dict, u: str, resolution: float) -> str:
+    """The simulated percentile with no more digits than its CI supports (``core.stats.format_with_ci``)."""
     if r.get("simulated_probability") is None:
         return "-"
     x = r.get("simulated_percentile")
     if x is None or not math.isfinite(x):
         return f"> {r['simulated_t_max']:.4g} {u}"
+    from ..core.stats import format_with_ci
+
     lo, hi = r.get("simulated_percentile_ci_low"), r.get("simulated_percentile_ci_high")
-    return f"{x:.4g} [{lo:.4g}, {hi:.4g}] {u}"
+    return f"{format_with_ci(x, math.nan if lo is None else lo, math.nan if hi is None else hi, resolution=resolution)} {u}"
 
 
 def _row(planner: Planner, R: int, confirmed: bool) -> dict:
