@@ -432,6 +432,8 @@ def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: 
         return ds["count"].values, ds["overflow"].values, ds["t"].values
     from concurrent.futures import ProcessPoolExecutor
 
+    # load the kernel here first (a tiny run): forked workers inherit it instead of each loading numba's cache
+    _replication((spec, 0, seed, 2.0 / spec.arrival_rate, 0.0, dt, t_max))
     tasks = [(spec, k, seed, horizon, warmup, dt, t_max) for k in range(replications)]
     # fork: the workers start with this process's imports (and numba's loaded kernels, if any) at no cost
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
