@@ -21,11 +21,15 @@ How R is found.
    else the most accurate non-optimistic approximation at (R, ρ, p) of the accuracy table
    (:mod:`sojourn.jsq_ps.accuracy`, conservative between rows); where every method is optimistic there,
    the table has nothing usable, p is beyond its percentiles, or the service law is not exponential (the
-   methods model M/M/R), simulate. From the screened R move down while R − 1 also meets and up until R
-   meets; the table shows R − 1, R, R + 1.
+   methods model M/M/R), simulate. From the screened R go down (if R − 1 meets too) or up (galloping) to a
+   bracket and bisect it; the answer's R − 1 is always evaluated and fails (each R has its own method, so
+   "meets" need not be monotone in R). The table shows R − 1, R, R + 1; a verdict inside its evidence's
+   uncertainty is marked (:meth:`Evaluation.margin`: a simulation's 95 % interval of P(T ≤ d) contains p, or
+   the method's measured error interval could put the true percentile on the other side of d).
 3. ``confirm``: simulate R − 1, R, R + 1 (the numba kernel; replication k of each R from
-   ``sojourn.core.seeds``) and move R until the simulation agrees: the answer is never an R whose simulated
-   P(T ≤ d) is below p; where a 95 % interval contains p the answer says that the margin is inside the
+   ``sojourn.core.seeds``, the replications spread over forked processes, one per core) and move R until the
+   simulation agrees: the answer is never an R whose simulated P(T ≤ d) is below p, and goes down where the
+   method was pessimistic; where a 95 % interval contains p the answer says that the margin is inside the
    simulation noise.
 
 Simulation run length (:func:`run_length`): n = max(⌈100/(1 − p)⌉, 10 000) recorded customers per
