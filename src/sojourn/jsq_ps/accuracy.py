@@ -6,8 +6,9 @@ Built from a comparison (``comparison.nc``, :mod:`sojourn.jsq_ps.compare`) of th
 with the package (``sojourn/jsq_ps/data/accuracy.csv``) and read by :func:`read_accuracy` for ``sojourn
 plan`` (:mod:`sojourn.jsq_ps.plan`), which picks its method with :meth:`AccuracyTable.choose`.
 
-Columns (one row per R, rho, percentile, approximation where the comparison has an estimate of the error;
-a method without one there is not usable there and has no row):
+Columns (one row per R, rho, percentile and approximation computed there; a row without an estimate of the
+error — e.g. the simulated percentile beyond the comparison's grid — has empty error columns and usable = 0,
+and is kept so that the reader knows the table's ρ grid: a load between rows is read at the row above it):
 
 ``R, rho, percentile`` (percent), ``approximation``;
 ``relative_error_mean, relative_error_ci_low, relative_error_ci_high``: the mean over replications of
@@ -126,8 +127,6 @@ def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
                 if not computed[i, j, m]:
                     continue  # e.g. exact, which the pipeline runs for small R only
                 for q, p in enumerate(pct):
-                    if not np.isfinite(rel[i, j, m, q]):
-                        continue
                     rows.append({
                         "R": int(R), "rho": float(rho), "percentile": float(p), "approximation": name,
                         "relative_error_mean": float(rel[i, j, m, q]),

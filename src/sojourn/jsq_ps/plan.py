@@ -66,8 +66,11 @@ SCREEN_METHOD = "C*"
 #: ``exact`` runs where ρ ≤ this for R servers, and (R ≥ 3) the grid ends within EXACT_MAX_T mean service
 #: times: there one evaluation costs ≲ 0.25 s (``python benchmarks/plan.py exact``; t_max = 80: R = 2 at
 #: ρ = 0.95 0.09 s, R = 3 at 0.8 0.22 s, R = 4 at 0.6 0.24 s, R = 5 at 0.5 0.21 s, R = 6 at 0.3 0.10 s)
-EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.80, 4: 0.60, 5: 0.50, 6: 0.30}
+EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.80, 4: 0.60, 5: 0.50, 6: 0.40, 7: 0.30}
 EXACT_MAX_T = 100.0
+#: the exact module's own budget (``analytic.budget``, predicted from its truncation before the costly part):
+#: a safety net where a long grid makes a cell of EXACT_MAX_LOAD dearer than measured
+EXACT_SECONDS = 1.0
 SIMULATION = "simulation"
 #: the names of the request's fields in messages: the API's, or the command line's (``FLAGS``)
 FIELDS = {k: k for k in ("arrival_rate", "load", "servers", "mean_service", "service_rate", "service_law",
@@ -393,13 +396,6 @@ def _interp_percentile(t, F, p) -> float:
     return float(t[i - 1] + (t[i] - t[i - 1]) * ((p - f0) / (f1 - f0) if f1 > f0 else 1.0))
 
 
-def _is_cdf(F, tol=1e-9) -> bool:
-    import numpy as np
-
-    return bool(np.all(np.isfinite(F)) and F.min() >= -tol and F.max() <= 1 + tol
-                and (F.size < 2 or np.diff(F).min() >= -tol))
-
-
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -497,48 +493,37 @@ class Planner:
         return t, k
 
     def _cdf(self, method: str, R: int, t):
+        """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.analytic.guards`: 0 = a
+        sojourn-time law of a JSQ system). ``exact`` raises ``ExactOverBudget`` beyond :data:`EXACT_SECONDS`."""
         import numpy as np
+
+        from .analytic.guards import validity
 
         a = self.q.offered
         if method == "exact":
             from .analytic.exact import exact_sojourn_cdf
 
-            return np.asarray(exact_sojourn_cdf(a, 1.0, R, t).cdf, dtype=float)
-        from .analytic.methods import Cell, corrected_size
+            r = exact_sojourn_cdf(a, 1.0, R, t, max_seconds=EXACT_SECONDS)
+        else:
+            from .analytic.methods import Cell
 
-        if method == SCREEN_METHOD and R > 1:
-            # Gupta's λ_n need no whole-system chain: a trivial one (L1 = 2) and the size N the corrected
-            # methods choose from the μρ^R tail (methods.corrected_size) keep C* at milliseconds for any R
-            rho = a / R
-            N = corrected_size(rho**R, 1.0, 3)
-            return np.asarray(Cell(a, 1.0, R, t, corrected_L1=2, corrected_L2=N).run(method).cdf, dtype=float)
-        return np.asarray(Cell(a, 1.0, R, t).run(method).cdf, dtype=float)
-
-    def _screen_valid(self, R: int) -> bool:
-        """Gupta's fitted λ_0 ≥ λ_1 ≥ λ_2 ≥ 0 with λ_0 ≤ Λ (what a JSQ arrival rate profile must be): beyond
-        ρ ≈ 0.965 the λ_0 fit has a pole and the screen would promise far too much."""
-        if R == 1:
-            return True
-        from .analytic.gupta import gupta_lambdas
-
-        lam = gupta_lambdas(self.load(R), 1.0, R, 3)
-        return bool(self.q.offered >= lam[0] >= lam[1] >= lam[2] >= 0.0)
+            r = Cell(a, 1.0, R, t).run(method)
+        F = np.asarray(r.cdf, dtype=float)
+        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0])
 
     def screen(self, R: int):
-        """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point);
-        (0, inf) where its fit is not valid (the search then starts higher and walks down)."""
-        if R not in self.screened and not self._screen_valid(R):
-            self.screened[R] = (0.0, math.inf)
+        """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point; a result
+        the guards reject counts as not meeting, so that the search starts higher and walks down)."""
         if R not in self.screened:
             t_hi = 4.0 * self.q.d
             for _ in range(6):
                 t, k = self._grid(t_hi, per_d=100)
-                F = self._cdf(SCREEN_METHOD, R, t)
+                F, flags = self._cdf(SCREEN_METHOD, R, t)
                 x = _interp_percentile(t, F, self.p)
-                if math.isfinite(x):
+                if math.isfinite(x) or flags:
                     break
                 t_hi *= 4.0
-            self.screened[R] = (float(F[k]), x)
+            self.screened[R] = (0.0, math.inf) if flags else (float(F[k]), x)
         return self.screened[R]
 
     # -- which method for which R ----------------------------------------------------------------------
@@ -557,6 +542,10 @@ class Planner:
             return Engine("exact", "the exact tagged-customer chain runs within the planner's budget here",
                           (mean, lo, hi), None if Rt is None or not math.isfinite(mean) else
                           {"table_R": Rt, "table_rho": rt, "table_percentile": qt, "extrapolated": ext}, "exact chain")
+        return self.table_engine(R)
+
+    def table_engine(self, R: int) -> Engine:
+        """The accuracy table's choice at R (module doc, step 2)."""
         c = self.table.choose(R, self.load(R), self.p)
         info = None if c.table_R is None else {"table_R": c.table_R, "table_rho": c.table_rho,
                                                "table_percentile": c.table_percentile, "extrapolated": c.extrapolated}
@@ -575,33 +564,40 @@ class Planner:
         if R in self.evaluated:
             return self.evaluated[R]
         import numpy as np
+
+        from .analytic.budget import ExactOverBudget
+        from .analytic.guards import describe
+
         t0 = time.perf_counter()
         guess = self.screen(R)[1]
         t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
         eng = self.engine(R, t_hi)
-        if eng.method != SIMULATION:
-            for _ in range(3):  # the grid ends past the percentile, or the percentile is reported as beyond it
-                t, k = self._grid(t_hi)
-                try:
-                    F = self._cdf(eng.method, R, t)
-                except (ArithmeticError, ValueError, MemoryError, np.linalg.LinAlgError) as exc:
-                    eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
-                                 table=eng.table, short=f"{eng.method} failed")
-                    break
-                if not _is_cdf(F):
-                    eng = Engine(SIMULATION, f"{eng.method}'s CDF is not a distribution function at R = {R} "
-                                             f"(ρ = {self.load(R):.4g})", table=eng.table,
-                                 short=f"{eng.method}'s fit invalid")
-                    break
-                x = _interp_percentile(t, F, self.p)
-                if math.isfinite(x):
-                    break
-                t_hi *= 4.0
-            if eng.method != SIMULATION:
+        tries = 0
+        while eng.method != SIMULATION and tries < 3:  # the grid ends past the percentile, or it is "beyond"
+            t, k = self._grid(t_hi)
+            try:
+                F, flags = self._cdf(eng.method, R, t)
+            except ExactOverBudget as exc:  # the exact module's own prediction (a safety net for long grids)
+                self.notes.append(f"R = {R}: exact over the planner's budget ({exc}); the accuracy table decides")
+                eng = self.table_engine(R)
+                continue
+            except (ArithmeticError, ValueError, MemoryError, np.linalg.LinAlgError) as exc:
+                eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
+                             table=eng.table, short=f"{eng.method} failed")
+                break
+            if flags:  # sojourn.jsq_ps.analytic.guards: not a sojourn-time law of a JSQ system here
+                eng = Engine(SIMULATION, f"{eng.method}'s result fails the analytic guards at R = {R} "
+                                         f"(ρ = {self.load(R):.4g}): {describe(flags)}", table=eng.table,
+                             short=f"{eng.method} invalid here")
+                break
+            x = _interp_percentile(t, F, self.p)
+            if math.isfinite(x) or tries == 2:
                 ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan)
                 ev.seconds = time.perf_counter() - t0
                 self.evaluated[R] = ev
                 return ev
+            t_hi *= 4.0
+            tries += 1
         sim = self.simulate(R)
         ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
                         sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)
