@@ -89,7 +89,7 @@ def exact_costs() -> None:
 
     t = np.linspace(0.0, 80.0, 1001)
     exact_sojourn_cdf(1.0, 1.0, 2, t)  # imports and first-call costs out of the way
-    grid = {R: [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99] for R in (1, 2, 3, 4, 5, 6)}
+    grid = {R: [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99] for R in (1, 2, 3, 4, 5, 6, 7)}
     print("CPU seconds of one exact evaluation, t in [0, 80] (1001 points); * = within plan.EXACT_MAX_LOAD")
     out = {}
     for R, rhos in grid.items():

@@ -64,8 +64,9 @@ TAIL_CUSTOMERS, MIN_CUSTOMERS = 100, 10_000
 #: the screening method: Gupta's λ_n with the birth-death occupancy (no whole-system chain)
 SCREEN_METHOD = "C*"
 #: ``exact`` runs where ρ ≤ this for R servers, and (R ≥ 3) the grid ends within EXACT_MAX_T mean service
-#: times: there one evaluation costs ≲ 0.25 s (``python benchmarks/plan.py exact``; t_max = 80: R = 2 at
-#: ρ = 0.95 0.09 s, R = 3 at 0.8 0.22 s, R = 4 at 0.6 0.24 s, R = 5 at 0.5 0.21 s, R = 6 at 0.3 0.10 s)
+#: times: there one evaluation costs ≲ 0.25 s of CPU (``python benchmarks/plan.py exact``, t ≤ 80: R = 1 at
+#: ρ = 0.99 0.03 s, R = 2 at 0.95 0.06 s, R = 3 at 0.8 0.15 s, R = 4 at 0.6 0.09 s, R = 5 at 0.5 0.20 s, R = 6 at
+#: 0.4 0.24 s, R = 7 at 0.3 0.08 s; the next load step costs 0.22-0.46 s)
 EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.80, 4: 0.60, 5: 0.50, 6: 0.40, 7: 0.30}
 EXACT_MAX_T = 100.0
 #: the exact module's own budget (``analytic.budget``, predicted from its truncation before the costly part):
