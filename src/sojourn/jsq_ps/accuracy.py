@@ -331,16 +331,20 @@ def parse_accuracy(lines, source: str = "") -> AccuracyTable:
     header = next(it, "").strip().split(",")
     if tuple(header[:9]) != COLUMNS[:9]:
         raise ValueError(f"{source or 'accuracy table'}: header must be {','.join(COLUMNS)}; got {','.join(header)}")
-    groups: dict = {}
+    raw: dict = {}  # keyed by the text of R and percentile: ~40 keys to convert, not ~50 000
     for line in it:
-        if not line.strip():
-            continue
-        R, _, pct, _ = line.split(",", 3) if line.count(",") >= 3 else (None, None, None, None)
+        parts = line.split(",", 3)
+        if len(parts) < 4:
+            if not line.strip():
+                continue
+            raise ValueError(f"{source or 'accuracy table'}: malformed row {line.strip()!r}")
+        raw.setdefault((parts[0], parts[2]), []).append(line)
+    groups: dict = {}
+    for (R, pct), lines in raw.items():
         try:
-            key = (int(R), float(pct))
-        except (TypeError, ValueError):
-            raise ValueError(f"{source or 'accuracy table'}: malformed row {line.strip()!r}") from None
-        groups.setdefault(key, []).append(line)
+            groups[(int(R), float(pct))] = lines
+        except ValueError:
+            raise ValueError(f"{source or 'accuracy table'}: malformed row {lines[0].strip()!r}") from None
     if not groups:
         raise ValueError(f"{source or 'accuracy table'}: no rows")
     return AccuracyTable(groups, source)
