@@ -884,8 +884,8 @@ class PlanResult:
                 continue
             x = r["percentile"]
             xs = f"{x:.4g} {u}" if x is not None and math.isfinite(x) else f"> {r['percentile_above']:.4g} {u}"
-            if r["method"] == SIMULATION:
-                xs = xs + " (sim)"
+            if r["method"] == SIMULATION and r.get("simulated_probability") is not None:
+                xs = _sim_text(r, u, q.deadline / SECONDS[u] / 1000) + " (sim)"
             err = _error_text(r)
             if r.get("table_extrapolated"):
                 star = True
