@@ -195,6 +195,37 @@ def test_figures_and_report(run):
     assert "wasserstein_vs_rho.png" in html and "reproduction" in html
 
 
+def test_accuracy_table(run):
+    """The jsq_ps_accuracy rule: accuracy.csv holds the comparison's relative percentile errors of the M/M/R system
+    for every computed method, its optimism verdict and usability (a usable method with an estimate, and at least
+    100 simulated customers beyond the percentile over all replications); `sojourn plan --accuracy` reads it."""
+    from sojourn.jsq_ps.accuracy import read_accuracy
+
+    path = run / "results" / "jsq_ps" / "accuracy.csv"
+    table = read_accuracy(path)
+    cmp = res(run, "comparison.nc").sel(service="exponential")
+    assert table.Rs == [1, 2] and table.percentiles == [99.0, 99.9, 99.99, 99.999]
+    seen = 0
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or line.startswith("R,"):
+            continue
+        R, rho, pct, m, mean, lo, hi, opt, usable = line.split(",")
+        c = cmp.sel(R=int(R), rho=float(rho), percentile=float(pct), approximation=m)
+        ref = float(c["relative_percentile_error_mean"])
+        if mean == "":
+            assert np.isnan(ref) and usable == "0"
+        else:
+            assert float(mean) == pytest.approx(ref, rel=1e-3, abs=1e-6)
+            assert float(lo) == pytest.approx(float(c["relative_percentile_error_ci_low"]), rel=1e-3, abs=1e-6)
+            assert float(hi) == pytest.approx(float(c["relative_percentile_error_ci_high"]), rel=1e-3, abs=1e-6)
+        err_high = float(c["percentile_error_ci_high"])
+        assert int(opt) == (-1 if not (np.isfinite(err_high) and np.isfinite(ref)) else 1 if err_high < 0 else 0)
+        enough = int(c["few_tail_customers"]) < 2
+        assert int(usable) == int(enough and bool(c["usable"]) and int(opt) != -1 and hi != "")
+        seen += 1
+    assert seen > 0 and seen == len(table)
+
+
 def test_nothing_to_do_after_a_run(run):
     proc = snakemake(run, "-n")
     assert proc.returncode == 0
@@ -280,8 +311,9 @@ def edited(run, package_copy):
 
 
 JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1,
-        "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
-DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
+        "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1,
+        "jsq_ps_reproduction": 1, "all": 1}
+DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
 
 
 def test_comment_and_docstring_edits_rerun_nothing(edited):

@@ -71,13 +71,26 @@ class Parser(argparse.ArgumentParser):
         return out
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command(argv) -> str | None:
+    """The command word of ``argv`` (the first token that is not a flag: the top level has no flag with a
+    value), or None."""
+    return next((tok for tok in argv if not tok.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``sojourn`` parser. With ``command`` one of a study's ``commands`` (the registry), only that study's
+    commands are registered: importing every study's CLI costs seconds (``sojourn plan`` answers in 2 s)."""
     from .core.version import __version__
 
     parser = Parser(prog="sojourn", description="Sojourn-time experiments on multi-server queues.")
     parser.add_argument("--version", action="version", version=f"sojourn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for study in STUDIES:
+    light = [module for s in STUDIES for cmd, module in s.light if cmd == command]
+    owner = [s for s in STUDIES if s.cli and command in s.commands]
+    if light:  # a command with a module of its own (``sojourn plan``: its answer has a 2 s budget)
+        importlib.import_module(light[0]).register(sub)
+        return parser
+    for study in owner or STUDIES:
         if study.cli:
             importlib.import_module(study.cli).register(sub)
     return parser
@@ -85,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)

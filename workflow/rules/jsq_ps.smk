@@ -16,7 +16,7 @@ JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R
 # each rule's rerun trigger: the fingerprint of the code its entry module imports
 JSQ_CODE = {rule: fingerprint(f"sojourn.jsq_ps.{module}") for rule, module in {
     "simulate": "simulate_blocks", "approximate": "approximate_blocks", "merge": "merging",
-    "compare": "compare", "figures": "plots", "reproduction": "reproduction"}.items()}
+    "compare": "compare", "figures": "plots", "reproduction": "reproduction", "accuracy": "accuracy"}.items()}
 # the paper's published tables and best-method map (package data): their content is a rerun trigger of the
 # report, wherever the package is installed
 JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv")
@@ -24,7 +24,8 @@ JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "s
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
 JSQ_FIGURES = [f"{JSQ_RES}/figures/{s}.{fmt}" for s in _jsq_figure_stems(JSQ) for fmt in JSQ["figures"]["formats"]]
 TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
-                     f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html", *JSQ_FIGURES]
+                     f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
+                     *JSQ_FIGURES]
 
 
 wildcard_constraints:
@@ -138,6 +139,27 @@ rule jsq_ps_compare:
         from sojourn.jsq_ps.compare import write_comparison
 
         logged(log[0], write_comparison, input.sim, input.approx, output[0], params.settings)
+
+
+rule jsq_ps_accuracy:
+    # the accuracy table `sojourn plan` chooses its method from (sojourn.jsq_ps.accuracy); the package ships
+    # the one of the paper config (src/sojourn/jsq_ps/data/accuracy.csv: copy this output there)
+    input:
+        f"{JSQ_RES}/comparison.nc",
+    output:
+        f"{JSQ_RES}/accuracy.csv",
+    params:
+        settings=canonical({"simulation": {k: JSQ["simulation"].get(k) for k in ("horizon", "warmup", "cooldown")},
+                            "mu": JSQ["grid"]["mu"]}),
+        code=JSQ_CODE["accuracy"],
+    log:
+        f"{JSQ_RES}/logs/accuracy.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/accuracy.tsv"
+    run:
+        from sojourn.jsq_ps.accuracy import accuracy_from_comparison
+
+        logged(log[0], accuracy_from_comparison, input[0], output[0], params.settings)
 
 
 def _jsq_figure_outputs():

@@ -100,8 +100,11 @@ def _add_output(p) -> None:
 
 
 def register(subparsers) -> None:
+    from .plan_cli import register as register_plan
+
     _register_simulate(subparsers)
     _register_approximate(subparsers)
+    register_plan(subparsers)
 
 
 def _register_simulate(subparsers) -> None:

@@ -1,0 +1,117 @@
+"""How fast `sojourn plan` answers (issue 14: ≤ 2 s without --confirm, imports included; ≤ 60 s with --confirm
+at p = 0.9999 on 2 cores), and what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
+
+    python benchmarks/plan.py answer     # CLI wall and CPU time of answers without --confirm (3 runs each)
+    python benchmarks/plan.py confirm    # the issue's example with --confirm (p = 0.9999)
+    python benchmarks/plan.py exact      # CPU seconds of one exact evaluation vs R and rho (t_max = 80)
+    python benchmarks/plan.py all
+
+Each command runs `sojourn plan` as a fresh process (``python -m sojourn.cli``, so imports are counted), wall
+time from time.perf_counter around it, CPU time (user + system) of the child from getrusage. The machine is
+shared: the load average is recorded with every result (appended to benchmarks/plan.jsonl); trust runs at a
+load below ~1 per core, and the CPU time anyway.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RECORD = HERE / "plan.jsonl"
+
+EXAMPLE = ["--arrival-rate", "9000/s", "--mean-service", "1.2ms", "--budget", "100ms", "--network-latency", "28ms",
+           "--reliability", "0.9999"]
+ANSWERS = {
+    # the issue's example: with the shipped (provisional) accuracy table R = 11 and 12 are simulated
+    "issue example (100 ms budget, 28 ms network, p = 0.9999)": EXAMPLE,
+    # answered by the exact chain (R = 3, 4, 5)
+    "exact: 2000/s, 1 ms, d = 20 ms, p = 0.9999": ["--arrival-rate", "2000/s", "--mean-service", "1ms",
+                                                   "--deadline", "20ms", "--reliability", "0.9999"],
+    # answered by approximations from the accuracy table (R = 13..15, beyond the table's R = 10)
+    "approximations: 9/ms, 1.2 ms, d = 10 ms, p = 0.99": ["--arrival-rate", "9/ms", "--mean-service", "1.2ms",
+                                                          "--deadline", "10ms", "--reliability", "0.99"],
+}
+
+
+def run_cli(args: list[str]) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "sojourn.cli", "plan", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        raise SystemExit(f"sojourn plan {' '.join(args)} failed:\n{proc.stderr}")
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "answer": proc.stdout.splitlines()[0],
+            "output": proc.stdout}
+
+
+def record(kind: str, result: dict) -> None:
+    result = {"kind": kind, "load_average_1min": round(os.getloadavg()[0], 2), "cores": os.cpu_count(), **result}
+    with open(RECORD, "a") as fh:
+        fh.write(json.dumps({k: v for k, v in result.items() if k != "output"}, ensure_ascii=False) + "\n")
+
+
+def answers(repeats: int = 3) -> None:
+    run_cli(list(ANSWERS.values())[1])  # warm the file cache
+    for name, args in ANSWERS.items():
+        runs = [run_cli(args) for _ in range(repeats)]
+        best = min(runs, key=lambda r: r["wall_s"])
+        print(f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
+              f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}")
+        record("answer", {"case": name, "walls_s": [r["wall_s"] for r in runs], "cpus_s": [r["cpu_s"] for r in runs],
+                          "answer": best["answer"]})
+    print(runs[-1]["output"])
+
+
+def confirm() -> None:
+    r = run_cli(EXAMPLE + ["--confirm"])
+    print(f"issue example with --confirm: wall {r['wall_s']} s, CPU {r['cpu_s']} s (load {os.getloadavg()[0]:.1f})")
+    print(r["output"])
+    record("confirm", {"case": "issue example --confirm", "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+                       "answer": r["answer"]})
+
+
+def exact_costs() -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    import numpy as np
+
+    from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+    from sojourn.jsq_ps.plan import EXACT_MAX_LOAD
+
+    t = np.linspace(0.0, 80.0, 1001)
+    exact_sojourn_cdf(1.0, 1.0, 2, t)  # imports and first-call costs out of the way
+    grid = {R: [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99] for R in (1, 2, 3, 4, 5, 6, 7)}
+    print("CPU seconds of one exact evaluation, t in [0, 80] (1001 points); * = within plan.EXACT_MAX_LOAD")
+    out = {}
+    for R, rhos in grid.items():
+        cells = []
+        for rho in rhos:
+            if R >= 3 and rho > EXACT_MAX_LOAD.get(R, 0) + 0.15:
+                break  # far over the budget: seconds to minutes
+            c0 = time.process_time()
+            res = exact_sojourn_cdf(rho * R, 1.0, R, t)
+            cpu = time.process_time() - c0
+            cells.append((rho, cpu, res.n_tagged_states))
+            out[f"R={R},rho={rho}"] = round(cpu, 3)
+        print(f"  R = {R}: " + ", ".join(f"{rho:g}: {cpu:.3f}{'*' if rho <= EXACT_MAX_LOAD.get(R, -1) else ''}"
+                                        for rho, cpu, _ in cells))
+    record("exact", {"cpu_s": out})
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if what in ("exact", "all"):
+        exact_costs()
+    if what in ("answer", "all"):
+        answers()
+    if what in ("confirm", "all"):
+        confirm()

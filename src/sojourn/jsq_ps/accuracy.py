@@ -1,0 +1,367 @@
+"""The accuracy table: how far each approximation's percentiles were from simulation, per (R, ρ, percentile).
+
+Built from a comparison (``comparison.nc``, :mod:`sojourn.jsq_ps.compare`) of the M/M/R system (service law
+``exponential``; the approximations model nothing else) by :func:`build_accuracy`, written as CSV by
+:func:`write_accuracy` (the pipeline's ``jsq_ps_accuracy`` rule: ``<results>/jsq_ps/accuracy.csv``), shipped
+with the package (``sojourn/jsq_ps/data/accuracy.csv``) and read by :func:`read_accuracy` for ``sojourn
+plan`` (:mod:`sojourn.jsq_ps.plan`), which picks its method with :meth:`AccuracyTable.choose`.
+
+Columns (one row per R, rho, percentile and approximation computed there; a row without an estimate of the
+error — e.g. the simulated percentile beyond the comparison's grid — has empty error columns and usable = 0,
+and is kept so that the reader knows the table's ρ grid: a load between rows is read at the row above it):
+
+``R, rho, percentile`` (percent), ``approximation``;
+``relative_error_mean, relative_error_ci_low, relative_error_ci_high``: the mean over replications of
+    (approximated − simulated percentile) / simulated percentile, and its 95 % CI (the comparison's
+    ``relative_percentile_error_*``); negative = the approximation promises shorter sojourns than simulated;
+``optimistic``: 1 if the CI of the mean percentile error lies entirely below 0 (an underestimate beyond the
+    simulation's noise), 0 if not, −1 without a verdict (the comparison's ``optimistic`` when it has one);
+``usable``: 1 if the method may be trusted there at all: computed, its CDF a CDF (``fit_invalid`` = 0,
+    and not flagged by the comparison's ``usable``), a finite mean and CI, and at least
+    ``min_tail_customers`` (100) customers beyond the percentile over all replications together (below
+    that the simulated percentile is not an estimate: ``few_tail_customers`` = 2 in the comparison);
+    The customers beyond the percentile are counted as n·(1 − p) per replication, n = Λ·(horizon − warm-up −
+    cool-down) (the window is in the file's header); fewer than 100 per replication only widen the CI, which
+    the ``optimistic`` verdict already accounts for.
+
+Errors are written with 4 significant digits (the table ships with the package: ~2 MB).
+
+Reading between rows is conservative (:meth:`AccuracyTable.choose`): the nearest ρ at or above the asked
+load, the nearest R at or above (beyond the largest R: the largest, flagged as extrapolated), the nearest
+percentile at or above; among the usable, non-optimistic methods other than ``exact`` the one with the
+smallest |mean relative error|; none → "simulate".
+"""
+from __future__ import annotations
+
+import bisect
+import csv
+import functools
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: the shipped table
+PACKAGE_TABLE = Path(__file__).resolve().parent / "data" / "accuracy.csv"
+COLUMNS = ("R", "rho", "percentile", "approximation", "relative_error_mean", "relative_error_ci_low",
+           "relative_error_ci_high", "optimistic", "usable")
+#: ``optimistic`` values (as the comparison's)
+NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC = -1, 0, 1
+#: fewer expected customers beyond a percentile, over all replications together, and it is not estimated
+MIN_TAIL_CUSTOMERS = 100
+SIMULATE = "simulate"
+_TOL = 1e-9
+
+
+# -- building -------------------------------------------------------------------------------------
+def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
+                   min_tail_customers: float = MIN_TAIL_CUSTOMERS, service: str = "exponential") -> list[dict]:
+    """The table's rows from a comparison dataset (see the module doc).
+
+    ``window``: the simulation's recording window, horizon − warm-up − cool-down (time units of the
+    comparison, μ = ``mu``), from which the customers beyond each percentile are counted when the comparison
+    has no ``few_tail_customers``; without either, every row counts as having enough. Older comparisons
+    with a ``method`` dimension are read too.
+    """
+    import numpy as np
+
+    ds = comparison
+    if "approximation" not in ds.dims and "method" in ds.dims:
+        ds = ds.rename({"method": "approximation"})
+    if service not in ds["service"].values.tolist():
+        raise ValueError(f"comparison has no {service!r} service law (laws: {ds['service'].values.tolist()})")
+    ds = ds.sel(service=service)
+    need = ("relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high",
+            "percentile_error_ci_high")
+    missing = [v for v in need if v not in ds]
+    if missing:
+        raise ValueError(f"comparison lacks {', '.join(missing)}: not a sojourn.jsq_ps.compare dataset")
+    dims = ("R", "rho", "approximation", "percentile")
+    rel = ds["relative_percentile_error_mean"].transpose(*dims).values.astype(float)
+    lo = ds["relative_percentile_error_ci_low"].transpose(*dims).values.astype(float)
+    hi = ds["relative_percentile_error_ci_high"].transpose(*dims).values.astype(float)
+    err_hi = ds["percentile_error_ci_high"].transpose(*dims).values.astype(float)
+    Rs = ds["R"].values.astype(int)
+    rhos = ds["rho"].values.astype(float)
+    methods = [str(m) for m in ds["approximation"].values]
+    pct = ds["percentile"].values.astype(float)
+    reps = int(ds.sizes.get("replication", 0))
+    shape = rel.shape
+
+    valid = np.ones(shape[:3], bool)
+    if "fit_invalid" in ds:
+        valid &= ds["fit_invalid"].transpose("R", "rho", "approximation").values == 0
+    if "usable" in ds and set(ds["usable"].dims) <= {"R", "rho", "approximation"}:
+        valid &= ds["usable"].transpose("R", "rho", "approximation").values.astype(bool)
+    valid = np.broadcast_to(valid[..., None], shape)
+
+    if "optimistic" in ds:  # the comparison's own verdict (sojourn.jsq_ps.compare)
+        optimistic = ds["optimistic"].transpose(*dims).values.astype(int)
+    else:  # the same rule: the CI of the mean percentile error lies entirely below 0
+        verdict = np.isfinite(err_hi) & np.isfinite(rel)
+        optimistic = np.where(verdict, np.where(err_hi < 0, OPTIMISTIC, NOT_OPTIMISTIC), NO_VERDICT)
+
+    n = None  # expected customers per replication (R, rho)
+    if window is not None:
+        n = Rs[:, None] * rhos[None, :] * float(mu) * float(window)
+    tail = (np.full(shape, np.nan) if n is None
+            else np.broadcast_to((n[:, :, None] * (1.0 - pct / 100.0)[None, None, :])[:, :, None, :], shape))
+    if "few_tail_customers" in ds:
+        enough = ds["few_tail_customers"].transpose("R", "rho", "percentile").values < 2
+        enough = np.broadcast_to(enough[:, :, None, :], shape)
+    elif n is not None:
+        enough = np.round(tail * max(reps, 1), 6) >= float(min_tail_customers)
+    else:
+        enough = np.ones(shape, bool)
+    usable = (valid & enough & np.isfinite(rel) & np.isfinite(lo) & np.isfinite(hi) & (optimistic != NO_VERDICT))
+
+    if "fit_violation" in ds:  # NaN where the method was not computed (compare.fit_validity)
+        computed = np.isfinite(ds["fit_violation"].transpose("R", "rho", "approximation").values.astype(float))
+    else:
+        computed = np.isfinite(rel).any(axis=-1)
+    rows = []
+    for i, R in enumerate(Rs):
+        for j, rho in enumerate(rhos):
+            for m, name in enumerate(methods):
+                if not computed[i, j, m]:
+                    continue  # e.g. exact, which the pipeline runs for small R only
+                for q, p in enumerate(pct):
+                    rows.append({
+                        "R": int(R), "rho": float(rho), "percentile": float(p), "approximation": name,
+                        "relative_error_mean": float(rel[i, j, m, q]),
+                        "relative_error_ci_low": float(lo[i, j, m, q]),
+                        "relative_error_ci_high": float(hi[i, j, m, q]),
+                        "optimistic": int(optimistic[i, j, m, q]), "usable": int(bool(usable[i, j, m, q])),
+                        "tail_customers": float(tail[i, j, m, q]), "replications": reps,
+                    })
+    return rows
+
+
+def _fmt(v, digits: int = 10) -> str:
+    if isinstance(v, float):
+        return "" if not math.isfinite(v) else f"{v:.{digits}g}"
+    return str(v)
+
+
+#: the columns written with 4 significant digits (the rest exactly)
+_ROUNDED = {"relative_error_mean", "relative_error_ci_low", "relative_error_ci_high"}
+
+
+def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
+    """Write ``rows`` as CSV to ``output`` atomically (a temporary file, then rename), ``#`` lines first."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+            for line in header:
+                fh.write(f"# {line}\n")
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(COLUMNS)
+            for r in rows:
+                w.writerow([_fmt(r[c], 4 if c in _ROUNDED else 10) for c in COLUMNS])
+        from ..core.integrity import file_mode
+
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return output
+
+
+def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
+    """The pipeline rule's body: ``accuracy.csv`` from ``comparison.nc``. ``settings``: ``simulation``
+    (horizon, warmup, cooldown), ``mu``, optionally ``min_tail_customers``."""
+    from ..core.io import read_netcdf
+
+    sim = settings["simulation"]
+    cooldown = sim.get("cooldown")
+    window = float(sim["horizon"]) - float(sim["warmup"]) - float(sim["warmup"] if cooldown is None else cooldown)
+    ds = read_netcdf(comparison_path)
+    rows = build_accuracy(ds, window=window, mu=float(settings.get("mu", 1.0)),
+                          min_tail_customers=float(settings.get("min_tail_customers", MIN_TAIL_CUSTOMERS)))
+    header = [
+        "sojourn JSQ-PS accuracy table: relative percentile errors of the M/M/R-JSQ-PS approximations against "
+        "simulation (columns: sojourn.jsq_ps.accuracy)",
+        f"from {Path(comparison_path).name}: sojourn {ds.attrs.get('sojourn_version', '?')}, "
+        f"git {ds.attrs.get('git_commit', '?')}; simulation recording window {window:g} (1/mu) per replication, "
+        f"{rows[0]['replications'] if rows else 0} replications; usable needs >= {settings.get('min_tail_customers', MIN_TAIL_CUSTOMERS):g} "
+        "customers beyond the percentile over all replications",
+        *settings.get("note", ()),
+    ]
+    return write_accuracy(rows, output, header)
+
+
+# -- reading --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    approximation: str
+    mean: float
+    low: float
+    high: float
+    optimistic: int
+    usable: bool
+
+
+@dataclass
+class Choice:
+    """What the table says for one (R, ρ, p): the method to use, or ``simulate`` and why."""
+
+    method: str  # an approximation, or "simulate"
+    reason: str
+    table_R: int | None = None
+    table_rho: float | None = None
+    table_percentile: float | None = None
+    extrapolated: list = field(default_factory=list)  # "R", "rho": the table was left on that side
+    error: tuple = (math.nan, math.nan, math.nan)  # the method's relative error: mean, CI low, CI high
+    candidates: int = 0
+    short: str = ""  # the reason in a few words (a table cell)
+
+    @property
+    def simulate(self) -> bool:
+        return self.method == SIMULATE
+
+
+class AccuracyTable:
+    """The rows of an accuracy table, indexed for :meth:`choose` and :meth:`error`.
+
+    Built from CSV lines grouped by (R, percentile); a group's rows are parsed when first asked for (a
+    query needs one group of the ~50 000 rows, and the planner's answer has a 2 s budget)."""
+
+    def __init__(self, groups: dict, source: str = ""):
+        self._groups = groups  # (R, percentile) -> [line, ...] (unparsed) or {rho: {approximation: Row}}
+        self.source = source
+        self.Rs = sorted({R for R, _ in groups})
+        self.percentiles = sorted({p for _, p in groups})
+
+    def __len__(self) -> int:
+        return sum(len(m) for k in self._groups for m in self._group(k).values())
+
+    def _group(self, key) -> dict:
+        g = self._groups[key]
+        if isinstance(g, list):
+            g = self._groups[key] = _parse_group(g, self.source)
+        return g
+
+    def _rhos(self, key) -> list:
+        return sorted(self._group(key))
+
+    def _where(self, R: int, rho: float, p: float):
+        """(table R, table ρ, table percentile, extrapolated) for a query, or None where not covered."""
+        extrapolated = []
+        pct = 100.0 * p
+        above = [q for q in self.percentiles if q >= pct - _TOL]
+        if not above:
+            return None
+        q = above[0]
+        Rs = [r for r in self.Rs if (r, q) in self._groups]
+        if not Rs:
+            return None
+        ge = [r for r in Rs if r >= R]
+        if ge:
+            Rt = ge[0]
+        else:
+            Rt = Rs[-1]
+            extrapolated.append("R")
+        rhos = self._rhos((Rt, q))
+        k = bisect.bisect_left(rhos, rho - _TOL)
+        if k == len(rhos):
+            k = len(rhos) - 1
+            extrapolated.append("rho")
+        return Rt, rhos[k], q, extrapolated
+
+    def error(self, R: int, rho: float, p: float, approximation: str) -> tuple:
+        """(mean, CI low, CI high, table R, table ρ, table percentile, extrapolated) of ``approximation``'s
+        relative error at the conservative neighbour of (R, ρ, p); NaNs where the table has no such row."""
+        where = self._where(R, rho, p)
+        if where is None:
+            return (math.nan,) * 3 + (None, None, None, [])
+        Rt, rt, q, ext = where
+        row = self._group((Rt, q))[rt].get(approximation)
+        if row is None or not row.usable:
+            return (math.nan,) * 3 + (Rt, rt, q, ext)
+        return (row.mean, row.low, row.high, Rt, rt, q, ext)
+
+    def choose(self, R: int, rho: float, p: float) -> Choice:
+        """The most accurate usable, non-optimistic approximation (``exact`` excluded: whether it runs is a
+        question of cost, decided by the planner) at the conservative neighbour of (R, ρ, p), or simulate."""
+        where = self._where(R, rho, p)
+        if where is None:
+            top = f"{self.percentiles[-1]:g}" if self.percentiles else "none"
+            return Choice(SIMULATE, f"the accuracy table covers percentiles up to the {top}th",
+                          short=f"percentile beyond the table's {top}th")
+        Rt, rt, q, ext = where
+        rows = self._group((Rt, q))[rt]
+        usable = [r for r in rows.values() if r.usable and r.approximation != "exact"]
+        ok = [r for r in usable if r.optimistic == NOT_OPTIMISTIC]
+        at = f"R = {Rt}, ρ = {rt:g}, {q:g}th percentile"
+        if not ok:
+            why = (f"every usable approximation is optimistic at {at}" if usable
+                   else f"no approximation is usable at {at} (too few simulated customers beyond the percentile, "
+                        "or no estimate)")
+            return Choice(SIMULATE, why, Rt, rt, q, ext, short="all methods optimistic" if usable else "no usable method")
+        best = min(ok, key=lambda r: (abs(r.mean), r.approximation))
+        return Choice(best.approximation, f"most accurate non-optimistic approximation at {at}", Rt, rt, q, ext,
+                      (best.mean, best.low, best.high), len(ok), "most accurate non-optimistic")
+
+
+def _float(text: str) -> float:
+    return float(text) if text else math.nan
+
+
+def _parse_group(lines: list, source: str) -> dict:
+    out: dict = {}
+    for line in lines:
+        rec = line.rstrip("\n").split(",")
+        try:
+            row = Row(rec[3], _float(rec[4]), _float(rec[5]), _float(rec[6]), int(rec[7]), rec[8] == "1")
+            out.setdefault(float(rec[1]), {})[row.approximation] = row
+        except (ValueError, IndexError):
+            raise ValueError(f"{source or 'accuracy table'}: malformed row {line.strip()!r}") from None
+    return out
+
+
+def parse_accuracy(lines, source: str = "") -> AccuracyTable:
+    """An :class:`AccuracyTable` from CSV lines (``#`` lines skipped; fields never quoted: numbers and method
+    names); ValueError on a malformed table."""
+    it = (line for line in lines if not line.startswith("#"))
+    header = next(it, "").strip().split(",")
+    if tuple(header[:9]) != COLUMNS[:9]:
+        raise ValueError(f"{source or 'accuracy table'}: header must be {','.join(COLUMNS)}; got {','.join(header)}")
+    raw: dict = {}  # keyed by the text of R and percentile: ~40 keys to convert, not ~50 000
+    for line in it:
+        parts = line.split(",", 3)
+        if len(parts) < 4:
+            if not line.strip():
+                continue
+            raise ValueError(f"{source or 'accuracy table'}: malformed row {line.strip()!r}")
+        raw.setdefault((parts[0], parts[2]), []).append(line)
+    groups: dict = {}
+    for (R, pct), lines in raw.items():
+        try:
+            groups[(int(R), float(pct))] = lines
+        except ValueError:
+            raise ValueError(f"{source or 'accuracy table'}: malformed row {lines[0].strip()!r}") from None
+    if not groups:
+        raise ValueError(f"{source or 'accuracy table'}: no rows")
+    return AccuracyTable(groups, source)
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str, mtime: float) -> AccuracyTable:
+    with open(path, encoding="utf-8") as fh:
+        return parse_accuracy(fh, source=path)
+
+
+def read_accuracy(path=None) -> AccuracyTable:
+    """The accuracy table at ``path`` (default: the one shipped with the package), read once per process."""
+    p = Path(path) if path is not None else PACKAGE_TABLE
+    try:
+        mtime = p.stat().st_mtime
+    except FileNotFoundError:
+        raise ValueError(f"accuracy table {p}: no such file"
+                         + ("; regenerate it with the pipeline's jsq_ps_accuracy rule" if path is None else "")) from None
+    return _read(str(p), mtime)

@@ -1,0 +1,64 @@
+"""``sojourn plan``: the least number of servers that meets a sojourn-time percentile (:mod:`sojourn.jsq_ps.plan`).
+
+Kept apart from the study's other commands and light at import: the answer's budget is 2 s of wall time,
+imports included, so nothing heavy (xarray, scipy.stats, numba) is imported unless the answer needs it.
+"""
+from __future__ import annotations
+
+import sys
+
+EXAMPLE = ("sojourn plan --arrival-rate 9000/s --mean-service 1.2ms --budget 100ms --network-latency 28ms "
+           "--reliability 0.9999")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        help="the least number of JSQ-PS servers R with P(sojourn <= deadline) >= reliability",
+        description="The least number of processor-sharing servers behind join-the-shortest-queue that keeps "
+                    "P(T <= deadline) >= reliability, with a table for R-1, R, R+1 (predicted percentile, the method "
+                    "used and its measured error; with --confirm a simulated percentile with its 95 % CI). "
+                    f"Example: {EXAMPLE}",
+    )
+    g = p.add_argument_group("arrivals (one of)")
+    g.add_argument("--arrival-rate", metavar="RATE", help="Poisson arrival rate with a unit: 9000/s, 9/ms")
+    g.add_argument("--load", metavar="RHO", help="the load at --servers (instead of --arrival-rate); may be >= 1")
+    g.add_argument("--servers", "-R", type=int, metavar="R", help="the number of servers at which --load is measured")
+    g = p.add_argument_group("service (one of)")
+    g.add_argument("--mean-service", metavar="TIME", help="mean service requirement with a unit: 1.2ms, 800us")
+    g.add_argument("--service-rate", metavar="RATE", help="service rate 1/E[S] with a unit: 833/s")
+    p.add_argument("--service-law", default="exponential", metavar="LAW",
+                   help="service law NAME[:k=v,...] as for `sojourn simulate --service`, rescaled to the mean "
+                        "(default exponential; any other law is simulated)")
+    g = p.add_argument_group("deadline (one of)")
+    g.add_argument("--deadline", metavar="TIME", help="sojourn-time deadline d with a unit: 72ms")
+    g.add_argument("--budget", metavar="TIME", help="end-to-end latency budget (with --network-latency): 100ms")
+    g.add_argument("--network-latency", metavar="TIME", help="network latency taken from the budget: 28ms")
+    p.add_argument("--reliability", required=True, metavar="P",
+                   help="required P(T <= d), in (0, 1): 0.9999 or 99.99%%")
+    p.add_argument("--dispatch", default="jsq", help="dispatch policy: only jsq is modelled")
+    p.add_argument("--max-servers", type=int, default=64, metavar="N", help="the largest R considered (default 64)")
+    p.add_argument("--confirm", action="store_true",
+                   help="simulate R-1, R, R+1 and never answer an R the simulation shows to fail")
+    p.add_argument("--replications", type=int, default=None, metavar="K",
+                   help="replications per simulated R (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of the simulations (default 0)")
+    p.add_argument("--unit", default=None, help="time unit of the answer: s, ms, us, ns (default: the deadline's)")
+    p.add_argument("--accuracy", default=None, metavar="CSV",
+                   help="an accuracy table (the pipeline's <results>/jsq_ps/accuracy.csv) instead of the shipped one")
+    p.add_argument("--format", default="table", help="table (default) or json")
+    p.set_defaults(func=run_plan)
+
+
+def run_plan(args) -> int:
+    from ..core.inputs import choice
+    from .plan import FLAGS, plan
+
+    choice("--format", args.format, ("table", "json"))
+    res = plan(arrival_rate=args.arrival_rate, load=args.load, servers=args.servers, mean_service=args.mean_service,
+               service_rate=args.service_rate, service_law=args.service_law, deadline=args.deadline,
+               budget=args.budget, network_latency=args.network_latency, reliability=args.reliability,
+               dispatch=args.dispatch, max_servers=args.max_servers, confirm=args.confirm,
+               replications=args.replications, seed=args.seed, unit=args.unit, accuracy=args.accuracy, _names=FLAGS)
+    sys.stdout.write((res.to_json() if args.format == "json" else res.table()) + "\n")
+    return 0
