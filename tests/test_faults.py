@@ -116,8 +116,9 @@ def reference(setup, tmp_path_factory):
 def run_and_signal(setup, work, sig, finished=1) -> tuple[subprocess.Popen, str, dict, set]:
     """Start Snakemake in a process group of its own; once ``finished`` cell jobs have finished and one is
     running, send ``sig`` to the whole group (as Ctrl-C in a terminal, a batch system or `kill -9 -PGID`
-    would) and wait for the run to end and every process of the group (Dask workers too) to be gone.
-    Returns the process, its output and the jobs started/finished when the signal was sent."""
+    would), or call ``sig(proc)`` if it is a function; wait for the run to end and every process of the
+    group (Dask workers too) to be gone. Returns the process, its output and the jobs started/finished
+    when the signal was sent."""
 
     def default_signals():  # whatever the test runner ignores, the run gets the defaults a shell gives
         signal.signal(signal.SIGINT, signal.SIG_DFL)
