@@ -61,6 +61,7 @@ CASES = [
     ("9/ms", "1.2ms", "10ms", 0.99, "exponential"),
     ("1000/s", "1ms", "9ms", 0.999, "exponential"),
     ("3/ms", "1ms", "6ms", 0.99, "lognormal:sigma=0.6931471805599453"),
+    ("9000/s", "1.2ms", "72ms", 0.9999, "exponential"),  # the issue's example: R = 11, 12 simulated (ρ = 0.98, 0.9)
 ]
 
 
@@ -165,8 +166,43 @@ def test_simulated_run_length_leaves_100_customers_beyond_the_percentile():
     res = sojourn.plan("3/ms", "1ms", deadline="6ms", reliability=0.99, service_law="deterministic")
     for r in res.rows:
         if r["stable"]:
-            assert r["replications"] == P.DEFAULT_REPLICATIONS
+            # staged: the first stage, twice that, or all; fewer than all only with a clear verdict
+            assert r["replications"] in (P.FIRST_STAGE, 2 * P.FIRST_STAGE, P.DEFAULT_REPLICATIONS)
+            assert r["replications"] == P.DEFAULT_REPLICATIONS or not r["verdict"].endswith("within_noise")
             assert r["customers_per_replication"] * 0.01 >= 95  # Poisson arrivals: ~ n ± 3√n
+
+
+def test_staged_replications_stop_at_a_clear_verdict_and_extend_to_the_fixed_run():
+    """Without --confirm an R far from the target stops after the first stage; --confirm extends it to all
+    replications, and the extended counts are exactly those of one fixed-count run (replication k's stream
+    depends on k alone)."""
+    q = P.check_request(arrival_rate="3/ms", mean_service="1ms", deadline="6ms", reliability=0.99,
+                        service_law="deterministic")
+    pl = P.Planner(q, workers=2)
+    far = pl.simulate(8)  # load 0.375: P(T > 6 mean services) is ~0
+    assert far.replications == P.FIRST_STAGE and far.verdict(0.99) == "meets"
+    assert pl.simulate(8, full=True).replications == P.DEFAULT_REPLICATIONS
+    staged = np.concatenate(pl._runs[8]["counts"])
+    r = pl._runs[8]
+    one, _, _ = P.simulate_counts(r["spec"], P.DEFAULT_REPLICATIONS, q.seed, r["run"]["horizon"], r["run"]["warmup"],
+                                  r["dt"], r["t_max"], workers=1)
+    np.testing.assert_array_equal(staged, one)
+    # near the target: stages continue up to the cap while the interval still contains p
+    near = P.Planner(q, workers=2)
+    s = near.simulate(4)
+    assert s.replications == P.DEFAULT_REPLICATIONS or not s.verdict(0.99).endswith("within_noise")
+
+
+def test_a_failing_R_is_clear_on_the_log_scale_when_replications_spread_widely():
+    """Near ρ = 1 the replications' P(T > d) spread over a decade: the mean's t-interval reaches past p, but
+    the geometric mean's lower bound (below the arithmetic mean's) lies far above 1 − p."""
+    wide = P.Simulated(4, 1e6, 1e5, 1e4, 0.995, 0.985, 1.0, 150.0, 120.0, 180.0, 400.0, 0.1, 0, 1e-3)
+    assert wide.verdict(0.9999) == "fails"
+    assert P.Simulated(4, 1e6, 1e5, 1e4, 0.995, 0.985, 1.0, 150.0, 120.0, 180.0, 400.0, 0.1, 0).verdict(0.9999) \
+        == "fails_within_noise"  # no geometric bound (a replication saw no customer beyond d)
+    # a meeting R is never declared clear by the geometric bound
+    assert P.Simulated(4, 1e6, 1e5, 1e4, 0.99995, 0.9998, 1.0, 50.0, 40.0, 60.0, 400.0, 0.1, 0, 2e-5).verdict(
+        0.9999) == "meets_within_noise"
 
 
 # -- refused before any compute -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ sample from (see :func:`sojourn.core.sampling.sample_law` for the reading side).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np

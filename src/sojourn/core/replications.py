@@ -2,10 +2,14 @@
 joining of replication datasets (each replication is one Dask task, see the studies' ``simulate_replication``)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import xarray as xr
 
 from .validate import finite_real
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 
 #: default warm-up (and so cool-down) as a share of the horizon when none is given (README "Run windows").
@@ -42,6 +46,8 @@ def concat_replications(datasets, keys) -> xr.Dataset:
     All must agree on the attributes ``keys`` (the same spec and settings); duplicate replication indices
     are an error.
     """
+    import xarray as xr  # here, not at module level: check_window is on the light path of ``sojourn plan``
+
     datasets = list(datasets)
     if not datasets:
         raise ValueError("datasets must be a non-empty sequence of replication datasets")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats as st
+from scipy.special import stdtrit
 
 
 def cdf_from_histogram(count, overflow):
@@ -70,7 +70,8 @@ def mean_ci(x, confidence=0.95, axis=0):
     if k < 2:
         return m, np.full_like(m, np.nan)
     s = x.std(axis=axis, ddof=1)
-    return m, st.t.ppf(0.5 + confidence / 2.0, k - 1) * s / np.sqrt(k)
+    # Student-t quantile: scipy.stats.t.ppf is this function (scipy.special, without importing scipy.stats)
+    return m, stdtrit(k - 1, 0.5 + confidence / 2.0) * s / np.sqrt(k)
 
 
 def wasserstein(F1, F2, dt):
@@ -129,6 +130,8 @@ def _interval(x: np.ndarray, cfg: dict, seed):
     method = np.full(lead, CI_T, dtype=np.int8)
     if k < 3 or cfg["ci"] == "t":
         return mean, low, high, method
+    from scipy import stats as st  # skewness and the bootstrap (imported only here: ~1 s)
+
     flat = x.reshape(-1, k)
     ok = np.all(np.isfinite(flat), axis=1) & (np.ptp(flat, axis=1) > 0) if flat.size else np.zeros(0, bool)
     if cfg["ci"] == "bootstrap":

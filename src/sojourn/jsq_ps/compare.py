@@ -432,7 +432,7 @@ def _usability(g: _Grid):
 
 def _assemble(g: _Grid, run_time) -> xr.Dataset:
     cfg = g.cfg
-    p, pct = g.p, g.pct
+    pct = g.pct
     services, Rs, rhos, reps, methods = g.services, g.Rs, g.rhos, g.reps, g.methods
     cand = [m for m in methods if m != "exact"]
     S, NR, NP, NM, NK, NQ = g.shape

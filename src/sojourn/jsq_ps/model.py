@@ -7,8 +7,7 @@ same spec. Anything invalid raises ``ValueError`` naming the field and the allow
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core.validate import integer_at_least, positive_finite
 from ..core.distributions import Distribution, Exponential, law_from_dict, parse_law

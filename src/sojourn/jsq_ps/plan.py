@@ -35,10 +35,16 @@ How R is found.
 Simulation run length (:func:`run_length`): n = max(⌈100/(1 − p)⌉, 10 000) recorded customers per
 replication, so that about 100 of them lie beyond the p-percentile in every replication; warm-up
 max(10 τ, 5 % of the recording window) with τ = 1/(R μ (1 − √ρ)²), the relaxation time of the M/M/R
-queue (Morse 1955), starting empty; :data:`DEFAULT_REPLICATIONS` = 10 replications (a t-interval with 9
-degrees of freedom: t = 2.26, 15 % wider than the normal one), the hook for precision-driven replications
-(issue 14 part 5) being :func:`replications_for`. P(T ≤ d) is read exactly at d (a histogram edge), the
-percentile to 1/1000 of d.
+queue (Morse 1955), starting empty. Replications, in stages (:meth:`Planner.simulate`): a decision needs
+only to know on which side of p the simulated P(T ≤ d) lies, so :data:`FIRST_STAGE` = 4 replications are run
+first (one round on 2 cores), then twice as many, up to :data:`DEFAULT_REPLICATIONS` = 10 (``--replications``),
+stopping as soon as the verdict is clear (:meth:`Simulated.verdict`: the 95 % interval of P(T ≤ d) excludes p;
+for a failing R also the interval of the geometric mean of the replications' P(T > d), a t-interval on the log
+scale, lying above 1 − p). At the first stage t = 3.18 (3 degrees of freedom): a verdict that survives it is
+far from p, as most R on the way to the answer are.
+``--confirm`` runs all of them for R − 1, R, R + 1; stages only add replications k = n, n + 1, … whose
+streams depend on k alone, so a staged R extended to 10 is exactly a 10-replication run. P(T ≤ d) is read
+exactly at d (a histogram edge), the percentile to 1/1000 of d.
 
 Python: ``sojourn.plan(arrival_rate="9000/s", mean_service="1.2ms", deadline="72ms", reliability=0.9999)``
 → :class:`PlanResult` (``.servers``, ``.rows``, ``.notes``, ``.dataset`` an ``xarray.Dataset``,
@@ -53,12 +59,14 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..core.units import SECONDS, Quantity, format_time, parse_rate, parse_time, readable_unit, time_unit
+from ..core.units import SECONDS, format_time, parse_rate, parse_time, readable_unit, time_unit
 from ..core.validate import integer_at_least
 
 DEFAULT_MAX_SERVERS = 64
-#: replications of a simulated R (see the module doc and :func:`replications_for`)
+#: replications of a simulated R: at most (see the module doc and :func:`replications_for`), and the first
+#: stage (then doubling) while the 95 % interval of P(T ≤ d) still contains p
 DEFAULT_REPLICATIONS = 10
+FIRST_STAGE = 4
 #: customers beyond the percentile per replication, and the least recorded customers per replication
 TAIL_CUSTOMERS, MIN_CUSTOMERS = 100, 10_000
 #: the screening method: Gupta's λ_n with the birth-death occupancy (no whole-system chain)
@@ -81,9 +89,8 @@ FLAGS = {k: "--" + k.replace("_", "-") for k in FIELDS}
 
 
 def replications_for(reliability: float) -> int:
-    """Replications of each simulated R. The hook for precision-driven replications (issue 14 part 5,
-    ``sojourn.core.precision``): there, replications would be added until the 95 % interval of P(T ≤ d)
-    separates from p or reaches a relative half-width on 1 − P(T ≤ d); until then a fixed 10."""
+    """The most replications of a simulated R (all of them under ``--confirm``; without it the stages of
+    :meth:`Planner.simulate` stop as soon as the verdict is clear)."""
     return DEFAULT_REPLICATIONS
 
 
@@ -344,10 +351,17 @@ class Simulated:
     t_max: float
     wall_time: float
     seed: int
+    #: the lower 95 % bound of the geometric mean of the replications' P(T > d) (NaN if one saw none beyond d)
+    tail_geometric_low: float = math.nan
 
     def verdict(self, p: float) -> str:
         meets = self.probability >= p
-        clear = self.probability_low >= p if meets else self.probability_high < p
+        if meets:
+            clear = self.probability_low >= p
+        else:  # fails clearly if the mean's interval lies below p, or the geometric mean of the tail
+            # probabilities is surely above 1 − p (E log P̂ ≤ log E P̂: a lower bound of the one bounds the other;
+            # on the log scale a heavy-tailed spread across replications, as near ρ = 1, narrows far less)
+            clear = self.probability_high < p or self.tail_geometric_low > 1.0 - p
         return ("meets" if meets else "fails") + ("" if clear else "_within_noise")
 
 
@@ -406,39 +420,34 @@ def available_cores() -> int:
 
 def _replication(args):
     """One replication's (count, overflow) (a worker process's task: only arrays travel back)."""
-    from .simulate import simulate_replication
+    from .raw import histogram  # the kernel without xarray (sojourn.jsq_ps.raw)
 
-    spec, k, seed, horizon, warmup, dt, t_max = args
-    ds = simulate_replication(spec, k, seed, horizon=horizon, warmup=warmup, cooldown=0.0, dt=dt, t_max=t_max,
-                              occupancy_max=1)
-    return ds["count"].values[0], int(ds["overflow"].values[0])
+    return histogram(*args)
 
 
 def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float,
-                    workers: int = 1):
-    """(count (replication, t), overflow (replication,), t) of replications 0..replications−1 of ``spec``, in
-    ``workers`` forked processes when there are several cores (else in this one). Replication k's stream depends
-    only on (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever ``workers``."""
+                    workers: int = 1, first: int = 0):
+    """(count (replication, t), overflow (replication,), t) of replications first..first+replications−1 of
+    ``spec``, in ``workers`` forked processes when there are several cores (else in this one). Replication k's
+    stream depends only on (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever
+    ``workers`` and whatever batches the replications are run in."""
     import numpy as np
 
     from ..core.timegrid import time_grid
 
     workers = max(1, min(int(workers), replications))
     fork = "fork" in multiprocessing.get_all_start_methods()
+    tasks = [(spec, k, seed, horizon, warmup, dt, t_max) for k in range(first, first + replications)]
     if workers == 1 or not fork:
-        from .simulate import simulate
+        parts = [_replication(task) for task in tasks]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
 
-        ds = simulate(spec, horizon=horizon, warmup=warmup, cooldown=0.0, replications=replications, seed=seed,
-                      dt=dt, t_max=t_max, occupancy_max=1)
-        return ds["count"].values, ds["overflow"].values, ds["t"].values
-    from concurrent.futures import ProcessPoolExecutor
-
-    # load the kernel here first (a tiny run): forked workers inherit it instead of each loading numba's cache
-    _replication((spec, 0, seed, 2.0 / spec.arrival_rate, 0.0, dt, t_max))
-    tasks = [(spec, k, seed, horizon, warmup, dt, t_max) for k in range(replications)]
-    # fork: the workers start with this process's imports (and numba's loaded kernels, if any) at no cost
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_replication, tasks))
+        # load the kernel here first (a tiny run): forked workers inherit it instead of each loading numba's cache
+        _replication((spec, 0, seed, 2.0 / spec.arrival_rate, 0.0, dt, t_max))
+        # fork: the workers start with this process's imports (and numba's loaded kernels) at no cost
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_replication, tasks))
     return (np.stack([c for c, _ in parts]), np.array([o for _, o in parts], np.int64), time_grid(t_max, dt))
 
 
@@ -448,11 +457,11 @@ class NoServers(ValueError):
 
 def _clopper_pearson(k: int, n: int, confidence: float = 0.95):
     """Exact binomial interval of k successes in n (Clopper & Pearson 1934): beta quantiles."""
-    from scipy import stats as st
+    from scipy.special import betaincinv  # the beta quantile (scipy.stats.beta.ppf) without scipy.stats
 
     a = (1.0 - confidence) / 2.0
-    lo = 0.0 if k == 0 else float(st.beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(st.beta.ppf(1.0 - a, k + 1, n - k))
+    lo = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, a))
+    hi = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1.0 - a))
     return lo, hi
 
 
@@ -467,6 +476,7 @@ class Planner:
         self.screened: dict = {}
         self.evaluated: dict = {}
         self.simulated: dict = {}
+        self._runs: dict = {}  # R -> its replications so far (:meth:`_extend`)
         self.notes: list = []
 
     # the accuracy table, read on first need (~0.1 s: one (R, percentile) group of rows is parsed per query)
@@ -607,30 +617,66 @@ class Planner:
         return ev
 
     # -- simulation ----------------------------------------------------------------------------------------
-    def simulate(self, R: int) -> Simulated:
-        if R in self.simulated:
-            return self.simulated[R]
+    def simulate(self, R: int, full: bool = False) -> Simulated:
+        """R simulated: replications in stages (:data:`FIRST_STAGE`, then doubling, capped at the request's
+        ``replications``) until the 95 % interval of P(T ≤ d) lies on one side of p (a clear verdict), or all of
+        them with ``full`` (``--confirm``). Replication k is the same whatever the stage that ran it."""
+        cap = self.q.replications
+        have = self._runs[R]["done"] if R in self._runs else 0
+        want = cap if full else max(have, min(FIRST_STAGE, cap))
+        while True:
+            if want > have:
+                self._extend(R, want)
+                self.simulated.pop(R, None)
+            if R not in self.simulated:
+                self.simulated[R] = self._summary(R)
+            sim = self.simulated[R]
+            n = sim.replications
+            if n >= cap or not sim.verdict(self.p).endswith("within_noise"):
+                return sim
+            have, want = n, min(cap, 2 * n)
+
+    def _extend(self, R: int, replications: int) -> None:
+        """Replications up to ``replications`` − 1 of R (the run length and histogram fixed at R's first stage)."""
+        import numpy as np
+
+        from .model import JSQPS
+
+        q, d = self.q, self.q.d
+        if R not in self._runs:
+            rho = self.load(R)
+            run = run_length(R, rho, self.p)
+            per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
+            dt = d / per_d
+            guess = self.screen(R)[1]
+            if R in self.evaluated and math.isfinite(self.evaluated[R].percentile):
+                guess = max(guess, self.evaluated[R].percentile)
+            t_hi = max(4.0 * d, 2.0 * guess if math.isfinite(guess) else 8.0 * d)
+            bins = int(min(100 * per_d, math.ceil(t_hi / dt)))
+            self._runs[R] = {"run": run, "per_d": per_d, "dt": dt, "t_max": bins * dt, "done": 0, "counts": [],
+                             "overflows": [], "t": None, "wall": 0.0,
+                             "spec": JSQPS.from_load(R, rho, mu=1.0, service=q.law)}
+        r = self._runs[R]
+        first = r["done"]
+        if replications <= first:
+            return
+        t0 = time.perf_counter()
+        count, overflow, t = simulate_counts(r["spec"], replications - first, q.seed, r["run"]["horizon"],
+                                             r["run"]["warmup"], r["dt"], r["t_max"], self.workers, first=first)
+        r["wall"] += time.perf_counter() - t0
+        r["counts"].append(np.asarray(count))
+        r["overflows"].append(np.asarray(overflow))
+        r["t"], r["done"] = t, replications
+
+    def _summary(self, R: int) -> Simulated:
+        """P(T ≤ d) and the percentile of R's replications so far, with their 95 % intervals."""
         import numpy as np
 
         from ..core.stats import cdf_from_histogram, mean_ci, quantile
-        from .model import JSQPS
 
-        q, p, d = self.q, self.p, self.q.d
-        rho = self.load(R)
-        run = run_length(R, rho, p)
-        per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
-        dt = d / per_d
-        guess = self.screen(R)[1]
-        if R in self.evaluated and math.isfinite(self.evaluated[R].percentile):
-            guess = max(guess, self.evaluated[R].percentile)
-        t_hi = max(4.0 * d, 2.0 * guess if math.isfinite(guess) else 8.0 * d)
-        bins = int(min(100 * per_d, math.ceil(t_hi / dt)))
-        t_max = bins * dt
-        spec = JSQPS.from_load(R, rho, mu=1.0, service=q.law)
-        t0 = time.perf_counter()
-        count, overflow, t = simulate_counts(spec, q.replications, q.seed, run["horizon"], run["warmup"], dt, t_max,
-                                             self.workers)
-        wall = time.perf_counter() - t0
+        r, p = self._runs[R], self.p
+        count, overflow = np.concatenate(r["counts"]), np.concatenate(r["overflows"])
+        per_d, dt, t = r["per_d"], r["dt"], r["t"]
         total = count.sum(axis=1) + overflow
         prob = count[:, :per_d].sum(axis=1) / total  # P(T < d): d is the left edge of bin per_d
         F = cdf_from_histogram(count, overflow)  # right edges
@@ -646,11 +692,14 @@ class Planner:
             xm, xh = mean_ci(x)
         else:
             xm, xh = math.inf, math.nan
-        sim = Simulated(q.replications, float(total.mean()), run["horizon"], run["warmup"], float(pm),
-                        float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh), float(t_max),
-                        wall, q.seed)
-        self.simulated[R] = sim
-        return sim
+        tail = 1.0 - prob
+        g_lo = math.nan
+        if np.all(tail > 0):
+            gm, gh = mean_ci(np.log(tail))
+            g_lo = float(np.exp(gm - gh))
+        return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),
+                         float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
+                         float(r["t_max"]), r["wall"], self.q.seed, g_lo)
 
     # -- the search ----------------------------------------------------------------------------------------
     def screened_start(self) -> int:
@@ -733,14 +782,14 @@ class Planner:
         """Move R until simulation agrees (module doc, step 3); simulates R − 1, R, R + 1 of the answer."""
         p, lo, top = self.p, self.q.min_stable, self.q.max_servers
         start = R
-        while self.simulate(R).probability < p:
+        while self.simulate(R, full=True).probability < p:
             if R >= top:
                 ev = self.evaluate(R)
                 s = self.simulated[R]
                 ev_sim = Evaluation(R, ev.load, ev.engine, s.probability, s.percentile, s.t_max)
                 raise self._no_R(R, ev_sim, "simulation")
             R += 1
-        while R - 1 >= lo and self.simulate(R - 1).probability >= p:
+        while R - 1 >= lo and self.simulate(R - 1, full=True).probability >= p:
             R -= 1
         if R > start:
             self.notes.append(f"the methods' answer R = {start} fails in simulation (P(T ≤ d) = "
@@ -748,7 +797,7 @@ class Planner:
         elif R < start:
             self.notes.append(f"the methods' answer R = {start} was pessimistic: R = {R} meets the target in "
                               f"simulation (P(T ≤ d) = {self.simulated[R].probability:.6g})")
-        self.simulate(R + 1)
+        self.simulate(R + 1, full=True)
         return R
 
 
@@ -1054,9 +1103,13 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
     sims = [r["servers"] for r in rows if r.get("method") == SIMULATION or (confirm and r["servers"] in pl.simulated)]
     if sims:
         s = pl.simulated[sims[0]]
-        notes.append(f"simulated R = {', '.join(map(str, sims))}: {s.replications} replications of about "
-                     f"{s.customers:,.0f} customers each (about {TAIL_CUSTOMERS} beyond the {_pct(p)} percentile), "
-                     f"seed {s.seed}")
+        reps = [pl.simulated[r].replications for r in sims]
+        staged = "" if confirm or min(reps) == q.replications else (
+            " (fewer where the verdict was already clear: --confirm runs all of them)")
+        notes.append(f"simulated R = {', '.join(map(str, sims))}: "
+                     + (f"{reps[0]}" if len(set(reps)) == 1 else "/".join(map(str, reps)))
+                     + f" replications{staged} of about {s.customers:,.0f} customers each (about {TAIL_CUSTOMERS} "
+                     f"beyond the {_pct(p)} percentile), seed {s.seed}")
     if any("R" in (r.get("table_extrapolated") or []) for r in rows):
         notes.append(f"R beyond the accuracy table (largest R = {pl.table.Rs[-1]}): the errors are those measured at "
                      "that R (extrapolated)")

@@ -12,93 +12,21 @@ depends only on (seed, spec, replication index) (:mod:`sojourn.core.seeds`).
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import xarray as xr
 
 from ..core import precision as _precision
 from ..core import seeds as _seeds
-from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
-from ..core.distributions import Exponential
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
-from ..core.validate import finite_real, integer_at_least
-from .model import DISPATCH_CODE, JSQPS
+from ..core.validate import integer_at_least
 from .naming import DEFAULT_PERCENTILE
-
-BACKENDS = ("fast", "ciw")
-KERNELS = ("auto", "general", "exponential")
+from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
+from .raw import check_run as _check
+from .raw import run_fast as _run_fast
 UNITS = "time units (1/mu = mean service requirement scale of the spec)"
-
-
-# ---------------------------------------------------------------------------------------------
-# validation
-def _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins):
-    if not isinstance(spec, JSQPS):
-        raise ValueError(f"spec must be a sojourn.JSQPS; got {type(spec).__name__}")
-    spec.require_stable()
-    horizon, warmup, cooldown = check_window(horizon, warmup, cooldown)
-    grid_size(t_max, dt)  # validates dt > 0, t_max a multiple of dt
-    dt, t_max = float(dt), float(t_max)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
-    occupancy_max = integer_at_least("occupancy_max", occupancy_max, 1, allow_float=False)
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}")
-    exact_ok = isinstance(spec.interarrival, Exponential) and isinstance(spec.service, Exponential) and spec.discipline == "ps"
-    if kernel == "exponential" and not exact_ok:
-        raise ValueError("kernel='exponential' needs Poisson arrivals, exponential service and discipline='ps'")
-    if service_bins is not None:
-        if backend != "fast" or kernel == "exponential":
-            raise ValueError("service_bins needs backend='fast' with kernel 'general' or 'auto'")
-        if not (isinstance(service_bins, (tuple, list)) and len(service_bins) == 2):
-            raise ValueError(f"service_bins must be (width, number); got {service_bins!r}")
-        w = finite_real("service_bins width", service_bins[0])
-        if w <= 0:
-            raise ValueError(f"service_bins width must be in (0, inf); got {w!r}")
-        service_bins = (w, integer_at_least("service_bins number", service_bins[1], 1, allow_float=False))
-    if kernel == "auto":
-        kernel = "exponential" if (exact_ok and service_bins is None) else "general"
-    if backend == "ciw":
-        kernel = "ciw"
-    return horizon, warmup, cooldown, dt, t_max, occupancy_max, kernel, service_bins
-
-
-# ---------------------------------------------------------------------------------------------
-# kernels
-def _run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, service_bins):
-    from . import kernel as K
-
-    hist = np.zeros(nbins, np.int64)
-    occ = np.zeros(occupancy_max + 1, np.int64)
-    dispatch = DISPATCH_CODE[spec.dispatch]
-    d = int(spec.choices or 1)
-    out = {}
-    t0 = time.perf_counter()
-    if kernel == "exponential":
-        acc, area, events = K.run_exponential(
-            spec.servers, spec.interarrival.rate, spec.service.rate, dispatch, d, warmup, rec_end, dt, hist, occ, rng
-        )
-    else:
-        acode, ap = spec.interarrival.kernel_spec()
-        scode, sp = spec.service.kernel_spec()
-        theta = float(spec.ps_threshold) if spec.discipline == "capacitated" else 1.0
-        limit = int(spec.ps_limit) if spec.discipline == "limited" else 0
-        xdx, K_ = (service_bins if service_bins is not None else (0.0, 1))
-        cx_n = np.zeros(K_, np.int64)
-        cx_s = np.zeros(K_)
-        cx_ss = np.zeros(K_)
-        acc, area, events = K.run_general(
-            spec.servers, int(acode), np.ascontiguousarray(ap, np.float64), int(scode),
-            np.ascontiguousarray(sp, np.float64), theta, limit, dispatch, d, warmup, rec_end, dt,
-            hist, occ, float(xdx), cx_n, cx_s, cx_ss, rng,
-        )
-        if service_bins is not None:
-            out.update(cx_n=cx_n, cx_s=cx_s, cx_ss=cx_ss)
-    out.update(hist=hist, occ=occ, acc=acc, area=area, events=events, wall_time=time.perf_counter() - t0)
-    return out
 
 
 def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, cooldown, dt, t_max,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 
 
 from ..core.precision import add_flags as precision_flags
@@ -156,7 +155,7 @@ def run_simulate(args) -> int:
     c = f"  ({100 * conf:g}% Student-t CI across {k} replications)" if k > 1 else ""
     print(f"model        {spec.describe()}")
     print(f"window       horizon {H:g} per replication, warm-up = cool-down {W:g}"
-          f"{f' (default: 5% of the horizon)' if args.warmup_default else ''}; {k} replication{'s' * (k > 1)}, "
+          f"{' (default: 5% of the horizon)' if args.warmup_default else ''}; {k} replication{'s' * (k > 1)}, "
           f"seed {args.seed}")
     if "stop_reason" in ds:
         print(f"precision    {precision_summary(ds)} (response time)")

@@ -50,7 +50,6 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     g, tg = float(pf["g_star"]), float(pf["response_time_at_g_star"])
-    conf = cmp.attrs.get("config", "")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T]"),
                           (axes[1], "mean_number", "mean number of jobs E[N]")):

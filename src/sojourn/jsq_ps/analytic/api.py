@@ -31,7 +31,7 @@ from ...core.timegrid import DT, T_MAX, time_grid
 from ...core.validate import integer_at_least, positive_finite
 from ..model import JSQPS
 from ..naming import ALL_METHODS as METHODS
-from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
+from ..naming import DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
 from .budget import ExactOverBudget, check_budget
 from .exact import exact_sojourn_cdf
 from .guards import OVER_BUDGET, reason_attrs, valid_attrs, validity
