@@ -147,6 +147,24 @@ def parse(block, *, field: str = "precision", t_max: float | None = None, defaul
     return Precision(statistic, at, eps, cap, low, conf)
 
 
+def resolve(precision, replications, replication_offset, seed, *, t_max=None, default_at: float | None = None,
+            default_statistic: str = "percentile"):
+    """The run-count arguments every study's ``simulate`` takes, checked together: (precision or None,
+    replications (default 1), replication_offset, seed). ``precision`` as for :func:`parse`; it replaces
+    ``replications`` and needs offset 0 (replications 0, 1, … are added in order)."""
+    precision = parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None, default_at=default_at,
+                      default_statistic=default_statistic)
+    if precision is not None and replications is not None:
+        raise ValueError("give replications or precision, not both (with precision the count is decided between "
+                         "precision.min_replications and precision.max_replications)")
+    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
+    offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    if precision is not None and offset != 0:
+        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
+    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    return precision, replications, offset, seed
+
+
 def _real(field, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
         raise ValueError(f"{field} must be a finite number; got {value!r}")

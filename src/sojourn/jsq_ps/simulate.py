@@ -182,16 +182,8 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     specs = list(specs)
     if not specs:
         raise ValueError("specs must be a non-empty sequence of JSQPS specs")
-    precision = _precision.parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None,
-                                 default_at=DEFAULT_PERCENTILE)
-    if precision is not None and replications is not None:
-        raise ValueError("give replications or precision, not both (with precision the count is decided between "
-                         "precision.min_replications and precision.max_replications)")
-    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
-    replication_offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
-    if precision is not None and replication_offset != 0:
-        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
-    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    precision, replications, replication_offset, seed = _precision.resolve(
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE)
     if max_workers is not None:
         max_workers = integer_at_least("max_workers", max_workers, 0, allow_float=False)
     plans = []

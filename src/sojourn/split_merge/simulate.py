@@ -172,16 +172,8 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         ``achieved_relative_half_width`` and ``stop_reason``; the data equal a fixed-count run of
         ``replications_used`` replications.
     """
-    precision = _precision.parse(precision, t_max=t_max if isinstance(t_max, (int, float)) else None,
-                                 default_at=DEFAULT_PERCENTILE, default_statistic="mean")
-    if precision is not None and replications is not None:
-        raise ValueError("give replications or precision, not both (with precision the count is decided between "
-                         "precision.min_replications and precision.max_replications)")
-    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
-    offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
-    if precision is not None and offset != 0:
-        raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
-    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    precision, replications, offset, seed = _precision.resolve(
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     if precision is None:
         reps = list(range(offset, offset + replications))
