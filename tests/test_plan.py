@@ -191,6 +191,7 @@ def test_staged_replications_stop_at_a_clear_verdict_and_extend_to_the_fixed_run
     near = P.Planner(q, workers=2)
     s = near.simulate(4)
     assert s.replications == P.DEFAULT_REPLICATIONS or not s.verdict(0.99).endswith("within_noise")
+    pl.close(), near.close()
 
 
 def test_a_failing_R_is_clear_on_the_log_scale_when_replications_spread_widely():

@@ -426,11 +426,12 @@ def _replication(args):
 
 
 def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float,
-                    workers: int = 1, first: int = 0):
+                    workers: int = 1, first: int = 0, pool=None):
     """(count (replication, t), overflow (replication,), t) of replications first..first+replications−1 of
     ``spec``, in ``workers`` forked processes when there are several cores (else in this one). Replication k's
     stream depends only on (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever
-    ``workers`` and whatever batches the replications are run in."""
+    ``workers`` and whatever batches the replications are run in. ``pool``: a fork-context process pool to run
+    them in (kept across calls by :class:`Planner`), else one made for this call."""
     import numpy as np
 
     from ..core.timegrid import time_grid
@@ -440,15 +441,21 @@ def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: 
     tasks = [(spec, k, seed, horizon, warmup, dt, t_max) for k in range(first, first + replications)]
     if workers == 1 or not fork:
         parts = [_replication(task) for task in tasks]
+    elif pool is not None:
+        parts = list(pool.map(_replication, tasks))
     else:
-        from concurrent.futures import ProcessPoolExecutor
-
-        # load the kernel here first (a tiny run): forked workers inherit it instead of each loading numba's cache
-        _replication((spec, 0, seed, 2.0 / spec.arrival_rate, 0.0, dt, t_max))
-        # fork: the workers start with this process's imports (and numba's loaded kernels) at no cost
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            parts = list(pool.map(_replication, tasks))
+        with fork_pool(workers, spec, seed, dt, t_max) as own:
+            parts = list(own.map(_replication, tasks))
     return (np.stack([c for c, _ in parts]), np.array([o for _, o in parts], np.int64), time_grid(t_max, dt))
+
+
+def fork_pool(workers: int, spec, seed: int, dt: float, t_max: float):
+    """A pool of ``workers`` forked processes that start with the numba kernel loaded: it is loaded here first (a
+    tiny run of ``spec``), and forked workers inherit it instead of each loading numba's cache."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    _replication((spec, 0, seed, 2.0 / spec.arrival_rate, 0.0, dt, t_max))
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
 
 
 class NoServers(ValueError):
@@ -477,6 +484,7 @@ class Planner:
         self.evaluated: dict = {}
         self.simulated: dict = {}
         self._runs: dict = {}  # R -> its replications so far (:meth:`_extend`)
+        self._pool = None  # the forked workers, made at the first simulation, kept until :meth:`close`
         self.notes: list = []
 
     # the accuracy table, read on first need (~0.1 s: one (R, percentile) group of rows is parsed per query)
@@ -661,8 +669,12 @@ class Planner:
         if replications <= first:
             return
         t0 = time.perf_counter()
-        count, overflow, t = simulate_counts(r["spec"], replications - first, q.seed, r["run"]["horizon"],
-                                             r["run"]["warmup"], r["dt"], r["t_max"], self.workers, first=first)
+        n = replications - first
+        fork = self.workers > 1 and n > 1 and "fork" in multiprocessing.get_all_start_methods()
+        if fork and self._pool is None:
+            self._pool = fork_pool(self.workers, r["spec"], q.seed, r["dt"], r["t_max"])
+        count, overflow, t = simulate_counts(r["spec"], n, q.seed, r["run"]["horizon"], r["run"]["warmup"], r["dt"],
+                                             r["t_max"], self.workers, first=first, pool=self._pool if fork else None)
         r["wall"] += time.perf_counter() - t0
         r["counts"].append(np.asarray(count))
         r["overflows"].append(np.asarray(overflow))
@@ -700,6 +712,12 @@ class Planner:
         return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),
                          float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
                          float(r["t_max"]), r["wall"], self.q.seed, g_lo)
+
+    def close(self) -> None:
+        """Shut the worker processes down (if any were started)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     # -- the search ----------------------------------------------------------------------------------------
     def screened_start(self) -> int:
@@ -1055,12 +1073,15 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
                       accuracy=accuracy, names=_names)
     pl = Planner(q)
     try:
-        R = pl.search()
-        if confirm:
-            R = pl.confirm(R)
-    except NoServers as exc:
-        raise NoServers(f"{_names['max_servers']} {q.max_servers}: {exc}") from None
-    rows = [_row(pl, r, confirm) for r in (R - 1, R, R + 1) if r >= 1]
+        try:
+            R = pl.search()
+            if confirm:
+                R = pl.confirm(R)
+        except NoServers as exc:
+            raise NoServers(f"{_names['max_servers']} {q.max_servers}: {exc}") from None
+        rows = [_row(pl, r, confirm) for r in (R - 1, R, R + 1) if r >= 1]
+    finally:
+        pl.close()
     p = q.reliability
     ans = pl.evaluate(R)
     # the simulations that are evidence for the answer: R and R - 1 under --confirm, or where simulation was the

@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
 
 from ._blas import single_threaded_blas
 from .chain import ChainResult, SortedStates, n_sorted_states, stationary, value_counts
@@ -60,6 +59,7 @@ class SpreadStates:
 
 def system_chain(lam, mu, R, M, D):
     """Generator of the spread-truncated lumped system chain (same rates as §3.2)."""
+    from scipy import sparse  # here, not at import (see chain.py)
     S = SpreadStates(M, D, R)
     X = S.states
     n = S.size
@@ -179,6 +179,8 @@ class TaggedChain:
                 X2 = X[first].copy()
                 X2[:, i] -= 1
                 add(first, k[first], X2, mu * cnt[first, i])
+        from scipy import sparse  # here, not at import (see chain.py)
+
         Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
         out = np.asarray(Q.sum(axis=1)).ravel() + exit_rate
         return Q, out
