@@ -368,6 +368,22 @@ def test_cli_answers_without_importing_what_it_does_not_need(tmp_path):
     assert "HEAVY []" in proc.stdout and "  D  " in proc.stdout, proc.stdout
 
 
+def test_a_simulated_answer_runs_the_kernel_without_xarray_or_scipy_stats():
+    """A simulated answer (a non-exponential law) loads numba but neither xarray, pandas nor scipy.stats: the
+    kernel is called through sojourn.jsq_ps.raw, not the Dataset-building simulate module."""
+    code = textwrap.dedent("""
+        import sys
+        from sojourn.cli import main
+        assert main(["plan", "--arrival-rate", "3/ms", "--mean-service", "1ms", "--deadline", "6ms",
+                     "--reliability", "0.99", "--service-law", "deterministic"]) == 0
+        heavy = [m for m in ("scipy.stats", "xarray", "pandas", "sojourn.jsq_ps.simulate") if m in sys.modules]
+        print("HEAVY", heavy, "numba" in sys.modules)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY [] True" in proc.stdout and "simulation" in proc.stdout, proc.stdout
+
+
 def test_every_study_registers_the_commands_the_registry_lists():
     import argparse
     import importlib
