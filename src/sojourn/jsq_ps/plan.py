@@ -627,8 +627,8 @@ class Planner:
     # -- simulation ----------------------------------------------------------------------------------------
     def simulate(self, R: int, full: bool = False) -> Simulated:
         """R simulated: replications in stages (:data:`FIRST_STAGE`, then doubling, capped at the request's
-        ``replications``) until the 95 % interval of P(T ≤ d) lies on one side of p (a clear verdict), or all of
-        them with ``full`` (``--confirm``). Replication k is the same whatever the stage that ran it."""
+        ``replications``) until the verdict is clear (:meth:`Simulated.verdict`), or all of them with ``full``
+        (``--confirm``). Replication k is the same whatever the stage that ran it."""
         cap = self.q.replications
         have = self._runs[R]["done"] if R in self._runs else 0
         want = cap if full else max(have, min(FIRST_STAGE, cap))
