@@ -8,7 +8,7 @@ from sojourn import JSQPS
 from sojourn.jsq_ps.analytic import time_grid
 from sojourn.jsq_ps.analytic.api import approximate, approximate_all, summary
 from sojourn.cli import main
-from sojourn.core.distributions import Deterministic, Exponential
+from sojourn.core.distributions import Exponential
 
 
 def test_grid_is_the_published_one():

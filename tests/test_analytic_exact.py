@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sojourn.jsq_ps.analytic.chain import solve_chain, stationary
-from sojourn.jsq_ps.analytic.exact import SpreadStates, exact_sojourn_cdf, system_chain
+from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf, system_chain
 from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.analytic.mm1ps import mm1ps_sojourn_cdf
 

@@ -32,6 +32,7 @@ from sojourn.core.distributions import parse_law
 from sojourn.jsq_ps.analytic.api import approximate
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
+from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -294,14 +295,6 @@ def test_api_rejects(case):
 
 
 # -- config --------------------------------------------------------------------------------------
-def _update(a, b):
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(a.get(k), dict):
-            _update(a[k], v)
-        else:
-            a[k] = copy.deepcopy(v)
-
-
 def checked(cfg):
     """What the Snakefile and the study's rule file do, in order."""
     validate_config(cfg, SCHEMAS / "config.schema.yaml")
@@ -404,7 +397,7 @@ OTHER_CONFIG = [
 @pytest.mark.parametrize("case", OTHER_CONFIG, ids=[c.id for c in OTHER_CONFIG])
 def test_other_study_config_rejects(case):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    _update(cfg, case.bad)
+    deep_update(cfg, case.bad)
     with pytest.raises(ConfigError) as err:
         checked_study(cfg, next(iter(case.bad)))
     text = str(err.value)
@@ -418,7 +411,7 @@ def test_other_study_config_rejects(case):
 @pytest.mark.parametrize("case", CONFIG, ids=[c.id for c in CONFIG])
 def test_config_rejects(case):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    _update(cfg, case.bad)
+    deep_update(cfg, case.bad)
     with pytest.raises(ConfigError) as err:
         checked(cfg)
     text = str(err.value)
@@ -431,7 +424,7 @@ def test_config_rejects(case):
 
 def test_config_lists_every_problem_one_line_each():
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    _update(cfg, J(simulation={"horizonn": 5, "seed": -1}, grid={"mu": "1"}))
+    deep_update(cfg, J(simulation={"horizonn": 5, "seed": -1}, grid={"mu": "1"}))
     with pytest.raises(ConfigError) as err:
         checked(cfg)
     lines = str(err.value).splitlines()
@@ -445,7 +438,7 @@ def test_validate_config_fills_defaults_like_snakemake():
     precision = {"jsq_ps": {"simulation": {"precision": {"statistic": "mean", "relative_half_width": 0.1}}}}
     for extra in ({}, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()), precision):
         ours = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-        _update(ours, extra)
+        deep_update(ours, extra)
         theirs = copy.deepcopy(ours)
         validate_config(ours, SCHEMAS / "config.schema.yaml")
         validate_config(ours["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")

@@ -154,7 +154,6 @@ def test_unusable_method_is_masked_and_never_decides(how):
     q = {"percentile": 99.0}
     assert _at(good, "recommended", **q).item() == "good" and _at(good, "best_method").item() == "good"
     assert _at(good, "most_accurate", **q).item() == "good" and (good["usable"] == 1).all()
-    extra = None
     approx = _approx(scales)
     if how == "not_a_cdf":
         cdf = approx["cdf"].values

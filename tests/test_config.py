@@ -1,7 +1,6 @@
 """Pipeline config: JSON-schema validation with defaults, cross-field checks, grid and file naming, env file."""
 from __future__ import annotations
 
-import copy
 import re
 import tomllib
 from pathlib import Path
@@ -10,6 +9,7 @@ import pytest
 import yaml
 import sojourn.jsq_ps.grid as G
 from sojourn.core.config import ConfigError, validate_config
+from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -24,16 +24,8 @@ def merged(*names):
     """Like snakemake --configfile: later files update the default config recursively."""
     out = {}
     for n in names:
-        _update(out, load(n))
+        deep_update(out, load(n))
     return out
-
-
-def _update(a, b):
-    for k, v in b.items():
-        if isinstance(v, dict) and isinstance(a.get(k), dict):
-            _update(a[k], v)
-        else:
-            a[k] = copy.deepcopy(v)
 
 
 def validated(cfg):
@@ -127,7 +119,7 @@ def test_schema_rejects_and_names_the_key(change, key):
     """The message starts with the full key path (sojourn.core.config.validate_config, which the Snakefile
     calls; snakemake.utils.validate named only the last key, after the schema dump)."""
     cfg = merged("config.yaml")
-    _update(cfg, change)
+    deep_update(cfg, change)
     with pytest.raises(ConfigError) as err:
         validated(cfg)
     assert str(err.value).startswith(key + ":")
@@ -149,7 +141,7 @@ def test_schema_rejects_and_names_the_key(change, key):
 )
 def test_cross_field_checks_name_the_key(change, key):
     cfg = merged("config.yaml")
-    _update(cfg, {"jsq_ps": change})
+    deep_update(cfg, {"jsq_ps": change})
     validated(cfg)
     with pytest.raises(G.ConfigError) as err:
         G.check_config(cfg["jsq_ps"])

@@ -45,7 +45,6 @@ def _compositions(m, nmax):
 def build(net, nmax):
     """(states, Q): all truncated states (tuples of counts per type) and the sparse generator (CSR)."""
     types, slices = _types(net)
-    J = len(types)
     index = {(q.name, c.name, p): j for j, (qi, q, c, p) in enumerate(types)}
     qnames = [q.name for q in net.queues]
     per_queue = [_compositions(b - a, nmax) for a, b in slices]
