@@ -65,7 +65,9 @@ def _run(client, tmp_path, rel, cache, name):
 
 
 def test_experiment_pads_cells_and_a_tighter_target_simulates_only_the_extra_ones(client, tmp_path):
-    loose, _ = _run(client, tmp_path, 0.08, "cache", "loose")
+    # 6.3 %: with these seeds the (q, r) = (1, 1) cell's 95 % half-width after 5 replications is 5.9 % of its
+    # mean and the three others' 6.8-7.5 %, so the cells stop at different counts
+    loose, _ = _run(client, tmp_path, 0.063, "cache", "loose")
     used = loose["replications_used"].sel(law="law", model="split_merge")  # (quorum, replicas); q > r: 0
     n = {(int(q), int(r)): int(used.sel(quorum=q, replicas=r)) for q in used.quorum for r in used.replicas}
     assert n[(2, 1)] == n[(3, 1)] == 0 and min(v for v in n.values() if v) >= 5

@@ -114,27 +114,70 @@ def test_n_hosts_equal_floor_n_over_r_servers_on_one_sequence(n, r):
     assert not np.array_equal(d_hosts, K.mgc_delays(inter, service, max(c - 1, 1))) or c == 1
 
 
-def test_streaming_kernel_equals_mgc_on_its_own_draws():
-    """Reproduce the kernel's draws (chunks of inter-arrival then service draws), run the c-server reference on
-    them: the kernel's recorded delay sum and histogram equal the reference's."""
-    n, r, q, lam, seed, N = 20, 3, 2, 7.0, 99, 10_000
-    law = SplitMerge(n, r, q, lam, PH3).replica_law
+@pytest.mark.parametrize("c", [1, 2, 3, 7, 16, 33, 100])
+def test_winner_tree_recursion_equals_mgc_and_the_host_level_model(c):
+    """The super-server recursion of the streaming kernel (winner tree, padded to a power of two) gives the
+    plain M/G/c delays and the n-host model's, c = 1 (Lindley) to 100, at high load."""
+    rng = np.random.default_rng(c)
+    N = 50_000
+    inter = rng.exponential(1 / (0.97 * c), N)
+    service = rng.gamma(0.3, 1 / 0.3, N)
+    d = K.super_server_delays(inter, service, c)
+    np.testing.assert_array_equal(d, K.mgc_delays(inter, service, c))
+    np.testing.assert_array_equal(d, K.split_merge_delays(inter, service, 3 * c + 2, 3))
+    assert (d > 0).mean() > 0.3
+
+
+def _kernel_draws(law, n, r, q, lam, seed, N):
+    """Reproduce the streaming kernel's draws: per chunk, CHUNK inter-arrival times, then CHUNK workunits'
+    (S_{q:r}, computing time) — from the inline SFC64 stream (phase-type laws) or the Generator (others)."""
+    from sojourn.core import sfc64
+    from sojourn.split_merge.simulate import _walk
+
+    code, p = law.kernel_spec()
+    walk = _walk(law, q, r)
+    rng = np.random.Generator(np.random.SFC64(seed))
+    st = sfc64.state_of(rng.bit_generator)
+    inter, svc = [], []
+    while len(inter) < N:
+        e = np.empty(K.CHUNK)
+        if walk is None:
+            e[:] = rng.standard_exponential(K.CHUNK)
+        else:
+            sfc64.fill_standard_exponential(e, st)
+        inter.extend(e / lam)
+        s, w = np.empty(K.CHUNK), np.empty(K.CHUNK)
+        K.fill_order_stats(r, q, code, p, s, w, rng, st, K.NO_WALK if walk is None else walk)
+        svc.extend(s)
+    return np.array(inter[:N]), np.array(svc[:N]), walk
+
+
+@pytest.mark.parametrize("law_text,n,r,q", [(PH3, 20, 3, 2), ("lognormal:sigma=1", 20, 3, 2),
+                                            ("exponential", 100, 1, 1), ("hyperexponential", 100, 10, 3)])
+def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
+    """Reproduce the kernel's draws, run the c-server reference on them: the kernel's recorded delay sum and
+    histogram equal the reference's (both draw paths: the inline stream and the Generator)."""
+    spec = SplitMerge.from_load(n, r, q, 0.95, law_text)
+    law, lam, seed, N = spec.replica_law, spec.arrival_rate, 99, 10_000
+    inter, svc, walk = _kernel_draws(law, n, r, q, lam, seed, N)
     code, p = law.kernel_spec()
     dt, nb = 0.01, 3001
     hd, hl = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
-    acc = K.run_split_merge(n, r, q, lam, code, p, 0.0, 0, 0.0, N, np.inf, dt, hd, hl, np.random.default_rng(seed))
-    rng = np.random.default_rng(seed)
-    inter, svc = [], []
-    while len(inter) < N:
-        inter.extend(rng.standard_exponential(K.CHUNK) / lam)
-        s, w = np.empty(K.CHUNK), np.empty(K.CHUNK)
-        K.fill_order_stats(r, q, code, p, 0.0, s, w, rng)
-        svc.extend(s)
-    ref = K.mgc_delays(np.array(inter[:N]), np.array(svc[:N]), n // r)
+    rng = np.random.Generator(np.random.SFC64(seed))
+    args = (n, r, q, lam, code, p, 0, 0.0, N, np.inf, dt, hd, hl, rng)
+    if walk is None:
+        acc = K.run_split_merge(*args)
+    else:
+        from sojourn.core import sfc64
+
+        acc = K.run_split_merge(*args, sfc64.state_of(rng.bit_generator), walk)
+    ref = K.mgc_delays(inter, svc, n // r)
     fields = dict(zip(K.ACC_FIELDS, acc))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)
-    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref / dt).astype(int), nb), minlength=nb + 1)[:nb])
+    assert fields["latency_sum"] == pytest.approx((ref + svc).sum(), rel=1e-12)
+    assert (ref > 0).mean() > 0.1  # the queue is loaded: many workunits wait
+    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
 
 
 def test_replication_is_reproducible_alone_and_histograms_are_complete():

@@ -288,6 +288,13 @@ def occupancy_states(m: int, j: int) -> list[tuple[int, ...]]:
     return out
 
 
+def lumped_levels(m: int, q: int, r: int) -> np.ndarray:
+    """The number of live replicas of each phase of :func:`order_statistic_lumped` (m replica phases), in its
+    order: levels r, r−1, …, r−q+1, C(j+m−1, m−1) phases each."""
+    levels = range(r, r - q, -1)
+    return np.repeat(np.array(list(levels), dtype=np.int64), [math.comb(j + m - 1, m - 1) for j in levels])
+
+
 def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> tuple[np.ndarray, np.ndarray]:
     """PH(β_{q:r}, B_{q:r}) of the q-th smallest of r iid PH(α, T), lumped over exchangeable replicas.
 

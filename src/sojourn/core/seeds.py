@@ -30,9 +30,13 @@ def replication_seed_sequence(base_seed, spec, replication) -> np.random.SeedSeq
     return np.random.SeedSequence(entropy=seed_entropy(base_seed, spec), spawn_key=(integer_at_least("replication", replication, 0, allow_float=False),))
 
 
-def replication_rng(base_seed, spec, replication) -> np.random.Generator:
-    """A PCG64 Generator on :func:`replication_seed_sequence`."""
-    return np.random.default_rng(replication_seed_sequence(base_seed, spec, replication))
+BIT_GENERATORS = {"pcg64": np.random.PCG64, "sfc64": np.random.SFC64}
+
+
+def replication_rng(base_seed, spec, replication, bit_generator="pcg64") -> np.random.Generator:
+    """A Generator on :func:`replication_seed_sequence`: PCG64 (NumPy's default), or SFC64 for kernels that
+    step it inline (:mod:`sojourn.core.sfc64`)."""
+    return np.random.Generator(BIT_GENERATORS[bit_generator](replication_seed_sequence(base_seed, spec, replication)))
 
 
 def python_seed(seq: np.random.SeedSequence) -> int:

@@ -217,7 +217,7 @@ def run_experiment(client, x: str, cfg: dict, output, code: str = "", log=None, 
         result_kind="simulation (sim_*: mean and t-interval across replications) beside exact values (exact_*, "
                     "is_exact, exact_method; NaN and 'none' where no exact value exists)",
         seed=seed, warmup_fraction=warm, dt=dt, t_max=t_max, **extra,
-        seed_recipe="replication k of a cell: sojourn.core.seeds.replication_rng(seed, cell spec, k)"))
+        seed_recipe="replication k of a cell: sojourn.core.seeds.replication_rng(seed, cell spec, k, \"sfc64\")"))
     write_netcdf(ds, output)
     if cache_dir is not None:
         entry = _cache_dataset(labels, keys, done, grid_size(t_max, dt))

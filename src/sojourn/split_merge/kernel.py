@@ -1,16 +1,25 @@
 """Numba kernels of the two replication models; streaming statistics only (no per-workunit arrays).
 
-Workunits arrive as a Poisson stream; each draws r replica times (any core law through
-:func:`sojourn.core.sampling.sample_law`; exponential replicas take a shortcut that draws only the q
-stage lengths of S_{q:r}, exact by memorylessness).
+Workunits arrive as a Poisson stream; each needs S_{q:r}, the q-th smallest of r replica times. A replica law
+with a phase-type form (exponential, Erlang, hyperexponential, phase-type) draws S_{q:r} and the replicas'
+computing time in one walk of the lumped PH(β_{q:r}, B_{q:r}) by alias tables (:mod:`sojourn.core.ph_walk`;
+exponential replicas: q exponential draws), from NumPy's SFC64 stream stepped inline
+(:mod:`sojourn.core.sfc64`); any other law draws its r replicas through
+:func:`sojourn.core.sampling.sample_law` from a ``numpy.random.Generator`` and takes the q-th smallest.
 
 Split-merge (FCFS, concurrent release)
-    The hosts' free times are a multiset: a pool of hosts free since the pool time (earlier than every
-    other host's) and a 4-ary min-heap of (free time, number of hosts) entries. A workunit takes the r
-    hosts that are free first (the pool, then heap entries until r hosts are collected; the rest of the
-    last entry becomes the pool), starts at max(arrival, the r-th smallest free time) and holds its r
-    hosts for S_{q:r}: one entry (start + S, r) is pushed. O(log n) per workunit on n host-level free
-    times, no reduction to super-servers (that equivalence is a test, not an assumption).
+    Every workunit takes r hosts and releases them together, so the n hosts act as c = ⌊n/r⌋ super-servers
+    (the n mod r others are never enough for a workunit) and the delays are those of FCFS M/G/c: a workunit
+    starts at max(arrival, the earliest super-server free time) and holds that super-server for S_{q:r}.
+    The kernel keeps the c free times in a winner tree (a complete binary tree over c leaves padded to a
+    power of two, each internal node holding the index of its subtree's earliest leaf): replacing the
+    earliest free time climbs one fixed path of ⌈log₂ c⌉ nodes, comparing with each sibling's winner without
+    a branch (15 ns per workunit at c = 100 against 34 ns for a 4-ary heap, measured here).
+    The host-level model is kept as the reference it is checked against (:func:`split_merge_delays`): the
+    hosts' free times as a multiset — a pool of hosts free since the pool time and a 4-ary min-heap of (free
+    time, number of hosts) entries; a workunit takes the r hosts free first and pushes (start + S, r). A test
+    checks that both give identical delays on one workunit sequence, and that the streaming kernel's
+    delays are those of the plain M/G/c recursion (:func:`mgc_delays`) on its own draws.
 Fork-join with cancellation
     n host free times; each of the r replicas goes to a distinct host among the r with the least
     remaining work, starts at max(arrival, host free time), ends at start + X_j; the workunit completes
@@ -24,10 +33,14 @@ arrival to the start of the first replica (split-merge: of all r); latency = tim
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
+from ..core.ph_walk import fill as ph_fill
 from ..core.sampling import sample_law
+from ..core.sfc64 import fill_standard_exponential
 
 
 # layout of the accumulator returned by run()
@@ -87,30 +100,31 @@ def _heap_pop(ht, hc, size):
 
 
 @njit(inline="always")
-def _split_merge_take(ht, hc, size, pool, pool_t, a, r):
-    """Take the r first-free hosts for a workunit arriving at a: the pool first, then heap entries in order
-    of free time; the rest of the last entry popped becomes the pool. Returns (start, size, pool, pool_t).
-    (Scalars in and out: state kept in an array would be reloaded at every heap store.)"""
-    need = r
-    last = pool_t
-    if pool >= need:
-        pool -= need
-        need = 0
-    else:
-        need -= pool
-        pool = 0
-    while need > 0:
+def _split_merge_step(ht, hc, size, pool, pool_t, a, r, s):
+    """One workunit arriving at a with service s: take the r first-free hosts (the pool first, then heap entries
+    in order of free time; the rest of the last entry taken becomes the pool), start at max(arrival, the r-th
+    smallest free time) and hold the r hosts until start + s. The last heap entry taken is not popped: the new
+    entry (start + s, r) replaces it at the root (one sift-down instead of a pop and a push).
+    Returns (start, size, pool, pool_t). (Scalars in and out: state kept in an array would be reloaded at
+    every heap store.)"""
+    if pool >= r:
+        start = pool_t if pool_t > a else a
+        return start, _heap_push(ht, hc, size, start + s, r), pool - r, pool_t
+    need = r - pool
+    pool = 0
+    while True:
         t0 = ht[0]
         c0 = hc[0]
+        if c0 >= need:
+            break
+        need -= c0
         size = _heap_pop(ht, hc, size)
-        last = t0
-        if c0 > need:
-            pool = c0 - need
-            pool_t = t0
-            need = 0
-        else:
-            need -= c0
-    return (last if last > a else a), size, pool, pool_t
+    if c0 > need:
+        pool = c0 - need
+        pool_t = t0
+    start = t0 if t0 > a else a
+    _sift_down(ht, hc, size, start + s, r)
+    return start, size, pool, pool_t
 
 
 @njit(cache=True)
@@ -123,8 +137,7 @@ def split_merge_delays(inter, service, n, r):
     a = 0.0
     for i in range(inter.size):
         a += inter[i]
-        start, size, pool, pool_t = _split_merge_take(ht, hc, size, pool, pool_t, a, r)
-        size = _heap_push(ht, hc, size, start + service[i], r)
+        start, size, pool, pool_t = _split_merge_step(ht, hc, size, pool, pool_t, a, r, service[i])
         out[i] = start - a
     return out
 
@@ -148,75 +161,88 @@ def mgc_delays(inter, service, c):
 
 
 # ---------------------------------------------------------------------------------------------
-# replica draws, a chunk at a time (a tight sampling loop, then a tight queue loop)
-CHUNK = 4096
+# the c super-servers' free times in a winner tree: v[0..L) the leaves (free times, +inf beyond c),
+# win[L + j] = j and win[k] (1 <= k < L) the leaf index of the earliest free time below node k
+@njit(cache=True)
+def winner_tree(c):
+    """(v, win, L) for c servers free at time 0."""
+    L = 1
+    while L < c:
+        L *= 2
+    v = np.full(L, np.inf)
+    v[:c] = 0.0
+    win = np.empty(2 * L, np.int64)
+    for j in range(L):
+        win[L + j] = j
+    for k in range(L - 1, 0, -1):
+        a = win[2 * k]
+        b = win[2 * k + 1]
+        win[k] = a if v[a] <= v[b] else b
+    return v, win, L
+
+
+@njit(inline="always")
+def _tree_replace(v, win, L, w, t):
+    """Set leaf w (the earliest, win[1]) to t and restore the tree along its path; returns the new earliest
+    (leaf, time) (also win[1] and its value)."""
+    v[w] = t
+    pos = w + L
+    while pos > 1:
+        o = win[pos ^ 1]  # the sibling subtree's winner
+        ov = v[o]
+        pos >>= 1
+        lt = ov < t  # selects, not branches: which side wins is unpredictable
+        w = o if lt else w
+        t = ov if lt else t
+        win[pos] = w
+    return w, t
 
 
 @njit(cache=True)
-def fill_order_stats(r, q, code, p, exp_rate, service, work, rng, ph_table=np.zeros((0, 0)), ph_start=np.zeros(0)):
+def super_server_delays(inter, service, c):
+    """Delays of FCFS M/G/c on c servers by the winner tree (the recursion of :func:`run_split_merge`)."""
+    v, win, L = winner_tree(c)
+    w = win[1]
+    f = v[w]
+    out = np.empty(inter.size)
+    a = 0.0
+    for i in range(inter.size):
+        a += inter[i]
+        start = f if f > a else a
+        out[i] = start - a
+        w, f = _tree_replace(v, win, L, w, start + service[i])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# replica draws, a chunk at a time (a tight sampling loop, then a tight queue loop)
+CHUNK = 1024
+
+
+_EMPTY_STATE = np.zeros(0, np.uint64)
+_EMPTY_F = np.zeros(0)
+_EMPTY_I = np.zeros(0, np.int64)
+#: ``walk`` of a law without a phase-type form: no tables
+NO_WALK = (_EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_I, _EMPTY_I)
+
+
+@njit(cache=True)
+def fill_order_stats(r, q, code, p, service, work, rng, st, walk):
     """service[i] = S_{q:r} and work[i] = Σ_j min(X_j, S_{q:r}) (host-time computing) for every i.
 
-    exp_rate > 0: exponential replicas; by memorylessness S = Σ_{k<q} E_k/((r−k)μ) and the computing time is
-    Σ_{k<q} E_k/μ (stage k has r−k live replicas), q draws instead of r.
-    ph_table non-empty: a phase-type replica law (m phases; row i = [total rate ν_i, cumulative probabilities
-    of moving to phases 0..m−1], exit the remainder; ph_start = cumulative α): the r replicas draw their
-    initial phases, then the occupancy counts walk the lumped chain of S_{q:r} (the phase of the next
-    transition ∝ c_i ν_i) until the q-th exit; exact by exchangeability, and no per-replica calls.
-    Otherwise: r draws of the law (code, p) through ``sample_law`` and the q-th smallest by partial selection.
+    ``walk`` non-empty (a phase-type replica law: exponential, Erlang, hyperexponential, phase-type): the
+    alias tables (:func:`sojourn.core.ph_walk.walk_tables`) of the lumped PH(β_{q:r}, B_{q:r}) with the live
+    replicas of each phase as its reward, so one walk of the lumped chain gives S_{q:r} and the computing time
+    at once (exact: the lumped chain is S_{q:r}'s own, by exchangeability); drawn from the inline SFC64 state
+    ``st`` (:mod:`sojourn.core.sfc64`). Exponential replicas walk r, r−1, …, r−q+1 live replicas with a single
+    successor each: q exponential draws, no uniforms.
+    Otherwise: r draws of the law (code, p) from ``rng`` through ``sample_law`` and the q-th smallest by
+    partial selection.
     """
     m = service.size
-    if exp_rate > 0.0:
-        inv = np.empty(q)
-        for k in range(q):
-            inv[k] = 1.0 / ((r - k) * exp_rate)
-        for i in range(m):
-            s = 0.0
-            w = 0.0
-            for k in range(q):
-                e = rng.standard_exponential()
-                s += e * inv[k]
-                w += e
-            service[i] = s
-            work[i] = w / exp_rate
-        return
-    mp = ph_table.shape[0]
-    if mp > 0:
-        cnt = np.zeros(mp, np.int64)
-        for i in range(m):
-            cnt[:] = 0
-            for j in range(r):
-                u = rng.random()
-                k = 0
-                while k < mp - 1 and u >= ph_start[k]:
-                    k += 1
-                cnt[k] += 1
-            live = r
-            s = 0.0
-            w = 0.0
-            while live > r - q:
-                tot = 0.0
-                for k in range(mp):
-                    tot += cnt[k] * ph_table[k, 0]
-                d = rng.standard_exponential() / tot
-                s += d
-                w += d * live
-                u = rng.random() * tot
-                k = 0
-                acc = cnt[0] * ph_table[0, 0]
-                while k < mp - 1 and u >= acc:
-                    k += 1
-                    acc += cnt[k] * ph_table[k, 0]
-                u = rng.random()
-                dest = 0
-                while dest < mp and u >= ph_table[k, 1 + dest]:
-                    dest += 1
-                cnt[k] -= 1
-                if dest >= mp:
-                    live -= 1
-                else:
-                    cnt[dest] += 1
-            service[i] = s
-            work[i] = w
+    if walk[0].size > 0:
+        st_thr, st_own, st_alias, inv_rate, reward, offset, size, thr, own, ali = walk
+        ph_fill(service, work, st, st_thr, st_own, st_alias, inv_rate, reward, offset, size, thr, own, ali)
         return
     x = np.empty(r)
     y = np.empty(r)
@@ -239,33 +265,24 @@ def fill_order_stats(r, q, code, p, exp_rate, service, work, rng, ph_table=np.ze
         service[i] = s
         work[i] = w
 
-
-def ph_tables(alpha, T):
-    """(table, start) for :func:`fill_order_stats` from a PH law (α, T) without atom."""
-    alpha, T = np.asarray(alpha, float), np.asarray(T, float)
-    m = alpha.size
-    table = np.zeros((m, m + 1))
-    for i in range(m):
-        nu = -T[i, i]
-        table[i, 0] = nu
-        table[i, 1:] = np.cumsum(np.where(np.arange(m) == i, 0.0, T[i] / nu))
-    return table, np.cumsum(alpha)
-
-
 # ---------------------------------------------------------------------------------------------
 # the streaming kernels (local scalar accumulators: arrays written every step would be reloaded)
 @njit(cache=True)
-def run_split_merge(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, horizon, dt, hist_delay,
-                    hist_latency, rng, ph_table=np.zeros((0, 0)), ph_start=np.zeros(0)):
-    """One split-merge replication; fills the two histograms in place and returns the accumulator (ACC_FIELDS).
+def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, hist_delay, hist_latency, rng,
+                    st=_EMPTY_STATE, walk=NO_WALK):
+    """One split-merge replication on the ⌊n/r⌋ super-servers (winner tree); fills the two histograms in place
+    and returns the accumulator (ACC_FIELDS).
 
+    With ``walk`` (a phase-type replica law, :func:`fill_order_stats`) the inter-arrival times and the replicas
+    draw from the inline SFC64 state ``st`` (:mod:`sojourn.core.sfc64`), otherwise everything from ``rng``.
     held: host-time held by recorded workunits (r·S_{q:r} each); computing: host-time spent computing
     replicas until the q-th result (the r−q others are cancelled then, the q−1 earlier ones idle).
     """
     nb = hist_delay.size
-    ht = np.empty(n + 1)
-    hc = np.empty(n + 1, np.int64)
-    size, pool, pool_t = 0, n, 0.0
+    inline = walk[0].size > 0
+    v, win, L = winner_tree(n // r)
+    w = win[1]
+    f = v[w]
     rec = 0
     over_d = 0
     over_l = 0
@@ -281,15 +298,19 @@ def run_split_merge(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, h
     a = 0.0
     i = 0
     scale = 1.0 / lam
+    inv_dt = 1.0 / dt  # bins as in the JSQ-PS kernels (a multiply: a division per bin cost ~10 % here)
     inter = np.empty(CHUNK)
     svc = np.empty(CHUNK)
     wrk = np.empty(CHUNK)
     c = CHUNK
     while True:
         if c == CHUNK:
-            for k in range(CHUNK):
-                inter[k] = rng.standard_exponential()
-            fill_order_stats(r, q, code, p, exp_rate, svc, wrk, rng, ph_table, ph_start)
+            if inline:
+                fill_standard_exponential(inter, st)
+            else:
+                for k in range(CHUNK):
+                    inter[k] = rng.standard_exponential()
+            fill_order_stats(r, q, code, p, svc, wrk, rng, st, walk)
             c = 0
         a += inter[c] * scale
         if a > horizon:
@@ -297,8 +318,8 @@ def run_split_merge(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, h
         s = svc[c]
         work = wrk[c]
         c += 1
-        start, size, pool, pool_t = _split_merge_take(ht, hc, size, pool, pool_t, a, r)
-        size = _heap_push(ht, hc, size, start + s, r)
+        start = f if f > a else a  # (w, f): the earliest free super-server, from the last update
+        w, f = _tree_replace(v, win, L, w, start + s)
         i += 1
         if i > warm_n and a >= warm_t:
             delay = start - a
@@ -307,12 +328,12 @@ def run_split_merge(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, h
                 first = a
             last = a
             rec += 1
-            b = int(delay / dt)
+            b = int(delay * inv_dt)
             if b < nb:
                 hist_delay[b] += 1
             else:
                 over_d += 1
-            b = int(lat / dt)
+            b = int(lat * inv_dt)
             if b < nb:
                 hist_latency[b] += 1
             else:
@@ -330,8 +351,7 @@ def run_split_merge(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, h
 
 
 @njit(cache=True)
-def run_fork_join(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, horizon, dt, hist_delay,
-                  hist_latency, rng):
+def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, hist_delay, hist_latency, rng):
     """One fork-join-with-cancellation replication (see the module docstring); same outputs as
     :func:`run_split_merge` (held = computing: a host is held exactly while it computes a replica)."""
     nb = hist_delay.size
@@ -354,16 +374,13 @@ def run_fork_join(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, hor
     a = 0.0
     i = 0
     scale = 1.0 / lam
+    inv_dt = 1.0 / dt  # bins as in the JSQ-PS kernels (a multiply: a division per bin cost ~10 % here)
     while True:
         a += rng.exponential(scale)
         if a > horizon:
             break
-        if exp_rate > 0.0:
-            for j in range(r):
-                x[j] = rng.exponential(1.0 / exp_rate)
-        else:
-            for j in range(r):
-                x[j] = sample_law(code, p, rng)
+        for j in range(r):
+            x[j] = sample_law(code, p, rng)
         # the r hosts with the smallest free time (least remaining work): insertion into pick[:r]
         cnt = 0
         for h in range(n):
@@ -411,12 +428,12 @@ def run_fork_join(n, r, q, lam, code, p, exp_rate, warm_n, warm_t, n_record, hor
                 first_a = a
             last_a = a
             rec += 1
-            b = int(delay / dt)
+            b = int(delay * inv_dt)
             if b < nb:
                 hist_delay[b] += 1
             else:
                 over_d += 1
-            b = int(lat / dt)
+            b = int(lat * inv_dt)
             if b < nb:
                 hist_latency[b] += 1
             else:

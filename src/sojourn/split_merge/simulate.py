@@ -7,11 +7,12 @@ length: histograms, sums, sums of squares.
 Run length: ``workunits`` recorded workunits after ``warmup_workunits`` discarded ones, or every workunit
 arriving in [``warmup_time``, ``horizon``]. The Dask unit of a pipeline is :func:`simulate_replication`
 (picklable arguments only); :func:`concat_replications` joins its results. Replication k's random stream
-is ``sojourn.core.seeds.replication_rng(seed, spec, k)``: the same numbers alone, in a batch or on another
+is ``sojourn.core.seeds.replication_rng(seed, spec, k, "sfc64")``: the same numbers alone, in a batch or on another
 worker.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -21,15 +22,19 @@ import xarray as xr
 
 from ..core import precision as _precision
 from ..core import seeds as _seeds
+from ..core import sfc64
 from ..core.replications import concat_replications as _concat
-from ..core.distributions import Exponential
+from ..core.ph_walk import walk_tables
+from ..core.phase_type import lumped_levels
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
 from .model import SplitMerge
-from .order_stats import ph_representation
+from .order_stats import order_statistic_ph, ph_representation
 
 TIME_UNITS = "time units of the replica law"
+#: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
+BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
 DEFAULT_PERCENTILE = 99.0
 
@@ -55,22 +60,36 @@ def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
     return int(workunits), float(horizon_), int(warm_n), float(warm_t), float(dt), float(t_max), nb
 
 
+@functools.lru_cache(maxsize=64)
+def _walk(law, q: int, r: int):
+    """The kernel's alias tables of the lumped S_{q:r} (reward: live replicas per phase), None without a PH form."""
+    lumped = order_statistic_ph(law, q, r)
+    if lumped is None:
+        return None
+    beta, B = lumped
+    m = ph_representation(law)[0].size
+    return walk_tables(beta, B, reward=lumped_levels(m, q, r).astype(float))
+
+
 def _run(spec: SplitMerge, rng, plan) -> dict:
     from . import kernel as K
 
     workunits, horizon, warm_n, warm_t, dt, t_max, nb = plan
     law = spec.replica_law
     code, params = law.kernel_spec()
-    exp_rate = float(law.rate) if isinstance(law, Exponential) else 0.0
     hd = np.zeros(nb, np.int64)
     hl = np.zeros(nb, np.int64)
     args = (spec.hosts, spec.replicas, spec.quorum, spec.arrival_rate, int(code),
-            np.ascontiguousarray(params, np.float64), exp_rate, warm_n, warm_t, workunits, horizon, dt, hd, hl, rng)
+            np.ascontiguousarray(params, np.float64), warm_n, warm_t, workunits, horizon, dt, hd, hl, rng)
     t0 = time.perf_counter()
     if spec.model == "split_merge":
-        rep = ph_representation(law) if exp_rate == 0.0 else None
-        table, start = K.ph_tables(*rep) if rep is not None else (np.zeros((0, 0)), np.zeros(0))
-        acc = K.run_split_merge(*args, table, start)
+        walk = _walk(law, spec.quorum, spec.replicas)
+        if walk is None:
+            acc = K.run_split_merge(*args)
+        else:
+            st = sfc64.state_of(rng.bit_generator)
+            acc = K.run_split_merge(*args, st, walk)
+            sfc64.store_state(rng.bit_generator, st)
     else:
         acc = K.run_fork_join(*args)
     return {"hd": hd, "hl": hl, "acc": acc, "wall_time": time.perf_counter() - t0}
@@ -144,7 +163,7 @@ def _dataset(spec, raws, reps, *, seed, plan) -> xr.Dataset:
         workunits=int(workunits), horizon=float(horizon) if math.isfinite(horizon) else "none",
         warmup_workunits=int(warm_n), warmup_time=float(warm_t), dt=float(dt), t_max=float(t_max), seed=int(seed),
         seed_entropy=json.dumps([str(e) for e in entropy]),
-        seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
+        seed_recipe="numpy.random.SFC64(numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,))); "
                     "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
         histogram_convention="count[i]: value in [t_i, t_i + dt); CDF at right edges P(X < t_i + dt)",
     ))
@@ -162,7 +181,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     dt, t_max
         Histogram bin width and last left edge (t_max a multiple of dt).
     seed, replication_offset
-        Replication k (k = offset … offset + replications − 1) uses ``replication_rng(seed, spec, k)``.
+        Replication k (k = offset … offset + replications − 1) uses ``replication_rng(seed, spec, k, "sfc64")``.
     precision
         A :class:`sojourn.core.precision.Precision` or a dict ``{statistic: mean|percentile|cdf, at: …,
         relative_half_width: 0.05, max_replications: 200}`` on the latency (mean latency; its percentile at
@@ -177,7 +196,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     if precision is None:
         reps = list(range(offset, offset + replications))
-        raws = [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for k in reps]
+        raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan) for k in reps]
         return _dataset(spec, raws, reps, seed=seed, plan=plan)
     from .kernel import ACC_FIELDS
 
@@ -190,7 +209,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         return float(_precision.histogram_statistic(precision, raw["hl"], acc[i_over], edges, mean))
 
     done = _precision.run_replications(
-        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k), plan) for _, k in req],
+        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan) for _, k in req],
         precision=precision, estimate=estimate)[0]
     ds = _dataset(spec, done.results, list(range(done.replications)), seed=seed, plan=plan)
     for name, (dims, values, attrs) in _precision.variables(done.decision, (), precision, TIME_UNITS).items():
