@@ -2,7 +2,7 @@
 # The lowest declared versions (.ci/lowest-versions.txt = pyproject's floors) in a venv of their own, then a
 # subset of the tests that exercises the APIs whose floors matter: config validation (jsonschema, Snakemake's
 # validator), CIs with the BCa bootstrap (scipy), the analytic methods (numpy), the kernels against theory
-# and their golden outputs (numba), netCDF writing, merging and integrity (xarray, netCDF4), the watchdog and
+# and their golden outputs, the inline SFC64 stream and the split-merge kernels (numba), netCDF writing, merging and integrity (xarray, netCDF4), the watchdog and
 # worker plugin (distributed), and one tiny real Snakemake run with figures and report (snakemake,
 # matplotlib). Called by .ci/run; by hand: bash .ci/lowest-versions.sh [VENV_DIR]
 set -euo pipefail
@@ -20,7 +20,9 @@ echo "lowest versions: $("$venv/bin/pip" freeze | grep -i -E "^($(grep -v '^#' .
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 \
     tests/test_config.py tests/test_stats.py tests/test_analytic_api.py tests/test_analytic_methods.py \
     tests/test_simulate_theory.py tests/test_golden.py tests/test_merge.py tests/test_integrity.py \
-    tests/test_compare_streaming.py tests/split_merge/test_split_merge_exact.py \
+    tests/test_compare_streaming.py tests/split_merge/test_split_merge_exact.py tests/test_core_streams.py \
+    "tests/split_merge/test_split_merge_simulation.py::test_streaming_kernel_equals_mgc_on_its_own_draws" \
+    "tests/split_merge/test_split_merge_simulation.py::test_winner_tree_recursion_equals_mgc_and_the_host_level_model" \
     tests/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
     "tests/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
     "tests/test_pipeline.py::test_simulation_file" "tests/test_pipeline.py::test_approximation_file" \
