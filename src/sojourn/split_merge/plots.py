@@ -95,7 +95,8 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     sim, hw = ds["sim_mean_latency"].values, ds["sim_mean_latency_hw"].values
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = 100 * (sim - ex) / ex
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig.subplots_adjust(wspace=0.35)
     vmin, vmax = np.nanmin([np.nanmin(ex) if np.isfinite(ex).any() else np.nan, np.nanmin(sim)]), np.nanmax(
         [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
     from matplotlib.colors import LogNorm
@@ -109,7 +110,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                 v = vals[i, j]
                 txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
                 ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
-        fig.colorbar(im, ax=ax, shrink=0.85)
+        fig.colorbar(im, ax=ax, shrink=0.85, label="mean latency")
         ax.set_title(title, fontsize=10)
     lim = np.nanmax(np.abs(rel)) if np.isfinite(rel).any() else 1.0
     im = axes[2].imshow(rel, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
@@ -119,7 +120,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                 inside = abs(sim[i, j] - ex[i, j]) <= hw[i, j]
                 axes[2].text(j, i, f"{rel[i, j]:+.2f}%\n{'in CI' if inside else 'OUT'}", ha="center", va="center",
                              fontsize=7)
-    fig.colorbar(im, ax=axes[2], shrink=0.85)
+    fig.colorbar(im, ax=axes[2], shrink=0.85, label="relative difference (%)")
     axes[2].set_title("(sim − exact)/exact; exact inside the 99% CI?", fontsize=10)
     for ax in axes:
         ax.set_xticks(range(len(rs)), rs)
