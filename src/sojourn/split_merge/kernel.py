@@ -33,8 +33,6 @@ arrival to the start of the first replica (split-merge: of all r); latency = tim
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
