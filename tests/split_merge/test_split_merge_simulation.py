@@ -134,11 +134,22 @@ def _kernel_draws(law, n, r, q, lam, seed, N):
     from sojourn.core import sfc64
     from sojourn.split_merge.simulate import _walk
 
+    from sojourn.core import ph_walk
+
     code, p = law.kernel_spec()
     walk = _walk(law, q, r)
     rng = np.random.Generator(np.random.SFC64(seed))
     st = sfc64.state_of(rng.bit_generator)
     inter, svc = [], []
+    if walk is not None and ph_walk.path_shape.py_func(walk[0], walk[3], walk[4])[2] >= 0:
+        # closed paths (exponential, hyperexponential): per workunit, its inter-arrival time then its draw
+        e, s, w = np.empty(1), np.empty(1), np.empty(1)
+        for _ in range(N):
+            sfc64.fill_standard_exponential(e, st)
+            ph_walk.fill(s, w, st, *walk)
+            inter.append(e[0] / lam)
+            svc.append(s[0])
+        return np.array(inter), np.array(svc), walk
     while len(inter) < N:
         e = np.empty(K.CHUNK)
         if walk is None:

@@ -65,6 +65,24 @@ def _ziggurat_tables():
 ZIG_K, ZIG_W, ZIG_F = _ziggurat_tables()
 
 
+def _exponential_words() -> float:
+    """Expected words per :func:`standard_exponential` draw, exactly from the tables: an attempt takes one
+    word, a second in the slow branch (a layer's wedge or the base layer's tail); the tail always accepts, a
+    wedge point under e^(−x) with the wedge's mean height of e^(−x) above its floor."""
+    fast = ZIG_K.astype(float) / 2.0**53
+    accept = np.ones(256)
+    for i in range(1, 256):
+        hi = ZIG_W[i] * 2.0**53
+        lo = fast[i] * hi
+        mean_f = (math.exp(-lo) - math.exp(-hi)) / (hi - lo)
+        accept[i] = (mean_f - ZIG_F[i]) / (ZIG_F[i - 1] - ZIG_F[i])
+    return float(np.mean(2.0 - fast) / np.mean(fast + (1.0 - fast) * accept))
+
+
+#: expected words per exponential draw (1.0336: the one-word branch is taken 97.8 % of the time)
+EXPONENTIAL_WORDS = _exponential_words()
+
+
 def state_of(bit_generator) -> np.ndarray:
     """The state of a ``numpy.random.SFC64`` as the ``uint64[4]`` array the kernels step."""
     if not isinstance(bit_generator, np.random.SFC64):
@@ -124,7 +142,7 @@ def _exponential_slow(s, idx, x):
 
 @njit(inline="always")
 def standard_exponential(s):
-    """(an Exp(1) draw by the ziggurat, one word ~98.9 % of the time; the new state)."""
+    """(an Exp(1) draw by the ziggurat, one word 97.8 % of the time, 1.034 on average; the new state)."""
     while True:
         u, s = next_u64(s)
         ri = np.int64(u >> _U3)

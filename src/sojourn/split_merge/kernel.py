@@ -2,8 +2,9 @@
 
 Workunits arrive as a Poisson stream; each needs S_{q:r}, the q-th smallest of r replica times. A replica law
 with a phase-type form (exponential, Erlang, hyperexponential, phase-type) draws S_{q:r} and the replicas'
-computing time in one walk of the lumped PH(β_{q:r}, B_{q:r}) by alias tables (:mod:`sojourn.core.ph_walk`;
-exponential replicas: q exponential draws), from NumPy's SFC64 stream stepped inline
+computing time in one walk of the lumped PH(β_{q:r}, B_{q:r}) by alias tables (:mod:`sojourn.core.ph_walk`:
+exponential and hyperexponential replicas draw a whole path of it at once, one pick and q exponentials, inside
+the queue loop; other phase-type laws a chunk of walks at a time), from NumPy's SFC64 stream stepped inline
 (:mod:`sojourn.core.sfc64`); any other law draws its r replicas through
 :func:`sojourn.core.sampling.sample_law` from a ``numpy.random.Generator`` and takes the q-th smallest.
 
@@ -36,9 +37,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..core.ph_walk import closed_draw, path_shape
 from ..core.ph_walk import fill as ph_fill
 from ..core.sampling import sample_law
-from ..core.sfc64 import fill_standard_exponential
+from ..core.sfc64 import fill_standard_exponential, load, standard_exponential, store
 
 
 # layout of the accumulator returned by run()
@@ -220,8 +222,10 @@ CHUNK = 1024
 _EMPTY_STATE = np.zeros(0, np.uint64)
 _EMPTY_F = np.zeros(0)
 _EMPTY_I = np.zeros(0, np.int64)
+_EMPTY_U = np.zeros(0, np.uint64)
 #: ``walk`` of a law without a phase-type form: no tables
-NO_WALK = (_EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_I, _EMPTY_I)
+NO_WALK = (_EMPTY_U, _EMPTY_I, _EMPTY_I, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I,
+           _EMPTY_U, _EMPTY_I, _EMPTY_I)
 
 
 @njit(cache=True)
@@ -232,15 +236,16 @@ def fill_order_stats(r, q, code, p, service, work, rng, st, walk):
     alias tables (:func:`sojourn.core.ph_walk.walk_tables`) of the lumped PH(β_{q:r}, B_{q:r}) with the live
     replicas of each phase as its reward, so one walk of the lumped chain gives S_{q:r} and the computing time
     at once (exact: the lumped chain is S_{q:r}'s own, by exchangeability); drawn from the inline SFC64 state
-    ``st`` (:mod:`sojourn.core.sfc64`). Exponential replicas walk r, r−1, …, r−q+1 live replicas with a single
-    successor each: q exponential draws, no uniforms.
+    ``st`` (:mod:`sojourn.core.sfc64`). Exponential replicas hold r, r−1, …, r−q+1 live replicas on a
+    single path: q exponential draws, no pick.
     Otherwise: r draws of the law (code, p) from ``rng`` through ``sample_law`` and the q-th smallest by
     partial selection.
     """
     m = service.size
     if walk[0].size > 0:
-        st_thr, st_own, st_alias, inv_rate, reward, offset, size, thr, own, ali = walk
-        ph_fill(service, work, st, st_thr, st_own, st_alias, inv_rate, reward, offset, size, thr, own, ali)
+        p_thr, p_alias, p_off, p_len, p_end, p_inv, p_rew, inv_rate, reward, offset, bits, thr, out, ali = walk
+        ph_fill(service, work, st, p_thr, p_alias, p_off, p_len, p_end, p_inv, p_rew, inv_rate, reward, offset, bits,
+                thr, out, ali)
         return
     x = np.empty(r)
     y = np.empty(r)
@@ -273,6 +278,9 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
 
     With ``walk`` (a phase-type replica law, :func:`fill_order_stats`) the inter-arrival times and the replicas
     draw from the inline SFC64 state ``st`` (:mod:`sojourn.core.sfc64`), otherwise everything from ``rng``.
+    A walk of closed paths (:func:`sojourn.core.ph_walk.path_shape`) draws each workunit in the loop — its
+    inter-arrival time, then :func:`sojourn.core.ph_walk.closed_draw` — so the draws overlap the winner tree's
+    latency (5–10 % faster here than a chunk of draws, then a chunk of queue steps); others a chunk at a time.
     held: host-time held by recorded workunits (r·S_{q:r} each); computing: host-time spent computing
     replicas until the q-th result (the r−q others are cancelled then, the q−1 earlier ones idle).
     """
@@ -301,21 +309,31 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
     svc = np.empty(CHUNK)
     wrk = np.empty(CHUNK)
     c = CHUNK
+    p_thr, p_alias, _, p_len, p_end, p_inv, p_rew = walk[0], walk[1], walk[2], walk[3], walk[4], walk[5], walk[6]
+    mask, pb, closed = path_shape(p_thr, p_len, p_end) if inline else (np.int64(0), np.uint64(0), np.int64(-1))
+    g = load(st) if closed >= 0 else (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
     while True:
-        if c == CHUNK:
-            if inline:
-                fill_standard_exponential(inter, st)
-            else:
-                for k in range(CHUNK):
-                    inter[k] = rng.standard_exponential()
-            fill_order_stats(r, q, code, p, svc, wrk, rng, st, walk)
-            c = 0
-        a += inter[c] * scale
-        if a > horizon:
-            break
-        s = svc[c]
-        work = wrk[c]
-        c += 1
+        if closed >= 0:  # closed paths: draws inline, overlapping the tree's latency (5-10 % here)
+            e, g = standard_exponential(g)
+            a += e * scale
+            if a > horizon:
+                break
+            s, work, g = closed_draw(g, p_thr, p_alias, mask, pb, closed, p_inv, p_rew)
+        else:
+            if c == CHUNK:
+                if inline:
+                    fill_standard_exponential(inter, st)
+                else:
+                    for k in range(CHUNK):
+                        inter[k] = rng.standard_exponential()
+                fill_order_stats(r, q, code, p, svc, wrk, rng, st, walk)
+                c = 0
+            a += inter[c] * scale
+            if a > horizon:
+                break
+            s = svc[c]
+            work = wrk[c]
+            c += 1
         start = f if f > a else a  # (w, f): the earliest free super-server, from the last update
         w, f = _tree_replace(v, win, L, w, start + s)
         i += 1
@@ -345,6 +363,8 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
             comp += work
             if n_record > 0 and rec >= n_record:
                 break
+    if closed >= 0:
+        store(st, g)
     return np.array([rec, over_d, over_l, sd, sdd, sl, sll, mx, held, comp, first, last, i], dtype=np.float64)
 
 
