@@ -128,6 +128,90 @@ def test_winner_tree_recursion_equals_mgc_and_the_host_level_model(c):
     assert (d > 0).mean() > 0.3
 
 
+@pytest.mark.parametrize("n,r,q,load", [(100, 1, 1, 0.9), (100, 3, 2, 0.97), (100, 10, 3, 0.9), (100, 10, 1, 0.3),
+                                         (20, 5, 3, 0.95), (7, 3, 1, 0.8), (5, 5, 5, 0.9), (3, 3, 2, 0.9)])
+def test_fork_join_sorted_window_equals_the_scan(n, r, q, load):
+    """The streaming kernel's fork-join (a sorted window of the n free times; the r least loaded are its first
+    r) gives exactly the delays, latencies and computing of the plain O(n·r) scan for the r least-loaded hosts,
+    with ties (a seventh of the replica times rounded, all hosts free at 0) and long enough runs for the
+    window to wrap to the buffer's start. ``load``: of the n hosts, by the host-time a workunit computes alone."""
+    rng = np.random.default_rng(n * 1000 + r * 10 + q)
+    N = 30_000
+    X = rng.gamma(0.5, 2.0, (N, r))
+    X[::7] = np.round(X[::7], 1)
+    alone = K.fork_join_delays(np.full(N, 1e3), X, n, r, q)[2].mean()
+    inter = rng.exponential(alone / (load * n), N)
+    window = K.fork_join_delays(inter, X, n, r, q)
+    np.testing.assert_array_equal(window, K.fork_join_delays_by_scan(inter, X, n, r, q))
+    assert (window[0] > 0).mean() > (0.2 if load > 0.5 else 0.0)  # replicas do queue
+    # control: the same sequence on one host fewer differs (unless it cannot: n = r)
+    if n > r:
+        assert not np.array_equal(window, K.fork_join_delays(inter, X, n - 1, r, q))
+
+
+@pytest.mark.parametrize("law_text", ["hyperexponential", PH3, "lognormal:sigma=1"])
+def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_text):
+    """run_fork_join's sums and histogram are those of fork_join_delays on the kernel's own draws, on its three
+    draw paths: closed path tables inline (hyperexponential: per workunit its inter-arrival time, then its r
+    replicas), open ones a chunk at a time (PH3: CHUNK inter-arrival times, then CHUNK·r replicas), and the
+    Generator (lognormal)."""
+    from numba import njit
+
+    from sojourn.core import ph_walk, sfc64
+    from sojourn.core.sampling import sample_law
+    from sojourn.split_merge.simulate import _replica_walk
+
+    @njit
+    def generator_draws(rng, N, r, scale, code, p):
+        inter = np.empty(N)
+        X = np.empty((N, r))
+        for i in range(N):
+            inter[i] = rng.exponential(scale)
+            for j in range(r):
+                X[i, j] = sample_law(code, p, rng)
+        return inter, X
+
+    n, r, q, N = 100, 5, 3, 20_000
+    spec = SplitMerge.from_load(n, r, q, 0.95, law_text, model="fork_join")
+    code, p = spec.replica_law.kernel_spec()
+    walk = _replica_walk(spec.replica_law)
+    scale = 1.0 / spec.arrival_rate
+    rng = np.random.Generator(np.random.SFC64(5))
+    st = sfc64.state_of(rng.bit_generator)
+    if walk is None:
+        inter, X = generator_draws(rng, N, r, scale, code, p)
+    elif ph_walk.path_shape.py_func(walk[0], walk[3], walk[4])[2] >= 0:
+        inter, X = np.empty(N), np.empty((N, r))
+        e, w = np.empty(1), np.empty(r)
+        for i in range(N):
+            sfc64.fill_standard_exponential(e, st)
+            ph_walk.fill(X[i], w, st, *walk)
+            inter[i] = e[0] * scale
+    else:
+        chunks = -(-N // K.CHUNK)
+        inter, X = np.empty(chunks * K.CHUNK), np.empty((chunks * K.CHUNK, r))
+        for k in range(chunks):
+            sl = slice(k * K.CHUNK, (k + 1) * K.CHUNK)
+            sfc64.fill_standard_exponential(inter[sl], st)
+            xs, w = np.empty(K.CHUNK * r), np.empty(K.CHUNK * r)
+            ph_walk.fill(xs, w, st, *walk)
+            X[sl] = xs.reshape(K.CHUNK, r)
+        inter, X = inter[:N] * scale, X[:N]
+    ref = K.fork_join_delays(inter, X, n, r, q)
+    dt, nb = 0.01, 3001
+    hd, hl = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
+    rng = np.random.Generator(np.random.SFC64(5))
+    args = (n, r, q, spec.arrival_rate, code, p, 0, 0.0, N, np.inf, dt, hd, hl, rng)
+    acc = K.run_fork_join(*args) if walk is None else K.run_fork_join(*args, sfc64.state_of(rng.bit_generator), walk)
+    fields = dict(zip(K.ACC_FIELDS, acc))
+    assert fields["recorded"] == N
+    assert fields["delay_sum"] == pytest.approx(ref[0].sum(), rel=1e-12)
+    assert fields["latency_sum"] == pytest.approx(ref[1].sum(), rel=1e-12)
+    assert fields["computing"] == pytest.approx(ref[2].sum(), rel=1e-12)
+    np.testing.assert_array_equal(hl, np.bincount(np.minimum((ref[1] * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
+    assert (ref[0] > 0).mean() > 0.05
+
+
 def _kernel_draws(law, n, r, q, lam, seed, N):
     """Reproduce the streaming kernel's draws: per chunk, CHUNK inter-arrival times, then CHUNK workunits'
     (S_{q:r}, computing time) — from the inline SFC64 stream (phase-type laws) or the Generator (others)."""

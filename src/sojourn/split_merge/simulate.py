@@ -71,6 +71,16 @@ def _walk(law, q: int, r: int):
     return walk_tables(beta, B, reward=lumped_levels(m, q, r).astype(float))
 
 
+@functools.lru_cache(maxsize=64)
+def _replica_walk(law):
+    """The kernel's tables of the replica law itself (fork-join runs each replica on its own host), None
+    without a PH form."""
+    rep = ph_representation(law)
+    if rep is None:
+        return None
+    return walk_tables(*rep)
+
+
 def _run(spec: SplitMerge, rng, plan) -> dict:
     from . import kernel as K
 
@@ -83,15 +93,15 @@ def _run(spec: SplitMerge, rng, plan) -> dict:
             np.ascontiguousarray(params, np.float64), warm_n, warm_t, workunits, horizon, dt, hd, hl, rng)
     t0 = time.perf_counter()
     if spec.model == "split_merge":
-        walk = _walk(law, spec.quorum, spec.replicas)
-        if walk is None:
-            acc = K.run_split_merge(*args)
-        else:
-            st = sfc64.state_of(rng.bit_generator)
-            acc = K.run_split_merge(*args, st, walk)
-            sfc64.store_state(rng.bit_generator, st)
+        kernel, walk = K.run_split_merge, _walk(law, spec.quorum, spec.replicas)
     else:
-        acc = K.run_fork_join(*args)
+        kernel, walk = K.run_fork_join, _replica_walk(law)
+    if walk is None:
+        acc = kernel(*args)
+    else:
+        st = sfc64.state_of(rng.bit_generator)
+        acc = kernel(*args, st, walk)
+        sfc64.store_state(rng.bit_generator, st)
     return {"hd": hd, "hl": hl, "acc": acc, "wall_time": time.perf_counter() - t0}
 
 
