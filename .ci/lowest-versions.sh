@@ -23,6 +23,8 @@ echo "lowest versions: $("$venv/bin/pip" freeze | grep -i -E "^($(grep -v '^#' .
     tests/test_compare_streaming.py tests/split_merge/test_split_merge_exact.py tests/test_core_streams.py \
     "tests/split_merge/test_split_merge_simulation.py::test_streaming_kernel_equals_mgc_on_its_own_draws" \
     "tests/split_merge/test_split_merge_simulation.py::test_winner_tree_recursion_equals_mgc_and_the_host_level_model" \
+    "tests/split_merge/test_split_merge_simulation.py::test_fork_join_sorted_window_equals_the_scan" \
+    "tests/split_merge/test_split_merge_simulation.py::test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws" \
     tests/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
     "tests/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
     "tests/test_pipeline.py::test_simulation_file" "tests/test_pipeline.py::test_approximation_file" \
