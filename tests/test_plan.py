@@ -104,7 +104,10 @@ def test_load_at_servers_is_the_same_question_as_its_arrival_rate():
     b = sojourn.plan(load=0.5, servers=4, mean_service="1ms", deadline="10ms", reliability=0.99)
     c = sojourn.plan(2000.0, service_rate="1000/s", deadline=0.010, reliability="99%", unit="ms")
     assert a.servers == b.servers == c.servers
-    assert [r["percentile"] for r in a.rows] == pytest.approx([r["percentile"] for r in c.rows], rel=1e-12)
+    pa, pc = [r["percentile"] for r in a.rows], [r["percentile"] for r in c.rows]
+    assert [x is None for x in pa] == [x is None for x in pc]  # the unstable R have no percentile
+    assert any(x is not None for x in pa)
+    assert [x for x in pa if x is not None] == pytest.approx([x for x in pc if x is not None], rel=1e-12)
     assert any("you run 4 servers" in n for n in b.notes)
 
 
