@@ -18,14 +18,14 @@ python3 -m venv "$venv"
 "$venv/bin/pip" check
 echo "lowest versions: $("$venv/bin/pip" freeze | grep -i -E "^($(grep -v '^#' .ci/lowest-versions.txt | cut -d= -f1 | paste -sd'|'))==" | paste -sd' ')"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 \
-    tests/test_config.py tests/test_stats.py tests/test_analytic_api.py tests/test_analytic_methods.py \
-    tests/test_simulate_theory.py tests/test_golden.py tests/test_merge.py tests/test_integrity.py \
-    tests/test_compare_streaming.py tests/split_merge/test_split_merge_exact.py tests/test_core_streams.py \
+    tests/workflow/test_config.py tests/core/test_stats.py tests/jsq_ps/test_solve_api.py tests/jsq_ps/test_solve_methods.py \
+    tests/jsq_ps/test_simulate_theory.py tests/jsq_ps/test_golden.py tests/core/test_merge.py tests/core/test_integrity.py \
+    tests/jsq_ps/test_compare_streaming.py tests/split_merge/test_split_merge_solve.py tests/core/test_streams.py \
     "tests/split_merge/test_split_merge_simulation.py::test_streaming_kernel_equals_mgc_on_its_own_draws" \
     "tests/split_merge/test_split_merge_simulation.py::test_winner_tree_recursion_equals_mgc_and_the_host_level_model" \
     "tests/split_merge/test_split_merge_simulation.py::test_fork_join_sorted_window_equals_the_scan" \
     "tests/split_merge/test_split_merge_simulation.py::test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws" \
-    tests/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
-    "tests/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
-    "tests/test_pipeline.py::test_simulation_file" "tests/test_pipeline.py::test_approximation_file" \
-    "tests/test_pipeline.py::test_comparison_values" "tests/test_pipeline.py::test_figures_and_report"
+    tests/workflow/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
+    "tests/workflow/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
+    "tests/workflow/test_pipeline.py::test_simulation_file" "tests/workflow/test_pipeline.py::test_approximation_file" \
+    "tests/workflow/test_pipeline.py::test_comparison_values" "tests/workflow/test_pipeline.py::test_figures_and_report"

@@ -1,4 +1,4 @@
-"""Timing and accuracy of the analytic methods (sojourn.jsq_ps.analytic).
+"""Timing and accuracy of the analytic methods (sojourn.jsq_ps.solve).
 
     python benchmarks/approximations.py                 # timing table, R=1..10, rho in {0.1,0.5,0.9}
     python benchmarks/approximations.py --accuracy      # Wasserstein to the exact CDF, R<=4
@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.analytic.methods import Cell
+from sojourn.jsq_ps.solve.methods import Cell
 from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
 
 

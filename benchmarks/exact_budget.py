@@ -7,7 +7,7 @@ Runs ``exact_sojourn_cdf`` (no budget) on the default time grid (t ≤ 182.32, d
 ρ ∈ {0.1, 0.5, 0.8, 0.9, 0.95} plus R = 5, 6 at low load, measures the CPU seconds of the call
 (``time.process_time``: wall time means little on a shared machine), and fits
 
-    seconds ≈ a · K · T̂ + b · S + c      (sojourn.jsq_ps.analytic.budget; S system states, K steps)
+    seconds ≈ a · K · T̂ + b · S + c      (sojourn.jsq_ps.solve.budget; S system states, K steps)
 
 by non-negative least squares on the relative error. Prints the fit and each cell's prediction, and
 appends one JSON line to benchmarks/exact_budget.jsonl. The constants in ``budget.py`` are this fit,
@@ -25,8 +25,8 @@ import numpy as np
 from scipy.optimize import nnls
 
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.analytic import budget
-from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+from sojourn.jsq_ps.solve import budget
+from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 
 CELLS = [(R, rho) for R in (1, 2, 3, 4) for rho in (0.1, 0.5, 0.8, 0.9, 0.95)] + [(5, 0.1), (5, 0.5), (6, 0.3)]
 OUT = Path(__file__).with_name("exact_budget.jsonl")

@@ -3,9 +3,9 @@
     python benchmarks/fault_repeat.py [N=10] [pytest node ids …]
 
 Default selection: the worker-kill, SIGINT, SIGTERM, SIGKILL + --unlock and damaged-file tests through real
-Snakemake (tests/test_faults.py), the repeated worker kills and the no-workers watchdog
-(tests/test_no_hang.py), the damaged-file unit tests (tests/test_integrity.py) and the pipeline-level
-repair (tests/test_pipeline.py::test_damaged_results_are_rebuilt_by_the_next_run). Each round is one pytest
+Snakemake (tests/workflow/test_faults.py), the repeated worker kills and the no-workers watchdog
+(tests/workflow/test_no_hang.py), the damaged-file unit tests (tests/core/test_integrity.py) and the pipeline-level
+repair (tests/workflow/test_pipeline.py::test_damaged_results_are_rebuilt_by_the_next_run). Each round is one pytest
 run (two xdist workers, whole files each, as in CI); the per-test outcome is read from its JUnit XML. Run
 from the repository root with PYTHONPATH=src when testing a working tree.
 """
@@ -20,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["tests/test_faults.py", "tests/test_no_hang.py", "tests/test_integrity.py",
-           "tests/test_pipeline.py::test_damaged_results_are_rebuilt_by_the_next_run"]
+DEFAULT = ["tests/workflow/test_faults.py", "tests/workflow/test_no_hang.py", "tests/core/test_integrity.py",
+           "tests/workflow/test_pipeline.py::test_damaged_results_are_rebuilt_by_the_next_run"]
 
 
 def outcomes(xml_path) -> dict[str, str]:

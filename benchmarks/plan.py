@@ -94,7 +94,7 @@ def exact_costs() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     import numpy as np
 
-    from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
+    from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
     from sojourn.jsq_ps.plan import EXACT_MAX_LOAD
 
     t = np.linspace(0.0, 80.0, 1001)

@@ -3,7 +3,7 @@
 #
 #   munged -> mysqld (MariaDB) -> slurmdbd -> `sacctmgr add cluster` -> slurmctld -> slurmd
 #
-# Used by .ci/run before the test suite (tests/test_slurm.py submits real jobs to it) and by hand:
+# Used by .ci/run before the test suite (tests/workflow/test_slurm.py submits real jobs to it) and by hand:
 #   bash .ci/slurm/up.sh            # start (a second call finds everything running and returns fast)
 #   bash .ci/slurm/up.sh --status   # exit 0 iff every daemon runs and the node answers; starts nothing
 #   bash .ci/slurm/down.sh          # stop the daemons by their pid files

@@ -14,7 +14,7 @@ _LAWS = ("Exponential", "Deterministic", "Uniform", "Erlang", "HyperExponential"
          "Triangular", "PhaseType", "parse_law")
 _EXPORTS = {**{name: "sojourn.core.distributions" for name in _LAWS},
             "JSQPS": "sojourn.jsq_ps.model", "mm_jsq_ps": "sojourn.jsq_ps.model",
-            "simulate": "sojourn.jsq_ps.simulate", "approximate": "sojourn.jsq_ps.analytic.api",
+            "simulate": "sojourn.jsq_ps.simulate", "approximate": "sojourn.jsq_ps.solve.api",
             "plan": "sojourn.jsq_ps.plan"}
 
 __all__ = ["__version__", *_EXPORTS]

@@ -6,7 +6,7 @@ import yaml
 
 from sojourn.restart.files import load_model
 from sojourn.restart.model import JobClass, Network, Queue, model_from_dict, model_from_json
-from sojourn.restart.product_form import solve
+from sojourn.restart.solve import solve
 
 
 def ok_class(**kw):

@@ -16,7 +16,7 @@ from sojourn.core.precision import TARGET_MET
 from sojourn.core.stats import mean_ci
 from sojourn.restart.compare import comparison
 from sojourn.restart.files import load_model
-from sojourn.restart.product_form import solve
+from sojourn.restart.solve import solve
 from sojourn.restart.simulate import simulate, spec_for
 from sojourn.restart.sweep import simulate_sweep
 

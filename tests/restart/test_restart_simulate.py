@@ -11,7 +11,7 @@ from scipy import stats
 from sojourn.core.distributions import Exponential
 from sojourn.restart.files import load_model
 from sojourn.restart.model import Network
-from sojourn.restart.product_form import solve
+from sojourn.restart.solve import solve
 from sojourn.restart.simulate import (SimulationSpec, simulate, simulate_replication, concat_replications,
                                       spec_for, summary)
 
@@ -109,7 +109,7 @@ def test_invalid_simulation_arguments():
 def test_network_with_routing_and_departure_signals_matches_product_form():
     """The kernel's network paths (routing with class change, departures that become signals at another queue)
     against the product form of the non-linear traffic equations, per (queue, class), 99% Bonferroni family."""
-    from test_restart_product_form import gelenbe_network  # the instance checked against the exact CTMC
+    from test_restart_solve import gelenbe_network  # the instance checked against the exact CTMC
 
     net = gelenbe_network()
     pf = solve(net)

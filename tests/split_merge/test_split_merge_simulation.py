@@ -5,7 +5,7 @@ import pytest
 
 from sojourn.core.stats import mean_ci
 from sojourn.split_merge import kernel as K
-from sojourn.split_merge.exact import erlang_c, exact_results
+from sojourn.split_merge.solve import erlang_c, exact_results
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments
 from sojourn.split_merge.simulate import concat_replications, simulate, simulate_replication

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import scipy.linalg
 
-from sojourn.jsq_ps.analytic.gupta import gupta_lambdas
+from sojourn.jsq_ps.solve.gupta import gupta_lambdas
 
 
 def dense_chain(lam, mu, R, L1):

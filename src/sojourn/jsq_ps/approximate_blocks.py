@@ -14,8 +14,8 @@ from ..core.io import TASK_RETRIES, report_progress
 from ..core.io import log_line as _log
 from ..core.io import provenance
 from ..core.timegrid import time_grid
-from .analytic import approximate_all
-from .analytic.guards import describe
+from .solve import approximate_all
+from .solve.guards import describe
 from .model import JSQPS
 from .storage import APPROX_ATTRS, approximation_encoding, select_rho, to_storage
 

@@ -270,7 +270,7 @@ def _check_approximate(args):
 
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
-    from .analytic.api import approximate, summary
+    from .solve.api import approximate, summary
 
     spec = _check_approximate(args)
     hyper = {k: getattr(args, k) for k in ("L1", "L2") if getattr(args, k) is not None}
@@ -283,10 +283,10 @@ def run_approximate(args) -> int:
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "
           f"run_time={float(ds['run_time']):.3f}s")
     if not int(ds["valid"]):
-        from .analytic.guards import describe
+        from .solve.guards import describe
 
         print(f"warning: method {args.method} is not valid at R={spec.servers}, rho={spec.load:g}: "
-              f"{describe(int(ds['validity_reason']))} (sojourn.jsq_ps.analytic.guards); "
+              f"{describe(int(ds['validity_reason']))} (sojourn.jsq_ps.solve.guards); "
               "its numbers are printed as computed, do not rely on them", file=sys.stderr)
     print(f"mean sojourn (integral of 1-F over the grid): {s['mean']:.6g}")
     for p in (0.99, 0.999, 0.9999, 0.99999):

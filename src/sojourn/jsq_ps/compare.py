@@ -70,9 +70,9 @@ import xarray as xr
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
 from ..core.precision import present as replications_present
 from ..core.stats import CI_BOOTSTRAP, CI_T, TAIL_MIN, cdf_at_left_edges, interval, quantile, wasserstein
-from .analytic.guards import ABOVE_ONE as FIT_ABOVE_ONE, BELOW_ZERO as FIT_BELOW_ZERO  # noqa: F401 (API)
-from .analytic.guards import NON_FINITE as FIT_NON_FINITE, NON_MONOTONE as FIT_DECREASING  # noqa: F401
-from .analytic.guards import TOLERANCE as FIT_TOLERANCE, cdf_flags as fit_validity  # noqa: F401
+from .solve.guards import ABOVE_ONE as FIT_ABOVE_ONE, BELOW_ZERO as FIT_BELOW_ZERO  # noqa: F401 (API)
+from .solve.guards import NON_FINITE as FIT_NON_FINITE, NON_MONOTONE as FIT_DECREASING  # noqa: F401
+from .solve.guards import TOLERANCE as FIT_TOLERANCE, cdf_flags as fit_validity  # noqa: F401
 from .naming import label_coords
 
 DEFAULTS = {
@@ -108,7 +108,7 @@ def ties_with_best(mean, low, high, m: int, best: int) -> bool:
 CI_NONE = -1
 
 #: the approximation dataset's own per-(R, rho, approximation) validity verdict (its analytic guards,
-#: :mod:`sojourn.jsq_ps.analytic.guards`), as (variable name, reading → True where valid)
+#: :mod:`sojourn.jsq_ps.solve.guards`), as (variable name, reading → True where valid)
 APPROXIMATION_VALIDITY = (
     ("valid", lambda v: v != 0),     # 1 = valid, 0 = invalid (its reason in validity_reason)
 )

@@ -143,13 +143,13 @@ def blocks(cfg: dict) -> Blocks:
 def methods_for(cfg: dict, R: int) -> list[str]:
     """Methods evaluated at R: the configured ones, at every R. ``exact`` runs on the cells its
     ``approximation.exact_budget`` covers and is NaN, flagged ``over_budget``, on the others
-    (:mod:`sojourn.jsq_ps.analytic.budget`), so every block has the same method axis."""
+    (:mod:`sojourn.jsq_ps.solve.budget`), so every block has the same method axis."""
     return list(cfg["approximation"]["methods"])
 
 
 def exact_budget(cfg: dict) -> dict:
     """The ``approximation.exact_budget`` of the study's config, schema defaults filled in."""
-    from .analytic.budget import DEFAULT_BUDGET
+    from .solve.budget import DEFAULT_BUDGET
 
     return {**DEFAULT_BUDGET, **(cfg["approximation"].get("exact_budget") or {})}
 

@@ -512,19 +512,19 @@ class Planner:
         return t, k
 
     def _cdf(self, method: str, R: int, t):
-        """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.analytic.guards`: 0 = a
+        """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.solve.guards`: 0 = a
         sojourn-time law of a JSQ system). ``exact`` raises ``ExactOverBudget`` beyond :data:`EXACT_SECONDS`."""
         import numpy as np
 
-        from .analytic.guards import validity
+        from .solve.guards import validity
 
         a = self.q.offered
         if method == "exact":
-            from .analytic.exact import exact_sojourn_cdf
+            from .solve.exact import exact_sojourn_cdf
 
             r = exact_sojourn_cdf(a, 1.0, R, t, max_seconds=EXACT_SECONDS)
         else:
-            from .analytic.methods import Cell
+            from .solve.methods import Cell
 
             r = Cell(a, 1.0, R, t).run(method)
         F = np.asarray(r.cdf, dtype=float)
@@ -584,8 +584,8 @@ class Planner:
             return self.evaluated[R]
         import numpy as np
 
-        from .analytic.budget import ExactOverBudget
-        from .analytic.guards import describe
+        from .solve.budget import ExactOverBudget
+        from .solve.guards import describe
 
         t0 = time.perf_counter()
         guess = self.screen(R)[1]
@@ -604,7 +604,7 @@ class Planner:
                 eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
                              table=eng.table, short=f"{eng.method} failed")
                 break
-            if flags:  # sojourn.jsq_ps.analytic.guards: not a sojourn-time law of a JSQ system here
+            if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
                 eng = Engine(SIMULATION, f"{eng.method}'s result fails the analytic guards at R = {R} "
                                          f"(ρ = {self.load(R):.4g}): {describe(flags)}", table=eng.table,
                              short=f"{eng.method} invalid here")

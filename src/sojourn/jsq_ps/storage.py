@@ -7,7 +7,7 @@ import xarray as xr
 
 from ..core.io import read_netcdf
 from ..core.precision import FILL as PRECISION_FILL
-from .analytic.guards import OVER_BUDGET
+from .solve.guards import OVER_BUDGET
 
 
 def select_rho(ds: xr.Dataset, rho: str) -> xr.Dataset:
@@ -80,7 +80,7 @@ APPROX_ATTRS = {
     "L2": ("sum range / truncation level used by the method (-1: not run at this cell)", "1"),
     "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact, -1 = not run at this cell", "1"),
     "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
-    "valid": ("1 = the method's result passed every validity check (sojourn.jsq_ps.analytic.guards)", "1"),
+    "valid": ("1 = the method's result passed every validity check (sojourn.jsq_ps.solve.guards)", "1"),
     "validity_reason": ("why the method's result is invalid: bit mask, 0 = valid (flag_meanings)", "1"),
     "validity_violation": ("largest excursion of the CDF below 0, above 1 or downwards (0 = none)", "1"),
 }

@@ -87,7 +87,7 @@ def _solve(sub):
 
 def run_solve(args) -> int:
     from ..core.io import write_netcdf
-    from .product_form import closed_form, solve
+    from .solve import closed_form, solve
 
     net = _load(args)
     sol = solve(net)
@@ -126,7 +126,7 @@ def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
-    from .product_form import solve
+    from .solve import solve
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
 
     net = _load(args)

@@ -9,7 +9,7 @@ from ..core.timegrid import grid_size
 
 def check_config(cfg: dict) -> None:
     from .files import load_model
-    from .product_form import solve
+    from .solve import solve
     from .grid import restart_rates
 
     from .sweep import precision_for

@@ -32,7 +32,7 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
         raise ValueError(f"model file {p}: not valid YAML ({exc})") from None
     net = model_from_dict(d)
     if check_stable:
-        from .product_form import solve
+        from .solve import solve
 
         solve(net)
     return net

@@ -14,7 +14,7 @@ Gelenbe-type case: non-linear traffic equations), and otherwise leaves.
 
 Everything invalid raises ``ValueError`` naming the field (``queues[q1].classes[c2].service.H[1]``) and
 the allowed range. Stability (Σρ < 1 at every queue) depends on the traffic equations and is checked
-by :func:`sojourn.restart.product_form.solve` (and by :func:`sojourn.restart.files.load_model`).
+by :func:`sojourn.restart.solve.solve` (and by :func:`sojourn.restart.files.load_model`).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The restart-rate question: g* of the product form beside the simulated timeout optimum.
 
-:func:`optimise` computes g* (:func:`sojourn.restart.product_form.optimal_signal_rate`), simulates the
+:func:`optimise` computes g* (:func:`sojourn.restart.solve.optimal_signal_rate`), simulates the
 network at g* under signal semantics and under exponential timeouts of rate g*, and sweeps
 deterministic timeouts τ (a logarithmic grid around 1/g* unless given) to find the τ that minimises
 the mean and the 99th-percentile response time, each with Student-t CIs over replications. The result
@@ -16,7 +16,7 @@ from ..core.io import provenance
 from ..core.stats import TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
-from .product_form import optimal_signal_rate
+from .solve import optimal_signal_rate
 from .simulate import SimulationSpec, simulate
 
 

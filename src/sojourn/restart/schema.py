@@ -3,7 +3,7 @@
 The schema fixes the shape (names, which keys, types, non-negative numbers); the value checks JSON
 schema cannot express (entry vectors summing to 1, H rows summing to at most 1, absorption reachable,
 class names in restart maps, stability) are in :mod:`sojourn.restart.model` and
-:mod:`sojourn.restart.product_form`. ``sojourn restart schema`` prints this schema as YAML.
+:mod:`sojourn.restart.solve`. ``sojourn restart schema`` prints this schema as YAML.
 """
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def _check(spec, horizon, warmup, cooldown, dt, t_max, restart_max):
     grid_size(t_max, dt)
     restart_max = integer_at_least("restart_max", restart_max, 1, allow_float=False)
     if spec.semantics == "signal":
-        from .product_form import solve
+        from .solve import solve
 
         solve(spec.network)  # rejects an unstable network before any compute
     return horizon, warmup, cooldown, float(dt), float(t_max), restart_max

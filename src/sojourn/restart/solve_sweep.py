@@ -6,7 +6,7 @@ import xarray as xr
 
 from ..core.io import provenance, write_netcdf
 from .files import load_model
-from .product_form import optimal_signal_rate, solve
+from .solve import optimal_signal_rate, solve
 from .grid import restart_rates
 
 

@@ -6,7 +6,7 @@ split-merge and fork-join-with-cancellation models), ``best`` (the operator's ra
 ``experiments`` / ``plots`` (the pipeline's experiments), ``cli`` (``sojourn split-merge …``).
 """
 from .best import best
-from .exact import exact_dataset, exact_results
+from .solve import exact_dataset, exact_results
 from .model import SplitMerge
 from .simulate import concat_replications, simulate, simulate_replication
 

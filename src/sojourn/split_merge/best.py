@@ -16,7 +16,7 @@ import xarray as xr
 from ..core.io import provenance
 from ..core.stats import mean_ci
 from ..core.validate import integer_at_least, positive_finite, probability_open
-from .exact import exact_results
+from .solve import exact_results
 from .model import SplitMerge, as_law
 from .order_stats import order_statistic_moments
 from .simulate import simulate

@@ -67,7 +67,7 @@ def _exact(sub):
 def run_exact(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
-    from .exact import exact_dataset
+    from .solve import exact_dataset
 
     spec = _spec(args)
     ps = _percentiles(args.percentiles)
@@ -130,7 +130,7 @@ def run_simulate(args) -> int:
     from ..core.inputs import check_output, in_flag_terms
     from ..core.io import write_netcdf
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
-    from .exact import exact_results
+    from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
 
     spec = _spec(args, args.model)

@@ -31,7 +31,7 @@ from ..core.io import provenance, report_progress, write_netcdf
 from ..core.seeds import spec_hash
 from ..core.stats import cdf_from_histogram, mean_ci, quantile
 from ..core.timegrid import grid_size, time_grid
-from .exact import exact_results
+from .solve import exact_results
 from .model import SplitMerge
 from .simulate import DEFAULT_PERCENTILE, simulate_replication
 

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from ..core import phase_type as ph  # noqa: E402
 from ..core.io import read_netcdf  # noqa: E402
 from ..core.stats import cdf_from_histogram  # noqa: E402
-from .exact import UniformizedSF, mph1_delay_ph  # noqa: E402
+from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
 from .model import SplitMerge  # noqa: E402
 from .order_stats import order_statistic_ph  # noqa: E402
 

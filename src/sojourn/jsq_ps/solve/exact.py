@@ -1,0 +1,433 @@
+"""Exact sojourn-time CDF of M/M/R-JSQ-PS from a tagged-customer absorbing Markov chain.
+
+System state: the multiset of the R server occupancies (a sorted vector; JSQ with uniform
+tie-breaking is symmetric, so the lumped chain is exact). Tagged state: (k, s) with k = customers
+at the tagged server including the tagged one and s the sorted occupancies of the other R−1.
+
+Tagged dynamics (k, s), m = min(k, min s), c = #servers holding m:
+* arrival (rate Λ) joins a least-loaded server uniformly: k → k+1 at Λ·[k=m]/c; one of the
+  others holding m goes up at Λ·#{s_i = m}/c;
+* the tagged customer completes at μ/k (absorption); another customer at its server at μ(k−1)/k;
+* each busy other server completes at μ.
+Initial law (PASTA + JSQ): a Poisson arrival sees the stationary state, joins a least-loaded
+server: k = min+1, s = the state with one minimum removed.
+
+Truncation: occupancy vectors are restricted to min ≤ M−1 and max − min ≤ D (JSQ keeps the
+spread small, so this needs far fewer states than a per-server cap at high load); transitions
+leaving the set are suppressed. M and D are raised until the stationary mass on each boundary is
+< ``eps``; the reported ``truncated_mass`` is that boundary mass. P(T > t) on the whole grid by
+uniformisation, with the Poisson sum cut from its error bound at t_max.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._blas import single_threaded_blas
+from .chain import ChainResult, SortedStates, n_sorted_states, stationary, value_counts
+from .uniformization import poisson_cutoff, poisson_mix
+
+
+def spread_size(M: int, D: int, R: int) -> int:
+    """Number of states of :class:`SpreadStates` (M, D, R) without building them: M·C(D+R−1, R−1)."""
+    return int(M) * (n_sorted_states(int(D) + 1, int(R) - 1) if R > 1 else 1)
+
+
+class SpreadStates:
+    """Sorted R-vectors with min ≤ M−1 and max − min ≤ D, index = min·P + rank(offsets[1:])."""
+
+    def __init__(self, M: int, D: int, R: int):
+        self.M, self.D, self.R = int(M), int(D), int(R)
+        self.off = SortedStates(self.D + 1, max(self.R - 1, 0))
+        self.P = self.off.size
+        base = np.concatenate([np.zeros((self.P, 1), dtype=np.int64), self.off.states], axis=1)[:, : self.R]
+        self.size = self.M * self.P
+        self.states = (np.repeat(np.arange(self.M), self.P)[:, None] + np.tile(base, (self.M, 1))).astype(np.int64)
+
+    def admissible(self, X: np.ndarray) -> np.ndarray:
+        return (X[:, 0] <= self.M - 1) & (X[:, -1] - X[:, 0] <= self.D) & (X[:, 0] >= 0)
+
+    def index(self, X: np.ndarray) -> np.ndarray:
+        """Index of admissible sorted rows X."""
+        if self.R <= 1:
+            return X[:, 0].copy() if self.R == 1 else np.zeros(X.shape[0], dtype=np.int64)
+        m = X[:, 0]
+        return m * self.P + self.off.rank(X[:, 1:] - m[:, None])
+
+
+def system_chain(lam, mu, R, M, D):
+    """Generator of the spread-truncated lumped system chain (same rates as §3.2)."""
+    from scipy import sparse  # here, not at import (see chain.py)
+    S = SpreadStates(M, D, R)
+    X = S.states
+    n = S.size
+    idx = np.arange(n)
+    cnt = value_counts(X)
+    rows, cols, vals = [], [], []
+    for i in range(R):  # departures: first occurrence of v ≥ 1, rate μ·c_v
+        first = X[:, i] >= 1
+        if i > 0:
+            first &= X[:, i] != X[:, i - 1]
+        Y = X[first].copy()
+        Y[:, i] -= 1
+        ok = S.admissible(Y)
+        rows.append(idx[first][ok]); cols.append(S.index(Y[ok])); vals.append(mu * cnt[first, i][ok])
+    Y = X.copy()  # arrival: the last minimum goes up (re-sorted automatically)
+    Y[np.arange(n), cnt[:, 0] - 1] += 1
+    ok = S.admissible(Y)
+    rows.append(idx[ok]); cols.append(S.index(Y[ok])); vals.append(np.full(ok.sum(), lam))
+    Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
+    Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
+    return S, Q.tocsr()
+
+
+def boundary_masses(S: SpreadStates, pi: np.ndarray):
+    X = S.states
+    at_min = float(pi[X[:, 0] == S.M - 1].sum()) if S.M > 1 else 1.0
+    at_spread = float(pi[(X[:, -1] - X[:, 0]) == S.D].sum()) if S.R > 1 else 0.0
+    return at_min, at_spread
+
+
+class TaggedChain:
+    """Transient generator of the tagged-customer chain on (k, sorted others) within the spread set."""
+
+    def __init__(self, lam, mu, R, M, D):
+        self.lam, self.mu, self.R, self.M, self.D = float(lam), float(mu), int(R), int(M), int(D)
+        full = SpreadStates(M, D, R)
+        self.full = full
+        self.others = SpreadStates(M + D + 1, D, R - 1) if R > 1 else None
+        F = full.states
+        ks, Xs = [], []
+        for i in range(R):  # choose which server is the tagged one: first occurrence of each value ≥ 1
+            first = F[:, i] >= 1
+            if i > 0:
+                first &= F[:, i] != F[:, i - 1]
+            ks.append(F[first, i]); Xs.append(np.delete(F[first], i, axis=1))
+        k = np.concatenate(ks)
+        X = np.concatenate(Xs)
+        keys = self._key(k, X)
+        order = np.argsort(keys)
+        self.keys = keys[order]
+        self.k = k[order]
+        self.X = X[order]
+        self.size = self.k.size
+
+    def _key(self, k, X):
+        if self.R == 1:
+            return k.astype(np.int64)
+        return k.astype(np.int64) * self.others.size + self.others.index(X)
+
+    def lookup(self, k, X):
+        """Indices of states (k, X) and a mask of those inside the truncated set."""
+        full = np.sort(np.concatenate([k[:, None], X], axis=1), axis=1)
+        ok = self.full.admissible(full) & (k >= 1)
+        if self.R > 1:
+            ok &= self.others.admissible(X) if X.shape[0] else ok
+        pos = np.zeros(k.size, dtype=np.int64)
+        if ok.any():
+            key = self._key(k[ok], X[ok])
+            p = np.searchsorted(self.keys, key)
+            p = np.minimum(p, self.size - 1)
+            hit = self.keys[p] == key
+            pos_ok = np.where(hit, p, 0)
+            okk = ok.copy()
+            okk[ok] = hit
+            ok = okk
+            pos[np.flatnonzero(okk)] = pos_ok[hit]
+        return pos, ok
+
+    def generator(self):
+        lam, mu, R = self.lam, self.mu, self.R
+        k, X = self.k, self.X
+        n = self.size
+        idx = np.arange(n)
+        rows, cols, vals = [], [], []
+        exit_rate = mu / k  # tagged completion μ/k (absorption)
+
+        def add(mask, k2, X2, rate):
+            pos, ok = self.lookup(k2, X2)
+            rows.append(idx[mask][ok]); cols.append(pos[ok]); vals.append(rate[ok])
+
+        if R > 1:
+            m = np.minimum(k, X[:, 0])
+            cnt_o = (X == m[:, None]).sum(axis=1)
+        else:
+            m = k
+            cnt_o = np.zeros(n, dtype=np.int64)
+        c = (k == m).astype(np.int64) + cnt_o
+        # arrival to the tagged server
+        mask = k == m
+        add(mask, k[mask] + 1, X[mask], lam / c[mask])
+        # arrival to another least-loaded server: its last occurrence of m goes up
+        if R > 1:
+            mask = cnt_o > 0
+            X2 = X[mask].copy()
+            X2[np.arange(X2.shape[0]), cnt_o[mask] - 1] += 1
+            add(mask, k[mask], X2, lam * cnt_o[mask] / c[mask])
+        # another customer at the tagged server leaves: μ(k−1)/k
+        mask = k >= 2
+        add(mask, k[mask] - 1, X[mask], mu * (k[mask] - 1) / k[mask])
+        # other servers: first occurrence of v ≥ 1 goes down at μ·c_v
+        if R > 1:
+            cnt = value_counts(X)
+            for i in range(R - 1):
+                first = X[:, i] >= 1
+                if i > 0:
+                    first &= X[:, i] != X[:, i - 1]
+                X2 = X[first].copy()
+                X2[:, i] -= 1
+                add(first, k[first], X2, mu * cnt[first, i])
+        from scipy import sparse  # here, not at import (see chain.py)
+
+        Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
+        out = np.asarray(Q.sum(axis=1)).ravel() + exit_rate
+        return Q, out
+
+    def initial_law(self, pi: np.ndarray) -> np.ndarray:
+        """PASTA + JSQ: the arrival finding state s joins a minimum: k = min+1, others = s minus one min."""
+        F = self.full.states
+        k0 = F[:, 0] + 1
+        X0 = F[:, 1:]
+        pos, ok = self.lookup(k0, X0)
+        p0 = np.zeros(self.size)
+        np.add.at(p0, pos[ok], pi[ok])
+        lost = float(pi[~ok].sum())
+        return p0, lost
+
+
+@dataclass
+class ExactResult:
+    cdf: np.ndarray
+    M: int
+    D: int
+    n_system_states: int
+    n_tagged_states: int
+    truncated_mass: float
+    run_time: float
+    info: dict = field(default_factory=dict)
+    lambda_n: np.ndarray | None = None  # λ_n, A_n read off the system law (§3.2, §3.4 rules)
+    A_n: np.ndarray | None = None
+
+
+def _target_cap(history, eps):
+    """The cap at which the boundary mass reaches ``eps``, extrapolated on a log scale from the last two
+    of ``history`` [(cap, boundary mass), …] (it decays geometrically in the cap), plus one level of
+    margin; None without two decreasing masses."""
+    if len(history) >= 2:
+        (x1, b1), (x2, b2) = history[-2], history[-1]
+        if 0 < b2 < b1 and x2 > x1:
+            rate = (np.log(b2) - np.log(b1)) / (x2 - x1)
+            return int(np.ceil(x2 + (np.log(eps) - np.log(b2)) / rate)) + 1
+    return None
+
+
+def _next_cap(history, current, eps, grow):
+    """The next cap to solve after ``history``: the extrapolated target (:func:`_target_cap`, verified by
+    the next solve), at most 2·current + 8; otherwise ``grow(current)``."""
+    guess = _target_cap(history, eps)
+    if guess is None:
+        return grow(current)
+    return max(current + 1, min(guess, 2 * current + 8))
+
+
+def _masses(lam, mu, R, M, D):
+    S, Q = system_chain(lam, mu, R, M, D)
+    pi = stationary(Q, levels=S.states.sum(axis=1))
+    return S, pi, *boundary_masses(S, pi)
+
+
+def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000, max_seconds=None, K=None):
+    """(M, D, complete): the caps whose boundary masses are < ``eps``, each from its own search.
+
+    The two masses are close to separable: the min-cap mass depends on M and hardly on D once D ≳ 6
+    (a smaller D only raises it), the spread mass on D once M ≳ 2D. So M is searched first on chains
+    with a small spread cap (≤ 6, at most 20 000 states at M = 8), then D on chains with min cap
+    min(2D + 8, M); each cap is extrapolated from its last two masses (:func:`_next_cap`).
+    ``complete`` is False when the caps need a chain with ``size·R`` (about the tagged chain's size)
+    above ``state_budget`` or, with ``max_seconds`` (and ``K`` uniformised steps), a predicted cost
+    (:func:`sojourn.jsq_ps.solve.budget.predict_seconds`) above it — checked before each solve, so
+    an over-budget cell is given up after small solves; the caps are then the largest within the
+    budget. Given ``M`` or ``D`` are kept."""
+    from .budget import predict_seconds
+
+    def fits(M_, D_):
+        size = spread_size(M_, D_, R)
+        if size * R > state_budget:
+            return False
+        return max_seconds is None or predict_seconds(R, size, K) <= max_seconds
+
+    complete = True
+    if R == 1:
+        D_probe = 0
+    elif D is not None:
+        D_probe = int(D)
+    else:
+        D_probe = 3
+        while D_probe < 6 and spread_size(8, D_probe + 1, R) <= 20_000:
+            D_probe += 1
+    if M is not None:
+        M_ = int(M)
+    else:
+        M_, hist = 8, []
+        while True:
+            b = _masses(lam, mu, R, M_, D_probe)[2]
+            if b < eps:
+                break
+            hist.append((M_, b))
+            nxt = _next_cap(hist, M_, eps, lambda m: m + max(1, m // 2))
+            if not fits(nxt, D_probe):
+                complete = False  # even the smallest spread cap would be over the budget
+                break
+            M_ = nxt
+    if R == 1 or D is not None:
+        D_ = D_probe
+    elif not complete:
+        D_ = D_probe
+    else:
+        D_, hist = 3, []
+        while True:
+            b = _masses(lam, mu, R, min(2 * D_ + 8, max(M_, D_ + 4)), D_)[3]
+            if b < eps:
+                break
+            hist.append((D_, b))
+            nxt = min(_next_cap(hist, D_, eps, lambda d: d + max(1, d // 3)), D_ + max(2, D_ // 2))
+            if not fits(M_, nxt):
+                complete = False
+                break
+            D_ = nxt
+    if not complete:
+        while M_ > 2 and not fits(M_, D_):
+            M_ -= max(1, M_ // 8)
+    return M_, D_, complete
+
+
+def choose_truncation(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000):
+    """(S, π, boundary mass at the min cap, at the spread cap) of the system chain truncated at the caps of
+    :func:`truncation_caps`, verified: a cap whose mass is still ≥ ``eps`` (the masses are only nearly
+    separable) is raised and the chain solved again, within ``state_budget``."""
+    M_, D_, _ = truncation_caps(lam, mu, R, eps, M, D, state_budget)
+    while True:
+        S, pi, b_min, b_spread = _masses(lam, mu, R, M_, D_)
+        grow_M = M is None and b_min >= eps
+        grow_D = D is None and R > 1 and b_spread >= eps
+        M2 = M_ + max(1, M_ // 8) if grow_M else M_
+        D2 = D_ + 1 if grow_D else D_
+        if not (grow_M or grow_D) or spread_size(M2, D2, R) * R > state_budget:
+            return S, pi, b_min, b_spread
+        M_, D_ = M2, D2
+
+
+def per_server_rates(S, pi, arrival_rate, size=None):
+    """(λ_n, A_n, P(a_1 = n)) of a lumped system law π on sorted states ``S`` (§3.2, §3.4 read-off rules):
+    A_n = P(min = n), λ_n = Λ·P(min = n)/E[#servers holding n] (0 where either is 0)."""
+    X = S.states
+    top = int(X.max()) + 1 if size is None else int(size)
+    A = np.bincount(X[:, 0], weights=pi, minlength=top)
+    cnt = sum(np.bincount(X[:, j], weights=pi, minlength=top) for j in range(X.shape[1]))
+    lam = np.where((A > 0) & (cnt > 0), float(arrival_rate) * A / np.where(cnt > 0, cnt, 1), 0.0)
+    return lam, A, cnt / X.shape[1]
+
+
+def spread_chain(arrival_rate, service_rate, servers, eps=1e-10, state_budget=60_000) -> ChainResult:
+    """The §3.2 whole-system chain on the spread truncation (min ≤ M−1, max − min ≤ D), with M and D
+    raised until both boundary masses are < ``eps`` or the chain would exceed ``state_budget`` states.
+
+    The same chain as :func:`sojourn.jsq_ps.solve.chain.solve_chain` with a different cut: JSQ keeps
+    the servers within a few customers of each other, so at high load this holds the mass of a per-server
+    cap of thousands (R = 3, ρ = 0.97: boundary mass 1e-9 with 35 000 states, against 2e-3 with a
+    per-server cap at 20 000). ``L1`` of the result is M + D (occupancies 0..M+D−1); A_n = 0 for n ≥ M.
+    """
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, state_budget=int(state_budget) * R)
+    L = S.M + S.D
+    rates, A, occ = per_server_rates(S, pi, lam, size=L)
+    return ChainResult(L, rates, A, occ, b_min + b_spread, S.size, S, pi)
+
+
+def exact_plan(arrival_rate, service_rate, servers, t_max, eps=1e-10, state_budget=400_000, max_seconds=None,
+               M=None, D=None, poisson_eps=1e-13) -> dict:
+    """Whether ``exact`` fits its budget on this cell, decided from small solves only
+    (:mod:`sojourn.jsq_ps.solve.budget`): the caps M, D, the system states S, the uniformised steps
+    K, the predicted CPU seconds, ``fits`` and, if not, the ``reason``."""
+    from .budget import predict_seconds
+
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    K = poisson_cutoff((lam + R * mu) * float(t_max), poisson_eps)  # q = Λ + Rμ: every server busy
+    with single_threaded_blas():
+        M_, D_, complete = truncation_caps(lam, mu, R, eps, M, D, state_budget, max_seconds, K)
+    size = spread_size(M_, D_, R)
+    pred = predict_seconds(R, size, K)
+    plan = {"M": M_, "D": D_, "system_states": size, "poisson_terms": K, "predicted_seconds": pred,
+            "max_seconds": max_seconds, "max_states": int(state_budget), "fits": True, "reason": ""}
+    if not complete:
+        plan.update(fits=False, reason=f"over budget: no truncation within {state_budget} states (system states x R)"
+                                       + ("" if max_seconds is None else f" and {max_seconds:g} s predicted")
+                                       + f" reaches boundary mass {eps:g}")
+    elif max_seconds is not None and pred > max_seconds:
+        plan.update(fits=False, reason=f"over budget: predicted {pred:.1f} s > {max_seconds:g} s "
+                                       f"({size} system states, {K} steps)")
+    return plan
+
+
+def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None, D=None,
+                      state_budget=400_000, poisson_eps=1e-13, max_seconds=None, system=None) -> ExactResult:
+    """P(T ≤ t) for M/M/R-JSQ-PS (tagged-customer chain), for every t; see the module docstring.
+
+    ``max_seconds`` (budget mode, :mod:`sojourn.jsq_ps.solve.budget`): raise
+    :class:`~sojourn.jsq_ps.solve.budget.ExactOverBudget` before the costly part if the truncation
+    cannot reach ``eps`` within ``state_budget`` or the predicted CPU seconds exceed ``max_seconds``
+    (without it, a truncation capped by ``state_budget`` is used and its mass reported).
+    ``system``: a solved spread chain (``ChainResult`` of :func:`spread_chain`) to reuse when its boundary
+    mass is below ``eps`` (the corrected chain methods solve the same chain)."""
+    from .budget import ExactOverBudget, predict_seconds
+
+    t0 = time.perf_counter()
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    t = np.asarray(t, dtype=float)
+    t_max = float(t.max()) if t.size else 0.0
+    with single_threaded_blas():
+        reuse = (system is not None and M is None and D is None and isinstance(system.states, SpreadStates)
+                 and system.boundary_mass < eps and system.n_states * R <= state_budget)
+        if reuse:
+            S, pi = system.states, system.pi
+            b_min, b_spread = boundary_masses(S, pi)
+            if max_seconds is not None:  # the budget applies whatever solved the system chain
+                K = poisson_cutoff((lam + R * mu) * t_max, poisson_eps)
+                plan = {"M": S.M, "D": S.D, "system_states": S.size, "poisson_terms": K, "max_seconds": max_seconds,
+                        "predicted_seconds": predict_seconds(R, S.size, K), "max_states": int(state_budget),
+                        "fits": True, "reason": ""}
+                if plan["predicted_seconds"] > max_seconds:
+                    plan.update(fits=False, reason=f"over budget: predicted {plan['predicted_seconds']:.1f} s > "
+                                                   f"{max_seconds:g} s ({S.size} system states, {K} steps)")
+                    raise ExactOverBudget(plan["reason"], plan)
+        elif max_seconds is not None:
+            plan = exact_plan(lam, mu, R, t_max, eps, state_budget, max_seconds, M, D, poisson_eps)
+            if not plan["fits"]:
+                raise ExactOverBudget(plan["reason"], plan)
+            S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, plan["M"], plan["D"], state_budget)
+        else:
+            S, pi, b_min, b_spread = choose_truncation(lam, mu, R, eps, M, D, state_budget)
+        t_truncation = time.perf_counter() - t0
+        tc = TaggedChain(lam, mu, R, S.M, S.D)
+        Qoff, out = tc.generator()
+        p0, lost = tc.initial_law(pi)
+        q = float(out.max())
+        PT = (Qoff.T / q).tocsr()  # P = I + Q/q, applied to row vectors: v ← v − v·out/q + v·Qoff/q
+        stay = 1.0 - out / q
+        K = poisson_cutoff(q * t_max, poisson_eps)
+        g = np.empty(K)
+        v = p0.copy()
+        g[0] = v.sum()
+        for j in range(1, K):
+            v = stay * v + PT @ v
+            g[j] = v.sum()
+        sf = poisson_mix(q, t, g)
+    cdf = 1.0 - sf
+    lam_n, A_n, _ = per_server_rates(S, pi, lam)
+    info = {"boundary_mass_min": b_min, "boundary_mass_spread": b_spread, "initial_mass_lost": lost,
+            "uniformization_rate": q, "poisson_terms": K, "transitions": int(PT.nnz),
+            "truncation_time": t_truncation, "shared_system_chain": int(reuse)}
+    return ExactResult(cdf, S.M, S.D, S.size, tc.size, b_min + b_spread + lost, time.perf_counter() - t0, info,
+                       lam_n, A_n)

@@ -1,0 +1,119 @@
+"""Sealed result files (sha256 sidecars): damage is detected, damaged cache entries are recomputed, files get
+the umask's permissions. Pipeline-level repair (damaged blocks and merged files rebuilt by the next run) is in
+tests/workflow/test_pipeline.py."""
+from __future__ import annotations
+
+import io
+import os
+import stat
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+from sojourn.core import integrity
+from sojourn.core.cache import cached_cells, store_block
+from sojourn.core.io import read_netcdf, write_netcdf
+
+
+def _ds(n=5, value=0):
+    return xr.Dataset({"x": ("a", np.arange(n) + value)}, coords={"a": np.arange(n)},
+                      attrs={"cell_keys": '{"0.50": "k"}', "cell_attrs": "{}"})
+
+
+def _damage(path, how):
+    path = str(path)
+    if how == "truncated":
+        os.truncate(path, os.path.getsize(path) // 3)
+    elif how == "garbage":
+        with open(path, "wb") as fh:
+            fh.write(np.random.default_rng(0).bytes(4096))
+    elif how == "altered":  # still a readable netCDF file, one value changed in place
+        with netCDF4.Dataset(path, "a") as nc:
+            v = nc.variables["x"]
+            v[0] = v[0] + 1
+    else:
+        raise ValueError(how)
+
+
+def test_written_files_are_sealed_and_check_ok(tmp_path):
+    p = write_netcdf(_ds(), tmp_path / "a.nc")
+    assert integrity.sidecar(p).is_file()
+    assert integrity.check(p) == "ok"
+    read_netcdf(p)  # reading changes nothing
+    assert integrity.check(p) == "ok"
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "altered"])
+def test_damage_is_detected(tmp_path, how):
+    p = write_netcdf(_ds(), tmp_path / "a.nc")
+    _damage(p, how)
+    reason = integrity.check(p)
+    assert reason.startswith("sha256 ") and "differs" in reason
+
+
+def test_unsealed_and_missing(tmp_path):
+    p = tmp_path / "hand.nc"
+    _ds().to_netcdf(p)
+    assert integrity.check(p) == "unsealed"
+    q = write_netcdf(_ds(), tmp_path / "gone.nc")
+    q.unlink()
+    assert integrity.check(q) == "missing"
+
+
+def test_scan_moves_damaged_files_aside_and_leaves_the_rest(tmp_path):
+    good = write_netcdf(_ds(), tmp_path / "blocks" / "good.nc")
+    bad = write_netcdf(_ds(), tmp_path / "blocks" / "bad.nc")
+    cached = write_netcdf(_ds(), tmp_path / "cache" / "c.nc")
+    _damage(bad, "altered")
+    _damage(cached, "garbage")  # the cache is checked when used, not by the scan
+    assert [p for p, _ in integrity.scan(tmp_path, move=False)] == [bad]
+    assert bad.exists()  # move=False only reports
+    found = integrity.scan(tmp_path)
+    assert [p for p, _ in found] == [bad]
+    assert not bad.exists() and (tmp_path / "blocks" / "bad.nc.damaged").exists()
+    assert not integrity.sidecar(bad).exists()
+    assert good.exists() and integrity.check(good) == "ok" and cached.exists()
+    assert integrity.scan(tmp_path) == []
+
+
+def _select(ds, label):
+    return ds
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "altered", "unsealed"])
+def test_damaged_cache_entries_are_reported_removed_and_not_used(tmp_path, how):
+    cache = tmp_path / "cache"
+    store_block(_ds(), cache, "key", tmp_path / "block.nc", None)
+    entry = cache / "key.nc"
+    assert cached_cells(cache, {"0.50": "k"}, _select).keys() == {"0.50"}  # intact: used
+    if how == "unsealed":
+        integrity.sidecar(entry).unlink()
+    else:
+        _damage(entry, how)
+    log = io.StringIO()
+    assert cached_cells(cache, {"0.50": "k"}, _select, log=log) == {}
+    assert f"cache entry {entry} not used" in log.getvalue() and "recomputed" in log.getvalue()
+    assert not entry.exists()
+    assert integrity.check(tmp_path / "block.nc") == "ok"  # the block is a copy: untouched
+
+
+def test_block_and_cache_never_share_an_inode(tmp_path):
+    store_block(_ds(), tmp_path / "cache", "key", tmp_path / "block.nc", None)
+    a, b = os.stat(tmp_path / "cache" / "key.nc"), os.stat(tmp_path / "block.nc")
+    assert (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) and a.st_nlink == b.st_nlink == 1
+    _damage(tmp_path / "block.nc", "truncated")
+    assert integrity.check(tmp_path / "cache" / "key.nc") == "ok"
+
+
+def test_files_honour_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        for p in (write_netcdf(_ds(), tmp_path / "a.nc"), integrity.sidecar(tmp_path / "a.nc")):
+            assert stat.S_IMODE(os.stat(p).st_mode) == 0o644, p
+        os.umask(0o027)
+        p = write_netcdf(_ds(), tmp_path / "b.nc")
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o640
+    finally:
+        os.umask(old)

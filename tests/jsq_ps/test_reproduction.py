@@ -1,0 +1,279 @@
+"""sojourn.jsq_ps.reproduction: the paper's §6 tables side by side with ours (reference jsq_ps_methods.md §6).
+
+A synthetic comparison dataset with hand-set Wasserstein distances and percentile errors checks the
+selection and agreement logic cell by cell; a real one from tiny simulations checks the whole path
+(compare → reproduce → files)."""
+from __future__ import annotations
+
+import docutils.core
+import docutils.utils
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from sojourn.core.io import read_netcdf
+from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.solve import approximate_all
+from sojourn.jsq_ps.compare import compare
+from sojourn.jsq_ps.model import JSQPS
+from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, FIGURE_STEMS, SAME, TIE, largest_disagreements,
+                                         paper_best_map, paper_tables, report_html, report_text, reproduce,
+                                         write_reproduction)
+from sojourn.jsq_ps.simulate import simulate
+
+METHODS = ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact"]
+RS = [1, 3, 10]
+RHOS = [0.1, 0.333, 0.5, 0.9]
+PCTS = [99.0, 99.9, 99.99, 99.999]
+NK = 4
+
+
+def _synthetic():
+    """A comparison-shaped dataset: every W = 1 ± 0.05 (CI), percentile errors 5 ± 1; the cells below
+    are then set by hand."""
+    S, NR, NP, NM, NQ = 1, len(RS), len(RHOS), len(METHODS), len(PCTS)
+    Wm = np.full((S, NR, NP, NM), 1.0)
+    E = np.full((S, NR, NP, NM, NQ), 5.0)
+    Q = np.full((S, NR, NP, NM, NQ), 0.5)
+    fit = np.zeros((NR, NP, NM), np.int8)
+    sim = np.broadcast_to(np.array([20.0, 21.0, 22.0, 23.0])[None, None, None, :, None], (S, NR, NP, NK, NQ)).copy()
+    m = {x: i for i, x in enumerate(METHODS)}
+    r = {x: i for i, x in enumerate(RS)}
+    p = {x: i for i, x in enumerate(RHOS)}
+    # (R=3, rho=0.5): the paper says D (best.csv); ours D as well -> same letter
+    Wm[0, r[3], p[0.5], m["D"]] = 0.5
+    # (R=10, rho=0.9): the paper says C; ours B, C's CI [0.55, 0.65] overlaps B's [0.45, 0.55]... tie
+    Wm[0, r[10], p[0.9], m["B"]] = 0.5
+    Wm[0, r[10], p[0.9], m["C"]] = 0.6
+    # a corrected method better than every faithful one: must not change the faithful best or its ties
+    Wm[0, r[10], p[0.9], m["A*"]] = 0.1
+    # (R=1, rho=0.9): the paper says B; ours D, B's CI far above -> disagreement, gap 0.8
+    Wm[0, r[1], p[0.9], m["D"]] = 0.2
+    Wm[0, r[1], p[0.9], m["B"]] = 1.0
+    # (R=3, rho=0.9): the paper says D; D has the smallest W but is fit_invalid -> never best, disagreement
+    Wm[0, r[3], p[0.9], m["D"]] = 0.01
+    Wm[0, r[3], p[0.9], m["E"]] = 0.3
+    fit[r[3], p[0.9], m["D"]] = 4
+    # (R=1, rho=0.5): nothing computed -> absent everywhere
+    Wm[0, r[1], p[0.5], :] = np.nan
+    E[0, r[1], p[0.5]] = np.nan
+    Q[0, r[1], p[0.5]] = np.nan
+    sim[0, r[1], p[0.5]] = np.nan
+    # exact only at R = 1
+    Wm[0, r[3]:, :, m["exact"]] = np.nan
+    E[0, r[3]:, :, m["exact"]] = np.nan
+    Q[0, r[3]:, :, m["exact"]] = np.nan
+    # 99.99th at (R=10, rho=0.5): F has the smallest |error| among A–F (−1.5), A* among the corrected (1.0);
+    # C's |error| is smaller still but C is fit_invalid there
+    q = PCTS.index(99.99)
+    E[0, r[10], p[0.5], m["F"], q] = -1.5
+    E[0, r[10], p[0.5], m["A*"], q] = 1.0
+    E[0, r[10], p[0.5], m["C"], q] = 0.01
+    fit[r[10], p[0.5], m["C"]] = 1
+    # relative error of the best-by-W method at (R=3, rho=0.5): D (set above) -> −0.2
+    Q[0, r[3], p[0.5], m["D"], :] = -0.2
+    dims4 = ("service", "R", "rho", "approximation")
+    dq = dims4 + ("percentile",)
+    return xr.Dataset(
+        {"wasserstein_mean": (dims4, Wm), "wasserstein_ci_low": (dims4, Wm - 0.05),
+         "wasserstein_ci_high": (dims4, Wm + 0.05),
+         "percentile_error_mean": (dq, E), "percentile_error_ci_low": (dq, E - 1.0),
+         "percentile_error_ci_high": (dq, E + 1.0),
+         "relative_percentile_error_mean": (dq, Q), "relative_percentile_error_ci_low": (dq, Q - 0.1),
+         "relative_percentile_error_ci_high": (dq, Q + 0.1),
+         "fit_invalid": (("R", "rho", "approximation"), fit),
+         "sim_percentile": (("service", "R", "rho", "replication", "percentile"), sim)},
+        coords={"service": ["exponential"], "R": RS, "rho": RHOS, "approximation": METHODS,
+                "replication": np.arange(NK), "percentile": PCTS})
+
+
+@pytest.fixture(scope="module")
+def rep():
+    return reproduce(_synthetic())
+
+
+def test_published_numbers_are_carried_exactly(rep):
+    path = __import__("sojourn.jsq_ps", fromlist=["x"]).__path__[0] + "/data/paper_tables.csv"
+    csv = pd.read_csv(path, comment="#")
+    assert len(csv) == 40 + 40 + 84 + 28
+    for row in csv.itertuples(index=False):
+        if row.table in ("6.1", "6.2"):
+            sel = {"pct_percentile": row.percentile, "pct_rho": row.rho, "pct_R": row.R}
+            assert rep["paper_percentile_error"].sel(sel).item() == row.value
+            assert rep["paper_percentile_method"].sel(sel).item() == ("" if pd.isna(row.method) else row.method)
+        elif row.table == "6.3":
+            sel = {"rel_percentile": row.percentile, "rel_rho": row.rho, "rel_R": row.R}
+            assert rep["paper_relative_error"].sel(sel).item() == row.value
+        else:
+            assert rep["paper_sim_percentile_9999"].sel(rel_rho=row.rho, rel_R=row.R).item() == row.value
+    # spot checks against the notes' tables (§6.1, §6.2, §6.3) themselves
+    p = paper_tables()
+    assert set(np.unique(p["pct_method"].values)) <= set("ABCDEF")  # every letter known
+    assert p["pct_method"].sel(pct_percentile=99.99, pct_rho=0.9, pct_R=3).item() == "D"
+    assert p["pct_error"].sel(pct_percentile=99.99, pct_rho=0.85, pct_R=1).item() == -56.60
+    assert p["pct_method"].sel(pct_percentile=99.99, pct_rho=0.85, pct_R=1).item() == "D"
+    assert p["pct_error"].sel(pct_percentile=99.99, pct_rho=0.5, pct_R=10).item() == 1.78  # the abstract's 1.78
+    assert p["pct_error"].sel(pct_percentile=99.999, pct_rho=0.5, pct_R=1).item() == -4.70  # OJCOMS "< 4.7"
+    assert p["rel_error"].sel(rel_percentile=99.99, rel_rho=0.8, rel_R=1).item() == 0.24
+    assert p["sim_p9999"].sel(rel_rho=0.8, rel_R=1).item() == 104.95
+
+
+def test_paper_best_map_matches_the_notes_summary():
+    """990 cells; the §6.4 summary of the notes (an independent description of best.csv)."""
+    b = paper_best_map()
+    assert len(b) == 990 and set(b.values()) == set("BCDEF")
+    assert all(b[(1, r / 100)] == "F" for r in range(12, 28))
+    assert all(b[(1, r / 100)] == "D" for r in range(28, 51))
+    assert all(b[(1, r / 100)] == "F" for r in range(51, 77))
+    assert b[(1, 0.88)] == "F" and b[(1, 0.95)] == "C"
+    assert all(b[(1, r / 100)] == "B" for r in range(89, 100) if r != 95)
+    assert all(b[(2, r / 100)] == "D" for r in range(1, 71)) and b[(2, 0.71)] == "C" and b[(2, 0.72)] == "D"
+    assert all(b[(2, r / 100)] == "E" for r in range(96, 100))
+    for R, lo, hi in ((3, 76, 78), (4, 77, 80), (8, 57, 60), (9, 56, 61), (10, 64, 71)):  # the B bands
+        assert all(b[(R, r / 100)] == "B" for r in range(lo, hi + 1)), R
+    assert all(b[(R, r / 100)] == "E" for R in range(3, 11) for r in range(96, 100))
+
+
+def test_shapes_and_absent_cells(rep):
+    assert rep.sizes == {"family": 3, "pct_percentile": 2, "pct_rho": 8, "pct_R": 5, "rel_percentile": 3,
+                         "rel_rho": 7, "rel_R": 4, "R": 3, "rho": 4}
+    assert rep["family"].values.tolist() == ["faithful", "corrected", "exact"]
+    pe = rep["percentile_error"]
+    # R = 5, 7 and rho = .25, .75, .85, .95, .99 are not in the run: NaN, not an error
+    assert pe.sel(pct_R=[5, 7]).isnull().all() and pe.sel(pct_rho=[0.25, 0.75, 0.85, 0.95, 0.99]).isnull().all()
+    assert pe.sel(pct_R=1, pct_rho=0.5).isnull().all()  # present in the grid, nothing computed
+    assert pe.sel(family="exact", pct_R=[3, 10]).isnull().all() and pe.sel(family="exact", pct_R=1, pct_rho=0.1).notnull().all()
+    assert (rep["paper_value_in_ci"].where(pe.isnull()).fillna(-1) == -1).all()
+    assert rep["agreement"].sel(R=1, rho=0.5).item() == ABSENT
+    assert rep["agreement"].sel(rho=0.333).values.tolist() == [ABSENT] * 3  # not on the paper's grid
+    assert rep["paper_best_method"].sel(rho=0.333).values.tolist() == [""] * 3
+    assert rep["relative_error"].sel(rel_R=[6, 9]).isnull().all()
+
+
+def test_agreement_logic(rep):
+    ag = rep["agreement"]
+    best = rep["best_method"].sel(family="faithful")
+    assert best.sel(R=3, rho=0.5).item() == "D" and ag.sel(R=3, rho=0.5).item() == SAME
+    # tie: the paper's C overlaps our B within A–F, although A* (corrected) is far better than both
+    assert best.sel(R=10, rho=0.9).item() == "B" and ag.sel(R=10, rho=0.9).item() == TIE
+    assert rep["best_method"].sel(family="corrected", R=10, rho=0.9).item() == "A*"
+    assert best.sel(R=1, rho=0.9).item() == "D" and ag.sel(R=1, rho=0.9).item() == DISAGREE
+    assert rep["wasserstein_gap"].sel(R=1, rho=0.9).item() == pytest.approx(0.8)
+    # the paper's D is fit_invalid here: E is our best, a disagreement flagged as such
+    assert best.sel(R=3, rho=0.9).item() == "E" and ag.sel(R=3, rho=0.9).item() == DISAGREE
+    assert rep["paper_method_fit_invalid"].sel(R=3, rho=0.9).item() == 1
+    present = int((ag != ABSENT).sum())
+    agreeing = int(((ag == SAME) | (ag == TIE)).sum())
+    assert rep.attrs["agreement_cells"] == present == 8  # 3 R x {0.1, 0.5, 0.9} minus the empty (1, 0.5)
+    assert rep.attrs["agreement_share"] == pytest.approx(agreeing / present)
+    assert rep.attrs["agreement_share_same_letter"] == pytest.approx(int((ag == SAME).sum()) / present)
+    rows = largest_disagreements(rep)
+    assert [(r["R"], r["rho"]) for r in rows][:1] == [(1, 0.9)] and {(r["R"], r["rho"]) for r in rows} == {(1, 0.9), (3, 0.9)}
+
+
+def test_percentile_and_relative_selection(rep):
+    sel = dict(pct_percentile=99.99, pct_rho=0.5, pct_R=10)
+    assert rep["percentile_error_method"].sel(family="faithful", **sel).item() == "F"  # C is fit_invalid
+    assert rep["percentile_error"].sel(family="faithful", **sel).item() == -1.5
+    assert rep["percentile_error_ci_low"].sel(family="faithful", **sel).item() == -2.5
+    assert rep["percentile_error_method"].sel(family="corrected", **sel).item() == "A*"
+    assert rep["paper_percentile_error"].sel(sel).item() == 1.78
+    assert rep["paper_value_in_ci"].sel(family="faithful", **sel).item() == 0  # 1.78 outside [-2.5, -0.5]
+    assert rep["paper_value_in_ci"].sel(family="corrected", **sel).item() == 1  # inside [0, 2]
+    # our error of the paper's letter (99.99th, R=3, rho=0.5: B)
+    assert rep["percentile_error_paper_method"].sel(pct_percentile=99.99, pct_rho=0.5, pct_R=3).item() == 5.0
+    rel = rep["relative_error"].sel(family="faithful", rel_rho=0.5, rel_R=3)
+    assert rep["relative_error_method"].sel(family="faithful", rel_rho=0.5, rel_R=3).item() == "D"
+    assert np.allclose(rel.values, -0.2)
+    assert rep["sim_percentile_9999"].sel(rel_rho=0.5, rel_R=3).item() == pytest.approx(21.5)
+    lo, hi = (rep[v].sel(rel_rho=0.5, rel_R=3).item() for v in ("sim_percentile_9999_ci_low", "sim_percentile_9999_ci_high"))
+    assert lo < 21.5 < hi
+
+
+def _rst_problems(text):
+    doc = docutils.core.publish_doctree(text, settings_overrides={"report_level": 5, "halt_level": 5})
+    return [m for m in doc.findall(docutils.nodes.system_message) if m["level"] >= 2]
+
+
+def test_report_text(rep):
+    for fmt in ("rst", "markdown"):
+        text = report_text(rep, fmt)
+        assert "-56.60 (D)" in text and "1.78" in text and "104.95" in text
+        assert f"{100 * rep.attrs['agreement_share']:.1f} %" in text
+        assert "5.00 [4.00, 6.00] (A)" in text  # an ordinary cell: mean [CI] (method)
+    assert _rst_problems(report_text(rep, "rst")) == []
+    with pytest.raises(ValueError, match="fmt"):
+        report_text(rep, "html")
+
+
+def test_write_reproduction_files(tmp_path):
+    cmp_path = tmp_path / "comparison.nc"
+    _synthetic().to_netcdf(cmp_path)
+    out = write_reproduction(cmp_path, tmp_path / "reproduction.nc", tmp_path / "figures", {"formats": ["png", "pdf"]},
+                             report_path=tmp_path / "reproduction.rst")
+    names = {p.name for p in out}
+    assert names == {"reproduction.nc", "reproduction.rst"} | {f"{s}.{f}" for s in FIGURE_STEMS for f in ("png", "pdf")}
+    got = read_netcdf(tmp_path / "reproduction.nc")
+    want = reproduce(_synthetic())
+    for v in want.data_vars:
+        np.testing.assert_array_equal(got[v].values, want[v].values, err_msg=v)
+    assert got.attrs["agreement_share"] == want.attrs["agreement_share"] and "git_commit" in got.attrs
+    assert (tmp_path / "reproduction.rst").read_text(encoding="utf-8") == report_text(want, "rst")
+    html = report_html(want).decode("utf-8")
+    assert html.count("<table") == len(report_text(want, "rst").split(".. csv-table::")) - 1 and "-56.60 (D)" in html
+    with pytest.raises(ValueError, match="report_path"):  # before any work
+        write_reproduction(cmp_path, tmp_path / "r3.nc", tmp_path / "fig3", {"formats": ["png"]},
+                           report_path=tmp_path / "reproduction.txt")
+
+
+@pytest.fixture(scope="module")
+def real_comparison():
+    """compare() of tiny simulations (R = 1, 3; rho = .1, .5; 3 replications) with the methods run on the paper grid."""
+    t = time_grid()
+    Rs, rhos, methods = [1, 3], [0.1, 0.5], ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact"]
+    count, overflow = [], []
+    cdf = np.full((len(Rs), len(rhos), len(methods), t.size), np.nan)
+    for i, R in enumerate(Rs):
+        cs, os_ = [], []
+        for j, rho in enumerate(rhos):
+            spec = JSQPS.from_load(R, rho)
+            s = simulate(spec, horizon=1500.0, warmup=100.0, replications=3, seed=3)
+            cs.append(s["count"].values); os_.append(s["overflow"].values)
+            run = [m for m in methods if m != "exact" or R == 1]
+            for group in ([m for m in run if len(m) == 1], [m for m in run if len(m) > 1 or m == "exact"]):
+                ds = approximate_all(spec, group, t=t)
+                for m in group:
+                    cdf[i, j, methods.index(m)] = ds["cdf"].sel({"approximation": m}).values
+        count.append(cs); overflow.append(os_)
+    sim = xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), np.array([count])),
+                      "overflow": (("service", "R", "rho", "replication"), np.array([overflow]))},
+                     coords={"service": ["exponential"], "R": Rs, "rho": rhos, "replication": np.arange(3), "t": t})
+    approx = xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf)}, coords={"R": Rs, "rho": rhos, "approximation": methods, "t": t})
+    return compare(sim, approx, {"percentiles": [99, 99.9, 99.99, 99.999]})
+
+
+def test_real_comparison(real_comparison, tmp_path):
+    rep = reproduce(real_comparison)
+    cells = [(R, rho) for R in (1, 3) for rho in (0.1, 0.5)]
+    assert rep.attrs["agreement_cells"] == 4 and 0 <= rep.attrs["agreement_share"] <= 1
+    for R, rho in cells:
+        b = rep["best_method"].sel(R=R, rho=rho).values.tolist()
+        assert b[0] in "ABCDEF" and b[1] in ("A*", "C*") and (b[2] == "exact") == (R == 1)
+        assert rep["agreement"].sel(R=R, rho=rho).item() in (DISAGREE, TIE, SAME)
+        assert int(real_comparison["fit_invalid"].sel({"R": R, "rho": rho, "approximation": b[0]})) == 0
+        assert rep["paper_best_method"].sel(R=R, rho=rho).item() == paper_best_map()[(R, rho)]
+    pe = rep["percentile_error"].sel(family="faithful")
+    have = pe.notnull()
+    assert have.sel(pct_R=[1, 3], pct_rho=[0.1, 0.5]).all() and int(have.sum()) == 2 * 4
+    # our number is the mean of the chosen method's per-replication errors, as compare computed it
+    m = rep["percentile_error_method"].sel(family="faithful", pct_percentile=99.99, pct_rho=0.5, pct_R=3).item()
+    want = real_comparison["percentile_error"].sel({"service": "exponential", "R": 3, "rho": 0.5, "approximation": m,
+                                                   "percentile": 99.99}).mean("replication").item()
+    assert pe.sel(pct_percentile=99.99, pct_rho=0.5, pct_R=3).item() == pytest.approx(want, rel=1e-12)
+    assert rep["percentile_error"].sel(family="exact", pct_R=3).isnull().all()
+    rel = rep["relative_error"].sel(family="faithful").notnull()  # §6.3 grid: only rho = 0.5 (R = 1, 3) in the run
+    assert int(rel.sum()) == 2 * 3 and rel.sel(rel_rho=0.5, rel_R=[1, 3]).all()
+    real_comparison.to_netcdf(tmp_path / "comparison.nc")
+    out = write_reproduction(tmp_path / "comparison.nc", tmp_path / "r.nc", tmp_path / "fig", {"formats": ["png"]})
+    assert all(p.exists() and p.stat().st_size > 0 for p in out)

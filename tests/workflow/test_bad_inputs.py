@@ -1,0 +1,488 @@
+"""A catalogue of bad inputs (issue 13, item 5): command line, Python API and config, each rejected before
+any compute with the right exit status or exception type, a message naming the field in the user's own
+terms (the flag or the config key path, "did you mean …" for a misspelling), and no result file.
+
+CLI cases run ``sojourn.cli.main`` in-process with the compute and write functions replaced by ones that
+fail the test, so "rejected before any compute" is checked, not assumed; a few run the real ``sojourn``
+console script. Config cases run the validation the Snakefile runs (``validate_config`` on the top level
+and the study section, then the study's cross-field checks); a few run a real Snakemake in a temp folder.
+``CATALOGUE_SIZE`` counts the distinct bad inputs.
+"""
+from __future__ import annotations
+
+import copy
+import errno
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+import sojourn.core.io as core_io
+import sojourn.jsq_ps.solve.api as analytic_api
+import sojourn.jsq_ps.grid as G
+import sojourn.jsq_ps.simulate as simulate_module
+from sojourn.cli import main
+from sojourn.core.config import ConfigError, validate_config
+from sojourn.core.distributions import parse_law
+from sojourn.jsq_ps.solve.api import approximate
+from sojourn.jsq_ps.model import JSQPS
+from sojourn.jsq_ps.simulate import simulate
+from support.configs import deep_update
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "workflow" / "schemas"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    bad: object  # argv (CLI), a callable (API) or a config change (config)
+    names: tuple  # strings the message must contain: the flag / field / key path the user wrote
+    suggest: str | None = None  # the "did you mean" target, where the input is a misspelling
+    absent: tuple = ()  # strings the message must not contain (internal names, misleading numbers)
+    status: int = 2  # CLI exit status
+
+
+# -- command line --------------------------------------------------------------------------------
+SIM = ["simulate", "-R", "2", "--load", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10"]
+APX = ["approximate", "-R", "2", "--load", "0.5", "--method", "A", "--dt", "0.1", "--t-max", "10"]
+OUT = "{out}"  # replaced by a path in the test's temp folder
+
+
+def _sim(*extra, out=True):
+    return [*SIM, *extra, *(["--output", OUT] if out else [])]
+
+
+def _apx(*extra, out=True):
+    return [*APX, *extra, *(["--output", OUT] if out else [])]
+
+
+CLI = [
+    # laws
+    Case("service-unknown", _sim("--service", "nosuchlaw"), ("--service", "unknown law")),
+    Case("service-misspelt", _sim("--service", "lognorml"), ("--service",), "lognormal"),
+    Case("service-param-misspelt", _sim("--service", "lognormal:sigmaa=1"), ("--service", "sigmaa"), "sigma",
+         absent=("name",)),
+    Case("service-param-not-a-number", _sim("--service", "lognormal:sigma=abc"), ("--service", "sigma")),
+    Case("service-param-negative", _sim("--service", "gamma:shape=-1"), ("--service", "gamma.shape")),
+    Case("service-ph-shape", _sim("--service", "phasetype:alpha=1/0,T=-2/2"), ("--service", "phasetype.T")),
+    Case("service-ph-alpha", _sim("--service", "phasetype:alpha=0.5/0.4,T=-1/0|0/-1"),
+         ("--service", "phasetype.alpha")),
+    Case("service-ph-missing-T", _sim("--service", "phasetype:alpha=1"), ("--service", "T")),
+    Case("arrivals-unknown", _sim("--arrivals", "cauchy"), ("--arrivals", "unknown law")),
+    # run window
+    Case("horizon-negative", _sim("--horizon", "-5"), ("--horizon", "(0, inf)"), absent=("16000", "warmup")),
+    Case("horizon-exponent-negative", _sim("--horizon", "-1e3"), ("--horizon",)),
+    Case("horizon-nan", _sim("--horizon", "nan"), ("--horizon",)),
+    Case("horizon-inf", _sim("--horizon", "inf"), ("--horizon",)),
+    Case("horizon-below-warmup-and-default-cooldown",
+         ["simulate", "-R", "2", "--load", "0.5", "--horizon", "100", "--warmup", "50", "--output", OUT],
+         ("--horizon", "--warmup", "--cooldown", "defaults to --warmup")),
+    Case("warmup-plus-cooldown-equal-horizon", _sim("--warmup", "1000", "--cooldown", "1000"),
+         ("--horizon", "--warmup", "--cooldown")),
+    Case("warmup-negative", _sim("--warmup", "-1"), ("--warmup",)),
+    Case("cooldown-negative", _sim("--cooldown", "-1"), ("--cooldown",)),
+    # system
+    Case("load-one", _sim("--load", "1"), ("--load", "(0, 1)")),
+    Case("load-above-one", _sim("--load", "1.2"), ("--load",)),
+    Case("load-zero", _sim("--load", "0"), ("--load",)),
+    Case("load-negative", _sim("--load", "-0.3"), ("--load",)),
+    Case("load-nan", _sim("--load", "nan"), ("--load",)),
+    Case("servers-zero", _sim("-R", "0"), ("--servers",)),
+    Case("servers-not-integer", _sim("-R", "two"), ("--servers", "invalid int")),
+    Case("mu-zero", _sim("--mu", "0"), ("--mu",)),
+    Case("mu-negative", _sim("--mu", "-1"), ("--mu",)),
+    Case("mu-inf", _sim("--mu", "inf"), ("--mu",)),
+    # grid
+    Case("dt-zero", _sim("--dt", "0"), ("--dt",)),
+    Case("dt-negative", _sim("--dt", "-0.1"), ("--dt",)),
+    Case("tmax-below-dt", _sim("--t-max", "0.05"), ("--t-max", "--dt")),
+    Case("tmax-not-multiple", _sim("--dt", "0.03", "--t-max", "1"), ("--t-max", "multiple of --dt")),
+    Case("replications-zero", _sim("--replications", "0"), ("--replications",)),
+    Case("seed-negative", _sim("--seed", "-1"), ("--seed",)),
+    # choices
+    Case("backend-unknown", _sim("--backend", "simpy"), ("--backend", "fast, ciw")),
+    Case("backend-misspelt", _sim("--backend", "cwi"), ("--backend",), "ciw"),
+    Case("dispatch-unknown", _sim("--dispatch", "nearest"), ("--dispatch",)),
+    Case("dispatch-misspelt", _sim("--dispatch", "randm"), ("--dispatch",), "random"),
+    Case("dispatch-choices-too-many", _sim("--dispatch", "jsq-d:9"), ("--dispatch", "choices", "--servers")),
+    Case("dispatch-choices-not-integer", _sim("--dispatch", "jsq-d:x"), ("--dispatch",)),
+    Case("discipline-limit-not-integer", _sim("--discipline", "limited:x"), ("--discipline",)),
+    Case("discipline-limit-zero", _sim("--discipline", "limited:0"), ("--discipline limited:C",)),
+    Case("discipline-threshold-negative", _sim("--discipline", "capacitated:-1"), ("--discipline",)),
+    Case("discipline-misspelt", _sim("--discipline", "lmited:2"), ("--discipline",), "limited"),
+    # flags and commands
+    Case("flag-misspelt-load", ["simulate", "-R", "2", "--laod", "0.5", "--output", OUT], ("--laod",), "--load"),
+    Case("flag-misspelt-horizon", _sim("--horizn", "5"), ("--horizn",), "--horizon"),
+    Case("command-misspelt", ["simulat", "-R", "2"], ("simulat",), "simulate"),
+    Case("output-missing", _sim(out=False), ("--output",)),
+    # output
+    Case("output-unwritable", [*SIM, "--output", "/proc/sojourn-x.nc"], ("--output", "/proc")),
+    Case("output-folder-missing", [*SIM, "--output", "{tmp}/no/such/dir/x.nc"], ("--output", "--mkdir")),
+    Case("output-is-a-folder", [*SIM, "--output", "{tmp}"], ("--output", "folder")),
+    Case("output-under-a-file", [*SIM, "--output", "{tmp}/a-file.txt/x.nc"], ("--output", "not a folder")),
+    Case("output-empty", [*SIM, "--output", ""], ("--output",)),
+    # approximate
+    Case("method-unknown", _apx("--method", "G"), ("--method",)),
+    Case("method-misspelt", _apx("--method", "a"), ("--method",), "A"),
+    Case("method-exact-with-L1", _apx("--method", "exact", "--L1", "2"), ("--L1", "--method exact"),
+         absent=("state_budget", "eps", "'M'", "'D'")),
+    Case("L1-below-2", _apx("--L1", "1"), ("--L1",)),
+    Case("L2-below-L1", _apx("--L1", "5", "--L2", "4"), ("--L2", "--L1")),
+    Case("L2-below-table4-L1", _apx("--L2", "4"), ("--L2", "--L1", "Table 4")),
+    Case("L1-above-default-L2", _apx("--L1", "300"), ("--L2", "--L1")),
+    Case("approximate-load-one", _apx("--load", "1"), ("--load",)),
+    Case("approximate-tmax-nan", _apx("--t-max", "nan"), ("--t-max",)),
+    Case("approximate-flag-misspelt", ["approximate", "-R", "2", "--load", "0.5", "--metod", "A", "--output", OUT],
+         ("--metod",), "--method"),
+    # precision-driven replications
+    Case("precision-statistic-unknown", _sim("--precision", "median"), ("--precision",), "mean"),
+    Case("precision-at-not-a-number", _sim("--precision", "percentile:x"), ("--precision percentile:x", "AT")),
+    Case("precision-percentile-100", _sim("--precision", "percentile:100"), ("--precision percentile:AT", "(0, 100)")),
+    Case("precision-cdf-without-time", _sim("--precision", "cdf"), ("--precision cdf:AT", "required")),
+    Case("precision-cdf-beyond-grid", _sim("--precision", "cdf:50"), ("--precision cdf:AT", "--t-max")),
+    Case("precision-mean-with-at", _sim("--precision", "mean:3"), ("--precision mean:AT", "does not apply")),
+    Case("precision-and-replications", _sim("--precision", "mean", "--replications", "3"),
+         ("--replications", "--precision")),
+    Case("half-width-without-precision", _sim("--relative-half-width", "0.1"), ("--relative-half-width", "--precision")),
+    Case("half-width-zero", _sim("--precision", "mean", "--relative-half-width", "0"), ("--relative-half-width",)),
+    Case("max-replications-one", _sim("--precision", "mean", "--max-replications", "1"), ("--max-replications",)),
+    Case("min-above-max-replications", _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
+         ("--min-replications", "--max-replications")),
+]
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Compute and write functions that fail the test: a bad input must be rejected before them."""
+    def forbidden(*a, **k):
+        raise AssertionError("computed or wrote although the input is invalid")
+
+    monkeypatch.setattr(simulate_module, "simulate", forbidden)
+    monkeypatch.setattr(analytic_api, "approximate", forbidden)
+    monkeypatch.setattr(core_io, "write_netcdf", forbidden)
+
+
+def _argv(argv, tmp_path):
+    (tmp_path / "a-file.txt").write_text("not a folder\n")
+    return [a.replace(OUT, str(tmp_path / "result.nc")).replace("{tmp}", str(tmp_path)) for a in argv]
+
+
+def _files(tmp_path):
+    return sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+
+
+def _check_message(case, text):
+    for name in case.names:
+        assert name in text, (name, text)
+    if case.suggest is not None:
+        assert f"did you mean {case.suggest!r}" in text, text
+    for word in case.absent:
+        assert word not in text, (word, text)
+
+
+@pytest.mark.parametrize("case", CLI, ids=[c.id for c in CLI])
+def test_cli_rejects(case, tmp_path, capsys, no_compute):
+    argv = _argv(case.bad, tmp_path)
+    before = _files(tmp_path)
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == case.status, err
+    last = err.strip().splitlines()[-1]  # the error line (argparse prints the usage before it)
+    assert "error:" in last and "Traceback" not in err
+    _check_message(case, last)
+    assert _files(tmp_path) == before  # no result, no probe, no folder created
+    assert not os.path.exists("/proc/sojourn-x.nc")
+
+
+SCRIPT = [
+    ["simulate", "-R", "2", "--laod", "0.5", "--output", OUT],
+    _sim("--horizon", "-5"),
+    [*SIM, "--output", "/proc/sojourn-x.nc"],
+    _apx("--method", "exact", "--L1", "2"),
+]
+
+
+@pytest.mark.parametrize("argv", SCRIPT, ids=["laod", "horizon", "proc", "exact-L1"])
+def test_console_script_rejects_in_one_line(argv, tmp_path):
+    """The installed ``sojourn`` script: exit status 2, one error line naming the flag, no traceback."""
+    exe = shutil.which("sojourn") or pytest.fail("the sojourn console script is not installed")
+    case = next(c for c in CLI if c.bad == argv)
+    argv = _argv(argv, tmp_path)
+    before = _files(tmp_path)
+    r = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert "Traceback" not in r.stderr
+    _check_message(case, r.stderr.strip().splitlines()[-1])
+    assert _files(tmp_path) == before
+
+
+def test_mkdir_creates_the_folder_and_writes(tmp_path, capsys):
+    out = tmp_path / "new" / "sub" / "x.nc"
+    rc = main(["approximate", "-R", "1", "--load", "0.5", "--method", "A", "--dt", "0.5", "--t-max", "5",
+               "--output", str(out), "--mkdir"])
+    assert rc == 0, capsys.readouterr().err
+    assert out.is_file() and core_io.read_netcdf(out)["cdf"].size == 11
+
+
+def test_os_error_while_writing_is_one_line_with_status_1(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "x.nc"
+
+    def disk_full(ds, path, encoding=None):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(core_io, "write_netcdf", disk_full)
+    rc = main(["approximate", "-R", "1", "--load", "0.5", "--method", "A", "--dt", "0.5", "--t-max", "5",
+               "--output", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.count("\n") == 1 and str(out) in err and os.strerror(errno.ENOSPC) in err
+    assert not out.exists()
+
+
+# -- Python API ----------------------------------------------------------------------------------
+GOOD = JSQPS.from_load(2, 0.5)
+
+API = [
+    Case("api-law-unknown", lambda: parse_law("nosuchlaw"), ("unknown law",)),
+    Case("api-law-misspelt", lambda: parse_law("lognorml"), ("unknown law",), "lognormal"),
+    Case("api-law-param-misspelt", lambda: parse_law("lognormal:sigmaa=1"), ("sigmaa", "mu, sigma"), "sigma",
+         absent=("name",)),
+    Case("api-law-phasetype-without-parameters", lambda: parse_law("phasetype"), ("alpha, T",)),
+    Case("api-law-ph-row-sum", lambda: parse_law("phasetype:alpha=1/0,T=-1/2|0/-2"), ("phasetype.T",)),
+    Case("api-law-hyperexp-probs", lambda: parse_law("hyperexponential:probs=0.5/0.6,rates=1/2"),
+         ("hyperexponential.probs",)),
+    Case("api-law-rate-nan", lambda: parse_law("exponential:rate=nan"), ("exponential.rate",)),
+    Case("api-law-rate-negative", lambda: parse_law("exponential:rate=-1"), ("exponential.rate",)),
+    Case("api-law-rate-inf", lambda: parse_law("exponential:rate=inf"), ("exponential.rate",)),
+    Case("api-law-not-a-string", lambda: parse_law(3), ("NAME[:key=value",)),
+    Case("api-load-one", lambda: JSQPS.from_load(2, 1.0), ("load",)),
+    Case("api-servers-zero", lambda: JSQPS.from_load(0, 0.5), ("servers",)),
+    Case("api-mu-nan", lambda: JSQPS.from_load(2, 0.5, mu=float("nan")), ("mu",)),
+    Case("api-dispatch-unknown", lambda: JSQPS.from_load(2, 0.5, dispatch="fastest"), ("dispatch",)),
+    Case("api-window", lambda: simulate(GOOD, horizon=1000.0, warmup=600.0), ("horizon",)),
+    Case("api-dt-zero", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.0), ("dt",)),
+    Case("api-tmax-not-multiple", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.03, t_max=1.0),
+         ("t_max",)),
+    Case("api-backend", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, backend="simpy"), ("backend",)),
+    Case("api-method", lambda: approximate(GOOD, "Z"), ("method",)),
+    Case("api-precision-and-replications", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, replications=3,
+                                                            precision={"statistic": "mean"}), ("replications", "precision")),
+    Case("api-precision-statistic", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, precision={"statistic": "median"}),
+         ("precision.statistic",), "mean"),
+    Case("api-precision-key-misspelt", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0,
+                                                        precision={"relative_halfwidth": 0.1}),
+         ("precision.relative_halfwidth", "unknown key"), "relative_half_width"),
+    Case("api-precision-not-a-mapping", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, precision=0.05),
+         ("precision", "mapping")),
+    Case("api-precision-cdf-beyond-grid", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, t_max=10.0,
+                                                           precision={"statistic": "cdf", "at": 20.0}),
+         ("precision.at", "t_max")),
+    Case("api-exact-L1", lambda: approximate(GOOD, "exact", L1=2), ("L1",)),
+]
+
+
+@pytest.mark.parametrize("case", API, ids=[c.id for c in API])
+def test_api_rejects(case):
+    with pytest.raises(ValueError) as err:
+        case.bad()
+    _check_message(case, str(err.value))
+
+
+# -- config --------------------------------------------------------------------------------------
+def checked(cfg):
+    """What the Snakefile and the study's rule file do, in order."""
+    validate_config(cfg, SCHEMAS / "config.schema.yaml")
+    validate_config(cfg["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")
+    G.check_config(cfg["jsq_ps"])
+
+
+def J(**section):
+    return {"jsq_ps": section}
+
+
+CONFIG = [
+    Case("key-misspelt", J(simulation={"horizonn": 5}), ("jsq_ps.simulation.horizonn", "unknown key"), "horizon"),
+    Case("section-misspelt", J(simulaton={"horizon": 5}), ("jsq_ps.simulaton",), "simulation"),
+    Case("top-key-misspelt", {"reslts": "x"}, ("reslts",), "results"),
+    Case("cluster-key-misspelt", {"cluster": {"knd": "local"}}, ("cluster.knd",), "kind"),
+    Case("number-as-string", J(simulation={"horizon": "30000"}), ("jsq_ps.simulation.horizon", "--configfile")),
+    Case("replications-zero", J(simulation={"replications": 0}), ("jsq_ps.simulation.replications", ">= 1")),
+    Case("replications-float", J(simulation={"replications": 2.5}), ("jsq_ps.simulation.replications", "integer")),
+    Case("backend-unknown", J(simulation={"backend": "simpy"}), ("jsq_ps.simulation.backend", "fast, ciw")),
+    Case("rho-one", J(grid={"rho": [0.5, 1.0]}), ("jsq_ps.grid.rho[1]",)),
+    Case("rho-zero", J(grid={"rho": [0.0]}), ("jsq_ps.grid.rho[0]",)),
+    Case("R-zero", J(grid={"R": [0]}), ("jsq_ps.grid.R[0]",)),
+    Case("R-not-a-list", J(grid={"R": 3}), ("jsq_ps.grid.R", "a list")),
+    Case("mu-negative", J(grid={"mu": -1.0}), ("jsq_ps.grid.mu",)),
+    Case("dt-zero", J(time_grid={"dt": 0}), ("jsq_ps.time_grid.dt",)),
+    Case("tmax-below-dt", J(time_grid={"dt": 0.01, "t_max": 0.005}), ("jsq_ps.time_grid.t_max",)),
+    Case("tmax-not-multiple", J(time_grid={"dt": 0.03, "t_max": 1}), ("jsq_ps.time_grid.t_max", "multiple")),
+    Case("window", J(simulation={"horizon": 1000, "warmup": 500, "cooldown": 500}), ("jsq_ps.simulation.warmup",)),
+    Case("rho-range-missing-step", J(grid={"rho": None, "rho_range": {"start": 0.1, "stop": 0.5}}),
+         ("jsq_ps.grid.rho_range.step", "missing")),
+    Case("method-unknown", J(approximation={"methods": ["A", "G"]}), ("jsq_ps.approximation.methods",)),
+    Case("law-unknown", J(mgr={"laws": ["weibull"]}), ("jsq_ps.mgr.laws[0]", "unknown law")),
+    Case("law-misspelt", J(mgr={"laws": ["lognorml"]}), ("jsq_ps.mgr.laws[0]",), "lognormal"),
+    Case("law-param-misspelt", J(mgr={"laws": ["lognormal:sigmaa=1"]}), ("jsq_ps.mgr.laws[0]", "sigmaa"), "sigma",
+         absent=("name",)),
+    Case("law-ph-malformed", J(mgr={"laws": ["phasetype:alpha=1/0,T=-1/2|0/-2"]}), ("jsq_ps.mgr.laws[0]",)),
+    Case("law-wrong-type", J(mgr={"laws": [5]}), ("jsq_ps.mgr.laws[0]", "a string or a mapping")),
+    Case("cluster-kind-misspelt", {"cluster": {"kind": "slurn"}}, ("cluster.kind",), "slurm"),
+    Case("ci-misspelt", J(comparison={"ci": "bootstrp"}), ("jsq_ps.comparison.ci",), "bootstrap"),
+    Case("format-unknown", J(figures={"formats": ["jpg"]}), ("jsq_ps.figures.formats[0]",)),
+    Case("section-wrong-type", {"jsq_ps": 5}, ("jsq_ps", "a mapping")),
+    Case("results-pattern", {"results": "my results!"}, ("results", "pattern")),
+    Case("enabled-not-boolean", J(enabled="yes"), ("jsq_ps.enabled", "true or false")),
+    Case("confidence-one", J(comparison={"confidence": 1.0}), ("jsq_ps.comparison.confidence", "< 1")),
+    # simulation.precision
+    Case("precision-not-a-mapping", J(simulation={"precision": 0.05}), ("jsq_ps.simulation.precision", "a mapping")),
+    Case("precision-statistic-unknown", J(simulation={"precision": {"statistic": "median"}}),
+         ("jsq_ps.simulation.precision.statistic",), "mean"),
+    Case("precision-key-misspelt", J(simulation={"precision": {"relative_halfwidth": 0.1}}),
+         ("jsq_ps.simulation.precision.relative_halfwidth", "unknown key"), "relative_half_width"),
+    Case("precision-half-width-zero", J(simulation={"precision": {"relative_half_width": 0}}),
+         ("jsq_ps.simulation.precision.relative_half_width", "> 0")),
+    Case("precision-half-width-above-one", J(simulation={"precision": {"relative_half_width": 1.5}}),
+         ("jsq_ps.simulation.precision.relative_half_width", "<= 1")),
+    Case("precision-max-one", J(simulation={"precision": {"max_replications": 1}}),
+         ("jsq_ps.simulation.precision.max_replications", ">= 2")),
+    Case("precision-min-above-max", J(simulation={"precision": {"min_replications": 20, "max_replications": 10}}),
+         ("jsq_ps.simulation.precision.min_replications", "max_replications = 10")),
+    Case("precision-percentile-100", J(simulation={"precision": {"at": 100}}),
+         ("jsq_ps.simulation.precision.at", "(0, 100)")),
+    Case("precision-mean-with-at", J(simulation={"precision": {"statistic": "mean", "at": 5}}),
+         ("jsq_ps.simulation.precision.at", "does not apply")),
+    Case("precision-cdf-without-time", J(simulation={"precision": {"statistic": "cdf"}}),
+         ("jsq_ps.simulation.precision.at", "required")),
+    Case("precision-cdf-beyond-grid", J(simulation={"precision": {"statistic": "cdf", "at": 500}}),
+         ("jsq_ps.simulation.precision.at", "t_max")),
+]
+
+
+def checked_study(cfg, study):
+    """The Snakefile's checks of another study's section: the top level, the section's schema, its rule file's
+    cross-field checks."""
+    from sojourn.restart.config_check import check_config as restart_check
+    from sojourn.split_merge.experiments import check_config as split_merge_check
+
+    validate_config(cfg, SCHEMAS / "config.schema.yaml")
+    validate_config(cfg[study], SCHEMAS / f"{study}.schema.yaml", study)
+    {"split_merge": split_merge_check, "restart": restart_check}[study](cfg[study])
+
+
+# the precision block of the other studies' sections (their other keys: tests/split_merge, tests/restart)
+OTHER_CONFIG = [
+    Case("sm-precision-statistic", {"split_merge": {"simulation": {"precision": {"statistic": "medain"}}}},
+         ("split_merge.simulation.precision.statistic", "mean, percentile, cdf")),
+    Case("sm-precision-cdf-beyond-grid", {"split_merge": {"simulation": {"precision": {"statistic": "cdf", "at": 80}}}},
+         ("split_merge.simulation.precision.at", "t_max = 50")),  # experiment (c)'s histogram ends at 50
+    Case("sm-precision-percentile-with-time", {"split_merge": {"simulation": {"precision": {"at": 0}}}},
+         ("split_merge.simulation.precision.at", "> 0")),
+    Case("restart-precision-half-width", {"restart": {"simulation": {"precision": {"relative_half_width": 0}}}},
+         ("restart.simulation.precision.relative_half_width", "> 0")),
+    Case("restart-precision-min-above-max", {"restart": {"simulation": {"precision": {"min_replications": 50,
+                                                                                     "max_replications": 10}}}},
+         ("restart.simulation.precision.min_replications", "max_replications = 10")),
+    Case("restart-precision-key-misspelt", {"restart": {"simulation": {"precision": {"statistc": "mean"}}}},
+         ("restart.simulation.precision.statistc", "unknown key"), "statistic"),
+]
+
+
+@pytest.mark.parametrize("case", OTHER_CONFIG, ids=[c.id for c in OTHER_CONFIG])
+def test_other_study_config_rejects(case):
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    deep_update(cfg, case.bad)
+    with pytest.raises(ConfigError) as err:
+        checked_study(cfg, next(iter(case.bad)))
+    text = str(err.value)
+    first = text.splitlines()[0]
+    key = case.names[0]
+    assert first.startswith(key + ":") or first.startswith(key + " "), text
+    assert len(text.splitlines()) <= 3, text
+    _check_message(case, first)
+
+
+@pytest.mark.parametrize("case", CONFIG, ids=[c.id for c in CONFIG])
+def test_config_rejects(case):
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    deep_update(cfg, case.bad)
+    with pytest.raises(ConfigError) as err:
+        checked(cfg)
+    text = str(err.value)
+    first = text.splitlines()[0]
+    key = case.names[0]
+    assert first.startswith(key + ":") or first.startswith(key + " "), text  # key path first
+    assert len(text.splitlines()) <= 3, text  # concise: no schema, no config dump
+    _check_message(case, first)
+
+
+def test_config_lists_every_problem_one_line_each():
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    deep_update(cfg, J(simulation={"horizonn": 5, "seed": -1}, grid={"mu": "1"}))
+    with pytest.raises(ConfigError) as err:
+        checked(cfg)
+    lines = str(err.value).splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["jsq_ps.grid.mu", "jsq_ps.simulation.horizonn",
+                                                 "jsq_ps.simulation.seed"]
+
+
+def test_validate_config_fills_defaults_like_snakemake():
+    from snakemake.utils import validate
+
+    precision = {"jsq_ps": {"simulation": {"precision": {"statistic": "mean", "relative_half_width": 0.1}}}}
+    for extra in ({}, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()), precision):
+        ours = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        deep_update(ours, extra)
+        theirs = copy.deepcopy(ours)
+        validate_config(ours, SCHEMAS / "config.schema.yaml")
+        validate_config(ours["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")
+        validate(theirs, str(SCHEMAS / "config.schema.yaml"))
+        validate(theirs["jsq_ps"], str(SCHEMAS / "jsq_ps.schema.yaml"))
+        assert repr(ours) == repr(theirs)  # same values, same key order: no rerun from the switch
+
+
+# -- config through a real Snakemake run -----------------------------------------------------------
+SNAKEMAKE = [
+    # (id, override file text or None, extra args, what the first lines must contain)
+    ("override-key-misspelt", "jsq_ps:\n  simulation:\n    horizonn: 5\n", [],
+     ["jsq_ps.simulation.horizonn: unknown key; did you mean 'horizon'?"]),
+    ("nested-config-string", None, ["--config", "jsq_ps={simulation: {horizon: 30000}}"],
+     ["jsq_ps.simulation.horizon: must be a number; got '30000'", "--configfile"]),
+    ("override-malformed-yaml", "jsq_ps:\n  simulation:\n    horizon: [1000\n", [],
+     ["not valid JSON or YAML"]),
+]
+CATALOGUE_SIZE = len(CLI) + len(API) + len(CONFIG) + len(OTHER_CONFIG) + 1  # + malformed YAML (only through Snakemake)
+
+
+@pytest.mark.parametrize("case", SNAKEMAKE, ids=[c[0] for c in SNAKEMAKE])
+def test_snakemake_refuses_a_bad_config_in_a_few_lines(case, tmp_path):
+    """A real run (not -n, so "no result file" means something) in a temp folder: Snakemake stops at once;
+    its first lines (Snakemake logs errors on stdout) name the key and the reason, no schema dump."""
+    _, text, extra, wanted = case
+    args = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+            "--cores", "1", *extra]
+    if text is not None:
+        (tmp_path / "bad.yaml").write_text(text)
+        args += ["--configfile", str(tmp_path / "bad.yaml")]
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp_path)
+    out = r.stdout.splitlines()
+    assert r.returncode != 0
+    head = "\n".join(out[:6])
+    for w in wanted:
+        assert w in head, "\n".join(out)
+    assert len(out) <= 10, "\n".join(out)  # was 38 lines of schema and config for a misspelt key
+    assert not (tmp_path / "results").exists() and not list(tmp_path.rglob("*.nc"))
+
+
+def test_catalogue_has_at_least_40_distinct_bad_inputs():
+    cli = {tuple(c.bad) for c in CLI}
+    api = {c.id for c in API}
+    cfg = {yaml.safe_dump(c.bad, sort_keys=True) for c in CONFIG + OTHER_CONFIG}
+    assert len(cli) == len(CLI) and len(api) == len(API) and len(cfg) == len(CONFIG) + len(OTHER_CONFIG)
+    assert CATALOGUE_SIZE >= 40

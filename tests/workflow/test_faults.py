@@ -1,0 +1,316 @@
+"""Faults met through real Snakemake, as a user or an operator would cause them: a run interrupted by SIGINT
+(Ctrl-C), SIGTERM or SIGKILL of its whole process group, then rerun; result files damaged at the block, cache
+and merged levels, then rerun. After each, the rerun redoes exactly what was not finished and the data equal
+an undisturbed run of the same config bit for bit.
+
+The config is config/test.yaml with a third ρ (13 cell jobs, JSQ-PS only) and the target is comparison.nc
+(the figures and the reproduction tables, slow to draw and not part of the data, are left out). The
+signal is sent once the run's output shows a cell job finished (two for SIGKILL) and one running."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from sojourn.core import integrity
+from sojourn.core.io import read_netcdf
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = "results/jsq_ps/comparison.nc"
+RES = Path("results") / "jsq_ps"
+CELL_RULES = ("jsq_ps_simulate", "jsq_ps_approximate")
+MERGED = ("simulation.nc", "approximation.nc", "comparison.nc")
+MEASUREMENTS = ("wall_time", "run_time")  # times, not data
+#: bounds that only turn a hang into a failure (not speed checks): a signalled run must end, its processes go
+HANG = 600
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A frozen copy of the package (others may edit src/ meanwhile; copying keeps numba's cache valid) and
+    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs."""
+    base = tmp_path_factory.mktemp("faults")
+    shutil.copytree(ROOT / "src" / "sojourn", base / "src" / "sojourn")
+    cfg = base / "faults.yaml"
+    cfg.write_text(yaml.safe_dump({"jsq_ps": {"grid": {"R": [1, 2], "rho": [0.3, 0.5, 0.8]}}}))
+    return {"env": {**os.environ, "PYTHONPATH": str(base / "src")}, "cfg": cfg}
+
+
+def command(setup, work, *args):
+    return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work), TARGET,
+            "--cores", "2", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
+
+
+def snakemake(setup, work, *args):
+    return subprocess.run(command(setup, work, *args), capture_output=True, text=True, env=setup["env"], cwd=work)
+
+
+def started_jobs(out: str) -> dict[str, tuple[str, str]]:
+    """{jobid: (rule, first output)} of the jobs a Snakemake run's output says it started."""
+    jobs, rule, fields = {}, None, {}
+    for line in out.splitlines():
+        m = re.fullmatch(r"(?:local)?rule (\w+):", line)
+        if m:
+            rule, fields = m.group(1), {}
+            continue
+        m = re.fullmatch(r"\s+(\w+): (.*)", line)
+        if rule and m:
+            fields[m.group(1)] = m.group(2)
+            if m.group(1) == "jobid":
+                jobs[m.group(2)] = (rule, fields.get("output", "").split(",")[0].strip())
+            continue
+        rule = None
+    return jobs
+
+
+def finished_jobs(out: str) -> set[str]:
+    return set(re.findall(r"^Finished jobid: (\d+)", out, re.M))
+
+
+def cell_outputs(work) -> set[str]:
+    return {str(p.relative_to(work)) for p in (Path(work) / RES / "blocks").rglob("*.nc")}
+
+
+def incomplete(work) -> set[str]:
+    """Outputs Snakemake marked incomplete (.snakemake/incomplete/<urlsafe base64 of the path>): a job that
+    was running when Snakemake died."""
+    folder = Path(work) / ".snakemake" / "incomplete"
+    return {base64.urlsafe_b64decode(p.name).decode() for p in folder.iterdir()} if folder.is_dir() else set()
+
+
+def assert_same_data(work, ref):
+    for name in MERGED:
+        new, old = read_netcdf(Path(work) / RES / name), read_netcdf(Path(ref) / RES / name)
+        assert set(new.data_vars) == set(old.data_vars), name
+        for var in old.data_vars:
+            if var not in MEASUREMENTS:
+                xr.testing.assert_identical(new[var], old[var])
+
+
+@pytest.fixture(scope="module")
+def reference(setup, tmp_path_factory):
+    """One undisturbed run of the config: the data every faulty run must end with, and its cell outputs."""
+    work = tmp_path_factory.mktemp("reference")
+    proc = snakemake(setup, work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    cells = cell_outputs(work)
+    assert len(cells) == 13 and len(started_jobs(proc.stdout + proc.stderr)) == 16
+    return work, cells
+
+
+def run_and_signal(setup, work, sig, finished=1) -> tuple[subprocess.Popen, str, dict, set]:
+    """Start Snakemake in a process group of its own; once ``finished`` cell jobs have finished and one is
+    running, send ``sig`` to the whole group (as Ctrl-C in a terminal, a batch system or `kill -9 -PGID`
+    would), or call ``sig(proc)`` if it is a function; wait for the run to end and every process of the
+    group (Dask workers too) to be gone. Returns the process, its output and the jobs started/finished
+    when the signal was sent."""
+
+    def default_signals():  # whatever the test runner ignores, the run gets the defaults a shell gives
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    proc = subprocess.Popen(command(setup, work), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=setup["env"], cwd=work, start_new_session=True, preexec_fn=default_signals)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if not ready.is_set():
+                out = "".join(lines)
+                jobs = {j: r for j, (r, _) in started_jobs(out).items() if r in CELL_RULES}
+                done = finished_jobs(out) & jobs.keys()
+                if len(done) >= finished and jobs.keys() - done:
+                    ready.set()
+        ready.set()  # the run ended before: the test fails below
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(HANG), "no cell job finished"
+        assert proc.poll() is None, "the run ended before a cell job was running:\n" + "".join(lines)[-3000:]
+        at_signal = "".join(lines)
+        if callable(sig):
+            sig(proc)
+            sig = signal.SIGKILL  # for the messages below
+        else:
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(HANG)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"Snakemake still running {HANG} s after {sig.name}:\n" + "".join(lines)[-3000:])
+        reader.join(60)
+        for _ in range(HANG):
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail(f"processes of the run (Dask workers?) still alive {HANG} s after {sig.name}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    jobs = started_jobs(at_signal)
+    return proc, "".join(lines), jobs, finished_jobs(at_signal) & jobs.keys()
+
+
+def rerun_redoes_only_the_unfinished(setup, work, ref, cells, out):
+    """A plain rerun: it runs the cell jobs whose outputs are missing or marked incomplete and no other;
+    the finished ones stay untouched (same inode and mtime); the data equal the undisturbed run's."""
+    done = cell_outputs(work) - incomplete(work)
+    todo = cells - done
+    assert done and todo, (done, todo)  # the interruption left some cell jobs done and some not
+    finished_before = {o for j, (r, o) in started_jobs(out).items() if r in CELL_RULES and j in finished_jobs(out)}
+    assert finished_before - incomplete(work) <= done, finished_before - done  # said finished: it is there
+    stamps = {p: ((work / p).stat().st_ino, (work / p).stat().st_mtime_ns) for p in done}
+    proc = snakemake(setup, work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rerun = {o for r, o in started_jobs(proc.stdout + proc.stderr).values() if r in CELL_RULES}
+    assert rerun == todo, (sorted(rerun - todo), sorted(todo - rerun))
+    assert {p: ((work / p).stat().st_ino, (work / p).stat().st_mtime_ns) for p in done} == stamps
+    assert_same_data(work, ref)
+    return proc
+
+
+def dask_workers(pid) -> list:
+    """The Dask worker processes of a Snakemake process: spawned children (not multiprocessing's tracker)."""
+    import psutil
+
+    return [c for c in psutil.Process(pid).children(recursive=True)
+            if "spawn_main" in " ".join(c.cmdline()) and "resource_tracker" not in " ".join(c.cmdline())]
+
+
+def test_killed_workers_are_replaced_and_the_data_do_not_change(setup, reference, tmp_path):
+    """SIGKILL to every Dask worker of a run while a cell job runs: the nannies start new workers, the lost
+    tasks are retried, the run completes, and its data equal the undisturbed run's."""
+    ref, cells = reference
+    killed = []
+
+    def kill_workers(proc):
+        for w in dask_workers(proc.pid):
+            w.kill()
+            killed.append(w.pid)
+
+    proc, out, jobs, done = run_and_signal(setup, tmp_path, kill_workers)
+    assert killed, "no Dask worker found"
+    assert proc.returncode == 0, out[-4000:]
+    assert {o for r, o in started_jobs(out).values() if r in CELL_RULES} == cells  # one run did everything
+    assert_same_data(tmp_path, ref)
+
+
+def test_sigint_then_a_plain_rerun(setup, reference, tmp_path):
+    """Ctrl-C: the cell jobs stop waiting for their Dask tasks (the workers ignore SIGINT, the Snakemake
+    process handles it), nothing new starts, the run ends and takes its workers with it."""
+    ref, cells = reference
+    proc, out, jobs, done = run_and_signal(setup, tmp_path, signal.SIGINT)
+    assert proc.returncode != 0
+    assert "interrupted (SIGINT)" in out or "Terminating processes on user request" in out, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]  # no worker died of the interrupt
+    rerun_redoes_only_the_unfinished(setup, tmp_path, ref, cells, out)
+
+
+def test_sigterm_then_a_plain_rerun(setup, reference, tmp_path):
+    """SIGTERM (e.g. a batch system stopping the run): Snakemake finishes the running jobs — their workers,
+    killed by the signal, are restarted by their nannies and the tasks retried — and starts no new one."""
+    ref, cells = reference
+    proc, out, jobs, done = run_and_signal(setup, tmp_path, signal.SIGTERM)
+    assert proc.returncode != 0
+    assert "Will exit after finishing currently running jobs" in out, out[-3000:]
+    assert "Error in rule" not in out, out[-3000:]
+    running = jobs.keys() - done
+    assert running <= finished_jobs(out), out[-3000:]  # the jobs running at the signal were finished
+    rerun_redoes_only_the_unfinished(setup, tmp_path, ref, cells, out)
+
+
+def test_sigkill_of_the_process_group_then_unlock_and_rerun(setup, reference, tmp_path):
+    """SIGKILL of everything: the folder stays locked, a rerun is refused with Snakemake's lock message;
+    `snakemake --unlock`, then the same command: outputs of the killed jobs are redone (the profile's
+    rerun-incomplete) and the data equal the undisturbed run's."""
+    ref, cells = reference
+    proc, out, jobs, done = run_and_signal(setup, tmp_path, signal.SIGKILL, finished=2)
+    assert proc.returncode == -signal.SIGKILL
+    refused = snakemake(setup, tmp_path)
+    assert refused.returncode != 0
+    msg = refused.stdout + refused.stderr
+    assert "Directory cannot be locked" in msg and "--unlock" in msg, msg[-3000:]
+    assert started_jobs(msg) == {}
+    unlock = snakemake(setup, tmp_path, "--unlock")
+    assert unlock.returncode == 0 and "Unlocked" in unlock.stdout + unlock.stderr
+    # a job killed after its output was renamed into place but before Snakemake recorded it: the file is
+    # there and marked incomplete (a window of microseconds, made certain here for one finished block)
+    victim = sorted(cell_outputs(tmp_path) - incomplete(tmp_path))[0]
+    (tmp_path / ".snakemake" / "incomplete").mkdir(exist_ok=True)
+    (tmp_path / ".snakemake" / "incomplete" / base64.urlsafe_b64encode(victim.encode()).decode()).touch()
+    rerun_redoes_only_the_unfinished(setup, tmp_path, ref, cells, out)
+
+
+def damage(path, how):
+    """truncated, garbage (random bytes of the same length) or altered: still a readable netCDF file with one
+    value of its first numeric data variable changed in place."""
+    if how == "truncated":
+        os.truncate(path, path.stat().st_size // 3)
+    elif how == "garbage":
+        path.write_bytes(np.random.default_rng(1).bytes(path.stat().st_size))
+    elif how == "altered":
+        with netCDF4.Dataset(path, "a") as nc:
+            var = next(v for v in nc.variables.values()
+                       if v.dimensions and getattr(v.dtype, "kind", "S") in "iuf" and v.name not in nc.dimensions)
+            idx = (0,) * var.ndim
+            var[idx] = var[idx] + 1
+        read_netcdf(path)  # still readable
+    else:
+        raise ValueError(how)
+
+
+def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, reference, tmp_path):
+    """Three simulation blocks damaged (truncated / garbage / altered) together with their cache entries
+    (garbage / altered / truncated), and the merged files (simulation.nc truncated, approximation.nc
+    altered, comparison.nc garbage): a plain run reports the six result files, moves them aside, rebuilds
+    the three blocks — recomputing their cells, since their cache entries are reported and not used — and
+    the merged files, and nothing else; the data equal the undisturbed run's. (tests/workflow/test_pipeline.py covers
+    the other kind at each level: a truncated block, garbage in simulation.nc, an altered comparison.nc.)"""
+    ref, cells = reference
+    work = tmp_path / "work"
+    shutil.copytree(ref, work, symlinks=True)
+    blocks = sorted(c for c in cells if "/simulation/exponential/" in c)[:3]
+    cases = list(zip(blocks, ("truncated", "garbage", "altered"), ("garbage", "altered", "truncated")))
+    for block, how_block, how_cache in cases:
+        entries = list((work / block.replace("/blocks/", "/cache/")[: -len(".nc")]).glob("*.nc"))
+        assert len(entries) == 1, entries
+        damage(work / block, how_block)
+        damage(entries[0], how_cache)
+    for name, how in zip(MERGED, ("truncated", "altered", "garbage")):
+        damage(work / RES / name, how)
+    proc = snakemake(setup, work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout + proc.stderr
+    assert out.count("sojourn: damaged result") == 6, out[-4000:]
+    rules = sorted(r for r, _ in started_jobs(out).values())
+    assert rules == sorted(["jsq_ps_simulate"] * 3 + ["jsq_ps_merge_simulation", "jsq_ps_merge_approximation",
+                                                        "jsq_ps_compare"]), rules
+    for block, how_block, how_cache in cases:
+        log = (work / block.replace("/blocks/simulation/", "/logs/simulate/")).with_suffix(".log").read_text()
+        assert re.search(r"cache entry \S+ not used \(sha256 .* differs", log), log
+        assert re.search(r": .*0 replications cached, 2 to simulate", log), log  # recomputed, not reused
+        assert (work / (block + ".damaged")).is_file()
+    for p in [*(work / c for c in cells), *(work / RES / n for n in MERGED), *(work / RES / "cache").rglob("*.nc")]:
+        assert integrity.check(p) == "ok", p
+    assert_same_data(work, ref)

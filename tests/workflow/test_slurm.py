@@ -1,0 +1,444 @@
+"""HPC submission against a real SLURM cluster (no mocks).
+
+.ci/run starts a single-node SLURM with accounting (munge, MariaDB, slurmdbd, slurmctld, slurmd) via
+``bash .ci/slurm/up.sh`` before the test suite; by hand, run that script once (as root) and stop the
+daemons with ``bash .ci/slurm/down.sh``.
+
+* dask-jobqueue: a ``SLURMCluster`` whose workers are SLURM batch jobs runs replications of an
+  M/M/2-JSQ-PS model; the results are bit-identical to the same replications run in this process, and
+  ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
+  same through the pipeline's ``sojourn.core.cluster.dask_client({"kind": "slurm", ...})``.
+* Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
+  --configfile config/test.yaml`` produces the same simulation and approximation results as a local run
+  (two simulation blocks and an approximation block in CI; every block and the merge with
+  ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a SLURM job that ``sacct`` records as
+  COMPLETED.
+
+Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
+CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
+set-up cannot silently turn the HPC tests into skips.
+Waits below poll job *states*; the only bounds are generous guards against a hung cluster.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+REPO = Path(__file__).resolve().parents[2]
+PARTITION = "debug"
+# In CI (CI=true, or SOJOURN_REQUIRE_SLURM=1 as exported by .ci/run) a missing cluster is a failure.
+REQUIRED = (os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+            or os.environ.get("SOJOURN_REQUIRE_SLURM") == "1")
+# Guards against a hung cluster (not performance limits): give up waiting after this many seconds.
+GUARD_S = 600
+
+
+def _run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+def _unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(
+            f"{reason}. In CI (CI=true / SOJOURN_REQUIRE_SLURM=1) the SLURM tests must run: .ci/run "
+            "starts the cluster with `bash .ci/slurm/up.sh`, so this means the SLURM set-up is broken.",
+            pytrace=False,
+        )
+    pytest.skip(f"{reason} (start it with `bash .ci/slurm/up.sh` as root)")
+
+
+@pytest.fixture(scope="module")
+def slurm() -> dict:
+    """The running cluster's node (name, CPUs, memory in MiB); skip/fail if there is none."""
+    if shutil.which("sinfo") is None:
+        _unavailable("SLURM is not installed (no `sinfo` on PATH)")
+    p = _run("sinfo", "-h", "-p", PARTITION, "-o", "%N|%T|%c|%m", check=False)
+    if p.returncode != 0:
+        _unavailable(f"SLURM controller not reachable: `sinfo` failed: {p.stderr.strip()}")
+    rows = [line.split("|") for line in p.stdout.split() if line.count("|") == 3]
+    usable = [r for r in rows if re.match(r"(idle|mixed|allocated|completing)", r[1])]
+    if not usable:
+        _unavailable(f"SLURM cluster not up: partition {PARTITION!r} has no usable node (sinfo: {p.stdout.strip()!r})")
+    acct = _run("sacct", "-n", "-X", "-o", "JobID", check=False)
+    if acct.returncode != 0:
+        _unavailable(f"SLURM accounting not available: `sacct` failed: {acct.stderr.strip()}")
+    node, _state, cpus, mem = usable[0]
+    return {"node": node, "cpus": int(cpus), "mem_mb": int(re.sub(r"\D", "", mem))}
+
+
+def _squeue(name: str) -> dict[str, tuple[str, str]]:
+    """Jobs named ``name`` still known to slurmctld: job id -> (state, reason)."""
+    out = _run("squeue", "-h", "-n", name, "-o", "%i|%T|%r").stdout
+    return {i: (s, r) for i, s, r in (line.split("|") for line in out.split())}
+
+
+def _sacct(*, ids=(), name=None) -> dict[str, dict]:
+    """Accounting records (allocations only): job id -> {name, partition, state}."""
+    cmd = ["sacct", "-n", "-X", "-P", "-S", "now-1days", "-o", "JobID,JobName%200,Partition,State"]
+    if ids:
+        cmd += ["-j", ",".join(ids)]
+    if name:
+        cmd += ["--name", name]
+    recs = {}
+    for line in _run(*cmd).stdout.splitlines():
+        jid, jname, part, state = line.split("|")
+        recs[jid] = {"name": jname, "partition": part, "state": state.split()[0]}
+    return recs
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-n:])
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------------------------------------
+# (a) dask-jobqueue SLURMCluster
+# --------------------------------------------------------------------------------------------------
+N_REP, SEED, HORIZON, WARMUP = 4, 20261129, 2_000.0, 200.0
+
+
+def _simulate_api():
+    """The simulation API (imported, not skipped: a renamed API must fail these tests, not skip them)."""
+    from sojourn.jsq_ps import simulate as api
+
+    return api
+
+
+def _mm2_jsq_ps():
+    import sojourn
+
+    return sojourn.mm_jsq_ps(2, 0.7)  # M/M/2-JSQ-PS at load 0.7, mean service 1
+
+
+def _squeue_ids(ids) -> dict[str, tuple[str, str]]:
+    """Jobs among ``ids`` still known to slurmctld: job id -> (state, reason)."""
+    if not ids:
+        return {}
+    out = _run("squeue", "-h", "-j", ",".join(ids), "-o", "%i|%T|%r", check=False).stdout
+    return {i: (s, r) for i, s, r in (line.split("|") for line in out.split())}
+
+
+def _queued() -> set[str]:
+    """Ids of every job slurmctld still knows (pending or running)."""
+    return set(_run("squeue", "-h", "-o", "%i", check=False).stdout.split())
+
+
+def _cluster_job_ids(cluster) -> set[str]:
+    """SLURM job ids of a dask-jobqueue cluster's submitted worker jobs."""
+    return {str(j.job_id) for j in cluster.workers.values() if getattr(j, "job_id", None)}
+
+
+def _wait_for_workers(client, n: int, log_dir: Path | None, *, job_name=None, cluster=None) -> None:
+    """Wait until ``n`` workers joined; fail with the job logs if a worker job ends without joining."""
+    t0 = time.monotonic()
+    seen: set[str] = set()
+    while len(client.scheduler_info()["workers"]) < n:
+        if job_name:
+            jobs = _squeue(job_name)
+        else:
+            seen |= _cluster_job_ids(cluster)
+            jobs = _squeue_ids(sorted(seen))
+        seen |= set(jobs)
+        gone = [j for j in seen if j not in jobs or jobs[j][0] not in ("PENDING", "CONFIGURING", "RUNNING")]
+        if gone or time.monotonic() - t0 > GUARD_S:
+            logs = "\n".join(f"--- {p.name}\n{_tail(p)}" for p in sorted(log_dir.glob("*"))) if log_dir else ""
+            pytest.fail(
+                f"{n} dask workers did not join (joined: {len(client.scheduler_info()['workers'])}; "
+                f"worker jobs {jobs}, ended: {gone}); sacct: {_sacct(ids=sorted(seen)) if seen else {}}\n{logs}"
+            )
+        time.sleep(0.5)
+
+
+def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
+    api = _simulate_api()
+    import xarray as xr
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+
+    spec = _mm2_jsq_ps()
+    job_name = f"sojourn-dask-{uuid.uuid4().hex[:8]}"
+    log_dir = tmp_path / "dask-logs"
+    n_jobs = min(2, slurm["cpus"])  # two 1-core worker jobs (one on a 1-CPU node)
+    memory_mb = min(2000, slurm["mem_mb"] // 2)  # per worker job, below the node's RealMemory
+
+    cluster = SLURMCluster(
+        cores=1,
+        processes=1,
+        memory=f"{memory_mb}MB",
+        queue=PARTITION,
+        walltime="00:30:00",
+        job_name=job_name,
+        python=sys.executable,
+        scheduler_options={"host": "127.0.0.1", "dashboard_address": ":0"},
+        local_directory=str(tmp_path / "dask-worker-space"),
+        log_directory=str(log_dir),
+    )
+    try:
+        script = cluster.job_script()
+        assert f"#SBATCH -p {PARTITION}" in script and sys.executable in script
+        with Client(cluster, set_as_default=False) as client:
+            cluster.scale(jobs=n_jobs)
+            _wait_for_workers(client, n_jobs, log_dir, job_name=job_name)
+
+            # Each worker is a process inside a SLURM job: map worker address -> job id / partition.
+            job_of = client.run(os.getenv, "SLURM_JOB_ID")
+            part_of = client.run(os.getenv, "SLURM_JOB_PARTITION")
+            queued = _squeue(job_name)
+            assert len(set(job_of.values())) == n_jobs, job_of
+            assert set(job_of.values()) == set(queued), (job_of, queued)
+            assert all(state == "RUNNING" for state, _ in queued.values()), queued
+            assert set(part_of.values()) == {PARTITION}, part_of
+
+            futures = client.map(
+                api.simulate_replication, [spec] * N_REP, list(range(N_REP)), [SEED] * N_REP,
+                horizon=HORIZON, warmup=WARMUP, pure=False,
+            )
+            remote = client.gather(futures)
+            # Where the results were computed: every replication inside one of the two SLURM jobs.
+            who = client.who_has(futures)
+            ran_in = {job_of[addr] for f in futures for addr in who[f.key]}
+            assert ran_in and ran_in <= set(queued), (ran_in, queued)
+    finally:
+        cluster.close()
+
+    # The worker jobs are in the accounting database under our job name, in partition debug.
+    t0 = time.monotonic()
+    while True:
+        recs = _sacct(name=job_name)
+        if set(queued) <= set(recs) or time.monotonic() - t0 > GUARD_S:
+            break
+        time.sleep(0.5)
+    assert set(queued) <= set(recs), (queued, recs)
+    assert all(recs[j]["partition"] == PARTITION and recs[j]["name"] == job_name for j in queued), recs
+
+    # Bit-identical to the same replications computed here (but for wall_time and the code version).
+    local = [api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP) for k in range(N_REP)]
+    for k in range(N_REP):
+        assert int(remote[k].replication.values[0]) == k
+        xr.testing.assert_identical(
+            _normalise(remote[k]), _normalise(local[k])
+        )
+
+
+def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, tmp_path):
+    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.core.cluster.dask_client) on the real cluster."""
+    api = _simulate_api()
+    import xarray as xr
+
+    from sojourn.core.cluster import dask_client
+
+    spec = _mm2_jsq_ps()
+    n_jobs = min(2, slurm["cpus"])
+    cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": n_jobs,
+                                      "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB", "walltime": "00:30:00",
+                                      "log_directory": str(tmp_path / "dask-logs")}}  # not slurm-N.out in cwd
+    with dask_client(cfg) as client:
+        cluster = client.cluster
+        _wait_for_workers(client, n_jobs, tmp_path / "dask-logs", cluster=cluster)
+        ids = _cluster_job_ids(cluster)
+        job_of = client.run(os.getenv, "SLURM_JOB_ID")
+        assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
+        # the workers run with sojourn's malloc settings, not the nanny's MALLOC_TRIM_THRESHOLD_=65536
+        from sojourn.core.cluster import SLURM_MALLOC_ENV
+
+        for name, value in SLURM_MALLOC_ENV.items():
+            assert set(client.run(os.getenv, name).values()) == {value}, name
+        futures = client.map(api.simulate_replication, [spec] * 2, [0, 1], [SEED] * 2,
+                             horizon=HORIZON, warmup=WARMUP, pure=False)
+        remote = client.gather(futures)
+        who = client.who_has(futures)
+        assert {job_of[a] for f in futures for a in who[f.key]} <= ids
+    # dask_client closed the cluster: its worker jobs are gone from the queue, and recorded by sacct.
+    t0 = time.monotonic()
+    while _squeue_ids(sorted(ids)) and time.monotonic() - t0 < GUARD_S:
+        time.sleep(0.5)
+    assert not _squeue_ids(sorted(ids))
+    assert ids <= set(_sacct(ids=sorted(ids)))
+    for k in range(2):
+        local = api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP)
+        xr.testing.assert_identical(_normalise(remote[k]), _normalise(local))
+
+
+# --------------------------------------------------------------------------------------------------
+# (b) Snakemake SLURM executor
+# --------------------------------------------------------------------------------------------------
+PROFILE = REPO / "workflow" / "profiles" / "slurm"
+TEST_CONFIG = REPO / "config" / "test.yaml"
+
+
+def _fit_resources(profile: dict, cpus: int, mem_mb: int) -> list[str]:
+    """CLI overrides that shrink the profile's per-job requests to this node, if any exceed it.
+
+    The profile is sized for a real cluster; a request beyond the node's CPUs/RealMemory would never be
+    scheduled here. Nothing is overridden when everything fits (as on the 2-core test machine).
+    """
+
+    def fit(res: dict) -> tuple[dict, bool]:
+        out, changed = dict(res), False
+        if "mem_mb" in out and int(out["mem_mb"]) > mem_mb:
+            out["mem_mb"], changed = mem_mb, True
+        if "cpus_per_task" in out and int(out["cpus_per_task"]) > cpus:
+            out["cpus_per_task"], changed = cpus, True
+        return out, changed
+
+    args = []
+    default, changed = fit(profile.get("default-resources") or {})
+    if changed:
+        args += ["--default-resources", *(f"{k}={v}" for k, v in default.items())]
+    rules = {r: fit(res) for r, res in (profile.get("set-resources") or {}).items()}
+    if any(changed for _, changed in rules.values()):
+        args += ["--set-resources", *(f"{r}:{k}={v}" for r, (res, _) in rules.items() for k, v in res.items())]
+    return args
+
+
+def _nc_files(root: Path) -> list[Path]:
+    """Result files (netCDF) under ``root``/results, relative to ``root``, without the replication cache."""
+    files = (p.relative_to(root) for p in (root / "results").rglob("*.nc"))
+    return sorted(p for p in files if "cache" not in p.parts)
+
+
+def _normalise(ds):
+    """Drop what records the run rather than the result: timings and the code version.
+
+    ``wall_time`` and ``run_time`` are measurements; ``git_commit`` and the code hash/key inside ``pipeline_config``
+    record the source tree when the file was written (they only differ if the tree changes between
+    the two runs, e.g. while developing). Everything else, data and attributes, must be identical.
+    """
+    import json
+
+    ds = ds.drop_vars(["wall_time", "run_time"], errors="ignore")
+    ds.attrs.pop("git_commit", None)
+    if isinstance(ds.attrs.get("pipeline_config"), str):
+        try:
+            cfg = json.loads(ds.attrs["pipeline_config"])
+        except ValueError:
+            cfg = None
+        if isinstance(cfg, dict):
+            cfg.pop("code", None)
+            cfg.pop("key", None)
+            ds.attrs["pipeline_config"] = json.dumps(cfg, sort_keys=True)
+    return ds
+
+
+def _assert_same_results(a_root: Path, b_root: Path, only=None) -> int:
+    """Every result file of ``b_root`` (or the ``only`` ones) equals ``a_root``'s, but for measurements."""
+    import xarray as xr
+
+    a_files, b_files = _nc_files(a_root), _nc_files(b_root)
+    if only is not None:
+        b_files = sorted(Path(t) for t in only)
+        a_files = [f for f in a_files if f in b_files]
+    assert a_files and a_files == b_files, (a_files, b_files)
+    for rel in a_files:
+        with xr.open_dataset(a_root / rel) as a, xr.open_dataset(b_root / rel) as b:
+            a, b = _normalise(a.load()), _normalise(b.load())
+            try:
+                xr.testing.assert_identical(a, b)
+            except AssertionError as exc:
+                raise AssertionError(f"{rel}: SLURM and local results differ\n{exc}") from None
+    return len(a_files)
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--configfile", str(TEST_CONFIG), "--directory", str(workdir), *args]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    (workdir.parent / f"{workdir.name}.log").write_text(out)
+    if p.returncode != 0:
+        slurm_logs = "\n".join(
+            f"--- {q}\n{_tail(q)}" for q in sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log"))
+        )
+        pytest.fail(f"snakemake failed (exit {p.returncode}): {' '.join(cmd)}\n{out[-6000:]}\n{slurm_logs}")
+    return p
+
+
+def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
+    _simulate_api()
+    import yaml
+
+    root = yaml.safe_load(TEST_CONFIG.read_text())["results"]
+    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
+    assert profile.get("executor") == "slurm"
+    merged = f"{root}/jsq_ps/simulation.nc"
+
+    # Local run of the distributed part of the pipeline: every simulation block, their merge, and the
+    # approximation blocks.
+    local, hpc = tmp_path / "local", tmp_path / "slurm"
+    _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_approximate")
+    blocks = [str(p) for p in _nc_files(local) if str(p) != merged]
+    sim_blocks = [b for b in blocks if "/simulation/" in b]
+    approx_blocks = [b for b in blocks if "/approximation/" in b]
+    assert sim_blocks and approx_blocks, f"the local run wrote no block results: {blocks}"
+    # On SLURM every Snakemake job costs two Snakemake start-ups (sbatch'd one + srun'd one) and a Dask
+    # start-up (~15-40 s on 2 cores), so CI submits three jobs: a simulation block at each end of the
+    # grid and an approximation block; SOJOURN_SLURM_FULL=1 submits every block and the merge as well.
+    if os.environ.get("SOJOURN_SLURM_FULL") == "1":
+        targets = [merged, *approx_blocks]
+    else:
+        targets = sorted({sim_blocks[0], sim_blocks[-1], approx_blocks[-1]})
+    p = _snakemake(
+        hpc, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+        *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets,
+    )
+    out = p.stdout + p.stderr
+
+    # Every Snakemake job was a SLURM job that sacct records as COMPLETED in partition debug.
+    job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
+    n_steps = re.findall(r"(\d+) of (\d+) steps \(100%\) done", out)
+    n_local = len(re.findall(r"^localrule \w+:", out, flags=re.M))  # rules the Snakefile keeps local
+    assert job_ids, out[-4000:]
+    assert n_steps and int(n_steps[-1][1]) == len(job_ids) + n_local, (n_steps, job_ids, n_local)
+    recs = _sacct(ids=job_ids)
+    assert set(recs) == set(job_ids), (job_ids, recs)
+    assert {r["state"] for r in recs.values()} == {"COMPLETED"}, recs
+    assert {r["partition"] for r in recs.values()} == {PARTITION}, recs
+
+    for t in targets:
+        assert (hpc / t).is_file(), t
+    full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
+    n = _assert_same_results(local, hpc, only=None if full else targets)
+    assert n >= len(targets)
+
+
+def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
+    """`cluster: {kind: slurm}` taken the way a user takes it: a whole Snakemake run of the test config whose
+    replications and approximation cells run on dask-jobqueue SLURM worker jobs (Snakemake's job threads
+    share one SLURMCluster), against a plain local run: identical results."""
+    import yaml
+
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 2,
+                                                 "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB",
+                                                 "walltime": "00:30:00",
+                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    override = tmp_path / "slurm.yaml"
+    override.write_text(yaml.safe_dump(cfg))
+    local, hpc = tmp_path / "local", tmp_path / "dask-slurm"
+    until = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
+    _snakemake(local, "--cores", "2", *until)
+    before = _queued()
+    p = _snakemake(hpc, "--cores", "2", "--configfile", str(override), *until)
+    out = p.stdout + p.stderr
+    assert "signal only works in main thread" not in out
+    logs = sorted((tmp_path / "dask-logs").glob("*"))
+    assert logs, "no SLURM worker job wrote a log: the replications did not run on SLURM"
+    # the worker jobs were SLURM jobs, recorded by sacct, and are gone from the queue after the run
+    t0 = time.monotonic()
+    while (_queued() - before) and time.monotonic() - t0 < GUARD_S:
+        time.sleep(0.5)
+    assert not _queued() - before
+    n = _assert_same_results(local, hpc)
+    assert n >= 3
