@@ -192,7 +192,7 @@ def bench_overhead():
 
 def bench_noop():
     """DAG build (fresh) and no-op dry run (all outputs present, metadata written by --touch) for paper.yaml."""
-    import sojourn.jsq_ps.grid as G
+    import sojourn.jsq_ps.config as G
     from sojourn.jsq_ps.naming import figure_stems
 
     with tempfile.TemporaryDirectory() as work:

@@ -52,7 +52,7 @@ def section(study: str) -> dict:
 
 # -- per study: the cells, how to simulate one, its per-replication statistic and its events ------------------
 def jsq_ps():
-    from sojourn.jsq_ps.grid import cells, service_laws
+    from sojourn.jsq_ps.config import cells, service_laws
     from sojourn.jsq_ps.model import JSQPS
     from sojourn.jsq_ps.naming import DEFAULT_PERCENTILE
     from sojourn.jsq_ps.simulate import simulate

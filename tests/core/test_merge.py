@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.grid import Blocks, block_label, blocks
+from sojourn.jsq_ps.config import Blocks, block_label, blocks
 from sojourn.core.merge import merge_files
 
 

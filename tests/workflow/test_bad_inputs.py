@@ -24,7 +24,7 @@ import yaml
 
 import sojourn.core.io as core_io
 import sojourn.jsq_ps.solve.api as analytic_api
-import sojourn.jsq_ps.grid as G
+import sojourn.jsq_ps.config as G
 import sojourn.jsq_ps.simulate as simulate_module
 from sojourn.cli import main
 from sojourn.core.config import ConfigError, validate_config

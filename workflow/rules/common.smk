@@ -46,25 +46,23 @@ if workflow.is_main_process:
     _damaged_results()
 
 
-def logged(log_path, fn, *args, **kwargs):
-    """Call ``fn(*args, **kwargs)`` with a record in the job's log: the call, its result and duration, or
-    the traceback of what went wrong (then re-raised, so the job fails as usual)."""
-    import time
-    import traceback
+def code(entry):
+    """The rerun trigger of a job: the fingerprint of its entry function ``"<study>.<job>"`` (the function
+    ``<job>`` of ``sojourn.<study>.jobs``, the definitions it uses and the modules they import)."""
+    return fingerprint(_entry(entry))
 
-    from sojourn.core.io import check_interrupted
 
-    check_interrupted(f"{fn.__module__}.{fn.__qualname__}")  # Ctrl-C: start nothing new
-    with open(log_path, "w") as fh:
-        print(f"{fn.__module__}.{fn.__qualname__}", file=fh, flush=True)
-        t0 = time.perf_counter()
-        try:
-            result = fn(*args, **kwargs)
-        except BaseException:
-            traceback.print_exc(file=fh)
-            raise
-        print(f"done in {time.perf_counter() - t0:.2f} s: {result}", file=fh)
-    return result
+def _entry(entry):
+    study, _, name = entry.partition(".")
+    return f"sojourn.{study}.jobs:{name}"
+
+
+def job(entry, log, params=None, **arguments):
+    """Every rule's ``run:``: the job function ``"<study>.<job>"`` called with the rule's ``params`` and
+    ``arguments``, its log opened, routed, timed and closed by sojourn.core.job.run (the traceback on failure)."""
+    from sojourn.core.job import run
+
+    return run(_entry(entry), log[0], **{**dict(params.items() if params is not None else {}), **arguments})
 
 
 # Dask (and dask_jobqueue, which installs a signal handler) imported once by the main thread: jobs run in

@@ -1,7 +1,7 @@
 # JSQ-PS study (seed 000; sojourn.jsq_ps): one simulation job per block of cells (service law, R, rho
 # interval of width grid.rho_block; every replication of every cell a Dask task), one approximation job per
 # (R, rho interval) block (one Dask task per cell, all methods), streaming merges, the comparison, figures.
-import sojourn.jsq_ps.grid as JSQ_GRID
+import sojourn.jsq_ps.config as JSQ_GRID
 from sojourn.jsq_ps.naming import figure_stems as _jsq_figure_stems
 from sojourn.jsq_ps.reproduction import FIGURE_STEMS as _JSQ_REPRODUCTION_STEMS
 
@@ -13,10 +13,6 @@ except ConfigError as exc:
 JSQ_RES = f"{RESULTS}/jsq_ps"
 JSQ_LAWS = JSQ_GRID.service_laws(JSQ)
 JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R, rho interval)
-# each rule's rerun trigger: the fingerprint of the code its entry module imports
-JSQ_CODE = {rule: fingerprint(f"sojourn.jsq_ps.{module}") for rule, module in {
-    "simulate": "simulate_blocks", "approximate": "approximate_blocks", "merge": "merging",
-    "compare": "compare", "figures": "plots", "reproduction": "reproduction", "accuracy": "accuracy"}.items()}
 # the paper's published tables and best-method map (package data): their content is a rerun trigger of the
 # report, wherever the package is installed
 JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv")
@@ -43,19 +39,15 @@ rule jsq_ps_simulate:
         mu=JSQ["grid"]["mu"],
         simulation=canonical(JSQ["simulation"]),
         time_grid=canonical(JSQ["time_grid"]),
-        code=JSQ_CODE["simulate"],
+        code=code("jsq_ps.simulate"),
         cache=lambda wc: f"{JSQ_RES}/cache/simulation/{wc.service}/R~{wc.R}/rho~{wc.block}",
     log:
         f"{JSQ_RES}/logs/simulate/{{service}}/R~{{R}}/rho~{{block}}.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/simulate/{{service}}/R~{{R}}/rho~{{block}}.tsv"
     run:
-        from sojourn.jsq_ps.simulate_blocks import simulate_block
-
-        with open(log[0], "w") as fh:
-            simulate_block(dask(), service=wildcards.service, law=params.law, R=int(wildcards.R), rhos=params.rhos,
-                           mu=params.mu, sim=params.simulation, tg=params.time_grid, code=params.code,
-                           output=output[0], log=fh, cache_dir=params.cache)
+        job("jsq_ps.simulate", log, params, client=dask, service=wildcards.service, R=int(wildcards.R),
+            output=output[0])
 
 
 rule jsq_ps_approximate:
@@ -70,20 +62,14 @@ rule jsq_ps_approximate:
         exact_budget=canonical(JSQ_GRID.exact_budget(JSQ)),
         mu=JSQ["grid"]["mu"],
         time_grid=canonical(JSQ["time_grid"]),
-        code=JSQ_CODE["approximate"],
+        code=code("jsq_ps.approximate"),
         cache=lambda wc: f"{JSQ_RES}/cache/approximation/R~{wc.R}/rho~{wc.block}",
     log:
         f"{JSQ_RES}/logs/approximate/R~{{R}}/rho~{{block}}.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/approximate/R~{{R}}/rho~{{block}}.tsv"
     run:
-        from sojourn.jsq_ps.approximate_blocks import approximate_block
-
-        with open(log[0], "w") as fh:
-            approximate_block(dask(), R=int(wildcards.R), rhos=params.rhos, mu=params.mu, methods=params.methods,
-                              L1=params.L1, L2=params.L2, tg=params.time_grid, code=params.code,
-                              share_corrected=params.share_corrected, exact_budget=params.exact_budget,
-                              output=output[0], log=fh, cache_dir=params.cache)
+        job("jsq_ps.approximate", log, params, client=dask, R=int(wildcards.R), output=output[0])
 
 
 rule jsq_ps_merge_simulation:
@@ -93,15 +79,13 @@ rule jsq_ps_merge_simulation:
         f"{JSQ_RES}/simulation.nc",
     params:
         settings=JSQ_SIM_SETTINGS,
-        code=JSQ_CODE["merge"],
+        code=code("jsq_ps.merge_simulation"),
     log:
         f"{JSQ_RES}/logs/merge_simulation.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/merge_simulation.tsv"
     run:
-        from sojourn.jsq_ps.merging import merge_simulation
-
-        logged(log[0], merge_simulation, input, output[0], params.settings)
+        job("jsq_ps.merge_simulation", log, params, inputs=list(input), output=output[0])
 
 
 rule jsq_ps_merge_approximation:
@@ -111,15 +95,13 @@ rule jsq_ps_merge_approximation:
         f"{JSQ_RES}/approximation.nc",
     params:
         settings=JSQ_APPROX_SETTINGS,
-        code=JSQ_CODE["merge"],
+        code=code("jsq_ps.merge_approximation"),
     log:
         f"{JSQ_RES}/logs/merge_approximation.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/merge_approximation.tsv"
     run:
-        from sojourn.jsq_ps.merging import merge_approximation
-
-        logged(log[0], merge_approximation, input, output[0], params.settings)
+        job("jsq_ps.merge_approximation", log, params, inputs=list(input), output=output[0])
 
 
 rule jsq_ps_compare:
@@ -130,15 +112,13 @@ rule jsq_ps_compare:
         f"{JSQ_RES}/comparison.nc",
     params:
         settings=canonical({"comparison": JSQ["comparison"], "seed": JSQ["simulation"]["seed"]}),
-        code=JSQ_CODE["compare"],
+        code=code("jsq_ps.compare"),
     log:
         f"{JSQ_RES}/logs/compare.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/compare.tsv"
     run:
-        from sojourn.jsq_ps.compare import write_comparison
-
-        logged(log[0], write_comparison, input.sim, input.approx, output[0], params.settings)
+        job("jsq_ps.compare", log, params, simulation=input.sim, approximation=input.approx, output=output[0])
 
 
 rule jsq_ps_accuracy:
@@ -151,15 +131,13 @@ rule jsq_ps_accuracy:
     params:
         settings=canonical({"simulation": {k: JSQ["simulation"].get(k) for k in ("horizon", "warmup", "cooldown")},
                             "mu": JSQ["grid"]["mu"]}),
-        code=JSQ_CODE["accuracy"],
+        code=code("jsq_ps.accuracy"),
     log:
         f"{JSQ_RES}/logs/accuracy.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/accuracy.tsv"
     run:
-        from sojourn.jsq_ps.accuracy import accuracy_from_comparison
-
-        logged(log[0], accuracy_from_comparison, input[0], output[0], params.settings)
+        job("jsq_ps.accuracy", log, params, comparison=input[0], output=output[0])
 
 
 def _jsq_figure_outputs():
@@ -184,17 +162,14 @@ rule jsq_ps_figures:
     params:
         figures=canonical(JSQ["figures"]),
         rho_decimals=JSQ["grid"]["rho_decimals"],
-        code=JSQ_CODE["figures"],
+        code=code("jsq_ps.figures"),
     log:
         f"{JSQ_RES}/logs/figures.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/figures.tsv"
     run:
-        from sojourn.jsq_ps.plots import all_figures
-
-        logged(log[0], all_figures, input.comparison, input.simulation, input.approximation, f"{JSQ_RES}/figures",
-               cdf_cells=params.figures["cdf_cells"], formats=params.figures["formats"],
-               dpi=params.figures["dpi"], decimals=params.rho_decimals)
+        job("jsq_ps.figures", log, params, comparison=input.comparison, simulation=input.simulation,
+            approximation=input.approximation, outdir=f"{JSQ_RES}/figures")
 
 
 def _jsq_reproduction_figures():
@@ -216,14 +191,12 @@ rule jsq_ps_reproduction:
         **_jsq_reproduction_figures(),
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),
-        code=JSQ_CODE["reproduction"],
+        code=code("jsq_ps.reproduction"),
         published=JSQ_PUBLISHED,
     log:
         f"{JSQ_RES}/logs/reproduction.log",
     benchmark:
         f"{JSQ_RES}/benchmarks/reproduction.tsv"
     run:
-        from sojourn.jsq_ps.reproduction import write_reproduction
-
-        logged(log[0], write_reproduction, input.comparison, output.nc, f"{JSQ_RES}/figures", params.settings,
-               report_path=output.html)
+        job("jsq_ps.reproduction", log, params, comparison=input.comparison, output=output.nc, report=output.html,
+            outdir=f"{JSQ_RES}/figures")

@@ -3,7 +3,7 @@
 # deterministic-timeout semantics (restart_simulate: every replication of every point one Dask task, a fixed
 # count or batches to a precision target, cached by content key under cache/<example>/), the
 # comparison with CIs and coverage (restart_compare), and the figures (restart_figures).
-from sojourn.restart.config_check import check_config as _restart_check
+from sojourn.restart.config import check_config as _restart_check
 from sojourn.restart.plots import figure_stems as _restart_stems
 
 RS = config["restart"]
@@ -13,8 +13,6 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 RS_RES = f"{RESULTS}/restart"
 RS_EXAMPLES = sorted(RS["examples"])
-RS_CODE = {rule: fingerprint(f"sojourn.restart.{module}") for rule, module in {
-    "solve": "solve_sweep", "simulate": "sweep", "compare": "compare", "figures": "plots"}.items()}
 
 
 def _rs_model(example):
@@ -42,16 +40,13 @@ rule restart_solve:
         example=lambda wc: canonical(RS["examples"][wc.example]),
         model=lambda wc: _rs_model(wc.example),
         analytic=canonical(RS["analytic"]),
-        code=RS_CODE["solve"],
+        code=code("restart.solve"),
     log:
         f"{RS_RES}/logs/solve/{{example}}.log",
     benchmark:
         f"{RS_RES}/benchmarks/solve/{{example}}.tsv"
     run:
-        from sojourn.restart.solve_sweep import solve_sweep
-
-        solve_sweep(name=wildcards.example, example=params.example, analytic=params.analytic, code=params.code,
-                    output=output[0])
+        job("restart.solve", log, params, name=wildcards.example, output=output[0])
 
 
 rule restart_simulate:
@@ -61,18 +56,15 @@ rule restart_simulate:
         example=lambda wc: canonical(RS["examples"][wc.example]),
         model=lambda wc: _rs_model(wc.example),
         simulation=canonical(RS["simulation"]),
-        code=RS_CODE["simulate"],
+        time_grid=canonical(RS["time_grid"]),
+        code=code("restart.simulate"),
         cache=lambda wc: f"{RS_RES}/cache/{wc.example}",
     log:
         f"{RS_RES}/logs/simulate/{{example}}.log",
     benchmark:
         f"{RS_RES}/benchmarks/simulate/{{example}}.tsv"
     run:
-        from sojourn.restart.sweep import simulate_sweep
-
-        with open(log[0], "w") as fh:
-            simulate_sweep(dask(), name=wildcards.example, example=params.example, sim=params.simulation,
-                           code=params.code, output=output[0], log=fh, cache_dir=params.cache)
+        job("restart.simulate", log, params, client=dask, name=wildcards.example, output=output[0])
 
 
 rule restart_compare:
@@ -83,15 +75,13 @@ rule restart_compare:
         f"{RS_RES}/{{example}}/comparison.nc",
     params:
         settings=canonical(RS["comparison"]),
-        code=RS_CODE["compare"],
+        code=code("restart.compare"),
     log:
         f"{RS_RES}/logs/compare/{{example}}.log",
     benchmark:
         f"{RS_RES}/benchmarks/compare/{{example}}.tsv"
     run:
-        from sojourn.restart.compare import write_comparison
-
-        write_comparison(input.pf, input.sim, output[0], params.settings)
+        job("restart.compare", log, params, product_form=input.pf, simulation=input.sim, output=output[0])
 
 
 def _restart_figure_outputs():
@@ -113,13 +103,11 @@ rule restart_figures:
         **_restart_figure_outputs(),
     params:
         figures=canonical(RS["figures"]),
-        code=RS_CODE["figures"],
+        code=code("restart.figures"),
     log:
         f"{RS_RES}/logs/figures/{{example}}.log",
     benchmark:
         f"{RS_RES}/benchmarks/figures/{{example}}.tsv"
     run:
-        from sojourn.restart.plots import all_figures
-
-        all_figures(input.pf, input.comparison, f"{RS_RES}/figures", wildcards.example,
-                    formats=params.figures["formats"], dpi=params.figures["dpi"])
+        job("restart.figures", log, params, product_form=input.pf, comparison=input.comparison,
+            outdir=f"{RS_RES}/figures", name=wildcards.example)

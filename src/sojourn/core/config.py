@@ -12,6 +12,12 @@ from .inputs import did_you_mean
 #: at most this many problems are listed in one ConfigError (the count of the rest follows)
 MAX_LISTED = 8
 
+#: the project's one default percentile level (percent): a precision target's ``at`` when a percentile is asked for
+#: without one, and the percentile a summary leads with
+DEFAULT_PERCENTILE = 99.0
+#: the project's one default confidence level, of every interval the studies report
+DEFAULT_CONFIDENCE = 0.95
+
 _TYPE_WORDS = {"object": "a mapping (key: value)", "array": "a list", "string": "a string", "number": "a number",
                "integer": "an integer", "boolean": "true or false", "null": "null"}
 _LIMITS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
@@ -34,12 +40,52 @@ def canonical(value):
 
 
 def load_schema(schema) -> dict:
-    """A JSON schema given as a dict or as the path of a YAML/JSON file."""
+    """A JSON schema given as a dict or as the path of a YAML/JSON file. References to another file's
+    definitions (``{$ref: "common.schema.yaml#/$defs/simulation", …}``, relative to the referring file) are
+    inlined, the keys given beside the ``$ref`` merged over the definition (a ``properties`` entry is added,
+    a ``default`` replaced): so every study's schema takes the shared blocks and fills in their defaults."""
     if isinstance(schema, dict):
         return schema
     import yaml
 
-    return yaml.safe_load(Path(schema).read_text())
+    path = Path(schema)
+    return _inline(yaml.safe_load(path.read_text()), path.parent, {})  # (its $defs stay, inlined too)
+
+
+def _inline(node, folder: Path, files: dict, root=None):
+    """``node`` with every ``$ref`` (to another file, or within this one: ``root``) replaced by the definition it
+    names, the keys beside it merged over (:func:`_merge`)."""
+    import yaml
+
+    if root is None:
+        root = node
+    if isinstance(node, list):
+        return [_inline(v, folder, files, root) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if not isinstance(ref, str):
+        return {k: _inline(v, folder, files, root) for k, v in node.items()}
+    name, _, pointer = ref.partition("#")
+    if name:
+        target = (folder / name).resolve()
+        if target not in files:
+            files[target] = yaml.safe_load(target.read_text())
+        doc, doc_folder = files[target], target.parent
+    else:
+        doc, doc_folder = root, folder
+    part = doc
+    for key in [k for k in pointer.split("/") if k]:
+        part = part[key]
+    base = _inline(copy.deepcopy(part), doc_folder, files, doc)
+    return _merge(base, _inline({k: v for k, v in node.items() if k != "$ref"}, folder, files, root))
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) and k != "default" else v
+    return out
 
 
 def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
@@ -55,11 +101,14 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     from jsonschema import Draft202012Validator, validators
 
     schema = load_schema(schema)
+    moved = _moved_keys(cfg, schema.get("x-moved") or {}, section)
+    if moved:
+        raise ConfigError("\n".join(moved[:MAX_LISTED]))
     validator = validators.extend(Draft202012Validator, {"properties": _properties_with_defaults})(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: [str(p) for p in e.absolute_path])
-    if not errors:
+    lines: list[str] = [] if errors else _not_finite(cfg, section)
+    if not errors and not lines:
         return cfg
-    lines: list[str] = []
     for e in errors:
         for line in _describe(e, section):
             if line not in lines:
@@ -68,6 +117,46 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     if len(lines) > MAX_LISTED:
         shown.append(f"... and {len(lines) - MAX_LISTED} more problem(s)")
     raise ConfigError("\n".join(shown))
+
+
+def _moved_keys(cfg, moved: dict, section: str | None) -> list[str]:
+    """One line per key of ``cfg`` that an earlier release had and the schema's ``x-moved`` map sends elsewhere
+    (``{old.key.path: "where it is now, and how"}``; ``*`` in a path matches any key)."""
+    out = []
+
+    def walk(node, parts, path):
+        if not parts:
+            return [path]
+        if not isinstance(node, dict):
+            return []
+        head, rest = parts[0], parts[1:]
+        keys = list(node) if head == "*" else ([head] if head in node else [])
+        return [p for k in keys for p in walk(node[k], rest, path + [k])]
+
+    for old, new in moved.items():
+        for path in walk(cfg, old.split("."), []):
+            out.append(f"{key_path(section, path)}: this key has moved: {new}")
+    return out
+
+
+def _not_finite(cfg, section: str | None) -> list[str]:
+    """One line per number of ``cfg`` that is infinite or NaN (YAML ``.inf``, ``.nan``): every setting is finite."""
+    import math
+
+    out = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + [k])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + [i])
+        elif isinstance(node, float) and not math.isfinite(node):
+            out.append(f"{key_path(section, path)}: must be a finite number; got {node!r}")
+
+    walk(cfg, [])
+    return out
 
 
 def _properties_with_defaults(validator, properties, instance, schema):
@@ -123,6 +212,15 @@ def _describe(e, section) -> list[str]:
     if kw == "required":
         missing = [k for k in e.validator_value if isinstance(v, dict) and k not in v]
         return [f"{key_path(section, [*e.absolute_path, k])}: missing (required)" for k in missing]
+    if kw == "uniqueItems":
+        seen, dup = set(), None
+        for x in v:
+            k = json.dumps(x, sort_keys=True, default=str)
+            if k in seen:
+                dup = x
+                break
+            seen.add(k)
+        return [f"{where}: every item must be distinct; {_got(dup)} is given twice in {_got(v)}"]
     if kw == "pattern":
         return [f"{where}: must match the pattern {e.validator_value}; got {_got(v)}"]
     if kw in ("oneOf", "anyOf"):

@@ -12,6 +12,11 @@ module is computed, not listed by hand:
 * the source of each module in the closure with comments, docstrings and formatting removed: the
   hash is taken over ``ast.dump`` of the parse tree without docstrings, so editing a comment or a
   docstring, or re-wrapping lines, changes nothing.
+
+An entry may also name one function of a module, ``module:function`` (a study's ``jobs`` module holds every
+rule's entry point, each its own rerun trigger): then only that function counts, with the module-level
+definitions it uses by name (transitively) and the modules those import, at module level or inside them —
+so editing the figures job of ``sojourn.<study>.jobs`` does not rerun its simulations.
 """
 from __future__ import annotations
 
@@ -41,39 +46,128 @@ def _is_package(path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def _imports(name: str, path: Path, root: Path) -> set[str]:
-    """The ``sojourn`` modules imported anywhere in module ``name`` (file ``path``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = name if _is_package(path) else name.rpartition(".")[0]
+def _imports(name: str, path: Path, root: Path, nodes=None) -> set[str]:
+    """The ``sojourn`` modules imported anywhere in module ``name`` (file ``path``), or only inside ``nodes``
+    (AST nodes of that module)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == PACKAGE and module_path(alias.name, root):
-                    found.add(alias.name)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                if node.level > 1:
-                    parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            if base.split(".")[0] != PACKAGE:
-                continue
-            subs = [f"{base}.{a.name}" for a in node.names if module_path(f"{base}.{a.name}", root)]
-            found.update(subs)  # `from . import kernel`: the submodule
-            if len(subs) < len(node.names) and module_path(base, root):
-                found.add(base)  # a name defined by the module or package itself
-    # a module's own package __init__ is not an import of it
-    found.discard(name)
+    for node, base, alias in _import_targets(name, path, root, nodes):
+        found.add(base if alias is None else alias)
+    found.discard(name)  # a module's own package __init__ is not an import of it
     return found
 
 
+def _import_targets(name: str, path: Path, root: Path, nodes=None):
+    """(import node, module, bound submodule or None) for every ``sojourn`` import in ``nodes`` (default: the
+    whole module): ``(node, "sojourn.a", None)`` where names are taken from module ``sojourn.a`` itself,
+    ``(node, "sojourn.a", "sojourn.a.b")`` where ``b`` is a submodule."""
+    if nodes is None:
+        nodes = [ast.parse(path.read_text(encoding="utf-8"), filename=str(path))]
+    for node in (n for top in nodes for n in ast.walk(top)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE and module_path(alias.name, root):
+                    yield node, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_base(name, path, node)
+            if base.split(".")[0] != PACKAGE:
+                continue
+            for a in node.names:
+                if module_path(f"{base}.{a.name}", root):
+                    yield node, base, f"{base}.{a.name}"  # `from . import kernel`: the submodule
+                elif module_path(base, root):
+                    yield node, base, None  # a name defined by the module or package itself
+
+
+def _reached(name: str, path: Path, root: Path, imp, bound: str) -> set[str]:
+    """The ``sojourn`` modules that the name ``bound``, bound by the import statement ``imp``, refers to."""
+    out = set()
+    for a in imp.names:
+        local = (a.asname or a.name).split(".")[0] if isinstance(imp, ast.Import) else (a.asname or a.name)
+        if local != bound:
+            continue
+        if isinstance(imp, ast.Import):
+            if a.name.split(".")[0] == PACKAGE and module_path(a.name, root):
+                out.add(a.name)
+            continue
+        base = _from_base(name, path, imp)
+        if base.split(".")[0] != PACKAGE:
+            continue
+        if module_path(f"{base}.{a.name}", root):
+            out.add(f"{base}.{a.name}")
+        elif module_path(base, root):
+            out.add(base)
+    return out
+
+
+def _from_base(name: str, path: Path, node) -> str:
+    """The absolute module a ``from … import`` statement of module ``name`` takes names from."""
+    if not node.level:
+        return node.module or ""
+    parts = (name if _is_package(path) else name.rpartition(".")[0]).split(".")
+    if node.level > 1:
+        parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def _bound_names(node) -> list[str]:
+    """The names an import statement binds in its scope."""
+    return [(a.asname or a.name).split(".")[0] for a in node.names]
+
+
+def function_parts(entry: str, root: Path = ROOT) -> tuple[list, set[str]]:
+    """(AST nodes, imported modules) of ``module:function``: the function, the module-level definitions it uses
+    by name (transitively), and the ``sojourn`` modules imported inside them or bound at module level to a
+    name they use."""
+    name, _, func = entry.partition(":")
+    path = module_path(name, root)
+    if path is None:
+        raise ValueError(f"no module {name!r} under {root}")
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    defs: dict[str, ast.AST] = {}
+    top_imports: dict[str, list] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(t, ast.Name):
+                    defs[t.id] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for bound in _bound_names(node):
+                top_imports.setdefault(bound, []).append(node)
+    if func not in defs:
+        raise ValueError(f"module {name} has no top-level definition {func!r}")
+    used: dict[str, ast.AST] = {}
+    imports: list = []
+    todo = [func]
+    while todo:
+        n = todo.pop()
+        if n in used:
+            continue
+        used[n] = defs[n]
+        for sub in ast.walk(defs[n]):
+            if isinstance(sub, ast.Name):
+                if sub.id in defs and sub.id not in used:
+                    todo.append(sub.id)
+                for imp in top_imports.get(sub.id, ()):
+                    imports.append((sub.id, imp))
+    mods = _imports(name, path, root, [used[n] for n in used])
+    for bound, imp in imports:
+        mods.update(_reached(name, path, root, imp, bound))
+    mods.discard(name)
+    return [used[n] for n in sorted(used)], mods
+
+
 def closure(*entries: str, root: Path = ROOT) -> list[str]:
-    """Sorted names of the ``sojourn`` modules the entry modules import, transitively (entries included)."""
+    """Sorted names of the ``sojourn`` modules the entry modules import, transitively (entries included; a
+    ``module:function`` entry contributes what :func:`function_parts` finds, not its whole module)."""
     seen: set[str] = set()
-    todo = list(entries)
+    todo = []
+    for e in entries:
+        if ":" in e:
+            todo.extend(function_parts(e, root)[1])
+        else:
+            todo.append(e)
     while todo:
         name = todo.pop()
         if name in seen:
@@ -96,6 +190,12 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _copy(node):
+    import copy
+
+    return copy.deepcopy(node)
+
+
 @functools.lru_cache(maxsize=None)
 def _source_hash(path: Path, mtime_ns: int, size: int) -> str:
     tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
@@ -109,8 +209,14 @@ def source_hash(path: Path) -> str:
 
 
 def fingerprint(*entries: str, root: Path = ROOT) -> str:
-    """16 hex digits over (name, code) of every module in the closure of ``entries``."""
+    """16 hex digits over (name, code) of every module in the closure of ``entries`` (and, for a
+    ``module:function`` entry, of the function and the definitions it uses instead of its whole module)."""
     h = hashlib.sha256()
+    for e in entries:
+        if ":" in e:
+            h.update(e.encode())
+            for node in function_parts(e, root)[0]:
+                h.update(ast.dump(_strip_docstrings(_copy(node)), include_attributes=False).encode())
     for name in closure(*entries, root=root):
         h.update(name.encode())
         h.update(source_hash(module_path(name, root)).encode())

@@ -7,8 +7,9 @@ cell (an analytic method) is a cell with a single replication.
 
 What a study supplies, and nothing else:
 
-* the replication task ``task(*cell.args, k)`` (deterministic cells: ``task(*cell.args)``): one Dask task,
-  picklable arguments, a small result;
+* the replication task ``task(*cell.args, k, **shared)`` (deterministic cells: ``task(*cell.args, **shared)``;
+  ``shared``: keyword arguments every cell of the job passes): one Dask task, picklable arguments, a small
+  result;
 * its estimate for a precision target, ``estimate(cell, k, result) -> float``
   (:func:`sojourn.core.precision.histogram_statistic` of the result);
 * how a stored file holds cells: ``select(stored, cell)`` cuts a cell out of it and ``split(part, cell)``
@@ -50,7 +51,7 @@ from .precision import Outcome, Precision, run_replications
 LOG = logging.getLogger("sojourn.runner")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
     """One grid point of a job: ``label`` names it (unique within the job: logs, task names, the cache),
     ``key`` is the content key of everything that changes its values except the number of replications,
@@ -75,12 +76,22 @@ class DaskExecutor:
     def __init__(self, client):
         self.client = client
 
-    def map(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
-            progress: Callable[[int, int], None] | None = None) -> list:
-        futures = self.client.map(_call, [fn] * len(calls), list(calls), pure=False, retries=TASK_RETRIES,
-                                  key=list(names))
-        report_progress(futures, progress, self.client, what=what)
-        return self.client.gather(futures)
+    def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
+        """Submit ``fn(*call, **kwargs)`` for every call now; the results come from ``.result()``."""
+        n = len(calls)
+        futures = self.client.map(_call, [fn] * n, list(calls), [kwargs or {}] * n, pure=False,
+                                  retries=TASK_RETRIES, key=list(names))
+
+        def result():
+            report_progress(futures, progress, self.client, what=what)
+            return self.client.gather(futures)
+
+        return Pending(result)
+
+    def map(self, fn, calls, names, what, progress=None, kwargs=None) -> list:
+        """The results of ``fn(*call, **kwargs)`` for every call, in order."""
+        return self.start(fn, calls, names, what, progress, kwargs).result()
 
 
 class LocalExecutor:
@@ -89,20 +100,42 @@ class LocalExecutor:
     def __init__(self, pool=None):
         self.pool = pool
 
-    def map(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
-            progress: Callable[[int, int], None] | None = None) -> list:
-        if self.pool is None:
+    def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
+        kwargs = kwargs or {}
+        calls = list(calls)
+        if self.pool is not None:
+            futures = [self.pool.submit(_call, fn, c, kwargs) for c in calls]
+            return Pending(lambda: [f.result() for f in futures])
+
+        def result():
             out = []
             for i, c in enumerate(calls):
-                out.append(fn(*c))
+                out.append(fn(*c, **kwargs))
                 if progress is not None:
                     progress(i + 1, len(calls))
             return out
-        return list(self.pool.map(_call, [fn] * len(calls), list(calls)))
+
+        return Pending(result)
+
+    def map(self, fn, calls, names, what, progress=None, kwargs=None) -> list:
+        return self.start(fn, calls, names, what, progress, kwargs).result()
 
 
-def _call(fn, args):
-    return fn(*args)
+class Pending:
+    """Tasks started by an executor; ``result()`` waits for them (once) and returns their results in order."""
+
+    def __init__(self, wait: Callable[[], list]):
+        self._wait, self._done, self._value = wait, False, None
+
+    def result(self) -> list:
+        if not self._done:
+            self._value, self._done = self._wait(), True
+        return self._value
+
+
+def _call(fn, args, kwargs):
+    return fn(*args, **kwargs)
 
 
 def _task_name(prefix: str, cell: Cell, k: int | None) -> str:
@@ -145,10 +178,11 @@ class _LogLines:
 
 def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: int | None = None,
               precision: Precision | None = None, estimate: Callable | None = None, have: dict | None = None,
-              what: str = "replications", prefix: str = "task") -> dict[str, Outcome]:
+              shared: dict | None = None, what: str = "replications", prefix: str = "task") -> dict[str, Outcome]:
     """Every cell to ``replications`` replications, or to its precision target, or (both None) one
-    deterministic task per cell; ``have`` {label: {k: result}} are taken instead of computed. Returns
-    {label: :class:`sojourn.core.precision.Outcome`} (results in replication order)."""
+    deterministic task per cell; ``have`` {label: {k: result}} are taken instead of computed; ``shared``:
+    keyword arguments of every task. Returns {label: :class:`sojourn.core.precision.Outcome`} (results in
+    replication order)."""
     cells = list(cells)
     by_label = {c.label: c for c in cells}
     if len(by_label) != len(cells):
@@ -157,10 +191,11 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
     t0 = time.perf_counter()
     if replications is None and precision is None:  # deterministic cells: one task each
         todo = [c for c in cells if 0 not in have.get(c.label, {})]
+        fresh_labels = {c.label for c in todo}
         for c in cells:
-            LOG.info(f"{c.label}: key {c.key}; {'cached' if c not in todo else 'to compute'}")
+            LOG.info(f"{c.label}: key {c.key}; {'to compute' if c.label in fresh_labels else 'cached'}")
         results = executor.map(task, [c.args for c in todo], [_task_name(prefix, c, None) for c in todo],
-                               f"{len(todo)} {what}", _progress(what, t0)) if todo else []
+                               f"{len(todo)} {what}", _progress(what, t0), shared) if todo else []
         new = dict(zip([c.label for c in todo], results))
         out = {}
         for c in cells:
@@ -176,7 +211,7 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
     def submit(requests):
         return executor.map(task, [by_label[lab].args + (k,) for lab, k in requests],
                             [_task_name(prefix, by_label[lab], k) for lab, k in requests],
-                            f"{what} of {len({lab for lab, _ in requests})} cell(s)", _progress(what, t0))
+                            f"{what} of {len({lab for lab, _ in requests})} cell(s)", _progress(what, t0), shared)
 
     return run_replications([c.label for c in cells], submit, precision=precision, replications=replications,
                             estimate=(lambda lab, k, r: estimate(by_label[lab], k, r)) if estimate else None,
@@ -191,7 +226,7 @@ def store(ds, cache_dir, cells: Sequence[Cell], count, output=None, encoding=Non
     keys = {c.label: c.key for c in cells}
     ds.attrs["cell_keys"] = json.dumps(keys, sort_keys=True)
     if cache_dir is None:
-        return write_netcdf(ds, output, encoding=encoding)
+        return None if output is None else write_netcdf(ds, output, encoding=encoding)
     cache_dir = Path(cache_dir)
     entry = cache_dir / f"{content_key(keys, count.to_dict() if hasattr(count, 'to_dict') else count)}.nc"
     write_netcdf(ds, entry, encoding=encoding)

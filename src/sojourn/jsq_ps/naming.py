@@ -40,8 +40,9 @@ def label_coords(ds):
 #: the service-law name of the M/M/R system (the one the approximations model)
 EXPONENTIAL = "exponential"
 
-#: the percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
-DEFAULT_PERCENTILE = 99.99
+#: the percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``: the
+#: project's one default (sojourn.core.config)
+from ..core.config import DEFAULT_PERCENTILE  # noqa: E402,F401
 
 
 def table4_L1(servers: int) -> int:

@@ -1,11 +1,21 @@
-"""How the JSQ-PS study stores its cells: variables kept, gap values, compact encodings, and the
-survival-function form of the approximations (shared by the cell jobs and the merges)."""
+"""How the JSQ-PS study stores its cells: variables kept, gap values, compact encodings, the survival-function
+form of the approximations (shared by the cell jobs and the merges), and the merges of the block files into
+``simulation.nc`` and ``approximation.nc``.
+
+Merging streams (:func:`sojourn.core.merge.merge_files`: memory is one input file, whatever the grid). Gaps of
+the hypercube (an M/G/R law on a sub-grid; ``exact`` only for small R) hold :data:`SIM_FILL` for the
+simulation's integers and NaN for floats; approximations span the configured method axis. The ``config``
+attribute of a merged file holds the config sections that produced it."""
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
 
-from ..core.io import read_netcdf
+from pathlib import Path
+
+from ..core.io import NETCDF_LOCK, provenance, read_netcdf
+from ..core.merge import merge_files
+from .naming import COORD_ATTRS
 from ..core.precision import FILL as PRECISION_FILL
 from .solve.guards import OVER_BUDGET
 
@@ -136,3 +146,44 @@ def approximation_encoding(ds: xr.Dataset, complevel: int = 5) -> dict:
            for name, var in ds.data_vars.items() if var.dtype.kind in "iuf"}
     enc.update(_coord_encoding(ds, complevel))
     return enc
+
+
+def fixed_n(ds: xr.Dataset, n_store: int) -> xr.Dataset:
+    """λ_n and A_n on n = 0..n_store−1 for every cell (cells differ in their own truncation, and a common
+    ``n`` axis is what lets the cells merge); the A_n mass beyond is kept as ``A_n_tail_mass``."""
+    if "n" not in ds.dims:
+        return ds
+    tail = ds["A_n"].where(ds["n"] >= n_store).sum("n", skipna=True)
+    out = ds.reindex(n=np.arange(n_store), fill_value=np.nan)
+    out["A_n_tail_mass"] = tail
+    out["A_n_tail_mass"].attrs = {"long_name": f"sum of A_n over n >= {n_store} (not stored)", "units": "1"}
+    out["lambda_n"].attrs = {"long_name": "arrival rate to a server with n customers (lambda_n)",
+                             "units": "1/time unit"}
+    out["A_n"].attrs = {"long_name": "probability that an arrival finds n customers at its server (A_n)",
+                        "units": "1"}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# merges
+def merge_simulation(paths, output, settings: dict) -> Path:
+    """Simulation blocks → ``output``; ``settings``: the grid, mgr, time_grid and simulation sections."""
+    paths = list(paths)
+    with NETCDF_LOCK, xr.open_dataset(paths[0], engine="netcdf4") as first:
+        extra = {"seed": int(settings["simulation"]["seed"]),
+                 "seed_recipe": first.attrs.get("seed_recipe", ""),
+                 "histogram_convention": first.attrs.get("histogram_convention", "")}
+    attrs = provenance(settings, title="sojourn pipeline: merged simulation cells", **extra)
+    merge_files(paths, output, stack=("service", "R", "rho"), fill=SIM_FILL, encoding=simulation_var_encoding,
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
+    return Path(output)
+
+
+def merge_approximation(paths, output, settings: dict) -> Path:
+    """Approximation blocks → ``output`` on the configured ``approximation`` axis; ``settings``: the grid, mgr,
+    time_grid and approximation sections."""
+    attrs = provenance(settings, title="sojourn pipeline: merged approximation cells")
+    merge_files(list(paths), output, stack=("R", "rho"), fill=APPROX_FILL, encoding=approximation_var_encoding,
+                order={"approximation": [str(m) for m in settings["approximation"]["methods"]]},
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
+    return Path(output)

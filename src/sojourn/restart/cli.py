@@ -9,6 +9,7 @@ import time
 
 
 
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
@@ -45,8 +46,8 @@ def _sim_args(p):
                         "(default 5%% of --horizon: 10000 of 200000); 2 --warmup must be < --horizon")
     p.add_argument("--dt", type=float, default=0.05, help="response-time histogram bin width (default 0.05)")
     p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin left edge (default 200)")
-    p.add_argument("--confidence", type=float, default=0.99,
-                   help="CI level of the printed means and 99th percentile, across replications (default 0.99)")
+    p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                   help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})")
 
 
 def _window(args) -> None:

@@ -1,10 +1,11 @@
 """The pipeline's comparison job: simulated sweeps beside the product form, CIs, coverage and optima.
 
 Per (semantics, restart rate): means over the stable replications with Student-t CIs of the mean
-response time, its ``percentile`` quantile (per replication from its histogram), the mean number of
-jobs, restarts per job and throughput; the product form at the same rate; for signal semantics
-whether the CI covers the product form (and the z-score). Per semantics: the restart rate of the sweep
-with the smallest mean (and percentile) response time, beside the product form's g*.
+response time, its percentiles (``response_time_percentile``, one per level of ``comparison.percentiles``, per
+replication from its histogram), the mean number of jobs, restarts per job and throughput; the product form at
+the same rate; for signal semantics whether the CI covers the product form (and the z-score). Per semantics:
+the restart rate of the sweep with the smallest mean response time (and smallest percentile, per level),
+beside the product form's g*.
 """
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ def _ci(x, confidence):
     return m, h, k
 
 
-def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: float) -> xr.Dataset:
+def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(99.0,)) -> xr.Dataset:
+    """``percentiles``: levels in percent."""
+    levels = [float(p) for p in np.atleast_1d(percentiles)]
     dt = float(sim.attrs["dt"])
     count = sim["count"].transpose("semantics", "restart_rate", "replication", "t").values
     overflow = sim["overflow"].transpose("semantics", "restart_rate", "replication").values
-    q = percentile_per_replication(count, overflow, sim["t"].values, dt, percentile)
+    q = np.stack([percentile_per_replication(count, overflow, sim["t"].values, dt, p / 100.0) for p in levels],
+                 axis=-1)  # (semantics, restart_rate, replication, percentile)
     # a precision-driven sweep: points with different replication counts, padded (sojourn.core.precision)
     here = present(sim["replication"].values, sim["replications_used"].transpose("semantics", "restart_rate").values) \
         if "replications_used" in sim else np.ones(overflow.shape, bool)
@@ -44,23 +48,30 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: f
     # a point counts only if every replication ran to the end: one stopped replication means the run is not
     # stationary there (timeout semantics can be unstable), and the others would give a biased mean
     partial = stopped.any(axis=-1, keepdims=True)
-    q = np.where(partial, np.nan, q)
+    q = np.where(partial[..., None], np.nan, q)
     dims = ("semantics", "restart_rate")
     out = {}
     series = {
         "response_time": (sim["mean"], "mean response time", "time"),
-        "percentile": (None, f"{100 * percentile:g}th percentile of the response time", "time"),
         "mean_number": (sim["mean_number"].sum("queue", skipna=False), "time-average number of jobs", "1"),
         "mean_restarts": (sim["mean_restarts"], "successful restarts per job", "1"),
         "throughput": (sim["throughput"], "jobs leaving per unit time", "1/time"),
     }
     for name, (da, long_name, units) in series.items():
-        x = q if da is None else np.where(partial, np.nan, da.transpose("semantics", "restart_rate", "replication").values)
+        x = np.where(partial, np.nan, da.transpose("semantics", "restart_rate", "replication").values)
         x = np.where(here, x, np.nan)  # padding never counts (_ci ignores NaN)
         m, h, k = _ci(x, confidence)
         out[name] = (dims, m, {"long_name": f"simulated {long_name} (mean over replications)", "units": units})
         out[f"{name}_half_width"] = (dims, h, {"long_name": f"half-width of the {100 * confidence:g}% Student-t CI "
                                                            f"of {name}", "units": units})
+    qm, qh, _ = _ci(np.moveaxis(np.where(here[..., None], q, np.nan), -1, -2), confidence)  # (sem, rate, percentile)
+    pdims = dims + ("percentile",)
+    out["response_time_percentile"] = (pdims, qm, {"long_name": "simulated percentile of the response time (mean "
+                                                                "over replications of each one's histogram percentile)",
+                                                   "units": "time"})
+    out["response_time_percentile_half_width"] = (pdims, qh, {
+        "long_name": f"half-width of the {100 * confidence:g}% Student-t CI of response_time_percentile",
+        "units": "time"})
     out["replications_stable"] = (dims, (~stopped & here).sum(axis=-1).astype(np.int64),
                                   {"long_name": "replications that ran to the end (not stopped as unstable); "
                                                 "measures are NaN unless all did", "units": "1"})
@@ -80,19 +91,24 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: f
                                                                     f"{name}", "units": "1"})
         out[f"{name}_covered"] = (dims, (np.abs(m - val) <= h).astype(np.int8),
                                   {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"})
-    for name in ("response_time", "percentile"):
-        m = out[name][1]
-        best = np.array([np.nanargmin(row) if np.isfinite(row).any() else -1 for row in m])
-        out[f"best_rate_{name}"] = ("semantics", np.where(best >= 0, rates[np.maximum(best, 0)], np.nan),
-                                    {"long_name": f"restart rate of the sweep with the smallest {name}",
+    for name in ("response_time", "response_time_percentile"):
+        m, h = out[name][1], out[f"{name}_half_width"][1]  # (semantics, rate[, percentile])
+        extra = m.shape[2:]
+        m2, h2 = m.reshape(m.shape[:2] + (-1,)), h.reshape(h.shape[:2] + (-1,))
+        best = np.array([[np.nanargmin(m2[i, :, j]) if np.isfinite(m2[i, :, j]).any() else -1
+                          for j in range(m2.shape[2])] for i in range(m2.shape[0])])  # (semantics, levels)
+        pick = lambda a: np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
+                                   for i, row in enumerate(best)]).reshape((m.shape[0],) + extra)
+        bdims = ("semantics",) + (("percentile",) if extra else ())
+        out[f"best_rate_{name}"] = (bdims, np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape(
+            (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name}",
                                      "units": "1/time"})
-        out[f"best_{name}"] = ("semantics", np.array([m[i, b] if b >= 0 else np.nan for i, b in enumerate(best)]),
-                               {"long_name": f"smallest simulated {name} of the sweep", "units": "time"})
-        h = out[f"{name}_half_width"][1]
-        out[f"best_{name}_half_width"] = ("semantics", np.array([h[i, b] if b >= 0 else np.nan
-                                                                 for i, b in enumerate(best)]),
-                                          {"long_name": "its CI half-width", "units": "time"})
-    ds = xr.Dataset(out, coords={"semantics": sim["semantics"], "restart_rate": sim["restart_rate"]})
+        out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
+                                                 "units": "time"})
+        out[f"best_{name}_half_width"] = (bdims, pick(h2), {"long_name": "its CI half-width", "units": "time"})
+    ds = xr.Dataset(out, coords={"semantics": sim["semantics"], "restart_rate": sim["restart_rate"],
+                                 "percentile": ("percentile", np.array(levels),
+                                                {"long_name": "percentile level", "units": "percent"})})
     for v in ("g_star", "response_time_at_g_star", "response_time_no_restart"):
         ds[v] = pf[v]
     ds["best_rate_ratio"] = (("semantics",), ds["best_rate_response_time"].values / float(pf["g_star"]),
@@ -102,7 +118,7 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentile: f
 
 def write_comparison(pf_path, sim_path, output, settings: dict):
     pf, sim = read_netcdf(pf_path), read_netcdf(sim_path)
-    ds = comparison(pf, sim, float(settings["confidence"]), float(settings["percentile"]))
+    ds = comparison(pf, sim, float(settings["confidence"]), settings["percentiles"])
     ds.attrs = provenance(settings, title=f"Restart study, {sim.attrs.get('example', '')}: simulation vs product form",
                           model=sim.attrs.get("model", ""), example=sim.attrs.get("example", ""))
     write_netcdf(ds, output)

@@ -13,6 +13,7 @@ import xarray as xr
 
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.stats import TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
@@ -37,7 +38,7 @@ def default_taus(g_star: float, points: int = 13, span: float = 10.0) -> np.ndar
 
 
 def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replications: int = 10, seed: int = 0,
-             confidence: float = 0.99, percentile: float = 0.99, sim: dict | None = None) -> xr.Dataset:
+             confidence: float = DEFAULT_CONFIDENCE, percentile: float = 0.99, sim: dict | None = None) -> xr.Dataset:
     """g* and E[T](g*) (product form), the simulated E[T] at g* under both semantics, and the τ sweep.
 
     ``sim``: keyword arguments of :func:`sojourn.restart.simulate.simulate` (horizon, warmup, dt, t_max …).

@@ -74,16 +74,20 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
     fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
     save(fig, outdir / f"{name}_means", formats, dpi)
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.6))
-    top = np.nanmax(cmp["percentile"].values) if np.isfinite(cmp["percentile"].values).any() else 1.0
-    _sim(ax, cmp, "percentile", unstable_y=top)
-    ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (product form, mean)")
-    ax.set_xscale("log")
-    ax.set_ylim(bottom=0.0)
-    ax.set_xlabel("restart rate r")
-    ax.set_ylabel(cmp["percentile"].attrs["long_name"].replace("simulated ", "").replace(" (mean over replications)", ""))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.set_title(f"{name}: tail of the response time", fontsize=9)
+    levels = cmp["percentile"].values.tolist()
+    fig, axs = plt.subplots(1, len(levels), figsize=(6.5 * len(levels), 4.6), squeeze=False)
+    for ax, level in zip(axs[0], levels):
+        c = cmp.sel(percentile=level)
+        vals = c["response_time_percentile"].values
+        top = np.nanmax(vals) if np.isfinite(vals).any() else 1.0
+        _sim(ax, c, "response_time_percentile", unstable_y=top)
+        ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (product form, mean)")
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0.0)
+        ax.set_xlabel("restart rate r")
+        ax.set_ylabel(f"{level:g}th percentile of the response time")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{name}: tail of the response time", fontsize=9)
     fig.tight_layout()
-    ax.legend(fontsize=7, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.15))
+    axs[0][0].legend(fontsize=7, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.15))
     save(fig, outdir / f"{name}_percentile", formats, dpi)

@@ -32,7 +32,7 @@ from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
 
 #: the response-time percentile level (percent) of a precision target ``statistic: percentile`` without ``at``
-DEFAULT_PERCENTILE = 99.0
+from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's defaults)
 
 SEMANTICS = ("signal", "timeout")
 #: the sweeps' semantics: how a restart rate r is applied (signal g = r; timeout rate r; timeout 1/r)
@@ -311,7 +311,7 @@ def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:
     return np.asarray(quantile(np.asarray(t) + dt, F, p))
 
 
-def summary(ds: xr.Dataset, confidence: float = 0.99, percentile: float = 0.99) -> dict:
+def summary(ds: xr.Dataset, confidence: float = DEFAULT_CONFIDENCE, percentile: float = 0.99) -> dict:
     """Means over replications with Student-t half-widths: response time, its ``percentile`` quantile,
     total mean number of jobs, throughput and restarts per job; with ``percentile_beyond`` (jobs per replication
     at or beyond the percentile, on average) and ``percentile_too_few`` (True where fewer than

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import xarray as xr
 
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.io import provenance
 from ..core.stats import mean_ci
 from ..core.validate import integer_at_least, positive_finite, probability_open
@@ -56,7 +57,7 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
 
 
 def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, criterion="mean", workunits=100_000,
-         replications=5, seed=0, confidence=0.99, model="split_merge", dt=0.01, t_max=200.0,
+         replications=5, seed=0, confidence=DEFAULT_CONFIDENCE, model="split_merge", dt=0.01, t_max=200.0,
          progress=None) -> xr.Dataset:
     """Rank the feasible (r, q) by ``criterion`` ('mean' or 'pNN'); a Dataset over dim ``rank`` (best first)."""
     p = parse_criterion(criterion)
@@ -104,6 +105,6 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
          "max_replicas": max_replicas, "criterion": criterion, "workunits": workunits, "replications": replications,
          "seed": seed, "confidence": confidence, "model": model},
         title=f"(r, q) ranked by {name}: n={hosts}, lambda={arrival_rate:g}, replicas {law}",
-        criterion=name, top_two_within_noise=int(within),
+        criterion=name, confidence=float(confidence), top_two_within_noise=int(within),
         unstable_pairs=", ".join(f"(r={r}, q={q}, load {ld:.3g})" for r, q, ld in skipped) or "none"))
     return ds

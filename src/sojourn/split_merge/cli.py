@@ -237,14 +237,15 @@ def run_best(args) -> int:
               max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
               replications=args.replications, seed=args.seed, model=args.model)
     print(ds.attrs["title"])
-    print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (99%)':>10s}  method")
+    level = f"{100 * float(ds.attrs['confidence']):g}%"
+    print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")
     for k in range(min(args.top, ds.sizes["rank"])):
         row = ds.isel(rank=k)
         hw = float(row.half_width)
         print(f"{k + 1:4d} {int(row.replicas):3d} {int(row.quorum):3d} {float(row['load']):6.3f} "
               f"{float(row.latency):12.6g} {('exact' if int(row.is_exact) else f'{hw:.3g}'):>10s}  {row.method.item()}")
     if ds.sizes["rank"] >= 2:
-        verdict = ("the top two are WITHIN NOISE (their 99% intervals overlap): more replications/workunits "
+        verdict = (f"the top two are WITHIN NOISE (their {level} intervals overlap): more replications/workunits "
                    "are needed to separate them") if ds.attrs["top_two_within_noise"] else "the top two are separated"
         print(verdict)
     if args.output:

@@ -30,7 +30,7 @@ from .order_stats import order_statistic_ph  # noqa: E402
 
 def figure_stems(cfg: dict) -> list[str]:
     """The figure stems the config produces (the workflow's outputs)."""
-    from .experiments import laws
+    from .config import laws
 
     out = []
     if cfg["experiment_a"]["enabled"]:
@@ -190,7 +190,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
 @serialized
 def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130) -> list[Path]:
     """Every figure of the enabled experiments; ``inputs`` maps 'a' | 'b' | 'c' to result files."""
-    from .experiments import laws
+    from .config import laws
 
     figdir = Path(figdir)
     out = []

@@ -36,7 +36,7 @@ TIME_UNITS = "time units of the replica law"
 #: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
 BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
-DEFAULT_PERCENTILE = 99.0
+from ..core.config import DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's one default)
 
 
 def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
@@ -234,6 +234,19 @@ def simulate_replication(spec: SplitMerge, replication=0, seed=0, **kwargs) -> x
     :func:`simulate` with the same arguments (apart from ``wall_time``)."""
     replication = integer_at_least("replication", replication, 0, allow_float=False)
     return simulate(spec, replications=1, seed=seed, replication_offset=replication, **kwargs)
+
+
+#: the per-replication means :func:`replication_summary` returns
+SUMMARY_SCALARS = ("mean_delay", "mean_latency", "host_utilisation", "host_computing", "throughput", "wall_time")
+
+
+def replication_summary(spec: SplitMerge, workunits: int, warmup: int, k: int, *, seed: int, dt: float, t_max: float):
+    """Replication k of ``spec`` (``workunits`` recorded after ``warmup`` discarded) as plain values, cheap to send
+    back (the pipeline's Dask task): (means, latency counts, latency overflow, delay counts, delay overflow)."""
+    ds = simulate_replication(spec, k, seed=seed, workunits=workunits, warmup_workunits=warmup, dt=dt, t_max=t_max)
+    scal = {v: float(ds[v].values[0]) for v in SUMMARY_SCALARS}
+    return scal, ds["latency_count"].values[0], int(ds["latency_overflow"].values[0]), \
+        ds["delay_count"].values[0], int(ds["delay_overflow"].values[0])
 
 
 def concat_replications(datasets) -> xr.Dataset:

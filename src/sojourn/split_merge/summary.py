@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.stats import TAIL_MIN, cdf_from_histogram, mean_ci, percentiles_per_replication, quantile
 
 
@@ -19,7 +20,7 @@ def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
     return quantile(edges, F, np.atleast_1d(np.asarray(p, dtype=float)))
 
 
-def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = 0.99) -> dict:
+def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = DEFAULT_CONFIDENCE) -> dict:
     """Means (delay, latency, utilisation, throughput) and latency percentiles, each (mean, half-width); with
     ``latency_beyond`` (workunits per replication at or beyond each percentile, on average) and
     ``latency_too_few`` (True where fewer than ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some

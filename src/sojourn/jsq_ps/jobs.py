@@ -1,0 +1,226 @@
+"""Every rule of the JSQ-PS study (``workflow/rules/jsq_ps.smk``) calls one function here, through
+:func:`sojourn.core.job.run` (its log, timing and traceback). Each function is its own rerun trigger: its code
+fingerprint (:func:`sojourn.core.fingerprint.fingerprint` of ``sojourn.jsq_ps.jobs:<name>``) covers the function,
+the definitions of this module it uses and the modules they import — so imports stay inside the functions.
+
+* ``simulate``: a block of cells (one service law, one R, the ρ of one interval), every replication of every
+  cell one Dask task on the cell runner (:mod:`sojourn.core.runner`), cached per (cell, replication);
+* ``approximate``: a block of M/M/R cells (one R, the ρ of one interval), one Dask task per cell running all
+  its methods, cached per cell;
+* ``merge_simulation``, ``merge_approximation``: the blocks into ``simulation.nc`` and ``approximation.nc``
+  (streaming: memory is one block);
+* ``compare``, ``accuracy``, ``figures``, ``reproduction``: the comparison and what is made from it.
+
+Replication k of a cell is bit-identical whether computed now or earlier, in any worker, because its random
+stream depends only on (seed, spec, k) (:mod:`sojourn.core.seeds`).
+"""
+from __future__ import annotations
+
+import logging
+
+LOG = logging.getLogger(__name__)
+
+#: engine attrs that differ between the cells of a block (kept per cell in the block's ``cell_attrs``)
+CELL_SPECIFIC = ("model", "spec", "seed_entropy", "title")
+
+#: engine attrs a simulation block keeps (the rest is per replication or recomputable)
+ENGINE_ATTRS = ("Conventions", "source", "sojourn_version", "git_commit", "model", "spec", "backend", "kernel",
+                "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "seed_entropy", "seed_recipe",
+                "histogram_convention", "title")
+
+
+def _run_window(simulation: dict, time_grid: dict) -> dict:
+    """The simulation keywords of every replication of a block (the run window, backend and histogram grid)."""
+    cooldown = simulation.get("cooldown")
+    return dict(horizon=float(simulation["horizon"]), warmup=float(simulation["warmup"]),
+                cooldown=float(cooldown) if cooldown is not None else None,
+                backend=str(simulation.get("backend", "fast")), dt=float(time_grid["dt"]),
+                t_max=float(time_grid["t_max"]))
+
+
+def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulation: dict, time_grid: dict,
+             code: str, output, cache):
+    """Simulate the cells (service, R, ρ), ρ in ``rhos``: ``simulation['replications']`` replications each, or
+    with ``simulation['precision']`` as many as each cell's target needs (:mod:`sojourn.core.precision`), into
+    one file ``output`` (dims service, R, rho, replication, t, n). Cells that stop at different counts share the
+    ``replication`` axis, padded (count 0, floats NaN, events -1) beyond each cell's ``replications_used``.
+    ``cache``: this block's cache folder (:mod:`sojourn.core.runner`)."""
+    import json
+
+    import numpy as np
+    import xarray as xr
+
+    from ..core import precision as P
+    from ..core import runner
+    from .model import JSQPS
+    from .naming import DEFAULT_PERCENTILE
+    from .simulate import UNITS, concat_replications, simulate_replication
+    from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
+
+    sim, tg = simulation, time_grid
+    rhos = [str(r) for r in rhos]
+    n_rep = int(sim["replications"])
+    precision = P.parse(sim.get("precision"), field="simulation.precision", t_max=float(tg["t_max"]),
+                        default_at=DEFAULT_PERCENTILE)
+    seed = int(sim["seed"])
+    window = _run_window(sim, tg)
+    specs = {rho: JSQPS.from_load(int(R), float(rho), mu=float(mu), service=law) for rho in rhos}
+    cells = [runner.Cell(rho, runner.cell_key(specs[rho].to_dict(), window, seed, code), (specs[rho],))
+             for rho in rhos]
+    LOG.info(f"block {service} R={R} rho={','.join(rhos)}: {specs[rhos[0]].describe()}")
+
+    def split(part, cell):
+        used = int(part["replications_used"].values.ravel()[0]) if "replications_used" in part \
+            else part.sizes["replication"]
+        part = part[[v for v in SIM_VARS if v in part.data_vars]]
+        return {int(k): part.sel(replication=[k]).squeeze(["service", "R", "rho"], drop=True)
+                for k in part["replication"].values.tolist() if k < used}
+
+    def estimate(cell, k, ds):
+        edges = ds["t"].values + float(tg["dt"])
+        return float(P.histogram_statistic(precision, ds["count"].values[0], ds["overflow"].values[0], edges,
+                                           ds["mean"].values[0]))
+
+    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label), split)
+    done = runner.run_cells(runner.DaskExecutor(client), cells, simulate_replication, replications=n_rep,
+                            precision=precision, estimate=estimate, have=have, shared={"seed": seed, **window},
+                            prefix=f"sim-{service}-R{R}")
+    parts_by_cell, cell_attrs = [], {}
+    for rho in rhos:
+        results = done[rho].results
+        parts = [p[[v for v in SIM_VARS if v in p.data_vars]] for p in results]
+        fresh = [p for k, p in enumerate(results) if k not in have.get(rho, {})]
+        attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs[rho])
+        for p in parts:  # cached parts come from this block's own files (same content key): same attrs
+            p.attrs = dict(attrs)
+        ds = concat_replications(parts) if len(parts) > 1 else parts[0]
+        ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
+        ds["spec_hash"] = xr.DataArray(
+            np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64), dims=("service", "R", "rho"),
+            attrs={"long_name": "64-bit hash of the cell's spec (second entropy word of every replication's "
+                                "SeedSequence)", "units": "1"})
+        if precision is not None:
+            decision = np.empty((1, 1, 1), dtype=object)
+            decision[0, 0, 0] = done[rho].decision
+            for name, (dims, values, a) in P.variables(decision, ("service", "R", "rho"), precision, UNITS).items():
+                ds[name] = (dims, values, a)
+        ds.attrs = {}
+        cell_attrs[rho] = attrs
+        parts_by_cell.append(ds)
+    block = parts_by_cell[0] if len(parts_by_cell) == 1 else xr.concat(
+        parts_by_cell, dim="rho", data_vars="all", coords="different", compat="equals", join="outer",
+        fill_value=SIM_FILL, combine_attrs="drop")
+    first = cell_attrs[rhos[0]]
+    block.attrs = {k: first[k] for k in ENGINE_ATTRS if k in first and k not in CELL_SPECIFIC}
+    block.attrs["pipeline_config"] = json.dumps({"code": code, "law": law, "sim": sim, "tg": tg}, sort_keys=True,
+                                                default=str)
+    if precision is not None:
+        block.attrs.update(P.attrs(precision))
+    block.attrs["cell_attrs"] = json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)
+    runner.store(block, cache, cells, precision or n_rep, output, simulation_encoding(block))
+    return output
+
+
+def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, time_grid: dict, code: str,
+                share_corrected: bool, exact_budget: dict, output, cache):
+    """All ``methods`` for the M/M/R cells (R, ρ), ρ in ``rhos``: one Dask task per cell
+    (:func:`sojourn.jsq_ps.solve.cell.approximate_cell`), written as one file ``output``; cells stored before
+    under the same content key in ``cache`` are reused."""
+    import json
+
+    import xarray as xr
+
+    from ..core import runner
+    from ..core.io import provenance
+    from ..core.timegrid import time_grid as grid
+    from .solve.cell import approximate_cell
+    from .solve.guards import describe
+    from .storage import APPROX_ATTRS, approximation_encoding, fixed_n, select_rho, to_storage
+
+    rhos = [str(r) for r in rhos]
+    t = grid(float(time_grid["t_max"]), float(time_grid["dt"]))
+    hyper = {"L1": int(L1), "L2": int(L2)}
+    tg = {k: time_grid[k] for k in sorted(time_grid)}
+    budget = {k: exact_budget[k] for k in sorted(exact_budget)} if "exact" in methods and exact_budget else None
+
+    def key(rho):
+        parts = ["approximation", int(R), str(rho), float(mu), list(methods), int(L1), int(L2), tg, code,
+                 bool(share_corrected)]
+        return runner.cell_key(*parts, *([budget] if budget is not None else []))
+
+    cells = [runner.Cell(rho, key(rho), (int(R), float(rho), float(mu), tuple(methods), t, hyper,
+                                          bool(share_corrected), exact_budget)) for rho in rhos]
+    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label), lambda part, c: {0: part})
+    done = runner.run_cells(runner.DaskExecutor(client), cells, approximate_cell, what="approximation cells",
+                            prefix=f"approx-R{R}", have=have)
+    parts, cell_attrs = [], {}
+    for rho in rhos:
+        ds = done[rho].results[0]
+        if done[rho].reused:
+            parts.append(ds)
+            cell_attrs[rho] = cached_attrs[rho]
+            continue
+        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
+            if int(reason):
+                LOG.info(f"  warning: {m} not valid at R={R} rho={rho}: {describe(int(reason))}")
+        ds = to_storage(fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
+        for name, (long_name, units) in APPROX_ATTRS.items():
+            if name in ds:
+                ds[name].attrs = {**ds[name].attrs, "long_name": long_name, "units": units}
+        cell_attrs[rho] = {k: v for k, v in ds.attrs.items() if k in ("title", "model", "spec", "hyper",
+                                                                      "shared_corrected", "exact_plan")}
+        ds.attrs = {}
+        parts.append(ds)
+    block = parts[0] if len(parts) == 1 else xr.concat(
+        parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer", combine_attrs="drop")
+    block.attrs = {**provenance(None),
+                   "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
+                                                  "code": code, "time_grid": time_grid,
+                                                  "share_corrected": bool(share_corrected),
+                                                  "exact_budget": exact_budget}, sort_keys=True),
+                   "cell_attrs": json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)}
+    runner.store(block, cache, cells, "cells", output, approximation_encoding(block))
+    return output
+
+
+def merge_simulation(*, inputs, output, settings: dict, code: str = ""):
+    """Simulation blocks → ``output``; ``settings``: the grid, mgr, time_grid and simulation sections."""
+    from .storage import merge_simulation as merge
+
+    return merge(inputs, output, settings)
+
+
+def merge_approximation(*, inputs, output, settings: dict, code: str = ""):
+    """Approximation blocks → ``output`` on the configured ``approximation`` axis."""
+    from .storage import merge_approximation as merge
+
+    return merge(inputs, output, settings)
+
+
+def compare(*, simulation, approximation, output, settings: dict, code: str = ""):
+    """``comparison.nc``: Wasserstein distances, percentile errors with CIs, best and recommended methods."""
+    from .compare import write_comparison
+
+    return write_comparison(simulation, approximation, output, settings)
+
+
+def accuracy(*, comparison, output, settings: dict, code: str = ""):
+    """The accuracy table ``sojourn plan`` chooses its method from."""
+    from .accuracy import accuracy_from_comparison
+
+    return accuracy_from_comparison(comparison, output, settings)
+
+
+def figures(*, comparison, simulation, approximation, outdir, figures: dict, rho_decimals: int, code: str = ""):
+    """Every figure of the study's registry (:data:`sojourn.jsq_ps.plots.FIGURES`) drawn from the comparison."""
+    from .plots import all_figures
+
+    return all_figures(comparison, simulation, approximation, outdir, cdf_cells=figures["cdf_cells"],
+                       formats=figures["formats"], dpi=figures["dpi"], decimals=rho_decimals)
+
+
+def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):
+    """The paper's §6 tables beside ours: ``reproduction.nc``, its figures and the report page."""
+    from .reproduction import write_reproduction
+
+    return write_reproduction(comparison, output, outdir, settings, report_path=report)

@@ -1,0 +1,89 @@
+"""The split-merge study's config section (``config["split_merge"]``): its experiments' cells and run windows, the
+precision target, and the cross-field checks JSON schema cannot express (ConfigError naming the key path).
+
+(a) ``experiment_a``: one system (default n = r = 3, q = 2, a documented 3-phase PH replica law, load 0.9).
+(b) ``experiment_b``: r = 1..5, q = 1..r at ``hosts`` (null: n = r, the paper's (n, n, q) systems), load 0.9.
+(c) ``experiment_c``: n = 100, q ∈ quorums, r ∈ replicas (q ≤ r), λ = load·⌊n/r⌋/E[S_{q:r}], several replica
+    laws; split-merge and (optionally, with its own run window) fork-join with cancellation.
+"""
+from __future__ import annotations
+
+from ..core.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.replications import WARMUP_FRACTION
+from ..core.timegrid import grid_size
+from .model import SplitMerge
+
+EXPERIMENTS = ("a", "b", "c")
+
+
+def check_config(cfg: dict) -> None:
+    """Cross-field checks JSON schema cannot do; ConfigError naming the key."""
+    for x in EXPERIMENTS:
+        e = cfg[f"experiment_{x}"]
+        if not e["enabled"]:
+            continue
+        key = f"split_merge.experiment_{x}"
+        try:
+            grid_size(e["time_grid"]["t_max"], e["time_grid"]["dt"])
+        except ValueError as exc:
+            raise ConfigError(f"{key}.time_grid: {exc}") from None
+        for where, w in (("", e), (".fork_join", e.get("fork_join") or {})):
+            if w.get("warmup") is not None and "horizon" in w and w["warmup"] < 0:
+                raise ConfigError(f"{key}{where}.warmup must be >= 0; got {w['warmup']}")
+        try:
+            found = cells(cfg, x)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from None
+        if not found:
+            raise ConfigError(f"{key}: no cell has q <= r (quorums {e.get('quorums')}, replicas {e.get('replicas')}): "
+                              "every quorum exceeds every number of replicas")
+        try:
+            precision_for(cfg, x)
+        except ValueError as exc:
+            raise ConfigError(f"split_merge.{exc}") from None
+
+
+def laws(e: dict) -> dict:
+    """{name: law string} of an experiment (``replica_law`` or the ``laws`` mapping)."""
+    return dict(e["laws"]) if "laws" in e else {"law": e["replica_law"]}
+
+
+def models(e: dict) -> list[str]:
+    fj = e.get("fork_join", {})
+    return ["split_merge"] + (["fork_join"] if fj.get("enabled", False) else [])
+
+
+def run_window(w: dict) -> tuple[int, int]:
+    """(recorded workunits, discarded warm-up workunits) of an experiment or its fork-join block: the horizon, and
+    the warmup (null: ``WARMUP_FRACTION`` of the horizon, the project's rule)."""
+    horizon = int(w["horizon"])
+    warmup = w.get("warmup")
+    return horizon, int(round(WARMUP_FRACTION * horizon)) if warmup is None else int(warmup)
+
+
+def cells(cfg: dict, x: str) -> list[dict]:
+    """The cells of experiment ``x``: dicts with law, model, quorum, replicas, spec, workunits, warmup."""
+    e = cfg[f"experiment_{x}"]
+    out = []
+    for lname, law in laws(e).items():
+        for model in models(e):
+            wu, warm = run_window(e if model == "split_merge" else e["fork_join"])
+            if x == "a":
+                pairs = [(e["replicas"], e["quorum"])]
+            else:
+                pairs = [(r, q) for r in e["replicas"] for q in (e.get("quorums") or range(1, r + 1)) if q <= r]
+            for r, q in pairs:
+                hosts = e["hosts"] if e["hosts"] is not None else r
+                spec = SplitMerge.from_load(hosts, r, q, e["load"], law, model)
+                out.append({"law": lname, "model": model, "quorum": int(q), "replicas": int(r), "spec": spec,
+                            "workunits": int(wu), "warmup": int(warm)})
+    return out
+
+
+def precision_for(cfg: dict, x: str):
+    """The precision target of experiment ``x`` (None: a fixed count); ValueError naming the key."""
+    from ..core.precision import parse
+
+    e = cfg[f"experiment_{x}"]
+    return parse((cfg["simulation"] or {}).get("precision"), field="simulation.precision",
+                 t_max=float(e["time_grid"]["t_max"]), default_at=DEFAULT_PERCENTILE, default_statistic="mean")
