@@ -17,6 +17,7 @@ class Study:
     cli: str | None = None  # module with register(subparsers) for the study's commands
     commands: tuple[str, ...] = ()  # the commands it registers (the CLI imports only the study a command needs)
     light: tuple[tuple[str, str], ...] = ()  # (command, module) registered by a module of its own, imported alone
+    category: str = ""  # its section of the HTML report
 
     @property
     def package(self) -> str:
@@ -25,11 +26,11 @@ class Study:
 
 STUDIES: tuple[Study, ...] = (
     Study("jsq_ps", "JSQ-PS: R processor-sharing servers behind join-the-shortest-queue (seed 000)",
-          "sojourn.jsq_ps.cli", ("simulate", "approximate", "plan"), (("plan", "sojourn.jsq_ps.plan_cli"),)),
+          "sojourn.jsq_ps.cli", ("simulate", "approximate", "plan"), (("plan", "sojourn.jsq_ps.plan_cli"),), "JSQ-PS"),
     Study("split_merge", "Split-merge: (n, r, q) workunit replication with quorum (seed 002)",
-          "sojourn.split_merge.cli", ("split-merge",)),
+          "sojourn.split_merge.cli", ("split-merge",), category="Split-merge"),
     Study("restart", "Restart: multi-class G-networks of PS queues with restart signals (seed 001)",
-          "sojourn.restart.cli", ("restart",)),
+          "sojourn.restart.cli", ("restart",), category="Restart"),
 )
 
 

@@ -208,15 +208,15 @@ def test_undefined_statistic_stops_at_once():
 
 # -- the pipeline's cell job: padding, and the cache under a tighter target (real Dask) -----------
 def _block(client, tmp_path, rel, cache, name):
-    from sojourn.jsq_ps.simulate_blocks import simulate_block
+    """The JSQ-PS simulation job as a rule runs it (sojourn.core.job.run: its log)."""
+    from sojourn.core.job import run
 
     sim = {"horizon": 5000, "warmup": 200, "cooldown": 200, "replications": 2, "seed": 0, "backend": "fast",
            "precision": {**MEAN, "relative_half_width": rel}}
     log = tmp_path / f"{name}.log"
-    with open(log, "w") as fh:
-        out = simulate_block(client, service="exponential", law="exponential", R=2, rhos=["0.10", "0.90"], mu=1.0,
-                             sim=sim, tg={"dt": 0.1, "t_max": 300.0}, code="test", output=tmp_path / f"{name}.nc",
-                             cache_dir=tmp_path / cache, log=fh)
+    out = run("sojourn.jsq_ps.jobs:simulate", log, client=client, service="exponential", law="exponential", R=2,
+              rhos=["0.10", "0.90"], mu=1.0, simulation=sim, time_grid={"dt": 0.1, "t_max": 300.0}, code="test",
+              output=tmp_path / f"{name}.nc", cache=tmp_path / cache)
     return read_netcdf(out), log.read_text()
 
 

@@ -19,7 +19,7 @@ from sojourn.jsq_ps.solve.guards import (ABOVE_ONE, BELOW_ZERO, COLLAPSED_LOAD, 
                                             describe, validity)
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
 from sojourn.jsq_ps.solve.tails import uniformized_survival
-from sojourn.jsq_ps.approximate_blocks import _approximate_task
+from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.storage import to_storage

@@ -18,12 +18,12 @@ from sojourn.restart.compare import comparison
 from sojourn.restart.files import load_model
 from sojourn.restart.solve import solve
 from sojourn.restart.simulate import simulate, spec_for
-from sojourn.restart.sweep import simulate_sweep
+from sojourn.core.job import run
 
 EXAMPLE = {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000, "warmup": 1000,
            "semantics": ["signal", "timeout_exponential"]}
-SIM = {"replications": 2, "seed": 0, "dt": 0.05, "t_max": 200.0, "restart_max": 50, "max_jobs": 100,
-       "max_events": 50_000_000}
+SIM = {"replications": 2, "seed": 0, "restart_max": 50, "max_jobs": 100, "max_events": 50_000_000}
+GRID = {"dt": 0.05, "t_max": 200.0}
 
 
 def test_api_reaches_the_target_and_equals_the_fixed_count_run():
@@ -48,9 +48,8 @@ def client():
 def _sweep(client, tmp_path, rel, cache, name):
     sim = {**SIM, "precision": {"statistic": "mean", "relative_half_width": rel, "max_replications": 80}}
     log = tmp_path / f"{name}.log"
-    with open(log, "w") as fh:
-        simulate_sweep(client, name="example2", example=EXAMPLE, sim=sim, code="test", output=tmp_path / f"{name}.nc",
-                       log=fh, cache_dir=tmp_path / cache)
+    run("sojourn.restart.jobs:simulate", log, client=client, name="example2", example=EXAMPLE, simulation=sim,
+        time_grid=GRID, code="test", output=tmp_path / f"{name}.nc", cache=tmp_path / cache)
     return read_netcdf(tmp_path / f"{name}.nc"), log.read_text()
 
 
@@ -68,7 +67,7 @@ def test_sweep_pads_points_and_a_tighter_target_simulates_only_the_extra_ones(cl
                         "mean_number": ("signal_rate", [float(pf.mean_number.sum())] * 3, {"units": "1"}),
                         "g_star": 1.0, "response_time_at_g_star": 1.0, "response_time_no_restart": 1.0},
                        coords={"signal_rate": loose["restart_rate"].values})
-    cmp = comparison(pf_ds, loose, 0.99, 0.99)
+    cmp = comparison(pf_ds, loose, 0.99, [99])
     np.testing.assert_array_equal(cmp["replications_stable"].values, used)
     for i, s in enumerate(loose["semantics"].values):
         for j, r in enumerate(loose["restart_rate"].values):

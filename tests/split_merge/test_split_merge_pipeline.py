@@ -15,8 +15,8 @@ import yaml
 
 from sojourn.core.config import ConfigError, validate_config
 from sojourn.core.io import read_netcdf
-from sojourn.split_merge.experiments import cells, check_config
-from sojourn.split_merge.plots import figure_stems
+from sojourn.split_merge.config import cells, check_config
+from sojourn.split_merge.plots import figures
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "split_merge.schema.yaml"
@@ -26,12 +26,12 @@ TINY = {
     "results": "res",
     "jsq_ps": {"enabled": False},
     "split_merge": {
-        "simulation": {"replications": 3, "seed": 0, "warmup_fraction": 0.1},
-        "percentiles": [50, 99],
-        "experiment_a": {"workunits": 4000},
-        "experiment_b": {"replicas": [1, 2, 3], "workunits": 3000},
-        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "workunits": 3000,
-                         "fork_join": {"enabled": True, "workunits": 1000}},
+        "simulation": {"replications": 3, "seed": 0},
+        "comparison": {"percentiles": [50, 99]},
+        "experiment_a": {"horizon": 4000, "warmup": 400},
+        "experiment_b": {"replicas": [1, 2, 3], "horizon": 3000, "warmup": 300},
+        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "horizon": 3000, "warmup": 300,
+                         "fork_join": {"enabled": True, "horizon": 1000, "warmup": 100}},
         "figures": {"formats": ["png"]},
     },
 }
@@ -44,8 +44,8 @@ def test_default_config_cells_are_the_seeds_experiments():
     sm = [x for x in c if x["model"] == "split_merge"]
     assert len(sm) == 2 * 27  # q in {1,2,3}, r = 1..10, q <= r; two laws
     assert all(x["spec"].hosts == 100 and abs(x["spec"].load - 0.9) < 1e-12 for x in sm)
-    assert figure_stems(DEFAULT) == ["experiment_a_latency", "experiment_b_heatmap", "experiment_c_exponential",
-                                     "experiment_c_hyperexponential"]
+    assert [f.stem for f in figures(DEFAULT)] == ["experiment_a_latency", "experiment_b_heatmap",
+                                                  "experiment_c_exponential", "experiment_c_hyperexponential"]
 
 
 @pytest.mark.parametrize("path,value,match", [
@@ -94,22 +94,29 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     c = read_netcdf(res / "experiment_c.nc")
     assert list(c["model"].values) == ["split_merge", "fork_join"]
     assert int(c.sel(law="exponential", model="split_merge", quorum=1, replicas=2).exact_method) == 2  # Erlang C
-    for stem in figure_stems(_merged()):
-        assert (res / "figures" / f"{stem}.png").stat().st_size > 10_000
+    for f in figures(_merged()):
+        assert (res / "figures" / f"{f.stem}.png").stat().st_size > 10_000
     log = (res / "logs" / "experiment_c.log").read_text()
     assert re.search(r"20 cells x 3 replications = 60 Dask tasks", log)
     # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only
     assert "Nothing to be done" in _snakemake(tmp_path, "-n").stdout
     tiny = copy.deepcopy(TINY)
-    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    tiny["split_merge"]["experiment_b"]["horizon"] = 3500
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     out = _snakemake(tmp_path, "-n").stdout
     assert re.search(r"split_merge_experiment\s+1\b", out) and re.search(r"split_merge_figures\s+1\b", out), out
     # an unknown key is rejected by the schema
-    tiny["split_merge"]["experiment_b"]["workunit"] = 1
+    tiny["split_merge"]["experiment_b"]["horizons"] = 1
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     bad = _snakemake(tmp_path, "-n")
-    assert bad.returncode != 0 and "workunit" in (bad.stdout + bad.stderr)
+    assert bad.returncode != 0 and "horizons" in (bad.stdout + bad.stderr)
+    # a key of an earlier release names its new place in one line
+    tiny["split_merge"]["experiment_b"].pop("horizons")
+    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    old = _snakemake(tmp_path, "-n")
+    assert old.returncode != 0
+    assert "split_merge.experiment_b.workunits: this key has moved: the experiment's horizon" in old.stdout + old.stderr
 
 
 def _merged():

@@ -18,7 +18,7 @@ from sojourn.core.config import validate_config
 from sojourn.core.io import read_netcdf
 from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
 from sojourn.core.stats import mean_ci
-from sojourn.split_merge.experiments import run_experiment
+from sojourn.core.job import run
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 
@@ -46,8 +46,8 @@ def _settings(rel):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["split_merge"]
     cfg = validate_config(copy.deepcopy(cfg), ROOT / "workflow" / "schemas" / "split_merge.schema.yaml", "split_merge")
     cfg["simulation"]["precision"] = {"statistic": "mean", "relative_half_width": rel, "max_replications": 60}
-    cfg["experiment_b"].update(replicas=[1, 3], workunits=2000, load=0.5)
-    return {k: cfg[k] for k in ("simulation", "percentiles", "confidence", "experiment_b")}
+    cfg["experiment_b"].update(replicas=[1, 3], horizon=2000, warmup=200, load=0.5)
+    return {k: cfg[k] for k in ("simulation", "comparison", "experiment_b")}
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +58,8 @@ def client():
 
 def _run(client, tmp_path, rel, cache, name):
     log = tmp_path / f"{name}.log"
-    with open(log, "w") as fh:
-        out = run_experiment(client, "b", _settings(rel), tmp_path / f"{name}.nc", code="test", log=fh,
-                             cache_dir=tmp_path / cache)
+    out = run("sojourn.split_merge.jobs:experiment", log, client=client, experiment="b", settings=_settings(rel),
+              output=tmp_path / f"{name}.nc", code="test", cache=tmp_path / cache)
     return read_netcdf(out), log.read_text()
 
 
@@ -78,7 +77,7 @@ def test_experiment_pads_cells_and_a_tighter_target_simulates_only_the_extra_one
         c = loose.sel(law="law", model="split_merge", quorum=q, replicas=r)
         reps = c["rep_mean_latency"].values
         assert np.isfinite(reps[:k]).all() and np.isnan(reps[k:]).all()
-        m, h = mean_ci(reps[:k], confidence=0.99)  # the section's confidence
+        m, h = mean_ci(reps[:k], confidence=_settings(0.063)["comparison"]["confidence"])  # the section's
         assert float(c["sim_mean_latency"]) == pytest.approx(m, rel=1e-13)  # its own replications only
         assert float(c["sim_mean_latency_hw"]) == pytest.approx(h, rel=1e-12)
         assert int(c["stop_reason"]) in (TARGET_MET, MAX_REPLICATIONS)

@@ -1,6 +1,7 @@
-"""The shape of the house: a core every study uses, one package per study, no import cycles, no study
-importing another, thin rules with a log and a benchmark each, and code fingerprints that see exactly
-the code a rule runs."""
+"""The shape of the house: a core every study uses, one package per study with the same roles under the same
+module names, no import cycles, no study importing another, no study submitting to Dask itself (the core cell
+runner does), thin rules that each call one job through the one job helper with a log and a benchmark, figures
+declared once, and code fingerprints that see exactly the code a rule runs."""
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ GRAPH = {m: fp._imports(m, fp.module_path(m), fp.ROOT) for m in MODULES}
 
 
 def test_every_module_is_seen():
-    assert "sojourn.core.io" in MODULES and "sojourn.jsq_ps.kernel" in MODULES
+    assert "sojourn.core.io" in MODULES and "sojourn.jsq_ps.kernel" in MODULES and "sojourn.core.runner" in MODULES
     # the kernel is called through sojourn.jsq_ps.raw (no xarray): a direct edge there, transitive from simulate
     assert GRAPH["sojourn.jsq_ps.raw"] >= {"sojourn.jsq_ps.kernel", "sojourn.core.seeds"}
     assert "sojourn.jsq_ps.raw" in GRAPH["sojourn.jsq_ps.simulate"]
@@ -116,19 +117,25 @@ SMK = sorted((ROOT / "workflow" / "rules").glob("*.smk"))
 
 @pytest.mark.parametrize("path", SMK, ids=[p.name for p in SMK])
 def test_rules_are_thin_and_logged(path):
+    """Every rule has a log and a benchmark, and its run: is one call of the job helper (common.smk's job(): the
+    log opened, routed, timed and closed by sojourn.core.job.run) naming a job of the study's jobs module."""
     for name, directives in _rules(path.read_text()):
-        for key in ("run", "script"):
-            if key in directives:
-                assert len(directives[key]) <= 10, f"{path.name}: rule {name}'s {key}: body has " \
-                                                   f"{len(directives[key])} lines"
         assert "log" in directives, f"{path.name}: rule {name} has no log:"
         assert "benchmark" in directives, f"{path.name}: rule {name} has no benchmark:"
+        if path.stem == "common" or name == "all":
+            continue
+        body = " ".join(line.strip() for line in directives.get("run", []))
+        m = re.fullmatch(r'job\("(\w+)\.(\w+)", log\b.*\)', body)
+        assert m, f"{path.name}: rule {name}'s run: is not one job(...) call: {body[:120]}"
+        assert m.group(1) == path.stem and m.group(2) in JOBS[path.stem], f"{path.name}: rule {name} runs {m.group(0)[:60]}"
+        assert f'code("{m.group(1)}.{m.group(2)}")' in "".join(directives.get("params", [])), \
+            f"{path.name}: rule {name}'s code fingerprint is not its job's"
 
 
 def test_rule_parser_sees_rules():
     rules = dict(_rules((ROOT / "workflow" / "rules" / "jsq_ps.smk").read_text()))
     assert {"jsq_ps_simulate", "jsq_ps_compare", "jsq_ps_figures"} <= set(rules)
-    assert len(rules["jsq_ps_simulate"]["run"]) >= 3
+    assert len(rules["jsq_ps_simulate"]["run"]) >= 1
 
 
 # -- code fingerprints ------------------------------------------------------------------------------
@@ -165,13 +172,93 @@ def test_fingerprint_ignores_comments_docstrings_and_layout_but_not_code(tmp_pat
 
 
 def test_rule_fingerprints_separate_the_rules():
-    """The comparison's code is not in the simulation's fingerprint and the kernel not in the comparison's."""
-    sim = set(fp.closure("sojourn.jsq_ps.simulate_blocks"))
-    approx = set(fp.closure("sojourn.jsq_ps.approximate_blocks"))
-    cmp_ = set(fp.closure("sojourn.jsq_ps.compare"))
-    figs = set(fp.closure("sojourn.jsq_ps.plots"))
+    """Every job of a study's jobs module is its own rerun trigger: the comparison's code is not in the
+    simulation's fingerprint and the kernel not in the comparison's, in every study."""
+    jobs = {s: {name: set(fp.closure(f"sojourn.{s}.jobs:{name}")) for name in JOBS[s]} for s in names()}
+    j = jobs["jsq_ps"]
+    sim, approx, cmp_, figs = j["simulate"], j["approximate"], j["compare"], j["figures"]
     assert "sojourn.jsq_ps.kernel" in sim and "sojourn.jsq_ps.kernel" not in approx | cmp_ | figs
     assert "sojourn.jsq_ps.solve.methods" in approx and "sojourn.jsq_ps.solve.methods" not in sim
     assert "sojourn.jsq_ps.compare" not in sim | approx
     assert "sojourn.core.cluster" not in sim | approx  # where replications run never changes results
     assert "sojourn.core.io" in sim & approx & cmp_ & figs
+    for s in ("split_merge", "restart"):
+        simulate = jobs[s]["experiment" if s == "split_merge" else "simulate"]
+        assert f"sojourn.{s}.kernel" in simulate and f"sojourn.{s}.plots" not in simulate
+        assert f"sojourn.{s}.kernel" not in jobs[s]["figures"]
+    r = jobs["restart"]
+    assert "sojourn.restart.solve" in r["solve"] and "sojourn.restart.kernel" not in r["solve"]
+
+
+def test_a_job_fingerprint_changes_with_its_own_code_only(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "", "core/__init__.py": "", "core/a.py": "X = 1\n", "core/b.py": "Y = 2\n",
+        "study/__init__.py": "",
+        "study/jobs.py": "from ..core import a\n\nK = 3\n\n\ndef one():\n    return a.X + K + _help()\n\n\n"
+                         "def _help():\n    return 1\n\n\ndef two():\n    from ..core import b\n    return b.Y\n",
+    })
+    assert fp.closure("sojourn.study.jobs:one", root=root) == ["sojourn.core.a"]
+    assert fp.closure("sojourn.study.jobs:two", root=root) == ["sojourn.core.b"]
+    one, two = fp.fingerprint("sojourn.study.jobs:one", root=root), fp.fingerprint("sojourn.study.jobs:two", root=root)
+    text = (root / "study" / "jobs.py").read_text()
+    (root / "study" / "jobs.py").write_text(text.replace("return b.Y", "return b.Y + 1"))
+    assert fp.fingerprint("sojourn.study.jobs:one", root=root) == one
+    assert fp.fingerprint("sojourn.study.jobs:two", root=root) != two
+    (root / "study" / "jobs.py").write_text(text.replace("return 1", "return 2"))  # a helper `one` uses
+    assert fp.fingerprint("sojourn.study.jobs:one", root=root) != one
+    (root / "core" / "a.py").write_text("X = 5\n")  # a module `one` imports at module level
+    assert fp.fingerprint("sojourn.study.jobs:two", root=root) == two
+
+
+# -- one shape ----------------------------------------------------------------------------------------
+#: the roles every study package has, under these names
+ROLES = ("model", "kernel", "simulate", "solve", "config", "jobs", "compare", "plots", "cli")
+
+#: the jobs (functions of sojourn.<study>.jobs) of each study's rules
+JOBS = {"jsq_ps": ("simulate", "approximate", "merge_simulation", "merge_approximation", "compare", "accuracy",
+                   "figures", "reproduction"),
+        "split_merge": ("experiment", "figures"),
+        "restart": ("solve", "simulate", "compare", "figures")}
+
+
+@pytest.mark.parametrize("study", names())
+def test_every_study_has_the_same_roles(study):
+    import importlib
+
+    for role in ROLES:
+        assert fp.module_path(f"sojourn.{study}.{role}"), f"sojourn.{study} has no {role} module or package"
+    pkg = importlib.import_module(f"sojourn.{study}")
+    for name in ("simulate", "simulate_replication", "concat_replications"):
+        assert callable(getattr(pkg, name, None)), f"sojourn.{study} does not export {name}"
+    jobs = importlib.import_module(f"sojourn.{study}.jobs")
+    for name in JOBS[study]:
+        assert callable(getattr(jobs, name)), f"sojourn.{study}.jobs has no job {name}"
+
+
+def test_no_study_submits_to_dask_itself():
+    """Only the core (sojourn.core.runner, sojourn.core.cluster) talks to a Dask client: retries, the
+    watchdog and progress are the runner's, the same for every study."""
+    pattern = re.compile(r"\b(client|self\.client)\s*\.\s*(map|submit|gather|compute|scatter)\s*\(")
+    for path in PKG.rglob("*.py"):
+        owner = _owner(_module_name(path))
+        if owner == "core":
+            continue
+        hits = [i + 1 for i, line in enumerate(path.read_text().splitlines()) if pattern.search(line)]
+        assert not hits, f"{path.relative_to(ROOT)} lines {hits} submit to Dask: use sojourn.core.runner"
+
+
+@pytest.mark.parametrize("study", names())
+def test_figures_are_declared_once(study):
+    """Each study's figures are its plots.FIGURES: every draw function exists, every caption file exists, and
+    every caption file of the study's report folder belongs to a declared figure."""
+    import importlib
+
+    plots = importlib.import_module(f"sojourn.{study}.plots")
+    folder = ROOT / "workflow" / "report" / study
+    for f in plots.FIGURES:
+        assert callable(getattr(plots, f.draw, None)), f"{study}: {f.draw} is not a function of its plots"
+        assert (folder / f"{f.caption}.rst").is_file(), f"{study}: no caption {f.caption}.rst"
+    captions = {f.caption for f in plots.FIGURES} | ({"reproduction"} if study == "jsq_ps" else set())
+    assert {p.stem for p in folder.glob("*.rst")} == captions
+    smk = (ROOT / "workflow" / "rules" / f"{study}.smk").read_text()
+    assert "figure_outputs(" in smk and "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]

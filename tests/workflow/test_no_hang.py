@@ -44,7 +44,7 @@ def test_watchdog_is_quiet_while_workers_exist():
 def test_a_block_whose_workers_keep_dying_ends_within_a_bound(tmp_path):
     """SIGKILL every worker process every 0.3 s while a block of cells runs: the job ends — completed (the
     nanny restarts workers and Dask retries) or failed with an error — within 120 s, never hangs."""
-    from sojourn.jsq_ps.simulate_blocks import simulate_block
+    from sojourn.jsq_ps.jobs import simulate as simulate_block
 
     sim = {"horizon": 60_000, "warmup": 100, "cooldown": 100, "replications": 4, "seed": 0, "backend": "fast"}
     tg = {"dt": 0.01, "t_max": 50.0}
@@ -72,8 +72,8 @@ def test_a_block_whose_workers_keep_dying_ends_within_a_bound(tmp_path):
         t0 = time.monotonic()
         outcome = "completed"
         try:
-            simulate_block(client, service="exponential", law="exponential", R=3, rhos=["0.90"], mu=1.0, sim=sim,
-                           tg=tg, code="test", output=tmp_path / "block.nc", cache_dir=tmp_path / "cache")
+            simulate_block(client, service="exponential", law="exponential", R=3, rhos=["0.90"], mu=1.0, simulation=sim,
+                           time_grid=tg, code="test", output=tmp_path / "block.nc", cache=tmp_path / "cache")
         except Exception as exc:  # KilledWorker after the retries, or the watchdog
             outcome = f"{type(exc).__name__}: {exc}"
         finally:

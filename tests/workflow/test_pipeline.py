@@ -471,7 +471,7 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
     from distributed import Client
 
     from sojourn.core.cluster import dask_client
-    from sojourn.jsq_ps.simulate_blocks import simulate_block
+    from sojourn.jsq_ps.jobs import simulate as simulate_block
 
     clusters = {"local1": ({"kind": "local"}, 1), "local2": ({"kind": "local"}, 2),
                 "existing": ({"kind": "scheduler_file", "scheduler_file": str(scheduler_file)}, None)}
@@ -486,9 +486,9 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
                 probe.wait_for_workers(1, timeout=60)
         with dask_client(cfg, n) as client:
             path = simulate_block(client, service="exponential", law="exponential", R=2, rhos=["0.80"], mu=1.0,
-                                 sim={**TEST_CFG["jsq_ps"]["simulation"], "replications": 3, "backend": "fast"},
-                                 tg=TEST_CFG["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
-                                 cache_dir=tmp_path / f"cache-{name}")
+                                 simulation={**TEST_CFG["jsq_ps"]["simulation"], "replications": 3, "backend": "fast"},
+                                 time_grid=TEST_CFG["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 cache=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)
     ref = out["local1"]
     assert ref["replication"].values.tolist() == [0, 1, 2]

@@ -40,7 +40,7 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
     from pathlib import Path
 
     from sojourn.core.cluster import dask_client
-    from sojourn.jsq_ps.simulate_blocks import simulate_block
+    from sojourn.jsq_ps.jobs import simulate as simulate_block
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "test.yaml").read_text())
     sim = {**cfg["jsq_ps"]["simulation"], "replications": 2, "backend": "fast"}
@@ -52,8 +52,8 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
         with dask_client(cluster, 1) as client:
             client.wait_for_workers(1, timeout=120)
             path = simulate_block(client, service="exponential", law="exponential", R=1, rhos=["0.50"], mu=1.0,
-                                 sim=sim, tg=cfg["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
-                                 cache_dir=tmp_path / f"cache-{name}")
+                                 simulation=sim, time_grid=cfg["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
+                                 cache=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)
     for var in out["local"].data_vars:
         if var != "wall_time":

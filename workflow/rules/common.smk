@@ -46,6 +46,24 @@ if workflow.is_main_process:
     _damaged_results()
 
 
+def figure_outputs(study, files, folder, formats):
+    """The output files of a figure job: every figure ``files`` lists (the study's registry,
+    ``sojourn.<study>.plots.figures``) in every format; the PNGs go into the HTML report with the figure's caption
+    (``workflow/report/<study>/<caption>.rst``), the other formats are for papers."""
+    import re
+
+    from sojourn.studies import get
+
+    out = {}
+    for f in files:
+        for fmt in formats:
+            path = f"{folder}/{f.stem}.{fmt}"
+            key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
+            out[key] = report(path, caption=f"../report/{study}/{f.kind.caption}.rst",
+                              category=get(study).category) if fmt == "png" else path
+    return out
+
+
 def code(entry):
     """The rerun trigger of a job: the fingerprint of its entry function ``"<study>.<job>"`` (the function
     ``<job>`` of ``sojourn.<study>.jobs``, the definitions it uses and the modules they import)."""

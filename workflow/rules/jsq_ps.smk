@@ -2,8 +2,7 @@
 # interval of width grid.rho_block; every replication of every cell a Dask task), one approximation job per
 # (R, rho interval) block (one Dask task per cell, all methods), streaming merges, the comparison, figures.
 import sojourn.jsq_ps.config as JSQ_GRID
-from sojourn.jsq_ps.naming import figure_stems as _jsq_figure_stems
-from sojourn.jsq_ps.reproduction import FIGURE_STEMS as _JSQ_REPRODUCTION_STEMS
+from sojourn.jsq_ps.plots import figures as _jsq_figures
 
 JSQ = config["jsq_ps"]
 try:
@@ -18,7 +17,8 @@ JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R
 JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv")
 JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "simulation")})
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
-JSQ_FIGURES = [f"{JSQ_RES}/figures/{s}.{fmt}" for s in _jsq_figure_stems(JSQ) for fmt in JSQ["figures"]["formats"]]
+JSQ_FIGURES = [f"{JSQ_RES}/figures/{f.stem}.{fmt}" for job in ("figures", "reproduction")
+               for f in _jsq_figures(JSQ, job) for fmt in JSQ["figures"]["formats"]]
 TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
                      f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
                      *JSQ_FIGURES]
@@ -140,28 +140,15 @@ rule jsq_ps_accuracy:
         job("jsq_ps.accuracy", log, params, comparison=input[0], output=output[0])
 
 
-def _jsq_figure_outputs():
-    out = {}
-    for stem in _jsq_figure_stems(JSQ):
-        caption = f"../report/jsq_ps/{'cdf_cell' if stem.startswith('cdf_') else stem}.rst"
-        for fmt in JSQ["figures"]["formats"]:
-            path = f"{JSQ_RES}/figures/{stem}.{fmt}"
-            key = f"{stem.replace('~', '_').replace('.', '_')}_{fmt}"
-            # the PNGs go into the HTML report; PDFs are for papers
-            out[key] = report(path, caption=caption, category="JSQ-PS") if fmt == "png" else path
-    return out
-
-
 rule jsq_ps_figures:
     input:
         comparison=f"{JSQ_RES}/comparison.nc",
         simulation=f"{JSQ_RES}/simulation.nc",
         approximation=f"{JSQ_RES}/approximation.nc",
     output:
-        **_jsq_figure_outputs(),
+        **figure_outputs("jsq_ps", _jsq_figures(JSQ), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
     params:
-        figures=canonical(JSQ["figures"]),
-        rho_decimals=JSQ["grid"]["rho_decimals"],
+        settings=canonical({k: JSQ[k] for k in ("figures", "grid", "mgr")}),
         code=code("jsq_ps.figures"),
     log:
         f"{JSQ_RES}/logs/figures.log",
@@ -172,23 +159,13 @@ rule jsq_ps_figures:
             approximation=input.approximation, outdir=f"{JSQ_RES}/figures")
 
 
-def _jsq_reproduction_figures():
-    out = {}
-    for stem in _JSQ_REPRODUCTION_STEMS:
-        for fmt in JSQ["figures"]["formats"]:
-            path = f"{JSQ_RES}/figures/{stem}.{fmt}"
-            out[f"{stem}_{fmt}"] = report(path, caption=f"../report/jsq_ps/{stem}.rst", category="JSQ-PS") \
-                if fmt == "png" else path
-    return out
-
-
 rule jsq_ps_reproduction:
     input:
         comparison=f"{JSQ_RES}/comparison.nc",
     output:
         nc=f"{JSQ_RES}/reproduction.nc",
         html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS"),
-        **_jsq_reproduction_figures(),
+        **figure_outputs("jsq_ps", _jsq_figures(JSQ, "reproduction"), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),
         code=code("jsq_ps.reproduction"),

@@ -4,7 +4,7 @@
 # count or batches to a precision target, cached by content key under cache/<example>/), the
 # comparison with CIs and coverage (restart_compare), and the figures (restart_figures).
 from sojourn.restart.config import check_config as _restart_check
-from sojourn.restart.plots import figure_stems as _restart_stems
+from sojourn.restart.plots import figures as _restart_figures
 
 RS = config["restart"]
 try:
@@ -25,7 +25,7 @@ def _rs_model(example):
     return data_fingerprint(f.parent, f.name) if f.is_file() else str(m)
 TARGETS["restart"] = [f"{RS_RES}/{ex}/{f}" for ex in RS_EXAMPLES
                       for f in ("product_form.nc", "simulation.nc", "comparison.nc")] + [
-    f"{RS_RES}/figures/{stem}.{fmt}" for ex in RS_EXAMPLES for stem in _restart_stems(ex)
+    f"{RS_RES}/figures/{f.stem}.{fmt}" for ex in RS_EXAMPLES for f in _restart_figures(ex)
     for fmt in RS["figures"]["formats"]]
 
 
@@ -84,23 +84,12 @@ rule restart_compare:
         job("restart.compare", log, params, product_form=input.pf, simulation=input.sim, output=output[0])
 
 
-def _restart_figure_outputs():
-    out = {}
-    for kind in ("means", "percentile"):
-        for fmt in RS["figures"]["formats"]:
-            path = f"{RS_RES}/figures/{{example}}_{kind}.{fmt}"
-            # the PNGs go into the HTML report; other formats are for papers
-            out[f"{kind}_{fmt}"] = (report(path, caption=f"../report/restart/{kind}.rst", category="Restart")
-                                    if fmt == "png" else path)
-    return out
-
-
 rule restart_figures:
     input:
         pf=f"{RS_RES}/{{example}}/product_form.nc",
         comparison=f"{RS_RES}/{{example}}/comparison.nc",
     output:
-        **_restart_figure_outputs(),
+        **figure_outputs("restart", _restart_figures("{example}"), f"{RS_RES}/figures", RS["figures"]["formats"]),
     params:
         figures=canonical(RS["figures"]),
         code=code("restart.figures"),

@@ -3,7 +3,7 @@
 # tasks beside them — each writing one netCDF hypercube, its cells' replications kept in a content-keyed cache
 # (cache/experiment_<x>/: a rerun simulates only replications not stored before); one figures job.
 import sojourn.split_merge.config as SM_EXP
-from sojourn.split_merge.plots import figure_stems as _sm_figure_stems
+from sojourn.split_merge.plots import figures as _sm_figures
 
 SM = config["split_merge"]
 try:
@@ -12,7 +12,7 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 SM_RES = f"{RESULTS}/split_merge"
 SM_RUNS = [x for x in SM_EXP.EXPERIMENTS if SM[f"experiment_{x}"]["enabled"]]
-SM_FIGURES = [f"{SM_RES}/figures/{s}.{fmt}" for s in _sm_figure_stems(SM) for fmt in SM["figures"]["formats"]]
+SM_FIGURES = [f"{SM_RES}/figures/{f.stem}.{fmt}" for f in _sm_figures(SM) for fmt in SM["figures"]["formats"]]
 TARGETS["split_merge"] = [f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS] + SM_FIGURES
 
 
@@ -31,25 +31,13 @@ rule split_merge_experiment:
         job("split_merge.experiment", log, params, client=dask, experiment=wildcards.experiment, output=output[0])
 
 
-def _sm_figure_outputs():
-    out = {}
-    for stem in _sm_figure_stems(SM):
-        caption = f"../report/split_merge/{'experiment_c' if stem.startswith('experiment_c_') else stem}.rst"
-        for fmt in SM["figures"]["formats"]:
-            path = f"{SM_RES}/figures/{stem}.{fmt}"
-            # the PNGs go into the HTML report; other formats are for papers
-            out[f"{stem}_{fmt}"] = report(path, caption=caption, category="Split-merge") if fmt == "png" else path
-    return out
-
-
 rule split_merge_figures:
     input:
         **{x: f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS},
     output:
-        **_sm_figure_outputs(),
+        **figure_outputs("split_merge", _sm_figures(SM), f"{SM_RES}/figures", SM["figures"]["formats"]),
     params:
-        figures=canonical(SM["figures"]),
-        laws_c=canonical(SM["experiment_c"]["laws"]),
+        settings=canonical({k: SM[k] for k in ("figures", "experiment_a", "experiment_b", "experiment_c")}),
         code=code("split_merge.figures"),
     log:
         f"{SM_RES}/logs/figures.log",

@@ -45,3 +45,45 @@ def save(fig, stem, formats=("png", "pdf"), dpi=120) -> list[Path]:
             out.append(path)
         plt.close(fig)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry: every study declares its figures once (plots.FIGURES), the workflow derives from it the rule
+# outputs and the report captions, and the study's figure job draws exactly those
+from dataclasses import dataclass, field  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One kind of figure of a study: ``stem`` (its file name without extension; ``{name}`` fields are filled per
+    instance, e.g. ``cdf_R~{R}_rho~{rho}``), ``caption`` (the caption file ``workflow/report/<study>/<caption>.rst``,
+    which says what to see), ``draw`` (the study's function that draws it) and ``job`` (the study's job that
+    draws it)."""
+
+    stem: str
+    caption: str
+    draw: str
+    job: str = "figures"
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    """One figure a config produces: its ``stem`` (fields filled), its kind, and the values the fields took."""
+
+    stem: str
+    kind: Figure
+    fields: dict = field(default_factory=dict)
+
+
+def instance(kind: Figure, **fields) -> FigureFile:
+    return FigureFile(kind.stem.format(**fields) if fields else kind.stem, kind, dict(fields))
+
+
+def registry(figures) -> dict:
+    """{draw name: Figure} of a study's ``FIGURES`` (each draw function declared once)."""
+    out = {}
+    for f in figures:
+        if f.draw in out:
+            raise ValueError(f"figure {f.draw!r} declared twice")
+        out[f.draw] = f
+    return out

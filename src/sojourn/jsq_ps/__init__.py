@@ -2,9 +2,28 @@
 dispatch), the SQA approximations A–F of the M/M/R-JSQ-PS sojourn-time CDF, corrected variants and
 an exact chain, compared with simulation.
 
-Where things are: the model spec (:mod:`.model`), the simulators (:mod:`.simulate`: numba
-:mod:`.kernel` and the Ciw reference :mod:`.ciw_backend`), the analytic methods (:mod:`.analytic`),
-the pipeline's cell jobs (:mod:`.simulate_blocks`, :mod:`.approximate_blocks`, storage in
-:mod:`.storage`, merges in :mod:`.merging`), the comparison (:mod:`.compare`), the figures
-(:mod:`.plots`), the config grid (:mod:`.grid`) and the commands (:mod:`.cli`).
+The roles every study has, under the same names: the model spec (:mod:`.model`), the numba event loops
+(:mod:`.kernel`, reached through :mod:`.raw`), one replication and the Python API (:mod:`.simulate`; the Ciw
+reference :mod:`.ciw_backend`), the analytic methods (:mod:`.solve`), the config checks and cells
+(:mod:`.config`), every rule's entry point (:mod:`.jobs`, storage in :mod:`.storage`), the comparison
+(:mod:`.compare`), the figures (:mod:`.plots`) and the commands (:mod:`.cli`). Its own: the paper's tables
+(:mod:`.reproduction`), the accuracy table (:mod:`.accuracy`) and capacity planning (:mod:`.plan`).
+
+The names below are imported on first use (``import sojourn.jsq_ps`` stays cheap).
 """
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {"JSQPS": ".model", "simulate": ".simulate", "simulate_replication": ".simulate",
+            "concat_replications": ".simulate", "summary": ".simulate", "approximate": ".solve.api",
+            "approximate_all": ".solve.api", "exact_sojourn_cdf": ".solve.exact", "FIGURES": ".plots",
+            "plan": ".plan"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -65,7 +65,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
     seed = int(sim["seed"])
     window = _run_window(sim, tg)
     specs = {rho: JSQPS.from_load(int(R), float(rho), mu=float(mu), service=law) for rho in rhos}
-    cells = [runner.Cell(rho, runner.cell_key(specs[rho].to_dict(), window, seed, code), (specs[rho],))
+    cells = [runner.Cell(f"rho={rho}", runner.cell_key(specs[rho].to_dict(), window, seed, code), (specs[rho],))
              for rho in rhos]
     LOG.info(f"block {service} R={R} rho={','.join(rhos)}: {specs[rhos[0]].describe()}")
 
@@ -81,16 +81,16 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         return float(P.histogram_statistic(precision, ds["count"].values[0], ds["overflow"].values[0], edges,
                                            ds["mean"].values[0]))
 
-    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label), split)
+    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label[4:]), split)
     done = runner.run_cells(runner.DaskExecutor(client), cells, simulate_replication, replications=n_rep,
                             precision=precision, estimate=estimate, have=have, shared={"seed": seed, **window},
                             prefix=f"sim-{service}-R{R}")
     parts_by_cell, cell_attrs = [], {}
     for rho in rhos:
-        results = done[rho].results
+        results = done[f"rho={rho}"].results
         parts = [p[[v for v in SIM_VARS if v in p.data_vars]] for p in results]
-        fresh = [p for k, p in enumerate(results) if k not in have.get(rho, {})]
-        attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs[rho])
+        fresh = [p for k, p in enumerate(results) if k not in have.get(f"rho={rho}", {})]
+        attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs[f"rho={rho}"])
         for p in parts:  # cached parts come from this block's own files (same content key): same attrs
             p.attrs = dict(attrs)
         ds = concat_replications(parts) if len(parts) > 1 else parts[0]
@@ -101,7 +101,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
                                 "SeedSequence)", "units": "1"})
         if precision is not None:
             decision = np.empty((1, 1, 1), dtype=object)
-            decision[0, 0, 0] = done[rho].decision
+            decision[0, 0, 0] = done[f"rho={rho}"].decision
             for name, (dims, values, a) in P.variables(decision, ("service", "R", "rho"), precision, UNITS).items():
                 ds[name] = (dims, values, a)
         ds.attrs = {}
@@ -148,17 +148,18 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
                  bool(share_corrected)]
         return runner.cell_key(*parts, *([budget] if budget is not None else []))
 
-    cells = [runner.Cell(rho, key(rho), (int(R), float(rho), float(mu), tuple(methods), t, hyper,
-                                          bool(share_corrected), exact_budget)) for rho in rhos]
-    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label), lambda part, c: {0: part})
+    cells = [runner.Cell(f"rho={rho}", key(rho), (int(R), float(rho), float(mu), tuple(methods), t, hyper,
+                                                   bool(share_corrected), exact_budget)) for rho in rhos]
+    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label[4:]),
+                                       lambda part, c: {0: part})
     done = runner.run_cells(runner.DaskExecutor(client), cells, approximate_cell, what="approximation cells",
                             prefix=f"approx-R{R}", have=have)
     parts, cell_attrs = [], {}
     for rho in rhos:
-        ds = done[rho].results[0]
-        if done[rho].reused:
+        ds = done[f"rho={rho}"].results[0]
+        if done[f"rho={rho}"].reused:
             parts.append(ds)
-            cell_attrs[rho] = cached_attrs[rho]
+            cell_attrs[rho] = cached_attrs[f"rho={rho}"]
             continue
         for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
             if int(reason):
@@ -211,12 +212,13 @@ def accuracy(*, comparison, output, settings: dict, code: str = ""):
     return accuracy_from_comparison(comparison, output, settings)
 
 
-def figures(*, comparison, simulation, approximation, outdir, figures: dict, rho_decimals: int, code: str = ""):
-    """Every figure of the study's registry (:data:`sojourn.jsq_ps.plots.FIGURES`) drawn from the comparison."""
+def figures(*, comparison, simulation, approximation, outdir, settings: dict, code: str = ""):
+    """Every figure of the study's registry (:data:`sojourn.jsq_ps.plots.FIGURES`) its figures job draws for the
+    config ``settings`` (the sections figures, grid, mgr)."""
     from .plots import all_figures
 
-    return all_figures(comparison, simulation, approximation, outdir, cdf_cells=figures["cdf_cells"],
-                       formats=figures["formats"], dpi=figures["dpi"], decimals=rho_decimals)
+    return all_figures(comparison, simulation, approximation, outdir, settings,
+                       formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
 
 
 def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):

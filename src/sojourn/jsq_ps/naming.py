@@ -1,5 +1,5 @@
-"""Names of the JSQ-PS study that several parts share, with no heavy imports: the methods, Table 4,
-the fixed-decimal load labels and the figure file stems."""
+"""Names of the JSQ-PS study that several parts share, with no heavy imports: the methods, Table 4, the
+coordinate attributes and the fixed-decimal load labels."""
 from __future__ import annotations
 
 #: paper-faithful A–F, corrected A*–F* (reference §8.3), and the exact tagged-customer chain
@@ -58,19 +58,3 @@ def table4_L1(servers: int) -> int:
 def format_rho(rho, decimals: int) -> str:
     """A load as a fixed-decimal label (file names, cache keys): ``0.50``, never ``0.5000000001``."""
     return f"{float(rho):.{int(decimals)}f}"
-
-
-def cdf_stem(cell: dict, decimals: int = 2) -> str:
-    """File stem of the CDF figure of a ``figures.cdf_cells`` entry."""
-    return f"cdf_R~{int(cell['R'])}_rho~{float(cell['rho']):.{decimals}f}"
-
-
-def figure_stems(settings: dict) -> list[str]:
-    """The figure stems :func:`sojourn.jsq_ps.plots.all_figures` writes for the study's settings."""
-    stems = ["wasserstein_vs_rho", "best_method_map", "recommended_map", "percentile_error_vs_rho",
-             "percentile_error_vs_rho_corrected", "runtime_vs_R"]
-    dec = int(settings["grid"].get("rho_decimals", 2))
-    stems += [cdf_stem(c, dec) for c in (settings.get("figures") or {}).get("cdf_cells") or []]
-    if (settings.get("mgr") or {}).get("laws"):
-        stems.append("mgr_laws")
-    return stems

@@ -20,11 +20,48 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from ..core.figures import save, serialized  # noqa: E402,F401  (save: also the reproduction's)
+from ..core.figures import Figure, instance, save, serialized  # noqa: E402,F401  (save: also the reproduction's)
 from ..core.io import NETCDF_LOCK, read_netcdf  # noqa: E402
 from ..core.stats import cdf_at_left_edges  # noqa: E402
 from .compare import fit_validity  # noqa: E402
-from .naming import cdf_stem  # noqa: E402
+
+#: every figure of the study, declared once: the workflow's outputs and report captions come from here
+#: (:func:`figures`), and the figure jobs draw exactly these (:func:`all_figures`, reproduction's figures)
+FIGURES = (
+    Figure("wasserstein_vs_rho", "wasserstein_vs_rho", "wasserstein_vs_rho"),
+    Figure("best_method_map", "best_method_map", "best_method_map"),
+    Figure("recommended_map", "recommended_map", "recommended_map"),
+    Figure("percentile_error_vs_rho", "percentile_error_vs_rho", "percentile_error_vs_rho"),
+    Figure("percentile_error_vs_rho_corrected", "percentile_error_vs_rho_corrected", "percentile_error_vs_rho_corrected"),
+    Figure("runtime_vs_R", "runtime_vs_R", "runtime_vs_R"),
+    Figure("cdf_R~{R}_rho~{rho}", "cdf_cell", "cdf_cell"),
+    Figure("mgr_laws", "mgr_laws", "mgr_laws"),
+    Figure("reproduction_percentile_errors", "reproduction_percentile_errors", "reproduction_percentile_errors",
+           "reproduction"),
+    Figure("reproduction_relative_errors", "reproduction_relative_errors", "reproduction_relative_errors",
+           "reproduction"),
+    Figure("reproduction_best_map", "reproduction_best_map", "reproduction_map", "reproduction"),
+)
+
+
+def figures(settings: dict, job: str = "figures") -> list:
+    """The figures (:class:`sojourn.core.figures.FigureFile`) the study's config section ``settings`` produces in
+    job ``job``: every figure of :data:`FIGURES`, a CDF figure per ``figures.cdf_cells`` entry, the M/G/R figure
+    only with ``mgr.laws``."""
+    dec = int(settings["grid"].get("rho_decimals", 2))
+    out = []
+    for f in FIGURES:
+        if f.job != job:
+            continue
+        if f.draw == "cdf_cell":
+            out += [instance(f, R=int(c["R"]), rho=f"{float(c['rho']):.{dec}f}")
+                    for c in (settings.get("figures") or {}).get("cdf_cells") or []]
+        elif f.draw == "mgr_laws":
+            out += [instance(f)] if (settings.get("mgr") or {}).get("laws") else []
+        else:
+            out.append(instance(f))
+    return out
+
 
 FAITHFUL = ("A", "B", "C", "D", "E", "F")
 _FAITHFUL_COLOR = dict(zip(FAITHFUL, plt.get_cmap("tab10").colors[:6]))
@@ -512,30 +549,28 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
 
 
 @serialized
-def all_figures(cmp_path, sim_path, approx_path, outdir, cdf_cells=(), formats=("png", "pdf"), dpi=120, decimals=2):
-    """Every figure of the pipeline into ``outdir``; returns the written paths."""
+def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats=("png", "pdf"), dpi=120):
+    """Every figure :func:`figures` lists for the study's config section ``settings`` into ``outdir``; returns the
+    written paths."""
     cmp = read_netcdf(cmp_path)  # small: (service, R, rho, approximation, replication, percentile)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
-    out += wasserstein_vs_rho(cmp, outdir / "wasserstein_vs_rho", **kw)
-    out += best_method_map(cmp, outdir / "best_method_map", **kw)
-    if "recommended" in cmp:
-        out += recommended_map(cmp, outdir / "recommended_map", **kw)
-    out += percentile_error_vs_rho(cmp, outdir / "percentile_error_vs_rho", **kw)
-    out += percentile_error_vs_rho_corrected(cmp, outdir / "percentile_error_vs_rho_corrected", **kw)
-    out += runtime_vs_R(cmp, outdir / "runtime_vs_R", **kw)
-    for c in cdf_cells:
-        # one cell each: read just its slices (the merged files are GBs once decompressed)
-        R, rho = int(c["R"]), float(c["rho"])
-        with NETCDF_LOCK, xr.open_dataset(sim_path, engine="netcdf4") as sim, \
-                xr.open_dataset(approx_path, engine="netcdf4") as approx:
-            sim_c = sim[["count", "overflow"]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
-            var = "cdf" if "cdf" in approx else "sf"
-            approx_c = approx[[var]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
-        out += cdf_cell(sim_c, approx_c, R, rho, outdir / cdf_stem(c, decimals), cmp=cmp, **kw)
-    if cmp.sizes["service"] > 1:
-        out += mgr_laws(cmp, outdir / "mgr_laws", **kw)
+    for f in figures(settings):
+        stem = outdir / f.stem
+        if f.kind.draw == "cdf_cell":
+            # one cell each: read just its slices (the merged files are GBs once decompressed)
+            R, rho = int(f.fields["R"]), float(f.fields["rho"])
+            with NETCDF_LOCK, xr.open_dataset(sim_path, engine="netcdf4") as sim, \
+                    xr.open_dataset(approx_path, engine="netcdf4") as approx:
+                sim_c = sim[["count", "overflow"]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
+                var = "cdf" if "cdf" in approx else "sf"
+                approx_c = approx[[var]].sel(R=[R]).sel(rho=[rho], method="nearest").load()
+            out += cdf_cell(sim_c, approx_c, R, rho, stem, cmp=cmp, **kw)
+        elif f.kind.draw == "recommended_map" and "recommended" not in cmp:
+            raise ValueError(f"{cmp_path} has no recommendation: it comes from an older release; rerun the comparison")
+        else:
+            out += globals()[f.kind.draw](cmp, stem, **kw)
     return out
 
 

@@ -511,20 +511,17 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
 # ------------------------------------------------------------------------------------------- figures
 @serialized
 def reproduction_figures(rep: xr.Dataset, figures_dir, formats=("png", "pdf"), dpi=120) -> list[Path]:
-    """The report's figures (each saved as every format by :func:`sojourn.jsq_ps.plots.save`)."""
-    from .plots import reproduction_map, reproduction_percentile_errors, reproduction_relative_errors
+    """The report's figures: those of the study's figure registry drawn by the reproduction job
+    (:data:`sojourn.jsq_ps.plots.FIGURES`), each saved as every format."""
+    from . import plots
 
     figures_dir = Path(figures_dir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
-    out += reproduction_percentile_errors(rep, figures_dir / "reproduction_percentile_errors", **kw)
-    out += reproduction_relative_errors(rep, figures_dir / "reproduction_relative_errors", **kw)
-    out += reproduction_map(rep, figures_dir / "reproduction_best_map", **kw)
+    for f in plots.FIGURES:
+        if f.job == "reproduction":
+            out += getattr(plots, f.draw)(rep, figures_dir / f.stem, **kw)
     return out
-
-
-#: figure stems written by :func:`reproduction_figures` (for the workflow's outputs)
-FIGURE_STEMS = ("reproduction_percentile_errors", "reproduction_relative_errors", "reproduction_best_map")
 
 
 def reproduction_encoding(ds: xr.Dataset) -> dict:

@@ -1,8 +1,28 @@
 """Restart study (seed 001): multi-class G-networks of processor-sharing queues with restart signals.
 
-``model`` (validated network spec), ``schema`` and ``files`` (YAML model files, built-in examples),
-``product_form`` (traffic equations, product-form measures, the single-queue closed form and g*),
-``kernel`` and ``simulate`` (numba simulation under signal and timeout semantics, xarray API),
-``optimise`` (g* beside the simulated timeout optimum), ``grid``/``config_check``/``solve_sweep``/``sweep``/
-``compare``/``plots`` (the pipeline's jobs, one Dask task per replication), ``cli`` (``sojourn restart ...``).
+The roles every study has, under the same names: the validated network spec (:mod:`.model`; model files and
+the built-in examples in :mod:`.files`, their schema in :mod:`.schema`), the numba simulation under signal and
+timeout semantics (:mod:`.kernel`), one replication and the Python API (:mod:`.simulate`), the traffic equations,
+product-form measures, the single-queue closed form and g* (:mod:`.solve`), the config checks and cells
+(:mod:`.config`), every rule's entry point (:mod:`.jobs`), the sweep beside the product form (:mod:`.compare`),
+the figures (:mod:`.plots`) and the commands (:mod:`.cli`). Its own: g* beside the simulated timeout optimum
+(:mod:`.optimise`).
+
+The names below are imported on first use.
 """
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {"Network": ".model", "load_model": ".files", "simulate": ".simulate",
+            "simulate_replication": ".simulate", "concat_replications": ".simulate", "summary": ".simulate",
+            "product_form": ".solve", "optimal_signal_rate": ".solve", "FIGURES": ".plots", "optimise": ".optimise"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        module = importlib.import_module(_EXPORTS[name], __name__)
+        return module.solve if name == "product_form" else getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.figures import FIGURE_LOCK, save
+from ..core.figures import FIGURE_LOCK, Figure, instance, save
 from ..core.io import read_netcdf
 
 STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
@@ -17,8 +17,17 @@ STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
 
 
 
-def figure_stems(name: str) -> list[str]:
-    return [f"{name}_means", f"{name}_percentile"]
+#: every figure of the study, declared once: the workflow's outputs and report captions come from here
+#: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
+FIGURES = (
+    Figure("{example}_means", "means", "means"),
+    Figure("{example}_percentile", "percentile", "percentile"),
+)
+
+
+def figures(example: str) -> list:
+    """The figures (:class:`sojourn.core.figures.FigureFile`) of one example of the sweep."""
+    return [instance(f, example=example) for f in FIGURES]
 
 
 def _sim(ax, cmp, var, unstable_y=None):
@@ -34,21 +43,26 @@ def _sim(ax, cmp, var, unstable_y=None):
                     label=f"unstable ({s.replace('_', ' ')})")
 
 
-def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150):
-    """Write ``<name>_means`` and ``<name>_percentile`` in every format to ``outdir``."""
+def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150) -> list:
+    """Every figure :func:`figures` lists for example ``name``, in every format, into ``outdir``."""
+    pf, cmp = read_netcdf(pf_path), read_netcdf(cmp_path)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    out = []
     with FIGURE_LOCK:
-        _all_figures(pf_path, cmp_path, outdir, name, formats, dpi)
+        for f in figures(name):
+            out += globals()[f.kind.draw](pf, cmp, outdir / f.stem, name, formats, dpi)
+    return out
 
 
-def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
+def means(pf, cmp, stem, name, formats, dpi) -> list:
+    """Mean response time and mean number of jobs against the restart rate: the product form with g*, the three
+    simulated semantics with their CIs."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pf, cmp = read_netcdf(pf_path), read_netcdf(cmp_path)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     g, tg = float(pf["g_star"]), float(pf["response_time_at_g_star"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T]"),
@@ -72,8 +86,17 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
     fig.tight_layout()
     handles, labels = axes[0].get_legend_handles_labels()  # below the panels: never over the data
     fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
-    save(fig, outdir / f"{name}_means", formats, dpi)
+    return save(fig, stem, formats, dpi)
 
+
+def percentile(pf, cmp, stem, name, formats, dpi) -> list:
+    """The response-time percentiles of the comparison against the restart rate, one panel per level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = float(pf["g_star"])
     levels = cmp["percentile"].values.tolist()
     fig, axs = plt.subplots(1, len(levels), figsize=(6.5 * len(levels), 4.6), squeeze=False)
     for ax, level in zip(axs[0], levels):
@@ -90,4 +113,4 @@ def _all_figures(pf_path, cmp_path, outdir, name, formats, dpi):
         ax.set_title(f"{name}: tail of the response time", fontsize=9)
     fig.tight_layout()
     axs[0][0].legend(fontsize=7, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.15))
-    save(fig, outdir / f"{name}_percentile", formats, dpi)
+    return save(fig, stem, formats, dpi)

@@ -1,14 +1,28 @@
 """The split-merge study (seed 002): n hosts, each workunit replicated to r hosts, done at a quorum of q results.
 
-``model`` (the validated spec :class:`SplitMerge`), ``order_stats`` (the service time S_{q:r} of a workunit),
-``exact`` (stability, P-K, Erlang C, the M/PH/c QBD), ``kernel`` + ``simulate`` (numba simulators of the
-split-merge and fork-join-with-cancellation models), ``best`` (the operator's ranking of (r, q)),
-``experiments`` / ``plots`` (the pipeline's experiments), ``cli`` (``sojourn split-merge …``).
-"""
-from .best import best
-from .solve import exact_dataset, exact_results
-from .model import SplitMerge
-from .simulate import concat_replications, simulate, simulate_replication
+The roles every study has, under the same names: the validated spec :class:`SplitMerge` (:mod:`.model`), the
+numba simulators of the split-merge and fork-join-with-cancellation models (:mod:`.kernel`), one replication and
+the Python API (:mod:`.simulate`), the exact results — stability, P-K, Erlang C, the M/PH/c QBD —
+(:mod:`.solve`), the config checks and cells (:mod:`.config`), every rule's entry point (:mod:`.jobs`), the
+simulation beside the exact values (:mod:`.compare`), the figures (:mod:`.plots`) and the commands (:mod:`.cli`).
+Its own: the service time S_{q:r} of a workunit (:mod:`.order_stats`), the operator's ranking of (r, q)
+(:mod:`.best`) and summaries (:mod:`.summary`).
 
-__all__ = ["SplitMerge", "best", "concat_replications", "exact_dataset", "exact_results", "simulate",
-           "simulate_replication"]
+The names below are imported on first use.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {"SplitMerge": ".model", "simulate": ".simulate", "simulate_replication": ".simulate",
+            "concat_replications": ".simulate", "summary": ".summary", "exact_results": ".solve",
+            "exact_dataset": ".solve", "FIGURES": ".plots", "best": ".best"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        module = importlib.import_module(_EXPORTS[name], __name__)
+        return module.summarize if name == "summary" else getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

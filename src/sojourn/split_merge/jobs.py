@@ -49,7 +49,9 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     cells = [runner.Cell(f"{c['law']}/{c['model']}/q{c['quorum']}/r{c['replicas']}",
                          runner.cell_key(c["spec"].to_dict(), c["workunits"], c["warmup"], dt, t_max, seed, code),
                          (c["spec"], c["workunits"], c["warmup"])) for c in cs]
-    LOG.info(f"experiment {x}: {len(cells)} cells")
+    LOG.info(f"experiment {x}: {len(cells)} cells x " + (
+        f"{nrep} replications = {len(cells) * nrep} Dask tasks" if precision is None else
+        f"replications to the precision target ({precision.describe()}), one Dask task each"))
     t0 = time.perf_counter()
 
     def split(part, cell):
@@ -113,9 +115,11 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     return output
 
 
-def figures(*, inputs: dict, outdir, figures: dict, laws_c: dict, code: str = ""):
-    """Every figure of the enabled experiments (``inputs``: 'a' | 'b' | 'c' → result file) into ``outdir``."""
+def figures(*, inputs: dict, outdir, settings: dict, code: str = ""):
+    """Every figure of the study's registry (:data:`sojourn.split_merge.plots.FIGURES`) for the enabled experiments
+    (``inputs``: 'a' | 'b' | 'c' → result file) into ``outdir``; ``settings``: the sections figures and
+    experiment_a..c."""
     from .plots import all_figures
 
-    return all_figures(inputs, outdir, {"experiment_c": {"laws": laws_c}}, formats=figures["formats"],
-                       dpi=figures["dpi"])
+    return all_figures(inputs, outdir, settings, formats=settings["figures"]["formats"],
+                       dpi=settings["figures"]["dpi"])

@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..core.figures import save, serialized  # noqa: E402
+from ..core.figures import Figure, instance, save, serialized  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core import phase_type as ph  # noqa: E402
@@ -28,17 +28,27 @@ from .order_stats import order_statistic_ph  # noqa: E402
 
 
 
-def figure_stems(cfg: dict) -> list[str]:
-    """The figure stems the config produces (the workflow's outputs)."""
+#: every figure of the study, declared once: the workflow's outputs and report captions come from here
+#: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
+FIGURES = (
+    Figure("experiment_a_latency", "experiment_a_latency", "figure_a"),
+    Figure("experiment_b_heatmap", "experiment_b_heatmap", "figure_b"),
+    Figure("experiment_c_{law}", "experiment_c", "figure_c"),
+)
+
+
+def figures(cfg: dict) -> list:
+    """The figures (:class:`sojourn.core.figures.FigureFile`) of the enabled experiments of the study's config
+    section: (a), (b), and one (c) figure per replica law."""
     from .config import laws
 
     out = []
-    if cfg["experiment_a"]["enabled"]:
-        out.append("experiment_a_latency")
-    if cfg["experiment_b"]["enabled"]:
-        out.append("experiment_b_heatmap")
-    if cfg["experiment_c"]["enabled"]:
-        out += [f"experiment_c_{name}" for name in laws(cfg["experiment_c"])]
+    for f in FIGURES:
+        x = f.draw[-1]  # figure_a -> experiment a
+        e = cfg[f"experiment_{x}"]
+        if not e.get("enabled", True):
+            continue
+        out += [instance(f, law=name) for name in laws(e)] if "{law}" in f.stem else [instance(f)]
     return out
 
 
@@ -189,16 +199,17 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
 
 @serialized
 def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130) -> list[Path]:
-    """Every figure of the enabled experiments; ``inputs`` maps 'a' | 'b' | 'c' to result files."""
-    from .config import laws
-
+    """Every figure :func:`figures` lists for the study's config section ``cfg`` whose experiment is in ``inputs``
+    ('a' | 'b' | 'c' → result file)."""
     figdir = Path(figdir)
     out = []
-    if "a" in inputs:
-        out += figure_a(inputs["a"], figdir / "experiment_a_latency", formats, dpi)
-    if "b" in inputs:
-        out += figure_b(inputs["b"], figdir / "experiment_b_heatmap", formats, dpi)
-    if "c" in inputs:
-        for name in laws(cfg["experiment_c"]):
-            out += figure_c(inputs["c"], name, figdir / f"experiment_c_{name}", formats, dpi)
+    for f in figures(cfg):
+        x = f.kind.draw[-1]
+        if x not in inputs:
+            continue
+        draw = globals()[f.kind.draw]
+        if "law" in f.fields:
+            out += draw(inputs[x], f.fields["law"], figdir / f.stem, formats, dpi)
+        else:
+            out += draw(inputs[x], figdir / f.stem, formats, dpi)
     return out
