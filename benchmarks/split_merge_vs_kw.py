@@ -10,9 +10,9 @@ exponential and hyperexponential scv 4 replicas, plus the 3-phase PH of experime
 * whole simulator: our time is the whole simulation (drawing the inter-arrival times and S_{q:r}, the queue,
   both histograms and every sum); the port's time is its recursion alone on pre-drawn T and S (its sampling
   and statistics are not counted: the ratio is the port's best case);
-* recursion only: our super-server recursion (``kernel.super_server_delays``, the streaming kernel's winner
+* recursion only: our super-server recursion (``tests/support/split_merge_reference.super_server_delays``, the streaming kernel's winner
   tree) and the port on the same pre-drawn T and S, both returning every delay (identical delays, checked
-  first, also against the host-level model ``kernel.split_merge_delays``).
+  first, also against the host-level model ``split_merge_reference.split_merge_delays``).
 
 Shared machines are noisy in bursts, so the three timings of a cell are taken in alternation, ``--rounds``
 times, and each ratio is the median over rounds of the ratio within a round (the per-workunit times printed
@@ -27,12 +27,15 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from sojourn.split_merge import kernel as K
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the reference recursions
+from support import split_merge_reference as REF  # noqa: E402
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 
@@ -82,8 +85,8 @@ def main(argv=None) -> int:
         # the port's T_i is the time from task i to task i+1; ours takes the time before each arrival
         before = np.concatenate([[0.0], T[:-1]])
         kw = kw_delays(T, S, np.full(T.size, r), n)
-        diff = max(np.max(np.abs(kw - K.super_server_delays(before, S, c))),
-                   np.max(np.abs(kw - K.split_merge_delays(before, S, n, r))))
+        diff = max(np.max(np.abs(kw - REF.super_server_delays(before, S, c))),
+                   np.max(np.abs(kw - REF.split_merge_delays(before, S, n, r))))
         print(f"check r={r:2d}: max |KW port - ours| = {diff:.3g}")
         assert diff < 1e-9
 
@@ -101,13 +104,13 @@ def main(argv=None) -> int:
             S = rng.exponential(spec.mean_service, m)  # the service law does not change the recursions' cost
             before = np.concatenate([[0.0], T[:-1]])
             N = np.full(m, r)
-            K.super_server_delays(before[:10], S[:10], n // r)
+            REF.super_server_delays(before[:10], S[:10], n // r)
             ours, kw, rec = [], [], []
             for k in range(args.rounds):
                 ds = simulate(spec, workunits=args.workunits, seed=k, t_max=10.0, dt=0.01)
                 ours.append(float(ds["wall_time"][0]) / int(ds["simulated_workunits"][0]))
                 kw.append(_timed(kw_delays, T, S, N, n)[0] / m)
-                rec.append(_timed(K.super_server_delays, before, S, n // r)[0] / m)
+                rec.append(_timed(REF.super_server_delays, before, S, n // r)[0] / m)
             ours, kw, rec = np.array(ours), np.array(kw), np.array(rec)
             row = {"law": lawname, "quorum": q, "replicas": r, "ours_ns": float(np.median(ours)) * 1e9,
                    "kw_ns": float(np.median(kw)) * 1e9, "recursion_ns": float(np.median(rec)) * 1e9,

@@ -6,8 +6,7 @@ importing one study never loads another.
 """
 from __future__ import annotations
 
-import importlib
-
+from .core.exports import lazy
 from .core.version import __version__
 
 _LAWS = ("Exponential", "Deterministic", "Uniform", "Erlang", "HyperExponential", "Gamma", "Lognormal",
@@ -18,9 +17,4 @@ _EXPORTS = {**{name: "sojourn.core.distributions" for name in _LAWS},
             "plan": "sojourn.jsq_ps.plan"}
 
 __all__ = ["__version__", *_EXPORTS]
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sojourn' has no attribute {name!r}")
+__getattr__ = lazy(__name__, _EXPORTS)

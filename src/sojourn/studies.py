@@ -26,7 +26,7 @@ class Study:
 
 STUDIES: tuple[Study, ...] = (
     Study("jsq_ps", "JSQ-PS: R processor-sharing servers behind join-the-shortest-queue (seed 000)",
-          "sojourn.jsq_ps.cli", ("simulate", "approximate", "plan"), (("plan", "sojourn.jsq_ps.plan_cli"),), "JSQ-PS"),
+          "sojourn.jsq_ps.cli", ("simulate", "approximate", "plan"), (("plan", "sojourn.jsq_ps.plan.cli"),), "JSQ-PS"),
     Study("split_merge", "Split-merge: (n, r, q) workunit replication with quorum (seed 002)",
           "sojourn.split_merge.cli", ("split-merge",), category="Split-merge"),
     Study("restart", "Restart: multi-class G-networks of PS queues with restart signals (seed 001)",

@@ -13,7 +13,8 @@ import pytest
 import xarray as xr
 
 from sojourn.core import integrity
-from sojourn.core.cache import cached_cells, store_block
+from sojourn.core.cache import cached_cells
+from sojourn.core.runner import Cell, store
 from sojourn.core.io import read_netcdf, write_netcdf
 
 
@@ -82,11 +83,17 @@ def _select(ds, label):
     return ds
 
 
+def _store(tmp_path):
+    """A job's result stored the runner's way: the cache entry and the output, one file under two names."""
+    cache = tmp_path / "cache"
+    store(_ds(), cache, [Cell("0.50", "k")], 5, tmp_path / "block.nc")
+    (entry,) = cache.glob("*.nc")
+    return cache, entry
+
+
 @pytest.mark.parametrize("how", ["truncated", "garbage", "altered", "unsealed"])
 def test_damaged_cache_entries_are_reported_removed_and_not_used(tmp_path, how):
-    cache = tmp_path / "cache"
-    store_block(_ds(), cache, "key", tmp_path / "block.nc", None)
-    entry = cache / "key.nc"
+    cache, entry = _store(tmp_path)
     assert cached_cells(cache, {"0.50": "k"}, _select).keys() == {"0.50"}  # intact: used
     if how == "unsealed":
         integrity.sidecar(entry).unlink()
@@ -96,15 +103,20 @@ def test_damaged_cache_entries_are_reported_removed_and_not_used(tmp_path, how):
     assert cached_cells(cache, {"0.50": "k"}, _select, log=log) == {}
     assert f"cache entry {entry} not used" in log.getvalue() and "recomputed" in log.getvalue()
     assert not entry.exists()
-    assert integrity.check(tmp_path / "block.nc") == "ok"  # the block is a copy: untouched
+    # the output is the same file: damage in place shows in its own checksum too (the next run's scan moves it
+    # aside and rebuilds it); a lost sidecar of the entry leaves the output's intact
+    assert (integrity.check(tmp_path / "block.nc") == "ok") == (how == "unsealed")
 
 
-def test_block_and_cache_never_share_an_inode(tmp_path):
-    store_block(_ds(), tmp_path / "cache", "key", tmp_path / "block.nc", None)
-    a, b = os.stat(tmp_path / "cache" / "key.nc"), os.stat(tmp_path / "block.nc")
-    assert (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) and a.st_nlink == b.st_nlink == 1
-    _damage(tmp_path / "block.nc", "truncated")
-    assert integrity.check(tmp_path / "cache" / "key.nc") == "ok"
+def test_each_result_is_stored_once_under_two_sealed_names(tmp_path):
+    """The cache entry and the job's output are one inode (no second copy of the data), each name with its
+    own sidecar; removing the output (Snakemake does before a rerun) leaves the entry."""
+    cache, entry = _store(tmp_path)
+    a, b = os.stat(entry), os.stat(tmp_path / "block.nc")
+    assert (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and a.st_nlink == 2
+    assert integrity.check(entry) == integrity.check(tmp_path / "block.nc") == "ok"
+    (tmp_path / "block.nc").unlink()
+    assert integrity.check(entry) == "ok" and os.stat(entry).st_nlink == 1
 
 
 def test_files_honour_the_umask(tmp_path):

@@ -17,7 +17,8 @@ from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve import approximate_all
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.model import JSQPS
-from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, FIGURE_STEMS, SAME, TIE, largest_disagreements,
+from sojourn.jsq_ps.plots import FIGURES
+from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, SAME, TIE, largest_disagreements,
                                          paper_best_map, paper_tables, report_html, report_text, reproduce,
                                          write_reproduction)
 from sojourn.jsq_ps.simulate import simulate
@@ -213,7 +214,9 @@ def test_write_reproduction_files(tmp_path):
     out = write_reproduction(cmp_path, tmp_path / "reproduction.nc", tmp_path / "figures", {"formats": ["png", "pdf"]},
                              report_path=tmp_path / "reproduction.rst")
     names = {p.name for p in out}
-    assert names == {"reproduction.nc", "reproduction.rst"} | {f"{s}.{f}" for s in FIGURE_STEMS for f in ("png", "pdf")}
+    stems = [f.stem for f in FIGURES if f.job == "reproduction"]
+    assert len(stems) == 3
+    assert names == {"reproduction.nc", "reproduction.rst"} | {f"{s}.{f}" for s in stems for f in ("png", "pdf")}
     got = read_netcdf(tmp_path / "reproduction.nc")
     want = reproduce(_synthetic())
     for v in want.data_vars:

@@ -1,6 +1,7 @@
 """The restart study's rules through a real Snakemake run of a tiny config (other studies disabled)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,8 +75,42 @@ def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):
     bad = yaml.safe_load(yaml.safe_dump(TINY))
     bad["restart"]["examples"]["example1"]["warmup"] = 60000  # 2 * warmup > horizon
     proc = snakemake(run, bad, "-n")
-    assert proc.returncode != 0 and "restart.examples.example1: horizon must be > 2 * warmup" in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "restart.examples.example1: horizon must be > warmup + cooldown" in proc.stdout + proc.stderr
     bad = yaml.safe_load(yaml.safe_dump(TINY))
     bad["restart"]["examples"]["example1"]["model"] = "nope"
     proc = snakemake(run, bad, "-n")
     assert proc.returncode != 0 and "restart.examples.example1.model: model must be a YAML model file" in proc.stdout + proc.stderr
+
+
+def _log_counts(log: str) -> tuple[int, int]:
+    """(simulated, reused) replications of a sweep job's log (sojourn.restart.jobs.simulate's last line)."""
+    m = re.search(r"(\d+) replications simulated, (\d+) from the cache", log)
+    assert m, log
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_adding_a_rate_simulates_only_that_rates_replications(tmp_path):
+    """A sweep given as a list of rates: one rate added reruns the sweep job, which simulates only the new rate's
+    replications (3 semantics x 2 replications) and takes the others from its cache, bit-identical to a fresh
+    run of the longer list; the product form and the other example are not rerun."""
+    one = {"model": "example2", "rates": [0.2, 2.0, 20.0], "horizon": 20000, "warmup": 1000}
+    cfg = {**TINY, "restart": {**TINY["restart"], "examples": {"example2": one}}}
+    assert snakemake(tmp_path, cfg).returncode == 0
+    log = tmp_path / "results" / "restart" / "logs" / "simulate" / "example2.log"
+    assert _log_counts(log.read_text()) == (18, 0)
+    more = {**one, "rates": [0.2, 0.6, 2.0, 20.0]}
+    cfg["restart"]["examples"] = {"example2": more}
+    dry = snakemake(tmp_path, cfg, "-n")
+    assert re.search(r"restart_simulate\s+1\b", dry.stdout) and "restart_solve" in dry.stdout, dry.stdout
+    proc = snakemake(tmp_path, cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _log_counts(log.read_text()) == (6, 18)
+    grown = read_netcdf(tmp_path / "results" / "restart" / "example2" / "simulation.nc")
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    assert snakemake(fresh_dir, cfg).returncode == 0
+    fresh = read_netcdf(fresh_dir / "results" / "restart" / "example2" / "simulation.nc")
+    assert list(grown["restart_rate"].values) == [0.2, 0.6, 2.0, 20.0]
+    for v in grown.data_vars:
+        if v != "wall_time":
+            np.testing.assert_array_equal(grown[v].values, fresh[v].values, err_msg=v)

@@ -28,10 +28,10 @@ TINY = {
     "split_merge": {
         "simulation": {"replications": 3, "seed": 0},
         "comparison": {"percentiles": [50, 99]},
-        "experiment_a": {"horizon": 4000, "warmup": 400},
-        "experiment_b": {"replicas": [1, 2, 3], "horizon": 3000, "warmup": 300},
-        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "horizon": 3000, "warmup": 300,
-                         "fork_join": {"enabled": True, "horizon": 1000, "warmup": 100}},
+        "experiment_a": {"workunits": 4000, "warmup": 400},
+        "experiment_b": {"replicas": [1, 2, 3], "workunits": 3000, "warmup": 300},
+        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "workunits": 3000, "warmup": 300,
+                         "fork_join": {"enabled": True, "workunits": 1000, "warmup": 100}},
         "figures": {"formats": ["png"]},
     },
 }
@@ -101,22 +101,33 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only
     assert "Nothing to be done" in _snakemake(tmp_path, "-n").stdout
     tiny = copy.deepcopy(TINY)
-    tiny["split_merge"]["experiment_b"]["horizon"] = 3500
+    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     out = _snakemake(tmp_path, "-n").stdout
     assert re.search(r"split_merge_experiment\s+1\b", out) and re.search(r"split_merge_figures\s+1\b", out), out
     # an unknown key is rejected by the schema
-    tiny["split_merge"]["experiment_b"]["horizons"] = 1
+    tiny["split_merge"]["experiment_b"]["workunit"] = 1
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     bad = _snakemake(tmp_path, "-n")
-    assert bad.returncode != 0 and "horizons" in (bad.stdout + bad.stderr)
+    assert bad.returncode != 0 and "workunit" in (bad.stdout + bad.stderr)
     # a key of an earlier release names its new place in one line
-    tiny["split_merge"]["experiment_b"].pop("horizons")
-    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    tiny["split_merge"]["experiment_b"].pop("workunit")
+    tiny["split_merge"]["simulation"]["warmup_fraction"] = 0.1
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     old = _snakemake(tmp_path, "-n")
     assert old.returncode != 0
-    assert "split_merge.experiment_b.workunits: this key has moved: the experiment's horizon" in old.stdout + old.stderr
+    assert "split_merge.simulation.warmup_fraction: this key has moved: each experiment's warmup" in old.stdout + old.stderr
+    # one more replication per cell: every experiment reruns, simulating only the new replication of each cell
+    more = copy.deepcopy(TINY)
+    more["split_merge"]["simulation"]["replications"] = 4
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(more))
+    before = read_netcdf(res / "experiment_c.nc")
+    proc = _snakemake(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (res / "logs" / "experiment_c.log").read_text()
+    assert re.search(r"20 replications simulated, 60 from the cache", log), log
+    after = read_netcdf(res / "experiment_c.nc")
+    np.testing.assert_array_equal(after["rep_mean_latency"].values[..., :3], before["rep_mean_latency"].values)
 
 
 def _merged():

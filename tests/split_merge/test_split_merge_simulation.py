@@ -5,6 +5,7 @@ import pytest
 
 from sojourn.core.stats import mean_ci
 from sojourn.split_merge import kernel as K
+from support import split_merge_reference as REF
 from sojourn.split_merge.solve import erlang_c, exact_results
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments
@@ -106,12 +107,12 @@ def test_n_hosts_equal_floor_n_over_r_servers_on_one_sequence(n, r):
     N = 100_000
     inter = rng.exponential(1 / (0.95 * c), N)
     service = rng.gamma(0.3, 1 / 0.3, N)  # scv 3.3
-    d_hosts = K.split_merge_delays(inter, service, n, r)
-    d_servers = K.mgc_delays(inter, service, c)
+    d_hosts = REF.split_merge_delays(inter, service, n, r)
+    d_servers = REF.mgc_delays(inter, service, c)
     np.testing.assert_array_equal(d_hosts, d_servers)
     assert d_hosts.mean() > 0.5
     # control: with one super-server fewer the delays differ
-    assert not np.array_equal(d_hosts, K.mgc_delays(inter, service, max(c - 1, 1))) or c == 1
+    assert not np.array_equal(d_hosts, REF.mgc_delays(inter, service, max(c - 1, 1))) or c == 1
 
 
 @pytest.mark.parametrize("c", [1, 2, 3, 7, 16, 33, 100])
@@ -122,9 +123,9 @@ def test_winner_tree_recursion_equals_mgc_and_the_host_level_model(c):
     N = 50_000
     inter = rng.exponential(1 / (0.97 * c), N)
     service = rng.gamma(0.3, 1 / 0.3, N)
-    d = K.super_server_delays(inter, service, c)
-    np.testing.assert_array_equal(d, K.mgc_delays(inter, service, c))
-    np.testing.assert_array_equal(d, K.split_merge_delays(inter, service, 3 * c + 2, 3))
+    d = REF.super_server_delays(inter, service, c)
+    np.testing.assert_array_equal(d, REF.mgc_delays(inter, service, c))
+    np.testing.assert_array_equal(d, REF.split_merge_delays(inter, service, 3 * c + 2, 3))
     assert (d > 0).mean() > 0.3
 
 
@@ -139,14 +140,14 @@ def test_fork_join_sorted_window_equals_the_scan(n, r, q, load):
     N = 30_000
     X = rng.gamma(0.5, 2.0, (N, r))
     X[::7] = np.round(X[::7], 1)
-    alone = K.fork_join_delays(np.full(N, 1e3), X, n, r, q)[2].mean()
+    alone = REF.fork_join_delays(np.full(N, 1e3), X, n, r, q)[2].mean()
     inter = rng.exponential(alone / (load * n), N)
-    window = K.fork_join_delays(inter, X, n, r, q)
-    np.testing.assert_array_equal(window, K.fork_join_delays_by_scan(inter, X, n, r, q))
+    window = REF.fork_join_delays(inter, X, n, r, q)
+    np.testing.assert_array_equal(window, REF.fork_join_delays_by_scan(inter, X, n, r, q))
     assert (window[0] > 0).mean() > (0.2 if load > 0.5 else 0.0)  # replicas do queue
     # control: the same sequence on one host fewer differs (unless it cannot: n = r)
     if n > r:
-        assert not np.array_equal(window, K.fork_join_delays(inter, X, n - 1, r, q))
+        assert not np.array_equal(window, REF.fork_join_delays(inter, X, n - 1, r, q))
 
 
 @pytest.mark.parametrize("law_text", ["hyperexponential", PH3, "lognormal:sigma=1"])
@@ -197,7 +198,7 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
             ph_walk.fill(xs, w, st, *walk)
             X[sl] = xs.reshape(K.CHUNK, r)
         inter, X = inter[:N] * scale, X[:N]
-    ref = K.fork_join_delays(inter, X, n, r, q)
+    ref = REF.fork_join_delays(inter, X, n, r, q)
     dt, nb = 0.01, 3001
     hd, hl = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
     rng = np.random.Generator(np.random.SFC64(5))
@@ -266,7 +267,7 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
         from sojourn.core import sfc64
 
         acc = K.run_split_merge(*args, sfc64.state_of(rng.bit_generator), walk)
-    ref = K.mgc_delays(inter, svc, n // r)
+    ref = REF.mgc_delays(inter, svc, n // r)
     fields = dict(zip(K.ACC_FIELDS, acc))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)

@@ -227,9 +227,13 @@ def test_every_study_has_the_same_roles(study):
 
     for role in ROLES:
         assert fp.module_path(f"sojourn.{study}.{role}"), f"sojourn.{study} has no {role} module or package"
+    simulate = importlib.import_module(f"sojourn.{study}.simulate")
+    for name in ("simulate", "simulate_replication", "concat_replications"):  # the same API in every study
+        assert callable(getattr(simulate, name, None)), f"sojourn.{study}.simulate has no {name}"
     pkg = importlib.import_module(f"sojourn.{study}")
-    for name in ("simulate", "simulate_replication", "concat_replications"):
-        assert callable(getattr(pkg, name, None)), f"sojourn.{study} does not export {name}"
+    for name in ("simulate_replication", "concat_replications", "FIGURES"):  # the same kinds of names
+        assert name in pkg.__all__ and getattr(pkg, name) is not None, f"sojourn.{study} does not export {name}"
+    assert any(isinstance(getattr(pkg, n), type) for n in pkg.__all__), f"sojourn.{study} exports no model class"
     jobs = importlib.import_module(f"sojourn.{study}.jobs")
     for name in JOBS[study]:
         assert callable(getattr(jobs, name)), f"sojourn.{study}.jobs has no job {name}"

@@ -1,24 +1,24 @@
-"""The content-keyed cache of block files, shared by every study's cell jobs.
+"""The content-keyed cache of the jobs' results, shared by every study (written and used by the cell runner,
+:mod:`sojourn.core.runner`).
 
-A block job computes a few cells; each cell has a *content key* (a hash of everything that changes its
-values: spec, run length, grid, seed, code fingerprint). The block file is written under
-``<cache_dir>/<block key>.nc`` with its cells' keys in the ``cell_keys`` attribute, and the job's output
-is a copy of it. When the block is rerun (a cell added, replications added), cells whose key is
-unchanged are read back from the cache instead of being computed again. Snakemake deletes a job's
-outputs before it runs, which is why the cache lives beside them.
+A job computes a few cells; each cell has a *content key* (a hash of everything that changes its values: spec,
+run length, grid, seed, code fingerprint). The job's result is written under ``<cache_dir>/<key>.nc`` with its
+cells' keys in the ``cell_keys`` attribute (:func:`sojourn.core.runner.store`). When the job is rerun (a cell
+added, replications added), cells whose key is unchanged are read back from the cache instead of being computed
+again (:func:`cached_cells`). Snakemake deletes a job's outputs before it runs, which is why the cache lives
+beside them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Callable
 
 import xarray as xr
 
-from .integrity import check, discard, seal
-from .io import log_line, read_netcdf, write_netcdf
+from .integrity import check, discard
+from .io import log_line, read_netcdf
 
 
 def content_key(*parts) -> str:
@@ -55,32 +55,3 @@ def cached_cells(cache_dir, keys: dict, select: Callable[[xr.Dataset, str], xr.D
             if label not in found and old_keys.get(label) == key:
                 found[label] = (select(old, label), old_attrs.get(label, {}))
     return found
-
-
-def store_entry(ds: xr.Dataset, cache_dir, key: str, encoding=None) -> Path:
-    """Write ``ds`` to ``<cache_dir>/<key>.nc`` (atomic, sealed) and drop the other entries: the cache of a job
-    whose output is not the cached data itself (e.g. a summary of the replications)."""
-    cache_dir = Path(cache_dir)
-    cache = cache_dir / f"{key}.nc"
-    write_netcdf(ds, cache, encoding=encoding)
-    for other in cache_dir.glob("*.nc"):
-        if other != cache:
-            discard(other)
-    return cache
-
-
-def store_block(ds: xr.Dataset, cache_dir, block_key: str, output, encoding) -> Path:
-    """Write ``ds`` to ``<cache_dir>/<block_key>.nc`` (atomic, sealed), copy it to ``output`` (sealed too:
-    a copy, not a hard link, so that damage to one never reaches the other), drop other keys."""
-    cache_dir = Path(cache_dir)
-    cache = cache_dir / f"{block_key}.nc"
-    write_netcdf(ds, cache, encoding=encoding)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.copy.tmp")
-    shutil.copyfile(cache, tmp)
-    seal(tmp, output)
-    for other in cache_dir.glob("*.nc"):
-        if other != cache:
-            discard(other)
-    return output

@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Hashable, Iterable
 
 import numpy as np
-from scipy import stats as st
+from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)
 
 from .inputs import did_you_mean
 from .stats import cdf_from_histogram, mean_ci, quantile
@@ -218,7 +218,7 @@ def reference(p: Precision, estimate: float) -> float:
 
 
 def _tq(p: Precision, n):
-    return st.t.ppf(0.5 + p.confidence / 2.0, np.asarray(n) - 1)
+    return stdtrit(np.asarray(n) - 1, 0.5 + p.confidence / 2.0)
 
 
 def decide(values, p: Precision) -> Decision:

@@ -41,12 +41,15 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .cache import cached_cells, content_key
 from .integrity import discard, seal, sidecar
-from .io import TASK_RETRIES, report_progress, write_netcdf
-from .precision import Outcome, Precision, run_replications
+
+if TYPE_CHECKING:
+    from .precision import Outcome, Precision
+
+# xarray, scipy and distributed are imported where they are needed, not here: ``sojourn plan`` runs its
+# replications on a LocalExecutor and must start fast
 
 LOG = logging.getLogger("sojourn.runner")
 
@@ -64,6 +67,8 @@ class Cell:
 
 def cell_key(*parts) -> str:
     """The content key of a cell (:func:`sojourn.core.cache.content_key` of its spec, settings, seed, code)."""
+    from .cache import content_key
+
     return content_key(*parts)
 
 
@@ -79,6 +84,8 @@ class DaskExecutor:
     def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
               progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
         """Submit ``fn(*call, **kwargs)`` for every call now; the results come from ``.result()``."""
+        from .io import TASK_RETRIES, report_progress
+
         n = len(calls)
         futures = self.client.map(_call, [fn] * n, list(calls), [kwargs or {}] * n, pure=False,
                                   retries=TASK_RETRIES, key=list(names))
@@ -158,6 +165,8 @@ def lookup(cache_dir, cells: Sequence[Cell], select: Callable, split: Callable) 
     holds (damaged entries are reported, removed and recomputed: :func:`sojourn.core.cache.cached_cells`)."""
     if cache_dir is None:
         return {}, {}
+    from .cache import cached_cells
+
     by_label = {c.label: c for c in cells}
     found = cached_cells(cache_dir, {c.label: c.key for c in cells}, lambda ds, lab: select(ds, by_label[lab]),
                          log=_LogLines())
@@ -183,6 +192,8 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
     deterministic task per cell; ``have`` {label: {k: result}} are taken instead of computed; ``shared``:
     keyword arguments of every task. Returns {label: :class:`sojourn.core.precision.Outcome`} (results in
     replication order)."""
+    from .precision import Outcome, run_replications
+
     cells = list(cells)
     by_label = {c.label: c for c in cells}
     if len(by_label) != len(cells):
@@ -223,6 +234,9 @@ def store(ds, cache_dir, cells: Sequence[Cell], count, output=None, encoding=Non
     cells' keys and ``count`` (the replications, or the precision target); ``output`` (optional) becomes a
     hard link to it (a sealed copy where links fail). Other entries of the folder are removed. Without a
     cache folder, ``ds`` is written to ``output``. Returns the path written (``output`` if given)."""
+    from .cache import content_key
+    from .io import write_netcdf
+
     keys = {c.label: c.key for c in cells}
     ds.attrs["cell_keys"] = json.dumps(keys, sort_keys=True)
     if cache_dir is None:

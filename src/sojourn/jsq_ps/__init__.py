@@ -9,21 +9,16 @@ reference :mod:`.ciw_backend`), the analytic methods (:mod:`.solve`), the config
 (:mod:`.compare`), the figures (:mod:`.plots`) and the commands (:mod:`.cli`). Its own: the paper's tables
 (:mod:`.reproduction`), the accuracy table (:mod:`.accuracy`) and capacity planning (:mod:`.plan`).
 
-The names below are imported on first use (``import sojourn.jsq_ps`` stays cheap).
+The names below are imported on first use (the simulator's API is :mod:`.simulate`: ``simulate``,
+``simulate_replication``, ``concat_replications``, the same in every study) (``import sojourn.jsq_ps`` stays cheap).
 """
 from __future__ import annotations
 
-import importlib
+from ..core.exports import lazy
 
-_EXPORTS = {"JSQPS": ".model", "simulate": ".simulate", "simulate_replication": ".simulate",
+_EXPORTS = {"JSQPS": ".model", "simulate_replication": ".simulate",
             "concat_replications": ".simulate", "summary": ".simulate", "approximate": ".solve.api",
-            "approximate_all": ".solve.api", "exact_sojourn_cdf": ".solve.exact", "FIGURES": ".plots",
-            "plan": ".plan"}
+            "approximate_all": ".solve.api", "exact_sojourn_cdf": ".solve.exact", "FIGURES": ".plots"}
 
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = [*_EXPORTS]
+__getattr__ = lazy(__name__, _EXPORTS)

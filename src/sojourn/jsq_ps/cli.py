@@ -8,6 +8,7 @@ import time
 from ..core import validate as V
 from ..core.inputs import check_output, choice, did_you_mean, in_flag_terms
 from ..core.replications import WARMUP_FRACTION
+from ..core.flags import add_output, add_run, add_window
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
@@ -94,13 +95,8 @@ def _spec(build):
         raise ValueError(_in_flag_terms(str(exc))) from None
 
 
-def _add_output(p) -> None:
-    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
-
-
 def register(subparsers) -> None:
-    from .plan_cli import register as register_plan
+    from .plan.cli import register as register_plan
 
     _register_simulate(subparsers)
     _register_approximate(subparsers)
@@ -124,22 +120,12 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--arrivals", default="exponential", help="inter-arrival law shape (default Poisson)")
     p.add_argument("--dispatch", default="jsq", help="jsq | random | round-robin | jsq-d:D")
     p.add_argument("--discipline", default="ps", help="ps | limited:C | capacitated:THETA")
-    p.add_argument("--horizon", type=float, default=160_000.0, help="run length T per replication (default 160000)")
-    p.add_argument("--warmup", type=float, default=None,
-                   help="warm-up W: customers arriving before it are not recorded (default 5%% of --horizon: "
-                        "8000 of 160000; from empty at load 0.95 one server settles in ~1700 time units)")
-    p.add_argument("--cooldown", type=float, default=None,
-                   help="cool-down C: customers arriving after T - C are not recorded (default = the warm-up); "
-                        "--warmup + --cooldown must be < --horizon")
-    p.add_argument("--replications", type=int, default=None,
-                   help="independent replications, run one after the other in this process (default 10; every "
-                        "percentile and mean is printed with its 95%% CI across them, none with 1)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    add_window(p, horizon=160_000.0, unit="customers",
+               settle="from empty at load 0.95 one server settles in ~1700 time units")
+    add_run(p, dt=0.01, t_max=182.32)
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
-    p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
-    p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="last bin left edge (default 182.32)")
     precision_flags(p, "percentile", DEFAULT_PERCENTILE)
-    _add_output(p)
+    add_output(p)
     p.set_defaults(func=run_simulate)
 
 
@@ -236,7 +222,7 @@ def _register_approximate(subparsers) -> None:
     p.add_argument("--L2", type=int, default=None, help="tail truncation (faithful default: 130)")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="grid end (default 182.32)")
     p.add_argument("--dt", type=float, default=0.01, help="grid step (default 0.01)")
-    _add_output(p)
+    add_output(p)
     p.set_defaults(func=run_approximate)
 
 

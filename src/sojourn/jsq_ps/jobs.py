@@ -116,7 +116,8 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
                                                 default=str)
     if precision is not None:
         block.attrs.update(P.attrs(precision))
-    block.attrs["cell_attrs"] = json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)
+    block.attrs["cell_attrs"] = json.dumps({f"rho={rho}": cell_attrs[rho] for rho in rhos}, sort_keys=True,
+                                           default=str)  # by cell label (sojourn.core.cache.cached_cells)
     runner.store(block, cache, cells, precision or n_rep, output, simulation_encoding(block))
     return output
 
@@ -179,7 +180,8 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
                                                   "code": code, "time_grid": time_grid,
                                                   "share_corrected": bool(share_corrected),
                                                   "exact_budget": exact_budget}, sort_keys=True),
-                   "cell_attrs": json.dumps({rho: cell_attrs[rho] for rho in rhos}, sort_keys=True, default=str)}
+                   "cell_attrs": json.dumps({f"rho={rho}": cell_attrs[rho] for rho in rhos}, sort_keys=True,
+                                            default=str)}
     runner.store(block, cache, cells, "cells", output, approximation_encoding(block))
     return output
 

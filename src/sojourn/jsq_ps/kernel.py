@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..core.recording import record
+
 from ..core.sampling import EXPONENTIAL, LOGNORMAL, sample_law
 
 # Dispatch codes (sojourn.jsq_ps.model.DISPATCH_CODE)
@@ -59,34 +61,41 @@ def _rate_table(theta, cap):
 
 
 @njit(inline="always")
-def _heap_push(hk, ha, hx, s, i, key, arr, req):
-    """Sift-up insertion of (virtual finish key, arrival date, requirement) into heap row s holding i entries."""
-    while i > 0:
-        par = (i - 1) >> 1
-        pk = hk[s, par]
-        if pk <= key:
-            break
-        hk[s, i] = pk
-        ha[s, i] = ha[s, par]
-        hx[s, i] = hx[s, par]
-        i = par
+def _heap_set(hk, ha, hx, s, i, key, arr, req):
+    """Entry i of heap row s: (virtual finish key, arrival date, requirement)."""
     hk[s, i] = key
     ha[s, i] = arr
     hx[s, i] = req
 
 
 @njit(inline="always")
-def _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax):
-    """A recorded sojourn into histogram bin floor(soj/dt) (else the overflow count), and the running
-    count, sum, sum of squares and maximum (returned; both kernels record the same way)."""
-    b = int(soj * inv_dt)
-    if b < hist.shape[0]:
-        hist[b] += 1
-    else:
-        over += 1
-    if soj > smax:
-        smax = soj
-    return cnt + 1, over, ssum + soj, ssq + soj * soj, smax
+def _heap_push(hk, ha, hx, s, i, key, arr, req):
+    """Sift-up insertion of (virtual finish key, arrival date, requirement) into heap row s holding i entries."""
+    while i > 0:
+        par = (i - 1) >> 1
+        if hk[s, par] <= key:
+            break
+        _heap_set(hk, ha, hx, s, i, hk[s, par], ha[s, par], hx[s, par])
+        i = par
+    _heap_set(hk, ha, hx, s, i, key, arr, req)
+
+
+@njit(inline="always")
+def _heap_drop_root(hk, ha, hx, s, last):
+    """Heap row s without its root: entry ``last`` (the last of last + 1) moved to the root and sifted down."""
+    key, arr, req = hk[s, last], ha[s, last], hx[s, last]
+    i = 0
+    while True:
+        ch = 2 * i + 1
+        if ch >= last:
+            break
+        if ch + 1 < last and hk[s, ch + 1] < hk[s, ch]:
+            ch += 1
+        if key <= hk[s, ch]:
+            break
+        _heap_set(hk, ha, hx, s, i, hk[s, ch], ha[s, ch], hx[s, ch])
+        i = ch
+    _heap_set(hk, ha, hx, s, i, key, arr, req)
 
 
 @njit(inline="always")
@@ -343,27 +352,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             x = hx[s, 0]
             last = m - 1
             if last > 0:  # move the last entry to the root and sift it down
-                hkey = hk[s, last]
-                harr = ha[s, last]
-                hreq = hx[s, last]
-                i = 0
-                while True:
-                    ch = 2 * i + 1
-                    if ch >= last:
-                        break
-                    ck = hk[s, ch]
-                    if ch + 1 < last and hk[s, ch + 1] < ck:
-                        ch += 1
-                        ck = hk[s, ch]
-                    if hkey <= ck:
-                        break
-                    hk[s, i] = ck
-                    ha[s, i] = ha[s, ch]
-                    hx[s, i] = hx[s, ch]
-                    i = ch
-                hk[s, i] = hkey
-                ha[s, i] = harr
-                hx[s, i] = hreq
+                _heap_drop_root(hk, ha, hx, s, last)
             V[s] = key  # the leaver's virtual finish time is the clock now (exactly)
             tl[s] = t
             m -= 1
@@ -371,7 +360,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             total -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
-                cnt, over, ssum, ssq, smax = _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
+                cnt, over, ssum, ssq, smax = record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
                 if xdx > 0.0:
                     k = int(x / xdx)
@@ -534,7 +523,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
                 nb -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
-                cnt, over, ssum, ssq, smax = _record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
+                cnt, over, ssum, ssq, smax = record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
     ist[0] = nb
     ist[1] = rr

@@ -8,21 +8,16 @@ product-form measures, the single-queue closed form and g* (:mod:`.solve`), the 
 the figures (:mod:`.plots`) and the commands (:mod:`.cli`). Its own: g* beside the simulated timeout optimum
 (:mod:`.optimise`).
 
-The names below are imported on first use.
+The names below are imported on first use (the simulator's API is :mod:`.simulate`: ``simulate``,
+``simulate_replication``, ``concat_replications``, the same in every study).
 """
 from __future__ import annotations
 
-import importlib
+from ..core.exports import lazy
 
-_EXPORTS = {"Network": ".model", "load_model": ".files", "simulate": ".simulate",
+_EXPORTS = {"Network": ".model", "load_model": ".files",
             "simulate_replication": ".simulate", "concat_replications": ".simulate", "summary": ".simulate",
-            "product_form": ".solve", "optimal_signal_rate": ".solve", "FIGURES": ".plots", "optimise": ".optimise"}
+            "product_form": ".solve:solve", "optimal_signal_rate": ".solve", "FIGURES": ".plots", "optimise": ".optimise"}
 
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        module = importlib.import_module(_EXPORTS[name], __name__)
-        return module.solve if name == "product_form" else getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = [*_EXPORTS]
+__getattr__ = lazy(__name__, _EXPORTS)

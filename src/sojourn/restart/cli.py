@@ -10,6 +10,7 @@ import time
 
 
 from ..core.config import DEFAULT_CONFIDENCE
+from ..core.flags import add_output, add_run, add_window
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
@@ -33,25 +34,18 @@ def _model_args(p, output=True):
                    help="override the external signal rate of --queue")
     p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
     if output:
-        p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
-        p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+        add_output(p)
 
 
 def _sim_args(p):
-    p.add_argument("--replications", type=int, default=None, help="independent replications (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--horizon", type=float, default=200_000.0, help="run length per replication (default 200000)")
-    p.add_argument("--warmup", type=float, default=None,
-                   help="warm-up = cool-down: jobs arriving before it or after --horizon minus it are not recorded "
-                        "(default 5%% of --horizon: 10000 of 200000); 2 --warmup must be < --horizon")
-    p.add_argument("--dt", type=float, default=0.05, help="response-time histogram bin width (default 0.05)")
-    p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin left edge (default 200)")
+    add_window(p, horizon=200_000.0, unit="jobs")
+    add_run(p, dt=0.05, t_max=200.0, what="response-time")
     p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
                    help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})")
 
 
 def _window(args) -> None:
-    """--horizon, --warmup (default 5 % of --horizon; the cool-down equals it), --confidence and --output checked in
+    """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up), --confidence and --output checked in
     flag terms before any compute; the default warm-up resolved in ``args``."""
     from ..core import validate as V
     from ..core.inputs import check_output
@@ -60,10 +54,12 @@ def _window(args) -> None:
     horizon = V.positive_finite("--horizon", args.horizon)
     args.warmup_default = args.warmup is None
     warmup = WARMUP_FRACTION * horizon if args.warmup is None else V.nonnegative_finite("--warmup", args.warmup)
-    if not horizon > 2 * warmup:
-        raise ValueError(f"--horizon must be > 2 * --warmup = {2 * warmup:g} (the cool-down equals the warm-up); "
-                         f"got {horizon:g}")
-    args.warmup = warmup
+    cooldown = warmup if args.cooldown is None else V.nonnegative_finite("--cooldown", args.cooldown)
+    if not horizon > warmup + cooldown:
+        note = " (--cooldown defaults to --warmup)" if args.cooldown is None else ""
+        raise ValueError(f"--horizon must be > --warmup + --cooldown = {warmup:g} + {cooldown:g} = "
+                         f"{warmup + cooldown:g}{note}; got {horizon:g}")
+    args.warmup, args.cooldown = warmup, cooldown
     if args.replications is not None:
         V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
@@ -140,7 +136,7 @@ def run_simulate(args) -> int:
     spec = SimulationSpec(net, args.semantics, timeout)
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
     t0 = time.perf_counter()
-    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
                   dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     conf = args.confidence
@@ -151,22 +147,22 @@ def run_simulate(args) -> int:
                         confidence=conf, units=ds["mean"].attrs.get("units", ""), what="jobs")
     write_netcdf(ds.merge(s), args.output)
     k = int(ds.sizes["replication"])
-    H, W = args.horizon, args.warmup
+    H, W, C = args.horizon, args.warmup, args.cooldown
     n = int(ds["n_customers"].sum())
     c = f"  ({100 * conf:g}% Student-t CI across {k} replications)" if k > 1 else ""
     print(f"model        {spec.describe()}")
-    print(f"window       horizon {H:g} per replication, warm-up = cool-down {W:g}"
+    print(f"window       horizon {H:g} per replication, warm-up {W:g}, cool-down {C:g}"
           f"{' (default: 5% of the horizon)' if args.warmup_default else ''}; {k} replication{'s' * (k > 1)}, "
           f"seed {args.seed}")
     if "stop_reason" in ds:
         print(f"precision    {precision_summary(ds)} (response time)")
-    print(f"recorded     {100 * (H - 2 * W) / H:.3g}% of the horizon: {n:,} jobs ({n / k:,.0f} per replication), "
+    print(f"recorded     {100 * (H - W - C) / H:.3g}% of the horizon: {n:,} jobs ({n / k:,.0f} per replication), "
           f"{int(ds['events'].sum()):,} events, {wall:.2f} s")
     print(f"{'mean response time':<19}{mean_text(ds['mean'].values, conf)}{c}")
 
     def need(factor: float) -> str:  # the --horizon that records `factor` times the jobs of this run
         factor *= 1.2  # a margin: at exactly the estimated length, half the runs would fall short
-        return f"--horizon >= {round_up(H * factor if args.warmup_default else 2 * W + (H - 2 * W) * factor):,.0f}"
+        return f"--horizon >= {round_up(H * factor if args.warmup_default else W + C + (H - W - C) * factor):,.0f}"
 
     print(f"{'99th percentile':<19}{percentile_text(s, 'response_time', 0, what='jobs', need=need, t_max=args.t_max)}")
     print(f"{'':<19}({ci_header(s, 'response_time')})")
@@ -200,7 +196,7 @@ def run_optimise(args) -> int:
     ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
                   replications=10 if args.replications is None else args.replications,
                   seed=args.seed, confidence=args.confidence,
-                  sim=dict(horizon=args.horizon, warmup=args.warmup, dt=args.dt, t_max=args.t_max))
+                  sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, dt=args.dt, t_max=args.t_max))
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
     for line in report_lines(ds):

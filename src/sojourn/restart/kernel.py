@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..core.recording import record
+
 from ..core.sampling import sample_law
 
 # acc layout (returned by run)
@@ -86,7 +88,6 @@ def run(type_queue, type_station, queue_first, queue_last, mu, phase_cum, route_
     J = mu.shape[0]
     N = queue_first.shape[0]
     C = entry_cum.shape[0]
-    nbins = hist.shape[0]
     rmax = rhist.shape[0] - 1
     inv_dt = 1.0 / dt
     lam = arr_cum[C - 1]
@@ -253,16 +254,8 @@ def run(type_queue, type_station, queue_first, queue_last, mu, phase_cum, route_
                 acc[A_DEPARTURES] += 1.0
             if jrec[leaving]:
                 s = t - jarr[leaving]
-                b = int(s * inv_dt)
-                if b < nbins:
-                    hist[b] += 1
-                else:
-                    acc[A_OVERFLOW] += 1.0
-                acc[A_COUNT] += 1.0
-                acc[A_SUM] += s
-                acc[A_SUMSQ] += s * s
-                if s > acc[A_MAX]:
-                    acc[A_MAX] = s
+                acc[A_COUNT], acc[A_OVERFLOW], acc[A_SUM], acc[A_SUMSQ], acc[A_MAX] = record(
+                    s, inv_dt, hist, acc[A_COUNT], acc[A_OVERFLOW], acc[A_SUM], acc[A_SUMSQ], acc[A_MAX])
                 acc[A_RESTARTS_RECORDED] += jrest[leaving]
                 rb = jrest[leaving] if jrest[leaving] < rmax else rmax
                 rhist[rb] += 1

@@ -8,21 +8,16 @@ simulation beside the exact values (:mod:`.compare`), the figures (:mod:`.plots`
 Its own: the service time S_{q:r} of a workunit (:mod:`.order_stats`), the operator's ranking of (r, q)
 (:mod:`.best`) and summaries (:mod:`.summary`).
 
-The names below are imported on first use.
+The names below are imported on first use (the simulator's API is :mod:`.simulate`: ``simulate``,
+``simulate_replication``, ``concat_replications``, the same in every study).
 """
 from __future__ import annotations
 
-import importlib
+from ..core.exports import lazy
 
-_EXPORTS = {"SplitMerge": ".model", "simulate": ".simulate", "simulate_replication": ".simulate",
-            "concat_replications": ".simulate", "summary": ".summary", "exact_results": ".solve",
+_EXPORTS = {"SplitMerge": ".model", "simulate_replication": ".simulate",
+            "concat_replications": ".simulate", "summarize": ".summary", "exact_results": ".solve",
             "exact_dataset": ".solve", "FIGURES": ".plots", "best": ".best"}
 
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        module = importlib.import_module(_EXPORTS[name], __name__)
-        return module.summarize if name == "summary" else getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = [*_EXPORTS]
+__getattr__ = lazy(__name__, _EXPORTS)

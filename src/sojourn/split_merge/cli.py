@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 
+from ..core.flags import add_output, add_run
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
@@ -107,16 +108,10 @@ def _simulate(sub):
     p.add_argument("--warmup", type=float, default=None,
                    help="warm-up: workunits discarded (with --workunits; default 10%% of --workunits) or time "
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
-    p.add_argument("--replications", type=int, default=None,
-                   help="independent replications (default 10; means and percentiles are printed with their 95%% "
-                        "CI across them)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--dt", type=float, default=0.01, help="histogram bin width (default 0.01)")
-    p.add_argument("--t-max", dest="t_max", type=float, default=200.0, help="last bin's left edge (default 200)")
+    add_run(p, dt=0.01, t_max=200.0, what="latency and delay")
     p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
     precision_flags(p, "mean", None)
-    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    add_output(p)
     p.set_defaults(func=run_simulate)
 
 

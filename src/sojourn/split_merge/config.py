@@ -27,9 +27,6 @@ def check_config(cfg: dict) -> None:
             grid_size(e["time_grid"]["t_max"], e["time_grid"]["dt"])
         except ValueError as exc:
             raise ConfigError(f"{key}.time_grid: {exc}") from None
-        for where, w in (("", e), (".fork_join", e.get("fork_join") or {})):
-            if w.get("warmup") is not None and "horizon" in w and w["warmup"] < 0:
-                raise ConfigError(f"{key}{where}.warmup must be >= 0; got {w['warmup']}")
         try:
             found = cells(cfg, x)
         except ValueError as exc:
@@ -54,11 +51,11 @@ def models(e: dict) -> list[str]:
 
 
 def run_window(w: dict) -> tuple[int, int]:
-    """(recorded workunits, discarded warm-up workunits) of an experiment or its fork-join block: the horizon, and
-    the warmup (null: ``WARMUP_FRACTION`` of the horizon, the project's rule)."""
-    horizon = int(w["horizon"])
+    """(recorded workunits, discarded warm-up workunits) of an experiment or its fork-join block: ``workunits``, and
+    ``warmup`` (null: ``WARMUP_FRACTION`` of the workunits, the project's rule)."""
+    workunits = int(w["workunits"])
     warmup = w.get("warmup")
-    return horizon, int(round(WARMUP_FRACTION * horizon)) if warmup is None else int(warmup)
+    return workunits, int(round(WARMUP_FRACTION * workunits)) if warmup is None else int(warmup)
 
 
 def cells(cfg: dict, x: str) -> list[dict]:

@@ -16,11 +16,12 @@ Split-merge (FCFS, concurrent release)
     power of two, each internal node holding the index of its subtree's earliest leaf): replacing the
     earliest free time climbs one fixed path of ⌈log₂ c⌉ nodes, comparing with each sibling's winner without
     a branch (15 ns per workunit at c = 100 against 34 ns for a 4-ary heap, measured here).
-    The host-level model is kept as the reference it is checked against (:func:`split_merge_delays`): the
+    The host-level model is the reference it is checked against (``split_merge_delays`` in
+    ``tests/support/split_merge_reference.py``, with the other reference recursions): the
     hosts' free times as a multiset — a pool of hosts free since the pool time and a 4-ary min-heap of (free
     time, number of hosts) entries; a workunit takes the r hosts free first and pushes (start + S, r). A test
     checks that both give identical delays on one workunit sequence, and that the streaming kernel's
-    delays are those of the plain M/G/c recursion (:func:`mgc_delays`) on its own draws.
+    delays are those of the plain M/G/c recursion (``mgc_delays``) on its own draws.
 Fork-join with cancellation
     n host free times; each of the r replicas goes to a distinct host among the r with the least
     remaining work, starts at max(arrival, host free time), ends at start + X_j; the workunit completes
@@ -30,7 +31,7 @@ Fork-join with cancellation
     free times matters (as in the Kiefer–Wolfowitz recursion): the kernel keeps it as a window sliding through
     a buffer, takes its first r, and puts the r new free times back — in front where a cancelled replica's
     host keeps its (least) free time, else merged from the back. A test checks it against the plain scan of
-    the n hosts (:func:`fork_join_delays_by_scan`), identical on one sequence; 2–9x faster at n = 100.
+    the n hosts (``fork_join_delays_by_scan``), identical on one sequence; 2–9x faster at n = 100.
 
 Recording: workunit i (0-based) is recorded if i ≥ warm_n and its arrival ≥ warm_t; the run
 stops after n_record recorded (if > 0) or at the first arrival after ``horizon``. Delay = time from
@@ -43,6 +44,7 @@ from numba import njit
 
 from ..core.ph_walk import closed_draw, path_shape
 from ..core.ph_walk import fill as ph_fill
+from ..core.recording import record
 from ..core.sampling import sample_law
 from ..core.sfc64 import fill_standard_exponential, load, standard_exponential, store
 
@@ -52,121 +54,6 @@ ACC_FIELDS = ("recorded", "delay_overflow", "latency_overflow", "delay_sum", "de
               "latency_sumsq", "latency_max", "held", "computing", "first_arrival", "last_arrival", "simulated")
 
 
-# ---------------------------------------------------------------------------------------------
-# split-merge: a pool of hosts free since pool_t (pool_t ≤ every heap entry) and a 4-ary min-heap of
-# (free time, number of hosts) entries
-@njit(inline="always")
-def _heap_push(ht, hc, size, t, c):
-    i = size
-    while i > 0:
-        p = (i - 1) >> 2
-        if ht[p] <= t:
-            break
-        ht[i] = ht[p]
-        hc[i] = hc[p]
-        i = p
-    ht[i] = t
-    hc[i] = c
-    return size + 1
-
-
-@njit(inline="always")
-def _sift_down(ht, hc, size, t, c):
-    """Put (t, c) at the root of a heap of ``size`` entries whose root slot is free, and restore the order."""
-    i = 0
-    while True:
-        k = 4 * i + 1
-        if k >= size:
-            break
-        m = k
-        mv = ht[k]
-        e = k + 4 if k + 4 < size else size
-        for j in range(k + 1, e):
-            v = ht[j]
-            if v < mv:
-                mv = v
-                m = j
-        if mv >= t:
-            break
-        ht[i] = mv
-        hc[i] = hc[m]
-        i = m
-    ht[i] = t
-    hc[i] = c
-
-
-@njit(inline="always")
-def _heap_pop(ht, hc, size):
-    """Remove the root; returns the new size (the caller read ht[0], hc[0] before)."""
-    size -= 1
-    _sift_down(ht, hc, size, ht[size], hc[size])
-    return size
-
-
-@njit(inline="always")
-def _split_merge_step(ht, hc, size, pool, pool_t, a, r, s):
-    """One workunit arriving at a with service s: take the r first-free hosts (the pool first, then heap entries
-    in order of free time; the rest of the last entry taken becomes the pool), start at max(arrival, the r-th
-    smallest free time) and hold the r hosts until start + s. The last heap entry taken is not popped: the new
-    entry (start + s, r) replaces it at the root (one sift-down instead of a pop and a push).
-    Returns (start, size, pool, pool_t). (Scalars in and out: state kept in an array would be reloaded at
-    every heap store.)"""
-    if pool >= r:
-        start = pool_t if pool_t > a else a
-        return start, _heap_push(ht, hc, size, start + s, r), pool - r, pool_t
-    need = r - pool
-    pool = 0
-    while True:
-        t0 = ht[0]
-        c0 = hc[0]
-        if c0 >= need:
-            break
-        need -= c0
-        size = _heap_pop(ht, hc, size)
-    if c0 > need:
-        pool = c0 - need
-        pool_t = t0
-    start = t0 if t0 > a else a
-    _sift_down(ht, hc, size, start + s, r)
-    return start, size, pool, pool_t
-
-
-@njit(cache=True)
-def split_merge_delays(inter, service, n, r):
-    """Delays of split-merge on n hosts for given inter-arrival times and workunit service times (a trace)."""
-    ht = np.empty(n + 1)
-    hc = np.empty(n + 1, np.int64)
-    size, pool, pool_t = 0, n, 0.0
-    out = np.empty(inter.size)
-    a = 0.0
-    for i in range(inter.size):
-        a += inter[i]
-        start, size, pool, pool_t = _split_merge_step(ht, hc, size, pool, pool_t, a, r, service[i])
-        out[i] = start - a
-    return out
-
-
-@njit(cache=True)
-def mgc_delays(inter, service, c):
-    """Reference: delays of the FCFS M/G/c queue (c servers, each workunit on the first free server)."""
-    free = np.zeros(c)
-    out = np.empty(inter.size)
-    a = 0.0
-    for i in range(inter.size):
-        a += inter[i]
-        k = 0
-        for j in range(1, c):
-            if free[j] < free[k]:
-                k = j
-        s = free[k] if free[k] > a else a
-        out[i] = s - a
-        free[k] = s + service[i]
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the c super-servers' free times in a winner tree: v[0..L) the leaves (free times, +inf beyond c),
-# win[L + j] = j and win[k] (1 <= k < L) the leaf index of the earliest free time below node k
 @njit(cache=True)
 def winner_tree(c):
     """(v, win, L) for c servers free at time 0."""
@@ -202,24 +89,6 @@ def _tree_replace(v, win, L, w, t):
     return w, t
 
 
-@njit(cache=True)
-def super_server_delays(inter, service, c):
-    """Delays of FCFS M/G/c on c servers by the winner tree (the recursion of :func:`run_split_merge`)."""
-    v, win, L = winner_tree(c)
-    w = win[1]
-    f = v[w]
-    out = np.empty(inter.size)
-    a = 0.0
-    for i in range(inter.size):
-        a += inter[i]
-        start = f if f > a else a
-        out[i] = start - a
-        w, f = _tree_replace(v, win, L, w, start + service[i])
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# replica draws, a chunk at a time (a tight sampling loop, then a tight queue loop)
 CHUNK = 1024
 
 
@@ -294,7 +163,6 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
     held: host-time held by recorded workunits (r·S_{q:r} each); computing: host-time spent computing
     replicas until the q-th result (the r−q others are cancelled then, the q−1 earlier ones idle).
     """
-    nb = hist_delay.size
     inline = walk[0].size > 0
     v, win, L = winner_tree(n // r)
     w = win[1]
@@ -353,22 +221,8 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
             if first < 0.0:
                 first = a
             last = a
-            rec += 1
-            b = int(delay * inv_dt)
-            if b < nb:
-                hist_delay[b] += 1
-            else:
-                over_d += 1
-            b = int(lat * inv_dt)
-            if b < nb:
-                hist_latency[b] += 1
-            else:
-                over_l += 1
-            sd += delay
-            sdd += delay * delay
-            sl += lat
-            sll += lat * lat
-            mx = lat if lat > mx else mx
+            _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
+            rec, over_l, sl, sll, mx = record(lat, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
             held += r * s
             comp += work
             if n_record > 0 and rec >= n_record:
@@ -450,72 +304,6 @@ def _put_back(buf, h0, n, r, new):
 
 
 @njit(cache=True)
-def fork_join_delays(inter, X, n, r, q):
-    """Fork-join with cancellation on a given sequence — inter-arrival times (the time before each arrival)
-    and replica times X (workunits × r) — by the sorted window of the streaming kernel: (delay, latency,
-    host-time computed) per workunit."""
-    buf = np.zeros(n + FJ_SLACK * r)
-    head = 0
-    m = inter.size
-    out = np.empty((3, m))
-    free_r = np.empty(r)
-    stt = np.empty(r)
-    en = np.empty(r)
-    srt = np.empty(r)
-    a = 0.0
-    for i in range(m):
-        a += inter[i]
-        for j in range(r):
-            free_r[j] = buf[head + j]
-        first, done, work = _fork_join_assign(free_r, X[i], a, r, q, stt, en, srt)
-        head = _put_back(buf, head + r, n, r, free_r)
-        out[0, i] = first - a
-        out[1, i] = done - a
-        out[2, i] = work
-    return out
-
-
-@njit(cache=True)
-def fork_join_delays_by_scan(inter, X, n, r, q):
-    """The same by the plain O(n·r) scan of the n free times for the r smallest (the reference the tree is
-    tested against; it was the streaming kernel's selection before the tree)."""
-    free = np.zeros(n)
-    pick = np.empty(r, np.int64)
-    free_r = np.empty(r)
-    stt = np.empty(r)
-    en = np.empty(r)
-    srt = np.empty(r)
-    m = inter.size
-    out = np.empty((3, m))
-    a = 0.0
-    for i in range(m):
-        a += inter[i]
-        cnt = 0
-        for h in range(n):  # insertion into pick[:r], ascending free time
-            fh = free[h]
-            if cnt < r:
-                j = cnt
-                cnt += 1
-            elif fh < free[pick[r - 1]]:
-                j = r - 1
-            else:
-                continue
-            while j > 0 and free[pick[j - 1]] > fh:
-                pick[j] = pick[j - 1]
-                j -= 1
-            pick[j] = h
-        for j in range(r):
-            free_r[j] = free[pick[j]]
-        first, done, work = _fork_join_assign(free_r, X[i], a, r, q, stt, en, srt)
-        for j in range(r):
-            free[pick[j]] = free_r[j]
-        out[0, i] = first - a
-        out[1, i] = done - a
-        out[2, i] = work
-    return out
-
-
-@njit(cache=True)
 def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, hist_delay, hist_latency, rng,
                   st=_EMPTY_STATE, walk=NO_WALK):
     """One fork-join-with-cancellation replication (see the module docstring); same outputs as
@@ -526,7 +314,6 @@ def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, 
     hyperexponential) per workunit in the loop — its inter-arrival time, then its r replicas —, other
     phase-type laws a chunk at a time (CHUNK inter-arrival times, then CHUNK·r replicas, workunit by
     workunit); without tables everything from ``rng`` (replicas through ``sample_law``)."""
-    nb = hist_delay.size
     x = np.empty(r)
     inline = walk[0].size > 0
     p_thr, p_alias, _, p_len, p_end, p_inv, p_rew = walk[0], walk[1], walk[2], walk[3], walk[4], walk[5], walk[6]
@@ -598,22 +385,8 @@ def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, 
             if first_a < 0.0:
                 first_a = a
             last_a = a
-            rec += 1
-            b = int(delay * inv_dt)
-            if b < nb:
-                hist_delay[b] += 1
-            else:
-                over_d += 1
-            b = int(lat * inv_dt)
-            if b < nb:
-                hist_latency[b] += 1
-            else:
-                over_l += 1
-            sd += delay
-            sdd += delay * delay
-            sl += lat
-            sll += lat * lat
-            mx = lat if lat > mx else mx
+            _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
+            rec, over_l, sl, sll, mx = record(lat, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
             held += work
             if n_record > 0 and rec >= n_record:
                 break

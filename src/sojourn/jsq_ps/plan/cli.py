@@ -51,8 +51,9 @@ def register(subparsers) -> None:
 
 
 def run_plan(args) -> int:
-    from ..core.inputs import choice
-    from .plan import FLAGS, plan
+    from ...core.inputs import choice
+    from .request import FLAGS
+    from .result import plan
 
     choice("--format", args.format, ("table", "json"))
     res = plan(arrival_rate=args.arrival_rate, load=args.load, servers=args.servers, mean_service=args.mean_service,

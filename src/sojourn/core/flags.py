@@ -1,0 +1,36 @@
+"""The command-line flags every study's ``simulate`` shares, built once: the run window (``--horizon``,
+``--warmup``, ``--cooldown``), the replications (``--replications``, ``--seed``), the histogram grid (``--dt``,
+``--t-max``) and the output file (``--output``, ``--mkdir``). A study adds only what is its own."""
+from __future__ import annotations
+
+
+def add_window(p, *, horizon: float, unit: str, settle: str = "", cooldown: bool = True) -> None:
+    """``--horizon`` (default ``horizon``), ``--warmup`` (default 5 % of it), and ``--cooldown`` (default the
+    warm-up); ``unit`` names what is recorded (customers, jobs); ``settle`` adds why the warm-up is enough."""
+    p.add_argument("--horizon", type=float, default=horizon,
+                   help=f"run length T per replication, in time units (default {horizon:g})")
+    p.add_argument("--warmup", type=float, default=None,
+                   help=f"warm-up W: {unit} arriving before it are not recorded (default 5%% of --horizon: "
+                        f"{0.05 * horizon:g} of {horizon:g}{'; ' + settle if settle else ''})")
+    if cooldown:
+        p.add_argument("--cooldown", type=float, default=None,
+                       help=f"cool-down C: {unit} arriving after T - C are not recorded (default = the warm-up); "
+                            "--warmup + --cooldown must be < --horizon")
+
+
+def add_run(p, *, dt: float, t_max: float, what: str = "sojourn time", replications: int = 10) -> None:
+    """``--replications`` (default ``replications``, each printed value with its CI across them), ``--seed``,
+    and the histogram grid of ``what``: ``--dt``, ``--t-max``."""
+    p.add_argument("--replications", type=int, default=None,
+                   help=f"independent replications (default {replications}; every mean and percentile is printed "
+                        "with its confidence interval across them, none with 1)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--dt", type=float, default=dt, help=f"{what} histogram bin width (default {dt:g})")
+    p.add_argument("--t-max", dest="t_max", type=float, default=t_max,
+                   help=f"last bin's left edge (default {t_max:g})")
+
+
+def add_output(p) -> None:
+    """``--output`` (required) and ``--mkdir``."""
+    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
+    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")

@@ -1,0 +1,359 @@
+"""The search of ``sojourn plan`` (:mod:`sojourn.jsq_ps.plan`, "How R is found"): screening, the method per R,
+staged simulation, the bracket and its bisection, and ``--confirm``."""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+
+from ...core.units import format_time
+from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
+                         available_cores, fork_pool, simulate_counts)
+from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION, Request,
+                      _pct, run_length)
+
+class Planner:
+    """The search of the module doc for one :class:`Request`, with every evaluation cached per R."""
+
+    def __init__(self, request: Request, table=None, workers: int | None = None):
+        self.q = request
+        self.p = request.reliability
+        self._table = table
+        self.workers = available_cores() if workers is None else int(workers)
+        self.screened: dict = {}
+        self.evaluated: dict = {}
+        self.simulated: dict = {}
+        self._runs: dict = {}  # R -> its replications so far (:meth:`_extend`)
+        self._pool = None  # the forked workers, made at the first simulation, kept until :meth:`close`
+        self.notes: list = []
+
+    # the accuracy table, read on first need (~0.1 s: one (R, percentile) group of rows is parsed per query)
+    @property
+    def table(self):
+        if self._table is None:
+            from ..accuracy import read_accuracy
+
+            self._table = read_accuracy(self.q.accuracy)
+        return self._table
+
+    def load(self, R: int) -> float:
+        return self.q.offered / R
+
+    # -- analytic CDFs on a grid through d -----------------------------------------------------------
+    def _grid(self, t_hi: float, per_d: int | None = None):
+        import numpy as np
+
+        d = self.q.d
+        k = per_d or int(min(500, max(16, math.floor(2000 * d / t_hi))))
+        h = d / k
+        n = int(math.ceil(t_hi / h))
+        t = np.arange(n + 1) * h
+        t[k] = d
+        return t, k
+
+    def _cdf(self, method: str, R: int, t):
+        """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.solve.guards`: 0 = a
+        sojourn-time law of a JSQ system). ``exact`` raises ``ExactOverBudget`` beyond :data:`EXACT_SECONDS`."""
+        import numpy as np
+
+        from ..solve.guards import validity
+
+        a = self.q.offered
+        if method == "exact":
+            from ..solve.exact import exact_sojourn_cdf
+
+            r = exact_sojourn_cdf(a, 1.0, R, t, max_seconds=EXACT_SECONDS)
+        else:
+            from ..solve.methods import Cell
+
+            r = Cell(a, 1.0, R, t).run(method)
+        F = np.asarray(r.cdf, dtype=float)
+        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0])
+
+    def screen(self, R: int):
+        """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point; a result
+        the guards reject counts as not meeting, so that the search starts higher and walks down)."""
+        if R not in self.screened:
+            t_hi = 4.0 * self.q.d
+            for _ in range(6):
+                t, k = self._grid(t_hi, per_d=100)
+                F, flags = self._cdf(SCREEN_METHOD, R, t)
+                x = _interp_percentile(t, F, self.p)
+                if math.isfinite(x) or flags:
+                    break
+                t_hi *= 4.0
+            self.screened[R] = (0.0, math.inf) if flags else (float(F[k]), x)
+        return self.screened[R]
+
+    # -- which method for which R ----------------------------------------------------------------------
+    def exact_fits(self, R: int, t_hi: float) -> bool:
+        rho = self.load(R)
+        limit = EXACT_MAX_LOAD.get(R)
+        return limit is not None and rho <= limit + 1e-12 and (R <= 2 or t_hi <= EXACT_MAX_T)
+
+    def engine(self, R: int, t_hi: float) -> Engine:
+        q = self.q
+        if not q.exponential:
+            return Engine(SIMULATION, f"the service law {q.law.name} is not exponential: the approximations and the "
+                                      "exact chain model M/M/R", short=f"{q.law.name} service")
+        if self.exact_fits(R, t_hi):
+            mean, lo, hi, Rt, rt, qt, ext = self._table_error(R, "exact")
+            return Engine("exact", "the exact tagged-customer chain runs within the planner's budget here",
+                          (mean, lo, hi), None if Rt is None or not math.isfinite(mean) else
+                          {"table_R": Rt, "table_rho": rt, "table_percentile": qt, "extrapolated": ext}, "exact chain")
+        return self.table_engine(R)
+
+    def table_engine(self, R: int) -> Engine:
+        """The accuracy table's choice at R (module doc, step 2)."""
+        c = self.table.choose(R, self.load(R), self.p)
+        info = None if c.table_R is None else {"table_R": c.table_R, "table_rho": c.table_rho,
+                                               "table_percentile": c.table_percentile, "extrapolated": c.extrapolated}
+        if c.simulate:
+            return Engine(SIMULATION, c.reason, table=info, short=c.short)
+        return Engine(c.method, c.reason, c.error, info, c.short)
+
+    def _table_error(self, R, method):
+        try:
+            return self.table.error(R, self.load(R), self.p, method)
+        except ValueError:
+            return (math.nan,) * 3 + (None, None, None, [])
+
+    # -- evaluation with the chosen method ---------------------------------------------------------------
+    def evaluate(self, R: int) -> Evaluation:
+        if R in self.evaluated:
+            return self.evaluated[R]
+        import numpy as np
+
+        from ..solve.budget import ExactOverBudget
+        from ..solve.guards import describe
+
+        t0 = time.perf_counter()
+        guess = self.screen(R)[1]
+        t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
+        eng = self.engine(R, t_hi)
+        tries = 0
+        while eng.method != SIMULATION and tries < 3:  # the grid ends past the percentile, or it is "beyond"
+            t, k = self._grid(t_hi)
+            try:
+                F, flags = self._cdf(eng.method, R, t)
+            except ExactOverBudget as exc:  # the exact module's own prediction (a safety net for long grids)
+                self.notes.append(f"R = {R}: exact over the planner's budget ({exc}); the accuracy table decides")
+                eng = self.table_engine(R)
+                continue
+            except (ArithmeticError, ValueError, MemoryError, np.linalg.LinAlgError) as exc:
+                eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
+                             table=eng.table, short=f"{eng.method} failed")
+                break
+            if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
+                eng = Engine(SIMULATION, f"{eng.method}'s result fails the analytic guards at R = {R} "
+                                         f"(ρ = {self.load(R):.4g}): {describe(flags)}", table=eng.table,
+                             short=f"{eng.method} invalid here")
+                break
+            x = _interp_percentile(t, F, self.p)
+            if math.isfinite(x) or tries == 2:
+                ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan)
+                ev.seconds = time.perf_counter() - t0
+                self.evaluated[R] = ev
+                return ev
+            t_hi *= 4.0
+            tries += 1
+        sim = self.simulate(R)
+        ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
+                        sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)
+        ev.seconds = time.perf_counter() - t0
+        self.evaluated[R] = ev
+        return ev
+
+    # -- simulation ----------------------------------------------------------------------------------------
+    def simulate(self, R: int, full: bool = False) -> Simulated:
+        """R simulated: replications in stages (:data:`FIRST_STAGE`, then doubling, capped at the request's
+        ``replications``) until the verdict is clear (:meth:`Simulated.verdict`), or all of them with ``full``
+        (``--confirm``). Replication k is the same whatever the stage that ran it."""
+        cap = self.q.replications
+        have = self._runs[R]["done"] if R in self._runs else 0
+        want = cap if full else max(have, min(FIRST_STAGE, cap))
+        while True:
+            if want > have:
+                self._extend(R, want)
+                self.simulated.pop(R, None)
+            if R not in self.simulated:
+                self.simulated[R] = self._summary(R)
+            sim = self.simulated[R]
+            n = sim.replications
+            if n >= cap or not sim.verdict(self.p).endswith("within_noise"):
+                return sim
+            have, want = n, min(cap, 2 * n)
+
+    def _extend(self, R: int, replications: int) -> None:
+        """Replications up to ``replications`` − 1 of R (the run length and histogram fixed at R's first stage)."""
+        import numpy as np
+
+        from ..model import JSQPS
+
+        q, d = self.q, self.q.d
+        if R not in self._runs:
+            rho = self.load(R)
+            run = run_length(R, rho, self.p)
+            per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
+            dt = d / per_d
+            guess = self.screen(R)[1]
+            if R in self.evaluated and math.isfinite(self.evaluated[R].percentile):
+                guess = max(guess, self.evaluated[R].percentile)
+            t_hi = max(4.0 * d, 2.0 * guess if math.isfinite(guess) else 8.0 * d)
+            bins = int(min(100 * per_d, math.ceil(t_hi / dt)))
+            self._runs[R] = {"run": run, "per_d": per_d, "dt": dt, "t_max": bins * dt, "done": 0, "counts": [],
+                             "overflows": [], "t": None, "wall": 0.0,
+                             "spec": JSQPS.from_load(R, rho, mu=1.0, service=q.law)}
+        r = self._runs[R]
+        first = r["done"]
+        if replications <= first:
+            return
+        t0 = time.perf_counter()
+        n = replications - first
+        fork = self.workers > 1 and n > 1 and "fork" in multiprocessing.get_all_start_methods()
+        if fork and self._pool is None:
+            self._pool = fork_pool(self.workers, r["spec"], q.seed, r["dt"], r["t_max"])
+        count, overflow, t = simulate_counts(r["spec"], n, q.seed, r["run"]["horizon"], r["run"]["warmup"], r["dt"],
+                                             r["t_max"], self.workers, first=first, pool=self._pool if fork else None)
+        r["wall"] += time.perf_counter() - t0
+        r["counts"].append(np.asarray(count))
+        r["overflows"].append(np.asarray(overflow))
+        r["t"], r["done"] = t, replications
+
+    def _summary(self, R: int) -> Simulated:
+        """P(T ≤ d) and the percentile of R's replications so far, with their 95 % intervals."""
+        import numpy as np
+
+        from ...core.stats import cdf_from_histogram, mean_ci, quantile
+
+        r, p = self._runs[R], self.p
+        count, overflow = np.concatenate(r["counts"]), np.concatenate(r["overflows"])
+        per_d, dt, t = r["per_d"], r["dt"], r["t"]
+        total = count.sum(axis=1) + overflow
+        prob = count[:, :per_d].sum(axis=1) / total  # P(T < d): d is the left edge of bin per_d
+        F = cdf_from_histogram(count, overflow)  # right edges
+        x = quantile(t + dt, F, p)  # per replication; NaN beyond t_max
+        pm, ph = mean_ci(prob)
+        # the t-interval across replications, widened to the Clopper-Pearson interval of the pooled count
+        # beyond d (which ignores the customers' correlation, so it is never the wider one unless the tail
+        # is so thin that some replication saw no customer beyond d: zero spread, no t-interval)
+        beyond = int(total.sum() - count[:, :per_d].sum())
+        b_lo, b_hi = _clopper_pearson(beyond, int(total.sum()))
+        p_lo, p_hi = min(pm - ph, 1.0 - b_hi), max(pm + ph, 1.0 - b_lo)
+        if np.all(np.isfinite(x)):
+            xm, xh = mean_ci(x)
+        else:
+            xm, xh = math.inf, math.nan
+        tail = 1.0 - prob
+        g_lo = math.nan
+        if np.all(tail > 0):
+            gm, gh = mean_ci(np.log(tail))
+            g_lo = float(np.exp(gm - gh))
+        return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),
+                         float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
+                         float(r["t_max"]), r["wall"], self.q.seed, g_lo)
+
+    def close(self) -> None:
+        """Shut the worker processes down (if any were started)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    # -- the search ----------------------------------------------------------------------------------------
+    def screened_start(self) -> int:
+        """The least R (≥ the least stable, ≤ max_servers) the screening method says meets the target; the
+        largest R if none does."""
+        lo = self.q.min_stable
+        top = self.q.max_servers
+        if self.screen(lo)[0] >= self.p:
+            return lo
+        step, last_fail = 1, lo
+        R = lo
+        while True:
+            R = min(top, last_fail + step)
+            if self.screen(R)[0] >= self.p:
+                break
+            last_fail = R
+            if R == top:
+                return top
+            step *= 2
+        hi = R  # meets; last_fail fails
+        while hi - last_fail > 1:
+            mid = (hi + last_fail) // 2
+            if self.screen(mid)[0] >= self.p:
+                hi = mid
+            else:
+                last_fail = mid
+        return hi
+
+    def _no_R(self, R: int, ev: Evaluation, via: str):
+        q = self.q
+        x = ev.percentile
+        where = (f"the {_pct(self.p)} percentile is {format_time(x * q.mean_service, q.unit)}" if math.isfinite(x)
+                 else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}")
+        return NoServers(f"no R ≤ {q.max_servers} meets P(T ≤ {format_time(q.deadline, q.unit)}) ≥ {self.p:g}: at "
+                         f"R = {R} (load {ev.load:.3g}) {where} ({via}, P(T ≤ d) = {ev.probability:.6g}); raise it, or "
+                         "relax the deadline or the reliability")
+
+    def search(self) -> int:
+        """The least R by the chosen methods (module doc, step 2): from the screened R, down (if R − 1 meets too)
+        or up (galloping) to a bracket, bisected; then down while R − 1 meets (each R has its own method, so
+        "meets" need not be monotone in R: the answer's R − 1 is always evaluated and fails)."""
+        p, lo, top = self.p, self.q.min_stable, self.q.max_servers
+
+        def meets(R):
+            return self.evaluate(R).meets(p)
+
+        R = self.screened_start()
+        if meets(R):
+            if R > lo and meets(R - 1):
+                fail, ok = lo - 1, R - 1  # lo − 1 is unstable: it fails
+                while ok - fail > 1:
+                    mid = (ok + fail) // 2
+                    if mid >= lo and meets(mid):
+                        ok = mid
+                    else:
+                        fail = mid
+                R = ok
+        else:
+            fail, step = R, 1
+            while True:
+                R = min(top, fail + step)
+                if meets(R):
+                    break
+                if R >= top:
+                    raise self._no_R(R, self.evaluate(R), self.evaluate(R).engine.method)
+                fail, step = R, 2 * step
+            ok = R
+            while ok - fail > 1:
+                mid = (ok + fail) // 2
+                if meets(mid):
+                    ok = mid
+                else:
+                    fail = mid
+            R = ok
+        while R - 1 >= lo and meets(R - 1):
+            R -= 1
+        return R
+
+    def confirm(self, R: int) -> int:
+        """Move R until simulation agrees (module doc, step 3); simulates R − 1, R, R + 1 of the answer."""
+        p, lo, top = self.p, self.q.min_stable, self.q.max_servers
+        start = R
+        while self.simulate(R, full=True).probability < p:
+            if R >= top:
+                ev = self.evaluate(R)
+                s = self.simulated[R]
+                ev_sim = Evaluation(R, ev.load, ev.engine, s.probability, s.percentile, s.t_max)
+                raise self._no_R(R, ev_sim, "simulation")
+            R += 1
+        while R - 1 >= lo and self.simulate(R - 1, full=True).probability >= p:
+            R -= 1
+        if R > start:
+            self.notes.append(f"the methods' answer R = {start} fails in simulation (P(T ≤ d) = "
+                              f"{self.simulated[start].probability:.6g} < {p:g}): the answer is raised to R = {R}")
+        elif R < start:
+            self.notes.append(f"the methods' answer R = {start} was pessimistic: R = {R} meets the target in "
+                              f"simulation (P(T ≤ d) = {self.simulated[R].probability:.6g})")
+        self.simulate(R + 1, full=True)
+        return R

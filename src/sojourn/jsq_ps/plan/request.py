@@ -1,0 +1,267 @@
+"""The question ``sojourn plan`` answers, checked before any compute: the request (rates, times, reliability,
+the service law) in mean service times, the refusals that name the field or flag, and the simulation run length."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ...core.units import SECONDS, format_time, parse_rate, parse_time, readable_unit, time_unit
+from ...core.validate import integer_at_least
+
+DEFAULT_MAX_SERVERS = 64
+#: replications of a simulated R: at most (see the module doc and :func:`replications_for`), and the first
+#: stage (then doubling) while the 95 % interval of P(T ≤ d) still contains p
+DEFAULT_REPLICATIONS = 10
+FIRST_STAGE = 4
+#: customers beyond the percentile per replication, and the least recorded customers per replication
+TAIL_CUSTOMERS, MIN_CUSTOMERS = 100, 10_000
+#: the screening method: Gupta's λ_n with the birth-death occupancy (no whole-system chain)
+SCREEN_METHOD = "C*"
+#: ``exact`` runs where ρ ≤ this for R servers, and (R ≥ 3) the grid ends within EXACT_MAX_T mean service
+#: times: there one evaluation costs ≲ 0.25 s of CPU (``python benchmarks/plan.py exact``, t ≤ 80: R = 1 at
+#: ρ = 0.99 0.03 s, R = 2 at 0.95 0.06 s, R = 3 at 0.8 0.15 s, R = 4 at 0.6 0.09 s, R = 5 at 0.5 0.20 s, R = 6 at
+#: 0.4 0.24 s, R = 7 at 0.3 0.08 s; the next load step costs 0.22-0.46 s)
+EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.80, 4: 0.60, 5: 0.50, 6: 0.40, 7: 0.30}
+EXACT_MAX_T = 100.0
+#: the exact module's own budget (``analytic.budget``, predicted from its truncation before the costly part):
+#: a safety net where a long grid makes a cell of EXACT_MAX_LOAD dearer than measured
+EXACT_SECONDS = 1.0
+SIMULATION = "simulation"
+#: the names of the request's fields in messages: the API's, or the command line's (``FLAGS``)
+FIELDS = {k: k for k in ("arrival_rate", "load", "servers", "mean_service", "service_rate", "service_law",
+                         "deadline", "budget", "network_latency", "reliability", "dispatch", "max_servers",
+                         "replications", "seed", "unit", "accuracy")}
+FLAGS = {k: "--" + k.replace("_", "-") for k in FIELDS}
+
+
+def replications_for(reliability: float) -> int:
+    """The most replications of a simulated R (all of them under ``--confirm``; without it the stages of
+    :meth:`Planner.simulate` stop as soon as the verdict is clear)."""
+    return DEFAULT_REPLICATIONS
+
+
+def run_length(servers: int, load: float, reliability: float) -> dict:
+    """Horizon, warm-up and recorded customers of one simulated replication, in mean service times (the
+    rule of the module doc)."""
+    customers = max(math.ceil(TAIL_CUSTOMERS / (1.0 - reliability) - 1e-9), MIN_CUSTOMERS)
+    rate = servers * load  # arrivals per mean service time
+    window = customers / rate
+    tau = 1.0 / (servers * (1.0 - math.sqrt(load)) ** 2)  # M/M/R relaxation time (Morse 1955), μ = 1
+    warmup = max(10.0 * tau, 0.05 * window)
+    return {"customers": customers, "window": window, "warmup": warmup, "horizon": warmup + window,
+            "relaxation_time": tau}
+
+
+# -- the request ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    """A validated question, in SI units (seconds, per second) and in mean service times."""
+
+    arrival_rate: float
+    mean_service: float
+    service_law: str
+    law: object  # the service law scaled to mean 1
+    deadline: float
+    reliability: float
+    max_servers: int
+    confirm: bool
+    replications: int
+    seed: int
+    unit: str
+    budget: float | None = None
+    network_latency: float | None = None
+    current_servers: int | None = None
+    accuracy: str | None = None
+    texts: dict = field(default_factory=dict)
+
+    @property
+    def offered(self) -> float:
+        """a = Λ·E[S]: the mean number of busy servers, in servers."""
+        return self.arrival_rate * self.mean_service
+
+    @property
+    def d(self) -> float:
+        """The deadline in mean service times."""
+        return self.deadline / self.mean_service
+
+    @property
+    def min_stable(self) -> int:
+        """The least R with load a/R < 1."""
+        return stable_from(self.offered)
+
+    @property
+    def exponential(self) -> bool:
+        from ...core.distributions import Exponential
+
+        return isinstance(self.law, Exponential)
+
+
+def stable_from(offered: float) -> int:
+    R = int(math.floor(offered)) + 1
+    while offered / R >= 1.0:  # round-off at an integer a
+        R += 1
+    return R
+
+
+def _reliability(value, name: str) -> float:
+    text = value
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            value = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
+        except ValueError:
+            raise ValueError(f"{name} must be a probability such as 0.9999 or 99.99%; got {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a probability such as 0.9999 or 99.99%; got {text!r}")
+    if value >= 1.0:
+        raise ValueError(f"{name} must be < 1; got {text!r}: no finite number of servers meets the deadline with "
+                         "certainty (the sojourn time is unbounded: any customer may meet a long queue)")
+    if value <= 0.0:
+        raise ValueError(f"{name} must be in (0, 1); got {text!r}")
+    return float(value)
+
+
+def _service_cdf(law, x: float) -> float:
+    """P(S ≤ x) for a law of mean 1 (exponential in closed form: no scipy.stats import on the fast path)."""
+    from ...core.distributions import Exponential
+
+    if isinstance(law, Exponential):
+        return -math.expm1(-law.rate * x)
+    return float(law.cdf(x))
+
+
+def _service_quantile(law, p: float) -> float:
+    """The p-quantile of a law of mean 1: bisection on its CDF (every law here has one)."""
+    from ...core.distributions import Exponential
+
+    if isinstance(law, Exponential):
+        return -math.log1p(-p) / law.rate
+    lo, hi = 0.0, 1.0
+    while _service_cdf(law, hi) < p and hi < 1e12:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _service_cdf(law, mid) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
+
+
+def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=None, service_rate=None,
+                  service_law="exponential", deadline=None, budget=None, network_latency=None, reliability=None,
+                  dispatch="jsq", max_servers=DEFAULT_MAX_SERVERS, confirm=False, replications=None, seed=0,
+                  unit=None, accuracy=None, names=FIELDS) -> Request:
+    """Every input checked (ValueError naming the field as ``names`` spells it) before any compute."""
+    n = names
+    texts = {}
+    disp = str(dispatch).strip().lower() if isinstance(dispatch, str) else dispatch
+    if disp != "jsq":
+        from ...core.inputs import did_you_mean
+
+        raise ValueError(f"{n['dispatch']} {dispatch!r}: only jsq is modelled (the approximations and the exact chain "
+                         "are for join-the-shortest-queue); other dispatch policies can be simulated with "
+                         f"`sojourn simulate --dispatch …`{did_you_mean(str(dispatch), ['jsq'])}")
+    if reliability is None:
+        raise ValueError(f"{n['reliability']} is required: the share of customers that must meet the deadline, "
+                         "e.g. 0.9999")
+    p = _reliability(reliability, n["reliability"])
+    # service
+    if (mean_service is None) == (service_rate is None):
+        raise ValueError(f"give exactly one of {n['mean_service']} (e.g. 1.2ms) and {n['service_rate']} "
+                         "(e.g. 833/s)")
+    if mean_service is not None:
+        q = parse_time(mean_service, n["mean_service"])
+        mean = q.si
+        texts["service"] = f"mean service {format_time(mean, q.unit if q.unit in SECONDS else None)}"
+    else:
+        q = parse_rate(service_rate, n["service_rate"])
+        mean = 1.0 / q.si
+        texts["service"] = f"service rate {q.text} (mean {format_time(mean)})"
+    # arrivals
+    current = None
+    if arrival_rate is not None:
+        if load is not None or servers is not None:
+            raise ValueError(f"give either {n['arrival_rate']} or {n['load']} with {n['servers']}, not both")
+        lam = parse_rate(arrival_rate, n["arrival_rate"])
+        Lam = lam.si
+        texts["arrivals"] = f"arrival rate {lam.text}"
+    else:
+        if load is None or servers is None:
+            raise ValueError(f"give {n['arrival_rate']} (e.g. 9000/s), or {n['load']} together with {n['servers']} "
+                             "(the load at a number of servers you run now)")
+        current = integer_at_least(n["servers"], servers, 1)
+        rho = load
+        if isinstance(rho, str):
+            try:
+                rho = float(rho)
+            except ValueError:
+                raise ValueError(f"{n['load']} must be a number > 0; got {load!r}") from None
+        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not math.isfinite(rho) or rho <= 0:
+            raise ValueError(f"{n['load']} must be a number > 0 (it may be >= 1: an overloaded system); got {load!r}")
+        Lam = float(rho) * current / mean
+        texts["arrivals"] = f"load {float(rho):g} at {current} servers (arrival rate {Lam:.6g}/s)"
+    # the service law, rescaled to mean 1 (time in mean service times)
+    from ...core.distributions import parse_law
+
+    if not isinstance(service_law, str):
+        raise ValueError(f"{n['service_law']} must be a law string such as 'lognormal:sigma=0.69'; got {service_law!r}")
+    try:
+        law = parse_law(service_law).scaled_to_mean(1.0)
+    except ValueError as exc:
+        raise ValueError(f"{n['service_law']}: {exc}") from None
+    # deadline
+    if deadline is not None:
+        if budget is not None or network_latency is not None:
+            raise ValueError(f"give either {n['deadline']} or {n['budget']} with {n['network_latency']}, not both")
+        dq = parse_time(deadline, n["deadline"])
+        d, B, net, unit_default = dq.si, None, None, dq.unit if isinstance(deadline, str) else None
+        texts["deadline"] = f"deadline {dq.text}"
+    else:
+        if budget is None or network_latency is None:
+            raise ValueError(f"give {n['deadline']} (e.g. 72ms), or {n['budget']} with {n['network_latency']} "
+                             "(the deadline is what the network leaves of the budget)")
+        bq = parse_time(budget, n["budget"])
+        nq = parse_time(network_latency, n["network_latency"], allow_zero=True)
+        if not nq.si < bq.si:
+            raise ValueError(f"{n['network_latency']} {nq.text} must be below {n['budget']} {bq.text}: nothing is left "
+                             "for the sojourn time")
+        d, B, net = bq.si - nq.si, bq.si, nq.si
+        unit_default = bq.unit if isinstance(budget, str) else None
+        texts["deadline"] = f"budget {bq.text} − network latency {nq.text}"
+    unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
+    maxR = integer_at_least(n["max_servers"], max_servers, 1)
+    reps = replications_for(p) if replications is None else integer_at_least(n["replications"], replications, 2)
+    seed = integer_at_least(n["seed"], seed, 0)
+    if not isinstance(confirm, bool):
+        raise ValueError(f"{n['confirm'] if 'confirm' in n else 'confirm'} must be True or False; got {confirm!r}")
+    if accuracy is not None:
+        from pathlib import Path
+
+        if not Path(accuracy).is_file():
+            raise ValueError(f"{n['accuracy']} {accuracy}: no such file")
+    # impossible targets: the service requirement alone, then stability within max_servers
+    dn = d / mean
+    if _service_cdf(law, dn) <= p:
+        xq = _service_quantile(law, p) * mean
+        raise ValueError(
+            (f"{n['deadline']} {format_time(d, unit)} is" if B is None else
+             f"{n['budget']} − {n['network_latency']} leaves {format_time(d, unit)},")
+            + f" not above the service time's own {_pct(p)} percentile "
+            f"{format_time(xq, unit)} ({law.name} service, mean {format_time(mean, unit)}): a customer's sojourn "
+            f"is at least its service requirement, so no number of servers meets P(T ≤ d) ≥ {p:g}; relax "
+            f"{n['reliability']} or the deadline, or shorten the service")
+    a = Lam * mean
+    Rmin = stable_from(a)
+    if Rmin > maxR:
+        raise ValueError(f"{n['max_servers']} {maxR} is below the {Rmin} servers the load needs to be stable "
+                         f"(arrival rate × mean service = {a:.4g} busy servers on average); raise {n['max_servers']}")
+    return Request(Lam, mean, service_law, law, d, p, maxR, confirm, reps, seed, unit, B, net, current,
+                   None if accuracy is None else str(accuracy), texts)
+
+
+def _pct(p: float) -> str:
+    """0.9999 -> '99.99th'."""
+    return f"{100 * p:.10g}th"
