@@ -295,9 +295,10 @@ def _truncation_warning(args, spec, ds) -> str:
     else:
         parts = []
         if not a.get("chain_reached", 1):
-            cap = "--L1" if args.L1 is not None else f"--max-states (now {a['chain_max_states']})"
-            parts.append(f"chain boundary mass {a['chain_boundary_mass']:.2g} at its cap against the tolerance "
-                         f"{a['chain_tolerance']:g}; raise the cap with {cap}")
+            cap, flag = ((f"per-server cap --L1 {args.L1}", "--L1") if args.L1 is not None else
+                         (f"state cap {a['chain_max_states']} (system states)", "--max-states"))
+            parts.append(f"chain boundary mass {a['chain_boundary_mass']:.2g} at the {cap} against the tolerance "
+                         f"{a['chain_tolerance']:g}; raise the cap with {flag}")
         if not a.get("tail_reached", 1):
             parts.append(f"mass {a['tail_mass']:.2g} beyond the tail cut N={a['L2']} against the tolerance "
                          f"{a['tail_tolerance']:g}; raise the cut with --L2")
