@@ -244,6 +244,10 @@ def _register_approximate(subparsers) -> None:
     p.set_defaults(func=run_approximate)
 
 
+#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
+MAX_STATES_METHODS = ("exact", "A*", "B*", "D*", "E*")
+
+
 def _check_approximate(args):
     """Every flag of ``approximate`` in flag terms, then the output file: all before any compute."""
     from .model import JSQPS
@@ -254,7 +258,7 @@ def _check_approximate(args):
     given = [f"--{k}" for k in ("L1", "L2") if getattr(args, k) is not None]
     if args.method == "exact" and given:
         raise ValueError(f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to --method exact "
-                         "(it sizes its own state space); its flags: --t-max, --dt")
+                         "(it sizes its own state space); its flags: --t-max, --dt, --max-states")
     if args.max_states is not None:
         V.integer_at_least("--max-states", args.max_states, 1)
         if args.method not in MAX_STATES_METHODS:
@@ -278,10 +282,6 @@ def _check_approximate(args):
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
     check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
-
-
-#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
-MAX_STATES_METHODS = ("exact", "A*", "B*", "D*", "E*")
 
 
 def _truncation_warning(args, spec, ds) -> str:
