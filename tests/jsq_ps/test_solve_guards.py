@@ -16,7 +16,7 @@ from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojo
 from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
 from sojourn.jsq_ps.solve.guards import (ABOVE_ONE, BELOW_ZERO, COLLAPSED_LOAD, NEGATIVE_RATE, NON_FINITE,
                                             NON_MONOTONE, OVER_BUDGET, RATE_ABOVE_ARRIVAL_RATE, TOLERANCE,
-                                            describe, validity)
+                                            TRUNCATION_NOT_REACHED, describe, validity)
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
 from sojourn.jsq_ps.solve.tails import uniformized_survival
 from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
@@ -105,10 +105,14 @@ def test_sweep_flags_the_known_bad_cells(sweep):
 
 def test_sweep_corrected_and_exact_are_valid(sweep):
     """C* no longer collapses (nor any corrected method) up to ρ = 0.99, and exact is valid wherever it runs;
-    it runs on every cell of R ≤ 2 even within the sweep's 1 s."""
+    it runs on every cell of R ≤ 2 even within the sweep's 1 s. The sweep caps the corrected chain at 5 000
+    states: where that stops it short of its tolerance, A*, B*, D*, E* are flagged for that alone
+    (truncation_not_reached; tests/jsq_ps/test_exact_truncation.py), never for their shape."""
     for R, rho, m, d in _each(sweep):
         if m in CORRECTED_METHODS:
-            assert int(d["valid"]) == 1, (R, rho, m, describe(int(d["validity_reason"])))
+            reason = int(d["validity_reason"])
+            allowed = (0,) if m in ("C*", "F*") else (0, TRUNCATION_NOT_REACHED)
+            assert reason in allowed, (R, rho, m, describe(reason))
         if m == "exact":
             assert int(d["validity_reason"]) in (0, OVER_BUDGET), (R, rho)
             if R <= 2:

@@ -19,7 +19,7 @@ DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 # API field names in the messages of the library -> the flags a user of these commands typed
 FLAGS = {"servers": "--servers", "load": "--load", "mu": "--mu", "horizon": "--horizon", "warmup": "--warmup",
          "cooldown": "--cooldown", "replications": "--replications", "seed": "--seed", "backend": "--backend",
-         "dt": "--dt", "t_max": "--t-max", "method": "--method", "L1": "--L1", "L2": "--L2",
+         "dt": "--dt", "t_max": "--t-max", "method": "--method", "L1": "--L1", "L2": "--L2", "max_states": "--max-states",
          "choices": "--dispatch jsq-d:D", "ps_limit": "--discipline limited:C",
          "ps_threshold": "--discipline capacitated:THETA"}
 
@@ -220,10 +220,18 @@ def _register_approximate(subparsers) -> None:
     p.add_argument("--method", required=True, help=f"one of {', '.join(METHODS)}")
     p.add_argument("--L1", type=int, default=None, help="chain truncation (faithful default: Table 4)")
     p.add_argument("--L2", type=int, default=None, help="tail truncation (faithful default: 130)")
+    p.add_argument("--max-states", dest="max_states", type=int, default=None,
+                   help="state cap of the truncated chain: exact, tagged-chain states (system states x R, default "
+                        "400000); A*, B*, D*, E*, system states (default 60000). Raise it where a result is flagged "
+                        "truncation_not_reached")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="grid end (default 182.32)")
     p.add_argument("--dt", type=float, default=0.01, help="grid step (default 0.01)")
     add_output(p)
     p.set_defaults(func=run_approximate)
+
+
+#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
+MAX_STATES_METHODS = ("exact", "A*", "B*", "D*", "E*")
 
 
 def _check_approximate(args):
@@ -236,7 +244,15 @@ def _check_approximate(args):
     given = [f"--{k}" for k in ("L1", "L2") if getattr(args, k) is not None]
     if args.method == "exact" and given:
         raise ValueError(f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to --method exact "
-                         "(it sizes its own state space); its flags: --t-max, --dt")
+                         "(it sizes its own state space); its flags: --t-max, --dt, --max-states")
+    if args.max_states is not None:
+        V.integer_at_least("--max-states", args.max_states, 1)
+        if args.method not in MAX_STATES_METHODS:
+            raise ValueError(f"--max-states does not apply to --method {args.method} (no chain with a state cap); "
+                             f"it applies to {', '.join(MAX_STATES_METHODS)}")
+        if args.L1 is not None:
+            raise ValueError(f"--max-states does not apply with --L1 (method {args.method} then builds the chain "
+                             "capped at --L1 per server)")
     if args.L1 is not None:
         V.integer_at_least("--L1", args.L1, 2)
     if args.L2 is None and args.L1 is not None and args.method in FAITHFUL_METHODS and args.L1 > DEFAULT_L2:
@@ -254,12 +270,38 @@ def _check_approximate(args):
     return spec
 
 
+def _truncation_warning(args, spec, ds) -> str:
+    """One line: which truncation of ``--method`` stopped short of its tolerance, the mass reached, the
+    tolerance and the flag that raises its cap (sojourn.jsq_ps.solve.guards, truncation_not_reached)."""
+    a = ds.attrs
+    if args.method == "exact":
+        what = (f"boundary mass {max(a['boundary_mass_min'], a['boundary_mass_spread']):.2g} (truncated mass "
+                f"{a['truncated_mass']:.2g}) at the state cap {a['max_states']} (M={a['M']}, D={a['D']}) against the "
+                f"tolerance {a['truncation_tolerance']:g}; raise the cap with --max-states")
+    else:
+        parts = []
+        if not a.get("chain_reached", 1):
+            cap, flag = ((f"per-server cap --L1 {args.L1}", "--L1") if args.L1 is not None else
+                         (f"state cap {a['chain_max_states']} (system states)", "--max-states"))
+            parts.append(f"chain boundary mass {a['chain_boundary_mass']:.2g} at the {cap} against the tolerance "
+                         f"{a['chain_tolerance']:g}; raise the cap with {flag}")
+        if not a.get("tail_reached", 1):
+            parts.append(f"mass {a['tail_mass']:.2g} beyond the tail cut N={a['L2']} against the tolerance "
+                         f"{a['tail_tolerance']:g}; raise the cut with --L2")
+        what = "; ".join(parts)
+    return (f"warning: method {args.method} did not reach its truncation at R={spec.servers}, rho={spec.load:g}: "
+            f"{what} (truncation_not_reached; its numbers are printed as computed, do not rely on them)")
+
+
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
     from .solve.api import approximate, summary
+    from .solve.guards import TRUNCATION_NOT_REACHED
 
     spec = _check_approximate(args)
     hyper = {k: getattr(args, k) for k in ("L1", "L2") if getattr(args, k) is not None}
+    if args.max_states is not None:  # exact's cap, or the corrected chain's (MAX_STATES_METHODS)
+        hyper["max_states" if args.method == "exact" else "state_budget"] = args.max_states
     try:
         ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
     except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
@@ -268,12 +310,15 @@ def run_approximate(args) -> int:
     s = summary(ds["t"].values, ds["cdf"].values)
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "
           f"run_time={float(ds['run_time']):.3f}s")
-    if not int(ds["valid"]):
+    reason = int(ds["validity_reason"])
+    if reason & ~TRUNCATION_NOT_REACHED:
         from .solve.guards import describe
 
         print(f"warning: method {args.method} is not valid at R={spec.servers}, rho={spec.load:g}: "
-              f"{describe(int(ds['validity_reason']))} (sojourn.jsq_ps.solve.guards); "
+              f"{describe(reason)} (sojourn.jsq_ps.solve.guards); "
               "its numbers are printed as computed, do not rely on them", file=sys.stderr)
+    if reason & TRUNCATION_NOT_REACHED:
+        print(_truncation_warning(args, spec, ds), file=sys.stderr)
     print(f"mean sojourn (integral of 1-F over the grid): {s['mean']:.6g}")
     for p in (0.99, 0.999, 0.9999, 0.99999):
         v = s[p]

@@ -68,7 +68,8 @@ _FAITHFUL_COLOR = dict(zip(FAITHFUL, plt.get_cmap("tab10").colors[:6]))
 _CHAIN_COLORS = ("#4d4d4d", "tab:olive", "tab:cyan", "tab:pink")
 _EXACT_COLOR = "tab:pink"
 TIME_UNITS = "time units (1/μ = mean service requirement)"
-INVALID_NOTE = "×: not a valid CDF there (outside [0, 1], decreasing or degenerate fit): value omitted"
+INVALID_NOTE = ("×: not a valid result there (CDF outside [0, 1], decreasing or degenerate fit, truncation not "
+                "reached, or not run): value omitted")
 
 
 class Series:

@@ -89,7 +89,9 @@ APPROX_ATTRS = {
     "L1": ("Markov-chain truncation per server used by the method (-1: not run at this cell)", "1"),
     "L2": ("sum range / truncation level used by the method (-1: not run at this cell)", "1"),
     "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact, -1 = not run at this cell", "1"),
-    "truncation_mass": ("probability mass lost to truncation (NaN if not reported)", "1"),
+    "truncation_mass": ("probability mass at the method's truncations (its chain's boundary, beyond its tail cut; "
+                        "NaN if not reported); above the method's tolerance: validity_reason truncation_not_reached",
+                        "1"),
     "valid": ("1 = the method's result passed every validity check (sojourn.jsq_ps.solve.guards)", "1"),
     "validity_reason": ("why the method's result is invalid: bit mask, 0 = valid (flag_meanings)", "1"),
     "validity_violation": ("largest excursion of the CDF below 0, above 1 or downwards (0 = none)", "1"),

@@ -81,6 +81,10 @@ def run_exact(args) -> int:
     if int(ds.is_exact):
         print(f"mean delay    {float(ds.mean_delay):.6g}  (exact: {ds.mean_delay.attrs['method']})")
         print(f"mean latency  {float(ds.mean_latency):.6g}  (exact: {ds.mean_latency.attrs['method']})")
+    elif np.isfinite(ds.attrs.get("qbd_relative_error", np.nan)):  # the QBD ran but missed its tolerance
+        print(f"mean delay    not available exactly: the QBD reached an estimated relative error "
+              f"{ds.attrs['qbd_relative_error']:.2g}, above its tolerance {ds.attrs['qbd_tolerance']:g} (round-off "
+              "near load 1): use `sojourn split-merge simulate`")
     else:
         print("mean delay    not available exactly for this system: use `sojourn split-merge simulate`")
     for pc, v in zip(ds.percentile.values, ds.latency_percentile.values):

@@ -53,10 +53,11 @@ class Planner:
 
     def _cdf(self, method: str, R: int, t):
         """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.solve.guards`: 0 = a
-        sojourn-time law of a JSQ system). ``exact`` raises ``ExactOverBudget`` beyond :data:`EXACT_SECONDS`."""
+        sojourn-time law of a JSQ system, its truncation reached). ``exact`` raises ``ExactOverBudget`` beyond
+        :data:`EXACT_SECONDS`."""
         import numpy as np
 
-        from ..solve.guards import validity
+        from ..solve.guards import truncation_flags, validity
 
         a = self.q.offered
         if method == "exact":
@@ -68,7 +69,7 @@ class Planner:
 
             r = Cell(a, 1.0, R, t).run(method)
         F = np.asarray(r.cdf, dtype=float)
-        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0])
+        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0]) | truncation_flags(r.info)
 
     def screen(self, R: int):
         """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point; a result

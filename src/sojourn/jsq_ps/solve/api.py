@@ -12,7 +12,8 @@ Dataset layout (one method)::
     validity_reason ()  int16 bit mask (CF flag_masks/flag_meanings): why not; 0 = valid
     validity_violation () the CDF's largest excursion below 0, above 1 or downwards (0 = none)
     attrs     method, faithful, L1, L2, servers, arrival_rate, service_rate, load, method-specific
-              diagnostics (chain_boundary_mass, truncated_mass, …) and sojourn provenance.
+              diagnostics (chain_boundary_mass, truncated_mass, truncation_reached, truncation_tolerance, …)
+              and sojourn provenance.
 
 ``approximate_all`` returns the same variables with a leading ``approximation`` dimension (named so because
 ``method`` is a keyword of xarray's ``sel``), and the per-method scalars (L1, L2, faithful, run_time, …) as
@@ -34,11 +35,11 @@ from ..naming import ALL_METHODS as METHODS
 from ..naming import DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
 from .budget import ExactOverBudget, check_budget
 from .exact import exact_sojourn_cdf
-from .guards import OVER_BUDGET, reason_attrs, valid_attrs, validity
+from .guards import OVER_BUDGET, reason_attrs, truncation_flags, valid_attrs, validity
 from .methods import Cell
 
 _APPROX_HYPER = {"L1", "L2", "chain_eps", "state_budget", "clamp_gupta"}
-_EXACT_HYPER = {"eps", "M", "D", "state_budget", "exact_budget"}
+_EXACT_HYPER = {"eps", "M", "D", "state_budget", "max_states", "exact_budget"}
 _GRID_HYPER = {"t_max", "dt"}
 
 
@@ -104,6 +105,10 @@ def _check_hyper(method_set, spec, hyper):
             out[name] = v
     if "state_budget" in out:
         out["state_budget"] = integer_at_least("state_budget", out["state_budget"], 1)
+    if "max_states" in out:
+        out["max_states"] = integer_at_least("max_states", out["max_states"], 1)
+        if out.get("exact_budget") is not None:
+            raise ValueError("give max_states or exact_budget (whose max_states caps exact in budget mode), not both")
     if "M" in out:
         out["M"] = integer_at_least("M", out["M"], 2)
     if "D" in out:
@@ -117,9 +122,12 @@ def _check_hyper(method_set, spec, hyper):
 
 def _exact(spec, hyper, t, system=None) -> dict:
     """Exact CDF plus exact λ_n, A_n read off its stationary system law (same rules as §3.2/§3.4); with
-    ``exact_budget``, a NaN result flagged ``over_budget`` where it does not fit (:mod:`.budget`).
-    ``system``: the corrected methods' spread chain, reused when it is the same chain."""
+    ``exact_budget``, a NaN result flagged ``over_budget`` where it does not fit (:mod:`.budget`); a truncation
+    stopped by the state cap (``max_states``, else ``state_budget``) is flagged ``truncation_not_reached``
+    by :func:`_run`. ``system``: the corrected methods' spread chain, reused when it is the same chain."""
     kw = {k: hyper[k] for k in ("eps", "M", "D", "state_budget") if k in hyper}
+    if "max_states" in hyper:  # exact's own name for its cap (system states × R); state_budget is shared
+        kw["state_budget"] = hyper["max_states"]
     budget = hyper.get("exact_budget")
     if budget is not None:
         kw.update(state_budget=budget["max_states"], max_seconds=budget["max_seconds"])
@@ -161,6 +169,7 @@ def _run(spec, methods, t, hyper):
         if "reason" not in out[m]:  # the guards (sojourn.jsq_ps.solve.guards), on every method alike
             out[m]["reason"], out[m]["violation"] = validity(out[m]["cdf"], out[m]["lambda_n"], out[m]["A_n"],
                                                              spec.arrival_rate, spec.servers, spec.load)
+            out[m]["reason"] |= truncation_flags(out[m]["info"])  # a truncation short of its tolerance
     return out
 
 
@@ -183,10 +192,14 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     Hyper-parameters: ``L1`` (≥ 2; faithful default Table 4 per R, corrected default chosen from the
     chain's boundary mass), ``L2`` (≥ L1; faithful default 130, corrected default from the
     birth–death tail), ``chain_eps``, ``state_budget``, ``clamp_gupta`` (faithful Gupta λ clamp);
-    exact: ``eps``, ``M``, ``D``, ``state_budget``, ``exact_budget`` ({max_states, max_seconds}: run only
-    where the predicted cost fits, else NaN flagged ``over_budget``; :mod:`.budget`). Every result
-    is checked by the guards (:mod:`.guards`): ``valid``, ``validity_reason``. Grid: ``t`` or ``t_max``/``dt``
-    (default 0..182.32 step 0.01). Invalid input raises ValueError naming the field.
+    exact: ``eps`` (the boundary mass each cap must get below, 1e-10), ``M``, ``D``, ``max_states`` (the
+    state cap, system states × R, default 400 000; overrides ``state_budget`` for exact: a truncation it
+    stops above ``eps`` is flagged ``truncation_not_reached``, raise it to go on), ``exact_budget``
+    ({max_states, max_seconds}: run only where the predicted cost fits, else NaN flagged ``over_budget``;
+    :mod:`.budget`). Every result is checked by the guards (:mod:`.guards`): ``valid``, ``validity_reason``
+    (with the truncation each method promises: ``truncation_reached``, ``truncation_tolerance`` and the
+    masses reached in the attributes). Grid: ``t`` or ``t_max``/``dt`` (default 0..182.32 step 0.01).
+    Invalid input raises ValueError naming the field.
     """
     _check_spec(spec)
     _check_method(method)
@@ -245,7 +258,10 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     if "exact" in res:
         attrs["exact_plan"] = json.dumps({k: v for k, v in res["exact"]["info"].items()
                                           if k.startswith("plan_") or k in ("over_budget", "M", "D", "n_system_states",
-                                                                            "poisson_terms", "shared_system_chain")},
+                                                                            "poisson_terms", "shared_system_chain",
+                                                                            "boundary_mass_min", "boundary_mass_spread",
+                                                                            "truncation_tolerance", "truncation_reached",
+                                                                            "max_states")},
                                          sort_keys=True, default=float)
     data = {
         "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),
@@ -255,7 +271,7 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
         "L1": ("approximation", np.array([res[m]["L1"] for m in methods], dtype=np.int64)),
         "L2": ("approximation", np.array([res[m]["L2"] for m in methods], dtype=np.int64)),
         "faithful": ("approximation", np.array([int(res[m]["faithful"]) for m in methods], dtype=np.int8)),
-        "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("chain_boundary_mass", np.nan)))
+        "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("truncation_mass", np.nan)))
                                                 for m in methods])),
     }
     data["valid"] = ("approximation", np.array([res[m]["reason"] == 0 for m in methods], dtype=np.int8), valid_attrs())

@@ -15,7 +15,12 @@ server: k = min+1, s = the state with one minimum removed.
 Truncation: occupancy vectors are restricted to min ≤ M−1 and max − min ≤ D (JSQ keeps the
 spread small, so this needs far fewer states than a per-server cap at high load); transitions
 leaving the set are suppressed. M and D are raised until the stationary mass on each boundary is
-< ``eps``; the reported ``truncated_mass`` is that boundary mass. P(T > t) on the whole grid by
+< ``eps`` (the tolerance: 1e-10), within the state cap ``state_budget`` (system states × R, about the
+tagged chain's size; the API's ``max_states``). The reported ``truncated_mass`` is both boundary masses
+plus the arrivals' initial mass lost at the min cap (which lies on it), so < 3·eps when reached. Where the
+cap stops M and D first, the result says so (``reached`` False, ``info['truncation_reached']`` = 0, the
+masses reached in ``info``) and the API flags it ``truncation_not_reached``
+(:mod:`sojourn.jsq_ps.solve.guards`): it is then not exact. P(T > t) on the whole grid by
 uniformisation, with the Poisson sum cut from its error bound at t_max.
 """
 from __future__ import annotations
@@ -209,6 +214,8 @@ class ExactResult:
     info: dict = field(default_factory=dict)
     lambda_n: np.ndarray | None = None  # λ_n, A_n read off the system law (§3.2, §3.4 rules)
     A_n: np.ndarray | None = None
+    tolerance: float = 1e-10  # eps: the boundary mass each cap must get below
+    reached: bool = True  # both boundary masses < tolerance (else capped by the state budget: not exact)
 
 
 def _target_cap(history, eps):
@@ -306,7 +313,8 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
 def choose_truncation(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000):
     """(S, π, boundary mass at the min cap, at the spread cap) of the system chain truncated at the caps of
     :func:`truncation_caps`, verified: a cap whose mass is still ≥ ``eps`` (the masses are only nearly
-    separable) is raised and the chain solved again, within ``state_budget``."""
+    separable) is raised and the chain solved again, within ``state_budget``. Where the budget stops it, a
+    mass stays ≥ ``eps``: the caller must check (:func:`truncation_reached`)."""
     M_, D_, _ = truncation_caps(lam, mu, R, eps, M, D, state_budget)
     while True:
         S, pi, b_min, b_spread = _masses(lam, mu, R, M_, D_)
@@ -317,6 +325,11 @@ def choose_truncation(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_00
         if not (grow_M or grow_D) or spread_size(M2, D2, R) * R > state_budget:
             return S, pi, b_min, b_spread
         M_, D_ = M2, D2
+
+
+def truncation_reached(b_min: float, b_spread: float, eps: float) -> bool:
+    """The truncation's promise (module doc): the stationary mass on each boundary < ``eps``."""
+    return bool(b_min < eps and b_spread < eps)
 
 
 def per_server_rates(S, pi, arrival_rate, size=None):
@@ -332,7 +345,8 @@ def per_server_rates(S, pi, arrival_rate, size=None):
 
 def spread_chain(arrival_rate, service_rate, servers, eps=1e-10, state_budget=60_000) -> ChainResult:
     """The §3.2 whole-system chain on the spread truncation (min ≤ M−1, max − min ≤ D), with M and D
-    raised until both boundary masses are < ``eps`` or the chain would exceed ``state_budget`` states.
+    raised until both boundary masses are < ``eps`` or the chain would exceed ``state_budget`` states (then
+    a mass stays ≥ ``eps``: check with :func:`boundary_masses` and :func:`truncation_reached`).
 
     The same chain as :func:`sojourn.jsq_ps.solve.chain.solve_chain` with a different cut: JSQ keeps
     the servers within a few customers of each other, so at high load this holds the mass of a per-server
@@ -378,7 +392,8 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
     ``max_seconds`` (budget mode, :mod:`sojourn.jsq_ps.solve.budget`): raise
     :class:`~sojourn.jsq_ps.solve.budget.ExactOverBudget` before the costly part if the truncation
     cannot reach ``eps`` within ``state_budget`` or the predicted CPU seconds exceed ``max_seconds``
-    (without it, a truncation capped by ``state_budget`` is used and its mass reported).
+    (without it, a truncation capped by ``state_budget`` is used: the result has ``reached`` False and the
+    masses reached in ``info``, and is not exact; raise ``state_budget`` to go on).
     ``system``: a solved spread chain (``ChainResult`` of :func:`spread_chain`) to reuse when its boundary
     mass is below ``eps`` (the corrected chain methods solve the same chain)."""
     from .budget import ExactOverBudget, predict_seconds
@@ -426,8 +441,10 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
         sf = poisson_mix(q, t, g)
     cdf = 1.0 - sf
     lam_n, A_n, _ = per_server_rates(S, pi, lam)
+    reached = truncation_reached(b_min, b_spread, eps)
     info = {"boundary_mass_min": b_min, "boundary_mass_spread": b_spread, "initial_mass_lost": lost,
             "uniformization_rate": q, "poisson_terms": K, "transitions": int(PT.nnz),
-            "truncation_time": t_truncation, "shared_system_chain": int(reuse)}
+            "truncation_time": t_truncation, "shared_system_chain": int(reuse),
+            "truncation_tolerance": float(eps), "truncation_reached": int(reached), "max_states": int(state_budget)}
     return ExactResult(cdf, S.M, S.D, S.size, tc.size, b_min + b_spread + lost, time.perf_counter() - t0, info,
-                       lam_n, A_n)
+                       lam_n, A_n, float(eps), reached)

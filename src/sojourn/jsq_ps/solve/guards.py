@@ -31,6 +31,20 @@ The checks, each a bit of :data:`FLAG_MASKS` / :data:`FLAG_MEANINGS`:
   81 % of arrivals find an empty server against at most 60 %). Generic: no ρ or method is named.
 * ``over_budget``: ``exact`` was not run on this cell (predicted cost over the budget,
   :mod:`sojourn.jsq_ps.solve.budget`); its values are NaN.
+* ``truncation_not_reached``: a method that promises a truncation tolerance stopped above it, at its state
+  cap (the values are those of the truncation reached, the mass reached is in the method's attributes;
+  :func:`truncation_flags`). Which methods promise what (the result's ``truncation_reached`` and
+  ``truncation_tolerance``):
+
+  - ``exact``: each boundary mass of its system chain (at the min cap M and at the spread cap D) < ``eps``
+    = 1e-10 (:mod:`sojourn.jsq_ps.solve.exact`); the reported ``truncated_mass`` (both boundaries and the
+    arrivals lost at the min cap, which lie on it) is then < 3·eps. Cap: ``max_states`` (``--max-states``).
+  - A*, B*, D*, E*: the same for their spread chain with ``chain_eps`` = 1e-10 (a per-server cap ``L1``,
+    if one is given: its single boundary mass < chain_eps), cap ``state_budget`` (``--max-states``); and
+    with C*, F*: the arrival law's mass beyond its tail cut N < ``tail_eps`` = 1e-12 (N at most 6000, or
+    ``L2``; :func:`sojourn.jsq_ps.solve.methods.corrected_size`).
+  - A–F promise none: their L1 (Table 4) and L2 = 130 are the published method (reference §4, §8.2), kept
+    to reproduce it; their truncated mass is reported (``truncation_mass``), never flagged.
 
 :data:`TOLERANCE` = 1e-9 is the round-off allowance. The excursions of results that pass are round-off:
 at most 4.4e-16 (two ulps of 1) for every method at R ∈ {1, 2, 3, 5, 10} × ρ ∈ {0.1, 0.5, 0.9, 0.95, 0.99}
@@ -56,13 +70,13 @@ LOAD_FACTOR = 2.0
 
 BELOW_ZERO, ABOVE_ONE, NON_MONOTONE, NON_FINITE = 1, 2, 4, 8
 NEGATIVE_RATE, RATE_ABOVE_ARRIVAL_RATE, OCCUPANCY_NOT_A_LAW = 16, 32, 64
-COLLAPSED_LOAD, EXCESS_LOAD, OVER_BUDGET = 128, 256, 512
+COLLAPSED_LOAD, EXCESS_LOAD, OVER_BUDGET, TRUNCATION_NOT_REACHED = 128, 256, 512, 1024
 
 FLAGS = {
     "below_zero": BELOW_ZERO, "above_one": ABOVE_ONE, "non_monotone": NON_MONOTONE, "non_finite": NON_FINITE,
     "negative_rate": NEGATIVE_RATE, "rate_above_arrival_rate": RATE_ABOVE_ARRIVAL_RATE,
     "occupancy_not_a_law": OCCUPANCY_NOT_A_LAW, "collapsed_load": COLLAPSED_LOAD, "excess_load": EXCESS_LOAD,
-    "over_budget": OVER_BUDGET,
+    "over_budget": OVER_BUDGET, "truncation_not_reached": TRUNCATION_NOT_REACHED,
 }
 #: CF flag attributes of ``validity_reason``
 FLAG_MASKS = np.array(list(FLAGS.values()), dtype=np.int16)
@@ -134,9 +148,15 @@ def profile_flags(lambda_n, A_n, arrival_rate: float, servers: int, load: float,
     return flags
 
 
+def truncation_flags(info: dict) -> int:
+    """``truncation_not_reached`` if a method's ``info`` (its result's diagnostics) says that one of its
+    truncations stopped above the tolerance it promises (``truncation_reached`` = 0), else 0."""
+    return TRUNCATION_NOT_REACHED if int(info.get("truncation_reached", 1)) == 0 else 0
+
+
 def validity(cdf, lambda_n, A_n, arrival_rate: float, servers: int, load: float, tol: float = TOLERANCE):
-    """(flags, violation) of one method's result: every bit of the module doc but ``over_budget``;
-    ``violation`` is the CDF's largest excursion (0 if none)."""
+    """(flags, violation) of one method's result: every bit of the module doc but ``over_budget`` and
+    ``truncation_not_reached`` (:func:`truncation_flags`); ``violation`` is the CDF's largest excursion (0 if none)."""
     F = np.asarray(cdf, dtype=float)
     f, violation = cdf_flags(F[None, :], tol)
     flags = int(f[0]) | profile_flags(lambda_n, A_n, arrival_rate, servers, load, tol)

@@ -34,6 +34,13 @@ cut (all n < N, N chosen from the birth–death tail). Their inputs hold up to �
 
 With these fixes the two w_n options describe the same Markov chain, so A* ≡ D*, B* ≡ E*,
 C* ≡ F* up to numerical error (computed by independent routes: expm stepping vs uniformisation).
+
+Truncations and their tolerances (:meth:`Cell.truncation`; a result that misses one says so,
+``info['truncation_reached']`` = 0, and the API flags it ``truncation_not_reached``,
+:mod:`sojourn.jsq_ps.solve.guards`): the corrected chain's boundary masses < ``chain_eps`` each
+(within ``state_budget``), and the arrival law's mass beyond the tail cut N < :data:`TAIL_EPS` (N ≤ 6000,
+or the given ``L2``). The faithful A–F promise none (their L1, L2 are the published method); their
+``truncation_mass`` (the chain's boundary mass at L1, the birth–death law's mass beyond L2) is reported only.
 """
 from __future__ import annotations
 
@@ -46,7 +53,7 @@ import numpy as np
 from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
 from ._blas import single_threaded_blas
 from .chain import ChainResult, extend_lambdas, n_sorted_states, solve_chain
-from .exact import SpreadStates, spread_chain
+from .exact import SpreadStates, boundary_masses, spread_chain, truncation_reached
 from .gupta import admissible_gupta_lambdas, gupta_lambdas
 from .occupancy import birth_death_occupancy
 from .tails import expm_tails, recurrence_survival_faithful, uniformized_survival
@@ -60,6 +67,8 @@ _SPEC = {  # method -> (λ source, A source, w option, sum range)
     "F": ("gupta", "bd", "rec", "L2"),
 }
 EXPM_DENSE_MAX = 300  # corrected expm route: dense stepping up to this many states
+#: the corrected methods' tail tolerance: the arrival law's mass beyond their cut N (:func:`corrected_size`)
+TAIL_EPS = 1e-12
 
 
 def _largest_L_within(servers, state_budget, lo):
@@ -95,8 +104,9 @@ def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget
         L = min(nxt, L_max)
 
 
-def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=1e-12, minimum=DEFAULT_L2, maximum=6000):
-    """N for the corrected tagged chain: birth–death tail (λ_∞/μ)^m < tail_eps beyond L1."""
+def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=TAIL_EPS, minimum=DEFAULT_L2, maximum=6000):
+    """N for the corrected tagged chain: birth–death tail (λ_∞/μ)^m < tail_eps beyond L1, at most
+    ``maximum`` (then the tail may stay above ``tail_eps``: :func:`tail_mass` says)."""
     r = lambdas_tail / service_rate
     if r <= 0:
         m = 1
@@ -105,6 +115,19 @@ def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=1
     else:
         m = int(math.ceil(math.log(tail_eps) / math.log(r)))
     return int(min(maximum, max(minimum, L1 + m + 1)))
+
+
+def tail_mass(A: np.ndarray, next_rate: float, service_rate: float) -> float:
+    """Mass beyond n < N of a birth–death law whose normalised head ``A`` (A_0..A_{N−1}) continues with the
+    ratios A_n/A_{n−1} = λ/μ (§3.5; arrival-weighted §8.3: λ = λ_n), ``next_rate`` the λ of the first step
+    beyond and no later one larger (every rate profile here is non-increasing: the chain's, Gupta's, held
+    tails): an upper bound, T/(1 + T) with T = A_{N−1}·q/(1 − q), q = next_rate/μ (a geometric tail);
+    1 if q ≥ 1 (no bound), NaN if the profile is not a law (a failed fit)."""
+    q = float(next_rate) / float(service_rate)
+    if not (np.isfinite(q) and 0 <= q < 1) or not np.all(np.isfinite(A)):
+        return 1.0 if np.isfinite(q) and q >= 1 else float("nan")
+    T = max(float(A[-1]), 0.0) * q / (1.0 - q)  # Σ_{n≥N} A_{N−1} q^{n−N+1}
+    return T / (1.0 + T)
 
 
 @dataclass
@@ -173,7 +196,13 @@ class Cell:
             cdf = 1.0 - W[..., :top] @ A[:top]  # §3.1 eq. (2), n < L1 (A) or n < L2 (B, C) (§3.7)
         else:
             cdf = 1.0 - recurrence_survival_faithful(lam, self.mu, self.L2, self.t, A)  # §3.6b, n < L2
-        return MethodResult(m, cdf, lam, A, self.L1, self.L2, True, time.perf_counter() - t0)
+        mass = 0.0  # reported only: the published L1, L2 promise no tolerance (module doc)
+        if "chain" in (lsrc, asrc):
+            mass += self.chain().boundary_mass  # P(some server holds L1−1)
+        if asrc == "bd":
+            mass += tail_mass(A, lam[-1], self.mu)  # §3.5 law beyond L2, λ held at λ_{L2−1}
+        return MethodResult(m, cdf, lam, A, self.L1, self.L2, True, time.perf_counter() - t0,
+                            {"truncation_mass": mass})
 
     # -- corrected building blocks --------------------------------------------------------
     def cchain(self) -> ChainResult:
@@ -254,7 +283,27 @@ class Cell:
                 info.update({k: v for k, v in admissible_gupta_lambdas(self.rho, self.mu, self.R, 4)[1].items()
                              if k != "gupta_lambda0_interval"})
             L1 = 3
+        info.update(self.truncation(lsrc, A, lam))
         return MethodResult(m, cdf, lam[:N], A, L1, N, False, time.perf_counter() - t0, info)
+
+    def truncation(self, lsrc, A, lam) -> dict:
+        """The corrected method's truncations against their tolerances (module doc): the chain's boundary
+        masses (``chain`` source) < chain_eps each, the arrival law's mass beyond N < TAIL_EPS."""
+        N = A.size
+        tail = tail_mass(A, lam[N], self.mu)  # λ_N: the rate of the first level beyond the cut
+        out = {"tail_mass": tail, "tail_tolerance": TAIL_EPS, "tail_reached": int(tail < TAIL_EPS)}
+        mass, reached = tail, tail < TAIL_EPS
+        if lsrc == "chain":
+            ch = self.cchain()
+            if isinstance(ch.states, SpreadStates):
+                b = boundary_masses(ch.states, ch.pi)  # min cap, spread cap: each < chain_eps
+                chain_ok = truncation_reached(*b, self.chain_eps)
+            else:
+                chain_ok = ch.boundary_mass < self.chain_eps  # the per-server cap asked for: P(max = L1−1)
+            out.update(chain_tolerance=self.chain_eps, chain_reached=int(chain_ok), chain_max_states=self.state_budget)
+            mass, reached = mass + ch.boundary_mass, reached and chain_ok
+        out.update(truncation_mass=mass, truncation_reached=int(reached))
+        return out
 
     def run(self, m) -> MethodResult:
         with single_threaded_blas():
