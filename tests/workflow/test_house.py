@@ -266,3 +266,46 @@ def test_figures_are_declared_once(study):
     assert {p.stem for p in folder.glob("*.rst")} == captions
     smk = (ROOT / "workflow" / "rules" / f"{study}.smk").read_text()
     assert "figure_outputs(" in smk and "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]
+
+
+# -- one job convention, seen in a real run ----------------------------------------------------------------
+TINY_ALL = {
+    "cluster": {"kind": "local", "n_workers": 2},
+    "jsq_ps": {"grid": {"R": [1], "rho": [0.5]}, "mgr": {"laws": []},
+               "simulation": {"horizon": 2000, "warmup": 100, "cooldown": 100, "replications": 2},
+               "approximation": {"methods": ["A", "exact"]}, "figures": {"formats": ["png"], "cdf_cells": []},
+               "comparison": {"n_resamples": 200}},
+    "split_merge": {"simulation": {"replications": 2},
+                    "experiment_a": {"workunits": 2000, "warmup": 200}, "experiment_b": {"enabled": False},
+                    "experiment_c": {"enabled": False}, "figures": {"formats": ["png"]}},
+    "restart": {"examples": {"example2": {"model": "example2", "rates": [0.5, 5.0], "horizon": 4000, "warmup": 200,
+                                          "semantics": ["signal"]}},
+                "simulation": {"replications": 2}, "figures": {"formats": ["png"]}},
+}
+
+
+@pytest.mark.slow
+def test_every_job_writes_its_log(tmp_path):
+    """A real Snakemake run of all three studies (tiny): every rule's log exists, names the job function it ran
+    on its first line and ends with its duration (sojourn.core.job.run), and every benchmark file exists."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY_ALL))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+                           str(tmp_path), "--cores", "2", "--configfile", str(tmp_path / "tiny.yaml")],
+                          capture_output=True, text=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    logs = sorted((tmp_path / "results").rglob("logs/**/*.log"))
+    studies = {p.relative_to(tmp_path / "results").parts[0] for p in logs}
+    assert studies == set(names()) and len(logs) >= 13, logs
+    for p in logs:
+        lines = p.read_text().splitlines()
+        assert lines, f"{p} is empty"
+        study = p.relative_to(tmp_path / "results").parts[0]
+        assert re.fullmatch(rf"sojourn\.{study}\.jobs:\w+", lines[0]), f"{p}: first line {lines[0]!r}"
+        assert re.match(r"done in \d+\.\d\d s: ", lines[-1]), f"{p}: last line {lines[-1]!r}"
+    bench = sorted((tmp_path / "results").rglob("benchmarks/**/*.tsv"))
+    assert len(bench) == len(logs)
