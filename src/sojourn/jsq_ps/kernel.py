@@ -147,6 +147,24 @@ def _jsqd_ties(n, R, d, perm, tb, rng):
     return ties
 
 
+@njit(inline="always")
+def _dispatch(dispatch, n, R, d, perm, tb, rng, rr, u):
+    """The server an arrival joins, and the round-robin pointer after it. JSQ / JSQ(d): fewest customers present
+    (JSQ(d): among d distinct servers, a partial Fisher–Yates shuffle of perm), uniform tie-break: the j-th tied
+    server in scan order, j = ⌊u·ties⌋. ``u``: a uniform on [0, 1), or −1 to draw one from ``rng`` only where it
+    is needed (a tie, or random dispatch). Inlined (numba inline="always"): a call would cost ~30 ns."""
+    if dispatch == ROUND_ROBIN:
+        return rr, (rr + 1 if rr + 1 < R else 0)
+    if dispatch == RANDOM:
+        s = int((rng.random() if u < 0.0 else u) * R)
+        return (s if s < R else R - 1), rr
+    ties = _jsq_ties(n, R, tb) if dispatch == JSQ else _jsqd_ties(n, R, d, perm, tb, rng)
+    if ties == 1:
+        return tb[0], rr
+    j = int((rng.random() if u < 0.0 else u) * ties)
+    return tb[j if j < ties else ties - 1], rr
+
+
 @njit(cache=True)
 def run_general(
     R, acode, ap, scode, sp, theta, limit, dispatch, d,
@@ -198,10 +216,7 @@ def run_general(
             break
         if status == _HEAP_FULL:
             cap *= 2
-            hk = _grow2d(hk, cap)
-            ha = _grow2d(ha, cap)
-            hx = _grow2d(hx, cap)
-            rt = _rate_table(theta, cap)
+            hk, ha, hx, rt = _grow2d(hk, cap), _grow2d(ha, cap), _grow2d(hx, cap), _rate_table(theta, cap)
         else:  # _FIFO_FULL: double the rings, unrolled so that each starts at 0
             nq = 2 * qcap
             na = np.empty((R, nq))
@@ -278,28 +293,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
         events += 1
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
-            # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
-            # JSQ / JSQ(d): fewest customers present, uniform tie-break by one uniform drawn only
-            # if there is a tie; the j-th tied server in scan order is chosen.
-            if dispatch == JSQ:
-                ties = _jsq_ties(n, R, tb)
-                s = tb[0]
-                if ties > 1:
-                    j = int(rng.random() * ties)
-                    s = tb[j if j < ties else ties - 1]
-            elif dispatch == RANDOM:
-                s = int(rng.random() * R)
-                if s >= R:
-                    s = R - 1
-            elif dispatch == ROUND_ROBIN:
-                s = rr
-                rr = rr + 1 if rr + 1 < R else 0
-            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                ties = _jsqd_ties(n, R, d, perm, tb, rng)
-                s = tb[0]
-                if ties > 1:
-                    j = int(rng.random() * ties)
-                    s = tb[j if j < ties else ties - 1]
+            s, rr = _dispatch(dispatch, n, R, d, perm, tb, rng, rr, -1.0)  # the uniform drawn only if needed
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
@@ -473,22 +467,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
         w = rng.random() * tot[nb]
         if w < lm:
             f = w * inv_lm  # uniform on [0, 1) given an arrival
-            # ---- dispatch (inlined: a call with array/Generator arguments costs ~30 ns) ----
-            if dispatch == JSQ:
-                ties = _jsq_ties(n, R, tb)
-                j = int(f * ties)
-                s = tb[j if j < ties else ties - 1]
-            elif dispatch == RANDOM:
-                s = int(f * R)
-                if s >= R:
-                    s = R - 1
-            elif dispatch == ROUND_ROBIN:
-                s = rr
-                rr = rr + 1 if rr + 1 < R else 0
-            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                ties = _jsqd_ties(n, R, d, perm, tb, rng)
-                j = int(f * ties)
-                s = tb[j if j < ties else ties - 1]
+            s, rr = _dispatch(dispatch, n, R, d, perm, tb, rng, rr, f)
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1

@@ -600,77 +600,79 @@ def _family_errorbars(ax, x, rep_vals, fams, width=0.22, absolute=False):
         ax.errorbar(xs, mean[ok], yerr=np.maximum(err, 0), fmt=marker, color=color, ms=4, lw=1, capsize=2, label=label)
 
 
-def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
-    """§6.1/§6.2: published signed percentile errors (black) vs ours per family (mean, 95% CI), per R."""
-    fams = rep["family"].values.tolist()
-    P, rhos, Rv = rep["pct_percentile"].values, rep["pct_rho"].values, rep["pct_R"].values
-    fig, axes = plt.subplots(len(P), len(Rv), figsize=(3.1 * len(Rv), 3.0 * len(P)), squeeze=False, sharey="row")
-    x = np.arange(len(rhos))
-    for a, p in enumerate(P):
-        for k, R in enumerate(Rv):
-            ax = axes[a, k]
-            ax.axhline(0, color="0.5", lw=0.6)
-            ax.plot(x, rep["paper_percentile_error"].values[a, :, k], "D", mfc="none", color="k", ms=6, mew=1.2,
-                    label="paper (one seed)")
-            _family_errorbars(ax, x, [[rep[v].values[f, a, :, k] for v in ("percentile_error", "percentile_error_ci_low",
-                                                                             "percentile_error_ci_high")]
-                                      for f in range(len(fams))], fams)
-            ax.set_yscale("symlog", linthresh=1.0)
-            ax.set_xticks(x, [f"{r:g}" for r in rhos], rotation=45, fontsize=8)
-            ax.grid(alpha=0.3)
-            if a == 0:
-                ax.set_title(f"R = {R}")
-            if k == 0:
-                ax.set_ylabel(f"{p:g}th percentile error\n(approx − sim, symlog)")
-            if a == len(P) - 1:
-                ax.set_xlabel("load ρ")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    for ax in axes.flat:  # a family absent from the first panel may appear in another
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h); labels.append(lab)
-    fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle("Paper §6.1/§6.2: signed percentile error of the best method for that percentile; "
-                 "ours: mean and 95% CI over replications (negative = optimistic)", y=1.02)
-    return save(fig, stem, **kw)
-
-
-def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
-    """§6.3: published |relative error| of the best-by-Wasserstein method vs ours (|mean|, CI image)."""
-    fams = rep["family"].values.tolist()
-    P, rhos, Rv = rep["rel_percentile"].values, rep["rel_rho"].values, rep["rel_R"].values
-    fig, axes = plt.subplots(len(P), len(Rv), figsize=(3.1 * len(Rv), 2.7 * len(P)), squeeze=False, sharey="row")
-    x = np.arange(len(rhos))
-    for a, p in enumerate(P):
-        for k, R in enumerate(Rv):
-            ax = axes[a, k]
-            ax.plot(x, rep["paper_relative_error"].values[a, :, k], "D", mfc="none", color="k", ms=6, mew=1.2,
-                    label="paper (one seed)")
-            _family_errorbars(ax, x, [[rep[v].values[f, a, :, k] for v in ("relative_error", "relative_error_ci_low",
-                                                                             "relative_error_ci_high")]
-                                      for f in range(len(fams))], fams, absolute=True)
-            ax.set_xticks(x, [f"{r:g}" for r in rhos], fontsize=8)
-            ax.grid(alpha=0.3)
-            if a == 0:
-                ax.set_title(f"R = {R}")
-            if k == 0:
-                ax.set_ylabel(f"{p:g}th percentile\n|relative error|")
-            if a == len(P) - 1:
-                ax.set_xlabel("load ρ")
-        tops = [ax.dataLim.y1 for ax in axes[a] if ax.has_data() and np.isfinite(ax.dataLim.y1)]
-        top = max(tops) if tops else 1.0  # after every panel of the row (shared y)
-        axes[a, 0].set_ylim(0, 1.08 * top if top > 0 else 1.0)
+def _legend_of_all_panels(fig, axes) -> None:
+    """One legend below the figure with every label of every panel (a family absent from the first panel may
+    appear in another)."""
     handles, labels = [], []
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in labels:
-                handles.append(h); labels.append(lab)
+                handles.append(h)
+                labels.append(lab)
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle("Paper §6.3: relative percentile error of the best method by Wasserstein distance; "
-                 "ours: |mean| over replications and the 95% CI of |·|", y=1.02)
+
+
+def _paper_beside_ours(rep: xr.Dataset, stem, *, prefix, paper, ours, ylabel, title, height, absolute=False,
+                       symlog=False, **kw):
+    """Panels (percentile × R) over the paper's load rows: the published value (black diamonds) beside ours per
+    family (mean and CI: ``ours`` = the mean, low and high variables)."""
+    fams = rep["family"].values.tolist()
+    P, rhos, Rv = rep[f"{prefix}_percentile"].values, rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
+    fig, axes = plt.subplots(len(P), len(Rv), figsize=(3.1 * len(Rv), height * len(P)), squeeze=False, sharey="row")
+    x = np.arange(len(rhos))
+    for a, p in enumerate(P):
+        for k, R in enumerate(Rv):
+            ax = axes[a, k]
+            if symlog:
+                ax.axhline(0, color="0.5", lw=0.6)
+            ax.plot(x, rep[paper].values[a, :, k], "D", mfc="none", color="k", ms=6, mew=1.2, label="paper (one seed)")
+            _family_errorbars(ax, x, [[rep[v].values[f, a, :, k] for v in ours] for f in range(len(fams))], fams,
+                              absolute=absolute)
+            if symlog:
+                ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_xticks(x, [f"{r:g}" for r in rhos], fontsize=8, **({"rotation": 45} if symlog else {}))
+            ax.grid(alpha=0.3)
+            if a == 0:
+                ax.set_title(f"R = {R}")
+            if k == 0:
+                ax.set_ylabel(ylabel.format(p=p))
+            if a == len(P) - 1:
+                ax.set_xlabel("load ρ")
+        if absolute:  # from 0, after every panel of the row (shared y)
+            tops = [ax.dataLim.y1 for ax in axes[a] if ax.has_data() and np.isfinite(ax.dataLim.y1)]
+            top = max(tops) if tops else 1.0
+            axes[a, 0].set_ylim(0, 1.08 * top if top > 0 else 1.0)
+    _legend_of_all_panels(fig, axes)
+    fig.suptitle(title, y=1.02)
     return save(fig, stem, **kw)
+
+
+#: the two §6 figures that set the published values beside ours (:func:`_paper_beside_ours`)
+_PAPER_PANELS = {
+    "percentile_errors": dict(
+        prefix="pct", paper="paper_percentile_error", symlog=True, height=3.0,
+        ours=("percentile_error", "percentile_error_ci_low", "percentile_error_ci_high"),
+        ylabel="{p:g}th percentile error\n(approx − sim, symlog)",
+        title="Paper §6.1/§6.2: signed percentile error of the best method for that percentile; "
+              "ours: mean and 95% CI over replications (negative = optimistic)"),
+    "relative_errors": dict(
+        prefix="rel", paper="paper_relative_error", absolute=True, height=2.7,
+        ours=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
+        ylabel="{p:g}th percentile\n|relative error|",
+        title="Paper §6.3: relative percentile error of the best method by Wasserstein distance; "
+              "ours: |mean| over replications and the 95% CI of |·|"),
+}
+
+
+def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
+    """§6.1/§6.2: published signed percentile errors (black) vs ours per family (mean, 95% CI), per R."""
+    return _paper_beside_ours(rep, stem, **_PAPER_PANELS["percentile_errors"], **kw)
+
+
+def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
+    """§6.3: published |relative error| of the best-by-Wasserstein method vs ours (|mean|, CI image)."""
+    return _paper_beside_ours(rep, stem, **_PAPER_PANELS["relative_errors"], **kw)
 
 
 def reproduction_map(rep: xr.Dataset, stem, **kw):

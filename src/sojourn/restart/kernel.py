@@ -42,6 +42,20 @@ A_UNSTABLE = 11  # stopped: 1 more than max_jobs jobs present, 2 more than max_e
 N_ACC = 12
 
 
+
+@njit(inline="always")
+def _restart(slot, j, J, restart_cum, cnt, jtype, jrest, acc, inwin, rng):
+    """The job in ``slot`` (type j) restarts: its new type by the restart law, the type counts, its restarts."""
+    k = _pick(restart_cum, j, rng.random())
+    if k >= J:
+        k = J - 1
+    cnt[j] -= 1
+    cnt[k] += 1
+    jtype[slot] = k
+    jrest[slot] += 1
+    if inwin:
+        acc[A_RESTARTS] += 1.0
+
 @njit(cache=True)
 def _pick(cum, row, u):
     """First index k with u < cum[row, k], or cum.shape[1] (the remainder) if none."""
@@ -159,11 +173,8 @@ def run(type_queue, type_station, queue_first, queue_last, mu, phase_cum, route_
                 j = J - 1
             if nact == cap:
                 cap *= 2
-                jtype = _grow_f(jtype, cap)
-                jarr = _grow_f(jarr, cap)
-                jdead = _grow_f(jdead, cap)
-                jrest = _grow_f(jrest, cap)
-                jrec = _grow_f(jrec, cap)
+                jtype, jarr, jdead = _grow_f(jtype, cap), _grow_f(jarr, cap), _grow_f(jdead, cap)
+                jrest, jrec = _grow_f(jrest, cap), _grow_f(jrec, cap)
             jtype[nact] = j
             jarr[nact] = t
             jrest[nact] = 0
@@ -239,15 +250,7 @@ def run(type_queue, type_station, queue_first, queue_last, mu, phase_cum, route_
             if inwin:
                 acc[A_TIMEOUTS] += 1.0
             if rng.random() < alpha[j]:
-                k = _pick(restart_cum, j, rng.random())
-                if k >= J:
-                    k = J - 1
-                cnt[j] -= 1
-                cnt[k] += 1
-                jtype[who] = k
-                jrest[who] += 1
-                if inwin:
-                    acc[A_RESTARTS] += 1.0
+                _restart(who, j, J, restart_cum, cnt, jtype, jrest, acc, inwin, rng)
             jdead[who] = t + sample_law(tcode, tparams, rng)
         if leaving >= 0:
             if inwin:
@@ -281,15 +284,7 @@ def run(type_queue, type_station, queue_first, queue_last, mu, phase_cum, route_
                     r -= 1
             j = jtype[slot]
             if rng.random() < alpha[j]:
-                k = _pick(restart_cum, j, rng.random())
-                if k >= J:
-                    k = J - 1
-                cnt[j] -= 1
-                cnt[k] += 1
-                jtype[slot] = k
-                jrest[slot] += 1
-                if inwin:
-                    acc[A_RESTARTS] += 1.0
+                _restart(slot, j, J, restart_cum, cnt, jtype, jrest, acc, inwin, rng)
                 if timeouts:
                     jdead[slot] = t + sample_law(tcode, tparams, rng)
         if t >= rec_end and pending == 0:

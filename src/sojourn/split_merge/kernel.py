@@ -54,6 +54,16 @@ ACC_FIELDS = ("recorded", "delay_overflow", "latency_overflow", "delay_sum", "de
               "latency_sumsq", "latency_max", "held", "computing", "first_arrival", "last_arrival", "simulated")
 
 
+@njit(inline="always")
+def _record_workunit(delay, latency, hold, inv_dt, hist_delay, hist_latency, rec, over_d, over_l, sd, sdd, sl, sll,
+                     mx, held):
+    """A recorded workunit's delay and latency into their histograms and sums (:func:`sojourn.core.recording.record`;
+    the maximum is the latency's), and the host-time it held."""
+    _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
+    rec, over_l, sl, sll, mx = record(latency, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
+    return rec, over_d, over_l, sd, sdd, sl, sll, mx, held + hold
+
+
 @njit(cache=True)
 def winner_tree(c):
     """(v, win, L) for c servers free at time 0."""
@@ -167,18 +177,9 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
     v, win, L = winner_tree(n // r)
     w = win[1]
     f = v[w]
-    rec = 0
-    over_d = 0
-    over_l = 0
-    sd = 0.0
-    sdd = 0.0
-    sl = 0.0
-    sll = 0.0
-    mx = 0.0
-    held = 0.0
-    comp = 0.0
-    first = -1.0
-    last = -1.0
+    rec, over_d, over_l = 0, 0, 0  # recorded, and beyond the histograms (delay, latency)
+    sd, sdd, sl, sll, mx, held, comp = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0  # sums of delay, latency, work; max
+    first, last = -1.0, -1.0
     a = 0.0
     i = 0
     scale = 1.0 / lam
@@ -216,15 +217,11 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
         w, f = _tree_replace(v, win, L, w, start + s)
         i += 1
         if i > warm_n and a >= warm_t:
-            delay = start - a
-            lat = delay + s
-            if first < 0.0:
-                first = a
-            last = a
-            _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
-            rec, over_l, sl, sll, mx = record(lat, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
-            held += r * s
+            first, last = (a if first < 0.0 else first), a
             comp += work
+            rec, over_d, over_l, sd, sdd, sl, sll, mx, held = _record_workunit(
+                start - a, start - a + s, r * s, inv_dt, hist_delay, hist_latency, rec, over_d, over_l, sd, sdd, sl,
+                sll, mx, held)
             if n_record > 0 and rec >= n_record:
                 break
     if closed >= 0:
@@ -331,17 +328,9 @@ def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, 
     stt = np.empty(r)
     en = np.empty(r)
     srt = np.empty(r)
-    rec = 0
-    over_d = 0
-    over_l = 0
-    sd = 0.0
-    sdd = 0.0
-    sl = 0.0
-    sll = 0.0
-    mx = 0.0
-    held = 0.0
-    first_a = -1.0
-    last_a = -1.0
+    rec, over_d, over_l = 0, 0, 0  # recorded, and beyond the histograms (delay, latency)
+    sd, sdd, sl, sll, mx, held = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0  # sums of delay, latency, host-time; max latency
+    first_a, last_a = -1.0, -1.0
     a = 0.0
     i = 0
     scale = 1.0 / lam
@@ -380,14 +369,10 @@ def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, 
         head = _put_back(buf, head + r, n, r, free_r)
         i += 1
         if i > warm_n and a >= warm_t:
-            delay = first - a
-            lat = done - a
-            if first_a < 0.0:
-                first_a = a
-            last_a = a
-            _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
-            rec, over_l, sl, sll, mx = record(lat, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
-            held += work
+            first_a, last_a = (a if first_a < 0.0 else first_a), a
+            rec, over_d, over_l, sd, sdd, sl, sll, mx, held = _record_workunit(
+                first - a, done - a, work, inv_dt, hist_delay, hist_latency, rec, over_d, over_l, sd, sdd, sl, sll, mx,
+                held)
             if n_record > 0 and rec >= n_record:
                 break
     if closed >= 0:
