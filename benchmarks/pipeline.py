@@ -193,7 +193,7 @@ def bench_overhead():
 def bench_noop():
     """DAG build (fresh) and no-op dry run (all outputs present, metadata written by --touch) for paper.yaml."""
     import sojourn.jsq_ps.config as G
-    from sojourn.jsq_ps.naming import figure_stems
+    from sojourn.jsq_ps.plots import figures
 
     with tempfile.TemporaryDirectory() as work:
         paper = ROOT / "config" / "paper.yaml"
@@ -206,7 +206,8 @@ def bench_noop():
         files = [res / "blocks" / "simulation" / s / f"R~{R}" / f"rho~{lab}.nc" for s, R, lab in b.simulation]
         files += [res / "blocks" / "approximation" / f"R~{R}" / f"rho~{lab}.nc" for R, lab in b.approximation]
         files += [res / n for n in ("simulation.nc", "approximation.nc", "comparison.nc")]
-        files += [res / "figures" / f"{s}.{f}" for s in figure_stems(study) for f in study["figures"]["formats"]]
+        files += [res / "figures" / f"{fig.stem}.{f}" for job in ("figures", "reproduction")
+                  for fig in figures(study, job) for f in study["figures"]["formats"]]
         for i, f in enumerate(files):
             f.parent.mkdir(parents=True, exist_ok=True)
             f.touch()

@@ -54,7 +54,6 @@ def section(study: str) -> dict:
 def jsq_ps():
     from sojourn.jsq_ps.config import cells, service_laws
     from sojourn.jsq_ps.model import JSQPS
-    from sojourn.jsq_ps.naming import DEFAULT_PERCENTILE
     from sojourn.jsq_ps.simulate import simulate
 
     cfg = section("jsq_ps")
@@ -71,22 +70,21 @@ def jsq_ps():
         return histogram_statistic(p, ds["count"].values, ds["overflow"].values, ds["t"].values + kw["dt"],
                                    ds["mean"].values)
 
-    return out, {"statistic": "percentile", "at": DEFAULT_PERCENTILE}, values, lambda ds: int(ds["events"].sum())
+    return out, {"statistic": "percentile", "at": 99.99}, values, lambda ds: int(ds["events"].sum())
 
 
 def split_merge():
-    from sojourn.split_merge.experiments import EXPERIMENTS, cells
+    from sojourn.split_merge.config import EXPERIMENTS, cells
     from sojourn.split_merge.simulate import simulate
 
     cfg = section("split_merge")
-    warm = float(cfg["simulation"]["warmup_fraction"])
     out = {}
     for x in EXPERIMENTS:
         e = cfg[f"experiment_{x}"]
         if not e["enabled"]:
             continue
         for c in cells(cfg, x):
-            kw = dict(workunits=c["workunits"], warmup_workunits=int(round(warm * c["workunits"])),
+            kw = dict(workunits=c["workunits"], warmup_workunits=c["warmup"],
                       seed=int(cfg["simulation"]["seed"]), dt=float(e["time_grid"]["dt"]),
                       t_max=float(e["time_grid"]["t_max"]))
             name = f"({x}) {c['law']} {c['model']} r={c['replicas']} q={c['quorum']}"
@@ -101,7 +99,7 @@ def split_merge():
 
 def restart():
     from sojourn.restart.files import load_model
-    from sojourn.restart.grid import restart_rates, sim_kwargs
+    from sojourn.restart.config import restart_rates, sim_kwargs
     from sojourn.restart.simulate import simulate, spec_for
 
     cfg = section("restart")
@@ -109,7 +107,7 @@ def restart():
     out = {}
     for name, ex in sorted(cfg["examples"].items()):
         net = load_model(ex["model"])
-        kw = {**sim_kwargs(sim, ex), "seed": int(sim["seed"])}
+        kw = {**sim_kwargs(sim, cfg["time_grid"], ex), "seed": int(sim["seed"])}
         for s in ex["semantics"]:
             for r in restart_rates(ex["rates"]):
                 out[f"{name} {s} r={r:g}"] = (lambda sp, kw: lambda **k: simulate(sp, **kw, **k))(spec_for(net, s, r), kw)
