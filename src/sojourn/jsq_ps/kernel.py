@@ -149,10 +149,11 @@ def _jsqd_ties(n, R, d, perm, tb, rng):
 
 @njit(inline="always")
 def _dispatch(dispatch, n, R, d, perm, tb, rng, rr, u):
-    """The server an arrival joins, and the round-robin pointer after it. JSQ / JSQ(d): fewest customers present
-    (JSQ(d): among d distinct servers, a partial Fisher–Yates shuffle of perm), uniform tie-break: the j-th tied
-    server in scan order, j = ⌊u·ties⌋. ``u``: a uniform on [0, 1), or −1 to draw one from ``rng`` only where it
-    is needed (a tie, or random dispatch). Inlined (numba inline="always"): a call would cost ~30 ns."""
+    """The server an arrival joins, and the round-robin pointer after it (the exponential kernel's dispatch). JSQ /
+    JSQ(d): fewest customers present (JSQ(d): among d distinct servers, a partial Fisher–Yates shuffle of perm),
+    uniform tie-break: the j-th tied server in scan order, j = ⌊u·ties⌋. ``u``: a uniform on [0, 1), or −1 to draw
+    one from ``rng`` only where it is needed (a tie, or random dispatch). The general kernel keeps its own copy
+    inline: through this function it ran 35 % slower (``benchmarks/kernels.py``)."""
     if dispatch == ROUND_ROBIN:
         return rr, (rr + 1 if rr + 1 < R else 0)
     if dispatch == RANDOM:
@@ -293,7 +294,26 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
         events += 1
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
-            s, rr = _dispatch(dispatch, n, R, d, perm, tb, rng, rr, -1.0)  # the uniform drawn only if needed
+            # (inline, not _dispatch: the call, even inlined by numba, cost 35 % here; benchmarks/kernels.py)
+            if dispatch == JSQ:
+                ties = _jsq_ties(n, R, tb)
+                s = tb[0]
+                if ties > 1:
+                    j = int(rng.random() * ties)
+                    s = tb[j if j < ties else ties - 1]
+            elif dispatch == RANDOM:
+                s = int(rng.random() * R)
+                if s >= R:
+                    s = R - 1
+            elif dispatch == ROUND_ROBIN:
+                s = rr
+                rr = rr + 1 if rr + 1 < R else 0
+            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
+                ties = _jsqd_ties(n, R, d, perm, tb, rng)
+                s = tb[0]
+                if ties > 1:
+                    j = int(rng.random() * ties)
+                    s = tb[j if j < ties else ties - 1]
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
