@@ -34,3 +34,11 @@ def add_output(p) -> None:
     """``--output`` (required) and ``--mkdir``."""
     p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
     p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+
+
+def add_group(subparsers, name: str, help: str, description: str, commands) -> None:
+    """``sojourn <name> <command> …``: a command group whose commands each ``register(sub)`` themselves."""
+    p = subparsers.add_parser(name, help=help, description=description)
+    sub = p.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True)
+    for register in commands:
+        register(sub)

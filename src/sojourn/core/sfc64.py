@@ -164,13 +164,3 @@ def fill_standard_exponential(out, st):
         x, s = standard_exponential(s)
         out[i] = x
     store(st, s)
-
-
-@njit(cache=True)
-def fill_uniform(out, st):
-    """out[i] = successive uniform draws in [0, 1) from the state array ``st`` (advanced in place)."""
-    s = load(st)
-    for i in range(out.size):
-        x, s = uniform(s)
-        out[i] = x
-    store(st, s)

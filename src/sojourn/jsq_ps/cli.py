@@ -103,16 +103,16 @@ def register(subparsers) -> None:
     register_plan(subparsers)
 
 
+SIMULATE = ("Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset. The summary gives the mean "
+            "sojourn and the 99th to 99.999th percentiles with 95% confidence intervals across replications, each to "
+            "the digits its interval supports; a percentile with fewer than 100 recorded customers per replication "
+            "beyond it is reported as 'too few customers' with the --horizon it would need. The output file holds the "
+            "summary beside the histograms.")
+
+
 def _register_simulate(subparsers) -> None:
-    p = subparsers.add_parser(
-        "simulate",
-        help="simulate R PS servers behind a dispatcher and write the sojourn-time histogram (netCDF)",
-        description="Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset. The summary "
-                    "gives the mean sojourn and the 99th to 99.999th percentiles with 95%% confidence intervals "
-                    "across replications, each to the digits its interval supports; a percentile with fewer than "
-                    "100 recorded customers per replication beyond it is reported as 'too few customers' with the "
-                    "--horizon it would need. The output file holds the summary beside the histograms.",
-    )
+    help_ = "simulate R PS servers behind a dispatcher and write the sojourn-time histogram (netCDF)"
+    p = subparsers.add_parser("simulate", help=help_, description=SIMULATE)
     p.add_argument("--servers", "-R", type=int, required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=float, required=True, help="load rho in (0, 1)")
     p.add_argument("--mu", type=float, default=1.0, help="service rate (1/mean service requirement); default 1")

@@ -256,18 +256,8 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
     s_logn = scode == LOGNORMAL
     a_mean = 1.0 / ap[0] if a_exp else 0.0
     s_mean = 1.0 / sp[0] if s_exp else 0.0
-    rr = ist[0]
-    cnt = ist[1]
-    over = ist[2]
-    total = ist[3]
-    pending = ist[4]
-    events = ist[5]
-    ssum = fst[0]
-    ssq = fst[1]
-    smax = fst[2]
-    area = fst[3]
-    tprev = fst[4]
-    t_arr = fst[5]
+    rr, cnt, over, total, pending, events = ist[0], ist[1], ist[2], ist[3], ist[4], ist[5]
+    ssum, ssq, smax, area, tprev, t_arr = fst[0], fst[1], fst[2], fst[3], fst[4], fst[5]
     status = _DONE
     # next departure: sm = first server with the smallest date tm = nd[sm] (sm = −1 if all empty).
     # Recomputed by a scan of nd only when needed (after a departure, or an arrival that delayed
@@ -393,18 +383,8 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             else:
                 V[s] = 0.0  # empty server: restart the virtual clock (keeps it small)
                 nd[s] = np.inf
-    ist[0] = rr
-    ist[1] = cnt
-    ist[2] = over
-    ist[3] = total
-    ist[4] = pending
-    ist[5] = events
-    fst[0] = ssum
-    fst[1] = ssq
-    fst[2] = smax
-    fst[3] = area
-    fst[4] = tprev
-    fst[5] = t_arr
+    ist[0], ist[1], ist[2], ist[3], ist[4], ist[5] = rr, cnt, over, total, pending, events
+    fst[0], fst[1], fst[2], fst[3], fst[4], fst[5] = ssum, ssq, smax, area, tprev, t_arr
     return status
 
 
@@ -463,18 +443,8 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
     cap = A.shape[1]
     lm = lam / mu
     inv_lm = mu / lam
-    nb = ist[0]
-    rr = ist[1]
-    cnt = ist[2]
-    over = ist[3]
-    total = ist[4]
-    pending = ist[5]
-    events = ist[6]
-    ssum = fst[0]
-    ssq = fst[1]
-    smax = fst[2]
-    area = fst[3]
-    t = fst[4]
+    nb, rr, cnt, over, total, pending, events = ist[0], ist[1], ist[2], ist[3], ist[4], ist[5], ist[6]
+    ssum, ssq, smax, area, t = fst[0], fst[1], fst[2], fst[3], fst[4]
     done = True
     while True:
         tn = t + rng.exponential(scale[nb])
@@ -524,16 +494,6 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
                 soj = t - a
                 cnt, over, ssum, ssq, smax = record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
-    ist[0] = nb
-    ist[1] = rr
-    ist[2] = cnt
-    ist[3] = over
-    ist[4] = total
-    ist[5] = pending
-    ist[6] = events
-    fst[0] = ssum
-    fst[1] = ssq
-    fst[2] = smax
-    fst[3] = area
-    fst[4] = t
+    ist[0], ist[1], ist[2], ist[3], ist[4], ist[5], ist[6] = nb, rr, cnt, over, total, pending, events
+    fst[0], fst[1], fst[2], fst[3], fst[4] = ssum, ssq, smax, area, t
     return done

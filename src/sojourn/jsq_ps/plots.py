@@ -143,6 +143,17 @@ def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
     return fig, list(axes.flat)
 
 
+def _legend_entries(axes) -> tuple[list, list]:
+    """(handles, labels) of every panel of ``axes``, each label once, in the order first seen."""
+    handles, labels = [], []
+    for ax in np.asarray(axes).flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    return handles, labels
+
+
 def _log_axis(ax):
     """Log y with plain labels (0.2, 0.5, 1, 2 …) instead of 2×10⁻¹, readable on ranges under a decade."""
     from matplotlib import ticker
@@ -201,12 +212,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
             ax.set_ylabel("W (time units)", fontsize=9)
         for ax in axes[-1, :]:
             ax.set_xlabel("load ρ", fontsize=9)
-        h, lab = [], []
-        for ax in axes.flat:
-            for hh, ll in zip(*ax.get_legend_handles_labels()):
-                if ll not in lab:
-                    h.append(hh)
-                    lab.append(ll)
+        h, lab = _legend_entries(axes)
         sf.legend(h, lab, loc="upper right", ncol=len(lab), frameon=False, fontsize=8)
         sf.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold")
         all_axes += list(axes.flat)
@@ -603,12 +609,7 @@ def _family_errorbars(ax, x, rep_vals, fams, width=0.22, absolute=False):
 def _legend_of_all_panels(fig, axes) -> None:
     """One legend below the figure with every label of every panel (a family absent from the first panel may
     appear in another)."""
-    handles, labels = [], []
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
+    handles, labels = _legend_entries(axes)
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 0.0))
 
@@ -648,20 +649,22 @@ def _paper_beside_ours(rep: xr.Dataset, stem, *, prefix, paper, ours, ylabel, ti
     return save(fig, stem, **kw)
 
 
-#: the two §6 figures that set the published values beside ours (:func:`_paper_beside_ours`)
+def _panels(prefix, measure, **style):
+    """The settings of one §6 figure that sets the published values beside ours (:func:`_paper_beside_ours`):
+    the reproduction's ``<prefix>_*`` coordinates, its ``paper_<measure>`` and our ``<measure>`` with its CI."""
+    return dict(prefix=prefix, paper=f"paper_{measure}", ours=(measure, f"{measure}_ci_low", f"{measure}_ci_high"),
+                **style)
+
+
 _PAPER_PANELS = {
-    "percentile_errors": dict(
-        prefix="pct", paper="paper_percentile_error", symlog=True, height=3.0,
-        ours=("percentile_error", "percentile_error_ci_low", "percentile_error_ci_high"),
-        ylabel="{p:g}th percentile error\n(approx − sim, symlog)",
-        title="Paper §6.1/§6.2: signed percentile error of the best method for that percentile; "
-              "ours: mean and 95% CI over replications (negative = optimistic)"),
-    "relative_errors": dict(
-        prefix="rel", paper="paper_relative_error", absolute=True, height=2.7,
-        ours=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
-        ylabel="{p:g}th percentile\n|relative error|",
-        title="Paper §6.3: relative percentile error of the best method by Wasserstein distance; "
-              "ours: |mean| over replications and the 95% CI of |·|"),
+    "percentile_errors": _panels(
+        "pct", "percentile_error", symlog=True, height=3.0, ylabel="{p:g}th percentile error\n(approx − sim, symlog)",
+        title="Paper §6.1/§6.2: signed percentile error of the best method for that percentile; ours: mean and 95% CI "
+              "over replications (negative = optimistic)"),
+    "relative_errors": _panels(
+        "rel", "relative_error", absolute=True, height=2.7, ylabel="{p:g}th percentile\n|relative error|",
+        title="Paper §6.3: relative percentile error of the best method by Wasserstein distance; ours: |mean| over "
+              "replications and the 95% CI of |·|"),
 }
 
 

@@ -10,22 +10,50 @@ import time
 
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_output, add_run, add_window
+from ..core.flags import add_group, add_output, add_run, add_window
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("restart", help="multi-class G-networks of PS queues with restart (seed 001)",
-                              description="Restart study: product form, simulation under signal and timeout "
-                                          "semantics, optimal restart rate.")
-    sub = p.add_subparsers(dest="restart_command", required=True)
-    _solve(sub)
-    _simulate(sub)
-    _optimise(sub)
+    add_group(subparsers, "restart", "multi-class G-networks of PS queues with restart (seed 001)",
+              "Restart study: product form, simulation under signal and timeout semantics, optimal restart rate.",
+              (_solve, _simulate, _optimise, _schema))
+
+
+def _schema(sub):
     s = sub.add_parser("schema", help="print the JSON schema of model files (YAML)")
     s.set_defaults(func=run_schema)
+
+
+def _solve(sub):
+    p = sub.add_parser("solve", help="product-form measures (traffic equations, E[N], E[T], per class and phase)")
+    _model_args(p)
+    p.set_defaults(func=run_solve)
+
+
+def _simulate(sub):
+    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)")
+    _model_args(p)
+    p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
+                   help="signal: Poisson restart signals (G-network); timeout: a timeout per job")
+    p.add_argument("--timeout", default=None,
+                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
+    _sim_args(p)
+    precision_flags(p, "mean", None)
+    p.set_defaults(func=run_simulate)
+
+
+def _optimise(sub):
+    p = sub.add_parser("optimise", help="optimal signal rate g* (product form) beside the simulated timeout optimum")
+    _model_args(p)
+    p.add_argument("--bounds", nargs=2, type=float, default=(0.0, 100.0), metavar=("LO", "HI"),
+                   help="search interval of the signal rate (default 0 100)")
+    p.add_argument("--taus", type=float, nargs="+", default=None,
+                   help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
+    _sim_args(p)
+    p.set_defaults(func=run_optimise)
 
 
 def _model_args(p, output=True):
@@ -76,12 +104,6 @@ def _load(args):
     return net
 
 
-def _solve(sub):
-    p = sub.add_parser("solve", help="product-form measures (traffic equations, E[N], E[T], per class and phase)")
-    _model_args(p)
-    p.set_defaults(func=run_solve)
-
-
 def run_solve(args) -> int:
     from ..core.io import write_netcdf
     from .solve import closed_form, solve
@@ -105,18 +127,6 @@ def run_solve(args) -> int:
         print(f"closed form E[S_eff] = {cf['effective_service']:.8g}, E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}")
     print(f"output     {args.output}")
     return 0
-
-
-def _simulate(sub):
-    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)")
-    _model_args(p)
-    p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
-                   help="signal: Poisson restart signals (G-network); timeout: a timeout per job")
-    p.add_argument("--timeout", default=None,
-                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
-    _sim_args(p)
-    precision_flags(p, "mean", None)
-    p.set_defaults(func=run_simulate)
 
 
 def run_simulate(args) -> int:
@@ -174,17 +184,6 @@ def run_simulate(args) -> int:
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
     print(f"output       {args.output}")
     return 0
-
-
-def _optimise(sub):
-    p = sub.add_parser("optimise", help="optimal signal rate g* (product form) beside the simulated timeout optimum")
-    _model_args(p)
-    p.add_argument("--bounds", nargs=2, type=float, default=(0.0, 100.0), metavar=("LO", "HI"),
-                   help="search interval of the signal rate (default 0 100)")
-    p.add_argument("--taus", type=float, nargs="+", default=None,
-                   help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
-    _sim_args(p)
-    p.set_defaults(func=run_optimise)
 
 
 def run_optimise(args) -> int:

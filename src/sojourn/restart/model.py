@@ -38,6 +38,19 @@ def _name(field_name: str, value) -> str:
     return value
 
 
+def _named_items(field_name: str, items, what: str) -> tuple:
+    """A non-empty list of named items (classes, queues) as a tuple, their names distinct; ValueError naming the
+    field."""
+    if not isinstance(items, (tuple, list)) or not items:
+        raise ValueError(f"{field_name} must be a non-empty list of {what}{'es' if what.endswith('s') else 's'}")
+    items = tuple(items)
+    names = [x.name for x in items]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{field_name}: duplicate {what} name(s) {dup}")
+    return items
+
+
 def _vector(field_name: str, value, n: int | None = None) -> tuple:
     if isinstance(value, np.ndarray):
         value = value.tolist()
@@ -152,13 +165,8 @@ class Queue:
         p = self.path or f"queues[{self.name}]"
         object.__setattr__(self, "path", p)
         _name(f"{p}.name", self.name)
-        if not isinstance(self.classes, (tuple, list)) or not self.classes:
-            raise ValueError(f"{p}.classes must be a non-empty list of classes")
-        classes = tuple(self.classes)
+        classes = _named_items(f"{p}.classes", self.classes, "class")
         names = [c.name for c in classes]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"{p}.classes: duplicate class name(s) {dup}")
         object.__setattr__(self, "classes", classes)
         object.__setattr__(self, "signal_rate", nonnegative_finite(f"{p}.signal_rate", self.signal_rate))
         if self.restart not in RESTART_MODES:
@@ -215,13 +223,8 @@ class Network:
 
     def __post_init__(self):
         _name("name", self.name)
-        if not isinstance(self.queues, (tuple, list)) or not self.queues:
-            raise ValueError("queues must be a non-empty list of queues")
-        queues = tuple(self.queues)
+        queues = _named_items("queues", self.queues, "queue")
         names = [q.name for q in queues]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"queues: duplicate queue name(s) {dup}")
         object.__setattr__(self, "queues", queues)
         routing = []
         for i, r in enumerate(self.routing):

@@ -11,6 +11,13 @@ _NAME = {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"}
 _NONNEG = {"type": "number", "minimum": 0}
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
 
+
+def _list_of(required: list, properties: dict) -> dict:
+    """A non-empty list of objects with these keys (no others) and these required ones."""
+    return {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False,
+                                                      "required": required, "properties": properties}}
+
+
 MODEL_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "sojourn restart model: a multi-class G-network of PS queues with restart signals",
@@ -21,21 +28,13 @@ MODEL_SCHEMA = {
         "model": {"const": "restart_gnetwork", "description": "optional tag written by to_dict"},
         "name": {**_NAME, "description": "model name (in titles and file attrs)"},
         "description": {"type": "string", "description": "free text: where the parameters come from"},
-        "queues": {
-            "type": "array", "minItems": 1,
-            "items": {
-                "type": "object", "additionalProperties": False, "required": ["name", "classes"],
-                "properties": {
+        "queues": _list_of(["name", "classes"], {
                     "name": _NAME,
                     "signal_rate": {**_NONNEG, "description": "external restart-signal rate (Poisson)"},
                     "restart": {"enum": ["anew", "keep_phase"],
                                 "description": "anew: a restarted job enters its new class by the entry vector "
                                                "(work lost); keep_phase: it keeps its phase index"},
-                    "classes": {
-                        "type": "array", "minItems": 1,
-                        "items": {
-                            "type": "object", "additionalProperties": False, "required": ["name", "service"],
-                            "properties": {
+                    "classes": _list_of(["name", "service"], {
                                 "name": _NAME,
                                 "arrival_rate": {**_NONNEG, "description": "external Poisson arrival rate"},
                                 "service": {
@@ -62,12 +61,8 @@ MODEL_SCHEMA = {
                                                               "{class name: probability} or one class name",
                                                "oneOf": [_NAME, {"type": "object",
                                                                  "additionalProperties": {"type": "number"}}]},
-                            },
-                        },
-                    },
-                },
-            },
-        },
+                    }),
+        }),
         "routing": {
             "type": "array",
             "items": {"type": "object", "additionalProperties": False, "required": ["from", "to", "probability"],

@@ -11,20 +11,16 @@ import time
 import numpy as np
 
 
-from ..core.flags import add_output, add_run
+from ..core.flags import add_group, add_output, add_run
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("split-merge", help="(n, r, q) workunit replication with quorum (seed 002)",
-                              description="Split-merge / fork-join replication with quorum: exact results, "
-                                          "simulation, the best (r, q).")
-    sub = p.add_subparsers(dest="split_merge_command", required=True)
-    _exact(sub)
-    _simulate(sub)
-    _best(sub)
+    add_group(subparsers, "split-merge", "(n, r, q) workunit replication with quorum (seed 002)",
+              "Split-merge / fork-join replication with quorum: exact results, simulation, the best (r, q).",
+              (_exact, _simulate, _best))
 
 
 def _system_args(p, replicas=True):
@@ -99,7 +95,7 @@ def run_exact(args) -> int:
 def _simulate(sub):
     p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF",
                        description="Simulate split-merge or fork-join and write a netCDF dataset with the histograms "
-                                   "and the summary. Means and latency percentiles are printed with 95%% confidence "
+                                   "and the summary. Means and latency percentiles are printed with 95% confidence "
                                    "intervals across replications, to the digits the interval supports; a percentile "
                                    "with fewer than 100 workunits per replication beyond it is reported as 'too few "
                                    "workunits' with the run length it would need.")

@@ -11,15 +11,15 @@ EXAMPLE = ("sojourn plan --arrival-rate 9000/s --mean-service 1.2ms --budget 100
            "--reliability 0.9999")
 
 
+DESCRIPTION = ("The least number of processor-sharing servers behind join-the-shortest-queue that keeps "
+               "P(T <= deadline) >= reliability, with a table for R-1, R, R+1 (predicted percentile, the method used "
+               "and its measured error; with --confirm a simulated percentile with its 95 % CI). "
+               f"Example: {EXAMPLE}")
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="the least number of JSQ-PS servers R with P(sojourn <= deadline) >= reliability",
-        description="The least number of processor-sharing servers behind join-the-shortest-queue that keeps "
-                    "P(T <= deadline) >= reliability, with a table for R-1, R, R+1 (predicted percentile, the method "
-                    "used and its measured error; with --confirm a simulated percentile with its 95 % CI). "
-                    f"Example: {EXAMPLE}",
-    )
+    help_ = "the least number of JSQ-PS servers R with P(sojourn <= deadline) >= reliability"
+    p = subparsers.add_parser("plan", help=help_, description=DESCRIPTION)
     g = p.add_argument_group("arrivals (one of)")
     g.add_argument("--arrival-rate", metavar="RATE", help="Poisson arrival rate with a unit: 9000/s, 9/ms")
     g.add_argument("--load", metavar="RHO", help="the load at --servers (instead of --arrival-rate); may be >= 1")
