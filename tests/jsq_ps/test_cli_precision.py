@@ -231,7 +231,7 @@ def test_restart_simulate_default_window_and_percentile(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("window, words", [
-    (["--horizon", "1000", "--warmup", "500"], ("--horizon", "2 * --warmup")),
+    (["--horizon", "1000", "--warmup", "500"], ("--horizon", "--warmup + --cooldown", "defaults to --warmup")),
     (["--horizon", "0"], ("--horizon", "(0, inf)")),
 ])
 def test_restart_window_rejected_before_compute(window, words, tmp_path, capsys):

@@ -194,8 +194,15 @@ def dask_workers(pid) -> list:
     """The Dask worker processes of a Snakemake process: spawned children (not multiprocessing's tracker)."""
     import psutil
 
-    return [c for c in psutil.Process(pid).children(recursive=True)
-            if "spawn_main" in " ".join(c.cmdline()) and "resource_tracker" not in " ".join(c.cmdline())]
+    out = []
+    for c in psutil.Process(pid).children(recursive=True):
+        try:
+            cmd = " ".join(c.cmdline())
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):  # a worker killed a moment ago, not yet reaped
+            continue
+        if "spawn_main" in cmd and "resource_tracker" not in cmd:
+            out.append(c)
+    return out
 
 
 def test_killed_workers_are_replaced_and_the_data_do_not_change(setup, reference, tmp_path):

@@ -309,3 +309,13 @@ def test_every_job_writes_its_log(tmp_path):
         assert re.match(r"done in \d+\.\d\d s: ", lines[-1]), f"{p}: last line {lines[-1]!r}"
     bench = sorted((tmp_path / "results").rglob("benchmarks/**/*.tsv"))
     assert len(bench) == len(logs)
+    # the report of every study's figures, with their captions: no docutils error boxes or messages
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+                           str(tmp_path), "--configfile", str(tmp_path / "tiny.yaml"), "--report",
+                           str(tmp_path / "report.html")], capture_output=True, text=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    assert "System Message" not in html and "Undefined substitution" not in html
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
+    for category in ("JSQ-PS", "Split-merge", "Restart"):
+        assert category in html

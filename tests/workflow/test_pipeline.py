@@ -193,6 +193,9 @@ def test_figures_and_report(run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (run / "report.html").read_text(errors="replace")
     assert "wasserstein_vs_rho.png" in html and "reproduction" in html
+    # no docutils error boxes or messages (a caption's |x| read as an undefined substitution, issue 26)
+    assert "System Message" not in html and "Undefined substitution" not in html
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
 
 
 def test_accuracy_table(run):
