@@ -93,6 +93,26 @@ def test_method_order_and_nan_gaps(tmp_path):
     assert np.isnan(got["sf"].sel({"approximation": "B"})).all() and float(got["sf"].sel({"R": 3, "approximation": "A"}).max()) == 0.5
 
 
+def test_values_stored_once_are_written_under_each_name(tmp_path):
+    """copies={dim: {target: source}}: a block holding "A*" but not "B*" (the same chain) gets A*'s values under
+    B* in the merged cube; a block that holds B* itself keeps its own; integer variables stay integers."""
+    paths = []
+    for i, (R, methods) in enumerate(((1, ["A", "A*"]), (2, ["A", "B*"]))):
+        vals = np.arange(len(methods), dtype=np.int64)[None, None, :] + 10 * R
+        ds = xr.Dataset({"L1": (("R", "rho", "approximation"), vals),
+                         "sf": (("R", "rho", "approximation", "t"), np.repeat(vals[..., None] / 100.0, 4, axis=-1))},
+                        coords={"R": [R], "rho": [0.5], "approximation": methods, "t": np.arange(4.0)})
+        paths.append(tmp_path / f"b{i}.nc")
+        ds.to_netcdf(paths[-1])
+    got = xr.open_dataset(merge_files(paths, tmp_path / "m.nc", stack=("R", "rho"), fill={"L1": -1},
+                                      order={"approximation": ["A", "A*", "B*"]},
+                                      copies={"approximation": {"B*": "A*"}})).load()
+    assert got["L1"].dtype.kind == "i"
+    assert got["L1"].sel(R=1, rho=0.5).values.tolist() == [10, 11, 11]  # B* = A*'s
+    assert got["L1"].sel(R=2, rho=0.5).values.tolist() == [20, -1, 21]  # its own B*; no A*: the gap
+    np.testing.assert_array_equal(got["sf"].sel(R=1, approximation="B*"), got["sf"].sel(R=1, approximation="A*"))
+
+
 def test_block_labels_and_grouping():
     assert block_label("0.50", 0.1, 2) == "0.50-0.60" and block_label(0.99, 0.1, 2) == "0.90-1.00"
     assert block_label(0.3, 0.1, 2) == "0.30-0.40" and block_label(0.7, 0.1, 2) == "0.70-0.80"  # float edges

@@ -118,8 +118,29 @@ def _conform(values, dims, coords, union, stack, fill_value):
     return values
 
 
+def _with_copies(f: dict, copies: dict) -> dict:
+    """The file read by :func:`_read` with, along each dimension d of ``copies`` ({d: {target: source}}), the
+    entries of every target it lacks copied from its source (when it has the source): values stored once in the
+    inputs, written under both names in the output."""
+    for d, pairs in (copies or {}).items():
+        if d not in f["coords"]:
+            continue
+        have, dtype, a = f["coords"][d]
+        names = have.tolist()
+        add = [(t, names.index(src)) for t, src in pairs.items() if t not in names and src in names]
+        if not add:
+            continue
+        f["coords"][d] = (np.concatenate([have, np.array([t for t, _ in add], dtype=have.dtype)]), dtype, a)
+        for v in f["vars"].values():
+            if d in v["dims"] and v["values"] is not None:
+                ax = v["dims"].index(d)
+                v["values"] = np.concatenate([v["values"], np.take(v["values"], [i for _, i in add], axis=ax)], axis=ax)
+    return f
+
+
 def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | None = None, order: dict | None = None,
-                encoding=None, attrs: dict | None = None, coord_attrs: dict | None = None, lock=None) -> Path:
+                encoding=None, attrs: dict | None = None, coord_attrs: dict | None = None, lock=None,
+                copies: dict | None = None) -> Path:
     """Merge ``paths`` into ``output`` (written to a temporary name, then renamed: atomic).
 
     stack: dimensions along which inputs are placed side by side (each input holds a rectangle);
@@ -127,7 +148,9 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     that has gaps is stored as float with NaN, as an outer join would); order: explicit coordinate
     order per dim; encoding(name, dims, shape, dtype, disk_dtype) -> xarray-style encoding dict;
     attrs: global attributes of the output; coord_attrs: {dim: attributes} set on those coordinates
-    (over the inputs' own); lock: held around every netCDF access (HDF5 is not thread-safe).
+    (over the inputs' own); lock: held around every netCDF access (HDF5 is not thread-safe); copies: {dim:
+    {target: source}}: an input that holds ``source`` but not ``target`` along ``dim`` gets the source's values
+    under the target's name too (results an input stores once, e.g. identical methods).
     """
     import netCDF4
 
@@ -137,7 +160,7 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     order = dict(order or {})
     fill = dict(fill or {})
     # pass 1: coordinates and variables (no data)
-    metas = [_read(p, lock, data=False) for p in paths]
+    metas = [_with_copies(_read(p, lock, data=False), copies) for p in paths]
     coords: dict[str, list] = {}
     coord_meta: dict[str, tuple] = {}
     for meta in metas:
@@ -209,7 +232,7 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
             nc.setncatts(dict(attrs or {}))
         # pass 2: place every input
         for p in paths:
-            f = _read(p, lock)
+            f = _with_copies(_read(p, lock), copies)
             fc = {d: c[0] for d, c in f["coords"].items()}
             pos = {d: np.array([index[d][v] for v in fc[d].tolist()]) for d in stack if d in fc}
             runs = {d: _runs(pos[d]) for d in pos}

@@ -125,8 +125,10 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
 def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, time_grid: dict, code: str,
                 share_corrected: bool, exact_budget: dict, output, cache):
     """All ``methods`` for the M/M/R cells (R, ρ), ρ in ``rhos``: one Dask task per cell
-    (:func:`sojourn.jsq_ps.solve.cell.approximate_cell`), written as one file ``output``; cells stored before
-    under the same content key in ``cache`` are reused."""
+    (:func:`sojourn.jsq_ps.solve.cell.approximate_cell`), written as one file ``output`` that holds each distinct
+    chain once (with ``share_corrected`` the copies B*, D*, E*, F* are left out and the merge writes them back:
+    :func:`sojourn.jsq_ps.storage.stored_once`); cells stored before under the same content key in ``cache`` are
+    reused."""
     import json
 
     import xarray as xr
@@ -136,9 +138,10 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
     from ..core.timegrid import time_grid as grid
     from .solve.cell import approximate_cell
     from .solve.guards import describe
-    from .storage import APPROX_ATTRS, approximation_encoding, fixed_n, select_rho, to_storage
+    from .storage import APPROX_ATTRS, approximation_encoding, fixed_n, select_rho, stored_once, to_storage
 
     rhos = [str(r) for r in rhos]
+    copies = stored_once(methods, share_corrected)
     t = grid(float(time_grid["t_max"]), float(time_grid["dt"]))
     hyper = {"L1": int(L1), "L2": int(L2)}
     tg = {k: time_grid[k] for k in sorted(time_grid)}
@@ -146,7 +149,7 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
 
     def key(rho):
         parts = ["approximation", int(R), str(rho), float(mu), list(methods), int(L1), int(L2), tg, code,
-                 bool(share_corrected)]
+                 bool(share_corrected), "stored once"]
         return runner.cell_key(*parts, *([budget] if budget is not None else []))
 
     cells = [runner.Cell(f"rho={rho}", key(rho), (int(R), float(rho), float(mu), tuple(methods), t, hyper,
@@ -165,6 +168,7 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
         for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
             if int(reason):
                 LOG.info(f"  warning: {m} not valid at R={R} rho={rho}: {describe(int(reason))}")
+        ds = ds.drop_sel(approximation=list(copies))  # each distinct chain stored once: the merge copies it back
         ds = to_storage(fixed_n(ds, int(L2)).expand_dims(R=[int(R)], rho=[float(rho)]))
         for name, (long_name, units) in APPROX_ATTRS.items():
             if name in ds:

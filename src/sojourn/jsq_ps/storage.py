@@ -181,11 +181,26 @@ def merge_simulation(paths, output, settings: dict) -> Path:
     return Path(output)
 
 
+def stored_once(methods, share_corrected: bool) -> dict:
+    """{method: the method whose result it is} for the methods a block stores once (``share_corrected``: B*, D*,
+    E* are A*'s chain and F* is C*'s, reference §8.3; a copy is left out of the block when its source is there too,
+    and the merge writes it back, :func:`merge_approximation`)."""
+    from .solve.cell import SHARED_CORRECTED
+
+    methods = [str(m) for m in methods]
+    if not share_corrected:
+        return {}
+    return {m: src for m, src in SHARED_CORRECTED.items() if m in methods and src in methods}
+
+
 def merge_approximation(paths, output, settings: dict) -> Path:
     """Approximation blocks → ``output`` on the configured ``approximation`` axis; ``settings``: the grid, mgr,
-    time_grid and approximation sections."""
+    time_grid and approximation sections. Methods a block stores once (:func:`stored_once`) get their source's
+    values back here: the merged file holds every configured method."""
     attrs = provenance(settings, title="sojourn pipeline: merged approximation cells")
+    approx = settings["approximation"]
+    copies = stored_once(approx["methods"], bool(approx.get("share_corrected", True)))
     merge_files(list(paths), output, stack=("R", "rho"), fill=APPROX_FILL, encoding=approximation_var_encoding,
-                order={"approximation": [str(m) for m in settings["approximation"]["methods"]]},
+                order={"approximation": [str(m) for m in approx["methods"]]}, copies={"approximation": copies},
                 attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
     return Path(output)
