@@ -56,3 +56,56 @@ def poisson_mix(q: float, t: np.ndarray, g: np.ndarray, chunk: int = 256) -> np.
         p = np.exp(logp)
         flat_out[idx] = np.tensordot(p, g[k0:k1], axes=(1, 0))
     return out
+
+
+def transposed_step_matrix(off, out, q):
+    """Pᵀ as CSR for P = I + Q/q, Q = off − diag(out) (``off``: the off-diagonal rates, sparse; ``out``: the
+    total exit rates including absorption): one sparse product per uniformised step, the diagonal folded in."""
+    from scipy import sparse
+
+    return with_diagonal(sparse.csr_matrix(off).T.tocsr() / q, 1.0 - np.asarray(out) / q)
+
+
+def with_diagonal(A, d):
+    """A + diag(d) as CSR (one sparse product per step instead of a product and a scaled copy)."""
+    from scipy import sparse
+
+    return (A + sparse.diags(np.asarray(d, dtype=float))).tocsr()
+
+
+def _stepper(PT):
+    """y ← Pᵀx without allocating: scipy's compiled CSR kernel into a reused buffer (``PT @ x`` allocates a
+    vector per step, 30 % slower on 35 000 states); the public product if the private kernel is missing."""
+    try:
+        from scipy.sparse import _sparsetools
+
+        kernel = _sparsetools.csr_matvec
+    except (ImportError, AttributeError):  # pragma: no cover - other scipy layouts
+        return lambda x, y: np.copyto(y, PT @ x)
+    n_row, n_col = PT.shape
+    indptr, indices, data = PT.indptr, PT.indices, PT.data
+
+    def step(x, y):
+        y.fill(0.0)
+        kernel(n_row, n_col, indptr, indices, data, x, y)
+
+    return step
+
+
+def uniformized_masses(PT, p0, K: int, stop: float = 0.0):
+    """g_j = p0·P^j·1 for j < K (the uniformised chain's remaining mass after j steps), given Pᵀ as CSR
+    (:func:`transposed_step_matrix`); P substochastic, so g never increases: once g_j < ``stop`` the later
+    terms are left 0 (which moves a Poisson mix of g by less than ``stop``). Returns (g, steps computed)."""
+    g = np.zeros(int(K))
+    x = np.array(p0, dtype=float)
+    y = np.empty_like(x)
+    g[0] = x.sum()
+    step = _stepper(PT)
+    for j in range(1, int(K)):
+        step(x, y)
+        x, y = y, x
+        s = x.sum()
+        g[j] = s
+        if s < stop:
+            return g, j + 1
+    return g, int(K)
