@@ -78,9 +78,9 @@ def test_budget_picks_the_spread_cap():
     assert small.D == 2
     big = tail_sojourn(0.8 * 4, 1.0, 4, T)
     assert big.D > 2
-    K = big.info["poisson_terms"]
-    assert (predicted_seconds(4, big.D, big.M, K, 3.2, 1.0) + predicted_seconds(4, big.D - 1, big.M, K, 3.2, 1.0)
-            <= 0.8)
+    n = big.info["pilot_steps"]
+    assert (predicted_seconds(4, big.D, big.M, n, 3.2, 1.0) + predicted_seconds(4, big.D - 1, big.M, n, 3.2, 1.0)
+            <= 0.7)
 
 
 def test_api_method_T():

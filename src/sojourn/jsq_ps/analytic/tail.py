@@ -366,26 +366,33 @@ def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
     return TaggedChain(PT, q, p0, lost, n, int(PT.nnz), 0.0)
 
 
-def survival(chain: TaggedChain, t: np.ndarray, poisson_eps=1e-13, stop=1e-15):
-    """P(T > t) on the grid by uniformisation: g_j = p0·P^j·1, P(T > t) = Σ_j Pois(j; qt)·g_j (Poisson sum cut
-    at ``poisson_eps``). The steps stop once the remaining mass g_j is < ``stop`` (g only decreases), which
-    moves no value by more than ``stop``. Returns (sf, steps used, K)."""
-    t_max = float(np.max(t)) if t.size else 0.0
-    K = poisson_cutoff(chain.q * t_max, poisson_eps)
+def masses(chain: TaggedChain, t_max: float, poisson_eps=1e-13, stop=1e-15):
+    """(g, steps, K): g_j = p0·P^j·1, the uniformised chain's remaining mass after j steps, for j < K = the
+    Poisson cut of q·t_max at ``poisson_eps``; the steps stop once g_j < ``stop`` (g only decreases, so no value
+    of the Poisson mix moves by more than ``stop``)."""
+    K = poisson_cutoff(chain.q * float(t_max), poisson_eps)
     g, used = uniformized_masses(chain.PT, chain.p0, K, stop)
+    return g, used, K
+
+
+def survival(chain: TaggedChain, t: np.ndarray, poisson_eps=1e-13, stop=1e-15):
+    """P(T > t) on the grid by uniformisation: P(T > t) = Σ_j Pois(j; qt)·g_j (:func:`masses`).
+    Returns (sf, steps used, K)."""
+    g, used, K = masses(chain, float(np.max(t)) if t.size else 0.0, poisson_eps, stop)
     return poisson_mix(chain.q, t, g), used, K
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # the method: two spread caps, the conservative combination, the budget
 
-#: CPU seconds per (uniformised step × stored entry of Pᵀ) and per tagged state (construction): fit of
-#: benchmarks/tail_method.py --calibrate
-SECONDS_PER_STEP_ENTRY = 1.2e-9
-SECONDS_PER_STATE = 2e-6
-SECONDS_FIXED = 0.02
-#: default CPU budget of one cell (both spread caps)
-DEFAULT_SECONDS = 0.8
+#: CPU seconds per (uniformised step × stored entry of Pᵀ), per tagged state and per solve (construction, the
+#: Poisson mix on the grid): fit of ``python benchmarks/tail_method.py --calibrate`` (0.90e-9, 3.3e-7, 0.073 on
+#: 30 solves, R = 3..10, this 2-core machine shared with other jobs), rounded up
+SECONDS_PER_STEP_ENTRY = 1.0e-9
+SECONDS_PER_STATE = 4e-7
+SECONDS_FIXED = 0.08
+#: default CPU budget of the two solves (caps D−1 and D); the pilot and the level search come on top (≈ 0.1 s)
+DEFAULT_SECONDS = 0.7
 #: largest spread cap tried
 MAX_D = 8
 #: the tagged server may sit this many above the least occupancy more than the other servers
@@ -396,11 +403,12 @@ LEVEL_EPS = 1e-9
 FLOOR = 0.01
 
 
-def predicted_seconds(R, D, M, K, lam, mu):
-    """Predicted CPU seconds of one tagged-chain solve with spread cap D on M levels and K steps."""
+def predicted_seconds(R, D, M, steps, lam, mu):
+    """Predicted CPU seconds of one tagged-chain solve with spread cap D on M levels and ``steps`` uniformised
+    steps (the pilot's count: every cap's survival decays alike, so they stop at about the same step)."""
     tp = TaggedPhases(R, D, D + TAGGED_EXTRA)
     entries = tp.table(lam, mu).src.size + tp.size
-    return SECONDS_PER_STEP_ENTRY * K * M * entries + SECONDS_PER_STATE * M * tp.size + SECONDS_FIXED
+    return SECONDS_PER_STEP_ENTRY * steps * M * entries + SECONDS_PER_STATE * M * tp.size + SECONDS_FIXED
 
 
 @dataclass
@@ -445,35 +453,46 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
         # pilot: spread cap 1 on levels holding all but ``eps`` — it says how small a survival the grid shows
         M1, pi1, ph1 = level_cap(lam, mu, R, 1, eps)
         pilot = tagged_chain(lam, mu, R, M1, 1, 1 + TAGGED_EXTRA, pi1, ph1)
-        sf1, used1, K = survival(pilot, t)
-        shown = max(1e-5, float(sf1[-1])) if t.size else 1e-5  # the least survival that matters on this grid
+        g1, used1, K = masses(pilot, t_max)
+        shown = max(1e-5, float(poisson_mix(pilot.q, np.array([t_max]), g1)[0]))  # the least survival that matters
         eps_D = min(1e-6, max(eps, 1e-4 * shown))  # level-cap error ≲ 10·eps (measured), ≤ 0.1 % of it
         M = max(8, _levels_for(pi1.sum(axis=1), eps_D / 3))  # a third: the caps' level laws differ a little
         if D is None:
             D = 2
-            while D < MAX_D and (predicted_seconds(R, D + 1, M, K, lam, mu)
-                                 + predicted_seconds(R, D, M, K, lam, mu)) <= max_seconds:
+            while D < MAX_D and (predicted_seconds(R, D + 1, M, used1, lam, mu)
+                                 + predicted_seconds(R, D, M, used1, lam, mu)) <= max_seconds:
                 D += 1
         D = int(D)
         runs = {}
         for d in (D - 1, D):
-            if d == 1 and M <= M1:
-                runs[d] = (sf1, used1, pilot, pi1, ph1)
+            if d == 1 and M <= M1:  # the pilot is the cap D − 1 = 1
+                runs[d] = (g1, used1, pilot, pi1, ph1)
                 continue
             ph, pi = system_law(lam, mu, R, M, d)
             ch = tagged_chain(lam, mu, R, M, d, d + TAGGED_EXTRA, pi, ph)
-            sf, used, _ = survival(ch, t)
-            runs[d] = (sf, used, ch, pi, ph)
-        best, used, ch, pi, ph = runs[D]
-        prev = runs[D - 1][0]
+            g, used, _ = masses(ch, t_max)
+            runs[d] = (g, used, ch, pi, ph)
+        # one Poisson mix for both caps (their uniformisation rates are equal: Λ + Rμ + ... the same busiest state)
+        qs = {runs[d][2].q for d in (D - 1, D)}
+        if len(qs) == 1:
+            G = np.zeros((max(runs[D - 1][0].size, runs[D][0].size), 2))
+            G[: runs[D - 1][0].size, 0] = runs[D - 1][0]
+            G[: runs[D][0].size, 1] = runs[D][0]
+            both = poisson_mix(qs.pop(), t, G)
+            prev, best = both[:, 0], both[:, 1]
+        else:  # pragma: no cover - a cap whose busiest state differs
+            prev = poisson_mix(runs[D - 1][2].q, t, runs[D - 1][0])
+            best = poisson_mix(runs[D][2].q, t, runs[D][0])
+        _, used, ch, pi, ph = runs[D]
         lam_n, A_n = per_server_rates(pi, ph, lam)
         sf_c = np.minimum(1.0, best + np.abs(best - prev) + floor * best)
         top = float(pi.sum(axis=1)[-1])
         info = {"D": D, "M": M, "states": ch.size, "states_previous": runs[D - 1][2].size, "steps": used,
                 "poisson_terms": K, "initial_mass_lost": ch.lost, "top_level_mass": top,
                 # the level cap is T's one promised truncation (the spread cap's error is in the margin)
-                "truncation_tolerance": eps_D, "truncation_reached": int(top < eps_D), "predicted_seconds": predicted_seconds(R, D, M, K, lam, mu)
-                + predicted_seconds(R, D - 1, M, K, lam, mu)}
+                "truncation_tolerance": eps_D, "truncation_reached": int(top < eps_D), "pilot_steps": used1,
+                "predicted_seconds": predicted_seconds(R, D, M, used1, lam, mu)
+                + predicted_seconds(R, D - 1, M, used1, lam, mu)}
         return TailResult(1.0 - _monotone(sf_c), best, prev, D, M, ch.size, lam_n, A_n, time.process_time() - t0, info)
 
 
