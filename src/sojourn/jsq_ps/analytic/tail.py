@@ -391,8 +391,10 @@ def survival(chain: TaggedChain, t: np.ndarray, poisson_eps=1e-13, stop=1e-15):
 SECONDS_PER_STEP_ENTRY = 1.0e-9
 SECONDS_PER_STATE = 4e-7
 SECONDS_FIXED = 0.08
-#: default CPU budget of the two solves (caps D−1 and D); the pilot and the level search come on top (≈ 0.1 s)
+#: default CPU budget of the two solves (caps D−1 and D) on the paper grid (t ≤ 182.32); a longer grid scales it
+#: with t_max/182.32 (the steps do). The pilot and the level search come on top (≈ 0.1 s)
 DEFAULT_SECONDS = 0.7
+PAPER_T_MAX = 182.32
 #: largest spread cap tried
 MAX_D = 8
 #: the tagged server may sit this many above the least occupancy more than the other servers
@@ -459,8 +461,9 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
         M = max(8, _levels_for(pi1.sum(axis=1), eps_D / 3))  # a third: the caps' level laws differ a little
         if D is None:
             D = 2
+            budget = max_seconds * max(1.0, t_max / PAPER_T_MAX)
             while D < MAX_D and (predicted_seconds(R, D + 1, M, used1, lam, mu)
-                                 + predicted_seconds(R, D, M, used1, lam, mu)) <= max_seconds:
+                                 + predicted_seconds(R, D, M, used1, lam, mu)) <= budget:
                 D += 1
         D = int(D)
         runs = {}
