@@ -195,7 +195,7 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     birth–death tail), ``chain_eps``, ``state_budget``, ``clamp_gupta`` (faithful Gupta λ clamp);
     exact: ``eps``, ``M``, ``D``, ``state_budget``, ``exact_budget`` ({max_states, max_seconds}: run only
     where the predicted cost fits, else NaN flagged ``over_budget``; :mod:`.budget`); T: ``tail_D`` (its spread
-    cap, ≥ 2; default: the largest within ``tail_seconds`` CPU seconds, default 0.8; :mod:`.tail`). Every result
+    cap, ≥ 2; default: the largest that keeps the call within ``tail_seconds`` CPU seconds, default 0.85; :mod:`.tail`). Every result
     is checked by the guards (:mod:`.guards`): ``valid``, ``validity_reason``. Grid: ``t`` or ``t_max``/``dt``
     (default 0..182.32 step 0.01). Invalid input raises ValueError naming the field.
     """

@@ -29,9 +29,12 @@ exactly as in the real system whenever all servers are busy (these moves happen 
 rare spreads beyond D are folded back. Suppressing the move instead (the exact method's rule, harmless when
 its D leaves 1e-10 on the boundary) takes service capacity away at every boundary visit: with D = 3 at R = 3,
 ρ = 0.8 it made every percentile 7–11 % too long, and with D = 1 at ρ = 0.9 the chain lost stability. With the
-throughput kept, the percentiles converge fast in D (measured against ``exact``, R = 2–5, ρ = 0.1–0.95:
-|error| ≤ 4.1 % at D = 1, ≤ 1.3 % at D = 2, ≤ 0.45 % at D = 3, ≤ 0.16 % at D = 4, each step cutting the error
-by 3–10×). The system chain that gives π is truncated and folded the same way (:func:`system_law`).
+throughput kept, the percentiles converge fast in D: against ``exact`` on the 41 reference cells where it ran
+(R = 2–8, ρ = 0.1–0.95, the 99th to 99.999th percentile; ``python benchmarks/tail_method.py --convergence``)
+the largest |error| is 4.1 % at D = 1, 1.25 % at D = 2, 0.44 % at D = 3, 0.15 % at D = 4, 0.06 % at D = 5,
+about 3× less per unit of D. The system chain that gives π is truncated and folded the same way
+(:func:`system_law`); its least occupancy's law decays by exactly ρ^R per level whatever D (the number in
+system is an M/M/1 queue of rate Rμ while all servers are busy), as in the untruncated chain.
 
 Level cap: the least M whose top level holds stationary mass < ε (arrivals that would lift the least
 occupancy to M are lost). ε = 1e-9 unless the grid only shows survivals ≥ s = max(1e-5, P(T > t_max)):
@@ -385,15 +388,17 @@ def survival(chain: TaggedChain, t: np.ndarray, poisson_eps=1e-13, stop=1e-15):
 # ---------------------------------------------------------------------------------------------------------------
 # the method: two spread caps, the conservative combination, the budget
 
-#: CPU seconds per (uniformised step × stored entry of Pᵀ), per tagged state and per solve (construction, the
-#: Poisson mix on the grid): fit of ``python benchmarks/tail_method.py --calibrate`` (0.90e-9, 3.3e-7, 0.073 on
-#: 30 solves, R = 3..10, this 2-core machine shared with other jobs), rounded up
-SECONDS_PER_STEP_ENTRY = 1.0e-9
-SECONDS_PER_STATE = 4e-7
-SECONDS_FIXED = 0.08
-#: default CPU budget of the two solves (caps D−1 and D) on the paper grid (t ≤ 182.32); a longer grid scales it
-#: with t_max/182.32 (the steps do). The pilot and the level search come on top (≈ 0.1 s)
-DEFAULT_SECONDS = 0.7
+#: CPU seconds per (uniformised step × stored entry of Pᵀ), per tagged state (system law, construction) and per
+#: solve: ``python benchmarks/tail_method.py --calibrate`` fits 0.9e-9 on chains of ≤ 35 000 states and 1.4e-9
+#: at 86 000 (cache), 1.4e-6 per state; rounded up
+SECONDS_PER_STEP_ENTRY = 1.1e-9
+SECONDS_PER_STATE = 2e-6
+SECONDS_FIXED = 0.03
+#: default CPU seconds of one cell on the paper grid (t ≤ 182.32), all included: the caps D − 1, D are chosen to
+#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps do)
+DEFAULT_SECONDS = 0.85
+#: what the final Poisson mix of both caps on the paper grid and the read-off cost (measured 0.06–0.08 s)
+SECONDS_MIX = 0.08
 PAPER_T_MAX = 182.32
 #: largest spread cap tried
 MAX_D = 8
@@ -436,7 +441,15 @@ def _levels_for(pg, eps, lo=8):
 
 def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEFAULT_SECONDS, eps=LEVEL_EPS,
                  floor=FLOOR) -> TailResult:
-    """Method T on one cell (module doc)."""
+    """Method T on one cell (module doc): P(sojourn ≤ t) on the grid ``t``, conservative.
+
+    ``D``: the spread cap (≥ 2; the caps D − 1 and D are solved); default: the largest up to :data:`MAX_D`
+    whose two solves are predicted to fit in what the pilot left of ``max_seconds`` CPU seconds for the whole
+    call (scaled by t_max/182.32 on longer grids; D = 2 however long that takes).
+    ``eps``: the least-occupancy level cap's top mass on the paper grid's terms (module doc), ``floor``: the
+    relative allowance added to the survival. Returns a :class:`TailResult`: ``cdf`` (T), ``sf_best`` and
+    ``sf_previous`` (the chains with caps D and D − 1), λ_n and A_n read off the capped system law, and ``info``
+    (caps, sizes, steps, the level cap's ``truncation_reached``)."""
     t0 = time.process_time()
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     t = np.asarray(t, dtype=float)
@@ -459,9 +472,10 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
         shown = max(1e-5, float(poisson_mix(pilot.q, np.array([t_max]), g1)[0]))  # the least survival that matters
         eps_D = min(1e-6, max(eps, 1e-4 * shown))  # level-cap error ≲ 10·eps (measured), ≤ 0.1 % of it
         M = max(8, _levels_for(pi1.sum(axis=1), eps_D / 3))  # a third: the caps' level laws differ a little
-        if D is None:
+        if D is None:  # the largest cap whose two solves fit what the pilot left of the budget
             D = 2
-            budget = max_seconds * max(1.0, t_max / PAPER_T_MAX)
+            budget = (max_seconds * max(1.0, t_max / PAPER_T_MAX) - predicted_seconds(R, 1, M1, used1, lam, mu)
+                      - SECONDS_MIX * t.size / 18233)  # predicted, not measured: the same D on any machine
             while D < MAX_D and (predicted_seconds(R, D + 1, M, used1, lam, mu)
                                  + predicted_seconds(R, D, M, used1, lam, mu)) <= budget:
                 D += 1
