@@ -15,11 +15,11 @@ moves independently of g, apart from the split μ(k−1)/k : μ/k at the tagged 
 moves serves every level (:class:`TaggedPhases`, :class:`SystemPhases`).
 
 **The truncation.** Levels g ≤ M−1; other servers' offsets ≤ D; the tagged server's offset ≤ D + 2 (its own
-excursions matter most; +3 changed no percentile by more than 0.02 % at R = 4, 5, ρ = 0.9, 0.95). JSQ keeps
-the servers close: at R = 6, ρ = 0.9 the stationary spread (max − min) is ≥ 3 with probability 7e-2,
-≥ 5 with 9e-4, and it decays by a factor ≈ 1/(1 + ρR) per unit (the least-loaded server receives every
-arrival), so a small D holds nearly all the mass, with C(D+R−2, R−2)-ish phases per level instead of the
-exact method's thousands.
+excursions matter most: at R = 4, 5, ρ = 0.9, 0.95, D + 3 instead moved no percentile by more than 0.06 % at
+D = 2 and 0.01 % at D = 3). JSQ keeps the servers close, since the least-loaded server receives every
+arrival: at R = 6, ρ = 0.9 the stationary spread (max − min) is ≥ 3 with probability 7.3e-2, ≥ 5 with
+9.5e-4, about ten times less per unit beyond 3; so a small D holds nearly all the mass, with C(D+R−1, R−1)
+configurations per level (55 at R = 10, D = 2) instead of the exact method's thousands.
 
 **The boundary keeps the throughput.** A spread can only grow when a least-loaded server loses a customer
 (every other offset moves up by one). When that would push some other server beyond D (or the tagged one
@@ -27,8 +27,9 @@ beyond D + 2), the customer leaves from the *fullest other server* instead. The 
 μ per busy server, so the number in system — the slow variable whose excursions make the tail — evolves
 exactly as in the real system whenever all servers are busy (these moves happen only at g ≥ 1); only the
 rare spreads beyond D are folded back. Suppressing the move instead (the exact method's rule, harmless when
-its D leaves 1e-10 on the boundary) takes service capacity away at every boundary visit: with D = 3 at R = 3,
-ρ = 0.8 it made every percentile 7–11 % too long, and with D = 1 at ρ = 0.9 the chain lost stability. With the
+its D leaves 1e-10 on the boundary) takes service capacity away at every boundary visit: at R = 3, ρ = 0.8
+it made every percentile 7–11 % too long with D = 3 and the 99th eleven times too long with D = 1, and at
+ρ = 0.9 with D = 1 the system chain had no stationary law (singular). With the
 throughput kept, the percentiles converge fast in D: against ``exact`` on the 41 reference cells where it ran
 (R = 2–8, ρ = 0.1–0.95, the 99th to 99.999th percentile; ``python benchmarks/tail_method.py --convergence``)
 the largest |error| is 4.1 % at D = 1, 1.25 % at D = 2, 0.44 % at D = 3, 0.15 % at D = 4, 0.06 % at D = 5,
@@ -47,8 +48,11 @@ allows, :data:`DEFAULT_SECONDS`, up to :data:`MAX_D`; cost model :func:`predicte
     S_T(t) = S_D(t) + |S_D(t) − S_{D−1}(t)| + FLOOR·S_D(t),   made non-increasing, capped at 1,
 
 and F_T = 1 − S_T. If the error of S_D is at most the last increment (geometric convergence in D with a ratio
-≤ 1/2; measured ratios 0.1–0.35) and the other truncations (level cap, tagged-offset cap, round-off) stay
-below FLOOR = 1 % of the survival, then S_T ≥ P(T > t): **T's percentiles are never optimistic**, and they
+≤ 1/2: where the increments keep their sign, successive ones shrink by 0.1–0.35) and what is left — the level
+cap, the tagged-offset cap, round-off, and increments that change sign (at D = 2, 3 and R = 4–8, ρ = 0.7–0.9
+the error exceeded the last increment by at most 0.10 % of the percentile, at D ≥ 4 by 0.01 %) — stays below
+FLOOR = 1 % of the survival (0.1–0.4 % of a percentile), then S_T ≥ P(T > t): **T's percentiles are never
+optimistic**, and they
 exceed the truncated chain's own percentiles by the stated margin (``margin`` in the result: relative, per
 percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)].
 At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap.
