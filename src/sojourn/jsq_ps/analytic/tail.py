@@ -55,7 +55,8 @@ FLOOR = 1 % of the survival (0.1–0.4 % of a percentile), then S_T ≥ P(T > t)
 optimistic**, and they
 exceed the truncated chain's own percentiles by the stated margin (``margin`` in the result: relative, per
 percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)].
-At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap.
+At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap, whose lost
+arrivals move P(T > t) by less than 10ε (measured ≤ 4e-10 against the closed form at ε = 1e-9): S_T = S + 10ε.
 
 **Measured** (``python benchmarks/tail_method.py``; the table is in the module's tests and the benchmark):
 see :data:`MEASURED`.
@@ -468,7 +469,8 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
             info = {"D": 0, "M": M, "states": ch.size, "steps": used, "poisson_terms": K,
                     "initial_mass_lost": ch.lost, "top_level_mass": top, "truncation_tolerance": eps,
                     "truncation_reached": int(top < eps)}
-            return TailResult(1.0 - sf, sf, None, 0, M, ch.size, lam_n, A_n, time.process_time() - t0, info)
+            sf_c = np.minimum(1.0, sf + 10.0 * eps)  # the level cap's arrivals lost move P(T > t) by ≲ 10·eps
+            return TailResult(1.0 - sf_c, sf, None, 0, M, ch.size, lam_n, A_n, time.process_time() - t0, info)
         # pilot: spread cap 1 on levels holding all but ``eps`` — it says how small a survival the grid shows
         M1, pi1, ph1 = level_cap(lam, mu, R, 1, eps)
         pilot = tagged_chain(lam, mu, R, M1, 1, 1 + TAGGED_EXTRA, pi1, ph1)
