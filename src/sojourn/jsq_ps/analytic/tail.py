@@ -38,9 +38,10 @@ about 3× less per unit of D. The system chain that gives π is truncated and fo
 system is an M/M/1 queue of rate Rμ while all servers are busy), as in the untruncated chain.
 
 Level cap: the least M whose top level holds stationary mass < ε (arrivals that would lift the least
-occupancy to M are lost). ε = 1e-9 unless the grid only shows survivals ≥ s = max(1e-5, P(T > t_max)):
-then ε = min(1e-6, max(1e-9, 1e-4·s)) (the cap moves P(T > t) by ≲ 10ε, measured at R = 2–10, ρ = 0.99),
-which saves a quarter of the levels at ρ = 0.99, where P(T > 182.32) is 8e-4 (R = 10) to 6e-2 (R = 2).
+occupancy to M are lost). A pilot solve (D = 1, ε = 1e-9; cheap) gives P(T > t_max) and the number of steps
+the survival needs; ε = 1e-9 unless the grid only shows survivals ≥ s = max(1e-5, P(T > t_max)): then
+ε = min(1e-6, max(1e-9, 1e-4·s)) (the cap moves P(T > t) by ≲ 10ε, measured at R = 2–10, ρ = 0.99), which
+saves a quarter of the levels at ρ = 0.99, where P(T > 182.32) is 8e-4 (R = 10) to 6e-2 (R = 2).
 
 **Two caps, a conservative answer.** T solves the chain with caps D−1 and D (D as large as the CPU budget
 allows, :data:`DEFAULT_SECONDS`, up to :data:`MAX_D`; cost model :func:`predicted_seconds`) and reports
@@ -54,7 +55,9 @@ the error exceeded the last increment by at most 0.10 % of the percentile, at D 
 FLOOR = 1 % of the survival (0.1–0.4 % of a percentile), then S_T ≥ P(T > t): **T's percentiles are never
 optimistic**, and they
 exceed the truncated chain's own percentiles by the stated margin (``margin`` in the result: relative, per
-percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)].
+percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)]. The price
+is paid everywhere, the body included: T's mean is about 1 % above the true mean (FLOOR), so T is a method
+for percentiles and tail probabilities, not for distances between whole CDFs (``sf_best`` is the estimate).
 At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap, whose lost
 arrivals move P(T > t) by less than 10ε (measured ≤ 4e-10 against the closed form at ε = 1e-9): S_T = S + 10ε.
 
