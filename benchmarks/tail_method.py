@@ -6,6 +6,7 @@
     python benchmarks/tail_method.py --calibrate      # fit T's cost model (sojourn.jsq_ps.analytic.tail)
     python benchmarks/tail_method.py --extended       # beyond the paper grid: rho = 0.95, 0.99 against exact
     python benchmarks/tail_method.py --convergence    # the truncated chain's error against exact per spread cap D
+    python benchmarks/tail_method.py --sweep          # T's CPU seconds and guards on all 990 paper cells
 
 ``--extended``: where the paper grid (t <= 182.32) cuts the tail off (rho >= 0.95 at small R), T, A*, C* and
 exact (no budget) on a longer grid (dt = 0.05, up to 1.15 x exact's 99.999th percentile), errors against exact.
@@ -208,6 +209,32 @@ def convergence(ref, cells):
     print("largest |error| per D: " + ", ".join(f"D={d}: {100 * w:.2f}%" for d, w in sorted(worst.items())))
 
 
+def sweep():
+    """T on the paper's 990 cells (R = 1..10, rho = 0.01..0.99): CPU seconds and the guards' verdict."""
+    from sojourn.jsq_ps.analytic.guards import describe, validity
+
+    t = time_grid()
+    cpu, bad, Ds = [], [], defaultdict(int)
+    for R in range(1, 11):
+        for i in range(1, 100):
+            rho = i / 100
+            res = tail_sojourn(rho * R, 1.0, R, t)
+            flags, _ = validity(res.cdf, res.lambda_n, res.A_n, rho * R, R, rho)
+            flags |= 0 if res.info.get("truncation_reached", 1) else 1024
+            cpu.append((res.run_time, R, rho, res.D))
+            Ds[(R, res.D)] += 1
+            if flags:
+                bad.append((R, rho, describe(flags) or flags))
+        worst = max(c for c in cpu if c[1] == R)
+        print(f"R={R:2d}: CPU max {worst[0]:.2f} s (rho={worst[2]}), median "
+              f"{np.median([c[0] for c in cpu if c[1] == R]):.2f} s; caps "
+              + ", ".join(f"D={d}: {n}" for (r, d), n in sorted(Ds.items()) if r == R), flush=True)
+    c = np.array([x[0] for x in cpu])
+    print(f"990 cells: CPU median {np.median(c):.2f} s, max {c.max():.2f} s, over 1 s: {(c > 1).sum()}; "
+          f"flagged by the guards: {len(bad)} {bad[:5]}")
+    return cpu, bad
+
+
 def calibrate(cells):
     """Fit seconds ≈ a·K·entries + b·states + c of one tagged solve (tail.predicted_seconds) on the cells."""
     from scipy.optimize import nnls
@@ -250,6 +277,7 @@ def main(argv=None):
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--extended", action="store_true")
     ap.add_argument("--convergence", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
     a = ap.parse_args(argv)
     ref = load_reference()
     cells = sorted(ref) if not a.cells else [(int(c.split(":")[0]), float(c.split(":")[1])) for c in a.cells]
@@ -261,6 +289,9 @@ def main(argv=None):
         return 0
     if a.convergence:
         convergence(ref, cells)
+        return 0
+    if a.sweep:
+        sweep()
         return 0
     methods = [m for m in a.methods if not (a.no_exact and m == "exact")]
     rows = evaluate(methods, cells, ref, not a.quiet)
