@@ -50,7 +50,9 @@ BANDS = (("rho <= 0.5", lambda r: r <= 0.5), ("0.5 < rho <= 0.9", lambda r: 0.5 
 def load_reference(path=REF):
     """{(R, rho): {percentile: row}}, preferring exact rows over simulated ones for the same cell."""
     ref = defaultdict(dict)
-    for row in csv.DictReader(open(path)):
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
         key = (int(row["R"]), float(row["rho"]))
         q = float(row["percentile"])
         if q in ref[key] and ref[key][q]["source"] == "exact":
@@ -198,10 +200,10 @@ def convergence(ref, cells):
                 break
             sf, _, _ = tail.survival(ch, t)
             x = [crossing(t, 1.0 - sf, q / 100) for q in PERCENTILES]
-            err = [xi / vi - 1.0 if vi == vi and xi == xi else float("nan") for xi, vi in zip(x, truth)]
+            err = [xi / vi - 1.0 if np.isfinite(vi) and np.isfinite(xi) else float("nan") for xi, vi in zip(x, truth)]
             inc = ["" if prev is None else f"{100 * (a / b - 1):+6.2f}" for a, b in zip(x, prev or x)]
             for e in err:
-                if e == e:
+                if np.isfinite(e):
                     worst[D] = max(worst[D], abs(e))
             print(f"R={R} rho={rho:.2f} D={D} states={ch.size:>7}  error " + " ".join(f"{100 * e:+6.2f}%" for e in err)
                   + ("" if prev is None else "  increment " + " ".join(inc)), flush=True)

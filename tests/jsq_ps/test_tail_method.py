@@ -12,8 +12,15 @@ from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.analytic import approximate, approximate_all
 from sojourn.jsq_ps.analytic.exact import exact_sojourn_cdf
 from sojourn.jsq_ps.analytic.mm1ps import mm1ps_sojourn_cdf
-from sojourn.jsq_ps.analytic.tail import (crossing, level_cap, predicted_seconds, system_law, tagged_chain,
-                                          survival, tail_sojourn)
+from sojourn.jsq_ps.analytic.tail import (
+    crossing,
+    level_cap,
+    predicted_seconds,
+    survival,
+    system_law,
+    tagged_chain,
+    tail_sojourn,
+)
 from sojourn.jsq_ps.model import JSQPS
 
 T = time_grid(60.0, 0.05)
@@ -63,7 +70,7 @@ def test_spread_cap_converges_fast():
     R, rho = 5, 0.9
     t = time_grid(80.0, 0.05)
     xs = []
-    M, pi1, _ = level_cap(rho * R, 1.0, R, 2, 1e-9)
+    M, _, _ = level_cap(rho * R, 1.0, R, 2, 1e-9)
     for D in (1, 2, 3):
         ph, pi = system_law(rho * R, 1.0, R, M, D)
         sf, _, _ = survival(tagged_chain(rho * R, 1.0, R, M, D, D + 2, pi, ph), t)
