@@ -82,6 +82,18 @@ the paper grid (``--extended``: ρ = 0.95, 0.99 at R ≤ 4, t up to the 99.999th
 +0.00 % to +0.02 % at R = 1 and +0.15 % to +0.37 % at R = 2–4 on every percentile of the seven cells (A*, C*
 there: −10 % to +2 %).
 
+**Which direction, and why.** Of the routes considered for issue 24 this is "exact's tagged chain with a
+controlled coarser truncation and an aggregated boundary". Measured before choosing it: the exact method's
+own box (spread cap D with suppressed moves) needs D = 13–16 for its 1e-10 tolerance, hundreds of thousands
+to millions of states at R ≥ 5, ρ ≥ 0.9, and with a small D it is far too pessimistic (above); pruning its
+states by stationary mass keeps the CDF within 1e-12 only down to ~45 % of them (R = 4, 5, ρ = 0.9: error
+≈ 0.27 × the mass dropped), no route to one second at R = 10. Summaries of the other servers coarser than
+their configuration within spread D, and the far tail from a decay rate, were not needed: with the
+throughput-preserving fold the configuration itself is cheap enough (235 phases per level at R = 10, D = 2).
+The fold and the D − 1/D margin are this module's; the chain is the exact method's
+(:mod:`sojourn.jsq_ps.analytic.exact`; the model of Palmer & Martín-Pérez, arXiv:2210.17227), solved by
+uniformisation (Jensen 1953; Grassmann 1977) with the states in reverse Cuthill–McKee order (1969).
+
 Cost: K = Poisson cut of (Λ + Rμ)·t_max uniformised steps (≈ 4 000 at R = 10 on the paper grid) of a sparse
 vector–matrix product with about M·(phases) states; the steps stop once the remaining survival is < 1e-15
 (so a low load costs a fraction). Solving the spread-capped system chain (sparse LU, level order) is small.
