@@ -28,7 +28,8 @@ from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve import budget
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 
-CELLS = [(R, rho) for R in (1, 2, 3, 4) for rho in (0.1, 0.5, 0.8, 0.9, 0.95)] + [(5, 0.1), (5, 0.5), (6, 0.3)]
+CELLS = ([(R, rho) for R in (1, 2, 3, 4) for rho in (0.1, 0.5, 0.8, 0.9, 0.95)] + [(5, 0.1), (5, 0.5), (6, 0.3)]
+         + [(5, 0.8), (5, 0.9), (6, 0.8)])  # the last three: the sizes where the 10 s default budget binds
 OUT = Path(__file__).with_name("exact_budget.jsonl")
 
 

@@ -54,6 +54,12 @@ def test_sweep_no_method_is_valid_above_its_truncation_tolerance(R):
             if m in FAITHFUL_METHODS:  # reported, never flagged for it
                 assert not reason & TRUNCATION_NOT_REACHED and (np.isnan(mass) or 0 <= mass <= 1.0 + 1e-12)
                 continue
+            if m == "T":  # its tolerance is its own, per cell (the level cap's): in its attributes
+                t = approximate(spec, "T", **GRID)
+                assert int(t["valid"]) == int(reason == 0)
+                if int(t["valid"]):
+                    assert t.attrs["truncated_mass"] < t.attrs["truncation_tolerance"] and t.attrs["truncation_reached"]
+                continue
             if int(d["valid"]):
                 assert mass < _bound(m), (R, rho, m, mass)
             if reason & TRUNCATION_NOT_REACHED:

@@ -212,7 +212,7 @@ def run_simulate(args) -> int:
 def _register_approximate(subparsers) -> None:
     from .naming import ALL_METHODS as METHODS
 
-    p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact)",
+    p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T)",
                               description="Analytic sojourn-time CDF of M/M/R-JSQ-PS; prints the mean and high percentiles.")
     p.add_argument("--servers", "-R", type=int, required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=float, required=True, help="load rho in (0, 1)")
@@ -242,9 +242,10 @@ def _check_approximate(args):
     servers, load, mu = _system(args)
     choice("--method", args.method, ALL_METHODS)
     given = [f"--{k}" for k in ("L1", "L2") if getattr(args, k) is not None]
-    if args.method == "exact" and given:
-        raise ValueError(f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to --method exact "
-                         "(it sizes its own state space); its flags: --t-max, --dt, --max-states")
+    if args.method in ("exact", "T") and given:
+        raise ValueError(f"{' and '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to --method "
+                         f"{args.method} (it sizes its own state space); its flags: --t-max, --dt"
+                         + (", --max-states" if args.method == "exact" else ""))
     if args.max_states is not None:
         V.integer_at_least("--max-states", args.max_states, 1)
         if args.method not in MAX_STATES_METHODS:

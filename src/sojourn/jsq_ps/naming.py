@@ -2,10 +2,11 @@
 coordinate attributes and the fixed-decimal load labels."""
 from __future__ import annotations
 
-#: paper-faithful A–F, corrected A*–F* (reference §8.3), and the exact tagged-customer chain
+#: paper-faithful A–F, corrected A*–F* (reference §8.3), the exact tagged-customer chain, and T (the tagged
+#: chain on a spread-capped state space, built for the tail: sojourn.jsq_ps.solve.tail)
 FAITHFUL_METHODS = ("A", "B", "C", "D", "E", "F")
 CORRECTED_METHODS = tuple(m + "*" for m in FAITHFUL_METHODS)
-ALL_METHODS = FAITHFUL_METHODS + CORRECTED_METHODS + ("exact",)
+ALL_METHODS = FAITHFUL_METHODS + CORRECTED_METHODS + ("exact", "T")
 
 #: jsq_ps_methods.md §4 Table 4: L1 (mc_limit, chain truncation per server) for R = 1..10
 TABLE4_L1 = {1: 22, 2: 22, 3: 22, 4: 13, 5: 7, 6: 5, 7: 4, 8: 3, 9: 3, 10: 2}
@@ -20,7 +21,8 @@ COORD_ATTRS = {
     "approximation": {"long_name": "approximation of the M/M/R-JSQ-PS sojourn-time CDF",
                       "comment": "A-F: paper-faithful (Palmer & Martin-Perez 2022, section 3.7); A*-F*: the same "
                                  "with the reference notes' section 8.3 corrections; exact: the tagged-customer "
-                                 "Markov chain (truncated)"},
+                                 "Markov chain (truncated); T: the tagged-customer chain on a spread-capped state "
+                                 "space with a throughput-preserving boundary, conservative (sojourn.jsq_ps.solve.tail)"},
     "replication": {"long_name": "replication index (seed spawn key)", "units": "1"},
     "percentile": {"long_name": "percentile level", "units": "percent"},
     "t": {"long_name": "sojourn time (grid point)",
@@ -58,3 +60,7 @@ def table4_L1(servers: int) -> int:
 def format_rho(rho, decimals: int) -> str:
     """A load as a fixed-decimal label (file names, cache keys): ``0.50``, never ``0.5000000001``."""
     return f"{float(rho):.{int(decimals)}f}"
+
+#: corrected methods that are the same chain as another one (solve/methods.py docstring; reference §8.3): with
+#: ``share_corrected`` only A* and C* are computed and copied to these names (and stored once in the blocks)
+SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.io import NETCDF_LOCK, provenance, read_netcdf
 from ..core.merge import merge_files
-from .naming import COORD_ATTRS
+from .naming import COORD_ATTRS, SHARED_CORRECTED
 from ..core.precision import FILL as PRECISION_FILL
 from .solve.guards import OVER_BUDGET
 
@@ -189,8 +189,6 @@ def stored_once(methods, share_corrected: bool) -> dict:
     """{method: the method whose result it is} for the methods a block stores once (``share_corrected``: B*, D*,
     E* are A*'s chain and F* is C*'s, reference §8.3; a copy is left out of the block when its source is there too,
     and the merge writes it back, :func:`merge_approximation`)."""
-    from .solve.cell import SHARED_CORRECTED
-
     methods = [str(m) for m in methods]
     if not share_corrected:
         return {}

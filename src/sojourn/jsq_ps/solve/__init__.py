@@ -4,11 +4,14 @@ Public entry points
 -------------------
 approximate(spec, method, t=None, **hyper) / approximate_all(spec, methods, t=None, **hyper)
     xarray Datasets (see :mod:`sojourn.jsq_ps.solve.api`); methods "A".."F" (paper-faithful),
-    "A*".."F*" (corrected, §8.3), "exact" (tagged-customer chain).
+    "A*".."F*" (corrected, §8.3), "exact" (tagged-customer chain), "T" (the tagged chain on a spread-capped
+    state space, conservative, for the tail at any R: :mod:`sojourn.jsq_ps.solve.tail`).
 mm1ps_sojourn_cdf / mm1ps_sojourn_sf(arrival_rate, service_rate, t)
     exact M/M/1-PS sojourn law (Masuyama–Takine).
 exact_sojourn_cdf(arrival_rate, service_rate, servers, t, ...)
     exact M/M/R-JSQ-PS sojourn law (:mod:`sojourn.jsq_ps.solve.exact`).
+tail_sojourn(arrival_rate, service_rate, servers, t, ...)
+    method T (:mod:`sojourn.jsq_ps.solve.tail`).
 method_cdf / all_methods, Cell
     the numerical core (:mod:`sojourn.jsq_ps.solve.methods`): one cell, shared building blocks.
 Building blocks: :func:`chain.solve_chain` (λ_n §3.2, A_n §3.4), :func:`gupta.gupta_lambdas` (§3.3),
@@ -21,6 +24,7 @@ Every result is checked by :mod:`sojourn.jsq_ps.solve.guards` (``valid``, ``vali
 from __future__ import annotations
 
 from .exact import exact_sojourn_cdf
+from .tail import tail_sojourn
 from ...core.timegrid import time_grid
 from ..naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
 from .methods import Cell, all_methods, method_cdf
@@ -31,6 +35,7 @@ __all__ = [
     "mm1ps_sojourn_cdf",
     "mm1ps_sojourn_sf",
     "exact_sojourn_cdf",
+    "tail_sojourn",
     "approximate",
     "approximate_all",
     "method_cdf",

@@ -37,9 +37,11 @@ from .budget import ExactOverBudget, check_budget
 from .exact import exact_sojourn_cdf
 from .guards import OVER_BUDGET, reason_attrs, truncation_flags, valid_attrs, validity
 from .methods import Cell
+from .tail import api_result as tail_result
 
 _APPROX_HYPER = {"L1", "L2", "chain_eps", "state_budget", "clamp_gupta"}
 _EXACT_HYPER = {"eps", "M", "D", "state_budget", "max_states", "exact_budget"}
+_TAIL_HYPER = {"tail_D", "tail_seconds"}  # method T (sojourn.jsq_ps.solve.tail)
 _GRID_HYPER = {"t_max", "dt"}
 
 
@@ -82,10 +84,12 @@ def _grid(t, hyper):
 
 def _check_hyper(method_set, spec, hyper):
     allowed = set(_GRID_HYPER)
-    if any(m != "exact" for m in method_set):
+    if any(m not in ("exact", "T") for m in method_set):
         allowed |= _APPROX_HYPER
     if "exact" in method_set:
         allowed |= _EXACT_HYPER
+    if "T" in method_set:
+        allowed |= _TAIL_HYPER
     unknown = set(hyper) - allowed
     if unknown:
         raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}")
@@ -113,6 +117,10 @@ def _check_hyper(method_set, spec, hyper):
         out["M"] = integer_at_least("M", out["M"], 2)
     if "D" in out:
         out["D"] = integer_at_least("D", out["D"], 0)
+    if "tail_D" in out:
+        out["tail_D"] = integer_at_least("tail_D", out["tail_D"], 2)
+    if "tail_seconds" in out:
+        out["tail_seconds"] = positive_finite("tail_seconds", out["tail_seconds"])
     if out.get("exact_budget") is not None:
         out["exact_budget"] = check_budget(out["exact_budget"])
     if "clamp_gupta" in out and not isinstance(out["clamp_gupta"], bool):
@@ -162,6 +170,8 @@ def _run(spec, methods, t, hyper):
     for m in methods:
         if m == "exact":
             out[m] = _exact(spec, hyper, t, system=cell._cache.get("cchain"))
+        elif m == "T":
+            out[m] = tail_result(spec, hyper, t)
         else:
             r = cell.run(m)
             out[m] = dict(cdf=r.cdf, lambda_n=r.lambda_n, A_n=r.A_n, run_time=r.run_time, L1=r.L1, L2=r.L2,
@@ -187,7 +197,7 @@ def _scalar_attr(v):
 
 
 def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
-    """Sojourn-time CDF of the M/M/R-JSQ-PS ``spec`` by ``method`` ∈ A…F, A*…F*, exact.
+    """Sojourn-time CDF of the M/M/R-JSQ-PS ``spec`` by ``method`` ∈ A…F, A*…F*, exact, T.
 
     Hyper-parameters: ``L1`` (≥ 2; faithful default Table 4 per R, corrected default chosen from the
     chain's boundary mass), ``L2`` (≥ L1; faithful default 130, corrected default from the
@@ -196,10 +206,11 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     state cap, system states × R, default 400 000; overrides ``state_budget`` for exact: a truncation it
     stops above ``eps`` is flagged ``truncation_not_reached``, raise it to go on), ``exact_budget``
     ({max_states, max_seconds}: run only where the predicted cost fits, else NaN flagged ``over_budget``;
-    :mod:`.budget`). Every result is checked by the guards (:mod:`.guards`): ``valid``, ``validity_reason``
-    (with the truncation each method promises: ``truncation_reached``, ``truncation_tolerance`` and the
-    masses reached in the attributes). Grid: ``t`` or ``t_max``/``dt`` (default 0..182.32 step 0.01).
-    Invalid input raises ValueError naming the field.
+    :mod:`.budget`); T: ``tail_D`` (its spread cap, ≥ 2; default: the largest that keeps the call within
+    ``tail_seconds`` CPU seconds, default 0.85; :mod:`.tail`). Every result is checked by the guards
+    (:mod:`.guards`): ``valid``, ``validity_reason`` (with the truncation each method promises:
+    ``truncation_reached``, ``truncation_tolerance`` and the masses reached in the attributes). Grid: ``t`` or
+    ``t_max``/``dt`` (default 0..182.32 step 0.01). Invalid input raises ValueError naming the field.
     """
     _check_spec(spec)
     _check_method(method)

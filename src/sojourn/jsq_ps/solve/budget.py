@@ -17,21 +17,30 @@ is ``over_budget`` (:mod:`sojourn.jsq_ps.solve.guards`), with the prediction in 
 Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process, this 2-core machine
 shared with other jobs, so the constants lean pessimistic): see :data:`CALIBRATION`. The default
 budget (:data:`DEFAULT_BUDGET`, also the config schema's default) runs ``exact`` on every cell of
-R ≤ 4 up to ρ = 0.95 (the largest, R = 4, ρ = 0.95, predicted ≈ 6 s: S = 99 807, K = 1 714) and on
-every other cell predicted within the same time.
+R ≤ 4 up to ρ = 0.95 (R = 4, ρ = 0.95: predicted 5.4 s, S = 102 714, K = 1 714; measured 4.5 s), R = 5 up to
+ρ = 0.9 (8.5 s predicted, 7.0 s measured) and R = 6 up to ρ = 0.8 (9.9 s predicted, 6.5 s measured), and on
+every other cell predicted within the same time and state cap. Beyond, the state cap binds first (R = 5,
+ρ = 0.92 and R = 6, ρ = 0.85 need more than 600 000 tagged states to reach the tolerance), and the time would
+(R = 5, ρ = 0.95: 34 s; R = 6, ρ = 0.9: 51 s, ρ = 0.95: 100 s measured): the chain's uniformised steps are
+memory-bound sparse products, ~2e-9 s per step and transition at 10^7 transitions.
 """
 from __future__ import annotations
 
 import math
 
-#: CPU seconds per (uniformised step × tagged-chain transition): fit of benchmarks/exact_budget.py
-SECONDS_PER_STEP_TRANSITION = 2.5e-9
+#: CPU seconds per (uniformised step × tagged-chain transition): benchmarks/exact_budget.py fits 4.3e-10 on its
+#: cells, but a step costs more per transition on large chains (cache): 1.0–1.6e-9 per K·T̂ on the reached
+#: truncations of R = 4–6 that cost 4–7 s (benchmarks/exact_speed.jsonl), 2.0–2.1e-9 at 35–100 s; this is the
+#: largest of the 10-s region, so predictions there lean pessimistic
+SECONDS_PER_STEP_TRANSITION = 1.3e-9
 #: CPU seconds per system state (system solve, tagged-chain construction): same fit
 SECONDS_PER_STATE = 1.5e-5
 #: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit
 SECONDS_FIXED = 0.1
 #: what the constants were fitted on (benchmarks/exact_budget.py, appended to benchmarks/exact_budget.jsonl)
-CALIBRATION = "18 cells R = 1..4 (and R = 5, 6 at low load), rho = 0.1..0.95, t_max = 182.32, dt = 0.01"
+CALIBRATION = ("26 cells R = 1..4 (and R = 5, 6 at low load, R = 5 at rho 0.8, 0.9, R = 6 at 0.8), rho = 0.1..0.95, "
+               "t_max = 182.32, dt = 0.01 (benchmarks/exact_budget.py), and the step cost of the 4-7 s cells of "
+               "benchmarks/exact_speed.py")
 
 #: run ``exact`` where it fits these (the config's ``approximation.exact_budget`` default)
 DEFAULT_BUDGET = {"max_states": 600_000, "max_seconds": 10.0}

@@ -8,11 +8,8 @@ import numpy as np
 import xarray as xr
 
 from ..model import JSQPS
+from ..naming import SHARED_CORRECTED
 from .api import approximate_all
-
-#: corrected methods that are the same chain as another one (methods.py docstring; reference §8.3):
-#: with ``share_corrected`` only A* and C* are computed and copied to these names
-SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}
 
 
 def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact_budget=None) -> xr.Dataset:

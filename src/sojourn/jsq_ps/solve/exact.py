@@ -32,7 +32,12 @@ import numpy as np
 
 from ._blas import single_threaded_blas
 from .chain import ChainResult, SortedStates, n_sorted_states, stationary, value_counts
-from .uniformization import poisson_cutoff, poisson_mix
+from .uniformization import poisson_cutoff, poisson_mix, uniformized_masses, with_diagonal
+
+
+#: the uniformised steps stop once the chain's remaining mass is below this (it never grows), which moves no
+#: CDF value by more (sojourn.jsq_ps.solve.uniformization.uniformized_masses)
+STEP_STOP = 1e-15
 
 
 def spread_size(M: int, D: int, R: int) -> int:
@@ -432,12 +437,7 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
         PT = (Qoff.T / q).tocsr()  # P = I + Q/q, applied to row vectors: v ← v − v·out/q + v·Qoff/q
         stay = 1.0 - out / q
         K = poisson_cutoff(q * t_max, poisson_eps)
-        g = np.empty(K)
-        v = p0.copy()
-        g[0] = v.sum()
-        for j in range(1, K):
-            v = stay * v + PT @ v
-            g[j] = v.sum()
+        g, _ = uniformized_masses(with_diagonal(PT, stay), p0, K, stop=STEP_STOP)  # v ← stay·v + PT·v, in place
         sf = poisson_mix(q, t, g)
     cdf = 1.0 - sf
     lam_n, A_n, _ = per_server_rates(S, pi, lam)

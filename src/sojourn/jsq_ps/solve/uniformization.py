@@ -56,3 +56,70 @@ def poisson_mix(q: float, t: np.ndarray, g: np.ndarray, chunk: int = 256) -> np.
         p = np.exp(logp)
         flat_out[idx] = np.tensordot(p, g[k0:k1], axes=(1, 0))
     return out
+
+
+def transposed_step_matrix(off, out, q):
+    """Pᵀ as CSR for P = I + Q/q, Q = off − diag(out) (``off``: the off-diagonal rates, sparse; ``out``: the
+    total exit rates including absorption): one sparse product per uniformised step, the diagonal folded in."""
+    from scipy import sparse
+
+    return with_diagonal(sparse.csr_matrix(off).T.tocsr() / q, 1.0 - np.asarray(out) / q)
+
+
+def with_diagonal(A, d):
+    """A + diag(d) as CSR (one sparse product per step instead of a product and a scaled copy)."""
+    from scipy import sparse
+
+    return (A + sparse.diags(np.asarray(d, dtype=float))).tocsr()
+
+
+def _stepper(PT):
+    """y ← Pᵀx without allocating: scipy's compiled CSR kernel into a reused buffer (``PT @ x`` allocates a
+    vector per step, 30 % slower on 35 000 states); the public product if the private kernel is missing."""
+    try:
+        from scipy.sparse import _sparsetools
+
+        kernel = _sparsetools.csr_matvec
+    except (ImportError, AttributeError):  # pragma: no cover - other scipy layouts
+        return lambda x, y: np.copyto(y, PT @ x)
+    n_row, n_col = PT.shape
+    indptr, indices, data = PT.indptr, PT.indices, PT.data
+
+    def step(x, y):
+        y.fill(0.0)
+        kernel(n_row, n_col, indptr, indices, data, x, y)
+
+    return step
+
+
+def bandwidth_order(A):
+    """A reverse Cuthill–McKee order of the sparse matrix A: states that exchange mass sit close, so the CSR
+    product gathers from nearby memory (measured 10–12 % fewer seconds per step on tagged chains of 35 000 to
+    250 000 states; the order costs about one step)."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    return reverse_cuthill_mckee(A, symmetric_mode=False)
+
+
+def uniformized_masses(PT, p0, K: int, stop: float = 0.0, reorder: bool = True):
+    """g_j = p0·P^j·1 for j < K (the uniformised chain's remaining mass after j steps), given Pᵀ as CSR
+    (:func:`transposed_step_matrix`); P substochastic, so g never increases: once g_j < ``stop`` the later
+    terms are left 0 (which moves a Poisson mix of g by less than ``stop``). ``reorder``: step in
+    :func:`bandwidth_order` (the sums do not depend on the order of the states). Returns (g, steps computed)."""
+    x = np.array(p0, dtype=float)
+    if reorder and PT.shape[0] > 1000:
+        perm = bandwidth_order(PT)
+        PT = PT[perm][:, perm].tocsr()
+        x = x[perm]
+    g = np.zeros(int(K))
+    y = np.empty_like(x)
+    g[0] = x.sum()
+    step = _stepper(PT)
+    for j in range(1, int(K)):
+        step(x, y)
+        x, y = y, x
+        s = x.sum()
+        g[j] = s
+        if s < stop:
+            return g, j + 1
+    return g, int(K)

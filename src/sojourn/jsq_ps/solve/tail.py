@@ -1,0 +1,605 @@
+"""Method T: the tagged-customer chain on a spread-capped state space whose boundary keeps the throughput.
+
+Built for the tail of the M/M/R-JSQ-PS sojourn time (99th to 99.999th percentile) at any R and load, within
+about a second, with a conservative side. Method name ``"T"`` in :func:`sojourn.jsq_ps.solve.approximate`.
+
+**The chain.** As in :mod:`sojourn.jsq_ps.solve.exact`: the state is the tagged server's occupancy k
+(including the tagged customer) and the sorted occupancies X of the other R−1 servers; arrivals (Λ) join a
+least-loaded server uniformly, every busy server completes at μ, a customer at the tagged server is the tagged
+one with probability 1/k (PS with exponential work), so the tagged customer leaves at μ/k (absorption). The
+initial law is PASTA + JSQ on the system's stationary law. P(T > t) = p0·exp(Qt)·1, by uniformisation.
+
+Here the state is written relative to the least occupancy g of all R servers: level g, the tagged server's
+offset k − g and the other servers' offsets X − g (a *phase*). For g ≥ 1 every server is busy and the phase
+moves independently of g, apart from the split μ(k−1)/k : μ/k at the tagged server, so one table of phase
+moves serves every level (:class:`TaggedPhases`, :class:`SystemPhases`).
+
+**The truncation.** Levels g ≤ M−1; other servers' offsets ≤ D; the tagged server's offset ≤ D + 2 (its own
+excursions matter most: at R = 4, 5, ρ = 0.9, 0.95, D + 3 instead moved no percentile by more than 0.06 % at
+D = 2 and 0.01 % at D = 3). JSQ keeps the servers close, since the least-loaded server receives every
+arrival: at R = 6, ρ = 0.9 the stationary spread (max − min) is ≥ 3 with probability 7.3e-2, ≥ 5 with
+9.5e-4, about ten times less per unit beyond 3; so a small D holds nearly all the mass, with C(D+R−1, R−1)
+configurations per level (55 at R = 10, D = 2) instead of the exact method's thousands.
+
+**The boundary keeps the throughput.** A spread can only grow when a least-loaded server loses a customer
+(every other offset moves up by one). When that would push some other server beyond D (or the tagged one
+beyond D + 2), the customer leaves from the *fullest other server* instead. The total departure rate stays
+μ per busy server, so the number in system — the slow variable whose excursions make the tail — evolves
+exactly as in the real system whenever all servers are busy (these moves happen only at g ≥ 1); only the
+rare spreads beyond D are folded back. Suppressing the move instead (the exact method's rule, harmless when
+its D leaves 1e-10 on the boundary) takes service capacity away at every boundary visit: at R = 3, ρ = 0.8
+it made every percentile 7–11 % too long with D = 3 and the 99th eleven times too long with D = 1, and at
+ρ = 0.9 with D = 1 the system chain had no stationary law (singular). With the
+throughput kept, the percentiles converge fast in D: against ``exact`` on the 41 reference cells where it ran
+(R = 2–8, ρ = 0.1–0.95, the 99th to 99.999th percentile; ``python benchmarks/tail_method.py --convergence``)
+the largest |error| is 4.1 % at D = 1, 1.25 % at D = 2, 0.44 % at D = 3, 0.15 % at D = 4, 0.06 % at D = 5,
+about 3× less per unit of D. The system chain that gives π is truncated and folded the same way
+(:func:`system_law`); its least occupancy's law decays by exactly ρ^R per level whatever D (the number in
+system is an M/M/1 queue of rate Rμ while all servers are busy), as in the untruncated chain.
+
+Level cap: the least M whose top level holds stationary mass < ε (arrivals that would lift the least
+occupancy to M are lost). A pilot solve (D = 1, ε = 1e-9; cheap) gives P(T > t_max) and the number of steps
+the survival needs; ε = 1e-9 unless the grid only shows survivals ≥ s = max(1e-5, P(T > t_max)): then
+ε = min(1e-6, max(1e-9, 1e-4·s)) (the cap moves P(T > t) by ≲ 10ε, measured at R = 2–10, ρ = 0.99), which
+saves a quarter of the levels at ρ = 0.99, where P(T > 182.32) is 8e-4 (R = 10) to 6e-2 (R = 2).
+
+**Two caps, a conservative answer.** T solves the chain with caps D−1 and D (D as large as the CPU budget
+allows, :data:`DEFAULT_SECONDS`, up to :data:`MAX_D`; cost model :func:`predicted_seconds`) and reports
+
+    S_T(t) = S_D(t) + |S_D(t) − S_{D−1}(t)| + FLOOR·S_D(t),   made non-increasing, capped at 1,
+
+and F_T = 1 − S_T. If the error of S_D is at most the last increment (geometric convergence in D with a ratio
+≤ 1/2: where the increments keep their sign, successive ones shrink by 0.1–0.35) and what is left — the level
+cap, the tagged-offset cap, round-off, and increments that change sign (at D = 2, 3 and R = 4–8, ρ = 0.7–0.9
+the error exceeded the last increment by at most 0.10 % of the percentile, at D ≥ 4 by 0.01 %) — stays below
+FLOOR = 1 % of the survival (0.1–0.4 % of a percentile), then S_T ≥ P(T > t): **T's percentiles are never
+optimistic**, and they
+exceed the truncated chain's own percentiles by the stated margin (``margin`` in the result: relative, per
+percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)]. The price
+is paid everywhere, the body included: T's mean is about 1 % above the true mean (FLOOR), so T is a method
+for percentiles and tail probabilities, not for distances between whole CDFs (``sf_best`` is the estimate).
+At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap, whose lost
+arrivals move P(T > t) by less than 10ε (measured ≤ 4e-10 against the closed form at ε = 1e-9): S_T = S + 10ε.
+
+**Measured** (``python benchmarks/tail_method.py``, record in ``benchmarks/tail_method.jsonl``) against
+``benchmarks/tail_reference.csv`` — R ∈ {1, 2, 3, 4, 5, 6, 8, 10} × ρ ∈ {0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95,
+0.99}: exact (truncation reached) in 41 cells, long simulation in 23 (10 × ~1e8 customers, interpolated
+histogram percentiles, 95 % t-intervals; checked against exact at R = 4, 6, ρ = 0.9: all eight inside) —
+on the paper grid (t ≤ 182.32; a percentile beyond it is left out), median |relative error| of T's
+percentile, share of cells where T is below the reference (beyond its CI), CPU seconds per cell:
+
+    band            99th    99.9th  99.99th 99.999th  optimistic   CPU per cell (median, max)
+    ρ ≤ 0.5         0.22 %  0.15 %  0.11 %  0.09 %    0 of 96     0.09 s, 0.27 s
+    0.5 < ρ ≤ 0.9   0.29 %  0.21 %  0.17 %  0.14 %    0 of 93     0.20 s, 0.58 s
+    ρ > 0.9         0.46 %  0.32 %  0.28 %  0.32 %    0 of 29     0.24 s, 0.69 s
+
+On all 990 cells of the paper grid (``--sweep``): CPU median 0.22 s, max 0.80 s (2-core machine shared with
+other jobs), no result flagged by the guards.
+(A* and C* on the same cells, 99.99th: 0.10 % / 0.52 % below ρ = 0.5 but optimistic in 83 % / 42 % of the
+cells, 9.8 % / 10.4 % for 0.5 < ρ ≤ 0.9 and 12 % above, optimistic in 91–100 %.) The largest error is
++1.8 % (R = 10, ρ = 0.9, 99th: the budget leaves D = 2 there and the margin is the D = 1 → 2 step). Beyond
+the paper grid (``--extended``: ρ = 0.95, 0.99 at R ≤ 4, t up to the 99.999th percentile, against exact) T is
++0.00 % to +0.02 % at R = 1 and +0.15 % to +0.37 % at R = 2–4 on every percentile of the seven cells (A*, C*
+there: −10 % to +2 %).
+
+**Which direction, and why.** Of the routes considered for issue 24 this is "exact's tagged chain with a
+controlled coarser truncation and an aggregated boundary". Measured before choosing it: the exact method's
+own box (spread cap D with suppressed moves) needs D = 13–16 for its 1e-10 tolerance, hundreds of thousands
+to millions of states at R ≥ 5, ρ ≥ 0.9, and with a small D it is far too pessimistic (above); pruning its
+states by stationary mass keeps the CDF within 1e-12 only down to ~45 % of them (R = 4, 5, ρ = 0.9: error
+≈ 0.27 × the mass dropped), no route to one second at R = 10. Summaries of the other servers coarser than
+their configuration within spread D, and the far tail from a decay rate, were not needed: with the
+throughput-preserving fold the configuration itself is cheap enough (235 phases per level at R = 10, D = 2).
+The fold and the D − 1/D margin are this module's; the chain is the exact method's
+(:mod:`sojourn.jsq_ps.solve.exact`; the model of Palmer & Martín-Pérez, arXiv:2210.17227), solved by
+uniformisation (Jensen 1953; Grassmann 1977) with the states in reverse Cuthill–McKee order (1969).
+
+Cost: K = Poisson cut of (Λ + Rμ)·t_max uniformised steps (≈ 4 000 at R = 10 on the paper grid) of a sparse
+vector–matrix product with about M·(phases) states; the steps stop once the remaining survival is < 1e-15
+(so a low load costs a fraction). Solving the spread-capped system chain (sparse LU, level order) is small.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._blas import single_threaded_blas
+from .chain import SortedStates, stationary, value_counts
+from .uniformization import (
+    poisson_cutoff,
+    poisson_mix,
+    transposed_step_matrix,
+    uniformized_masses,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# phase tables: one level's configurations and where each event takes them (level shift dg ∈ {−1, 0, +1})
+
+ARRIVAL, DEPART, DEPART_MIN, TAGGED_OTHER = 0, 1, 2, 3  # rate kinds: const; const; const if g ≥ 1; μ(k−1)/k
+
+
+@dataclass
+class PhaseTable:
+    """Transitions of one level's phases: src → dst with level shift ``dg``, rate ``rate`` (times μ(k−1)/k·1/μ for
+    kind TAGGED_OTHER), ``kind`` (see the constants), ``redirected`` (the throughput-preserving boundary move)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    dg: np.ndarray
+    rate: np.ndarray
+    kind: np.ndarray
+    redirected: np.ndarray
+
+
+def _table(parts):
+    cols = list(zip(*parts))
+    return PhaseTable(*(np.concatenate(c) if len(c) else np.zeros(0) for c in cols))
+
+
+class SystemPhases:
+    """Configurations of the R servers relative to the least-loaded one: sorted offsets 0 = o_1 ≤ … ≤ o_R ≤ D
+    (stored as o_2..o_R); the level g is the least occupancy."""
+
+    def __init__(self, R: int, D: int):
+        self.R, self.D = int(R), int(D)
+        self.rest = SortedStates(self.D + 1, self.R - 1)
+        self.F = np.concatenate([np.zeros((self.rest.size, 1), np.int64), self.rest.states], axis=1)
+        self.size = self.rest.size
+
+    def index(self, F):
+        return self.rest.rank(F[:, 1:])
+
+    def table(self, lam: float, mu: float) -> PhaseTable:
+        F, R, D = self.F, self.R, self.D
+        n = self.size
+        ph = np.arange(n)
+        cnt = value_counts(F)
+        parts = []
+        c = cnt[:, 0]
+        # arrival (Λ): the last least-loaded server goes up; a unique minimum lifts the level
+        G = F.copy()
+        G[ph, c - 1] += 1
+        up = c == 1
+        G[up] -= 1
+        parts.append((ph, self.index(G), up.astype(np.int64), np.full(n, lam), np.full(n, ARRIVAL), np.zeros(n, bool)))
+        # departures (μ per busy server): the first server holding v goes down
+        for i in range(R):
+            first = np.ones(n, bool) if i == 0 else F[:, i] != F[:, i - 1]
+            src = ph[first]
+            rate = mu * cnt[first, i]
+            if i == 0:  # v = 0: a least-loaded server (busy only if g ≥ 1) drops the level, the others move up
+                H = F[first] + 1
+                H[:, 0] = 0
+                over = H[:, -1] > D
+                if over.any():  # throughput-preserving boundary: the fullest server loses the customer instead
+                    Z = F[first][over].copy()
+                    Z[:, -1] -= 1
+                    Z.sort(axis=1)
+                    parts.append((src[over], self.index(Z), np.zeros(over.sum(), np.int64), rate[over],
+                                  np.full(over.sum(), DEPART_MIN), np.ones(over.sum(), bool)))
+                ok = ~over
+                parts.append((src[ok], self.index(H[ok]), np.full(ok.sum(), -1), rate[ok], np.full(ok.sum(), DEPART_MIN),
+                              np.zeros(ok.sum(), bool)))
+            else:
+                H = F[first].copy()
+                H[:, i] -= 1
+                parts.append((src, self.index(H), np.zeros(src.size, np.int64), rate, np.full(src.size, DEPART),
+                              np.zeros(src.size, bool)))
+        return _table(parts)
+
+
+class TaggedPhases:
+    """Phases of the tagged chain: tagged offset ot ∈ 0..Dt and the sorted offsets O of the other R−1 servers, all
+    relative to the least occupancy g of the R servers (so ot = 0 or O_1 = 0); k = g + ot is the tagged server's
+    occupancy including the tagged customer."""
+
+    def __init__(self, R: int, D: int, Dt: int):
+        self.R, self.D, self.Dt = int(R), int(D), int(Dt)
+        self.others = SortedStates(self.D + 1, self.R - 1)
+        O = self.others.states
+        no = self.others.size
+        ot = np.repeat(np.arange(self.Dt + 1), no)
+        OO = np.tile(O, (self.Dt + 1, 1))
+        valid = (ot == 0) | (OO[:, 0] == 0 if self.R > 1 else np.zeros(ot.size, bool))
+        self.ot, self.O = ot[valid], OO[valid]
+        self.size = self.ot.size
+        self._lut = np.full((self.Dt + 1) * no, -1, np.int64)
+        self._lut[np.flatnonzero(valid)] = np.arange(self.size)
+        self._no = no
+
+    def index(self, ot, O):
+        return self._lut[np.asarray(ot, np.int64) * self._no + self.others.rank(O)]
+
+    def table(self, lam: float, mu: float) -> PhaseTable:
+        ot, O, R, D, Dt = self.ot, self.O, self.R, self.D, self.Dt
+        n = self.size
+        ph = np.arange(n)
+        c0o = (O == 0).sum(axis=1) if R > 1 else np.zeros(n, np.int64)
+        c = (ot == 0).astype(np.int64) + c0o
+        parts = []
+        z = lambda m: np.zeros(int(np.sum(m)), bool)
+        # arrival to the tagged server (it is least loaded): Λ/c
+        m = ot == 0
+        up = m & (c == 1)
+        st = m & (c > 1)
+        parts.append((ph[up], self.index(np.zeros(up.sum(), np.int64), O[up] - 1), np.ones(up.sum(), np.int64),
+                      lam / c[up], np.full(up.sum(), ARRIVAL), z(up)))
+        parts.append((ph[st], self.index(np.ones(st.sum(), np.int64), O[st]), np.zeros(st.sum(), np.int64),
+                      lam / c[st], np.full(st.sum(), ARRIVAL), z(st)))
+        # arrival to another least-loaded server: Λ·c0o/c, its last zero goes up
+        if R > 1:
+            m = c0o > 0
+            P = O[m].copy()
+            P[np.arange(P.shape[0]), c0o[m] - 1] += 1
+            lift = c[m] == 1  # that server was the unique minimum (ot ≥ 1): the level goes up
+            ot2 = ot[m] - lift
+            P[lift] -= 1
+            parts.append((ph[m], self.index(ot2, P), lift.astype(np.int64), lam * c0o[m] / c[m],
+                          np.full(m.sum(), ARRIVAL), z(m)))
+        # a customer other than the tagged one leaves the tagged server: μ(k−1)/k (rate column = μ, kind TAGGED_OTHER)
+        m = ot >= 1
+        parts.append((ph[m], self.index(ot[m] - 1, O[m]), np.zeros(m.sum(), np.int64), np.full(m.sum(), mu),
+                      np.full(m.sum(), TAGGED_OTHER), z(m)))
+        m = ot == 0  # the tagged server is least loaded: the level drops, every other server moves up one
+        src = ph[m]
+        Om = O[m]
+        if R > 1:
+            over = Om[:, -1] + 1 > D
+        else:
+            over = np.zeros(src.size, bool)
+        ok = ~over
+        parts.append((src[ok], self.index(np.zeros(ok.sum(), np.int64), Om[ok] + 1), np.full(ok.sum(), -1),
+                      np.full(ok.sum(), mu), np.full(ok.sum(), TAGGED_OTHER), z(ok)))
+        if over.any():  # boundary: the fullest other server loses the customer instead (level kept)
+            Z = Om[over].copy()
+            Z[:, -1] -= 1
+            Z.sort(axis=1)
+            parts.append((src[over], self.index(np.zeros(over.sum(), np.int64), Z), np.zeros(over.sum(), np.int64),
+                          np.full(over.sum(), mu), np.full(over.sum(), TAGGED_OTHER), np.ones(over.sum(), bool)))
+        # departures at the other servers: μ·(number holding v), the first one holding v goes down
+        if R > 1:
+            cnt = value_counts(O)
+            for i in range(R - 1):
+                first = np.ones(n, bool) if i == 0 else O[:, i] != O[:, i - 1]
+                pos = first & (O[:, i] >= 1)  # above the minimum: level unchanged
+                P = O[pos].copy()
+                P[:, i] -= 1
+                parts.append((ph[pos], self.index(ot[pos], P), np.zeros(pos.sum(), np.int64), mu * cnt[pos, i],
+                              np.full(pos.sum(), DEPART), z(pos)))
+                if i == 0:  # a least-loaded other server (busy only if g ≥ 1): the level drops, the rest move up
+                    mn = first & (O[:, 0] == 0)
+                    src = ph[mn]
+                    P = O[mn] + 1
+                    P[:, 0] = 0
+                    ot2 = ot[mn] + 1
+                    over = (P[:, -1] > D) | (ot2 > Dt)
+                    ok = ~over
+                    parts.append((src[ok], self.index(ot2[ok], P[ok]), np.full(ok.sum(), -1), mu * cnt[mn, 0][ok],
+                                  np.full(ok.sum(), DEPART_MIN), z(ok)))
+                    if over.any():  # boundary: the fullest other server loses the customer instead
+                        Z = O[mn][over].copy()
+                        can = Z[:, -1] >= 1
+                        Z[:, -1] -= np.where(can, 1, 0)
+                        Z.sort(axis=1)
+                        s2 = src[over][can]
+                        parts.append((s2, self.index(ot[mn][over][can], Z[can]), np.zeros(s2.size, np.int64),
+                                      (mu * cnt[mn, 0][over])[can], np.full(s2.size, DEPART_MIN), np.ones(s2.size, bool)))
+        return _table(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the chains on levels 0..M−1
+
+
+def _expand(table: PhaseTable, n_phase: int, M: int, valid=None):
+    """(rows, cols, rate, kind, src phase, level) of the table repeated on every level g = 0..M−1; moves that
+    need g ≥ 1 (a least-loaded server busy) or leave 0..M−1 (the level cap: an arrival lost) are dropped."""
+    g = np.arange(M)[:, None]
+    src = table.src[None, :] + 0 * g
+    gg = np.broadcast_to(g, src.shape)
+    g2 = gg + table.dg[None, :]
+    keep = (g2 >= 0) & (g2 <= M - 1) & ~((table.kind[None, :] == DEPART_MIN) & (gg == 0))
+    rows = (gg * n_phase + src)[keep]
+    cols = (g2 * n_phase + table.dst[None, :])[keep]
+    if valid is not None:
+        ok = valid[rows] & valid[cols]
+        keep_rows, keep_cols = rows[ok], cols[ok]
+        sel = np.flatnonzero(keep)[ok]
+    else:
+        keep_rows, keep_cols, sel = rows, cols, np.flatnonzero(keep)
+    r_idx = np.broadcast_to(np.arange(table.src.size)[None, :], keep.shape).ravel()[sel]
+    level = gg.ravel()[sel]
+    return keep_rows, keep_cols, table.rate[r_idx], table.kind[r_idx], table.src[r_idx], level
+
+
+def system_law(lam, mu, R, M, D):
+    """Stationary law π(g, F) of the system chain on levels g < M with spread cap D and the same boundary as the
+    tagged chain (module doc); returns (phases, π as an (M, phases) array)."""
+    from scipy import sparse
+
+    ph = SystemPhases(R, D)
+    P = ph.size
+    rows, cols, rate, _, _, _ = _expand(ph.table(lam, mu), P, M)
+    n = M * P
+    Q = sparse.coo_matrix((rate, (rows, cols)), shape=(n, n)).tocsr()
+    Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
+    total = (np.arange(M)[:, None] * R + ph.F.sum(axis=1)[None, :]).ravel()
+    pi = stationary(Q.tocsr(), levels=total)
+    return ph, np.maximum(pi, 0.0).reshape(M, P)
+
+
+def level_cap(lam, mu, R, D, eps, M0=8, max_levels=100_000):
+    """(M, π, phases): the least-occupancy cap whose top level holds stationary mass < ``eps`` (geometric decay of
+    P(g = m) extrapolated from the interior levels, then verified)."""
+    M = M0
+    for _ in range(12):
+        ph, pi = system_law(lam, mu, R, M, D)
+        pg = pi.sum(axis=1)
+        if pg[-1] < eps or M >= max_levels:
+            return M, pi, ph
+        lo, hi = max(1, M // 2), M - 2
+        r = (pg[hi] / pg[lo]) ** (1.0 / (hi - lo)) if hi > lo and pg[lo] > 0 and pg[hi] > 0 else 0.5
+        r = min(max(r, 1e-6), 1.0 - 1e-9)
+        M = min(max_levels, max(M + max(1, M // 4), int(math.ceil(M - 1 + math.log(eps / pg[-1]) / math.log(r))) + 2))
+    return M, pi, ph
+
+
+def per_server_rates(pi, ph: SystemPhases, arrival_rate):
+    """(λ_n, A_n) read off π like the exact method (§3.2, §3.4 rules): A_n = P(least occupancy = n),
+    λ_n = Λ·A_n / E[#servers holding n]."""
+    M = pi.shape[0]
+    top = M + ph.D
+    A = np.zeros(top)
+    A[:M] = pi.sum(axis=1)
+    occ = np.zeros(top)
+    for j in range(ph.R):
+        lev = np.arange(M)[:, None] + ph.F[None, :, j]
+        occ += np.bincount(lev.ravel(), weights=pi.ravel(), minlength=top)
+    lam = np.where((A > 0) & (occ > 0), float(arrival_rate) * A / np.where(occ > 0, occ, 1.0), 0.0)
+    return lam, A
+
+
+@dataclass
+class TaggedChain:
+    """The tagged chain on levels < M: P = I + Q/q as CSR of Pᵀ (for v ← vP), its size and the initial law."""
+
+    PT: object
+    q: float
+    p0: np.ndarray
+    lost: float
+    size: int
+    nnz: int
+    redirected_share: float
+
+
+def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
+    from scipy import sparse
+
+    tp = TaggedPhases(R, D, Dt)
+    P = tp.size
+    k_all = (np.arange(M)[:, None] + tp.ot[None, :]).ravel()
+    valid = k_all >= 1
+    table = tp.table(lam, mu)
+    rows, cols, rate, kind, src, level = _expand(table, P, M, valid)
+    k = level + tp.ot[src]
+    rate = np.where(kind == TAGGED_OTHER, rate * (k - 1) / np.maximum(k, 1), rate)
+    nz = rate > 0
+    rows, cols, rate = rows[nz], cols[nz], rate[nz]
+    comp = np.cumsum(valid) - 1  # compressed index of the valid states
+    n = int(valid.sum())
+    rows, cols = comp[rows], comp[cols]
+    kv = k_all[valid]
+    off = sparse.coo_matrix((rate, (rows, cols)), shape=(n, n)).tocsr()
+    out = np.asarray(off.sum(axis=1)).ravel() + mu / kv  # + the tagged customer's own completion μ/k
+    q = float(out.max())
+    PT = transposed_step_matrix(off, out, q)
+    # initial law (PASTA + JSQ): the arrival sees π and joins a least-loaded server
+    F = sys_ph.F
+    c = (F == 0).sum(axis=1)
+    uniq = c == 1
+    ot0 = np.where(uniq, 0, 1)
+    O0 = np.where(uniq[:, None], F[:, 1:] - 1, F[:, 1:])
+    ph0 = tp.index(ot0, O0)
+    g0 = np.arange(M)[:, None] + uniq[None, :].astype(np.int64)
+    inside = g0 <= M - 1
+    full = np.zeros(M * P)
+    np.add.at(full, (g0 * P + ph0[None, :])[inside], pi[inside])
+    p0 = full[valid]
+    lost = float(pi[~inside].sum())
+    return TaggedChain(PT, q, p0, lost, n, int(PT.nnz), 0.0)
+
+
+def masses(chain: TaggedChain, t_max: float, poisson_eps=1e-13, stop=1e-15):
+    """(g, steps, K): g_j = p0·P^j·1, the uniformised chain's remaining mass after j steps, for j < K = the
+    Poisson cut of q·t_max at ``poisson_eps``; the steps stop once g_j < ``stop`` (g only decreases, so no value
+    of the Poisson mix moves by more than ``stop``)."""
+    K = poisson_cutoff(chain.q * float(t_max), poisson_eps)
+    g, used = uniformized_masses(chain.PT, chain.p0, K, stop)
+    return g, used, K
+
+
+def survival(chain: TaggedChain, t: np.ndarray, poisson_eps=1e-13, stop=1e-15):
+    """P(T > t) on the grid by uniformisation: P(T > t) = Σ_j Pois(j; qt)·g_j (:func:`masses`).
+    Returns (sf, steps used, K)."""
+    g, used, K = masses(chain, float(np.max(t)) if t.size else 0.0, poisson_eps, stop)
+    return poisson_mix(chain.q, t, g), used, K
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the method: two spread caps, the conservative combination, the budget
+
+#: CPU seconds per (uniformised step × stored entry of Pᵀ), per tagged state (system law, construction) and per
+#: solve: ``python benchmarks/tail_method.py --calibrate`` fits 0.9e-9 on chains of ≤ 35 000 states and 1.4e-9
+#: at 86 000 (cache), 1.4e-6 per state; rounded up
+SECONDS_PER_STEP_ENTRY = 1.1e-9
+SECONDS_PER_STATE = 2e-6
+SECONDS_FIXED = 0.03
+#: default CPU seconds of one cell on the paper grid (t ≤ 182.32), all included: the caps D − 1, D are chosen to
+#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps do)
+DEFAULT_SECONDS = 0.85
+#: what the final Poisson mix of both caps on the paper grid and the read-off cost (measured 0.06–0.08 s)
+SECONDS_MIX = 0.08
+PAPER_T_MAX = 182.32
+#: largest spread cap tried
+MAX_D = 8
+#: largest tagged chain a cap may reach: beyond ~40 000 states a step costs more per entry (cache) than
+#: :data:`SECONDS_PER_STEP_ENTRY`, and the cap it buys changes no percentile by more than 0.04 % (at D ≥ 4)
+MAX_STATES = 40_000
+#: the tagged server may sit this many above the least occupancy more than the other servers
+TAGGED_EXTRA = 2
+#: stationary mass allowed on the top level of the least occupancy
+LEVEL_EPS = 1e-9
+#: relative floor added to the survival function (covers the level cap, the tagged-offset cap, round-off)
+FLOOR = 0.01
+
+
+def predicted_seconds(R, D, M, steps, lam, mu):
+    """Predicted CPU seconds of one tagged-chain solve with spread cap D on M levels and ``steps`` uniformised
+    steps (the pilot's count: every cap's survival decays alike, so they stop at about the same step)."""
+    tp = TaggedPhases(R, D, D + TAGGED_EXTRA)
+    entries = tp.table(lam, mu).src.size + tp.size
+    return SECONDS_PER_STEP_ENTRY * steps * M * entries + SECONDS_PER_STATE * M * tp.size + SECONDS_FIXED
+
+
+@dataclass
+class TailResult:
+    cdf: np.ndarray
+    sf_best: np.ndarray
+    sf_previous: np.ndarray | None
+    D: int
+    M: int
+    n_states: int
+    lambda_n: np.ndarray
+    A_n: np.ndarray
+    run_time: float
+    info: dict = field(default_factory=dict)
+
+
+def _levels_for(pg, eps, lo=8):
+    """The least cap M ≥ ``lo`` whose top level holds mass < ``eps`` in the level law ``pg`` (len(pg) if none)."""
+    small = np.flatnonzero(pg < eps)
+    small = small[small >= lo - 1]
+    return int(small[0]) + 1 if small.size else int(pg.size)
+
+
+def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEFAULT_SECONDS, eps=LEVEL_EPS,
+                 floor=FLOOR) -> TailResult:
+    """Method T on one cell (module doc): P(sojourn ≤ t) on the grid ``t``, conservative.
+
+    ``D``: the spread cap (≥ 2; the caps D − 1 and D are solved); default: the largest up to :data:`MAX_D`, with
+    at most :data:`MAX_STATES` tagged states, whose two solves are predicted to fit in what the pilot left of
+    ``max_seconds`` CPU seconds for the whole
+    call (scaled by t_max/182.32 on longer grids; D = 2 however long that takes).
+    ``eps``: the least-occupancy level cap's top mass on the paper grid's terms (module doc), ``floor``: the
+    relative allowance added to the survival. Returns a :class:`TailResult`: ``cdf`` (T), ``sf_best`` and
+    ``sf_previous`` (the chains with caps D and D − 1), λ_n and A_n read off the capped system law, and ``info``
+    (caps, sizes, steps, the level cap's ``truncation_reached``)."""
+    t0 = time.process_time()
+    lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
+    t = np.asarray(t, dtype=float)
+    t_max = float(t.max()) if t.size else 0.0
+    with single_threaded_blas():
+        if R == 1:  # no other server: the chain is M/M/1-PS itself, exact up to the level cap
+            M, pi, ph = level_cap(lam, mu, R, 0, eps)
+            ch = tagged_chain(lam, mu, R, M, 0, 0, pi, ph)
+            sf, used, K = survival(ch, t)
+            lam_n, A_n = per_server_rates(pi, ph, lam)
+            top = float(pi.sum(axis=1)[-1])
+            info = {"D": 0, "M": M, "states": ch.size, "steps": used, "poisson_terms": K,
+                    "initial_mass_lost": ch.lost, "top_level_mass": top, "truncation_tolerance": eps,
+                    "truncation_reached": int(top < eps)}
+            sf_c = np.minimum(1.0, sf + 10.0 * eps)  # the level cap's arrivals lost move P(T > t) by ≲ 10·eps
+            return TailResult(1.0 - sf_c, sf, None, 0, M, ch.size, lam_n, A_n, time.process_time() - t0, info)
+        # pilot: spread cap 1 on levels holding all but ``eps`` — it says how small a survival the grid shows
+        M1, pi1, ph1 = level_cap(lam, mu, R, 1, eps)
+        pilot = tagged_chain(lam, mu, R, M1, 1, 1 + TAGGED_EXTRA, pi1, ph1)
+        g1, used1, K = masses(pilot, t_max)
+        shown = max(1e-5, float(poisson_mix(pilot.q, np.array([t_max]), g1)[0]))  # the least survival that matters
+        eps_D = min(1e-6, max(eps, 1e-4 * shown))  # level-cap error ≲ 10·eps (measured), ≤ 0.1 % of it
+        M = max(8, _levels_for(pi1.sum(axis=1), eps_D / 3))  # a third: the caps' level laws differ a little
+        if D is None:  # the largest cap whose two solves fit what the pilot left of the budget
+            D = 2
+            budget = (max_seconds * max(1.0, t_max / PAPER_T_MAX) - predicted_seconds(R, 1, M1, used1, lam, mu)
+                      - SECONDS_MIX * t.size / 18233)  # predicted, not measured: the same D on any machine
+            while (D < MAX_D and M * TaggedPhases(R, D + 1, D + 1 + TAGGED_EXTRA).size <= MAX_STATES
+                   and (predicted_seconds(R, D + 1, M, used1, lam, mu)
+                        + predicted_seconds(R, D, M, used1, lam, mu)) <= budget):
+                D += 1
+        D = int(D)
+        runs = {}
+        for d in (D - 1, D):
+            if d == 1 and M <= M1:  # the pilot is the cap D − 1 = 1
+                runs[d] = (g1, used1, pilot, pi1, ph1)
+                continue
+            ph, pi = system_law(lam, mu, R, M, d)
+            ch = tagged_chain(lam, mu, R, M, d, d + TAGGED_EXTRA, pi, ph)
+            g, used, _ = masses(ch, t_max)
+            runs[d] = (g, used, ch, pi, ph)
+        # one Poisson mix for both caps (their uniformisation rates are equal: Λ + Rμ + ... the same busiest state)
+        qs = {runs[d][2].q for d in (D - 1, D)}
+        if len(qs) == 1:
+            G = np.zeros((max(runs[D - 1][0].size, runs[D][0].size), 2))
+            G[: runs[D - 1][0].size, 0] = runs[D - 1][0]
+            G[: runs[D][0].size, 1] = runs[D][0]
+            both = poisson_mix(qs.pop(), t, G)
+            prev, best = both[:, 0], both[:, 1]
+        else:  # pragma: no cover - a cap whose busiest state differs
+            prev = poisson_mix(runs[D - 1][2].q, t, runs[D - 1][0])
+            best = poisson_mix(runs[D][2].q, t, runs[D][0])
+        _, used, ch, pi, ph = runs[D]
+        lam_n, A_n = per_server_rates(pi, ph, lam)
+        sf_c = np.minimum(1.0, best + np.abs(best - prev) + floor * best)
+        top = float(pi.sum(axis=1)[-1])
+        info = {"D": D, "M": M, "states": ch.size, "states_previous": runs[D - 1][2].size, "steps": used,
+                "poisson_terms": K, "initial_mass_lost": ch.lost, "top_level_mass": top,
+                # the level cap is T's one promised truncation (the spread cap's error is in the margin)
+                "truncation_tolerance": eps_D, "truncation_reached": int(top < eps_D), "pilot_steps": used1,
+                "predicted_seconds": predicted_seconds(R, D, M, used1, lam, mu)
+                + predicted_seconds(R, D - 1, M, used1, lam, mu)}
+        return TailResult(1.0 - _monotone(sf_c), best, prev, D, M, ch.size, lam_n, A_n, time.process_time() - t0, info)
+
+
+def _monotone(sf):
+    """The least non-increasing function above ``sf`` (running maximum from the right)."""
+    return np.maximum.accumulate(sf[::-1])[::-1]
+
+
+#: the percentile levels whose margin (stated bound) a result carries
+MARGIN_LEVELS = (0.99, 0.999, 0.9999, 0.99999)
+
+
+def crossing(t, F, p):
+    """Where the linear interpolation of F on the grid first exceeds p (NaN if it never does)."""
+    above = np.flatnonzero(np.asarray(F) > p)
+    if not above.size:
+        return float("nan")
+    i = int(above[0])
+    if i == 0:
+        return float(t[0])
+    return float(t[i - 1] + (p - F[i - 1]) / (F[i] - F[i - 1]) * (t[i] - t[i - 1]))
+
+
+def margins(t, result: TailResult) -> dict:
+    """The stated bound per percentile: x_p(T)/x_p(D) − 1 (NaN beyond the grid)."""
+    out = {}
+    for p in MARGIN_LEVELS:
+        a, b = crossing(t, result.cdf, p), crossing(t, 1.0 - result.sf_best, p)
+        out[f"margin_{100 * p:g}"] = (a / b - 1.0) if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")
+    return out
+
+
+def api_result(spec, hyper, t) -> dict:
+    """Method T for :mod:`sojourn.jsq_ps.solve.api` (its per-method dict)."""
+    w0 = time.perf_counter()
+    res = tail_sojourn(spec.arrival_rate, spec.service_rate, spec.servers, t, D=hyper.get("tail_D"),
+                       max_seconds=hyper.get("tail_seconds", DEFAULT_SECONDS))
+    info = {k: v for k, v in res.info.items()}
+    info.update(margins(t, res))
+    info["cpu_seconds"] = res.run_time
+    info["truncated_mass"] = float(info.get("top_level_mass", 0.0) + info.get("initial_mass_lost", 0.0))
+    # L1 = the level cap M (least occupancy), L2 = the largest occupancy a server can hold
+    return dict(cdf=res.cdf, lambda_n=res.lambda_n, A_n=res.A_n, run_time=time.perf_counter() - w0, L1=res.M,
+                L2=res.M + res.D + TAGGED_EXTRA, faithful=False, info=info)
