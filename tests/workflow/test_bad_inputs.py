@@ -362,6 +362,16 @@ CONFIG = [
          ("jsq_ps.simulation.precision.at", "required")),
     Case("precision-cdf-beyond-grid", J(simulation={"precision": {"statistic": "cdf", "at": 500}}),
          ("jsq_ps.simulation.precision.at", "t_max")),
+    # every number finite, no list item twice (issue 26): refused before any job, naming the key
+    Case("horizon-inf", J(simulation={"horizon": float("inf")}), ("jsq_ps.simulation.horizon", "finite")),
+    Case("horizon-nan", J(simulation={"horizon": float("nan")}), ("jsq_ps.simulation.horizon",)),
+    Case("warmup-inf", J(simulation={"warmup": float("inf")}), ("jsq_ps.simulation.warmup", "finite")),
+    Case("dt-nan", J(time_grid={"dt": float("nan")}), ("jsq_ps.time_grid.dt",)),
+    Case("mu-inf", J(grid={"mu": float("inf")}), ("jsq_ps.grid.mu", "finite")),
+    Case("rho-twice", J(grid={"rho": [0.5, 0.5]}), ("jsq_ps.grid.rho", "given twice")),
+    Case("R-twice", J(grid={"R": [2, 2]}), ("jsq_ps.grid.R", "given twice")),
+    Case("percentiles-twice", J(comparison={"percentiles": [99, 99]}), ("jsq_ps.comparison.percentiles", "twice")),
+    Case("formats-twice", J(figures={"formats": ["png", "png"]}), ("jsq_ps.figures.formats", "twice")),
 ]
 
 
@@ -391,6 +401,32 @@ OTHER_CONFIG = [
          ("restart.simulation.precision.min_replications", "max_replications = 10")),
     Case("restart-precision-key-misspelt", {"restart": {"simulation": {"precision": {"statistc": "mean"}}}},
          ("restart.simulation.precision.statistc", "unknown key"), "statistic"),
+    # finite numbers, distinct list items, no expansion without cells, and the keys of an earlier release
+    Case("sm-replicas-twice", {"split_merge": {"experiment_c": {"replicas": [1, 2, 2]}}},
+         ("split_merge.experiment_c.replicas", "twice")),
+    Case("sm-percentiles-twice", {"split_merge": {"comparison": {"percentiles": [50, 50]}}},
+         ("split_merge.comparison.percentiles", "twice")),
+    Case("sm-quorums-above-every-r", {"split_merge": {"experiment_b": {"replicas": [1, 2], "quorums": [3, 4]}}},
+         ("split_merge.experiment_b", "no cell has q <= r")),
+    Case("sm-load-nan", {"split_merge": {"experiment_a": {"load": float("nan")}}}, ("split_merge.experiment_a.load",)),
+    Case("sm-old-percentiles", {"split_merge": {"percentiles": [50, 99]}},
+         ("split_merge.percentiles", "has moved", "split_merge.comparison.percentiles")),
+    Case("sm-old-confidence", {"split_merge": {"confidence": 0.99}},
+         ("split_merge.confidence", "has moved", "split_merge.comparison.confidence")),
+    Case("sm-old-warmup-fraction", {"split_merge": {"simulation": {"warmup_fraction": 0.1}}},
+         ("split_merge.simulation.warmup_fraction", "has moved", "warmup")),
+    Case("restart-old-percentile", {"restart": {"comparison": {"percentile": 0.99}}},
+         ("restart.comparison.percentile", "has moved", "percentiles")),
+    Case("restart-old-dt", {"restart": {"simulation": {"dt": 0.05}}},
+         ("restart.simulation.dt", "has moved", "restart.time_grid.dt")),
+    Case("restart-rates-twice", {"restart": {"examples": {"example1": {"rates": [0.1, 0.1]}}}},
+         ("restart.examples.example1.rates",)),
+    Case("restart-rates-descending", {"restart": {"examples": {"example1": {"rates": [1.0, 0.1]}}}},
+         ("restart.examples.example1.rates", "ascending")),
+    Case("restart-horizon-inf", {"restart": {"examples": {"example1": {"horizon": float("inf")}}}},
+         ("restart.examples.example1.horizon", "finite")),
+    Case("restart-percentiles-twice", {"restart": {"comparison": {"percentiles": [99, 99]}}},
+         ("restart.comparison.percentiles", "twice")),
 ]
 
 
