@@ -61,41 +61,20 @@ def _rate_table(theta, cap):
 
 
 @njit(inline="always")
-def _heap_set(hk, ha, hx, s, i, key, arr, req):
-    """Entry i of heap row s: (virtual finish key, arrival date, requirement)."""
-    hk[s, i] = key
-    ha[s, i] = arr
-    hx[s, i] = req
-
-
-@njit(inline="always")
 def _heap_push(hk, ha, hx, s, i, key, arr, req):
     """Sift-up insertion of (virtual finish key, arrival date, requirement) into heap row s holding i entries."""
     while i > 0:
         par = (i - 1) >> 1
-        if hk[s, par] <= key:
+        pk = hk[s, par]
+        if pk <= key:
             break
-        _heap_set(hk, ha, hx, s, i, hk[s, par], ha[s, par], hx[s, par])
+        hk[s, i] = pk
+        ha[s, i] = ha[s, par]
+        hx[s, i] = hx[s, par]
         i = par
-    _heap_set(hk, ha, hx, s, i, key, arr, req)
-
-
-@njit(inline="always")
-def _heap_drop_root(hk, ha, hx, s, last):
-    """Heap row s without its root: entry ``last`` (the last of last + 1) moved to the root and sifted down."""
-    key, arr, req = hk[s, last], ha[s, last], hx[s, last]
-    i = 0
-    while True:
-        ch = 2 * i + 1
-        if ch >= last:
-            break
-        if ch + 1 < last and hk[s, ch + 1] < hk[s, ch]:
-            ch += 1
-        if key <= hk[s, ch]:
-            break
-        _heap_set(hk, ha, hx, s, i, hk[s, ch], ha[s, ch], hx[s, ch])
-        i = ch
-    _heap_set(hk, ha, hx, s, i, key, arr, req)
+    hk[s, i] = key
+    ha[s, i] = arr
+    hx[s, i] = req
 
 
 @njit(inline="always")
@@ -145,25 +124,6 @@ def _jsqd_ties(n, R, d, perm, tb, rng):
         tb[ties] = q
         ties += n[q] == mn
     return ties
-
-
-@njit(inline="always")
-def _dispatch(dispatch, n, R, d, perm, tb, rng, rr, u):
-    """The server an arrival joins, and the round-robin pointer after it (the exponential kernel's dispatch). JSQ /
-    JSQ(d): fewest customers present (JSQ(d): among d distinct servers, a partial Fisher–Yates shuffle of perm),
-    uniform tie-break: the j-th tied server in scan order, j = ⌊u·ties⌋. ``u``: a uniform on [0, 1), or −1 to draw
-    one from ``rng`` only where it is needed (a tie, or random dispatch). The general kernel keeps its own copy
-    inline: through this function it ran 35 % slower (``benchmarks/kernels.py``)."""
-    if dispatch == ROUND_ROBIN:
-        return rr, (rr + 1 if rr + 1 < R else 0)
-    if dispatch == RANDOM:
-        s = int((rng.random() if u < 0.0 else u) * R)
-        return (s if s < R else R - 1), rr
-    ties = _jsq_ties(n, R, tb) if dispatch == JSQ else _jsqd_ties(n, R, d, perm, tb, rng)
-    if ties == 1:
-        return tb[0], rr
-    j = int((rng.random() if u < 0.0 else u) * ties)
-    return tb[j if j < ties else ties - 1], rr
 
 
 @njit(cache=True)
@@ -284,7 +244,8 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
         events += 1
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
-            # (inline, not _dispatch: the call, even inlined by numba, cost 35 % here; benchmarks/kernels.py)
+            # (inline: through a shared dispatch function, even one numba inlines, this kernel ran 35 % slower;
+            # benchmarks/kernels.py)
             if dispatch == JSQ:
                 ties = _jsq_ties(n, R, tb)
                 s = tb[0]
@@ -356,7 +317,27 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             x = hx[s, 0]
             last = m - 1
             if last > 0:  # move the last entry to the root and sift it down
-                _heap_drop_root(hk, ha, hx, s, last)
+                hkey = hk[s, last]
+                harr = ha[s, last]
+                hreq = hx[s, last]
+                i = 0
+                while True:
+                    ch = 2 * i + 1
+                    if ch >= last:
+                        break
+                    ck = hk[s, ch]
+                    if ch + 1 < last and hk[s, ch + 1] < ck:
+                        ch += 1
+                        ck = hk[s, ch]
+                    if hkey <= ck:
+                        break
+                    hk[s, i] = ck
+                    ha[s, i] = ha[s, ch]
+                    hx[s, i] = hx[s, ch]
+                    i = ch
+                hk[s, i] = hkey
+                ha[s, i] = harr
+                hx[s, i] = hreq
             V[s] = key  # the leaver's virtual finish time is the clock now (exactly)
             tl[s] = t
             m -= 1
@@ -457,7 +438,22 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
         w = rng.random() * tot[nb]
         if w < lm:
             f = w * inv_lm  # uniform on [0, 1) given an arrival
-            s, rr = _dispatch(dispatch, n, R, d, perm, tb, rng, rr, f)
+            # (inline, not _dispatch: through it this kernel ran ~5 % slower; benchmarks/kernels.py)
+            if dispatch == JSQ:
+                ties = _jsq_ties(n, R, tb)
+                j = int(f * ties)
+                s = tb[j if j < ties else ties - 1]
+            elif dispatch == RANDOM:
+                s = int(f * R)
+                if s >= R:
+                    s = R - 1
+            elif dispatch == ROUND_ROBIN:
+                s = rr
+                rr = rr + 1 if rr + 1 < R else 0
+            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
+                ties = _jsqd_ties(n, R, d, perm, tb, rng)
+                j = int(f * ties)
+                s = tb[j if j < ties else ties - 1]
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
