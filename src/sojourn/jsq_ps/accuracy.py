@@ -285,9 +285,11 @@ class AccuracyTable:
             return (math.nan,) * 3 + (Rt, rt, q, ext)
         return (row.mean, row.low, row.high, Rt, rt, q, ext)
 
-    def choose(self, R: int, rho: float, p: float) -> Choice:
-        """The most accurate usable, non-optimistic approximation (``exact`` excluded: whether it runs is a
-        question of cost, decided by the planner) at the conservative neighbour of (R, ρ, p), or simulate."""
+    def choose(self, R: int, rho: float, p: float, exclude=("exact",)) -> Choice:
+        """The most accurate usable, non-optimistic approximation at the conservative neighbour of (R, ρ, p), or
+        simulate. ``exclude``: methods that are not candidates (default ``exact``: whether it runs is a question
+        of cost, decided by the planner; the planner also excludes T, which it asks the table about only where T
+        itself has failed)."""
         where = self._where(R, rho, p)
         if where is None:
             top = f"{self.percentiles[-1]:g}" if self.percentiles else "none"
@@ -295,7 +297,7 @@ class AccuracyTable:
                           short=f"percentile beyond the table's {top}th")
         Rt, rt, q, ext = where
         rows = self._group((Rt, q))[rt]
-        usable = [r for r in rows.values() if r.usable and r.approximation != "exact"]
+        usable = [r for r in rows.values() if r.usable and r.approximation not in exclude]
         ok = [r for r in usable if r.optimistic == NOT_OPTIMISTIC]
         at = f"R = {Rt}, ρ = {rt:g}, {q:g}th percentile"
         if not ok:
