@@ -419,10 +419,10 @@ def test_every_study_registers_the_commands_the_registry_lists():
 
 
 # -- the accuracy table -------------------------------------------------------------------------------------------
-def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation"):
+def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation", methods=("A", "C*", "exact")):
     """A minimal comparison dataset: R = (2, 4), rho = (0.5, 0.8), methods (A, C*, exact), percentile (99, 99.9)."""
     dims = ("service", "R", "rho", method_dim, "percentile")
-    coords = {"service": ["exponential"], "R": [2, 4], "rho": [0.5, 0.8], method_dim: ["A", "C*", "exact"],
+    coords = {"service": ["exponential"], "R": [2, 4], "rho": [0.5, 0.8], method_dim: list(methods),
               "percentile": [99.0, 99.9], "replication": np.arange(10)}
     rel = np.asarray(rel, float)[None]
     ds = xr.Dataset({
@@ -430,7 +430,8 @@ def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation"):
         "relative_percentile_error_ci_low": (dims, rel - 0.01),
         "relative_percentile_error_ci_high": (dims, rel + 0.01),
         "percentile_error_ci_high": (dims, np.asarray(err_high, float)[None]),
-        "fit_invalid": (("R", "rho", method_dim), np.zeros((2, 2, 3), np.int8) if fit_invalid is None else fit_invalid),
+        "fit_invalid": (("R", "rho", method_dim), np.zeros((2, 2, len(methods)), np.int8) if fit_invalid is None
+                        else fit_invalid),
         "fit_violation": (("R", "rho", method_dim), np.where(np.isfinite(rel[0]).any(-1), 0.0, np.nan)),
     }, coords=coords)
     return ds
@@ -490,6 +491,22 @@ def test_reading_between_rows_is_conservative(tmp_path):
     c = table.choose(2, 0.5, 0.9999)  # a percentile above the table's: simulate
     assert c.method == SIMULATE and "covers percentiles up to the 99.9th" in c.reason
     assert table.choose(2, 0.5, 0.99).method != "exact"  # exact is a question of cost, not of the table
+
+
+def test_the_table_has_rows_for_T_and_the_planner_reads_them_only_where_T_fails(tmp_path):
+    """T's rows are built like any approximation's (its error against simulation, optimistic, usable); the table's
+    own choice may be T (the most accurate non-optimistic there), which the planner, asking only where T has
+    failed, excludes."""
+    rel = np.concatenate([_rel(), np.full((2, 2, 1, 2), 0.003)], axis=2)  # T: +0.3 % everywhere
+    err_hi = np.where(np.isnan(rel), np.nan, 1.0)
+    rows = build_accuracy(_comparison(rel, err_hi, methods=("A", "C*", "exact", "T")), window=1e5)
+    t = [r for r in rows if r["approximation"] == "T"]
+    assert len(t) == 2 * 2 * 2 and all(r["usable"] == 1 and r["optimistic"] == 0 for r in t)
+    assert {r["relative_error_mean"] for r in t} == {0.003}
+    table = read_accuracy(write_accuracy(rows, tmp_path / "t.csv"))
+    assert table.choose(4, 0.6, 0.99).method == "T"
+    c = table.choose(4, 0.6, 0.99, exclude=("exact", "T"))
+    assert c.method == "C*" and c.error == pytest.approx((0.01, 0.0, 0.02))
 
 
 def test_malformed_tables_are_refused(tmp_path):

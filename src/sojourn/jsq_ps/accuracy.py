@@ -30,6 +30,11 @@ Reading between rows is conservative (:meth:`AccuracyTable.choose`): the nearest
 load, the nearest R at or above (beyond the largest R: the largest, flagged as extrapolated), the nearest
 percentile at or above; among the usable, non-optimistic methods other than ``exact`` the one with the
 smallest |mean relative error|; none → "simulate".
+
+Method T (:mod:`sojourn.jsq_ps.solve.tail`) has rows like any approximation, from the comparison of a run that
+computed it (``approximation.methods`` includes it by default); the shipped table predates T and has none. The
+planner does not need them: it runs T itself wherever exact does not run cheaply (T's error there is its own
+stated margin) and asks the table only where T has failed, with ``exclude=("exact", "T")``.
 """
 from __future__ import annotations
 
