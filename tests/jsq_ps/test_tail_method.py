@@ -140,3 +140,21 @@ def test_system_law_where_the_level_ordered_lu_is_singular():
     _, pi = system_law(lam, 1.0, R, M, D)
     assert pi.sum() == pytest.approx(1.0) and np.abs(pi.ravel() @ Q).max() < 1e-12
     assert pi.sum(axis=1)[0] > 0.5  # the least occupancy: mostly 0 at ρ = 0.9 with R = 60 (most servers hold 1)
+
+
+def test_the_command_line_states_T_margins(tmp_path, capsys):
+    """``sojourn approximate --method T`` prints each percentile with T's stated bound (its margin_<p> attribute)."""
+    from sojourn.cli import main
+
+    out = tmp_path / "t.nc"
+    assert main(["approximate", "-R", "4", "--load", "0.8", "--method", "T", "--t-max", "60", "--dt", "0.05",
+                 "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    import xarray as xr
+
+    with xr.open_dataset(out) as ds:
+        m = ds.attrs["margin_99.99"]
+    assert 0 < m < 0.02
+    line = next(x for x in text.splitlines() if x.startswith("99.99th percentile:"))
+    assert f"margin {100 * m:.2g} %" in line and "never below the true one" in line
+    assert "T is conservative" in text
