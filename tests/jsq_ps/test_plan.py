@@ -672,3 +672,18 @@ def test_margin_of_a_T_verdict():
         == "clear"
     assert P.Evaluation(11, 0.98, eng, 0.99985, 61.0, probability_high=0.99991).margin(0.9999, 60.0) \
         == "within_method_error"
+
+
+def test_confirm_checks_T_by_simulation():
+    """--confirm with T's rows: R − 1, R, R + 1 simulated with all replications, T's percentile never below the
+    simulated one's 95 % interval (T is not optimistic), the answer where the simulation puts it."""
+    res = sojourn.plan("9/ms", "1.2ms", deadline="10ms", reliability=0.99, confirm=True)
+    assert res.status in ("confirmed", "within_noise") and res.confirmed
+    assert {r["method"] for r in res.rows} == {"T"}
+    for r in res.rows:
+        assert r["replications"] == P.DEFAULT_REPLICATIONS
+        if r["percentile"] is not None:
+            assert r["percentile"] >= r["simulated_percentile_ci_low"], r
+    rows = {r["servers"]: r for r in res.rows}
+    assert rows[res.servers]["simulated_probability"] >= 0.99
+    assert "confirmed by simulation" in res.message or "within its noise" in res.message
