@@ -172,7 +172,8 @@ class Planner:
                 eng = self.tail_engine(R)
                 continue
             except (ArithmeticError, ValueError, MemoryError, RuntimeError, np.linalg.LinAlgError) as exc:
-                # RuntimeError: scipy's sparse LU ("Factor is exactly singular": T's system chain at R ≥ 60, ρ = 0.9)
+                # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
+                # release stopped there with the error)
                 why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
                 if eng.method == TAIL_METHOD:  # the accuracy table's choice, else simulation
                     self.notes.append(f"R = {R}: {why}; the accuracy table decides")
