@@ -1,7 +1,10 @@
 """How fast `sojourn plan` answers (issue 14: ≤ 2 s without --confirm, imports included; ≤ 60 s with --confirm
-at p = 0.9999 on 2 cores), and what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
+at p = 0.9999 on 2 cores; issue 24: the issue-14 example analytically, by T, in ≤ 0.5 s of computation), and
+what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
 
     python benchmarks/plan.py answer     # CLI wall and CPU time of answers without --confirm (3 runs each)
+    python benchmarks/plan.py compute    # the answer's computation: sojourn.plan() in a fresh process (its first
+                                         # call, with the imports it needs) and again in the same process (5 runs)
     python benchmarks/plan.py confirm    # the issue's example with --confirm (p = 0.9999)
     python benchmarks/plan.py exact      # CPU seconds of one exact evaluation vs R and rho (t_max = 80)
     python benchmarks/plan.py all
@@ -28,15 +31,17 @@ RECORD = HERE / "plan.jsonl"
 EXAMPLE = ["--arrival-rate", "9000/s", "--mean-service", "1.2ms", "--budget", "100ms", "--network-latency", "28ms",
            "--reliability", "0.9999"]
 ANSWERS = {
-    # the issue's example: R = 11 and 12 are simulated (no non-optimistic method at R = 10, rho >= 0.9)
+    # the issue's example: T at R = 11, 12, 13 (nothing simulated)
     "issue example (100 ms budget, 28 ms network, p = 0.9999)": EXAMPLE,
     # answered by the exact chain (R = 3, 4, 5)
     "exact: 2000/s, 1 ms, d = 20 ms, p = 0.9999": ["--arrival-rate", "2000/s", "--mean-service", "1ms",
                                                    "--deadline", "20ms", "--reliability", "0.9999"],
-    # answered by approximations from the accuracy table (R = 13..15, beyond the table's R = 10)
-    "approximations: 9/ms, 1.2 ms, d = 10 ms, p = 0.99": ["--arrival-rate", "9/ms", "--mean-service", "1.2ms",
-                                                          "--deadline", "10ms", "--reliability", "0.99"],
+    # answered by T (R = 12, 13, 14: beyond exact's range; before T, approximations from the accuracy table)
+    "T: 9/ms, 1.2 ms, d = 10 ms, p = 0.99": ["--arrival-rate", "9/ms", "--mean-service", "1.2ms",
+                                             "--deadline", "10ms", "--reliability", "0.99"],
 }
+#: sojourn.plan's arguments of the issue's example (the answer's computation, :func:`compute`)
+EXAMPLE_CALL = 'sojourn.plan("9000/s", "1.2ms", deadline="72ms", reliability=0.9999)'
 
 
 def run_cli(args: list[str]) -> dict:
@@ -82,6 +87,32 @@ def answers(repeats: int = 3) -> None:
     print(runs[-1]["output"])
 
 
+def compute(repeats: int = 5) -> None:
+    """sojourn.plan() of the issue's example in a fresh process: its first call (the numpy/scipy parts the answer
+    needs are imported then, the package itself before the clock starts) and ``repeats`` more in the same process
+    (the computation alone: the search, T at each R, the rows)."""
+    code = f"""
+import json, time
+import sojourn
+t0 = time.perf_counter(); r = {EXAMPLE_CALL}; first = time.perf_counter() - t0
+again = []
+for _ in range({repeats}):
+    t0 = time.perf_counter(); r = {EXAMPLE_CALL}; again.append(time.perf_counter() - t0)
+print(json.dumps({{"first_s": round(first, 3), "again_s": [round(x, 3) for x in again], "answer": r.message,
+                  "methods": [row.get("method") for row in r.rows], "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
+                  for row in r.rows if "seconds" in row}}}}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    r = json.loads(proc.stdout.splitlines()[-1])
+    print(f"issue example, sojourn.plan(): first call in a fresh process {r['first_s']} s, then "
+          f"{', '.join(map(str, r['again_s']))} s (load {os.getloadavg()[0]:.1f})\n  {r['answer']}; methods "
+          f"{r['methods']}; seconds per R (first call) {r['seconds_per_R']}")
+    record("compute", {"case": "issue example, sojourn.plan()", **r})
+
+
 def confirm() -> None:
     r = run_cli(EXAMPLE + ["--confirm"])
     print(f"issue example with --confirm: wall {r['wall_s']} s, CPU {r['cpu_s']} s (load {os.getloadavg()[0]:.1f})")
@@ -122,6 +153,8 @@ if __name__ == "__main__":
     compile_package()
     if what in ("exact", "all"):
         exact_costs()
+    if what in ("compute", "all"):
+        compute()
     if what in ("answer", "all"):
         answers()
     if what in ("confirm", "all"):

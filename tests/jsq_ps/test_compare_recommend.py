@@ -13,8 +13,9 @@ import xarray as xr
 
 from sojourn.jsq_ps.compare import (APPROXIMATION_VALIDITY, FLAGGED_BY_APPROXIMATION, NOT_A_CDF, NOT_COMPUTED,
                                     SIMULATE, STATUS_ALL_OPTIMISTIC, STATUS_EXACT, STATUS_NO_SIMULATION,
-                                    STATUS_NON_OPTIMISTIC, STATUS_TOO_FEW, TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION,
-                                    TAIL_FEW_POOLED, compare, tail_customers, tail_decisions)
+                                    STATUS_NON_OPTIMISTIC, STATUS_TAIL, STATUS_TOO_FEW, TAIL_ENOUGH,
+                                    TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED, compare, tail_check, tail_customers,
+                                    tail_decisions)
 
 DT, NT, NK, N = 0.01, 2500, 4, 60_000
 PCTS = [99.0, 99.9]  # 600 customers beyond the 99th per replication, 60 beyond the 99.9th (too few)
@@ -228,3 +229,76 @@ def test_tail_decisions_rules_directly():
     assert most.tolist() == [-1] and rec.tolist() == [-1] and status.tolist() == [STATUS_TOO_FEW]
     _, _, _, rec, status = tail_decisions(E, hi, rel, usable, np.array([0]), np.array([False]), np.array([1]))
     assert rec.tolist() == [-1] and status.tolist() == [STATUS_NO_SIMULATION]
+
+
+# -- method T: conservative by construction, preferred where exact is not if the comparison confirms it ----------
+def _two_loads(scales_by_rho: dict, services=("exponential",)):
+    """(simulation, approximation) at R = 2 and the loads of ``scales_by_rho`` ({rho: {method: scale or None}}),
+    the same Exp(1) samples at every load (seeded per load)."""
+    sims, apps = [], []
+    for k, (rho, scales) in enumerate(scales_by_rho.items()):
+        sims.append(_sim(services, seed=k).assign_coords(rho=[rho]))
+        apps.append(_approx(scales).assign_coords(rho=[rho]))
+    return xr.concat(sims, "rho"), xr.concat(apps, "rho")
+
+
+def test_T_is_recommended_where_exact_did_not_run_once_it_is_never_below_exact():
+    """At ρ = 0.5 exact and T (+0.3 %) both ran: T is never below exact there, so at ρ = 0.6, where exact did
+    not run, T is recommended — over "right" (9 % pessimistic) and "close" (1 % optimistic, within the noise, the
+    most accurate by the simulation) — and also at the 99.9th, where the simulation has too few customers."""
+    sim, approx = _two_loads({0.5: {"close": 0.99, "right": 1.09, "exact": 1.0, "T": 1.003},
+                              0.6: {"close": 0.99, "right": 1.09, "exact": None, "T": 1.003}})
+    ds = compare(sim, approx, CFG)
+    assert ds.attrs["tail_preferred"] == 1 and ds.attrs["tail_checked_points"] == 2
+    assert ds.attrs["tail_below_exact_points"] == 0
+    at = {"service": "exponential", "R": 2}
+    assert ds["recommended"].sel(rho=0.5, **at).values.tolist() == ["exact", "exact"]
+    assert ds["recommended"].sel(rho=0.6, **at).values.tolist() == ["T", "T"]
+    assert ds["recommendation_status"].sel(rho=0.6, **at).values.tolist() == [STATUS_TAIL, STATUS_TAIL]
+    assert ds["most_accurate"].sel(rho=0.6, percentile=99.0, **at).item() in ("close", "T")
+    rel = float(ds["recommended_relative_error"].sel(rho=0.6, percentile=99.0, **at))
+    assert rel == float(ds["relative_percentile_error_mean"].sel(rho=0.6, percentile=99.0, approximation="T", **at))
+
+
+def test_T_is_an_ordinary_candidate_when_the_comparison_finds_it_below_exact_or_cannot_check():
+    """T 3 % below exact where both ran (beyond a grid step): not preferred anywhere, and at ρ = 0.6 the ordinary
+    rule decides (T, optimistic there, is not chosen); with no point where both ran there is nothing to check."""
+    sim, approx = _two_loads({0.5: {"right": 1.09, "exact": 1.0, "T": 0.97},
+                              0.6: {"right": 1.09, "exact": None, "T": 0.94}})
+    ds = compare(sim, approx, CFG)
+    assert ds.attrs["tail_preferred"] == 0 and ds.attrs["tail_below_exact_points"] == 2
+    assert ds.attrs["tail_largest_below_exact"] == pytest.approx(0.03 * -np.log(0.001), abs=0.02)
+    at = {"service": "exponential", "R": 2, "rho": 0.6}
+    assert ds["recommended"].sel(percentile=99.0, **at).item() == "right"
+    assert int(ds["recommendation_status"].sel(percentile=99.0, **at)) == STATUS_NON_OPTIMISTIC
+    none = compare(_sim(), _approx({"right": 1.09, "T": 1.003}), CFG)
+    assert none.attrs["tail_preferred"] == 0 and none.attrs["tail_checked_points"] == 0
+    assert _at(none, "recommended", percentile=99.0).item() == "T"  # the most accurate non-optimistic, as any
+
+
+def test_T_is_preferred_for_exponential_service_only_and_not_where_the_simulation_shows_it_optimistic():
+    sim, approx = _two_loads({0.5: {"right": 1.09, "exact": 1.0, "T": 1.0},
+                              0.6: {"right": 1.09, "exact": None, "T": 1.0}}, services=("exponential", "uniform"))
+    ds = compare(sim, approx, CFG)
+    u = {"service": "uniform", "R": 2, "rho": 0.6, "percentile": 99.0}
+    assert int(ds["recommendation_status"].sel(**u)) == STATUS_NON_OPTIMISTIC  # the ordinary rule for M/G/R
+    # the rule itself: T's own verdict optimistic (CI top < 0) where the percentile is estimable vetoes it
+    E = np.array([[0.5], [-0.2]])
+    hi = np.array([[0.8], [-0.05]])
+    args = (E, hi, E / 10, np.ones((2, 1), bool))
+    _, _, _, rec, status = tail_decisions(*args, np.array([0]), np.array([True]), np.array([-1]), np.array([1]))
+    assert rec.tolist() == [0] and status.tolist() == [STATUS_NON_OPTIMISTIC]
+    _, _, _, rec, status = tail_decisions(*args, np.array([2]), np.array([True]), np.array([-1]), np.array([1]))
+    assert rec.tolist() == [1] and status.tolist() == [STATUS_TAIL]  # too few to judge: T, like exact
+    _, _, _, rec, status = tail_decisions(*args, np.array([0]), np.array([True]), np.array([0]), np.array([1]))
+    assert rec.tolist() == [0] and status.tolist() == [STATUS_EXACT]  # exact first
+
+
+def test_tail_check_tolerates_one_grid_step():
+    d = np.array([[0.0, np.nan], [-0.01, 0.02]])
+    assert tail_check(d, 0.01) == {"checked_points": 3, "below_exact_points": 0, "largest_below": 0.0,
+                                   "preferred": True}
+    d[0, 0] = -0.02
+    got = tail_check(d, 0.01)
+    assert not got["preferred"] and got["below_exact_points"] == 1 and got["largest_below"] == pytest.approx(0.02)
+    assert not tail_check(np.full((2, 2), np.nan), 0.01)["preferred"]

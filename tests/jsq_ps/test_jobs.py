@@ -26,6 +26,19 @@ def test_shared_corrected_methods_equal_their_own_routes():
     assert "shared_corrected" not in own.attrs
 
 
+def test_a_cell_of_T_alone_or_with_exact_takes_the_config_truncations_without_complaint():
+    """The pipeline passes the faithful methods' L1, L2 to every cell; T (like exact) sizes its own state space and
+    runs in the second group: a configuration with T alone, or with exact, computes (T's CDF the same either way)."""
+    t = time_grid(30.0, 0.05)
+    alone = _approximate_task(3, 0.7, 1.0, ("T",), t, {"L1": 22, "L2": 130})
+    both = _approximate_task(3, 0.7, 1.0, ("exact", "T", "A"), t, {"L1": 22, "L2": 130})
+    assert alone["approximation"].values.tolist() == ["T"] and int(alone["valid"].item()) == 1
+    assert both["approximation"].values.tolist() == ["exact", "T", "A"]
+    np.testing.assert_array_equal(alone["cdf"].sel({"approximation": "T"}).values,
+                                  both["cdf"].sel({"approximation": "T"}).values)
+    assert np.all(both["cdf"].sel({"approximation": "T"}).values <= both["cdf"].sel({"approximation": "exact"}).values + 1e-12)
+
+
 def _environ(name):
     import os
 

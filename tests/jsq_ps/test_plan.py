@@ -7,6 +7,9 @@
   anything is computed (the planner's compute functions are replaced by ones that fail the test);
 * --confirm never answers an R that its simulation shows to fail (an accuracy table that trusts an optimistic
   method is corrected by the simulation), and goes down where the method was pessimistic;
+* method T answers every exponential R where exact does not run cheaply (the issue's example without any
+  simulation), its verdicts are safe against exact where both run and against an independent simulation
+  beyond exact's range, and where T fails the accuracy table decides;
 * the JSON output's schema, the Python result object and its xarray Dataset; the accuracy table's builder
   and its conservative reader; the CLI answers without importing what it does not need.
 
@@ -54,14 +57,14 @@ def simulated_interval(servers, offered, d, p, law="exponential", confidence=0.9
     return m - h, m + h
 
 
-# (arrival rate, mean service, deadline, reliability, service law): an exact answer (R <= 4), the approximations'
-# region (R > 6), p = 0.999, and a non-exponential law (simulated); the last also with its load given as --load
+# (arrival rate, mean service, deadline, reliability, service law): an exact answer (R <= 4), T's region (R > 6),
+# p = 0.999, and a non-exponential law (simulated); the last also with its load given as --load
 CASES = [
     ("2/ms", "1ms", "10ms", 0.99, "exponential"),
-    ("9/ms", "1.2ms", "10ms", 0.99, "exponential"),
+    ("9/ms", "1.2ms", "10ms", 0.99, "exponential"),  # T: R = 12, 13, 14
     ("1000/s", "1ms", "9ms", 0.999, "exponential"),
     ("3/ms", "1ms", "6ms", 0.99, "lognormal:sigma=0.6931471805599453"),
-    ("9000/s", "1.2ms", "72ms", 0.9999, "exponential"),  # the issue's example: R = 11, 12 simulated (ρ = 0.98, 0.9)
+    ("9000/s", "1.2ms", "72ms", 0.9999, "exponential"),  # the issue's example: T at R = 11, 12, 13 (ρ = 0.98 ... 0.83)
 ]
 
 
@@ -123,6 +126,13 @@ def test_budget_minus_network_latency_and_units_of_the_answer():
 
 
 # -- --confirm never answers an R the simulation shows to fail --------------------------------------------------
+@pytest.fixture
+def table_decides(monkeypatch):
+    """The planner as it was before T: beyond exact's range the accuracy table decides (it still does where T
+    fails). --confirm must correct whatever method answered, so its tests trust a method through the table."""
+    monkeypatch.setattr(P.Planner, "tail_engine", P.Planner.table_engine)
+
+
 def _table_trusting(tmp_path, method, error=0.0):
     """An accuracy table that calls ``method`` exact-accurate and non-optimistic everywhere (R = 7..10)."""
     rows = [{"R": R, "rho": round(r, 2), "percentile": 99.0, "approximation": method, "relative_error_mean": error,
@@ -131,7 +141,7 @@ def _table_trusting(tmp_path, method, error=0.0):
     return write_accuracy(rows, tmp_path / f"trust_{method}.csv")
 
 
-def test_confirm_raises_R_when_the_trusted_method_is_optimistic(tmp_path):
+def test_confirm_raises_R_when_the_trusted_method_is_optimistic(tmp_path, table_decides):
     """Method A underestimates the 99th percentile by 10-45 % at high load (the paper-config comparison; at
     R = 7, ρ = 0.93: 9.2 against C*'s 17): trusted blindly it answers too few servers, which the simulation
     corrects."""
@@ -148,7 +158,7 @@ def test_confirm_raises_R_when_the_trusted_method_is_optimistic(tmp_path):
     assert checked.status in ("confirmed", "within_noise")
 
 
-def test_confirm_lowers_R_when_the_method_was_pessimistic(tmp_path):
+def test_confirm_lowers_R_when_the_method_was_pessimistic(tmp_path, table_decides):
     """Method D overestimates by 20-40 % at ρ ≈ 0.7-0.8 (R = 10): the simulation shows fewer servers do."""
     table = _table_trusting(tmp_path, "D")
     kw = dict(deadline="9ms", reliability=0.99, accuracy=table)
@@ -353,22 +363,25 @@ def test_the_result_object_and_its_dataset():
     assert ds["method"].values.tolist() == ["", "exact", "exact"]
 
 
-def test_cli_answers_without_importing_what_it_does_not_need(tmp_path):
-    """The 2 s answer: no other study's CLI, no scipy.stats, xarray or numba on an analytic answer (a
-    regression guard on imports, not a timing)."""
-    table = _table_trusting(tmp_path, "D")  # an approximation answers (whatever the shipped table says)
-    code = textwrap.dedent(f"""
+def test_cli_answers_without_importing_what_it_does_not_need():
+    """The 2 s answer: no other study's CLI, no scipy.stats, xarray or numba on an analytic answer, T's included
+    (it needs scipy.sparse only), and no accuracy table read where T answers every R (a regression guard on
+    imports, not a timing)."""
+    code = textwrap.dedent("""
         import sys
         from sojourn.cli import main
+        from sojourn.jsq_ps import accuracy
+        read = []
+        accuracy.read_accuracy = lambda *a, **k: read.append(a) or None
         assert main(["plan", "--arrival-rate", "7.5/ms", "--mean-service", "1ms", "--deadline", "9ms",
-                     "--reliability", "0.99", "--accuracy", {str(table)!r}]) == 0
+                     "--reliability", "0.99"]) == 0
         heavy = [m for m in ("scipy.stats", "xarray", "numba", "pandas", "sojourn.split_merge", "sojourn.restart",
                              "sojourn.jsq_ps.simulate") if m in sys.modules]
-        print("HEAVY", heavy)
+        print("HEAVY", heavy, "TABLE", len(read))
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "HEAVY []" in proc.stdout and "  D  " in proc.stdout, proc.stdout
+    assert "HEAVY [] TABLE 0" in proc.stdout and "  T  " in proc.stdout, proc.stdout
 
 
 def test_a_simulated_answer_runs_the_kernel_without_xarray_or_scipy_stats():
@@ -406,10 +419,10 @@ def test_every_study_registers_the_commands_the_registry_lists():
 
 
 # -- the accuracy table -------------------------------------------------------------------------------------------
-def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation"):
+def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation", methods=("A", "C*", "exact")):
     """A minimal comparison dataset: R = (2, 4), rho = (0.5, 0.8), methods (A, C*, exact), percentile (99, 99.9)."""
     dims = ("service", "R", "rho", method_dim, "percentile")
-    coords = {"service": ["exponential"], "R": [2, 4], "rho": [0.5, 0.8], method_dim: ["A", "C*", "exact"],
+    coords = {"service": ["exponential"], "R": [2, 4], "rho": [0.5, 0.8], method_dim: list(methods),
               "percentile": [99.0, 99.9], "replication": np.arange(10)}
     rel = np.asarray(rel, float)[None]
     ds = xr.Dataset({
@@ -417,7 +430,8 @@ def _comparison(rel, err_high, fit_invalid=None, method_dim="approximation"):
         "relative_percentile_error_ci_low": (dims, rel - 0.01),
         "relative_percentile_error_ci_high": (dims, rel + 0.01),
         "percentile_error_ci_high": (dims, np.asarray(err_high, float)[None]),
-        "fit_invalid": (("R", "rho", method_dim), np.zeros((2, 2, 3), np.int8) if fit_invalid is None else fit_invalid),
+        "fit_invalid": (("R", "rho", method_dim), np.zeros((2, 2, len(methods)), np.int8) if fit_invalid is None
+                        else fit_invalid),
         "fit_violation": (("R", "rho", method_dim), np.where(np.isfinite(rel[0]).any(-1), 0.0, np.nan)),
     }, coords=coords)
     return ds
@@ -479,6 +493,22 @@ def test_reading_between_rows_is_conservative(tmp_path):
     assert table.choose(2, 0.5, 0.99).method != "exact"  # exact is a question of cost, not of the table
 
 
+def test_the_table_has_rows_for_T_and_the_planner_reads_them_only_where_T_fails(tmp_path):
+    """T's rows are built like any approximation's (its error against simulation, optimistic, usable); the table's
+    own choice may be T (the most accurate non-optimistic there), which the planner, asking only where T has
+    failed, excludes."""
+    rel = np.concatenate([_rel(), np.full((2, 2, 1, 2), 0.003)], axis=2)  # T: +0.3 % everywhere
+    err_hi = np.where(np.isnan(rel), np.nan, 1.0)
+    rows = build_accuracy(_comparison(rel, err_hi, methods=("A", "C*", "exact", "T")), window=1e5)
+    t = [r for r in rows if r["approximation"] == "T"]
+    assert len(t) == 2 * 2 * 2 and all(r["usable"] == 1 and r["optimistic"] == 0 for r in t)
+    assert {r["relative_error_mean"] for r in t} == {0.003}
+    table = read_accuracy(write_accuracy(rows, tmp_path / "t.csv"))
+    assert table.choose(4, 0.6, 0.99).method == "T"
+    c = table.choose(4, 0.6, 0.99, exclude=("exact", "T"))
+    assert c.method == "C*" and c.error == pytest.approx((0.01, 0.0, 0.02))
+
+
 def test_malformed_tables_are_refused(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("R,rho,percentile\n1,0.5,99\n")
@@ -529,3 +559,131 @@ def test_simulated_replications_are_the_same_in_one_process_or_several():
     for a, b in zip(serial, forked):
         np.testing.assert_array_equal(a, b)
     assert serial[0].shape == (4, 801) and serial[0].sum() > 10_000
+
+
+# -- method T beyond exact's range --------------------------------------------------------------------------------
+def test_the_issue_example_is_answered_by_T_without_simulation(monkeypatch):
+    """9000/s, 1.2 ms, d = 72 ms, p = 0.9999 (offered load 10.8): T at R = 11, 12, 13, nothing simulated, every
+    verdict clear: R = 12 meets (T's P(T ≤ d) is a lower bound), R = 11 fails even at the top of T's bound."""
+    def boom(*a, **k):
+        raise AssertionError("simulated")
+
+    monkeypatch.setattr(P.Planner, "simulate", boom)
+    res = sojourn.plan("9000/s", "1.2ms", deadline="72ms", reliability=0.9999)
+    assert res.servers == 12 and res.status == "predicted" and res.message.endswith("(by T)")
+    assert [r["method"] for r in res.rows] == ["T", "T", "T"]
+    below, answer, above = res.rows
+    assert (below["meets"], answer["meets"], above["meets"]) == (False, True, True)
+    assert [r["margin"] for r in res.rows] == ["clear"] * 3
+    # R = 11 (ρ = 0.98): P(T ≤ d) = 0.99592, the largest its bound admits 0.99616 < p; its 99.99th percentile lies
+    # beyond T's grid (1.25 d)
+    assert 0.995 < below["probability"] < below["probability_high"] < 0.9999
+    assert below["percentile"] is None and below["percentile_above"] == pytest.approx(90.0)
+    # the error column is T's margin at the 99.99th: x_T = x_D (1 + m), the true percentile in [x_T (1 − m)/(1 + m), x_T]
+    for r in (answer, above):
+        m = r["method_error_mean"]
+        assert 0.0 < m < 0.02 and r["method_error_ci_low"] == 0.0
+        assert r["method_error_ci_high"] == pytest.approx((1 + m) / (1 - m) - 1)
+        assert r["tail_D"] >= 2 and r["probability"] >= 0.9999
+    assert answer["percentile"] == pytest.approx(31.82, abs=0.01) and above["percentile"] == pytest.approx(19.31, abs=0.01)
+    text = res.table()
+    assert "+0 to +2.5 % (never below; margin 1.22 %)" in text and "P(T ≤ d) ≤ 0.99615" in text
+    assert any("a 'yes' from T is safe" in n for n in res.notes)
+
+
+def test_T_percentile_is_not_optimistic_and_within_its_bound_in_an_independent_simulation():
+    """Beyond exact's range (R = 13, ρ = 0.83, the 99th): an independent simulation (20 replications × 2·10⁵
+    customers, 99 % t-intervals) finds P(T < x_T) not below p (T is not optimistic) and P(T < x_T/(1 + e)) not
+    above p, e the most T's bound lets it exceed the true percentile."""
+    q = P.check_request(arrival_rate="9/ms", mean_service="1.2ms", deadline="10ms", reliability=0.99)
+    pl = P.Planner(q)
+    ev = pl.evaluate(13)
+    assert ev.engine.method == "T" and ev.meets(0.99)
+    x, e = ev.percentile, ev.engine.error[2]
+    rho = q.offered / 13
+    tau = 1 / (13 * (1 - math.sqrt(rho)) ** 2)
+    dt = x / 1000
+    ds = simulate(JSQPS.from_load(13, rho), horizon=20 * tau + 200_000 / q.offered, warmup=20 * tau, cooldown=0.0,
+                  replications=CHECK_REPS, seed=CHECK_SEED, dt=dt, t_max=1100 * dt, occupancy_max=1)
+    count, overflow = ds["count"].values, ds["overflow"].values
+    total = count.sum(axis=1) + overflow
+
+    def interval(edge):
+        m, h = mean_ci(count[:, :edge].sum(axis=1) / total, confidence=0.99)
+        return m - h, m + h
+
+    assert interval(1000)[1] >= 0.99  # P(T < x_T): T's percentile is not below the true one
+    assert interval(int(round(1000 / (1 + e))))[0] <= 0.99  # nor above it by more than its bound
+
+
+@pytest.mark.parametrize("arrival, deadline, p", [("2/ms", "10ms", 0.99), ("2000/s", "20ms", 0.9999),
+                                                  ("2.4/ms", "12ms", 0.999), ("2.4/ms", "15ms", 0.9999),
+                                                  ("1.5/ms", "6ms", 0.99), ("0.9/ms", "30ms", 0.9999)])
+def test_T_verdicts_agree_with_exact_where_both_run(monkeypatch, arrival, deadline, p):
+    """Where exact runs cheaply (R = 1..6 here), T in its place: T's P(T ≤ d) never above exact's, exact's never
+    above the largest T's bound admits, T's percentile within [1, 1 + e] of exact's, and the same answer R (or
+    R − 1 marked as within T's margin)."""
+    want = sojourn.plan(arrival, "1ms", deadline=deadline, reliability=p)
+    assert {r["method"] for r in want.rows if r["stable"]} == {"exact"}
+    monkeypatch.setattr(P.Planner, "exact_fits", lambda self, R, t_hi: False)
+    got = sojourn.plan(arrival, "1ms", deadline=deadline, reliability=p)
+    assert {r["method"] for r in got.rows if r["stable"]} == {"T"}
+    assert got.servers == want.servers or (got.servers == want.servers + 1
+                                           and got.rows[0]["margin"] == "within_method_error")
+    exact = {r["servers"]: r for r in want.rows}
+    for r in got.rows:
+        if not r["stable"] or r["servers"] not in exact:
+            continue
+        ex = exact[r["servers"]]
+        assert r["probability"] <= ex["probability"] + 1e-12 <= r["probability_high"] + 2e-12
+        if r["meets"]:
+            assert ex["meets"]  # T's "yes" is safe
+        elif ex["meets"]:
+            assert r["margin"] == "within_method_error"  # a "no" against exact's "yes" only inside T's bound
+        if r["percentile"] is not None:
+            lo, hi = r["method_error_ci_low"], r["method_error_ci_high"]
+            assert ex["percentile"] * (1 + lo) - 1e-9 <= r["percentile"] <= ex["percentile"] * (1 + hi) + 1e-9
+
+
+def test_where_T_fails_the_accuracy_table_decides(monkeypatch, tmp_path):
+    """T's exception or guard flags: the table's most accurate non-optimistic method (T itself excluded), and a
+    note says why."""
+    def fail(*a, **k):
+        raise RuntimeError("Factor is exactly singular")
+
+    monkeypatch.setattr("sojourn.jsq_ps.solve.tail.tail_sojourn", fail)
+    rows = [{"R": R, "rho": round(r, 2), "percentile": 99.0, "approximation": m, "relative_error_mean": e,
+             "relative_error_ci_low": e - 1e-3, "relative_error_ci_high": e + 1e-3, "optimistic": 0, "usable": 1}
+            for R in (7, 8, 9, 10) for r in np.arange(0.01, 1.0, 0.01) for m, e in (("T", 0.001), ("D", 0.05))]
+    table = write_accuracy(rows, tmp_path / "with_T.csv")
+    res = sojourn.plan("7.5/ms", "1ms", deadline="9ms", reliability=0.99, accuracy=table)
+    assert {r["method"] for r in res.rows} == {"D"}
+    assert any("T failed at R = " in n and "Factor is exactly singular" in n and "the accuracy table decides" in n
+               for n in res.notes)
+    assert read_accuracy(table).choose(9, 0.83, 0.99).method == "T"  # a candidate for the table, but not here
+
+
+def test_margin_of_a_T_verdict():
+    """T's "meets" is always clear (its P(T ≤ d) is a lower bound); its "fails" only if the largest P(T ≤ d) its
+    bound admits is below p."""
+    eng = P.Engine("T", "", (0.01, 0.0, 0.0202))
+    assert P.Evaluation(12, 0.9, eng, 0.99995, 26.5, probability_high=0.99996).margin(0.9999, 60.0) == "clear"
+    assert P.Evaluation(11, 0.98, eng, 0.99592, math.inf, 75.0, probability_high=0.99616).margin(0.9999, 60.0) \
+        == "clear"
+    assert P.Evaluation(11, 0.98, eng, 0.99985, 61.0, probability_high=0.99991).margin(0.9999, 60.0) \
+        == "within_method_error"
+
+
+def test_confirm_checks_T_by_simulation():
+    """--confirm with T's rows: R − 1, R, R + 1 simulated with all replications, T's percentile never below the
+    simulated one's 95 % interval (T is not optimistic), the answer where the simulation puts it."""
+    res = sojourn.plan("9/ms", "1.2ms", deadline="10ms", reliability=0.99, confirm=True)
+    assert res.status in ("confirmed", "within_noise") and res.confirmed
+    assert {r["method"] for r in res.rows} == {"T"}
+    for r in res.rows:
+        assert r["replications"] == P.DEFAULT_REPLICATIONS
+        if r["percentile"] is not None:
+            assert r["percentile"] >= r["simulated_percentile_ci_low"], r
+    rows = {r["servers"]: r for r in res.rows}
+    assert rows[res.servers]["simulated_probability"] >= 0.99
+    assert "confirmed by simulation" in res.message or "within its noise" in res.message

@@ -23,7 +23,7 @@ from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, SAME, TIE, largest_di
                                          write_reproduction)
 from sojourn.jsq_ps.simulate import simulate
 
-METHODS = ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact"]
+METHODS = ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact", "T"]
 RS = [1, 3, 10]
 RHOS = [0.1, 0.333, 0.5, 0.9]
 PCTS = [99.0, 99.9, 99.99, 99.999]
@@ -74,6 +74,9 @@ def _synthetic():
     fit[r[10], p[0.5], m["C"]] = 1
     # relative error of the best-by-W method at (R=3, rho=0.5): D (set above) -> −0.2
     Q[0, r[3], p[0.5], m["D"], :] = -0.2
+    # T, a family of its own: +0.1 % of a 25 time-unit percentile everywhere it ran (not at R = 1, rho = 0.5)
+    E[0, :, :, m["T"]] = 0.025
+    E[0, r[1], p[0.5], m["T"]] = np.nan
     dims4 = ("service", "R", "rho", "approximation")
     dq = dims4 + ("percentile",)
     return xr.Dataset(
@@ -137,15 +140,18 @@ def test_paper_best_map_matches_the_notes_summary():
 
 
 def test_shapes_and_absent_cells(rep):
-    assert rep.sizes == {"family": 3, "pct_percentile": 2, "pct_rho": 8, "pct_R": 5, "rel_percentile": 3,
+    assert rep.sizes == {"family": 4, "pct_percentile": 2, "pct_rho": 8, "pct_R": 5, "rel_percentile": 3,
                          "rel_rho": 7, "rel_R": 4, "R": 3, "rho": 4}
-    assert rep["family"].values.tolist() == ["faithful", "corrected", "exact"]
+    assert rep["family"].values.tolist() == ["faithful", "corrected", "exact", "T"]
     pe = rep["percentile_error"]
     # R = 5, 7 and rho = .25, .75, .85, .95, .99 are not in the run: NaN, not an error
     assert pe.sel(pct_R=[5, 7]).isnull().all() and pe.sel(pct_rho=[0.25, 0.75, 0.85, 0.95, 0.99]).isnull().all()
     assert pe.sel(pct_R=1, pct_rho=0.5).isnull().all()  # present in the grid, nothing computed
     assert pe.sel(family="exact", pct_R=[3, 10]).isnull().all() and pe.sel(family="exact", pct_R=1, pct_rho=0.1).notnull().all()
     assert (rep["paper_value_in_ci"].where(pe.isnull()).fillna(-1) == -1).all()
+    t = pe.sel(family="T", pct_R=[1, 3, 10], pct_rho=[0.1, 0.5, 0.9])
+    assert t.isnull().sum() == 2 and float(t.max()) == float(t.min()) == 0.025  # absent at (R = 1, rho = 0.5) only
+    assert (rep["percentile_error_method"].sel(family="T").values == np.where(pe.sel(family="T").isnull(), "", "T")).all()
     assert rep["agreement"].sel(R=1, rho=0.5).item() == ABSENT
     assert rep["agreement"].sel(rho=0.333).values.tolist() == [ABSENT] * 3  # not on the paper's grid
     assert rep["paper_best_method"].sel(rho=0.333).values.tolist() == [""] * 3
@@ -234,7 +240,7 @@ def test_write_reproduction_files(tmp_path):
 def real_comparison():
     """compare() of tiny simulations (R = 1, 3; rho = .1, .5; 3 replications) with the methods run on the paper grid."""
     t = time_grid()
-    Rs, rhos, methods = [1, 3], [0.1, 0.5], ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact"]
+    Rs, rhos, methods = [1, 3], [0.1, 0.5], ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact", "T"]
     count, overflow = [], []
     cdf = np.full((len(Rs), len(rhos), len(methods), t.size), np.nan)
     for i, R in enumerate(Rs):
@@ -244,7 +250,7 @@ def real_comparison():
             s = simulate(spec, horizon=1500.0, warmup=100.0, replications=3, seed=3)
             cs.append(s["count"].values); os_.append(s["overflow"].values)
             run = [m for m in methods if m != "exact" or R == 1]
-            for group in ([m for m in run if len(m) == 1], [m for m in run if len(m) > 1 or m == "exact"]):
+            for group in ([m for m in run if m in "ABCDEF"], [m for m in run if m not in "ABCDEF"]):
                 ds = approximate_all(spec, group, t=t)
                 for m in group:
                     cdf[i, j, methods.index(m)] = ds["cdf"].sel({"approximation": m}).values
@@ -262,7 +268,7 @@ def test_real_comparison(real_comparison, tmp_path):
     assert rep.attrs["agreement_cells"] == 4 and 0 <= rep.attrs["agreement_share"] <= 1
     for R, rho in cells:
         b = rep["best_method"].sel(R=R, rho=rho).values.tolist()
-        assert b[0] in "ABCDEF" and b[1] in ("A*", "C*") and (b[2] == "exact") == (R == 1)
+        assert b[0] in "ABCDEF" and b[1] in ("A*", "C*") and (b[2] == "exact") == (R == 1) and b[3] == "T"
         assert rep["agreement"].sel(R=R, rho=rho).item() in (DISAGREE, TIE, SAME)
         assert int(real_comparison["fit_invalid"].sel({"R": R, "rho": rho, "approximation": b[0]})) == 0
         assert rep["paper_best_method"].sel(R=R, rho=rho).item() == paper_best_map()[(R, rho)]
@@ -275,6 +281,8 @@ def test_real_comparison(real_comparison, tmp_path):
                                                    "percentile": 99.99}).mean("replication").item()
     assert pe.sel(pct_percentile=99.99, pct_rho=0.5, pct_R=3).item() == pytest.approx(want, rel=1e-12)
     assert rep["percentile_error"].sel(family="exact", pct_R=3).isnull().all()
+    assert rep["percentile_error"].sel(family="T", pct_R=[1, 3], pct_rho=[0.1, 0.5]).notnull().all()
+    assert "| T |" in report_text(rep, "markdown")
     rel = rep["relative_error"].sel(family="faithful").notnull()  # §6.3 grid: only rho = 0.5 (R = 1, 3) in the run
     assert int(rel.sum()) == 2 * 3 and rel.sel(rel_rho=0.5, rel_R=[1, 3]).all()
     real_comparison.to_netcdf(tmp_path / "comparison.nc")

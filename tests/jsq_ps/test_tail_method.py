@@ -15,6 +15,8 @@ from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.tail import (
     crossing,
     level_cap,
+    lower_survival,
+    margin_at,
     predicted_seconds,
     survival,
     system_law,
@@ -105,3 +107,54 @@ def test_api_method_T():
         approximate(spec, "T", t_max=60.0, dt=0.05, tail_D=1)
     with pytest.raises(ValueError, match="unknown hyper-parameter"):
         approximate(spec, "T", t_max=60.0, dt=0.05, L1=5)
+
+
+def test_the_two_sides_of_the_allowance_contain_exact():
+    """What ``sojourn plan`` reads: at R = 4, ρ = 0.8 exact's survival lies between T's lower bound and T, and
+    exact's percentile between x_T (1 − m)/(1 + m) and x_T, m = T's margin at that level."""
+    res = tail_sojourn(3.2, 1.0, 4, T, D=2)
+    ref = exact_sojourn_cdf(3.2, 1.0, 4, T)
+    sf = 1.0 - ref.cdf
+    assert np.all(lower_survival(res) <= sf + 1e-12) and np.all(sf <= 1.0 - res.cdf + 1e-12)
+    for p in LEVELS:
+        m, x = margin_at(T, res, p), crossing(T, res.cdf, p)
+        assert 0 < m < 0.05 and x * (1 - m) / (1 + m) <= crossing(T, ref.cdf, p) <= x
+
+
+def test_system_law_where_the_level_ordered_lu_is_singular():
+    """R = 60, ρ = 0.9, D = 1: fixing the empty system (mass ~1e-24 of the rest) gave an exactly singular LU; the
+    law is then solved with a state of about Λ/μ customers fixed: a stationary law (πQ = 0) all the same."""
+    from scipy import sparse
+
+    from sojourn.jsq_ps.solve.chain import stationary
+    from sojourn.jsq_ps.solve.tail import SystemPhases, _expand
+
+    R, M, D, lam = 60, 8, 1, 54.0
+    ph = SystemPhases(R, D)
+    rows, cols, rate, *_ = _expand(ph.table(lam, 1.0), ph.size, M)
+    n = M * ph.size
+    Q = sparse.coo_matrix((rate, (rows, cols)), shape=(n, n)).tocsr()
+    Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
+    with pytest.raises(RuntimeError, match="singular"):  # the solver's first attempt
+        stationary(Q, levels=(np.arange(M)[:, None] * R + ph.F.sum(axis=1)[None, :]).ravel())
+    _, pi = system_law(lam, 1.0, R, M, D)
+    assert pi.sum() == pytest.approx(1.0) and np.abs(pi.ravel() @ Q).max() < 1e-12
+    assert pi.sum(axis=1)[0] > 0.5  # the least occupancy: mostly 0 at ρ = 0.9 with R = 60 (most servers hold 1)
+
+
+def test_the_command_line_states_T_margins(tmp_path, capsys):
+    """``sojourn approximate --method T`` prints each percentile with T's stated bound (its margin_<p> attribute)."""
+    from sojourn.cli import main
+
+    out = tmp_path / "t.nc"
+    assert main(["approximate", "-R", "4", "--load", "0.8", "--method", "T", "--t-max", "60", "--dt", "0.05",
+                 "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    import xarray as xr
+
+    with xr.open_dataset(out) as ds:
+        m = ds.attrs["margin_99.99"]
+    assert 0 < m < 0.02
+    line = next(x for x in text.splitlines() if x.startswith("99.99th percentile:"))
+    assert f"margin {100 * m:.2g} %" in line and "never below the true one" in line
+    assert "T is conservative" in text

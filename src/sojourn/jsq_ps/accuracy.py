@@ -30,6 +30,11 @@ Reading between rows is conservative (:meth:`AccuracyTable.choose`): the nearest
 load, the nearest R at or above (beyond the largest R: the largest, flagged as extrapolated), the nearest
 percentile at or above; among the usable, non-optimistic methods other than ``exact`` the one with the
 smallest |mean relative error|; none → "simulate".
+
+Method T (:mod:`sojourn.jsq_ps.solve.tail`) has rows like any approximation, from the comparison of a run that
+computed it (``approximation.methods`` includes it by default); the shipped table predates T and has none. The
+planner does not need them: it runs T itself wherever exact does not run cheaply (T's error there is its own
+stated margin) and asks the table only where T has failed, with ``exclude=("exact", "T")``.
 """
 from __future__ import annotations
 
@@ -285,9 +290,11 @@ class AccuracyTable:
             return (math.nan,) * 3 + (Rt, rt, q, ext)
         return (row.mean, row.low, row.high, Rt, rt, q, ext)
 
-    def choose(self, R: int, rho: float, p: float) -> Choice:
-        """The most accurate usable, non-optimistic approximation (``exact`` excluded: whether it runs is a
-        question of cost, decided by the planner) at the conservative neighbour of (R, ρ, p), or simulate."""
+    def choose(self, R: int, rho: float, p: float, exclude=("exact",)) -> Choice:
+        """The most accurate usable, non-optimistic approximation at the conservative neighbour of (R, ρ, p), or
+        simulate. ``exclude``: methods that are not candidates (default ``exact``: whether it runs is a question
+        of cost, decided by the planner; the planner also excludes T, which it asks the table about only where T
+        itself has failed)."""
         where = self._where(R, rho, p)
         if where is None:
             top = f"{self.percentiles[-1]:g}" if self.percentiles else "none"
@@ -295,7 +302,7 @@ class AccuracyTable:
                           short=f"percentile beyond the table's {top}th")
         Rt, rt, q, ext = where
         rows = self._group((Rt, q))[rt]
-        usable = [r for r in rows.values() if r.usable and r.approximation != "exact"]
+        usable = [r for r in rows.values() if r.usable and r.approximation not in exclude]
         ok = [r for r in usable if r.optimistic == NOT_OPTIMISTIC]
         at = f"R = {Rt}, ρ = {rt:g}, {q:g}th percentile"
         if not ok:

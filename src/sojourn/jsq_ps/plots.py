@@ -67,6 +67,10 @@ FAITHFUL = ("A", "B", "C", "D", "E", "F")
 _FAITHFUL_COLOR = dict(zip(FAITHFUL, plt.get_cmap("tab10").colors[:6]))
 _CHAIN_COLORS = ("#4d4d4d", "tab:olive", "tab:cyan", "tab:pink")
 _EXACT_COLOR = "tab:pink"
+#: method T (sojourn.jsq_ps.solve.tail): its own colour and a dash-dot line in every figure that draws methods
+TAIL = "T"
+_TAIL_COLOR = "#00685a"
+TAIL_LABEL = "T (conservative tail chain)"
 TIME_UNITS = "time units (1/μ = mean service requirement)"
 INVALID_NOTE = ("×: not a valid result there (CDF outside [0, 1], decreasing or degenerate fit, truncation not "
                 "reached, or not run): value omitted")
@@ -76,15 +80,21 @@ class Series:
     """One drawn line: a method, or a group of corrected methods whose results are identical (A*–F* reduce
     to two distinct chains, reference §8.3), drawn once under one label."""
 
-    def __init__(self, members, color, style, lw=1.2):
+    def __init__(self, members, color, style, lw=1.2, label=None):
         self.members, self.color, self.style, self.lw = list(members), color, style, lw
         self.method = self.members[0]
-        self.label = self.method if len(self.members) == 1 else f"{self.method} (= {', '.join(self.members[1:])})"
+        self.label = label or (self.method if len(self.members) == 1
+                               else f"{self.method} (= {', '.join(self.members[1:])})")
+
+
+def tail_series() -> Series:
+    """T's line: the same colour, style and label in every figure."""
+    return Series([TAIL], _TAIL_COLOR, "-.", lw=1.8, label=TAIL_LABEL)
 
 
 def series(cmp: xr.Dataset, family: str) -> list[Series]:
     """The lines of a family: ``faithful`` → A–F one each; ``corrected`` → A*–F* grouped by identical
-    approximated percentiles over the whole grid, then ``exact``."""
+    approximated percentiles over the whole grid, then ``exact`` and ``T`` (:func:`tail_series`)."""
     present = cmp["approximation"].values.tolist()
     if family == "faithful":
         return [Series([m], _FAITHFUL_COLOR[m], "-") for m in FAITHFUL if m in present]
@@ -101,6 +111,8 @@ def series(cmp: xr.Dataset, family: str) -> list[Series]:
     out = [Series(g, _CHAIN_COLORS[i % len(_CHAIN_COLORS)], "--") for i, g in enumerate(groups)]
     if "exact" in present:
         out.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
+    if TAIL in present:
+        out.append(tail_series())
     return out
 
 
@@ -177,10 +189,10 @@ def _legend_below(fig, axes, ncol=None):
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Mean Wasserstein distance (95 % CI band) vs ρ, one panel per R (five per row): first the paper's A–F,
-    then the corrected chains and ``exact``; y shared (log) within each of the two blocks."""
+    then the corrected chains, ``exact`` and ``T``; y shared (log) within each of the two blocks."""
     c = cmp.sel(service=service)
     Rv = c["R"].values
-    blocks = [("paper-faithful A–F", series(cmp, "faithful")), ("corrected A*–F*, exact", series(cmp, "corrected"))]
+    blocks = [("paper-faithful A–F", series(cmp, "faithful")), ("corrected A*–F*, exact, T", series(cmp, "corrected"))]
     blocks = [b for b in blocks if b[1]]
     ncols = min(5, len(Rv))
     per = math.ceil(len(Rv) / ncols)
@@ -191,6 +203,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     all_axes = []
     for sf, (title, lines) in zip(sub, blocks):
         axes = sf.subplots(per, ncols, squeeze=False, sharex=True, sharey=True)
+        sf.subplots_adjust(top=1.0 - 0.42 / (2.35 * per), bottom=0.55 / (2.35 * per), left=0.07, right=0.99)
         for ax in axes.flat[len(Rv):]:
             ax.set_visible(False)
         for ax, R in zip(axes.flat, Rv):
@@ -258,7 +271,7 @@ def _category_map(ax, labels2d, names, colors, rho, Rv, title, hatch_mask=None, 
 
 
 def _method_palette(names):
-    """Colours of methods in maps: A–F their line colours, corrected methods and exact distinct ones."""
+    """Colours of methods in maps: A–F, exact and T their line colours, corrected methods distinct ones."""
     extra = iter(plt.get_cmap("Set2").colors + plt.get_cmap("Pastel1").colors)
     out = []
     for m in names:
@@ -266,6 +279,8 @@ def _method_palette(names):
             out.append(_FAITHFUL_COLOR[m])
         elif m == "exact":
             out.append(_EXACT_COLOR)
+        elif m == TAIL:
+            out.append(_TAIL_COLOR)
         else:
             out.append(next(extra))
     return out
@@ -308,8 +323,9 @@ STATUS_NOTE = "hatched: no method is both valid and non-optimistic there: simula
 
 
 def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """The headline: per percentile, the recommended method over (R, ρ) — exact where it ran, else the most
-    accurate method that does not underestimate the percentile beyond its CI."""
+    """The headline: per percentile, the recommended method over (R, ρ) — exact where it ran, else T where the
+    comparison found it never below exact (``tail_preferred``), else the most accurate method that does not
+    underestimate the percentile beyond its CI."""
     c = cmp.sel(service=service)
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
@@ -334,8 +350,10 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     if im is not None and names:
         cb = fig.colorbar(im, ax=axes.ravel().tolist(), ticks=range(len(names)), fraction=0.03, pad=0.01)
         cb.ax.set_yticklabels(names)
-    fig.suptitle(f"Recommended approximation per percentile ({service} service): exact where it ran, else the most "
-                 "accurate method that is not optimistic (its percentile's 95% CI is not below the simulation's)\n"
+    tail = (f"else {TAIL_LABEL} (never below exact in this comparison: {cmp.attrs.get('tail_checked_points', 0)} "
+            "points),\n" if cmp.attrs.get("tail_preferred") else "")
+    fig.suptitle(f"Recommended approximation per percentile ({service} service): exact where it ran, {tail}else the "
+                 "most accurate method that is not optimistic (its percentile's 95% CI is not below the simulation's)\n"
                  f"{STATUS_NOTE}; ● = fewer than 100 simulated customers per replication beyond the percentile "
                  "(not estimable; grey: no recommendation without a longer simulation)", fontsize=10, y=1.0, va="bottom")
     return save(fig, stem, **kw)
@@ -404,18 +422,20 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
 
 
 def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """Relative percentile error of the corrected chains and ``exact``: rows = R, columns = percentiles."""
-    return _percentile_error_figure(cmp, stem, series(cmp, "corrected"), "corrected methods and exact", service, **kw)
+    """Relative percentile error of the corrected chains, ``exact`` and ``T``: rows = R, columns = percentiles."""
+    return _percentile_error_figure(cmp, stem, series(cmp, "corrected"), "corrected methods, exact and T", service,
+                                    **kw)
 
 
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
-    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact): median over methods and ρ,
+    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T): median over methods and ρ,
     band = min–max."""
     rt = cmp["run_time"]
     present = cmp["approximation"].values.tolist()
     fams = [("paper-faithful A–F", [m for m in FAITHFUL if m in present], "tab:blue"),
             ("corrected A*–F*", [m for m in present if m.endswith("*")], "#4d4d4d"),
-            ("exact", [m for m in present if m == "exact"], _EXACT_COLOR)]
+            ("exact", [m for m in present if m == "exact"], _EXACT_COLOR),
+            (TAIL_LABEL, [m for m in present if m == TAIL], _TAIL_COLOR)]
     fig, ax = plt.subplots(figsize=(6, 4))
     Rv = cmp["R"].values
     for label, ms, color in fams:
@@ -441,7 +461,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     """Simulated (pooled, with the replication range) vs approximated CDFs of one cell: the body (linear, up to
     the simulated 99th percentile) and the tail (log, up to the 99.999th).
 
-    Drawn: ``exact`` and each distinct corrected chain, plus the three paper methods closest to the
+    Drawn: ``exact``, ``T`` and each distinct corrected chain, plus the three paper methods closest to the
     simulation by Wasserstein distance (from ``cmp`` if given, else all six); methods whose "CDF" is not
     a CDF are left out and named. ``sim``/``approx`` may be lazily opened files: only this cell is read.
     """
@@ -477,6 +497,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     lines += [Series(g, _CHAIN_COLORS[k % len(_CHAIN_COLORS)], "--") for k, g in enumerate(chains)]
     if "exact" in methods and ok["exact"]:
         lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
+    if TAIL in methods and ok[TAIL]:
+        lines.append(tail_series())
 
     def q(p):  # first grid t with pooled F > p, else the last
         hit = np.nonzero(Fp > p)[0] if np.isfinite(Fp).any() else []
@@ -583,7 +605,7 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
 
 # --------------------------------------------------------------------------- reproduction report (§6)
 _FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours, best of A–F"), "corrected": ("tab:orange", "s", "ours, best of A*–F*"),
-                 "exact": ("tab:green", "^", "ours, exact")}
+                 "exact": ("tab:green", "^", "ours, exact"), TAIL: (_TAIL_COLOR, "v", f"ours, {TAIL_LABEL}")}
 
 
 def _family_errorbars(ax, x, rep_vals, fams, width=0.22, absolute=False):

@@ -1,6 +1,6 @@
 """Reproduction report: the paper's result tables recomputed from our comparison, side by side with the
-published ones (reference jsq_ps_methods.md §6), for the faithful methods A–F, the corrected A*–F* and
-``exact``.
+published ones (reference jsq_ps_methods.md §6), for the faithful methods A–F, the corrected A*–F*,
+``exact`` and ``T`` (the conservative tail chain, :mod:`sojourn.jsq_ps.solve.tail`).
 
 Published data (package data under ``data/``, read by :func:`paper_tables` and :func:`paper_best_map`):
 
@@ -12,7 +12,7 @@ Published data (package data under ``data/``, read by :func:`paper_tables` and :
 * ``paper_best_wasserstein.csv``: the authors' ``experiments/best.csv`` (best of A–F by Wasserstein
   distance, 990 cells R = 1..10 × ρ = .01...99; §6.4).
 
-Our side, per method *family* (``faithful`` A–F, ``corrected`` A*–F*, ``exact``), from ``comparison.nc``
+Our side, per method *family* (``faithful`` A–F, ``corrected`` A*–F*, ``exact``, ``T``), from ``comparison.nc``
 (exponential service only; :mod:`sojourn.jsq_ps.compare`; its unmasked ``raw_`` statistics, so that a
 flagged method's numbers stay visible; "flagged" = not ``usable`` there: ``fit_invalid`` or flagged by the
 approximation's own guards):
@@ -48,8 +48,8 @@ from ..core.stats import interval
 from .compare import ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
 
-#: method families compared with the paper (the paper's own is ``faithful``)
-FAMILIES = {"faithful": FAITHFUL_METHODS, "corrected": CORRECTED_METHODS, "exact": ("exact",)}
+#: method families compared with the paper (the paper's own is ``faithful``); exact and T are families of one
+FAMILIES = {"faithful": FAITHFUL_METHODS, "corrected": CORRECTED_METHODS, "exact": ("exact",), "T": ("T",)}
 
 #: §6.1/§6.2 grid and percentiles
 PCT_TABLE_RHOS = (0.10, 0.25, 0.50, 0.75, 0.85, 0.90, 0.95, 0.99)
@@ -294,7 +294,7 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
 
     coords = _table_coords()
     coords.update({
-        "family": ("family", np.array(fams, dtype=str), {"long_name": "method family: faithful A-F, corrected A*-F*, exact"}),
+        "family": ("family", np.array(fams, dtype=str), {"long_name": "method family: faithful A-F, corrected A*-F*, exact, T (the conservative tail chain)"}),
         "R": ("R", c.R.astype(np.int64), {"long_name": "number of servers", "units": "1"}),
         "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
     })

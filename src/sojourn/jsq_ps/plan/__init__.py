@@ -18,14 +18,21 @@ How R is found.
    bisecting on R.
 2. Decide with the chosen method for each R (:meth:`Planner.engine`): ``exact`` (the tagged-customer
    chain) where it runs within a small budget (:data:`EXACT_MAX_LOAD`, measured by ``benchmarks/plan.py``);
-   else the most accurate non-optimistic approximation at (R, ρ, p) of the accuracy table
-   (:mod:`sojourn.jsq_ps.accuracy`, conservative between rows); where every method is optimistic there,
-   the table has nothing usable, p is beyond its percentiles, or the service law is not exponential (the
-   methods model M/M/R), simulate. From the screened R go down (if R − 1 meets too) or up (galloping) to a
-   bracket and bisect it; the answer's R − 1 is always evaluated and fails (each R has its own method, so
-   "meets" need not be monotone in R). The table shows R − 1, R, R + 1; a verdict inside its evidence's
-   uncertainty is marked (:meth:`Evaluation.margin`: a simulation's 95 % interval of P(T ≤ d) contains p, or
-   the method's measured error interval could put the true percentile on the other side of d).
+   else method T (:mod:`sojourn.jsq_ps.solve.tail`: the tagged chain on a spread-capped state space, within
+   :data:`TAIL_SECONDS` of CPU, on a grid to :data:`TAIL_REACH` deadlines), which is conservative: its
+   P(T ≤ d) is a lower bound of the true one and its percentile an upper bound within its stated margin, so
+   its "meets" is safe; its error column is that margin (``margin_at``: the true percentile lies in
+   [x_T·(1 − m)/(1 + m), x_T]), and a "fails" is clear only if the largest P(T ≤ d) its bound admits
+   (``lower_survival``) is below p. Where T fails (an exception or the analytic guards), the most accurate
+   non-optimistic approximation at (R, ρ, p) of the accuracy table (:mod:`sojourn.jsq_ps.accuracy`,
+   conservative between rows; exact and T excluded); where every method is optimistic there, the table has
+   nothing usable, p is beyond its percentiles, or the service law is not exponential (the methods model
+   M/M/R), simulate. From the screened R go down (if R − 1 meets too) or up (galloping) to a bracket and
+   bisect it; the answer's R − 1 is always evaluated and fails (each R has its own method, so "meets" need
+   not be monotone in R). The table shows R − 1, R, R + 1; a verdict inside its evidence's uncertainty is
+   marked (:meth:`Evaluation.margin`: a simulation's 95 % interval of P(T ≤ d) contains p, the method's
+   measured error interval could put the true percentile on the other side of d, or T's bound admits a true
+   P(T ≤ d) ≥ p where T fails).
 3. ``confirm``: simulate R − 1, R, R + 1 (the numba kernel; replication k of each R from
    ``sojourn.core.seeds``, the replications spread over forked processes, one per core) and move R until the
    simulation agrees: the answer is never an R whose simulated P(T ≤ d) is below p, and goes down where the
@@ -55,5 +62,6 @@ from __future__ import annotations
 from .evaluation import Engine, Evaluation, NoServers, Simulated, simulate_counts  # noqa: F401
 from .planner import Planner  # noqa: F401
 from .request import (DEFAULT_MAX_SERVERS, DEFAULT_REPLICATIONS, EXACT_MAX_LOAD, FIELDS, FIRST_STAGE,  # noqa: F401
-                      FLAGS, SIMULATION, Request, check_request, replications_for, run_length, stable_from)
+                      FLAGS, SIMULATION, TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, check_request,
+                      replications_for, run_length, stable_from)
 from .result import PlanResult, plan  # noqa: F401

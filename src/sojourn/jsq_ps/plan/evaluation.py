@@ -7,7 +7,7 @@ import multiprocessing
 import os
 from dataclasses import dataclass
 
-from .request import SIMULATION
+from .request import SIMULATION, TAIL_METHOD
 
 # -- evaluations ------------------------------------------------------------------------------------
 @dataclass
@@ -19,6 +19,7 @@ class Engine:
     error: tuple = (math.nan, math.nan, math.nan)  # the method's measured relative error: mean, CI low, high
     table: dict | None = None  # table_R, table_rho, table_percentile, extrapolated
     short: str = ""  # the reason in a few words (a table cell)
+    details: dict | None = None  # T: its margin at the asked level and its caps (D, M, states)
 
 
 @dataclass
@@ -63,6 +64,8 @@ class Evaluation:
     percentile_above: float = math.nan
     simulated: Simulated | None = None
     seconds: float = 0.0
+    #: the largest true P(T ≤ d) the method's own bound admits (T: 1 − its lower survival bound at d); NaN: none
+    probability_high: float = math.nan
 
     def meets(self, p: float) -> bool:
         return self.probability >= p
@@ -71,11 +74,17 @@ class Evaluation:
         """Whether the verdict (meets or fails at deadline ``d``, mean service times) survives the evidence's
         uncertainty: ``clear``; ``within_noise`` (a simulation whose 95 % interval of P(T ≤ d) contains p);
         ``within_method_error`` (an approximation whose true percentile x/(1 + e), e in its measured error's
-        95 % CI, may lie on the other side of d); ``unmeasured`` (an approximation without a measured error)."""
+        95 % CI, may lie on the other side of d; T: a "fails" whose bound admits a true P(T ≤ d) ≥ p);
+        ``unmeasured`` (an approximation without a measured error). T's "meets" is always clear: its P(T ≤ d) is
+        a lower bound of the true one (:mod:`sojourn.jsq_ps.solve.tail`)."""
         if self.simulated is not None and self.engine.method == SIMULATION:
             return "clear" if not self.simulated.verdict(p).endswith("within_noise") else "within_noise"
         if self.engine.method == "exact":
             return "clear"
+        if self.engine.method == TAIL_METHOD:
+            if self.meets(p):
+                return "clear"
+            return "clear" if self.probability_high < p else "within_method_error"
         _, lo, hi = self.engine.error
         if not (math.isfinite(lo) and math.isfinite(hi)):
             return "unmeasured"

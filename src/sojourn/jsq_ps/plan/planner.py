@@ -9,8 +9,23 @@ import time
 from ...core.units import format_time
 from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
                          available_cores, fork_pool, simulate_counts)
-from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION, Request,
-                      _pct, run_length)
+from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
+                      TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct, run_length)
+
+#: the row's reason where T decides
+TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
+               "conservative, its percentile an upper bound of the true one within its stated margin; exact does "
+               "not run within the planner's budget here")
+
+
+def tail_error(margin: float) -> tuple:
+    """T's stated bound at the asked level as a relative error x_T/x_true − 1 (mean, low, high): the true
+    percentile lies in [x_D·(1 − m), x_T] with x_T = x_D·(1 + m) (:mod:`sojourn.jsq_ps.solve.tail`), so the
+    error is in [0, (1 + m)/(1 − m) − 1]; the margin m itself is the "mean" (T against its finer cap)."""
+    if not (math.isfinite(margin) and 0.0 <= margin < 1.0):
+        return (math.nan, math.nan, math.nan)
+    return (margin, 0.0, (1.0 + margin) / (1.0 - margin) - 1.0)
+
 
 class Planner:
     """The search of the module doc for one :class:`Request`, with every evaluation cached per R."""
@@ -52,24 +67,33 @@ class Planner:
         return t, k
 
     def _cdf(self, method: str, R: int, t):
-        """(F on ``t``, guard flags) of ``method`` at R servers (:mod:`sojourn.jsq_ps.solve.guards`: 0 = a
+        """(F on ``t``, guard flags, details) of ``method`` at R servers (:mod:`sojourn.jsq_ps.solve.guards`: 0 = a
         sojourn-time law of a JSQ system, its truncation reached). ``exact`` raises ``ExactOverBudget`` beyond
-        :data:`EXACT_SECONDS`."""
+        :data:`EXACT_SECONDS`; T runs within :data:`TAIL_SECONDS` (its caps D − 1, D; D = 2 at least) and its
+        details are its margin at the asked level (``margin``, :func:`sojourn.jsq_ps.solve.tail.margin_at`) and
+        its caps (``D``, ``M``, ``states``)."""
         import numpy as np
 
         from ..solve.guards import truncation_flags, validity
 
         a = self.q.offered
+        details = {}
         if method == "exact":
             from ..solve.exact import exact_sojourn_cdf
 
             r = exact_sojourn_cdf(a, 1.0, R, t, max_seconds=EXACT_SECONDS)
+        elif method == TAIL_METHOD:
+            from ..solve.tail import lower_survival, margin_at, tail_sojourn
+
+            r = tail_sojourn(a, 1.0, R, t, max_seconds=TAIL_SECONDS)
+            details = {"margin": margin_at(t, r, self.p), "D": r.D, "M": r.M, "states": r.n_states,
+                       "sf_low": lower_survival(r)}
         else:
             from ..solve.methods import Cell
 
             r = Cell(a, 1.0, R, t).run(method)
         F = np.asarray(r.cdf, dtype=float)
-        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0]) | truncation_flags(r.info)
+        return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0]) | truncation_flags(r.info), details
 
     def screen(self, R: int):
         """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point; a result
@@ -78,7 +102,7 @@ class Planner:
             t_hi = 4.0 * self.q.d
             for _ in range(6):
                 t, k = self._grid(t_hi, per_d=100)
-                F, flags = self._cdf(SCREEN_METHOD, R, t)
+                F, flags, _ = self._cdf(SCREEN_METHOD, R, t)
                 x = _interp_percentile(t, F, self.p)
                 if math.isfinite(x) or flags:
                     break
@@ -102,11 +126,16 @@ class Planner:
             return Engine("exact", "the exact tagged-customer chain runs within the planner's budget here",
                           (mean, lo, hi), None if Rt is None or not math.isfinite(mean) else
                           {"table_R": Rt, "table_rho": rt, "table_percentile": qt, "extrapolated": ext}, "exact chain")
-        return self.table_engine(R)
+        return self.tail_engine(R)
+
+    def tail_engine(self, R: int) -> Engine:
+        """T at R (module doc, step 2): its error, the stated margin, is set once it has run (:meth:`evaluate`)."""
+        return Engine(TAIL_METHOD, TAIL_REASON, short="T (conservative)")
 
     def table_engine(self, R: int) -> Engine:
-        """The accuracy table's choice at R (module doc, step 2)."""
-        c = self.table.choose(R, self.load(R), self.p)
+        """The accuracy table's choice at R where T failed (module doc, step 2): neither exact (a question of cost)
+        nor T (it has just failed here) is a candidate."""
+        c = self.table.choose(R, self.load(R), self.p, exclude=("exact", TAIL_METHOD))
         info = None if c.table_R is None else {"table_R": c.table_R, "table_rho": c.table_rho,
                                                "table_percentile": c.table_percentile, "extrapolated": c.extrapolated}
         if c.simulate:
@@ -134,25 +163,41 @@ class Planner:
         eng = self.engine(R, t_hi)
         tries = 0
         while eng.method != SIMULATION and tries < 3:  # the grid ends past the percentile, or it is "beyond"
-            t, k = self._grid(t_hi)
+            tail = eng.method == TAIL_METHOD  # T's grid: to TAIL_REACH deadlines, once (its cost grows with it)
+            t, k = self._grid(TAIL_REACH * self.q.d if tail else t_hi)
             try:
-                F, flags = self._cdf(eng.method, R, t)
+                F, flags, details = self._cdf(eng.method, R, t)
             except ExactOverBudget as exc:  # the exact module's own prediction (a safety net for long grids)
-                self.notes.append(f"R = {R}: exact over the planner's budget ({exc}); the accuracy table decides")
-                eng = self.table_engine(R)
+                self.notes.append(f"R = {R}: exact over the planner's budget ({exc}); T decides")
+                eng = self.tail_engine(R)
                 continue
-            except (ArithmeticError, ValueError, MemoryError, np.linalg.LinAlgError) as exc:
-                eng = Engine(SIMULATION, f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}",
-                             table=eng.table, short=f"{eng.method} failed")
+            except (ArithmeticError, ValueError, MemoryError, RuntimeError, np.linalg.LinAlgError) as exc:
+                # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
+                # release stopped there with the error)
+                why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
+                if eng.method == TAIL_METHOD:  # the accuracy table's choice, else simulation
+                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
+                    eng = self.table_engine(R)
+                    continue
+                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} failed")
                 break
             if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
-                eng = Engine(SIMULATION, f"{eng.method}'s result fails the analytic guards at R = {R} "
-                                         f"(ρ = {self.load(R):.4g}): {describe(flags)}", table=eng.table,
-                             short=f"{eng.method} invalid here")
+                why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.load(R):.4g}): "
+                       f"{describe(flags)}")
+                if eng.method == TAIL_METHOD:
+                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
+                    eng = self.table_engine(R)
+                    continue
+                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} invalid here")
                 break
+            high = math.nan
+            if tail:  # its error: the margin it states at p; the largest P(T ≤ d) its allowance admits
+                high = 1.0 - float(details.pop("sf_low")[k])
+                eng = Engine(TAIL_METHOD, eng.reason, tail_error(details["margin"]), None, eng.short, details)
             x = _interp_percentile(t, F, self.p)
-            if math.isfinite(x) or tries == 2:
-                ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan)
+            if math.isfinite(x) or tries == 2 or tail:
+                ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan,
+                                probability_high=high)
                 ev.seconds = time.perf_counter() - t0
                 self.evaluated[R] = ev
                 return ev

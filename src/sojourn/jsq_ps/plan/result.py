@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from ...core.units import SECONDS, format_time
 from .evaluation import NoServers
 from .planner import Planner
-from .request import DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, Request, _pct, check_request
+from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_METHOD, Request, _pct,
+                      check_request)
 
 # -- the result -------------------------------------------------------------------------------------
 def _num(x):
@@ -89,9 +90,13 @@ class PlanResult:
             "meets": ("1 if probability >= reliability", "1", int),
             "margin": ("does the verdict survive its evidence's uncertainty: clear, within_noise, "
                        "within_method_error, unmeasured", None, str),
-            "method_error_mean": ("the method's measured relative percentile error (accuracy table)", "1", float),
-            "method_error_ci_low": ("lower end of its 95% CI", "1", float),
-            "method_error_ci_high": ("upper end of its 95% CI", "1", float),
+            "method_error_mean": ("the method's measured relative percentile error (accuracy table); T: its stated "
+                                  "margin at this percentile, x_T / x_D - 1 (sojourn.jsq_ps.solve.tail)", "1", float),
+            "method_error_ci_low": ("lower end of its 95% CI; T: 0 (never below the true percentile)", "1", float),
+            "method_error_ci_high": ("upper end of its 95% CI; T: the most its percentile may exceed the true one, "
+                                     "(1 + margin)/(1 - margin) - 1", "1", float),
+            "probability_high": ("T: the largest true P(T <= deadline) its bound admits (a 'fails' is clear when it "
+                                 "is below the reliability); NaN for the other methods", "1", float),
             "table_R": ("accuracy-table R the error was read at", "1", float),
             "table_rho": ("accuracy-table load the error was read at", "1", float),
             "simulated_probability": ("simulated P(T <= deadline), mean over replications", "1", float),
@@ -130,7 +135,7 @@ class PlanResult:
         out.append(f"  system  {q.texts.get('arrivals', '')}, {q.texts.get('service', '')}, {q.law.name} service, "
                    f"JSQ-PS; offered load {q.offered:.4g} servers, stable from R = {q.min_stable}")
         out.append("")
-        head = ["R", "load", f"{pct} pct", "meets", "method", "method's measured error [95% CI] (table point)"]
+        head = ["R", "load", f"{pct} pct", "meets", "method", "method's measured error [95% CI] (table point) or bound"]
         if self.confirmed:
             head[5:5] = [f"simulated {pct} pct (95% CI)", "verdict"]
         lines = [head]
@@ -182,6 +187,13 @@ def _error_text(r: dict) -> str:
                  f", {r['table_percentile']:g}th)")
     if r["method"] == SIMULATION:
         return f"simulated: {r.get('method_short') or r['method_reason']}{where}"
+    if r["method"] == TAIL_METHOD:  # its own bound, not a measured error
+        m, hi = r.get("method_error_mean"), r.get("method_error_ci_high")
+        if m is not None and math.isfinite(m):
+            return f"+0 to {100 * hi:+.1f} % (never below; margin {100 * m:.2f} %)"
+        ph = r.get("probability_high")
+        return (f"P(T ≤ d) ≤ {ph:.6g} by its bound" if ph is not None and math.isfinite(ph)
+                else "no stated margin here")
     m, lo, hi = r.get("method_error_mean"), r.get("method_error_ci_low"), r.get("method_error_ci_high")
     if m is None or not math.isfinite(m):
         return "none: the exact chain" if r["method"] == "exact" else "not measured" + where
@@ -217,6 +229,9 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
                percentile_above=ev.percentile_above * k if math.isfinite(ev.percentile_above) else None,
                meets=ev.meets(planner.p), margin=ev.margin(planner.p, q.d), method_error_mean=e.error[0], method_error_ci_low=e.error[1],
                method_error_ci_high=e.error[2], seconds=ev.seconds)
+    if e.method == TAIL_METHOD:
+        row.update(probability_high=ev.probability_high, tail_D=(e.details or {}).get("D"),
+                   tail_levels=(e.details or {}).get("M"))
     if e.table:
         row.update(table_R=e.table["table_R"], table_rho=e.table["table_rho"],
                    table_percentile=e.table["table_percentile"], table_extrapolated=list(e.table["extrapolated"]))
@@ -299,9 +314,18 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         notes.append(f"R = {R - 1} fails only within the simulation noise (95 % interval of P(T ≤ d) "
                      f"[{sim_below.probability_low:.6g}, {sim_below.probability_high:.6g}] contains {p:g}): "
                      f"R = {R - 1} may suffice")
+    tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
+    if tail_rows:
+        notes.append(f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
+                     "below the true one (its P(T ≤ d) never above): a 'yes' from T is safe; its error column states "
+                     "by how much it may exceed the true percentile (its margin between two spread caps)")
     for r in rows if not confirm else ():  # under --confirm the simulation decides (its notes above)
         m = r.get("margin")
-        if m == "within_method_error":
+        if m == "within_method_error" and r.get("method") == TAIL_METHOD:
+            notes.append(f"R = {r['servers']}: T says it fails the target, but T is conservative and its bound admits "
+                         f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['servers']} may suffice; "
+                         "--confirm settles it by simulation")
+        elif m == "within_method_error":
             notes.append(f"R = {r['servers']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
                          f"but within {r['method']}'s measured error (the true percentile may lie on the other side of "
                          f"the deadline{'; R = ' + str(r['servers']) + ' may suffice' if not r['meets'] else ''}): "

@@ -8,17 +8,18 @@ import numpy as np
 import xarray as xr
 
 from ..model import JSQPS
-from ..naming import SHARED_CORRECTED
+from ..naming import FAITHFUL_METHODS, SHARED_CORRECTED
 from .api import approximate_all
 
 
 def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact_budget=None) -> xr.Dataset:
-    """Faithful methods with the config's L1 (Table 4) and L2; corrected methods and ``exact`` choose their
-    own truncations (passing L1 to them would undo the correction), so they run as a second group.
+    """Faithful methods with the config's L1 (Table 4) and L2; corrected methods, ``exact`` and ``T`` choose their
+    own truncations (passing L1 to them would undo the correction; T and exact accept none), so they run as a
+    second group.
     ``share_corrected``: B*, D*, E* are copies of A* and F* of C* (their run_time is the source's).
     ``exact_budget``: ``exact`` runs where it fits, else NaN with ``validity_reason`` over_budget."""
     spec = JSQPS.from_load(int(R), float(rho), mu=float(mu))
-    faithful = [m for m in methods if not m.endswith("*") and m != "exact"]
+    faithful = [m for m in methods if m in FAITHFUL_METHODS]
     others = [m for m in methods if m not in faithful]
     alias = {m: SHARED_CORRECTED[m] for m in others if share_corrected and m in SHARED_CORRECTED}
     computed = list(dict.fromkeys(alias.get(m, m) for m in others))

@@ -327,7 +327,16 @@ def system_law(lam, mu, R, M, D):
     Q = sparse.coo_matrix((rate, (rows, cols)), shape=(n, n)).tocsr()
     Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
     total = (np.arange(M)[:, None] * R + ph.F.sum(axis=1)[None, :]).ravel()
-    pi = stationary(Q.tocsr(), levels=total)
+    Q = Q.tocsr()
+    try:
+        pi = stationary(Q, levels=total)
+    except RuntimeError:  # R ≳ 50 (measured: R = 52..64 at ρ = 0.83..0.96, D = 1)
+        # the solver fixes the empty system, whose mass is then ~1e-24 of the rest: the level-ordered sparse LU
+        # meets an exactly zero pivot. Fix a state holding about Λ/μ customers (the bulk of the mass) instead,
+        # the others still in level order: the same system, the same solution where both solve
+        order = total.astype(float)
+        order[int(np.argmin(np.abs(total - lam / mu)))] = -1.0
+        pi = stationary(Q, levels=order)
     return ph, np.maximum(pi, 0.0).reshape(M, P)
 
 
@@ -567,6 +576,18 @@ def _monotone(sf):
     return np.maximum.accumulate(sf[::-1])[::-1]
 
 
+def lower_survival(result: TailResult, floor: float = FLOOR) -> np.ndarray:
+    """The other side of T's allowance (module doc, "Two caps"): S_D − |S_D − S_{D−1}| − floor·S_D, at least 0
+    (R = 1: S − 10·eps). Under the same assumptions that make S_T an upper bound of P(T > t), this is a lower
+    bound; the percentile form is x_p(true) ≥ x_p(D)·(1 − margin). ``sojourn plan`` reads it at the deadline: a
+    "fails" from T is clear only if even 1 − (this) is below the reliability."""
+    best = np.asarray(result.sf_best, dtype=float)
+    if result.sf_previous is None:  # R = 1: the level cap's allowance only
+        return np.maximum(0.0, best - 10.0 * float(result.info.get("truncation_tolerance", LEVEL_EPS)))
+    prev = np.asarray(result.sf_previous, dtype=float)
+    return np.maximum(0.0, best - np.abs(best - prev) - floor * best)
+
+
 #: the percentile levels whose margin (stated bound) a result carries
 MARGIN_LEVELS = (0.99, 0.999, 0.9999, 0.99999)
 
@@ -582,13 +603,16 @@ def crossing(t, F, p):
     return float(t[i - 1] + (p - F[i - 1]) / (F[i] - F[i - 1]) * (t[i] - t[i - 1]))
 
 
-def margins(t, result: TailResult) -> dict:
-    """The stated bound per percentile: x_p(T)/x_p(D) − 1 (NaN beyond the grid)."""
-    out = {}
-    for p in MARGIN_LEVELS:
-        a, b = crossing(t, result.cdf, p), crossing(t, 1.0 - result.sf_best, p)
-        out[f"margin_{100 * p:g}"] = (a / b - 1.0) if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")
-    return out
+def margin_at(t, result: TailResult, p: float) -> float:
+    """The stated bound at level ``p``: x_p(T)/x_p(D) − 1, x_p the first crossing of p on the grid ``t`` (NaN
+    beyond the grid). The true percentile lies in [x_p(D)·(1 − margin), x_p(T)] (module doc)."""
+    a, b = crossing(t, result.cdf, p), crossing(t, 1.0 - result.sf_best, p)
+    return (a / b - 1.0) if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")
+
+
+def margins(t, result: TailResult, levels=MARGIN_LEVELS) -> dict:
+    """The stated bound per percentile level (:func:`margin_at`), keyed ``margin_<percent>``."""
+    return {f"margin_{100 * p:g}": margin_at(t, result, p) for p in levels}
 
 
 def api_result(spec, hyper, t) -> dict:

@@ -1,0 +1,131 @@
+"""Method T in the figures (sojourn.jsq_ps.plots): its own colour and line, the legend entry
+"T (conservative tail chain)", in every figure that draws methods — the Wasserstein and percentile-error panels,
+the CDF of a cell, the maps of the best and the recommended method, the run time and the reproduction's panels.
+
+The comparison is computed from small synthetic data (Exp(1) samples as the simulation, exponential CDFs as the
+methods, as in test_compare_recommend.py) at R = 2 and two loads: exact ran at the first only, so T is the
+recommendation at the second. Each figure is drawn into memory (``save`` replaced) and its artists inspected.
+"""
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pytest
+import xarray as xr
+
+from sojourn.jsq_ps import plots
+from sojourn.jsq_ps.compare import compare
+from sojourn.jsq_ps.reproduction import reproduce
+
+DT, NT, NK, N = 0.01, 2500, 4, 60_000
+SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
+          0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
+TAIL_RGBA = mcolors.to_rgba(plots._TAIL_COLOR)
+
+
+def _data():
+    t = np.round(np.arange(NT) * DT, 12)
+    sims, apps = [], []
+    for k, (rho, scales) in enumerate(SCALES.items()):
+        rng = np.random.default_rng(k)
+        count = np.zeros((1, 1, 1, NK, NT), np.int64)
+        overflow = np.zeros((1, 1, 1, NK), np.int64)
+        for r in range(NK):
+            b = np.floor(rng.exponential(1.0, N) / DT).astype(int)
+            count[0, 0, 0, r] = np.bincount(b[b < NT], minlength=NT)[:NT]
+            overflow[0, 0, 0, r] = int((b >= NT).sum())
+        sims.append(xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), count),
+                                "overflow": (("service", "R", "rho", "replication"), overflow)},
+                               coords={"service": ["exponential"], "R": [2], "rho": [rho],
+                                       "replication": np.arange(NK), "t": t}))
+        cdf = np.stack([np.full(NT, np.nan) if s is None else 1.0 - np.exp(-t / s) for s in scales.values()])
+        apps.append(xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf[None, None]),
+                                "run_time": (("R", "rho", "approximation"),
+                                             np.array([[[0.01, 0.05, 0.3, 0.2]]]))},
+                               coords={"R": [2], "rho": [rho], "approximation": list(scales), "t": t}))
+    return xr.concat(sims, "rho"), xr.concat(apps, "rho")
+
+
+@pytest.fixture(scope="module")
+def data():
+    sim, approx = _data()
+    return sim, approx, compare(sim, approx, {"percentiles": [99.0, 99.9], "n_resamples": 200})
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures a drawing function makes, kept open instead of saved."""
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, **kw: figs.append(fig) or [stem])
+    yield figs
+    for f in figs:
+        plots.plt.close(f)
+
+
+def _lines(fig):
+    return [ln for ax in fig.get_axes() for ln in ax.get_lines()]
+
+
+def _legend_texts(fig):
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.get_axes() if ax.get_legend() is not None]
+    for sub in getattr(fig, "subfigs", ()):
+        legends += list(sub.legends)
+    return [t.get_text() for lg in legends for t in lg.get_texts()]
+
+
+def _has_tail_line(fig):
+    return any(mcolors.to_rgba(ln.get_color()) == TAIL_RGBA and ln.get_linestyle() == "-." for ln in _lines(fig))
+
+
+def test_T_is_a_series_of_its_own():
+    sr = plots.tail_series()
+    assert (sr.members, sr.label, sr.style) == (["T"], "T (conservative tail chain)", "-.")
+    assert plots._method_palette(["exact", "T", "A"])[1] == plots._TAIL_COLOR
+
+
+@pytest.mark.parametrize("draw", ["wasserstein_vs_rho", "percentile_error_vs_rho_corrected", "runtime_vs_R"])
+def test_T_line_and_legend_in_the_method_figures(data, drawn, draw):
+    getattr(plots, draw)(data[2], "unused")
+    (fig,) = drawn
+    assert "T (conservative tail chain)" in _legend_texts(fig)
+    if draw == "runtime_vs_R":
+        assert any(mcolors.to_rgba(ln.get_color()) == TAIL_RGBA for ln in _lines(fig))
+    else:
+        assert _has_tail_line(fig)
+
+
+def test_T_in_the_cdf_of_a_cell(data, drawn):
+    sim, approx, cmp = data
+    plots.cdf_cell(sim, approx, 2, 0.6, "unused", cmp=cmp)
+    (fig,) = drawn
+    assert _has_tail_line(fig) and "T (conservative tail chain)" in _legend_texts(fig)
+
+
+def test_T_in_the_maps(data, drawn):
+    cmp = data[2]
+    assert cmp["recommended"].sel(service="exponential", rho=0.6).values.tolist() == [["T", "T"]]
+    plots.recommended_map(cmp, "unused")
+    plots.best_method_map(cmp, "unused")
+    rec, best = drawn
+    ticks = [t.get_text() for ax in rec.get_axes() for t in ax.get_yticklabels()]
+    assert "T" in ticks and "exact" in ticks  # the colour bar names T ...
+    image = rec.get_axes()[0].get_images()[0]
+    names = [t for t in ticks if t in ("T", "exact")]
+    assert mcolors.to_rgba(image.cmap(names.index("T"))) == TAIL_RGBA  # ... in T's colour
+    assert "T (conservative tail chain)" in rec._suptitle.get_text()
+    assert best.get_axes()  # T is a candidate of the Wasserstein map too (drawn without error)
+
+
+def test_T_family_in_the_reproduction_panels(data):
+    """The §6 panels draw one error bar per family; T's (a family of its own in reproduction.nc) in its colour."""
+    rep = reproduce(data[2])
+    assert rep["family"].values.tolist() == ["faithful", "corrected", "exact", "T"]
+    fig, ax = plots.plt.subplots()
+    x = np.arange(3)
+    vals = [[np.array([1.0, 2.0, np.nan]), np.array([0.5, 1.5, np.nan]), np.array([1.5, 2.5, np.nan])]] * 2
+    plots._family_errorbars(ax, x, vals, ["exact", "T"])
+    labels = [t for t in ax.get_legend_handles_labels()[1]]
+    assert labels == ["ours, exact", "ours, T (conservative tail chain)"]
+    bars = ax.containers[-1]
+    assert mcolors.to_rgba(bars.lines[0].get_color()) == TAIL_RGBA
+    plots.plt.close(fig)
