@@ -90,7 +90,7 @@ APPROX_ATTRS = {
     "run_time": ("run time of the method on this cell (its share of shared building blocks; not reproducible)", "s"),
     "L1": ("Markov-chain truncation per server used by the method (-1: not run at this cell)", "1"),
     "L2": ("sum range / truncation level used by the method (-1: not run at this cell)", "1"),
-    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected or exact, -1 = not run at this cell", "1"),
+    "faithful": ("1 = paper-faithful method (A-F), 0 = corrected, exact or T, -1 = not run at this cell", "1"),
     "truncation_mass": ("probability mass at the method's truncations (its chain's boundary, beyond its tail cut; "
                         "NaN if not reported); above the method's tolerance: validity_reason truncation_not_reached",
                         "1"),
