@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +20,8 @@ import xarray as xr
 
 from .integrity import check, discard
 from .io import log_line, read_netcdf
+
+LOG = logging.getLogger(__name__)
 
 
 def content_key(*parts) -> str:
@@ -30,16 +33,18 @@ def content_key(*parts) -> str:
 def cached_cells(cache_dir, keys: dict, select: Callable[[xr.Dataset, str], xr.Dataset], log=None) -> dict:
     """{label: (cell dataset, its attrs)} for the cells of earlier block files in ``cache_dir`` whose content
     key equals ``keys[label]``; ``select(ds, label)`` cuts a cell out of a block. An entry that does not
-    match its checksum (damaged or altered), has none, or cannot be read is reported to ``log``, removed,
+    match its checksum (damaged or altered), has none, or cannot be read is reported to ``log`` (an open file;
+    default: this module's logger, so the job's log), removed,
     and its cells are recomputed."""
     cache_dir = Path(cache_dir)
+    report = LOG.info if log is None else (lambda text: log_line(log, text))
     found = {}
     for f in sorted(cache_dir.glob("*.nc")) if cache_dir.is_dir() else []:
         if len(found) == len(keys):
             break
         state = check(f)
         if state != "ok":
-            log_line(log, f"cache entry {f} not used ({'no checksum' if state == 'unsealed' else state}): "
+            report(f"cache entry {f} not used ({'no checksum' if state == 'unsealed' else state}): "
                           "removed, its cells are recomputed")
             discard(f)
             continue
@@ -48,7 +53,7 @@ def cached_cells(cache_dir, keys: dict, select: Callable[[xr.Dataset, str], xr.D
             old_keys = json.loads(old.attrs.get("cell_keys", "{}"))
             old_attrs = json.loads(old.attrs.get("cell_attrs", "{}"))
         except (OSError, ValueError) as exc:
-            log_line(log, f"cache entry {f} not used (unreadable: {exc}): removed, its cells are recomputed")
+            report(f"cache entry {f} not used (unreadable: {exc}): removed, its cells are recomputed")
             discard(f)
             continue
         for label, key in keys.items():

@@ -49,14 +49,15 @@ def file_mode() -> int:
     return 0o644
 
 
-def seal(tmp, final) -> str:
+def seal(tmp, final, known: str | None = None) -> str:
     """Write the sidecar of ``final`` for the (complete) file ``tmp``, then rename ``tmp`` to ``final``.
 
     The sidecar goes first: a crash in between leaves a mismatch, which is read as damage (a rebuild),
     never a damaged file that looks intact. ``tmp`` gets the umask's permissions (mkstemp makes 0600).
+    ``known``: the file's digest when it is already known (a second name of a sealed file), else computed.
     """
     os.chmod(tmp, file_mode())
-    d = digest(tmp)
+    d = known or digest(tmp)
     final = Path(final)
     side = sidecar(final)
     side_tmp = side.with_name(f".{side.name}.tmp")
@@ -65,6 +66,15 @@ def seal(tmp, final) -> str:
     os.replace(side_tmp, side)
     os.replace(tmp, final)
     return d
+
+
+def recorded(path) -> str | None:
+    """The digest a sealed file's sidecar records, or None (no sidecar, or an unreadable one)."""
+    side = sidecar(path)
+    if not side.exists():
+        return None
+    m = re.match(r"([0-9a-f]{64})\b", side.read_text())
+    return m.group(1) if m else None
 
 
 def check(path) -> str:

@@ -41,9 +41,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from .integrity import discard, seal, sidecar
+from .integrity import discard, recorded, seal, sidecar
 
 if TYPE_CHECKING:
     from .precision import Outcome, Precision
@@ -168,21 +168,9 @@ def lookup(cache_dir, cells: Sequence[Cell], select: Callable, split: Callable) 
     from .cache import cached_cells
 
     by_label = {c.label: c for c in cells}
-    found = cached_cells(cache_dir, {c.label: c.key for c in cells}, lambda ds, lab: select(ds, by_label[lab]),
-                         log=_LogLines())
+    found = cached_cells(cache_dir, {c.label: c.key for c in cells}, lambda ds, lab: select(ds, by_label[lab]))
     have = {lab: split(part, by_label[lab]) for lab, (part, _) in found.items()}
     return have, {lab: attrs for lab, (_, attrs) in found.items()}
-
-
-class _LogLines:
-    """A file-like ``log`` for the core helpers that write lines: they go to the runner's logger."""
-
-    def write(self, text: str) -> None:
-        if text.strip():
-            LOG.info(text.rstrip("\n"))
-
-    def flush(self) -> None:
-        pass
 
 
 def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: int | None = None,
@@ -262,20 +250,14 @@ def link(entry: Path, output) -> Path:
             stale.unlink()
     try:
         os.link(entry, tmp)
+        known = recorded(entry)  # the same bytes: the entry's digest, not read again
     except OSError:  # no hard links here (another filesystem, or none supported): a copy
         shutil.copyfile(entry, tmp)
-    seal(tmp, output)
+        known = None
+    seal(tmp, output, known)
     return output
 
 
 def outcome_counts(done: dict) -> tuple[int, int]:
     """(simulated, reused) replications over the outcomes of :func:`run_cells`."""
     return sum(o.simulated for o in done.values()), sum(o.reused for o in done.values())
-
-
-def any_result(done: dict) -> Any:
-    """One result of the outcomes (for the attributes every replication shares)."""
-    for o in done.values():
-        if o.results:
-            return o.results[0]
-    raise ValueError("no results")

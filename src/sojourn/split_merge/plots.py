@@ -1,7 +1,7 @@
 """Figures of the split-merge experiments (matplotlib, Agg): one function per figure, saved in every format.
 
 (a) ``experiment_a_latency``: the latency CDF (pooled simulation vs the exact M/PH/1 law) and the mean and
-    percentiles, exact beside simulated with 99 % CIs.
+    percentiles, exact beside simulated with their CIs (at the section's comparison.confidence).
 (b) ``experiment_b_heatmap``: mean latency over (r, q): exact, simulated (± CI), and their relative difference.
 (c) ``experiment_c_<law>``: mean and 99th-percentile latency vs r per q with CIs (split-merge solid, fork-join
     dashed), exact values as markers (Erlang C for q = 1 with exponential replicas drawn as a curve).
@@ -52,6 +52,11 @@ def figures(cfg: dict) -> list:
     return out
 
 
+def _level(ds) -> str:
+    """The CI level of an experiment file, as "95%" (its ``confidence`` attribute; files of an earlier release: 99%)."""
+    return f"{100 * float(ds.attrs.get('confidence', 0.99)):g}%"
+
+
 # ---------------------------------------------------------------------------------------------
 def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     ds = read_netcdf(path)
@@ -85,7 +90,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
     ex = np.concatenate([[float(c["exact_mean_latency"])], c["exact_latency_percentile"].values])
     x = np.arange(len(labels))
-    a2.errorbar(x - 0.08, sim, yerr=hw, fmt="o", color="k", capsize=4, label="simulation ± 99% CI")
+    a2.errorbar(x - 0.08, sim, yerr=hw, fmt="o", color="k", capsize=4, label=f"simulation ± {_level(ds)} CI")
     a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
     for xi, s_, h_, e_ in zip(x, sim, hw, ex):
         a2.annotate(f"{e_:.4g}\n{s_:.4g}±{h_:.2g}", (xi + 0.15, s_), fontsize=7, va="center")
@@ -111,7 +116,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
     from matplotlib.colors import LogNorm
 
-    for ax, vals, title in ((axes[0], ex, "exact mean latency"), (axes[1], sim, "simulated mean latency ± 99% CI")):
+    for ax, vals, title in ((axes[0], ex, "exact mean latency"), (axes[1], sim, f"simulated mean latency ± {_level(ds)} CI")):
         im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(vmin, vmax), aspect="auto")
         for i in range(len(qs)):
             for j in range(len(rs)):
@@ -131,7 +136,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                 axes[2].text(j, i, f"{rel[i, j]:+.2f}%\n{'in CI' if inside else 'OUT'}", ha="center", va="center",
                              fontsize=7)
     fig.colorbar(im, ax=axes[2], shrink=0.85, label="relative difference (%)")
-    axes[2].set_title("(sim − exact)/exact; exact inside the 99% CI?", fontsize=10)
+    axes[2].set_title(f"(sim − exact)/exact; exact inside the {_level(ds)} CI?", fontsize=10)
     for ax in axes:
         ax.set_xticks(range(len(rs)), rs)
         ax.set_yticks(range(len(qs)), qs)
@@ -157,7 +162,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             d = ds.sel(model=model, quorum=q)
             ok = np.isfinite(d["sim_mean_latency"].values)
             ls, mk = ("-", "o") if model == "split_merge" else ("--", "s")
-            lab = f"q={q} {'split-merge' if model == 'split_merge' else 'fork-join'} (sim ± 99% CI)"
+            lab = f"q={q} {'split-merge' if model == 'split_merge' else 'fork-join'} (sim ± {_level(ds)} CI)"
             a1.errorbar(rs[ok], d["sim_mean_latency"].values[ok], yerr=d["sim_mean_latency_hw"].values[ok], ls=ls,
                         marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1, label=lab)
             pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
