@@ -2,6 +2,8 @@
 coordinate attributes and the fixed-decimal load labels."""
 from __future__ import annotations
 
+import math
+
 #: paper-faithful A–F, corrected A*–F* (reference §8.3), the exact tagged-customer chain, and T (the tagged
 #: chain on a spread-capped state space, built for the tail: sojourn.jsq_ps.solve.tail)
 FAITHFUL_METHODS = ("A", "B", "C", "D", "E", "F")
@@ -51,6 +53,8 @@ def table4_L1(servers: int) -> int:
     """§4 Table 4 value; beyond R = 10 the inferred rule min(22, max{L : L^{2R} ≤ 1e9})."""
     if servers in TABLE4_L1:
         return TABLE4_L1[servers]
+    if 2 * servers * math.log(3) > math.log(1e9) + 1:  # 3^(2R) > 1e9 by far (R >= 10): no powers of huge R
+        return 2
     L = 2
     while (L + 1) ** (2 * servers) <= 1e9 and L + 1 <= 22:
         L += 1
