@@ -96,12 +96,30 @@ def _window(args) -> None:
 
 
 def _load(args):
+    """The model of --model with --signal-rate applied; a model that this rate makes unsolvable or unstable is
+    refused here, before any compute, naming the flag (the model's own errors name its keys)."""
     from .files import load_model
+    from .solve import solve
 
     net = load_model(args.model, check_stable=False)
     if args.signal_rate is not None:
-        net = net.with_signal_rate(args.signal_rate, args.queue)
+        try:
+            net = net.with_signal_rate(args.signal_rate, args.queue)
+        except ValueError as exc:
+            raise ValueError(_flag_terms(str(exc))) from None
+        if getattr(args, "semantics", "signal") == "signal":
+            try:
+                solve(net)
+            except ValueError as exc:
+                where = f" at --queue {args.queue}" if args.queue is not None else ""
+                raise ValueError(f"--signal-rate {args.signal_rate:g}{where}: {exc}") from None
     return net
+
+
+def _flag_terms(message: str) -> str:
+    from ..core.inputs import in_flag_terms
+
+    return in_flag_terms(message, {"signal_rate": "--signal-rate", "queue": "--queue"})
 
 
 def run_solve(args) -> int:

@@ -35,6 +35,11 @@ QBD_MAX_PHASES = 700  # largest level-c phase count solved densely (595 phases: 
 #: a QBD mean delay is exact when its estimated relative error δ/(1 − ρ) is below this (module doc); the
 #: precision the QBD is held to against Erlang C and Pollaczek–Khinchine (tests/split_merge, rel=1e-9)
 QBD_RTOL = 1e-9
+#: phases of the boundary levels 0..c together, C(c+d, d), beyond which the QBD is not attempted (a one-phase
+#: law has one phase per level, so the level-c cap alone lets c grow without bound: -n 1e12 hung)
+QBD_MAX_BOUNDARY = 10**7
+#: above this many super-servers Erlang B is computed from the Poisson law instead of its O(c) recursion
+ERLANG_RECURSION_MAX = 10**6
 #: iterations of the logarithmic reduction (quadratic: ~log2(1/(1 − ρ)) + 5 are needed)
 QBD_MAX_ITERATIONS = 60
 
@@ -44,11 +49,18 @@ QBD_MAX_ITERATIONS = 60
 def erlang_c(c: int, a: float) -> float:
     """C(c, a): probability of waiting in M/M/c with offered load a = λ/ν < c (the paper's (9)).
 
-    Computed by the Erlang B recursion B(k) = a B(k−1)/(k + a B(k−1)), C = B/(1 − ρ(1 − B)), stable for large c.
+    Computed by the Erlang B recursion B(k) = a B(k−1)/(k + a B(k−1)), C = B/(1 − ρ(1 − B)), stable for large c;
+    beyond :data:`ERLANG_RECURSION_MAX` servers from B = P(N = c)/P(N ≤ c), N ~ Poisson(a) (the truncated Poisson
+    form of Erlang B), in logs, so its cost does not grow with c.
     """
-    b = 1.0
-    for k in range(1, int(c) + 1):
-        b = a * b / (k + a * b)
+    if c > ERLANG_RECURSION_MAX:
+        from scipy.stats import poisson
+
+        b = math.exp(float(poisson.logpmf(c, a)) - float(poisson.logcdf(c, a)))
+    else:
+        b = 1.0
+        for k in range(1, int(c) + 1):
+            b = a * b / (k + a * b)
     rho = a / c
     return b / (1.0 - rho * (1.0 - b))
 
@@ -117,7 +129,7 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
     """
     beta, B = np.asarray(beta, float), np.asarray(B, float)
     d = beta.size
-    if math.comb(c + d - 1, d - 1) > max_phases:
+    if math.comb(c + d - 1, d - 1) > max_phases or math.comb(c + d, d) > QBD_MAX_BOUNDARY:
         return None
     t = ph.exit_vector(B)
     levels = [_level_blocks(beta, B, lam, N) for N in range(c + 1)]
@@ -224,7 +236,7 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
         out.update(mean_delay=C / gap, delay_method="erlang-c", p_wait=C, exact=True)
         wa, wT = np.array([C]), np.array([[-gap]])
         la, lT = ph.convolution(wa, wT, np.ones(1), np.array([[-nu]]))
-        out.update(delay_percentile=_quantiles(wa, wT, ps), latency_percentile=_quantiles(la, lT, ps),
+        out.update(delay_percentile=_quantiles(wa, wT, ps, expm=True), latency_percentile=_quantiles(la, lT, ps, expm=True),
                    percentile_method="erlang-c delay law")
     elif law_ph is not None:
         res = mphc_qbd(lam, c, *law_ph, max_phases=qbd_max_phases)
@@ -262,12 +274,26 @@ class UniformizedSF:
         return float(poisson.pmf(k, mu) @ np.asarray(self.g[lo:K + 1]))
 
 
-def _quantiles(a, T, ps):
-    """Quantiles of PH(a, T) (atom 1 − Σa at 0) by Brent's method on the uniformized survival function."""
+class ExpmSF:
+    """P(X > x) = a exp(T x) 1 by scipy's matrix exponential: for the one- and two-phase laws of Erlang C, whose
+    rates grow with the number of super-servers (c ν − λ), where uniformization would need ~(c ν − λ) x steps."""
+
+    def __init__(self, a, T):
+        self.a, self.T = np.asarray(a, float), np.asarray(T, float)
+
+    def __call__(self, x: float) -> float:
+        from scipy.linalg import expm
+
+        return float(self.a @ expm(self.T * x) @ np.ones(self.T.shape[0]))
+
+
+def _quantiles(a, T, ps, expm=False):
+    """Quantiles of PH(a, T) (atom 1 − Σa at 0) by Brent's method on the uniformized survival function (with
+    ``expm``: on the matrix exponential, for small T with large rates)."""
     from scipy.optimize import brentq
 
     a, T = np.asarray(a, float), np.asarray(T, float)
-    sf = UniformizedSF(a, T)
+    sf = ExpmSF(a, T) if expm else UniformizedSF(a, T)
     out = np.full(ps.shape, np.nan)
     scale = max(ph.mean(a, T) / max(a.sum(), 1e-300), 1e-300)
     for i, p in enumerate(ps):
