@@ -183,27 +183,30 @@ def format_seconds(s: float) -> str:
     return f"{s:.3g} s"
 
 
-def check_cost(flags: str, *, memory: float = 0.0, seconds: float = 0.0, what: str = "") -> None:
+def check_cost(flags: str, *, memory: float = 0.0, seconds: float = 0.0, what: str = "", cli: bool = True) -> None:
     """Refuse a request whose predicted ``memory`` (bytes) or ``seconds`` exceed the limits (:func:`limits`),
     before anything is allocated: one ValueError line starting with ``flags`` (what drives the cost, in the
-    user's terms), the estimate and ``what`` it counts, the limit, and how to raise it on purpose."""
+    user's terms: flags, or config keys with ``cli=False``), the estimate and ``what`` it counts, the limit, and
+    how to raise it on purpose (the flag and the environment variable; a config run: the environment variable)."""
     mem_limit, mem_src, sec_limit, sec_src = limits()
     if memory > mem_limit:
+        how = f"--max-memory SIZE (or {MEMORY_ENV}=SIZE)" if cli else f"{MEMORY_ENV}=SIZE in the environment"
         raise ValueError(f"{flags}: this request needs about {format_bytes(memory)} of memory ({what}), above the "
                          f"limit {format_bytes(mem_limit)} ({mem_src}); lower {flags}, or raise the limit on purpose "
-                         f"with --max-memory SIZE (or {MEMORY_ENV}=SIZE)")
+                         f"with {how}")
     if seconds > sec_limit:
+        how = f"--max-time DURATION (or {TIME_ENV}=DURATION)" if cli else f"{TIME_ENV}=DURATION in the environment"
         raise ValueError(f"{flags}: this request is predicted to take about {format_seconds(seconds)} ({what}), "
                          f"above the limit {format_seconds(sec_limit)} ({sec_src}); lower {flags}, or raise the limit "
-                         f"on purpose with --max-time DURATION (or {TIME_ENV}=DURATION)")
+                         f"on purpose with {how}")
 
 
 def check_grid(t_max: float, dt: float, bytes_per_point: float, what: str, flags: str = "--t-max/--dt",
-               extra_bytes: float = 0.0) -> int:
+               cli: bool = True) -> int:
     """The histogram/CDF grid t_max/dt + 1 points (already validated) checked for memory before any array of
-    it exists: ``bytes_per_point`` over every array the request keeps of that length (``what`` says which),
-    plus ``extra_bytes``; returns the number of points."""
+    it exists: ``bytes_per_point`` over every array the request keeps of that length (``what`` says which);
+    ``flags`` names t_max and dt as the user wrote them (config keys with ``cli=False``). Returns the points."""
     points = float(t_max) / float(dt) + 1.0
-    check_cost(flags, memory=points * bytes_per_point + extra_bytes,
-               what=f"{points:.3g} grid points of --t-max {float(t_max):g} / --dt {float(dt):g}, {what}")
+    check_cost(flags, memory=points * bytes_per_point, cli=cli,
+               what=f"{points:.3g} grid points of t_max {float(t_max):g} / dt {float(dt):g}, {what}")
     return int(round(points))

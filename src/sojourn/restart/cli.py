@@ -92,7 +92,30 @@ def _window(args) -> None:
         V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
     V.probability_open("--confidence", args.confidence)
+    _grid(args)
     check_output(args.output, "--output", mkdir=args.mkdir)
+
+
+def _grid(args) -> None:
+    """--dt and --t-max in flag terms, and the memory of the response-time histograms over that grid checked
+    before any of it exists (:func:`sojourn.core.inputs.check_grid`)."""
+    from ..core import validate as V
+    from ..core.inputs import check_grid, in_flag_terms
+    from ..core.timegrid import grid_size
+
+    V.positive_finite("--dt", args.dt)
+    V.positive_finite("--t-max", args.t_max)
+    try:
+        grid_size(args.t_max, args.dt)
+    except ValueError as exc:
+        raise ValueError(in_flag_terms(str(exc), {"dt": "--dt", "t_max": "--t-max"})) from None
+    precision = getattr(args, "precision", None)
+    reps = (args.max_replications or 200) if precision else (args.replications or 10)
+    sweeps = len(args.taus) if getattr(args, "taus", None) else 13
+    cells = sweeps if args.func is run_optimise else 1
+    check_grid(args.t_max, args.dt, 8.0 * (2 * reps * cells + 6),
+               f"the response-time histogram of each of {reps} replications{f' x {cells} timeouts' if cells > 1 else ''}"
+               " and the summary")
 
 
 def _load(args):
