@@ -17,7 +17,9 @@
   < :data:`QBD_RTOL` and the iteration converged; otherwise NaN, ``delay_method = "none"``, and the
   estimate in ``qbd_relative_error``.
 
-Anything else (fork-join, a non-PH law with c > 1, a too large QBD) has no exact answer here:
+Fork-join with q = 1 and r dividing n is split-merge path by path (:func:`fork_join_is_split_merge`), and gets
+its exact values, labelled so. Anything else (other fork-join, a non-PH law with c > 1, a too large QBD) has no
+exact answer here:
 ``method = "none"`` and NaN, and the caller simulates.
 """
 from __future__ import annotations
@@ -199,6 +201,18 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
 
 # ---------------------------------------------------------------------------------------------
 # the labelled answer for a spec
+def fork_join_is_split_merge(spec: SplitMerge) -> bool:
+    """Fork-join with cancellation (q = 1, r dividing n) is split-merge exactly, path by path: the hosts fall
+    into n/r groups of r with equal remaining work (true when all are idle; a workunit's r replicas go to the r
+    least-loaded hosts, which are then a group's worth of equal loads, all start together and all are released
+    at the first result, so they stay equal). A workunit therefore starts when the earliest group frees and
+    holds it S_1:r: FCFS M/G/(n/r) with G = S_1:r, split-merge's queue. With q > 1 the hosts of the q − 1 earlier
+    results are free at once in fork-join but held in split-merge; with r not dividing n, the n mod r hosts
+    that split-merge never uses take replicas in fork-join."""
+    return spec.model == "fork_join" and spec.quorum == 1 and spec.hosts % spec.replicas == 0
+
+
+
 def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases: int = QBD_MAX_PHASES) -> dict:
     """Everything known exactly about ``spec`` (split-merge model), each with the method that gave it.
 
@@ -219,7 +233,11 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
            "latency_percentile": np.full(ps.shape, np.nan), "delay_percentile": np.full(ps.shape, np.nan),
            "percentile_method": "none", "exact": False, "qbd_phases": 0, "qbd_relative_error": math.nan}
     if spec.model != "split_merge":
-        return out
+        if not fork_join_is_split_merge(spec):
+            return out
+        same = exact_results(spec.with_model("split_merge"), percentiles, qbd_max_phases)
+        note = " (fork-join with q = 1 and r dividing n is split-merge)"
+        return {**same, **{k: same[k] + note for k in ("delay_method", "percentile_method") if same[k] != "none"}}
     law_ph = order_statistic_ph(spec.replica_law, q, r)
     if c == 1:
         out.update(mean_delay=pollaczek_khinchine(lam, m1, m2), delay_method="pollaczek-khinchine",
