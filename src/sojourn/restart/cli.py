@@ -16,9 +16,18 @@ from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
 
 
+#: what the two restart semantics mean, stated once for --help, the model schema and the README (issue 26)
+SIGNAL_MEANING = ("a restart signal at a busy queue hits one job chosen uniformly among the n present, so each "
+                  "job is hit at rate g/n (g the queue's signal rate; signals finding the queue empty vanish)")
+TIMEOUT_MEANING = ("a job's timeout clock counts wall-clock time since it entered the queue or last (re)started, "
+                   "not the service it received (under PS with n jobs it receives 1/n of it); at expiry it restarts "
+                   "with its success probability, and a fresh timeout is drawn either way")
+
+
 def register(subparsers) -> None:
     add_group(subparsers, "restart", "multi-class G-networks of PS queues with restart (seed 001)",
-              "Restart study: product form, simulation under signal and timeout semantics, optimal restart rate.",
+              "Restart study: product form, simulation under signal and timeout semantics, optimal restart rate. "
+              f"Signal semantics: {SIGNAL_MEANING}. Timeout semantics: {TIMEOUT_MEANING}.",
               (_solve, _simulate, _optimise, _schema))
 
 
@@ -34,12 +43,16 @@ def _solve(sub):
 
 
 def _simulate(sub):
-    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)")
+    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)",
+                       description=f"Simulate a restart model. Signal semantics: {SIGNAL_MEANING}. Timeout semantics: "
+                                   f"{TIMEOUT_MEANING}.")
     _model_args(p)
     p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
-                   help="signal: Poisson restart signals (G-network); timeout: a timeout per job")
+                   help=f"signal: Poisson restart signals (G-network): {SIGNAL_MEANING}; timeout: a timeout per job: "
+                        f"{TIMEOUT_MEANING}")
     p.add_argument("--timeout", default=None,
-                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
+                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
+                        "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
     precision_flags(p, "mean", None)
     p.set_defaults(func=run_simulate)
@@ -59,7 +72,8 @@ def _optimise(sub):
 def _model_args(p, output=True):
     p.add_argument("--model", "-m", required=True, help="YAML model file or example1|example2|example3")
     p.add_argument("--signal-rate", dest="signal_rate", type=float, default=None,
-                   help="override the external signal rate of --queue")
+                   help="override the external signal rate g of --queue (Poisson; each signal restarts one job chosen "
+                        "uniformly among the n present, so each job is hit at rate g/n)")
     p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
     if output:
         add_output(p)

@@ -142,7 +142,8 @@ def _simulate(sub):
                                    "workunits' with the run length it would need.")
     _system_args(p)
     p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
-                   help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation)")
+                   help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
+                        "q = 1 and r dividing n is split-merge exactly, and its exact values are printed")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
     g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
