@@ -192,7 +192,15 @@ def run_simulate(args) -> int:
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
 
     net = _load(args)
-    timeout = parse_law(args.timeout) if args.timeout else None
+    try:
+        timeout = parse_law(args.timeout) if args.timeout else None
+    except ValueError as exc:
+        raise ValueError(f"--timeout: {exc}") from None
+    if args.semantics == "timeout" and timeout is None:
+        raise ValueError("--timeout is required with --semantics timeout: a law such as deterministic:value=0.5 or "
+                         "exponential:rate=2")
+    if args.semantics != "timeout" and timeout is not None:
+        raise ValueError(f"--timeout applies only with --semantics timeout; got --semantics {args.semantics}")
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     _window(args)
     if args.semantics == "timeout":
