@@ -300,9 +300,12 @@ def _check_approximate(args):
     return spec
 
 
-#: floating-point operations per second of the dense tail (scipy.linalg.expm and the grid's mat-vecs): a
-#: pessimistic figure for one core of this machine
-FLOPS = 1e9
+#: seconds of the dense tail of --L2 = n phases over P grid points: SECONDS_PER_CUBE n^3 (expm) +
+#: SECONDS_PER_STEP P n^2 (the grid's steps), fitted on `sojourn approximate -R 3 --load 0.5 --method A` on this
+#: 2-core machine: --L2 1000: 4.6 s, 3000: 70 s (fit), 6000: 367 s (predicted 449 s); peak memory 2.7 GB at 6000
+#: (predicted 8 (10 n^2 + P n) bytes = 3.8 GB)
+SECONDS_PER_CUBE = 1.6e-9
+SECONDS_PER_STEP = 1.7e-10
 
 
 def _approximate_cost(args, servers: int) -> None:
@@ -316,7 +319,8 @@ def _approximate_cost(args, servers: int) -> None:
     points = float(args.t_max) / float(args.dt) + 1.0
     if args.L2 is not None:  # first: where --L2 drives the cost, name it
         n = float(args.L2)
-        check_cost("--L2", memory=8.0 * (10 * n * n + points * n), seconds=(60 * n**3 + 2 * points * n * n) / FLOPS,
+        check_cost("--L2", memory=8.0 * (10 * n * n + points * n),
+                   seconds=SECONDS_PER_CUBE * n**3 + SECONDS_PER_STEP * points * n * n,
                    what=f"a dense {args.L2:,} x {args.L2:,} tail generator, its matrix exponentials and its survival "
                         f"functions at {points:,.0f} grid points")
     tail = args.L2 if args.L2 is not None else (DEFAULT_L2 if args.method not in ("exact", "T") else 1)

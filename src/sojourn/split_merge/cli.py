@@ -163,10 +163,12 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
               "seed": "--seed"}
 
 
-#: seconds per simulated workunit, and per replica of it (measured here: n=10, r=2, q=1, exponential, load 0.9,
-#: 500 000 workunits: ~2e-7 s per workunit; r = 10: ~4e-7)
+#: seconds per simulated workunit, and per replica of it (measured here, 2 x 500 000 workunits, load 0.9, q = 1,
+#: exponential: split-merge n = 10, r = 2: 1.7e-7 s; r = 10: 1.6e-7 s. Fork-join scans its hosts per replica:
+#: n = 100, r = 2: 5.6e-7 s; n = 100, r = 10, q = 3: 2.0e-6 s; n = 1000, r = 10: 7.0e-6 s)
 SECONDS_PER_WORKUNIT = 2e-7
-SECONDS_PER_REPLICA = 5e-8
+SECONDS_PER_REPLICA = {"split_merge": 5e-8, "fork_join": 1.5e-7}
+SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
 
 
 def run_simulate(args) -> int:
@@ -204,7 +206,8 @@ def run_simulate(args) -> int:
                "replications and the summary")
     simulated = (plan[0] + plan[2]) if args.horizon is None else spec.arrival_rate * plan[1]
     events = float(simulated) * reps
-    per = SECONDS_PER_WORKUNIT + SECONDS_PER_REPLICA * spec.replicas
+    per = SECONDS_PER_WORKUNIT + spec.replicas * (SECONDS_PER_REPLICA[spec.model]
+                                                  + SECONDS_PER_REPLICA_AND_HOST[spec.model] * spec.hosts)
     check_cost("--workunits/--horizon/--replications" if args.horizon is None else "--horizon/--replications",
                seconds=events * per, what=f"{events:.3g} workunits of {spec.replicas} replicas over {reps} "
                                           f"replication{'s' * (reps > 1)}, ~{per:.2g} s each")
