@@ -276,6 +276,21 @@ def test_cli_rejects(case, tmp_path, capsys, no_compute):
     assert not os.path.exists("/proc/sojourn-x.nc")
 
 
+def test_a_refused_request_runs_when_its_limit_is_raised_on_purpose(tmp_path, capsys, monkeypatch, no_compute):
+    """The cost limits come from the flag, else the environment, else the default; raising one lets the same
+    request reach its compute (here the forbidden stand-in)."""
+    monkeypatch.setenv("SOJOURN_MAX_MEMORY", "1k")
+    assert main(_argv(_sim(), tmp_path)) == 2
+    assert "(SOJOURN_MAX_MEMORY); lower --t-max/--dt" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="computed or wrote"):
+        main(_argv(_sim("--max-memory", "none"), tmp_path))
+    monkeypatch.setenv("SOJOURN_MAX_TIME", "1s")
+    assert main(_argv(_sim("--max-memory", "none", "-R", "50", "--horizon", "1e6"), tmp_path)) == 2
+    assert "predicted to take" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="computed or wrote"):
+        main(_argv(_sim("--max-memory", "none", "-R", "50", "--horizon", "1e6", "--max-time", "2h"), tmp_path))
+
+
 SCRIPT = [
     ["simulate", "-R", "2", "--laod", "0.5", "--output", OUT],
     _sim("--horizon", "-5"),
