@@ -12,7 +12,7 @@ from ..core.flags import add_limits, add_output, add_run, add_window
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
-from .naming import DEFAULT_PERCENTILE
+from .naming import DEFAULT_PERCENTILE, SIMULATION_BYTES_PER_SERVER
 
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
@@ -166,8 +166,6 @@ def _check_simulate(args):
 #: replication of horizon 20 000); Ciw's event loop is pure Python: ~1e-5 s/event
 SECONDS_PER_EVENT = {"fast": 1e-7, "ciw": 1e-5}
 SECONDS_PER_SCANNED_SERVER = 4e-10
-#: bytes per server of the kernels' state (queues of 16 customers to start with, heaps, clocks, counters)
-BYTES_PER_SERVER = 512
 
 
 def _simulate_cost(args, spec) -> None:
@@ -178,7 +176,7 @@ def _simulate_cost(args, spec) -> None:
     check_grid(args.t_max, args.dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications "
                "and the summary")
     R = spec.servers
-    check_cost("--servers", memory=BYTES_PER_SERVER * R, what=f"the state of {R:,} servers")
+    check_cost("--servers", memory=SIMULATION_BYTES_PER_SERVER * R, what=f"the state of {R:,} servers")
     scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
     events = 2.0 * spec.arrival_rate * args.horizon * reps
     per_event = SECONDS_PER_EVENT.get(args.backend, 1e-7) + SECONDS_PER_SCANNED_SERVER * scanned
@@ -312,9 +310,7 @@ def _approximate_cost(args, servers: int) -> None:
     """Predicted memory and time of ``approximate`` from the flags that size it (--L2: the dense tail of
     L2 x L2 and its survival functions over the grid; --L1: the sorted chain of C(L1+R-1, R) states),
     checked before anything is allocated (:func:`sojourn.core.inputs.check_cost`)."""
-    import math
-
-    from .naming import DEFAULT_L2, FAITHFUL_METHODS, table4_L1
+    from .naming import DEFAULT_L2, FAITHFUL_METHODS, chain_bytes, table4_L1
 
     points = float(args.t_max) / float(args.dt) + 1.0
     if args.L2 is not None:  # first: where --L2 drives the cost, name it
@@ -330,10 +326,9 @@ def _approximate_cost(args, servers: int) -> None:
     # per-server cap (--L1, Table 4 for the faithful methods, at least 2 for those that size their own)
     L1 = args.L1 if args.L1 is not None else (table4_L1(servers) if args.method in FAITHFUL_METHODS else 2)
     flag = "--L1" if args.L1 is not None else "--servers"
-    log_states = math.lgamma(L1 + servers) - math.lgamma(servers + 1) - math.lgamma(L1)
-    states = math.exp(min(log_states, 700.0))
+    states, memory = chain_bytes(L1, servers)
     at_least = "" if args.L1 is not None or args.method in FAITHFUL_METHODS else "at least "
-    check_cost(flag, memory=states * (8.0 * servers + 24.0 * (servers + 2)),
+    check_cost(flag, memory=memory,
                what=f"a chain of {at_least}C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {servers}) and its "
                     "sparse generator")
 

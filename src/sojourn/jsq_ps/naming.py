@@ -68,3 +68,17 @@ def format_rho(rho, decimals: int) -> str:
 #: corrected methods that are the same chain as another one (solve/methods.py docstring; reference §8.3): with
 #: ``share_corrected`` only A* and C* are computed and copied to these names (and stored once in the blocks)
 SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}
+
+
+#: bytes per server of the simulation kernels' state (queues of 16 customers to start with, heaps, clocks, counters)
+SIMULATION_BYTES_PER_SERVER = 512
+
+
+def chain_bytes(L: int, servers: int) -> tuple[float, float]:
+    """(states, bytes) of the analytic methods' chain on sorted occupancy vectors with per-server cap L:
+    C(L+R-1, R) states of R entries each and a sparse generator of about R + 2 transitions per state; by
+    logs, so that a huge R costs nothing to size."""
+    log_states = math.lgamma(L + servers) - math.lgamma(servers + 1) - math.lgamma(L)
+    states = math.exp(min(log_states, 700.0))
+    return states, states * (8.0 * servers + 24.0 * (servers + 2))
+
