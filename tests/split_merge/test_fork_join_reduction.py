@@ -11,7 +11,7 @@ from sojourn.cli import main
 from sojourn.core.stats import mean_ci
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
-from sojourn.split_merge.solve import exact_results, fork_join_is_split_merge
+from sojourn.split_merge.solve import REDUCTION, exact_results, fork_join_is_split_merge
 
 HYPER = "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254"
 
@@ -23,7 +23,7 @@ def test_fork_join_takes_split_merge_exact_values_where_they_coincide(n, r, law)
     a, b = exact_results(fj, [0.5, 0.99]), exact_results(fj.with_model("split_merge"), [0.5, 0.99])
     assert a["exact"] and a["mean_latency"] == b["mean_latency"] and math.isfinite(a["mean_latency"])
     np.testing.assert_array_equal(a["latency_percentile"], b["latency_percentile"])  # NaN where unknown (QBD)
-    assert a["delay_method"] == b["delay_method"] + " (fork-join with q = 1 and r dividing n is split-merge)"
+    assert a["delay_method"] == b["delay_method"] and a["reduction"] == REDUCTION and b["reduction"] == ""
 
 
 @pytest.mark.parametrize("n,r,q", [(5, 2, 1), (4, 2, 2)])
@@ -42,7 +42,7 @@ def test_cli_prints_the_split_merge_exact_value_for_fork_join(tmp_path, capsys):
                  "--replications", "8", "--seed", "3", "-o", str(tmp_path / "fj.nc")]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("mean latency"))
-    assert "(no exact value)" not in out and f"exact {value:.6g}" in line
+    assert "(no exact value)" not in out and f"exact {value:.6g} (erlang-c; {REDUCTION})" in line
 
 
 def test_fork_join_simulation_agrees_with_the_exact_mean():

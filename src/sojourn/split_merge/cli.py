@@ -241,7 +241,8 @@ def run_simulate(args) -> int:
     ci = "  (95% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")
-        tail = f"   exact {ex:.6g} ({e['delay_method']})" if np.isfinite(ex) else "   (no exact value)"
+        how = e["delay_method"] + (f"; {e['reduction']}" if e["reduction"] else "")
+        tail = f"   exact {ex:.6g} ({how})" if np.isfinite(ex) else "   (no exact value)"
         print(f"{label:14s}{mean_text(ds[v].values)}{tail}")
     print(f"{'latency':14s}percentiles: {ci_header(s, 'latency')}")
 

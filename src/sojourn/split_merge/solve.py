@@ -201,6 +201,10 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
 
 # ---------------------------------------------------------------------------------------------
 # the labelled answer for a spec
+#: the ``reduction`` of :func:`exact_results` where fork-join takes split-merge's values (its methods unchanged)
+REDUCTION = "fork-join with q = 1 and r dividing n is split-merge"
+
+
 def fork_join_is_split_merge(spec: SplitMerge) -> bool:
     """Fork-join with cancellation (q = 1, r dividing n) is split-merge exactly, path by path: the hosts fall
     into n/r groups of r with equal remaining work (true when all are idle; a workunit's r replicas go to the r
@@ -220,7 +224,8 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
     'quadrature'), super_servers, max_throughput, load, mean_delay, mean_latency, delay_method
     ('pollaczek-khinchine' | 'erlang-c' | 'qbd' | 'none'), p_wait, percentiles, latency_percentile and
     delay_percentile (NaN unless the delay law is known: c = 1 with PH replicas, or Erlang C),
-    percentile_method, exact (True when mean_delay is exact), qbd_phases and qbd_relative_error (the
+    percentile_method, exact (True when mean_delay is exact), reduction ('' or :data:`REDUCTION`, where a
+    fork-join spec takes split-merge's values), qbd_phases and qbd_relative_error (the
     QBD's estimated relative error, NaN where no QBD was solved; above :data:`QBD_RTOL` the QBD value is not
     exact and is left out).
     """
@@ -231,13 +236,12 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
            "max_throughput": c / m1, "load": lam * m1 / c, "mean_delay": math.nan, "mean_latency": math.nan,
            "delay_method": "none", "p_wait": math.nan, "percentiles": ps,
            "latency_percentile": np.full(ps.shape, np.nan), "delay_percentile": np.full(ps.shape, np.nan),
-           "percentile_method": "none", "exact": False, "qbd_phases": 0, "qbd_relative_error": math.nan}
+           "percentile_method": "none", "exact": False, "reduction": "", "qbd_phases": 0,
+           "qbd_relative_error": math.nan}
     if spec.model != "split_merge":
         if not fork_join_is_split_merge(spec):
             return out
-        same = exact_results(spec.with_model("split_merge"), percentiles, qbd_max_phases)
-        note = " (fork-join with q = 1 and r dividing n is split-merge)"
-        return {**same, **{k: same[k] + note for k in ("delay_method", "percentile_method") if same[k] != "none"}}
+        return {**exact_results(spec.with_model("split_merge"), percentiles, qbd_max_phases), "reduction": REDUCTION}
     law_ph = order_statistic_ph(spec.replica_law, q, r)
     if c == 1:
         out.update(mean_delay=pollaczek_khinchine(lam, m1, m2), delay_method="pollaczek-khinchine",
