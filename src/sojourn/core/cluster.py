@@ -407,11 +407,53 @@ def worker_lifetime(walltime_s: int) -> int:
     return int(max(walltime_s - margin, walltime_s / 2))
 
 
+def walltime_warnings(cluster_cfg: dict | None, predicted: list[tuple[float, str]],
+                      unpredicted: list[str]) -> list[str]:
+    """Warnings about ``cluster.slurm.walltime`` against what the studies predict (empty unless ``kind: slurm``).
+
+    ``predicted`` is ``[(seconds, what)]`` for single Dask tasks (each study's ``predicted_task_seconds``): a
+    task longer than a worker's lifetime (:func:`worker_lifetime`) can never finish, as its worker retires
+    and the task starts again on the replacement. The run as a whole may be longer than the walltime: lost
+    and retired workers are replaced. ``unpredicted`` names the parts with no run-time prediction, which the
+    walltime is not checked against (said once, so that a silent check is not read as a pass)."""
+    cfg = _settings(cluster_cfg)
+    if cfg["kind"] != "slurm":
+        return []
+    wall = walltime_seconds(cfg["slurm"]["walltime"])
+    lifetime = _lifetime_of(cfg["slurm"]) or worker_lifetime(wall)
+    out = []
+    for seconds, what in predicted:
+        if seconds >= lifetime:
+            out.append(f"cluster.slurm.walltime {cfg['slurm']['walltime']}: a worker retires after {lifetime} s, "
+                       f"but {what} is predicted to take up to {seconds:g} s: such a task would never finish; "
+                       "raise the walltime")
+    if unpredicted:
+        out.append(f"cluster.slurm.walltime {cfg['slurm']['walltime']} is not checked against "
+                   f"{'; '.join(unpredicted)}: no run-time prediction exists for them")
+    return out
+
+
+def _lifetime_of(s: dict) -> int | None:
+    """Seconds of a ``--lifetime`` given in ``worker_extra_args``, if any."""
+    from dask.utils import parse_timedelta
+
+    args = [str(a) for a in (s.get("worker_extra_args") or [])]
+    for i, a in enumerate(args):
+        value = a.split("=", 1)[1] if a.startswith("--lifetime=") else (args[i + 1] if a == "--lifetime" and
+                                                                         i + 1 < len(args) else None)
+        if value is not None:
+            try:
+                return int(parse_timedelta(value))
+            except (ValueError, TypeError):
+                return None
+    return None
+
+
 def _slurm_cluster(s: dict):
     import sys
 
     worker_args = [str(a) for a in (s.get("worker_extra_args") or [])]
-    if not any(a == "--lifetime" or a.startswith("--lifetime=") for a in worker_args):
+    if _lifetime_of(s) is None:
         worker_args += ["--lifetime", f"{worker_lifetime(walltime_seconds(s['walltime']))}s"]
     directives = list(s.get("job_extra_directives") or [])
     if s.get("qos"):
@@ -503,8 +545,10 @@ async def _slurm_states(job_ids, call) -> dict[str, str]:
 
 
 async def _retire_job(job) -> None:
-    """Retire ``job``'s workers through its cluster's scheduler and wait (up to RETIRE_GRACE_S) for the SLURM
-    job to leave the running states."""
+    """Let ``job`` end on its own: retire its workers through its cluster's scheduler and wait (up to
+    RETIRE_GRACE_S) for the SLURM job to leave the running states. A job still waiting in the queue has no
+    worker to retire (it is cancelled at once, and ``sacct`` shows it never started); a job that runs but whose
+    workers have not joined yet is given RETIRE_GRACE_S to join first, so that it too ends COMPLETED."""
     import asyncio
     import time
 
@@ -512,32 +556,47 @@ async def _retire_job(job) -> None:
     cluster = ref() if ref is not None else None
     if not job.job_id or cluster is None or getattr(cluster, "scheduler_comm", None) is None:
         return
-    names = _worker_names(job)
+    jid, names = str(job.job_id), _worker_names(job)
+    deadline = time.monotonic() + RETIRE_GRACE_S
+
+    def joined() -> bool:
+        return bool(set(names) & {w.get("name") for w in cluster.scheduler_info.get("workers", {}).values()})
+
+    while not joined():
+        state = (await _slurm_states([jid], job._call)).get(jid)
+        if state not in ("RUNNING", "CONFIGURING") or time.monotonic() > deadline:
+            return  # queued, or ended, or never joining: scancel (a no-op for an ended job)
+        await asyncio.sleep(0.5)
     try:
         await asyncio.wait_for(cluster.scheduler_comm.retire_workers(names=names, close_workers=True, remove=True),
                                RETIRE_GRACE_S)
     except (OSError, TimeoutError, RuntimeError) as exc:  # the scheduler is gone or slow: fall back to scancel
-        log.debug("retiring the workers of SLURM job %s failed: %r", job.job_id, exc)
+        log.debug("retiring the workers of SLURM job %s failed: %r", jid, exc)
         return
-    deadline = time.monotonic() + RETIRE_GRACE_S
-    while time.monotonic() < deadline:
-        state = (await _slurm_states([str(job.job_id)], job._call)).get(str(job.job_id))
+    while time.monotonic() < deadline + RETIRE_GRACE_S:
+        state = (await _slurm_states([jid], job._call)).get(jid)
         if state is None or state not in _ALIVE or state == "COMPLETING":
             return
         await asyncio.sleep(0.5)
-    log.warning("SLURM worker job %s did not end within %g s of its workers' retirement: cancelling it",
-                job.job_id, RETIRE_GRACE_S)
+    log.warning("sojourn: SLURM worker job %s did not end within %g s of its workers' retirement: cancelling it",
+                jid, RETIRE_GRACE_S)
+
+
+#: SLURM states after which a job that never had a worker joined is still replaced: it was ended from outside
+#: (scancel, preemption, a node failure or its time limit), not by a broken job script (FAILED, BOOT_FAIL, …)
+_ENDED_FROM_OUTSIDE = {"CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT", "DEADLINE"}
 
 
 def _make_adaptive():
     from distributed.deploy.adaptive import Adaptive
 
     class SlurmAdaptive(Adaptive):
-        """dask-jobqueue's adaptive scaling, plus: a worker job that left the SLURM queue (scancel, TIMEOUT,
-        NODE_FAIL, preemption) after its workers had joined is forgotten, so that the next adapt step
-        submits a replacement (Adaptive re-opens planned workers that are not running); one that ended before
-        its workers ever joined is reported once and not replaced (a broken job script would only fail
-        again: the run's no-worker watchdog then stops the run)."""
+        """dask-jobqueue's adaptive scaling, plus: a worker job that left the SLURM queue after its workers had
+        joined, or that was ended from outside (scancel, preemption, NODE_FAIL, TIMEOUT) at any time, is
+        forgotten, so that the next adapt step submits a replacement (Adaptive re-opens planned workers that
+        are not running). One that failed before its workers ever joined (a broken job script or environment:
+        it would only fail again) is reported once with its log folder and not replaced; the run's no-worker
+        watchdog (cluster.no_workers_timeout) stops a run left without workers."""
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -573,9 +632,10 @@ def _make_adaptive():
                 if state in _ALIVE and state != "COMPLETING":
                     continue
                 what = f"SLURM state {state}" if state else "no longer known to squeue"
-                if jid in self._joined:
+                if jid in self._joined or state in _ENDED_FROM_OUTSIDE:
                     log.warning("sojourn: Dask worker job %s (%s) ended while the run needed it (%s): its tasks "
                                 "are rescheduled and a replacement job is submitted", jid, name, what)
+                    self._joined.discard(jid)
                     if cluster.workers.get(name) is job:
                         del cluster.workers[name]
                 elif jid not in self._reported:
