@@ -4,7 +4,8 @@
   pipeline's ``dask_client`` asked for 2 workers (as Snakemake's ``--cores 2`` asks) starts 1 worker process of 1
   thread whose memory limit is the job's memory.
 * Route 3: ``workflow/slurm/pipeline.sbatch`` runs the pipeline (the Dask part of ``config/test.yaml``) inside one
-  1-CPU allocation: its Dask cluster has the one allocated CPU, and the results equal a local run's.
+  1-CPU allocation, is stopped mid-run as at the end of an allocation and submitted again: its Dask cluster has
+  the one allocated CPU, the first job stops cleanly, the second resumes, and the results equal a local run's.
 * Route 2: ``cluster: {kind: slurm}``; one of its two worker jobs is ``scancel``\\ ed mid-run: the run says so, a
   replacement worker job is submitted, the run completes with results identical to a local run, and every other
   worker job (the replacement too) ends COMPLETED in ``sacct``: retired, not cancelled.
@@ -106,31 +107,55 @@ def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
 
 
 def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path):
-    """Route 3: the shipped batch script, a 1-CPU allocation; the Dask cluster it got and the results."""
+    """Route 3: the shipped batch script in a 1-CPU allocation, stopped mid-run the way SLURM announces the end
+    of an allocation (SIGUSR1 to the batch shell, as ``--signal=B:USR1@300`` or ``scancel --batch --signal=USR1``
+    send it), then submitted again: the first job stops cleanly (no lock left), the second resumes, the Dask
+    cluster of each had the one allocated CPU and the job's memory, and the results equal a local run's."""
     work = tmp_path / "route3"
-    # submitted from the project folder, as docs/hpc.md says; everything after the script goes to Snakemake
-    job = subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M", "-t", "00:30:00",
-                          "-o", str(tmp_path / "job-%j.out"), str(SBATCH),
-                          "--configfile", str(TEST_CONFIG), "--directory", str(work), *UNTIL],
-                         cwd=REPO, env={**_env(), "SOJOURN_PYTHON": sys.executable}, capture_output=True, text=True,
-                         check=True).stdout.strip()
-    rec = _wait_ended(job)
-    out = (tmp_path / f"job-{job}.out").read_text(errors="replace")
+
+    def submit() -> str:
+        # from the project folder, as docs/hpc.md says; everything after the script goes to Snakemake
+        return subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M",
+                               "-t", "00:30:00", "-o", str(tmp_path / "job-%j.out"), str(SBATCH),
+                               "--configfile", str(TEST_CONFIG), "--directory", str(work), *UNTIL],
+                              cwd=REPO, env={**_env(), "SOJOURN_PYTHON": sys.executable}, capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    first = submit()
+    cache = work / "results" / "jsq_ps" / "cache"
+    t0 = time.monotonic()
+    while not (cache.is_dir() and any(cache.rglob("*.nc"))):  # cells are being computed
+        if not _squeue_has(first) or time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"route-3 job {first} ended or hung before its first cell: "
+                        f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+        time.sleep(0.2)
+    _run("scancel", "--batch", "--signal=USR1", first)
+    rec = _wait_ended(first)
+    out = (tmp_path / f"job-{first}.out").read_text(errors="replace")
+    assert "SLURM signalled SIGUSR1" in out and "Snakemake exited with status 1" in out, out[-6000:]
+    assert rec["state"] == "FAILED", rec  # the script passes on Snakemake's status
+    assert not list((work / ".snakemake" / "locks").glob("*")), "the stopped run left its lock"
+
+    second = submit()
+    rec = _wait_ended(second)
+    out = (tmp_path / f"job-{second}.out").read_text(errors="replace")
     assert rec["state"] == "COMPLETED", (rec, out[-6000:])
     assert "Snakemake exited with status 0" in out, out[-6000:]
-    # the pipeline's Dask cluster, as its first job's log records it: one worker for the one allocated CPU
+    # the pipeline's Dask cluster, as the first job of each run records it: one worker for the one allocated CPU
     sizing = [line for p in sorted((work / "results" / "jsq_ps" / "logs").rglob("*.log"))
               for line in p.read_text().splitlines() if "local Dask cluster:" in line]
-    assert len(sizing) == 1, sizing
-    assert "1 worker process(es) × 1 thread" in sizing[0] and "SLURM_CPUS_PER_TASK=1" in sizing[0], sizing
-    assert "SLURM_MEM_PER_NODE=1500" in sizing[0], sizing
+    assert sizing, "no job log records the local Dask cluster"
+    for line in sizing:
+        assert "1 worker process(es) × 1 thread" in line and "SLURM_CPUS_PER_TASK=1" in line, sizing
+        assert "SLURM_MEM_PER_NODE=1500" in line and "memory limit 1500 MiB each" in line, sizing
     assert _assert_same_results(local_run, work) >= 3
 
 
 def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path):
-    """Route 2: ``scancel`` of one of the two worker jobs while the run is in its cells: a replacement job is
-    submitted, the run completes with the local run's results, and every worker job but the cancelled one (the
-    replacement too) ends COMPLETED: the workers were retired at close, not cancelled."""
+    """Route 2: ``scancel`` of one of the two worker jobs while the run is in its cells: the run says so, a
+    replacement job is submitted, the run completes with the local run's results, and every worker job but the
+    cancelled one that ran (the replacement too, when the queue started it in time) ends COMPLETED: the workers
+    were retired at close, not cancelled."""
     name = f"sojourn-w-{uuid.uuid4().hex[:8]}"
     cfg = yaml.safe_load(TEST_CONFIG.read_text())
     cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "jobs": 2, "memory": "1GB",
@@ -168,10 +193,15 @@ def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path)
     t0 = time.monotonic()
     while _squeue(name) and time.monotonic() - t0 < GUARD_S:  # the last jobs are ending
         time.sleep(0.5)
-    recs = _sacct(name=name)
+    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
+    recs = {jid: (state.split()[0], start) for jid, state, start in (line.split("|") for line in out.splitlines())}
     assert len(recs) >= 3, recs  # the two jobs and at least one replacement
-    assert recs[victim]["state"] == "CANCELLED", recs
-    others = {j: r["state"] for j, r in recs.items() if j != victim}
-    assert set(others.values()) == {"COMPLETED"}, others
+    assert recs[victim][0] == "CANCELLED", recs
+    # every other worker job that ran ended on its own (COMPLETED); one the shared queue had not started when the
+    # run ended (the replacement, if another job held the CPU) was cancelled without ever starting
+    ran = {j: state for j, (state, start) in recs.items() if j != victim and start not in ("None", "Unknown", "")}
+    never = {j: state for j, (state, start) in recs.items() if j != victim and j not in ran}
+    assert ran and set(ran.values()) == {"COMPLETED"}, recs
+    assert set(never.values()) <= {"CANCELLED"}, recs
     assert not [j for j in _queued() if j in recs]
     assert _assert_same_results(local_run, work) >= 3
