@@ -137,9 +137,12 @@ _WALLTIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+
                        r"|(?P<h>\d+):(?P<m>\d+):(?P<s>\d+)|(?P<mm>\d+):(?P<ss>\d+)|(?P<only_m>\d+))$")
 
 
-def walltime_seconds(text: str) -> int:
+def walltime_seconds(text: str) -> int | None:
     """Seconds of a SLURM time limit (``sbatch -t``): ``minutes``, ``minutes:seconds``, ``hours:minutes:seconds``,
-    ``days-hours``, ``days-hours:minutes``, ``days-hours:minutes:seconds``. ValueError otherwise."""
+    ``days-hours``, ``days-hours:minutes``, ``days-hours:minutes:seconds``; None for no limit (``0``,
+    ``UNLIMITED``, ``INFINITE``: the partition's maximum applies). ValueError otherwise."""
+    if str(text).strip().upper() in ("0", "UNLIMITED", "INFINITE"):
+        return None
     m = _WALLTIME.match(str(text).strip())
     if not m:
         raise ValueError("must be a SLURM time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS; "
@@ -154,7 +157,7 @@ def walltime_seconds(text: str) -> int:
     else:
         sec = g["only_m"] * 60
     if sec <= 0:
-        raise ValueError(f"must be longer than 0; got {text!r}")
+        raise ValueError(f"must be longer than 0 (or 0 / UNLIMITED for no limit); got {text!r}")
     return sec
 
 
@@ -420,10 +423,10 @@ def walltime_warnings(cluster_cfg: dict | None, predicted: list[tuple[float, str
     if cfg["kind"] != "slurm":
         return []
     wall = walltime_seconds(cfg["slurm"]["walltime"])
-    lifetime = _lifetime_of(cfg["slurm"]) or worker_lifetime(wall)
+    lifetime = _lifetime_of(cfg["slurm"]) or (worker_lifetime(wall) if wall else None)
     out = []
     for seconds, what in predicted:
-        if seconds >= lifetime:
+        if lifetime is not None and seconds >= lifetime:
             out.append(f"cluster.slurm.walltime {cfg['slurm']['walltime']}: a worker retires after {lifetime} s, "
                        f"but {what} is predicted to take up to {seconds:g} s: such a task would never finish; "
                        "raise the walltime")
@@ -453,8 +456,9 @@ def _slurm_cluster(s: dict):
     import sys
 
     worker_args = [str(a) for a in (s.get("worker_extra_args") or [])]
-    if _lifetime_of(s) is None:
-        worker_args += ["--lifetime", f"{worker_lifetime(walltime_seconds(s['walltime']))}s"]
+    wall = walltime_seconds(s["walltime"])
+    if _lifetime_of(s) is None and wall:
+        worker_args += ["--lifetime", f"{worker_lifetime(wall)}s"]
     directives = list(s.get("job_extra_directives") or [])
     if s.get("qos"):
         directives.append(f"--qos={s['qos']}")
