@@ -388,13 +388,20 @@ def test_api_rejects(case):
 # -- config --------------------------------------------------------------------------------------
 def checked(cfg):
     """What the Snakefile and the study's rule file do, in order."""
+    from sojourn.core.cluster import check_cluster
+
     validate_config(cfg, SCHEMAS / "config.schema.yaml")
+    check_cluster(cfg["cluster"])
     validate_config(cfg["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")
     G.check_config(cfg["jsq_ps"])
 
 
 def J(**section):
     return {"jsq_ps": section}
+
+
+def S(**slurm):
+    return {"cluster": {"kind": "slurm", "slurm": slurm}}
 
 
 CONFIG = [
@@ -425,6 +432,22 @@ CONFIG = [
     Case("law-ph-malformed", J(mgr={"laws": ["phasetype:alpha=1/0,T=-1/2|0/-2"]}), ("jsq_ps.mgr.laws[0]",)),
     Case("law-wrong-type", J(mgr={"laws": [5]}), ("jsq_ps.mgr.laws[0]", "a string or a mapping")),
     Case("cluster-kind-misspelt", {"cluster": {"kind": "slurn"}}, ("cluster.kind",), "slurm"),
+    # cluster.slurm (docs/hpc.md): what sbatch, dask-jobqueue or dask worker would reject later, in the queue
+    Case("slurm-memory", S(memory="2 bananas"), ("cluster.slurm.memory", "2GB")),
+    Case("slurm-walltime", S(walltime="1h"), ("cluster.slurm.walltime", "HH:MM:SS")),
+    Case("slurm-processes-not-dividing", S(cores=4, processes=3), ("cluster.slurm.processes", "divide cores (4)")),
+    Case("slurm-jobs-and-maximum", S(jobs=2, maximum_jobs=4), ("cluster.slurm.jobs", "not both")),
+    Case("slurm-maximum-below-minimum", S(minimum_jobs=3, maximum_jobs=2), ("cluster.slurm.maximum_jobs", ">= minimum_jobs (3)")),
+    Case("slurm-minimum-zero", S(minimum_jobs=0), ("cluster.slurm.minimum_jobs", ">= 1")),
+    Case("slurm-directive-with-sbatch", S(job_extra_directives=["#SBATCH --qos=long"]),
+         ("cluster.slurm.job_extra_directives[0]", "--constraint")),
+    Case("slurm-worker-arg-misspelt", S(worker_extra_args=["--lifetim", "50m"]), ("cluster.slurm.worker_extra_args", "--lifetim")),
+    Case("slurm-worker-arg-value", S(worker_extra_args=["--lifetime"]), ("cluster.slurm.worker_extra_args", "requires an argument")),
+    Case("slurm-scheduler-option-misspelt", S(scheduler_options={"prot": 8786}), ("cluster.slurm.scheduler_options.prot",), "port"),
+    Case("slurm-scheduler-port", S(scheduler_options={"port": 70000}), ("cluster.slurm.scheduler_options.port", "0..65535")),
+    Case("slurm-interface-missing", S(interface="nosuchif0"), ("cluster.slurm.interface", "no network interface")),
+    Case("slurm-key-misspelt", S(acount="proj"), ("cluster.slurm.acount", "unknown key"), "account"),
+    Case("local-memory-limit", {"cluster": {"memory_limit": "lots"}}, ("cluster.memory_limit", "2GB")),
     Case("ci-misspelt", J(comparison={"ci": "bootstrp"}), ("jsq_ps.comparison.ci",), "bootstrap"),
     Case("format-unknown", J(figures={"formats": ["jpg"]}), ("jsq_ps.figures.formats[0]",)),
     Case("section-wrong-type", {"jsq_ps": 5}, ("jsq_ps", "a mapping")),

@@ -155,6 +155,23 @@ def exact_budget(cfg: dict) -> dict:
     return {**DEFAULT_BUDGET, **(cfg["approximation"].get("exact_budget") or {})}
 
 
+def predicted_task_seconds(cfg: dict) -> tuple[list[tuple[float, str]], list[str]]:
+    """What the study predicts of the run time of one Dask task, for checking a worker's walltime:
+    ``([(seconds, what), ...], [parts with no prediction])``. ``exact`` runs on an approximation cell only
+    where its cost model predicts at most ``approximation.exact_budget.max_seconds``
+    (:mod:`sojourn.jsq_ps.solve.budget`), so that is the prediction of the longest exact part of a cell; the
+    other methods and the simulation replications have no cost model."""
+    out, none = [], ["simulation replications (jsq_ps.simulation)"]
+    methods = list(cfg["approximation"]["methods"])
+    if "exact" in methods:
+        out.append((float(exact_budget(cfg)["max_seconds"]),
+                    "exact on one approximation cell (jsq_ps.approximation.exact_budget.max_seconds)"))
+    others = [m for m in methods if m != "exact"]
+    if others:
+        none.append(f"the approximation methods {', '.join(others)}")
+    return out, none
+
+
 def L1_for(cfg: dict, R: int) -> int:
     """L1 (Markov-chain truncation per server) of the faithful methods for R servers: the configured list
     ``approximation.L1`` (one entry per R = 1, 2, …), else Table 4."""
