@@ -395,25 +395,11 @@ def present(replication, used) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# command-line flags (shared by the studies' simulate commands)
-def add_flags(parser, statistic: str, at: float | None) -> None:
-    """``--precision STATISTIC[:AT]``, ``--relative-half-width``, ``--max-replications``, ``--min-replications``."""
-    at_txt = f":{at:g}" if at is not None else ""
-    parser.add_argument("--precision", default=None, metavar="STATISTIC[:AT]",
-                        help=f"add replications until the 95%% CI of a statistic is narrow enough: percentile:P "
-                             f"(level P in percent), mean, cdf:T (F at time T); e.g. {statistic}{at_txt}. "
-                             "Excludes --replications")
-    parser.add_argument("--relative-half-width", dest="relative_half_width", type=float, default=None,
-                        help="with --precision: target half-width relative to the estimate (default 0.05)")
-    parser.add_argument("--max-replications", dest="max_replications", type=int, default=None,
-                        help="with --precision: the cap (default 200)")
-    parser.add_argument("--min-replications", dest="min_replications", type=int, default=None,
-                        help="with --precision: no stop before this many (default 5)")
-
-
+# command-line flags (shared by the studies' simulate commands; added by sojourn.core.flags.add_precision, which
+# building a parser imports without this module's numpy and scipy)
 def from_flags(args, *, t_max: float | None = None, default_at: float | None = None) -> Precision | None:
-    """The Precision of ``args`` (:func:`add_flags`), or None; ValueError naming the flag. ``default_at``: the
-    level of ``--precision percentile`` given without one."""
+    """The Precision of ``args`` (:func:`sojourn.core.flags.add_precision`), or None; ValueError naming the flag.
+    ``default_at``: the level of ``--precision percentile`` given without one."""
     extra = [f for f, v in (("--relative-half-width", args.relative_half_width),
                             ("--max-replications", args.max_replications),
                             ("--min-replications", args.min_replications)) if v is not None]

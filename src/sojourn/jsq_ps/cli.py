@@ -6,13 +6,13 @@ import sys
 import time
 
 from ..core import validate as V
+from ..core.config import DEFAULT_CONFIDENCE
+from ..core.flags import add_limits, add_output, add_precision, add_run, add_window
 from ..core.inputs import check_cost, check_grid, check_output, choice, did_you_mean, in_flag_terms
-from ..core.replications import WARMUP_FRACTION
-from ..core.flags import add_limits, add_output, add_run, add_window
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
 from .naming import DEFAULT_PERCENTILE, SIMULATION_BYTES_PER_SERVER
+
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
@@ -104,10 +104,10 @@ def register(subparsers) -> None:
 
 
 SIMULATE = ("Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset. The summary gives the mean "
-            "sojourn and the 99th to 99.999th percentiles with 95% confidence intervals across replications, each to "
-            "the digits its interval supports; a percentile with fewer than 100 recorded customers per replication "
-            "beyond it is reported as 'too few customers' with the --horizon it would need. The output file holds the "
-            "summary beside the histograms.")
+            f"sojourn and the 99th to 99.999th percentiles with {100 * DEFAULT_CONFIDENCE:g}% confidence intervals "
+            "across replications, each to the digits its interval supports; a percentile with fewer than 100 recorded "
+            "customers per replication beyond it is reported as 'too few customers' with the --horizon it would need. "
+            "The output file holds the summary beside the histograms.")
 
 
 def _register_simulate(subparsers) -> None:
@@ -124,13 +124,15 @@ def _register_simulate(subparsers) -> None:
                settle="from empty at load 0.95 one server settles in ~1700 time units")
     add_run(p, dt=0.01, t_max=182.32)
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
-    precision_flags(p, "percentile", DEFAULT_PERCENTILE)
+    add_precision(p, "percentile", DEFAULT_PERCENTILE)
     add_output(p)
     p.set_defaults(func=run_simulate)
 
 
 def _check_simulate(args):
     """Every flag of ``simulate`` in flag terms, then the output file: all before any compute."""
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.replications import WARMUP_FRACTION
     from .model import JSQPS
     from .simulate import BACKENDS
 
@@ -187,6 +189,9 @@ def _simulate_cost(args, spec) -> None:
 
 def run_simulate(args) -> int:
     from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
+    from ..core.replications import WARMUP_FRACTION
     from ..core.summary import ci_header, mean_text, percentile_text, round_up
     from .simulate import SUMMARY_PERCENTILES, simulate, summary
 

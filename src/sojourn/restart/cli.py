@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import time
 
-
-
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_output, add_run, add_window
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
+from ..core.flags import add_group, add_output, add_precision, add_run, add_window
+
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 
 #: what the two restart semantics mean, stated once for --help, the model schema and the README (issue 26)
@@ -54,7 +52,7 @@ def _simulate(sub):
                    help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
                         "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
-    precision_flags(p, "mean", None)
+    add_precision(p, "mean", None)
     p.set_defaults(func=run_simulate)
 
 
@@ -187,6 +185,8 @@ def run_solve(args) -> int:
 def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import solve
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate

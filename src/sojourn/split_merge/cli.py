@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
+from ..core.config import DEFAULT_CONFIDENCE
+from ..core.flags import add_group, add_limits, add_output, add_precision, add_run
 
-
-from ..core.flags import add_group, add_limits, add_output, add_run
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 
 def register(subparsers) -> None:
@@ -103,6 +101,8 @@ def _exact(sub):
 
 
 def run_exact(args) -> int:
+    import numpy as np
+
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import exact_dataset
@@ -136,10 +136,11 @@ def run_exact(args) -> int:
 def _simulate(sub):
     p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF",
                        description="Simulate split-merge or fork-join and write a netCDF dataset with the histograms "
-                                   "and the summary. Means and latency percentiles are printed with 95% confidence "
-                                   "intervals across replications, to the digits the interval supports; a percentile "
-                                   "with fewer than 100 workunits per replication beyond it is reported as 'too few "
-                                   "workunits' with the run length it would need.")
+                                   "and the summary. Means and latency percentiles are printed with "
+                                   f"{100 * DEFAULT_CONFIDENCE:g}% confidence intervals across replications, to the "
+                                   "digits the interval supports; a percentile with fewer than 100 workunits per "
+                                   "replication beyond it is reported as 'too few workunits' with the run length it "
+                                   "would need.")
     _system_args(p)
     p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
                    help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
@@ -152,7 +153,7 @@ def _simulate(sub):
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
     add_run(p, dt=0.01, t_max=200.0, what="latency and delay")
     p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
-    precision_flags(p, "mean", None)
+    add_precision(p, "mean", None)
     add_output(p)
     p.set_defaults(func=run_simulate)
 
@@ -172,9 +173,13 @@ SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
 
 
 def run_simulate(args) -> int:
+    import numpy as np
+
     from ..core.inputs import check_cost, check_grid, check_output, in_flag_terms
     from ..core.validate import positive_finite
     from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
