@@ -222,8 +222,9 @@ def run_simulate(args) -> int:
         print(f"precision    {precision_summary(ds)}")
     print(f"recorded     {100 * (H - W - C) / H:.3g}% of the horizon: {n:,} customers ({n / k:,.0f} per replication; "
           f"{int(ds['overflow'].sum())} beyond t_max)")
-    print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")
-    print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average)")
+    ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
+    print(f"mean sojourn {mean_text(ds['mean'].values)}{ci}")
+    print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average){ci}")
     print(f"percentiles  {ci_header(s, 'sojourn')}")
 
     def need(factor: float) -> str:  # the --horizon that records `factor` times the customers of this run

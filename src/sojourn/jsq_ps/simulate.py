@@ -247,14 +247,16 @@ def concat_replications(datasets) -> xr.Dataset:
 SUMMARY_PERCENTILES = (99.0, 99.9, 99.99, 99.999)
 
 
-def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float = 0.95) -> xr.Dataset:
+def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float | None = None) -> xr.Dataset:
     """Sojourn-time percentiles (in percent) of a :func:`simulate` dataset with CIs across its replications and
     the customers beyond each, and the CIs of the mean sojourn and of the mean number per server
     (:func:`sojourn.core.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
     ``_ci_high``, ``_ci_method``, ``_too_few``; ``sojourn_beyond``; ``mean_ci_low`` …); merge it into ``ds``
-    to store it beside the histograms."""
+    to store it beside the histograms. ``confidence``: the CIs' level (default ``DEFAULT_CONFIDENCE``)."""
+    from ..core.config import DEFAULT_CONFIDENCE
     from ..core.summary import summary_dataset
 
+    confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
                            percentiles, prefix="sojourn", replication=ds["replication"].values,
                            means={"mean": ds["mean"].values, "mean_number_per_server": ds["mean_number_per_server"].values},

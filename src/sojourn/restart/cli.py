@@ -239,9 +239,9 @@ def run_simulate(args) -> int:
 
     print(f"{'99th percentile':<19}{percentile_text(s, 'response_time', 0, what='jobs', need=need, t_max=args.t_max)}")
     print(f"{'':<19}({ci_header(s, 'response_time')})")
-    print(f"{'mean number':<19}{mean_text(ds['mean_number'].values.sum(axis=-1), conf)}")
-    print(f"{'throughput':<19}{mean_text(ds['throughput'].values, conf)}")
-    print(f"{'restarts per job':<19}{mean_text(ds['mean_restarts'].values, conf)}")
+    print(f"{'mean number':<19}{mean_text(ds['mean_number'].values.sum(axis=-1), conf)}{c}")
+    print(f"{'throughput':<19}{mean_text(ds['throughput'].values, conf)}{c}")
+    print(f"{'restarts per job':<19}{mean_text(ds['mean_restarts'].values, conf)}{c}")
     if args.semantics == "signal":
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")

@@ -243,12 +243,12 @@ def run_simulate(args) -> int:
               f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
     if "stop_reason" in ds:
         print(f"precision     {precision_summary(ds)} (latency)")
-    ci = "  (95% Student-t CI across replications)" if k > 1 else ""
+    ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")
         how = e["delay_method"] + (f"; {e['reduction']}" if e["reduction"] else "")
         tail = f"   exact {ex:.6g} ({how})" if np.isfinite(ex) else "   (no exact value)"
-        print(f"{label:14s}{mean_text(ds[v].values)}{tail}")
+        print(f"{label:14s}{mean_text(ds[v].values)}{ci}{tail}")
     print(f"{'latency':14s}percentiles: {ci_header(s, 'latency')}")
 
     def need(factor: float) -> str:  # the run length that records `factor` times the workunits of this run
@@ -264,7 +264,7 @@ def run_simulate(args) -> int:
         text = percentile_text(s, "latency", i, what="workunits", need=need, t_max=args.t_max)
         print(f"  p{100 * pc:g}".ljust(14) + text + tail)
     print(f"{'utilisation':14s}{mean_text(ds.host_utilisation.values)} held, "
-          f"{mean_text(ds.host_computing.values)} computing")
+          f"{mean_text(ds.host_computing.values)} computing{ci}")
     print(f"{'throughput':14s}{mean_text(ds.throughput.values)}   (max {spec.max_throughput:.6g}){ci}")
     print(f"{'wall time':14s}{wall:.3f} s")
     print(f"{'output':14s}{args.output}")
