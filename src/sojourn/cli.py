@@ -104,9 +104,12 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from .core.progress import enabled
+
     try:
         _limits(args)
-        return int(args.func(args) or 0)
+        with enabled():  # long runs show a bar on stderr (sojourn.core.progress)
+            return int(args.func(args) or 0)
     except ValueError as exc:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -367,6 +367,7 @@ def _truncation_warning(args, spec, ds) -> str:
 
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
+    from ..core.progress import working
     from .solve.api import approximate, summary
     from .solve.guards import TRUNCATION_NOT_REACHED
 
@@ -375,7 +376,8 @@ def run_approximate(args) -> int:
     if args.max_states is not None:  # exact's cap, or the corrected chain's (MAX_STATES_METHODS)
         hyper["max_states" if args.method == "exact" else "state_budget"] = args.max_states
     try:
-        ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
+        with working(f"method {args.method} at R={spec.servers}, rho={spec.load:g}"):
+            ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
     except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
         raise ValueError(_in_flag_terms(str(exc))) from None
     write_netcdf(ds, args.output)

@@ -20,6 +20,7 @@ from ..core import precision as _precision
 from ..core import seeds as _seeds
 from ..core.replications import concat_replications as _concat
 from ..core.io import provenance
+from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least
 from .naming import DEFAULT_PERCENTILE
@@ -194,7 +195,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     def run(requests):  # [(spec index, replication k)] -> raw results, in order
         if backend == "fast":
             out = []
-            for i, k in requests:
+            for i, k in steps(requests, "replications"):
                 H, W, C, dt_, tm, om, kern, sb = plans[i]
                 out.append(_run_fast(specs[i], kern, _seeds.replication_rng(seed, specs[i], k), W, H - C, dt_,
                                      grid_size(tm, dt_), om, sb))

@@ -293,6 +293,7 @@ def _best(sub):
 def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
+    from ..core.progress import reporter
     from .best import best, candidates, parse_criterion
 
     from ..core.validate import integer_at_least
@@ -310,9 +311,10 @@ def run_best(args) -> int:
     if args.output:
         check_output(args.output, "--output", mkdir=args.mkdir)
 
-    ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
-              max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
-              replications=args.replications, seed=args.seed, model=args.model)
+    with reporter("(r, q) pairs") as progress:
+        ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
+                  max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
+                  replications=args.replications, seed=args.seed, model=args.model, progress=progress)
     print(ds.attrs["title"])
     level = f"{100 * float(ds.attrs['confidence']):g}%"
     print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")
