@@ -96,6 +96,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[str]]:
+    """Every command path of ``parser`` (default: the full ``sojourn`` parser): [], each command, each group's
+    commands — what ``--help`` can be asked of (benchmarks/cli_help.py, tests/workflow/test_cli_imports.py)."""
+    parser = build_parser(None) if parser is None else parser
+    out: list[list[str]] = [[]]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [[name, *path] for path in command_paths(sub)]
+    return out
+
+
 def main(argv=None) -> int:
     """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -19,18 +19,10 @@ HEAVY = ("numpy", "scipy", "xarray", "dask", "distributed", "pandas", "numba", "
 
 #: a fresh interpreter: the command paths of the full parser, and what building it imported
 WALK = textwrap.dedent("""
-    import argparse, json, sys
-    from sojourn.cli import build_parser
+    import json, sys
+    from sojourn.cli import command_paths
 
-    def walk(parser, path):
-        out = [path]
-        for a in parser._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                for name, sub in a.choices.items():
-                    out += walk(sub, path + [name])
-        return out
-
-    paths = walk(build_parser(None), [])
+    paths = command_paths()
     print(json.dumps({"paths": paths, "heavy": [m for m in HEAVY if m in sys.modules]}))
 """)
 
