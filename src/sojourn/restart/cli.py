@@ -5,9 +5,8 @@ example1, example2, example3), writes an xarray/netCDF file with ``--output`` an
 """
 from __future__ import annotations
 
+import sys
 import time
-
-
 
 from ..core.config import DEFAULT_CONFIDENCE
 from ..core.flags import add_group, add_output, add_run, add_window
@@ -52,6 +51,12 @@ def _optimise(sub):
                    help="search interval of the signal rate (default 0 100)")
     p.add_argument("--taus", type=float, nargs="+", default=None,
                    help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
+    p.add_argument("--max-jobs", dest="max_jobs", type=int, default=None,
+                   help="a run with more jobs present is stopped and its tau reported unstable (default: where a "
+                        "geometric queue of the product form's E[N] at g* gets with probability 1e-3, at least 50)")
+    p.add_argument("--time-limit", dest="time_limit", type=float, default=600.0, metavar="SECONDS",
+                   help="refuse a sweep that a short pilot run predicts to take longer (default 600; 0: no limit "
+                        "and no pilot); progress with the time left goes to stderr either way")
     _sim_args(p)
     p.set_defaults(func=run_optimise)
 
@@ -190,11 +195,21 @@ def run_optimise(args) -> int:
     from ..core.io import write_netcdf
     from .optimise import optimise, report_lines
 
+    from ..core import validate as V
+
     net = _load(args)
     _window(args)
+    if args.max_jobs is not None:
+        V.integer_at_least("--max-jobs", args.max_jobs, 1)
+    limit = V.nonnegative_finite("--time-limit", args.time_limit)
+
+    def progress(line: str) -> None:
+        print(f"optimise {line}", file=sys.stderr, flush=True)
+
     ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
                   replications=10 if args.replications is None else args.replications,
-                  seed=args.seed, confidence=args.confidence,
+                  seed=args.seed, confidence=args.confidence, max_jobs=args.max_jobs, time_limit=limit,
+                  progress=progress,
                   sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, dt=args.dt, t_max=args.t_max))
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
