@@ -218,10 +218,12 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
         except queue.Empty:
             if client is None:
                 continue
-            try:
-                workers = client.scheduler_info().get("workers")
-            except Exception:  # the scheduler unreachable: cluster_dead says so
-                workers = None
+            workers = None
+            if str(client.status) == "running":
+                try:  # bounded: scheduler_info() waits out the client's 30 s reconnection if the scheduler dies
+                    workers = client.sync(client.scheduler.identity, n_workers=1, callback_timeout=5).get("workers")
+                except Exception:  # unreachable, or not answering: cluster_dead says whether it is gone
+                    workers = None
             if workers:
                 since = None
                 continue
