@@ -74,3 +74,12 @@ def test_default_max_jobs_is_where_a_geometric_queue_gets_rarely():
     m = default_max_jobs(9.0, 20_000)
     assert m == math.ceil(math.log(20_000 / 1e-3) / -math.log(rho))
     assert 20_000 * rho ** (m + 1) <= 1e-3 < 20_000 * rho ** (m - 1)
+
+
+def test_a_percentile_beyond_t_max_asks_for_t_max_not_a_longer_run(tmp_path, capsys):
+    out = tmp_path / "opt.nc"
+    assert main(SHORT + ["--taus", "0.3", "--t-max", "2", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "p99 = beyond --t-max in some replication: raise --t-max" in text
+    assert "best tau for p99: none reported: no stable tau has it within --t-max" in text
+    assert np.isnan(read_netcdf(out)["tau_percentile_needed_horizon"]).all()

@@ -174,7 +174,7 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     # (the recorded window scales with it; 1.2: a margin, at exactly the estimate half the runs fall short)
     H = float(sim.get("horizon", 200_000.0))
     allst = np.array(stats)
-    short = np.isfinite(allst[:, 0]) & ~(np.isfinite(allst[:, 2]) & (allst[:, 4] >= TAIL_MIN))
+    short = np.isfinite(allst[:, 2]) & (allst[:, 4] < TAIL_MIN)  # (NaN: unstable, or beyond t_max: not a length)
     needed = np.array([round_up(H * 1.2 * TAIL_MIN / (1.0 - percentile) / r) if sh and r > 0 else np.nan
                        for sh, r in zip(short, allst[:, 6])])
     sem = list(point)
@@ -242,6 +242,8 @@ def _pct(d, prefix: str) -> str:
     """A percentile with its CI, or "too few jobs" (and the --horizon that gives enough) when fewer than
     TAIL_MIN per replication lie beyond it."""
     beyond, need = float(d[f"{prefix}_percentile_beyond"]), float(d[f"{prefix}_percentile_needed_horizon"])
+    if not np.isfinite(float(d[f"{prefix}_percentile"])):
+        return "beyond --t-max in some replication: raise --t-max"
     if beyond < TAIL_MIN:
         hint = f"; needs --horizon >= {need:,.0f}" if np.isfinite(need) else ""
         return f"too few jobs ({beyond:,.0f} beyond it per replication, < {TAIL_MIN}){hint}"
@@ -288,6 +290,5 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     if np.isfinite(tp):
         out.append(f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else ""))
     else:
-        out.append(f"best tau for p{pct:g}: none reported: " + (lacking or "no stable tau has the percentile "
-                                                                          "within --t-max"))
+        out.append(f"best tau for p{pct:g}: none reported: " + (lacking or "no stable tau has it within --t-max"))
     return out
