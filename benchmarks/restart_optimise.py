@@ -1,6 +1,6 @@
 """How long `sojourn restart optimise --model example2` takes with its defaults (issue 26: <= 60 s on this machine, or
 a refusal with the predicted time), beside the reference: the same sweep with the kernel's former stop at 500 jobs
-present (``--max-jobs 500 --time-limit 0``), which grew the queues of the unstable tau < 0.05 to 500 jobs in every
+present (``--max-jobs 500 --max-time none``), which grew the queues of the unstable tau < 0.05 to 500 jobs in every
 replication (over 12 minutes at the default 10 replications).
 
     python benchmarks/restart_optimise.py              # the default command (wall and CPU seconds)
@@ -48,7 +48,7 @@ def main(argv) -> None:
     out["default"] = run([])
     print(f"default (10 replications): wall {out['default']['wall_s']} s, CPU {out['default']['cpu_s']} s")
     if "reference" in argv:
-        ref = run(["--max-jobs", "500", "--time-limit", "0", "--replications", "2"])
+        ref = run(["--max-jobs", "500", "--max-time", "none", "--replications", "2"])
         out["reference_2_replications"] = ref
         print(f"reference (--max-jobs 500, 2 replications): wall {ref['wall_s']} s, CPU {ref['cpu_s']} s; "
               f"x 5 for 10 replications: CPU ~{5 * ref['cpu_s']:.0f} s; "

@@ -10,11 +10,13 @@ Trust at the edges: a timeout far below the service time restarts jobs faster th
 grows without bound; such a run is stopped once more than ``max_jobs`` jobs are present
 (:func:`default_max_jobs`, from the product form's E[N]) and its τ is reported unstable, never as a value.
 A percentile optimum is taken only over the τ with at least ``TAIL_MIN`` jobs per replication beyond the
-percentile; the others are named with the run length they need. Before any long run :func:`predict` times a
-short pilot of every point, and ``time_limit`` refuses a sweep predicted to take longer.
+percentile; the others are named with the run length they need. Before the sweep :func:`predict` times a
+short pilot of every point, and the CLI refuses a sweep predicted to take longer than ``--max-time``.
 """
 from __future__ import annotations
 
+import inspect
+import json
 import math
 import time
 
@@ -24,12 +26,15 @@ import xarray as xr
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.stats import TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
+from ..core.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.summary import round_up
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
 from .solve import optimal_signal_rate, solve
 from .simulate import SimulationSpec, simulate
+
+#: the bin width of :func:`sojourn.restart.simulate.simulate` when ``sim`` does not give one
+SIM_DT = inspect.signature(simulate).parameters["dt"].default
 
 
 #: the statistics of one simulated point, in this order (:func:`_sim_stats`)
@@ -113,15 +118,15 @@ def _seconds(x: float) -> str:
 
 def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replications: int = 10, seed: int = 0,
              confidence: float = DEFAULT_CONFIDENCE, percentile: float = 0.99, sim: dict | None = None,
-             max_jobs: int | None = None, time_limit: float | None = None, progress=None) -> xr.Dataset:
+             max_jobs: int | None = None, cost_check=None, progress=None) -> xr.Dataset:
     """g* and E[T](g*) (product form), the simulated E[T] at g* under both semantics, and the τ sweep.
 
     ``sim``: keyword arguments of :func:`sojourn.restart.simulate.simulate` (horizon, warmup, dt, t_max …).
     The timeouts of the sweep are deterministic; ``taus`` defaults to :func:`default_taus` (g*).
     ``max_jobs``: a run with more jobs present is stopped and its point reported unstable (default
-    :func:`default_max_jobs` of the product form at g*). ``time_limit`` (seconds): refuse, before the sweep,
-    when :func:`predict` says it takes longer (None or 0: no limit, no pilot). ``progress``: called with one
-    line per finished point (what it took, the time left).
+    :func:`default_max_jobs` of the product form at g*). ``cost_check(seconds, what)``: called before the sweep
+    with the time :func:`predict` gives it (it raises to refuse, e.g. :func:`sojourn.core.inputs.check_cost`;
+    None: no pilot). ``progress``: called with one line per finished point (what it took, the time left).
     """
     sim = dict(sim or {})
     replications = integer_at_least("replications", replications, 2, allow_float=False)
@@ -138,16 +143,12 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     max_jobs = integer_at_least("max_jobs", max_jobs, 1)
     points = _points(net, g, queue, taus)
     predicted = None
-    if time_limit:
+    if cost_check is not None:
         predicted = predict(points, replications, seed, sim, max_jobs)
-        total = float(predicted.sum())
-        if total > time_limit:
-            slow = sorted(range(len(points)), key=lambda i: -predicted[i])[:3]
-            worst = ", ".join(f"{points[i][0]} ~{_seconds(predicted[i])}" for i in slow)
-            raise ValueError(f"--time-limit: the sweep ({len(points)} runs x {replications} replications, horizon "
-                             f"{sim.get('horizon', 200_000.0):g}) is predicted to take about {_seconds(total)} "
-                             f"(slowest: {worst}), over --time-limit {time_limit:g} s; shorten --horizon, "
-                             f"--replications or --taus, or raise --time-limit (0: no limit)")
+        slow = sorted(range(len(points)), key=lambda i: -predicted[i])[:3]
+        cost_check(float(predicted.sum()),
+                   f"{len(points)} runs x {replications} replications of horizon {sim.get('horizon', 200_000.0):g}, "
+                   f"timed on a pilot; slowest " + ", ".join(f"{points[i][0]} ~{_seconds(predicted[i])}" for i in slow))
     stats, t_start, spent = [], time.perf_counter(), 0.0
     for i, (label, spec) in enumerate(points):
         t0 = time.perf_counter()
@@ -157,9 +158,12 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
         spent += took
         if progress is not None:
             left = ""
-            if predicted is not None and i + 1 < len(points):
-                scale = spent / max(float(predicted[:i + 1].sum()), 1e-9)  # this machine now against the pilot
-                left = f", about {_seconds(scale * float(predicted[i + 1:].sum()))} left"
+            if i + 1 < len(points):
+                if predicted is not None:  # the pilot's shares, scaled by how this machine keeps up with them now
+                    rest = spent / max(float(predicted[:i + 1].sum()), 1e-9) * float(predicted[i + 1:].sum())
+                else:
+                    rest = spent / (i + 1) * (len(points) - i - 1)
+                left = f", about {_seconds(rest)} left"
             bad = f" (unstable in {int(stats[-1][5])} of {replications})" if stats[-1][5] else ""
             progress(f"[{i + 1}/{len(points)}] {label}: {took:.1f} s{bad}; "
                      f"elapsed {_seconds(time.perf_counter() - t_start)}{left}")
@@ -238,16 +242,18 @@ def _pm(m: float, h: float) -> str:
     return format_with_ci(m, m - h, m + h)
 
 
-def _pct(d, prefix: str) -> str:
-    """A percentile with its CI, or "too few jobs" (and the --horizon that gives enough) when fewer than
-    TAIL_MIN per replication lie beyond it."""
+def _pct(d, prefix: str, dt: float | None = None) -> str:
+    """A percentile with its CI (``± dt (bin)`` where the CI is narrower than the histogram's bin width ``dt``),
+    or "too few jobs" (and the --horizon that gives enough) when fewer than TAIL_MIN per replication lie beyond
+    it."""
     beyond, need = float(d[f"{prefix}_percentile_beyond"]), float(d[f"{prefix}_percentile_needed_horizon"])
     if not np.isfinite(float(d[f"{prefix}_percentile"])):
         return "beyond --t-max in some replication: raise --t-max"
     if beyond < TAIL_MIN:
         hint = f"; needs --horizon >= {need:,.0f}" if np.isfinite(need) else ""
         return f"too few jobs ({beyond:,.0f} beyond it per replication, < {TAIL_MIN}){hint}"
-    return _pm(float(d[f"{prefix}_percentile"]), float(d[f"{prefix}_percentile_half_width"]))
+    m, h = float(d[f"{prefix}_percentile"]), float(d[f"{prefix}_percentile_half_width"])
+    return format_with_ci(m, m - h, m + h, resolution=dt)
 
 
 def _tau_list(taus) -> str:
@@ -260,6 +266,8 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     pct = 100 * float(ds.attrs["percentile"])
     g = float(ds["g_star"])
     reps = int(ds.attrs["replications"])
+    sim = ds.attrs.get("simulation", "{}")  # the simulate() keywords, as JSON in the attributes
+    dt = float((json.loads(sim) if isinstance(sim, str) else dict(sim)).get("dt", SIM_DT))  # the histograms' bin width
     out = [f"g* = {g:.6g}  (queue {ds.attrs['queue']}, bounds {ds.attrs['bounds']})",
            f"product form  E[T](g*) = {float(ds['response_time_pf']):.6g}  (without restarts "
            f"{float(ds['response_time_pf_no_restart']):.6g})",
@@ -268,7 +276,7 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     for s in ds["semantics"].values.tolist():
         d = ds.sel(semantics=s)
         out.append(f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'sim')}")
+                   f"   p{pct:g} = {_pct(d, 'sim', dt)}")
     max_jobs = ds.attrs.get("max_jobs")
     out.append("deterministic timeouts tau:")
     for t in ds["tau"].values:
@@ -279,7 +287,7 @@ def report_lines(ds: xr.Dataset) -> list[str]:
                        "they finish")
             continue
         out.append(f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'tau')}")
+                   f"   p{pct:g} = {_pct(d, 'tau', dt)}")
     tm = float(ds["tau_best_mean"])
     out.append(f"best tau for the mean: {tm:.4g} (restart rate 1/tau = {1 / tm:.4g}, g*/(1/tau) = {g * tm:.3g})")
     tp = float(ds["tau_best_percentile"])
@@ -291,4 +299,6 @@ def report_lines(ds: xr.Dataset) -> list[str]:
         out.append(f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else ""))
     else:
         out.append(f"best tau for p{pct:g}: none reported: " + (lacking or "no stable tau has it within --t-max"))
+    if any("(bin)" in line for line in out):
+        out.append(BIN_NOTE)
     return out
