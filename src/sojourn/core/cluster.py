@@ -431,9 +431,11 @@ def cluster_dead(client) -> str | None:
         where = getattr(getattr(client, "scheduler", None), "address", None) or "?"
         return (f"lost the connection to the Dask scheduler at {where} (client {status}): its tasks are lost; "
                 "check the scheduler, then rerun")
+    from distributed import LocalCluster
+
     cluster = getattr(client, "cluster", None)
-    if cluster is None or not hasattr(cluster, "worker_spec"):
-        return None
+    if not isinstance(cluster, LocalCluster) or getattr(cluster, "_adaptive", None) is not None:
+        return None  # an external scheduler, or a cluster that sizes itself (SLURM's adaptive jobs)
     if str(getattr(cluster, "status", "running")).split(".")[-1] in ("closing", "closed"):
         return "the local Dask cluster was closed"
     with _revive_lock:
