@@ -31,13 +31,15 @@ def _executes():
 
 
 def _damaged_results():
-    """Result files that no longer match their checksum (sojourn.core.integrity) are moved aside before
-    the DAG is built, so that this run rebuilds them and what depends on them (a dry run only reports)."""
+    """Result files that no longer match their checksum, or that have none and do not read in full
+    (sojourn.core.integrity), are moved aside before the DAG is built, so that this run rebuilds them and what
+    depends on them (a dry run only reports); sound files without a checksum are sealed anew."""
     from sojourn.core.integrity import scan
 
     move = workflow.is_main_process and _executes()
     for study in ENABLED:
-        for path, reason in scan(Path(RESULTS) / study.name, move=move):
+        for path, reason in scan(Path(RESULTS) / study.name, move=move,
+                                 log=lambda text: print(f"sojourn: {text}", file=sys.stderr)):
             what = f"moved aside to {path.name}.damaged; it will be rebuilt" if move else "it would be rebuilt"
             print(f"sojourn: damaged result {path} ({reason}): {what}", file=sys.stderr)
 

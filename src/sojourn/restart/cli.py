@@ -5,9 +5,8 @@ example1, example2, example3), writes an xarray/netCDF file with ``--output`` an
 """
 from __future__ import annotations
 
+import sys
 import time
-
-
 
 from ..core.config import DEFAULT_CONFIDENCE
 from ..core.flags import add_group, add_output, add_run, add_window
@@ -65,6 +64,9 @@ def _optimise(sub):
                    help="search interval of the signal rate (default 0 100)")
     p.add_argument("--taus", type=float, nargs="+", default=None,
                    help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
+    p.add_argument("--max-jobs", dest="max_jobs", type=int, default=None,
+                   help="a run with more jobs present is stopped and its tau reported unstable (default: where a "
+                        "geometric queue of the product form's E[N] at g* gets with probability 1e-3, at least 50)")
     _sim_args(p)
     p.set_defaults(func=run_optimise)
 
@@ -253,11 +255,27 @@ def run_optimise(args) -> int:
     from ..core.io import write_netcdf
     from .optimise import optimise, report_lines
 
+    import math
+
+    from ..core import validate as V
+    from ..core.inputs import check_cost, limits
+
     net = _load(args)
     _window(args)
+    if args.max_jobs is not None:
+        V.integer_at_least("--max-jobs", args.max_jobs, 1)
+    cost = None
+    if math.isfinite(limits()[2]):  # a pilot times the sweep; refused over --max-time (none: no pilot)
+        def cost(seconds: float, what: str) -> None:
+            check_cost("--horizon/--replications/--taus", seconds=seconds, what=what)
+
+    def progress(line: str) -> None:
+        print(f"optimise {line}", file=sys.stderr, flush=True)
+
     ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
                   replications=10 if args.replications is None else args.replications,
-                  seed=args.seed, confidence=args.confidence,
+                  seed=args.seed, confidence=args.confidence, max_jobs=args.max_jobs, cost_check=cost,
+                  progress=progress,
                   sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, dt=args.dt, t_max=args.t_max))
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
