@@ -37,9 +37,8 @@ from .chain import ChainResult, SortedStates, n_sorted_states, stationary, value
 from .tagged_levels import LevelTaggedChain
 from .uniformization import poisson_cutoff, poisson_mix
 
-
 #: the uniformised steps stop once the chain's remaining mass is below this (it never grows), which moves no
-#: CDF value by more (sojourn.jsq_ps.solve.uniformization.uniformized_masses)
+#: CDF value by more (sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.masses)
 STEP_STOP = 1e-15
 
 
