@@ -64,6 +64,16 @@ def figure_outputs(study, files, folder, formats):
     return out
 
 
+def key_results(study, stem, caption="key_results"):
+    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv`` and ``<stem>.html``, the page
+    in the report first in the study's category (subcategory "0 key results") with its caption."""
+    from sojourn.studies import get
+
+    return {"key_csv": f"{stem}.csv",
+            "key_html": report(f"{stem}.html", caption=f"../report/{study}/{caption}.rst", category=get(study).category,
+                               subcategory="0 key results")}
+
+
 def code(entry):
     """The rerun trigger of a job: the fingerprint of its entry function ``"<study>.<job>"`` (the function
     ``<job>`` of ``sojourn.<study>.jobs``, the definitions it uses and the modules they import)."""

@@ -16,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..core.figures import Figure, instance, save, serialized  # noqa: E402
+from ..core.figures import Figure, instance, log_ticks, save, serialized  # noqa: E402
+from .simulate import TIME_UNITS  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core import phase_type as ph  # noqa: E402
@@ -81,7 +82,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     a1.set_ylim(1e-4, 1.2)
     hi = float(c["sim_latency_percentile"].max()) * 1.6
     a1.set_xlim(0, hi if np.isfinite(hi) else t[-1])
-    a1.set_xlabel("latency t")
+    a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
     a1.legend(fontsize=8)
     a1.set_title("latency tail", fontsize=10)
@@ -96,7 +97,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
         a2.annotate(f"{e_:.4g}\n{s_:.4g}±{h_:.2g}", (xi + 0.15, s_), fontsize=7, va="center")
     a2.set_xticks(x, labels)
     a2.set_xlim(-0.5, len(labels) - 0.2)
-    a2.set_ylabel("latency")
+    a2.set_ylabel(f"latency ({TIME_UNITS})")
     a2.legend(fontsize=8, loc="upper left")
     a2.set_title("exact vs simulated (annotation: exact / sim ± CI)", fontsize=10)
     fig.suptitle(f"(a) {spec.describe()}", fontsize=9)
@@ -125,7 +126,8 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                 v = vals[i, j]
                 txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
                 ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
-        fig.colorbar(im, ax=ax, shrink=0.85, label="mean latency")
+        cb = fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean latency\n({TIME_UNITS})")
+        log_ticks(cb.ax.yaxis)
         ax.set_title(title, fontsize=10)
     lim = np.nanmax(np.abs(rel)) if np.isfinite(rel).any() else 1.0
     im = axes[2].imshow(rel, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
@@ -185,16 +187,25 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
                     a1.plot(rs[sel], exm[sel], ls="none", marker=marker, label=f"q={q} exact ({name})", **style)
     for ax in (a1, a2):
         ax.set_yscale("log")
+        log_ticks(ax.yaxis)
         ax.set_xlabel("replicas r")
         ax.set_xticks(rs)
         ax.grid(alpha=0.3, which="both")
-    a1.set_ylabel("mean latency")
-    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency")
-    h1, l1 = a1.get_legend_handles_labels()
-    h2, l2 = a2.get_legend_handles_labels()
-    extra = [(h, lab) for h, lab in zip(h2, l2) if lab not in l1]
-    fig.legend(h1 + [h for h, _ in extra], l1 + [lab for _, lab in extra], loc="upper center",
-               bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=7.5, frameon=False)
+    a1.set_ylabel(f"mean latency ({TIME_UNITS})")
+    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency\n({TIME_UNITS})")
+    from matplotlib.lines import Line2D
+
+    names = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("x", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
+    codes = ds.sel(model="split_merge")["exact_method"].values
+    used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in names})
+    handles = [Line2D([], [], color=colors(qi), lw=2) for qi in range(len(qs))]
+    labels = [f"quorum q = {q}" for q in qs]
+    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
+                Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5)]
+    labels += [f"split-merge (simulation ± {_level(ds)} CI)", f"fork-join (simulation ± {_level(ds)} CI)"]
+    handles += [Line2D([], [], color="0.3", ls="none", marker=names[c][0], ms=8, mew=1.5) for c in used]
+    labels += [names[c][1] for c in used]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
     hosts = int(np.nanmax(ds["hosts"].values))
     e = json.loads(full.attrs["config"])["settings"]
     law_str = json.loads(full.attrs["law_strings"])[law]
@@ -218,3 +229,45 @@ def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130
         else:
             out += draw(inputs[x], figdir / f.stem, formats, dpi)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+def key_results(inputs: dict, stem) -> list:
+    """The study's key result as a table (``<stem>.csv``/``.html``): for each experiment with a (r, q) sweep
+    ((b), and (c) per replica law) and each quorum q, the number of replicas r with the lowest simulated mean
+    latency of split-merge, its mean (exact where known, simulated ± CI) and 99th percentile; the best (r, q) of
+    the experiment marked."""
+    from ..core.tables import write_table
+
+    rows = []
+    level = None
+    for x in ("b", "c"):
+        if x not in inputs:
+            continue
+        full = read_netcdf(inputs[x])
+        level = _level(full)
+        law_strings = json.loads(full.attrs.get("law_strings", "{}"))
+        for law in full["law"].values.tolist():
+            ds = full.sel(law=law, model="split_merge")
+            pct = ds["percentile"].values
+            pi = int(np.argmin(np.abs(pct - 0.99)))
+            sim = ds["sim_mean_latency"].transpose("quorum", "replicas").values
+            best_all = np.unravel_index(np.nanargmin(sim), sim.shape) if np.isfinite(sim).any() else None
+            for i, q in enumerate(ds["quorum"].values):
+                if not np.isfinite(sim[i]).any():
+                    continue
+                j = int(np.nanargmin(sim[i]))
+                d = ds.isel(quorum=i, replicas=j)
+                ex = float(d["exact_mean_latency"])
+                p99 = d["sim_latency_percentile"].values[pi]
+                rows.append([f"({x})", law_strings.get(law, law), int(q), int(ds["replicas"].values[j]),
+                             f"{ex:.4g}" if np.isfinite(ex) else "—",
+                             f"{float(d['sim_mean_latency']):.4g} ± {float(d['sim_mean_latency_hw']):.2g}",
+                             f"{p99:.4g}" if np.isfinite(p99) else "—",
+                             "best (r, q)" if best_all is not None and best_all == (i, j) else ""])
+    header = ["experiment", "replica law", "quorum q", "best r", "mean latency, exact",
+              f"mean latency, simulated ± {level or '95%'} CI", "99th percentile, simulated", ""]
+    notes = ["Latency in time units of the replica law. For each quorum q, the number of replicas r (of the "
+             "experiment's sweep) with the lowest simulated mean latency of split-merge; 'best (r, q)' marks the "
+             "lowest of the experiment. Exact values: P-K, Erlang C or the M/PH/c QBD where they exist (— otherwise)."]
+    return write_table(stem, "Best replication (r, q) per quorum", header, rows, notes)
