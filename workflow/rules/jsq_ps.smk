@@ -165,7 +165,8 @@ rule jsq_ps_reproduction:
         comparison=f"{JSQ_RES}/comparison.nc",
     output:
         nc=f"{JSQ_RES}/reproduction.nc",
-        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS"),
+        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS",
+                    subcategory="2 figures"),
         **figure_outputs("jsq_ps", _jsq_figures(JSQ, "reproduction"), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),

@@ -227,12 +227,13 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     blocks = [b for b in blocks if b[1]]
     ncols = min(5, len(Rv))
     per = math.ceil(len(Rv) / ncols)
-    fig = plt.figure(figsize=(3.0 * ncols + 0.6, 2.35 * per * len(blocks) + 1.0))
+    fig = plt.figure(figsize=(max(3.0 * ncols + 0.6, 9.0), 2.35 * per * len(blocks) + 1.0))
     sub = fig.subfigures(len(blocks), 1, squeeze=False)[:, 0]
     rho = c["rho"].values
     for sf, (title, lines) in zip(sub, blocks):
         axes = sf.subplots(per, ncols, squeeze=False, sharex=True, sharey=True)
-        sf.subplots_adjust(top=1.0 - 0.6 / (2.35 * per), bottom=0.55 / (2.35 * per), left=0.07, right=0.99,
+        H = fig.get_figheight() / len(blocks)  # inches per block: 0.6 for its legend, 0.5 for the x labels
+        sf.subplots_adjust(top=1.0 - 0.75 / H, bottom=0.5 / H, left=0.07, right=0.99,
                            hspace=0.35)
         for ax in axes.flat[len(Rv):]:
             ax.set_visible(False)
@@ -259,11 +260,11 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
             ax.set_xlabel("load ρ", fontsize=9)
         h, lab = _legend_entries(axes)
         hs, ls = _status_handles(kinds)
-        sf.suptitle(title, x=0.01, y=0.995, ha="left", va="top", fontsize=10, fontweight="bold")
-        sf.legend(h + hs, lab + ls, loc="upper left", bbox_to_anchor=(0.2, 1.0), ncol=len(lab + ls), frameon=False,
-                  fontsize=8, handlelength=2.2, columnspacing=1.2)
-    fig.suptitle(f"Wasserstein distance W between each method's sojourn-time CDF and the simulation (lower = closer; "
-                 f"{service} service, mean and 95% CI over replications)", y=1.0, va="bottom", fontsize=10)
+        lg = sf.legend(h + hs, lab + ls, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(lab + ls), 8),
+                       frameon=False, fontsize=8, handlelength=2.2, columnspacing=1.2, title=title, alignment="left",
+                       title_fontproperties={"weight": "bold", "size": 10})
+    fig.suptitle(f"Wasserstein distance W between each method's sojourn-time CDF and the simulation (lower = closer)\n"
+                 f"{service} service; mean and 95% CI over replications", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
 
 
@@ -340,7 +341,7 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     rho, Rv = c["rho"].values, c["R"].values
     fig, ax = plt.subplots(figsize=(max(6.5, 0.075 * len(rho) + 3), 0.36 * len(Rv) + 1.6))
     colors = _method_palette(names)
-    _category_map(ax, best, names, colors, rho, Rv, f"Which method is closest to the simulation (smallest mean "
+    _category_map(ax, best, names, colors, rho, Rv, f"Which method is closest to the simulation?\n(smallest mean "
                   f"Wasserstein distance, exact excluded; {service} service)", pale_mask=ties,
                   letters=best.size <= 150)
     legend_names = [f"{n} = {joined[n].split(' = ', 1)[1]}" if n in joined else
@@ -348,6 +349,7 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     extra = [(Patch(facecolor="0.8", edgecolor="0.5"), "pale: a tie (another method's 95% CI overlaps)")]
     if (best == "").any() or (best == "nan").any():
         extra.append((Patch(facecolor="w", edgecolor="0.5"), "white: no valid method / no data"))
+    fig.tight_layout()
     _map_legend(fig, legend_names, colors, extra, ncol=4)
     return save(fig, stem, **kw)
 
@@ -500,10 +502,12 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
         ax.plot(Rv, med, "-", color=color, marker="o", ms=3, label=label)
         ax.fill_between(Rv, d.min(dims).values, d.max(dims).values, color=color, alpha=0.15, lw=0)
     ax.set_yscale("log")
+    log_ticks(ax.yaxis)
     ax.set_xlabel("servers R")
-    ax.set_ylabel("run time per cell (s)")
-    ax.set_title("Approximation run time (median over methods and ρ; band = min–max)", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_ylabel("run time per cell (s, wall clock)")
+    ax.set_title("Run time of one (R, ρ) cell per method family: the paper's A–F are ~10× faster than the\n"
+                 "corrected chains, exact and T (median over methods and ρ; band = min–max)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     return save(fig, stem, **kw)
 

@@ -100,8 +100,8 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
         if var == "response_time":
             ax.set_ylabel(f"{ylab} (model time units)")
         ax.grid(True, which="both", alpha=0.3)
-    fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
     fig.tight_layout()
+    fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")  # after the layout: no gap reserved under it
     handles, labels = axes[0].get_legend_handles_labels()  # below the panels: never over the data
     fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi)
