@@ -8,9 +8,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
-from sojourn.core.figures import METHOD_COLORS, log_ticks, method_color, signed_log_ticks  # noqa: E402
+from sojourn.core.figures import (  # noqa: E402
+    METHOD_COLORS,
+    log_ticks,
+    method_color,
+    signed_log_ticks,
+)
 from sojourn.core.tables import write_table  # noqa: E402
 
 
@@ -61,7 +65,7 @@ def test_table_written_as_csv_and_html(tmp_path):
     out = write_table(tmp_path / "key", "Best <r, q>", ["q", "best r"], [[1, 5], [2, "4 & 5"]], notes=["a|b|"],
                       more=[("second", ["x"], [["y"]])])
     assert [p.name for p in out] == ["key.csv", "key.html"]
-    assert list(csv.reader(open(out[0]))) == [["q", "best r"], ["1", "5"], ["2", "4 & 5"]]
+    assert list(csv.reader(out[0].read_text().splitlines())) == [["q", "best r"], ["1", "5"], ["2", "4 & 5"]]
     page = out[1].read_text()
     assert page.count("<table>") == 2 and "Best &lt;r, q&gt;" in page and "4 &amp; 5" in page
     assert not list(tmp_path.glob(".*tmp"))  # written atomically, nothing left behind

@@ -149,3 +149,18 @@ def test_key_results_tables(data, tmp_path):
     assert rows[0].startswith("servers R,") and len(rows) == 2  # one R band (R = 2)
     page = html_path.read_text()
     assert page.count("<table>") == 2 and "When to trust" in page and "T (" in page
+
+
+def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
+    """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load), the line figures
+    shade that load and the best-method map hatches it, each explained in the legend; without it, nothing."""
+    cmp = data[2].copy()
+    cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
+                                        coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})
+    plots.wasserstein_vs_rho(cmp, "unused")
+    plots.best_method_map(cmp, "unused")
+    plots.wasserstein_vs_rho(data[2], "unused")
+    lines, best, plain = drawn
+    assert plots.SHORT_RUN_LABEL in _legend_texts(lines)
+    assert any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(best))
+    assert not any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(plain))

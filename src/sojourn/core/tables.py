@@ -9,9 +9,8 @@ from __future__ import annotations
 import csv
 import html
 import io
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

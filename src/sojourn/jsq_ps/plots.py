@@ -167,12 +167,39 @@ def _mark_status(ax, x, status: dict, color, row=0) -> set:
     return drawn
 
 
+SHORT_RUN_LABEL = "simulation too short to trust (run-length guard)"
+
+
+def _short_runs(c: xr.Dataset, R=None) -> np.ndarray | None:
+    """Where the simulation was judged too short to trust (``sim_run_valid`` = 0 of a comparison that carries the
+    run-length guard's verdict): over ρ at ``R``, or over (R, ρ); None without the verdict or without such a cell."""
+    if "sim_run_valid" not in c:
+        return None
+    v = c["sim_run_valid"]
+    v = (v.sel(R=R).transpose("rho") if R is not None else v.transpose("R", "rho")).values == 0
+    return v if v.any() else None
+
+
+def _shade_short_runs(ax, rho, short) -> bool:
+    """A grey band over the loads whose simulation is too short to trust (its values are drawn but judge nothing)."""
+    if short is None or not short.any():
+        return False
+    half = np.diff(rho).min() / 2 if len(rho) > 1 else 0.01
+    for x in np.asarray(rho)[short]:
+        ax.axvspan(x - half, x + half, color="0.75", alpha=0.5, lw=0, zorder=0)
+    return True
+
+
 def _status_handles(kinds) -> tuple[list, list]:
     """Legend entries (grey) explaining the marks of ``kinds``."""
     from matplotlib.lines import Line2D
 
+    from matplotlib.patches import Patch
+
     out = [(Line2D([], [], ls="none", marker=STATUS_MARKS[k][0], color="0.3", mfc="none" if k == "not_run" else "0.3",
                    ms=5), STATUS_MARKS[k][1]) for k in ("invalid", "not_run") if k in kinds]
+    if "short" in kinds:
+        out.append((Patch(color="0.75", alpha=0.5), SHORT_RUN_LABEL))
     return [h for h, _ in out], [lab for _, lab in out]
 
 
@@ -239,6 +266,8 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
             ax.set_visible(False)
         kinds = set()
         for ax, R in zip(axes.flat, Rv):
+            if _shade_short_runs(ax, rho, _short_runs(c, R)):
+                kinds.add("short")
             for k, sr in enumerate(lines):
                 d = c.sel({"R": R, "approximation": sr.method})
                 st = _status(c, R, sr.method)
@@ -260,9 +289,9 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
             ax.set_xlabel("load ρ", fontsize=9)
         h, lab = _legend_entries(axes)
         hs, ls = _status_handles(kinds)
-        lg = sf.legend(h + hs, lab + ls, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(lab + ls), 8),
-                       frameon=False, fontsize=8, handlelength=2.2, columnspacing=1.2, title=title, alignment="left",
-                       title_fontproperties={"weight": "bold", "size": 10})
+        sf.legend(h + hs, lab + ls, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(lab + ls), 8),
+                  frameon=False, fontsize=8, handlelength=2.2, columnspacing=1.2, title=title, alignment="left",
+                  title_fontproperties={"weight": "bold", "size": 10})
     fig.suptitle(f"Wasserstein distance W between each method's sojourn-time CDF and the simulation (lower = closer)\n"
                  f"{service} service; mean and 95% CI over replications", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
@@ -341,13 +370,16 @@ def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     rho, Rv = c["rho"].values, c["R"].values
     fig, ax = plt.subplots(figsize=(max(6.5, 0.075 * len(rho) + 3), 0.36 * len(Rv) + 1.6))
     colors = _method_palette(names)
+    short = _short_runs(c)
     _category_map(ax, best, names, colors, rho, Rv, f"Which method is closest to the simulation?\n(smallest mean "
                   f"Wasserstein distance, exact excluded; {service} service)", pale_mask=ties,
-                  letters=best.size <= 150)
+                  letters=best.size <= 150, hatch_mask=short)
     legend_names = [f"{n} = {joined[n].split(' = ', 1)[1]}" if n in joined else
                     (TAIL_LABEL if n == TAIL else n) for n in names]
     extra = [(Patch(facecolor="0.8", edgecolor="0.5"), "pale: a tie (another method's 95% CI overlaps)")]
-    if (best == "").any() or (best == "nan").any():
+    if short is not None:
+        extra.append((Patch(facecolor="w", edgecolor="0.3", hatch="////"), f"hatched: {SHORT_RUN_LABEL}"))
+    if ((best == "") | (best == "nan")).any():
         extra.append((Patch(facecolor="w", edgecolor="0.5"), "white: no valid method / no data"))
     fig.tight_layout()
     _map_legend(fig, legend_names, colors, extra, ncol=4)
@@ -371,13 +403,15 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     none = np.isin(rec, ["", "simulate"])
     few = (c["few_tail_customers"].transpose("R", "rho", "percentile").values != 0) if "few_tail_customers" in c \
         else np.zeros(rec.shape, bool)
+    short = _short_runs(c)
+    short = np.zeros(rec.shape[:2], bool) if short is None else short
     ncols = 2 if len(P) > 1 else 1
     nrows = math.ceil(len(P) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * max(6.0, 0.06 * len(rho) + 3.0),
                                                     nrows * (0.3 * len(Rv) + 1.5)), squeeze=False)
     for k, p in enumerate(P):
         _category_map(axes.flat[k], np.where(none[..., k], "", rec[..., k]), names, colors, rho, Rv,
-                      f"{p:g}th percentile", hatch_mask=none[..., k] & ~few[..., k], pale_mask=few[..., k],
+                      f"{p:g}th percentile", hatch_mask=(none[..., k] & ~few[..., k]) | short, pale_mask=few[..., k],
                       letters=rec[..., k].size <= 150)
     for ax in axes.flat[len(P):]:
         ax.set_visible(False)
@@ -386,7 +420,7 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
               "beyond the percentile (not checked)")]
     if (none & ~few).any():
         extra.append((Patch(facecolor="w", edgecolor="0.3", hatch="////"), "hatched: no method valid and not "
-                      "optimistic: simulate"))
+                      "optimistic: simulate" + (" (or the " + SHORT_RUN_LABEL + ")" if short.any() else "")))
     _map_legend(fig, [TAIL_LABEL if n == TAIL else n for n in names], colors, extra, ncol=3)
     tail = (f", else T where it never fell below exact ({cmp.attrs.get('tail_checked_points', 0)} points checked)"
             if cmp.attrs.get("tail_preferred") else "")
@@ -428,6 +462,8 @@ def _percentile_error_figure(cmp, stem, lines, what, service, **kw):
             ax = axes[a, b]
             ax.axhspan(-clip * 1.08, 0, color="tab:red", alpha=0.06, lw=0)
             ax.axhline(0, color="k", lw=0.6)
+            if _shade_short_runs(ax, rho, _short_runs(c, R)):
+                kinds.add("short")
             for k, sr in enumerate(lines):
                 d = c.sel({"R": R, "approximation": sr.method, "percentile": p})
                 st = _status(c, R, sr.method)

@@ -15,19 +15,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from ..core.figures import Figure, instance, log_ticks, save, serialized  # noqa: E402
-from .simulate import TIME_UNITS  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core import phase_type as ph  # noqa: E402
+from ..core.figures import Figure, instance, log_ticks, save, serialized  # noqa: E402
 from ..core.io import read_netcdf  # noqa: E402
 from ..core.stats import cdf_from_histogram  # noqa: E402
-from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
-from .model import SplitMerge  # noqa: E402
+from .model import TIME_UNITS, SplitMerge  # noqa: E402
 from .order_stats import order_statistic_ph  # noqa: E402
-
-
+from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
