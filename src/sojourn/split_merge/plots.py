@@ -111,7 +111,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = 100 * (sim - ex) / ex
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    fig.subplots_adjust(wspace=0.35)
+    fig.subplots_adjust(wspace=0.35, top=0.95)
     vmin, vmax = np.nanmin([np.nanmin(ex) if np.isfinite(ex).any() else np.nan, np.nanmin(sim)]), np.nanmax(
         [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
     from matplotlib.colors import LogNorm
@@ -150,7 +150,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     i, j = np.unravel_index(np.nanargmin(sim), sim.shape)
     fig.suptitle(f"(b) mean latency over (r, q): lowest at r = {rs[j]}, q = {qs[i]}; exact inside the simulated "
                  f"{_level(ds)} CI in {inside} of {int(cells.sum())} cells\n{n}, load {e['load']}, replicas "
-                 f"{e['replica_law']}", fontsize=9)
+                 f"{e['replica_law']}", fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi)
 
 
@@ -160,7 +160,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     rs, qs = ds["replicas"].values, ds["quorum"].values
     pi = int(np.argmin(np.abs(ds["percentile"].values - percentile)))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.4), sharex=True)
-    fig.subplots_adjust(wspace=0.28)
+    fig.subplots_adjust(wspace=0.28, top=0.97)
     colors = plt.get_cmap("tab10")
     for qi, q in enumerate(qs):
         col = colors(qi)
@@ -220,7 +220,8 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             lowest.setdefault(int(rs[int(np.nanargmin(sm[qi]))]), []).append(str(q))
     where = "; ".join(f"r = {r} for q = {', '.join(q)}" for r, q in lowest.items())
     fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: lowest simulated mean "
-                 f"latency of split-merge at {where}\nn = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9)
+                 f"latency of split-merge at {where}\nn = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9,
+                 y=1.0, va="bottom")
     return save(fig, stem, formats, dpi)
 
 
