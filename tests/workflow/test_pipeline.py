@@ -196,6 +196,10 @@ def test_figures_and_report(run):
     # no docutils error boxes or messages (a caption's |x| read as an undefined substitution, issue 26)
     assert "System Message" not in html and "Undefined substitution" not in html
     assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
+    # the study's section opens with its key result: the best method per (R, ρ) band and when to trust which
+    table = (run / "results" / "jsq_ps" / "key_results.html").read_text()
+    assert table.count("<table>") == 2 and "When to trust" in table
+    assert '"1 key results": [' in html and "key_results.html" in html
 
 
 def test_accuracy_table(run):

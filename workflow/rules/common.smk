@@ -86,8 +86,19 @@ def figure_outputs(study, files, folder, formats):
             path = f"{folder}/{f.stem}.{fmt}"
             key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
             out[key] = report(path, caption=f"../report/{study}/{f.kind.caption}.rst",
-                              category=get(study).category) if fmt == "png" else path
+                              category=get(study).category, subcategory="2 figures") if fmt == "png" else path
     return out
+
+
+def key_results(study, stem, caption="key_results"):
+    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv`` and ``<stem>.html``, the page
+    in the report first in the study's category (subcategory "1 key results", before the figures' "2 figures";
+    the report sorts subcategories by name) with its caption."""
+    from sojourn.studies import get
+
+    return {"key_csv": f"{stem}.csv",
+            "key_html": report(f"{stem}.html", caption=f"../report/{study}/{caption}.rst", category=get(study).category,
+                               subcategory="1 key results")}
 
 
 def code(entry):

@@ -218,13 +218,19 @@ def accuracy(*, comparison, output, settings: dict, code: str = ""):
     return accuracy_from_comparison(comparison, output, settings)
 
 
-def figures(*, comparison, simulation, approximation, outdir, settings: dict, code: str = ""):
+def figures(*, comparison, simulation, approximation, outdir, settings: dict, code: str = "", key_results=None):
     """Every figure of the study's registry (:data:`sojourn.jsq_ps.plots.FIGURES`) its figures job draws for the
     config ``settings`` (the sections figures, grid, mgr)."""
     from .plots import all_figures
 
-    return all_figures(comparison, simulation, approximation, outdir, settings,
-                       formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    out = all_figures(comparison, simulation, approximation, outdir, settings,
+                      formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from ..core.io import read_netcdf
+        from .plots import key_results as table
+
+        out += table(read_netcdf(comparison), key_results)
+    return out
 
 
 def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):

@@ -184,8 +184,14 @@ def compare(*, product_form, simulation, output, settings: dict, code: str = "")
     return write_comparison(product_form, simulation, output, settings)
 
 
-def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = ""):
+def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = "", key_results=None):
     """The example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``."""
     from .plots import all_figures
 
-    return all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+    out = all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from ..core.io import read_netcdf
+        from .plots import key_results as table
+
+        out += table(read_netcdf(product_form), read_netcdf(comparison), key_results, name)
+    return out

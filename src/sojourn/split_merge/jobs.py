@@ -115,11 +115,15 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     return output
 
 
-def figures(*, inputs: dict, outdir, settings: dict, code: str = ""):
+def figures(*, inputs: dict, outdir, settings: dict, code: str = "", key_results=None):
     """Every figure of the study's registry (:data:`sojourn.split_merge.plots.FIGURES`) for the enabled experiments
     (``inputs``: 'a' | 'b' | 'c' → result file) into ``outdir``; ``settings``: the sections figures and
     experiment_a..c."""
     from .plots import all_figures
 
-    return all_figures(inputs, outdir, settings, formats=settings["figures"]["formats"],
-                       dpi=settings["figures"]["dpi"])
+    out = all_figures(inputs, outdir, settings, formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from .plots import key_results as table
+
+        out += table(inputs, key_results)
+    return out

@@ -29,10 +29,9 @@ from ..core.phase_type import lumped_levels
 from ..core.io import provenance
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
-from .model import SplitMerge
+from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph, ph_representation
 
-TIME_UNITS = "time units of the replica law"
 #: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
 BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
