@@ -6,6 +6,7 @@ best      the feasible (r, q) ranked by mean or percentile latency for (n, λ, r
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -124,6 +125,7 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
 def run_simulate(args) -> int:
     from ..core.inputs import check_output, in_flag_terms
     from ..core.io import write_netcdf
+    from ..core.runlength import format_length, from_dataset, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
@@ -195,8 +197,23 @@ def run_simulate(args) -> int:
     print(f"{'utilisation':14s}{mean_text(ds.host_utilisation.values)} held, "
           f"{mean_text(ds.host_computing.values)} computing")
     print(f"{'throughput':14s}{mean_text(ds.throughput.values)}   (max {spec.max_throughput:.6g}){ci}")
+    verdict = from_dataset(ds)
+
+    def needed() -> str:  # the run length whose recording window is the guard's needed_window
+        if args.horizon is None:
+            return f"--workunits >= {format_length(verdict.needed_window * spec.arrival_rate)}"
+        w = verdict.needed_window
+        return f"--horizon >= {format_length(w / 0.9 if args.warmup is None else warm_t + w)}"
+
+    head = (f"relaxation time ~{verdict.relaxation_time:.3g}; predicted relative standard error of the mean latency "
+            f"{100 * verdict.relative_se:.2g} %")
+    print(f"{'run length':14s}{head}: " + ("long enough" if verdict.valid else
+          f"TOO SHORT ({verdict.describe()}); needs {needed()} at --replications {verdict.replications}"))
     print(f"{'wall time':14s}{wall:.3f} s")
     print(f"{'output':14s}{args.output}")
+    if not verdict.valid:
+        print(warning(verdict, f"{needed()} (at --replications {verdict.replications}); its numbers are printed as "
+                               "computed, do not rely on them", what="mean latency"), file=sys.stderr)
     return 0
 
 
