@@ -263,3 +263,22 @@ def format_length(x: float) -> str:
 
     x = round_up(x)
     return f"{x:,.0f}" if x < 1e7 else f"{x:.1e}"
+
+
+def horizon_for(window: float, warmup: float, cooldown: float, default_share: float | None = None) -> float:
+    """The horizon whose recording window is ``window``: with a default warm-up (and cool-down) of
+    ``default_share`` of the horizon each, window/(1 − 2·share); else window + warmup + cooldown."""
+    return window / (1.0 - 2.0 * default_share) if default_share is not None else window + warmup + cooldown
+
+
+def status(v: Verdict, need: str, what: str = "mean sojourn") -> str:
+    """The ``run length`` line of a simulate command: the relaxation time, the predicted relative standard error,
+    and "long enough" or "TOO SHORT" with ``need`` (the flag value that would do) and the replication count."""
+    if math.isnan(v.relaxation_time):
+        return "not judged (no model and no stationary measure)" + (": a replication stopped unstable"
+                                                                    if v.reason & UNSTABLE else "")
+    head = (f"relaxation time ~{v.relaxation_time:.3g}; predicted relative standard error of the {what} "
+            f"{100 * v.relative_se:.2g} %{' (from the run itself)' if v.basis == 'measured' else ''}")
+    if v.valid:
+        return f"{head}: long enough"
+    return f"{head}: TOO SHORT ({v.describe()}); needs {need} at --replications {v.replications}"

@@ -161,6 +161,7 @@ def _check_simulate(args):
 
 
 def run_simulate(args) -> int:
+    from ..core import runlength
     from ..core.io import write_netcdf
     from ..core.summary import ci_header, mean_text, percentile_text, round_up
     from .simulate import SUMMARY_PERCENTILES, simulate, summary
@@ -194,8 +195,9 @@ def run_simulate(args) -> int:
           f"{int(ds['overflow'].sum())} beyond t_max)")
     print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")
     print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average)")
-    verdict = run_length_verdict(ds)
-    print(f"run length   {run_length_text(verdict, H, W, C, defaults[0])}")
+    verdict = runlength.from_dataset(ds)
+    need = _needed_horizon(verdict, W, C, defaults[0])
+    print(f"run length   {runlength.status(verdict, need)}")
     print(f"percentiles  {ci_header(s, 'sojourn')}")
 
     def need(factor: float) -> str:  # the --horizon that records `factor` times the customers of this run
@@ -209,41 +211,17 @@ def run_simulate(args) -> int:
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(run_length_warning(verdict, H, W, C, defaults[0]), file=sys.stderr)
+        print(runlength.warning(verdict, f"{need} (at --replications {verdict.replications}); its numbers are printed "
+                                         "as computed, do not rely on them"), file=sys.stderr)
     return 0
 
 
-def run_length_verdict(ds):
-    from ..core.runlength import from_dataset
+def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
+    """The --horizon whose window is the guard's ``needed_window`` (sojourn.core.runlength)."""
+    from ..core.runlength import format_length, horizon_for
 
-    return from_dataset(ds)
-
-
-def needed_horizon(verdict, H: float, W: float, C: float, default_warmup: bool) -> float:
-    """The --horizon whose window is the guard's ``needed_window`` (the warm-up keeps its share of the horizon
-    when it was the default, else its value)."""
-    need = verdict.needed_window
-    return need / (1.0 - 2.0 * WARMUP_FRACTION) if default_warmup else need + W + C
-
-
-def run_length_text(verdict, H, W, C, default_warmup) -> str:
-    """The ``run length`` line of ``sojourn simulate`` (sojourn.core.runlength)."""
-    from ..core.runlength import format_length
-
-    head = (f"relaxation time ~{verdict.relaxation_time:.3g}; predicted relative standard error of the mean "
-            f"{100 * verdict.relative_se:.2g} %")
-    if verdict.valid:
-        return f"{head}: long enough"
-    return (f"{head}: TOO SHORT ({verdict.describe()}); needs --horizon >= "
-            f"{format_length(needed_horizon(verdict, H, W, C, default_warmup))} at --replications {verdict.replications}")
-
-
-def run_length_warning(verdict, H, W, C, default_warmup) -> str:
-    from ..core.runlength import format_length, warning
-
-    return warning(verdict, f"--horizon >= {format_length(needed_horizon(verdict, H, W, C, default_warmup))} "
-                            f"(at --replications {verdict.replications}); its numbers are printed as computed, "
-                            "do not rely on them")
+    H = horizon_for(verdict.needed_window, W, C, WARMUP_FRACTION if default_warmup else None)
+    return f"--horizon >= {format_length(H)}"
 
 
 def _register_approximate(subparsers) -> None:

@@ -125,7 +125,7 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
 def run_simulate(args) -> int:
     from ..core.inputs import check_output, in_flag_terms
     from ..core.io import write_netcdf
-    from ..core.runlength import format_length, from_dataset, warning
+    from ..core.runlength import format_length, from_dataset, status, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
@@ -205,10 +205,7 @@ def run_simulate(args) -> int:
         w = verdict.needed_window
         return f"--horizon >= {format_length(w / 0.9 if args.warmup is None else warm_t + w)}"
 
-    head = (f"relaxation time ~{verdict.relaxation_time:.3g}; predicted relative standard error of the mean latency "
-            f"{100 * verdict.relative_se:.2g} %")
-    print(f"{'run length':14s}{head}: " + ("long enough" if verdict.valid else
-          f"TOO SHORT ({verdict.describe()}); needs {needed()} at --replications {verdict.replications}"))
+    print(f"{'run length':14s}{status(verdict, needed(), what='mean latency')}")
     print(f"{'wall time':14s}{wall:.3f} s")
     print(f"{'output':14s}{args.output}")
     if not verdict.valid:
