@@ -325,11 +325,19 @@ def with_guard(ds: xr.Dataset, spec: SimulationSpec | None = None) -> xr.Dataset
     stopped unstable sets the ``unstable`` bit."""
     spec = spec if spec is not None else SimulationSpec.from_dict(json.loads(ds.attrs["spec"]))
     window = float(ds.attrs["horizon"]) - float(ds.attrs["warmup"]) - float(ds.attrs["cooldown"])
-    k = int(np.asarray(ds["replications_used"]).ravel()[0]) if "replications_used" in ds else ds.sizes["replication"]
-    verdict = _runlength.assess(run_model(spec, ds), window, k, unstable=bool((ds["unstable"].values > 0).any()))
-    for name, (dims, values, attrs) in _runlength.variables(verdict, (), "time").items():
+    for name, (dims, values, attrs) in _runlength.variables(guard(spec, ds, window), (), "time").items():
         ds[name] = (dims, values, attrs)
     return ds
+
+
+def guard(spec: SimulationSpec, ds: xr.Dataset, window: float) -> _runlength.Verdict:
+    """The run-length verdict on the replications of ``ds`` (one spec, recording window ``window`` each; the
+    replications present, or ``replications_used`` of a padded precision-driven run)."""
+    if "replications_used" in ds:
+        k = int(np.asarray(ds["replications_used"]).ravel()[0])
+        ds = ds.isel(replication=slice(0, k))
+    k = ds.sizes["replication"]
+    return _runlength.assess(run_model(spec, ds), window, k, unstable=bool((ds["unstable"].values > 0).any()))
 
 
 def simulate_replication(spec: SimulationSpec, replication: int = 0, seed: int = 0, **kwargs) -> xr.Dataset:
