@@ -54,7 +54,8 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
     from ..core import runner
     from .model import JSQPS
     from .naming import DEFAULT_PERCENTILE
-    from .simulate import UNITS, concat_replications, simulate_replication
+    from ..core.runlength import from_dataset
+    from .simulate import UNITS, concat_replications, simulate_replication, with_guard
     from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
 
     sim, tg = simulation, time_grid
@@ -93,7 +94,12 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs[f"rho={rho}"])
         for p in parts:  # cached parts come from this block's own files (same content key): same attrs
             p.attrs = dict(attrs)
-        ds = concat_replications(parts) if len(parts) > 1 else parts[0]
+        ds = with_guard(concat_replications(parts) if len(parts) > 1 else parts[0], specs[rho])
+        if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): said, not hidden
+            v = from_dataset(ds)
+            LOG.warning(f"{service} R={R} rho={rho}: run too short to trust ({v.describe()}; predicted relative "
+                        f"standard error of the mean {100 * v.relative_se:.2g} %); needs a recording window of "
+                        f"{v.needed_window:.3g} per replication at {v.replications} replications")
         ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
         ds["spec_hash"] = xr.DataArray(
             np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64), dims=("service", "R", "rho"),
