@@ -21,13 +21,21 @@ variance v,
 
 gives (Whitt 1989, eqs. for the canonical RBM rescaled by v/δ in space and v/δ² in time)
 
-    relaxation time        τ = 2v/δ²                       (M/M/1: 4ρ/(μ(1 − ρ)²); exact 1/(μ(1 − √ρ)²))
-    asymptotic variance    σ²_N = lim T·Var(N̄_T) = v³/(2δ⁴)   (M/M/1: 4ρ³/(1 − ρ)⁴; exact 2ρ(1 + ρ)/(1 − ρ)⁴)
+    relaxation time        τ = 2v/δ²                          (M/M/1: 4ρ/(μ(1 − ρ)²))
+    asymptotic variance    σ²_N = lim T·Var(N̄_T) = v³/(2δ⁴)   (M/M/1: 4ρ³/(1 − ρ)⁴)
 
-of the time average N̄_T of the number in system over a window T (independent stations add). By Little's law
-the mean sojourn W̄ of the customers of that window has T·Var(W̄) ≈ σ²_N/λ² + c_S²·W²/λ, the second term being
-the independent-customers variance that dominates at low load (c_S² = the sojourn's squared coefficient of
-variation, taken as max(1, c_s²)). The mean number is cρ + C·v/(2δ) (C = Erlang C, the probability of waiting;
+of the time average N̄_T of the number in system over a window T (independent stations add). Both are
+heavy-traffic limits and understate at moderate load, where a guard must not err short; the guard takes the
+forms that are exact for M/M/1 at every load and equal the RBM's as ρ → 1, with g = (c_a² + c_s²)/2:
+τ = g/(cμ(1 − √ρ)²) (Morse 1955's M/M/1 relaxation time at the pooled rate cμ, as ``sojourn plan`` uses for
+M/M/R) and σ²_N = (2λ)³/(2δ⁴) · (1 + ρ)/(2ρ²) · g^(1 + 2ρ) (M/M/1: 2ρ(1 + ρ)/(1 − ρ)⁴, Whitt 1989; the
+variability enters as g³ in heavy traffic, the RBM's v³, and as g in light traffic, where σ²_N → λE[S²]; the
+exponent 1 + 2ρ interpolates between the two limits, an interpolation in the spirit of Whitt's QNA, not a
+derived result). By Little's law
+the mean sojourn W̄ of the customers of that window has T·Var(W̄) ≈ max(σ²_N/λ², c_S²·W²/λ), the second term
+being the independent-customers variance, the floor at low load where the heavy-traffic σ²_N of a many-server
+station vanishes (c_S² = the sojourn's squared coefficient of variation, taken as max(1, c_s²); for M/M/1 the
+first term already holds it: σ²_N/λ² → E[S²]/λ as ρ → 0). The mean number is cρ + C·v/(2δ) (C = Erlang C, the probability of waiting;
 the RBM's mean v/(2δ) for the part that waits; exact for M/M/1). So a run of k replications of window T each
 has a predicted relative standard error of its mean sojourn
 
@@ -106,12 +114,20 @@ class Station:
 
     @property
     def relaxation_time(self) -> float:
-        return 2.0 * self.variability / self.drift**2
+        """(c_a² + c_s²)/2 · 1/(cμ(1 − √ρ)²): Morse's exact M/M/1 value at the pooled rate cμ, scaled by the
+        variability as the RBM limit 2v/δ² is (module doc)."""
+        c_mu = self.arrival_rate / self.load
+        return 0.5 * (self.scv_arrival + self.scv_service) / (c_mu * (1.0 - math.sqrt(self.load)) ** 2)
 
     @property
     def number_variance(self) -> float:
-        """σ²_N of all copies together: lim T·Var of the time-average number in system (RBM, module doc)."""
-        return self.copies * self.variability**3 / (2.0 * self.drift**4)
+        """σ²_N of all copies together: lim T·Var of the time-average number in system: the M/M/c-rate RBM value
+        (2λ)³/(2δ⁴) times the factor (1 + ρ)/(2ρ²) that makes it M/M/1's exact 2ρ(1 + ρ)/(1 − ρ)⁴, times the
+        variability g^(1 + 2ρ), g = (c_a² + c_s²)/2 (module doc)."""
+        rho = self.load
+        g = 0.5 * (self.scv_arrival + self.scv_service)
+        base = (2.0 * self.arrival_rate) ** 3 / (2.0 * self.drift**4) * (1.0 + rho) / (2.0 * rho**2)
+        return self.copies * base * g ** (1.0 + 2.0 * rho)
 
     @property
     def mean_number(self) -> float:
@@ -147,10 +163,10 @@ class RunModel:
 
     @property
     def variance_rate(self) -> float:
-        """lim T·Var(W̄_T) of the window mean sojourn: σ²_N/λ² + max(1, c_s²)·W²/λ (module doc)."""
+        """lim T·Var(W̄_T) of the window mean sojourn: max(σ²_N/λ², max(1, c_s²)·W²/λ) (module doc)."""
         lam = self.throughput
-        return (sum(s.number_variance for s in self.stations) / lam**2
-                + max(1.0, self.scv_service) * self.sojourn**2 / lam)
+        return max(sum(s.number_variance for s in self.stations) / lam**2,
+                   max(1.0, self.scv_service) * self.sojourn**2 / lam)
 
     def relative_se(self, window: float, replications: int) -> float:
         return math.sqrt(self.variance_rate / (window * replications)) / self.sojourn

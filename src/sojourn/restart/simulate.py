@@ -303,9 +303,11 @@ def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.
         from .solve import solve
 
         sol = solve(net)
-        stations = tuple(_runlength.Station(float(lam), 1, float(rho))
-                         for lam, rho in zip(sol.queue_arrival_flow, sol.queue_load) if lam > 0 and rho > 0)
-        return _runlength.RunModel(stations, net.arrival_rate, mean_sojourn=sol.response_time)
+        scv = _service_scv(net, sol)
+        stations = tuple(_runlength.Station(float(lam), 1, float(rho), 1.0, float(c))
+                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv) if lam > 0 and rho > 0)
+        return _runlength.RunModel(stations, net.arrival_rate, scv_service=float(scv.max()),
+                                   mean_sojourn=sol.response_time)
     if ds is None:
         return None
     ok = ds["unstable"].values == 0
@@ -318,6 +320,31 @@ def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.
         return None
     station = _runlength.Station(lam, 1, L / (1.0 + L))
     return _runlength.RunModel((station,), lam, mean_sojourn=W, basis="measured")
+
+
+def _service_scv(net: Network, sol) -> np.ndarray:
+    """Per queue: the squared coefficient of variation of the work a job brings to the queue per visit, restarts
+    included (the single-queue construction of :func:`sojourn.restart.solve.effective_service` at each queue's
+    total signal rate G_i, routing to other queues counted as leaving; entries weighted by the stations' arrival
+    flows). A queue nobody enters: 1."""
+    from ..core import phase_type
+
+    L = net.layout
+    G = sol.signal_rate[L.type_queue]
+    A = (-np.diag(L.mu + G * L.alpha) + L.mu[:, None] * L.phase_move + (G * L.alpha)[:, None] * L.restart_move
+         + (L.mu * L.exit_prob)[:, None] * (L.routing[L.type_station] @ L.entry))
+    entry = sol.arrival_flow @ L.entry  # arrivals into each type
+    scv = np.ones(len(net.queues))
+    for i in range(len(net.queues)):
+        idx = np.flatnonzero(L.type_queue == i)
+        pi0 = entry[idx]
+        if not pi0.sum() > 0:
+            continue
+        pi0 = pi0 / pi0.sum()
+        block = A[np.ix_(idx, idx)]
+        m1, m2 = phase_type.moment(pi0, block, 1), phase_type.moment(pi0, block, 2)
+        scv[i] = max(m2 / m1**2 - 1.0, 0.0)
+    return scv
 
 
 def with_guard(ds: xr.Dataset, spec: SimulationSpec | None = None) -> xr.Dataset:

@@ -231,12 +231,23 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
 
 
 def run_model(spec: SplitMerge) -> _runlength.RunModel:
-    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`): split-merge is M/G/c with
-    c = ⌊n/r⌋ and G = S_{q:r} (split_merge.md §2(b)), Poisson workunits; fork-join gets the same station (its
-    hosts work no slower than split-merge's, so its runs settle at least as fast)."""
+    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`). Split-merge is M/G/c with
+    c = ⌊n/r⌋ and G = S_{q:r} (split_merge.md §2(b)), Poisson workunits. Fork-join's hosts are n single
+    servers fed λr replicas, each holding its host until it ends or is cancelled at the q-th result: for replicas
+    started together min(X_i, S_{q:r}), of mean (Σ_{j≤q} E[S_{j:r}] + (r − q) E[S_{q:r}])/r, the replica law's SCV
+    taken for its variability; its host load is below split-merge's when q > 1 (a q = r workunit holds r hosts for
+    E[X] each, not E[S_{r:r}])."""
     from .order_stats import order_statistic_moments
 
-    m1, m2, _ = order_statistic_moments(spec.replica_law, spec.quorum, spec.replicas)
+    law, q, r = spec.replica_law, spec.quorum, spec.replicas
+    if spec.model == "fork_join":
+        means = [order_statistic_moments(law, j, r)[0] for j in range(1, q + 1)]
+        hold = (sum(means) + (r - q) * means[-1]) / r
+        rate = spec.arrival_rate * r
+        cs = law.scv
+        station = _runlength.Station(rate, spec.hosts, rate * hold / spec.hosts, 1.0, cs)
+        return _runlength.RunModel((station,), rate, scv_service=cs)
+    m1, m2, _ = order_statistic_moments(law, q, r)
     cs = max(m2 / m1**2 - 1.0, 0.0)
     station = _runlength.Station(spec.arrival_rate, spec.super_servers, spec.load, 1.0, cs)
     return _runlength.RunModel((station,), spec.arrival_rate, scv_service=cs)
