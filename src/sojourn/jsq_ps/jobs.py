@@ -54,7 +54,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
     from ..core import runner
     from .model import JSQPS
     from .naming import DEFAULT_PERCENTILE
-    from ..core.runlength import from_dataset
+    from ..core.runlength import format_length, from_dataset
     from .simulate import UNITS, concat_replications, simulate_replication, with_guard
     from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
 
@@ -97,9 +97,12 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         ds = with_guard(concat_replications(parts) if len(parts) > 1 else parts[0], specs[rho])
         if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): said, not hidden
             v = from_dataset(ds)
+            need = format_length(v.needed_window + window["warmup"] + (window["cooldown"] if window["cooldown"]
+                                                                        is not None else window["warmup"]))
             LOG.warning(f"{service} R={R} rho={rho}: run too short to trust ({v.describe()}; predicted relative "
-                        f"standard error of the mean {100 * v.relative_se:.2g} %); needs a recording window of "
-                        f"{v.needed_window:.3g} per replication at {v.replications} replications")
+                        f"standard error of the mean {100 * v.relative_se:.2g} %); needs jsq_ps.simulation.horizon >= "
+                        f"{need} (same warm-up and cool-down) at {v.replications} replications, or more replications "
+                        "(sojourn.core.runlength; the cell is kept, marked run_valid = 0)")
         ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
         ds["spec_hash"] = xr.DataArray(
             np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64), dims=("service", "R", "rho"),

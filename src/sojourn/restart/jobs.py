@@ -94,6 +94,7 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     from .config import precision_for, restart_rates, sim_kwargs
     from .files import load_model
     from ..core.replications import check_window
+    from ..core.runlength import format_length
     from ..core.runlength import variables as run_variables
     from .simulate import guard as run_guard
     from .simulate import simulate_replication, spec_for
@@ -169,10 +170,13 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
                 guard_vars[v][0][i, j] = value
     for v, (values, a) in guard_vars.items():
         out[v] = (("semantics", "restart_rate"), values, {k: x for k, x in a.items() if k not in ("window", "replications")})
-    short = [point_label(*p) for p in points if not verdicts[p].valid]
+    short = [p for p in points if not verdicts[p].valid]
     if short:
+        need = max(verdicts[p].needed_window for p in short if np.isfinite(verdicts[p].needed_window)) \
+            if any(np.isfinite(verdicts[p].needed_window) for p in short) else float("nan")
         LOG.warning(f"{name}: {len(short)} of {len(points)} points too short to trust (run_valid = 0, "
-                    f"sojourn.core.runlength): {', '.join(short)}")
+                    f"sojourn.core.runlength; kept, never the best rate): {', '.join(point_label(*p) for p in short)}; "
+                    f"needs examples.{name}.horizon >= {format_length(need + W + C)} at this replication count")
     out["restart_rate"].attrs = {"long_name": "restart rate r: signal rate g = r, exponential timeouts of rate r, "
                                               "deterministic timeouts tau = 1/r", "units": "1/time"}
     out["semantics"].attrs = {"long_name": "restart semantics"}

@@ -140,9 +140,12 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
         a = {k: v for k, v in a.items() if k not in ("window", "replications", "basis")}
         data_units = U if name in ("relaxation_time", "needed_window") else a.get("units", "1")
         ds[name] = (dims, values, {**a, "units": data_units})
-    flagged = int((G["run_valid"] == 0).sum())
-    ds.attrs["run_length"] = (f"{flagged} of {len(cs)} cells too short to trust (run_valid = 0, "
-                              "sojourn.core.runlength); their sim_* values are kept but must not be used unmarked")
+    at = lambda c: (lawn.index(c["law"]), modn.index(c["model"]), qs.index(c["quorum"]), rs.index(c["replicas"]))  # noqa: E731
+    short = [f"{c['law']}/{c['model']}/r={c['replicas']}/q={c['quorum']} (needs workunits >= "
+             f"{int(G['needed_workunits'][at(c)]):,})" for c in cs if G["run_valid"][at(c)] == 0]
+    ds.attrs["run_length"] = (f"{len(short)} of {len(cs)} cells too short to trust (run_valid = 0, "
+                              "sojourn.core.runlength; their sim_* values are kept, marked)"
+                              + (": " + ", ".join(short) if short else ""))
     if precision is not None:
         for name, (d, values, a) in precision_variables(dec, dims, precision, U).items():
             ds[name] = (d, values, a)
