@@ -257,6 +257,9 @@ def run_best(args) -> int:
         verdict = (f"the top two are WITHIN NOISE (their {level} intervals overlap): more replications/workunits "
                    "are needed to separate them") if ds.attrs["top_two_within_noise"] else "the top two are separated"
         print(verdict)
+    if int(ds.attrs.get("too_short", 0)):
+        print(f"warning: {ds.attrs['too_short']} simulated (r, q) ran too short to trust (their method says what "
+              "--workunits they need); do not rely on their rank", file=sys.stderr)
     if args.output:
         write_netcdf(ds, args.output)
         print(f"output {args.output}")
