@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
+from sojourn.core.cluster import check_cluster
 from sojourn.core.config import ConfigError, validate_config
 
 min_version("9.19")  # the auto-loaded workflow profile is a profile.yaml (read from 9.19 on)
@@ -19,6 +20,7 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 _SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 try:
     validate_config(config, _SCHEMAS / "config.schema.yaml")
+    check_cluster(config["cluster"])  # what the schema cannot say (SLURM sizes, times, options), before any job
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 

@@ -105,6 +105,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
+        _limits(args)
         return int(args.func(args) or 0)
     except ValueError as exc:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
@@ -113,6 +114,15 @@ def main(argv=None) -> int:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def _limits(args) -> None:
+    """``--max-memory`` / ``--max-time`` of the command (where it has them) as this process's cost limits."""
+    from .core.inputs import parse_duration, parse_size, set_limits
+
+    mem, sec = getattr(args, "max_memory", None), getattr(args, "max_time", None)
+    set_limits(None if mem is None else parse_size("--max-memory", mem),
+               None if sec is None else parse_duration("--max-time", sec))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from sojourn.core.cluster import dask_client
 from sojourn.core.io import read_netcdf
 from sojourn.core.precision import (MAX_REPLICATIONS, STOP_REASONS, TARGET_MET, UNDEFINED, Precision,
                                     decide, histogram_statistic, next_count, parse, run_replications)
-from sojourn.core.stats import cdf_from_histogram, interval, mean_ci, quantile
+from sojourn.core.stats import cdf_from_histogram, interval, mean_ci, percentiles_per_replication
 from sojourn.jsq_ps.simulate import simulate, simulate_many
 
 RUN = dict(horizon=10_000.0, warmup=200.0, dt=0.1, t_max=600.0)
@@ -124,10 +124,14 @@ def test_histogram_statistics_match_the_studies_conventions():
     dt, nb = 0.5, 41
     count = rng.integers(0, 50, size=(3, nb))
     overflow = np.array([0, 3, 200])
-    edges = np.arange(nb) * dt + dt
+    t = np.arange(nb) * dt
+    edges = t + dt
     F = cdf_from_histogram(count, overflow)
     pct = histogram_statistic(Precision("percentile", 90.0, 0.1), count, overflow, edges)
-    np.testing.assert_array_equal(pct, quantile(edges, F, 0.9))
+    # the summaries' percentile: interpolated within its bin, never above the paper's right edge
+    np.testing.assert_array_equal(pct, percentiles_per_replication(count, overflow, t, dt, 0.9)[0][:, 0])
+    right = edges[np.argmax(F[:2] > 0.9, axis=-1)]  # the paper's: the first right edge with F > 0.9
+    assert np.all(pct[:2] <= right) and np.all(pct[:2] >= right - dt)
     assert np.isnan(pct[2])  # F never exceeds 0.9 on the grid: undefined
     cdf = histogram_statistic(Precision("cdf", 7.3, 0.1), count, overflow, edges)
     np.testing.assert_array_equal(cdf, F[:, 13])  # the last right edge <= 7.3 is 7.0 = edges[13]

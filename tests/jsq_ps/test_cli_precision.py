@@ -25,7 +25,10 @@ from sojourn.jsq_ps.simulate import simulate, summary
     (14.1843, 13.95, 14.42, {}, "14.18 [13.95, 14.42]"),  # asymmetric (BCa): the interval's ends
     (346280.0, 346280.0 - 1234.0, 346280.0 + 1234.0, {}, "346300 ± 1200"),  # rounded to hundreds
     (0.0123456, 0.0123456 - 0.00031, 0.0123456 + 0.00031, {}, "0.01235 ± 0.00031"),
-    (4.9990, 4.9898, 5.0082, {"resolution": 0.01}, "5.00 ± 0.01"),  # never finer than the histogram's bins
+    (4.9990, 4.9898, 5.0082, {"resolution": 0.01}, "5.00 ± 0.01 (bin)"),  # CI narrower than the bin: ± dt
+    (0.0702, 0.0701, 0.0703, {"resolution": 0.001}, "0.070 ± 0.001 (bin)"),
+    (0.6, 0.6, 0.6, {"resolution": 0.01}, "0.60 ± 0.01 (bin)"),  # one bin for all: never "± 0.00"
+    (3.0431, 3.0231, 3.0631, {"resolution": 0.01}, "3.04 ± 0.02"),  # never finer than the histogram's bins
     (2.5, np.nan, np.nan, {}, "2.5 (no CI)"),  # one replication
     (np.nan, 1.0, 2.0, {}, "n/a"),
     (3.0, 3.0, 3.0, {}, "3 ± 0"),  # every replication equal
@@ -38,7 +41,9 @@ def test_percentiles_per_replication_counts_the_customers_beyond():
     # 100 customers in bins [i, i + 1): F at the right edges 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0, ...
     count = np.array([[50, 30, 10, 5, 3, 1, 1, 0, 0, 0]])
     x, beyond = percentiles_per_replication(count, np.array([0]), np.arange(10.0), 1.0, [0.9, 0.99, 0.5])
-    assert x.tolist() == [[4.0, 7.0, 2.0]]  # first right edge with F > p (0.9 -> 0.95 at edge 4)
+    assert x.tolist() == [[3.0, 6.0, 1.0]]  # F linear within the bin: F(3) = 0.9, F(6) = 0.99, F(1) = 0.5 exactly
+    x, _ = percentiles_per_replication(count, np.array([0]), np.arange(10.0), 1.0, [0.85, 0.995])
+    np.testing.assert_allclose(x, [[2.5, 6.5]])  # within the bin [2, 3) and [6, 7)
     assert beyond.tolist() == [[5, 0, 20]]  # 99th: the bin of the sample maximum, none beyond
     x, beyond = percentiles_per_replication(np.array([[1, 1, 0]]), np.array([8]), np.arange(3.0), 1.0, [0.5])
     assert np.isnan(x[0, 0]) and beyond[0, 0] == 8  # past the grid: the overflow lies beyond

@@ -25,7 +25,7 @@ def test_simulate_and_bad_inputs(tmp_path, capsys):
     assert ds.attrs["semantics"] == "timeout" and ds.sizes["replication"] == 3
     assert "mean response time" in capsys.readouterr().out
     assert main(["restart", "simulate", "--model", "example2", "--signal-rate", "-1", "-o", str(out)]) == 2
-    assert "signal_rate must be in [0, inf)" in capsys.readouterr().err
+    assert "--signal-rate must be in [0, inf)" in capsys.readouterr().err  # the flag, not the field (issue 26)
     m = tmp_path / "bad.yaml"
     m.write_text(yaml.safe_dump({"queues": [{"name": "q", "classes": [
         {"name": "a", "arrival_rate": 0.1, "service": {"rates": [1.0, 2.0], "H": [[0.5, 0.7], [0, 0]]},

@@ -154,6 +154,73 @@ CLI = [
     Case("max-replications-one", _sim("--precision", "mean", "--max-replications", "1"), ("--max-replications",)),
     Case("min-above-max-replications", _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
          ("--min-replications", "--max-replications")),
+    # issue 26: predicted memory and time refused before any allocation, naming the flag and the override
+    Case("servers-memory", _sim("-R", "100000000"), ("--servers", "GiB of memory", "--max-memory")),
+    Case("grid-memory", _sim("--dt", "1e-9", "--t-max", "1e9"), ("--t-max/--dt", "PiB of memory", "--max-memory")),
+    Case("events-time", _sim("-R", "1000", "--horizon", "1e9"),
+         ("--servers/--horizon/--replications", "predicted to take", "--max-time")),
+    Case("limit-from-flag", _sim("--max-memory", "1k"), ("--t-max/--dt", "(--max-memory)")),
+    Case("max-memory-not-a-size", _sim("--max-memory", "lots"), ("--max-memory", "16G")),
+    Case("max-time-unknown-unit", _sim("--max-time", "1ms"), ("--max-time", "30m")),
+    Case("approximate-L2-memory", _apx("--L2", "100000000"), ("--L2", "memory", "--max-memory"),
+         absent=("--t-max/--dt",)),
+    Case("approximate-grid-memory", _apx("--dt", "1e-9", "--t-max", "1e9"), ("--t-max/--dt", "memory")),
+    Case("approximate-servers-memory", _apx("-R", "100000000", "--method", "exact"), ("--servers", "memory")),
+    Case("approximate-L1-memory", _apx("-R", "8", "--L1", "200", "--L2", "200"), ("--L1", "memory")),
+    # issue 26: laws
+    Case("service-param-twice", _sim("--service", "lognormal:sigma=1,sigma=5"), ("--service", "'sigma'", "twice")),
+    Case("service-gamma-shape-tiny", _sim("--service", "gamma:shape=1e-300"), ("--service", "gamma.shape", ">= 0.00651")),
+]
+
+# split-merge and restart commands (issue 26): the flag named, never only the model's field
+SM = ["split-merge"]
+SMX = [*SM, "exact", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5"]
+SMS = [*SM, "simulate", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5", "--workunits", "1000", "--replications", "2"]
+SMB = [*SM, "best", "-n", "4", "--arrival-rate", "1"]
+RS = ["restart", "solve", "-m", "example1", "-o", OUT]
+RSIM = ["restart", "simulate", "-m", "example1", "--horizon", "2000", "--replications", "2", "-o", OUT]
+HYPER = "hyperexponential:probs=0.5/0.5,rates=2/0.667"
+
+OTHER_CLI = [
+    Case("sm-hosts-memory", [*SM, "simulate", "-n", "1000000000000", "-r", "1", "-q", "1", "--load", "0.5", "-o", OUT],
+         ("--hosts", "memory", "--max-memory")),
+    Case("sm-order-statistic-memory", [*SM, "exact", "-n", "100000", "-r", "100000", "-q", "50000", "--load", "0.5",
+                                       "--replica-law", HYPER], ("--replicas/--quorum", "memory", "--max-memory")),
+    Case("sm-grid-memory", [*SMS, "--dt", "1e-9", "--t-max", "1e9", "-o", OUT], ("--t-max/--dt", "memory")),
+    Case("sm-workunits-time", [*SMS[:-4], "--workunits", "1000000000000", "-o", OUT],
+         ("--workunits/--horizon/--replications", "predicted to take", "--max-time")),
+    Case("sm-workunits-zero", [*SMS[:-4], "--workunits", "0", "-o", OUT], ("--workunits", ">= 1")),
+    Case("sm-percentiles-empty", [*SMX, "--percentiles", ","], ("--percentiles", "at least one level")),
+    Case("sm-percentiles-twice", [*SMX, "--percentiles", "50,50"], ("--percentiles", "50", "twice")),
+    Case("sm-percentiles-word", [*SMX, "--percentiles", "50,p99"], ("--percentiles", "'p99'")),
+    Case("sm-percentile-100", [*SMX, "--percentiles", "100"], ("--percentiles", "(0, 100)")),
+    Case("sm-simulate-percentiles-twice", [*SMS, "--percentiles", "99,99", "-o", OUT], ("--percentiles", "twice")),
+    Case("sm-top-negative", [*SMB, "--top", "-1"], ("--top", ">= 1")),
+    Case("sm-top-zero", [*SMB, "--top", "0"], ("--top", ">= 1")),
+    Case("sm-quorum-min-above-max-replicas", [*SMB, "--quorum-min", "5", "--max-replicas", "3"],
+         ("--quorum-min", "--max-replicas = 3", "no pair (r, q)"), absent=("unstable",)),
+    Case("sm-quorum-min-above-hosts", [*SMB, "--quorum-min", "5"], ("--quorum-min", "--hosts = 4"), absent=("unstable",)),
+    Case("sm-best-workunits-zero", [*SMB, "--workunits", "0"], ("--workunits", ">= 1")),
+    Case("sm-replicas-above-hosts", [*SM, "exact", "-n", "3", "-r", "4", "-q", "1", "--load", "0.5"],
+         ("--replicas must", "--hosts=3")),
+    Case("sm-quorum-above-replicas", [*SM, "exact", "-n", "4", "-r", "2", "-q", "3", "--load", "0.5"],
+         ("--quorum must", "--replicas=2")),
+    Case("sm-arrival-rate-unstable", [*SM, "exact", "-n", "4", "-r", "2", "-q", "1", "--arrival-rate", "4"],
+         ("--arrival-rate must be <",), absent=("arrival_rate",)),
+    Case("sm-replica-law-twice", [*SMX, "--replica-law", "lognormal:sigma=1,sigma=5"], ("--replica-law", "twice")),
+    Case("sm-replica-law-gamma-tiny", [*SMX, "--replica-law", "gamma:shape=1e-300"],
+         ("--replica-law", "gamma.shape", ">= 0.00651")),
+    Case("restart-signal-rate-round-off", [*RS, "--signal-rate", "1e300"], ("--signal-rate 1e+300", "round-off"),
+         absent=("routing cycle",)),
+    Case("restart-signal-rate-unstable", [*RS, "--signal-rate", "1000"], ("--signal-rate 1000", "unstable")),
+    Case("restart-grid-memory", [*RSIM, "--dt", "1e-9", "--t-max", "1e9"], ("--t-max/--dt", "memory")),
+    Case("restart-optimise-grid-memory", ["restart", "optimise", "-m", "example1", "--dt", "1e-9", "--t-max", "1e9",
+                                          "-o", OUT], ("--t-max/--dt", "13 timeouts")),
+    Case("restart-tmax-not-multiple", [*RSIM, "--dt", "0.03", "--t-max", "1"], ("--t-max", "multiple of --dt")),
+    Case("restart-timeout-twice", [*RSIM, "--semantics", "timeout", "--timeout", "lognormal:sigma=1,sigma=2"],
+         ("--timeout", "twice")),
+    Case("restart-timeout-missing", [*RSIM, "--semantics", "timeout"], ("--timeout is required",)),
+    Case("restart-timeout-without-semantics", [*RSIM, "--timeout", "exponential"], ("--timeout applies only",)),
 ]
 
 
@@ -166,6 +233,15 @@ def no_compute(monkeypatch):
     monkeypatch.setattr(simulate_module, "simulate", forbidden)
     monkeypatch.setattr(analytic_api, "approximate", forbidden)
     monkeypatch.setattr(core_io, "write_netcdf", forbidden)
+    import sojourn.restart.optimise as restart_optimise
+    import sojourn.restart.simulate as restart_simulate
+    import sojourn.split_merge.best as sm_best
+    import sojourn.split_merge.simulate as sm_simulate
+    import sojourn.split_merge.solve as sm_solve
+
+    for module, name in ((sm_simulate, "simulate"), (sm_solve, "exact_dataset"), (sm_best, "best"),
+                         (restart_simulate, "simulate"), (restart_optimise, "optimise")):
+        monkeypatch.setattr(module, name, forbidden)
 
 
 def _argv(argv, tmp_path):
@@ -186,7 +262,7 @@ def _check_message(case, text):
         assert word not in text, (word, text)
 
 
-@pytest.mark.parametrize("case", CLI, ids=[c.id for c in CLI])
+@pytest.mark.parametrize("case", CLI + OTHER_CLI, ids=[c.id for c in CLI + OTHER_CLI])
 def test_cli_rejects(case, tmp_path, capsys, no_compute):
     argv = _argv(case.bad, tmp_path)
     before = _files(tmp_path)
@@ -198,6 +274,21 @@ def test_cli_rejects(case, tmp_path, capsys, no_compute):
     _check_message(case, last)
     assert _files(tmp_path) == before  # no result, no probe, no folder created
     assert not os.path.exists("/proc/sojourn-x.nc")
+
+
+def test_a_refused_request_runs_when_its_limit_is_raised_on_purpose(tmp_path, capsys, monkeypatch, no_compute):
+    """The cost limits come from the flag, else the environment, else the default; raising one lets the same
+    request reach its compute (here the forbidden stand-in)."""
+    monkeypatch.setenv("SOJOURN_MAX_MEMORY", "1k")
+    assert main(_argv(_sim(), tmp_path)) == 2
+    assert "(SOJOURN_MAX_MEMORY); lower --t-max/--dt" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="computed or wrote"):
+        main(_argv(_sim("--max-memory", "none"), tmp_path))
+    monkeypatch.setenv("SOJOURN_MAX_TIME", "1s")
+    assert main(_argv(_sim("--max-memory", "none", "-R", "50", "--horizon", "1e6"), tmp_path)) == 2
+    assert "predicted to take" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="computed or wrote"):
+        main(_argv(_sim("--max-memory", "none", "-R", "50", "--horizon", "1e6", "--max-time", "2h"), tmp_path))
 
 
 SCRIPT = [
@@ -297,13 +388,20 @@ def test_api_rejects(case):
 # -- config --------------------------------------------------------------------------------------
 def checked(cfg):
     """What the Snakefile and the study's rule file do, in order."""
+    from sojourn.core.cluster import check_cluster
+
     validate_config(cfg, SCHEMAS / "config.schema.yaml")
+    check_cluster(cfg["cluster"])
     validate_config(cfg["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")
     G.check_config(cfg["jsq_ps"])
 
 
 def J(**section):
     return {"jsq_ps": section}
+
+
+def S(**slurm):
+    return {"cluster": {"kind": "slurm", "slurm": slurm}}
 
 
 CONFIG = [
@@ -334,6 +432,22 @@ CONFIG = [
     Case("law-ph-malformed", J(mgr={"laws": ["phasetype:alpha=1/0,T=-1/2|0/-2"]}), ("jsq_ps.mgr.laws[0]",)),
     Case("law-wrong-type", J(mgr={"laws": [5]}), ("jsq_ps.mgr.laws[0]", "a string or a mapping")),
     Case("cluster-kind-misspelt", {"cluster": {"kind": "slurn"}}, ("cluster.kind",), "slurm"),
+    # cluster.slurm (docs/hpc.md): what sbatch, dask-jobqueue or dask worker would reject later, in the queue
+    Case("slurm-memory", S(memory="2 bananas"), ("cluster.slurm.memory", "2GB")),
+    Case("slurm-walltime", S(walltime="1h"), ("cluster.slurm.walltime", "HH:MM:SS")),
+    Case("slurm-processes-not-dividing", S(cores=4, processes=3), ("cluster.slurm.processes", "divide cores (4)")),
+    Case("slurm-jobs-and-maximum", S(jobs=2, maximum_jobs=4), ("cluster.slurm.jobs", "not both")),
+    Case("slurm-maximum-below-minimum", S(minimum_jobs=3, maximum_jobs=2), ("cluster.slurm.maximum_jobs", ">= minimum_jobs (3)")),
+    Case("slurm-minimum-zero", S(minimum_jobs=0), ("cluster.slurm.minimum_jobs", ">= 1")),
+    Case("slurm-directive-with-sbatch", S(job_extra_directives=["#SBATCH --qos=long"]),
+         ("cluster.slurm.job_extra_directives[0]", "--constraint")),
+    Case("slurm-worker-arg-misspelt", S(worker_extra_args=["--lifetim", "50m"]), ("cluster.slurm.worker_extra_args", "--lifetim")),
+    Case("slurm-worker-arg-value", S(worker_extra_args=["--lifetime"]), ("cluster.slurm.worker_extra_args", "requires an argument")),
+    Case("slurm-scheduler-option-misspelt", S(scheduler_options={"prot": 8786}), ("cluster.slurm.scheduler_options.prot",), "port"),
+    Case("slurm-scheduler-port", S(scheduler_options={"port": 70000}), ("cluster.slurm.scheduler_options.port", "0..65535")),
+    Case("slurm-interface-missing", S(interface="nosuchif0"), ("cluster.slurm.interface", "no network interface")),
+    Case("slurm-key-misspelt", S(acount="proj"), ("cluster.slurm.acount", "unknown key"), "account"),
+    Case("local-memory-limit", {"cluster": {"memory_limit": "lots"}}, ("cluster.memory_limit", "2GB")),
     Case("ci-misspelt", J(comparison={"ci": "bootstrp"}), ("jsq_ps.comparison.ci",), "bootstrap"),
     Case("format-unknown", J(figures={"formats": ["jpg"]}), ("jsq_ps.figures.formats[0]",)),
     Case("section-wrong-type", {"jsq_ps": 5}, ("jsq_ps", "a mapping")),
@@ -372,6 +486,11 @@ CONFIG = [
     Case("R-twice", J(grid={"R": [2, 2]}), ("jsq_ps.grid.R", "given twice")),
     Case("percentiles-twice", J(comparison={"percentiles": [99, 99]}), ("jsq_ps.comparison.percentiles", "twice")),
     Case("formats-twice", J(figures={"formats": ["png", "png"]}), ("jsq_ps.figures.formats", "twice")),
+    # issue 26: a grid too large for memory, a law parameter twice, a law that underflows
+    Case("grid-memory", J(time_grid={"dt": 1e-9, "t_max": 1e9}), ("jsq_ps.time_grid.t_max/dt", "memory",
+                                                                 "SOJOURN_MAX_MEMORY")),
+    Case("law-param-twice", J(mgr={"laws": ["lognormal:sigma=1,sigma=5"]}), ("jsq_ps.mgr.laws[0]", "twice")),
+    Case("law-gamma-shape-tiny", J(mgr={"laws": ["gamma:shape=1e-300"]}), ("jsq_ps.mgr.laws[0]", "gamma.shape")),
 ]
 
 
@@ -427,6 +546,15 @@ OTHER_CONFIG = [
          ("restart.examples.example1.horizon", "finite")),
     Case("restart-percentiles-twice", {"restart": {"comparison": {"percentiles": [99, 99]}}},
          ("restart.comparison.percentiles", "twice")),
+    # issue 26: grids too large for memory, quorums above every r in experiment (c), a law parameter twice
+    Case("sm-grid-memory", {"split_merge": {"experiment_a": {"time_grid": {"dt": 1e-9, "t_max": 1e9}}}},
+         ("split_merge.experiment_a.time_grid.t_max/dt", "memory", "SOJOURN_MAX_MEMORY")),
+    Case("restart-grid-memory", {"restart": {"time_grid": {"dt": 1e-9, "t_max": 1e9}}},
+         ("restart.time_grid.t_max/dt", "memory")),
+    Case("sm-c-quorums-above-every-r", {"split_merge": {"experiment_c": {"replicas": [1, 2], "quorums": [3]}}},
+         ("split_merge.experiment_c", "no cell has q <= r")),
+    Case("sm-replica-law-twice", {"split_merge": {"experiment_a": {"replica_law": "lognormal:sigma=1,sigma=2"}}},
+         ("split_merge.experiment_a", "twice")),
 ]
 
 
@@ -499,8 +627,12 @@ SNAKEMAKE = [
      ["jsq_ps.simulation.horizon: must be a number; got '30000'", "--configfile"]),
     ("override-malformed-yaml", "jsq_ps:\n  simulation:\n    horizon: [1000\n", [],
      ["not valid JSON or YAML"]),
+    # YAML's own infinity (issue 26: it passed the schema and the dry run, then failed inside Dask tasks)
+    ("override-yaml-inf", "jsq_ps:\n  simulation:\n    horizon: .inf\n", [],
+     ["jsq_ps.simulation.horizon: must be a finite number; got inf"]),
 ]
-CATALOGUE_SIZE = len(CLI) + len(API) + len(CONFIG) + len(OTHER_CONFIG) + 1  # + malformed YAML (only through Snakemake)
+#  + malformed YAML and YAML's .inf (only through Snakemake)
+CATALOGUE_SIZE = len(CLI) + len(OTHER_CLI) + len(API) + len(CONFIG) + len(OTHER_CONFIG) + 2
 
 
 @pytest.mark.parametrize("case", SNAKEMAKE, ids=[c[0] for c in SNAKEMAKE])
@@ -524,8 +656,9 @@ def test_snakemake_refuses_a_bad_config_in_a_few_lines(case, tmp_path):
 
 
 def test_catalogue_has_at_least_40_distinct_bad_inputs():
-    cli = {tuple(c.bad) for c in CLI}
+    cli = {tuple(c.bad) for c in CLI + OTHER_CLI}
     api = {c.id for c in API}
     cfg = {yaml.safe_dump(c.bad, sort_keys=True) for c in CONFIG + OTHER_CONFIG}
-    assert len(cli) == len(CLI) and len(api) == len(API) and len(cfg) == len(CONFIG) + len(OTHER_CONFIG)
-    assert CATALOGUE_SIZE >= 40
+    assert len(cli) == len(CLI) + len(OTHER_CLI) and len(api) == len(API)
+    assert len(cfg) == len(CONFIG) + len(OTHER_CONFIG)
+    assert CATALOGUE_SIZE >= 169 + 30  # issue 26: at least 30 more than the 169 before it

@@ -56,7 +56,10 @@ def test_defaults_come_from_the_schema():
     assert [G.L1_for(cfg, R) for R in range(1, 11)] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]
     assert cfg["approximation"]["L2"] == 130
     assert cfg["time_grid"] == {"dt": 0.01, "t_max": 182.32}
-    assert top["cluster"]["kind"] == "local" and top["cluster"]["slurm"]["jobs"] == 2
+    assert top["cluster"]["kind"] == "local" and top["cluster"]["slurm"]["jobs"] is None
+    from sojourn.core.cluster import slurm_jobs
+
+    assert slurm_jobs(top["cluster"]["slurm"]) == (1, 2)  # adaptive between 1 and 2 worker jobs by default
     assert cfg["comparison"]["percentiles"] == [99, 99.9, 99.99, 99.999]
 
 

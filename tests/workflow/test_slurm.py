@@ -420,9 +420,10 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     import yaml
 
     cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    name = f"sojourn-w-{uuid.uuid4().hex[:8]}"
     cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 2,
                                                  "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB",
-                                                 "walltime": "00:30:00",
+                                                 "walltime": "00:30:00", "job_name": name,
                                                  "log_directory": str(tmp_path / "dask-logs")}}
     override = tmp_path / "slurm.yaml"
     override.write_text(yaml.safe_dump(cfg))
@@ -440,5 +441,12 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     while (_queued() - before) and time.monotonic() - t0 < GUARD_S:
         time.sleep(0.5)
     assert not _queued() - before
+    # every worker job that ran ended on its own (retired at close): COMPLETED, not "CANCELLED by 0"; a job the
+    # queue had not started yet when the run ended is cancelled, and sacct shows it never started
+    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
+    recs = [line.split("|") for line in out.splitlines() if line]
+    assert recs, f"no worker job named {name} in sacct"
+    ran = {jid: state for jid, state, start in recs if start not in ("None", "Unknown", "")}
+    assert ran and set(ran.values()) == {"COMPLETED"}, recs
     n = _assert_same_results(local, hpc)
     assert n >= 3

@@ -46,6 +46,30 @@ if workflow.is_main_process:
     _damaged_results()
 
 
+def _walltime_warnings():
+    """cluster.slurm.walltime against what each enabled study predicts of one task's run time (a study's
+    ``config.predicted_task_seconds``; a study without one is named as unchecked)."""
+    import importlib
+
+    from sojourn.core.cluster import walltime_warnings
+
+    predicted, unpredicted = [], []
+    for study in ENABLED:
+        study_config = importlib.import_module(f"{study.package}.config")
+        if hasattr(study_config, "predicted_task_seconds"):
+            p, u = study_config.predicted_task_seconds(config[study.name])
+            predicted += p
+            unpredicted += u
+        else:
+            unpredicted.append(f"the {study.name} study")
+    for line in walltime_warnings(config["cluster"], predicted, unpredicted):
+        print(f"sojourn: warning: {line}", file=sys.stderr)
+
+
+if workflow.is_main_process and _executes():
+    _walltime_warnings()
+
+
 def figure_outputs(study, files, folder, formats):
     """The output files of a figure job: every figure ``files`` lists (the study's registry,
     ``sojourn.<study>.plots.figures``) in every format; the PNGs go into the HTML report with the figure's caption

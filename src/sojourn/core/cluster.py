@@ -3,22 +3,27 @@
 ``cluster.kind`` chooses where the replications run:
 
 ``local`` (default)
-    a :class:`distributed.LocalCluster` with one single-threaded worker *process* per core
-    (``processes=True``, ``threads_per_worker=1``), bound to 127.0.0.1, no dashboard;
+    a :class:`distributed.LocalCluster` with one single-threaded worker *process* per CPU this process
+    may use (``processes=True``, ``threads_per_worker=1``), bound to 127.0.0.1, no dashboard. Inside a
+    SLURM job that is what SLURM allocated (:func:`allocation`): workers × threads = the allocated CPUs,
+    and the workers' memory limits add up to the job's memory;
 ``address``
     an existing scheduler, ``cluster.address: tcp://host:8786``;
 ``scheduler_file``
     an existing scheduler that wrote ``cluster.scheduler_file`` (``dask scheduler --scheduler-file …``);
 ``slurm``
     a dask-jobqueue ``SLURMCluster``: workers are SLURM batch jobs (``cluster.slurm`` holds the
-    ``cores``/``memory``/``walltime``/``queue``/``account``/``jobs`` … of those jobs).
+    ``cores``/``memory``/``walltime``/``queue``/``account``/``qos`` … of those jobs) that adapt between
+    ``minimum_jobs`` and ``maximum_jobs``; a worker job lost mid-run is replaced, and at close the
+    workers are retired so that their jobs end on their own (``sacct``: COMPLETED, not CANCELLED).
 
 Results never depend on the choice: every replication's random stream is derived by the engine from
 (seed, spec, replication), and results are gathered in submission order.
 
 :func:`dask_client` is a context manager for one-off use. :func:`shared_client` keeps one client per
 process (created on first use, closed at exit), which is how the Snakemake workflow amortises the
-cluster start-up over all jobs of a run (see the README, "Pipeline design").
+cluster start-up over all jobs of a run (see the README, "Pipeline design"). docs/hpc.md is the
+operator's guide to the SLURM routes.
 """
 from __future__ import annotations
 
@@ -26,9 +31,12 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import threading
 
-from .config import NO_WORKERS_TIMEOUT
+from .config import NO_WORKERS_TIMEOUT, ConfigError
+
+log = logging.getLogger(__name__)
 
 DEFAULTS = {
     "kind": "local",
@@ -47,42 +55,291 @@ SLURM_DEFAULTS = {
     "walltime": "01:00:00",
     "queue": None,
     "account": None,
-    "jobs": 2,
+    "qos": None,
+    "jobs": None,
+    "minimum_jobs": None,
+    "maximum_jobs": None,
+    "job_name": "sojourn-worker",
     "python": None,
     "job_extra_directives": [],
     "job_script_prologue": [],
     "local_directory": None,
     "log_directory": None,
     "interface": None,
+    "worker_extra_args": [],
+    "scheduler_options": {},
 }
+
+#: ``cluster.slurm.minimum_jobs``/``maximum_jobs`` when neither they nor ``jobs`` are given
+DEFAULT_MINIMUM_JOBS, DEFAULT_MAXIMUM_JOBS = 1, 2
+#: the scheduler options a site may set (``cluster.slurm.scheduler_options``)
+SCHEDULER_OPTIONS = ("host", "port", "interface", "dashboard_address", "protocol")
+#: how often the adaptive SLURM cluster looks at its jobs and the scheduler's load, and how many
+#: consecutive looks a worker must be idle before it is retired (down to minimum_jobs): 60 s
+ADAPT_INTERVAL_S, ADAPT_WAIT_COUNT = 5, 12
+#: at close (or scale-down), how long a retired worker's SLURM job is given to end on its own before scancel
+RETIRE_GRACE_S = 60.0
+#: SLURM job states in which a job still holds (or waits for) its allocation
+_ALIVE = {"PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+          "RESIZING", "SIGNALING", "STAGE_OUT", "COMPLETING"}
 
 
 def _settings(cluster_cfg: dict | None) -> dict:
     cfg = {**DEFAULTS, **(cluster_cfg or {})}
     cfg["slurm"] = {**SLURM_DEFAULTS, **(cfg.get("slurm") or {})}
     if cfg["kind"] not in ("local", "address", "scheduler_file", "slurm"):
-        raise ValueError(f"cluster.kind must be one of local, address, scheduler_file, slurm; got {cfg['kind']!r}")
+        raise ConfigError(f"cluster.kind: must be one of local, address, scheduler_file, slurm; got {cfg['kind']!r}")
     if cfg["kind"] == "address" and not cfg.get("address"):
-        raise ValueError("cluster.address is required with cluster.kind: address")
+        raise ConfigError("cluster.address: required with cluster.kind: address")
     if cfg["kind"] == "scheduler_file" and not cfg.get("scheduler_file"):
-        raise ValueError("cluster.scheduler_file is required with cluster.kind: scheduler_file")
+        raise ConfigError("cluster.scheduler_file: required with cluster.kind: scheduler_file")
     return cfg
+
+
+def check_cluster(cluster_cfg: dict | None) -> dict:
+    """The ``cluster:`` section checked for what its JSON schema cannot express (raises :class:`ConfigError`,
+    one line per problem, each naming the key): with ``kind: slurm``, every ``cluster.slurm`` value that
+    dask-jobqueue or sbatch would reject later, on a worker node or in the queue. Returns the settings with
+    defaults filled in. Called by the Snakefile before any job, and by :func:`dask_client`."""
+    cfg = _settings(cluster_cfg)
+    problems = []
+    if cfg["kind"] == "local" and cfg.get("memory_limit") not in ("auto", None, 0):
+        try:
+            _bytes(cfg["memory_limit"])
+        except ValueError as exc:
+            problems.append(f"cluster.memory_limit: {exc}")
+    if cfg["kind"] == "slurm":
+        problems += _slurm_problems(cfg["slurm"])
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return cfg
+
+
+def _bytes(value) -> int:
+    """Bytes of a memory size: a number, a fraction of this machine's memory (0 < x ≤ 1, as Dask reads it)
+    or a string with a unit ("2GB", "500 MiB")."""
+    from dask.utils import parse_bytes
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"must be > 0; got {value!r}")
+        return int(value)
+    try:
+        n = parse_bytes(str(value))
+    except (ValueError, TypeError):
+        raise ValueError(f"must be a size such as 2GB or 500MiB; got {value!r}") from None
+    if n <= 0:
+        raise ValueError(f"must be > 0; got {value!r}")
+    return n
+
+
+_WALLTIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
+                       r"|(?P<h>\d+):(?P<m>\d+):(?P<s>\d+)|(?P<mm>\d+):(?P<ss>\d+)|(?P<only_m>\d+))$")
+
+
+def walltime_seconds(text: str) -> int | None:
+    """Seconds of a SLURM time limit (``sbatch -t``): ``minutes``, ``minutes:seconds``, ``hours:minutes:seconds``,
+    ``days-hours``, ``days-hours:minutes``, ``days-hours:minutes:seconds``; None for no limit (``0``,
+    ``UNLIMITED``, ``INFINITE``: the partition's maximum applies). ValueError otherwise."""
+    if str(text).strip().upper() in ("0", "UNLIMITED", "INFINITE"):
+        return None
+    m = _WALLTIME.match(str(text).strip())
+    if not m:
+        raise ValueError("must be a SLURM time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS; "
+                         f"got {text!r}")
+    g = {k: int(v) for k, v in m.groupdict().items() if v is not None}
+    if "d" in g:
+        sec = g["d"] * 86400 + g["dh"] * 3600 + g.get("dm", 0) * 60 + g.get("ds", 0)
+    elif "h" in g:
+        sec = g["h"] * 3600 + g["m"] * 60 + g["s"]
+    elif "mm" in g:
+        sec = g["mm"] * 60 + g["ss"]
+    else:
+        sec = g["only_m"] * 60
+    if sec <= 0:
+        raise ValueError(f"must be longer than 0 (or 0 / UNLIMITED for no limit); got {text!r}")
+    return sec
+
+
+def slurm_jobs(s: dict) -> tuple[int, int]:
+    """(minimum, maximum) worker jobs of ``cluster.slurm``: ``jobs`` is a fixed count (minimum = maximum);
+    otherwise ``minimum_jobs`` (default 1) and ``maximum_jobs`` (default the larger of minimum_jobs and 2)."""
+    jobs, lo, hi = s.get("jobs"), s.get("minimum_jobs"), s.get("maximum_jobs")
+    if jobs is not None and (lo is not None or hi is not None):
+        raise ConfigError("cluster.slurm.jobs: give either jobs (a fixed number of worker jobs) or "
+                          "minimum_jobs/maximum_jobs (adaptive), not both")
+    if jobs is not None:
+        return int(jobs), int(jobs)
+    lo = DEFAULT_MINIMUM_JOBS if lo is None else int(lo)
+    hi = max(lo, DEFAULT_MAXIMUM_JOBS) if hi is None else int(hi)
+    if hi < lo:
+        raise ConfigError(f"cluster.slurm.maximum_jobs: must be >= minimum_jobs ({lo}); got {hi}")
+    return lo, hi
+
+
+def _slurm_problems(s: dict) -> list[str]:
+    out = []
+
+    def bad(key, reason):
+        out.append(f"cluster.slurm.{key}: {reason}")
+
+    try:
+        _bytes(s["memory"])
+    except ValueError as exc:
+        bad("memory", exc)
+    try:
+        walltime_seconds(s["walltime"])
+    except ValueError as exc:
+        bad("walltime", exc)
+    cores, processes = s["cores"], s["processes"]
+    if isinstance(cores, int) and isinstance(processes, int) and processes > 0 and cores % processes:
+        bad("processes", f"must divide cores ({cores}): each worker process gets cores/processes threads; "
+                         f"got {processes}")
+    try:
+        slurm_jobs(s)
+    except ConfigError as exc:
+        out.append(str(exc))
+    for i, d in enumerate(s.get("job_extra_directives") or []):
+        if not isinstance(d, str) or not d.startswith("-"):
+            bad(f"job_extra_directives[{i}]", f"must be an sbatch option such as --constraint=skylake "
+                                              f"(without '#SBATCH'); got {d!r}")
+    args = [str(a) for a in (s.get("worker_extra_args") or [])]
+    if args:
+        reason = _worker_args_problem(args)
+        if reason:
+            bad("worker_extra_args", reason)
+    opts = s.get("scheduler_options") or {}
+    for k in opts:
+        if k not in SCHEDULER_OPTIONS:
+            from .inputs import did_you_mean
+
+            bad(f"scheduler_options.{k}", f"unknown option{did_you_mean(k, SCHEDULER_OPTIONS)} "
+                                          f"(allowed: {', '.join(SCHEDULER_OPTIONS)})")
+    port = opts.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+        bad("scheduler_options.port", f"must be an integer in 0..65535 (0: any free port); got {port!r}")
+    for key, name in (("interface", s.get("interface")), ("scheduler_options.interface", opts.get("interface"))):
+        if name:
+            reason = _interface_problem(name)
+            if reason:
+                bad(key, reason)
+    return out
+
+
+def _worker_args_problem(args: list[str]) -> str | None:
+    """Why ``dask worker`` would reject ``args`` (its own option parser, nothing started), or None."""
+    import click
+    from distributed.cli.dask_worker import main as dask_worker
+
+    try:
+        ctx = dask_worker.make_context("dask worker", ["tcp://127.0.0.1:8786", *args], resilient_parsing=False)
+    except click.UsageError as exc:
+        return f"dask worker rejects {' '.join(args)!r}: {exc.format_message()}"
+    extra = [a for a in ctx.args if a.startswith("-")]
+    if extra:
+        return f"dask worker has no option {extra[0]!r} (see `dask worker --help`)"
+    return None
+
+
+def _interface_problem(name: str) -> str | None:
+    import psutil
+
+    have = sorted(psutil.net_if_addrs())
+    if name in have:
+        return None
+    from .inputs import did_you_mean
+
+    return (f"this machine (where the Dask scheduler runs) has no network interface {name!r}"
+            f"{did_you_mean(name, have)} (it has: {', '.join(have)})")
+
+
+# -- what this process may use (inside a SLURM job: what SLURM allocated) -------------------------------
+def allocation(environ=None) -> dict:
+    """The CPUs and memory this process may use, with where each number came from.
+
+    CPUs: ``SLURM_CPUS_PER_TASK`` (or ``SLURM_CPUS_ON_NODE`` in a job without ``--cpus-per-task``), and
+    never more than the CPU affinity, the cgroup CPU quota or the CPU count (``dask.system.cpu_count``).
+    Memory: ``SLURM_MEM_PER_NODE`` (MB, ``--mem``) or ``SLURM_MEM_PER_CPU`` × the CPUs (``--mem-per-cpu``),
+    and never more than the cgroup limit, RLIMIT_RSS or the machine's memory (``distributed.system``).
+    SLURM does not always enforce its allocation (``TaskPlugin=task/none``, no cgroup), so the SLURM
+    variables are read first rather than trusting the machine's view.
+
+    Returns ``{"cpus", "cpus_from", "memory", "memory_from", "in_slurm_job"}`` (memory in bytes)."""
+    from dask.system import cpu_count
+    from distributed.system import memory_limit
+
+    env = os.environ if environ is None else environ
+    in_job = bool(env.get("SLURM_JOB_ID"))
+    cpus, cpus_from = cpu_count(), "the CPU affinity / cgroup quota of this process"
+    if in_job:
+        for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+            value = _positive_int(env.get(var))
+            if value:
+                if value <= cpus:
+                    cpus, cpus_from = value, f"{var}={value}"
+                break
+    memory, memory_from = memory_limit(), "this machine's memory / cgroup limit"
+    if in_job:
+        per_node, per_cpu = _positive_int(env.get("SLURM_MEM_PER_NODE")), _positive_int(env.get("SLURM_MEM_PER_CPU"))
+        slurm = (per_node * 2**20, f"SLURM_MEM_PER_NODE={per_node}") if per_node else \
+            (per_cpu * cpus * 2**20, f"SLURM_MEM_PER_CPU={per_cpu} × {cpus} CPUs") if per_cpu else None
+        if slurm and slurm[0] <= memory:
+            memory, memory_from = slurm
+    return {"cpus": cpus, "cpus_from": cpus_from, "memory": int(memory), "memory_from": memory_from,
+            "in_slurm_job": in_job}
+
+
+def _positive_int(text) -> int | None:
+    try:
+        value = int(str(text).strip())
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def local_size(cfg: dict, n_workers: int | None, alloc: dict | None = None) -> tuple[int, int, str]:
+    """(workers, memory limit per worker in bytes, a one-line account) of a local cluster.
+
+    Workers: ``n_workers`` (the caller's: Snakemake's ``--cores``) or ``cluster.n_workers``, else the
+    allocated CPUs; inside a SLURM job never more than the allocated CPUs (one single-threaded worker per
+    CPU). Memory: ``cluster.memory_limit`` (``auto``: the allocated memory shared equally), never more in
+    total than the allocation inside a SLURM job."""
+    alloc = alloc or allocation()
+    asked = n_workers or cfg.get("n_workers")
+    n = int(asked or alloc["cpus"])
+    notes = []
+    if alloc["in_slurm_job"] and n > alloc["cpus"]:
+        notes.append(f"{n} asked, capped at the {alloc['cpus']} CPU(s) SLURM allocated")
+        n = alloc["cpus"]
+    per_worker = alloc["memory"] // n
+    limit = cfg.get("memory_limit", "auto")
+    if limit not in ("auto", None, 0):
+        asked_bytes = _bytes(limit)
+        if isinstance(limit, float) and limit <= 1:  # a fraction of the machine, as Dask reads it
+            asked_bytes = int(limit * alloc["memory"])
+        if alloc["in_slurm_job"] and asked_bytes > per_worker:
+            notes.append(f"memory_limit {limit} capped so that {n} workers fit the job's memory")
+        else:
+            per_worker = asked_bytes
+    how = (f"{n} worker process(es) × 1 thread (CPUs: {alloc['cpus']}, from {alloc['cpus_from']}), "
+           f"memory limit {per_worker / 2**20:.0f} MiB each (total {alloc['memory'] / 2**20:.0f} MiB, from "
+           f"{alloc['memory_from']})" + (f"; {'; '.join(notes)}" if notes else ""))
+    return n, per_worker, how
 
 
 @contextlib.contextmanager
 def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     """Yield a ``distributed.Client`` for ``cluster_cfg``; close what was started on exit.
 
-    ``n_workers`` (default: ``cluster.n_workers``, else the number of CPUs) sizes a local cluster, or
-    the number of SLURM worker jobs when ``cluster.slurm.jobs`` is unset. Existing clusters
+    ``n_workers`` (default: ``cluster.n_workers``, else the allocated CPUs) sizes a local cluster; inside a
+    SLURM job it is capped at what SLURM allocated (:func:`local_size`). Existing clusters
     (``address``/``scheduler_file``) are connected to and left running.
     """
     from distributed import Client
 
     import dask
 
-    cfg = _settings(cluster_cfg)
-    n = int(n_workers or cfg.get("n_workers") or os.cpu_count() or 1)
+    cfg = check_cluster(cluster_cfg)
     # the jobs' watchdog (sojourn.core.io.report_progress) reads it: fail instead of waiting forever
     dask.config.set({NO_WORKERS_TIMEOUT: float(cfg["no_workers_timeout"])})
     kind = cfg["kind"]
@@ -97,6 +354,8 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     if kind == "local":
         from distributed import LocalCluster
 
+        n, memory, how = local_size(cfg, n_workers)
+        log.info("sojourn: local Dask cluster: %s", how)
         # Dask's nannies export MALLOC_TRIM_THRESHOLD_=65536 to their workers by default; setting it
         # switches off glibc's adaptive mmap threshold, so every array over 128 kB is a fresh mmap and
         # page-faults again. Our tasks allocate many short-lived arrays of 0.1-20 MB: measured 7.7 s vs
@@ -108,12 +367,17 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
                 processes=True,
                 host="127.0.0.1",
                 dashboard_address=None,
-                memory_limit=cfg.get("memory_limit", "auto"),
+                memory_limit=memory,
                 silence_logs=logging.ERROR,
             )
     else:  # slurm
+        lo, hi = slurm_jobs(cfg["slurm"])
         cluster = _slurm_cluster(cfg["slurm"])
-        cluster.scale(jobs=int(cfg["slurm"].get("jobs") or n))
+        cluster.adapt(Adaptive=_CLASSES["adaptive"], minimum_jobs=lo, maximum_jobs=hi,
+                      interval=f"{ADAPT_INTERVAL_S}s", wait_count=ADAPT_WAIT_COUNT)
+        log.info("sojourn: SLURM Dask cluster: %d to %d worker job(s) of %s core(s), %s, walltime %s; scheduler %s",
+                 lo, hi, cfg["slurm"]["cores"], cfg["slurm"]["memory"], cfg["slurm"]["walltime"],
+                 cluster.scheduler_address)
     try:
         with Client(cluster, set_as_default=False) as client:
             if kind == "local":  # Ctrl-C is for this process, which closes the cluster (see the plugin)
@@ -127,8 +391,7 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
         except TimeoutError:
             # distributed < 2026.8 joins a worker process it had to SIGKILL with whatever is left of the
             # close timeout (nothing, on a loaded machine) and raises; the process is gone or going
-            logging.getLogger(__name__).warning("closing the local Dask cluster timed out; its workers were killed")
-
+            log.warning("closing the Dask cluster timed out; its workers were killed")
 
 
 #: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a
@@ -138,27 +401,86 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
 SLURM_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": "268435456", "MALLOC_MMAP_THRESHOLD_": "33554432"}
 
 
+def worker_lifetime(walltime_s: int) -> int:
+    """Seconds after which a SLURM worker retires on its own (``dask worker --lifetime``): the walltime less
+    a margin of 10 % (at least 60 s, at most 10 min) for it to hand over and exit, so that the job ends
+    COMPLETED instead of being killed at its time limit (TIMEOUT); the adaptive cluster then submits a
+    fresh job. Never less than half the walltime."""
+    margin = min(max(0.1 * walltime_s, 60.0), 600.0)
+    return int(max(walltime_s - margin, walltime_s / 2))
+
+
+def walltime_warnings(cluster_cfg: dict | None, predicted: list[tuple[float, str]],
+                      unpredicted: list[str]) -> list[str]:
+    """Warnings about ``cluster.slurm.walltime`` against what the studies predict (empty unless ``kind: slurm``).
+
+    ``predicted`` is ``[(seconds, what)]`` for single Dask tasks (each study's ``predicted_task_seconds``): a
+    task longer than a worker's lifetime (:func:`worker_lifetime`) can never finish, as its worker retires
+    and the task starts again on the replacement. The run as a whole may be longer than the walltime: lost
+    and retired workers are replaced. ``unpredicted`` names the parts with no run-time prediction, which the
+    walltime is not checked against (said once, so that a silent check is not read as a pass)."""
+    cfg = _settings(cluster_cfg)
+    if cfg["kind"] != "slurm":
+        return []
+    wall = walltime_seconds(cfg["slurm"]["walltime"])
+    lifetime = _lifetime_of(cfg["slurm"]) or (worker_lifetime(wall) if wall else None)
+    out = []
+    for seconds, what in predicted:
+        if lifetime is not None and seconds >= lifetime:
+            out.append(f"cluster.slurm.walltime {cfg['slurm']['walltime']}: a worker retires after {lifetime} s, "
+                       f"but {what} is predicted to take up to {seconds:g} s: such a task would never finish; "
+                       "raise the walltime")
+    if unpredicted:
+        out.append(f"cluster.slurm.walltime {cfg['slurm']['walltime']} is not checked against "
+                   f"{'; '.join(unpredicted)}: no run-time prediction exists for them")
+    return out
+
+
+def _lifetime_of(s: dict) -> int | None:
+    """Seconds of a ``--lifetime`` given in ``worker_extra_args``, if any."""
+    from dask.utils import parse_timedelta
+
+    args = [str(a) for a in (s.get("worker_extra_args") or [])]
+    for i, a in enumerate(args):
+        value = a.split("=", 1)[1] if a.startswith("--lifetime=") else (args[i + 1] if a == "--lifetime" and
+                                                                         i + 1 < len(args) else None)
+        if value is not None:
+            try:
+                return int(parse_timedelta(value))
+            except (ValueError, TypeError):
+                return None
+    return None
+
+
 def _slurm_cluster(s: dict):
     import sys
 
-    from dask_jobqueue import SLURMCluster
-
-    kwargs = dict(
+    worker_args = [str(a) for a in (s.get("worker_extra_args") or [])]
+    wall = walltime_seconds(s["walltime"])
+    if _lifetime_of(s) is None and wall:
+        worker_args += ["--lifetime", f"{worker_lifetime(wall)}s"]
+    directives = list(s.get("job_extra_directives") or [])
+    if s.get("qos"):
+        directives.append(f"--qos={s['qos']}")
+    scheduler_options = {"dashboard_address": ":0", **(s.get("scheduler_options") or {})}
+    if not (s.get("interface") or {"host", "interface"} & set(scheduler_options)):
+        scheduler_options["host"] = scheduler_host(_own_address(), _slurm_nodes(), _own_names())
+    kwargs = {
         # threads per worker = cores / processes: keep them equal (one thread per worker process; the
         # engines are single-threaded numba/numpy code)
-        cores=int(s["cores"]),
-        processes=int(s["processes"]),
-        memory=str(s["memory"]),
-        walltime=str(s["walltime"]),
-        python=s.get("python") or sys.executable,
-        job_extra_directives=list(s.get("job_extra_directives") or []),
+        "cores": int(s["cores"]),
+        "processes": int(s["processes"]),
+        "memory": str(s["memory"]),
+        "walltime": str(s["walltime"]),
+        "job_name": str(s.get("job_name") or SLURM_DEFAULTS["job_name"]),
+        "python": s.get("python") or sys.executable,
+        "job_extra_directives": directives,
         # ours first, so that a user's prologue can override them
-        job_script_prologue=[f"export {k}={v}" for k, v in SLURM_MALLOC_ENV.items()]
+        "job_script_prologue": [f"export {k}={v}" for k, v in SLURM_MALLOC_ENV.items()]
         + list(s.get("job_script_prologue") or []),
-        scheduler_options={"dashboard_address": ":0",
-                           **({} if s.get("interface") else {"host": scheduler_host(_own_address(), _slurm_nodes(),
-                                                                                     _own_names())})},
-    )
+        "worker_extra_args": worker_args,
+        "scheduler_options": scheduler_options,
+    }
     if s.get("queue"):
         kwargs["queue"] = s["queue"]
     if s.get("account"):
@@ -169,7 +491,164 @@ def _slurm_cluster(s: dict):
         kwargs["log_directory"] = s["log_directory"]
     if s.get("interface"):  # network interface of scheduler and workers on a multi-node cluster
         kwargs["interface"] = s["interface"]
-    return SLURMCluster(**kwargs)
+    return _sojourn_slurm_cluster_class()(**kwargs)
+
+
+_CLASSES: dict = {}
+
+
+def _sojourn_slurm_cluster_class():
+    """dask-jobqueue's SLURMCluster with graceful jobs (``GracefulSLURMJob``), and the adaptive class that
+    replaces lost jobs (``_CLASSES["adaptive"]``, :func:`_make_adaptive`); built on first use, as
+    dask_jobqueue is imported only for ``kind: slurm``."""
+    if "cluster" not in _CLASSES:
+        from dask_jobqueue import SLURMCluster
+        from dask_jobqueue.slurm import SLURMJob
+
+        class GracefulSLURMJob(SLURMJob):
+            """A worker job that, when closed, first retires its workers and lets the job end on its own.
+
+            dask-jobqueue 0.9 closes a job with ``scancel`` at once (at cluster close, and when the adaptive
+            cluster scales down), so every worker job ends CANCELLED in ``sacct`` even when all went well.
+            Here the scheduler is asked to retire the job's workers (``close_workers=True``: they hand over
+            their results and exit, and so does the batch script); ``scancel`` follows only if the job is
+            still queued or running after :data:`RETIRE_GRACE_S` seconds."""
+
+            async def close(self):
+                await _retire_job(self)
+                await super().close()
+
+        class SojournSLURMCluster(SLURMCluster):
+            job_cls = GracefulSLURMJob
+
+        _CLASSES["cluster"] = SojournSLURMCluster
+        _CLASSES["adaptive"] = _make_adaptive()
+    return _CLASSES["cluster"]
+
+
+def _worker_names(job) -> list[str]:
+    """The Dask worker names of a dask-jobqueue job (``dask worker --name N --nworkers P`` names them N-0 … N-P-1)."""
+    p = int(getattr(job, "worker_processes", 1) or 1)
+    return [str(job.name)] if p == 1 else [f"{job.name}-{i}" for i in range(p)]
+
+
+async def _slurm_states(job_ids, call) -> dict[str, str]:
+    """SLURM state of each job of ``job_ids`` that slurmctld still knows (finished jobs are kept for MinJobAge)."""
+    if not job_ids:
+        return {}
+    try:
+        out = await call(["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%i %T"])
+    except RuntimeError:  # every id unknown ("Invalid job id specified")
+        return {}
+    states = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            states[parts[0]] = parts[1]
+    return states
+
+
+async def _retire_job(job) -> None:
+    """Let ``job`` end on its own: retire its workers through its cluster's scheduler and wait (up to
+    RETIRE_GRACE_S) for the SLURM job to leave the running states. A job still waiting in the queue has no
+    worker to retire (it is cancelled at once, and ``sacct`` shows it never started); a job that runs but whose
+    workers have not joined yet is given RETIRE_GRACE_S to join first, so that it too ends COMPLETED."""
+    import asyncio
+    import time
+
+    ref = getattr(job, "_cluster", None)
+    cluster = ref() if ref is not None else None
+    if not job.job_id or cluster is None or getattr(cluster, "scheduler_comm", None) is None:
+        return
+    jid, names = str(job.job_id), _worker_names(job)
+    deadline = time.monotonic() + RETIRE_GRACE_S
+
+    def joined() -> bool:
+        return bool(set(names) & {w.get("name") for w in cluster.scheduler_info.get("workers", {}).values()})
+
+    while not joined():
+        state = (await _slurm_states([jid], job._call)).get(jid)
+        if state not in ("RUNNING", "CONFIGURING") or time.monotonic() > deadline:
+            return  # queued, or ended, or never joining: scancel (a no-op for an ended job)
+        await asyncio.sleep(0.5)
+    try:
+        await asyncio.wait_for(cluster.scheduler_comm.retire_workers(names=names, close_workers=True, remove=True),
+                               RETIRE_GRACE_S)
+    except (OSError, TimeoutError, RuntimeError) as exc:  # the scheduler is gone or slow: fall back to scancel
+        log.debug("retiring the workers of SLURM job %s failed: %r", jid, exc)
+        return
+    while time.monotonic() < deadline + RETIRE_GRACE_S:
+        state = (await _slurm_states([jid], job._call)).get(jid)
+        if state is None or state not in _ALIVE or state == "COMPLETING":
+            return
+        await asyncio.sleep(0.5)
+    log.warning("sojourn: SLURM worker job %s did not end within %g s of its workers' retirement: cancelling it",
+                jid, RETIRE_GRACE_S)
+
+
+#: SLURM states after which a job that never had a worker joined is still replaced: it was ended from outside
+#: (scancel, preemption, a node failure or its time limit), not by a broken job script (FAILED, BOOT_FAIL, …)
+_ENDED_FROM_OUTSIDE = {"CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT", "DEADLINE"}
+
+
+def _make_adaptive():
+    from distributed.deploy.adaptive import Adaptive
+
+    class SlurmAdaptive(Adaptive):
+        """dask-jobqueue's adaptive scaling, plus: a worker job that left the SLURM queue after its workers had
+        joined, or that was ended from outside (scancel, preemption, NODE_FAIL, TIMEOUT) at any time, is
+        forgotten, so that the next adapt step submits a replacement (Adaptive re-opens planned workers that
+        are not running). One that failed before its workers ever joined (a broken job script or environment:
+        it would only fail again) is reported once with its log folder and not replaced; the run's no-worker
+        watchdog (cluster.no_workers_timeout) stops a run left without workers."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._joined: set[str] = set()
+            self._reported: set[str] = set()
+
+        async def adapt(self) -> None:
+            try:
+                await self._forget_lost_jobs()
+            except Exception:  # never stop adapting because squeue failed once
+                log.debug("checking the SLURM worker jobs failed", exc_info=True)
+            await super().adapt()
+
+        async def _forget_lost_jobs(self) -> None:
+            cluster = self.cluster
+            jobs = {name: job for name, job in list(cluster.workers.items()) if getattr(job, "job_id", None)}
+            if not jobs:
+                return
+            present = {w.get("name") for w in cluster.scheduler_info.get("workers", {}).values()}
+            absent = {}
+            for name, job in jobs.items():
+                if any(w in present for w in _worker_names(job)):
+                    self._joined.add(str(job.job_id))
+                elif name in cluster.worker_spec:  # not being retired on purpose
+                    absent[name] = job
+            if not absent:
+                return
+            call = next(iter(absent.values()))._call
+            states = await _slurm_states([str(j.job_id) for j in absent.values()], call)
+            for name, job in absent.items():
+                jid = str(job.job_id)
+                state = states.get(jid)
+                if state in _ALIVE and state != "COMPLETING":
+                    continue
+                what = f"SLURM state {state}" if state else "no longer known to squeue"
+                if jid in self._joined or state in _ENDED_FROM_OUTSIDE:
+                    log.warning("sojourn: Dask worker job %s (%s) ended while the run needed it (%s): its tasks "
+                                "are rescheduled and a replacement job is submitted", jid, name, what)
+                    self._joined.discard(jid)
+                    if cluster.workers.get(name) is job:
+                        del cluster.workers[name]
+                elif jid not in self._reported:
+                    self._reported.add(jid)
+                    where = f" (its log: {job.log_directory})" if getattr(job, "log_directory", None) else ""
+                    log.warning("sojourn: Dask worker job %s (%s) ended before its worker joined (%s)%s; "
+                                "it is not replaced", jid, name, what, where)
+
+    return SlurmAdaptive
 
 
 def scheduler_host(own_address: str, nodes: list[str], own_names: set[str]) -> str:

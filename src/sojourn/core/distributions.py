@@ -11,6 +11,7 @@ sample from (see :func:`sojourn.core.sampling.sample_law` for the reading side).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -287,6 +288,25 @@ class HyperExponential(Distribution):
         return ciw.dists.HyperExponential(rates=list(self.rates), probs=list(self.probs))
 
 
+#: the largest share of a gamma law's draws allowed below the smallest normal double (its scale's units)
+GAMMA_UNDERFLOW_SHARE = 0.01
+
+
+def _gamma_min_shape() -> float:
+    """The smallest shape with at most that share, a ln(tiny) − ln Γ(a+1) = ln share (fixed point from
+    a = ln(1/share)/708.4), rounded up to 3 significant digits so that the number printed is itself allowed."""
+    a = 0.0
+    for _ in range(50):
+        a = (math.log(GAMMA_UNDERFLOW_SHARE) + math.lgamma(a + 1.0)) / math.log(sys.float_info.min)
+    digits = 10 ** (math.floor(math.log10(a)) - 2)
+    return math.ceil(a / digits) * digits
+
+
+#: the smallest gamma shape allowed (0.00651): P(X < 2.2e-308 · scale) ≈ x^a/Γ(a+1) (the incomplete gamma's
+#: leading term at x → 0) is then 1 %
+GAMMA_MIN_SHAPE = _gamma_min_shape()
+
+
 @dataclass(frozen=True, eq=True)
 class Gamma(Distribution):
     shape: float
@@ -296,6 +316,11 @@ class Gamma(Distribution):
     def __post_init__(self):
         object.__setattr__(self, "shape", positive_finite("gamma.shape", self.shape))
         object.__setattr__(self, "scale", positive_finite("gamma.scale", self.scale))
+        if self.shape < GAMMA_MIN_SHAPE:
+            raise ValueError(f"gamma.shape must be >= {GAMMA_MIN_SHAPE:.3g}: below it more than "
+                             f"{100 * GAMMA_UNDERFLOW_SHARE:g} % of draws are smaller than the smallest normal double "
+                             f"(2.2e-308 times the scale), so the law cannot be drawn or integrated in floating point "
+                             f"(squared coefficient of variation 1/shape = {1 / self.shape:.3g}); got {self.shape!r}")
 
     mean = property(lambda self: self.shape * self.scale)
     variance = property(lambda self: self.shape * self.scale**2)
@@ -523,6 +548,8 @@ def parse_law(text: str, mean: float | None = None) -> Distribution:
         if key not in params and key != "mean":
             raise ValueError(f"law {name!r} takes parameters {', '.join(params)} (and mean=M to rescale it); "
                              f"got unknown parameter {key!r} in {text!r}{did_you_mean(key, [*params, 'mean'])}")
+        if key in kwargs:
+            raise ValueError(f"law parameter {key!r} is given twice in {text!r}; give it once")
         try:
             kwargs[key] = _parse_value(val.strip())
         except ValueError:

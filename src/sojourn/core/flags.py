@@ -1,6 +1,6 @@
 """The command-line flags every study's ``simulate`` shares, built once: the run window (``--horizon``,
 ``--warmup``, ``--cooldown``), the replications (``--replications``, ``--seed``), the histogram grid (``--dt``,
-``--t-max``) and the output file (``--output``, ``--mkdir``). A study adds only what is its own."""
+``--t-max``), the cost limits (``--max-memory``, ``--max-time``) and the output file (``--output``, ``--mkdir``). A study adds only what is its own."""
 from __future__ import annotations
 
 
@@ -28,6 +28,18 @@ def add_run(p, *, dt: float, t_max: float, what: str = "sojourn time", replicati
     p.add_argument("--dt", type=float, default=dt, help=f"{what} histogram bin width (default {dt:g})")
     p.add_argument("--t-max", dest="t_max", type=float, default=t_max,
                    help=f"last bin's left edge (default {t_max:g})")
+    add_limits(p)
+
+
+def add_limits(p) -> None:
+    """``--max-memory`` and ``--max-time``: the limits a request's predicted cost is checked against before
+    anything is allocated (:func:`sojourn.core.inputs.check_cost`); raise them to run a large request on purpose."""
+    p.add_argument("--max-memory", dest="max_memory", default=None, metavar="SIZE",
+                   help="refuse a request predicted to need more memory than this, e.g. 16G or none (default: "
+                        "$SOJOURN_MAX_MEMORY, else 80%% of the memory available)")
+    p.add_argument("--max-time", dest="max_time", default=None, metavar="DURATION",
+                   help="refuse a request predicted to take longer than this, e.g. 30m, 2h or none (default: "
+                        "$SOJOURN_MAX_TIME, else 1h)")
 
 
 def add_output(p) -> None:

@@ -36,6 +36,13 @@ class _ToJobLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         fh = getattr(_current, "log", None)
         if fh is None:
+            # not a job's thread (e.g. the Dask cluster's event loop reporting a lost SLURM worker): a warning
+            # goes to stderr, as it would without this handler (logging's last resort is not used once a
+            # handler exists)
+            if record.levelno >= logging.WARNING:
+                import sys
+
+                sys.stderr.write(self.format(record) + "\n")
             return
         try:
             fh.write(self.format(record) + "\n")

@@ -295,6 +295,23 @@ def lumped_levels(m: int, q: int, r: int) -> np.ndarray:
     return np.repeat(np.array(list(levels), dtype=np.int64), [math.comb(j + m - 1, m - 1) for j in levels])
 
 
+def lumped_size(m: int, q: int, r: int) -> int:
+    """Phases of the lumped S_{q:r} of an m-phase law: Σ_{j=r−q+1}^{r} C(j+m−1, m−1) = C(r+m, m) − C(r−q+m, m)
+    (hockey stick), without listing them."""
+    return math.comb(r + m, m) - math.comb(r - q + m, m)
+
+
+def _check_lumped_size(m: int, q: int, r: int) -> None:
+    """The dense generator of the lumped S_{q:r} (and the solves of its moments) checked for memory and time
+    before it is built (:func:`sojourn.core.inputs.check_cost`)."""
+    from .inputs import check_cost
+
+    n = float(min(lumped_size(m, q, r), 10**300))
+    check_cost("replicas/quorum", memory=8.0 * 3 * n * n, seconds=n**3 / 1e9,
+               what=f"the order statistic S_q:r, q = {q} of r = {r}, of a {m}-phase law: "
+                    f"{n:.3g} phases, a dense generator of {n:.3g}^2")
+
+
 def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> tuple[np.ndarray, np.ndarray]:
     """PH(β_{q:r}, B_{q:r}) of the q-th smallest of r iid PH(α, T), lumped over exchangeable replicas.
 
@@ -309,6 +326,7 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
     a, T = validate(alpha, T, name=name, atom=True)
     q, r = check_order(q, r)
     m = a.size
+    _check_lumped_size(m, q, r)
     t = exit_vector(T)
     levels = list(range(r, r - q, -1))
     states = [occupancy_states(m, j) for j in levels]

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)
 
 from .inputs import did_you_mean
-from .stats import cdf_from_histogram, mean_ci, quantile
+from .stats import cdf_from_histogram, histogram_quantile, mean_ci
 from .validate import integer_at_least
 
 STATISTICS = ("percentile", "mean", "cdf")
@@ -178,9 +178,9 @@ def histogram_statistic(p: Precision, count, overflow, edges, mean=None) -> np.n
     ``edges`` the bins' right edges (F is known there exactly, :func:`sojourn.core.stats.cdf_from_histogram`);
     ``mean`` (...) the replications' means (statistic ``mean``).
 
-    percentile: the first right edge with F > at/100 (:func:`sojourn.core.stats.quantile`; NaN beyond the
-    last edge) — equal to the comparisons' first grid t with P(S < t) > p. cdf: F at the last right edge
-    <= at (P(S < edge)); 0 if at is below the first edge."""
+    percentile: interpolated within the first bin whose right edge has F > at/100
+    (:func:`sojourn.core.stats.histogram_quantile`, the summaries' and comparisons' percentile; NaN beyond the
+    last edge). cdf: F at the last right edge <= at (P(S < edge)); 0 if at is below the first edge."""
     if p.statistic == "mean":
         if mean is None:
             raise ValueError("statistic mean needs the replications' means")
@@ -188,7 +188,8 @@ def histogram_statistic(p: Precision, count, overflow, edges, mean=None) -> np.n
     F = cdf_from_histogram(count, overflow)
     edges = np.asarray(edges, dtype=float)
     if p.statistic == "percentile":
-        return np.asarray(quantile(edges, F, p.at / 100.0), dtype=float)
+        dt = float(edges[1] - edges[0]) if edges.size > 1 else float(edges[0])  # the grid starts at 0
+        return np.asarray(histogram_quantile(F, edges - dt, dt, p.at / 100.0), dtype=float)
     i = int(np.searchsorted(edges, p.at + 1e-9 * max(1.0, p.at), side="right")) - 1
     return np.zeros(F.shape[:-1]) if i < 0 else F[..., i]
 

@@ -10,6 +10,13 @@ The paper evaluates the empirical CDF at grid points t with
 ``percentileofscore(sample, t, kind='strict')/100`` = P(S < t); that is
 ``cdf_at_left_edges`` (= the right-edge CDF shifted one bin, starting at F(0) = 0).
 Both sit on the same grid, so compare CDFs only under one convention.
+
+Percentiles (:func:`quantile`, :func:`histogram_quantile`, :func:`percentiles_per_replication`) interpolate: the
+CDF is taken as linear between the grid points where it is known (for a histogram, the bin edges: customers
+spread uniformly within their bin), and x_p is where that line first exceeds p. The paper's percentile, the first
+grid point with F > p, is the right end of the same step: it lies up to one step dt above, always above, so an
+interval built from it across replications excludes the truth once its width falls below dt (issue 26). The
+linear CDF leaves an error of order dt² f'/f within the bin (zero for a flat density), far below dt.
 """
 from __future__ import annotations
 
@@ -45,18 +52,41 @@ def pooled_cdf(count, overflow, axis=0):
 
 
 def quantile(t, F, p):
-    """The paper's percentile: the first grid time t with F(t) > p (NaN if F never exceeds p).
+    """The p-percentile of a CDF known at the grid points ``t``: the point where F, linear between consecutive
+    grid points, first exceeds p; NaN if F never exceeds p; t[0] if F(t[0]) > p already (nothing known below).
 
-    ``t`` are the grid points at which ``F`` is given (for a right-edge CDF pass t + dt);
-    ``p`` may be a scalar or an array of probabilities; F may have leading axes.
+    For the first grid point t_i with F(t_i) > p (the paper's percentile, §3.8), x_p = t_{i−1} + (t_i − t_{i−1})
+    (p − F(t_{i−1})) / (F(t_i) − F(t_{i−1})) ∈ (t_{i−1}, t_i]: F(t_{i−1}) ≤ p < F(t_i), so the step is never
+    flat (also for an approximated "CDF" that decreases somewhere). ``p`` may be a scalar or an array of
+    probabilities; F may have leading axes; the result has shape F.shape[:-1] + p.shape. A histogram's CDF
+    is known at its bin edges: :func:`histogram_quantile`.
     """
     t = np.asarray(t, dtype=float)
     F = np.asarray(F, dtype=float)
     p = np.asarray(p, dtype=float)
     above = F[..., None, :] > p.reshape(-1, 1)  # (..., P, n)
     idx = np.argmax(above, axis=-1)
-    out = np.where(above.any(axis=-1), t[idx], np.nan)
+    found = above.any(axis=-1)
+    prev = np.maximum(idx - 1, 0)
+    f1 = np.take_along_axis(F[..., None, :], idx[..., None], axis=-1)[..., 0]  # (..., P)
+    f0 = np.take_along_axis(F[..., None, :], prev[..., None], axis=-1)[..., 0]
+    t1, t0 = t[idx], t[prev]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        step = np.where(idx > 0, (p.reshape(-1) - f0) / (f1 - f0), 1.0)
+    out = np.where(found, t0 + (t1 - t0) * step, np.nan)
     return out.reshape(F.shape[:-1] + p.shape)
+
+
+def histogram_quantile(F, t, dt, p):
+    """:func:`quantile` of a histogram with bins [t_i, t_i + dt) whose right-edge CDF is ``F``
+    (:func:`cdf_from_histogram`): its CDF is known at every bin edge, F = 0 at the first left edge t_0 (no
+    customer lies below it), so x_p interpolates within the bin where F first exceeds p (customers uniform
+    within it). NaN past the last right edge."""
+    t = np.asarray(t, dtype=float)
+    F = np.asarray(F, dtype=float)
+    edges = np.concatenate([t[:1], t + float(dt)])
+    F0 = np.concatenate([np.zeros(F.shape[:-1] + (1,)), F], axis=-1)
+    return quantile(edges, F0, p)
 
 
 def mean_ci(x, confidence=0.95, axis=0):
@@ -189,21 +219,34 @@ def _fixed(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}" if decimals >= 0 else f"{round(x, decimals):.0f}"
 
 
+#: what a percentile printed by :func:`format_with_ci` with ``(bin)`` means (the CLIs print it once)
+BIN_NOTE = ("'± dt (bin)': the CI is narrower than the histogram's bin width dt, which then bounds the error "
+            "(the percentile interpolates the CDF linearly within its bin); a smaller --dt gives more digits")
+
+
 def format_with_ci(value, low, high, digits: int = 2, resolution: float | None = None) -> str:
     """``value`` with as many digits as its CI [low, high] supports: the half-width to ``digits`` significant
     digits and the value rounded at the same decimal place, never finer than ``resolution`` (e.g. the bin width
     of the histogram a percentile comes from). ``"2.277 ± 0.041"`` when the rounded interval is symmetric (a
     t-interval), else ``"14.2 [13.9, 14.6]"`` (e.g. BCa); without a CI (NaN ends, one replication) 3
-    significant digits and ``"(no CI)"``; ``"n/a"`` for a NaN value."""
+    significant digits and ``"(no CI)"``; ``"n/a"`` for a NaN value.
+
+    With a ``resolution``, a CI narrower than it (larger half-width < resolution, including zero width: every
+    replication in one bin) is not the error of the value: the histogram's resolution is. It prints as
+    ``"0.60 ± 0.01 (bin)"``, ± the resolution (:data:`BIN_NOTE`), never ``"± 0.00"``."""
     value, low, high = float(value), float(low), float(high)
     if not np.isfinite(value):
         return "n/a"
     if not (np.isfinite(low) and np.isfinite(high)):
         return f"{value:.3g} (no CI)"
-    d = ci_decimals(value, low, high, digits)
     coarsest = None if resolution is None else -int(np.floor(np.log10(resolution)))
+    half = max(abs(high - value), abs(value - low), (high - low) / 2.0)
+    if resolution is not None and half < resolution:  # the bin, not the replications, limits the estimate
+        d = min(ci_decimals(value, value - resolution, value + resolution, digits), coarsest)
+        return f"{_fixed(value, d)} ± {_fixed(resolution, d)} (bin)"
+    d = ci_decimals(value, low, high, digits)
     if d is None:  # every replication gave the same value
-        return f"{value:.6g} ± 0" if coarsest is None else f"{_fixed(value, coarsest)} ± 0"
+        return f"{value:.6g} ± 0"
     if coarsest is not None:
         d = min(d, coarsest)
     v, lo, hi = (_fixed(x, d) for x in (value, low, high))
@@ -220,9 +263,9 @@ def percentiles_per_replication(count, overflow, t, dt, p):
     """Each replication's percentiles and how many of its customers lie beyond them.
 
     ``count`` (replication, t) histogram with bins [t_i, t_i + dt), ``overflow`` (replication,); ``p`` the
-    probabilities. Returns (x, beyond), both (replication, P): x the first right bin edge with F > p (the
-    paper's percentile, :func:`quantile`; NaN past the grid) and beyond the number of the replication's
-    customers with value ≥ x (its overflow where x is NaN).
+    probabilities. Returns (x, beyond), both (replication, P): x the percentile interpolated within its bin
+    (:func:`histogram_quantile`; NaN past the grid) and beyond the number of the replication's customers at or
+    beyond the right edge of x's bin (its overflow where x is NaN).
     """
     count = np.asarray(count, dtype=np.int64)
     overflow = np.asarray(overflow, dtype=np.int64)
@@ -231,11 +274,10 @@ def percentiles_per_replication(count, overflow, t, dt, p):
     total = cum[..., -1] + overflow
     with np.errstate(invalid="ignore", divide="ignore"):
         F = cum / total[..., None]
-    above = F[..., None, :] > p.reshape(-1, 1)  # (rep, P, t)
+    x = histogram_quantile(F, t, dt, p)
+    above = F[..., None, :] > p.reshape(-1, 1)  # (rep, P, t): x's bin is the first with F > p
     found = above.any(axis=-1)
     idx = np.argmax(above, axis=-1)
-    edges = np.asarray(t, dtype=float) + float(dt)
-    x = np.where(found, edges[idx], np.nan)
-    below = np.take_along_axis(cum, idx, axis=-1)  # customers in bins up to the one ending at x
+    below = np.take_along_axis(cum, idx, axis=-1)  # customers in bins up to x's
     beyond = np.where(found, total[..., None] - below, overflow[..., None])
     return x, beyond.astype(np.int64)

@@ -1,12 +1,16 @@
 """Summaries across replications for the command lines of every study: means and percentiles with confidence
 intervals, the customers beyond each percentile, and the text that prints them (one format for all studies).
 
-A percentile's CI: each replication's own percentile (its histogram, :func:`sojourn.core.stats.quantile`) is
-one observation; :func:`sojourn.core.stats.interval` across the replications gives a Student-t interval, or a
+A percentile's CI: each replication's own percentile (its histogram's CDF, linear between the bin edges:
+:func:`sojourn.core.stats.percentiles_per_replication`) is one observation; :func:`sojourn.core.stats.interval` across the replications gives a Student-t interval, or a
 BCa bootstrap one where the replications are few (< ``bootstrap_below``) or skewed (the pipeline's comparison
 uses the same rule). A percentile with fewer than ``TAIL_MIN`` customers per replication beyond it (or none in
 some replication: the sample maximum) is flagged ``too_few`` and printed as such, not as a number. A mean's CI
 is the Student-t interval of the replication means.
+
+Printing (:func:`percentile_text`): a percentile whose CI is narrower than the histogram's bin width dt is
+limited by the bin, not by the replications; it prints as ``± dt (bin)`` (:func:`sojourn.core.stats.format_with_ci`),
+and :func:`ci_header` says what that means.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from .stats import CI_BOOTSTRAP, CI_NAMES, CI_T, TAIL_MIN, format_with_ci, interval, mean_ci, percentiles_per_replication
+from .stats import (BIN_NOTE, CI_BOOTSTRAP, CI_NAMES, CI_T, TAIL_MIN, format_with_ci, interval, mean_ci,
+                    percentiles_per_replication)
 
 #: the CI settings of the summaries (the pipeline's comparison defaults, at 95 %)
 SUMMARY_CI = {"confidence": 0.95, "ci": "auto", "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 2000}
@@ -45,8 +50,9 @@ def summary_dataset(count, overflow, t, dt, percentiles, *, prefix: str, replica
     name = f"{prefix}_percentile"
     ds = xr.Dataset(
         {
-            name: ((rep, p), x, {"long_name": f"{prefix} percentile of each replication (first right bin edge with "
-                                              "F > p; NaN past t_max)", "units": units, "resolution": float(dt)}),
+            name: ((rep, p), x, {"long_name": f"{prefix} percentile of each replication (its histogram's CDF linear "
+                                              "between the bin edges, where it first exceeds p; NaN past t_max)",
+                                 "units": units, "resolution": float(dt)}),
             f"{name}_mean": (p, m, {"long_name": f"mean over replications of {name}", "units": units}),
             f"{name}_ci_low": (p, lo, {"long_name": f"lower end of the {conf} CI of {name}_mean", "units": units,
                                        "confidence": float(confidence)}),
@@ -117,11 +123,23 @@ def percentile_text(s: xr.Dataset, prefix: str, i: int, *, what: str = "customer
     return f"{value}  ({method}; {per_rep:,.0f} {what} beyond per replication)"
 
 
+def bin_limited(s: xr.Dataset, prefix: str) -> np.ndarray:
+    """(percentile,) True where the percentile is printed, with a CI narrower than the histogram's bin width
+    (:func:`sojourn.core.stats.format_with_ci`: ``± dt (bin)``)."""
+    name = f"{prefix}_percentile"
+    dt = s[name].attrs.get("resolution")
+    m, lo, hi = (s[f"{name}{e}"].values for e in ("_mean", "_ci_low", "_ci_high"))
+    half = np.fmax(np.fmax(hi - m, m - lo), (hi - lo) / 2.0)
+    shown = (s[f"{name}_too_few"].values == 0) & np.isfinite(s[name].values).all(axis=0) & np.isfinite(half)
+    return shown & (half < dt) if dt is not None else np.zeros(m.shape, bool)
+
+
 def ci_header(s: xr.Dataset, prefix: str) -> str:
-    """One line saying what the percentiles' intervals are."""
+    """One line saying what the percentiles' intervals are (and what ``± dt (bin)`` means where one is)."""
     k = s.sizes["replication"]
     conf = s[f"{prefix}_percentile_ci_low"].attrs["confidence"]
     if k < 2:
         return "1 replication: no confidence intervals (use --replications >= 2)"
+    note = f"; {BIN_NOTE}" if bin_limited(s, prefix).any() else ""
     return (f"each replication's own, {100 * conf:g}% CI across the {k} (t = Student-t, BCa = bootstrap); "
-            f"given where >= {TAIL_MIN} per replication lie beyond")
+            f"given where >= {TAIL_MIN} per replication lie beyond{note}")

@@ -8,13 +8,13 @@ import time
 import numpy as np
 
 from ..core import validate as V
-from ..core.inputs import check_output, choice, did_you_mean, in_flag_terms
+from ..core.inputs import check_cost, check_grid, check_output, choice, did_you_mean, in_flag_terms
 from ..core.replications import WARMUP_FRACTION
-from ..core.flags import add_output, add_run, add_window
+from ..core.flags import add_limits, add_output, add_run, add_window
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
-from .naming import DEFAULT_PERCENTILE
+from .naming import DEFAULT_PERCENTILE, SIMULATION_BYTES_PER_SERVER
 
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
@@ -158,8 +158,33 @@ def _check_simulate(args):
     service = _law("--service", args.service)
     arrivals = _law("--arrivals", args.arrivals)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu=mu, service=service, arrivals=arrivals, **kwargs))
+    _simulate_cost(args, spec)
     check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
+
+
+#: seconds per event of the fast kernels: a fixed part and, for JSQ, a part per server scanned (measured on
+#: this 2-core machine: R = 10, load 0.9: 9.4e-8 s/event; R = 1000: 4.8e-7 s/event; sojourn simulate, one
+#: replication of horizon 20 000); Ciw's event loop is pure Python: ~1e-5 s/event
+SECONDS_PER_EVENT = {"fast": 1e-7, "ciw": 1e-5}
+SECONDS_PER_SCANNED_SERVER = 4e-10
+
+
+def _simulate_cost(args, spec) -> None:
+    """The predicted memory (histograms over the grid, per-server state) and time (events x cost per event)
+    of ``simulate``, checked before any array exists (:func:`sojourn.core.inputs.check_cost`)."""
+    precision = getattr(args, "precision", None)
+    reps = (args.max_replications or 200) if precision else (args.replications or 10)
+    check_grid(args.t_max, args.dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications "
+               "and the summary")
+    R = spec.servers
+    check_cost("--servers", memory=SIMULATION_BYTES_PER_SERVER * R, what=f"the state of {R:,} servers")
+    scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
+    events = 2.0 * spec.arrival_rate * args.horizon * reps
+    per_event = SECONDS_PER_EVENT.get(args.backend, 1e-7) + SECONDS_PER_SCANNED_SERVER * scanned
+    check_cost("--servers/--horizon/--replications", seconds=events * per_event,
+               what=f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of --horizon {args.horizon:g} "
+                    f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each")
 
 
 def run_simulate(args) -> int:
@@ -243,6 +268,7 @@ def _register_approximate(subparsers) -> None:
                         "truncation_not_reached")
     p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="grid end (default 182.32)")
     p.add_argument("--dt", type=float, default=0.01, help="grid step (default 0.01)")
+    add_limits(p)
     add_output(p)
     p.set_defaults(func=run_approximate)
 
@@ -284,8 +310,44 @@ def _check_approximate(args):
                              f"got {args.L2!r}")
     _time_grid(args)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
+    _approximate_cost(args, servers)
     check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
+
+
+#: seconds of the dense tail of --L2 = n phases over P grid points: SECONDS_PER_CUBE n^3 (expm) +
+#: SECONDS_PER_STEP P n^2 (the grid's steps), fitted on `sojourn approximate -R 3 --load 0.5 --method A` on this
+#: 2-core machine: --L2 1000: 4.6 s, 3000: 70 s (fit), 6000: 367 s (predicted 449 s); peak memory 2.7 GB at 6000
+#: (predicted 8 (10 n^2 + P n) bytes = 3.8 GB)
+SECONDS_PER_CUBE = 1.6e-9
+SECONDS_PER_STEP = 1.7e-10
+
+
+def _approximate_cost(args, servers: int) -> None:
+    """Predicted memory and time of ``approximate`` from the flags that size it (--L2: the dense tail of
+    L2 x L2 and its survival functions over the grid; --L1: the sorted chain of C(L1+R-1, R) states),
+    checked before anything is allocated (:func:`sojourn.core.inputs.check_cost`)."""
+    from .naming import DEFAULT_L2, FAITHFUL_METHODS, chain_bytes, table4_L1
+
+    points = float(args.t_max) / float(args.dt) + 1.0
+    if args.L2 is not None:  # first: where --L2 drives the cost, name it
+        n = float(args.L2)
+        check_cost("--L2", memory=8.0 * (10 * n * n + points * n),
+                   seconds=SECONDS_PER_CUBE * n**3 + SECONDS_PER_STEP * points * n * n,
+                   what=f"a dense {args.L2:,} x {args.L2:,} tail generator, its matrix exponentials and its survival "
+                        f"functions at {points:,.0f} grid points")
+    tail = args.L2 if args.L2 is not None else (DEFAULT_L2 if args.method not in ("exact", "T") else 1)
+    check_grid(args.t_max, args.dt, 8.0 * (tail + 4), f"the tail's survival function of {tail} phases at each "
+               "point and the CDF")
+    # every method solves a chain on sorted occupancy vectors: C(L+R-1, R) states of R entries each, with L the
+    # per-server cap (--L1, Table 4 for the faithful methods, at least 2 for those that size their own)
+    L1 = args.L1 if args.L1 is not None else (table4_L1(servers) if args.method in FAITHFUL_METHODS else 2)
+    flag = "--L1" if args.L1 is not None else "--servers"
+    states, memory = chain_bytes(L1, servers)
+    at_least = "" if args.L1 is not None or args.method in FAITHFUL_METHODS else "at least "
+    check_cost(flag, memory=memory,
+               what=f"a chain of {at_least}C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {servers}) and its "
+                    "sparse generator")
 
 
 def _truncation_warning(args, spec, ds) -> str:

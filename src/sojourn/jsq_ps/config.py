@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..core.config import ConfigError
 from ..core.distributions import parse_law
 from ..core.precision import parse as parse_precision
+from ..core.inputs import check_grid
 from ..core.timegrid import grid_size
 from .naming import ALL_METHODS, DEFAULT_PERCENTILE, EXPONENTIAL, format_rho, table4_L1
 
@@ -154,6 +155,23 @@ def exact_budget(cfg: dict) -> dict:
     return {**DEFAULT_BUDGET, **(cfg["approximation"].get("exact_budget") or {})}
 
 
+def predicted_task_seconds(cfg: dict) -> tuple[list[tuple[float, str]], list[str]]:
+    """What the study predicts of the run time of one Dask task, for checking a worker's walltime:
+    ``([(seconds, what), ...], [parts with no prediction])``. ``exact`` runs on an approximation cell only
+    where its cost model predicts at most ``approximation.exact_budget.max_seconds``
+    (:mod:`sojourn.jsq_ps.solve.budget`), so that is the prediction of the longest exact part of a cell; the
+    other methods and the simulation replications have no cost model."""
+    out, none = [], ["simulation replications (jsq_ps.simulation)"]
+    methods = list(cfg["approximation"]["methods"])
+    if "exact" in methods:
+        out.append((float(exact_budget(cfg)["max_seconds"]),
+                    "exact on one approximation cell (jsq_ps.approximation.exact_budget.max_seconds)"))
+    others = [m for m in methods if m != "exact"]
+    if others:
+        none.append(f"the approximation methods {', '.join(others)}")
+    return out, none
+
+
 def L1_for(cfg: dict, R: int) -> int:
     """L1 (Markov-chain truncation per server) of the faithful methods for R servers: the configured list
     ``approximation.L1`` (one entry per R = 1, 2, …), else Table 4."""
@@ -183,8 +201,11 @@ def _check(cfg: dict) -> None:
     tg = cfg["time_grid"]
     try:
         grid_size(tg["t_max"], tg["dt"])
+        reps = (sim.get("precision") or {}).get("max_replications", 200) if sim.get("precision") else sim["replications"]
+        check_grid(tg["t_max"], tg["dt"], 8.0 * (2 * reps + 6), f"the sojourn histograms of a cell's {reps} "
+                   "replications", flags="time_grid.t_max/dt", cli=False)
     except ValueError as exc:
-        raise ConfigError(f"time_grid.{exc}") from None
+        raise ConfigError(f"time_grid.{exc}" if not str(exc).startswith("time_grid") else str(exc)) from None
     try:
         parse_precision(sim.get("precision"), field="simulation.precision", t_max=float(tg["t_max"]),
                         default_at=DEFAULT_PERCENTILE)

@@ -2,6 +2,8 @@
 coordinate attributes and the fixed-decimal load labels."""
 from __future__ import annotations
 
+import math
+
 #: paper-faithful A–F, corrected A*–F* (reference §8.3), the exact tagged-customer chain, and T (the tagged
 #: chain on a spread-capped state space, built for the tail: sojourn.jsq_ps.solve.tail)
 FAITHFUL_METHODS = ("A", "B", "C", "D", "E", "F")
@@ -51,6 +53,8 @@ def table4_L1(servers: int) -> int:
     """§4 Table 4 value; beyond R = 10 the inferred rule min(22, max{L : L^{2R} ≤ 1e9})."""
     if servers in TABLE4_L1:
         return TABLE4_L1[servers]
+    if 2 * servers * math.log(3) > math.log(1e9) + 1:  # 3^(2R) > 1e9 by far (R >= 10): no powers of huge R
+        return 2
     L = 2
     while (L + 1) ** (2 * servers) <= 1e9 and L + 1 <= 22:
         L += 1
@@ -64,3 +68,17 @@ def format_rho(rho, decimals: int) -> str:
 #: corrected methods that are the same chain as another one (solve/methods.py docstring; reference §8.3): with
 #: ``share_corrected`` only A* and C* are computed and copied to these names (and stored once in the blocks)
 SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}
+
+
+#: bytes per server of the simulation kernels' state (queues of 16 customers to start with, heaps, clocks, counters)
+SIMULATION_BYTES_PER_SERVER = 512
+
+
+def chain_bytes(L: int, servers: int) -> tuple[float, float]:
+    """(states, bytes) of the analytic methods' chain on sorted occupancy vectors with per-server cap L:
+    C(L+R-1, R) states of R entries each and a sparse generator of about R + 2 transitions per state; by
+    logs, so that a huge R costs nothing to size."""
+    log_states = math.lgamma(L + servers) - math.lgamma(servers + 1) - math.lgamma(L)
+    states = math.exp(min(log_states, 700.0))
+    return states, states * (8.0 * servers + 24.0 * (servers + 2))
+

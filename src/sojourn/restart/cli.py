@@ -17,9 +17,18 @@ from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
 
 
+#: what the two restart semantics mean, stated once for --help, the model schema and the README (issue 26)
+SIGNAL_MEANING = ("a restart signal at a busy queue hits one job chosen uniformly among the n present, so each "
+                  "job is hit at rate g/n (g the queue's signal rate; signals finding the queue empty vanish)")
+TIMEOUT_MEANING = ("a job's timeout clock counts wall-clock time since it entered the queue or last (re)started, "
+                   "not the service it received (under PS with n jobs it receives 1/n of it); at expiry it restarts "
+                   "with its success probability, and a fresh timeout is drawn either way")
+
+
 def register(subparsers) -> None:
     add_group(subparsers, "restart", "multi-class G-networks of PS queues with restart (seed 001)",
-              "Restart study: product form, simulation under signal and timeout semantics, optimal restart rate.",
+              "Restart study: product form, simulation under signal and timeout semantics, optimal restart rate. "
+              f"Signal semantics: {SIGNAL_MEANING}. Timeout semantics: {TIMEOUT_MEANING}.",
               (_solve, _simulate, _optimise, _schema))
 
 
@@ -35,12 +44,16 @@ def _solve(sub):
 
 
 def _simulate(sub):
-    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)")
+    p = sub.add_parser("simulate", help="simulate under signal or timeout semantics (replications with CIs)",
+                       description=f"Simulate a restart model. Signal semantics: {SIGNAL_MEANING}. Timeout semantics: "
+                                   f"{TIMEOUT_MEANING}.")
     _model_args(p)
     p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
-                   help="signal: Poisson restart signals (G-network); timeout: a timeout per job")
+                   help=f"signal: Poisson restart signals (G-network): {SIGNAL_MEANING}; timeout: a timeout per job: "
+                        f"{TIMEOUT_MEANING}")
     p.add_argument("--timeout", default=None,
-                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2")
+                   help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
+                        "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
     precision_flags(p, "mean", None)
     p.set_defaults(func=run_simulate)
@@ -60,7 +73,8 @@ def _optimise(sub):
 def _model_args(p, output=True):
     p.add_argument("--model", "-m", required=True, help="YAML model file or example1|example2|example3")
     p.add_argument("--signal-rate", dest="signal_rate", type=float, default=None,
-                   help="override the external signal rate of --queue")
+                   help="override the external signal rate g of --queue (Poisson; each signal restarts one job chosen "
+                        "uniformly among the n present, so each job is hit at rate g/n)")
     p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
     if output:
         add_output(p)
@@ -93,16 +107,57 @@ def _window(args) -> None:
         V.integer_at_least("--replications", args.replications, 1)
     V.integer_at_least("--seed", args.seed, 0)
     V.probability_open("--confidence", args.confidence)
+    _grid(args)
     check_output(args.output, "--output", mkdir=args.mkdir)
 
 
+def _grid(args) -> None:
+    """--dt and --t-max in flag terms, and the memory of the response-time histograms over that grid checked
+    before any of it exists (:func:`sojourn.core.inputs.check_grid`)."""
+    from ..core import validate as V
+    from ..core.inputs import check_grid, in_flag_terms
+    from ..core.timegrid import grid_size
+
+    V.positive_finite("--dt", args.dt)
+    V.positive_finite("--t-max", args.t_max)
+    try:
+        grid_size(args.t_max, args.dt)
+    except ValueError as exc:
+        raise ValueError(in_flag_terms(str(exc), {"dt": "--dt", "t_max": "--t-max"})) from None
+    precision = getattr(args, "precision", None)
+    reps = (args.max_replications or 200) if precision else (args.replications or 10)
+    sweeps = len(args.taus) if getattr(args, "taus", None) else 13
+    cells = sweeps if args.func is run_optimise else 1
+    check_grid(args.t_max, args.dt, 8.0 * (2 * reps * cells + 6),
+               f"the response-time histogram of each of {reps} replications{f' x {cells} timeouts' if cells > 1 else ''}"
+               " and the summary")
+
+
 def _load(args):
+    """The model of --model with --signal-rate applied; a model that this rate makes unsolvable or unstable is
+    refused here, before any compute, naming the flag (the model's own errors name its keys)."""
     from .files import load_model
+    from .solve import solve
 
     net = load_model(args.model, check_stable=False)
     if args.signal_rate is not None:
-        net = net.with_signal_rate(args.signal_rate, args.queue)
+        try:
+            net = net.with_signal_rate(args.signal_rate, args.queue)
+        except ValueError as exc:
+            raise ValueError(_flag_terms(str(exc))) from None
+        if getattr(args, "semantics", "signal") == "signal":
+            try:
+                solve(net)
+            except ValueError as exc:
+                where = f" at --queue {args.queue}" if args.queue is not None else ""
+                raise ValueError(f"--signal-rate {args.signal_rate:g}{where}: {exc}") from None
     return net
+
+
+def _flag_terms(message: str) -> str:
+    from ..core.inputs import in_flag_terms
+
+    return in_flag_terms(message, {"signal_rate": "--signal-rate", "queue": "--queue"})
 
 
 def run_solve(args) -> int:
@@ -140,7 +195,15 @@ def run_simulate(args) -> int:
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
 
     net = _load(args)
-    timeout = parse_law(args.timeout) if args.timeout else None
+    try:
+        timeout = parse_law(args.timeout) if args.timeout else None
+    except ValueError as exc:
+        raise ValueError(f"--timeout: {exc}") from None
+    if args.semantics == "timeout" and timeout is None:
+        raise ValueError("--timeout is required with --semantics timeout: a law such as deterministic:value=0.5 or "
+                         "exponential:rate=2")
+    if args.semantics != "timeout" and timeout is not None:
+        raise ValueError(f"--timeout applies only with --semantics timeout; got --semantics {args.semantics}")
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     _window(args)
     if args.semantics == "timeout":

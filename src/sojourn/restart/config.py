@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.inputs import check_grid
 from ..core.timegrid import grid_size
 
 
@@ -49,6 +50,11 @@ def check_config(cfg: dict) -> None:
         grid_size(tg["t_max"], tg["dt"])
     except ValueError as exc:
         raise ConfigError(f"restart.time_grid: {exc}") from None
+    try:
+        check_grid(tg["t_max"], tg["dt"], 8.0 * (2 * 200 + 6), "the response-time histograms of a cell's "
+                   "replications (at most 200)", flags="restart.time_grid.t_max/dt", cli=False)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         precision_for(sim, tg)
     except ValueError as exc:

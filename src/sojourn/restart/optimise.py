@@ -8,17 +8,23 @@ is one ``xarray.Dataset``; :func:`report_lines` formats it for the terminal.
 """
 from __future__ import annotations
 
+import inspect
+import json
+
 import numpy as np
 import xarray as xr
 
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.stats import TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
+from ..core.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
 from .solve import optimal_signal_rate
 from .simulate import SimulationSpec, simulate
+
+#: the bin width of :func:`sojourn.restart.simulate.simulate` when ``sim`` does not give one
+SIM_DT = inspect.signature(simulate).parameters["dt"].default
 
 
 def _sim_stats(ds, confidence, percentile):
@@ -113,11 +119,12 @@ def _pm(m: float, h: float) -> str:
     return format_with_ci(m, m - h, m + h)
 
 
-def _pct(m: float, h: float, beyond: float) -> str:
-    """A percentile with its CI, or "too few jobs" when fewer than TAIL_MIN per replication lie beyond it."""
+def _pct(m: float, h: float, beyond: float, dt: float | None = None) -> str:
+    """A percentile with its CI (``± dt (bin)`` where the CI is narrower than the histogram's bin width
+    ``dt``), or "too few jobs" when fewer than TAIL_MIN per replication lie beyond it."""
     if beyond < TAIL_MIN:
         return f"too few jobs ({beyond:,.0f} beyond it per replication, < {TAIL_MIN})"
-    return _pm(m, h)
+    return format_with_ci(m, m - h, m + h, resolution=dt)
 
 
 def report_lines(ds: xr.Dataset) -> list[str]:
@@ -125,6 +132,8 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     conf = float(ds.attrs["confidence"])
     pct = 100 * float(ds.attrs["percentile"])
     g = float(ds["g_star"])
+    sim = ds.attrs.get("simulation", "{}")  # the simulate() keywords, as JSON in the attributes
+    dt = float((json.loads(sim) if isinstance(sim, str) else dict(sim)).get("dt", SIM_DT))  # the histograms' bin width
     out = [f"g* = {g:.6g}  (queue {ds.attrs['queue']}, bounds {ds.attrs['bounds']})",
            f"product form  E[T](g*) = {float(ds['response_time_pf']):.6g}  (without restarts "
            f"{float(ds['response_time_pf_no_restart']):.6g})",
@@ -133,14 +142,16 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     for s in ds["semantics"].values.tolist():
         d = ds.sel(semantics=s)
         out.append(f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(float(d['sim_percentile']), float(d['sim_percentile_half_width']), float(d['sim_percentile_beyond']))}")
+                   f"   p{pct:g} = {_pct(float(d['sim_percentile']), float(d['sim_percentile_half_width']), float(d['sim_percentile_beyond']), dt)}")
     out.append("deterministic timeouts tau:")
     for t in ds["tau"].values:
         d = ds.sel(tau=t)
         out.append(f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(float(d['tau_percentile']), float(d['tau_percentile_half_width']), float(d['tau_percentile_beyond']))}")
+                   f"   p{pct:g} = {_pct(float(d['tau_percentile']), float(d['tau_percentile_half_width']), float(d['tau_percentile_beyond']), dt)}")
     tm, tp = float(ds["tau_best_mean"]), float(ds["tau_best_percentile"])
     few = " (from percentiles with too few jobs beyond them)" if float(ds["tau_percentile_beyond"].min()) < TAIL_MIN else ""
     out.append(f"best tau for the mean: {tm:.4g} (restart rate 1/tau = {1 / tm:.4g}, g*/(1/tau) = {g * tm:.3g}); "
                f"best tau for p{pct:g}: {tp:.4g}{few}")
+    if any("(bin)" in line for line in out):
+        out.append(BIN_NOTE)
     return out

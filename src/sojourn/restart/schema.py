@@ -21,6 +21,10 @@ def _list_of(required: list, properties: dict) -> dict:
 MODEL_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "sojourn restart model: a multi-class G-network of PS queues with restart signals",
+    "description": "Signals: each restart signal at a busy queue hits one job chosen uniformly, so with n jobs "
+                   "present each is hit at rate g/n. Timeouts (sojourn restart simulate --semantics timeout, not "
+                   "part of the file): a job's clock counts wall-clock time since it entered the queue or last "
+                   "(re)started, not the service it received.",
     "type": "object",
     "additionalProperties": False,
     "required": ["queues"],
@@ -30,7 +34,10 @@ MODEL_SCHEMA = {
         "description": {"type": "string", "description": "free text: where the parameters come from"},
         "queues": _list_of(["name", "classes"], {
                     "name": _NAME,
-                    "signal_rate": {**_NONNEG, "description": "external restart-signal rate (Poisson)"},
+                    "signal_rate": {**_NONNEG, "description": "external restart-signal rate g (Poisson); each signal "
+                                                             "that finds the queue busy restarts one job chosen "
+                                                             "uniformly among the n present, so each job is hit at "
+                                                             "rate g/n (a signal finding the queue empty vanishes)"},
                     "restart": {"enum": ["anew", "keep_phase"],
                                 "description": "anew: a restarted job enters its new class by the entry vector "
                                                "(work lost); keep_phase: it keeps its phase index"},
@@ -76,7 +83,8 @@ MODEL_SCHEMA = {
             "items": {"type": "object", "additionalProperties": False, "required": ["from", "to", "probability"],
                       "properties": {"from": {"type": "array", "items": _NAME, "minItems": 2, "maxItems": 2},
                                      "to": _NAME, "probability": {"type": "number"}}},
-            "description": "a departure of [queue, class] becomes a restart signal at queue 'to' with this probability",
+            "description": "a departure of [queue, class] becomes a restart signal at queue 'to' with this probability "
+                           "(like an external one: it restarts one job chosen uniformly at 'to')",
         },
     },
 }

@@ -381,11 +381,12 @@ def concat_replications(datasets) -> xr.Dataset:
 
 
 def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:
-    """The p-quantile of each replication's response-time histogram (right bin edges; NaN past t_max)."""
-    from ..core.stats import cdf_from_histogram, quantile
+    """The p-quantile of each replication's response-time histogram (interpolated within its bin,
+    :func:`sojourn.core.stats.histogram_quantile`; NaN past t_max)."""
+    from ..core.stats import cdf_from_histogram, histogram_quantile
 
     F = cdf_from_histogram(count, overflow)
-    return np.asarray(quantile(np.asarray(t) + dt, F, p))
+    return np.asarray(histogram_quantile(F, t, dt, p))
 
 
 def summary(ds: xr.Dataset, confidence: float = DEFAULT_CONFIDENCE, percentile: float = 0.99) -> dict:

@@ -173,6 +173,14 @@ def _linear_loads(net: Network, G: np.ndarray) -> np.ndarray:
     """ρ for given signal rates G (N,): (diag(d) − Fᵀ) ρ = λ (eqs. 1–4 as one linear system, notes §8)."""
     L = net.layout
     g = G[L.type_queue]
+    resolved = g * L.alpha <= L.mu / np.finfo(float).eps  # else mu + g alpha == g alpha: mu lost to round-off
+    if not np.all(resolved):
+        j = int(np.argmin(resolved))
+        q = net.queues[int(L.type_queue[j])]
+        raise ValueError(f"queues[{q.name}].signal_rate {G[L.type_queue[j]]:g} is more than 2^52 times the service "
+                         f"rate {L.mu[j]:g} of {L.labels[j]} (restart success {L.alpha[j]:g}): the service rate is lost "
+                         "to round-off in the traffic equations (eqs. 1-4), which cannot be solved; the load grows "
+                         "with the signal rate, so a network this far out is unstable")
     d = L.mu + g * L.alpha
     F = (L.mu[:, None] * L.phase_move + (g * L.alpha)[:, None] * L.restart_move
          + (L.mu * L.exit_prob)[:, None] * (L.routing[L.type_station] @ L.entry))

@@ -44,6 +44,11 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
     lam = positive_finite("arrival_rate", arrival_rate)
     qmin = integer_at_least("quorum_min", quorum_min, 1)
     rmax = min(n, integer_at_least("max_replicas", max_replicas, 1))
+    if qmin > rmax:
+        limit = (f"max_replicas = {rmax}" if rmax == max_replicas else
+                 f"min(max_replicas = {max_replicas}, hosts = {n}) = {rmax}")
+        raise ValueError(f"quorum_min must be <= {limit}: no pair (r, q) with q <= r exists for q >= {qmin}; "
+                         f"got quorum_min = {qmin}")
     law = as_law(replica_law)
     ok, skipped = [], []
     for r in range(qmin, rmax + 1):

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 
-from ..core.flags import add_group, add_output, add_run
+from ..core.flags import add_group, add_limits, add_output, add_run
 from ..core.precision import add_flags as precision_flags
 from ..core.precision import from_flags as precision_from_flags
 from ..core.precision import summary as precision_summary
@@ -37,19 +37,59 @@ def _system_args(p, replicas=True):
                         " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
 
 
+#: the model's and the library's field names -> the flags of these commands (errors speak of what was typed)
+FLAGS = {"hosts": "--hosts", "replicas": "--replicas", "quorum": "--quorum", "arrival_rate": "--arrival-rate",
+         "load": "--load", "replica_law": "--replica-law", "quorum_min": "--quorum-min",
+         "max_replicas": "--max-replicas", "workunits": "--workunits", "replications": "--replications",
+         "seed": "--seed", "criterion": "--criterion", "horizon": "--horizon", "warmup_workunits": "--warmup",
+         "warmup_time": "--warmup", "dt": "--dt", "t_max": "--t-max"}
+
+
+def _in_flag_terms(message: str) -> str:
+    from ..core.inputs import in_flag_terms
+
+    return in_flag_terms(message, FLAGS)
+
+
 def _spec(args, model="split_merge"):
     from .model import SplitMerge
 
-    if args.load is not None:
-        return SplitMerge.from_load(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
-    return SplitMerge(args.hosts, args.replicas, args.quorum, args.arrival_rate, args.replica_law, model)
+    try:
+        if args.load is not None:
+            return SplitMerge.from_load(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
+        return SplitMerge(args.hosts, args.replicas, args.quorum, args.arrival_rate, args.replica_law, model)
+    except ValueError as exc:
+        raise ValueError(_in_flag_terms(str(exc))) from None
 
 
-def _percentiles(text):
-    vals = [float(x) / 100.0 for x in str(text).split(",") if x.strip()]
-    for v in vals:
-        if not 0 < v < 1:
-            raise ValueError(f"percentiles must be in (0, 100); got {100 * v:g}")
+def _hosts_cost(hosts, replicas) -> None:
+    """The hosts' state (a winner tree over floor(n/r) super-servers, fork-join's per-host clocks) checked for
+    memory before anything is built (:func:`sojourn.core.inputs.check_cost`)."""
+    from ..core.inputs import check_cost
+
+    if isinstance(hosts, int) and hosts >= 1:
+        check_cost("--hosts", memory=32.0 * hosts, what=f"the state of {hosts:,} hosts")
+
+
+def _percentiles(text, flag="--percentiles"):
+    """Percent levels ``50,90,99`` -> probabilities; ValueError naming ``flag`` for an empty list, a level
+    outside (0, 100), a word, or a level given twice."""
+    items = [x.strip() for x in str(text).split(",")]
+    if not any(items):
+        raise ValueError(f"{flag} must list at least one level in (0, 100), comma separated (e.g. 50,90,99); "
+                         f"got {text!r}")
+    vals = []
+    for x in items:
+        try:
+            v = float(x)
+        except ValueError:
+            raise ValueError(f"{flag} must be numbers in (0, 100), comma separated (e.g. 50,90,99); got {x!r} in "
+                             f"{text!r}") from None
+        if not 0 < v < 100:
+            raise ValueError(f"{flag} must be in (0, 100); got {x} in {text!r}")
+        if v / 100.0 in vals:
+            raise ValueError(f"{flag}: level {x} is given twice in {text!r}; give each level once")
+        vals.append(v / 100.0)
     return vals
 
 
@@ -59,6 +99,7 @@ def _exact(sub):
     p.add_argument("--percentiles", default="50,90,99", help="latency percentiles, comma separated (default 50,90,99)")
     p.add_argument("--output", "-o", default=None, help="netCDF file (optional; its folder must exist, see --mkdir)")
     p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    add_limits(p)
     p.set_defaults(func=run_exact)
 
 
@@ -102,7 +143,8 @@ def _simulate(sub):
                                    "workunits' with the run length it would need.")
     _system_args(p)
     p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
-                   help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation)")
+                   help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
+                        "q = 1 and r dividing n is split-merge exactly, and its exact values are printed")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
     g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
@@ -122,14 +164,24 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
               "seed": "--seed"}
 
 
+#: seconds per simulated workunit, and per replica of it (measured here, 2 x 500 000 workunits, load 0.9, q = 1,
+#: exponential: split-merge n = 10, r = 2: 1.7e-7 s; r = 10: 1.6e-7 s. Fork-join scans its hosts per replica:
+#: n = 100, r = 2: 5.6e-7 s; n = 100, r = 10, q = 3: 2.0e-6 s; n = 1000, r = 10: 7.0e-6 s)
+SECONDS_PER_WORKUNIT = 2e-7
+SECONDS_PER_REPLICA = {"split_merge": 5e-8, "fork_join": 1.5e-7}
+SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
+
+
 def run_simulate(args) -> int:
-    from ..core.inputs import check_output, in_flag_terms
+    from ..core.inputs import check_cost, check_grid, check_output, in_flag_terms
+    from ..core.validate import positive_finite
     from ..core.io import write_netcdf
     from ..core.runlength import format_length, from_dataset, status, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
 
+    _hosts_cost(args.hosts, args.replicas)
     spec = _spec(args, args.model)
     kw = {}
     if args.horizon is not None:
@@ -138,8 +190,11 @@ def run_simulate(args) -> int:
         w = args.warmup
         if w is not None and not float(w).is_integer():
             raise ValueError(f"--warmup must be a whole number of workunits with --workunits; got {w!r}")
-        kw.update(workunits=args.workunits or 500_000, warmup_workunits=None if w is None else int(w))
+        kw.update(workunits=500_000 if args.workunits is None else args.workunits,
+                  warmup_workunits=None if w is None else int(w))
     ps = _percentiles(args.percentiles)
+    for flag, v in (("--dt", args.dt), ("--t-max", args.t_max)):
+        positive_finite(flag, v)
     try:  # every run-length and grid check before any compute
         plan = _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
                      args.dt, args.t_max)
@@ -148,6 +203,16 @@ def run_simulate(args) -> int:
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     if args.replications is not None and args.replications < 1:
         raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
+    reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
+    check_grid(args.t_max, args.dt, 8.0 * (4 * reps + 8), f"the delay and latency histograms of each of {reps} "
+               "replications and the summary")
+    simulated = (plan[0] + plan[2]) if args.horizon is None else spec.arrival_rate * plan[1]
+    events = float(simulated) * reps
+    per = SECONDS_PER_WORKUNIT + spec.replicas * (SECONDS_PER_REPLICA[spec.model]
+                                                  + SECONDS_PER_REPLICA_AND_HOST[spec.model] * spec.hosts)
+    check_cost("--workunits/--horizon/--replications" if args.horizon is None else "--horizon/--replications",
+               seconds=events * per, what=f"{events:.3g} workunits of {spec.replicas} replicas over {reps} "
+                                          f"replication{'s' * (reps > 1)}, ~{per:.2g} s each")
     check_output(args.output, "--output", mkdir=args.mkdir)
     t0 = time.perf_counter()
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
@@ -178,7 +243,8 @@ def run_simulate(args) -> int:
     ci = "  (95% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")
-        tail = f"   exact {ex:.6g} ({e['delay_method']})" if np.isfinite(ex) else "   (no exact value)"
+        how = e["delay_method"] + (f"; {e['reduction']}" if e["reduction"] else "")
+        tail = f"   exact {ex:.6g} ({how})" if np.isfinite(ex) else "   (no exact value)"
         print(f"{label:14s}{mean_text(ds[v].values)}{tail}")
     print(f"{'latency':14s}percentiles: {ci_header(s, 'latency')}")
 
@@ -229,6 +295,7 @@ def _best(sub):
     p.add_argument("--output", "-o", default=None,
                    help="netCDF file with the whole ranking (optional; its folder must exist, see --mkdir)")
     p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    add_limits(p)
     p.set_defaults(func=run_best)
 
 
@@ -237,8 +304,18 @@ def run_best(args) -> int:
     from ..core.io import write_netcdf
     from .best import best, candidates, parse_criterion
 
-    parse_criterion(args.criterion)
-    candidates(args.hosts, args.arrival_rate, args.replica_law, args.quorum_min, args.max_replicas)
+    from ..core.validate import integer_at_least
+
+    integer_at_least("--top", args.top, 1)
+    try:
+        parse_criterion(args.criterion)
+        _hosts_cost(args.hosts, 1)
+        candidates(args.hosts, args.arrival_rate, args.replica_law, args.quorum_min, args.max_replicas)
+        integer_at_least("--workunits", args.workunits, 1)
+        integer_at_least("--replications", args.replications, 1)
+        integer_at_least("--seed", args.seed, 0)
+    except ValueError as exc:
+        raise ValueError(_in_flag_terms(str(exc))) from None
     if args.output:
         check_output(args.output, "--output", mkdir=args.mkdir)
 

@@ -12,7 +12,7 @@ import xarray as xr
 from ..core.precision import variables as precision_variables
 from ..core.runlength import FILL
 from ..core.runlength import variables as run_variables
-from ..core.stats import cdf_from_histogram, mean_ci, quantile
+from ..core.stats import cdf_from_histogram, histogram_quantile, mean_ci
 from ..core.timegrid import grid_size, time_grid
 from .simulate import guard, recording_window
 
@@ -46,7 +46,7 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
     G = {"run_valid": np.full(shape, FILL["run_valid"], np.int8),
          "run_validity_reason": np.full(shape, FILL["run_validity_reason"], np.int8),
          "relaxation_time": f(), "predicted_relative_se": f(), "needed_window": f(), "needed_workunits": f()}
-    edges = time_grid(t_max, dt) + dt
+    grid = time_grid(t_max, dt)
     for ci, c in enumerate(cs):
         idx = (lawn.index(c["law"]), modn.index(c["model"]), qs.index(c["quorum"]), rs.index(c["replicas"]))
         reps = reps_by_cell[ci]
@@ -80,7 +80,7 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
         V["rep_mean_delay"][idx][:n] = [r[0]["mean_delay"] for r in reps]
         counts = np.array([r[1] for r in reps])
         over = np.array([r[2] for r in reps])
-        per = quantile(edges, cdf_from_histogram(counts, over), ps)  # (replication, p)
+        per = histogram_quantile(cdf_from_histogram(counts, over), grid, dt, ps)  # (replication, p)
         m, h = mean_ci(per, confidence=conf)
         V["sim_latency_percentile"][idx], V["sim_latency_percentile_hw"][idx] = m, h
         hl[idx] = counts.sum(axis=0)
@@ -108,7 +108,7 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
         "sim_computing": ("fraction of host-time computing replicas until the quorum", "1"),
         "sim_throughput": ("recorded workunits per unit time", "1/" + U),
         "sim_latency_percentile": ("simulated latency percentile: mean across replications of each one's "
-                                   "histogram percentile (a right bin edge)", U),
+                                   "histogram percentile (interpolated within its bin: the CDF linear between bin edges)", U),
         "sim_latency_percentile_hw": ("half-width of its t-interval across replications", U),
         "rep_mean_latency": ("mean latency of each replication (NaN beyond the cell's replications)", U),
         "rep_mean_delay": ("mean delay of each replication (NaN beyond the cell's replications)", U),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..core.config import DEFAULT_PERCENTILE, ConfigError
 from ..core.replications import WARMUP_FRACTION
+from ..core.inputs import check_grid
 from ..core.timegrid import grid_size
 from .model import SplitMerge
 
@@ -27,6 +28,12 @@ def check_config(cfg: dict) -> None:
             grid_size(e["time_grid"]["t_max"], e["time_grid"]["dt"])
         except ValueError as exc:
             raise ConfigError(f"{key}.time_grid: {exc}") from None
+        try:
+            check_grid(e["time_grid"]["t_max"], e["time_grid"]["dt"], 8.0 * (4 * 200 + 8), "the delay and latency "
+                       "histograms of a cell's replications (at most 200)", flags=f"{key}.time_grid.t_max/dt",
+                       cli=False)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         try:
             found = cells(cfg, x)
         except ValueError as exc:

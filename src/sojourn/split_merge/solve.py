@@ -17,7 +17,9 @@
   < :data:`QBD_RTOL` and the iteration converged; otherwise NaN, ``delay_method = "none"``, and the
   estimate in ``qbd_relative_error``.
 
-Anything else (fork-join, a non-PH law with c > 1, a too large QBD) has no exact answer here:
+Fork-join with q = 1 and r dividing n is split-merge path by path (:func:`fork_join_is_split_merge`), and gets
+its exact values, labelled so. Anything else (other fork-join, a non-PH law with c > 1, a too large QBD) has no
+exact answer here:
 ``method = "none"`` and NaN, and the caller simulates.
 """
 from __future__ import annotations
@@ -35,6 +37,11 @@ QBD_MAX_PHASES = 700  # largest level-c phase count solved densely (595 phases: 
 #: a QBD mean delay is exact when its estimated relative error δ/(1 − ρ) is below this (module doc); the
 #: precision the QBD is held to against Erlang C and Pollaczek–Khinchine (tests/split_merge, rel=1e-9)
 QBD_RTOL = 1e-9
+#: phases of the boundary levels 0..c together, C(c+d, d), beyond which the QBD is not attempted (a one-phase
+#: law has one phase per level, so the level-c cap alone lets c grow without bound: -n 1e12 hung)
+QBD_MAX_BOUNDARY = 10**7
+#: above this many super-servers Erlang B is computed from the Poisson law instead of its O(c) recursion
+ERLANG_RECURSION_MAX = 10**6
 #: iterations of the logarithmic reduction (quadratic: ~log2(1/(1 − ρ)) + 5 are needed)
 QBD_MAX_ITERATIONS = 60
 
@@ -44,11 +51,18 @@ QBD_MAX_ITERATIONS = 60
 def erlang_c(c: int, a: float) -> float:
     """C(c, a): probability of waiting in M/M/c with offered load a = λ/ν < c (the paper's (9)).
 
-    Computed by the Erlang B recursion B(k) = a B(k−1)/(k + a B(k−1)), C = B/(1 − ρ(1 − B)), stable for large c.
+    Computed by the Erlang B recursion B(k) = a B(k−1)/(k + a B(k−1)), C = B/(1 − ρ(1 − B)), stable for large c;
+    beyond :data:`ERLANG_RECURSION_MAX` servers from B = P(N = c)/P(N ≤ c), N ~ Poisson(a) (the truncated Poisson
+    form of Erlang B), in logs, so its cost does not grow with c.
     """
-    b = 1.0
-    for k in range(1, int(c) + 1):
-        b = a * b / (k + a * b)
+    if c > ERLANG_RECURSION_MAX:
+        from scipy.stats import poisson
+
+        b = math.exp(float(poisson.logpmf(c, a)) - float(poisson.logcdf(c, a)))
+    else:
+        b = 1.0
+        for k in range(1, int(c) + 1):
+            b = a * b / (k + a * b)
     rho = a / c
     return b / (1.0 - rho * (1.0 - b))
 
@@ -117,7 +131,7 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
     """
     beta, B = np.asarray(beta, float), np.asarray(B, float)
     d = beta.size
-    if math.comb(c + d - 1, d - 1) > max_phases:
+    if math.comb(c + d - 1, d - 1) > max_phases or math.comb(c + d, d) > QBD_MAX_BOUNDARY:
         return None
     t = ph.exit_vector(B)
     levels = [_level_blocks(beta, B, lam, N) for N in range(c + 1)]
@@ -187,6 +201,22 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
 
 # ---------------------------------------------------------------------------------------------
 # the labelled answer for a spec
+#: the ``reduction`` of :func:`exact_results` where fork-join takes split-merge's values (its methods unchanged)
+REDUCTION = "fork-join with q = 1 and r dividing n is split-merge"
+
+
+def fork_join_is_split_merge(spec: SplitMerge) -> bool:
+    """Fork-join with cancellation (q = 1, r dividing n) is split-merge exactly, path by path: the hosts fall
+    into n/r groups of r with equal remaining work (true when all are idle; a workunit's r replicas go to the r
+    least-loaded hosts, which are then a group's worth of equal loads, all start together and all are released
+    at the first result, so they stay equal). A workunit therefore starts when the earliest group frees and
+    holds it S_1:r: FCFS M/G/(n/r) with G = S_1:r, split-merge's queue. With q > 1 the hosts of the q − 1 earlier
+    results are free at once in fork-join but held in split-merge; with r not dividing n, the n mod r hosts
+    that split-merge never uses take replicas in fork-join."""
+    return spec.model == "fork_join" and spec.quorum == 1 and spec.hosts % spec.replicas == 0
+
+
+
 def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases: int = QBD_MAX_PHASES) -> dict:
     """Everything known exactly about ``spec`` (split-merge model), each with the method that gave it.
 
@@ -194,7 +224,8 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
     'quadrature'), super_servers, max_throughput, load, mean_delay, mean_latency, delay_method
     ('pollaczek-khinchine' | 'erlang-c' | 'qbd' | 'none'), p_wait, percentiles, latency_percentile and
     delay_percentile (NaN unless the delay law is known: c = 1 with PH replicas, or Erlang C),
-    percentile_method, exact (True when mean_delay is exact), qbd_phases and qbd_relative_error (the
+    percentile_method, exact (True when mean_delay is exact), reduction ('' or :data:`REDUCTION`, where a
+    fork-join spec takes split-merge's values), qbd_phases and qbd_relative_error (the
     QBD's estimated relative error, NaN where no QBD was solved; above :data:`QBD_RTOL` the QBD value is not
     exact and is left out).
     """
@@ -205,9 +236,12 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
            "max_throughput": c / m1, "load": lam * m1 / c, "mean_delay": math.nan, "mean_latency": math.nan,
            "delay_method": "none", "p_wait": math.nan, "percentiles": ps,
            "latency_percentile": np.full(ps.shape, np.nan), "delay_percentile": np.full(ps.shape, np.nan),
-           "percentile_method": "none", "exact": False, "qbd_phases": 0, "qbd_relative_error": math.nan}
+           "percentile_method": "none", "exact": False, "reduction": "", "qbd_phases": 0,
+           "qbd_relative_error": math.nan}
     if spec.model != "split_merge":
-        return out
+        if not fork_join_is_split_merge(spec):
+            return out
+        return {**exact_results(spec.with_model("split_merge"), percentiles, qbd_max_phases), "reduction": REDUCTION}
     law_ph = order_statistic_ph(spec.replica_law, q, r)
     if c == 1:
         out.update(mean_delay=pollaczek_khinchine(lam, m1, m2), delay_method="pollaczek-khinchine",
@@ -224,7 +258,7 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
         out.update(mean_delay=C / gap, delay_method="erlang-c", p_wait=C, exact=True)
         wa, wT = np.array([C]), np.array([[-gap]])
         la, lT = ph.convolution(wa, wT, np.ones(1), np.array([[-nu]]))
-        out.update(delay_percentile=_quantiles(wa, wT, ps), latency_percentile=_quantiles(la, lT, ps),
+        out.update(delay_percentile=_quantiles(wa, wT, ps, expm=True), latency_percentile=_quantiles(la, lT, ps, expm=True),
                    percentile_method="erlang-c delay law")
     elif law_ph is not None:
         res = mphc_qbd(lam, c, *law_ph, max_phases=qbd_max_phases)
@@ -262,12 +296,26 @@ class UniformizedSF:
         return float(poisson.pmf(k, mu) @ np.asarray(self.g[lo:K + 1]))
 
 
-def _quantiles(a, T, ps):
-    """Quantiles of PH(a, T) (atom 1 − Σa at 0) by Brent's method on the uniformized survival function."""
+class ExpmSF:
+    """P(X > x) = a exp(T x) 1 by scipy's matrix exponential: for the one- and two-phase laws of Erlang C, whose
+    rates grow with the number of super-servers (c ν − λ), where uniformization would need ~(c ν − λ) x steps."""
+
+    def __init__(self, a, T):
+        self.a, self.T = np.asarray(a, float), np.asarray(T, float)
+
+    def __call__(self, x: float) -> float:
+        from scipy.linalg import expm
+
+        return float(self.a @ expm(self.T * x) @ np.ones(self.T.shape[0]))
+
+
+def _quantiles(a, T, ps, expm=False):
+    """Quantiles of PH(a, T) (atom 1 − Σa at 0) by Brent's method on the uniformized survival function (with
+    ``expm``: on the matrix exponential, for small T with large rates)."""
     from scipy.optimize import brentq
 
     a, T = np.asarray(a, float), np.asarray(T, float)
-    sf = UniformizedSF(a, T)
+    sf = ExpmSF(a, T) if expm else UniformizedSF(a, T)
     out = np.full(ps.shape, np.nan)
     scale = max(ph.mean(a, T) / max(a.sum(), 1e-300), 1e-300)
     for i, p in enumerate(ps):

@@ -1,7 +1,7 @@
 """Summaries of simulated replications: means with Student-t CIs across replications, percentiles.
 
-A percentile's CI: the percentile of every replication's own histogram, then a t-interval across the
-replications (the replications are iid, each percentile estimate is one observation).
+A percentile's CI: the percentile of every replication's own histogram (interpolated within its bin), then a
+t-interval across the replications (the replications are iid, each percentile estimate is one observation).
 """
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import numpy as np
 import xarray as xr
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.stats import TAIL_MIN, cdf_from_histogram, mean_ci, percentiles_per_replication, quantile
+from ..core.stats import TAIL_MIN, cdf_from_histogram, histogram_quantile, mean_ci, percentiles_per_replication
 
 
 def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
     """(replication, p) percentiles of ``var`` ('delay' | 'latency') from each replication's histogram
-    (right-edge CDF: the first grid right edge where F > p; NaN beyond t_max)."""
+    (interpolated within the bin where F first exceeds p, :func:`sojourn.core.stats.histogram_quantile`; NaN
+    beyond t_max)."""
     F = cdf_from_histogram(ds[f"{var}_count"].values, ds[f"{var}_overflow"].values)
-    edges = ds["t"].values + float(ds.attrs["dt"])
-    return quantile(edges, F, np.atleast_1d(np.asarray(p, dtype=float)))
+    return histogram_quantile(F, ds["t"].values, float(ds.attrs["dt"]), np.atleast_1d(np.asarray(p, dtype=float)))
 
 
 def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = DEFAULT_CONFIDENCE) -> dict:

@@ -98,17 +98,12 @@ class Evaluation:
 
 
 def _interp_percentile(t, F, p) -> float:
-    """First crossing of p by F on the grid t, linear within the crossing step; inf if F never exceeds p."""
-    import numpy as np
+    """First crossing of p by F on the grid t, linear within the crossing step (:func:`sojourn.core.stats.quantile`,
+    the simulated percentile's rule too); inf if F never exceeds p."""
+    from ...core.stats import quantile
 
-    above = np.flatnonzero(F > p)
-    if not above.size:
-        return math.inf
-    i = int(above[0])
-    if i == 0:
-        return float(t[0])
-    f0, f1 = float(F[i - 1]), float(F[i])
-    return float(t[i - 1] + (t[i] - t[i - 1]) * ((p - f0) / (f1 - f0) if f1 > f0 else 1.0))
+    x = float(quantile(t, F, p))
+    return x if x == x else math.inf
 
 
 def available_cores() -> int:

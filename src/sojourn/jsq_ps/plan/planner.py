@@ -274,7 +274,7 @@ class Planner:
         """P(T ≤ d) and the percentile of R's replications so far, with their 95 % intervals."""
         import numpy as np
 
-        from ...core.stats import cdf_from_histogram, mean_ci, quantile
+        from ...core.stats import cdf_from_histogram, histogram_quantile, mean_ci
 
         r, p = self._runs[R], self.p
         count, overflow = np.concatenate(r["counts"]), np.concatenate(r["overflows"])
@@ -282,7 +282,7 @@ class Planner:
         total = count.sum(axis=1) + overflow
         prob = count[:, :per_d].sum(axis=1) / total  # P(T < d): d is the left edge of bin per_d
         F = cdf_from_histogram(count, overflow)  # right edges
-        x = quantile(t + dt, F, p)  # per replication; NaN beyond t_max
+        x = histogram_quantile(F, t, dt, p)  # per replication, interpolated within its bin; NaN beyond t_max
         pm, ph = mean_ci(prob)
         # the t-interval across replications, widened to the Clopper-Pearson interval of the pooled count
         # beyond d (which ignores the customers' correlation, so it is never the wider one unless the tail

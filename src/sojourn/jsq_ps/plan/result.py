@@ -167,6 +167,9 @@ class PlanResult:
             out.append("  * beyond the accuracy table: its nearest point used (extrapolated)")
         if any(r.get("margin") not in (None, "clear") for r in self.rows):
             out.append("  ? the verdict is within the uncertainty of its evidence (see the notes)")
+        if any("(bin)" in c for row in lines for c in row):  # core.stats.format_with_ci
+            out.append("  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
+                       "the error (the percentile interpolates the CDF linearly within its bin)")
         if self.notes:
             out.append("")
             out.extend(f"  - {n}" for n in self.notes)

@@ -294,12 +294,16 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
 
 
 def summary(t: np.ndarray, cdf: np.ndarray, probs=(0.99, 0.999, 0.9999, 0.99999)) -> dict:
-    """Mean ∫(1−F)dt on the grid (trapezoid; mass beyond the grid ignored) and percentiles x_p =
-    first grid t with F(t) > p (§3.8); NaN if F never exceeds p on the grid."""
+    """Mean ∫(1−F)dt on the grid (trapezoid; mass beyond the grid ignored) and percentiles x_p where F,
+    linear between the grid points, first exceeds p (:func:`sojourn.core.stats.quantile`, as the comparison's;
+    §3.8's first grid t with F(t) > p is the end of that step, up to dt above); NaN if F never exceeds p on
+    the grid."""
+    from ...core.stats import quantile
+
     t = np.asarray(t, dtype=float)
     F = np.asarray(cdf, dtype=float)
     out = {"mean": float(np.trapezoid(1.0 - F, t))}
-    for p in probs:
-        above = np.flatnonzero(F > p)
-        out[p] = float(t[above[0]]) if above.size else float("nan")
+    x = quantile(t, F, np.asarray(probs, dtype=float))
+    for p, v in zip(probs, x):
+        out[p] = float(v)
     return out

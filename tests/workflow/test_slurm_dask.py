@@ -1,0 +1,207 @@
+"""Dask on a real SLURM (no mocks; the cluster of ``bash .ci/slurm/up.sh``), routes 2 and 3 of docs/hpc.md.
+
+* Inside a SLURM job, a local Dask cluster is what SLURM allocated: ``sbatch --cpus-per-task=1 --mem=…`` and the
+  pipeline's ``dask_client`` asked for 2 workers (as Snakemake's ``--cores 2`` asks) starts 1 worker process of 1
+  thread whose memory limit is the job's memory.
+* Route 3: ``workflow/slurm/pipeline.sbatch`` runs the pipeline (the Dask part of ``config/test.yaml``) inside one
+  1-CPU allocation, is stopped mid-run as at the end of an allocation and submitted again: its Dask cluster has
+  the one allocated CPU, the first job stops cleanly, the second resumes, and the results equal a local run's.
+* Route 2: ``cluster: {kind: slurm}``; one of its two worker jobs is ``scancel``\\ ed mid-run: the run says so, a
+  replacement worker job is submitted, the run completes with results identical to a local run, and every other
+  worker job (the replacement too) ends COMPLETED in ``sacct``: retired, not cancelled.
+
+The helpers, the ``slurm`` fixture (skip outside CI, fail in CI when SLURM is not up) and the comparison of result
+files (data and attributes identical but for timings and the code version) are tests/workflow/test_slurm.py's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from test_slurm import (  # noqa: F401  (slurm is a fixture)
+    GUARD_S,
+    PARTITION,
+    REPO,
+    TEST_CONFIG,
+    _assert_same_results,
+    _queued,
+    _run,
+    _sacct,
+    _snakemake,
+    _squeue,
+    _tail,
+    slurm,
+)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+SBATCH = REPO / "workflow" / "slurm" / "pipeline.sbatch"
+UNTIL = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
+
+
+def _env() -> dict:
+    """The environment of this test process for a job, with this checkout's package first on PYTHONPATH."""
+    src = str(REPO / "src")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+
+
+def _wait_ended(job_id: str) -> dict:
+    """Wait until ``job_id`` has left the queue; its sacct record."""
+    t0 = time.monotonic()
+    while True:
+        recs = _sacct(ids=[job_id])
+        if job_id in recs and not _squeue_has(job_id) and recs[job_id]["state"] not in ("PENDING", "RUNNING"):
+            return recs[job_id]
+        if time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"SLURM job {job_id} did not end (guard against a hung cluster): {recs}")
+        time.sleep(1)
+
+
+def _joined(log_dir: Path) -> bool:
+    """Some worker of a SLURM worker job has registered with the scheduler (its log says so)."""
+    return any("Registered to" in p.read_text(errors="replace") for p in log_dir.glob("*.err"))
+
+
+def _squeue_has(job_id: str) -> bool:
+    return bool(_run("squeue", "-h", "-j", job_id, "-o", "%i", check=False).stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    """A plain local run of the Dask part of config/test.yaml: the reference of both routes."""
+    root = tmp_path_factory.mktemp("local") / "local"
+    _snakemake(root, "--cores", "2", *UNTIL)
+    return root
+
+
+def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
+    """``sbatch --cpus-per-task=1 --mem=700M``: the pipeline's local cluster, asked for 2 workers, has 1 worker
+    process of 1 thread with the job's 700 MiB, though the node has more CPUs and memory (this SLURM does not
+    confine jobs: TaskPlugin=task/none, so affinity and cgroups still show the whole machine)."""
+    out = tmp_path / "sizes.json"
+    code = ("import json, sys\n"
+            "from sojourn.core.cluster import dask_client\n"
+            "if __name__ == '__main__':  # the nannies spawn their workers, which import this file\n"
+            "    with dask_client({'kind': 'local'}, n_workers=2) as c:\n"
+            "        c.wait_for_workers(1, timeout=120)\n"
+            "        w = list(c.scheduler_info()['workers'].values())\n"
+            "        json.dump({'workers': len(w), 'threads': [x['nthreads'] for x in w],\n"
+            "                   'memory': [x['memory_limit'] for x in w]}, open(sys.argv[1], 'w'))\n")
+    script = tmp_path / "sizes.py"
+    script.write_text(code)
+    job = _run("sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=700M", "-t", "00:10:00",
+               "-o", str(tmp_path / "job-%j.out"), "--wrap", f"{sys.executable} {script} {out}").stdout.strip()
+    rec = _wait_ended(job)
+    log = "".join(_tail(p, 40) for p in tmp_path.glob("job-*.out"))
+    assert rec["state"] == "COMPLETED", (rec, log)
+    sizes = json.loads(out.read_text())
+    assert slurm["cpus"] >= 2 and slurm["mem_mb"] > 700  # the machine offers more than the job was given
+    assert sizes == {"workers": 1, "threads": [1], "memory": [700 * 2**20]}, (sizes, log)
+
+
+def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path):
+    """Route 3: the shipped batch script in a 1-CPU allocation, stopped mid-run the way SLURM announces the end
+    of an allocation (SIGUSR1 to the batch shell, as ``--signal=B:USR1@300`` or ``scancel --batch --signal=USR1``
+    send it), then submitted again: the first job stops cleanly (no lock left), the second resumes, the Dask
+    cluster of each had the one allocated CPU and the job's memory, and the results equal a local run's."""
+    work = tmp_path / "route3"
+
+    def submit() -> str:
+        # from the project folder, as docs/hpc.md says; everything after the script goes to Snakemake
+        return subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M",
+                               "-t", "00:30:00", "-o", str(tmp_path / "job-%j.out"), str(SBATCH),
+                               "--configfile", str(TEST_CONFIG), "--directory", str(work), *UNTIL],
+                              cwd=REPO, env={**_env(), "SOJOURN_PYTHON": sys.executable}, capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    first = submit()
+    cache = work / "results" / "jsq_ps" / "cache"
+    t0 = time.monotonic()
+    while not (cache.is_dir() and any(cache.rglob("*.nc"))):  # cells are being computed
+        if not _squeue_has(first) or time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"route-3 job {first} ended or hung before its first cell: "
+                        f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+        time.sleep(0.2)
+    _run("scancel", "--batch", "--signal=USR1", first)
+    rec = _wait_ended(first)
+    out = (tmp_path / f"job-{first}.out").read_text(errors="replace")
+    assert "SLURM signalled SIGUSR1" in out and "Snakemake exited with status 1" in out, out[-6000:]
+    assert rec["state"] == "FAILED", rec  # the script passes on Snakemake's status
+    assert not list((work / ".snakemake" / "locks").glob("*")), "the stopped run left its lock"
+
+    second = submit()
+    rec = _wait_ended(second)
+    out = (tmp_path / f"job-{second}.out").read_text(errors="replace")
+    assert rec["state"] == "COMPLETED", (rec, out[-6000:])
+    assert "Snakemake exited with status 0" in out, out[-6000:]
+    # the pipeline's Dask cluster, as the first job of each run records it: one worker for the one allocated CPU
+    sizing = [line for p in sorted((work / "results" / "jsq_ps" / "logs").rglob("*.log"))
+              for line in p.read_text().splitlines() if "local Dask cluster:" in line]
+    assert sizing, "no job log records the local Dask cluster"
+    for line in sizing:
+        assert "1 worker process(es) × 1 thread" in line and "SLURM_CPUS_PER_TASK=1" in line, sizing
+        assert "SLURM_MEM_PER_NODE=1500" in line and "memory limit 1500 MiB each" in line, sizing
+    assert _assert_same_results(local_run, work) >= 3
+
+
+def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path):
+    """Route 2: ``scancel`` of one of the two worker jobs while the run is in its cells: the run says so, a
+    replacement job is submitted, the run completes with the local run's results, and every worker job but the
+    cancelled one that ran (the replacement too, when the queue started it in time) ends COMPLETED: the workers
+    were retired at close, not cancelled."""
+    name = f"sojourn-w-{uuid.uuid4().hex[:8]}"
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "jobs": 2, "memory": "1GB",
+                                                 "walltime": "00:30:00", "job_name": name,
+                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    override = tmp_path / "slurm.yaml"
+    override.write_text(yaml.safe_dump(cfg))
+    work = tmp_path / "route2"
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile",
+           str(TEST_CONFIG), str(override), "--directory", str(work), "--cores", "2", *UNTIL]
+    log = tmp_path / "snakemake.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env=_env())
+    try:
+        # both worker jobs running and one worker joined (the run is in its cells): cancel the other job, early,
+        # so that the run needs its replacement
+        t0 = time.monotonic()
+        while True:
+            jobs = _squeue(name)
+            running = sorted((j for j, (state, _) in jobs.items() if state == "RUNNING"), key=int)
+            if len(running) == 2 and _joined(tmp_path / "dask-logs"):
+                break
+            if proc.poll() is not None or time.monotonic() - t0 > GUARD_S:
+                pytest.fail(f"the run ended or hung before both workers ran: {jobs}\n{_tail(log, 60)}")
+            time.sleep(0.5)
+        victim = running[-1]
+        _run("scancel", victim)
+        rc = proc.wait(timeout=GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text(errors="replace")
+    assert rc == 0, text[-6000:]
+    assert f"Dask worker job {victim}" in text and "a replacement job is submitted" in text, text[-6000:]
+    t0 = time.monotonic()
+    while _squeue(name) and time.monotonic() - t0 < GUARD_S:  # the last jobs are ending
+        time.sleep(0.5)
+    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
+    recs = {jid: (state.split()[0], start) for jid, state, start in (line.split("|") for line in out.splitlines())}
+    assert len(recs) >= 3, recs  # the two jobs and at least one replacement
+    assert recs[victim][0] == "CANCELLED", recs
+    # every other worker job that ran ended on its own (COMPLETED); one the shared queue had not started when the
+    # run ended (the replacement, if another job held the CPU) was cancelled without ever starting
+    ran = {j: state for j, (state, start) in recs.items() if j != victim and start not in ("None", "Unknown", "")}
+    never = {j: state for j, (state, start) in recs.items() if j != victim and j not in ran}
+    assert ran and set(ran.values()) == {"COMPLETED"}, recs
+    assert set(never.values()) <= {"CANCELLED"}, recs
+    assert not [j for j in _queued() if j in recs]
+    assert _assert_same_results(local_run, work) >= 3
