@@ -44,6 +44,7 @@ def test_case1_jsq_simulate_at_load_0999_is_flagged_with_the_horizon(tmp_path, c
     assert "mean sojourn 71.2 (no CI)" in o
     assert "TOO SHORT" in o and "warning: run too short to trust" in e
     need = _needed(o, "--horizon")
+    assert f"needs --horizon >= {o.split('needs --horizon >= ')[1].split()[0]} (at --replications 1)" in e
     assert need >= 1e8  # relaxation time ~4e6 (Morse: 1/(1 - sqrt(0.999))^2 = 4.0e6), 10 % precision: ~4e8
     ds = read_netcdf(out)
     assert int(ds["run_valid"]) == 0 and int(ds["run_validity_reason"]) == RL.SHORTER_THAN_RELAXATION | RL.IMPRECISE
@@ -57,7 +58,7 @@ def test_case2_split_merge_simulate_at_load_0999_is_flagged_with_the_workunits(t
     o, e = capsys.readouterr()
     assert re.search(r"mean latency\s+20\.3 \(no CI\)\s+exact 1000", o)
     assert "TOO SHORT" in o and "warning: run too short to trust" in e
-    assert _needed(o, "--workunits") >= 1e8
+    assert _needed(o, "--workunits") >= 1e8 and "needs --workunits >= " in e
     ds = read_netcdf(out)
     assert int(ds["run_valid"]) == 0
 

@@ -223,8 +223,8 @@ def run_simulate(args) -> int:
     print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")
     print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average)")
     verdict = runlength.from_dataset(ds)
-    need = _needed_horizon(verdict, W, C, defaults[0])
-    print(f"run length   {runlength.status(verdict, need)}")
+    run_need = _needed_horizon(verdict, W, C, defaults[0])
+    print(f"run length   {runlength.status(verdict, run_need)}")
     print(f"percentiles  {ci_header(s, 'sojourn')}")
 
     def need(factor: float) -> str:  # the --horizon that records `factor` times the customers of this run
@@ -238,7 +238,7 @@ def run_simulate(args) -> int:
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(runlength.warning(verdict, f"{need} (at --replications {verdict.replications}); its numbers are printed "
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
                                          "as computed, do not rely on them"), file=sys.stderr)
     return 0
 

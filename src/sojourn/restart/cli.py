@@ -249,12 +249,12 @@ def run_simulate(args) -> int:
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
     verdict = runlength.from_dataset(ds)
-    need = "--horizon >= " + runlength.format_length(runlength.horizon_for(
+    run_need = "--horizon >= " + runlength.format_length(runlength.horizon_for(
         verdict.needed_window, W, C, WARMUP_FRACTION if args.warmup_default else None))
-    print(f"run length   {runlength.status(verdict, need, what='mean response time')}")
+    print(f"run length   {runlength.status(verdict, run_need, what='mean response time')}")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(runlength.warning(verdict, f"{need} (at --replications {verdict.replications}); its numbers are printed "
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
                                          "as computed, do not rely on them", what="mean response time"),
               file=sys.stderr)
     return 0
