@@ -189,6 +189,8 @@ def run_solve(args) -> int:
 def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
+    from ..core import runlength
+    from ..core.replications import WARMUP_FRACTION
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import solve
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
@@ -247,7 +249,15 @@ def run_simulate(args) -> int:
     if args.semantics == "signal":
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
+    verdict = runlength.from_dataset(ds)
+    run_need = "--horizon >= " + runlength.format_length(runlength.horizon_for(
+        verdict.needed_window, W, C, WARMUP_FRACTION if args.warmup_default else None))
+    print(f"run length   {runlength.status(verdict, run_need, what='mean response time')}")
     print(f"output       {args.output}")
+    if not verdict.valid:
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
+                                         "as computed, do not rely on them", what="mean response time"),
+              file=sys.stderr)
     return 0
 
 

@@ -79,6 +79,8 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     labels = [c.label for c in cells]
     ds = experiment_dataset(x, cs, [done[lab].results for lab in labels], exact, ps, conf, dt, t_max,
                             decisions=[done[lab].decision for lab in labels], precision=precision)
+    if int((ds["run_valid"] == 0).sum()):  # the run-length guard (sojourn.core.runlength): said, not hidden
+        LOG.warning(f"experiment {x}: {ds.attrs['run_length']}")
     extra = {"replications": nrep} if precision is None else {
         "replications": "precision-driven: see replications_used", **precision_attrs(precision),
         "precision_statistic_of": "latency"}
