@@ -23,79 +23,8 @@ steps at R = 6, ρ = 0.95; the CDFs within 7.3e-14 on the benchmark's cells).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .tail import TAGGED_OTHER, TaggedPhases
-
-
-@njit(cache=True, boundscheck=False)
-def _step(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, acc):
-    """y = x·P for x, y flat (phases × M, level fastest); ``ptr``/``src``/``dg``/``tagged``/``rate``: each phase's
-    incoming moves (source phase, level shift source → target, whether the rate is ×(k−1)/k of the source, rate/q);
-    ``wrow``: (k−1)/k of each phase on every level (flat like x). The diagonal 1 − out/q of phase p on level m is
-    dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)), plus dfirst[p] on level 0 and dlast[p] on level
-    M−1 (the moves that do not exist there). Flat indices, no array views in the loops (a view per move costs
-    reference counting: 3× slower at M = 38). Returns Σ y."""
-    P = dconst.size
-    for m in range(M):
-        acc[m] = 0.0
-    for p in range(P):
-        b = p * M
-        c = dconst[p]
-        a = dtag[p]
-        e = ot[p] * M
-        for m in range(M):
-            y[b + m] = (c - a * wrow[b + m] - exitq[e + m]) * x[b + m]
-        y[b] += dfirst[p] * x[b]
-        y[b + M - 1] += dlast[p] * x[b + M - 1]
-        for j in range(ptr[p], ptr[p + 1]):
-            sb = src[j] * M
-            r = rate[j]
-            d = dg[j]
-            if tagged[j]:
-                if d == 0:
-                    for m in range(M):
-                        y[b + m] += r * wrow[sb + m] * x[sb + m]
-                elif d == 1:
-                    for m in range(1, M):
-                        y[b + m] += r * wrow[sb + m - 1] * x[sb + m - 1]
-                else:
-                    for m in range(M - 1):
-                        y[b + m] += r * wrow[sb + m + 1] * x[sb + m + 1]
-            else:
-                if d == 0:
-                    for m in range(M):
-                        y[b + m] += r * x[sb + m]
-                elif d == 1:
-                    for m in range(1, M):
-                        y[b + m] += r * x[sb + m - 1]
-                else:
-                    for m in range(M - 1):
-                        y[b + m] += r * x[sb + m + 1]
-        for m in range(M):
-            acc[m] += y[b + m]
-    total = 0.0
-    for m in range(M):
-        total += acc[m]
-    return total
-
-
-@njit(cache=True, boundscheck=False)
-def _masses(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, K, stop):
-    """g_j = p0·P^j·1 for j < K (x = p0, flat, on entry), stopping once g_j < ``stop``; returns (g, steps computed)."""
-    g = np.zeros(K)
-    acc = np.zeros(M)
-    total = 0.0
-    for i in range(x.size):
-        total += x[i]
-    g[0] = total
-    for j in range(1, K):
-        s = _step(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, acc)
-        x, y = y, x
-        g[j] = s
-        if s < stop:
-            return g, j + 1
-    return g, K
 
 
 class LevelTaggedChain:
@@ -183,9 +112,60 @@ class LevelTaggedChain:
         np.add.at(p0, (np.broadcast_to(ph0[None, :], g0.shape)[inside], g0[inside]), pi_levels[inside])
         return p0, float(pi_levels[~inside].sum())
 
-    def masses(self, p0, K: int, stop: float = 0.0):
-        """(g, steps computed): g_j = p0·P^j·1, j < K, the later terms 0 once g_j < ``stop``."""
+    def masses(self, p0, K: int, stop: float = 0.0, kernel: bool | None = None):
+        """(g, steps computed): g_j = p0·P^j·1, j < K, the later terms 0 once g_j < ``stop``.
+
+        Stepped by the numba kernel, or below :data:`SMALL` (phases × levels) by a scipy.sparse product of the
+        same P built from the same tables (:meth:`matrix`): the two agree to rounding (tests/jsq_ps/
+        test_solve_exact.py); ``kernel`` forces one."""
         x = np.array(p0, dtype=float).ravel()  # a copy: stepped in place
+        if kernel is None:
+            kernel = x.size > SMALL
+        if not kernel:
+            return _sparse_masses(self.matrix(), x, int(K), float(stop))
+        from ._tagged_kernel import _masses
+
         y = np.zeros_like(x)
         return _masses(x, y, self.M, *self._diag_parts, self.ptr, self.src, self.dg, self.tagged, self.rate,
                        self.wrow, int(K), float(stop))
+
+    def matrix(self):
+        """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
+        written out — each incoming move on every level where its source level exists, and the diagonal."""
+        from scipy import sparse
+
+        M, P = self.M, self.size_phases
+        dconst, dtag, dfirst, dlast, exitq, ot = self._diag_parts
+        target = np.repeat(np.arange(P), np.diff(self.ptr))
+        lev = np.arange(M)[None, :]
+        src_lev = lev - self.dg[:, None]  # the source's level for each target level
+        ok = (src_lev >= 0) & (src_lev <= M - 1)
+        rows = (target[:, None] * M + lev)[ok]
+        cols = (self.src[:, None] * M + src_lev)[ok]
+        vals = np.broadcast_to(self.rate[:, None], ok.shape)[ok]
+        tagged = np.broadcast_to(self.tagged[:, None], ok.shape)[ok]
+        vals = np.where(tagged, vals * self.wrow[cols], vals)  # ×(k−1)/k of the source state
+        exit_rows = exitq.reshape(-1, M)[ot]  # (P, M)
+        diag = dconst[:, None] - dtag[:, None] * self.wrow.reshape(P, M) - exit_rows
+        diag[:, 0] += dfirst
+        diag[:, M - 1] += dlast
+        n = P * M
+        A = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        return (A + sparse.diags(diag.ravel())).tocsr()
+
+
+#: phases × levels up to which :meth:`LevelTaggedChain.masses` steps a scipy.sparse matrix instead of the numba
+#: kernel: there a whole solve takes less than importing numba (~0.2 s; `sojourn plan`'s small cells)
+SMALL = 20_000
+
+
+def _sparse_masses(A, x, K: int, stop: float):
+    """The kernel's ``_masses`` with y = A·x: (g, steps computed)."""
+    g = np.zeros(K)
+    g[0] = x.sum()
+    for j in range(1, K):
+        x = A @ x
+        g[j] = s = x.sum()
+        if s < stop:
+            return g, j + 1
+    return g, K
