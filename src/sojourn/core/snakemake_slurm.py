@@ -238,6 +238,17 @@ def end_jobs_slurm_ended(executor_class=None) -> bool:
         if cap and self.next_seconds_between_status_checks and self.next_seconds_between_status_checks > cap:
             self.next_seconds_between_status_checks = cap
 
+    report = executor_class.report_job_error
+
+    def report_job_error(self, job_info, msg=None, **kwargs):
+        # Snakemake prints no message for a failed group job (GroupJob.log_error drops it): log it here, with the
+        # SLURM job and the group's rules, whoever found the failure (the plugin's TIMEOUT, this module's CANCELLED)
+        if msg and job_info.job.is_group():
+            jid = job_info.external_jobid
+            self.logger.error(msg if f"SLURM job {jid} (" in msg else f"SLURM job {jid} ({_describe(job_info.job)}): {msg}")
+        return report(self, job_info, msg=msg, **kwargs)
+
     check_active_jobs.sojourn_wrapped = True
     executor_class.check_active_jobs = check_active_jobs
+    executor_class.report_job_error = report_job_error
     return True
