@@ -428,8 +428,11 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     args = ("--executor", "slurm", "--workflow-profile", str(PROFILE),
             *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets)
 
-    # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state
-    cmd = _snakemake_cmd(hpc, *args)
+    # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
+    # group job asks for 1 CPU: Snakemake inside it must take 1 core, not the node's (it said "Provided cores:
+    # 2" where SLURM does not bind jobs to their CPUs, as here: TaskPlugin=task/none)
+    one_cpu = ("--resources", "cpus_per_task=1", f"mem_mb={min(4000, slurm['mem_mb'])}")
+    cmd = _snakemake_cmd(hpc, *one_cpu, *args)
     log_path = tmp_path / "cancelled.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -449,6 +452,9 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     named = [line for line in out.splitlines() if f"SLURM job {job} " in line and "CANCELLED" in line]
     assert named, out[-4000:]
     assert "group jsq_ps_cells" in named[0] and "rule jsq_ps_simulate" in named[0], named[0]
+    cancelled_log = sorted((hpc / ".snakemake" / "slurm_logs").rglob(f"{job}.log"))
+    assert cancelled_log and re.search(r"^Provided cores: 1\b", cancelled_log[0].read_text(errors="replace"), re.M), \
+        cancelled_log
 
     # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug
     p = _snakemake(hpc, *args)
@@ -465,7 +471,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     inner = slurm_logs[0].read_text(errors="replace")
     assert "--force-use-threads" in inner and "slurm-jobstep" not in inner, inner[:3000]
     cpus = min(int(profile["resources"]["cpus_per_task"]), slurm["cpus"])
-    assert f"Provided cores: {cpus}" in inner, inner[:3000]
+    assert re.search(rf"^Provided cores: {cpus}\b", inner, re.M), inner[:3000]
 
     for t in targets:
         assert (hpc / t).is_file(), t

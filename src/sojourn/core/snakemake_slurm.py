@@ -73,7 +73,9 @@ def threads_in_group_jobs(executor_class=None) -> bool:
         from snakemake_interface_executor_plugins.executors.real import (
             RealExecutor as executor_class,
         )
-    original = executor_class.get_job_args
+    original = getattr(executor_class, "get_job_args", None)
+    if original is None:
+        return False
     if getattr(original, "sojourn_wrapped", False):
         return True
 
@@ -102,7 +104,9 @@ def jobs_in_the_batch_step(executor_class=None) -> bool:
             from snakemake_executor_plugin_slurm import Executor as executor_class
         except ImportError:
             return False
-    original = executor_class.additional_general_args
+    original = getattr(executor_class, "additional_general_args", None)
+    if original is None:
+        return False
     if getattr(original, "sojourn_wrapped", False):
         return True
 
@@ -212,7 +216,10 @@ def end_jobs_slurm_ended(executor_class=None) -> bool:
             from snakemake_executor_plugin_slurm import Executor as executor_class
         except ImportError:
             return False
-    original = executor_class.check_active_jobs
+    original = getattr(executor_class, "check_active_jobs", None)
+    report = getattr(executor_class, "report_job_error", None)
+    if original is None or report is None:
+        return False
     if getattr(original, "sojourn_wrapped", False):
         return True
 
@@ -237,8 +244,6 @@ def end_jobs_slurm_ended(executor_class=None) -> bool:
         cap = self.workflow.remote_execution_settings.seconds_between_status_checks
         if cap and self.next_seconds_between_status_checks and self.next_seconds_between_status_checks > cap:
             self.next_seconds_between_status_checks = cap
-
-    report = executor_class.report_job_error
 
     def report_job_error(self, job_info, msg=None, **kwargs):
         # Snakemake prints no message for a failed group job (GroupJob.log_error drops it): log it here, with the
