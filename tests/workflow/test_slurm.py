@@ -9,10 +9,10 @@ daemons with ``bash .ci/slurm/down.sh``.
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
   same through the pipeline's ``sojourn.core.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
-  --configfile config/test.yaml`` produces the same simulation and approximation results as a local run
-  (two simulation blocks and an approximation block in CI; every block and the merge with
-  ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a SLURM job that ``sacct`` records as
-  COMPLETED.
+  --configfile config/test.yaml`` on every cell block (one SLURM group job; the merge too with
+  ``SOJOURN_SLURM_FULL=1``): ``scancel`` of the running job ends the run within a minute of sacct reporting
+  it, naming the SLURM job, its rules and its state; the same command again completes, every SLURM job
+  COMPLETED, with the same simulation and approximation results as a local run.
 
 Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
 CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
