@@ -69,6 +69,8 @@ def _slurm_jobs(out: str) -> list[dict]:
         if not step:
             rec.update(state=state, elapsed_s=_seconds(elapsed), cpu_s=_seconds(cpu), cpus=int(cpus))
         rec["max_rss_mb"] = max(rec["max_rss_mb"], _megabytes(rss))
+    for rec in jobs.values():  # no sample: SLURM samples memory every JobAcctGatherFrequency (30 s by default)
+        rec["max_rss_mb"] = rec["max_rss_mb"] or None
     return [jobs[i] for i in ids]
 
 
@@ -99,7 +101,8 @@ def main() -> None:
               f"(target <= 2); {len(jobs)} SLURM jobs; {n_files} result files identical")
         for j in jobs:
             print(f"  SLURM job {j['id']}: {j.get('state')}, {j.get('elapsed_s', 0):.0f} s, {j.get('cpus')} CPUs, "
-                  f"CPU {j.get('cpu_s', 0):.0f} s, peak {j['max_rss_mb']:.0f} MB")
+                  f"CPU {j.get('cpu_s', 0):.0f} s, peak "
+                  + (f"{j['max_rss_mb']:.0f} MB" if j["max_rss_mb"] else "not sampled (job shorter than the sampling)"))
     record = {"what": "slurm_routes", "config": "config/test.yaml", "machine": os.uname().nodename,
               "cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "pairs": pairs,
               "target_ratio": 2.0}
