@@ -76,7 +76,9 @@ def _slurm_jobs(out: str) -> list[dict]:
 
 def _same_results(a: Path, b: Path) -> int:
     sys.path.insert(0, str(ROOT / "tests" / "workflow"))
-    from test_slurm import _assert_same_results  # the SLURM tests' comparison (all but timings)
+    from test_slurm import (
+        _assert_same_results,  # the SLURM tests' comparison (all but timings)
+    )
 
     return _assert_same_results(a, b)
 
