@@ -300,6 +300,9 @@ def _fit_resources(profile: dict, cpus: int, mem_mb: int) -> list[str]:
     rules = {r: fit(res) for r, res in (profile.get("set-resources") or {}).items()}
     if any(changed for _, changed in rules.values()):
         args += ["--set-resources", *(f"{r}:{k}={v}" for r, (res, _) in rules.items() for k, v in res.items())]
+    group, changed = fit(profile.get("resources") or {})  # the width of a group job
+    if changed:
+        args += ["--resources", *(f"{k}={v}" for k, v in group.items())]
     return args
 
 
@@ -425,14 +428,15 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     # second SLURM job, the summary group)
     full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
     targets = [*blocks, merged] if full else blocks
-    args = ("--executor", "slurm", "--workflow-profile", str(PROFILE),
-            *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets)
+    # (targets first: the options that follow take lists)
+    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+            *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
 
     # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
     # group job asks for 1 CPU: Snakemake inside it must take 1 core, not the node's (it said "Provided cores:
     # 2" where SLURM does not bind jobs to their CPUs, as here: TaskPlugin=task/none)
     one_cpu = ("--resources", "cpus_per_task=1", f"mem_mb={min(4000, slurm['mem_mb'])}")
-    cmd = _snakemake_cmd(hpc, *one_cpu, *args)
+    cmd = _snakemake_cmd(hpc, *args, *one_cpu)
     log_path = tmp_path / "cancelled.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
