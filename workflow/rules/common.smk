@@ -131,6 +131,24 @@ if workflow.is_main_process:
     import_in_main_thread(config["cluster"])
     stop_waiting_on_interrupt()
 
+# SLURM executor route (sojourn.core.snakemake_slurm): the main process fails a job that SLURM cancelled, timed
+# out, killed for memory or preempted (the plugin polled forever on "CANCELLED by 0"); a Snakemake started
+# inside a SLURM job takes the allocation's CPUs as its cores and runs a group's jobs as threads (one Dask
+# cluster per SLURM job).
+from sojourn.core.snakemake_slurm import (
+    end_jobs_slurm_ended,
+    fit_cores_to_allocation,
+    jobs_in_the_batch_step,
+    threads_in_group_jobs,
+)
+
+threads_in_group_jobs()
+if workflow.is_main_process:
+    jobs_in_the_batch_step()
+    end_jobs_slurm_ended()
+else:
+    fit_cores_to_allocation(workflow)
+
 
 def dask():
     """The Dask client shared by all jobs of this Snakemake process (started on first use)."""
