@@ -7,6 +7,7 @@ all detected before any compute), 1 for an operating-system error while running 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import re
 import sys
@@ -126,6 +127,9 @@ def main(argv=None) -> int:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:  # a full device: one line naming the file (sojourn.core.integrity.NoSpace)
+            print(f"sojourn {args.command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
+            return 1
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1

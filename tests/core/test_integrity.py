@@ -129,3 +129,35 @@ def test_files_honour_the_umask(tmp_path):
         assert stat.S_IMODE(os.stat(p).st_mode) == 0o640
     finally:
         os.umask(old)
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+def test_scan_reads_a_file_without_sidecar_and_moves_it_aside_when_damaged(tmp_path, how):
+    """No sidecar to compare with (deleted, or never written): the scan reads the file in full; a truncated block
+    whose sidecar was deleted used to pass it, then failed every merge with `NetCDF: HDF error`."""
+    big = xr.Dataset({"x": (("a", "b"), np.random.default_rng(0).random((400, 300)))})  # several HDF5 chunks
+    p = write_netcdf(big, tmp_path / "blocks" / "b.nc")
+    _damage(p, how)
+    integrity.sidecar(p).unlink()
+    assert integrity.check(p) == "unsealed"
+    assert integrity.readable(p).startswith("unreadable without a checksum")
+    (found,) = integrity.scan(tmp_path, move=False)  # a dry run reports it and touches nothing
+    assert found[0] == p and found[1].startswith("unreadable without a checksum") and p.exists()
+    assert integrity.scan(tmp_path) == [found]
+    assert not p.exists() and (tmp_path / "blocks" / "b.nc.damaged").exists()
+    assert integrity.scan(tmp_path) == []
+
+
+def test_scan_seals_a_sound_file_without_sidecar(tmp_path):
+    p = write_netcdf(_ds(), tmp_path / "blocks" / "b.nc")
+    integrity.sidecar(p).unlink()
+    hand = tmp_path / "blocks" / "hand.nc"
+    _ds(value=3).to_netcdf(hand)  # written without sojourn: no sidecar ever
+    assert integrity.scan(tmp_path, move=False) == [] and not integrity.sidecar(p).exists()  # a dry run seals nothing
+    heard = []
+    assert integrity.scan(tmp_path, log=heard.append) == []
+    assert integrity.check(p) == integrity.check(hand) == "ok"
+    assert len(heard) == 2 and all("sealed anew" in h for h in heard)
+    assert stat.S_IMODE(os.stat(integrity.sidecar(p)).st_mode) == integrity.file_mode()
+    _damage(hand, "altered")  # from now on a change shows in its checksum
+    assert [q for q, _ in integrity.scan(tmp_path)] == [hand]

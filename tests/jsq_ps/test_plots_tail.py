@@ -107,12 +107,12 @@ def test_T_in_the_maps(data, drawn):
     plots.recommended_map(cmp, "unused")
     plots.best_method_map(cmp, "unused")
     rec, best = drawn
-    ticks = [t.get_text() for ax in rec.get_axes() for t in ax.get_yticklabels()]
-    assert "T" in ticks and "exact" in ticks  # the colour bar names T ...
-    image = rec.get_axes()[0].get_images()[0]
-    names = [t for t in ticks if t in ("T", "exact")]
-    assert mcolors.to_rgba(image.cmap(names.index("T"))) == TAIL_RGBA  # ... in T's colour
-    assert "T (conservative tail chain)" in rec._suptitle.get_text()
+    # one legend per map: a patch per method, in its colour of the one palette (T: its own)
+    patches = {t.get_text(): h for lg in rec.legends for h, t in zip(lg.legend_handles, lg.get_texts())}
+    assert "T (conservative tail chain)" in patches and "exact" in patches
+    assert mcolors.to_rgba(patches["T (conservative tail chain)"].get_facecolor()) == TAIL_RGBA
+    image = rec.get_axes()[0].get_images()[0].get_array()  # T's cells drawn in T's colour
+    assert any(np.allclose(px[:3], TAIL_RGBA[:3]) for px in np.asarray(image).reshape(-1, image.shape[-1]))
     assert best.get_axes()  # T is a candidate of the Wasserstein map too (drawn without error)
 
 
@@ -129,3 +129,38 @@ def test_T_family_in_the_reproduction_panels(data):
     bars = ax.containers[-1]
     assert mcolors.to_rgba(bars.lines[0].get_color()) == TAIL_RGBA
     plots.plt.close(fig)
+
+
+def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
+    """exact did not run at the second load: a hollow ○ in exact's colour (not the × of an invalid fit), explained
+    in the legend; the key-result tables name T where it is recommended."""
+    plots.wasserstein_vs_rho(data[2], "unused")
+    (fig,) = drawn
+    exact = mcolors.to_rgba(plots.METHOD_COLORS["exact"])
+    marks = [ln for ln in _lines(fig) if ln.get_linestyle() == "None" and mcolors.to_rgba(ln.get_color()) == exact]
+    assert marks and {ln.get_marker() for ln in marks} == {"o"}
+    assert "not run (over budget / truncation cap)" in _legend_texts(fig)
+    assert "invalid fit (not a CDF)" not in _legend_texts(fig)
+
+
+def test_key_results_tables(data, tmp_path):
+    csv_path, html_path = plots.key_results(data[2], tmp_path / "key_results")
+    rows = csv_path.read_text().splitlines()
+    assert rows[0].startswith("servers R,") and len(rows) == 2  # one R band (R = 2)
+    page = html_path.read_text()
+    assert page.count("<table>") == 2 and "When to trust" in page and "T (" in page
+
+
+def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
+    """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load), the line figures
+    shade that load and the best-method map hatches it, each explained in the legend; without it, nothing."""
+    cmp = data[2].copy()
+    cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
+                                        coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})
+    plots.wasserstein_vs_rho(cmp, "unused")
+    plots.best_method_map(cmp, "unused")
+    plots.wasserstein_vs_rho(data[2], "unused")
+    lines, best, plain = drawn
+    assert plots.SHORT_RUN_LABEL in _legend_texts(lines)
+    assert any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(best))
+    assert not any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(plain))

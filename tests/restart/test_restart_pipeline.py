@@ -63,10 +63,21 @@ def test_outputs_and_values(run):
         assert np.isfinite(float(pf["g_star"]))
         for stem in ("means", "percentile"):
             assert (res / "figures" / f"{ex}_{stem}.png").stat().st_size > 10_000
+        # the key result as a table: g*, the best rate of each semantics, the change against no restart
+        table = (res / ex / "key_results.csv").read_text()
+        assert f"g* = {float(pf['g_star']):.4g}" in table and "without restart" in table
     assert list(read_netcdf(res / "example1" / "simulation.nc")["semantics"].values) == ["signal",
                                                                                           "timeout_deterministic"]
     g1 = float(read_netcdf(res / "example1" / "product_form.nc")["g_star"])
     assert abs(g1 - 0.8263) < 1e-3
+
+
+def test_report_opens_with_the_key_result_tables(run):
+    proc = snakemake(run, TINY, "--report", run / "report.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (run / "report.html").read_text(errors="replace")
+    assert '"1 key results": [' in page and page.count("key_results.html") >= 2 and "System Message" not in page
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
 
 
 def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):

@@ -96,6 +96,14 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert int(c.sel(law="exponential", model="split_merge", quorum=1, replicas=2).exact_method) == 2  # Erlang C
     for f in figures(_merged()):
         assert (res / "figures" / f"{f.stem}.png").stat().st_size > 10_000
+    # the report opens the study with its key result, the best (r, q), as a table; no docutils message
+    assert (res / "key_results.html").read_text().count("<table>") == 1
+    assert "best (r, q)" in (res / "key_results.csv").read_text()
+    proc = _snakemake(tmp_path, "--report", tmp_path / "report.html")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (tmp_path / "report.html").read_text(errors="replace")
+    assert '"1 key results": [' in page and "System Message" not in page
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
     log = (res / "logs" / "experiment_c.log").read_text()
     assert re.search(r"20 cells x 3 replications = 60 Dask tasks", log)
     # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only

@@ -321,3 +321,35 @@ def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, refere
     for p in [*(work / c for c in cells), *(work / RES / n for n in MERGED), *(work / RES / "cache").rglob("*.nc")]:
         assert integrity.check(p) == "ok", p
     assert_same_data(work, ref)
+
+
+def test_result_files_without_their_checksum_are_read_and_rebuilt_or_sealed(setup, reference, tmp_path):
+    """A truncated block whose sidecar was deleted, with the merge to be redone (simulation.nc removed): it used to
+    pass the startup scan, then every run failed in the merge with `NetCDF: HDF error`. Now the scan reads it,
+    moves it aside and the run rebuilds it; an intact block and an intact merged file without their sidecars are
+    read, sealed anew and not rebuilt; the data equal the undisturbed run's."""
+    ref, cells = reference
+    work = tmp_path / "work"
+    shutil.copytree(ref, work, symlinks=True)
+    damaged, intact = sorted(c for c in cells if "/simulation/exponential/" in c)[:2]
+    damage(work / damaged, "truncated")  # its cache entry is the same file: truncated too, its sidecar says so
+    for name in (damaged, intact, str(RES / "approximation.nc")):
+        integrity.sidecar(work / name).unlink()
+    integrity.discard(work / RES / "simulation.nc")  # the merge is to be redone
+    stamp = (work / intact).stat().st_ino, (work / intact).stat().st_mtime_ns
+    cmd = command(setup, work)
+    cmd.insert(cmd.index(TARGET) + 1, str(RES / "simulation.nc"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=setup["env"], cwd=work)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout + proc.stderr
+    assert re.search(rf"sojourn: damaged result \S*{re.escape(damaged)} \(unreadable without a checksum", out), out[-4000:]
+    assert out.count("sojourn: damaged result") == 1, out[-4000:]
+    assert out.count("had no checksum; it reads in full and is sealed anew") == 2, out[-4000:]
+    jobs = started_jobs(out).values()
+    assert [o for r, o in jobs if r in CELL_RULES] == [damaged], out[-4000:]  # the damaged block only
+    assert "jsq_ps_merge_simulation" in {r for r, _ in jobs}
+    assert (work / (damaged + ".damaged")).is_file()
+    assert ((work / intact).stat().st_ino, (work / intact).stat().st_mtime_ns) == stamp
+    for p in [*(work / c for c in cells), *(work / RES / n for n in MERGED)]:
+        assert integrity.check(p) == "ok", p
+    assert_same_data(work, ref)

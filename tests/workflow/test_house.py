@@ -263,9 +263,9 @@ def test_figures_are_declared_once(study):
         assert callable(getattr(plots, f.draw, None)), f"{study}: {f.draw} is not a function of its plots"
         assert (folder / f"{f.caption}.rst").is_file(), f"{study}: no caption {f.caption}.rst"
     captions = {f.caption for f in plots.FIGURES} | ({"reproduction"} if study == "jsq_ps" else set())
-    assert {p.stem for p in folder.glob("*.rst")} == captions
+    assert {p.stem for p in folder.glob("*.rst")} == captions | {"key_results"}  # + the key-result table's
     smk = (ROOT / "workflow" / "rules" / f"{study}.smk").read_text()
-    assert "figure_outputs(" in smk and "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]
+    assert "figure_outputs(" in smk and "key_results(" in smk and callable(plots.key_results) and "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]
 
 
 # -- one job convention, seen in a real run ----------------------------------------------------------------

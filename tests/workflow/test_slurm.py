@@ -9,10 +9,10 @@ daemons with ``bash .ci/slurm/down.sh``.
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
   same through the pipeline's ``sojourn.core.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
-  --configfile config/test.yaml`` produces the same simulation and approximation results as a local run
-  (two simulation blocks and an approximation block in CI; every block and the merge with
-  ``SOJOURN_SLURM_FULL=1``), every Snakemake job having been a SLURM job that ``sacct`` records as
-  COMPLETED.
+  --configfile config/test.yaml`` on every cell block (one SLURM group job; the merge too with
+  ``SOJOURN_SLURM_FULL=1``): ``scancel`` of the running job ends the run within a minute of sacct reporting
+  it, naming the SLURM job, its rules and its state; the same command again completes, every SLURM job
+  COMPLETED, with the same simulation and approximation results as a local run.
 
 Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
 CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
@@ -300,6 +300,9 @@ def _fit_resources(profile: dict, cpus: int, mem_mb: int) -> list[str]:
     rules = {r: fit(res) for r, res in (profile.get("set-resources") or {}).items()}
     if any(changed for _, changed in rules.values()):
         args += ["--set-resources", *(f"{r}:{k}={v}" for r, (res, _) in rules.items() for k, v in res.items())]
+    group, changed = fit(profile.get("resources") or {})  # the width of a group job
+    if changed:
+        args += ["--resources", *(f"{k}={v}" for k, v in group.items())]
     return args
 
 
@@ -365,7 +368,48 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return p
 
 
-def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
+def _snakemake_cmd(workdir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+            "--configfile", str(TEST_CONFIG), "--directory", str(workdir), *args]
+
+
+#: the issue's bound: once sacct reports a job cancelled, the run ends within this many seconds
+CANCEL_TO_EXIT_S = 60
+
+
+def _cancel_once_computing(proc, workdir: Path, log: Path) -> tuple[str, float]:
+    """Wait until the run's SLURM job is running and Snakemake inside it has started a block (its log exists),
+    then ``scancel`` it. Returns the job id and the time sacct first reported it cancelled."""
+    logs = workdir / "results" / "jsq_ps" / "logs"
+    t0, job = time.monotonic(), None
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"snakemake ended (exit {proc.returncode}) before its SLURM job could be cancelled:\n"
+                        f"{_tail(log, 40)}")
+        if time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"no SLURM job of the run started computing within {GUARD_S} s (job {job})")
+        if job is None:
+            m = re.search(r"submitted with SLURM jobid (\d+)", log.read_text(errors="replace"))
+            job = m.group(1) if m else None
+        elif _squeue_ids([job]).get(job, ("",))[0] == "RUNNING" and any(logs.rglob("*.log")):
+            break
+        time.sleep(0.2)
+    _run("scancel", job)
+    while True:
+        state = _sacct(ids=[job]).get(job, {}).get("state")
+        if state == "CANCELLED":
+            return job, time.monotonic()
+        if time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"sacct never reported SLURM job {job} cancelled (state {state})")
+        time.sleep(0.2)
+
+
+def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local(slurm, tmp_path):
+    """The executor route the way an operator meets it (workflow/profiles/slurm as shipped): the test config's
+    cell blocks travel in one SLURM group job; ``scancel`` of it while it computes ends the run with an error
+    naming the SLURM job, its rules and the state, within a minute of sacct reporting it (the plugin used to
+    poll "CANCELLED by 0" forever); the same command again completes, every SLURM job COMPLETED, and the
+    results equal a local run's."""
     _simulate_api()
     import yaml
 
@@ -379,36 +423,62 @@ def test_snakemake_slurm_executor_matches_local_run(slurm, tmp_path):
     local, hpc = tmp_path / "local", tmp_path / "slurm"
     _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_approximate")
     blocks = [str(p) for p in _nc_files(local) if str(p) != merged]
-    sim_blocks = [b for b in blocks if "/simulation/" in b]
-    approx_blocks = [b for b in blocks if "/approximation/" in b]
-    assert sim_blocks and approx_blocks, f"the local run wrote no block results: {blocks}"
-    # On SLURM every Snakemake job costs two Snakemake start-ups (sbatch'd one + srun'd one) and a Dask
-    # start-up (~15-40 s on 2 cores), so CI submits three jobs: a simulation block at each end of the
-    # grid and an approximation block; SOJOURN_SLURM_FULL=1 submits every block and the merge as well.
-    if os.environ.get("SOJOURN_SLURM_FULL") == "1":
-        targets = [merged, *approx_blocks]
-    else:
-        targets = sorted({sim_blocks[0], sim_blocks[-1], approx_blocks[-1]})
-    p = _snakemake(
-        hpc, "--executor", "slurm", "--workflow-profile", str(PROFILE),
-        *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]), *targets,
-    )
-    out = p.stdout + p.stderr
+    assert any("/simulation/" in b for b in blocks) and any("/approximation/" in b for b in blocks), blocks
+    # every cell block (one SLURM job: group-components jsq_ps_cells); SOJOURN_SLURM_FULL=1 adds the merge (a
+    # second SLURM job, the summary group)
+    full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
+    targets = [*blocks, merged] if full else blocks
+    # (targets first: the options that follow take lists)
+    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+            *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
 
-    # Every Snakemake job was a SLURM job that sacct records as COMPLETED in partition debug.
+    # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
+    # group job asks for 1 CPU: Snakemake inside it must take 1 core, not the node's (it said "Provided cores:
+    # 2" where SLURM does not bind jobs to their CPUs, as here: TaskPlugin=task/none)
+    one_cpu = ("--resources", "cpus_per_task=1", f"mem_mb={min(4000, slurm['mem_mb'])}")
+    cmd = _snakemake_cmd(hpc, *args, *one_cpu)
+    log_path = tmp_path / "cancelled.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            job, reported = _cancel_once_computing(proc, hpc, log_path)
+            while proc.poll() is None and time.monotonic() - reported < GUARD_S:
+                time.sleep(0.2)
+            waited = time.monotonic() - reported
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    out = log_path.read_text(errors="replace")
+    print(f"SLURM job {job} cancelled: the run exited {waited:.1f} s after sacct reported it (exit {proc.returncode})")
+    assert proc.returncode not in (0, None), out[-4000:]
+    assert waited <= CANCEL_TO_EXIT_S, f"the run ended {waited:.0f} s after sacct reported job {job} cancelled"
+    named = [line for line in out.splitlines() if f"SLURM job {job} " in line and "CANCELLED" in line]
+    assert named, out[-4000:]
+    assert "group jsq_ps_cells" in named[0] and "rule jsq_ps_simulate" in named[0], named[0]
+    cancelled_log = sorted((hpc / ".snakemake" / "slurm_logs").rglob(f"{job}.log"))
+    assert cancelled_log and re.search(r"^Provided cores: 1\b", cancelled_log[0].read_text(errors="replace"), re.M), \
+        cancelled_log
+
+    # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug
+    p = _snakemake(hpc, *args)
+    out = p.stdout + p.stderr
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
-    n_steps = re.findall(r"(\d+) of (\d+) steps \(100%\) done", out)
-    n_local = len(re.findall(r"^localrule \w+:", out, flags=re.M))  # rules the Snakefile keeps local
-    assert job_ids, out[-4000:]
-    assert n_steps and int(n_steps[-1][1]) == len(job_ids) + n_local, (n_steps, job_ids, n_local)
+    assert len(job_ids) == (2 if full else 1), job_ids  # cell blocks grouped (10 per SLURM job)
     recs = _sacct(ids=job_ids)
     assert set(recs) == set(job_ids), (job_ids, recs)
     assert {r["state"] for r in recs.values()} == {"COMPLETED"}, recs
     assert {r["partition"] for r in recs.values()} == {PARTITION}, recs
+    # the group ran its jobs as threads of one Snakemake on the job's CPUs (not one srun'd Snakemake per job)
+    slurm_logs = sorted((hpc / ".snakemake" / "slurm_logs").rglob(f"{job_ids[0]}.log"))
+    assert slurm_logs, job_ids
+    inner = slurm_logs[0].read_text(errors="replace")
+    assert "--force-use-threads" in inner and "slurm-jobstep" not in inner, inner[:3000]
+    cpus = min(int(profile["resources"]["cpus_per_task"]), slurm["cpus"])
+    assert re.search(rf"^Provided cores: {cpus}\b", inner, re.M), inner[:3000]
 
     for t in targets:
         assert (hpc / t).is_file(), t
-    full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
     n = _assert_same_results(local, hpc, only=None if full else targets)
     assert n >= len(targets)
 

@@ -31,13 +31,15 @@ def _executes():
 
 
 def _damaged_results():
-    """Result files that no longer match their checksum (sojourn.core.integrity) are moved aside before
-    the DAG is built, so that this run rebuilds them and what depends on them (a dry run only reports)."""
+    """Result files that no longer match their checksum, or that have none and do not read in full
+    (sojourn.core.integrity), are moved aside before the DAG is built, so that this run rebuilds them and what
+    depends on them (a dry run only reports); sound files without a checksum are sealed anew."""
     from sojourn.core.integrity import scan
 
     move = workflow.is_main_process and _executes()
     for study in ENABLED:
-        for path, reason in scan(Path(RESULTS) / study.name, move=move):
+        for path, reason in scan(Path(RESULTS) / study.name, move=move,
+                                 log=lambda text: print(f"sojourn: {text}", file=sys.stderr)):
             what = f"moved aside to {path.name}.damaged; it will be rebuilt" if move else "it would be rebuilt"
             print(f"sojourn: damaged result {path} ({reason}): {what}", file=sys.stderr)
 
@@ -84,8 +86,19 @@ def figure_outputs(study, files, folder, formats):
             path = f"{folder}/{f.stem}.{fmt}"
             key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
             out[key] = report(path, caption=f"../report/{study}/{f.kind.caption}.rst",
-                              category=get(study).category) if fmt == "png" else path
+                              category=get(study).category, subcategory="2 figures") if fmt == "png" else path
     return out
+
+
+def key_results(study, stem, caption="key_results"):
+    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv`` and ``<stem>.html``, the page
+    in the report first in the study's category (subcategory "1 key results", before the figures' "2 figures";
+    the report sorts subcategories by name) with its caption."""
+    from sojourn.studies import get
+
+    return {"key_csv": f"{stem}.csv",
+            "key_html": report(f"{stem}.html", caption=f"../report/{study}/{caption}.rst", category=get(study).category,
+                               subcategory="1 key results")}
 
 
 def code(entry):
@@ -117,6 +130,24 @@ if workflow.is_main_process:
 
     import_in_main_thread(config["cluster"])
     stop_waiting_on_interrupt()
+
+# SLURM executor route (sojourn.core.snakemake_slurm): the main process fails a job that SLURM cancelled, timed
+# out, killed for memory or preempted (the plugin polled forever on "CANCELLED by 0"); a Snakemake started
+# inside a SLURM job takes the allocation's CPUs as its cores and runs a group's jobs as threads (one Dask
+# cluster per SLURM job).
+from sojourn.core.snakemake_slurm import (
+    end_jobs_slurm_ended,
+    fit_cores_to_allocation,
+    jobs_in_the_batch_step,
+    threads_in_group_jobs,
+)
+
+threads_in_group_jobs()
+if workflow.is_main_process:
+    jobs_in_the_batch_step()
+    end_jobs_slurm_ended()
+else:
+    fit_cores_to_allocation(workflow)
 
 
 def dask():

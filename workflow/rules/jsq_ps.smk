@@ -21,7 +21,7 @@ JSQ_FIGURES = [f"{JSQ_RES}/figures/{f.stem}.{fmt}" for job in ("figures", "repro
                for f in _jsq_figures(JSQ, job) for fmt in JSQ["figures"]["formats"]]
 TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
                      f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
-                     *JSQ_FIGURES]
+                     f"{JSQ_RES}/key_results.html", *JSQ_FIGURES]
 
 
 wildcard_constraints:
@@ -147,6 +147,7 @@ rule jsq_ps_figures:
         approximation=f"{JSQ_RES}/approximation.nc",
     output:
         **figure_outputs("jsq_ps", _jsq_figures(JSQ), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
+        **key_results("jsq_ps", f"{JSQ_RES}/key_results"),
     params:
         settings=canonical({k: JSQ[k] for k in ("figures", "grid", "mgr")}),
         code=code("jsq_ps.figures"),
@@ -156,7 +157,7 @@ rule jsq_ps_figures:
         f"{JSQ_RES}/benchmarks/figures.tsv"
     run:
         job("jsq_ps.figures", log, params, comparison=input.comparison, simulation=input.simulation,
-            approximation=input.approximation, outdir=f"{JSQ_RES}/figures")
+            approximation=input.approximation, outdir=f"{JSQ_RES}/figures", key_results=f"{JSQ_RES}/key_results")
 
 
 rule jsq_ps_reproduction:
@@ -164,7 +165,8 @@ rule jsq_ps_reproduction:
         comparison=f"{JSQ_RES}/comparison.nc",
     output:
         nc=f"{JSQ_RES}/reproduction.nc",
-        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS"),
+        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS",
+                    subcategory="2 figures"),
         **figure_outputs("jsq_ps", _jsq_figures(JSQ, "reproduction"), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),

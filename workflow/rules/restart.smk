@@ -24,7 +24,7 @@ def _rs_model(example):
     f = m if m.exists() else EXAMPLES_DIR / f"{m.name}.yaml"
     return data_fingerprint(f.parent, f.name) if f.is_file() else str(m)
 TARGETS["restart"] = [f"{RS_RES}/{ex}/{f}" for ex in RS_EXAMPLES
-                      for f in ("product_form.nc", "simulation.nc", "comparison.nc")] + [
+                      for f in ("product_form.nc", "simulation.nc", "comparison.nc", "key_results.html")] + [
     f"{RS_RES}/figures/{f.stem}.{fmt}" for ex in RS_EXAMPLES for f in _restart_figures(ex)
     for fmt in RS["figures"]["formats"]]
 
@@ -90,6 +90,7 @@ rule restart_figures:
         comparison=f"{RS_RES}/{{example}}/comparison.nc",
     output:
         **figure_outputs("restart", _restart_figures("{example}"), f"{RS_RES}/figures", RS["figures"]["formats"]),
+        **key_results("restart", f"{RS_RES}/{{example}}/key_results"),
     params:
         figures=canonical(RS["figures"]),
         code=code("restart.figures"),
@@ -99,4 +100,4 @@ rule restart_figures:
         f"{RS_RES}/benchmarks/figures/{{example}}.tsv"
     run:
         job("restart.figures", log, params, product_form=input.pf, comparison=input.comparison,
-            outdir=f"{RS_RES}/figures", name=wildcards.example)
+            outdir=f"{RS_RES}/figures", name=wildcards.example, key_results=f"{RS_RES}/{wildcards.example}/key_results")

@@ -13,7 +13,7 @@ except ConfigError as exc:
 SM_RES = f"{RESULTS}/split_merge"
 SM_RUNS = [x for x in SM_EXP.EXPERIMENTS if SM[f"experiment_{x}"]["enabled"]]
 SM_FIGURES = [f"{SM_RES}/figures/{f.stem}.{fmt}" for f in _sm_figures(SM) for fmt in SM["figures"]["formats"]]
-TARGETS["split_merge"] = [f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS] + SM_FIGURES
+TARGETS["split_merge"] = [f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS] + SM_FIGURES + [f"{SM_RES}/key_results.html"]
 
 
 rule split_merge_experiment:
@@ -36,6 +36,7 @@ rule split_merge_figures:
         **{x: f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS},
     output:
         **figure_outputs("split_merge", _sm_figures(SM), f"{SM_RES}/figures", SM["figures"]["formats"]),
+        **key_results("split_merge", f"{SM_RES}/key_results"),
     params:
         settings=canonical({k: SM[k] for k in ("figures", "experiment_a", "experiment_b", "experiment_c")}),
         code=code("split_merge.figures"),
@@ -44,4 +45,5 @@ rule split_merge_figures:
     benchmark:
         f"{SM_RES}/benchmarks/figures.tsv"
     run:
-        job("split_merge.figures", log, params, inputs={x: input[x] for x in SM_RUNS}, outdir=f"{SM_RES}/figures")
+        job("split_merge.figures", log, params, inputs={x: input[x] for x in SM_RUNS}, outdir=f"{SM_RES}/figures",
+            key_results=f"{SM_RES}/key_results")

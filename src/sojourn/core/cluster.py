@@ -344,6 +344,7 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     dask.config.set({NO_WORKERS_TIMEOUT: float(cfg["no_workers_timeout"])})
     kind = cfg["kind"]
     if kind == "address":
+        _check_reachable(cfg["address"])
         with Client(cfg["address"], set_as_default=False) as client:
             yield client
         return
@@ -392,6 +393,64 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             # distributed < 2026.8 joins a worker process it had to SIGKILL with whatever is left of the
             # close timeout (nothing, on a loaded machine) and raises; the process is gone or going
             log.warning("closing the Dask cluster timed out; its workers were killed")
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once, in one line, when nothing listens at ``cluster.address`` (Client() would retry for
+    distributed.comm.timeouts.connect, 30 s, then raise a multi-line OSError)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(address if "://" in address else f"tcp://{address}")
+    if u.scheme not in ("tcp", "tls") or not u.hostname or not u.port:
+        return  # another transport (inproc, ucx …): Client() says what is wrong
+    try:
+        socket.create_connection((u.hostname, u.port), timeout=10).close()
+    except OSError as exc:
+        raise RuntimeError(f"cluster.address: no Dask scheduler answers at {address} "
+                           f"({exc.strerror or exc}); start it, or use cluster.kind: local") from None
+
+
+#: nanny states from which a local worker does not come back by itself
+_GONE = ("closed", "failed")
+_revive_lock = threading.Lock()
+
+
+def cluster_dead(client) -> str | None:
+    """Why the cluster of ``client`` can never run another task (one line), or None while it may.
+
+    Called by the no-workers watchdog (:func:`sojourn.core.io.report_progress`) whenever it sees no worker.
+    The scheduler gone (the client lost it: its tasks are lost with it) is dead. A :class:`LocalCluster` of
+    this process replaces nannies that stopped for good — distributed lets a nanny shut down permanently when
+    its worker dies at some moments of a restart, or when the scheduler drops a worker that a loaded machine
+    kept from answering in time (dask/distributed#7312, #8537), and a LocalCluster never starts another: both
+    workers gone, the job waited for the full watchdog. A LocalCluster closed or scaled to no worker is dead.
+    Anything else (an external scheduler without workers: some may still join) is left to the watchdog."""
+    status = str(getattr(client, "status", "running"))
+    if status != "running":
+        where = getattr(getattr(client, "scheduler", None), "address", None) or "?"
+        return (f"lost the connection to the Dask scheduler at {where} (client {status}): its tasks are lost; "
+                "check the scheduler, then rerun")
+    from distributed import LocalCluster
+
+    cluster = getattr(client, "cluster", None)
+    if not isinstance(cluster, LocalCluster) or getattr(cluster, "_adaptive", None) is not None:
+        return None  # an external scheduler, or a cluster that sizes itself (SLURM's adaptive jobs)
+    if str(getattr(cluster, "status", "running")).split(".")[-1] in ("closing", "closed"):
+        return "the local Dask cluster was closed"
+    with _revive_lock:
+        wanted = len(cluster.worker_spec)
+        if wanted == 0:
+            return "the local Dask cluster has no worker and none to start (scaled to 0)"
+        gone = [name for name, w in list(cluster.workers.items())
+                if str(getattr(w, "status", "")).split(".")[-1] in _GONE]
+        if gone:
+            for name in gone:  # their names leave the spec; scale() gives new ones and starts them
+                cluster.worker_spec.pop(name, None)
+            logging.getLogger(__name__).warning(
+                f"{len(gone)} local Dask worker(s) stopped for good (their nanny closed): starting new ones")
+            cluster.scale(wanted)
+    return None
 
 
 #: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a

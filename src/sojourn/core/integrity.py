@@ -9,10 +9,13 @@ garbage, values edited in place). Then:
 * at the start of a run, :func:`scan` moves aside every damaged result file (``<file>.damaged``), so that
   Snakemake sees it missing and rebuilds it and what depends on it — no manual deletion.
 
-Files without a sidecar (written before sealing existed, or by hand) are left alone.
+A result file without a sidecar (written before sealing existed, its sidecar deleted, or copied without it) has
+nothing to compare with: :func:`scan` reads it in full (:func:`readable`: every variable through netCDF4/HDF5,
+which fails on a truncated or overwritten file) and seals it anew when it reads, or moves it aside when not.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -61,7 +64,14 @@ def seal(tmp, final, known: str | None = None) -> str:
     final = Path(final)
     side = sidecar(final)
     side_tmp = side.with_name(f".{side.name}.tmp")
-    side_tmp.write_text(f"{d}  {final.name}\n")
+    try:
+        side_tmp.write_text(f"{d}  {final.name}\n")
+    except OSError as exc:
+        full = no_space(exc, final)
+        side_tmp.unlink(missing_ok=True)
+        if full is not None:
+            raise full from exc
+        raise
     os.chmod(side_tmp, file_mode())
     os.replace(side_tmp, side)
     os.replace(tmp, final)
@@ -92,6 +102,102 @@ def check(path) -> str:
     return "ok" if got == m.group(1) else f"sha256 {got[:12]}… differs from the recorded {m.group(1)[:12]}…"
 
 
+class NoSpace(OSError):
+    """A write that failed because the device (or the user's quota) is full: one line, naming the file."""
+
+    def __init__(self, path):
+        super().__init__(errno.ENOSPC, "no space left on device", str(path))
+
+    def __str__(self) -> str:
+        return f"no space left on device: {self.filename}"
+
+
+def no_space(exc: BaseException, path, need: float = 0.0) -> NoSpace | None:
+    """A :class:`NoSpace` for ``path`` if ``exc`` (a failed write of ``path``) came from a full device, else
+    None. Told by errno ENOSPC/EDQUOT anywhere in the exception's chain, or — HDF5 reports a failed write as
+    "NetCDF: HDF error" without the errno — by the free space left in ``path``'s folder being below ``need``
+    bytes (what the write still needed, e.g. the data's uncompressed size). Call before removing the partial
+    file: that frees the space again."""
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, NoSpace):
+            return e
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return NoSpace(path)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    try:
+        st = os.statvfs(Path(path).parent)
+    except OSError:
+        return None
+    return NoSpace(path) if st.f_bavail * st.f_frsize < need else None
+
+
+def release(path) -> int:
+    """Point every descriptor this process still holds on ``path`` at /dev/null; returns how many.
+
+    HDF5 keeps a file open whose write failed while flushing a compressed chunk (a full device): the descriptor
+    outlived the file's removal, its space stayed taken, and the next file HDF5 created there failed with a
+    PermissionError. Closing the descriptor would let HDF5, which still owns its number, write into whatever
+    file reuses it; /dev/null in its place frees the space and leaves HDF5 a harmless target. Linux (/proc)."""
+    target = os.path.realpath(path)
+    n = 0
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if link in (target, target + " (deleted)"):
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                os.dup2(null, int(fd))
+                n += 1
+            finally:
+                os.close(null)
+    return n
+
+
+def readable(path) -> str:
+    """'ok' when every variable of the netCDF file ``path`` reads in full, else a one-line reason (what the
+    netCDF/HDF5 library said). Reads the data, not only the header: a truncated file often opens."""
+    import netCDF4
+
+    from .io import NETCDF_LOCK
+
+    def walk(group):
+        for var in group.variables.values():
+            var.set_auto_maskandscale(False)
+            var[...]
+        for sub in group.groups.values():
+            walk(sub)
+
+    try:
+        with NETCDF_LOCK, netCDF4.Dataset(path, "r") as nc:
+            walk(nc)
+    except Exception as exc:  # OSError (HDF error), RuntimeError, IndexError …: any failure is damage
+        return f"unreadable without a checksum ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    return "ok"
+
+
+def reseal(path) -> str:
+    """Write a new sidecar for the (verified) file ``path`` in place; returns its digest."""
+    import tempfile
+
+    path = Path(path)
+    d = digest(path)
+    side = sidecar(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{side.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"{d}  {path.name}\n")
+    os.chmod(tmp, file_mode())
+    os.replace(tmp, side)
+    return d
+
+
 def discard(path) -> None:
     """Remove a file and its sidecar (either may be missing)."""
     for p in (Path(path), sidecar(path)):
@@ -101,22 +207,34 @@ def discard(path) -> None:
             pass
 
 
-def scan(root, move: bool = True, exclude=("cache",)) -> list[tuple[Path, str]]:
-    """Check every sealed ``*.nc`` under ``root`` (not under an ``exclude``d folder); with ``move``, rename
-    each damaged one (and its sidecar) to ``<name>.damaged``. Returns [(path, reason)] of damaged files."""
+def scan(root, move: bool = True, exclude=("cache",), log=None) -> list[tuple[Path, str]]:
+    """Check every ``*.nc`` result file under ``root`` (not under an ``exclude``d folder): a sealed one against
+    its sidecar, one without a sidecar by reading it in full (:func:`readable`). With ``move``, rename each
+    damaged one (and its sidecar) to ``<name>.damaged`` and seal each unsealed one that reads; ``log(text)``
+    hears of the latter. Returns [(path, reason)] of the damaged files."""
     root = Path(root)
     bad = []
     if not root.is_dir():
         return bad
-    for side in sorted(root.rglob("*.nc" + SUFFIX)):
-        path = side.with_name(side.name[: -len(SUFFIX)])
-        if any(part in exclude for part in path.relative_to(root).parts):
+    for path in sorted(root.rglob("*.nc")):
+        if any(part in exclude for part in path.relative_to(root).parts) or not path.is_file():
             continue
         reason = check(path)
-        if reason in ("ok", "unsealed", "missing"):
+        if reason == "unsealed":
+            reason = readable(path)
+            if reason == "ok":
+                if move:
+                    reseal(path)
+                    if log is not None:
+                        log(f"result {path} had no checksum; it reads in full and is sealed anew")
+                continue
+        if reason in ("ok", "missing"):
             continue
         bad.append((path, reason))
         if move:
             os.replace(path, path.with_name(path.name + ".damaged"))
-            side.unlink()
+            try:
+                sidecar(path).unlink()
+            except FileNotFoundError:
+                pass
     return bad

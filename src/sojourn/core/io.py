@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from .config import NO_WORKERS_TIMEOUT
-from .integrity import seal
+from .integrity import no_space, release, seal
 from .version import __version__
 
 #: held around every netCDF access of sojourn (HDF5 is not thread-safe)
@@ -80,7 +80,8 @@ def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
     """Write ``ds`` to ``path`` atomically (a temporary file in the same folder, then rename) and sealed
     (:mod:`sojourn.core.integrity`: a sha256 sidecar; permissions from the umask).
 
-    A crash never leaves a half-written file under the final name.
+    A crash never leaves a half-written file under the final name; a full device raises
+    :class:`sojourn.core.integrity.NoSpace` ("no space left on device: <path>").
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,9 +92,16 @@ def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
         with NETCDF_LOCK:
             ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=enc)
         seal(tmp, path)  # sidecar checksum, umask permissions, then the rename
-    except BaseException:
+    except BaseException as exc:
+        # a full device: one line naming the file (HDF5 says "NetCDF: HDF error"); the file is at most the
+        # data's uncompressed size plus its metadata (1 MiB is ample)
+        full = no_space(exc, path, need=ds.nbytes + (1 << 20)) if isinstance(exc, Exception) else None
         if os.path.exists(tmp):
             os.unlink(tmp)
+        with NETCDF_LOCK:
+            release(tmp)  # a handle HDF5 could not close: it would keep the space taken (integrity.release)
+        if full is not None:
+            raise full from None
         raise
     return path
 
@@ -172,22 +180,31 @@ def sigterm_handler_in_a_thread() -> None:
 def report_progress(futures, report, client=None, what: str = "tasks") -> None:
     """Call ``report(done, total)`` as each future finishes; return when all have.
 
-    With ``client``, a watchdog: if the cluster has had no worker at all for the dask config value
-    ``sojourn.no-workers-timeout`` (seconds, default 300) while futures are unfinished, raise RuntimeError
-    naming ``what`` instead of waiting forever (a cluster whose workers keep dying, or a queue that never
-    starts them). Once :data:`INTERRUPTED` is set (Ctrl-C), cancel the unfinished futures and raise
-    :class:`Interrupted`.
+    With ``client``, a watchdog: whenever the cluster has no worker, :func:`sojourn.core.cluster.cluster_dead`
+    restarts local workers whose nanny gave up, and a cluster that can never run a task again (its scheduler
+    lost, a local cluster closed) fails at once with one line naming ``what``; if the cluster has had no worker
+    at all for the dask config value ``sojourn.no-workers-timeout`` (seconds, default 300) while futures are
+    unfinished (workers that keep dying, a queue that never starts them), raise RuntimeError naming ``what``
+    instead of waiting forever. A task cancelled under us (the scheduler lost) fails the same way. Once
+    :data:`INTERRUPTED` is set (Ctrl-C), cancel the unfinished futures and raise :class:`Interrupted`.
     """
     import queue
     import time
 
     import dask
 
+    from .cluster import cluster_dead
+
     limit = float(dask.config.get(NO_WORKERS_TIMEOUT, 300))
     q: queue.Queue = queue.Queue()
     for f in futures:
-        f.add_done_callback(lambda fut: q.put(1))
+        f.add_done_callback(q.put)
     done, since = 0, None
+
+    def dead(reason: str):
+        return RuntimeError(f"{what}: {len(futures) - done} of {len(futures)} unfinished, and the Dask cluster "
+                            f"cannot run them: {reason}")
+
     while done < len(futures):
         if INTERRUPTED.is_set():
             if client is not None:
@@ -197,19 +214,31 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
                     f.cancel()
             check_interrupted(f"waiting for {len(futures) - done} of {len(futures)} {what}")
         try:
-            q.get(timeout=0.5)
+            fut = q.get(timeout=0.5)
         except queue.Empty:
             if client is None:
                 continue
-            if client.scheduler_info().get("workers"):
+            workers = None
+            if str(client.status) == "running":
+                try:  # bounded: scheduler_info() waits out the client's 30 s reconnection if the scheduler dies
+                    workers = client.sync(client.scheduler.identity, n_workers=1, callback_timeout=5).get("workers")
+                except Exception:  # unreachable, or not answering: cluster_dead says whether it is gone
+                    workers = None
+            if workers:
                 since = None
-            elif since is None:
+                continue
+            reason = cluster_dead(client)
+            if reason is not None:
+                raise dead(reason)
+            if since is None:
                 since = time.monotonic()
             elif time.monotonic() - since > limit:
                 raise RuntimeError(f"no Dask worker for {limit:g} s while {len(futures) - done} of {len(futures)} "
                                    f"{what} were unfinished: the cluster lost its workers or never started them "
                                    "(see cluster.no_workers_timeout)")
             continue
+        if client is not None and getattr(fut, "status", None) == "cancelled":
+            raise dead(cluster_dead(client) or f"task {fut.key} was cancelled by the scheduler")
         done += 1
         if report is not None:
             report(done, len(futures))

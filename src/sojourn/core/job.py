@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 
+from .integrity import NoSpace
 from .io import check_interrupted
 
 #: the parent of every sojourn logger
@@ -85,6 +86,13 @@ def run(entry: str, log_path, **arguments):
                 if callable(arguments.get("client")):
                     arguments["client"] = arguments["client"]()
                 result = fn(**arguments)
+            except NoSpace as exc:  # a full device: the one line says all (and may not fit either)
+                try:
+                    fh.write(f"{exc}\n")
+                    fh.flush()
+                except OSError:
+                    pass
+                raise
             except BaseException:
                 fh.write(traceback.format_exc())
                 fh.flush()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .integrity import seal
+from .integrity import no_space, release, seal
 
 #: write at most this many elements per netCDF call when filling gaps (bounded memory)
 FILL_CHUNK = 8_000_000
@@ -262,11 +262,20 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
             _fill_gaps(vars_meta, stack, sizes, written, fill)
             nc.close()
         seal(tmp, output)  # sidecar checksum, umask permissions, then the rename
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(Exception), (lock or contextlib.nullcontext()):
             nc.close()
+        # a full device (HDF5 says "NetCDF: HDF error"): one line naming the file; the output holds what the
+        # inputs hold, recompressed alike, so their sizes (plus 1 MiB of metadata) bound what it still needed
+        full = None
+        if isinstance(exc, Exception):
+            full = no_space(exc, output, need=sum(os.path.getsize(p) for p in paths if os.path.exists(p)) + (1 << 20))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        with (lock or contextlib.nullcontext()):
+            release(tmp)  # a handle HDF5 could not close keeps the space taken (sojourn.core.integrity.release)
+        if full is not None:
+            raise full from None
         raise
     return output
 

@@ -84,8 +84,12 @@ class DaskExecutor:
     def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
               progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
         """Submit ``fn(*call, **kwargs)`` for every call now; the results come from ``.result()``."""
+        from .cluster import cluster_dead
         from .io import TASK_RETRIES, report_progress
 
+        reason = cluster_dead(self.client)  # a scheduler already lost: fail now, not when the client gives up
+        if reason is not None:
+            raise RuntimeError(f"{what}: the Dask cluster cannot run them: {reason}")
         n = len(calls)
         futures = self.client.map(_call, [fn] * n, list(calls), [kwargs or {}] * n, pure=False,
                                   retries=TASK_RETRIES, key=list(names))

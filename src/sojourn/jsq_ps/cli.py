@@ -2,6 +2,7 @@
 netCDF dataset, print a one-screen summary) and ``sojourn approximate`` (one analytic sojourn-time CDF)."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -188,6 +189,7 @@ def _simulate_cost(args, spec) -> None:
 
 
 def run_simulate(args) -> int:
+    from ..core import runlength
     from ..core.io import write_netcdf
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
@@ -225,6 +227,9 @@ def run_simulate(args) -> int:
     ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
     print(f"mean sojourn {mean_text(ds['mean'].values)}{ci}")
     print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average){ci}")
+    verdict = runlength.from_dataset(ds)
+    run_need = _needed_horizon(verdict, W, C, defaults[0])
+    print(f"run length   {runlength.status(verdict, run_need)}")
     print(f"percentiles  {ci_header(s, 'sojourn')}")
 
     def need(factor: float) -> str:  # the --horizon that records `factor` times the customers of this run
@@ -237,7 +242,19 @@ def run_simulate(args) -> int:
         print(f"{label:>9}    {percentile_text(s, 'sojourn', i, need=need, t_max=args.t_max)}")
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
+    if not verdict.valid:
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
+                                         "as computed, do not rely on them"), file=sys.stderr)
     return 0
+
+
+def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
+    """The --horizon whose window is the guard's ``needed_window`` (sojourn.core.runlength)."""
+    from ..core.replications import WARMUP_FRACTION
+    from ..core.runlength import format_length, horizon_for
+
+    H = horizon_for(verdict.needed_window, W, C, WARMUP_FRACTION if default_warmup else None)
+    return f"--horizon >= {format_length(H)}"
 
 
 def _register_approximate(subparsers) -> None:
@@ -365,6 +382,57 @@ def _truncation_warning(args, spec, ds) -> str:
             f"{what} (truncation_not_reached; its numbers are printed as computed, do not rely on them)")
 
 
+#: the survival probability at t_max below which nothing beyond the grid matters for what is printed (the
+#: 99.999th percentile is the highest printed, so 1e-5 of the law beyond t_max already hides it)
+BEYOND_TOLERANCE = 1e-6
+
+
+def beyond_t_max(t, cdf, tolerance: float = BEYOND_TOLERANCE) -> dict:
+    """What lies beyond the grid's end of an analytic CDF: the mass S = P(T > t_max) = 1 − F(t_max), the tail's
+    decay rate γ over the grid's last tenth (log-linear), the mean's missing part ∫_{t_max}^∞ (1 − F) ≈ S/γ and the
+    t_max at which the mass would fall below ``tolerance`` (t_max + ln(S/tolerance)/γ), both as if the tail went on
+    decaying at γ: a hint, not a bound (processor sharing's tail slows down near load 1, so both understate there).
+    ``truncation_significant`` = 1 where S > ``tolerance``. NaN where the CDF is not finite."""
+    import numpy as np
+
+    t = np.asarray(t, dtype=float)
+    S = 1.0 - np.asarray(cdf, dtype=float)
+    out = {"mass_beyond_t_max": float(S[-1]), "tail_decay_rate": float("nan"), "mean_beyond_t_max": float("nan"),
+           "t_max_needed": float(t[-1]), "truncation_significant": 0}
+    if not np.all(np.isfinite(S)):
+        return out
+    s_end = max(float(S[-1]), 0.0)
+    out["mass_beyond_t_max"] = s_end
+    if s_end <= tolerance:
+        out["mean_beyond_t_max"] = 0.0 if s_end <= 0 else float("nan")
+        return out
+    i0 = int(0.9 * (len(t) - 1))
+    gamma = float(np.log(S[i0] / s_end) / (t[-1] - t[i0])) if S[i0] > s_end and t[-1] > t[i0] else float("nan")
+    out["tail_decay_rate"] = gamma
+    if np.isfinite(gamma) and gamma > 0:
+        out["mean_beyond_t_max"] = s_end / gamma
+        out["t_max_needed"] = float(t[-1] + np.log(s_end / tolerance) / gamma)
+    out["truncation_significant"] = 1
+    return out
+
+
+def _length(x: float) -> str:
+    from ..core.runlength import format_length
+
+    return format_length(x) if math.isfinite(x) else "(unknown: the tail does not decay on the grid)"
+
+
+def beyond_text(b: dict, mean: float, t_max: float) -> str:
+    """One line: the mass beyond t_max and what it does to the printed mean."""
+    m = b["mass_beyond_t_max"]
+    if not math.isfinite(m):
+        return "beyond t_max: unknown (the CDF is not finite)"
+    if not b["truncation_significant"]:
+        return f"beyond t_max ({t_max:g}): P(T > t_max) = {m:.2g} (the mean's integral is complete to that mass)"
+    return (f"beyond t_max ({t_max:g}): P(T > t_max) = {m:.3g}; the mean above integrates 1-F up to t_max only: "
+            f"TRUNCATED, the true mean is larger")
+
+
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
     from ..core.progress import working
@@ -380,7 +448,6 @@ def run_approximate(args) -> int:
             ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
     except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
         raise ValueError(_in_flag_terms(str(exc))) from None
-    write_netcdf(ds, args.output)
     s = summary(ds["t"].values, ds["cdf"].values)
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "
           f"run_time={float(ds['run_time']):.3f}s")
@@ -393,7 +460,19 @@ def run_approximate(args) -> int:
               "its numbers are printed as computed, do not rely on them", file=sys.stderr)
     if reason & TRUNCATION_NOT_REACHED:
         print(_truncation_warning(args, spec, ds), file=sys.stderr)
+    beyond = beyond_t_max(ds["t"].values, ds["cdf"].values)
+    for k, v in beyond.items():
+        ds.attrs[k] = v
+    write_netcdf(ds, args.output)
     print(f"mean sojourn (integral of 1-F over the grid): {s['mean']:.6g}")
+    print(beyond_text(beyond, s["mean"], args.t_max))
+    if beyond["truncation_significant"]:
+        print(f"warning: {beyond['mass_beyond_t_max']:.3g} of the sojourn-time law lies beyond --t-max {args.t_max:g}: "
+              f"the mean printed is E[min(T, t_max)], a lower bound (the integral stops at t_max), and percentiles "
+              f"above {100 * (1 - beyond['mass_beyond_t_max']):.4g} % are beyond the grid; raise --t-max (the tail's "
+              f"decay over the grid's last tenth puts {BEYOND_TOLERANCE:g} of the law beyond about "
+              f"{_length(beyond['t_max_needed'])}; a tail that slows down, as processor sharing's does near load 1, "
+              "needs more)", file=sys.stderr)
     for p in (0.99, 0.999, 0.9999, 0.99999):
         v = s[p]
         txt = f"{v:.6g}" if v == v else f"> t_max ({ds['t'].values[-1]:g})"

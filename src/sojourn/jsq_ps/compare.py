@@ -166,11 +166,12 @@ TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED = 0, 1, 2
  STATUS_NO_VERDICT,       # "simulate": no usable method with a mean error and a CI
  STATUS_NO_SIMULATION,    # "": no simulation of this law at this cell
  STATUS_TAIL,             # "T": exponential service, exact not usable, T preferred (tail_check)
- ) = range(7)
+ STATUS_RUN_TOO_SHORT,    # "simulate": the simulation's run is too short to trust (sojourn.core.runlength)
+ ) = range(8)
 STATUS_FLAG_ATTRS = {
-    "flag_values": np.arange(7, dtype=np.int8),
+    "flag_values": np.arange(8, dtype=np.int8),
     "flag_meanings": "exact non_optimistic all_optimistic too_few_customers no_verdict no_simulation "
-                     "tail_conservative",
+                     "tail_conservative run_too_short",
 }
 SIMULATE = "simulate"
 #: the method that is conservative by construction (sojourn.jsq_ps.solve.tail)
@@ -195,7 +196,8 @@ def tail_customers(n_customers: np.ndarray, pct: np.ndarray, threshold: float):
     return smallest, flag
 
 
-def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_preferred, tail_preferred=None):
+def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_preferred, tail_preferred=None,
+                   short=None):
     """The tail-aware decisions of one comparison, vectorised over (..., approximation, percentile).
 
     ``err_mean``/``err_high``: mean signed percentile error over replications (approx − sim) and the upper
@@ -203,7 +205,10 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
     the method may be used there; ``few`` (..., percentile): ``few_tail_customers``; ``simulated``
     (..., 1): the law was simulated at the cell; ``exact_preferred`` (..., 1): index of ``exact`` where it
     is to be preferred (exponential service, usable), else −1; ``tail_preferred`` (..., 1): index of ``T``
-    where it may be preferred (exponential service, usable, :func:`tail_check` passed), else −1 (None: nowhere).
+    where it may be preferred (exponential service, usable, :func:`tail_check` passed), else −1 (None: nowhere);
+    ``short`` (..., 1): the simulation's run is too short to trust there (its ``run_valid`` = 0,
+    :mod:`sojourn.core.runlength`; None: nowhere) — its percentiles then judge nothing, like too few customers:
+    no optimistic verdict, no most accurate method, and "simulate" (run_too_short) unless exact or T apply.
 
     * optimistic = 1 where err_high < 0 (the whole CI below 0: an underestimate beyond the simulation's
       noise, however small), 0 where err_high ≥ 0, −1 without a verdict (not usable, no mean or no CI);
@@ -228,6 +233,8 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
     usable = np.broadcast_to(np.asarray(usable, dtype=bool), shape)
     has_mean = usable & np.isfinite(err_mean)
     verdict = has_mean & np.isfinite(err_high)
+    short = np.zeros(shape[:-2] + (1,), bool) if short is None else np.asarray(short, dtype=bool)
+    verdict &= ~short[..., None, :]  # a run too short to trust gives no verdict
     optimistic = np.where(verdict, np.where(err_high < 0, OPTIMISTIC, NOT_OPTIMISTIC), NO_VERDICT).astype(np.int8)
     optimistic_by = np.where(optimistic == OPTIMISTIC, -np.asarray(rel_mean, dtype=float),
                              np.where(optimistic == NOT_OPTIMISTIC, 0.0, np.nan))
@@ -238,6 +245,9 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
 
     absdev = np.abs(err_mean)
     few = np.asarray(few) != TAIL_ENOUGH
+    short = np.broadcast_to(short, few.shape)
+    too_short = short & ~few
+    few = few | short
     simulated = np.broadcast_to(np.asarray(simulated, dtype=bool), few.shape)
     exact_preferred = np.broadcast_to(np.asarray(exact_preferred), few.shape)
     most = np.where(few, -1, first_min(np.where(has_mean, absdev, np.inf)))
@@ -249,9 +259,9 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
         own = np.take_along_axis(optimistic, np.maximum(tp, 0)[..., None, :], axis=-2)[..., 0, :]  # T's verdict
         tail = np.where((tp >= 0) & ~((own == OPTIMISTIC) & ~few), tp, -1)
     status = np.select(
-        [~simulated, exact_preferred >= 0, tail >= 0, few, safe >= 0, any_verdict],
-        [STATUS_NO_SIMULATION, STATUS_EXACT, STATUS_TAIL, STATUS_TOO_FEW, STATUS_NON_OPTIMISTIC,
-         STATUS_ALL_OPTIMISTIC], STATUS_NO_VERDICT).astype(np.int8)
+        [~simulated, exact_preferred >= 0, tail >= 0, too_short, few, safe >= 0, any_verdict],
+        [STATUS_NO_SIMULATION, STATUS_EXACT, STATUS_TAIL, STATUS_RUN_TOO_SHORT, STATUS_TOO_FEW,
+         STATUS_NON_OPTIMISTIC, STATUS_ALL_OPTIMISTIC], STATUS_NO_VERDICT).astype(np.int8)
     rec = np.select([status == STATUS_EXACT, status == STATUS_TAIL, status == STATUS_NON_OPTIMISTIC],
                     [exact_preferred, tail, safe], -1)
     return optimistic, optimistic_by, most, rec, status
@@ -318,6 +328,9 @@ class _Grid:
         self.fit_violation = np.full((NR, NP, NM), np.nan)
         self.err_exact = np.full((NR, NP, NM, NQ), np.nan)
         self.n_customers = np.zeros((S, NR, NP, NK))  # customers recorded per replication (from the histograms)
+        # the simulation's run-length verdict (sojourn.core.runlength): 0 = too short to trust; -1 / absent: none
+        self.run_valid = sim["run_valid"].transpose("service", "R", "rho").values.astype(np.int8) \
+            if "run_valid" in sim else np.full((S, NR, NP), -1, np.int8)
         # the approximation dataset's own verdict (analytic guards) on the comparison's grid; None: it has none
         ok = approximation_validity(approx)
         self.approx_valid_source = None if ok is None else ok.attrs["source"]
@@ -561,12 +574,16 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     prefer_tail = np.full((S, NR, NP, 1), -1)
     if t_idx is not None and g.expo is not None and check["preferred"]:
         prefer_tail[g.expo] = np.where(usable[:, :, t_idx], t_idx, -1)[..., None]  # T solves M/M/R too
+    short = (g.run_valid == 0)  # (S, R, rho): the simulation's run is too short to trust there
     optimistic, optimistic_by, most, rec, status = tail_decisions(Em, Ehi, Rm, usable[None, :, :, :, None], few,
-                                                                  simulated, prefer, prefer_tail)
+                                                                  simulated, prefer, prefer_tail, short[..., None])
     names = np.asarray(methods + [""], dtype=object)  # index −1 → ""
     most_accurate = names[most]
-    recommended = np.where(np.isin(status, [STATUS_ALL_OPTIMISTIC, STATUS_TOO_FEW, STATUS_NO_VERDICT]), SIMULATE,
-                           names[rec])
+    recommended = np.where(np.isin(status, [STATUS_ALL_OPTIMISTIC, STATUS_TOO_FEW, STATUS_NO_VERDICT,
+                                            STATUS_RUN_TOO_SHORT]), SIMULATE, names[rec])
+    best = np.where(short, "", best)  # no ranking against a simulation too short to trust
+    best_pct = np.where(short[..., None], "", best_pct)
+    tied = np.where(short[..., None], 0, tied).astype(np.int8)
 
     def at_rec(x):  # (S, R, rho, M, Q) -> (S, R, rho, Q): the recommended method's value, NaN if none
         v = np.take_along_axis(x, np.maximum(rec, 0)[..., None, :], axis=-2)[..., 0, :]
@@ -698,6 +715,13 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         coords={"service": np.asarray(services, dtype=str), "R": np.asarray(Rs, np.int64), "rho": rhos,
                 "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
     )
+    ds["sim_run_valid"] = (("service", "R", "rho"), g.run_valid, _attrs(
+        "the simulation's run-length verdict (its run_valid, sojourn.core.runlength): 1 long enough, 0 too short to "
+        "trust (its statistics are kept but judge nothing: no best_method, optimistic verdict or most_accurate "
+        "there, recommendation_status run_too_short unless exact or T apply), -1 not simulated or not judged",
+        flag_values=np.array([-1, 0, 1], np.int8), flag_meanings="not_judged too_short long_enough"))
+    ds.attrs["run_length"] = (f"{int(short.sum())} of {int((g.run_valid >= 0).sum())} simulated cells too short to "
+                              "trust (sim_run_valid = 0): excluded from every decision")
     label_coords(ds)
     if g.used is not None:
         ds["replications_used"] = (("service", "R", "rho"), g.used.astype(np.int64),

@@ -54,7 +54,8 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
     from ..core import runner
     from .model import JSQPS
     from .naming import DEFAULT_PERCENTILE
-    from .simulate import UNITS, concat_replications, simulate_replication
+    from ..core.runlength import format_length, from_dataset
+    from .simulate import UNITS, concat_replications, simulate_replication, with_guard
     from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
 
     sim, tg = simulation, time_grid
@@ -93,7 +94,15 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs[f"rho={rho}"])
         for p in parts:  # cached parts come from this block's own files (same content key): same attrs
             p.attrs = dict(attrs)
-        ds = concat_replications(parts) if len(parts) > 1 else parts[0]
+        ds = with_guard(concat_replications(parts) if len(parts) > 1 else parts[0], specs[rho])
+        if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): said, not hidden
+            v = from_dataset(ds)
+            need = format_length(v.needed_window + window["warmup"] + (window["cooldown"] if window["cooldown"]
+                                                                        is not None else window["warmup"]))
+            LOG.warning(f"{service} R={R} rho={rho}: run too short to trust ({v.describe()}; predicted relative "
+                        f"standard error of the mean {100 * v.relative_se:.2g} %); needs jsq_ps.simulation.horizon >= "
+                        f"{need} (same warm-up and cool-down) at {v.replications} replications, or more replications "
+                        "(sojourn.core.runlength; the cell is kept, marked run_valid = 0)")
         ds = ds.expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
         ds["spec_hash"] = xr.DataArray(
             np.array([[[int(json.loads(attrs["seed_entropy"])[1])]]], dtype=np.uint64), dims=("service", "R", "rho"),
@@ -218,13 +227,19 @@ def accuracy(*, comparison, output, settings: dict, code: str = ""):
     return accuracy_from_comparison(comparison, output, settings)
 
 
-def figures(*, comparison, simulation, approximation, outdir, settings: dict, code: str = ""):
+def figures(*, comparison, simulation, approximation, outdir, settings: dict, code: str = "", key_results=None):
     """Every figure of the study's registry (:data:`sojourn.jsq_ps.plots.FIGURES`) its figures job draws for the
     config ``settings`` (the sections figures, grid, mgr)."""
     from .plots import all_figures
 
-    return all_figures(comparison, simulation, approximation, outdir, settings,
-                       formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    out = all_figures(comparison, simulation, approximation, outdir, settings,
+                      formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from ..core.io import read_netcdf
+        from .plots import key_results as table
+
+        out += table(read_netcdf(comparison), key_results)
+    return out
 
 
 def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):

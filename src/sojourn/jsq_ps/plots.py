@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from ..core.figures import Figure, instance, save, serialized  # noqa: E402,F401  (save: also the reproduction's)
+from ..core.figures import (METHOD_COLORS, TIME_UNIT, Figure, instance, log_ticks, method_color, save,  # noqa: E402,F401
+                            serialized, signed_log_ticks)  # (save: also the reproduction's)
 from ..core.io import NETCDF_LOCK, read_netcdf  # noqa: E402
 from ..core.stats import cdf_at_left_edges  # noqa: E402
 from .compare import fit_validity  # noqa: E402
@@ -64,16 +65,18 @@ def figures(settings: dict, job: str = "figures") -> list:
 
 
 FAITHFUL = ("A", "B", "C", "D", "E", "F")
-_FAITHFUL_COLOR = dict(zip(FAITHFUL, plt.get_cmap("tab10").colors[:6]))
-_CHAIN_COLORS = ("#4d4d4d", "tab:olive", "tab:cyan", "tab:pink")
-_EXACT_COLOR = "tab:pink"
+_FAITHFUL_COLOR = {m: METHOD_COLORS[m] for m in FAITHFUL}
+_EXACT_COLOR = METHOD_COLORS["exact"]
 #: method T (sojourn.jsq_ps.solve.tail): its own colour and a dash-dot line in every figure that draws methods
 TAIL = "T"
-_TAIL_COLOR = "#00685a"
+_TAIL_COLOR = METHOD_COLORS[TAIL]
 TAIL_LABEL = "T (conservative tail chain)"
-TIME_UNITS = "time units (1/μ = mean service requirement)"
-INVALID_NOTE = ("×: not a valid result there (CDF outside [0, 1], decreasing or degenerate fit, truncation not "
-                "reached, or not run): value omitted")
+TIME_UNITS = f"{TIME_UNIT}, 1/μ"
+#: how a method's missing value is drawn, and why (``unusable_reason`` of comparison.nc): a line's gap without a
+#: mark is a load with no data (nothing simulated there)
+STATUS_MARKS = {"invalid": ("x", "invalid fit (not a CDF)"),
+                "not_run": ("o", "not run (over budget / truncation cap)")}
+INVALID_NOTE = "×: invalid fit (not a CDF) · ○: not run (over budget) · gap without mark: no data"
 
 
 class Series:
@@ -83,8 +86,7 @@ class Series:
     def __init__(self, members, color, style, lw=1.2, label=None):
         self.members, self.color, self.style, self.lw = list(members), color, style, lw
         self.method = self.members[0]
-        self.label = label or (self.method if len(self.members) == 1
-                               else f"{self.method} (= {', '.join(self.members[1:])})")
+        self.label = label or " = ".join(self.members)
 
 
 def tail_series() -> Series:
@@ -108,7 +110,7 @@ def series(cmp: xr.Dataset, family: str) -> list[Series]:
                 break
         else:
             groups.append([m])
-    out = [Series(g, _CHAIN_COLORS[i % len(_CHAIN_COLORS)], "--") for i, g in enumerate(groups)]
+    out = [Series(g, method_color(g[0]), "--") for g in groups]
     if "exact" in present:
         out.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
     if TAIL in present:
@@ -133,17 +135,72 @@ def _unusable(c: xr.Dataset, R, m) -> np.ndarray:
     return ~_usable(c).sel({"R": R, "approximation": m}).transpose("rho").values
 
 
-def _mark_invalid(ax, x, bad, color, row=0) -> bool:
-    """× near the top edge of ``ax`` where ``bad`` (y in axes coordinates: never changes the y limits);
-    ``row`` staggers the marks of several methods downwards. Black outline: pale colours stay visible."""
-    if not np.any(bad):
-        return False
-    from matplotlib import patheffects
+def _status(c: xr.Dataset, R, m) -> dict:
+    """Over ρ at R, why method ``m`` has no value: {"not_run": mask, "invalid": mask} (``unusable_reason`` of the
+    comparison: not computed = not run, e.g. exact over its budget; otherwise an invalid fit)."""
+    from .solve.guards import OVER_BUDGET, TRUNCATION_NOT_REACHED
 
-    ax.plot(np.asarray(x)[bad], np.full(int(np.sum(bad)), 0.95 - 0.07 * row), "x", color=color, ms=6, mew=1.6,
-            transform=ax.get_xaxis_transform(), clip_on=False,
-            path_effects=[patheffects.withStroke(linewidth=3, foreground="k")])
+    bad = _unusable(c, R, m)
+    not_run = np.zeros_like(bad)
+    if "unusable_reason" in c:  # compare.NOT_COMPUTED: no CDF at all
+        not_run |= (c["unusable_reason"].sel({"R": R, "approximation": m}).transpose("rho").values.astype(int) & 1) != 0
+    if "validity_reason" in c:  # the approximation's own flags (approximation.nc; all_figures adds them)
+        v = c["validity_reason"].sel({"R": R, "approximation": m}).transpose("rho").values.astype(int)
+        not_run |= (v & (OVER_BUDGET | TRUNCATION_NOT_REACHED)) != 0
+    not_run &= bad
+    return {"not_run": not_run, "invalid": bad & ~not_run}
+
+
+def _mark_status(ax, x, status: dict, color, row=0) -> set:
+    """The marks of :data:`STATUS_MARKS` along the top edge of ``ax`` (axes coordinates: the y limits do not
+    move), one row per method (``row``: its place in the legend); returns the kinds drawn."""
+    drawn = set()
+    y = 0.965 - 0.055 * row
+    for kind, mask in status.items():
+        if not np.any(mask):
+            continue
+        marker = STATUS_MARKS[kind][0]
+        style = dict(mfc="none", mew=1.0, ms=3.5) if marker == "o" else dict(mew=1.3, ms=4.5)
+        ax.plot(np.asarray(x)[mask], np.full(int(np.sum(mask)), y), marker, color=color, ls="none",
+                transform=ax.get_xaxis_transform(), clip_on=False, **style)
+        drawn.add(kind)
+    return drawn
+
+
+SHORT_RUN_LABEL = "simulation too short to trust (run-length guard)"
+
+
+def _short_runs(c: xr.Dataset, R=None) -> np.ndarray | None:
+    """Where the simulation was judged too short to trust (``sim_run_valid`` = 0 of a comparison that carries the
+    run-length guard's verdict): over ρ at ``R``, or over (R, ρ); None without the verdict or without such a cell."""
+    if "sim_run_valid" not in c:
+        return None
+    v = c["sim_run_valid"]
+    v = (v.sel(R=R).transpose("rho") if R is not None else v.transpose("R", "rho")).values == 0
+    return v if v.any() else None
+
+
+def _shade_short_runs(ax, rho, short) -> bool:
+    """A grey band over the loads whose simulation is too short to trust (its values are drawn but judge nothing)."""
+    if short is None or not short.any():
+        return False
+    half = np.diff(rho).min() / 2 if len(rho) > 1 else 0.01
+    for x in np.asarray(rho)[short]:
+        ax.axvspan(x - half, x + half, color="0.75", alpha=0.5, lw=0, zorder=0)
     return True
+
+
+def _status_handles(kinds) -> tuple[list, list]:
+    """Legend entries (grey) explaining the marks of ``kinds``."""
+    from matplotlib.lines import Line2D
+
+    from matplotlib.patches import Patch
+
+    out = [(Line2D([], [], ls="none", marker=STATUS_MARKS[k][0], color="0.3", mfc="none" if k == "not_run" else "0.3",
+                   ms=5), STATUS_MARKS[k][1]) for k in ("invalid", "not_run") if k in kinds]
+    if "short" in kinds:
+        out.append((Patch(color="0.75", alpha=0.5), SHORT_RUN_LABEL))
+    return [h for h, _ in out], [lab for _, lab in out]
 
 
 def _grid(n, ncols=5, w=3.2, h=2.6, **kw):
@@ -189,29 +246,33 @@ def _legend_below(fig, axes, ncol=None):
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
     """Mean Wasserstein distance (95 % CI band) vs ρ, one panel per R (five per row): first the paper's A–F,
-    then the corrected chains, ``exact`` and ``T``; y shared (log) within each of the two blocks."""
+    then the corrected chains, ``exact`` and ``T``; y shared (log) within each of the two blocks. Missing values
+    are marked along the top of a panel by why (:data:`STATUS_MARKS`)."""
     c = cmp.sel(service=service)
     Rv = c["R"].values
     blocks = [("paper-faithful A–F", series(cmp, "faithful")), ("corrected A*–F*, exact, T", series(cmp, "corrected"))]
     blocks = [b for b in blocks if b[1]]
     ncols = min(5, len(Rv))
     per = math.ceil(len(Rv) / ncols)
-    fig = plt.figure(figsize=(3.0 * ncols + 0.6, 2.35 * per * len(blocks) + 0.8))
+    fig = plt.figure(figsize=(max(3.0 * ncols + 0.6, 9.0), 2.35 * per * len(blocks) + 1.0))
     sub = fig.subfigures(len(blocks), 1, squeeze=False)[:, 0]
     rho = c["rho"].values
-    any_bad = False
-    all_axes = []
     for sf, (title, lines) in zip(sub, blocks):
         axes = sf.subplots(per, ncols, squeeze=False, sharex=True, sharey=True)
-        sf.subplots_adjust(top=1.0 - 0.42 / (2.35 * per), bottom=0.55 / (2.35 * per), left=0.07, right=0.99)
+        H = fig.get_figheight() / len(blocks)  # inches per block: 0.6 for its legend, 0.5 for the x labels
+        sf.subplots_adjust(top=1.0 - 0.75 / H, bottom=0.5 / H, left=0.07, right=0.99,
+                           hspace=0.35)
         for ax in axes.flat[len(Rv):]:
             ax.set_visible(False)
+        kinds = set()
         for ax, R in zip(axes.flat, Rv):
+            if _shade_short_runs(ax, rho, _short_runs(c, R)):
+                kinds.add("short")
             for k, sr in enumerate(lines):
                 d = c.sel({"R": R, "approximation": sr.method})
-                bad = _unusable(c, R, sr.method)
-                if _mark_invalid(ax, rho, bad, sr.color, k):
-                    any_bad = True
+                st = _status(c, R, sr.method)
+                kinds |= _mark_status(ax, rho, st, sr.color, k)
+                bad = st["not_run"] | st["invalid"]
                 y = np.where(bad, np.nan, d["wasserstein_mean"].values)
                 if not np.isfinite(y).any():
                     continue
@@ -220,102 +281,108 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service="exponential", **kw):
                                 np.where(bad, np.nan, d["wasserstein_ci_high"].values), color=sr.color, alpha=0.15, lw=0)
             ax.set_yscale("log")
             ax.grid(alpha=0.3)
-            ax.set_title(f"R = {R}", fontsize=9)
+            ax.set_title(f"R = {R}", fontsize=9, loc="left")
+        log_ticks(axes.flat[0].yaxis)
         for ax in axes[:, 0]:
-            ax.set_ylabel("W (time units)", fontsize=9)
+            ax.set_ylabel(f"W ({TIME_UNIT})", fontsize=9)
         for ax in axes[-1, :]:
             ax.set_xlabel("load ρ", fontsize=9)
         h, lab = _legend_entries(axes)
-        sf.legend(h, lab, loc="upper right", ncol=len(lab), frameon=False, fontsize=8)
-        sf.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold")
-        all_axes += list(axes.flat)
-    note = f"\n{INVALID_NOTE}" if any_bad else ""
-    fig.suptitle(f"Wasserstein distance W to the simulated sojourn-time CDF ({service} service; mean and 95% CI over "
-                 f"replications; time in {TIME_UNITS}){note}", y=1.0, va="bottom", fontsize=10)
+        hs, ls = _status_handles(kinds)
+        sf.legend(h + hs, lab + ls, loc="upper left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(lab + ls), 8),
+                  frameon=False, fontsize=8, handlelength=2.2, columnspacing=1.2, title=title, alignment="left",
+                  title_fontproperties={"weight": "bold", "size": 10})
+    fig.suptitle(f"Wasserstein distance W between each method's sojourn-time CDF and the simulation (lower = closer)\n"
+                 f"{service} service; mean and 95% CI over replications", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
 
 
-def _category_map(ax, labels2d, names, colors, rho, Rv, title, hatch_mask=None, dot_mask=None, letters=None):
-    """A categorical (R × ρ) map: cell colour = ``labels2d`` (strings in ``names``), grey = none;
-    ``hatch_mask`` cells hatched, ``dot_mask`` cells with a white-ringed black dot; ``letters`` in the cells
-    of small grids."""
-    from matplotlib.colors import ListedColormap
+def _category_map(ax, labels2d, names, colors, rho, Rv, title, hatch_mask=None, pale_mask=None, letters=None):
+    """A categorical (R × ρ) map: cell colour = ``labels2d`` (strings in ``names``, coloured ``colors``), white =
+    none; ``pale_mask`` cells in a pale shade of their colour (weaker evidence: a tie, too few tail customers),
+    ``hatch_mask`` cells hatched; ``letters``: write each cell's short label (small grids)."""
+    from matplotlib.colors import to_rgb
 
     idx = {m: i for i, m in enumerate(names)}
-    Z = np.full(labels2d.shape, np.nan)
+    rgb = np.ones(labels2d.shape + (3,))
     for (i, j), v in np.ndenumerate(labels2d):
         if v in idx:
-            Z[i, j] = idx[v]
-    cmap = ListedColormap(colors).with_extremes(bad="0.85")
-    im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
-                   vmax=len(names) - 0.5, interpolation="nearest")
+            c = np.array(to_rgb(colors[idx[v]]))
+            rgb[i, j] = 0.45 * c + 0.55 if pale_mask is not None and pale_mask[i, j] else c
+    ax.imshow(rgb, aspect="auto", origin="lower", interpolation="nearest")
     if hatch_mask is not None and hatch_mask.any():
         ii, jj = np.nonzero(hatch_mask)
         for i, j in zip(ii, jj):
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="k"))
-    if dot_mask is not None and dot_mask.any():
-        ii, jj = np.nonzero(dot_mask)
-        off = (0.32, 0.25) if letters else (0.0, 0.0)  # in a corner when the cell holds a letter
-        ax.plot(jj + off[0], ii + off[1], "o", ms=3.2, mfc="k", mec="w", mew=0.8, ls="none")
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="0.3"))
     if letters:
         for (i, j), v in np.ndenumerate(labels2d):
             if v:
-                ax.text(j, i, v, ha="center", va="center", fontsize=7, color="w", fontweight="bold")
+                ax.text(j, i, v, ha="center", va="center", fontsize=7, color="k")
     step = max(1, len(rho) // 12)
-    ax.set_xticks(range(0, len(rho), step), [f"{r:.2f}" for r in rho[::step]], rotation=45, fontsize=8)
+    ax.set_xticks(range(0, len(rho), step), [f"{r:.2f}" for r in rho[::step]], fontsize=8)
     ax.set_yticks(range(len(Rv)), [str(r) for r in Rv], fontsize=8)
     ax.set_xlabel("load ρ")
     ax.set_ylabel("servers R")
-    ax.set_title(title, fontsize=10)
-    return im
+    ax.set_title(title, fontsize=10, loc="left")
+
+
+def _map_legend(fig, names, colors, extra=(), ncol=None, **kw):
+    """One legend for a map: a patch per method (its short name), then ``extra`` (handle, text) pairs."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=n) for n, c in zip(names, colors)] + [h for h, _ in extra]
+    labels = list(names) + [t for _, t in extra]
+    return fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=8,
+                      ncol=ncol or min(len(labels), 7), **kw)
 
 
 def _method_palette(names):
-    """Colours of methods in maps: A–F, exact and T their line colours, corrected methods distinct ones."""
-    extra = iter(plt.get_cmap("Set2").colors + plt.get_cmap("Pastel1").colors)
-    out = []
-    for m in names:
-        if m in _FAITHFUL_COLOR:
-            out.append(_FAITHFUL_COLOR[m])
-        elif m == "exact":
-            out.append(_EXACT_COLOR)
-        elif m == TAIL:
-            out.append(_TAIL_COLOR)
-        else:
-            out.append(next(extra))
-    return out
+    """Colours of methods in maps: every method its colour of :data:`sojourn.core.figures.METHOD_COLORS`."""
+    return [method_color(m) for m in names]
 
 
 def _groups(cmp: xr.Dataset) -> dict:
-    """method → the label of its group of identical methods (see :func:`series`), e.g. B* → "A* (= B*, …)"."""
-    out = {}
+    """method → its group's short name, the first member (B* → A* where A* = B* = D* = E*, see :func:`series`),
+    and the groups of more than one method as {short name: "A* = B* = D* = E*"}."""
+    out, joined = {}, {}
     for fam in ("faithful", "corrected"):
         for sr in series(cmp, fam):
             for m in sr.members:
-                out[m] = sr.label
-    return out
+                out[m] = sr.method
+            if len(sr.members) > 1:
+                joined[sr.method] = sr.label
+    return out, joined
 
 
 def best_method_map(cmp: xr.Dataset, stem, service="exponential", **kw):
-    """Best method by mean Wasserstein distance (exact excluded) over (R, ρ); a dot = a tie within CI with a
-    method that is not identical to the best one (A*, B*, D*, E* give the same CDF and always tie)."""
+    """Best method by mean Wasserstein distance (exact excluded) over (R, ρ), one short name per cell; pale = a
+    tie: another method (not identical to the best) has a 95 % CI overlapping the best one's."""
+    from matplotlib.patches import Patch
+
     c = cmp.sel(service=service)
-    group = _groups(cmp)
+    group, joined = _groups(cmp)
     best = np.vectorize(lambda m: group.get(m, m), otypes=[str])(c["best_method"].values.astype(str))
-    labels = [group.get(m, m) for m in cmp["approximation"].values.tolist() if m != "exact"]
-    names = [g for i, g in enumerate(labels) if g not in labels[:i] and (best == g).any()]
+    order = [group.get(m, m) for m in cmp["approximation"].values.tolist() if m != "exact"]
+    names = [g for i, g in enumerate(order) if g not in order[:i] and (best == g).any()]
     tied = c["tied_with_best"].transpose("R", "rho", "approximation").values != 0
-    same = np.array([[[group.get(m, m) == best[i, j] for m in c["approximation"].values.tolist()]
-                      for j in range(best.shape[1])] for i in range(best.shape[0])])
-    ties = (tied & ~same).any(-1)
+    members = np.array([group.get(m, m) for m in c["approximation"].values.tolist()])
+    ties = (tied & (members[None, None, :] != best[..., None])).any(-1)
     rho, Rv = c["rho"].values, c["R"].values
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.09 * len(rho) + 4), 0.42 * len(Rv) + 2.2))
-    im = _category_map(ax, best, names, _method_palette([n.split(" ")[0] for n in names]), rho, Rv,
-                       f"Best method by mean Wasserstein distance ({service} service)\n"
-                       "● = a different method's 95% CI overlaps the best one's (a tie); methods that are not a valid "
-                       "CDF there are never best", dot_mask=ties, letters=best.size <= 150)
-    cb = fig.colorbar(im, ax=ax, ticks=range(len(names)))
-    cb.ax.set_yticklabels(names, fontsize=8)
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.075 * len(rho) + 3), 0.36 * len(Rv) + 1.6))
+    colors = _method_palette(names)
+    short = _short_runs(c)
+    _category_map(ax, best, names, colors, rho, Rv, f"Which method is closest to the simulation?\n(smallest mean "
+                  f"Wasserstein distance, exact excluded; {service} service)", pale_mask=ties,
+                  letters=best.size <= 150, hatch_mask=short)
+    legend_names = [f"{n} = {joined[n].split(' = ', 1)[1]}" if n in joined else
+                    (TAIL_LABEL if n == TAIL else n) for n in names]
+    extra = [(Patch(facecolor="0.8", edgecolor="0.5"), "pale: a tie (another method's 95% CI overlaps)")]
+    if short is not None:
+        extra.append((Patch(facecolor="w", edgecolor="0.3", hatch="////"), f"hatched: {SHORT_RUN_LABEL}"))
+    if ((best == "") | (best == "nan")).any():
+        extra.append((Patch(facecolor="w", edgecolor="0.5"), "white: no valid method / no data"))
+    fig.tight_layout()
+    _map_legend(fig, legend_names, colors, extra, ncol=4)
     return save(fig, stem, **kw)
 
 
@@ -326,6 +393,8 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     """The headline: per percentile, the recommended method over (R, ρ) — exact where it ran, else T where the
     comparison found it never below exact (``tail_preferred``), else the most accurate method that does not
     underestimate the percentile beyond its CI."""
+    from matplotlib.patches import Patch
+
     c = cmp.sel(service=service)
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
@@ -334,28 +403,30 @@ def recommended_map(cmp: xr.Dataset, stem, service="exponential", **kw):
     none = np.isin(rec, ["", "simulate"])
     few = (c["few_tail_customers"].transpose("R", "rho", "percentile").values != 0) if "few_tail_customers" in c \
         else np.zeros(rec.shape, bool)
+    short = _short_runs(c)
+    short = np.zeros(rec.shape[:2], bool) if short is None else short
     ncols = 2 if len(P) > 1 else 1
     nrows = math.ceil(len(P) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * max(6.0, 0.07 * len(rho) + 3.5),
-                                                    nrows * (0.38 * len(Rv) + 1.8)), squeeze=False)
-    im = None
+    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * max(6.0, 0.06 * len(rho) + 3.0),
+                                                    nrows * (0.3 * len(Rv) + 1.5)), squeeze=False)
     for k, p in enumerate(P):
-        ax = axes.flat[k]
-        im = _category_map(ax, np.where(none[..., k], "", rec[..., k]), names, colors, rho, Rv,
-                           f"{p:g}th percentile", hatch_mask=none[..., k] & ~few[..., k], dot_mask=few[..., k],
-                           letters=rec[..., k].size <= 150)
+        _category_map(axes.flat[k], np.where(none[..., k], "", rec[..., k]), names, colors, rho, Rv,
+                      f"{p:g}th percentile", hatch_mask=(none[..., k] & ~few[..., k]) | short, pale_mask=few[..., k],
+                      letters=rec[..., k].size <= 150)
     for ax in axes.flat[len(P):]:
         ax.set_visible(False)
     fig.tight_layout()
-    if im is not None and names:
-        cb = fig.colorbar(im, ax=axes.ravel().tolist(), ticks=range(len(names)), fraction=0.03, pad=0.01)
-        cb.ax.set_yticklabels(names)
-    tail = (f"else {TAIL_LABEL} (never below exact in this comparison: {cmp.attrs.get('tail_checked_points', 0)} "
-            "points),\n" if cmp.attrs.get("tail_preferred") else "")
-    fig.suptitle(f"Recommended approximation per percentile ({service} service): exact where it ran, {tail}else the "
-                 "most accurate method that is not optimistic (its percentile's 95% CI is not below the simulation's)\n"
-                 f"{STATUS_NOTE}; ● = fewer than 100 simulated customers per replication beyond the percentile "
-                 "(not estimable; grey: no recommendation without a longer simulation)", fontsize=10, y=1.0, va="bottom")
+    extra = [(Patch(facecolor="0.85", edgecolor="0.5"), "pale: the simulation saw < 100 customers per replication "
+              "beyond the percentile (not checked)")]
+    if (none & ~few).any():
+        extra.append((Patch(facecolor="w", edgecolor="0.3", hatch="////"), "hatched: no method valid and not "
+                      "optimistic: simulate" + (" (or the " + SHORT_RUN_LABEL + ")" if short.any() else "")))
+    _map_legend(fig, [TAIL_LABEL if n == TAIL else n for n in names], colors, extra, ncol=3)
+    tail = (f", else T where it never fell below exact ({cmp.attrs.get('tail_checked_points', 0)} points checked)"
+            if cmp.attrs.get("tail_preferred") else "")
+    fig.suptitle(f"Which method to use for each percentile ({service} service): exact where it runs within budget{tail}, "
+                 "else the most accurate method that does not underestimate the percentile", fontsize=10, y=1.0,
+                 va="bottom")
     return save(fig, stem, **kw)
 
 
@@ -371,48 +442,66 @@ def _error_limit(c, lines) -> float:
     return float(np.clip(np.percentile(v, 95) * 1.2, 20.0, REL_CLIP)) if v.size else REL_CLIP
 
 
+def _shown_R(Rv, most=5) -> np.ndarray:
+    """At most ``most`` server counts, evenly spread from the first to the last (all of them if few)."""
+    if len(Rv) <= most:
+        return np.asarray(Rv)
+    return np.asarray(Rv)[np.unique(np.round(np.linspace(0, len(Rv) - 1, most)).astype(int))]
+
+
 def _percentile_error_figure(cmp, stem, lines, what, service, **kw):
     c = cmp.sel(service=service)
-    P, Rv, rho = c["percentile"].values, c["R"].values, c["rho"].values
+    P, rho = c["percentile"].values, c["rho"].values
+    Rv = _shown_R(c["R"].values)
     clip = _error_limit(c, lines)
     fig, axes = plt.subplots(len(Rv), len(P), figsize=(3.0 * len(P) + 0.8, 1.9 * len(Rv) + 0.8), squeeze=False,
                              sharex=True, sharey=True)
-    any_bad = False
+    kinds, beyond = set(), False
     for a, R in enumerate(Rv):
         for b, p in enumerate(P):
             ax = axes[a, b]
             ax.axhspan(-clip * 1.08, 0, color="tab:red", alpha=0.06, lw=0)
             ax.axhline(0, color="k", lw=0.6)
+            if _shade_short_runs(ax, rho, _short_runs(c, R)):
+                kinds.add("short")
             for k, sr in enumerate(lines):
                 d = c.sel({"R": R, "approximation": sr.method, "percentile": p})
-                bad = _unusable(c, R, sr.method)
-                if _mark_invalid(ax, rho, bad, sr.color, k):
-                    any_bad = True
-                y = np.where(bad, np.nan, 100 * d["relative_percentile_error_mean"].values)
+                st = _status(c, R, sr.method)
+                kinds |= _mark_status(ax, rho, st, sr.color, k)
+                y = np.where(st["not_run"] | st["invalid"], np.nan, 100 * d["relative_percentile_error_mean"].values)
                 if not np.isfinite(y).any():
                     continue
                 hi = 100 * d["relative_percentile_error_ci_high"].values
-                yc = np.clip(y, -clip, clip)
-                ax.plot(rho, yc, sr.style, color=sr.color, lw=sr.lw * 0.9, label=sr.label)
-                opt = np.isfinite(y) & (hi < 0)  # optimistic beyond the CI: filled
-                ax.plot(rho[opt], yc[opt], "o", color=sr.color, ms=2.2, ls="none")
+                inside = np.where(np.abs(y) <= clip, y, np.nan)  # the line breaks where it leaves the panel
+                ax.plot(rho, inside, sr.style, color=sr.color, lw=sr.lw * 0.9, label=sr.label)
+                opt = np.isfinite(inside) & (hi < 0)  # optimistic beyond the CI: filled
+                ax.plot(rho[opt], inside[opt], "o", color=sr.color, ms=2.2, ls="none")
                 for sign, mk in ((1, "^"), (-1, "v")):
                     out = sign * y > clip
-                    ax.plot(rho[out], np.full(out.sum(), sign * clip), mk, color=sr.color, ms=3, ls="none")
+                    beyond |= bool(out.any())
+                    ax.plot(rho[out], np.full(out.sum(), sign * clip * 1.04), mk, color=sr.color, ms=3, ls="none")
             ax.set_ylim(-clip * 1.08, clip * 1.08)
             ax.grid(alpha=0.3)
             if a == 0:
-                ax.set_title(f"{p:g}th percentile")
+                ax.set_title(f"{p:g}th percentile", fontsize=10)
             if b == 0:
                 ax.set_ylabel(f"R = {R}\nerror (%)")
             if a == len(Rv) - 1:
                 ax.set_xlabel("load ρ")
     fig.tight_layout()
-    _legend_below(fig, axes)
-    note = f"\n{INVALID_NOTE}" if any_bad else ""
-    fig.suptitle(f"Relative percentile error (approx − sim)/sim of the {what} ({service} service), mean over "
-                 f"replications\nred band = optimistic (underestimates the tail); ● = optimistic beyond the 95% CI; "
-                 f"▲▼ = beyond ±{clip:.0f}%{note}", y=1.0, va="bottom", fontsize=10)
+    from matplotlib.lines import Line2D
+
+    h, lab = _legend_entries(axes)
+    hs, ls = _status_handles(kinds)
+    more = [(Line2D([], [], ls="none", marker="o", color="0.3", ms=3), "optimistic beyond the 95% CI")]
+    if beyond:
+        more.append((Line2D([], [], ls="none", marker="^", color="0.3", ms=4), f"beyond ±{clip:.0f}% (off the panel)"))
+    fig.legend(h + hs + [m[0] for m in more], lab + ls + [m[1] for m in more], loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=min(5, len(lab) + len(ls) + len(more)), frameon=False, fontsize=9)
+    shown = "" if len(Rv) == cmp.sizes["R"] else f"; R = {', '.join(map(str, Rv))} of {cmp.sizes['R']} (all in comparison.nc)"
+    fig.suptitle(f"Relative percentile error (approx − sim)/sim of the {what}: below 0 (red) = optimistic, "
+                 f"underestimates the tail\n({service} service, mean over replications{shown})", y=1.0, va="bottom",
+                 fontsize=10)
     return save(fig, stem, **kw)
 
 
@@ -449,10 +538,12 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
         ax.plot(Rv, med, "-", color=color, marker="o", ms=3, label=label)
         ax.fill_between(Rv, d.min(dims).values, d.max(dims).values, color=color, alpha=0.15, lw=0)
     ax.set_yscale("log")
+    log_ticks(ax.yaxis)
     ax.set_xlabel("servers R")
-    ax.set_ylabel("run time per cell (s)")
-    ax.set_title("Approximation run time (median over methods and ρ; band = min–max)", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_ylabel("run time per cell (s, wall clock)")
+    ax.set_title("Run time of one (R, ρ) cell per method family: the paper's A–F are ~10× faster than the\n"
+                 "corrected chains, exact and T (median over methods and ρ; band = min–max)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     return save(fig, stem, **kw)
 
@@ -494,7 +585,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
                 break
         else:
             chains.append([m])
-    lines += [Series(g, _CHAIN_COLORS[k % len(_CHAIN_COLORS)], "--") for k, g in enumerate(chains)]
+    lines += [Series(g, method_color(g[0]), "--") for g in chains]
     if "exact" in methods and ok["exact"]:
         lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
     if TAIL in methods and ok[TAIL]:
@@ -530,8 +621,11 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
     shown = [m for sr in lines for m in sr.members]
     hidden = [m for m in methods if ok[m] and m not in shown]
     note = ""
+    not_run = [m for m in methods if not ran[m]]
+    if not_run:
+        note += f"\nnot run here (over budget / truncation cap): {', '.join(not_run)}"
     if omitted:
-        note += f"\nnot drawn, not a valid CDF here: {', '.join(omitted)}"
+        note += f"\nnot drawn, invalid fit (not a CDF) here: {', '.join(omitted)}"
     if hidden:
         note += f"\nnot drawn (farther from the simulation by W): {', '.join(hidden)}"
     fig.suptitle(f"Sojourn-time CDF, R = {R}, ρ = {float(rho):.2f} ({service} service){note}", fontsize=10,
@@ -540,13 +634,15 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service="exponen
 
 
 def mgr_laws(cmp: xr.Dataset, stem, **kw):
-    """M/G/R: Wasserstein distance of each law's simulation to the exponential simulation and to the best
-    exponential approximation, vs ρ per R."""
+    """M/G/R: Wasserstein distance of each law's simulation to the exponential simulation (solid) and to the best
+    exponential approximation (dashed), vs ρ per R; colour = law."""
+    from matplotlib.lines import Line2D
+
     services = [s for s in cmp["service"].values.tolist() if s != "exponential"]
     # only the R the M/G/R laws ran at (they cover a sub-grid): no empty panels
     have = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=services).values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
-    fig, axes = _grid(len(Rv), sharex=True)
+    fig, axes = _grid(len(Rv), sharex=True, sharey=True)
     cmap = plt.get_cmap("tab10")
     rho = cmp["rho"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
@@ -562,18 +658,23 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
             y2 = w.sel({"approximation": cand}).min("approximation", skipna=True).values
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)  # the laws' sub-grid: join its points, skip the gaps
             if ok1.any():
-                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker=".", ms=3, label=f"{svc} vs M/M/R sim")
+                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker=".", ms=3)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1, label=f"{svc} vs best approx")
-        ax.set_title(f"R = {R}")
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1)
+        ax.set_title(f"R = {R}", fontsize=10, loc="left")
         ax.set_xlabel("load ρ")
-        ax.set_ylabel("W (time units)")
-        _log_axis(ax)
+        ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
+    log_ticks(axes[0].yaxis)
     fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0.0))
-    fig.suptitle("M/G/R laws vs the exponential (M/M/R) simulation and approximations", y=1.02)
+    handles = [Line2D([], [], color=cmap(k), lw=2) for k in range(len(services))]
+    handles += [Line2D([], [], color="0.3", ls="-", marker="."), Line2D([], [], color="0.3", ls="--")]
+    labels = services + ["to the M/M/R simulation (same mean)", "to the best exponential approximation"]
+    fig.legend(handles, labels, loc="upper center", ncol=len(services) + 2, frameon=False, bbox_to_anchor=(0.5, 0.0),
+               fontsize=9)
+    fig.suptitle("How far each service law's sojourn time is from the exponential case (same mean service time): "
+                 "the further, the less an M/M/R method tells about it", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
 
 
@@ -582,6 +683,9 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
     """Every figure :func:`figures` lists for the study's config section ``settings`` into ``outdir``; returns the
     written paths."""
     cmp = read_netcdf(cmp_path)  # small: (service, R, rho, approximation, replication, percentile)
+    with NETCDF_LOCK, xr.open_dataset(approx_path, engine="netcdf4") as approx:
+        if "validity_reason" in approx:  # why a method has no value: over budget vs invalid (STATUS_MARKS)
+            cmp["validity_reason"] = approx["validity_reason"].load().reindex_like(cmp["usable"], fill_value=0)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
@@ -654,6 +758,7 @@ def _paper_beside_ours(rep: xr.Dataset, stem, *, prefix, paper, ours, ylabel, ti
                               absolute=absolute)
             if symlog:
                 ax.set_yscale("symlog", linthresh=1.0)
+                signed_log_ticks(ax.yaxis)
             ax.set_xticks(x, [f"{r:g}" for r in rhos], fontsize=8, **({"rotation": 45} if symlog else {}))
             ax.grid(alpha=0.3)
             if a == 0:
@@ -680,7 +785,7 @@ def _panels(prefix, measure, **style):
 
 _PAPER_PANELS = {
     "percentile_errors": _panels(
-        "pct", "percentile_error", symlog=True, height=3.0, ylabel="{p:g}th percentile error\n(approx − sim, symlog)",
+        "pct", "percentile_error", symlog=True, height=3.0, ylabel="{p:g}th percentile error\n(approx − sim, " + TIME_UNIT + ")",
         title="Paper §6.1/§6.2: signed percentile error of the best method for that percentile; ours: mean and 95% CI "
               "over replications (negative = optimistic)"),
     "relative_errors": _panels(
@@ -724,7 +829,8 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     axes = axes[:, 0]
     step = max(1, len(rho) // 20)
     for ax, Z, title in ((axes[0], codes(paper), "paper (authors' best.csv, one seed)"),
-                         (axes[1], codes(ours), "ours: best of A–F by mean W (× = disagreement, · = tie within CI)")):
+                         (axes[1], codes(ours), "ours: best of A–F by mean W (× = differs from the paper; pale = the paper's method ties with ours within "
+                          "the 95% CI)")):
         im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
                        vmax=len(letters) - 0.5, interpolation="nearest")
         ax.set_title(title, fontsize=10)
@@ -737,8 +843,9 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                     ax.text(j, i, v, ha="center", va="center", fontsize=8, color="w", fontweight="bold")
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
-    ii, jj = np.nonzero(agree == 1)
-    axes[1].plot(jj + (0.3 if few else 0), ii, ".", color="k", ms=4 if few else 2.5, ls="none")
+    pale = np.zeros(agree.shape + (4,))
+    pale[..., :3], pale[..., 3] = 1.0, np.where(agree == 1, 0.55, 0.0)  # ties: the cell's colour washed out
+    axes[1].imshow(pale, aspect="auto", origin="lower", interpolation="nearest")
     ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(family="faithful").values
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log10(ratio)
@@ -758,7 +865,84 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     share = rep.attrs.get("agreement_share", float("nan"))
     same = rep.attrs.get("agreement_share_same_letter", float("nan"))
     n = rep.attrs.get("agreement_cells", 0)
-    fig.suptitle(f"Best method by Wasserstein distance (§6.4): ours agrees with the paper in {100 * share:.1f}% of {n} "
-                 f"cells\n({100 * same:.1f}% same letter, the rest ties); grey = not in this run or not in the paper's "
-                 f"grid; fit-invalid methods are never best", fontsize=10, y=1.0, va="bottom")
+    tie = share - same
+    fig.suptitle(f"Best of the paper's A–F by Wasserstein distance (§6.4), {n} cells: the same method as the paper in "
+                 f"{100 * same:.1f}% of cells; in another {100 * tie:.1f}% the paper's method ties with ours within the 95% "
+                 f"CI; they differ in {100 * (1 - share):.1f}%\ngrey = not in this run or not in the paper's grid; "
+                 "fit-invalid methods are never best", fontsize=10, y=1.0, va="bottom")
     return save(fig, stem, **kw)
+
+
+# --------------------------------------------------------------------------- key results (report tables)
+RHO_BANDS = ((0.0, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 1.0))
+R_BANDS = ((1, 1), (2, 3), (4, 6), (7, 10), (11, 10**6))
+
+
+def _bands(values, bands):
+    """[(label, mask)] of the ``bands`` (closed integer or half-open real intervals) that hold any of ``values``."""
+    v = np.asarray(values)
+    out = []
+    for lo, hi in bands:
+        if isinstance(lo, int):
+            m = (v >= lo) & (v <= hi)
+            lab = f"{lo}" if lo == hi else (f"{lo}–{int(v[m].max())}" if m.any() else "")
+        else:
+            m = (v >= lo) & (v < hi)
+            lab = f"{lo:g} ≤ ρ < {hi:g}"
+        if m.any():
+            out.append((lab, m))
+    return out
+
+
+def _commonest(labels) -> tuple[str, float]:
+    labels = [x for x in np.ravel(labels) if x not in ("", "nan", "None")]
+    if not labels:
+        return "—", 0.0
+    u, n = np.unique(labels, return_counts=True)
+    return str(u[np.argmax(n)]), float(n.max() / len(labels))
+
+
+def key_results(cmp: xr.Dataset, stem, service="exponential") -> list:
+    """The study's key result as tables (``<stem>.csv``/``.html``): the best method by Wasserstein distance per
+    (R, ρ) band (the commonest and in what share of the band's cells), and when to trust which method per ρ band and
+    percentile (the recommendation, its typical and worst |relative error| against simulation, how often the
+    answer is 'simulate')."""
+    from ..core.tables import write_table
+
+    c = cmp.sel(service=service)
+    group, joined = _groups(cmp)
+    best = np.vectorize(lambda m: group.get(m, m), otypes=[str])(c["best_method"].transpose("R", "rho").values.astype(str))
+    rb, pb = _bands(c["R"].values, R_BANDS), _bands(c["rho"].values, RHO_BANDS)
+    header = ["servers R"] + [lab for lab, _ in pb]
+    rows = []
+    for rl, rm in rb:
+        row = [rl]
+        for _, pm in pb:
+            m, share = _commonest(best[np.ix_(rm, pm)])
+            row.append(f"{m} ({100 * share:.0f}%)" if m != "—" else m)
+        rows.append(row)
+    rec = c["recommended"].transpose("rho", "R", "percentile").values.astype(str)
+    err = 100 * np.abs(c["recommended_relative_error"].transpose("rho", "R", "percentile").values)
+    trust = []
+    for pl, pm in pb:
+        for k, p in enumerate(c["percentile"].values):
+            r = rec[pm, :, k]
+            ok = ~np.isin(r, ["", "simulate", "nan"])
+            m, share = _commonest(r[ok])
+            e = err[pm, :, k][ok]
+            e = e[np.isfinite(e)]
+            trust.append([pl, f"{p:g}", f"{m} ({100 * share:.0f}%)" if m != "—" else "—",
+                          f"{np.median(e):.1f}" if e.size else "—", f"{np.max(e):.1f}" if e.size else "—",
+                          f"{100 * (1 - ok.mean()):.0f}"])
+    groups = "; ".join(f"{k} stands for {v} (identical CDFs)" for k, v in joined.items())
+    notes = [f"Best method: the commonest method with the smallest mean Wasserstein distance to the simulated "
+             f"sojourn-time CDF among the band's cells ({service} service, exact excluded), and in what share of "
+             f"them it is best. {groups}.",
+             "When to trust: the recommendation (exact where it ran, else T where it never fell below exact, else the "
+             "most accurate method that does not underestimate the percentile), its median and largest |relative "
+             "error| against the simulated percentile over the band's cells, and the share of cells where no method "
+             "can be recommended (simulate, or too few simulated customers beyond the percentile to check)."]
+    more = [("When to trust which method (all R)",
+             ["load band", "percentile", "recommended (share)", "median |error| %", "max |error| %",
+              "no recommendation %"], trust)]
+    return write_table(stem, "Best method per (R, ρ) band (by Wasserstein distance)", header, rows, notes, more)

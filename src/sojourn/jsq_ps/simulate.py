@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import precision as _precision
+from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core.replications import concat_replications as _concat
 from ..core.io import provenance
@@ -231,7 +232,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
             for name, (dims, values, attrs) in _precision.variables(d, (), precision, UNITS).items():
                 ds[name] = (dims, values, attrs)
             ds.attrs.update(_precision.attrs(precision))
-        out.append(ds)
+        out.append(with_guard(ds, spec))
     return out
 
 
@@ -239,9 +240,42 @@ def concat_replications(datasets) -> xr.Dataset:
     """Join replication datasets (e.g. from :func:`simulate_replication`) sorted by replication index.
 
     All inputs must come from the same spec and settings (identical ``config``/window/grid attrs);
-    duplicate replication indices are an error.
+    duplicate replication indices are an error. The run-length guard is judged anew for the joined count.
     """
-    return _concat(datasets, ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "occupancy_max"))
+    ds = _concat(datasets, ("config", "backend", "kernel", "horizon", "warmup", "cooldown", "dt", "t_max", "seed",
+                            "occupancy_max"))
+    return with_guard(ds)
+
+
+def run_model(spec) -> _runlength.RunModel:
+    """The run-length guard's view of a JSQ-PS spec (:mod:`sojourn.core.runlength`). JSQ (and JSQ(d), d ≥ 2)
+    pools its servers: one c = R station, like M/G/R. Random dispatch (and JSQ(1)) splits the stream into R
+    independent single servers, each fed by a thinned stream (SCV 1 − 1/R + c_a²/R); round-robin feeds each
+    server every R-th arrival (SCV c_a²/R). The service SCV enters as for FCFS: PS is insensitive in its mean,
+    not in its dynamics, so this errs towards longer runs for variable service."""
+    lam, R, rho = spec.arrival_rate, spec.servers, spec.load
+    ca, cs = spec.interarrival.scv, spec.service.scv
+    if spec.dispatch == "jsq" or (spec.dispatch == "jsq-d" and spec.choices >= 2):
+        station = _runlength.Station(lam, R, rho, ca, cs)
+    else:
+        split = ca / R if spec.dispatch == "round-robin" else 1.0 - 1.0 / R + ca / R
+        station = _runlength.Station(lam / R, 1, rho, split, cs, copies=R)
+    return _runlength.RunModel((station,), lam, scv_service=cs)
+
+
+def with_guard(ds: xr.Dataset, spec=None) -> xr.Dataset:
+    """``ds`` with the run-length guard's variables (``run_valid``, ``run_validity_reason``,
+    ``relaxation_time``, ``predicted_relative_se``, ``needed_window``) for its window and replication count
+    (``replications_used`` where a precision target padded the axis)."""
+    from .model import JSQPS
+
+    spec = spec if spec is not None else JSQPS.from_dict(json.loads(ds.attrs["spec"]))
+    window = float(ds.attrs["horizon"]) - float(ds.attrs["warmup"]) - float(ds.attrs["cooldown"])
+    k = int(np.asarray(ds["replications_used"]).ravel()[0]) if "replications_used" in ds else ds.sizes["replication"]
+    verdict = _runlength.assess(run_model(spec), window, k)
+    for name, (dims, values, attrs) in _runlength.variables(verdict, (), UNITS).items():
+        ds[name] = (dims, values, attrs)
+    return ds
 
 
 #: the percentiles of :func:`summary` (and of ``sojourn simulate``), in percent

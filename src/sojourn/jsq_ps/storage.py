@@ -17,6 +17,7 @@ from ..core.io import NETCDF_LOCK, provenance, read_netcdf
 from ..core.merge import merge_files
 from .naming import COORD_ATTRS, SHARED_CORRECTED
 from ..core.precision import FILL as PRECISION_FILL
+from ..core.runlength import FILL as RUN_LENGTH_FILL
 from .solve.guards import OVER_BUDGET
 
 
@@ -33,7 +34,7 @@ SIM_VARS = (
 
 #: gaps of an incomplete hypercube (an M/G/R law on a sub-grid): integer variables get these values
 SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0,
-            **PRECISION_FILL}  # the same values pad the replications beyond a cell's replications_used
+            **PRECISION_FILL, **RUN_LENGTH_FILL}  # the same values pad the replications beyond a cell's replications_used
 
 
 #: histogram-like integer variables stored as int16 when every value fits, else int32

@@ -5,6 +5,7 @@ example1, example2, example3), writes an xarray/netCDF file with ``--output`` an
 """
 from __future__ import annotations
 
+import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
@@ -63,6 +64,9 @@ def _optimise(sub):
                    help="search interval of the signal rate (default 0 100)")
     p.add_argument("--taus", type=float, nargs="+", default=None,
                    help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
+    p.add_argument("--max-jobs", dest="max_jobs", type=int, default=None,
+                   help="a run with more jobs present is stopped and its tau reported unstable (default: where a "
+                        "geometric queue of the product form's E[N] at g* gets with probability 1e-3, at least 50)")
     _sim_args(p)
     p.set_defaults(func=run_optimise)
 
@@ -185,8 +189,10 @@ def run_solve(args) -> int:
 def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
+    from ..core import runlength
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
+    from ..core.replications import WARMUP_FRACTION
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import solve
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
@@ -245,7 +251,15 @@ def run_simulate(args) -> int:
     if args.semantics == "signal":
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")
+    verdict = runlength.from_dataset(ds)
+    run_need = "--horizon >= " + runlength.format_length(runlength.horizon_for(
+        verdict.needed_window, W, C, WARMUP_FRACTION if args.warmup_default else None))
+    print(f"run length   {runlength.status(verdict, run_need, what='mean response time')}")
     print(f"output       {args.output}")
+    if not verdict.valid:
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
+                                         "as computed, do not rely on them", what="mean response time"),
+              file=sys.stderr)
     return 0
 
 
@@ -253,11 +267,27 @@ def run_optimise(args) -> int:
     from ..core.io import write_netcdf
     from .optimise import optimise, report_lines
 
+    import math
+
+    from ..core import validate as V
+    from ..core.inputs import check_cost, limits
+
     net = _load(args)
     _window(args)
+    if args.max_jobs is not None:
+        V.integer_at_least("--max-jobs", args.max_jobs, 1)
+    cost = None
+    if math.isfinite(limits()[2]):  # a pilot times the sweep; refused over --max-time (none: no pilot)
+        def cost(seconds: float, what: str) -> None:
+            check_cost("--horizon/--replications/--taus", seconds=seconds, what=what)
+
+    def progress(line: str) -> None:
+        print(f"optimise {line}", file=sys.stderr, flush=True)
+
     ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
                   replications=10 if args.replications is None else args.replications,
-                  seed=args.seed, confidence=args.confidence,
+                  seed=args.seed, confidence=args.confidence, max_jobs=args.max_jobs, cost_check=cost,
+                  progress=progress,
                   sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, dt=args.dt, t_max=args.t_max))
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")

@@ -91,17 +91,24 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
                                                                     f"{name}", "units": "1"})
         out[f"{name}_covered"] = (dims, (np.abs(m - val) <= h).astype(np.int8),
                                   {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"})
+    # the run-length guard (sojourn.core.runlength): a point too short to trust is kept, marked, and never picked
+    short = (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
+    out["run_valid"] = (dims, (~short).astype(np.int8), {
+        "long_name": "1 = the point's run is long enough to trust (the simulation's run_valid); 0: its values are "
+                     "kept but excluded from best_rate_*", "units": "1"})
     for name in ("response_time", "response_time_percentile"):
         m, h = out[name][1], out[f"{name}_half_width"][1]  # (semantics, rate[, percentile])
         extra = m.shape[2:]
         m2, h2 = m.reshape(m.shape[:2] + (-1,)), h.reshape(h.shape[:2] + (-1,))
+        m2 = np.where(short[..., None], np.nan, m2)  # never the best from a run too short
         best = np.array([[np.nanargmin(m2[i, :, j]) if np.isfinite(m2[i, :, j]).any() else -1
                           for j in range(m2.shape[2])] for i in range(m2.shape[0])])  # (semantics, levels)
         pick = lambda a: np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
                                    for i, row in enumerate(best)]).reshape((m.shape[0],) + extra)
         bdims = ("semantics",) + (("percentile",) if extra else ())
         out[f"best_rate_{name}"] = (bdims, np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape(
-            (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name}",
+            (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name} (among the "
+                                                  "points whose run is long enough, run_valid = 1)",
                                      "units": "1/time"})
         out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
                                                  "units": "time"})
@@ -119,7 +126,10 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
 def write_comparison(pf_path, sim_path, output, settings: dict):
     pf, sim = read_netcdf(pf_path), read_netcdf(sim_path)
     ds = comparison(pf, sim, float(settings["confidence"]), settings["percentiles"])
+    flagged = int((ds["run_valid"] == 0).sum())
     ds.attrs = provenance(settings, title=f"Restart study, {sim.attrs.get('example', '')}: simulation vs product form",
-                          model=sim.attrs.get("model", ""), example=sim.attrs.get("example", ""))
+                          model=sim.attrs.get("model", ""), example=sim.attrs.get("example", ""),
+                          run_length=f"{flagged} of {ds['run_valid'].size} points too short to trust (run_valid = 0, "
+                                     "sojourn.core.runlength): kept, excluded from best_rate_*")
     write_netcdf(ds, output)
     return output

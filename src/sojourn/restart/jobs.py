@@ -93,6 +93,10 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     from ..core.timegrid import time_grid as grid
     from .config import precision_for, restart_rates, sim_kwargs
     from .files import load_model
+    from ..core.replications import check_window
+    from ..core.runlength import format_length
+    from ..core.runlength import variables as run_variables
+    from .simulate import guard as run_guard
     from .simulate import simulate_replication, spec_for
 
     sim = simulation
@@ -137,10 +141,14 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     coord_attrs = {c: dict(ref[c].attrs) for c in ("t", "restarts", "type", "station", "queue", "replication")}
     fill = {"count": 0, "overflow": 0, "n_customers": 0, "restart_count": 0, "events": -1, "unstable": 0,
             **PRECISION_FILL}  # gap values where a point's replications stop before the longest one's
-    rows = []
+    rows, verdicts = [], {}
+    H, W, C = check_window(kw["horizon"], kw.get("warmup"), kw.get("cooldown"))
+    window = H - W - C
     for s in sems:
         row = [xr.concat([p[list(SIM_VARS)].drop_attrs() for p in by_point[(s, r)].results], dim="replication",
                          data_vars="all", coords="minimal", compat="override", join="exact") for r in rates]
+        for r, part in zip(rates, row):  # the run-length guard of each point (sojourn.core.runlength)
+            verdicts[(s, r)] = run_guard(specs[(s, r)], part, window)
         rows.append(xr.concat(row, dim=xr.DataArray(rates, dims="restart_rate", name="restart_rate"),
                               data_vars="all", coords="minimal", compat="override", join="outer", fill_value=fill))
     out = xr.concat(rows, dim=xr.DataArray(sems, dims="semantics", name="semantics"), data_vars="all",
@@ -154,6 +162,21 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
         dec = np.array([[by_point[(s, r)].decision for r in rates] for s in sems], dtype=object)
         for v, (dims, values, a) in precision_variables(dec, ("semantics", "restart_rate"), precision, "time").items():
             out[v] = (dims, values, a)
+    guard_vars = {}
+    for i, s in enumerate(sems):
+        for j, r in enumerate(rates):
+            for v, (_, value, a) in run_variables(verdicts[(s, r)]).items():
+                guard_vars.setdefault(v, (np.empty((len(sems), len(rates)), dtype=np.asarray(value).dtype), a))
+                guard_vars[v][0][i, j] = value
+    for v, (values, a) in guard_vars.items():
+        out[v] = (("semantics", "restart_rate"), values, {k: x for k, x in a.items() if k not in ("window", "replications")})
+    short = [p for p in points if not verdicts[p].valid]
+    if short:
+        need = max(verdicts[p].needed_window for p in short if np.isfinite(verdicts[p].needed_window)) \
+            if any(np.isfinite(verdicts[p].needed_window) for p in short) else float("nan")
+        LOG.warning(f"{name}: {len(short)} of {len(points)} points too short to trust (run_valid = 0, "
+                    f"sojourn.core.runlength; kept, never the best rate): {', '.join(point_label(*p) for p in short)}; "
+                    f"needs examples.{name}.horizon >= {format_length(need + W + C)} at this replication count")
     out["restart_rate"].attrs = {"long_name": "restart rate r: signal rate g = r, exponential timeouts of rate r, "
                                               "deterministic timeouts tau = 1/r", "units": "1/time"}
     out["semantics"].attrs = {"long_name": "restart semantics"}
@@ -184,8 +207,14 @@ def compare(*, product_form, simulation, output, settings: dict, code: str = "")
     return write_comparison(product_form, simulation, output, settings)
 
 
-def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = ""):
+def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = "", key_results=None):
     """The example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``."""
     from .plots import all_figures
 
-    return all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+    out = all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from ..core.io import read_netcdf
+        from .plots import key_results as table
+
+        out += table(read_netcdf(product_form), read_netcdf(comparison), key_results, name)
+    return out

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import precision as _precision
+from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
@@ -290,7 +291,82 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
             ds[name] = (dims, values, attrs)
         ds.attrs.update(_precision.attrs(precision))
         ds.attrs["precision_statistic_of"] = "response time"
+    return with_guard(ds, spec)
+
+
+def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.RunModel | None:
+    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`). Signals: every queue is a
+    station with its product-form load ρ_i and arrival flow Λ_i (its number in system is that of M/M/1 at ρ_i,
+    Property 1), the network's mean response time the product form's. Timeouts have no product form: the whole
+    network is one station built from the run's own measured throughput and mean number (ρ = L/(1 + L)),
+    ``basis`` "measured" (a lower bound for a run too short to reach its level); None if nothing was measured."""
+    net = spec.network
+    if spec.semantics == "signal":
+        from .solve import solve
+
+        sol = solve(net)
+        scv = _service_scv(net, sol)
+        stations = tuple(_runlength.Station(float(lam), 1, float(rho), 1.0, float(c))
+                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv) if lam > 0 and rho > 0)
+        return _runlength.RunModel(stations, net.arrival_rate, scv_service=float(scv.max()),
+                                   mean_sojourn=sol.response_time)
+    if ds is None:
+        return None
+    ok = ds["unstable"].values == 0
+    if not ok.any():
+        return None
+    L = float(ds["mean_number"].values[ok].sum(axis=-1).mean())
+    lam = float(ds["throughput"].values[ok].mean())
+    W = float(ds["mean"].values[ok].mean())
+    if not (np.isfinite(L) and np.isfinite(lam) and np.isfinite(W) and L > 0 and lam > 0 and W > 0):
+        return None
+    station = _runlength.Station(lam, 1, L / (1.0 + L))
+    return _runlength.RunModel((station,), lam, mean_sojourn=W, basis="measured")
+
+
+def _service_scv(net: Network, sol) -> np.ndarray:
+    """Per queue: the squared coefficient of variation of the work a job brings to the queue per visit, restarts
+    included (the single-queue construction of :func:`sojourn.restart.solve.effective_service` at each queue's
+    total signal rate G_i, routing to other queues counted as leaving; entries weighted by the stations' arrival
+    flows). A queue nobody enters: 1."""
+    from ..core import phase_type
+
+    L = net.layout
+    G = sol.signal_rate[L.type_queue]
+    A = (-np.diag(L.mu + G * L.alpha) + L.mu[:, None] * L.phase_move + (G * L.alpha)[:, None] * L.restart_move
+         + (L.mu * L.exit_prob)[:, None] * (L.routing[L.type_station] @ L.entry))
+    entry = sol.arrival_flow @ L.entry  # arrivals into each type
+    scv = np.ones(len(net.queues))
+    for i in range(len(net.queues)):
+        idx = np.flatnonzero(L.type_queue == i)
+        pi0 = entry[idx]
+        if not pi0.sum() > 0:
+            continue
+        pi0 = pi0 / pi0.sum()
+        block = A[np.ix_(idx, idx)]
+        m1, m2 = phase_type.moment(pi0, block, 1), phase_type.moment(pi0, block, 2)
+        scv[i] = max(m2 / m1**2 - 1.0, 0.0)
+    return scv
+
+
+def with_guard(ds: xr.Dataset, spec: SimulationSpec | None = None) -> xr.Dataset:
+    """``ds`` with the run-length guard's variables for its window and replication count; a replication that
+    stopped unstable sets the ``unstable`` bit."""
+    spec = spec if spec is not None else SimulationSpec.from_dict(json.loads(ds.attrs["spec"]))
+    window = float(ds.attrs["horizon"]) - float(ds.attrs["warmup"]) - float(ds.attrs["cooldown"])
+    for name, (dims, values, attrs) in _runlength.variables(guard(spec, ds, window), (), "time").items():
+        ds[name] = (dims, values, attrs)
     return ds
+
+
+def guard(spec: SimulationSpec, ds: xr.Dataset, window: float) -> _runlength.Verdict:
+    """The run-length verdict on the replications of ``ds`` (one spec, recording window ``window`` each; the
+    replications present, or ``replications_used`` of a padded precision-driven run)."""
+    if "replications_used" in ds:
+        k = int(np.asarray(ds["replications_used"]).ravel()[0])
+        ds = ds.isel(replication=slice(0, k))
+    k = ds.sizes["replication"]
+    return _runlength.assess(run_model(spec, ds), window, k, unstable=bool((ds["unstable"].values > 0).any()))
 
 
 def simulate_replication(spec: SimulationSpec, replication: int = 0, seed: int = 0, **kwargs) -> xr.Dataset:
@@ -302,7 +378,8 @@ def simulate_replication(spec: SimulationSpec, replication: int = 0, seed: int =
 
 def concat_replications(datasets) -> xr.Dataset:
     """Join replication datasets of one spec (same settings; duplicate indices are an error)."""
-    return _concat(datasets, ("spec", "horizon", "warmup", "cooldown", "dt", "t_max", "seed", "restart_max"))
+    return with_guard(_concat(datasets, ("spec", "horizon", "warmup", "cooldown", "dt", "t_max", "seed",
+                                         "restart_max")))
 
 
 def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:

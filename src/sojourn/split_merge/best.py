@@ -15,6 +15,7 @@ import xarray as xr
 
 from ..core.config import DEFAULT_CONFIDENCE
 from ..core.io import provenance
+from ..core.runlength import describe, format_length
 from ..core.stats import mean_ci
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .solve import exact_results
@@ -72,14 +73,21 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
         spec = SplitMerge(hosts, r, q, arrival_rate, law, model)
         e = exact_results(spec, percentiles=[p] if p is not None else [0.99])
         if p is None and e["exact"]:
-            rows.append((r, q, load, e["mean_latency"], 0.0, 1, e["delay_method"]))
+            rows.append((r, q, load, e["mean_latency"], 0.0, 1, e["delay_method"], 1))
         elif p is not None and e["percentile_method"] != "none":
-            rows.append((r, q, load, float(e["latency_percentile"][0]), 0.0, 1, e["percentile_method"]))
+            rows.append((r, q, load, float(e["latency_percentile"][0]), 0.0, 1, e["percentile_method"], 1))
         else:
             ds = simulate(spec, workunits=workunits, replications=replications, seed=seed, dt=dt, t_max=t_max)
             x = ds["mean_latency"].values if p is None else percentile_per_replication(ds, "latency", [p])[:, 0]
             m, h = mean_ci(x, confidence=confidence)
-            rows.append((r, q, load, float(m), float(h), 0, f"simulation ({replications} x {workunits} workunits)"))
+            how = f"simulation ({replications} x {workunits} workunits)"
+            if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): marked, said
+                need = format_length(float(ds["needed_window"]) * spec.arrival_rate)
+                how += f", TOO SHORT to trust ({describe(int(ds['run_validity_reason']))}; needs --workunits >= {need})"
+            rows.append((r, q, load, float(m), float(h), 0, how, int(ds["run_valid"])))
+            if progress:
+                progress(i + 1, len(ok), rows[-1])
+            continue
         if progress:
             progress(i + 1, len(ok), rows[-1])
     order = sorted(range(len(rows)), key=lambda k: (math.inf if not np.isfinite(rows[k][3]) else rows[k][3]))
@@ -87,7 +95,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
     col = lambda j, dt_=float: np.array([row[j] for row in rows], dtype=dt_)
     within = False
     if len(rows) >= 2:
-        (_, _, _, v1, h1, x1, _), (_, _, _, v2, h2, x2, _) = rows[0], rows[1]
+        (_, _, _, v1, h1, x1, _, _), (_, _, _, v2, h2, x2, _, _) = rows[0], rows[1]
         within = bool(not (x1 and x2) and abs(v2 - v1) <= (h1 if np.isfinite(h1) else math.inf) + (
             h2 if np.isfinite(h2) else math.inf))
     name = "mean latency" if p is None else f"{100 * p:g}th percentile of latency"
@@ -102,6 +110,9 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
                                                          "across replications (0 for exact values)", "units": U}),
             "is_exact": ("rank", col(5, np.int8), {"long_name": "1 exact, 0 simulated", "units": "1"}),
             "method": ("rank", np.array([row[6] for row in rows], dtype=object), {"long_name": "how the value was obtained"}),
+            "run_valid": ("rank", col(7, np.int8), {
+                "long_name": "1: exact, or simulated long enough to trust; 0: simulated too short (the run-length "
+                             "guard, sojourn.core.runlength; method says what it needs)", "units": "1"}),
         },
         coords={"rank": ("rank", np.arange(1, len(rows) + 1), {"long_name": "rank (1 = lowest latency)", "units": "1"})},
     )
@@ -111,5 +122,6 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
          "seed": seed, "confidence": confidence, "model": model},
         title=f"(r, q) ranked by {name}: n={hosts}, lambda={arrival_rate:g}, replicas {law}",
         criterion=name, confidence=float(confidence), top_two_within_noise=int(within),
+        too_short=int((col(7, np.int8) == 0).sum()),
         unstable_pairs=", ".join(f"(r={r}, q={q}, load {ld:.3g})" for r, q, ld in skipped) or "none"))
     return ds

@@ -6,6 +6,7 @@ best      the feasible (r, q) ranked by mean or percentile latency for (n, λ, r
 """
 from __future__ import annotations
 
+import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
@@ -180,6 +181,7 @@ def run_simulate(args) -> int:
     from ..core.io import write_netcdf
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
+    from ..core.runlength import format_length, from_dataset, status, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
     from .simulate import DEFAULT_PERCENTILE, _plan, simulate
@@ -266,8 +268,20 @@ def run_simulate(args) -> int:
     print(f"{'utilisation':14s}{mean_text(ds.host_utilisation.values)} held, "
           f"{mean_text(ds.host_computing.values)} computing{ci}")
     print(f"{'throughput':14s}{mean_text(ds.throughput.values)}   (max {spec.max_throughput:.6g}){ci}")
+    verdict = from_dataset(ds)
+
+    def needed() -> str:  # the run length whose recording window is the guard's needed_window
+        if args.horizon is None:
+            return f"--workunits >= {format_length(verdict.needed_window * spec.arrival_rate)}"
+        w = verdict.needed_window
+        return f"--horizon >= {format_length(w / 0.9 if args.warmup is None else warm_t + w)}"
+
+    print(f"{'run length':14s}{status(verdict, needed(), what='mean latency')}")
     print(f"{'wall time':14s}{wall:.3f} s")
     print(f"{'output':14s}{args.output}")
+    if not verdict.valid:
+        print(warning(verdict, f"{needed()} (at --replications {verdict.replications}); its numbers are printed as "
+                               "computed, do not rely on them", what="mean latency"), file=sys.stderr)
     return 0
 
 
@@ -327,6 +341,9 @@ def run_best(args) -> int:
         verdict = (f"the top two are WITHIN NOISE (their {level} intervals overlap): more replications/workunits "
                    "are needed to separate them") if ds.attrs["top_two_within_noise"] else "the top two are separated"
         print(verdict)
+    if int(ds.attrs.get("too_short", 0)):
+        print(f"warning: {ds.attrs['too_short']} simulated (r, q) ran too short to trust (their method says what "
+              "--workunits they need); do not rely on their rank", file=sys.stderr)
     if args.output:
         write_netcdf(ds, args.output)
         print(f"output {args.output}")

@@ -10,8 +10,11 @@ import numpy as np
 import xarray as xr
 
 from ..core.precision import variables as precision_variables
+from ..core.runlength import FILL
+from ..core.runlength import variables as run_variables
 from ..core.stats import cdf_from_histogram, histogram_quantile, mean_ci
 from ..core.timegrid import grid_size, time_grid
+from .simulate import guard, recording_window
 
 EXACT_METHODS = ("none", "pollaczek-khinchine", "erlang-c", "qbd")
 
@@ -40,6 +43,9 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
     hd = np.zeros(shape + (nb,), np.int64)
     ol = np.zeros(shape, np.int64)
     dec = np.full(shape, None, dtype=object)
+    G = {"run_valid": np.full(shape, FILL["run_valid"], np.int8),
+         "run_validity_reason": np.full(shape, FILL["run_validity_reason"], np.int8),
+         "relaxation_time": f(), "predicted_relative_se": f(), "needed_window": f(), "needed_workunits": f()}
     grid = time_grid(t_max, dt)
     for ci, c in enumerate(cs):
         idx = (lawn.index(c["law"]), modn.index(c["model"]), qs.index(c["quorum"]), rs.index(c["replicas"]))
@@ -59,6 +65,10 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
         V["exact_method"][idx] = EXACT_METHODS.index(ex["delay_method"])
         V["exact_latency_percentile"][idx] = ex["latency_percentile"]
         V["workunits"][idx] = c["workunits"]
+        verdict = guard(spec, recording_window(spec, c["workunits"], np.inf, 0.0), n)
+        for name, (_, value, _) in run_variables(verdict).items():
+            G[name][idx] = value
+        G["needed_workunits"][idx] = np.ceil(verdict.needed_window * spec.arrival_rate)
         for name, key in (("mean_latency", "sim_mean_latency"), ("mean_delay", "sim_mean_delay"),
                           ("host_utilisation", "sim_utilisation")):
             m, h = mean_ci(np.array([r[0][name] for r in reps]), confidence=conf)
@@ -123,6 +133,19 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
                                                          "units": "1"}),
         "t": ("t", time_grid(t_max, dt), {"long_name": "time, left edge of histogram bin", "units": U}),
     })
+    attrs = {name: a for name, (_, _, a) in run_variables(verdict).items()}
+    for name, values in G.items():
+        a = attrs.get(name, {"long_name": "recorded workunits per replication the run-length guard asks for at this "
+                                          "replication count (needed_window x arrival_rate)", "units": "1"})
+        a = {k: v for k, v in a.items() if k not in ("window", "replications", "basis")}
+        data_units = U if name in ("relaxation_time", "needed_window") else a.get("units", "1")
+        ds[name] = (dims, values, {**a, "units": data_units})
+    at = lambda c: (lawn.index(c["law"]), modn.index(c["model"]), qs.index(c["quorum"]), rs.index(c["replicas"]))  # noqa: E731
+    short = [f"{c['law']}/{c['model']}/r={c['replicas']}/q={c['quorum']} (needs workunits >= "
+             f"{int(G['needed_workunits'][at(c)]):,})" for c in cs if G["run_valid"][at(c)] == 0]
+    ds.attrs["run_length"] = (f"{len(short)} of {len(cs)} cells too short to trust (run_valid = 0, "
+                              "sojourn.core.runlength; their sim_* values are kept, marked)"
+                              + (": " + ", ".join(short) if short else ""))
     if precision is not None:
         for name, (d, values, a) in precision_variables(dec, dims, precision, U).items():
             ds[name] = (d, values, a)

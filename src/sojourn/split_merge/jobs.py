@@ -79,6 +79,8 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     labels = [c.label for c in cells]
     ds = experiment_dataset(x, cs, [done[lab].results for lab in labels], exact, ps, conf, dt, t_max,
                             decisions=[done[lab].decision for lab in labels], precision=precision)
+    if int((ds["run_valid"] == 0).sum()):  # the run-length guard (sojourn.core.runlength): said, not hidden
+        LOG.warning(f"experiment {x}: {ds.attrs['run_length']}")
     extra = {"replications": nrep} if precision is None else {
         "replications": "precision-driven: see replications_used", **precision_attrs(precision),
         "precision_statistic_of": "latency"}
@@ -115,11 +117,15 @@ def experiment(client, *, experiment: str, settings: dict, output, cache, code: 
     return output
 
 
-def figures(*, inputs: dict, outdir, settings: dict, code: str = ""):
+def figures(*, inputs: dict, outdir, settings: dict, code: str = "", key_results=None):
     """Every figure of the study's registry (:data:`sojourn.split_merge.plots.FIGURES`) for the enabled experiments
     (``inputs``: 'a' | 'b' | 'c' → result file) into ``outdir``; ``settings``: the sections figures and
     experiment_a..c."""
     from .plots import all_figures
 
-    return all_figures(inputs, outdir, settings, formats=settings["figures"]["formats"],
-                       dpi=settings["figures"]["dpi"])
+    out = all_figures(inputs, outdir, settings, formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
+    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
+        from .plots import key_results as table
+
+        out += table(inputs, key_results)
+    return out

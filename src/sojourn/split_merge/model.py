@@ -24,6 +24,9 @@ from ..core.distributions import Distribution, law_from_dict, parse_law
 from ..core.validate import integer_at_least, positive_finite
 from .order_stats import order_statistic_moments
 
+#: the unit of every time of the study (latencies, horizons): the replica law's own
+TIME_UNITS = "time units of the replica law"
+
 MODELS = ("split_merge", "fork_join")
 
 

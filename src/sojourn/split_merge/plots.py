@@ -15,18 +15,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from ..core.figures import Figure, instance, save, serialized  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core import phase_type as ph  # noqa: E402
+from ..core.figures import Figure, instance, log_ticks, save, serialized  # noqa: E402
 from ..core.io import read_netcdf  # noqa: E402
 from ..core.stats import cdf_from_histogram  # noqa: E402
-from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
-from .model import SplitMerge  # noqa: E402
+from .model import TIME_UNITS, SplitMerge  # noqa: E402
 from .order_stats import order_statistic_ph  # noqa: E402
-
-
+from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
@@ -81,7 +78,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     a1.set_ylim(1e-4, 1.2)
     hi = float(c["sim_latency_percentile"].max()) * 1.6
     a1.set_xlim(0, hi if np.isfinite(hi) else t[-1])
-    a1.set_xlabel("latency t")
+    a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
     a1.legend(fontsize=8)
     a1.set_title("latency tail", fontsize=10)
@@ -92,14 +89,17 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     x = np.arange(len(labels))
     a2.errorbar(x - 0.08, sim, yerr=hw, fmt="o", color="k", capsize=4, label=f"simulation ± {_level(ds)} CI")
     a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
-    for xi, s_, h_, e_ in zip(x, sim, hw, ex):
-        a2.annotate(f"{e_:.4g}\n{s_:.4g}±{h_:.2g}", (xi + 0.15, s_), fontsize=7, va="center")
-    a2.set_xticks(x, labels)
+    a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\nsim {s_:.4g}\n±{h_:.2g}" for lab, s_, h_, e_ in zip(labels, sim, hw, ex)],
+                  fontsize=7.5)
     a2.set_xlim(-0.5, len(labels) - 0.2)
-    a2.set_ylabel("latency")
+    a2.set_ylabel(f"latency ({TIME_UNITS})")
     a2.legend(fontsize=8, loc="upper left")
-    a2.set_title("exact vs simulated (annotation: exact / sim ± CI)", fontsize=10)
-    fig.suptitle(f"(a) {spec.describe()}", fontsize=9)
+    a2.set_title("mean and percentiles, exact vs simulated", fontsize=10)
+    inside = np.abs(sim - ex) <= hw
+    verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {int(inside.sum())} of {int(np.isfinite(ex).sum())} "
+               "statistics" if np.isfinite(ex).any() else "no exact value for this law")
+    fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{spec.describe()}",
+                 fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi)
 
 
@@ -111,7 +111,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = 100 * (sim - ex) / ex
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    fig.subplots_adjust(wspace=0.35)
+    fig.subplots_adjust(wspace=0.35, top=0.95)
     vmin, vmax = np.nanmin([np.nanmin(ex) if np.isfinite(ex).any() else np.nan, np.nanmin(sim)]), np.nanmax(
         [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
     from matplotlib.colors import LogNorm
@@ -125,7 +125,8 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                 v = vals[i, j]
                 txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
                 ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
-        fig.colorbar(im, ax=ax, shrink=0.85, label="mean latency")
+        cb = fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean latency\n({TIME_UNITS})")
+        log_ticks(cb.ax.yaxis)
         ax.set_title(title, fontsize=10)
     lim = np.nanmax(np.abs(rel)) if np.isfinite(rel).any() else 1.0
     im = axes[2].imshow(rel, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
@@ -144,7 +145,12 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         ax.set_ylabel("quorum q")
     e = json.loads(ds.attrs["config"])["settings"]
     n = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
-    fig.suptitle(f"(b) mean latency over (r, q), {n}, load {e['load']}, replicas {e['replica_law']}", fontsize=9)
+    cells = np.isfinite(rel)
+    inside = int((np.abs(sim - ex) <= hw)[cells].sum())
+    i, j = np.unravel_index(np.nanargmin(sim), sim.shape)
+    fig.suptitle(f"(b) mean latency over (r, q): lowest at r = {rs[j]}, q = {qs[i]}; exact inside the simulated "
+                 f"{_level(ds)} CI in {inside} of {int(cells.sum())} cells\n{n}, load {e['load']}, replicas "
+                 f"{e['replica_law']}", fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi)
 
 
@@ -154,7 +160,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     rs, qs = ds["replicas"].values, ds["quorum"].values
     pi = int(np.argmin(np.abs(ds["percentile"].values - percentile)))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.4), sharex=True)
-    fig.subplots_adjust(wspace=0.28)
+    fig.subplots_adjust(wspace=0.28, top=0.97)
     colors = plt.get_cmap("tab10")
     for qi, q in enumerate(qs):
         col = colors(qi)
@@ -185,20 +191,37 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
                     a1.plot(rs[sel], exm[sel], ls="none", marker=marker, label=f"q={q} exact ({name})", **style)
     for ax in (a1, a2):
         ax.set_yscale("log")
+        log_ticks(ax.yaxis)
         ax.set_xlabel("replicas r")
         ax.set_xticks(rs)
         ax.grid(alpha=0.3, which="both")
-    a1.set_ylabel("mean latency")
-    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency")
-    h1, l1 = a1.get_legend_handles_labels()
-    h2, l2 = a2.get_legend_handles_labels()
-    extra = [(h, lab) for h, lab in zip(h2, l2) if lab not in l1]
-    fig.legend(h1 + [h for h, _ in extra], l1 + [lab for _, lab in extra], loc="upper center",
-               bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=7.5, frameon=False)
+    a1.set_ylabel(f"mean latency ({TIME_UNITS})")
+    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency\n({TIME_UNITS})")
+    from matplotlib.lines import Line2D
+
+    names = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("x", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
+    codes = ds.sel(model="split_merge")["exact_method"].values
+    used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in names})
+    handles = [Line2D([], [], color=colors(qi), lw=2) for qi in range(len(qs))]
+    labels = [f"quorum q = {q}" for q in qs]
+    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
+                Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5)]
+    labels += [f"split-merge (simulation ± {_level(ds)} CI)", f"fork-join (simulation ± {_level(ds)} CI)"]
+    handles += [Line2D([], [], color="0.3", ls="none", marker=names[c][0], ms=8, mew=1.5) for c in used]
+    labels += [names[c][1] for c in used]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
     hosts = int(np.nanmax(ds["hosts"].values))
     e = json.loads(full.attrs["config"])["settings"]
     law_str = json.loads(full.attrs["law_strings"])[law]
-    fig.suptitle(f"(c) n = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9)
+    sm = ds.sel(model="split_merge")["sim_mean_latency"].transpose("quorum", "replicas").values
+    lowest = {}
+    for qi, q in enumerate(qs):
+        if np.isfinite(sm[qi]).any():
+            lowest.setdefault(int(rs[int(np.nanargmin(sm[qi]))]), []).append(str(q))
+    where = "; ".join(f"r = {r} for q = {', '.join(q)}" for r, q in lowest.items())
+    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: lowest simulated mean "
+                 f"latency of split-merge at {where}\nn = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9,
+                 y=1.0, va="bottom")
     return save(fig, stem, formats, dpi)
 
 
@@ -218,3 +241,45 @@ def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130
         else:
             out += draw(inputs[x], figdir / f.stem, formats, dpi)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+def key_results(inputs: dict, stem) -> list:
+    """The study's key result as a table (``<stem>.csv``/``.html``): for each experiment with a (r, q) sweep
+    ((b), and (c) per replica law) and each quorum q, the number of replicas r with the lowest simulated mean
+    latency of split-merge, its mean (exact where known, simulated ± CI) and 99th percentile; the best (r, q) of
+    the experiment marked."""
+    from ..core.tables import write_table
+
+    rows = []
+    level = None
+    for x in ("b", "c"):
+        if x not in inputs:
+            continue
+        full = read_netcdf(inputs[x])
+        level = _level(full)
+        law_strings = json.loads(full.attrs.get("law_strings", "{}"))
+        for law in full["law"].values.tolist():
+            ds = full.sel(law=law, model="split_merge")
+            pct = ds["percentile"].values
+            pi = int(np.argmin(np.abs(pct - 0.99)))
+            sim = ds["sim_mean_latency"].transpose("quorum", "replicas").values
+            best_all = np.unravel_index(np.nanargmin(sim), sim.shape) if np.isfinite(sim).any() else None
+            for i, q in enumerate(ds["quorum"].values):
+                if not np.isfinite(sim[i]).any():
+                    continue
+                j = int(np.nanargmin(sim[i]))
+                d = ds.isel(quorum=i, replicas=j)
+                ex = float(d["exact_mean_latency"])
+                p99 = d["sim_latency_percentile"].values[pi]
+                rows.append([f"({x})", law_strings.get(law, law), int(q), int(ds["replicas"].values[j]),
+                             f"{ex:.4g}" if np.isfinite(ex) else "—",
+                             f"{float(d['sim_mean_latency']):.4g} ± {float(d['sim_mean_latency_hw']):.2g}",
+                             f"{p99:.4g}" if np.isfinite(p99) else "—",
+                             "best (r, q)" if best_all is not None and best_all == (i, j) else ""])
+    header = ["experiment", "replica law", "quorum q", "best r", "mean latency, exact",
+              f"mean latency, simulated ± {level or '95%'} CI", "99th percentile, simulated", ""]
+    notes = ["Latency in time units of the replica law. For each quorum q, the number of replicas r (of the "
+             "experiment's sweep) with the lowest simulated mean latency of split-merge; 'best (r, q)' marks the "
+             "lowest of the experiment. Exact values: P-K, Erlang C or the M/PH/c QBD where they exist (— otherwise)."]
+    return write_table(stem, "Best replication (r, q) per quorum", header, rows, notes)

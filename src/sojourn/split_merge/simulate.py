@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from ..core import precision as _precision
+from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core import sfc64
 from ..core.replications import concat_replications as _concat
@@ -30,10 +31,9 @@ from ..core.io import provenance
 from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
-from .model import SplitMerge
+from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph, ph_representation
 
-TIME_UNITS = "time units of the replica law"
 #: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
 BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
@@ -209,7 +209,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         reps = list(range(offset, offset + replications))
         raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
                 for k in steps(reps, "replications")]
-        return _dataset(spec, raws, reps, seed=seed, plan=plan)
+        return with_guard(_dataset(spec, raws, reps, seed=seed, plan=plan), spec)
     from .kernel import ACC_FIELDS
 
     edges = time_grid(plan[5], plan[4]) + plan[4]
@@ -229,6 +229,50 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         ds[name] = (dims, values, attrs)
     ds.attrs.update(_precision.attrs(precision))
     ds.attrs["precision_statistic_of"] = "latency"
+    return with_guard(ds, spec)
+
+
+def run_model(spec: SplitMerge) -> _runlength.RunModel:
+    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`). Split-merge is M/G/c with
+    c = ⌊n/r⌋ and G = S_{q:r} (split_merge.md §2(b)), Poisson workunits. Fork-join's hosts are n single
+    servers fed λr replicas, each holding its host until it ends or is cancelled at the q-th result: for replicas
+    started together min(X_i, S_{q:r}), of mean (Σ_{j≤q} E[S_{j:r}] + (r − q) E[S_{q:r}])/r, the replica law's SCV
+    taken for its variability; its host load is below split-merge's when q > 1 (a q = r workunit holds r hosts for
+    E[X] each, not E[S_{r:r}])."""
+    from .order_stats import order_statistic_moments
+
+    law, q, r = spec.replica_law, spec.quorum, spec.replicas
+    if spec.model == "fork_join":
+        means = [order_statistic_moments(law, j, r)[0] for j in range(1, q + 1)]
+        hold = (sum(means) + (r - q) * means[-1]) / r
+        rate = spec.arrival_rate * r
+        cs = law.scv
+        station = _runlength.Station(rate, spec.hosts, rate * hold / spec.hosts, 1.0, cs)
+        return _runlength.RunModel((station,), rate, scv_service=cs)
+    m1, m2, _ = order_statistic_moments(law, q, r)
+    cs = max(m2 / m1**2 - 1.0, 0.0)
+    station = _runlength.Station(spec.arrival_rate, spec.super_servers, spec.load, 1.0, cs)
+    return _runlength.RunModel((station,), spec.arrival_rate, scv_service=cs)
+
+
+def recording_window(spec: SplitMerge, workunits: int, horizon: float, warm_t: float) -> float:
+    """The time a replication records: ``workunits``/λ (a workunit count), or horizon − warm-up time."""
+    return workunits / spec.arrival_rate if workunits else horizon - warm_t
+
+
+def guard(spec: SplitMerge, window: float, replications: int) -> _runlength.Verdict:
+    return _runlength.assess(run_model(spec), window, replications)
+
+
+def with_guard(ds: xr.Dataset, spec: SplitMerge | None = None) -> xr.Dataset:
+    """``ds`` with the run-length guard's variables for its run length and replication count."""
+    spec = spec if spec is not None else SplitMerge.from_dict(json.loads(ds.attrs["spec"]))
+    a = ds.attrs
+    horizon = float(a["horizon"]) if a["horizon"] != "none" else math.inf
+    window = recording_window(spec, int(a["workunits"]), horizon, float(a["warmup_time"]))
+    k = int(np.asarray(ds["replications_used"]).ravel()[0]) if "replications_used" in ds else ds.sizes["replication"]
+    for name, (dims, values, attrs) in _runlength.variables(guard(spec, window, k), (), TIME_UNITS).items():
+        ds[name] = (dims, values, attrs)
     return ds
 
 
@@ -254,4 +298,5 @@ def replication_summary(spec: SplitMerge, workunits: int, warmup: int, k: int, *
 
 def concat_replications(datasets) -> xr.Dataset:
     """Join replication datasets of one spec and settings, sorted by replication (duplicates are an error)."""
-    return _concat(datasets, ("config", "workunits", "horizon", "warmup_workunits", "warmup_time", "dt", "t_max", "seed"))
+    ds = _concat(datasets, ("config", "workunits", "horizon", "warmup_workunits", "warmup_time", "dt", "t_max", "seed"))
+    return with_guard(ds)

@@ -42,6 +42,9 @@ class Simulated:
     seed: int
     #: the lower 95 % bound of the geometric mean of the replications' P(T > d) (NaN if one saw none beyond d)
     tail_geometric_low: float = math.nan
+    #: the run-length guard's verdict (sojourn.core.runlength) and its predicted relative standard error of the mean
+    run_valid: bool = True
+    run_relative_se: float = math.nan
 
     def verdict(self, p: float) -> str:
         meets = self.probability >= p

@@ -10,7 +10,7 @@ from ...core.units import format_time
 from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
                          available_cores, fork_pool, simulate_counts)
 from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
-                      TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct, run_length)
+                      TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct, run_length, run_model)
 
 #: the row's reason where T decides
 TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
@@ -239,7 +239,11 @@ class Planner:
         q, d = self.q, self.q.d
         if R not in self._runs:
             rho = self.load(R)
-            run = run_length(R, rho, self.p)
+            run = run_length(R, rho, self.p, q.law.scv)
+            if run["guard_lengthened"]:
+                self.notes.append(f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
+                                  "times per replication, more than its 100 customers beyond the percentile need: "
+                                  "the run-length guard's minimum (sojourn.core.runlength)")
             per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
             dt = d / per_d
             guess = self.screen(R)[1]
@@ -295,9 +299,12 @@ class Planner:
         if np.all(tail > 0):
             gm, gh = mean_ci(np.log(tail))
             g_lo = float(np.exp(gm - gh))
+        from ...core.runlength import assess
+
+        guard = assess(run_model(R, self.load(R), self.q.law.scv), r["run"]["window"], r["done"])
         return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),
                          float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
-                         float(r["t_max"]), r["wall"], self.q.seed, g_lo)
+                         float(r["t_max"]), r["wall"], self.q.seed, g_lo, guard.valid, guard.relative_se)
 
     def close(self) -> None:
         """Shut the worker processes down (if any were started)."""

@@ -50,16 +50,29 @@ def replications_for(reliability: float) -> int:
     return DEFAULT_REPLICATIONS
 
 
-def run_length(servers: int, load: float, reliability: float) -> dict:
+def run_model(servers: int, load: float, scv_service: float = 1.0):
+    """The run-length guard's model of R JSQ servers at ``load`` (μ = 1, Poisson arrivals;
+    :func:`sojourn.jsq_ps.simulate.run_model`, without its imports)."""
+    from ...core.runlength import RunModel, Station
+
+    rate = servers * load
+    return RunModel((Station(rate, servers, load, 1.0, scv_service),), rate, scv_service=scv_service)
+
+
+def run_length(servers: int, load: float, reliability: float, scv_service: float = 1.0) -> dict:
     """Horizon, warm-up and recorded customers of one simulated replication, in mean service times (the
-    rule of the module doc)."""
+    rule of the module doc), the window lengthened where the run-length guard (:mod:`sojourn.core.runlength`)
+    asks for more at the first stage's :data:`FIRST_STAGE` replications (``guard_lengthened``)."""
     customers = max(math.ceil(TAIL_CUSTOMERS / (1.0 - reliability) - 1e-9), MIN_CUSTOMERS)
     rate = servers * load  # arrivals per mean service time
     window = customers / rate
+    needed = run_model(servers, load, scv_service).needed_window(FIRST_STAGE)
+    lengthened = needed > window
+    window = max(window, needed)
     tau = 1.0 / (servers * (1.0 - math.sqrt(load)) ** 2)  # M/M/R relaxation time (Morse 1955), μ = 1
     warmup = max(10.0 * tau, 0.05 * window)
-    return {"customers": customers, "window": window, "warmup": warmup, "horizon": warmup + window,
-            "relaxation_time": tau}
+    return {"customers": max(customers, math.ceil(window * rate)), "window": window, "warmup": warmup,
+            "horizon": warmup + window, "relaxation_time": tau, "guard_lengthened": lengthened}
 
 
 # -- the request ------------------------------------------------------------------------------------

@@ -246,7 +246,8 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
                    simulated_percentile_ci_low=s.percentile_low * k if math.isfinite(s.percentile_low) else None,
                    simulated_percentile_ci_high=s.percentile_high * k if math.isfinite(s.percentile_high) else None,
                    simulated_t_max=s.t_max * k, verdict=s.verdict(planner.p), replications=s.replications,
-                   customers_per_replication=s.customers, simulation_seconds=s.wall_time)
+                   customers_per_replication=s.customers, simulation_seconds=s.wall_time,
+                   simulated_run_valid=s.run_valid, simulated_run_relative_se=s.run_relative_se)
     return row
 
 

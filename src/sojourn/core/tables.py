@@ -1,0 +1,49 @@
+"""The key-result tables of the HTML report: each study's section opens with one (its figure job writes it).
+
+A table is written twice, atomically: ``<stem>.csv`` (for programs) and ``<stem>.html`` (a standalone page that
+Snakemake's report embeds as a result, like the reproduction's page). The HTML is written directly (no docutils:
+the report then carries no docutils message whatever the cell text is).
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import os
+from pathlib import Path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+_STYLE = ("body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse;margin:.6em 0}"
+          "th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}"
+          "td:first-child,th:first-child{text-align:left}p.note{color:#444;max-width:60em}")
+
+
+def write_table(stem, title: str, header: list, rows: list, notes=(), more=()) -> list[Path]:
+    """``<stem>.csv`` and ``<stem>.html``: a table ``header`` + ``rows`` (cells printed as given) under ``title``,
+    ``notes`` (paragraphs) below it; ``more``: further (title, header, rows) tables on the same page (the CSV
+    holds the first). Returns the two paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    csv_path = stem.with_name(stem.name + ".csv")
+    atomic_write_bytes(csv_path, buf.getvalue().encode())
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_STYLE}</style></head><body>"]
+    for t, h, r in ((title, header, rows), *more):
+        parts.append(f"<h3>{html.escape(t)}</h3><table><tr>" + "".join(f"<th>{html.escape(str(x))}</th>" for x in h)
+                     + "</tr>")
+        parts += ["<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in r]
+        parts.append("</table>")
+    parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
+    parts.append("</body></html>")
+    html_path = stem.with_name(stem.name + ".html")
+    atomic_write_bytes(html_path, "".join(parts).encode())
+    return [csv_path, html_path]

@@ -1,0 +1,171 @@
+"""The exact method's tagged-customer chain stepped level by level (a numba kernel, no stored matrix).
+
+The chain is the exact method's (:mod:`sojourn.jsq_ps.solve.exact`, module doc; until 5291e32 it was built
+state by state and stepped as a CSR matrix): the tagged server's occupancy k (with the tagged customer) and the sorted occupancies of the other R−1 servers, inside the spread truncation (least
+occupancy m ≤ M−1, max − min ≤ D), moves leaving it suppressed. Written relative to the least occupancy m of
+all R servers — level m, phase (k − m, the others' offsets) — every state of the truncation is a (level, phase)
+pair, the same phases on every level (only k ≥ 1 removes the phases with k = m on level 0), and every move
+changes the level by −1, 0 or +1 with a rate that depends on the phase alone, except μ(k−1)/k at the tagged
+server and the tagged completion μ/k (k = m + its offset), departures from a least-loaded server (only at
+m ≥ 1) and arrivals lifting the level (only below M−1). So one table of phase moves (a few per phase) serves
+every level (the phases and moves are method T's, :class:`sojourn.jsq_ps.solve.tail.TaggedPhases`, without
+its redirected boundary moves: here a move leaving the truncation is dropped, as in the exact method).
+
+The uniformised step v ← v·P (P = I + Q/q) is computed into an array v[phase, level] pulling, for each phase,
+its incoming moves as whole rows over the levels: a contiguous, vectorisable update per move instead of one
+indexed gather per transition, and nothing stored per state (the diagonal is rebuilt from per-phase rates and
+small (offset, level) tables). Against the CSR product of the same chain, side by side
+(``benchmarks/exact_speed.py``): the whole ``exact`` call 2.4–2.7× fewer CPU seconds at R = 4–6, ρ = 0.8–0.95,
+the chain's construction 11.6 s → 0.2 s at R = 6, ρ = 0.95 (2.8 million tagged states). Same chain, same q,
+same steps: the remaining masses g_j = p0·P^j·1 agree with the CSR route to rounding (≤ 6e-13 after 2 487
+steps at R = 6, ρ = 0.95; the CDFs within 7.3e-14 on the benchmark's cells).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .tail import TAGGED_OTHER, TaggedPhases
+
+
+class LevelTaggedChain:
+    """The exact tagged chain on (phase, level) arrays: construction, the initial law and the uniformised masses."""
+
+    def __init__(self, lam, mu, R, M, D, reorder=True):
+        from scipy import sparse
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+        self.lam, self.mu, self.R, self.M, self.D = float(lam), float(mu), int(R), int(M), int(D)
+        tp = TaggedPhases(self.R, self.D, self.D)
+        self.phases = tp
+        table = tp.table(self.lam, self.mu)
+        keep = ~table.redirected  # the exact truncation drops the moves that would leave it
+        src, dst, dgl = table.src[keep], table.dst[keep], table.dg[keep].astype(np.int64)
+        rate, kind = table.rate[keep].astype(float), table.kind[keep]
+        P, M_ = tp.size, self.M
+        # phases in reverse Cuthill–McKee order (1969): a phase's sources sit close in memory
+        if reorder and P > 1:
+            A = sparse.csr_matrix((np.ones(src.size), (dst, src)), shape=(P, P))
+            perm = reverse_cuthill_mckee(A, symmetric_mode=False)
+        else:
+            perm = np.arange(P)
+        inv = np.empty(P, np.int64)
+        inv[perm] = np.arange(P)
+        self.inv = inv  # new position of each of TaggedPhases' phases
+        src, dst = inv[src], inv[dst]
+        ot = tp.ot[perm].astype(np.int64)
+        self.ot = ot
+        self.size_phases = P
+        k = np.arange(M_)[None, :] + ot[:, None]  # (P, M): the tagged server's occupancy
+        self.valid = k >= 1
+        safe_k = np.where(self.valid, k, 1)
+        w = np.where(self.valid, (safe_k - 1) / safe_k, 0.0)  # (k−1)/k
+        tag = kind == TAGGED_OTHER
+        const = ~tag
+        rates = {}
+        for name, sel in (("c0", const & (dgl == 0)), ("cup", const & (dgl == 1)), ("cdn", const & (dgl == -1)),
+                          ("tag", tag)):
+            rates[name] = np.bincount(src[sel], weights=rate[sel], minlength=P)
+        # exit rate of each state: its moves that exist on its level, plus the tagged completion μ/k
+        lev = np.arange(M_)
+        out = (rates["c0"][:, None] + rates["cup"][:, None] * (lev <= M_ - 2)[None, :]
+               + rates["cdn"][:, None] * (lev >= 1)[None, :] + rates["tag"][:, None] * w + self.mu / safe_k)
+        out = np.where(self.valid, out, 0.0)
+        self.q = q = float(out.max())
+        kk = np.arange(self.D + 1)[:, None] + lev[None, :]
+        exitq = np.where(kk >= 1, self.mu / np.maximum(kk, 1) / q, 0.0)
+        self._diag_parts = (1.0 - (rates["c0"] + rates["cup"] + rates["cdn"]) / q, rates["tag"] / q, rates["cdn"] / q,
+                            rates["cup"] / q, np.ascontiguousarray(exitq).ravel(), ot)
+        order = np.lexsort((src, dst))  # incoming moves grouped by target phase
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=P))]).astype(np.int64)
+        self.src = src[order].astype(np.int64)
+        self.dg = dgl[order].astype(np.int64)
+        self.tagged = tag[order].astype(np.bool_)
+        self.rate = rate[order] / q
+        self.wrow = np.ascontiguousarray(w).ravel()
+        self.n_moves = int(keep.sum())
+        self.size = int(self.valid.sum())
+        # transitions of the state-level chain (the off-diagonal entries the CSR route stored): each move on every
+        # level where its source is a state and its target level exists (down moves need a busy least-loaded server)
+        lo = (dgl == -1).astype(np.int64)  # source levels max(lo, −dg) .. M−1−max(0, dg)
+        hi = M_ - 1 - (dgl == 1)
+        n_lev = hi - lo + 1 - ((ot[src] == 0) & (lo == 0))  # minus level 0 where that source is no state
+        to_zero = -dgl  # the source level whose target is level 0: not a state either if the target's offset is 0
+        n_lev -= (ot[dst] == 0) & (to_zero >= lo) & (to_zero <= hi) & ~((ot[src] == 0) & (to_zero == 0))
+        self.transitions = int(np.maximum(n_lev, 0).sum())
+
+    def initial_law(self, pi_levels: np.ndarray):
+        """(p0 as a (phases, M) array, mass lost): PASTA + JSQ on the system law π (shape (M, system phases),
+        phases in :class:`sojourn.jsq_ps.solve.exact.SpreadStates` order) — the arrival joins a least-loaded server."""
+        tp, M = self.phases, self.M
+        from .chain import SortedStates
+
+        rest = SortedStates(self.D + 1, self.R - 1)
+        F = np.concatenate([np.zeros((rest.size, 1), np.int64), rest.states], axis=1)
+        c = (F == 0).sum(axis=1)
+        uniq = c == 1
+        ot0 = np.where(uniq, 0, 1)
+        O0 = np.where(uniq[:, None], F[:, 1:] - 1, F[:, 1:])
+        ph0 = self.inv[tp.index(ot0, O0)]
+        g0 = np.arange(M)[:, None] + uniq[None, :].astype(np.int64)  # (M, system phases): the level after joining
+        inside = g0 <= M - 1
+        p0 = np.zeros((tp.size, M))
+        np.add.at(p0, (np.broadcast_to(ph0[None, :], g0.shape)[inside], g0[inside]), pi_levels[inside])
+        return p0, float(pi_levels[~inside].sum())
+
+    def masses(self, p0, K: int, stop: float = 0.0, kernel: bool | None = None):
+        """(g, steps computed): g_j = p0·P^j·1, j < K, the later terms 0 once g_j < ``stop``.
+
+        Stepped by the numba kernel, or below :data:`SMALL` (phases × levels) by a scipy.sparse product of the
+        same P built from the same tables (:meth:`matrix`): the two agree to rounding (tests/jsq_ps/
+        test_solve_exact.py); ``kernel`` forces one."""
+        x = np.array(p0, dtype=float).ravel()  # a copy: stepped in place
+        if kernel is None:
+            kernel = x.size > SMALL
+        if not kernel:
+            return _sparse_masses(self.matrix(), x, int(K), float(stop))
+        from ._tagged_kernel import _masses
+
+        y = np.zeros_like(x)
+        return _masses(x, y, self.M, *self._diag_parts, self.ptr, self.src, self.dg, self.tagged, self.rate,
+                       self.wrow, int(K), float(stop))
+
+    def matrix(self):
+        """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
+        written out — each incoming move on every level where its source level exists, and the diagonal."""
+        from scipy import sparse
+
+        M, P = self.M, self.size_phases
+        dconst, dtag, dfirst, dlast, exitq, ot = self._diag_parts
+        target = np.repeat(np.arange(P), np.diff(self.ptr))
+        lev = np.arange(M)[None, :]
+        src_lev = lev - self.dg[:, None]  # the source's level for each target level
+        ok = (src_lev >= 0) & (src_lev <= M - 1)
+        rows = (target[:, None] * M + lev)[ok]
+        cols = (self.src[:, None] * M + src_lev)[ok]
+        vals = np.broadcast_to(self.rate[:, None], ok.shape)[ok]
+        tagged = np.broadcast_to(self.tagged[:, None], ok.shape)[ok]
+        vals = np.where(tagged, vals * self.wrow[cols], vals)  # ×(k−1)/k of the source state
+        exit_rows = exitq.reshape(-1, M)[ot]  # (P, M)
+        diag = dconst[:, None] - dtag[:, None] * self.wrow.reshape(P, M) - exit_rows
+        diag[:, 0] += dfirst
+        diag[:, M - 1] += dlast
+        n = P * M
+        A = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        return (A + sparse.diags(diag.ravel())).tocsr()
+
+
+#: phases × levels up to which :meth:`LevelTaggedChain.masses` steps a scipy.sparse matrix instead of the numba
+#: kernel: there a whole solve takes less than importing numba (~0.2 s; `sojourn plan`'s small cells)
+SMALL = 20_000
+
+
+def _sparse_masses(A, x, K: int, stop: float):
+    """The kernel's ``_masses`` with y = A·x: (g, steps computed)."""
+    g = np.zeros(K)
+    g[0] = x.sum()
+    for j in range(1, K):
+        x = A @ x
+        g[j] = s = x.sum()
+        if s < stop:
+            return g, j + 1
+    return g, K
