@@ -97,6 +97,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[str]]:
+    """Every command path of ``parser`` (default: the full ``sojourn`` parser): [], each command, each group's
+    commands — what ``--help`` can be asked of (benchmarks/cli_help.py, tests/workflow/test_cli_imports.py)."""
+    parser = build_parser(None) if parser is None else parser
+    out: list[list[str]] = [[]]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [[name, *path] for path in command_paths(sub)]
+    return out
+
+
 def main(argv=None) -> int:
     """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -105,9 +117,12 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from .core.progress import enabled
+
     try:
         _limits(args)
-        return int(args.func(args) or 0)
+        with enabled():  # long runs show a bar on stderr (sojourn.core.progress)
+            return int(args.func(args) or 0)
     except ValueError as exc:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
         return 2

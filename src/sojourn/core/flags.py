@@ -1,7 +1,14 @@
 """The command-line flags every study's ``simulate`` shares, built once: the run window (``--horizon``,
 ``--warmup``, ``--cooldown``), the replications (``--replications``, ``--seed``), the histogram grid (``--dt``,
-``--t-max``), the cost limits (``--max-memory``, ``--max-time``) and the output file (``--output``, ``--mkdir``). A study adds only what is its own."""
+``--t-max``), the cost limits (``--max-memory``, ``--max-time``), the precision target (``--precision`` …) and the
+output file (``--output``, ``--mkdir``). A study adds only what is its own.
+
+Argparse-level only: building a parser imports nothing heavy (no numpy, scipy, xarray, dask), so that every
+``--help`` answers at once; what checks or uses a flag's value is imported by the command that runs
+(tests/workflow/test_cli_imports.py keeps it so)."""
 from __future__ import annotations
+
+from .config import DEFAULT_CONFIDENCE
 
 
 def add_window(p, *, horizon: float, unit: str, settle: str = "", cooldown: bool = True) -> None:
@@ -54,3 +61,19 @@ def add_group(subparsers, name: str, help: str, description: str, commands) -> N
     sub = p.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True)
     for register in commands:
         register(sub)
+
+
+def add_precision(p, statistic: str, at: float | None) -> None:
+    """``--precision STATISTIC[:AT]``, ``--relative-half-width``, ``--max-replications``, ``--min-replications``
+    (read back by :func:`sojourn.core.precision.from_flags`)."""
+    at_txt = f":{at:g}" if at is not None else ""
+    p.add_argument("--precision", default=None, metavar="STATISTIC[:AT]",
+                   help=f"add replications until the {100 * DEFAULT_CONFIDENCE:g}%% CI of a statistic is narrow "
+                        f"enough: percentile:P (level P in percent), mean, cdf:T (F at time T); e.g. "
+                        f"{statistic}{at_txt}. Excludes --replications")
+    p.add_argument("--relative-half-width", dest="relative_half_width", type=float, default=None,
+                   help="with --precision: target half-width relative to the estimate (default 0.05)")
+    p.add_argument("--max-replications", dest="max_replications", type=int, default=None,
+                   help="with --precision: the cap (default 200)")
+    p.add_argument("--min-replications", dest="min_replications", type=int, default=None,
+                   help="with --precision: no stop before this many (default 5)")

@@ -5,7 +5,7 @@ The statistic across replications. Each replication k yields one estimate x_k of
 mean sojourn time, the p-quantile of its own histogram, or its own histogram CDF at a time t
 (:func:`histogram_statistic`). The replications are independent and identically distributed, so the
 x_k are too, and the interval is the Student-t interval of their mean (:func:`sojourn.core.stats.mean_ci`):
-x̄_n ± t_{(1+c)/2, n−1} · s_n/√n, at confidence c (0.95 by default). This is the same estimator and
+x̄_n ± t_{(1+c)/2, n−1} · s_n/√n, at confidence c (0.95, DEFAULT_CONFIDENCE). This is the same estimator and
 interval the studies' comparisons report (per-replication statistics, t-interval across replications),
 so the precision asked for is the precision they get. It controls the estimator's spread, not its bias
 (a 99.99th percentile of a short replication is biased; longer replications, not more of them, fix that).
@@ -51,6 +51,7 @@ from typing import Callable, Hashable, Iterable
 import numpy as np
 from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)
 
+from .config import DEFAULT_CONFIDENCE
 from .inputs import did_you_mean
 from .stats import cdf_from_histogram, histogram_quantile, mean_ci
 from .validate import integer_at_least
@@ -79,7 +80,7 @@ class Precision:
     relative_half_width: float
     max_replications: int = 200
     min_replications: int = 5
-    confidence: float = 0.95
+    confidence: float = DEFAULT_CONFIDENCE
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,7 +142,7 @@ def parse(block, *, field: str = "precision", t_max: float | None = None, defaul
     low = integer_at_least(f"{field}.min_replications", block.get("min_replications", 5), 2, allow_float=False)
     if low > cap:
         raise ValueError(f"{field}.min_replications must be <= {field}.max_replications = {cap}; got {low}")
-    conf = _real(f"{field}.confidence", block.get("confidence", 0.95))
+    conf = _real(f"{field}.confidence", block.get("confidence", DEFAULT_CONFIDENCE))
     if not 0.0 < conf < 1.0:
         raise ValueError(f"{field}.confidence must be in (0, 1); got {conf!r}")
     return Precision(statistic, at, eps, cap, low, conf)
@@ -395,25 +396,11 @@ def present(replication, used) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# command-line flags (shared by the studies' simulate commands)
-def add_flags(parser, statistic: str, at: float | None) -> None:
-    """``--precision STATISTIC[:AT]``, ``--relative-half-width``, ``--max-replications``, ``--min-replications``."""
-    at_txt = f":{at:g}" if at is not None else ""
-    parser.add_argument("--precision", default=None, metavar="STATISTIC[:AT]",
-                        help=f"add replications until the 95%% CI of a statistic is narrow enough: percentile:P "
-                             f"(level P in percent), mean, cdf:T (F at time T); e.g. {statistic}{at_txt}. "
-                             "Excludes --replications")
-    parser.add_argument("--relative-half-width", dest="relative_half_width", type=float, default=None,
-                        help="with --precision: target half-width relative to the estimate (default 0.05)")
-    parser.add_argument("--max-replications", dest="max_replications", type=int, default=None,
-                        help="with --precision: the cap (default 200)")
-    parser.add_argument("--min-replications", dest="min_replications", type=int, default=None,
-                        help="with --precision: no stop before this many (default 5)")
-
-
+# command-line flags (shared by the studies' simulate commands; added by sojourn.core.flags.add_precision, which
+# building a parser imports without this module's numpy and scipy)
 def from_flags(args, *, t_max: float | None = None, default_at: float | None = None) -> Precision | None:
-    """The Precision of ``args`` (:func:`add_flags`), or None; ValueError naming the flag. ``default_at``: the
-    level of ``--precision percentile`` given without one."""
+    """The Precision of ``args`` (:func:`sojourn.core.flags.add_precision`), or None; ValueError naming the flag.
+    ``default_at``: the level of ``--precision percentile`` given without one."""
     extra = [f for f, v in (("--relative-half-width", args.relative_half_width),
                             ("--max-replications", args.max_replications),
                             ("--min-replications", args.min_replications)) if v is not None]

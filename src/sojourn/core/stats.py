@@ -25,6 +25,8 @@ import warnings
 import numpy as np
 from scipy.special import stdtrit
 
+from .config import DEFAULT_CONFIDENCE
+
 
 def cdf_from_histogram(count, overflow):
     """F at the right edge of each bin, F[..., i] = P(S < t_i + dt).
@@ -89,7 +91,7 @@ def histogram_quantile(F, t, dt, p):
     return quantile(edges, F0, p)
 
 
-def mean_ci(x, confidence=0.95, axis=0):
+def mean_ci(x, confidence=DEFAULT_CONFIDENCE, axis=0):
     """Mean across replications and the half-width of its Student-t interval.
 
     half-width = t_{(1+c)/2, k−1} · s/√k for k replications (NaN when k < 2).

@@ -19,15 +19,16 @@ import math
 import numpy as np
 import xarray as xr
 
+from .config import DEFAULT_CONFIDENCE
 from .stats import (BIN_NOTE, CI_BOOTSTRAP, CI_NAMES, CI_T, TAIL_MIN, format_with_ci, interval, mean_ci,
                     percentiles_per_replication)
 
-#: the CI settings of the summaries (the pipeline's comparison defaults, at 95 %)
-SUMMARY_CI = {"confidence": 0.95, "ci": "auto", "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 2000}
+#: the CI settings of the summaries (the pipeline's comparison defaults, at the project's one level)
+SUMMARY_CI = {"confidence": DEFAULT_CONFIDENCE, "ci": "auto", "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 2000}
 
 
 def summary_dataset(count, overflow, t, dt, percentiles, *, prefix: str, replication, means: dict | None = None,
-                    confidence: float = 0.95, units: str = "", what: str = "customers") -> xr.Dataset:
+                    confidence: float = DEFAULT_CONFIDENCE, units: str = "", what: str = "customers") -> xr.Dataset:
     """Percentiles (given in percent) of the histograms ``count`` (replication, t) + ``overflow`` (replication,)
     with CIs across replications, and the CIs of the per-replication ``means`` ({name: values (replication,)}).
 
@@ -78,7 +79,7 @@ def summary_dataset(count, overflow, t, dt, percentiles, *, prefix: str, replica
     return ds
 
 
-def mean_text(values, confidence: float = 0.95) -> str:
+def mean_text(values, confidence: float = DEFAULT_CONFIDENCE) -> str:
     """The mean of per-replication ``values`` with its Student-t CI (``format_with_ci``)."""
     m, h = mean_ci(np.asarray(values, dtype=float), confidence=confidence)
     return format_with_ci(m, m - h, m + h)

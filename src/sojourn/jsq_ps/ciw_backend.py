@@ -140,8 +140,10 @@ def run_replications(tasks: list[tuple], max_workers: int | None = None) -> list
     cannot start processes, e.g. daemonic workers); that is reproducible only if no other thread of the
     process draws from Python's global ``random`` meanwhile (ecosystem.md §0.1).
     """
+    from ..core.progress import steps
+
     if max_workers == 0:
-        return [run_replication(*task) for task in tasks]
+        return [run_replication(*task) for task in steps(tasks, "replications (Ciw)")]
     import concurrent.futures as cf
     import multiprocessing as mp
     import os
@@ -151,7 +153,7 @@ def run_replications(tasks: list[tuple], max_workers: int | None = None) -> list
     ctx = mp.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx) as pool:
         futures = [pool.submit(run_replication, *task) for task in tasks]
-        return [f.result() for f in futures]
+        return [f.result() for f in steps(futures, "replications (Ciw)")]
 
 
 __all__ = ["build_simulation", "run_replication", "run_replications"]

@@ -2,19 +2,18 @@
 netCDF dataset, print a one-screen summary) and ``sojourn approximate`` (one analytic sojourn-time CDF)."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 
-import numpy as np
-
 from ..core import validate as V
+from ..core.config import DEFAULT_CONFIDENCE
+from ..core.flags import add_limits, add_output, add_precision, add_run, add_window
 from ..core.inputs import check_cost, check_grid, check_output, choice, did_you_mean, in_flag_terms
-from ..core.replications import WARMUP_FRACTION
-from ..core.flags import add_limits, add_output, add_run, add_window
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
 from .naming import DEFAULT_PERCENTILE, SIMULATION_BYTES_PER_SERVER
+
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
@@ -106,10 +105,10 @@ def register(subparsers) -> None:
 
 
 SIMULATE = ("Simulate the JSQ-PS system (or a variant) and write an xarray/netCDF dataset. The summary gives the mean "
-            "sojourn and the 99th to 99.999th percentiles with 95% confidence intervals across replications, each to "
-            "the digits its interval supports; a percentile with fewer than 100 recorded customers per replication "
-            "beyond it is reported as 'too few customers' with the --horizon it would need. The output file holds the "
-            "summary beside the histograms.")
+            f"sojourn and the 99th to 99.999th percentiles with {100 * DEFAULT_CONFIDENCE:g}% confidence intervals "
+            "across replications, each to the digits its interval supports; a percentile with fewer than 100 recorded "
+            "customers per replication beyond it is reported as 'too few customers' with the --horizon it would need. "
+            "The output file holds the summary beside the histograms.")
 
 
 def _register_simulate(subparsers) -> None:
@@ -126,13 +125,15 @@ def _register_simulate(subparsers) -> None:
                settle="from empty at load 0.95 one server settles in ~1700 time units")
     add_run(p, dt=0.01, t_max=182.32)
     p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
-    precision_flags(p, "percentile", DEFAULT_PERCENTILE)
+    add_precision(p, "percentile", DEFAULT_PERCENTILE)
     add_output(p)
     p.set_defaults(func=run_simulate)
 
 
 def _check_simulate(args):
     """Every flag of ``simulate`` in flag terms, then the output file: all before any compute."""
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.replications import WARMUP_FRACTION
     from .model import JSQPS
     from .simulate import BACKENDS
 
@@ -190,6 +191,9 @@ def _simulate_cost(args, spec) -> None:
 def run_simulate(args) -> int:
     from ..core import runlength
     from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
+    from ..core.replications import WARMUP_FRACTION
     from ..core.summary import ci_header, mean_text, percentile_text, round_up
     from .simulate import SUMMARY_PERCENTILES, simulate, summary
 
@@ -220,8 +224,9 @@ def run_simulate(args) -> int:
         print(f"precision    {precision_summary(ds)}")
     print(f"recorded     {100 * (H - W - C) / H:.3g}% of the horizon: {n:,} customers ({n / k:,.0f} per replication; "
           f"{int(ds['overflow'].sum())} beyond t_max)")
-    print(f"mean sojourn {mean_text(ds['mean'].values)}{'  (95% Student-t CI across replications)' * (k > 1)}")
-    print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average)")
+    ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
+    print(f"mean sojourn {mean_text(ds['mean'].values)}{ci}")
+    print(f"mean number  {mean_text(ds['mean_number_per_server'].values)} per server (time average){ci}")
     verdict = runlength.from_dataset(ds)
     run_need = _needed_horizon(verdict, W, C, defaults[0])
     print(f"run length   {runlength.status(verdict, run_need)}")
@@ -245,6 +250,7 @@ def run_simulate(args) -> int:
 
 def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
     """The --horizon whose window is the guard's ``needed_window`` (sojourn.core.runlength)."""
+    from ..core.replications import WARMUP_FRACTION
     from ..core.runlength import format_length, horizon_for
 
     H = horizon_for(verdict.needed_window, W, C, WARMUP_FRACTION if default_warmup else None)
@@ -387,6 +393,8 @@ def beyond_t_max(t, cdf, tolerance: float = BEYOND_TOLERANCE) -> dict:
     t_max at which the mass would fall below ``tolerance`` (t_max + ln(S/tolerance)/γ), both as if the tail went on
     decaying at γ: a hint, not a bound (processor sharing's tail slows down near load 1, so both understate there).
     ``truncation_significant`` = 1 where S > ``tolerance``. NaN where the CDF is not finite."""
+    import numpy as np
+
     t = np.asarray(t, dtype=float)
     S = 1.0 - np.asarray(cdf, dtype=float)
     out = {"mass_beyond_t_max": float(S[-1]), "tail_decay_rate": float("nan"), "mean_beyond_t_max": float("nan"),
@@ -411,13 +419,13 @@ def beyond_t_max(t, cdf, tolerance: float = BEYOND_TOLERANCE) -> dict:
 def _length(x: float) -> str:
     from ..core.runlength import format_length
 
-    return format_length(x) if np.isfinite(x) else "(unknown: the tail does not decay on the grid)"
+    return format_length(x) if math.isfinite(x) else "(unknown: the tail does not decay on the grid)"
 
 
 def beyond_text(b: dict, mean: float, t_max: float) -> str:
     """One line: the mass beyond t_max and what it does to the printed mean."""
     m = b["mass_beyond_t_max"]
-    if not np.isfinite(m):
+    if not math.isfinite(m):
         return "beyond t_max: unknown (the CDF is not finite)"
     if not b["truncation_significant"]:
         return f"beyond t_max ({t_max:g}): P(T > t_max) = {m:.2g} (the mean's integral is complete to that mass)"
@@ -427,6 +435,7 @@ def beyond_text(b: dict, mean: float, t_max: float) -> str:
 
 def run_approximate(args) -> int:
     from ..core.io import write_netcdf
+    from ..core.progress import working
     from .solve.api import approximate, summary
     from .solve.guards import TRUNCATION_NOT_REACHED
 
@@ -435,7 +444,8 @@ def run_approximate(args) -> int:
     if args.max_states is not None:  # exact's cap, or the corrected chain's (MAX_STATES_METHODS)
         hyper["max_states" if args.method == "exact" else "state_budget"] = args.max_states
     try:
-        ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
+        with working(f"method {args.method} at R={spec.servers}, rho={spec.load:g}"):
+            ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
     except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
         raise ValueError(_in_flag_terms(str(exc))) from None
     s = summary(ds["t"].values, ds["cdf"].values)

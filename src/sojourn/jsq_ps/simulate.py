@@ -21,6 +21,7 @@ from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core.replications import concat_replications as _concat
 from ..core.io import provenance
+from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least
 from .naming import DEFAULT_PERCENTILE
@@ -195,7 +196,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     def run(requests):  # [(spec index, replication k)] -> raw results, in order
         if backend == "fast":
             out = []
-            for i, k in requests:
+            for i, k in steps(requests, "replications"):
                 H, W, C, dt_, tm, om, kern, sb = plans[i]
                 out.append(_run_fast(specs[i], kern, _seeds.replication_rng(seed, specs[i], k), W, H - C, dt_,
                                      grid_size(tm, dt_), om, sb))
@@ -281,14 +282,16 @@ def with_guard(ds: xr.Dataset, spec=None) -> xr.Dataset:
 SUMMARY_PERCENTILES = (99.0, 99.9, 99.99, 99.999)
 
 
-def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float = 0.95) -> xr.Dataset:
+def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float | None = None) -> xr.Dataset:
     """Sojourn-time percentiles (in percent) of a :func:`simulate` dataset with CIs across its replications and
     the customers beyond each, and the CIs of the mean sojourn and of the mean number per server
     (:func:`sojourn.core.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
     ``_ci_high``, ``_ci_method``, ``_too_few``; ``sojourn_beyond``; ``mean_ci_low`` …); merge it into ``ds``
-    to store it beside the histograms."""
+    to store it beside the histograms. ``confidence``: the CIs' level (default ``DEFAULT_CONFIDENCE``)."""
+    from ..core.config import DEFAULT_CONFIDENCE
     from ..core.summary import summary_dataset
 
+    confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
                            percentiles, prefix="sojourn", replication=ds["replication"].values,
                            means={"mean": ds["mean"].values, "mean_number_per_server": ds["mean_number_per_server"].values},

@@ -9,10 +9,10 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_output, add_run, add_window
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
+from ..core.flags import add_group, add_output, add_precision, add_run, add_window
+
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 
 #: what the two restart semantics mean, stated once for --help, the model schema and the README (issue 26)
@@ -53,7 +53,7 @@ def _simulate(sub):
                    help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
                         "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
-    precision_flags(p, "mean", None)
+    add_precision(p, "mean", None)
     p.set_defaults(func=run_simulate)
 
 
@@ -190,6 +190,8 @@ def run_simulate(args) -> int:
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
     from ..core import runlength
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
     from ..core.replications import WARMUP_FRACTION
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import solve
@@ -243,9 +245,9 @@ def run_simulate(args) -> int:
 
     print(f"{'99th percentile':<19}{percentile_text(s, 'response_time', 0, what='jobs', need=need, t_max=args.t_max)}")
     print(f"{'':<19}({ci_header(s, 'response_time')})")
-    print(f"{'mean number':<19}{mean_text(ds['mean_number'].values.sum(axis=-1), conf)}")
-    print(f"{'throughput':<19}{mean_text(ds['throughput'].values, conf)}")
-    print(f"{'restarts per job':<19}{mean_text(ds['mean_restarts'].values, conf)}")
+    print(f"{'mean number':<19}{mean_text(ds['mean_number'].values.sum(axis=-1), conf)}{c}")
+    print(f"{'throughput':<19}{mean_text(ds['throughput'].values, conf)}{c}")
+    print(f"{'restarts per job':<19}{mean_text(ds['mean_restarts'].values, conf)}{c}")
     if args.semantics == "signal":
         pf = solve(net)
         print(f"product form       E[T] = {pf.response_time:.6g}, E[N] = {pf.mean_number.sum():.6g}")

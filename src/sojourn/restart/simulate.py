@@ -28,6 +28,7 @@ from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
 from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
 from ..core.io import provenance
+from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
@@ -265,7 +266,7 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
     decision = None
     if precision is None:
         reps = list(range(replication_offset, replication_offset + replications))
-        raw = [run(k) for k in reps]
+        raw = [run(k) for k in steps(reps, "replications")]
     else:
         from . import kernel as K
 
@@ -278,7 +279,8 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
             mean = acc[K.A_SUM] / acc[K.A_COUNT] if acc[K.A_COUNT] > 0 else np.nan
             return float(_precision.histogram_statistic(precision, r["hist"], acc[K.A_OVERFLOW], edges, mean))
 
-        done = _precision.run_replications([0], lambda req: [run(k) for _, k in req], precision=precision,
+        done = _precision.run_replications([0], lambda req: [run(k) for _, k in steps(req, "replications")],
+                                           precision=precision,
                                            estimate=estimate)[0]
         raw, decision = done.results, done.decision
         reps = list(range(len(raw)))

@@ -9,13 +9,11 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
+from ..core.config import DEFAULT_CONFIDENCE
+from ..core.flags import add_group, add_limits, add_output, add_precision, add_run
 
-
-from ..core.flags import add_group, add_limits, add_output, add_run
-from ..core.precision import add_flags as precision_flags
-from ..core.precision import from_flags as precision_from_flags
-from ..core.precision import summary as precision_summary
+# Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
+# commands import what they run (tests/workflow/test_cli_imports.py)
 
 
 def register(subparsers) -> None:
@@ -104,6 +102,8 @@ def _exact(sub):
 
 
 def run_exact(args) -> int:
+    import numpy as np
+
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import exact_dataset
@@ -137,10 +137,11 @@ def run_exact(args) -> int:
 def _simulate(sub):
     p = sub.add_parser("simulate", help="simulate split-merge or fork-join with cancellation; write netCDF",
                        description="Simulate split-merge or fork-join and write a netCDF dataset with the histograms "
-                                   "and the summary. Means and latency percentiles are printed with 95% confidence "
-                                   "intervals across replications, to the digits the interval supports; a percentile "
-                                   "with fewer than 100 workunits per replication beyond it is reported as 'too few "
-                                   "workunits' with the run length it would need.")
+                                   "and the summary. Means and latency percentiles are printed with "
+                                   f"{100 * DEFAULT_CONFIDENCE:g}% confidence intervals across replications, to the "
+                                   "digits the interval supports; a percentile with fewer than 100 workunits per "
+                                   "replication beyond it is reported as 'too few workunits' with the run length it "
+                                   "would need.")
     _system_args(p)
     p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
                    help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
@@ -153,7 +154,7 @@ def _simulate(sub):
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
     add_run(p, dt=0.01, t_max=200.0, what="latency and delay")
     p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
-    precision_flags(p, "mean", None)
+    add_precision(p, "mean", None)
     add_output(p)
     p.set_defaults(func=run_simulate)
 
@@ -173,9 +174,13 @@ SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
 
 
 def run_simulate(args) -> int:
+    import numpy as np
+
     from ..core.inputs import check_cost, check_grid, check_output, in_flag_terms
     from ..core.validate import positive_finite
     from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.precision import summary as precision_summary
     from ..core.runlength import format_length, from_dataset, status, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
@@ -240,12 +245,12 @@ def run_simulate(args) -> int:
               f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
     if "stop_reason" in ds:
         print(f"precision     {precision_summary(ds)} (latency)")
-    ci = "  (95% Student-t CI across replications)" if k > 1 else ""
+    ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
     for v, label in (("mean_delay", "mean delay"), ("mean_latency", "mean latency")):
         ex = e[v] if e["exact"] else float("nan")
         how = e["delay_method"] + (f"; {e['reduction']}" if e["reduction"] else "")
         tail = f"   exact {ex:.6g} ({how})" if np.isfinite(ex) else "   (no exact value)"
-        print(f"{label:14s}{mean_text(ds[v].values)}{tail}")
+        print(f"{label:14s}{mean_text(ds[v].values)}{ci}{tail}")
     print(f"{'latency':14s}percentiles: {ci_header(s, 'latency')}")
 
     def need(factor: float) -> str:  # the run length that records `factor` times the workunits of this run
@@ -261,7 +266,7 @@ def run_simulate(args) -> int:
         text = percentile_text(s, "latency", i, what="workunits", need=need, t_max=args.t_max)
         print(f"  p{100 * pc:g}".ljust(14) + text + tail)
     print(f"{'utilisation':14s}{mean_text(ds.host_utilisation.values)} held, "
-          f"{mean_text(ds.host_computing.values)} computing")
+          f"{mean_text(ds.host_computing.values)} computing{ci}")
     print(f"{'throughput':14s}{mean_text(ds.throughput.values)}   (max {spec.max_throughput:.6g}){ci}")
     verdict = from_dataset(ds)
 
@@ -302,6 +307,7 @@ def _best(sub):
 def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
+    from ..core.progress import reporter
     from .best import best, candidates, parse_criterion
 
     from ..core.validate import integer_at_least
@@ -319,9 +325,10 @@ def run_best(args) -> int:
     if args.output:
         check_output(args.output, "--output", mkdir=args.mkdir)
 
-    ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
-              max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
-              replications=args.replications, seed=args.seed, model=args.model)
+    with reporter("(r, q) pairs") as progress:
+        ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
+                  max_replicas=args.max_replicas, criterion=args.criterion, workunits=args.workunits,
+                  replications=args.replications, seed=args.seed, model=args.model, progress=progress)
     print(ds.attrs["title"])
     level = f"{100 * float(ds.attrs['confidence']):g}%"
     print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")

@@ -28,6 +28,7 @@ from ..core.replications import concat_replications as _concat
 from ..core.ph_walk import walk_tables
 from ..core.phase_type import lumped_levels
 from ..core.io import provenance
+from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
 from .model import TIME_UNITS, SplitMerge
@@ -206,7 +207,8 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     if precision is None:
         reps = list(range(offset, offset + replications))
-        raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan) for k in reps]
+        raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
+                for k in steps(reps, "replications")]
         return with_guard(_dataset(spec, raws, reps, seed=seed, plan=plan), spec)
     from .kernel import ACC_FIELDS
 
@@ -219,7 +221,8 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         return float(_precision.histogram_statistic(precision, raw["hl"], acc[i_over], edges, mean))
 
     done = _precision.run_replications(
-        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan) for _, k in req],
+        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
+                          for _, k in steps(req, "replications")],
         precision=precision, estimate=estimate)[0]
     ds = _dataset(spec, done.results, list(range(done.replications)), seed=seed, plan=plan)
     for name, (dims, values, attrs) in _precision.variables(done.decision, (), precision, TIME_UNITS).items():

@@ -59,9 +59,16 @@ Python: ``sojourn.plan(arrival_rate="9000/s", mean_service="1.2ms", deadline="72
 """
 from __future__ import annotations
 
-from .evaluation import Engine, Evaluation, NoServers, Simulated, simulate_counts  # noqa: F401
-from .planner import Planner  # noqa: F401
-from .request import (DEFAULT_MAX_SERVERS, DEFAULT_REPLICATIONS, EXACT_MAX_LOAD, FIELDS, FIRST_STAGE,  # noqa: F401
-                      FLAGS, SIMULATION, TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, check_request,
-                      replications_for, run_length, stable_from)
-from .result import PlanResult, plan  # noqa: F401
+from ...core.exports import lazy
+
+# imported on first use: ``sojourn plan --help`` imports this package (its cli module) and nothing of the planner
+_EXPORTS = {**{name: ".evaluation" for name in ("Engine", "Evaluation", "NoServers", "Simulated", "simulate_counts")},
+            "Planner": ".planner",
+            **{name: ".request" for name in ("DEFAULT_MAX_SERVERS", "DEFAULT_REPLICATIONS", "EXACT_MAX_LOAD", "FIELDS",
+                                             "FIRST_STAGE", "FLAGS", "SIMULATION", "TAIL_METHOD", "TAIL_REACH",
+                                             "TAIL_SECONDS", "Request", "check_request", "replications_for",
+                                             "run_length", "stable_from")},
+            "PlanResult": ".result", "plan": ".result"}
+
+__all__ = [*_EXPORTS]
+__getattr__ = lazy(__name__, _EXPORTS)

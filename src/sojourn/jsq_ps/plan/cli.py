@@ -52,14 +52,17 @@ def register(subparsers) -> None:
 
 def run_plan(args) -> int:
     from ...core.inputs import choice
+    from ...core.progress import working
     from .request import FLAGS
     from .result import plan
 
     choice("--format", args.format, ("table", "json"))
-    res = plan(arrival_rate=args.arrival_rate, load=args.load, servers=args.servers, mean_service=args.mean_service,
-               service_rate=args.service_rate, service_law=args.service_law, deadline=args.deadline,
-               budget=args.budget, network_latency=args.network_latency, reliability=args.reliability,
-               dispatch=args.dispatch, max_servers=args.max_servers, confirm=args.confirm,
-               replications=args.replications, seed=args.seed, unit=args.unit, accuracy=args.accuracy, _names=FLAGS)
+    with working("planning" + (" (simulating to confirm)" if args.confirm else "")):
+        res = plan(arrival_rate=args.arrival_rate, load=args.load, servers=args.servers, mean_service=args.mean_service,
+                   service_rate=args.service_rate, service_law=args.service_law, deadline=args.deadline,
+                   budget=args.budget, network_latency=args.network_latency, reliability=args.reliability,
+                   dispatch=args.dispatch, max_servers=args.max_servers, confirm=args.confirm,
+                   replications=args.replications, seed=args.seed, unit=args.unit, accuracy=args.accuracy,
+                   _names=FLAGS)
     sys.stdout.write((res.to_json() if args.format == "json" else res.table()) + "\n")
     return 0

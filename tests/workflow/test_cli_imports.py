@@ -1,0 +1,92 @@
+"""`sojourn --help` and every sub-command's `--help` build their parser without importing numpy, scipy, xarray,
+dask or any other heavy library (issue 25: each answers in well under 0.5 s; the time is measured in
+benchmarks/cli_help.py, never here). Structural: each help runs in a fresh interpreter, which then lists what it
+imported. Also: no rendered help shows a literal '%%', and every level a help states is the project's one default
+(sojourn.core.config.DEFAULT_CONFIDENCE)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+#: what parsing arguments must not import (each costs 0.1–1 s at start-up)
+HEAVY = ("numpy", "scipy", "xarray", "dask", "distributed", "pandas", "numba", "matplotlib", "netCDF4", "ciw",
+         "snakemake", "jsonschema", "yaml", "tqdm", "sojourn.core.precision", "sojourn.core.stats")
+
+#: a fresh interpreter: the command paths of the full parser, and what building it imported
+WALK = textwrap.dedent("""
+    import json, sys
+    from sojourn.cli import command_paths
+
+    paths = command_paths()
+    print(json.dumps({"paths": paths, "heavy": [m for m in HEAVY if m in sys.modules]}))
+""")
+
+#: a fresh interpreter: ``sojourn <path> --help`` as the entry point runs it, then what it imported
+HELP = textwrap.dedent("""
+    import contextlib, io, json, sys
+    from sojourn.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(PATH + ["--help"])
+    print(json.dumps({"status": status, "help": out.getvalue(), "heavy": [m for m in HEAVY if m in sys.modules]}))
+""")
+
+
+def _run(code: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def helps() -> dict:
+    """{"sojourn <path>": (status, rendered help, heavy modules imported)} for every command path."""
+    walk = _run(WALK)
+    assert walk["heavy"] == [], f"building the full parser imported {walk['heavy']}"
+    out = {}
+    for path in walk["paths"]:
+        r = _run(f"PATH = {path!r}\n{HELP}")
+        out[" ".join(["sojourn", *path])] = (r["status"], r["help"], r["heavy"])
+    return out
+
+
+def test_every_command_is_walked(helps):
+    """The walk reaches the nested groups' commands (a command added later is checked without editing this)."""
+    for cmd in ("sojourn", "sojourn simulate", "sojourn approximate", "sojourn plan", "sojourn split-merge best",
+                "sojourn split-merge simulate", "sojourn split-merge exact", "sojourn restart optimise",
+                "sojourn restart simulate", "sojourn restart solve", "sojourn restart schema"):
+        assert cmd in helps
+
+
+def test_no_help_imports_a_heavy_library(helps):
+    bad = {cmd: heavy for cmd, (_, _, heavy) in helps.items() if heavy}
+    assert not bad, f"--help imported heavy modules: {bad}"
+
+
+def test_every_help_renders_and_shows_no_literal_percent_escape(helps):
+    for cmd, (status, text, _) in helps.items():
+        assert status == 0 and text.startswith("usage: sojourn"), (cmd, status, text[:200])
+        assert "%%" not in text, f"{cmd} --help shows a literal '%%'"
+
+
+def test_every_confidence_level_in_the_help_is_the_one_default(helps):
+    from sojourn.core.config import DEFAULT_CONFIDENCE
+
+    level = f"{100 * DEFAULT_CONFIDENCE:g}"
+    said = {}
+    for cmd, (_, text, _) in helps.items():
+        flat = " ".join(text.split())
+        for m in re.finditer(r"(\d+(?:\.\d+)?) ?% (?:confidence|CI|t-interval|Student-t)", flat):
+            said.setdefault(m.group(1), set()).add(cmd)
+        for m in re.finditer(r"level .{0,80}?\(default (0\.\d+)\)", flat):
+            said.setdefault(f"{100 * float(m.group(1)):g}", set()).add(cmd)
+    assert set(said) == {level}, said
+    # the commands that print intervals say their level in --help
+    for cmd in ("sojourn simulate", "sojourn split-merge simulate", "sojourn restart simulate"):
+        assert cmd in said[level], cmd
