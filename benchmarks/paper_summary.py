@@ -1,4 +1,4 @@
-"""The README's "what our runs say" figures, computed from a paper-config comparison (``comparison.nc``).
+"""The "what our runs say" figures of docs/jsq_ps.md, computed from a paper-config comparison (``comparison.nc``).
 
     python benchmarks/paper_summary.py [results/paper/jsq_ps/comparison.nc]
 

@@ -22,7 +22,7 @@ Results never depend on the choice: every replication's random stream is derived
 
 :func:`dask_client` is a context manager for one-off use. :func:`shared_client` keeps one client per
 process (created on first use, closed at exit), which is how the Snakemake workflow amortises the
-cluster start-up over all jobs of a run (see the README, "Pipeline design"). docs/hpc.md is the
+cluster start-up over all jobs of a run (see docs/pipeline.md, "Pipeline design and overheads"). docs/hpc.md is the
 operator's guide to the SLURM routes.
 """
 from __future__ import annotations

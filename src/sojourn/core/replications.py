@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
 
-#: default warm-up (and so cool-down) as a share of the horizon when none is given (README "Run windows").
+#: default warm-up (and so cool-down) as a share of the horizon when none is given (docs/simulation.md, "Run windows").
 #: Evidence (exact M/M/1 = JSQ-PS with R = 1, the slowest case; JSQ with R = 3, 10 settles faster in simulation):
 #: from empty at rho = 0.95, E N(t) is within 5 % of its stationary value after 1700 time units (~ the relaxation
 #: time 1/(mu (1 - sqrt(rho))^2) = 1560) and within 1 % after 3300; a warm-up of 5 % leaves a start-up bias of the
