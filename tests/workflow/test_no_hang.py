@@ -195,7 +195,7 @@ def test_a_local_worker_whose_nanny_stopped_for_good_is_replaced():
     with dask_client({"kind": "local", "no_workers_timeout": 300}, 2) as client:
         client.wait_for_workers(2, timeout=120)
         cluster = client.cluster
-        old = set(cluster.workers)
+        old = {id(w) for w in cluster.workers.values()}
 
         def stop_nannies():
             time.sleep(1.0)
@@ -206,7 +206,9 @@ def test_a_local_worker_whose_nanny_stopped_for_good_is_replaced():
         t0 = time.monotonic()
         out = DaskExecutor(client).map(_sleep, [(1.0,)] * 8, [f"t{i}" for i in range(8)], "test cells")
         assert out == [1.0] * 8
-        assert len(cluster.workers) == 2 and not set(cluster.workers) & old  # two new nannies
+        live = [w for w in cluster.workers.values() if str(w.status).split(".")[-1] == "running"]
+        assert len(live) == 2 and not {id(w) for w in live} & old  # two new nannies
+        client.wait_for_workers(2, timeout=60)
         assert time.monotonic() - t0 < 300
 
 

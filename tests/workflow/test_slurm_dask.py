@@ -160,6 +160,7 @@ def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path)
     cfg = yaml.safe_load(TEST_CONFIG.read_text())
     cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "jobs": 2, "memory": "1GB",
                                                  "walltime": "00:30:00", "job_name": name,
+                                                 "adapt_interval": 1,  # the cancel is noticed before the run ends
                                                  "log_directory": str(tmp_path / "dask-logs")}}
     override = tmp_path / "slurm.yaml"
     override.write_text(yaml.safe_dump(cfg))

@@ -59,6 +59,7 @@ SLURM_DEFAULTS = {
     "jobs": None,
     "minimum_jobs": None,
     "maximum_jobs": None,
+    "adapt_interval": None,
     "job_name": "sojourn-worker",
     "python": None,
     "job_extra_directives": [],
@@ -74,8 +75,9 @@ SLURM_DEFAULTS = {
 DEFAULT_MINIMUM_JOBS, DEFAULT_MAXIMUM_JOBS = 1, 2
 #: the scheduler options a site may set (``cluster.slurm.scheduler_options``)
 SCHEDULER_OPTIONS = ("host", "port", "interface", "dashboard_address", "protocol")
-#: how often the adaptive SLURM cluster looks at its jobs and the scheduler's load, and how many
-#: consecutive looks a worker must be idle before it is retired (down to minimum_jobs): 60 s
+#: how often the adaptive SLURM cluster looks at its jobs and the scheduler's load (cluster.slurm.adapt_interval:
+#: how soon a lost worker job is noticed and replaced), and how many consecutive looks a worker must be idle
+#: before it is retired (down to minimum_jobs): 60 s at the default interval
 ADAPT_INTERVAL_S, ADAPT_WAIT_COUNT = 5, 12
 #: at close (or scale-down), how long a retired worker's SLURM job is given to end on its own before scancel
 RETIRE_GRACE_S = 60.0
@@ -357,11 +359,7 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
 
         n, memory, how = local_size(cfg, n_workers)
         log.info("sojourn: local Dask cluster: %s", how)
-        # Dask's nannies export MALLOC_TRIM_THRESHOLD_=65536 to their workers by default; setting it
-        # switches off glibc's adaptive mmap threshold, so every array over 128 kB is a fresh mmap and
-        # page-faults again. Our tasks allocate many short-lived arrays of 0.1-20 MB: measured 7.7 s vs
-        # 5.4 s for 20 approximation cells (R=5, all methods) in one process with and without it.
-        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        with glibc_adaptive_malloc():
             cluster = LocalCluster(
                 n_workers=n,
                 threads_per_worker=1,
@@ -374,8 +372,10 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     else:  # slurm
         lo, hi = slurm_jobs(cfg["slurm"])
         cluster = _slurm_cluster(cfg["slurm"])
+        interval = float(cfg["slurm"].get("adapt_interval") or ADAPT_INTERVAL_S)
         cluster.adapt(Adaptive=_CLASSES["adaptive"], minimum_jobs=lo, maximum_jobs=hi,
-                      interval=f"{ADAPT_INTERVAL_S}s", wait_count=ADAPT_WAIT_COUNT)
+                      interval=f"{interval}s",
+                      wait_count=max(1, round(ADAPT_INTERVAL_S * ADAPT_WAIT_COUNT / interval)))
         log.info("sojourn: SLURM Dask cluster: %d to %d worker job(s) of %s core(s), %s, walltime %s; scheduler %s",
                  lo, hi, cfg["slurm"]["cores"], cfg["slurm"]["memory"], cfg["slurm"]["walltime"],
                  cluster.scheduler_address)
@@ -411,7 +411,8 @@ def _check_reachable(address: str) -> None:
                            f"({exc.strerror or exc}); start it, or use cluster.kind: local") from None
 
 
-#: nanny states from which a local worker does not come back by itself
+#: nanny states from which a local worker does not come back by itself (a nanny that restarts its worker stays
+#: running; one closing is on its way to closed)
 _GONE = ("closed", "failed")
 _revive_lock = threading.Lock()
 
@@ -445,12 +446,40 @@ def cluster_dead(client) -> str | None:
         gone = [name for name, w in list(cluster.workers.items())
                 if str(getattr(w, "status", "")).split(".")[-1] in _GONE]
         if gone:
-            for name in gone:  # their names leave the spec; scale() gives new ones and starts them
-                cluster.worker_spec.pop(name, None)
+            for name in gone:  # they leave the spec and the cluster's workers; scale() starts new ones (a name
+                cluster.worker_spec.pop(name, None)  # left among the workers would be taken as running)
+                cluster.workers.pop(name, None)
             logging.getLogger(__name__).warning(
                 f"{len(gone)} local Dask worker(s) stopped for good (their nanny closed): starting new ones")
-            cluster.scale(wanted)
+            with glibc_adaptive_malloc():  # the new nannies read the setting when they start
+                cluster.scale(wanted)
     return None
+
+
+#: the value Dask's nannies export by default (distributed.nanny.pre-spawn-environ)
+DASK_MALLOC_TRIM = "65536"
+
+
+@contextlib.contextmanager
+def glibc_adaptive_malloc():
+    """Nannies started inside get no MALLOC_TRIM_THRESHOLD_: Dask's nannies export 65536 to their workers by
+    default, which switches off glibc's adaptive mmap threshold, so every array over 128 kB is a fresh mmap and
+    page-faults again. Our tasks allocate many short-lived arrays of 0.1-20 MB: measured 7.7 s vs 5.4 s for 20
+    approximation cells (R=5, all methods) in one process with and without it. A nanny also writes its
+    pre-spawn settings into the environment of the process that runs it, where every later nanny finds them
+    first; so Dask's 65536 left there by an earlier nanny (another library's cluster, a test) is set aside
+    while ours start, and put back."""
+    import dask
+
+    left = os.environ.get("MALLOC_TRIM_THRESHOLD_") == DASK_MALLOC_TRIM
+    if left:
+        del os.environ["MALLOC_TRIM_THRESHOLD_"]
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+            yield
+    finally:
+        if left:
+            os.environ["MALLOC_TRIM_THRESHOLD_"] = DASK_MALLOC_TRIM
 
 
 #: glibc malloc settings exported to SLURM worker jobs (see the LocalCluster branch of dask_client): a

@@ -17,6 +17,10 @@ An entry may also name one function of a module, ``module:function`` (a study's 
 rule's entry point, each its own rerun trigger): then only that function counts, with the module-level
 definitions it uses by name (transitively) and the modules those import, at module level or inside them —
 so editing the figures job of ``sojourn.<study>.jobs`` does not rerun its simulations.
+
+Modules in :data:`WHERE_NOT_WHAT` decide where and when tasks run, never what they compute (results are
+bit-identical on any cluster and number of workers, a tested property): they are left out of every closure, so
+that a change to how clusters start, are sized or watched (the runner's watchdog calls into them) reruns nothing.
 """
 from __future__ import annotations
 
@@ -158,6 +162,10 @@ def function_parts(entry: str, root: Path = ROOT) -> tuple[list, set[str]]:
     return [used[n] for n in sorted(used)], mods
 
 
+#: modules that place and watch the work without touching its results (see the module doc)
+WHERE_NOT_WHAT = frozenset({"sojourn.core.cluster"})
+
+
 def closure(*entries: str, root: Path = ROOT) -> list[str]:
     """Sorted names of the ``sojourn`` modules the entry modules import, transitively (entries included; a
     ``module:function`` entry contributes what :func:`function_parts` finds, not its whole module)."""
@@ -170,7 +178,7 @@ def closure(*entries: str, root: Path = ROOT) -> list[str]:
             todo.append(e)
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in WHERE_NOT_WHAT:
             continue
         path = module_path(name, root)
         if path is None:

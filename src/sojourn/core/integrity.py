@@ -19,7 +19,12 @@ import errno
 import hashlib
 import os
 import re
+import threading
 from pathlib import Path
+
+#: held around every netCDF access of sojourn (HDF5 is not thread-safe); here, below core.io, because the scan
+#: reads files too (core.io re-exports it)
+NETCDF_LOCK = threading.RLock()
 
 SUFFIX = ".sha256"
 _CHUNK = 1 << 20
@@ -165,8 +170,6 @@ def readable(path) -> str:
     """'ok' when every variable of the netCDF file ``path`` reads in full, else a one-line reason (what the
     netCDF/HDF5 library said). Reads the data, not only the header: a truncated file often opens."""
     import netCDF4
-
-    from .io import NETCDF_LOCK
 
     def walk(group):
         for var in group.variables.values():

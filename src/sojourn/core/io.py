@@ -19,11 +19,9 @@ import numpy as np
 import xarray as xr
 
 from .config import NO_WORKERS_TIMEOUT
-from .integrity import no_space, release, seal
+from .integrity import NETCDF_LOCK, no_space, release, seal  # noqa: F401  (NETCDF_LOCK: used as core.io's)
 from .version import __version__
 
-#: held around every netCDF access of sojourn (HDF5 is not thread-safe)
-NETCDF_LOCK = threading.RLock()
 
 
 @functools.lru_cache(maxsize=1)
@@ -180,7 +178,7 @@ def sigterm_handler_in_a_thread() -> None:
 def report_progress(futures, report, client=None, what: str = "tasks") -> None:
     """Call ``report(done, total)`` as each future finishes; return when all have.
 
-    With ``client``, a watchdog: whenever the cluster has no worker, :func:`sojourn.core.cluster.cluster_dead`
+    With ``client``, a watchdog: whenever no future finished for 0.5 s, :func:`sojourn.core.cluster.cluster_dead`
     restarts local workers whose nanny gave up, and a cluster that can never run a task again (its scheduler
     lost, a local cluster closed) fails at once with one line naming ``what``; if the cluster has had no worker
     at all for the dask config value ``sojourn.no-workers-timeout`` (seconds, default 300) while futures are
@@ -224,12 +222,12 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
                     workers = client.sync(client.scheduler.identity, n_workers=1, callback_timeout=5).get("workers")
                 except Exception:  # unreachable, or not answering: cluster_dead says whether it is gone
                     workers = None
+            reason = cluster_dead(client)  # also starts local workers in place of nannies that stopped for good
+            if reason is not None:
+                raise dead(reason)
             if workers:
                 since = None
                 continue
-            reason = cluster_dead(client)
-            if reason is not None:
-                raise dead(reason)
             if since is None:
                 since = time.monotonic()
             elif time.monotonic() - since > limit:
