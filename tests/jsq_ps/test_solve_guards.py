@@ -295,3 +295,14 @@ def test_cli_warns_about_an_invalid_method(tmp_path, capsys):
     assert rc == 0 and "not valid" not in err  # C* is valid there …
     assert "beyond --t-max 20" in err  # … and its grid stops short of the tail (the truncated-mean warning)
     assert sojourn.__name__ == "sojourn"
+
+
+def test_a_chain_singular_in_double_precision_is_one_line_naming_servers(tmp_path, capsys):
+    """R = 100 at load 0.5: the SQA chain's balance equations have condition number ~3e16 and SuperLU stops with
+    "Factor is exactly singular"; the command says so in one line naming --servers, with no traceback."""
+    rc = main(["approximate", "-R", "100", "--load", "0.5", "--method", "A", "--dt", "0.1", "--t-max", "10",
+               "--output", str(tmp_path / "a.nc")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "--servers 100" in err and "singular" in err
+    assert not (tmp_path / "a.nc").exists()

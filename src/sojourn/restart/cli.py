@@ -15,7 +15,7 @@ from ..core.flags import add_group, add_output, add_precision, add_run, add_wind
 # commands import what they run (tests/workflow/test_cli_imports.py)
 
 
-#: what the two restart semantics mean, stated once for --help, the model schema and the README (issue 26)
+#: what the two restart semantics mean, stated once for --help, the model schema and docs/restart.md (issue 26)
 SIGNAL_MEANING = ("a restart signal at a busy queue hits one job chosen uniformly among the n present, so each "
                   "job is hit at rate g/n (g the queue's signal rate; signals finding the queue empty vanish)")
 TIMEOUT_MEANING = ("a job's timeout clock counts wall-clock time since it entered the queue or last (re)started, "

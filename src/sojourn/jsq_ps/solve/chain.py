@@ -37,7 +37,10 @@ class SortedStates:
         self.size = n_sorted_states(self.L, self.R)
         # Pascal table C(x, j) for the colex rank of c_i = s_i + i (strictly increasing)
         x = np.arange(self.L + self.R + 1)
-        self._binom = np.array([comb(x, j + 1, exact=False) for j in range(max(self.R, 1))]).round().astype(np.int64)
+        # (a valid state's every term is below its rank < size; the larger entries, which overflowed int64 from
+        # R ≈ 90 and scrambled the ranks, are never used and are clipped)
+        table = np.array([comb(x, j + 1, exact=False) for j in range(max(self.R, 1))]).round()
+        self._binom = np.minimum(table, 2.0**62).astype(np.int64)
         if self.R == 0:
             self.states = np.zeros((1, 0), dtype=np.int64)
             return
@@ -144,7 +147,15 @@ class ChainResult:
 def solve_chain(arrival_rate: float, service_rate: float, servers: int, L1: int) -> ChainResult:
     """Solve the §3.2 chain on sorted states; return λ_n (§3.2) and A_n (§3.4), n < L1."""
     S, Q = system_generator(arrival_rate, service_rate, servers, L1)
-    pi = stationary(Q, levels=S.states.sum(axis=1))
+    try:
+        pi = stationary(Q, levels=S.states.sum(axis=1))
+    except RuntimeError as exc:  # SuperLU "Factor is exactly singular": seen from R = 90 at load 0.5 (L1 = 2),
+        # where the balance equations' condition number reaches 3e16 (the chain's probabilities span too many
+        # orders of magnitude for LU in double precision)
+        raise ValueError(
+            f"--servers {servers}: the SQA system chain ({Q.shape[0]:,} states, L1 = {L1}) is singular in double "
+            f"precision ({exc}: its probabilities span too many orders of magnitude); use fewer servers (it "
+            "solves up to R = 80 at load 0.5), or simulate") from None
     X = S.states
     R = S.R
     mins = X[:, 0]
