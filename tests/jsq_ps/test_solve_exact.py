@@ -64,8 +64,63 @@ def test_level_chain_kernel_and_sparse_matrix_step_alike(R, rho, M, D):
     chain = LevelTaggedChain(rho * R, 1.0, R, M, D)
     p0 = np.random.default_rng(7).random((chain.size_phases, M)) * chain.valid
     p0 /= p0.sum()
-    g_kernel, n_kernel = chain.masses(p0, 300, kernel=True)
-    g_sparse, n_sparse = chain.masses(p0, 300, kernel=False)
+    g_kernel, a_kernel, n_kernel = chain.masses(p0, 300, kernel=True)
+    g_sparse, a_sparse, n_sparse = chain.masses(p0, 300, kernel=False)
     assert n_kernel == n_sparse == 300
-    assert g_kernel[-1] < 0.99  # the chain moved
+    assert g_kernel[-1] < 0.99 and a_kernel[-1] > 0.01  # the chain moved, tagged customers left
     np.testing.assert_allclose(g_sparse, g_kernel, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(a_sparse, a_kernel, rtol=0, atol=1e-14)
+    assert np.all(a_kernel + g_kernel <= 1 + 1e-13) and np.all(np.diff(a_kernel) >= 0)
+
+
+def test_certified_bounds_hold_a_larger_truncation():
+    """The truncated chain's bounds [F_lo, F_hi] (moves leaving the truncation lose their mass; exact.py,
+    "certified bound") hold the CDF of a much larger truncation started from the same initial law: at R = 3,
+    ρ = 0.9 with caps M = 12, D = 3 the bounds are wide (the cut is far inside the mass) and the larger chain's
+    CDF — itself within its own 1e-9 — lies between them, while the small chain's midpoint misses it by far
+    more than the larger chain's bound."""
+    from scipy import stats
+
+    from sojourn.jsq_ps.solve.tagged_levels import LevelTaggedChain
+    from sojourn.jsq_ps.solve.uniformization import poisson_cutoff, poisson_mix
+
+    R, rho, t = 3, 0.9, time_grid(60.0, 0.05)
+    small, large = LevelTaggedChain(rho * R, 1.0, R, 12, 3), LevelTaggedChain(rho * R, 1.0, R, 80, 17)
+    # an initial law on the small chain: geometric in the level, uniform over the phases of each level
+    p_small = stats.geom(0.3).pmf(np.arange(1, 13))[None, :] * small.valid
+    p_small /= p_small.sum()
+    # the same states in the larger chain (phases by their tagged offset and others' offsets; levels kept)
+    perm_s = np.argsort(small.inv)  # position -> TaggedPhases row
+    ot, O = small.phases.ot[perm_s], small.phases.O[perm_s]
+    where = large.inv[large.phases.index(ot, O)]
+    assert np.all(where >= 0)
+    p_large = np.zeros((large.size_phases, 80))
+    p_large[where, :12] = p_small
+
+    def bounds(chain, p0):
+        K = poisson_cutoff(chain.q * t.max(), 1e-13)
+        g, a, _ = chain.masses(p0, K)
+        ga = poisson_mix(chain.q, t, np.stack([g, 1.0 - a], axis=1))
+        return 1.0 - ga[:, 1], 1.0 - ga[:, 0]
+
+    lo_s, hi_s = bounds(small, p_small)
+    lo_l, hi_l = bounds(large, p_large)
+    assert np.max(hi_l - lo_l) < 1e-9  # the larger chain holds the truth to 1e-9
+    assert np.max(hi_s - lo_s) > 1e-3  # the small chain's cut matters
+    assert np.all(lo_s <= lo_l + 1e-12) and np.all(hi_l <= hi_s + 1e-12)
+    assert np.max(np.abs(0.5 * (lo_s + hi_s) - lo_l)) > 1e-4
+
+
+@pytest.mark.parametrize("R, rho", [(1, 0.95), (2, 0.9), (4, 0.8)])
+def test_exact_reports_its_certified_bound(R, rho):
+    """``exact`` reports the midpoint of its bounds and their half-width: the bounds bracket the CDF, the
+    half-width is below 1e-9 where the truncation reached its tolerance, and the mass that left the truncation
+    (by the last uniformised step) bounds their distance."""
+    t = time_grid(100.0, 0.01)
+    r = exact_sojourn_cdf(rho * R, 1.0, R, t)
+    assert r.reached
+    assert np.all(r.cdf_lower <= r.cdf + 1e-15) and np.all(r.cdf <= r.cdf_upper + 1e-15)
+    bound = r.info["cdf_error_bound"]
+    assert 0 < bound < 1e-9
+    assert np.max(r.cdf_upper - r.cdf_lower) / 2 <= bound
+    assert r.cdf_upper[-1] - r.cdf_lower[-1] <= r.info["tagged_mass_left"] + 1e-13

@@ -342,6 +342,11 @@ def _approximate_cost(args, servers: int) -> None:
                    seconds=SECONDS_PER_CUBE * n**3 + SECONDS_PER_STEP * points * n * n,
                    what=f"a dense {args.L2:,} x {args.L2:,} tail generator, its matrix exponentials and its survival "
                         f"functions at {points:,.0f} grid points")
+    if args.method == "T":  # its phase tables at the least spread cap (sojourn.jsq_ps.solve.tail.peak_bytes)
+        from .solve.tail import peak_bytes
+
+        check_cost("--servers", memory=peak_bytes(servers),
+                   what=f"method T's phase tables at its least spread cap D = 2: {servers - 1} offsets per tagged phase")
     tail = args.L2 if args.L2 is not None else (DEFAULT_L2 if args.method not in ("exact", "T") else 1)
     check_grid(args.t_max, args.dt, 8.0 * (tail + 4), f"the tail's survival function of {tail} phases at each "
                "point and the CDF")
@@ -451,6 +456,10 @@ def run_approximate(args) -> int:
     s = summary(ds["t"].values, ds["cdf"].values)
     print(f"{spec.describe()}  method={args.method}  L1={ds.attrs['L1']}  L2={ds.attrs['L2']}  "
           f"run_time={float(ds['run_time']):.3f}s")
+    bound = ds.attrs.get("cdf_error_bound")
+    if args.method == "exact" and bound is not None:  # sojourn.jsq_ps.solve.exact, "certified bound"
+        print(f"the truncation moves the CDF by at most {float(bound):.2g} at any t (computed: the mass that left "
+              "the truncated tagged chain; its initial law is the truncated system's)")
     reason = int(ds["validity_reason"])
     if reason & ~TRUNCATION_NOT_REACHED:
         from .solve.guards import describe

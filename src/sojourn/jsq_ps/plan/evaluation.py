@@ -67,8 +67,11 @@ class Evaluation:
     percentile_above: float = math.nan
     simulated: Simulated | None = None
     seconds: float = 0.0
-    #: the largest true P(T ≤ d) the method's own bound admits (T: 1 − its lower survival bound at d); NaN: none
+    #: the largest true P(T ≤ d) the method's own bound admits (T: 1 − its lower survival bound at d; exact: its
+    #: certified upper bound); NaN: none
     probability_high: float = math.nan
+    #: the smallest (exact: its certified lower bound; T: its P(T ≤ d) itself); NaN: none
+    probability_low: float = math.nan
 
     def meets(self, p: float) -> bool:
         return self.probability >= p
@@ -77,13 +80,15 @@ class Evaluation:
         """Whether the verdict (meets or fails at deadline ``d``, mean service times) survives the evidence's
         uncertainty: ``clear``; ``within_noise`` (a simulation whose 95 % interval of P(T ≤ d) contains p);
         ``within_method_error`` (an approximation whose true percentile x/(1 + e), e in its measured error's
-        95 % CI, may lie on the other side of d; T: a "fails" whose bound admits a true P(T ≤ d) ≥ p);
+        95 % CI, may lie on the other side of d; T: a "fails" whose bound admits a true P(T ≤ d) ≥ p; exact: p
+        within its certified bounds of P(T ≤ d));
         ``unmeasured`` (an approximation without a measured error). T's "meets" is always clear: its P(T ≤ d) is
         a lower bound of the true one (:mod:`sojourn.jsq_ps.solve.tail`)."""
         if self.simulated is not None and self.engine.method == SIMULATION:
             return "clear" if not self.simulated.verdict(p).endswith("within_noise") else "within_noise"
-        if self.engine.method == "exact":
-            return "clear"
+        if self.engine.method == "exact":  # unless p lies within its certified bounds (≲ 1e-9 apart)
+            straddles = self.probability_low < p <= self.probability_high
+            return "within_method_error" if straddles else "clear"
         if self.engine.method == TAIL_METHOD:
             if self.meets(p):
                 return "clear"

@@ -82,6 +82,7 @@ class Planner:
             from ..solve.exact import exact_sojourn_cdf
 
             r = exact_sojourn_cdf(a, 1.0, R, t, max_seconds=EXACT_SECONDS)
+            details = {"cdf_low": r.cdf_lower, "cdf_high": r.cdf_upper}  # its certified bounds
         elif method == TAIL_METHOD:
             from ..solve.tail import lower_survival, margin_at, tail_sojourn
 
@@ -190,14 +191,16 @@ class Planner:
                     continue
                 eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} invalid here")
                 break
-            high = math.nan
+            high = low = math.nan
+            if eng.method == "exact":  # the true P(T ≤ d) lies within its certified bounds (solve.exact)
+                low, high = float(details.pop("cdf_low")[k]), float(details.pop("cdf_high")[k])
             if tail:  # its error: the margin it states at p; the largest P(T ≤ d) its allowance admits
                 high = 1.0 - float(details.pop("sf_low")[k])
                 eng = Engine(TAIL_METHOD, eng.reason, tail_error(details["margin"]), None, eng.short, details)
             x = _interp_percentile(t, F, self.p)
             if math.isfinite(x) or tries == 2 or tail:
                 ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan,
-                                probability_high=high)
+                                probability_high=high, probability_low=low)
                 ev.seconds = time.perf_counter() - t0
                 self.evaluated[R] = ev
                 return ev

@@ -96,7 +96,8 @@ class PlanResult:
             "method_error_ci_high": ("upper end of its 95% CI; T: the most its percentile may exceed the true one, "
                                      "(1 + margin)/(1 - margin) - 1", "1", float),
             "probability_high": ("T: the largest true P(T <= deadline) its bound admits (a 'fails' is clear when it "
-                                 "is below the reliability); NaN for the other methods", "1", float),
+                                 "is below the reliability); exact: its certified upper bound (the truncation's "
+                                 "computed error added); NaN for the other methods", "1", float),
             "table_R": ("accuracy-table R the error was read at", "1", float),
             "table_rho": ("accuracy-table load the error was read at", "1", float),
             "simulated_probability": ("simulated P(T <= deadline), mean over replications", "1", float),
@@ -199,7 +200,12 @@ def _error_text(r: dict) -> str:
                 else "no stated margin here")
     m, lo, hi = r.get("method_error_mean"), r.get("method_error_ci_low"), r.get("method_error_ci_high")
     if m is None or not math.isfinite(m):
-        return "none: the exact chain" if r["method"] == "exact" else "not measured" + where
+        if r["method"] == "exact":
+            ph, pr = r.get("probability_high"), r.get("probability")
+            if ph is not None and pr is not None and math.isfinite(ph):  # its certified truncation bound
+                return f"none: the exact chain (P(T ≤ d) ± {max(ph - pr, 0.0):.0e}, computed)"
+            return "none: the exact chain"
+        return "not measured" + where
     return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}]" + where
 
 
@@ -235,6 +241,8 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
     if e.method == TAIL_METHOD:
         row.update(probability_high=ev.probability_high, tail_D=(e.details or {}).get("D"),
                    tail_levels=(e.details or {}).get("M"))
+    elif e.method == "exact":
+        row.update(probability_high=ev.probability_high)
     if e.table:
         row.update(table_R=e.table["table_R"], table_rho=e.table["table_rho"],
                    table_percentile=e.table["table_percentile"], table_extrapolated=list(e.table["extrapolated"]))
@@ -329,6 +337,10 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
             notes.append(f"R = {r['servers']}: T says it fails the target, but T is conservative and its bound admits "
                          f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['servers']} may suffice; "
                          "--confirm settles it by simulation")
+        elif m == "within_method_error" and r.get("method") == "exact":
+            notes.append(f"R = {r['servers']}: the target lies within exact's certified bounds of P(T ≤ d) "
+                         f"(± {r['probability_high'] - r['probability']:.1g}): the answer hangs on the last digits; "
+                         "--confirm cannot settle it either")
         elif m == "within_method_error":
             notes.append(f"R = {r['servers']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
                          f"but within {r['method']}'s measured error (the true percentile may lie on the other side of "

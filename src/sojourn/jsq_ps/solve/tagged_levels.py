@@ -9,7 +9,9 @@ changes the level by −1, 0 or +1 with a rate that depends on the phase alone, 
 server and the tagged completion μ/k (k = m + its offset), departures from a least-loaded server (only at
 m ≥ 1) and arrivals lifting the level (only below M−1). So one table of phase moves (a few per phase) serves
 every level (the phases and moves are method T's, :class:`sojourn.jsq_ps.solve.tail.TaggedPhases`, without
-its redirected boundary moves: here a move leaving the truncation is dropped, as in the exact method).
+its redirected boundary moves: here a move leaving the truncation takes its mass out of the chain — the
+diagonal is the untruncated chain's — and the mass absorbed is summed alongside, which gives the exact
+method's certified bounds, :mod:`sojourn.jsq_ps.solve.exact`).
 
 The uniformised step v ← v·P (P = I + Q/q) is computed into an array v[phase, level] pulling, for each phase,
 its incoming moves as whole rows over the levels: a contiguous, vectorisable update per move instead of one
@@ -70,11 +72,18 @@ class LevelTaggedChain:
         out = (rates["c0"][:, None] + rates["cup"][:, None] * (lev <= M_ - 2)[None, :]
                + rates["cdn"][:, None] * (lev >= 1)[None, :] + rates["tag"][:, None] * w + self.mu / safe_k)
         out = np.where(self.valid, out, 0.0)
-        self.q = q = float(out.max())
+        # q = Λ + Rμ: the exit rate of every state with all servers busy (level ≥ 1), whatever the truncation
+        self.q = q = self.lam + self.R * self.mu
+        assert out.max() <= q * (1 + 1e-12)
         kk = np.arange(self.D + 1)[:, None] + lev[None, :]
         exitq = np.where(kk >= 1, self.mu / np.maximum(kk, 1) / q, 0.0)
-        self._diag_parts = (1.0 - (rates["c0"] + rates["cup"] + rates["cdn"]) / q, rates["tag"] / q, rates["cdn"] / q,
-                            rates["cup"] / q, np.ascontiguousarray(exitq).ravel(), ot)
+        # The diagonal is the untruncated chain's, 1 − (its exit rate)/q, so a move that would leave the truncation
+        # takes its mass out of the chain ("lost") instead of being suppressed: at level ≥ 1 the exit rate is
+        # Λ + μ(R−1) + μ(k−1)/k + μ/k = q (diagonal 0); at level 0 the least-loaded others are idle (their μ added
+        # back, dfirst); no move is suppressed at the top level (dlast 0).
+        idle0 = (tp.O[perm] == 0).sum(axis=1) if self.R > 1 else np.zeros(P, np.int64)
+        self._diag_parts = (np.full(P, 1.0 - (self.lam + self.mu * (self.R - 1)) / q), np.full(P, self.mu / q),
+                            self.mu * idle0 / q, np.zeros(P), np.ascontiguousarray(exitq).ravel(), ot)
         order = np.lexsort((src, dst))  # incoming moves grouped by target phase
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=P))]).astype(np.int64)
         self.src = src[order].astype(np.int64)
@@ -113,7 +122,9 @@ class LevelTaggedChain:
         return p0, float(pi_levels[~inside].sum())
 
     def masses(self, p0, K: int, stop: float = 0.0, kernel: bool | None = None):
-        """(g, steps computed): g_j = p0·P^j·1, j < K, the later terms 0 once g_j < ``stop``.
+        """(g, a, steps computed): g_j = p0·P^j·1, the mass still in the chain after j steps, and a_j, the mass
+        absorbed (the tagged customer left) in them, j < K; once g_j < ``stop``, later g are 0 and later a kept.
+        What is neither, 1 − a_j − g_j, left the truncation (with the initial mass p0 lacks).
 
         Stepped by the numba kernel, or below :data:`SMALL` (phases × levels) by a scipy.sparse product of the
         same P built from the same tables (:meth:`matrix`): the two agree to rounding (tests/jsq_ps/
@@ -122,7 +133,8 @@ class LevelTaggedChain:
         if kernel is None:
             kernel = x.size > SMALL
         if not kernel:
-            return _sparse_masses(self.matrix(), x, int(K), float(stop))
+            exit_q = self._diag_parts[4].reshape(-1, self.M)[self._diag_parts[5]].ravel()
+            return _sparse_masses(self.matrix(), x, exit_q, int(K), float(stop))
         from ._tagged_kernel import _masses
 
         y = np.zeros_like(x)
@@ -159,13 +171,17 @@ class LevelTaggedChain:
 SMALL = 20_000
 
 
-def _sparse_masses(A, x, K: int, stop: float):
-    """The kernel's ``_masses`` with y = A·x: (g, steps computed)."""
+def _sparse_masses(A, x, exit_q, K: int, stop: float):
+    """The kernel's ``_masses`` with y = A·x (``exit_q``: each state's tagged completion rate over q):
+    (g, a, steps computed)."""
     g = np.zeros(K)
+    a = np.zeros(K)
     g[0] = x.sum()
     for j in range(1, K):
+        a[j] = a[j - 1] + float(x @ exit_q)
         x = A @ x
         g[j] = s = x.sum()
         if s < stop:
-            return g, j + 1
-    return g, K
+            a[j + 1:] = a[j]
+            return g, a, j + 1
+    return g, a, K
