@@ -158,3 +158,33 @@ def test_the_command_line_states_T_margins(tmp_path, capsys):
     line = next(x for x in text.splitlines() if x.startswith("99.99th percentile:"))
     assert f"margin {100 * m:.2g} %" in line and "never below the true one" in line
     assert "T is conservative" in text
+
+
+def test_phase_count_and_run_lengths_without_building_the_tables():
+    """T sizes its spread cap by counting phases (building them to count them took 13 GB at R = 200, D = 3) and
+    counts equal offsets by run lengths of sorted rows (comparing every pair of columns took minutes at
+    R = 3000): both agree with the direct construction."""
+    from sojourn.jsq_ps.solve.chain import value_counts
+    from sojourn.jsq_ps.solve.tail import TaggedPhases, peak_bytes, tagged_phase_count
+
+    for R in (1, 2, 3, 6, 10, 40):
+        for D in (0, 1, 2, 4):
+            for Dt in (D, D + 2):
+                assert tagged_phase_count(R, D, Dt) == TaggedPhases(R, D, Dt).size
+    rng = np.random.default_rng(3)
+    for R in (1, 2, 5, 9):
+        for X in (np.sort(rng.integers(0, 4, (400, R)), axis=1), rng.integers(0, 4, (60, R))):
+            direct = np.stack([(X == X[:, [j]]).sum(axis=1) for j in range(R)], axis=1)
+            np.testing.assert_array_equal(value_counts(X), direct)
+    assert peak_bytes(100) < 1e9 < 1e12 < peak_bytes(3000)  # R³ growth: the CLI refuses R = 3000 (bad inputs)
+
+
+def test_T_refuses_before_allocating_what_the_memory_limit_forbids(monkeypatch):
+    """Called directly (``sojourn.plan`` does, and falls back on MemoryError), T raises at once naming R and
+    the need instead of building tables the machine cannot hold."""
+    from sojourn.jsq_ps.solve.tail import peak_bytes, tail_sojourn
+
+    monkeypatch.setenv("SOJOURN_MAX_MEMORY", "1GB")
+    assert peak_bytes(400) > 2**30  # ~12 GB: the limit binds
+    with pytest.raises(MemoryError, match="R = 400 needs about .* above the limit 1 GiB"):
+        tail_sojourn(0.9 * 400, 1.0, 400, np.linspace(0, 10, 11))

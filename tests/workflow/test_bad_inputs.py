@@ -166,6 +166,8 @@ CLI = [
          absent=("--t-max/--dt",)),
     Case("approximate-grid-memory", _apx("--dt", "1e-9", "--t-max", "1e9"), ("--t-max/--dt", "memory")),
     Case("approximate-servers-memory", _apx("-R", "100000000", "--method", "exact"), ("--servers", "memory")),
+    # T's phase tables grow as R³ (R − 1 offsets per phase): it built them for minutes, then the OOM killer at 24 GB
+    Case("approximate-T-servers-memory", _apx("-R", "3000", "--method", "T"), ("--servers", "memory", "method T")),
     Case("approximate-L1-memory", _apx("-R", "8", "--L1", "200", "--L2", "200"), ("--L1", "memory")),
     # issue 26: laws
     Case("service-param-twice", _sim("--service", "lognormal:sigma=1,sigma=5"), ("--service", "'sigma'", "twice")),

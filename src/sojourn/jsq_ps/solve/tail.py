@@ -107,7 +107,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._blas import single_threaded_blas
-from .chain import SortedStates, stationary, value_counts
+from .chain import SortedStates, n_sorted_states, stationary, value_counts
 from .uniformization import (
     poisson_cutoff,
     poisson_mix,
@@ -465,6 +465,25 @@ LEVEL_EPS = 1e-9
 FLOOR = 0.01
 
 
+def tagged_phase_count(R: int, D: int, Dt: int) -> int:
+    """:class:`TaggedPhases` (R, D, Dt).size without building it (building it to count it took 13 GB at R = 200,
+    D = 3): the others' sorted offsets in 0..D, C(D+R−1, R−1), for the tagged offset 0, and for each offset
+    1..Dt those with a least-loaded other (offset 0), C(D+R−1, R−1) − C(D+R−2, R−1)."""
+    R, D, Dt = int(R), int(D), int(Dt)
+    if R == 1:  # no other server: the tagged server is the least loaded
+        return 1
+    no = n_sorted_states(D + 1, R - 1)
+    return no + Dt * (no - n_sorted_states(D, R - 1))
+
+
+def peak_bytes(R: int, D: int = 2) -> float:
+    """Predicted peak memory of T with spread cap D (the least, 2, by default): its phase tables hold R − 1
+    offsets per tagged phase, copied while the moves are built — about 80 bytes per offset, 1.5e8 bytes of base
+    (peak RSS of ``sojourn approximate --method T --load 0.9``: R = 100, 150, 200: 0.31, 0.76, 1.5 GB; predicted
+    0.35, 0.81, 1.7 GB). R = 500 would need ~25 GB, R = 3000 ~5 TB: T is for R up to a few hundred."""
+    return 1.5e8 + 80.0 * max(int(R) - 1, 1) * tagged_phase_count(R, D, D + TAGGED_EXTRA)
+
+
 def predicted_seconds(R, D, M, steps, lam, mu):
     """Predicted CPU seconds of one tagged-chain solve with spread cap D on M levels and ``steps`` uniformised
     steps (the pilot's count: every cap's survival decays alike, so they stop at about the same step)."""
@@ -506,10 +525,16 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
     relative allowance added to the survival. Returns a :class:`TailResult`: ``cdf`` (T), ``sf_best`` and
     ``sf_previous`` (the chains with caps D and D − 1), λ_n and A_n read off the capped system law, and ``info``
     (caps, sizes, steps, the level cap's ``truncation_reached``)."""
+    from sojourn.core.inputs import format_bytes, limits
+
     t0 = time.process_time()
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     t = np.asarray(t, dtype=float)
     t_max = float(t.max()) if t.size else 0.0
+    need, (mem_limit, mem_src, _, _) = peak_bytes(R, 2 if D is None else int(D)), limits()
+    if need > mem_limit:  # before anything is allocated (the CLI checks the same with its flags' names)
+        raise MemoryError(f"method T at R = {R} needs about {format_bytes(need)} (its phase tables: {R - 1} offsets "
+                          f"per tagged phase), above the limit {format_bytes(mem_limit)} ({mem_src})")
     with single_threaded_blas():
         if R == 1:  # no other server: the chain is M/M/1-PS itself, exact up to the level cap
             M, pi, ph = level_cap(lam, mu, R, 0, eps)
@@ -533,7 +558,7 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
             D = 2
             budget = (max_seconds * max(1.0, t_max / PAPER_T_MAX) - predicted_seconds(R, 1, M1, used1, lam, mu)
                       - SECONDS_MIX * t.size / 18233)  # predicted, not measured: the same D on any machine
-            while (D < MAX_D and M * TaggedPhases(R, D + 1, D + 1 + TAGGED_EXTRA).size <= MAX_STATES
+            while (D < MAX_D and M * tagged_phase_count(R, D + 1, D + 1 + TAGGED_EXTRA) <= MAX_STATES
                    and (predicted_seconds(R, D + 1, M, used1, lam, mu)
                         + predicted_seconds(R, D, M, used1, lam, mu)) <= budget):
                 D += 1
