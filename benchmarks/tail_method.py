@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sojourn.core.stats import quantile
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve.tail import crossing, tail_sojourn
+from sojourn.jsq_ps.solve.tail import tail_sojourn
 
 REF = Path(__file__).with_name("tail_reference.csv")
 OUT = Path(__file__).with_name("tail_method.jsonl")
@@ -104,7 +105,7 @@ def evaluate(methods, cells, ref, verbose):
                 if r is None:
                     continue
                 v = float(r["value"])
-                x = crossing(t, cdf, q / 100) if cdf is not None else float("nan")
+                x = float(quantile(t, cdf, q / 100)) if cdf is not None else float("nan")
                 if r["source"] == "exact":
                     lo = v * (1 - 1e-9)
                 else:
@@ -160,7 +161,7 @@ def extended(methods, cells=None):
         c0 = time.process_time()
         ex = exact_sojourn_cdf(rho * R, 1.0, R, t, state_budget=10**9)
         cpu_ex = time.process_time() - c0
-        ref = [crossing(t, ex.cdf, q / 100) for q in PERCENTILES]
+        ref = [float(quantile(t, ex.cdf, q / 100)) for q in PERCENTILES]
         print(f"R={R} rho={rho} t_max={t_max:g}: exact {[round(v, 2) for v in ref]} ({cpu_ex:.1f} s, truncated mass "
               f"{ex.truncated_mass:.1e})", flush=True)
         for m in methods:
@@ -172,7 +173,7 @@ def extended(methods, cells=None):
                 cpu = time.process_time() - c0
             else:
                 cdf, cpu, _ = run_corrected(m, R, rho, t)
-            x = [crossing(t, cdf, q / 100) for q in PERCENTILES]
+            x = [float(quantile(t, cdf, q / 100)) for q in PERCENTILES]
             err = [xi / ri - 1.0 for xi, ri in zip(x, ref)]
             print(f"    {m:>3}: " + " ".join(f"{100 * e:+6.2f}%" for e in err) + f"  ({cpu:.2f} s)", flush=True)
             rows.append(dict(R=R, rho=rho, method=m, err=err, cpu=cpu))
@@ -199,7 +200,7 @@ def convergence(ref, cells):
             if ch.size > 150_000:
                 break
             sf, _, _ = tail.survival(ch, t)
-            x = [crossing(t, 1.0 - sf, q / 100) for q in PERCENTILES]
+            x = [float(quantile(t, 1.0 - sf, q / 100)) for q in PERCENTILES]
             err = [xi / vi - 1.0 if np.isfinite(vi) and np.isfinite(xi) else float("nan") for xi, vi in zip(x, truth)]
             inc = ["" if prev is None else f"{100 * (a / b - 1):+6.2f}" for a, b in zip(x, prev or x)]
             for e in err:

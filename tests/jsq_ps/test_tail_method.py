@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sojourn.core.stats import quantile
 from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve import approximate, approximate_all
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.tail import (
-    crossing,
     level_cap,
     lower_survival,
     margin_at,
@@ -30,7 +30,7 @@ LEVELS = (0.99, 0.999, 0.9999, 0.99999)
 
 
 def _percentiles(cdf):
-    return np.array([crossing(T, cdf, p) for p in LEVELS])
+    return np.array([float(quantile(T, cdf, p)) for p in LEVELS])
 
 
 def test_one_server_is_the_mm1ps_law():
@@ -76,7 +76,7 @@ def test_spread_cap_converges_fast():
     for D in (1, 2, 3):
         ph, pi = system_law(rho * R, 1.0, R, M, D)
         sf, _, _ = survival(tagged_chain(rho * R, 1.0, R, M, D, D + 2, pi, ph), t)
-        xs.append(crossing(t, 1.0 - sf, 0.9999))
+        xs.append(float(quantile(t, 1.0 - sf, 0.9999)))
     d1, d2 = abs(xs[1] - xs[0]), abs(xs[2] - xs[1])
     assert d2 < d1 / 3
     assert xs[2] == pytest.approx(54.79, rel=2e-3)
@@ -101,7 +101,7 @@ def test_api_method_T():
     both = approximate_all(spec, ["T", "A*"], t_max=60.0, dt=0.05)
     assert list(both["approximation"].values) == ["T", "A*"]
     # T errs on the long side where A* is optimistic: its 99.9th percentile is the larger
-    x = {m: crossing(T, both["cdf"].sel(approximation=m).values, 0.999) for m in ("T", "A*")}
+    x = {m: float(quantile(T, both["cdf"].sel(approximation=m).values, 0.999)) for m in ("T", "A*")}
     assert x["T"] > x["A*"]
     with pytest.raises(ValueError, match="tail_D"):
         approximate(spec, "T", t_max=60.0, dt=0.05, tail_D=1)
@@ -117,8 +117,8 @@ def test_the_two_sides_of_the_allowance_contain_exact():
     sf = 1.0 - ref.cdf
     assert np.all(lower_survival(res) <= sf + 1e-12) and np.all(sf <= 1.0 - res.cdf + 1e-12)
     for p in LEVELS:
-        m, x = margin_at(T, res, p), crossing(T, res.cdf, p)
-        assert 0 < m < 0.05 and x * (1 - m) / (1 + m) <= crossing(T, ref.cdf, p) <= x
+        m, x = margin_at(T, res, p), float(quantile(T, res.cdf, p))
+        assert 0 < m < 0.05 and x * (1 - m) / (1 + m) <= float(quantile(T, ref.cdf, p)) <= x
 
 
 def test_system_law_where_the_level_ordered_lu_is_singular():

@@ -107,6 +107,15 @@ def test_optimal_rate_example1_against_brute_force_scan():
     assert abs(optimal_signal_rate(heavier, bounds=(0.0, 50.0)).signal_rate - opt.signal_rate) < 1e-4
 
 
+@pytest.mark.parametrize("bounds", [(0.0, 1e300), (0.0, 1e6), (1e-9, 1e12)])
+def test_optimal_rate_found_whatever_the_width_of_the_search_interval(bounds):
+    """The scan's log grid starts at the network's own rate scale, not at a millionth of hi: (0, 1e300) used to
+    scan only g ≥ 1e294 and answer g* = 0 for example 1."""
+    ex1 = load_model("example1")
+    opt = optimal_signal_rate(ex1, bounds=bounds)
+    assert abs(opt.signal_rate - 0.8263) < 1e-3 and abs(opt.response_time - 0.97851) < 1e-5
+
+
 def test_optimal_rate_example2():
     opt = optimal_signal_rate(load_model("example2"))
     assert abs(opt.signal_rate - 6.64) < 0.01 and abs(opt.response_time - 1.1153) < 1e-4

@@ -113,3 +113,14 @@ def test_output_folder_is_checked_before_compute(tmp_path):
     with pytest.raises(ValueError, match="--t-max must be a multiple of --dt"):
         _run(argv[:-2] + ["-o", str(tmp_path / "x.nc"), "--t-max", "1.005"])
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_half_width_column_never_claims_more_than_the_histogram_bin():
+    """A simulated percentile's interval narrower than its histogram's bin prints as the bin (core.stats rule);
+    exact values and means print as before."""
+    from sojourn.split_merge.best import half_width_text
+
+    assert half_width_text(0.0, True, 0.01) == "exact"
+    assert half_width_text(0.004, False, 0.01) == "0.01 (bin)"
+    assert half_width_text(0.126, False, 0.01) == "0.126"
+    assert half_width_text(0.004, False, 0.0) == "0.004"  # a mean: no bin

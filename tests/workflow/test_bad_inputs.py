@@ -218,6 +218,13 @@ OTHER_CLI = [
     Case("restart-grid-memory", [*RSIM, "--dt", "1e-9", "--t-max", "1e9"], ("--t-max/--dt", "memory")),
     Case("restart-optimise-grid-memory", ["restart", "optimise", "-m", "example1", "--dt", "1e-9", "--t-max", "1e9",
                                           "-o", OUT], ("--t-max/--dt", "13 timeouts")),
+    # optimise's search interval and sweep, named as flags before the model is loaded
+    Case("restart-optimise-bounds-order", ["restart", "optimise", "-m", "example1", "--bounds", "5", "1", "-o", OUT],
+         ("--bounds LO HI", "0 <= LO < HI", "5 1")),
+    Case("restart-optimise-bounds-nan", ["restart", "optimise", "-m", "example1", "--bounds", "nan", "3", "-o", OUT],
+         ("--bounds LO",)),
+    Case("restart-optimise-taus-zero", ["restart", "optimise", "-m", "example1", "--taus", "0", "1", "-o", OUT],
+         ("--taus must be in (0, inf)",), absent=("error: taus",)),
     Case("restart-tmax-not-multiple", [*RSIM, "--dt", "0.03", "--t-max", "1"], ("--t-max", "multiple of --dt")),
     Case("restart-timeout-twice", [*RSIM, "--semantics", "timeout", "--timeout", "lognormal:sigma=1,sigma=2"],
          ("--timeout", "twice")),

@@ -272,6 +272,12 @@ def run_optimise(args) -> int:
     from ..core import validate as V
     from ..core.inputs import check_cost, limits
 
+    lo = V.nonnegative_finite("--bounds LO", args.bounds[0])
+    hi = V.positive_finite("--bounds HI", args.bounds[1])
+    if not hi > lo:
+        raise ValueError(f"--bounds LO HI must satisfy 0 <= LO < HI; got {lo:g} {hi:g}")
+    for tau in args.taus or ():
+        V.positive_finite("--taus", tau)
     net = _load(args)
     _window(args)
     if args.max_jobs is not None:
@@ -284,11 +290,16 @@ def run_optimise(args) -> int:
     def progress(line: str) -> None:
         print(f"optimise {line}", file=sys.stderr, flush=True)
 
-    ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
-                  replications=10 if args.replications is None else args.replications,
-                  seed=args.seed, confidence=args.confidence, max_jobs=args.max_jobs, cost_check=cost,
-                  progress=progress,
-                  sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, dt=args.dt, t_max=args.t_max))
+    try:
+        ds = optimise(net, queue=args.queue, bounds=tuple(args.bounds), taus=args.taus,
+                      replications=10 if args.replications is None else args.replications,
+                      seed=args.seed, confidence=args.confidence, max_jobs=args.max_jobs, cost_check=cost,
+                      progress=progress, sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
+                                                  dt=args.dt, t_max=args.t_max))
+    except ValueError as exc:  # the library's verdicts on the search interval and the sweep, in flag terms
+        from ..core.inputs import in_flag_terms
+
+        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus"})) from None
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
     for line in report_lines(ds):

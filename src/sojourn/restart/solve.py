@@ -335,8 +335,14 @@ def optimal_signal_rate(net: Network, queue=None, bounds=(0.0, 100.0), scan_poin
     scan_points = integer_at_least("scan_points", scan_points, 5)
     qi = net.queue_index(queue)
     qname = net.queues[qi].name
-    start = lo if lo > 0 else hi * 1e-6
-    grid = np.geomspace(start, hi, scan_points - (1 if lo == 0 else 0))
+    # the log grid starts at lo, or from 0 a millionth of the network's own rate scale (1/E[T] without
+    # restarts) or of hi, whichever is lower: from hi·1e-6 alone, bounds (0, 1e300) scanned only g ≥ 1e294 and
+    # answered g* = 0 for example 1 (g* = 0.83); at least 8 points per decade, at most 400 in all
+    scale = 1.0 / response_time_at(net, 0.0, qi)
+    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+    start = lo if lo > 0 else min(hi * 1e-6, scale * 1e-6)
+    points = int(min(max(scan_points, 8 * np.log10(hi / start)), max(scan_points, 400)))
+    grid = np.geomspace(start, hi, points - (1 if lo == 0 else 0))
     if lo == 0:
         grid = np.concatenate([[0.0], grid])
     vals = np.array([response_time_at(net, g, qi) for g in grid])

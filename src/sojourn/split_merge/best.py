@@ -62,6 +62,17 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
     return law, ok, skipped
 
 
+def half_width_text(half_width: float, exact: bool, resolution: float) -> str:
+    """The ± column of ``split-merge best``: ``exact``, the half-width, or — for a simulated percentile whose
+    interval is narrower than its histogram's bin (``resolution``) — ``"dt (bin)"``: the bin bounds the error
+    (:func:`sojourn.core.stats.format_with_ci`'s rule)."""
+    if exact:
+        return "exact"
+    if 0 < resolution and half_width < resolution:
+        return f"{resolution:.3g} (bin)"
+    return f"{half_width:.3g}"
+
+
 def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, criterion="mean", workunits=100_000,
          replications=5, seed=0, confidence=DEFAULT_CONFIDENCE, model="split_merge", dt=0.01, t_max=200.0,
          progress=None) -> xr.Dataset:
@@ -96,8 +107,10 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
     within = False
     if len(rows) >= 2:
         (_, _, _, v1, h1, x1, _, _), (_, _, _, v2, h2, x2, _, _) = rows[0], rows[1]
-        within = bool(not (x1 and x2) and abs(v2 - v1) <= (h1 if np.isfinite(h1) else math.inf) + (
-            h2 if np.isfinite(h2) else math.inf))
+        # a simulated percentile is known to its histogram's bin dt at best (core.stats.format_with_ci)
+        res = (lambda h, exact: h if exact or p is None else max(h, dt))
+        within = bool(not (x1 and x2) and abs(v2 - v1) <= (res(h1, x1) if np.isfinite(h1) else math.inf) + (
+            res(h2, x2) if np.isfinite(h2) else math.inf))
     name = "mean latency" if p is None else f"{100 * p:g}th percentile of latency"
     U = "time units of the replica law"
     ds = xr.Dataset(
@@ -122,6 +135,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
          "seed": seed, "confidence": confidence, "model": model},
         title=f"(r, q) ranked by {name}: n={hosts}, lambda={arrival_rate:g}, replicas {law}",
         criterion=name, confidence=float(confidence), top_two_within_noise=int(within),
+        resolution=float(dt) if p is not None else 0.0,  # a simulated percentile's histogram bin width
         too_short=int((col(7, np.int8) == 0).sum()),
         unstable_pairs=", ".join(f"(r={r}, q={q}, load {ld:.3g})" for r, q, ld in skipped) or "none"))
     return ds

@@ -308,7 +308,7 @@ def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from ..core.progress import reporter
-    from .best import best, candidates, parse_criterion
+    from .best import best, candidates, half_width_text, parse_criterion
 
     from ..core.validate import integer_at_least
 
@@ -332,11 +332,16 @@ def run_best(args) -> int:
     print(ds.attrs["title"])
     level = f"{100 * float(ds.attrs['confidence']):g}%"
     print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")
+    res, binned = float(ds.attrs.get("resolution", 0.0)), False
     for k in range(min(args.top, ds.sizes["rank"])):
         row = ds.isel(rank=k)
-        hw = float(row.half_width)
+        pm = half_width_text(float(row.half_width), bool(int(row.is_exact)), res)
+        binned |= pm.endswith("(bin)")
         print(f"{k + 1:4d} {int(row.replicas):3d} {int(row.quorum):3d} {float(row['load']):6.3f} "
-              f"{float(row.latency):12.6g} {('exact' if int(row.is_exact) else f'{hw:.3g}'):>10s}  {row.method.item()}")
+              f"{float(row.latency):12.6g} {pm:>10s}  {row.method.item()}")
+    if binned:
+        print(f"'{res:.3g} (bin)': the interval is narrower than the latency histogram's bin width {res:g}, which then "
+              "bounds the error (the percentile interpolates the CDF linearly within its bin)")
     if ds.sizes["rank"] >= 2:
         verdict = (f"the top two are WITHIN NOISE (their {level} intervals overlap): more replications/workunits "
                    "are needed to separate them") if ds.attrs["top_two_within_noise"] else "the top two are separated"

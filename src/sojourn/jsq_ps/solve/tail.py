@@ -617,21 +617,12 @@ def lower_survival(result: TailResult, floor: float = FLOOR) -> np.ndarray:
 MARGIN_LEVELS = (0.99, 0.999, 0.9999, 0.99999)
 
 
-def crossing(t, F, p):
-    """Where the linear interpolation of F on the grid first exceeds p (NaN if it never does)."""
-    above = np.flatnonzero(np.asarray(F) > p)
-    if not above.size:
-        return float("nan")
-    i = int(above[0])
-    if i == 0:
-        return float(t[0])
-    return float(t[i - 1] + (p - F[i - 1]) / (F[i] - F[i - 1]) * (t[i] - t[i - 1]))
-
-
 def margin_at(t, result: TailResult, p: float) -> float:
     """The stated bound at level ``p``: x_p(T)/x_p(D) − 1, x_p the first crossing of p on the grid ``t`` (NaN
     beyond the grid). The true percentile lies in [x_p(D)·(1 − margin), x_p(T)] (module doc)."""
-    a, b = crossing(t, result.cdf, p), crossing(t, 1.0 - result.sf_best, p)
+    from sojourn.core.stats import quantile  # the one percentile rule (F linear between grid points)
+
+    a, b = float(quantile(t, result.cdf, p)), float(quantile(t, 1.0 - result.sf_best, p))
     return (a / b - 1.0) if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")
 
 
