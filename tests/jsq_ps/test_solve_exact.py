@@ -124,3 +124,19 @@ def test_exact_reports_its_certified_bound(R, rho):
     assert 0 < bound < 1e-9
     assert np.max(r.cdf_upper - r.cdf_lower) / 2 <= bound
     assert r.cdf_upper[-1] - r.cdf_lower[-1] <= r.info["tagged_mass_left"] + 1e-13
+
+
+def test_pruning_drops_states_and_the_bound_still_holds_the_whole_box():
+    """Pruning (exact.py module doc) steps a fraction of the box's states; its certified bounds hold the whole
+    box's CDF, and its reported bound stays within 2× of the box's own at R = 4, ρ = 0.9."""
+    t = time_grid(120.0, 0.01)
+    box = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=0)
+    pruned = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t)
+    assert box.info["tagged_states_kept"] == 1.0 and pruned.info["tagged_states_kept"] < 0.8
+    assert (pruned.M, pruned.D) == (box.M, box.D)
+    assert np.all(pruned.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= pruned.cdf_upper + 1e-12)
+    assert pruned.info["cdf_error_bound"] < 2 * box.info["cdf_error_bound"] < 2e-9
+    # a threshold far too coarse shows in the bound, not as a silent error
+    coarse = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=100.0)
+    assert coarse.info["cdf_error_bound"] > 100 * box.info["cdf_error_bound"]
+    assert np.all(coarse.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= coarse.cdf_upper + 1e-12)

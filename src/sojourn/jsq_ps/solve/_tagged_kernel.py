@@ -7,54 +7,43 @@ from numba import njit
 
 
 @njit(cache=True, boundscheck=False)
-def _step(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, acc):
-    """y = x·P for x, y flat (phases × M, level fastest); ``ptr``/``src``/``dg``/``tagged``/``rate``: each phase's
-    incoming moves (source phase, level shift source → target, whether the rate is ×(k−1)/k of the source, rate/q);
-    ``wrow``: (k−1)/k of each phase on every level (flat like x). The diagonal 1 − out/q of phase p on level m is
-    dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)), plus dfirst[p] on level 0 and dlast[p] on level
-    M−1 (the moves that do not exist there). Flat indices, no array views in the loops (a view per move costs
-    reference counting: 3× slower at M = 38). Returns (Σ y, Σ x·exitq): the mass left and the mass absorbed by
-    this step (exitq is the tagged completion's rate μ/(kq))."""
+def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc):
+    """y = x·P for x, y flat (phases × M, level fastest), phase p kept on its levels 0..mcap[p]−1 only (the
+    entries above stay 0: a move into them leaves the chain). ``ptr``: each phase's incoming moves, each
+    y[p·M + m] += rate·x[off + m] (× wrow[off + m], (k−1)/k of the source state, where ``tagged``) for
+    lo ≤ m < hi — off = source·M − level shift, [lo, hi) the target levels whose source and target are kept
+    (:meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.set_level_caps`; moves with none are left out).
+    The diagonal 1 − out/q of phase p on level m is dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)),
+    plus dfirst[p] on level 0 (the departures of idle least-loaded servers). Flat indices, no array views in the
+    loops (a view per move costs reference counting: 3× slower at M = 38). Returns (Σ y, Σ x·exitq): the mass
+    left and the mass absorbed by this step (exitq is the tagged completion's rate μ/(kq))."""
     P = dconst.size
     for m in range(M):
         acc[m] = 0.0
     absorbed = 0.0
     for p in range(P):
+        Mp = mcap[p]
+        if Mp == 0:
+            continue
         b = p * M
         c = dconst[p]
         a = dtag[p]
         e = ot[p] * M
-        for m in range(M):
+        for m in range(Mp):
             ex = exitq[e + m]
             y[b + m] = (c - a * wrow[b + m] - ex) * x[b + m]
             absorbed += ex * x[b + m]
         y[b] += dfirst[p] * x[b]
-        y[b + M - 1] += dlast[p] * x[b + M - 1]
         for j in range(ptr[p], ptr[p + 1]):
-            sb = src[j] * M
+            o = off[j]
             r = rate[j]
-            d = dg[j]
             if tagged[j]:
-                if d == 0:
-                    for m in range(M):
-                        y[b + m] += r * wrow[sb + m] * x[sb + m]
-                elif d == 1:
-                    for m in range(1, M):
-                        y[b + m] += r * wrow[sb + m - 1] * x[sb + m - 1]
-                else:
-                    for m in range(M - 1):
-                        y[b + m] += r * wrow[sb + m + 1] * x[sb + m + 1]
+                for m in range(lo[j], hi[j]):
+                    y[b + m] += r * wrow[o + m] * x[o + m]
             else:
-                if d == 0:
-                    for m in range(M):
-                        y[b + m] += r * x[sb + m]
-                elif d == 1:
-                    for m in range(1, M):
-                        y[b + m] += r * x[sb + m - 1]
-                else:
-                    for m in range(M - 1):
-                        y[b + m] += r * x[sb + m + 1]
-        for m in range(M):
+                for m in range(lo[j], hi[j]):
+                    y[b + m] += r * x[o + m]
+        for m in range(Mp):
             acc[m] += y[b + m]
     total = 0.0
     for m in range(M):
@@ -63,10 +52,10 @@ def _step(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged,
 
 
 @njit(cache=True, boundscheck=False)
-def _masses(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, K, stop):
-    """g_j = p0·P^j·1 for j < K (x = p0, flat, on entry) and a_j, the mass absorbed (the tagged completion) in the
-    first j steps, stopping once g_j < ``stop`` (later a_j kept at their last value); returns (g, a, steps
-    computed)."""
+def _masses(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop):
+    """g_j = p0·P^j·1 for j < K (x = p0, flat, 0 above each phase's level cap, on entry) and a_j, the mass
+    absorbed (the tagged completion) in the first j steps, stopping once g_j < ``stop`` (later a_j kept at their
+    last value); returns (g, a, steps computed)."""
     g = np.zeros(K)
     a = np.zeros(K)
     acc = np.zeros(M)
@@ -76,7 +65,7 @@ def _masses(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagge
     g[0] = total
     absorbed = 0.0
     for j in range(1, K):
-        s, ab = _step(x, y, M, dconst, dtag, dfirst, dlast, exitq, ot, ptr, src, dg, tagged, rate, wrow, acc)
+        s, ab = _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc)
         x, y = y, x
         g[j] = s
         absorbed += ab

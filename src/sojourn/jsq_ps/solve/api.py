@@ -272,7 +272,8 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
                                                                             "poisson_terms", "shared_system_chain",
                                                                             "boundary_mass_min", "boundary_mass_spread",
                                                                             "truncation_tolerance", "truncation_reached",
-                                                                            "max_states", "cdf_error_bound")},
+                                                                            "max_states", "cdf_error_bound",
+                                                                            "tagged_states_kept")},
                                          sort_keys=True, default=float)
     data = {
         "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),

@@ -16,37 +16,43 @@ at S·R = 1.2 million, R = 5, ρ = 0.93) and the predicted seconds are ≤ max_s
 run there: its values are NaN and its ``validity_reason`` is ``over_budget``
 (:mod:`sojourn.jsq_ps.solve.guards`), with the prediction in the attributes.
 
-Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process, this 2-core machine
-shared with other jobs — load average 15–30 during the calibration, which roughly doubles the CPU seconds of
-these memory-bound steps against a quiet machine — so the constants lean pessimistic): see :data:`CALIBRATION`.
-The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's) runs ``exact`` on every cell of R ≤ 4 up
-to ρ = 0.95 (R = 4, ρ = 0.95: predicted 3.5 s, measured 2.1–3.5 s), R = 5 up to ρ = 0.92 (predicted 7.2 s,
-measured 6.1 s) and R = 6 up to ρ = 0.81 (7.5 s, 6.1 s) on the paper grid (``python benchmarks/exact_budget.py
-frontier``; it was ρ = 0.9 and 0.8), and on every other cell predicted within the same time and state cap.
-Beyond, the time binds: the next load needs larger caps (R = 5, ρ = 0.93: M = 63, D = 15, S = 244 188,
-predicted 13.4 s, measured 13.5 s), R = 5, ρ = 0.95 measured 13.6–17.6 s, R = 6, ρ = 0.9 26.6–26.8 s,
-ρ = 0.95 40.4 s (it was 35, 53 and 100 s with the per-state CSR product at load 3–4; side by side at the same load
-the level kernel is 2.4–2.7× faster, ``benchmarks/exact_speed.py``). What limits it: K ≈ 2 100–2 500 steps,
-each a pass over 1.4–2.8 million tagged states with 5–6 moves each at 0.5–0.9 ns per move and level (the
-floor of a row-gather update on this machine, measured with a bare numba kernel), plus the system chain's
-sparse LU (about a third of the time at R = 5, ρ = 0.93).
+Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process on this 2-core machine, load
+average ≤ 1; :data:`CALIBRATION`). The tagged chain is pruned (exact.py: 18–51 % of the box's transitions at
+R = 4–6, ρ ≥ 0.8), so the cost per predicted box transition varies by cell; the constants are the largest
+the edge cells need, and predictions there lean pessimistic (R = 5, ρ = 0.93: predicted 10.9 s, measured
+9.5 s; R = 6, ρ = 0.85: 10.1 s, 7.3 s). The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's)
+runs ``exact`` on every cell of R ≤ 4 up to ρ = 0.95 (R = 4, ρ = 0.95: predicted 3.2 s, measured 3.0 s),
+R = 5 up to ρ = 0.92 (5.9 s, 5.4 s) and R = 6 up to ρ = 0.84 (9.3 s, 6.6 s; it was 0.81) on the paper grid
+(``python benchmarks/exact_budget.py frontier``), and on every other cell predicted within the same time and
+state cap. Beyond it the time binds: R = 5, ρ = 0.95 takes 12.2 s, R = 6, ρ = 0.9 16.3 s, ρ = 0.95 30.1 s (43.8
+s before pruning, 100 s with the per-state CSR product). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1
+every state leaves at rate q = Λ + Rμ, so a uniformised step is one event of the system and no stepping
+scheme takes fewer — each a pass over the kept tagged states (0.35–0.7 million at R = 6, ρ = 0.9–0.95) at
+1.1–2.6 ns per kept transition, plus the system chain's sparse LU (a third to a half of the time at R = 5, 6:
+7.8 s of R = 6, ρ = 0.95's 30 s for 617 000 states). Krylov projections were measured and rejected: Arnoldi
+reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
+(m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
+accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
 """
 from __future__ import annotations
 
 import math
 
-#: CPU seconds per (uniformised step × tagged-chain transition): benchmarks/exact_budget.py fits 7.5e-10 on its
-#: cells (load average 15–30); the R = 5, 6 cells at ρ ≥ 0.85 cost up to 1.3× that fit, so rounded up to the
-#: largest of the cells near the 10-s edge (predictions there lean pessimistic)
-SECONDS_PER_STEP_TRANSITION = 1.0e-9
-#: CPU seconds per system state (system solves, tagged-chain construction): same fit (3.0e-6), rounded up
-SECONDS_PER_STATE = 5e-6
-#: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.05), rounded up
+#: CPU seconds per (uniformised step × predicted box transition T̂): with pruning (exact.py) the chain steps 18–51 %
+#: of the box's transitions at R = 4–6, ρ ≥ 0.8, so per box transition the cost varies by cell;
+#: benchmarks/exact_budget.py fits 2.9e-10 over all its cells (load average ≤ 1), and the cells with R ≥ 4,
+#: ρ ≥ 0.8 need 3.9e-10 (R = 6, ρ = 0.8) to 6.4e-10 (R = 5, ρ = 0.9) beside the per-state term below: rounded up
+#: to the largest (predictions near the 10-s edge lean pessimistic: R = 6, ρ = 0.85 predicted 10.1 s, measured 7.3 s)
+SECONDS_PER_STEP_TRANSITION = 6.5e-10
+#: CPU seconds per system state (the truncation's system solves, the tagged chain's construction): the same fit
+#: (1.1e-5; the system chain's sparse LU is now a third to a half of the time at R = 5, 6), rounded up
+SECONDS_PER_STATE = 1.2e-5
+#: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.034), rounded up
 SECONDS_FIXED = 0.1
 #: what the constants were fitted on (benchmarks/exact_budget.py, appended to benchmarks/exact_budget.jsonl)
 CALIBRATION = ("30 cells R = 1..4 x rho = 0.1..0.95, R = 5, 6 at low load and at rho = 0.8..0.95 (no state cap), "
-               "t_max = 182.32, dt = 0.01 (benchmarks/exact_budget.py, load average 15-30), and the side-by-side "
-               "cells of benchmarks/exact_speed.py")
+               "t_max = 182.32, dt = 0.01, the exact method with pruning and certified bounds "
+               "(benchmarks/exact_budget.py, load average <= 1, 2026-12-02)")
 
 #: run ``exact`` where it fits these (the config's ``approximation.exact_budget`` default)
 DEFAULT_BUDGET = {"max_states": 2_000_000, "max_seconds": 10.0}

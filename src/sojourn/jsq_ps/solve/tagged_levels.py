@@ -83,7 +83,7 @@ class LevelTaggedChain:
         # back, dfirst); no move is suppressed at the top level (dlast 0).
         idle0 = (tp.O[perm] == 0).sum(axis=1) if self.R > 1 else np.zeros(P, np.int64)
         self._diag_parts = (np.full(P, 1.0 - (self.lam + self.mu * (self.R - 1)) / q), np.full(P, self.mu / q),
-                            self.mu * idle0 / q, np.zeros(P), np.ascontiguousarray(exitq).ravel(), ot)
+                            self.mu * idle0 / q, np.ascontiguousarray(exitq).ravel(), ot)
         order = np.lexsort((src, dst))  # incoming moves grouped by target phase
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=P))]).astype(np.int64)
         self.src = src[order].astype(np.int64)
@@ -92,15 +92,44 @@ class LevelTaggedChain:
         self.rate = rate[order] / q
         self.wrow = np.ascontiguousarray(w).ravel()
         self.n_moves = int(keep.sum())
-        self.size = int(self.valid.sum())
-        # transitions of the state-level chain (the off-diagonal entries the CSR route stored): each move on every
-        # level where its source is a state and its target level exists (down moves need a busy least-loaded server)
-        lo = (dgl == -1).astype(np.int64)  # source levels max(lo, −dg) .. M−1−max(0, dg)
-        hi = M_ - 1 - (dgl == 1)
-        n_lev = hi - lo + 1 - ((ot[src] == 0) & (lo == 0))  # minus level 0 where that source is no state
-        to_zero = -dgl  # the source level whose target is level 0: not a state either if the target's offset is 0
-        n_lev -= (ot[dst] == 0) & (to_zero >= lo) & (to_zero <= hi) & ~((ot[src] == 0) & (to_zero == 0))
-        self.transitions = int(np.maximum(n_lev, 0).sum())
+        self.target = np.repeat(np.arange(P), np.diff(self.ptr))  # each incoming move's target phase
+        self.set_level_caps(None)
+
+    def set_level_caps(self, caps):
+        """Keep phase p on its levels 0..caps[p]−1 only (None: every level, the box M × phases): a move into a
+        dropped state leaves the chain, and the certified bounds account for it (:mod:`.exact`). Sets ``size``
+        (states kept) and ``transitions`` (the moves between kept states, on every level)."""
+        M, P = self.M, self.size_phases
+        self.mcap = np.full(P, M, np.int64) if caps is None else np.clip(np.asarray(caps, np.int64), 0, M)
+        self.size = int((self.valid & (np.arange(M)[None, :] < self.mcap[:, None])).sum())
+        # per move: target levels [lo, hi) where the target and its source (level m − dg) are kept
+        Mp, Ms, d = self.mcap[self.target], self.mcap[self.src], self.dg
+        lo = np.where(d == 1, 1, 0)
+        hi = np.minimum(Mp, Ms + d)
+        n = np.maximum(hi - lo, 0)
+        # the kernel's moves: those with a level to act on, each as (offset of its source row − shift, [lo, hi))
+        live = n > 0
+        self._kernel_moves = (np.concatenate([[0], np.cumsum(np.bincount(self.target[live], minlength=P))]).astype(
+            np.int64), (self.src * M - d)[live].astype(np.int64), lo[live].astype(np.int64),
+            hi[live].astype(np.int64), self.tagged[live], self.rate[live])
+        ot = self.ot
+        # level-0 states with the tagged server empty (offset 0) are no states: as a source (m = dg) or a target
+        src_bad = (ot[self.src] == 0) & (d >= 0) & (lo <= d) & (d < hi)
+        tgt_bad = (ot[self.target] == 0) & (lo == 0) & (hi > 0) & ~(src_bad & (d == 0))
+        self.transitions = int((n - src_bad - tgt_bad).clip(0).sum())
+
+    def caps_from_law(self, pi_levels: np.ndarray, threshold: float) -> np.ndarray:
+        """Level caps from the system law π (shape (M, system phases), :class:`~.exact.SpreadStates` order): phase
+        p is kept up to the highest level where its system state (the tagged offset among the others') has
+        stationary mass ≥ ``threshold``."""
+        from .chain import SortedStates
+
+        perm = np.argsort(self.inv)  # position -> TaggedPhases row
+        offs = np.sort(np.concatenate([self.phases.ot[perm][:, None], self.phases.O[perm]], axis=1), axis=1)
+        sys_phase = SortedStates(self.D + 1, self.R - 1).rank(offs[:, 1:]) if self.R > 1 else np.zeros(
+            self.size_phases, np.int64)
+        above = np.asarray(pi_levels)[:, sys_phase] >= threshold  # (M, tagged phases)
+        return np.where(above.any(axis=0), self.M - np.argmax(above[::-1], axis=0), 0)
 
     def initial_law(self, pi_levels: np.ndarray):
         """(p0 as a (phases, M) array, mass lost): PASTA + JSQ on the system law π (shape (M, system phases),
@@ -119,7 +148,10 @@ class LevelTaggedChain:
         inside = g0 <= M - 1
         p0 = np.zeros((tp.size, M))
         np.add.at(p0, (np.broadcast_to(ph0[None, :], g0.shape)[inside], g0[inside]), pi_levels[inside])
-        return p0, float(pi_levels[~inside].sum())
+        dropped = np.arange(M)[None, :] >= self.mcap[:, None]  # above a phase's level cap: lost at once
+        lost = float(pi_levels[~inside].sum() + p0[dropped].sum())
+        p0[dropped] = 0.0
+        return p0, lost
 
     def masses(self, p0, K: int, stop: float = 0.0, kernel: bool | None = None):
         """(g, a, steps computed): g_j = p0·P^j·1, the mass still in the chain after j steps, and a_j, the mass
@@ -133,25 +165,26 @@ class LevelTaggedChain:
         if kernel is None:
             kernel = x.size > SMALL
         if not kernel:
-            exit_q = self._diag_parts[4].reshape(-1, self.M)[self._diag_parts[5]].ravel()
+            exit_q = self._diag_parts[3].reshape(-1, self.M)[self._diag_parts[4]].ravel()
             return _sparse_masses(self.matrix(), x, exit_q, int(K), float(stop))
         from ._tagged_kernel import _masses
 
+        x.reshape(self.size_phases, self.M)[np.arange(self.M)[None, :] >= self.mcap[:, None]] = 0.0
         y = np.zeros_like(x)
-        return _masses(x, y, self.M, *self._diag_parts, self.ptr, self.src, self.dg, self.tagged, self.rate,
-                       self.wrow, int(K), float(stop))
+        return _masses(x, y, self.M, self.mcap, *self._diag_parts, *self._kernel_moves, self.wrow, int(K),
+                       float(stop))
 
     def matrix(self):
         """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
-        written out — each incoming move on every level where its source level exists, and the diagonal."""
+        written out — each incoming move on every level where its source and target are kept, and the diagonal."""
         from scipy import sparse
 
         M, P = self.M, self.size_phases
-        dconst, dtag, dfirst, dlast, exitq, ot = self._diag_parts
-        target = np.repeat(np.arange(P), np.diff(self.ptr))
+        dconst, dtag, dfirst, exitq, ot = self._diag_parts
+        target = self.target
         lev = np.arange(M)[None, :]
         src_lev = lev - self.dg[:, None]  # the source's level for each target level
-        ok = (src_lev >= 0) & (src_lev <= M - 1)
+        ok = (src_lev >= 0) & (src_lev < self.mcap[self.src][:, None]) & (lev < self.mcap[target][:, None])
         rows = (target[:, None] * M + lev)[ok]
         cols = (self.src[:, None] * M + src_lev)[ok]
         vals = np.broadcast_to(self.rate[:, None], ok.shape)[ok]
@@ -160,7 +193,7 @@ class LevelTaggedChain:
         exit_rows = exitq.reshape(-1, M)[ot]  # (P, M)
         diag = dconst[:, None] - dtag[:, None] * self.wrow.reshape(P, M) - exit_rows
         diag[:, 0] += dfirst
-        diag[:, M - 1] += dlast
+        diag[lev >= self.mcap[:, None]] = 0.0  # dropped states: nothing enters, nothing stays
         n = P * M
         A = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
         return (A + sparse.diags(diag.ravel())).tocsr()
