@@ -13,6 +13,8 @@ def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagg
     y[p·M + m] += rate·x[off + m] (× wrow[off + m], (k−1)/k of the source state, where ``tagged``) for
     lo ≤ m < hi — off = source·M − level shift, [lo, hi) the target levels whose source and target are kept
     (:meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.set_level_caps`; moves with none are left out).
+    Whole rows take loops of the fixed length M: with a trip count that varies by move the box's step cost
+    1.09 ns per transition instead of 0.88 (R = 5, ρ = 0.9; 0.73 before the level caps existed).
     The diagonal 1 − out/q of phase p on level m is dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)),
     plus dfirst[p] on level 0 (the departures of idle least-loaded servers). Flat indices, no array views in the
     loops (a view per move costs reference counting: 3× slower at M = 38). Returns (Σ y, Σ x·exitq): the mass
@@ -37,12 +39,36 @@ def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagg
         for j in range(ptr[p], ptr[p + 1]):
             o = off[j]
             r = rate[j]
-            if tagged[j]:
-                for m in range(lo[j], hi[j]):
-                    y[b + m] += r * wrow[o + m] * x[o + m]
+            l0 = lo[j]
+            h = hi[j]
+            if l0 == 0 and h == M:  # whole rows (the box, and the full rows of a pruned chain): a fixed trip count
+                if tagged[j]:
+                    for m in range(M):
+                        y[b + m] += r * wrow[o + m] * x[o + m]
+                else:
+                    for m in range(M):
+                        y[b + m] += r * x[o + m]
+            elif l0 == 1 and h == M:
+                if tagged[j]:
+                    for m in range(1, M):
+                        y[b + m] += r * wrow[o + m] * x[o + m]
+                else:
+                    for m in range(1, M):
+                        y[b + m] += r * x[o + m]
+            elif l0 == 0 and h == M - 1:
+                if tagged[j]:
+                    for m in range(M - 1):
+                        y[b + m] += r * wrow[o + m] * x[o + m]
+                else:
+                    for m in range(M - 1):
+                        y[b + m] += r * x[o + m]
             else:
-                for m in range(lo[j], hi[j]):
-                    y[b + m] += r * x[o + m]
+                if tagged[j]:
+                    for m in range(l0, h):
+                        y[b + m] += r * wrow[o + m] * x[o + m]
+                else:
+                    for m in range(l0, h):
+                        y[b + m] += r * x[o + m]
         for m in range(Mp):
             acc[m] += y[b + m]
     total = 0.0

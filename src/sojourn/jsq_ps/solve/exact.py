@@ -45,9 +45,11 @@ tagged state is kept only while its system state (the R occupancies) has station
 (:data:`PRUNE` = 1e-6, so 1e-16), which gives each phase its own level cap (the kernel steps levels
 0..cap−1 of each phase). A move into a dropped state leaves the chain like a move out of the box, so the
 certified bound covers it: it rose from 1.1e-10 to 1.5e-10 at R = 6, ρ = 0.9 and from 3.1e-10 to 3.9e-10 at
-R = 5, ρ = 0.95, while the chain kept 24 % and 35 % of its states and the whole call took 16.0 s against
-28.1 s and 12.0 s against 21.1 s (R = 4, ρ = 0.95: 52 %, 2.7 s against 4.1 s; R = 6, ρ = 0.8: 26 %, 3.4 s
-against 5.2 s — short rows: the step costs per move, not only per state). The CDFs moved by ≤ 7e-11 and no
+R = 5, ρ = 0.95, while the chain kept 24 % and 35 % of its states, and the whole call took 16.8 s against
+23.5 s and 12.3 s against 16.6 s (R = 4, ρ = 0.95: 52 %, 2.7 s against 3.5 s). Less than the states kept
+suggests: the kept rows are short, and the step costs per move as well as per state (R = 6, ρ = 0.9: 2.25 ns
+per kept transition against 0.84 in the box; ``benchmarks/exact_kernel.py``: 400 steps of the box with the
+kernel before level caps, 2.62 s, against 1.76 s for the pruned chain). The CDFs moved by ≤ 7e-11 and no
 percentile on the 0.01 grid. Why the threshold is so far below eps: the tagged customer sees the system
 through its own, long sojourns, so its chain dwells in stationarily rare states — keeping the states above
 1e-12 instead dropped 81 % at R = 4, ρ = 0.95 but lost 2.8e-7 (the tagged chain's occupation measure itself,
