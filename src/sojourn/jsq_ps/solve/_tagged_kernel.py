@@ -7,14 +7,17 @@ from numba import njit
 
 
 @njit(cache=True, boundscheck=False)
-def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc):
-    """y = x·P for x, y flat (phases × M, level fastest), phase p kept on its levels 0..mcap[p]−1 only (the
-    entries above stay 0: a move into them leaves the chain). ``ptr``: each phase's incoming moves, each
-    y[p·M + m] += rate·x[off + m] (× wrow[off + m], (k−1)/k of the source state, where ``tagged``) for
-    lo ≤ m < hi — off = source·M − level shift, [lo, hi) the target levels whose source and target are kept
+def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc):
+    """y = x·P for x, y the kept states only, phase by phase, level fastest: phase p holds its levels
+    0..mcap[p]−1 from start[p] (a move into a dropped state leaves the chain; compact rows: at R = 6, ρ = 0.9
+    the pruned vector is a quarter of the box's, 2.8 MB, held in L2). ``ptr``: each phase's incoming moves, each
+    y[start[p] + m] += rate·x[off + m] (× wrow[off + m], (k−1)/k of the source state, where ``tagged``) for
+    lo ≤ m < hi — off = start[source] − level shift, [lo, hi) the target levels whose source and target are kept
     (:meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.set_level_caps`; moves with none are left out).
-    Whole rows take loops of the fixed length M: with a trip count that varies by move the box's step cost
-    1.09 ns per transition instead of 0.88 (R = 5, ρ = 0.9; 0.73 before the level caps existed).
+    Whole rows take loops of the fixed length M. What level caps and compact rows cost and gain
+    (``benchmarks/exact_kernel.py``, R = 6, ρ = 0.9, 400 steps): the pruned chain 1.60 s (2.0 ns per kept
+    transition) against the box with the kernel before level caps 2.61 s (0.76 ns), and the box with this kernel
+    3.6 s (1.05 ns: where pruning keeps every state, as at R ≤ 2, this kernel is slower; those chains are small).
     The diagonal 1 − out/q of phase p on level m is dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)),
     plus dfirst[p] on level 0 (the departures of idle least-loaded servers). Flat indices, no array views in the
     loops (a view per move costs reference counting: 3× slower at M = 38). Returns (Σ y, Σ x·exitq): the mass
@@ -27,7 +30,7 @@ def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagg
         Mp = mcap[p]
         if Mp == 0:
             continue
-        b = p * M
+        b = start[p]
         c = dconst[p]
         a = dtag[p]
         e = ot[p] * M
@@ -78,8 +81,8 @@ def _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagg
 
 
 @njit(cache=True, boundscheck=False)
-def _masses(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop):
-    """g_j = p0·P^j·1 for j < K (x = p0, flat, 0 above each phase's level cap, on entry) and a_j, the mass
+def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop):
+    """g_j = p0·P^j·1 for j < K (x = p0 on the kept states, :func:`_step`'s layout, on entry) and a_j, the mass
     absorbed (the tagged completion) in the first j steps, stopping once g_j < ``stop`` (later a_j kept at their
     last value); returns (g, a, steps computed)."""
     g = np.zeros(K)
@@ -91,7 +94,8 @@ def _masses(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, ta
     g[0] = total
     absorbed = 0.0
     for j in range(1, K):
-        s, ab = _step(x, y, M, mcap, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc)
+        s, ab = _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow,
+                      acc)
         x, y = y, x
         g[j] = s
         absorbed += ab

@@ -203,7 +203,8 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     The two masses are close to separable: the min-cap mass depends on M and hardly on D once D ≳ 6
     (a smaller D only raises it), the spread mass on D once M ≳ 2D. So M is searched first on chains
     with a small spread cap (≤ 6, at most 20 000 states at M = 8), then D on chains with min cap
-    min(2D + 8, M); each cap is extrapolated from its last two masses (:func:`_next_cap`).
+    2D + 8, or M itself where M ≤ 1.25·(2D + 8); each cap is extrapolated from its last two masses
+    (:func:`_next_cap`).
     ``complete`` is False when the caps need a chain with ``size·R`` (about the tagged chain's size)
     above ``state_budget`` or, with ``max_seconds`` (and ``K`` uniformised steps), a predicted cost
     (:func:`sojourn.jsq_ps.solve.budget.predict_seconds`) above it — checked before each solve, so
@@ -247,7 +248,10 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     else:
         D_, hist = 3, []
         while True:
-            b = _masses(lam, mu, R, min(2 * D_ + 8, max(M_, D_ + 4)), D_)[3]
+            # on chains with min cap 2D + 8, or the final M when it is at most a quarter above that: then this
+            # solve is the final chain itself (cached; R = 6, ρ = 0.9: M = 38, D = 13 once instead of M = 34 too)
+            M_D = max(M_, D_ + 4) if M_ <= 1.25 * (2 * D_ + 8) else 2 * D_ + 8
+            b = _masses(lam, mu, R, M_D, D_)[3]
             if b < eps:
                 break
             hist.append((D_, b))

@@ -109,8 +109,12 @@ class LevelTaggedChain:
         n = np.maximum(hi - lo, 0)
         # the kernel's moves: those with a level to act on, each as (offset of its source row − shift, [lo, hi))
         live = n > 0
+        # the kept states stored compactly, phase by phase (levels 0..cap−1 from start[p])
+        self._kept = np.arange(M)[None, :] < self.mcap[:, None]
+        self.start = np.concatenate([[0], np.cumsum(self.mcap)[:-1]]).astype(np.int64)
+        self._wrow_kept = np.ascontiguousarray(self.wrow.reshape(P, M)[self._kept])
         self._kernel_moves = (np.concatenate([[0], np.cumsum(np.bincount(self.target[live], minlength=P))]).astype(
-            np.int64), (self.src * M - d)[live].astype(np.int64), lo[live].astype(np.int64),
+            np.int64), (self.start[self.src] - d)[live].astype(np.int64), lo[live].astype(np.int64),
             hi[live].astype(np.int64), self.tagged[live], self.rate[live])
         ot = self.ot
         # level-0 states with the tagged server empty (offset 0) are no states: as a source (m = dg) or a target
@@ -169,10 +173,10 @@ class LevelTaggedChain:
             return _sparse_masses(self.matrix(), x, exit_q, int(K), float(stop))
         from ._tagged_kernel import _masses
 
-        x.reshape(self.size_phases, self.M)[np.arange(self.M)[None, :] >= self.mcap[:, None]] = 0.0
+        x = np.ascontiguousarray(x.reshape(self.size_phases, self.M)[self._kept])  # the kept states only
         y = np.zeros_like(x)
-        return _masses(x, y, self.M, self.mcap, *self._diag_parts, *self._kernel_moves, self.wrow, int(K),
-                       float(stop))
+        return _masses(x, y, self.M, self.mcap, self.start, *self._diag_parts, *self._kernel_moves, self._wrow_kept,
+                       int(K), float(stop))
 
     def matrix(self):
         """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
