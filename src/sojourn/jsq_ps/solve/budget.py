@@ -19,17 +19,21 @@ run there: its values are NaN and its ``validity_reason`` is ``over_budget``
 Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process on this 2-core machine, load
 average ≤ 1; :data:`CALIBRATION`). The tagged chain is pruned (exact.py: 18–51 % of the box's transitions at
 R = 4–6, ρ ≥ 0.8), so the cost per predicted box transition varies by cell; the constants are the largest
-the edge cells need, and predictions there lean pessimistic (R = 5, ρ = 0.93: predicted 10.9 s, measured
-9.5 s; R = 6, ρ = 0.85: 10.1 s, 7.3 s). The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's)
-runs ``exact`` on every cell of R ≤ 4 up to ρ = 0.95 (R = 4, ρ = 0.95: predicted 3.2 s, measured 3.0 s),
-R = 5 up to ρ = 0.92 (5.9 s, 5.4 s) and R = 6 up to ρ = 0.84 (9.3 s, 6.6 s; it was 0.81) on the paper grid
-(``python benchmarks/exact_budget.py frontier``), and on every other cell predicted within the same time and
-state cap. Beyond it the time binds: R = 5, ρ = 0.95 takes 12.2 s, R = 6, ρ = 0.9 16.3 s, ρ = 0.95 30.1 s (43.8
-s before pruning, 100 s with the per-state CSR product). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1
+the edge cells need, and predictions there lean pessimistic (R = 5, ρ = 0.94: predicted 11.1 s, measured
+9.9 s; R = 6, ρ = 0.87: 14.2 s, 9.7 s). The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's)
+runs ``exact`` on every cell of R ≤ 4 up to ρ = 0.95 (R = 4, ρ = 0.95: predicted 2.9 s, measured 2.9 s),
+R = 5 up to ρ = 0.93 (9.7 s, 8.9 s) and R = 6 up to ρ = 0.86 (9.5 s, 7.7 s) on the paper grid (``python
+benchmarks/exact_budget.py frontier``; at the start of 2026-12-02 it was ρ = 0.92 and 0.81), and on every other
+cell predicted within the same time and state cap. Measured, R = 5 runs to ρ = 0.94 and R = 6 to 0.87 within
+10 s; beyond it the time binds: R = 5, ρ = 0.95 takes 11.4 s, R = 6, ρ = 0.9 13.3 s, ρ = 0.95 28.9 s (43.8 s
+before pruning, 100 s with the per-state CSR product). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1
 every state leaves at rate q = Λ + Rμ, so a uniformised step is one event of the system and no stepping
-scheme takes fewer — each a pass over the kept tagged states (0.35–0.7 million at R = 6, ρ = 0.9–0.95) at
-1.1–2.6 ns per kept transition, plus the system chain's sparse LU (a third to a half of the time at R = 5, 6:
-7.8 s of R = 6, ρ = 0.95's 30 s for 617 000 states). Krylov projections were measured and rejected: Arnoldi
+scheme takes fewer — each a pass over the kept tagged states (0.35–0.9 million at R = 6, ρ = 0.9–0.95) at
+about 2 ns per kept transition, plus the system chain's sparse LU (a third of the time at R = 6, ρ = 0.95: 7.8
+s for 617 000 states). The state set is near its limit: pruning by the stationary law keeps 24–35 % of the
+states for a bound 1.3–1.6× the box's, and the tagged chain's own occupation measure (the ideal set, known
+only after the run) still needed half the box's states for the box's bound at R = 4, ρ = 0.95; the 3× more
+that R = 6, ρ = 0.95 would need to fit 10 s is not in the truncation's shape. Krylov projections were measured and rejected: Arnoldi
 reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
 (m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
 accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
@@ -40,14 +44,14 @@ import math
 
 #: CPU seconds per (uniformised step × predicted box transition T̂): with pruning (exact.py) the chain steps 18–51 %
 #: of the box's transitions at R = 4–6, ρ ≥ 0.8, so per box transition the cost varies by cell;
-#: benchmarks/exact_budget.py fits 2.9e-10 over all its cells (load average ≤ 1), and the cells with R ≥ 4,
-#: ρ ≥ 0.8 need 3.9e-10 (R = 6, ρ = 0.8) to 6.4e-10 (R = 5, ρ = 0.9) beside the per-state term below: rounded up
-#: to the largest (predictions near the 10-s edge lean pessimistic: R = 6, ρ = 0.85 predicted 10.1 s, measured 7.3 s)
-SECONDS_PER_STEP_TRANSITION = 6.5e-10
+#: benchmarks/exact_budget.py fits 2.8e-10 over all its cells (load average ≤ 1), and the cells with R ≥ 4,
+#: ρ ≥ 0.8 need 3.3e-10 (R = 6, ρ = 0.8) to 5.5e-10 (R = 5, ρ = 0.9) beside the per-state term below: the largest
+#: (predictions near the 10-s edge lean pessimistic: R = 6, ρ = 0.85 predicted 8.8 s, measured 6.9 s)
+SECONDS_PER_STEP_TRANSITION = 5.5e-10
 #: CPU seconds per system state (the truncation's system solves, the tagged chain's construction): the same fit
-#: (1.1e-5; the system chain's sparse LU is now a third to a half of the time at R = 5, 6), rounded up
+#: (1.0–1.1e-5; the system chain's sparse LU is now a third to a half of the time at R = 5, 6), rounded up
 SECONDS_PER_STATE = 1.2e-5
-#: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.034), rounded up
+#: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.03), rounded up
 SECONDS_FIXED = 0.1
 #: what the constants were fitted on (benchmarks/exact_budget.py, appended to benchmarks/exact_budget.jsonl)
 CALIBRATION = ("30 cells R = 1..4 x rho = 0.1..0.95, R = 5, 6 at low load and at rho = 0.8..0.95 (no state cap), "
