@@ -338,8 +338,8 @@ def optimal_signal_rate(net: Network, queue=None, bounds=(0.0, 100.0), scan_poin
     # the log grid starts at lo, or from 0 a millionth of the network's own rate scale (1/E[T] without
     # restarts) or of hi, whichever is lower: from hi·1e-6 alone, bounds (0, 1e300) scanned only g ≥ 1e294 and
     # answered g* = 0 for example 1 (g* = 0.83); at least 8 points per decade, at most 400 in all
-    scale = 1.0 / response_time_at(net, 0.0, qi)
-    scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+    without = response_time_at(net, 0.0, qi)
+    scale = 1.0 / without if np.isfinite(without) and without > 0 else 1.0
     start = lo if lo > 0 else min(hi * 1e-6, scale * 1e-6)
     points = int(min(max(scan_points, 8 * np.log10(hi / start)), max(scan_points, 400)))
     grid = np.geomspace(start, hi, points - (1 if lo == 0 else 0))
@@ -359,4 +359,4 @@ def optimal_signal_rate(net: Network, queue=None, bounds=(0.0, 100.0), scan_poin
             best_g, best_v = float(np.exp(res.x)), float(res.fun)
     sol = solve(net.with_signal_rate(best_g, qi))
     return Optimum(signal_rate=best_g, response_time=best_v, mean_number=float(sol.mean_number.sum()),
-                   response_time_without=response_time_at(net, 0.0, qi), bounds=(lo, hi), queue=qname)
+                   response_time_without=without, bounds=(lo, hi), queue=qname)

@@ -62,19 +62,10 @@ class LevelTaggedChain:
         safe_k = np.where(self.valid, k, 1)
         w = np.where(self.valid, (safe_k - 1) / safe_k, 0.0)  # (k−1)/k
         tag = kind == TAGGED_OTHER
-        const = ~tag
-        rates = {}
-        for name, sel in (("c0", const & (dgl == 0)), ("cup", const & (dgl == 1)), ("cdn", const & (dgl == -1)),
-                          ("tag", tag)):
-            rates[name] = np.bincount(src[sel], weights=rate[sel], minlength=P)
-        # exit rate of each state: its moves that exist on its level, plus the tagged completion μ/k
         lev = np.arange(M_)
-        out = (rates["c0"][:, None] + rates["cup"][:, None] * (lev <= M_ - 2)[None, :]
-               + rates["cdn"][:, None] * (lev >= 1)[None, :] + rates["tag"][:, None] * w + self.mu / safe_k)
-        out = np.where(self.valid, out, 0.0)
-        # q = Λ + Rμ: the exit rate of every state with all servers busy (level ≥ 1), whatever the truncation
+        # q = Λ + Rμ: the exit rate of every state with all servers busy (level ≥ 1), whatever the truncation, and
+        # the largest of any state (the untruncated chain's rates: λ + μ per busy server)
         self.q = q = self.lam + self.R * self.mu
-        assert out.max() <= q * (1 + 1e-12)
         kk = np.arange(self.D + 1)[:, None] + lev[None, :]
         exitq = np.where(kk >= 1, self.mu / np.maximum(kk, 1) / q, 0.0)
         # The diagonal is the untruncated chain's, 1 − (its exit rate)/q, so a move that would leave the truncation
