@@ -12,6 +12,7 @@ import importlib
 import re
 import sys
 
+from .core.guard import check_relations, relations
 from .core.inputs import did_you_mean
 from .studies import STUDIES
 
@@ -24,7 +25,27 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(self._checked(args), namespace)
+        self._given: set = set()
+        namespace, extras = super().parse_known_args(self._checked(args), namespace)
+        if self._given or relations(self):  # this parser's flags (a command's, not the top level's)
+            try:
+                check_relations(self, self._given)
+            except ValueError as exc:
+                self.error(str(exc))
+            namespace.given_flags = frozenset(self._given)
+            # the command's fields in the user's terms (sojourn.core.guard.naming): t_max -> --t-max
+            namespace.flag_names = {a.dest: _long(a) for a in self._actions if a.option_strings
+                                    and a.dest not in ("help", "version")}
+        return namespace, extras
+
+    def error(self, message):
+        """One line, ``sojourn <command>: error: <message>``, status 2 (the usage is what --help prints); argparse's
+        "argument --flag/-f: must be …" is said the project's way, "--flag must be …"."""
+        m = re.match(r"argument (-[^/: ]+)(?:/[^: ]+)*: (.*)$", message, re.DOTALL)
+        if m:
+            flag = next((o for o in m.group(0).split(":")[0][9:].split("/") if o.startswith("--")), m.group(1))
+            message = f"{flag} {m.group(2)}" if m.group(2).startswith("must ") else f"{flag}: {m.group(2)}"
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
     def _checked(self, args: list) -> list:
         """``args`` with each unknown flag or command rejected (self.error) and each negative number given
@@ -60,6 +81,7 @@ class Parser(argparse.ArgumentParser):
             if action is None and not name.startswith("--") and name[:2] in known:
                 action = known[name[:2]]  # -R3: short flag with its value attached
                 if action.nargs != 0:
+                    self._given.add(_long(action))
                     continue
             if action is None and self.allow_abbrev and name.startswith("--"):
                 hits = {a for opt, a in known.items() if opt.startswith(name)}
@@ -67,9 +89,15 @@ class Parser(argparse.ArgumentParser):
             if action is None:
                 flags = [o for o in known if o.startswith("--")]
                 self.error(f"unknown flag {name}{did_you_mean(name, flags)}")
+            self._given.add(_long(action))
             expects = 0 if ("=" in tok or action.nargs == 0) else 1
             single = action.nargs is None
         return out
+
+
+def _long(action) -> str:
+    """The long form of an action's flag (``-R`` -> ``--servers``): relations and messages name it."""
+    return next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
 
 
 def _command(argv) -> str | None:
@@ -117,11 +145,13 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from .core.guard import naming
     from .core.progress import enabled
 
     try:
         _limits(args)
-        with enabled():  # long runs show a bar on stderr (sojourn.core.progress)
+        # the library's refusals name this command's flags; long runs show their progress on stderr
+        with naming({**getattr(args, "flag_names", {}), **getattr(args, "extra_names", {})}, "cli"), enabled():
             return int(args.func(args) or 0)
     except ValueError as exc:
         print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)

@@ -33,5 +33,12 @@ def grid_size(t_max: float = T_MAX, dt: float = DT) -> int:
 
 
 def time_grid(t_max: float = T_MAX, dt: float = DT) -> np.ndarray:
-    """t_i = round(i·dt, 10), i = 0 … t_max/dt (§1: 0, 0.01, … while t ≤ 182.32)."""
-    return np.round(np.arange(grid_size(t_max, dt)) * float(dt), 10)
+    """t_i = round(i·dt, 10), i = 0 … t_max/dt (§1: 0, 0.01, … while t ≤ 182.32); the grid's own arrays are
+    admitted by the guard before they exist (:func:`sojourn.core.guard.admit`: a grid of 1e18 points is refused
+    naming t_max/dt, not met by numpy's "maximum dimension exceeded")."""
+    from .guard import Estimate, admit
+
+    n = grid_size(t_max, dt)
+    admit(Estimate(0.0, 24.0 * n, "t_max/dt", f"{n:.3g} grid points of t_max {float(t_max):g} / dt {float(dt):g}"),
+          record=False)
+    return np.round(np.arange(n) * float(dt), 10)

@@ -9,7 +9,8 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_output, add_precision, add_run, add_window
+from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run, add_window
+from ..core.guard import NONNEGATIVE, POSITIVE, PROBABILITY_OPEN, Choice, Int, Text, requires
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -38,6 +39,8 @@ def _schema(sub):
 def _solve(sub):
     p = sub.add_parser("solve", help="product-form measures (traffic equations, E[N], E[T], per class and phase)")
     _model_args(p)
+    add_limits(p)
+    requires(p, "--queue", "--signal-rate", why="--queue says which queue's signal rate --signal-rate sets")
     p.set_defaults(func=run_solve)
 
 
@@ -46,25 +49,27 @@ def _simulate(sub):
                        description=f"Simulate a restart model. Signal semantics: {SIGNAL_MEANING}. Timeout semantics: "
                                    f"{TIMEOUT_MEANING}.")
     _model_args(p)
-    p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
+    p.add_argument("--semantics", type=Choice("signal", "timeout"), default="signal",
                    help=f"signal: Poisson restart signals (G-network): {SIGNAL_MEANING}; timeout: a timeout per job: "
                         f"{TIMEOUT_MEANING}")
-    p.add_argument("--timeout", default=None,
+    p.add_argument("--timeout", type=LAW, default=None,
                    help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
                         "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
     add_precision(p, "mean", None)
+    requires(p, "--queue", "--signal-rate", why="--queue says which queue's signal rate --signal-rate sets")
+    requires(p, "--timeout", "--semantics", why="timeouts replace restart signals under --semantics timeout")
     p.set_defaults(func=run_simulate)
 
 
 def _optimise(sub):
     p = sub.add_parser("optimise", help="optimal signal rate g* (product form) beside the simulated timeout optimum")
     _model_args(p)
-    p.add_argument("--bounds", nargs=2, type=float, default=(0.0, 100.0), metavar=("LO", "HI"),
+    p.add_argument("--bounds", nargs=2, type=NONNEGATIVE, default=(0.0, 100.0), metavar=("LO", "HI"),
                    help="search interval of the signal rate (default 0 100)")
-    p.add_argument("--taus", type=float, nargs="+", default=None,
+    p.add_argument("--taus", type=POSITIVE, nargs="+", default=None,
                    help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
-    p.add_argument("--max-jobs", dest="max_jobs", type=int, default=None,
+    p.add_argument("--max-jobs", dest="max_jobs", type=Int(1), default=None,
                    help="a run with more jobs present is stopped and its tau reported unstable (default: where a "
                         "geometric queue of the product form's E[N] at g* gets with probability 1e-3, at least 50)")
     _sim_args(p)
@@ -72,11 +77,13 @@ def _optimise(sub):
 
 
 def _model_args(p, output=True):
-    p.add_argument("--model", "-m", required=True, help="YAML model file or example1|example2|example3")
-    p.add_argument("--signal-rate", dest="signal_rate", type=float, default=None,
+    p.add_argument("--model", "-m", type=Text("model", "a model file or example name"), required=True,
+                   help="YAML model file or example1|example2|example3")
+    p.add_argument("--signal-rate", dest="signal_rate", type=NONNEGATIVE, default=None,
                    help="override the external signal rate g of --queue (Poisson; each signal restarts one job chosen "
                         "uniformly among the n present, so each job is hit at rate g/n)")
-    p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
+    p.add_argument("--queue", type=Text("name", "a queue name"), default=None,
+                   help="queue whose signal rate is set (default: the only queue)")
     if output:
         add_output(p)
 
@@ -84,7 +91,7 @@ def _model_args(p, output=True):
 def _sim_args(p):
     add_window(p, horizon=200_000.0, unit="jobs")
     add_run(p, dt=0.05, t_max=200.0, what="response-time")
-    p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+    p.add_argument("--confidence", type=PROBABILITY_OPEN, default=DEFAULT_CONFIDENCE,
                    help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})")
 
 

@@ -10,7 +10,11 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_limits, add_output, add_precision, add_run
+from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run
+from ..core.guard import NONNEGATIVE, POSITIVE, PROBABILITY_OPEN, SEED, Choice, Int, Text
+
+#: latency percentiles in percent, comma separated (checked by the command: :func:`_percentiles`)
+PERCENTILES = Text("percent-list", "percent levels such as 50,90,99")
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -23,14 +27,14 @@ def register(subparsers) -> None:
 
 
 def _system_args(p, replicas=True):
-    p.add_argument("--hosts", "-n", type=int, required=True, help="number of hosts n")
+    p.add_argument("--hosts", "-n", type=Int(1), required=True, help="number of hosts n")
     if replicas:
-        p.add_argument("--replicas", "-r", type=int, required=True, help="replicas r per workunit (1 <= r <= n)")
-        p.add_argument("--quorum", "-q", type=int, required=True, help="results q needed (1 <= q <= r)")
+        p.add_argument("--replicas", "-r", type=Int(1), required=True, help="replicas r per workunit (1 <= r <= n)")
+        p.add_argument("--quorum", "-q", type=Int(1), required=True, help="results q needed (1 <= q <= r)")
         g = p.add_mutually_exclusive_group(required=True)
-        g.add_argument("--arrival-rate", dest="arrival_rate", type=float, help="Poisson arrival rate lambda")
-        g.add_argument("--load", type=float, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
-    p.add_argument("--replica-law", dest="replica_law", default="exponential",
+        g.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, help="Poisson arrival rate lambda")
+        g.add_argument("--load", type=PROBABILITY_OPEN, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
+    p.add_argument("--replica-law", dest="replica_law", type=LAW, default="exponential",
                    help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
                         " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
 
@@ -94,11 +98,11 @@ def _percentiles(text, flag="--percentiles"):
 def _exact(sub):
     p = sub.add_parser("exact", help="exact stability, throughput, mean delay/latency (and percentiles where known)")
     _system_args(p)
-    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles, comma separated (default 50,90,99)")
-    p.add_argument("--output", "-o", default=None, help="netCDF file (optional; its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.add_argument("--percentiles", type=PERCENTILES, default="50,90,99",
+                   help="latency percentiles, comma separated (default 50,90,99)")
+    add_output(p, required=False)
     add_limits(p)
-    p.set_defaults(func=run_exact)
+    p.set_defaults(func=run_exact, extra_names=FLAGS)
 
 
 def run_exact(args) -> int:
@@ -143,20 +147,21 @@ def _simulate(sub):
                                    "replication beyond it is reported as 'too few workunits' with the run length it "
                                    "would need.")
     _system_args(p)
-    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
+    p.add_argument("--model", type=Choice("split_merge", "fork_join"), default="split_merge",
                    help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
                         "q = 1 and r dividing n is split-merge exactly, and its exact values are printed")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
-    g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
-    p.add_argument("--warmup", type=float, default=None,
+    g.add_argument("--workunits", type=Int(1), default=None, help="recorded workunits per replication (default 500000)")
+    g.add_argument("--horizon", type=POSITIVE, default=None, help="or: simulated time per replication")
+    p.add_argument("--warmup", type=NONNEGATIVE, default=None,
                    help="warm-up: workunits discarded (with --workunits; default 10%% of --workunits) or time "
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
     add_run(p, dt=0.01, t_max=200.0, what="latency and delay")
-    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
+    p.add_argument("--percentiles", type=PERCENTILES, default="50,90,99",
+                   help="latency percentiles to print (default 50,90,99)")
     add_precision(p, "mean", None)
     add_output(p)
-    p.set_defaults(func=run_simulate)
+    p.set_defaults(func=run_simulate, extra_names={**FLAGS, **_SIM_FLAGS})
 
 
 #: library field names in the run-length and grid checks -> the flags of ``simulate``
@@ -288,20 +293,20 @@ def run_simulate(args) -> int:
 def _best(sub):
     p = sub.add_parser("best", help="rank the feasible (r, q) by mean or percentile latency")
     _system_args(p, replicas=False)
-    p.add_argument("--arrival-rate", dest="arrival_rate", type=float, required=True, help="Poisson arrival rate lambda")
-    p.add_argument("--quorum-min", dest="quorum_min", type=int, default=1, help="smallest acceptable quorum (default 1)")
-    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=10, help="largest r tried (default 10)")
-    p.add_argument("--criterion", default="mean", help="mean (default) or a latency percentile pNN, e.g. p99")
-    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"])
-    p.add_argument("--workunits", type=int, default=100_000, help="workunits per replication where simulated")
-    p.add_argument("--replications", type=int, default=5, help="replications where simulated (default 5)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
-    p.add_argument("--output", "-o", default=None,
-                   help="netCDF file with the whole ranking (optional; its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, required=True,
+                   help="Poisson arrival rate lambda")
+    p.add_argument("--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)")
+    p.add_argument("--max-replicas", dest="max_replicas", type=Int(1), default=10, help="largest r tried (default 10)")
+    p.add_argument("--criterion", type=Text("criterion", "mean or pNN"), default="mean",
+                   help="mean (default) or a latency percentile pNN, e.g. p99")
+    p.add_argument("--model", type=Choice("split_merge", "fork_join"), default="split_merge")
+    p.add_argument("--workunits", type=Int(1), default=100_000, help="workunits per replication where simulated")
+    p.add_argument("--replications", type=Int(1), default=5, help="replications where simulated (default 5)")
+    p.add_argument("--seed", type=SEED, default=0, help="base seed (default 0)")
+    p.add_argument("--top", type=Int(1), default=10, help="rows to print (default 10)")
+    add_output(p, required=False)
     add_limits(p)
-    p.set_defaults(func=run_best)
+    p.set_defaults(func=run_best, extra_names=FLAGS)
 
 
 def run_best(args) -> int:
