@@ -49,7 +49,56 @@ def load_schema(schema) -> dict:
     import yaml
 
     path = Path(schema)
-    return _inline(yaml.safe_load(path.read_text()), path.parent, {})  # (its $defs stay, inlined too)
+    return _stored_integers(_inline(yaml.safe_load(path.read_text()), path.parent, {}))  # (its $defs stay too)
+
+
+def _stored_integers(node, key: str | None = None):
+    """Every integer of the schema bounded by what is stored (the guard's kinds: int64, seeds below 2**64): an
+    ``integer`` without a ``maximum`` gets one, so that ``seed: 1.0e+30`` is refused before any job (issue 32: it
+    passed the dry run, then every replication failed writing its attribute)."""
+    from .guard import INT_MAX, SEED_MAX
+
+    if isinstance(node, list):
+        return [_stored_integers(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _stored_integers(v, k) for k, v in node.items()}
+    types = out.get("type")
+    if (types == "integer" or isinstance(types, list) and "integer" in types) and "maximum" not in out:
+        out["maximum"] = SEED_MAX if key == "seed" else INT_MAX
+    return out
+
+
+def check_config_files(paths, default) -> None:
+    """The config files a run reads (``workflow.configfiles``), each read as :func:`sojourn.core.guard.load_yaml`
+    reads it before anything uses it: a key given twice and aliases that expand beyond the guard's limit are
+    refused; an override that sets an empty mapping over a non-empty default (``restart.examples: {}``) is
+    refused (the merge would keep every default: docs/pipeline.md, "Overrides"). ConfigError naming the file and
+    the key path."""
+    from .guard import empty_overrides, load_yaml
+
+    default = Path(default).resolve()
+    defaults = None
+    for p in paths:
+        path = Path(p)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        try:
+            data = load_yaml(text, f"config file {p}")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if path.resolve() == default:
+            continue
+        if defaults is None:
+            defaults = load_yaml(default.read_text(encoding="utf-8"), str(default))
+        empty = empty_overrides(data, defaults)
+        if empty:
+            raise ConfigError("\n".join(
+                f"{k}: an empty mapping in {p} would keep every default entry of {k} (a config file is merged into "
+                "the defaults, key by key); to run none, set the study's enabled: false; to run some, give them"
+                for k in empty[:MAX_LISTED]))
 
 
 def _inline(node, folder: Path, files: dict, root=None):

@@ -33,6 +33,11 @@ def rho_values(grid_cfg: dict, key: str = "grid") -> list[float]:
         start, stop, step = float(rr["start"]), float(rr["stop"]), float(rr["step"])
         if step <= 0 or stop < start:
             raise ConfigError(f"{key}.rho_range: need step > 0 and stop >= start; got {rr}")
+        unit = 10.0 ** -decimals
+        if step < unit * (1 - 1e-9):  # before any load is listed: 1e-9 listed 1e9 of them (2.2 GB, issue 32)
+            raise ConfigError(f"{key}.rho_range.step: {step:g} is below one unit of {key}.rho_decimals = {decimals} "
+                              f"({unit:g}): its loads would be rounded onto each other; raise the step to at least "
+                              f"{unit:g}, or rho_decimals")
         n = int(math.floor((stop - start) / step + 1e-9)) + 1
         values = [round(start + i * step, decimals) for i in range(n)]
         where = f"{key}.rho_range"

@@ -404,9 +404,12 @@ def _service(path: str, svc) -> dict:
 
 def model_from_dict(d: dict) -> Network:
     """Build a :class:`Network` from the model-file mapping (schema: :data:`sojourn.restart.schema.MODEL_SCHEMA`)."""
+    from ..core.guard import admit
+    from .cost import network, phase_counts
     from .schema import check_model_dict
 
     check_model_dict(d)
+    admit(network(phase_counts(d)), record=False)  # the phase tables, before any is laid out
     queues = []
     for qd in d["queues"]:
         qp = f"queues[{qd['name']}]"

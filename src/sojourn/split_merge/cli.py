@@ -170,18 +170,10 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
               "seed": "--seed"}
 
 
-#: seconds per simulated workunit, and per replica of it (measured here, 2 x 500 000 workunits, load 0.9, q = 1,
-#: exponential: split-merge n = 10, r = 2: 1.7e-7 s; r = 10: 1.6e-7 s. Fork-join scans its hosts per replica:
-#: n = 100, r = 2: 5.6e-7 s; n = 100, r = 10, q = 3: 2.0e-6 s; n = 1000, r = 10: 7.0e-6 s)
-SECONDS_PER_WORKUNIT = 2e-7
-SECONDS_PER_REPLICA = {"split_merge": 5e-8, "fork_join": 1.5e-7}
-SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
-
-
 def run_simulate(args) -> int:
     import numpy as np
 
-    from ..core.inputs import check_cost, check_grid, check_output, in_flag_terms
+    from ..core.inputs import check_output, in_flag_terms
     from ..core.validate import positive_finite
     from ..core.io import write_netcdf
     from ..core.precision import from_flags as precision_from_flags
@@ -189,7 +181,7 @@ def run_simulate(args) -> int:
     from ..core.runlength import format_length, from_dataset, status, warning
     from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
     from .solve import exact_results
-    from .simulate import DEFAULT_PERCENTILE, _plan, simulate
+    from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
 
     _hosts_cost(args.hosts, args.replicas)
     spec = _spec(args, args.model)
@@ -214,15 +206,7 @@ def run_simulate(args) -> int:
     if args.replications is not None and args.replications < 1:
         raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
     reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
-    check_grid(args.t_max, args.dt, 8.0 * (4 * reps + 8), f"the delay and latency histograms of each of {reps} "
-               "replications and the summary")
-    simulated = (plan[0] + plan[2]) if args.horizon is None else spec.arrival_rate * plan[1]
-    events = float(simulated) * reps
-    per = SECONDS_PER_WORKUNIT + spec.replicas * (SECONDS_PER_REPLICA[spec.model]
-                                                  + SECONDS_PER_REPLICA_AND_HOST[spec.model] * spec.hosts)
-    check_cost("--workunits/--horizon/--replications" if args.horizon is None else "--horizon/--replications",
-               seconds=events * per, what=f"{events:.3g} workunits of {spec.replicas} replicas over {reps} "
-                                          f"replication{'s' * (reps > 1)}, ~{per:.2g} s each")
+    admit_cost(spec, plan, reps)  # the API admits the same estimate (sojourn.split_merge.cost.simulate)
     check_output(args.output, "--output", mkdir=args.mkdir)
     t0 = time.perf_counter()
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
@@ -313,14 +297,15 @@ def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from ..core.progress import reporter
-    from .best import best, candidates, half_width_text, parse_criterion
+    from .best import admit_cost, best, candidates, half_width_text, parse_criterion
 
     from ..core.validate import integer_at_least
 
     integer_at_least("--top", args.top, 1)
     try:
         parse_criterion(args.criterion)
-        _hosts_cost(args.hosts, 1)
+        admit_cost(args.hosts, args.replica_law, args.quorum_min, args.max_replicas, args.workunits, args.replications,
+                   args.model, 0.01, 200.0)
         candidates(args.hosts, args.arrival_rate, args.replica_law, args.quorum_min, args.max_replicas)
         integer_at_least("--workunits", args.workunits, 1)
         integer_at_least("--replications", args.replications, 1)
