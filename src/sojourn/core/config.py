@@ -4,6 +4,7 @@ to rules."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
@@ -46,10 +47,17 @@ def load_schema(schema) -> dict:
     a ``default`` replaced): so every study's schema takes the shared blocks and fills in their defaults."""
     if isinstance(schema, dict):
         return schema
+    path = Path(schema).resolve()
+    return _load_schema(str(path), path.stat().st_mtime)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_schema(path: str, mtime: float) -> dict:
+    """The inlined schema of a file, read once per process and version of the file (validation only reads it)."""
     import yaml
 
-    path = Path(schema)
-    return _stored_integers(_inline(yaml.safe_load(path.read_text()), path.parent, {}))  # (its $defs stay too)
+    p = Path(path)
+    return _stored_integers(_inline(yaml.safe_load(p.read_text()), p.parent, {}))  # (its $defs stay too)
 
 
 def _stored_integers(node, key: str | None = None):

@@ -183,8 +183,10 @@ def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
     from ..core.io import read_netcdf
 
     sim = settings["simulation"]
-    cooldown = sim.get("cooldown")
-    window = float(sim["horizon"]) - float(sim["warmup"]) - float(sim["warmup"] if cooldown is None else cooldown)
+    from ..core.replications import check_window
+
+    H, W, C = check_window(float(sim["horizon"]), sim.get("warmup"), sim.get("cooldown"))  # null: the defaults
+    window = H - W - C
     ds = read_netcdf(comparison_path)
     rows = build_accuracy(ds, window=window, mu=float(settings.get("mu", 1.0)),
                           min_tail_customers=float(settings.get("min_tail_customers", MIN_TAIL_CUSTOMERS)))

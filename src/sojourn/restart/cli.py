@@ -147,7 +147,10 @@ def _load(args):
     from .files import load_model
     from .solve import solve
 
-    net = load_model(args.model, check_stable=False)
+    try:
+        net = load_model(args.model, check_stable=False)
+    except ValueError as exc:  # the file's own errors name its keys; the line names the flag that gave it
+        raise ValueError(f"--model {args.model}: {exc}") from None
     if args.signal_rate is not None:
         try:
             net = net.with_signal_rate(args.signal_rate, args.queue)
@@ -306,7 +309,7 @@ def run_optimise(args) -> int:
     except ValueError as exc:  # the library's verdicts on the search interval and the sweep, in flag terms
         from ..core.inputs import in_flag_terms
 
-        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus"})) from None
+        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus", "queue": "--queue"})) from None
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
     for line in report_lines(ds):

@@ -45,6 +45,25 @@ def check_config(cfg: dict) -> None:
             precision_for(cfg, x)
         except ValueError as exc:
             raise ConfigError(f"split_merge.{exc}") from None
+        _check_cost(key, e, found)
+
+
+def _check_cost(key: str, e: dict, found: list) -> None:
+    """Each Dask task of experiment ``key`` (one replication of one cell) admitted by the guard before any job
+    (limits from SOJOURN_MAX_TIME / SOJOURN_MAX_MEMORY or the defaults), naming the config keys."""
+    from ..core.guard import admit_parts, naming
+    from .cost import simulate as simulate_cost
+
+    names = {"workunits": f"{key}.workunits", "horizon": f"{key}.workunits", "replications": f"{key}.workunits",
+             "hosts": f"{key}.hosts",
+             "t_max": f"{key}.time_grid.t_max", "dt": f"{key}.time_grid.dt"}
+    tg = e["time_grid"]
+    try:
+        with naming(names, "config"):
+            for c in found:
+                admit_parts(simulate_cost(c["spec"], c["workunits"] + c["warmup"], 1, tg["dt"], tg["t_max"]))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def laws(e: dict) -> dict:
