@@ -1,8 +1,10 @@
 """Command-line entry point ``sojourn``: every registered study adds its own sub-commands.
 
 Errors end in one line ``sojourn <command>: error: <flag or field>: <reason>`` and an exit status:
-2 for invalid input (a bad flag value, an unknown flag or command, an output that cannot be written,
-all detected before any compute), 1 for an operating-system error while running (disk full, …).
+2 for invalid input (a bad flag value, an unknown flag or command, flags that need or exclude each other, an
+output that cannot be written, a request predicted above the time or memory limits: all detected before any
+compute, by :mod:`sojourn.core.guard`), 1 for an operating-system error while running (disk full, …), 3 for a
+run stopped by the watchdog past the limits its flags or the environment set.
 """
 from __future__ import annotations
 
@@ -138,7 +140,11 @@ def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[st
 
 
 def main(argv=None) -> int:
-    """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
+    """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status. From the command line
+    (``argv`` None) the run is also held to the limits the flags or the environment set, once it has started
+    (:func:`sojourn.core.guard.watchdog`: a request the cost models admitted that then runs past ``--max-time`` or
+    grows past ``--max-memory`` ends in one line, status 3)."""
+    console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
     try:
@@ -146,22 +152,33 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     from .core.guard import naming
+    from .core.inputs import in_flag_terms
     from .core.progress import enabled
 
+    names = {**getattr(args, "flag_names", {}), **getattr(args, "extra_names", {})}
+    group = getattr(args, f"{args.command.replace('-', '_')}_command", None)  # split-merge exact, restart solve …
+    command = f"{args.command} {group}" if group else args.command
     try:
         _limits(args)
         # the library's refusals name this command's flags; long runs show their progress on stderr
-        with naming({**getattr(args, "flag_names", {}), **getattr(args, "extra_names", {})}, "cli"), enabled():
+        import contextlib
+
+        from .core.guard import watchdog
+
+        with naming(names, "cli"), enabled(), (watchdog(command) if console else contextlib.nullcontext()):
             return int(args.func(args) or 0)
     except ValueError as exc:
-        print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if "--" not in message and names:  # a library's check that names its field, not the flag: say the flag
+            message = in_flag_terms(message, names)
+        print(f"sojourn {command}: error: {message}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno == errno.ENOSPC:  # a full device: one line naming the file (sojourn.core.integrity.NoSpace)
-            print(f"sojourn {args.command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
+            print(f"sojourn {command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
             return 1
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"sojourn {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

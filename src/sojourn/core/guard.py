@@ -405,6 +405,7 @@ class Estimate:
 
 
 _ADMITTED: contextvars.ContextVar = contextvars.ContextVar("sojourn_guard_admitted", default=None)
+_LAST: dict = {"admitted": None}
 
 
 #: how a limit is raised on purpose, by where the request comes from (:func:`naming`)
@@ -441,6 +442,7 @@ def admit(estimate: Estimate, *, memory_drivers: str | None = None, memory_what:
     if not record:
         return estimate
     _ADMITTED.set(estimate)
+    _LAST["admitted"] = estimate  # for the threads that watch a run (they do not see this context)
     from .progress import announce as _announce
 
     _announce(estimate, force=announce)
@@ -637,14 +639,19 @@ def _rss() -> float:
         return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+#: the watchdog's grace over a time limit (the limit is on the predicted compute; imports, start-up and a loaded
+#: machine come on top): it stops a run past GRACE_FACTOR x the limit + GRACE_SECONDS
+GRACE_FACTOR, GRACE_SECONDS = 1.5, 5.0
+
+
 @contextlib.contextmanager
 def watchdog(command: str, interval: float = 0.25):
     """Hold the run of ``command`` to the limits (:func:`limits`) set from the flags or the environment (not the
     defaults: a request under them was admitted on a prediction, and the machine's load may slow it): past
-    ``--max-time`` / ``SOJOURN_MAX_TIME`` of wall time, or with this process's resident memory past
-    ``--max-memory`` / ``SOJOURN_MAX_MEMORY``, print one line and end the process with :data:`WATCHDOG_STATUS`
-    (worker processes it started end with it: their pools watch their parent). For the console script only (it
-    ends the process)."""
+    ``--max-time`` / ``SOJOURN_MAX_TIME`` of wall time (with :data:`GRACE_FACTOR` and :data:`GRACE_SECONDS`), or
+    with this process's resident memory grown past ``--max-memory`` / ``SOJOURN_MAX_MEMORY``, print one line and
+    end the process with :data:`WATCHDOG_STATUS`. For the console script only (it ends the process); a cost model
+    that missed then ends in one line, not in a hang."""
     mem, mem_src, sec, sec_src = limits()
     watch_mem = mem_src != f"{100 * MEMORY_SHARE:g} % of the available memory" and math.isfinite(mem)
     watch_sec = sec_src != "the default" and math.isfinite(sec)
@@ -652,18 +659,20 @@ def watchdog(command: str, interval: float = 0.25):
         yield
         return
     stop = threading.Event()
-    t0 = time.monotonic()
+    t0, rss0 = time.monotonic(), _rss()
+    _LAST["admitted"] = None
 
     def run():
         while not stop.wait(interval):
             elapsed = time.monotonic() - t0
             what = None
-            if watch_sec and elapsed > sec:
+            if watch_sec and elapsed > GRACE_FACTOR * sec + GRACE_SECONDS:
                 what = f"ran past the time limit {format_seconds(sec)} ({sec_src})"
-            elif watch_mem and _rss() > mem:
-                what = f"grew past the memory limit {format_bytes(mem)} ({mem_src}): {format_bytes(_rss())} resident"
+            elif watch_mem and _rss() - rss0 > mem:
+                what = (f"grew past the memory limit {format_bytes(mem)} ({mem_src}): {format_bytes(_rss() - rss0)} "
+                        "more than at its start")
             if what:
-                est = admitted()
+                est = _LAST["admitted"]
                 pred = (f"; it was predicted to take {format_seconds(est.seconds)} and "
                         f"{format_bytes(est.memory)} ({est.what})" if est is not None else "")
                 sys.stderr.write(f"\nsojourn {command}: error: stopped: the run {what} after "

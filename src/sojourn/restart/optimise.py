@@ -137,6 +137,11 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     if not g > 0:
         raise ValueError(f"bounds: the optimal signal rate is {g:g} (no restarts); nothing to compare with timeouts")
     taus = default_taus(g) if taus is None else np.asarray([positive_finite("taus", float(t)) for t in taus])
+    for t in taus.tolist():  # each is a deterministic timeout law's mean: within what a law takes
+        try:
+            Deterministic(float(t))
+        except ValueError as exc:
+            raise ValueError(f"taus: {t:g}: {exc}") from None
     if len(set(taus.tolist())) != len(taus):
         dup = next(t for t in taus.tolist() if taus.tolist().count(t) > 1)
         raise ValueError(f"taus: {dup:g} is given twice in {' '.join(f'{t:g}' for t in taus)}; give each timeout once")
