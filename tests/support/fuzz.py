@@ -37,6 +37,50 @@ HOSTILE = ["0", "-1", "-0", "1e300", "-1e300", "1e-300", "inf", "-inf", "nan", "
            "exponential:rate=1e-300", "gamma:shape=1e-300", "phasetype:alpha=1/0,T=-1/2|0/-2", "erlang:k=100000000",
            "jsq-d:0", "limited:0", "capacitated:-1", "percentile:100", "cdf", "mean:3", "example9", "\t", "a\x00b"]
 
+#: hostile numbers inside structured texts (law parameters, times, rates, percent lists, dispatch forms)
+NUMBERS = ["0", "-1", "1e300", "-1e300", "1e-300", "inf", "nan", "1e9", "1e-9", "18446744073709551616", "0.5", "2",
+           "", "x"]
+
+
+@st.composite
+def hostile_laws(draw):
+    """A law of the registry (sojourn.core.distributions.LAWS: new laws are drawn too) with hostile parameters."""
+    from dataclasses import fields
+
+    from sojourn.core.distributions import LAWS
+
+    name = draw(st.sampled_from(sorted(LAWS)))
+    params = [f.name for f in fields(LAWS[name])] + ["mean"]
+    chosen = draw(st.lists(st.sampled_from(params), min_size=0, max_size=3))
+    values = []
+    for k in chosen:
+        v = draw(st.one_of(st.sampled_from(NUMBERS), st.lists(st.sampled_from(NUMBERS), min_size=1,
+                                                                max_size=3).map("/".join)))
+        values.append(f"{k}={v}")
+    return name + (":" + ",".join(values) if values else "")
+
+
+def _with_units(units):
+    return st.builds(lambda n, u: f"{n}{u}", st.sampled_from(NUMBERS), st.sampled_from(units))
+
+
+#: hostile structured values by family (drawn besides HOSTILE)
+STRUCTURED = {
+    "law": hostile_laws(),
+    "time": _with_units(["s", "ms", "us", "ns", " ms", "parsecs", "h"]),
+    "rate": _with_units(["/s", "/ms", "/ns", " Hz", "/fortnight", "/"]),
+    "percent-list": st.lists(st.sampled_from(NUMBERS), min_size=1, max_size=5).map(",".join),
+    "precision": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["percentile", "mean", "cdf", "median"]),
+                           st.sampled_from(NUMBERS)),
+    "dispatch": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["jsq-d", "jsq", "random"]), st.sampled_from(NUMBERS)),
+    "discipline": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["limited", "capacitated", "ps"]),
+                            st.sampled_from(NUMBERS)),
+    "probability": st.builds(lambda n, u: f"{n}{u}", st.sampled_from(NUMBERS), st.sampled_from(["", "%"])),
+    "size": _with_units(["", "k", "M", "G", "P", "b", "x"]),
+    "duration": _with_units(["", "s", "m", "h", "d", "ms"]),
+    "criterion": st.builds(lambda n: f"p{n}", st.sampled_from(NUMBERS)),
+}
+
 #: valid values by a flag kind's family (a baseline command stays quick with them)
 FAMILIES = {
     "int": st.integers(1, 4).map(str),
@@ -129,6 +173,10 @@ def flag_strategy(action):
                                  f"{kind.family!r} (tests/support/fuzz.py FAMILIES)")
         valid = FAMILIES[kind.family]
     hostile = st.sampled_from(HOSTILE)
+    if kind.family in STRUCTURED:
+        hostile = st.one_of(hostile, STRUCTURED[kind.family])
+    if kind.family == "model":
+        hostile = st.one_of(hostile, hostile_models())
     if kind.family == "output" and SPECIAL_FILE_OUTPUTS:
         hostile = st.one_of(hostile, st.sampled_from(["{fifo}", "{device}", "{socket}", "{tmp}"]))
     one = st.one_of(valid, hostile, hostile)
@@ -197,6 +245,59 @@ def _is_number(tok: str) -> bool:
         return False
 
 
+# -- model files: every key of the restart model schema -----------------------------------------------------------
+MODEL_BASE = {"name": "m", "queues": [{"name": "q", "signal_rate": 0.5, "restart": "anew", "classes": [
+    {"name": "job", "arrival_rate": 0.3, "success": [0.5, 0.5], "restart_to": {"job": 1.0},
+     "service": {"rates": [2.0, 3.0], "entry": [1.0, 0.0], "H": [[0.0, 1.0], [0.0, 0.0]]}}]}]}
+MODEL_VALUES = [0, -1, 1e300, -1e300, 1e-300, 2**64, float("inf"), float("nan"), "", "x", [], [1e300, 1e-300], {},
+                None, 100_000_000, [[1e300]], True]
+
+
+def model_leaves():
+    """(key path, schema) of every leaf of the restart model schema (sojourn.restart.schema.MODEL_SCHEMA: new keys are
+    drawn too), a list's items at ``[0]``."""
+    from sojourn.restart.schema import MODEL_SCHEMA
+
+    out = []
+
+    def walk(node, path):
+        if node.get("type") == "array" and isinstance(node.get("items"), dict) and node["items"].get("properties"):
+            walk(node["items"], path + "[0]")
+            return
+        props = node.get("properties")
+        if props:
+            for k, sub in props.items():
+                walk(sub, f"{path}.{k}" if path else k)
+            return
+        alts = node.get("oneOf")
+        if alts and any(a.get("properties") for a in alts):
+            for a in alts:
+                for k, sub in (a.get("properties") or {}).items():
+                    out.append((f"{path}.{k}", sub))
+            return
+        out.append((path, node))
+
+    walk(MODEL_SCHEMA, "")
+    return out
+
+
+@st.composite
+def hostile_models(draw):
+    """A model file (its YAML text, as ``{modeltext:…}``): the base model with one key set to a hostile value."""
+    import copy
+    import json
+
+    d = copy.deepcopy(MODEL_BASE)
+    path, _ = draw(st.sampled_from(model_leaves()))
+    value = draw(st.sampled_from(MODEL_VALUES))
+    if path.endswith(".erlang") or path.endswith(".rate"):  # the erlang form of the service
+        d["queues"][0]["classes"][0]["service"] = {"erlang": 2, "rate": 2.0}
+    elif path.endswith(".T") or path.endswith(".alpha"):
+        d["queues"][0]["classes"][0]["service"] = {"alpha": [1.0, 0.0], "T": [[-2.0, 2.0], [0.0, -3.0]]}
+    set_key(d, path, value)
+    return "{modeltext:" + json.dumps(d, allow_nan=True) + "}"
+
+
 # -- running one drawn command ---------------------------------------------------------------------------------
 class Hang(Exception):
     """An example ran past :data:`WALL_BOUND` (raised by the alarm in the main thread)."""
@@ -254,6 +355,15 @@ def run_in_process(argv: list, folder: Path) -> Outcome:
         fill.update(special_files(folder))
     args = []
     for a in argv:
+        if "{modeltext:" in a:  # a drawn model file: written, then named
+            import json
+
+            import yaml
+
+            text = a[a.index("{modeltext:") + 11:a.rindex("}")]
+            drawn = folder / "drawn-model.yaml"
+            drawn.write_text(yaml.safe_dump(json.loads(text)))
+            a = a[:a.index("{modeltext:")] + str(drawn)
         for k, v in fill.items():
             a = a.replace(k, v)
         args.append(a)
@@ -265,6 +375,8 @@ def run_in_process(argv: list, folder: Path) -> Outcome:
     before = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, WALL_BOUND)
     peak0, t0 = _peak(), time.perf_counter()
+    cwd = os.getcwd()
+    os.chdir(folder)  # a drawn relative output lands in the example's folder, never in the checkout
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -272,6 +384,7 @@ def run_in_process(argv: list, folder: Path) -> Outcome:
             except SystemExit as exc:
                 status = exc.code if isinstance(exc.code, int) else 2
     finally:
+        os.chdir(cwd)
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
     return Outcome(int(status), out.getvalue(), err.getvalue(), time.perf_counter() - t0, _peak() - peak0)
@@ -383,19 +496,33 @@ def key_strategy(schema: dict):
 
 
 def set_key(cfg: dict, path: str, value) -> None:
-    """``cfg`` with the key ``path`` (``a.b[0]``, ``a.*``: a new key ``fuzzed``) set to ``value``."""
-    parts = path.replace("[0]", ".[0]").split(".")
+    """``cfg`` with the key ``path`` set to ``value``: ``a.b`` a mapping key, ``a[0]`` the first item of a list
+    (made if missing), ``a.*`` a new key ``fuzzed`` of a free mapping."""
+    import re
+
+    parts = [p for p in re.split(r"\.|(?=\[0\])", path) if p]
     node = cfg
-    for i, p in enumerate(parts[:-1]):
-        p = "fuzzed" if p == "*" else p
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
         if p == "[0]":
+            if not isinstance(node, list):
+                return
+            if last or not node:
+                if node:
+                    node[0] = value
+                else:
+                    node.append(value)
+                return
+            if not isinstance(node[0], (dict, list)):
+                node[0] = {} if parts[i + 1] != "[0]" else []
+            node = node[0]
             continue
-        nxt = node.get(p) if isinstance(node, dict) else None
-        if parts[i + 1] == "[0]":
-            node[p] = [value] if not isinstance(nxt, list) or not nxt else [value, *nxt[1:]]
+        key = "fuzzed" if p == "*" else p
+        if not isinstance(node, dict):
             return
-        if not isinstance(nxt, dict):
-            nxt = node[p] = {}
-        node = nxt
-    last = "fuzzed" if parts[-1] == "*" else parts[-1]
-    node[last] = value
+        if last:
+            node[key] = value
+            return
+        if not isinstance(node.get(key), (dict, list)):
+            node[key] = [] if parts[i + 1] == "[0]" else {}
+        node = node[key]

@@ -44,6 +44,15 @@ def choice(field: str, value, choices) -> str:
 
 
 def check_output(path, flag: str = "--output", mkdir: bool = False) -> Path:
+    """:func:`_check_output`; a path the file system refuses outright (a name too long, a NUL) is said in one line
+    naming ``flag`` (issue 32: ``OSError: File name too long`` ended such a command with status 1)."""
+    try:
+        return _check_output(path, flag, mkdir)
+    except OSError as exc:
+        raise ValueError(f"{flag} {str(path)[:200]}: {exc.strerror or exc}") from None
+
+
+def _check_output(path, flag: str = "--output", mkdir: bool = False) -> Path:
     """Make sure a result file can be written at ``path`` before anything is computed.
 
     The folder must exist (with ``mkdir=True`` missing folders are created, never silently otherwise),

@@ -371,9 +371,13 @@ def check_accuracy(path, field: str = "accuracy") -> AccuracyTable:
     from .naming import ALL_METHODS
 
     p = Path(path)
-    if not p.is_file():
+    try:
+        found = p.is_file()
+        size = p.stat().st_size if found else 0
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{field} {str(path)[:200]}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not found:
         raise ValueError(f"{field} {path}: no such file")
-    size = p.stat().st_size
     if size > MAX_TABLE_BYTES:
         raise ValueError(f"{field} {path}: {size / 2**20:.0f} MiB, larger than an accuracy table can be "
                          f"({MAX_TABLE_BYTES / 2**20:.0f} MiB)")

@@ -172,9 +172,11 @@ def _flag_terms(message: str) -> str:
 
 
 def run_solve(args) -> int:
+    from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import closed_form, solve
 
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before any compute, as every command
     net = _load(args)
     sol = solve(net)
     write_netcdf(sol.to_dataset(), args.output)

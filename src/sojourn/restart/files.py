@@ -21,9 +21,13 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
     queue) or a non-converging fixed point is rejected here, naming the queue.
     """
     p = Path(str(path_or_name))
-    if not p.suffix and not p.exists() and (EXAMPLES_DIR / f"{p.name}.yaml").is_file():
-        p = EXAMPLES_DIR / f"{p.name}.yaml"
-    if not p.is_file():
+    try:
+        if not p.suffix and not p.exists() and (EXAMPLES_DIR / f"{p.name}.yaml").is_file():
+            p = EXAMPLES_DIR / f"{p.name}.yaml"
+        found = p.is_file()
+    except (OSError, ValueError):  # a name the file system refuses (too long, a NUL): no such file
+        found = False
+    if not found:
         known = sorted(f.stem for f in EXAMPLES_DIR.glob("*.yaml"))
         raise ValueError(f"model must be a YAML model file or one of {known}; got {str(path_or_name)!r}")
     from ..core.guard import load_yaml
