@@ -25,6 +25,12 @@ class Parser(argparse.ArgumentParser):
     """An ArgumentParser that names an unknown flag (with "did you mean …") before complaining about
     missing required ones, and suggests the closest command for a misspelt one."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value that is a negative number, written as people write numbers (-1e300, -inf): argparse's own
+        # matcher knows only -1 and -1.5, and took -1e300 in `--taus 2 -1e300` for an unknown flag
+        self._negative_number_matcher = _NUMBER
+
     def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
         self._given: set = set()

@@ -162,6 +162,11 @@ def _load(args):
             except ValueError as exc:
                 where = f" at --queue {args.queue}" if args.queue is not None else ""
                 raise ValueError(f"--signal-rate {args.signal_rate:g}{where}: {exc}") from None
+    elif getattr(args, "semantics", "signal") == "signal":  # the model's own signals: solvable and stable
+        try:
+            solve(net)
+        except ValueError as exc:
+            raise ValueError(f"--model {args.model}: {exc}") from None
     return net
 
 

@@ -107,6 +107,18 @@ class JobClass:
             phase_type.validate(entry, T, name=f"{p}.service")
         except ValueError as exc:
             raise ValueError(f"{exc} (phase routing H of {p} never ends service from some phase)") from None
+        from ..core.distributions import MEAN_RANGE
+        from ..core.guard import derived
+
+        mean = derived(f"{p}.service", lambda: float(phase_type.mean(entry, T)), "the mean service time",
+                       "the phase rates are too large or too small")
+        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:  # the rule every law keeps (sojourn.core.distributions)
+            raise ValueError(f"{p}.service: the mean service time is {mean:.3g}; it must be within "
+                             f"[{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}] (its square and 1/mean² stay finite doubles)")
+        for i, r in enumerate(rates):
+            if not MEAN_RANGE[0] <= 1.0 / r <= MEAN_RANGE[1]:
+                raise ValueError(f"{p}.service.rates[{i}]: {r:g} is outside [{1 / MEAN_RANGE[1]:g}, "
+                                 f"{1 / MEAN_RANGE[0]:g}] (a phase's mean 1/rate within the range every law keeps)")
         success = (1.0,) * P if self.success is None else self.success
         if isinstance(success, (int, float)) and not isinstance(success, bool):
             success = (success,) * P
