@@ -108,6 +108,9 @@ CASES = [
     ("fuzz-model-signal-rate-2**64", ["restart", "simulate", "-m", "{file:HUGE_SIGNALS}", "--horizon", "1000"],
      ["--model", "signal_rate"]),
     ("fuzz-model-phase-rates-1e300", ["restart", "solve", "-m", "{file:WILD_RATES}"], ["--model", "mean service time"]),
+    ("fuzz-law-list-for-a-number", ["split-merge", "simulate", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5",
+                                    "--replica-law", "deterministic:mean=0.5/inf/1e-300"],
+     ["--replica-law", "must be one number"]),
     ("fuzz-negative-exponent-in-a-list", ["restart", "optimise", "-m", "example2", "--taus", "2", "0.8", "-1e300"],
      ["--taus must be in (0, inf)"]),
 ]

@@ -587,6 +587,9 @@ def parse_law(text: str, mean: float | None = None) -> Distribution:
         except ValueError:
             raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be a number "
                              "(lists: a/b/c, matrices: rows a/b|c/d)") from None
+        listed = {f.name: str(f.type) == "tuple" for f in fields(LAWS[name])}
+        if isinstance(kwargs[key], tuple) and not listed.get(key, False):  # a list where one number belongs
+            raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be one number")
     want_mean = kwargs.pop("mean", None)
     if want_mean is not None:
         mean = float(want_mean)
