@@ -111,7 +111,8 @@ elif kind == "net":
     from sojourn.restart.solve import solve
     d = {"name": "big", "queues": [{"name": "q", "classes": [{"name": "job", "arrival_rate": 0.01,
                                                             "service": {"erlang": k, "rate": float(k)}}]}]}
-    parts = [cost.network(cost.phase_counts(d))]
+    from sojourn.restart.model import network, phase_counts
+    parts = [network(phase_counts(d))]
     warm = lambda: solve(model_from_dict({**d, "queues": [{"name": "q", "classes": [{"name": "job",
                      "arrival_rate": 0.01, "service": {"erlang": 3, "rate": 3.0}}]}]}))
     run = lambda: solve(model_from_dict(d))

@@ -61,7 +61,7 @@ def test_sweep_predicted_over_the_time_limit_is_refused_before_it_runs(tmp_path,
     assert main(SHORT + ["--taus", "0.3", "0.6", "--max-time", "1e-6", "-o", str(out)]) == 2
     cap = capsys.readouterr()
     err = cap.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sojourn restart: error: --horizon/--replications/--taus: this request "
+    assert len(err) == 1 and err[0].startswith("sojourn restart optimise: error: --horizon/--replications/--taus: this request "
                                                "is predicted to take about "), err
     assert "4 runs x 3 replications" in err[0] and "--max-time DURATION" in err[0]
     assert "[1/4]" not in cap.err and not out.exists()

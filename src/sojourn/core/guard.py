@@ -45,6 +45,22 @@ INT_MAX = 2**63 - 1
 SEED_MAX = 2**64 - 1
 
 
+def did_you_mean(word, choices, n: int = 1) -> str:
+    """``"; did you mean 'x'?"`` (or ``'x' or 'y'`` for n > 1) when ``word`` is close to one of ``choices``
+    (difflib ratio >= 0.6, case-insensitive), else ``""``. Append it to the message of an unknown name."""
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    by_lower: dict[str, str] = {}
+    for c in choices:
+        by_lower.setdefault(str(c).lower(), str(c))
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
+
+
 # -- names: the caller's terms ---------------------------------------------------------------------------------
 _NAMES: contextvars.ContextVar = contextvars.ContextVar("sojourn_guard_names", default=({}, "api"))
 
@@ -226,8 +242,6 @@ class Choice(Kind):
     def check(self, name, value):
         if value in self.choices:
             return value
-        from .inputs import did_you_mean
-
         head = f"{term(name)} must be" if name else "must be"
         raise ValueError(f"{head} {self.what}; got {value!r}{did_you_mean(value, self.choices)}")
 
@@ -406,7 +420,12 @@ class Estimate:
 
 _ADMITTED: contextvars.ContextVar = contextvars.ContextVar("sojourn_guard_admitted", default=None)
 _LAST: dict = {"admitted": None}
+#: called with each admitted estimate (``hook(estimate, force=...)``): sojourn.core.progress announces it
+ON_ADMIT: list = []
 
+
+#: a request predicted to take less is never refused for its time, whatever the limit (no model tells that much)
+MIN_SECONDS = 0.1
 
 #: how a limit is raised on purpose, by where the request comes from (:func:`naming`)
 _HOW = {"cli": "{flag} (or {env})", "config": "{env} in the environment of the pipeline run",
@@ -426,6 +445,8 @@ def admit(estimate: Estimate, *, memory_drivers: str | None = None, memory_what:
     seconds, memory = float(estimate.seconds), float(estimate.memory)
     if math.isnan(seconds) or math.isnan(memory):  # a cost model that cannot tell: its inputs are out of range
         seconds = memory = math.inf
+    if seconds < MIN_SECONDS:  # below what a time model can tell: never refused for its time
+        seconds = 0.0
     if memory > mem_limit:
         flags = term(memory_drivers or estimate.drivers)
         how = _HOW[where].format(flag="--max-memory SIZE", env=f"{MEMORY_ENV}=SIZE")
@@ -443,9 +464,8 @@ def admit(estimate: Estimate, *, memory_drivers: str | None = None, memory_what:
         return estimate
     _ADMITTED.set(estimate)
     _LAST["admitted"] = estimate  # for the threads that watch a run (they do not see this context)
-    from .progress import announce as _announce
-
-    _announce(estimate, force=announce)
+    for hook in ON_ADMIT:  # progress announces it (sojourn.core.progress registers itself)
+        hook(estimate, force=announce)
     return estimate
 
 

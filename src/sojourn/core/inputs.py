@@ -5,25 +5,12 @@ Every error is a ``ValueError`` whose message starts with the flag or key the us
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tempfile
 from pathlib import Path
 
-
-def did_you_mean(word, choices, n: int = 1) -> str:
-    """``"; did you mean 'x'?"`` (or ``'x' or 'y'`` for n > 1) when ``word`` is close to one of ``choices``
-    (difflib ratio >= 0.6, case-insensitive), else ``""``. Append it to the message of an unknown name."""
-    if not isinstance(word, str):
-        return ""
-    by_lower: dict[str, str] = {}
-    for c in choices:
-        by_lower.setdefault(str(c).lower(), str(c))
-    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
-    if not close:
-        return ""
-    return "; did you mean " + " or ".join(repr(by_lower[c]) for c in close) + "?"
+from .guard import did_you_mean  # noqa: F401  (the one implementation; imported from here across the project)
 
 
 def in_flag_terms(message: str, flags: dict) -> str:

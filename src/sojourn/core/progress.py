@@ -26,6 +26,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from .guard import ON_ADMIT, admitted, format_bytes, format_seconds
+
 #: seconds a run lasts before its progress appears (short runs stay silent)
 DELAY = 2.0
 #: seconds between the lines of a computation without steps, off a terminal
@@ -60,8 +62,6 @@ def _delay() -> float:
 
 
 def _format(seconds: float) -> str:
-    from .guard import format_seconds
-
     return format_seconds(max(0.0, seconds))
 
 
@@ -84,8 +84,6 @@ def announce(estimate, force: bool = False) -> None:
     if _mode() is None or not (force or estimate.seconds > DELAY) or _ANNOUNCED["done"]:
         return
     _ANNOUNCED["done"] = True
-    from .guard import format_bytes
-
     sys.stderr.write(f"sojourn: estimate: about {_format(estimate.seconds)} and {format_bytes(estimate.memory)} "
                      f"({estimate.what})\n")
     sys.stderr.flush()
@@ -97,8 +95,6 @@ class _Progress:
     def __init__(self, what: str, total: int | None, unit: str, mode: str):
         self.what, self.total, self.unit, self.mode = what, total, unit, mode
         self.done = 0
-        from .guard import admitted
-
         self.estimate = admitted()  # read here: the display's thread does not see the command's context
         self.t0 = time.monotonic()
         self.delay = _delay()
@@ -211,3 +207,6 @@ def reporter(what: str, unit: str = "it"):
             p.update(done, total)
 
         yield report
+
+
+ON_ADMIT.append(announce)

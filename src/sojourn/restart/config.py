@@ -95,15 +95,14 @@ def _check_cost(key: str, net, ex: dict, sim: dict, tg: dict) -> None:
     before any job, and a replication that would run into the kernel's event cap refused (it would report
     'stopped', not a measurement), naming the config keys."""
     from ..core.guard import naming
-    from .simulate import SWEEP_SEMANTICS, admit_cost, spec_for
+    from .cost import Run, admit
 
     names = {"horizon": f"{key}.horizon", "horizon/replications": f"{key}.horizon",
              "t_max": "restart.time_grid.t_max", "dt": "restart.time_grid.dt"}
     try:
         with naming(names, "config"):
-            for r in restart_rates(ex["rates"]):
-                specs = [spec_for(net, s, float(r)) for s in SWEEP_SEMANTICS]
-                admit_cost(specs[:1], float(ex["horizon"]), 1, float(tg["dt"]), float(tg["t_max"]),
-                           int(sim["max_jobs"]), float(sim["max_events"]))
+            for r in restart_rates(ex["rates"]):  # signals at each rate (timeouts: the signal-free network's events)
+                admit([Run(net.with_signal_rate(float(r)), "signal"), Run(net, "timeout")], float(ex["horizon"]), 1,
+                      float(tg["dt"]), float(tg["t_max"]), int(sim["max_jobs"]), float(sim["max_events"]))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

@@ -5,6 +5,7 @@ the same ones. Constants checked by ``python benchmarks/cost_models.py``."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..core.guard import Estimate
 
@@ -16,44 +17,7 @@ SECONDS_PER_EVENT_AND_JOB = 3e-9
 #: timeouts add expiries and restarts to the signal-free network's events: at most this factor (a run that would
 #: exceed it grows its queue and is stopped at max_jobs, which bounds its time)
 TIMEOUT_EVENT_FACTOR = 3.0
-#: a network's dense tables are J x J (phase moves, restart moves, their cumulative copies: 6 of them); its
-#: checks and the traffic equations solve J x J and P x P systems (seconds per J^3)
-TABLES_PER_TYPE_PAIR = 6
-SECONDS_PER_CUBED_TYPE = 2e-9
-
-
-def phase_counts(d: dict) -> list[tuple[str, int]]:
-    """(key path of a class's service, its phases) for every class of a model-file mapping, read before anything
-    is built (an ``erlang: 100000000`` service would otherwise be laid out as a 1e8 x 1e8 matrix)."""
-    out = []
-    for qi, qd in enumerate(d.get("queues") or []):
-        if not isinstance(qd, dict):
-            continue
-        for ci, cd in enumerate(qd.get("classes") or []):
-            svc = cd.get("service") if isinstance(cd, dict) else None
-            if not isinstance(svc, dict):
-                continue
-            path = f"queues[{qd.get('name', qi)}].classes[{cd.get('name', ci)}].service"
-            if isinstance(svc.get("erlang"), int) and not isinstance(svc.get("erlang"), bool):
-                out.append((f"{path}.erlang", int(svc["erlang"])))
-            elif isinstance(svc.get("rates"), list):
-                out.append((f"{path}.rates", len(svc["rates"])))
-            elif isinstance(svc.get("T"), list):
-                out.append((f"{path}.T", len(svc["T"])))
-    return out
-
-
-def network(counts: list[tuple[str, int]]) -> Estimate:
-    """The phase tables of a network whose classes have these phase counts: J x J tables, the classes' P x P
-    checks and the traffic equations."""
-    if not counts:
-        return Estimate()
-    J = float(sum(p for _, p in counts))
-    largest = max(counts, key=lambda c: c[1])
-    return Estimate(SECONDS_PER_CUBED_TYPE * (J**3 + sum(float(p) ** 3 for _, p in counts)),
-                    8.0 * TABLES_PER_TYPE_PAIR * J * J + 8.0 * 4 * sum(float(p) ** 2 for _, p in counts),
-                    largest[0], f"a network of {J:.3g} phase types (largest class: {largest[1]:,} phases): its "
-                                f"{TABLES_PER_TYPE_PAIR} tables of {J:.3g} x {J:.3g}")
+# a network's phase tables (model files: the phase counts) are sized in sojourn.restart.model, which checks them
 
 
 def event_rate(spec) -> tuple[float, float]:
@@ -102,3 +66,32 @@ def simulate(spec, horizon: float, replications: int, dt: float, t_max: float, m
 
 def events_per_replication(spec, horizon: float) -> float:
     return event_rate(spec)[0] * float(horizon)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a simulation's cost depends on: its network and semantics (a SimulationSpec has both)."""
+
+    network: object
+    semantics: str = "signal"
+
+
+def admit(specs, horizon: float, replications: int, dt: float, t_max: float, max_jobs: int = 500,
+          max_events: float = 200_000_000) -> None:
+    """The predicted time and memory of simulating ``specs`` admitted before anything is allocated
+    (:func:`sojourn.core.guard.admit_parts`), and a replication that would need more events than ``max_events``
+    refused: it would stop at the cap and report "stopped", not a measurement (issue 32: --horizon 1e300 ran 34 s
+    into the cap, exit 0)."""
+    from ..core.guard import admit_parts, term
+
+    parts = []
+    for spec in specs:
+        rate = event_rate(spec)[0]
+        if rate * float(horizon) > float(max_events):
+            raise ValueError(f"{term('horizon')}: a replication of horizon {float(horizon):g} needs about "
+                             f"{rate * float(horizon):.3g} events ({rate:.3g} per time unit), more than the "
+                             f"{float(max_events):.3g} at which the kernel stops a run (it would report 'stopped', not "
+                             f"a measurement); lower {term('horizon')} to at most {float(max_events) / rate:.3g}")
+        parts += simulate(spec, horizon, replications, dt, t_max, max_jobs)
+    admit_parts(parts)
+

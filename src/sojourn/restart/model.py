@@ -25,6 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from ..core import phase_type
+from ..core.guard import Estimate
 from ..core.validate import nonnegative_finite, positive_finite, probability
 
 RESTART_MODES = ("anew", "keep_phase")
@@ -383,6 +384,47 @@ class Network:
 
 
 # -- model files ----------------------------------------------------------------------------------------
+#: a network's dense tables are J x J (phase moves, restart moves, their cumulative copies: 6 of them); its
+#: checks and the traffic equations solve J x J and P x P systems (seconds per J^3; benchmarks/cost_models.py)
+TABLES_PER_TYPE_PAIR = 6
+SECONDS_PER_CUBED_TYPE = 2e-9
+
+
+def phase_counts(d: dict) -> list[tuple[str, int]]:
+    """(key path of a class's service, its phases) for every class of a model-file mapping, read before anything
+    is built (an ``erlang: 100000000`` service would otherwise be laid out as a 1e8 x 1e8 matrix)."""
+    out = []
+    for qi, qd in enumerate(d.get("queues") or []):
+        if not isinstance(qd, dict):
+            continue
+        for ci, cd in enumerate(qd.get("classes") or []):
+            svc = cd.get("service") if isinstance(cd, dict) else None
+            if not isinstance(svc, dict):
+                continue
+            path = f"queues[{qd.get('name', qi)}].classes[{cd.get('name', ci)}].service"
+            if isinstance(svc.get("erlang"), int) and not isinstance(svc.get("erlang"), bool):
+                out.append((f"{path}.erlang", int(svc["erlang"])))
+            elif isinstance(svc.get("rates"), list):
+                out.append((f"{path}.rates", len(svc["rates"])))
+            elif isinstance(svc.get("T"), list):
+                out.append((f"{path}.T", len(svc["T"])))
+    return out
+
+
+def network(counts: list[tuple[str, int]]) -> Estimate:
+    """The phase tables of a network whose classes have these phase counts: J x J tables, the classes' P x P
+    checks and the traffic equations."""
+    if not counts:
+        return Estimate()
+    J = float(sum(p for _, p in counts))
+    largest = max(counts, key=lambda c: c[1])
+    return Estimate(SECONDS_PER_CUBED_TYPE * (J**3 + sum(float(p) ** 3 for _, p in counts)),
+                    8.0 * TABLES_PER_TYPE_PAIR * J * J + 8.0 * 4 * sum(float(p) ** 2 for _, p in counts),
+                    largest[0], f"a network of {J:.3g} phase types (largest class: {largest[1]:,} phases): its "
+                                f"{TABLES_PER_TYPE_PAIR} tables of {J:.3g} x {J:.3g}")
+
+
+
 def _service(path: str, svc) -> dict:
     """The service block of a model file: {entry, rates, H} or {alpha, T} (PH) or {erlang: k, rate: r}."""
     if not isinstance(svc, dict):
@@ -417,7 +459,6 @@ def _service(path: str, svc) -> dict:
 def model_from_dict(d: dict) -> Network:
     """Build a :class:`Network` from the model-file mapping (schema: :data:`sojourn.restart.schema.MODEL_SCHEMA`)."""
     from ..core.guard import admit
-    from .cost import network, phase_counts
     from .schema import check_model_dict
 
     check_model_dict(d)

@@ -298,22 +298,11 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
 
 def admit_cost(specs, horizon: float, replications: int, dt: float, t_max: float, max_jobs: int,
                max_events: float) -> None:
-    """The predicted time and memory of simulating ``specs`` (sojourn.restart.cost.simulate) admitted before anything
-    is allocated, and a replication that would need more events than ``max_events`` refused: it would stop at the
-    cap and report "stopped", not a measurement (issue 32: --horizon 1e300 ran 34 s into the cap, exit 0)."""
-    from ..core.guard import admit_parts, term
-    from .cost import event_rate, simulate as simulate_cost
+    """The predicted time and memory of simulating ``specs`` admitted before anything is allocated
+    (:func:`sojourn.restart.cost.admit`)."""
+    from .cost import admit
 
-    parts = []
-    for spec in specs:
-        rate = event_rate(spec)[0]
-        if rate * float(horizon) > float(max_events):
-            raise ValueError(f"{term('horizon')}: a replication of horizon {float(horizon):g} needs about "
-                             f"{rate * float(horizon):.3g} events ({rate:.3g} per time unit), more than the "
-                             f"{float(max_events):.3g} at which the kernel stops a run (it would report 'stopped', not "
-                             f"a measurement); lower {term('horizon')} to at most {float(max_events) / rate:.3g}")
-        parts += simulate_cost(spec, horizon, replications, dt, t_max, max_jobs)
-    admit_parts(parts)
+    admit(specs, horizon, replications, dt, t_max, max_jobs, max_events)
 
 
 def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.RunModel | None:

@@ -169,32 +169,38 @@ def admit_cost(spec, methods, t, hyper) -> None:
 def _exact_within_limits(spec, t, system, kw):
     """``exact`` asked for by name (no ``exact_budget``): its truncation searched within the guard's limits
     (:func:`sojourn.core.guard.limits`: the time, and the tagged states the memory holds) and the state cap
-    ``max_states``. Where the limits stop the search before the truncation reaches its tolerance, the request
-    is refused (:func:`sojourn.core.guard.admit`) with the prediction of the truncation refused; where the state
-    cap stops it first, exact runs at the largest caps within it and flags ``truncation_not_reached``."""
+    ``max_states`` (:func:`sojourn.jsq_ps.solve.exact.exact_plan`: small solves only). Where the limits stop the
+    search before the truncation reaches its tolerance, the request is refused (:func:`sojourn.core.guard.admit`)
+    with the prediction of the truncation refused; else its prediction is admitted (progress counts the time left
+    from it) and exact runs as it always has — where the state cap stops its search first, at the largest caps
+    within it, flagged ``truncation_not_reached``."""
     import math
 
     from ...core.guard import Estimate, admit, limits
     from .budget import BYTES_PER_TAGGED_STATE
+    from .exact import exact_plan
 
     mem_limit, _, sec_limit, _ = limits()
     cap = int(kw.get("state_budget", 400_000))
     mem_cap = int(min(mem_limit / BYTES_PER_TAGGED_STATE, 2**62)) if math.isfinite(mem_limit) else 2**62
     lam, mu, R = spec.arrival_rate, spec.service_rate, spec.servers
-    args = dict(kw, state_budget=min(cap, mem_cap), max_seconds=sec_limit if math.isfinite(sec_limit) else 1e300)
-    try:
-        return exact_sojourn_cdf(lam, mu, R, t, system=system, **args)
-    except ExactOverBudget as exc:
-        plan = exc.plan
+    eps = kw.get("eps", 1e-10)
+    t_max = float(np.max(t)) if np.size(t) else 0.0
+    plan = exact_plan(lam, mu, R, t_max, eps, min(cap, mem_cap), sec_limit if math.isfinite(sec_limit) else 1e300,
+                      kw.get("M"), kw.get("D"))
+    what = f"exact's tagged chain at R = {R}, rho = {spec.load:.4g}"
+    if not plan["fits"]:
         need = float(plan.get("refused_states") or 0)
-        what = (f"exact's tagged chain at R = {R}, rho = {spec.load:.4g} needs more than {need:.3g} states "
-                f"(system states x R) to reach its truncation {kw.get('eps', 1e-10):g}")
+        refused = f"{what} needs more than {need:.3g} states (system states x R) to reach its truncation {eps:g}"
         if plan.get("bound_by") == "seconds":
-            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "servers/load", what))
+            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "servers/load", refused))
         if mem_cap < cap:  # the memory, not the state cap, stopped it
-            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "servers/load", what))
-        # the state cap stopped it first: the largest caps within it (and the limits), flagged not reached
-        return exact_sojourn_cdf(lam, mu, R, t, system=system, **dict(kw, M=plan["M"], D=plan["D"]))
+            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "servers/load", refused))
+    states = float(plan["system_states"]) * R
+    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "servers/load",
+                   f"{what}: {plan['system_states']:,} system states, {plan['poisson_terms']:,} uniformised steps"))
+    # the same call as without the guard (its truncation search again: the results stay those of every release)
+    return exact_sojourn_cdf(lam, mu, R, t, system=system, **kw)
 
 
 def _run(spec, methods, t, hyper):
