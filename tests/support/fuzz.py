@@ -290,9 +290,9 @@ def hostile_models(draw):
     d = copy.deepcopy(MODEL_BASE)
     path, _ = draw(st.sampled_from(model_leaves()))
     value = draw(st.sampled_from(MODEL_VALUES))
-    if path.endswith(".erlang") or path.endswith(".rate"):  # the erlang form of the service
+    if path.endswith((".erlang", ".rate")):  # the erlang form of the service
         d["queues"][0]["classes"][0]["service"] = {"erlang": 2, "rate": 2.0}
-    elif path.endswith(".T") or path.endswith(".alpha"):
+    elif path.endswith((".T", ".alpha")):
         d["queues"][0]["classes"][0]["service"] = {"alpha": [1.0, 0.0], "T": [[-2.0, 2.0], [0.0, -3.0]]}
     set_key(d, path, value)
     return "{modeltext:" + json.dumps(d, allow_nan=True) + "}"

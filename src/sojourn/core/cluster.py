@@ -135,11 +135,10 @@ def _workers_problems(n: int, alloc: dict | None = None) -> list[str]:
 
     avail = MEMORY_SHARE * available_memory()
     if n * WORKER_BASE_BYTES > avail:
-        return [f"cluster.n_workers: {n} local workers need at least {format_bytes(n * WORKER_BASE_BYTES)} of memory "
-                f"({format_bytes(WORKER_BASE_BYTES)} each before any task), above {100 * MEMORY_SHARE:g} % of the memory "
-                f"available, {format_bytes(avail)}; "
-                f"at most {max(1, int(avail // WORKER_BASE_BYTES))} fit (the tasks are single-threaded: more workers "
-                f"than the {os.cpu_count() or 1} CPUs bring no speed)"]
+        return [(f"cluster.n_workers: {n} local workers need at least {format_bytes(n * WORKER_BASE_BYTES)} of "
+                 f"memory ({format_bytes(WORKER_BASE_BYTES)} each before any task), above {100 * MEMORY_SHARE:g} % of "
+                 f"the memory available, {format_bytes(avail)}; at most {max(1, int(avail // WORKER_BASE_BYTES))} fit "
+                 f"(the tasks are single-threaded: more workers than the {os.cpu_count() or 1} CPUs bring no speed)")]
     return []
 
 

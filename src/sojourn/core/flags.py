@@ -9,7 +9,17 @@ Argparse-level only: building a parser imports nothing heavy (no numpy, scipy, x
 from __future__ import annotations
 
 from .config import DEFAULT_CONFIDENCE
-from .guard import NONNEGATIVE, POSITIVE, SEED, Amount, Int, Real, Text, excludes, requires
+from .guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    SEED,
+    Amount,
+    Int,
+    Real,
+    Text,
+    excludes,
+    requires,
+)
 
 
 def add_window(p, *, horizon: float, unit: str, settle: str = "", cooldown: bool = True) -> None:

@@ -412,7 +412,7 @@ class Estimate:
     drivers: str = ""
     what: str = ""
 
-    def __add__(self, other: "Estimate") -> "Estimate":
+    def __add__(self, other: Estimate) -> Estimate:
         drivers = "/".join(dict.fromkeys(d for e in (self, other) for d in e.drivers.split("/") if d))
         return Estimate(self.seconds + other.seconds, max(self.memory, other.memory), drivers,
                         "; ".join(w for w in (self.what, other.what) if w))
@@ -464,6 +464,8 @@ def admit(estimate: Estimate, *, memory_drivers: str | None = None, memory_what:
         return estimate
     _ADMITTED.set(estimate)
     _LAST["admitted"] = estimate  # for the threads that watch a run (they do not see this context)
+    if _LAST.get("first") is None:  # the request's own (later ones are its parts: a pair's simulation …)
+        _LAST["first"] = estimate
     for hook in ON_ADMIT:  # progress announces it (sojourn.core.progress registers itself)
         hook(estimate, force=announce)
     return estimate
@@ -507,7 +509,7 @@ def check_grid(t_max: float, dt: float, bytes_per_point: float, what: str, flags
     points = float(t_max) / float(dt) + 1.0
     check_cost(term(flags), memory=points * bytes_per_point, cli=cli,
                what=f"{points:.3g} grid points of t_max {float(t_max):g} / dt {float(dt):g}, {what}")
-    return int(round(points))
+    return round(points)
 
 
 def derived(name: str, compute, what: str, allowed: str = ""):
@@ -680,7 +682,7 @@ def watchdog(command: str, interval: float = 0.25):
         return
     stop = threading.Event()
     t0, rss0 = time.monotonic(), _rss()
-    _LAST["admitted"] = None
+    _LAST["admitted"] = _LAST["first"] = None
 
     def run():
         while not stop.wait(interval):
@@ -692,7 +694,7 @@ def watchdog(command: str, interval: float = 0.25):
                 what = (f"grew past the memory limit {format_bytes(mem)} ({mem_src}): {format_bytes(_rss() - rss0)} "
                         "more than at its start")
             if what:
-                est = _LAST["admitted"]
+                est = _LAST["first"]
                 pred = (f"; it was predicted to take {format_seconds(est.seconds)} and "
                         f"{format_bytes(est.memory)} ({est.what})" if est is not None else "")
                 sys.stderr.write(f"\nsojourn {command}: error: stopped: the run {what} after "

@@ -10,7 +10,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from .guard import did_you_mean  # noqa: F401  (the one implementation; imported from here across the project)
+from .guard import did_you_mean
 
 
 def in_flag_terms(message: str, flags: dict) -> str:
@@ -84,6 +84,18 @@ def _first_non_folder(path: Path) -> Path:
 
 
 # -- predicted cost: the one mechanism is sojourn.core.guard (check 3); its names are kept here for the callers
-from .guard import (DEFAULT_MAX_SECONDS, MEMORY_ENV, MEMORY_SHARE, TIME_ENV, available_memory,  # noqa: E402,F401
-                    check_cost, check_grid, format_bytes, format_seconds, limits, parse_duration, parse_size,
-                    set_limits)
+from .guard import (  # noqa: F401
+    DEFAULT_MAX_SECONDS,
+    MEMORY_ENV,
+    MEMORY_SHARE,
+    TIME_ENV,
+    available_memory,
+    check_cost,
+    check_grid,
+    format_bytes,
+    format_seconds,
+    limits,
+    parse_duration,
+    parse_size,
+    set_limits,
+)

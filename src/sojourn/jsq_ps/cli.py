@@ -10,7 +10,12 @@ from ..core import validate as V
 from ..core.config import DEFAULT_CONFIDENCE
 from ..core.flags import LAW, add_limits, add_output, add_precision, add_run, add_window
 from ..core.guard import POSITIVE, PROBABILITY_OPEN, Choice, Int, Text
-from ..core.inputs import check_cost, check_grid, check_output, choice, did_you_mean, in_flag_terms
+from ..core.inputs import (
+    check_output,
+    choice,
+    did_you_mean,
+    in_flag_terms,
+)
 from .naming import DEFAULT_PERCENTILE
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the

@@ -44,7 +44,6 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
              t_max: float = 182.32, workers: int = 1) -> list[Estimate]:
     """The parts of ``replications`` replications of ``spec`` of length ``horizon`` (Ciw on ``workers`` processes
     at once): the events (time), the histograms over the grid, the servers' state or Ciw's records (memory)."""
-    points = float(t_max) / float(dt) + 1.0
     R = spec.servers
     reps = int(replications)
     events = 2.0 * float(spec.arrival_rate) * float(horizon) * reps
@@ -81,12 +80,15 @@ def grid(t_max: float, dt: float, per_point: float, what: str) -> Estimate:
 #: P n^2 (the grid's steps): `sojourn approximate -R 3 --load 0.5 --method A`, --L2 1000: 4.6 s, 3000: 70 s
 SECONDS_PER_CUBE = 1.6e-9
 SECONDS_PER_STEP = 1.7e-10
-#: seconds per state of a sorted-occupancy chain's solve (sparse LU) and per transition-step of uniformisation
+#: seconds per state of a sorted-occupancy chain's solve (sparse LU), of the corrected methods' spread chain within
+#: its cap (it stops where its truncation is reached, far below the cap at most loads: A* at R = 3, ρ = 0.9, 0.16 s
+#: of CPU), and per transition-step of uniformisation
 SECONDS_PER_CHAIN_STATE = 2e-5
+SECONDS_PER_SPREAD_STATE = 3e-6
 SECONDS_PER_UNIFORMISED_ENTRY = 2e-9
 #: method T: its phase tables' memory is :func:`sojourn.jsq_ps.solve.tail.peak_bytes`; its seconds grow about as
-#: R^3 at D = 2 (R = 100: 6 s, R = 200: 52 s on this machine)
-T_SECONDS_PER_CUBED_SERVER = 6.5e-6
+#: R^3 at D = 2 (CPU: R = 50, ρ = 0.9: 1.45 s; R = 100: 9.4 s; the docs' R = 200: 52 s)
+T_SECONDS_PER_CUBED_SERVER = 1e-5
 #: the corrected methods' tail cut N at most (sojourn.jsq_ps.solve.methods.corrected_size)
 CORRECTED_MAX_N = 6000
 
@@ -97,7 +99,13 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
     chain within its state cap), its tail (dense L2 x L2, or the uniformised chain of N phases), the grid's
     arrays; exact's time is predicted by its own budget (:mod:`sojourn.jsq_ps.solve.budget`, through
     :func:`sojourn.jsq_ps.solve.api.approximate`), T's by its phase tables."""
-    from .naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, chain_bytes, table4_L1
+    from .naming import (
+        CORRECTED_METHODS,
+        DEFAULT_L2,
+        FAITHFUL_METHODS,
+        chain_bytes,
+        table4_L1,
+    )
 
     R = spec.servers
     P = float(points)
@@ -125,7 +133,7 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
                          f"a chain of C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {R}) and its sparse generator")
     else:  # the corrected methods' spread chain: at most state_budget system states (x R entries each)
         cap = float(hyper.get("state_budget", 60_000))
-        chain = Estimate(SECONDS_PER_CHAIN_STATE * cap, cap * (8.0 * R + 24.0 * (R + 2)) * 3,
+        chain = Estimate(SECONDS_PER_SPREAD_STATE * cap, cap * (8.0 * R + 24.0 * (R + 2)) * 3,
                          "max_states" if "state_budget" in hyper else "servers",
                          f"the spread chain within its cap of {cap:.3g} system states")
     n = float(hyper.get("L2", DEFAULT_L2 if method in FAITHFUL_METHODS else CORRECTED_MAX_N))

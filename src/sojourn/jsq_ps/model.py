@@ -141,8 +141,10 @@ class JSQPS:
             theta = positive_finite("ps_threshold", kwargs.get("ps_threshold", 1.0))
         capacity = servers * theta
         lam = load * capacity * mu
+        theta_named = kwargs.get("discipline") == "capacitated"
         arr = _scaled(_as_law(arrivals if arrivals is not None else "exponential", "arrivals"), 1.0 / lam,
-                      "mu/load", "the inter-arrival law rescaled to mean 1/(servers load mu)")
+                      "mu/load" + ("/ps_threshold" if theta_named else ""),
+                      "the inter-arrival law rescaled to mean 1/(servers load mu" + (" θ" if theta_named else "") + ")")
         return cls(servers=servers, interarrival=arr, service=svc, **kwargs)
 
     # -- serialisation ---------------------------------------------------------------------

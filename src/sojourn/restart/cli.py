@@ -9,8 +9,24 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run, add_window
-from ..core.guard import NONNEGATIVE, POSITIVE, PROBABILITY_OPEN, Choice, Int, Text, requires
+from ..core.flags import (
+    LAW,
+    add_group,
+    add_limits,
+    add_output,
+    add_precision,
+    add_run,
+    add_window,
+)
+from ..core.guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY_OPEN,
+    Choice,
+    Int,
+    Text,
+    requires,
+)
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -204,15 +220,21 @@ def run_solve(args) -> int:
 
 
 def run_simulate(args) -> int:
+    from ..core import runlength
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
-    from ..core import runlength
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
     from ..core.replications import WARMUP_FRACTION
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
-    from .solve import solve
+    from ..core.summary import (
+        ci_header,
+        mean_text,
+        percentile_text,
+        round_up,
+        summary_dataset,
+    )
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
+    from .solve import solve
 
     net = _load(args)
     try:
@@ -281,13 +303,12 @@ def run_simulate(args) -> int:
 
 
 def run_optimise(args) -> int:
-    from ..core.io import write_netcdf
-    from .optimise import optimise, report_lines
-
     import math
 
     from ..core import validate as V
     from ..core.inputs import check_cost, limits
+    from ..core.io import write_netcdf
+    from .optimise import optimise, report_lines
 
     lo = V.nonnegative_finite("--bounds LO", args.bounds[0])
     hi = V.positive_finite("--bounds HI", args.bounds[1])

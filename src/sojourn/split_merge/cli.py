@@ -11,7 +11,15 @@ import time
 
 from ..core.config import DEFAULT_CONFIDENCE
 from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run
-from ..core.guard import NONNEGATIVE, POSITIVE, PROBABILITY_OPEN, SEED, Choice, Int, Text
+from ..core.guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY_OPEN,
+    SEED,
+    Choice,
+    Int,
+    Text,
+)
 
 #: latency percentiles in percent, comma separated (checked by the command: :func:`_percentiles`)
 PERCENTILES = Text("percent-list", "percent levels such as 50,90,99")
@@ -174,14 +182,20 @@ def run_simulate(args) -> int:
     import numpy as np
 
     from ..core.inputs import check_output, in_flag_terms
-    from ..core.validate import positive_finite
     from ..core.io import write_netcdf
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
     from ..core.runlength import format_length, from_dataset, status, warning
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
-    from .solve import exact_results
+    from ..core.summary import (
+        ci_header,
+        mean_text,
+        percentile_text,
+        round_up,
+        summary_dataset,
+    )
+    from ..core.validate import positive_finite
     from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
+    from .solve import exact_results
 
     _hosts_cost(args.hosts, args.replicas)
     spec = _spec(args, args.model)
@@ -297,9 +311,8 @@ def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from ..core.progress import reporter
-    from .best import admit_cost, best, candidates, half_width_text, parse_criterion
-
     from ..core.validate import integer_at_least
+    from .best import admit_cost, best, candidates, half_width_text, parse_criterion
 
     integer_at_least("--top", args.top, 1)
     try:

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from ..core.guard import Estimate
 
-#: seconds per simulated workunit, and per replica of it (2 x 500 000 workunits, load 0.9, q = 1, exponential:
-#: split-merge n = 10, r = 2: 1.7e-7 s; r = 10: 1.6e-7 s. Fork-join scans its hosts per replica: n = 100, r = 2:
-#: 5.6e-7 s; n = 100, r = 10, q = 3: 2.0e-6 s; n = 1000, r = 10: 7.0e-6 s)
-SECONDS_PER_WORKUNIT = 2e-7
-SECONDS_PER_REPLICA = {"split_merge": 5e-8, "fork_join": 1.5e-7}
-SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
+#: seconds per simulated workunit, and per replica of it: about twice the CPU seconds benchmarks/cost_models.py
+#: measures (split-merge n = 10, r = 2: 3e-8 s of CPU per workunit; fork-join n = 100, r = 10, q = 3: 4e-7 s),
+#: the wall clock of a busy machine in between (the 2-core machine at load 14: 1.7e-7 s)
+SECONDS_PER_WORKUNIT = 1e-7
+SECONDS_PER_REPLICA = {"split_merge": 2.5e-8, "fork_join": 7.5e-8}
+SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 3e-10}
 #: bytes per host (a winner tree over floor(n/r) super-servers, fork-join's per-host clocks)
 BYTES_PER_HOST = 32.0
-#: seconds of one (r, q) pair's order-statistic moments by quadrature (a law without a phase-type form), and of
-#: its exact values at most (the M/PH/c QBD is solved up to QBD_MAX_PHASES phases: ~1.5 s)
-SECONDS_PER_QUADRATURE = 0.05
+#: seconds of one (r, q) pair's order-statistic moments by quadrature (a law without a phase-type form: 0.27 s of
+#: CPU per pair, lognormal, r <= 4), and a pair's exact values beside its QBD (costed by its phases below)
+SECONDS_PER_QUADRATURE = 0.4
 SECONDS_PER_EXACT_PAIR = 0.05
 
 
@@ -45,29 +45,54 @@ def pairs(quorum_min: int, max_replicas: int) -> float:
     return k * (k + 1) / 2.0
 
 
+#: seconds per cubed phase of a QBD solve (the M/PH/c mean delay: 595 phases ~1.5 s on one core), where it is
+#: attempted (at most QBD_MAX_PHASES phases at level c); beyond, the pair is simulated
+SECONDS_PER_CUBED_QBD_PHASE = 7.1e-9
+#: pairs up to which ``best``'s prediction looks at each one (beyond: the aggregate, which refuses anyway)
+PAIRS_LOOKED_AT = 20_000
+
+
 def best(hosts: int, law, quorum_min: int, max_replicas: int, workunits: int, replications: int, model: str,
          dt: float, t_max: float) -> list[Estimate]:
-    """``best`` over q_min ≤ q ≤ r ≤ min(n, max_replicas), each pair's moments, then (at worst) a simulation of
-    ``replications`` × ``workunits`` (1.1 × with the warm-up) where no exact value exists: the prediction assumes
-    every pair is simulated, so it errs on the long side where many have exact values."""
-    rmax = min(int(hosts), int(max_replicas))
-    n_pairs = pairs(quorum_min, rmax)
+    """``best`` over q_min ≤ q ≤ r ≤ min(n, max_replicas): each pair's moments, then its exact values where it
+    has them (P-K at c = 1, Erlang C for one phase, the QBD up to QBD_MAX_PHASES phases: their cost from the
+    phase counts), else a simulation of ``replications`` × ``workunits`` (1.1 × with the warm-up)."""
+    from math import comb
+
+    from ..core.phase_type import lumped_size
     from .model import as_law
     from .order_stats import ph_representation
+    from .solve import QBD_MAX_PHASES
 
-    rep = ph_representation(as_law(law))
-    per_pair = SECONDS_PER_EXACT_PAIR + (0.0 if rep is not None else SECONDS_PER_QUADRATURE)
-    # the simulated workunits of all pairs: Σ over r of (r - q_min + 1) pairs, each r replicas per workunit
+    n = int(hosts)
+    qmin, rmax = int(quorum_min), min(n, int(max_replicas))
+    n_pairs = pairs(qmin, rmax)
+    law = as_law(law)
+    rep = None if getattr(law, "name", "") == "erlang" and law.k > 1000 else ph_representation(law)
+    m = None if rep is None else int(rep[0].size)
     sims = float(replications) * 1.1 * float(workunits)
-    k = max(0, rmax - int(quorum_min) + 1)
-    replica_sum = sum((r - int(quorum_min) + 1) * r for r in range(int(quorum_min), rmax + 1)) if k < 10**5 else \
-        k**3 / 3.0 + int(quorum_min) * k**2 / 2.0
-    seconds = n_pairs * (per_pair + sims * SECONDS_PER_WORKUNIT) + sims * replica_sum * (
-        SECONDS_PER_REPLICA[model] + SECONDS_PER_REPLICA_AND_HOST[model] * hosts)
+    seconds = 0.0
+    if n_pairs <= PAIRS_LOOKED_AT:
+        for r in range(qmin, rmax + 1):
+            c = n // r
+            for q in range(qmin, r + 1):
+                simulated = per_workunit(model, r, n) * sims
+                if m is None:  # moments by quadrature, then a simulation
+                    seconds += SECONDS_PER_QUADRATURE + simulated
+                    continue
+                size = float(lumped_size(m, q, r))
+                seconds += size**3 * 1e-9 + SECONDS_PER_EXACT_PAIR  # the lumped order statistic, its moments
+                if c == 1 or size == 1:
+                    continue  # Pollaczek-Khinchine, Erlang C
+                phases = float(comb(c + int(min(size, 60)) - 1, int(min(size, 60)) - 1))
+                seconds += SECONDS_PER_CUBED_QBD_PHASE * phases**3 if phases <= QBD_MAX_PHASES else simulated
+    else:
+        replica_sum = (rmax - qmin + 1) ** 3 / 3.0
+        seconds = n_pairs * (SECONDS_PER_EXACT_PAIR + sims * SECONDS_PER_WORKUNIT) + sims * replica_sum * (
+            SECONDS_PER_REPLICA[model] + SECONDS_PER_REPLICA_AND_HOST[model] * n)
     points = float(t_max) / float(dt) + 1.0
     return [Estimate(seconds, 0.0, "hosts/max_replicas/workunits/replications",
-                     f"{n_pairs:.3g} pairs (r, q) with {quorum_min} <= q <= r <= {rmax}, each simulated at worst: "
-                     f"{replications} x {workunits:,} workunits"),
-            Estimate(0.0, n_pairs * 400.0 + points * 8.0 * (4 * int(replications) + 8) + BYTES_PER_HOST * hosts,
+                     f"{n_pairs:.3g} pairs (r, q) with {qmin} <= q <= r <= {rmax}: exact values where they exist "
+                     f"(the QBD's phases), else {replications} x {workunits:,} workunits simulated"),
+            Estimate(0.0, n_pairs * 400.0 + points * 8.0 * (4 * int(replications) + 8) + BYTES_PER_HOST * n,
                      "hosts/max_replicas", f"the ranking of {n_pairs:.3g} pairs and one simulation's histograms")]
-

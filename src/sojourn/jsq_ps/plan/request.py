@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...core.units import SECONDS, format_time, parse_rate, parse_time, readable_unit, time_unit
+from ...core.units import (
+    SECONDS,
+    format_time,
+    parse_rate,
+    parse_time,
+    readable_unit,
+    time_unit,
+)
 from ...core.validate import integer_at_least
 
 DEFAULT_MAX_SERVERS = 64
@@ -122,12 +129,12 @@ class Request:
 def stable_from(offered: float) -> int:
     """The least R with offered/R < 1 (a few steps past floor(a) + 1 for round-off at an integer a; beyond the
     doubles' integers, 2^53, R + 1 is R in floating point, so the least R is found by a relative step)."""
-    R = int(math.floor(offered)) + 1
+    R = math.floor(offered) + 1
     for _ in range(4):
         if offered / R < 1.0:
             return R
         R += 1
-    return int(math.ceil(offered * (1.0 + 1e-12))) + 1
+    return math.ceil(offered * (1.0 + 1e-12)) + 1
 
 
 def _reliability(value, name: str) -> float:
@@ -308,7 +315,11 @@ def plan_cost(q: Request):
     :func:`run_length` at the least stable R; and, for exponential service, method T's phase tables there. R
     is taken as the least stable one (the answer is at least that; above it the cost grows)."""
     from ...core.guard import Estimate
-    from ..cost import SECONDS_PER_EVENT, SECONDS_PER_SCANNED_SERVER, T_SECONDS_PER_CUBED_SERVER
+    from ..cost import (
+        SECONDS_PER_EVENT,
+        SECONDS_PER_SCANNED_SERVER,
+        T_SECONDS_PER_CUBED_SERVER,
+    )
 
     R = q.min_stable
     rho = q.offered / R
@@ -326,8 +337,10 @@ def plan_cost(q: Request):
     if q.exponential:  # T at the least stable R (a few evaluations near it)
         from ..solve.tail import peak_bytes
 
+        given = ("load/servers" if q.current_servers is not None else "arrival_rate") + (
+            "/mean_service" if "mean service" in q.texts.get("service", "") else "/service_rate")
         parts.append(Estimate(SEARCH_EVALUATIONS * T_SECONDS_PER_CUBED_SERVER * float(R) ** 3, peak_bytes(R),
-                              "arrival_rate/mean_service", f"method T at R = {R} servers, the least stable number"))
+                              given, f"method T at R = {R} servers, the least stable number"))
     return parts or [Estimate()]
 
 
