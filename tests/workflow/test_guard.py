@@ -220,6 +220,8 @@ CONFIG_CASES = [
     ("jsq-horizon-1e12", {"jsq_ps": {"simulation": {"horizon": 1e12}}}, "jsq_ps.simulation.horizon"),
     ("restart-horizon-1e12", {"restart": {"examples": {"example1": {"horizon": 1e12}}}},
      "restart.examples.example1.horizon"),
+    ("exact-budget-beyond-the-limit", {"jsq_ps": {"approximation": {"exact_budget": {"max_seconds": 1e300}}}},
+     "jsq_ps.approximation.exact_budget: this request is predicted to take"),
     ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"workunits": 10**11}}},
      "split_merge.experiment_c.workunits"),
 ]

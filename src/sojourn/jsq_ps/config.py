@@ -201,7 +201,8 @@ def _check_cost(cfg: dict) -> None:
     sim, tg, g = cfg["simulation"], cfg["time_grid"], cfg["grid"]
     names = {"servers": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.horizon", "t_max": "jsq_ps.time_grid.t_max",
              "dt": "jsq_ps.time_grid.dt", "replications": "jsq_ps.simulation.replications",
-             "L1": "jsq_ps.approximation.L1", "L2": "jsq_ps.approximation.L2", "grid": "jsq_ps.grid.R/rho"}
+             "L1": "jsq_ps.approximation.L1", "L2": "jsq_ps.approximation.L2", "grid": "jsq_ps.grid.R/rho",
+             "exact_budget": "jsq_ps.approximation.exact_budget"}
     mu = float(g.get("mu", 1.0))
     laws = service_laws(cfg)
     try:
@@ -221,6 +222,13 @@ def _check_cost(cfg: dict) -> None:
                 admit_parts(worst["parts"], announce=False)
             points = int(float(tg["t_max"]) / float(tg["dt"])) + 1
             methods = [m for m in cfg["approximation"]["methods"] if m != "exact"]
+            if "exact" in cfg["approximation"]["methods"]:  # its budget caps what exact may take on one cell
+                from .solve.budget import BYTES_PER_TAGGED_STATE
+
+                budget = exact_budget(cfg)
+                admit(Estimate(float(budget["max_seconds"]), float(budget["max_states"]) * BYTES_PER_TAGGED_STATE,
+                               "exact_budget", "exact on one cell at most (its budget: where its prediction fits)"),
+                      record=False)
             for R, rho in approximation_cells(cfg):
                 spec = JSQPS.from_load(R, float(rho), mu)
                 hyper = {"L1": L1_for(cfg, R), "L2": int(cfg["approximation"]["L2"])}
