@@ -384,10 +384,11 @@ class Network:
 
 
 # -- model files ----------------------------------------------------------------------------------------
-#: a network's dense tables are J x J (phase moves, restart moves, their cumulative copies: 6 of them); its
-#: checks and the traffic equations solve J x J and P x P systems (seconds per J^3; benchmarks/cost_models.py)
-TABLES_PER_TYPE_PAIR = 6
-SECONDS_PER_CUBED_TYPE = 2e-9
+#: a network's dense tables are J x J (phase moves, restart moves, their cumulative copies: 6 of them, and a
+#: temporary: 7); its checks and the traffic equations solve J x J and P x P systems (benchmarks/cost_models.py:
+#: an Erlang class of 3000 phases, 804 MB and 40 s of CPU)
+TABLES_PER_TYPE_PAIR = 7
+SECONDS_PER_CUBED_TYPE = 1.2e-9
 
 
 def phase_counts(d: dict) -> list[tuple[str, int]]:
