@@ -94,7 +94,7 @@ def main() -> int:
         for name, args in cases:
             r = run(args, folder)
             lines = [ln for ln in (r["stderr"] + "\n" + r["stdout"]).splitlines()
-                     if "error" in ln or ln.startswith("R = ")]
+                     if "error:" in ln or ln.startswith(("R = ", "invalid config"))]
             line = lines[-1] if lines else (r["stdout"].splitlines() or [""])[0]
             row = {"case": name, "status": r["status"], "wall": round(r["wall"], 2),
                    "peak_mb": round(r["peak_mb"], 1) if r["peak_mb"] else None, "line": line.strip()}
