@@ -194,7 +194,9 @@ def command_lines(draw, parsers):
     parser = parsers[path]
     argv = list(BASELINES[path])
     flags = flags_of(parser)
-    chosen = draw(st.lists(st.sampled_from(flags), min_size=1, max_size=3, unique_by=id)) if flags else []
+    picks = draw(st.lists(st.integers(0, len(flags) - 1), min_size=1, max_size=min(3, len(flags)), unique=True)) \
+        if flags else []
+    chosen = [flags[i] for i in picks]
     for action in chosen:
         value = draw(flag_strategy(action))
         opt = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
