@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from ..core.guard import Estimate
 
 #: seconds per event of the restart kernel: a fixed part, a part per type (its rates and areas are summed over
-#: the types at every event) and, under timeouts, a part per job present (the next expiry is searched)
-SECONDS_PER_EVENT = 1.5e-7
+#: the types at every event) and, under timeouts, a part per job present (the next expiry is searched); about
+#: twice the CPU seconds benchmarks/cost_models.py measures (example1, 2e7 time units: 3.7e-8 s per event)
+SECONDS_PER_EVENT = 6e-8
 SECONDS_PER_EVENT_AND_TYPE = 6e-9
 SECONDS_PER_EVENT_AND_JOB = 3e-9
 #: timeouts add expiries and restarts to the signal-free network's events: at most this factor (a run that would

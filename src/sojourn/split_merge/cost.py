@@ -6,10 +6,10 @@ from __future__ import annotations
 from ..core.guard import Estimate
 
 #: seconds per simulated workunit, and per replica of it: about twice the CPU seconds benchmarks/cost_models.py
-#: measures (split-merge n = 10, r = 2: 3e-8 s of CPU per workunit; fork-join n = 100, r = 10, q = 3: 4e-7 s),
-#: the wall clock of a busy machine in between (the 2-core machine at load 14: 1.7e-7 s)
-SECONDS_PER_WORKUNIT = 1e-7
-SECONDS_PER_REPLICA = {"split_merge": 2.5e-8, "fork_join": 7.5e-8}
+#: measures (split-merge n = 10, r = 2, 1.1 million workunits: 1.9e-8 s of CPU each; fork-join n = 100, r = 10,
+#: q = 3: 3.7e-7 s), which the wall clock of a busy machine exceeds 3 to 4 times
+SECONDS_PER_WORKUNIT = 4e-8
+SECONDS_PER_REPLICA = {"split_merge": 1e-8, "fork_join": 3e-8}
 SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 3e-10}
 #: bytes per host (a winner tree over floor(n/r) super-servers, fork-join's per-host clocks)
 BYTES_PER_HOST = 32.0
