@@ -95,6 +95,18 @@ CASES = [
     ("duplicate-key-model", ["restart", "solve", "-m", "{file:DUPLICATE}"], ["--model", "'arrival_rate' is given twice"]),
     ("restart-horizon-1e300", ["restart", "simulate", "-m", "example1", "--horizon", "1e300"],
      ["--horizon", "more than", "stopped"]),
+    # found by probing beyond the list (the held-out kinds), kept
+    ("probe-erlang-replica-law-1e8", ["split-merge", "exact", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5",
+                                      "--replica-law", "erlang:k=100000000"], ["--replica-law", "memory"]),
+    ("probe-capacitated-theta-1e300", ["simulate", *C, "--discipline", "capacitated:1e300"],
+     ["--discipline capacitated:THETA", "inter-arrival"]),
+    ("probe-plan-load-at-a-million-servers", ["plan", "--load", "0.99999", "-R", "1000000", "--mean-service", "1.2ms",
+                                              "--deadline", "72ms", "--reliability", "0.99", "--max-servers",
+                                              "2000000"], ["--load/--servers/--mean-service", "method T"]),
+    ("probe-split-merge-horizon-1e300", ["split-merge", "simulate", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5",
+                                         "--horizon", "1e300"], ["--horizon", "predicted to take"]),
+    ("probe-timeout-law-1e-300", ["restart", "simulate", "-m", "example1", "--semantics", "timeout", "--timeout",
+                                  "deterministic:value=1e-300"], ["--timeout", "mean"]),
     # found by the fuzzer (tests/workflow/test_fuzz.py), kept
     ("fuzz-model-name", ["restart", "solve", "-m", "nan"], ["--model nan", "example1"]),
     ("fuzz-queue-name", ["restart", "optimise", "-m", "example2", "--horizon", "500", "--queue", "1,1"],
