@@ -186,6 +186,10 @@ def main(argv=None) -> int:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"sojourn {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    finally:  # the limits were this command's: a later call in the same process (a test, a script) starts afresh
+        from .core.guard import set_limits
+
+        set_limits(None, None)
 
 
 def _limits(args) -> None:

@@ -412,3 +412,10 @@ def test_the_estimate_of_a_long_run_gives_the_time_left_before_its_first_step(mo
     assert progress._left(10.0, 0, 5, est) == "about 1.5 min left (estimate)"
     assert progress._left(10.0, 1, 5, est) == "about 40 s left"
     assert progress._left(200.0, 0, 5, est) == "longer than estimated"
+
+
+def test_a_commands_limits_end_with_it(tmp_path, capsys):
+    """--max-time of one command does not stay the process's limit (a test or a script calling main twice)."""
+    assert main(["simulate", *C, "--max-time", "1e-6", "-o", str(tmp_path / "x.nc")]) == 2
+    capsys.readouterr()
+    assert guard.limits()[3] != "--max-time"

@@ -424,7 +424,8 @@ _LAST: dict = {"admitted": None}
 ON_ADMIT: list = []
 
 
-#: a request predicted to take less is never refused for its time, whatever the limit (no model tells that much)
+#: a part of a request (a model's tables, a grid: ``admit(..., record=False)``) predicted to take less is never
+#: refused for its time, whatever the limit (no model tells that much); the request's own estimate always is checked
 MIN_SECONDS = 0.1
 
 #: how a limit is raised on purpose, by where the request comes from (:func:`naming`)
@@ -445,7 +446,7 @@ def admit(estimate: Estimate, *, memory_drivers: str | None = None, memory_what:
     seconds, memory = float(estimate.seconds), float(estimate.memory)
     if math.isnan(seconds) or math.isnan(memory):  # a cost model that cannot tell: its inputs are out of range
         seconds = memory = math.inf
-    if seconds < MIN_SECONDS:  # below what a time model can tell: never refused for its time
+    if seconds < MIN_SECONDS and not record:  # a part below what a time model tells: not refused for its time
         seconds = 0.0
     if memory > mem_limit:
         flags = term(memory_drivers or estimate.drivers)

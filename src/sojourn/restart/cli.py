@@ -306,7 +306,7 @@ def run_optimise(args) -> int:
     import math
 
     from ..core import validate as V
-    from ..core.inputs import check_cost, limits
+    from ..core.inputs import limits
     from ..core.io import write_netcdf
     from .optimise import optimise, report_lines
 
@@ -322,8 +322,10 @@ def run_optimise(args) -> int:
         V.integer_at_least("--max-jobs", args.max_jobs, 1)
     cost = None
     if math.isfinite(limits()[2]):  # a pilot times the sweep; refused over --max-time (none: no pilot)
-        def cost(seconds: float, what: str) -> None:
-            check_cost("--horizon/--replications/--taus", seconds=seconds, what=what)
+        def cost(seconds: float, what: str) -> None:  # the request's own estimate: checked whatever its size
+            from ..core.guard import Estimate, admit
+
+            admit(Estimate(seconds, 0.0, "--horizon/--replications/--taus", what))
 
     def progress(line: str) -> None:
         print(f"optimise {line}", file=sys.stderr, flush=True)
