@@ -135,7 +135,7 @@ class JSQPS:
         if load >= 1.0:
             raise ValueError(f"load must be in (0, 1); got {load!r}")
         svc = _scaled(_as_law(service if service is not None else "exponential", "service"), 1.0 / mu,
-                      "mu", "the service law rescaled to mean 1/mu")
+                      "mu", "the service law rescaled to mean 1/μ")
         theta = 1.0
         if kwargs.get("discipline") == "capacitated":
             theta = positive_finite("ps_threshold", kwargs.get("ps_threshold", 1.0))
@@ -144,7 +144,7 @@ class JSQPS:
         theta_named = kwargs.get("discipline") == "capacitated"
         arr = _scaled(_as_law(arrivals if arrivals is not None else "exponential", "arrivals"), 1.0 / lam,
                       "mu/load" + ("/ps_threshold" if theta_named else ""),
-                      "the inter-arrival law rescaled to mean 1/(servers load mu" + (" θ" if theta_named else "") + ")")
+                      "the inter-arrival law rescaled to mean 1/(R ρ μ" + (" θ" if theta_named else "") + ")")
         return cls(servers=servers, interarrival=arr, service=svc, **kwargs)
 
     # -- serialisation ---------------------------------------------------------------------
