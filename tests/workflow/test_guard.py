@@ -108,6 +108,8 @@ CASES = [
     ("probe-timeout-law-1e-300", ["restart", "simulate", "-m", "example1", "--semantics", "timeout", "--timeout",
                                   "deterministic:value=1e-300"], ["--timeout", "mean"]),
     # found by the fuzzer (tests/workflow/test_fuzz.py), kept
+    ("fuzz-grid-of-1e300", ["restart", "optimise", "-m", "example2", "--horizon", "500", "--replications", "2",
+                            "--dt", "1e300", "--t-max", "1e300"], ["--dt must be at most 1e+100"]),
     ("fuzz-model-name", ["restart", "solve", "-m", "nan"], ["--model nan", "example1"]),
     ("fuzz-queue-name", ["restart", "optimise", "-m", "example2", "--horizon", "500", "--queue", "1,1"],
      ["--queue must be one of"]),

@@ -13,6 +13,8 @@ import numpy as np
 
 T_MAX = 182.32  # jsq_ps_methods.md §1: sojourn_max of the paper's sweep
 DT = 0.01  # §4: grid step
+#: the largest grid time: as a law's mean (sojourn.core.distributions.MEAN_RANGE), its square stays a finite double
+TIME_MAX = 1e100
 
 
 def grid_size(t_max: float = T_MAX, dt: float = DT) -> int:
@@ -23,6 +25,10 @@ def grid_size(t_max: float = T_MAX, dt: float = DT) -> int:
     dt, t_max = float(dt), float(t_max)
     if dt <= 0:
         raise ValueError(f"dt must be in (0, inf); got {dt!r}")
+    for name, v in (("dt", dt), ("t_max", t_max)):  # times whose squares (second moments, sums of squares) stay finite
+        if v > TIME_MAX:
+            raise ValueError(f"{name} must be at most {TIME_MAX:g} (the square of a time on the grid stays a finite "
+                             f"double); got {v!r}")
     if t_max < dt:
         raise ValueError(f"t_max must be >= dt = {dt:g}; got {t_max!r}")
     steps = t_max / dt
