@@ -236,6 +236,10 @@ CONFIG_CASES = [
      "restart.examples.example1.horizon"),
     ("exact-budget-beyond-the-limit", {"jsq_ps": {"approximation": {"exact_budget": {"max_seconds": 1e300}}}},
      "jsq_ps.approximation.exact_budget: this request is predicted to take"),
+    ("fuzz-replicas-1e9", {"split_merge": {"experiment_b": {"replicas": [6, 1, 1.0e9]}}},
+     "split_merge.experiment_b.replicas: this request needs about"),
+    ("fuzz-dt-subnormal", {"split_merge": {"experiment_c": {"time_grid": {"dt": 2.225073858507e-311}}}},
+     "split_merge.experiment_c.time_grid: dt must be larger"),
     ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"workunits": 10**11}}},
      "split_merge.experiment_c.workunits"),
 ]
@@ -250,6 +254,16 @@ def test_a_config_case_is_refused_in_one_line_naming_the_key(case):
         _checked(cfg)
     first = str(err.value).splitlines()[0]
     assert wanted in first and len(str(err.value).splitlines()) == 1, str(err.value)
+
+
+def test_fuzz_an_integer_written_as_a_float_is_read_as_an_integer():
+    """Found by the fuzzer: ``replicas: [1, 2.0]`` passed the schema (JSON schema's integers include 2.0), then
+    range(1, r + 1) raised a TypeError; the validated config holds ints."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    deep_update(cfg, {"split_merge": {"experiment_b": {"replicas": [1, 2.0]}}})
+    _checked(cfg)
+    assert cfg["split_merge"]["experiment_b"]["replicas"] == [1, 2] and isinstance(
+        cfg["split_merge"]["experiment_b"]["replicas"][1], int)
 
 
 def test_fuzz_warmup_null_is_the_default_five_percent():

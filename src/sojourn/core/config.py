@@ -165,6 +165,7 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     errors = sorted(validator.iter_errors(cfg), key=lambda e: [str(p) for p in e.absolute_path])
     lines: list[str] = [] if errors else _not_finite(cfg, section)
     if not errors and not lines:
+        _as_ints(cfg, schema)
         return cfg
     for e in errors:
         for line in _describe(e, section):
@@ -174,6 +175,37 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     if len(lines) > MAX_LISTED:
         shown.append(f"... and {len(lines) - MAX_LISTED} more problem(s)")
     raise ConfigError("\n".join(shown))
+
+
+def _as_ints(node, schema) -> None:
+    """An integer-valued float where the schema wants an integer (``replicas: [1, 1.0e9]``: JSON schema accepts
+    1.0e9 as an integer) made an int in place, so that the code reading it never meets a float (issue 32's fuzzer:
+    ``range(1, r + 1)`` raised a TypeError)."""
+    if not isinstance(schema, dict):
+        return
+
+    def integer(sub):
+        t = sub.get("type") if isinstance(sub, dict) else None
+        return t == "integer" or (isinstance(t, list) and "integer" in t and "number" not in t)
+
+    if isinstance(node, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for k, v in node.items():
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            if sub is None:
+                continue
+            if integer(sub) and isinstance(v, float) and v.is_integer():
+                node[k] = int(v)
+            else:
+                _as_ints(v, sub)
+    elif isinstance(node, list):
+        sub = schema.get("items")
+        for i, v in enumerate(node):
+            if integer(sub) and isinstance(v, float) and v.is_integer():
+                node[i] = int(v)
+            else:
+                _as_ints(v, sub)
 
 
 def _moved_keys(cfg, moved: dict, section: str | None) -> list[str]:

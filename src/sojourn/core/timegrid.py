@@ -32,6 +32,9 @@ def grid_size(t_max: float = T_MAX, dt: float = DT) -> int:
     if t_max < dt:
         raise ValueError(f"t_max must be >= dt = {dt:g}; got {t_max!r}")
     steps = t_max / dt
+    if not math.isfinite(steps) or steps > 2.0**62:  # a subnormal dt: t_max/dt is no count of points
+        raise ValueError(f"dt must be larger: t_max/dt = {steps:.3g} points is not a count a grid can have; "
+                         f"got dt = {dt!r}")
     if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
         raise ValueError(f"t_max must be a multiple of dt = {dt:g}; got t_max = {t_max!r} "
                          f"(nearest: {round(steps) * dt:.12g})")
