@@ -161,3 +161,65 @@ def test_scan_seals_a_sound_file_without_sidecar(tmp_path):
     assert stat.S_IMODE(os.stat(integrity.sidecar(p)).st_mode) == integrity.file_mode()
     _damage(hand, "altered")  # from now on a change shows in its checksum
     assert [q for q, _ in integrity.scan(tmp_path)] == [hand]
+
+
+# -- never onto what is not a regular file (issue 32, item 3): the writers' own refusal, behind the commands' and
+# the pipeline's checks before compute (tests/workflow/test_special_outputs.py)
+def _writers():
+    import matplotlib.pyplot as plt
+
+    from sojourn.core import figures, job, tables
+    from sojourn.jsq_ps.accuracy import write_accuracy
+
+    def log(path):  # a job's log
+        job.run("sojourn.core.integrity:digest", path, path=__file__)
+
+    return {
+        "write_netcdf": lambda path: write_netcdf(_ds(), path),
+        "store (cache entry and its link)": lambda path: store(_ds(), None, [Cell("0.50", "k")], 1, path),
+        "write_atomic": lambda path: integrity.write_atomic(path, b"x"),
+        "figure": lambda path: figures.save(plt.figure(), path.with_suffix(""), formats=("png",)),
+        "table": lambda path: tables.write_table(path.with_suffix(""), "t", ["a"], [[1]]),
+        "accuracy csv": lambda path: write_accuracy([], path),
+        "job log": log,
+    }
+
+
+_CASES = [(w, "file") for w in _writers()] + [("write_netcdf", "sidecar"), ("store (cache entry and its link)", "sidecar")]
+
+
+@pytest.mark.parametrize("writer,which", _CASES, ids=[f"{w}-{x}" for w, x in _CASES])
+def test_writers_never_replace_a_fifo(writer, which, tmp_path):
+    names = {"figure": "out.png", "table": "out.csv", "accuracy csv": "out.csv", "job log": "out.log"}
+    path = tmp_path / names.get(writer, "out.nc")
+    target = path if which == "file" else integrity.sidecar(path)
+    os.mkfifo(target)
+    with pytest.raises(integrity.NotRegular, match=r"is a FIFO \(named pipe\), not a regular file; sojourn never "
+                                                   "replaces one"):
+        _writers()[writer](path)
+    assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    assert sorted(os.listdir(tmp_path)) == [target.name]  # no temporary file left, nothing else written
+
+
+def test_the_rename_itself_refuses(tmp_path):
+    """seal checks again at its rename: a FIFO made after the temporary file was written is not replaced."""
+    tmp = tmp_path / ".x.tmp"
+    tmp.write_bytes(b"data")
+    os.mkfifo(tmp_path / "x.nc")
+    with pytest.raises(integrity.NotRegular):
+        integrity.seal(tmp, tmp_path / "x.nc")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "x.nc").st_mode)
+
+
+def test_special_files_lists_what_a_pipeline_must_not_write_over(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    os.mkfifo(tmp_path / "a" / "b" / "f.nc")
+    (tmp_path / "a" / "ok.nc").write_text("")
+    (tmp_path / "a" / "to-fifo.png").symlink_to("b/f.nc")
+    (tmp_path / "a" / "to-folder").symlink_to("b")
+    (tmp_path / "a" / "dangling.log").symlink_to("nowhere")
+    found = {p.relative_to(tmp_path).as_posix(): what for p, what in integrity.special_files(tmp_path)}
+    assert found == {"a/b/f.nc": "a FIFO (named pipe)", "a/to-fifo.png": "a symbolic link to a FIFO (named pipe)"}
+    assert integrity.check(tmp_path / "a" / "b" / "f.nc") == "unsealed"  # never opened (it would block)
+    integrity.sidecar(tmp_path / "a" / "ok.nc").symlink_to("b/f.nc")
+    assert "is a symbolic link to a FIFO" in integrity.check(tmp_path / "a" / "ok.nc")

@@ -30,6 +30,28 @@ def _executes():
     return True
 
 
+def _special_results():
+    """Nothing under a study's results folder may be a FIFO, a socket, a device or a link to one: the run would
+    replace it with a result (or hang reading it). Refused before the DAG is built, in one line naming the first
+    (a dry run or a report only warns)."""
+    from sojourn.core.integrity import special_files
+
+    found = [hit for study in ENABLED for hit in special_files(Path(RESULTS) / study.name)]
+    if not found:
+        return
+    path, what = found[0]
+    more = f" ({len(found) - 1} more such entries under {RESULTS})" if len(found) > 1 else ""
+    text = (f"{path} is {what}, not a regular file{more}; the pipeline writes its results there and never "
+            "replaces one: move it away, or choose another results folder (config key results)")
+    if _executes():
+        raise WorkflowError(f"results: {text}")
+    print(f"sojourn: warning: results: {text}", file=sys.stderr)
+
+
+if workflow.is_main_process:
+    _special_results()
+
+
 def _damaged_results():
     """Result files that no longer match their checksum, or that have none and do not read in full
     (sojourn.core.integrity), are moved aside before the DAG is built, so that this run rebuilds them and what

@@ -19,6 +19,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 import threading
 from pathlib import Path
 
@@ -57,6 +58,82 @@ def file_mode() -> int:
     return 0o644
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def not_regular(path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file — "a folder", "a FIFO (named pipe)", "a socket",
+    "a character device", "a block device", or "a symbolic link to" one of these — else None (nothing there, a
+    regular file, a symbolic link to one, or a dangling link: a rename replaces a link, never its target)."""
+    try:
+        st = os.stat(path)  # follows a symbolic link
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # a link loop, a permission problem: not something to write over either
+        return f"unusable ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    return f"a symbolic link to {what}" if os.path.islink(path) else what
+
+
+class NotRegular(OSError):
+    """A write that would have replaced what is not a regular file (a device, a FIFO, a socket, a folder)."""
+
+    def __init__(self, path, what: str):
+        super().__init__(errno.EEXIST, f"is {what}, not a regular file; sojourn never replaces one", str(path))
+
+    def __str__(self) -> str:
+        return f"{self.filename} {self.strerror}"
+
+
+def replaceable(path) -> Path:
+    """``path`` if a file may be renamed onto it (:func:`not_regular` is None), else :class:`NotRegular`. Every
+    writer of sojourn calls it just before its rename (defence in depth: the commands and the pipeline refuse such
+    a path before any compute, :func:`sojourn.core.inputs.check_output`, :func:`special_files`)."""
+    what = not_regular(path)
+    if what is not None:
+        raise NotRegular(path, what)
+    return Path(path)
+
+
+def write_atomic(path, data: bytes) -> Path:
+    """``data`` written to ``path`` atomically: a temporary file in the same folder (the umask's permissions),
+    then a rename — never onto what is not a regular file (:func:`replaceable`). Not sealed (no sidecar)."""
+    import tempfile
+
+    path = replaceable(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, replaceable(path))
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def special_files(root) -> list[tuple[Path, str]]:
+    """[(path, what)] of every entry under the folder ``root`` that is neither a regular file nor a folder (nor a
+    symbolic link to one): FIFOs, sockets, devices, links to them (:func:`not_regular`). A pipeline writes its
+    results under ``root`` and must find none there (the Snakefile refuses to start). Links to folders are not
+    followed."""
+    root = Path(root)
+    out = []
+    if not root.is_dir():
+        return out
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(files) + [d for d in sorted(dirs) if os.path.islink(os.path.join(folder, d))]:
+            path = Path(folder) / name
+            what = not_regular(path)
+            if what is not None and what not in ("a folder", "a symbolic link to a folder"):
+                out.append((path, what))
+    return out
+
+
 def seal(tmp, final, known: str | None = None) -> str:
     """Write the sidecar of ``final`` for the (complete) file ``tmp``, then rename ``tmp`` to ``final``.
 
@@ -64,31 +141,39 @@ def seal(tmp, final, known: str | None = None) -> str:
     never a damaged file that looks intact. ``tmp`` gets the umask's permissions (mkstemp makes 0600).
     ``known``: the file's digest when it is already known (a second name of a sealed file), else computed.
     """
+    final = replaceable(final)
+    replaceable(sidecar(final))
     os.chmod(tmp, file_mode())
     d = known or digest(tmp)
-    final = Path(final)
-    side = sidecar(final)
-    side_tmp = side.with_name(f".{side.name}.tmp")
     try:
-        side_tmp.write_text(f"{d}  {final.name}\n")
+        write_atomic(sidecar(final), f"{d}  {final.name}\n".encode())
     except OSError as exc:
         full = no_space(exc, final)
-        side_tmp.unlink(missing_ok=True)
         if full is not None:
             raise full from exc
         raise
-    os.chmod(side_tmp, file_mode())
-    os.replace(side_tmp, side)
-    os.replace(tmp, final)
+    os.replace(tmp, replaceable(final))
     return d
+
+
+def _recorded_text(side: Path) -> str | None:
+    """The text of the sidecar ``side``, or None when there is none; never opens what is not a regular file (a
+    FIFO would block the read)."""
+    if not side.exists():
+        return None
+    what = not_regular(side)
+    if what is not None:
+        raise NotRegular(side, what)
+    return side.read_text()
 
 
 def recorded(path) -> str | None:
     """The digest a sealed file's sidecar records, or None (no sidecar, or an unreadable one)."""
-    side = sidecar(path)
-    if not side.exists():
+    try:
+        text = _recorded_text(sidecar(path))
+    except NotRegular:
         return None
-    m = re.match(r"([0-9a-f]{64})\b", side.read_text())
+    m = re.match(r"([0-9a-f]{64})\b", text) if text is not None else None
     return m.group(1) if m else None
 
 
@@ -96,13 +181,20 @@ def check(path) -> str:
     """'ok', 'unsealed' (no sidecar) or a one-line reason why the file does not match its sidecar."""
     path = Path(path)
     side = sidecar(path)
-    if not side.exists():
+    try:
+        text = _recorded_text(side)
+    except NotRegular as exc:
+        return f"its checksum file {side.name} {exc.strerror}"
+    if text is None:
         return "unsealed"
-    m = re.match(r"([0-9a-f]{64})\b", side.read_text())
+    m = re.match(r"([0-9a-f]{64})\b", text)
     if not m:
         return f"its checksum file {side.name} is unreadable"
     if not path.exists():
         return "missing"
+    what = not_regular(path)
+    if what is not None:
+        return f"it is {what}, not a regular file"
     got = digest(path)
     return "ok" if got == m.group(1) else f"sha256 {got[:12]}… differs from the recorded {m.group(1)[:12]}…"
 
@@ -188,16 +280,9 @@ def readable(path) -> str:
 
 def reseal(path) -> str:
     """Write a new sidecar for the (verified) file ``path`` in place; returns its digest."""
-    import tempfile
-
     path = Path(path)
     d = digest(path)
-    side = sidecar(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{side.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{d}  {path.name}\n")
-    os.chmod(tmp, file_mode())
-    os.replace(tmp, side)
+    write_atomic(sidecar(path), f"{d}  {path.name}\n".encode())
     return d
 
 

@@ -122,7 +122,9 @@ def to_storage(ds: xr.Dataset) -> xr.Dataset:
     out["sf"] = sf
     out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
                                     "adds cdf = 1 - sf)", "units": "1",
-                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0"}
+                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
+                                  "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
+                                  "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf"}
     return out
 
 
@@ -164,10 +166,12 @@ def fixed_n(ds: xr.Dataset, n_store: int) -> xr.Dataset:
     out = ds.reindex(n=np.arange(n_store), fill_value=np.nan)
     out["A_n_tail_mass"] = tail
     out["A_n_tail_mass"].attrs = {"long_name": f"sum of A_n over n >= {n_store} (not stored)", "units": "1"}
+    beyond = ("float32; values beyond its range (|x| > 3.4e38: a diverged chain, flagged by validity_reason) "
+              "stored as +/-inf")
     out["lambda_n"].attrs = {"long_name": "arrival rate to a server with n customers (lambda_n)",
-                             "units": "1/time unit"}
+                             "units": "1/time unit", "comment": beyond}
     out["A_n"].attrs = {"long_name": "probability that an arrival finds n customers at its server (A_n)",
-                        "units": "1"}
+                        "units": "1", "comment": beyond}
     return out
 
 
