@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 
-from .integrity import NoSpace, replaceable
+from .integrity import Inconsistent, NoSpace, replaceable
 from .io import check_interrupted
 
 #: the parent of every sojourn logger
@@ -86,7 +86,7 @@ def run(entry: str, log_path, **arguments):
                 if callable(arguments.get("client")):
                     arguments["client"] = arguments["client"]()
                 result = fn(**arguments)
-            except NoSpace as exc:  # a full device: the one line says all (and may not fit either)
+            except (NoSpace, Inconsistent) as exc:  # a full device, a damaged input set aside: the one line says all
                 try:
                     fh.write(f"{exc}\n")
                     fh.flush()
