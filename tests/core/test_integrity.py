@@ -255,7 +255,7 @@ def test_a_block_without_its_sidecar_is_judged_by_its_cache_entry(tmp_path):
 
 
 def test_a_damaged_block_takes_its_cache_entry_with_it(tmp_path):
-    root, block, entry = _linked(tmp_path)
+    root, block, _ = _linked(tmp_path)
     _damage(block, "truncated")
     assert [p for p, _ in integrity.scan(root)] == [block]
     assert list((root / "cache").rglob("*.nc*")) == []
