@@ -51,6 +51,10 @@ for _study in ENABLED:
     include: f"workflow/rules/{_study.name}.smk"
 
 
+if workflow.is_main_process:
+    _rebuild_damaged()  # damaged results found at the start are rebuilt with what depends on them
+
+
 rule all:
     default_target: True
     input:

@@ -19,6 +19,8 @@ JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "s
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
 JSQ_FIGURES = [f"{JSQ_RES}/figures/{f.stem}.{fmt}" for job in ("figures", "reproduction")
                for f in _jsq_figures(JSQ, job) for fmt in JSQ["figures"]["formats"]]
+JSQ_SIM_BLOCKS = [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation]
+JSQ_APPROX_BLOCKS = [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation]
 TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
                      f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
                      f"{JSQ_RES}/key_results.html", *JSQ_FIGURES]
@@ -74,7 +76,7 @@ rule jsq_ps_approximate:
 
 rule jsq_ps_merge_simulation:
     input:
-        [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation],
+        JSQ_SIM_BLOCKS,
     output:
         f"{JSQ_RES}/simulation.nc",
     params:
@@ -90,7 +92,7 @@ rule jsq_ps_merge_simulation:
 
 rule jsq_ps_merge_approximation:
     input:
-        [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation],
+        JSQ_APPROX_BLOCKS,
     output:
         f"{JSQ_RES}/approximation.nc",
     params:

@@ -33,18 +33,22 @@ def serialized(fn):
 
 def save(fig, stem, formats=("png", "pdf"), dpi=120) -> list[Path]:
     """``fig`` as ``<stem>.<fmt>`` for each format, with fixed metadata (identical inputs give identical
-    files); closes the figure."""
+    files), each written atomically; closes the figure."""
+    import io
+
+    from .integrity import replaceable, write_atomic
+
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
+    paths = [replaceable(stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]  # before drawing any
     with FIGURE_LOCK:
-        for fmt in formats:
-            path = stem.with_name(f"{stem.name}.{fmt}")
+        for fmt, path in zip(formats, paths):
             meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
-            fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
-            out.append(path)
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+            write_atomic(path, buf.getvalue())  # atomic: a figure is whole or absent
         plt.close(fig)
-    return out
+    return paths
 
 
 # ---------------------------------------------------------------------------------------------

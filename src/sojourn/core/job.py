@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 
-from .integrity import NoSpace
+from .integrity import Inconsistent, NoSpace, replaceable
 from .io import check_interrupted
 
 #: the parent of every sojourn logger
@@ -75,7 +75,7 @@ def run(entry: str, log_path, **arguments):
     """Run the job function ``entry`` with ``arguments``, its log in ``log_path`` (module doc)."""
     check_interrupted(entry)  # Ctrl-C: start nothing new
     _install()
-    with open(log_path, "w") as fh:
+    with open(replaceable(log_path), "w") as fh:
         previous = getattr(_current, "log", None)
         _current.log = fh
         try:
@@ -86,7 +86,7 @@ def run(entry: str, log_path, **arguments):
                 if callable(arguments.get("client")):
                     arguments["client"] = arguments["client"]()
                 result = fn(**arguments)
-            except NoSpace as exc:  # a full device: the one line says all (and may not fit either)
+            except (NoSpace, Inconsistent) as exc:  # a full device, a damaged input set aside: the one line says all
                 try:
                     fh.write(f"{exc}\n")
                     fh.flush()

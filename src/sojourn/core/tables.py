@@ -9,14 +9,9 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 from pathlib import Path
 
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+from .integrity import write_atomic
 
 _STYLE = ("body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse;margin:.6em 0}"
           "th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}"
@@ -34,7 +29,7 @@ def write_table(stem, title: str, header: list, rows: list, notes=(), more=()) -
     w.writerow(header)
     w.writerows(rows)
     csv_path = stem.with_name(stem.name + ".csv")
-    atomic_write_bytes(csv_path, buf.getvalue().encode())
+    write_atomic(csv_path, buf.getvalue().encode())
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style></head><body>"]
     for t, h, r in ((title, header, rows), *more):
@@ -45,5 +40,5 @@ def write_table(stem, title: str, header: list, rows: list, notes=(), more=()) -
     parts += [f"<p class='note'>{html.escape(n)}</p>" for n in notes]
     parts.append("</body></html>")
     html_path = stem.with_name(stem.name + ".html")
-    atomic_write_bytes(html_path, "".join(parts).encode())
+    write_atomic(html_path, "".join(parts).encode())
     return [csv_path, html_path]

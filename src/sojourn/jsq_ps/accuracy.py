@@ -41,9 +41,8 @@ from __future__ import annotations
 import bisect
 import csv
 import functools
+import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,25 +154,18 @@ _ROUNDED = {"relative_error_mean", "relative_error_ci_low", "relative_error_ci_h
 
 def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
     """Write ``rows`` as CSV to ``output`` atomically (a temporary file, then rename), ``#`` lines first."""
+    from ..core.integrity import write_atomic
+
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            for line in header:
-                fh.write(f"# {line}\n")
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(COLUMNS)
-            for r in rows:
-                w.writerow([_fmt(r[c], 4 if c in _ROUNDED else 10) for c in COLUMNS])
-        from ..core.integrity import file_mode
-
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    fh = io.StringIO(newline="")
+    for line in header:
+        fh.write(f"# {line}\n")
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow([_fmt(r[c], 4 if c in _ROUNDED else 10) for c in COLUMNS])
+    write_atomic(output, fh.getvalue().encode("utf-8"))
     return output
 
 

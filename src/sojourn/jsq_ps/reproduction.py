@@ -43,6 +43,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.figures import serialized
+from ..core.integrity import write_atomic
 from ..core.io import provenance, read_netcdf, write_netcdf
 from ..core.stats import interval
 from .compare import ties_with_best
@@ -557,11 +558,11 @@ def write_reproduction(comparison_path, output_nc, figures_dir, settings: dict |
         report_path.parent.mkdir(parents=True, exist_ok=True)
         suffix = report_path.suffix.lower()
         if suffix == ".md":
-            report_path.write_text(report_text(rep, "markdown"), encoding="utf-8")
+            write_atomic(report_path, report_text(rep, "markdown").encode("utf-8"))
         elif suffix == ".html":
-            report_path.write_bytes(report_html(rep))
+            write_atomic(report_path, report_html(rep))
         else:
-            report_path.write_text(report_text(rep, "rst"), encoding="utf-8")
+            write_atomic(report_path, report_text(rep, "rst").encode("utf-8"))
         out.append(report_path)
     return out
 

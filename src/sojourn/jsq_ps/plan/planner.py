@@ -309,10 +309,11 @@ class Planner:
                          float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
                          float(r["t_max"]), r["wall"], self.q.seed, g_lo, guard.valid, guard.relative_se)
 
-    def close(self) -> None:
-        """Shut the worker processes down (if any were started)."""
+    def close(self, stop: bool = False) -> None:
+        """Shut the worker processes down (if any were started); ``stop``: kill them now, their tasks unwanted
+        (an exception, e.g. Ctrl-C, is on its way)."""
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.stop() if stop else self._pool.shutdown()
             self._pool = None
 
     # -- the search ----------------------------------------------------------------------------------------

@@ -300,8 +300,10 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         except NoServers as exc:
             raise NoServers(f"{_names['max_servers']} {q.max_servers}: {exc}") from None
         rows = [_row(pl, r, confirm) for r in (R - 1, R, R + 1) if r >= 1]
-    finally:
-        pl.close()
+    except BaseException:
+        pl.close(stop=True)  # its simulations' worker processes end now (Ctrl-C, an error)
+        raise
+    pl.close()
     p = q.reliability
     ans = pl.evaluate(R)
     # the simulations that are evidence for the answer: R and R - 1 under --confirm, or where simulation was the
