@@ -51,6 +51,10 @@ for _study in ENABLED:
     include: f"workflow/rules/{_study.name}.smk"
 
 
+onsuccess:
+    finished()  # where the results are, what to open (workflow/rules/common.smk)
+
+
 rule all:
     default_target: True
     input:
