@@ -17,7 +17,7 @@ A block may be abridged, and then what it shows is checked, not what it leaves o
 
 So every number that is shown is compared with the real output; none can go stale behind an ellipsis.
 
-Volatile fields — wall times and dates, which differ from run to run — are compared after a normalisation that
+Volatile fields — wall times, which differ from run to run — are compared after a normalisation that
 replaces them with ``…`` in both the block and the real output: the patterns are :data:`VOLATILE` below, and
 nothing else is exempt (the scratch folder's path, where a command prints it, is shown as ``…``). A rewrite keeps the block's own value of a volatile field where the rest of the line is
 unchanged.
@@ -52,13 +52,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ELLIPSIS = "…"
 
 #: Volatile fields: (pattern, replacement), applied to every line of a block and of the real output before they
-#: are compared. Wall times and dates only; each pattern names the output it is for.
+#: are compared. Wall times only; each pattern names the output it is for.
 VOLATILE = [
     (re.compile(r"run_time=[0-9.]+s"), "run_time=…s"),                           # sojourn approximate
     (re.compile(r"^(wall time\s+)[0-9.]+ s \(simulation [0-9.]+ s\)"), r"\1… s (simulation … s)"),  # simulate
     (re.compile(r"(events), [0-9.]+ s$"), r"\1, … s"),                            # sojourn restart simulate
-    (re.compile(r"\b\d{4}-\d\d-\d\dT\d{6}\.\d+\.snakemake\.log"), "….snakemake.log"),  # Snakemake's log file
-    (re.compile(r"\b(in|after) (\d+ h )?(\d+ min )?\d+ s\b"), r"\1 … s"),          # the pipeline's summary
 ]
 
 #: Commands that take long enough (measured on 2 busy cores, see docs/development.md) that their blocks run in CI
@@ -131,8 +129,8 @@ def parse(page: Path) -> list[Block]:
         if not m:
             i += 1
             continue
-        j = i + 1
-        while j < len(lines) and not (lines[j].strip().startswith(m.group(2)) and not lines[j].strip()[len(m.group(2)):].strip()):
+        fence, j = m.group(2), i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(fence) and not lines[j].strip().strip(fence[0])):
             j += 1
         body = lines[i + 1:j]
         if body and body[0].startswith("$ "):

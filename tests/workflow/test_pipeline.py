@@ -35,14 +35,19 @@ def snakemake(workdir, *args, configfile=None, env=None):
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(workdir))
 
 
-def job_counts(proc, workdir=None) -> dict:
+def snakemake_log(shown: str) -> Path:
+    """The Snakemake log file a run's terminal output names ("Complete log(s): <path>")."""
+    return Path(re.search(r"^Complete log\(s\): (\S+)$", shown, re.MULTILINE).group(1))
+
+
+def job_counts(proc) -> dict:
     """The 'Job stats' table of a (dry-)run: {rule: count}; {} when there is nothing to do. A run's terminal shows
-    a summary (the sojourn logger plugin): its table is read from Snakemake's log in ``workdir``."""
+    a summary (the sojourn logger plugin): its table is read from the Snakemake log the run names."""
     out = proc.stdout + proc.stderr
     if "Nothing to be done" in out:
         return {}
-    if "Job stats:" not in out and workdir is not None:
-        out = max((Path(workdir) / ".snakemake" / "log").glob("*.snakemake.log"), key=os.path.getmtime).read_text()
+    if "Job stats:" not in out:
+        out = snakemake_log(out).read_text()
     table = out.split("Job stats:", 1)[1]
     counts = {}
     for line in table.splitlines()[3:]:
@@ -381,7 +386,7 @@ def test_terminal_shows_a_summary_and_the_log_every_job(run):
     for chatter in ("localrule", "jobid", "Select jobs to execute", "Shell command", "wildcards:", "SNAKEMAKE"):
         assert chatter not in shown, (chatter, shown)
     assert len(lines) <= 30, shown
-    log = max((run / ".snakemake" / "log").glob("*.snakemake.log"), key=os.path.getmtime).read_text()
+    log = snakemake_log(shown).read_text()
     assert log.count("localrule jsq_ps_simulate:") == 5 and "Job stats:" in log and "16 of 16 steps (100%) done" in log
 
 
@@ -450,7 +455,7 @@ def test_precision_target_reuses_the_cache_and_compares_each_cell_over_its_own_r
     targets = ("--allowed-rules", "jsq_ps_simulate", "jsq_ps_merge_simulation", "jsq_ps_compare", "jsq_ps_reproduction")
     proc = snakemake(work, *targets, configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    counts = job_counts(proc, work)
+    counts = job_counts(proc)
     assert counts.get("jsq_ps_simulate") == 5 and "jsq_ps_approximate" not in counts
     assert job_counts(snakemake(work, "-n", *targets, configfile=cfg)) == {}
     logs = work / "results" / "jsq_ps" / "logs" / "simulate"
