@@ -34,7 +34,8 @@ JOB_CHATTER = {LogEvent.JOB_INFO, LogEvent.GROUP_INFO, LogEvent.SHELLCMD, LogEve
 #: Snakemake's scheduling messages without an event (matched at their start): hidden from the terminal in a run. A
 #: message Snakemake adds or rewords later is shown — more lines, never a hidden error.
 CHATTER_PREFIXES = ("Select jobs to execute", "Execute ", "Using shell:", "Assuming unrestricted shared filesystem",
-                    "Building DAG of jobs", "Waiting for more resources", "Ready jobs", "Selected jobs")
+                    "Building DAG of jobs", "Waiting for more resources", "Ready jobs", "Selected jobs",
+                    "host: ")  # Snakemake < 9.22's host line (later ones send WORKFLOW_STARTED)
 #: a progress line at least every this many seconds, and at every tenth of the jobs
 PROGRESS_EVERY = 60.0
 
