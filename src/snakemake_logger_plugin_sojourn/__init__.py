@@ -6,7 +6,8 @@ turns it on). It replaces Snakemake's terminal output only: Snakemake's log file
 ``<results>/<study>/logs/``. On the terminal a run shows
 
 * one line with the number of jobs per study (from Snakemake's job table, which the log file keeps),
-* progress — done of total, percent, elapsed time — at every tenth of the jobs and at least every minute,
+* progress — done of total, percent, elapsed time — at every tenth of the jobs, and at the first job to finish
+  after a minute without a progress line,
 * every warning and error in full: a failed job's rule, log path and log content (``show-failed-logs`` in the
   profile), a workflow error (an invalid config names its key), Snakemake's own warnings,
 * Snakemake's closing lines (where its log is, the elapsed time) and the workflow's own (``onsuccess``: what to
@@ -36,7 +37,7 @@ JOB_CHATTER = {LogEvent.JOB_INFO, LogEvent.GROUP_INFO, LogEvent.SHELLCMD, LogEve
 CHATTER_PREFIXES = ("Select jobs to execute", "Execute ", "Using shell:", "Assuming unrestricted shared filesystem",
                     "Building DAG of jobs", "Waiting for more resources", "Ready jobs", "Selected jobs",
                     "host: ")  # Snakemake < 9.22's host line (later ones send WORKFLOW_STARTED)
-#: a progress line at least every this many seconds, and at every tenth of the jobs
+#: a progress line at every tenth of the jobs, and when a job finishes this many seconds after the last line
 PROGRESS_EVERY = 60.0
 
 
