@@ -52,8 +52,9 @@ def setup(tmp_path_factory):
 
 
 def command(setup, work, *args):
+    # --logger-sojourn-jobs: every job on the terminal (the default shows a summary), read live by run_and_signal
     return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work), TARGET,
-            "--cores", "2", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
+            "--cores", "2", "--logger-sojourn-jobs", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
 
 
 def snakemake(setup, work, *args):

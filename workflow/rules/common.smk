@@ -180,6 +180,25 @@ def key_results(study, stem, caption="key_results"):
                                subcategory="1 key results")}
 
 
+def finished():
+    """The closing lines of a successful run (the Snakefile's ``onsuccess``; on the terminal through the sojourn
+    logger plugin, and in Snakemake's log): where the results are and what to open. The report command repeats
+    the run's --configfile options, since the report is built from the same config."""
+    import os
+
+    from snakemake.logging import logger
+
+    targets = [str(p) for s in ENABLED for p in TARGETS[s.name]]
+    figures = sorted({os.path.dirname(p) for p in targets if p.endswith(".png")})
+    tables = [p for p in targets if p.endswith("key_results.html")]
+    options = "".join(f" --configfile {os.path.relpath(f) if not os.path.relpath(f).startswith('..') else f}"
+                      for f in (getattr(workflow, "overwrite_configfiles", None) or []))
+    n = sum(p.endswith(".png") for p in targets)
+    logger.info(f"Figures ({n}, PNG and PDF): {', '.join(f + '/' for f in figures)}\n"
+                f"Key-result tables: {', '.join(tables)}\n"
+                f"All of them on one page, with captions: snakemake --report report.html{options}, then open report.html")
+
+
 def code(entry):
     """The rerun trigger of a job: the fingerprint of its entry function ``"<study>.<job>"`` (the function
     ``<job>`` of ``sojourn.<study>.jobs``, the definitions it uses and the modules they import)."""
