@@ -38,7 +38,8 @@ def solve(*, name: str, example: dict, analytic: dict, code: str, output, model:
     from ..core.io import provenance, write_netcdf
     from .config import restart_rates
     from .files import load_model
-    from .solve import optimal_signal_rate, solve as solve_network
+    from .solve import optimal_signal_rate
+    from .solve import solve as solve_network
 
     net = load_model(example["model"])
     rates = restart_rates(example["rates"])
@@ -90,12 +91,12 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     from ..core.precision import attrs as precision_attrs
     from ..core.precision import histogram_statistic
     from ..core.precision import variables as precision_variables
-    from ..core.timegrid import time_grid as grid
-    from .config import precision_for, restart_rates, sim_kwargs
-    from .files import load_model
     from ..core.replications import check_window
     from ..core.runlength import format_length
     from ..core.runlength import variables as run_variables
+    from ..core.timegrid import time_grid as grid
+    from .config import precision_for, restart_rates, sim_kwargs
+    from .files import load_model
     from .simulate import guard as run_guard
     from .simulate import simulate_replication, spec_for
 
@@ -207,14 +208,17 @@ def compare(*, product_form, simulation, output, settings: dict, code: str = "")
     return write_comparison(product_form, simulation, output, settings)
 
 
-def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = "", key_results=None):
-    """The example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``."""
+def figures(*, product_form, comparison, outdir, examples, figures: dict, code: str = "", key_results=None):
+    """Every example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``, each with its caption, and its
+    key-result table: ``product_form``, ``comparison``, ``key_results`` (stems) are lists in the order of
+    ``examples``."""
+    from ..core.io import read_netcdf
     from .plots import all_figures
+    from .plots import key_results as table
 
-    out = all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
-    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
-        from ..core.io import read_netcdf
-        from .plots import key_results as table
-
-        out += table(read_netcdf(product_form), read_netcdf(comparison), key_results, name)
+    out = []
+    for k, name in enumerate(examples):
+        out += all_figures(product_form[k], comparison[k], outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+        if key_results is not None:  # the report's opening table of the example (stem: <key_results>.csv/.html)
+            out += table(read_netcdf(product_form[k]), read_netcdf(comparison[k]), key_results[k], name)
     return out
