@@ -338,6 +338,7 @@ def test_json_output_schema(capsys):
         assert r["method"] == "exact" and r["margin"] == "clear" and r["meets"] is True
         assert isinstance(r["percentile"], float) and 0 < r["percentile"] < 10.0
         assert r["probability"] >= 0.99 and r["method_reason"]
+        assert r.get("method_error_mean") is None or not math.isfinite(r["method_error_mean"])  # exact: its bound
     assert out["rows"][1]["percentile"] > out["rows"][2]["percentile"]
     assert isinstance(out["notes"], list) and isinstance(out["wall_time_seconds"], float)
 
@@ -347,6 +348,10 @@ def test_table_output(capsys):
     out = capsys.readouterr().out
     assert out.startswith("R = 3 servers: the least number with P(T ≤ 10 ms) ≥ 0.99 (by exact)")
     assert "99th pct" in out and "unstable" in out and "exact" in out
+    # exact is the reference: its error is its certified truncation bound, never its distance to a simulation (the
+    # accuracy table's noise; sojourn.core.reference)
+    rows = [line for line in out.splitlines() if " exact " in line and "yes" in line]
+    assert rows and all("none: the exact chain" in line and "%" not in line for line in rows)
 
 
 def test_the_result_object_and_its_dataset():

@@ -16,34 +16,15 @@ import xarray as xr
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.reproduction import reproduce
+from support.synthetic import jsq_run
 
-DT, NT, NK, N = 0.01, 2500, 4, 60_000
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
 TAIL_RGBA = mcolors.to_rgba(plots._TAIL_COLOR)
 
 
 def _data():
-    t = np.round(np.arange(NT) * DT, 12)
-    sims, apps = [], []
-    for k, (rho, scales) in enumerate(SCALES.items()):
-        rng = np.random.default_rng(k)
-        count = np.zeros((1, 1, 1, NK, NT), np.int64)
-        overflow = np.zeros((1, 1, 1, NK), np.int64)
-        for r in range(NK):
-            b = np.floor(rng.exponential(1.0, N) / DT).astype(int)
-            count[0, 0, 0, r] = np.bincount(b[b < NT], minlength=NT)[:NT]
-            overflow[0, 0, 0, r] = int((b >= NT).sum())
-        sims.append(xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), count),
-                                "overflow": (("service", "R", "rho", "replication"), overflow)},
-                               coords={"service": ["exponential"], "R": [2], "rho": [rho],
-                                       "replication": np.arange(NK), "t": t}))
-        cdf = np.stack([np.full(NT, np.nan) if s is None else 1.0 - np.exp(-t / s) for s in scales.values()])
-        apps.append(xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf[None, None]),
-                                "run_time": (("R", "rho", "approximation"),
-                                             np.array([[[0.01, 0.05, 0.3, 0.2]]]))},
-                               coords={"R": [2], "rho": [rho], "approximation": list(scales), "t": t}))
-    return xr.concat(sims, "rho"), xr.concat(apps, "rho")
+    return jsq_run(SCALES)
 
 
 @pytest.fixture(scope="module")

@@ -271,7 +271,7 @@ def agrees(stated, derived, tol: float = 0.0) -> bool:
     if isinstance(stated, list) and isinstance(derived, list):
         return len(stated) == len(derived) and all(agrees(a, b, tol) for a, b in zip(stated, derived))
     if isinstance(stated, bool) or isinstance(derived, bool):
-        return stated == derived
+        return isinstance(stated, bool) and isinstance(derived, bool) and stated == derived
     if isinstance(stated, (int, float)) and isinstance(derived, (int, float)):
         return abs(float(stated) - float(derived)) <= tol * (1 + 1e-9) + 1e-12
     return stated == derived

@@ -1292,8 +1292,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), 3.4 * len(P) + 0.6), squeeze=False,
-                             sharex=True, gridspec_kw={"hspace": 0.55})
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), 3.1 * len(P) + 0.4), squeeze=False,
+                             sharex=True)
     axes = axes[:, 0]
     kinds, drawn = set(), set()
     x = np.arange(len(pts))
@@ -1353,9 +1353,10 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
         lab.append("hollow: ours against our simulation, with its 95% CI")
+    fig.tight_layout(h_pad=1.5)
     sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8, y=0.04)
-    fig.suptitle(title, y=0.99, va="bottom", fontsize=10)
+    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
+    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
     return fig, pts
 
 

@@ -27,9 +27,11 @@ from ..core.claims import Caption, Claim, Query, listing, sig_tol
 from ..core.figures import (
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
+    TOO_SHORT_CELL,
     Figure,
     instance,
     log_ticks,
+    mark_cells,
     save,
     serialized,
     status_handles,
@@ -183,8 +185,11 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
                                      [["count"]]),
                                Query(src, f"{MEAN_OK} & isfinite(exact_mean_latency)", q_sel, None, [["count"]]),
                                Query(src, f"{PCT_OK} & isfinite(exact_latency_percentile)", q_sel, None, [["count"]])]))
-    if (~ok).any():
-        bad = [lab for lab, k in zip(labels, ok) if not k]
+    if not ok[0]:
+        limits.append(Claim("The run-length guard judged this simulation too short to trust: no simulated value is "
+                            "drawn.", 0, Query(src, "run_valid", q_sel, None, [])))
+    elif (~ok[1:]).any():
+        bad = [lab for lab, k in zip(labels[1:], ok[1:]) if not k]
         limits.append(Claim(f"The simulation is too short to estimate {listing(bad)} ({RULE}).",
                             [float(p) for p, k in zip(ds["percentile"].values, ok[1:]) if not k],
                             Query(src, "percentile", q_sel, f"~{PCT_OK}", [["list"]])))
@@ -212,29 +217,35 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         rel = 100 * (sim - ex) / ex
     inside = np.abs(sim - ex) <= hw
     cells = np.isfinite(rel) & ok
-    fig, axes = plt.subplots(1, 3, figsize=(13.8, 4.2))
-    fig.subplots_adjust(wspace=0.35, top=0.95)
+    fig, axes = plt.subplots(1, 3, figsize=(13.8, 4.5))
+    fig.subplots_adjust(wspace=0.35, top=0.84)
     vals_all = np.concatenate([ex[np.isfinite(ex)], sim[np.isfinite(sim)]])
     vmin, vmax = float(vals_all.min()), float(vals_all.max())
     from matplotlib.colors import LogNorm, TwoSlopeNorm
 
-    outside = qs[:, None] > rs[None, :]  # no such system (q > r): light grey in every panel
-    grey = np.zeros(outside.shape + (4,))
-    grey[..., :3], grey[..., 3] = 0.9, outside.astype(float)
+    outside = qs[:, None] > rs[None, :]  # no such system (q > r): lightly hatched in every panel
     for ax, vals, title in ((axes[0], ex, "exact mean latency"),
                             (axes[1], np.where(ok, sim, np.nan), f"simulated mean latency ± {_level(ds)} CI")):
         im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(vmin, vmax), aspect="auto")
-        ax.imshow(grey, origin="lower", aspect="auto")
         for i in range(len(qs)):
             for j in range(len(rs)):
                 if qs[i] > rs[j]:
                     continue
                 v = vals[i, j]
+                if vals is not ex and not ok[i, j]:
+                    continue
                 txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if np.isfinite(v) else "k")
         cb = fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean latency\n({TIME_UNITS})")
         log_ticks(cb.ax.yaxis)
         ax.set_title(title, fontsize=10)
+    short = ~ok & ~outside & np.isfinite(sim)  # judged too short by the run-length guard: no value, the mark
+    for ax in axes[1:]:
+        sgrey = np.zeros(short.shape + (4,))
+        sgrey[..., :3] = np.array(plt.matplotlib.colors.to_rgb(TOO_SHORT_CELL))
+        sgrey[..., 3] = short.astype(float)
+        ax.imshow(sgrey, origin="lower", aspect="auto", zorder=2)
+        mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=7)
     # the difference: coloured only where it lies beyond the simulated CI (else "no difference")
     sig = cells & ~inside
     lim = max(1.0, float(np.nanmax(np.abs(rel[sig])))) if sig.any() else 1.0
@@ -243,7 +254,6 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     rgb = np.ones(rel.shape + (3,))
     for (i, j), v in np.ndenumerate(rel):
         if qs[i] > rs[j]:
-            rgb[i, j] = 0.9
             continue
         if sig[i, j]:
             rgb[i, j] = cmap(norm(v))[:3]
@@ -252,7 +262,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     axes[2].imshow(rgb, origin="lower", aspect="auto")
     for i in range(len(qs)):
         for j in range(len(rs)):
-            if qs[i] <= rs[j] and np.isfinite(rel[i, j]):
+            if qs[i] <= rs[j] and np.isfinite(rel[i, j]) and ok[i, j]:
                 axes[2].text(j, i, f"{rel[i, j]:+.1f}%\n" + ("in CI" if inside[i, j] else "OUTSIDE CI"), ha="center",
                              va="center", fontsize=7, color="0.35" if inside[i, j] else "k")
     if sig.any():
@@ -261,9 +271,11 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         axes[2].set_title(f"(sim − exact)/exact: white = exact inside the {_level(ds)} CI", fontsize=10)
     else:
         fig.colorbar(plt.cm.ScalarMappable(cmap="Greys"), ax=axes[2], shrink=0.85).remove()  # keep the panel widths
-        axes[2].set_title(f"(sim − exact)/exact: exact inside the {_level(ds)} CI\nin every cell (no difference)",
-                          fontsize=10)
+        axes[2].set_title(f"(sim − exact)/exact: exact inside the {_level(ds)} CI\nin every cell (no difference)"
+                          if cells.any() else "(sim − exact)/exact: no cell\nthe simulation can judge", fontsize=10)
     for ax in axes:
+        for i, j in zip(*np.nonzero(outside)):
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", lw=0, color="0.8"))
         ax.set_xticks(range(len(rs)), rs)
         ax.set_yticks(range(len(qs)), qs)
         ax.set_xlabel("replicas r")
@@ -272,6 +284,9 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
         ax.grid(which="minor", color="0.85", lw=0.6)
         ax.tick_params(which="minor", length=0)
+    if short.any():
+        sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
+        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.02), frameon=False, fontsize=8)
     e = json.loads(full.attrs["config"])["settings"]
     nn = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
     k_in = int((inside & cells).sum())
@@ -307,9 +322,10 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         limits.append(Claim(f"The run-length guard judged {int((~ok & (qs[:, None] <= rs[None, :])).sum())} cells too "
                             "short: not drawn in the simulated panels.", int((~ok & (qs[:, None] <= rs[None, :])).sum()),
                             Query(src, "run_valid == 0", qsel, None, [["count"]])))
-    fig.suptitle(f"(b) mean latency over (r, q): {head}exact inside the simulated {_level(ds)} CI in {k_in} of "
-                 f"{int(cells.sum())} cells\n{nn}, load {e['load']}, replicas {e['replica_law']}", fontsize=9, y=1.0,
-                 va="bottom")
+    check = (f"exact inside the simulated {_level(ds)} CI in {k_in} of {int(cells.sum())} cells" if cells.any() else
+             "no simulated cell long enough to check the exact values")
+    fig.suptitle(f"(b) mean latency over (r, q): {head}{check}\n{nn}, load {e['load']}, replicas {e['replica_law']}",
+                 fontsize=9, y=0.94, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, at load {e['load']} per "
         f"super-server ({nn}; with n = r the exact value is Pollaczek–Khinchine for M/PH/1, with a fixed n the M/PH/c "
@@ -348,6 +364,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     pct_ok = _pct_ok(ds)[..., pi]  # (model, quorum, replicas)
     mean_ok = _mean_ok(ds)
     models = ds["model"].values.tolist()
+    drawn = {a1: False, a2: False}
     for qi, q in enumerate(qs):
         col = colors(qi)
         for mi, model in enumerate(models):
@@ -355,9 +372,11 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             ls, mk = ("-", "o") if model == SM else ("--", "s")
             m, h = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values
             ok = np.isfinite(m) & mean_ok[mi, qi]
+            drawn[a1] |= bool(ok.any())
             a1.errorbar(rs[ok], m[ok], yerr=h[ok], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
             pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
             okp = np.isfinite(pv) & pct_ok[mi, qi]
+            drawn[a2] |= bool(okp.any())
             a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
             name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
             s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi], REFERENCE_TOO_SHORT.key, col, name)
@@ -370,14 +389,23 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
                 continue
             style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
             a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
+            drawn[a1] |= bool(np.isfinite(exm[sel]).any())
             if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
                 ep = d["exact_latency_percentile"].values[:, pi]
                 a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
-    for ax in (a1, a2):
-        ax.set_yscale("log")
-        log_ticks(ax.yaxis)
+                drawn[a2] |= bool(np.isfinite(ep[sel]).any())
+    for ax, what in ((a1, "mean latency"), (a2, f"{100 * p:g}th percentile")):
+        if drawn[ax]:
+            ax.set_yscale("log")
+            log_ticks(ax.yaxis)
+        else:  # nothing this run can estimate: said in the panel, the strip above it marks where and why
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, f"this run cannot estimate the {what}\nat any (q, r) ({RULE})", wrap=True,
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                    bbox={"facecolor": "0.96", "edgecolor": "0.7"})
         ax.set_xlabel("replicas r")
         ax.set_xticks(rs)
+        ax.set_xlim(rs.min() - 0.6, rs.max() + 0.6)
         ax.grid(alpha=0.3, which="both")
     a1.set_ylabel(f"mean latency ({TIME_UNITS})")
     a2.set_ylabel(f"{100 * p:g}th percentile of latency\n({TIME_UNITS})")
@@ -442,12 +470,14 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
         k, n = int((below & both).sum()), int(both.sum())
         w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
              "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0)")
-        findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
-                              "points.", [k, n],
-                              [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel(model="
-                                     "'fork_join')) < (sim_mean_latency.sel(model='split_merge') - sim_mean_latency_hw"
-                                     ".sel(model='split_merge'))", {"law": str(law)}, w, [["count"]]),
-                               Query(src, w, {"law": str(law)}, None, [["count"]])]))
+        if n:
+            findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
+                                  "points.", [k, n],
+                                  [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
+                                         "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
+                                         "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w,
+                                         [["count"]]),
+                                   Query(src, w, {"law": str(law)}, None, [["count"]])]))
     for mi, model in enumerate(ds["model"].values.tolist()):
         pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
         bad = np.isfinite(pv) & ~pct_ok[mi]
