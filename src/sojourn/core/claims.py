@@ -203,11 +203,12 @@ def _reduce(da, op: str, dims):
     if op in ("min", "max", "median", "mean", "sum"):
         return getattr(da, op)(dim=dims, skipna=True) if da.size else xr.DataArray(np.nan)
     if op == "count":
-        return (da.fillna(0) != 0).sum(dim=dims) if da.dtype.kind != "b" else da.sum(dim=dims)
+        return ((da.fillna(0) != 0) if da.dtype.kind != "b" else da).astype(int).sum(dim=dims)
     if op == "size":
         if da.dtype.kind in "USO":
-            return (da != "").sum(dim=dims)
-        return da.notnull().sum(dim=dims) if da.dtype.kind in "fc" else xr.full_like(da, 1, dtype=int).sum(dim=dims)
+            return (da != "").astype(int).sum(dim=dims)
+        return da.notnull().astype(int).sum(dim=dims) if da.dtype.kind in "fc" else xr.full_like(da, 1, dtype=int).sum(
+            dim=dims)
     if op in ("any", "all"):
         return getattr(da.fillna(0).astype(bool), op)(dim=dims)
     raise ValueError(f"unknown reduction {op!r}")

@@ -52,9 +52,9 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
 
     from ..core import precision as P
     from ..core import runner
-    from ..core.runlength import format_length, from_dataset
     from .model import JSQPS
     from .naming import DEFAULT_PERCENTILE
+    from ..core.runlength import format_length, from_dataset
     from .simulate import UNITS, concat_replications, simulate_replication, with_guard
     from .storage import SIM_FILL, SIM_VARS, select_rho, simulation_encoding
 
@@ -147,14 +147,7 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
     from ..core.timegrid import time_grid as grid
     from .solve.cell import approximate_cell
     from .solve.guards import describe
-    from .storage import (
-        APPROX_ATTRS,
-        approximation_encoding,
-        fixed_n,
-        select_rho,
-        stored_once,
-        to_storage,
-    )
+    from .storage import APPROX_ATTRS, approximation_encoding, fixed_n, select_rho, stored_once, to_storage
 
     rhos = [str(r) for r in rhos]
     copies = stored_once(methods, share_corrected)

@@ -361,8 +361,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R) -> Caption:
          "replications). The dashed grey line is exact against the simulation: the noise every comparison with this "
          f"simulation carries. Values below {W_FLOOR:g} against exact sit on the bottom edge (▼). The strip above a "
          "panel marks loads without a value: ○ not run (over budget), × not a CDF, ◇ reference too short "
-         f"({RULE}). T lies about 1 % above the truth in survival by construction, so its W is no measure of its "
-         "tail: see the percentile figures.")])
+         f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
+         "measure of its tail: see the percentile figures.")])
 
 
 # =========================================================================== maps
@@ -377,6 +377,8 @@ def _cell_map(ax, rgb, rho, Rv, title=None, xlabel=True, ylabel=True, max_xticks
     ax.set_yticks(np.arange(-0.5, len(Rv)), minor=True)
     ax.grid(which="minor", color="w", lw=0.6 if len(rho) <= 30 else 0)
     ax.tick_params(which="minor", length=0)
+    for side in ax.spines.values():  # light: a black line in a map is an outline (e.g. where exact is the reference)
+        side.set_color("0.7")
     if xlabel:
         ax.set_xlabel("load ρ", fontsize=9)
     if ylabel:
@@ -726,7 +728,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, **kw):
     norm = mcolors.TwoSlopeNorm(vmin=-L, vcenter=0.0, vmax=L)
     cmap = plt.get_cmap("RdBu")
     small = len(rho) <= 12 and len(rows) <= 40
-    cw = 0.34 if len(rho) <= 12 else min(0.06, 2.6 / len(rho))
+    cw = 0.3 if len(rho) <= 12 else min(0.06, 2.4 / len(rho))
     rh = 0.2 if len(rows) <= 30 else max(0.1, 6.0 / len(rows))
     fig, axes = plt.subplots(1, len(shown), figsize=(len(shown) * (cw * len(rho) + 0.35) + 2.3, rh * len(rows) + 1.9),
                              squeeze=False, sharey=True)
@@ -1468,8 +1470,7 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     step = max(1, math.ceil(len(rho) / 20))
     ours_shown = np.where(agree == TOO_SHORT, "", ours)
     for ax, Z, title in ((axes[0], codes(paper), "the paper (the authors' best.csv, one seed)"),
-                         (axes[1], codes(ours_shown), ("ours: best of A–F by mean W over replications (× = differs from "
-                          "the paper; pale = the paper's method ties with ours)"))):
+                         (axes[1], codes(ours_shown), "ours: best of A–F by mean W over replications")):
         im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
                        vmax=len(letters) - 0.5, interpolation="nearest")
         ax.set_title(title, fontsize=9.5, loc="left")
@@ -1512,9 +1513,15 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor="0.93", edgecolor="0.6"), Line2D([], [], ls="none", marker="x", color="k", ms=6)] + handles
-    labels = ["light grey: not in this run, or not in the paper's grid", "× ours differs from the paper's beyond a tie"] \
-        + labels
+    more = []
+    if (~short & ((paper == "") | (ours == ""))).any():
+        more.append((Patch(facecolor="0.93", edgecolor="0.6"), "light grey: not in this run, or not in the paper's grid"))
+    if (agree == 0).any():
+        more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6), "ours differs from the paper's beyond a tie"))
+    if (agree == TIE).any():
+        more.append((Patch(facecolor="0.9", edgecolor="0.6"), "pale: the paper's method ties with ours within the 95% CI"))
+    handles = [h for h, _ in more] + list(handles)
+    labels = [t for _, t in more] + list(labels)
     _legend_below(fig, handles, labels, ncol=2, fontsize=8)
     n = int(rep.attrs.get("agreement_cells", 0))
     k_same = int((agree == SAME).sum())
@@ -1683,7 +1690,7 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
              "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
              "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
              f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
-             "Exact's own error is its computed truncation bound (far below 0.1 %); T's is at most its stated margin."),
+             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
              ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
              "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
              "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "

@@ -38,8 +38,7 @@ def solve(*, name: str, example: dict, analytic: dict, code: str, output, model:
     from ..core.io import provenance, write_netcdf
     from .config import restart_rates
     from .files import load_model
-    from .solve import optimal_signal_rate
-    from .solve import solve as solve_network
+    from .solve import optimal_signal_rate, solve as solve_network
 
     net = load_model(example["model"])
     rates = restart_rates(example["rates"])
@@ -91,12 +90,12 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     from ..core.precision import attrs as precision_attrs
     from ..core.precision import histogram_statistic
     from ..core.precision import variables as precision_variables
-    from ..core.replications import check_window
-    from ..core.runlength import format_length
-    from ..core.runlength import variables as run_variables
     from ..core.timegrid import time_grid as grid
     from .config import precision_for, restart_rates, sim_kwargs
     from .files import load_model
+    from ..core.replications import check_window
+    from ..core.runlength import format_length
+    from ..core.runlength import variables as run_variables
     from .simulate import guard as run_guard
     from .simulate import simulate_replication, spec_for
 

@@ -194,8 +194,8 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
                             [float(p) for p, k in zip(ds["percentile"].values, ok[1:]) if not k],
                             Query(src, "percentile", q_sel, f"~{PCT_OK}", [["list"]])))
     cap = Caption(
-        f"Experiment (a) of the split-merge study: one (n, r, q) system ({spec.describe()}), by default n = r = 3, "
-        "q = 2 with a documented 3-phase PH replica law (an arbitrary test law: the paper's matrix is not recoverable).",
+        f"Experiment (a) of the split-merge study: one (n, r, q) system, {spec.describe()} (the default config's "
+        "3-phase PH replica law is a documented test law: the paper's matrix is not recoverable).",
         findings, limits,
         [(f"Left: the latency tail P(latency > t), pooled simulation (black; dotted where fewer than {TAIL_MIN} "
          "workunits per replication lie beyond t) and the exact M/PH/1 latency law (red dashed: the waiting time "
