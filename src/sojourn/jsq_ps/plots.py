@@ -246,7 +246,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     noise = (c["wasserstein_mean"].sel(approximation="exact").where(run_usable(cmp).sel(service=service))
              .transpose("R", "rho").values if "exact" in methods else None)
     fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.45 * len(Rv) + 1.1, 3.0 * len(rows) + 0.4),
-                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
+                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.55, "wspace": 0.12})
     kinds, floor_hit = set(), False
     for r, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
@@ -254,7 +254,8 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             strip = status_strip(ax)
             if noise is not None and np.isfinite(noise[i]).any():
                 ok = np.isfinite(noise[i])
-                ax.plot(rho[ok], noise[i][ok], color="0.55", ls=(0, (4, 2)), lw=1.3, label=NOISE_LABEL, zorder=1)
+                ax.plot(rho[ok], noise[i][ok], color="0.55", ls=(0, (4, 2)), lw=1.3, marker="_", ms=7, label=NOISE_LABEL,
+                        zorder=1)
             for sr in lines:
                 m = methods.index(sr.method)
                 y = W[i, :, m]
@@ -286,14 +287,20 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     log_ticks(axes[0, 0].yaxis)
     h, lab = _legend_entries(axes)
     rh, rl = _reference_handles()
-    h, lab = h + rh, lab + rl
+    drawn_m = [methods.index(sr.method) for _, lines in rows for sr in lines]
+    sub = ref[:, :, drawn_m][np.isin(all_R, Rv)]
+    kinds_drawn = {REF_EXACT: bool((sub == REF_EXACT).any()), REF_SIMULATION: bool((sub == REF_SIMULATION).any())}
+    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION)):
+        if kinds_drawn[k]:
+            h.append(hh)
+            lab.append(ll)
     if floor_hit:
         h.append(Line2D([], [], ls="none", marker="v", color="0.3", ms=5))
         lab.append(f"W < {W_FLOOR:g} against exact (drawn on the bottom edge)")
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=4, y=0.02)
-    fig.suptitle(f"How far each method's sojourn-time distribution is from the truth: Wasserstein distance W "
-                 f"(lower = closer), {service} service", y=0.995, va="bottom", fontsize=10.5)
+    fig.suptitle(f"How far each method's sojourn-time distribution is from the truth ({service} service)\n"
+                 "Wasserstein distance W: lower = closer", y=0.995, va="bottom", fontsize=10.5)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R)
     return save(fig, stem, caption=cap, **kw)
 
