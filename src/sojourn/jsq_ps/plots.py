@@ -1104,11 +1104,11 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
         ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
         good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
         allp = [float(p) for p in ru["percentile"].values]
-        words = (f"the {listing([f'{p:g}th' for p in good])}" if good and good == allp[:len(good)] else
-                 (listing([f'{p:g}th' for p in good]) + " percentiles" if good else "none"))
-        findings.append(Claim(f"The simulation here is a usable reference for {words} of the comparison's percentiles "
-                              f"({TAIL_MIN} or more customers per replication beyond it); its tail is dotted where it "
-                              f"is not (beyond t ≈ {t_end:.3g}).", good,
+        words = (f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good
+                 else "none")
+        findings.append(Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation "
+                              f"here can estimate {words} ({TAIL_MIN} or more customers per replication beyond it); "
+                              f"its tail is dotted where it cannot (beyond t ≈ {t_end:.3g}).", good,
                               Q.query("percentile", (("list", None),), Q.REF_SIM, sel)))
         if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
             p = good[-1]
