@@ -151,33 +151,44 @@ if workflow.is_main_process and _executes():
     _walltime_warnings()
 
 
+def generated_caption(path):
+    """The report caption of an output: the caption file its job writes from the same data (``<stem>.rst`` next to
+    it, sojourn.core.claims.Caption), absolute (the report reads it relative to the rule file otherwise)."""
+    import os
+
+    return os.path.abspath(path)
+
+
 def figure_outputs(study, files, folder, formats):
     """The output files of a figure job: every figure ``files`` lists (the study's registry,
-    ``sojourn.<study>.plots.figures``) in every format; the PNGs go into the HTML report with the figure's caption
-    (``workflow/report/<study>/<caption>.rst``), the other formats are for papers."""
+    ``sojourn.<study>.plots.figures``) in every format, and its caption ``<stem>.rst``, which the job writes from
+    the data it draws; the PNGs go into the HTML report with that caption, the other formats are for papers."""
     import re
 
     from sojourn.studies import get
 
     out = {}
     for f in files:
+        rst = f"{folder}/{f.stem}.rst"
+        out[re.sub(r"\W", "_", f"{f.stem}_caption")] = rst
         for fmt in formats:
             path = f"{folder}/{f.stem}.{fmt}"
             key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
-            out[key] = report(path, caption=f"../report/{study}/{f.kind.caption}.rst",
-                              category=get(study).category, subcategory="2 figures") if fmt == "png" else path
+            out[key] = report(path, caption=generated_caption(rst), category=get(study).category,
+                              subcategory="2 figures") if fmt == "png" else path
     return out
 
 
-def key_results(study, stem, caption="key_results"):
-    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv`` and ``<stem>.html``, the page
-    in the report first in the study's category (subcategory "1 key results", before the figures' "2 figures";
-    the report sorts subcategories by name) with its caption."""
+def key_results(study, stem, key=""):
+    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv``, ``<stem>.html`` and its caption
+    ``<stem>.rst`` (written by the same job from the same data); the page in the report first in the study's
+    category (subcategory "1 key results", before the figures' "2 figures"; the report sorts subcategories by
+    name). ``key``: a suffix of the output names (several tables in one job)."""
     from sojourn.studies import get
 
-    return {"key_csv": f"{stem}.csv",
-            "key_html": report(f"{stem}.html", caption=f"../report/{study}/{caption}.rst", category=get(study).category,
-                               subcategory="1 key results")}
+    return {f"key_csv{key}": f"{stem}.csv", f"key_rst{key}": f"{stem}.rst",
+            f"key_html{key}": report(f"{stem}.html", caption=generated_caption(f"{stem}.rst"),
+                                     category=get(study).category, subcategory="1 key results")}
 
 
 def finished():

@@ -243,8 +243,9 @@ def figures(*, comparison, simulation, approximation, outdir, settings: dict, co
     return out
 
 
-def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):
-    """The paper's §6 tables beside ours: ``reproduction.nc``, its figures and the report page."""
+def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = "",
+                 caption=None):
+    """The paper's §6 tables beside ours: ``reproduction.nc``, its figures and the report page with its caption."""
     from .reproduction import write_reproduction
 
-    return write_reproduction(comparison, output, outdir, settings, report_path=report)
+    return write_reproduction(comparison, output, outdir, settings, report_path=report, caption_path=caption)

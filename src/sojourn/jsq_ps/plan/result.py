@@ -206,7 +206,7 @@ def _error_text(r: dict) -> str:
                 return f"none: the exact chain (P(T ≤ d) ± {max(ph - pr, 0.0):.0e}, computed)"
             return "none: the exact chain"
         return "not measured" + where
-    return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}]" + where
+    return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] vs simulation" + where
 
 
 def _sim_text(r: dict, u: str, resolution: float) -> str:
