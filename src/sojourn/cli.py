@@ -147,10 +147,13 @@ def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[st
 
 def main(argv=None) -> int:
     """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status. From the command line
-    (``argv`` None) the run is also held to the limits the flags or the environment set, once it has started
-    (:func:`sojourn.core.guard.watchdog`: a request the cost models admitted that then runs past ``--max-time`` or
-    grows past ``--max-memory`` ends in one line, status 3)."""
+    (``argv`` None) Ctrl-C, SIGTERM and SIGHUP end it at once, its worker processes with it
+    (:mod:`sojourn.core.processes`), and the run is held to the limits the flags or the environment set, once it
+    has started (:func:`sojourn.core.guard.watchdog`: a request the cost models admitted that then runs past
+    ``--max-time`` or grows past ``--max-memory`` ends in one line, status 3)."""
     console = argv is None
+    if console:  # the program itself (not a caller's in-process use)
+        _default_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
     try:
@@ -190,6 +193,21 @@ def main(argv=None) -> int:
         from .core.guard import set_limits
 
         set_limits(None, None)
+
+
+def _default_signals() -> None:
+    """Ctrl-C (SIGINT) ends the process at once, as SIGTERM and SIGHUP do by default: Python would hold the
+    KeyboardInterrupt until a numba kernel returns, minutes into a long replication, and a pool's shutdown would
+    wait for its queued tasks. Worker processes end with the process (:class:`sojourn.core.processes.OwnedPool`).
+    A signal the process was started with ignored (``nohup``, a background job) stays ignored. Only for the
+    program itself: the Python API keeps KeyboardInterrupt."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # the helper that frees a killed pool's semaphores (multiprocessing's resource tracker, started with these
+    # options) would say it did, in a warning under the shell prompt
+    sys.warnoptions.append("ignore:resource_tracker:UserWarning")
 
 
 def _limits(args) -> None:

@@ -6,7 +6,7 @@ resident memory of this process may grow by at most 500 MiB).
 
 Commands run in this process (``sojourn.cli.main``, SystemExit caught, stdout and stderr captured); a few run as
 the real console script, where isolation matters (the Ciw backend's worker processes, the watchdog). Profiles:
-the default runs in the default test run (a few hundred examples, well under a minute); ``SOJOURN_FUZZ=ci``
+the default runs in the default test run (a few hundred examples, well under a minute); ``SOJOURN_CI=1``
 (set by .ci/run) runs thousands. The defects it found are kept as explicit cases in
 tests/workflow/test_guard.py.
 """
@@ -33,7 +33,8 @@ settings.register_profile("sojourn-default", max_examples=120, deadline=None, de
                           suppress_health_check=list(HealthCheck), database=None)
 settings.register_profile("sojourn-ci", max_examples=1500, deadline=None, derandomize=True,
                           suppress_health_check=list(HealthCheck), database=None)
-PROFILE = "sojourn-ci" if os.environ.get("SOJOURN_FUZZ", "").lower() == "ci" else "sojourn-default"
+#: CI's larger profile where SOJOURN_CI=1 (.ci/run sets it, as for the ci_only tests)
+PROFILE = "sojourn-ci" if os.environ.get("SOJOURN_CI") == "1" else "sojourn-default"
 #: config examples per CLI example (config checks are cheaper: they run no compute)
 CONFIG_SHARE = 1.5
 
