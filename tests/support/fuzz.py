@@ -16,17 +16,16 @@ import math
 import os
 import resource
 import signal
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import strategies as st
 
-#: special-file outputs (a device node, a FIFO, a socket, a folder) drawn for every output flag: enabled when
-#: wip/i32-files is merged (that branch makes every writing command refuse a non-regular output; until then a
-#: drawn FIFO would block the writer)
-SPECIAL_FILE_OUTPUTS = False
+#: special-file outputs drawn for every output flag (issue 32 item 3): a device node (a null device of the test's
+#: own, never the real /dev/null), a FIFO, a socket, a folder, links to a device and to a FIFO. Each must be refused
+#: in one line and left as it was (:func:`judge`)
+SPECIAL_OUTPUTS = ["{fifo}", "{device}", "{socket}", "{tmp}", "{devnull-link}", "{fifo-link}"]
 
 #: hostile texts every flag draws, whatever its kind: zeros, negatives, infinities, NaN, 1e±300, beyond int64 and
 #: uint64, empty and blank text, lists, duplicates, wrong units, unknown names, control characters
@@ -177,8 +176,8 @@ def flag_strategy(action):
         hostile = st.one_of(hostile, STRUCTURED[kind.family])
     if kind.family == "model":
         hostile = st.one_of(hostile, hostile_models())
-    if kind.family == "output" and SPECIAL_FILE_OUTPUTS:
-        hostile = st.one_of(hostile, st.sampled_from(["{fifo}", "{device}", "{socket}", "{tmp}"]))
+    if kind.family == "output":
+        hostile = st.one_of(hostile, st.sampled_from(SPECIAL_OUTPUTS))
     one = st.one_of(valid, hostile, hostile)
     if action.nargs in ("+", "*"):
         return st.lists(one, min_size=1, max_size=3)
@@ -319,28 +318,38 @@ def _peak() -> float:
 
 
 def special_files(folder: Path) -> dict:
-    """A FIFO, a device node (where this process may make one: root) and a socket in ``folder``, by placeholder."""
-    import socket
+    """One file of each kind of :mod:`support.special` this process can make (a device needs root; a FIFO stands
+    in for it otherwise) in ``folder``, made once, by placeholder (:data:`SPECIAL_OUTPUTS`: ``{tmp}`` is the folder
+    itself, ``{devnull-link}`` the link to a device)."""
+    from support import special
 
+    can = special.kinds(folder)
     out = {"{tmp}": str(folder)}
-    fifo = folder / "a-fifo"
-    if not fifo.exists():
-        os.mkfifo(fifo)
-    out["{fifo}"] = str(fifo)
-    dev = folder / "a-device"
-    if not dev.exists():
-        try:
-            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a private /dev/null
-        except PermissionError:
-            dev = fifo
-    out["{device}"] = str(dev)
-    sock = folder / "a-socket"
-    if not sock.exists():
-        s = socket.socket(socket.AF_UNIX)
-        s.bind(str(sock))
-        s.close()
-    out["{socket}"] = str(sock)
+    for placeholder, kind in (("{fifo}", "fifo"), ("{device}", "device"), ("{socket}", "socket"),
+                              ("{devnull-link}", "link-to-device"), ("{fifo-link}", "link-to-fifo")):
+        if kind not in can:
+            kind = kind.replace("device", "fifo")
+        path = folder / f"a-{placeholder.strip('{}')}"
+        if not os.path.lexists(path):
+            _KEEP.append(special.make(path, kind))
+        out[placeholder] = str(path)
     return out
+
+
+#: what keeps a special file alive (a bound socket)
+_KEEP: list = []
+
+
+def file_kinds(folder: Path) -> dict:
+    """The identity of each special file of ``folder`` (:func:`support.special.identity`): a run must leave them as
+    they were."""
+    from support import special
+
+    return {k: special.identity(v) for k, v in special_files(folder).items()}
+
+
+#: the special files' kinds when first made, by folder (:func:`judge` compares every run's leftovers with them)
+_FIRST_KINDS: dict = {}
 
 
 def run_in_process(argv: list, folder: Path) -> Outcome:
@@ -353,8 +362,8 @@ def run_in_process(argv: list, folder: Path) -> Outcome:
         model.write_text("name: m\nqueues:\n  - name: q\n    signal_rate: 0.5\n    classes:\n      - name: job\n"
                          "        arrival_rate: 0.3\n        success: 0\n        service: {erlang: 2, rate: 2}\n")
     fill = {"{out}": str(folder / "out.nc"), "{tmp}": str(folder), "{model}": str(model)}
-    if SPECIAL_FILE_OUTPUTS:
-        fill.update(special_files(folder))
+    fill.update(special_files(folder))
+    _FIRST_KINDS.setdefault(str(folder), file_kinds(folder))
     args = []
     for a in argv:
         if "{modeltext:" in a:  # a drawn model file: written, then named
@@ -406,6 +415,10 @@ def judge(path, argv, outcome: Outcome, folder: Path) -> None:
     assert outcome.grew <= MEMORY_BOUND, f"{where}: peak memory grew by {outcome.grew / 2**20:.0f} MiB"
     lines = [ln for ln in outcome.stderr.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error:" in ln]
+    if _given_output(argv) in SPECIAL_OUTPUTS:
+        assert outcome.status == 2, f"{where}: an output onto a special file was not refused\n{outcome.stderr}"
+    if str(folder) in _FIRST_KINDS:
+        assert file_kinds(folder) == _FIRST_KINDS[str(folder)], f"{where}: a special file was replaced"
     if outcome.status == 2:
         assert len(errors) == 1, f"{where}: {len(errors)} error lines\n{outcome.stderr[-2000:]}"
         other = [ln for ln in lines if ln not in errors and not ln.startswith(NOISE)]
