@@ -211,8 +211,10 @@ def test_exact_at_a_negligible_load_is_the_service_law():
 def test_api_simulate_refuses_a_grid_beyond_memory_naming_the_arguments():
     import sojourn
 
-    with pytest.raises(ValueError, match=r"^t_max/dt: this request needs .* SOJOURN_MAX_MEMORY"):
+    with pytest.raises(ValueError, match=r"^dt must be larger: t_max/dt = 1.82e\+302 points"):
         sojourn.simulate(sojourn.mm_jsq_ps(2, 0.5), horizon=100, warmup=1, dt=1e-300)
+    with pytest.raises(ValueError, match=r"^t_max/dt: this request needs .* SOJOURN_MAX_MEMORY"):
+        sojourn.simulate(sojourn.mm_jsq_ps(2, 0.5), horizon=100, warmup=1, dt=1e-9)
     with pytest.raises(ValueError, match=r"^seed must be an integer <= 2\*\*64 - 1"):
         sojourn.simulate(sojourn.mm_jsq_ps(2, 0.5), horizon=100, warmup=1, seed=2**64)
 

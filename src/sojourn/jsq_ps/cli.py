@@ -167,8 +167,8 @@ def _check_simulate(args):
     service = _law("--service", args.service)
     arrivals = _law("--arrivals", args.arrivals)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu=mu, service=service, arrivals=arrivals, **kwargs))
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _simulate_cost(args, spec)
-    check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
 
 
@@ -317,8 +317,8 @@ def _check_approximate(args):
                              f"got {args.L2!r}")
     _time_grid(args)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _approximate_cost(args, spec)
-    check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
 
 

@@ -112,10 +112,9 @@ def _sim_args(p):
 
 
 def _window(args) -> None:
-    """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up), --confidence and --output checked in
+    """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up) and --confidence checked in
     flag terms before any compute; the default warm-up resolved in ``args``."""
     from ..core import validate as V
-    from ..core.inputs import check_output
     from ..core.replications import WARMUP_FRACTION
 
     horizon = V.positive_finite("--horizon", args.horizon)
@@ -132,7 +131,6 @@ def _window(args) -> None:
     V.integer_at_least("--seed", args.seed, 0)
     V.probability_open("--confidence", args.confidence)
     _grid(args)
-    check_output(args.output, "--output", mkdir=args.mkdir)
 
 
 def _grid(args) -> None:
@@ -159,10 +157,13 @@ def _grid(args) -> None:
 
 def _load(args):
     """The model of --model with --signal-rate applied; a model that this rate makes unsolvable or unstable is
-    refused here, before any compute, naming the flag (the model's own errors name its keys)."""
+    refused here, before any compute, naming the flag (the model's own errors name its keys). Every command that
+    loads a model writes --output: it is checked first, before the model is even solved for its stability."""
+    from ..core.inputs import check_output
     from .files import load_model
     from .solve import solve
 
+    check_output(args.output, "--output", mkdir=args.mkdir)
     try:
         net = load_model(args.model, check_stable=False)
     except ValueError as exc:  # the file's own errors name its keys; the line names the flag that gave it
@@ -193,11 +194,9 @@ def _flag_terms(message: str) -> str:
 
 
 def run_solve(args) -> int:
-    from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import closed_form, solve
 
-    check_output(args.output, "--output", mkdir=args.mkdir)  # before any compute, as every command
     net = _load(args)
     sol = solve(net)
     write_netcdf(sol.to_dataset(), args.output)

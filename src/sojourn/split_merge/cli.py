@@ -220,8 +220,8 @@ def run_simulate(args) -> int:
     if args.replications is not None and args.replications < 1:
         raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
     reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     admit_cost(spec, plan, reps)  # the API admits the same estimate (sojourn.split_merge.cost.simulate)
-    check_output(args.output, "--output", mkdir=args.mkdir)
     t0 = time.perf_counter()
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
     ds = simulate(spec, replications=reps, seed=args.seed, dt=args.dt, t_max=args.t_max, precision=precision, **kw)
@@ -315,6 +315,8 @@ def run_best(args) -> int:
     from .best import admit_cost, best, candidates, half_width_text, parse_criterion
 
     integer_at_least("--top", args.top, 1)
+    if args.output:  # before the estimate is announced
+        check_output(args.output, "--output", mkdir=args.mkdir)
     try:
         parse_criterion(args.criterion)
         admit_cost(args.hosts, args.replica_law, args.quorum_min, args.max_replicas, args.workunits, args.replications,
@@ -325,8 +327,6 @@ def run_best(args) -> int:
         integer_at_least("--seed", args.seed, 0)
     except ValueError as exc:
         raise ValueError(_in_flag_terms(str(exc))) from None
-    if args.output:
-        check_output(args.output, "--output", mkdir=args.mkdir)
 
     with reporter("(r, q) pairs") as progress:
         ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,
