@@ -73,11 +73,32 @@ def run(args: list, cwd: Path) -> dict:
             "peak_mb": rss[0] / 1024 if rss else None}
 
 
+def _slurm_wait() -> float:
+    """Seconds ``scontrol show config`` takes (0 without SLURM): the snakemake-executor-plugin-slurm asks it for
+    MinJobAge at import, with a 10 s timeout, so a machine with SLURM's programs and no reachable controller adds
+    that much to every Snakemake start."""
+    import shutil
+
+    if shutil.which("scontrol") is None:
+        return 0.0
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=15, check=False)
+    except subprocess.TimeoutExpired:
+        pass
+    return time.perf_counter() - t0
+
+
 def main() -> int:
     from workflow.test_guard import FILES
 
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    slurm_wait = _slurm_wait()
+    if slurm_wait > 1.0:  # not ours: every `snakemake` start pays it, before the Snakefile runs
+        print(f"note: `scontrol show config` takes {slurm_wait:.1f} s here (SLURM installed, its controller "
+              "unreachable); Snakemake's SLURM executor plugin runs it when imported, so every config case below "
+              "includes that wait")
     rows = []
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
@@ -102,7 +123,8 @@ def main() -> int:
             print(f"{name:45s} exit {row['status']}  {row['wall']:6.2f} s  {row['peak_mb'] or 0:7.1f} MB\n"
                   f"    {row['line'][:300]}", flush=True)
     with open(HERE / "issue32_cases.jsonl", "a") as f:
-        f.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "load_average": load, "cases": rows}) + "\n")
+        f.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "load_average": load,
+                            "scontrol_seconds": round(slurm_wait, 2), "cases": rows}) + "\n")
     return 0
 
 
