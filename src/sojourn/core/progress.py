@@ -62,7 +62,8 @@ def _delay() -> float:
 
 
 def _format(seconds: float) -> str:
-    return format_seconds(max(0.0, seconds))
+    """A progress line's time: to a tenth of a second at the least (a first line drawn at once says 0 s)."""
+    return format_seconds(seconds) if seconds >= 0.1 else "0 s"
 
 
 def _left(elapsed: float, done: int, total: int | None, est) -> str:
@@ -155,6 +156,7 @@ def _display(what: str, total, unit: str):
         yield None
         return
     p = _Progress(what, total, unit, mode)
+    p.tick()  # without a delay (SOJOURN_PROGRESS=always) the first line at once: a computation may end before a tick
     stop = threading.Event()
 
     def tick():
