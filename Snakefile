@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from sojourn.core.cluster import check_cluster
-from sojourn.core.config import ConfigError, validate_config
+from sojourn.core.config import ConfigError, check_config_files, validate_config
 
 min_version("9.19")  # the auto-loaded workflow profile is a profile.yaml (read from 9.19 on)
 
@@ -19,6 +19,8 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 # JSON schema with defaults filled in; an error names the key path and the reason in one line (no schema dump)
 _SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 try:
+    # every config file read the guard's way first: duplicate keys, alias bombs, empty overrides (sojourn.core.config)
+    check_config_files(workflow.configfiles, Path(workflow.basedir) / "config" / "config.yaml")
     validate_config(config, _SCHEMAS / "config.schema.yaml")
     check_cluster(config["cluster"])  # what the schema cannot say (SLURM sizes, times, options), before any job
 except ConfigError as exc:

@@ -1,8 +1,10 @@
 """Command-line entry point ``sojourn``: every registered study adds its own sub-commands.
 
 Errors end in one line ``sojourn <command>: error: <flag or field>: <reason>`` and an exit status:
-2 for invalid input (a bad flag value, an unknown flag or command, an output that cannot be written,
-all detected before any compute), 1 for an operating-system error while running (disk full, …).
+2 for invalid input (a bad flag value, an unknown flag or command, flags that need or exclude each other, an
+output that cannot be written, a request predicted above the time or memory limits: all detected before any
+compute, by :mod:`sojourn.core.guard`), 1 for an operating-system error while running (disk full, …), 3 for a
+run stopped by the watchdog past the limits its flags or the environment set.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import importlib
 import re
 import sys
 
+from .core.guard import check_relations, relations
 from .core.inputs import did_you_mean
 from .studies import STUDIES
 
@@ -22,9 +25,35 @@ class Parser(argparse.ArgumentParser):
     """An ArgumentParser that names an unknown flag (with "did you mean …") before complaining about
     missing required ones, and suggests the closest command for a misspelt one."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # a value that is a negative number, written as people write numbers (-1e300, -inf): argparse's own
+        # matcher knows only -1 and -1.5, and took -1e300 in `--taus 2 -1e300` for an unknown flag
+        self._negative_number_matcher = _NUMBER
+
     def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(self._checked(args), namespace)
+        self._given: set = set()
+        namespace, extras = super().parse_known_args(self._checked(args), namespace)
+        if self._given or relations(self):  # this parser's flags (a command's, not the top level's)
+            try:
+                check_relations(self, self._given)
+            except ValueError as exc:
+                self.error(str(exc))
+            namespace.given_flags = frozenset(self._given)
+            # the command's fields in the user's terms (sojourn.core.guard.naming): t_max -> --t-max
+            namespace.flag_names = {a.dest: _long(a) for a in self._actions if a.option_strings
+                                    and a.dest not in ("help", "version")}
+        return namespace, extras
+
+    def error(self, message):
+        """One line, ``sojourn <command>: error: <message>``, status 2 (the usage is what --help prints); argparse's
+        "argument --flag/-f: must be …" is said the project's way, "--flag must be …"."""
+        m = re.match(r"argument (-[^/: ]+)(?:/[^: ]+)*: (.*)$", message, re.DOTALL)
+        if m:
+            flag = next((o for o in m.group(0).split(":")[0][9:].split("/") if o.startswith("--")), m.group(1))
+            message = f"{flag} {m.group(2)}" if m.group(2).startswith("must ") else f"{flag}: {m.group(2)}"
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
     def _checked(self, args: list) -> list:
         """``args`` with each unknown flag or command rejected (self.error) and each negative number given
@@ -60,6 +89,7 @@ class Parser(argparse.ArgumentParser):
             if action is None and not name.startswith("--") and name[:2] in known:
                 action = known[name[:2]]  # -R3: short flag with its value attached
                 if action.nargs != 0:
+                    self._given.add(_long(action))
                     continue
             if action is None and self.allow_abbrev and name.startswith("--"):
                 hits = {a for opt, a in known.items() if opt.startswith(name)}
@@ -67,9 +97,15 @@ class Parser(argparse.ArgumentParser):
             if action is None:
                 flags = [o for o in known if o.startswith("--")]
                 self.error(f"unknown flag {name}{did_you_mean(name, flags)}")
+            self._given.add(_long(action))
             expects = 0 if ("=" in tok or action.nargs == 0) else 1
             single = action.nargs is None
         return out
+
+
+def _long(action) -> str:
+    """The long form of an action's flag (``-R`` -> ``--servers``): relations and messages name it."""
+    return next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
 
 
 def _command(argv) -> str | None:
@@ -110,9 +146,13 @@ def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[st
 
 
 def main(argv=None) -> int:
-    """Run ``sojourn`` with ``argv`` (default: the command line, and then Ctrl-C, SIGTERM and SIGHUP end it at
-    once, its worker processes with it: :mod:`sojourn.core.processes`); return the exit status."""
-    if argv is None:  # the program itself (not a caller's in-process use)
+    """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status. From the command line
+    (``argv`` None) Ctrl-C, SIGTERM and SIGHUP end it at once, its worker processes with it
+    (:mod:`sojourn.core.processes`), and the run is held to the limits the flags or the environment set, once it
+    has started (:func:`sojourn.core.guard.watchdog`: a request the cost models admitted that then runs past
+    ``--max-time`` or grows past ``--max-memory`` ends in one line, status 3)."""
+    console = argv is None
+    if console:  # the program itself (not a caller's in-process use)
         _default_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
@@ -120,22 +160,39 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    from .core.guard import naming
+    from .core.inputs import in_flag_terms
     from .core.progress import enabled
 
+    names = {**getattr(args, "flag_names", {}), **getattr(args, "extra_names", {})}
+    group = getattr(args, f"{args.command.replace('-', '_')}_command", None)  # split-merge exact, restart solve …
+    command = f"{args.command} {group}" if group else args.command
     try:
         _limits(args)
-        with enabled():  # long runs show a bar on stderr (sojourn.core.progress)
+        # the library's refusals name this command's flags; long runs show their progress on stderr
+        import contextlib
+
+        from .core.guard import watchdog
+
+        with naming(names, "cli"), enabled(), (watchdog(command) if console else contextlib.nullcontext()):
             return int(args.func(args) or 0)
     except ValueError as exc:
-        print(f"sojourn {args.command}: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if "--" not in message and names:  # a library's check that names its field, not the flag: say the flag
+            message = in_flag_terms(message, names)
+        print(f"sojourn {command}: error: {message}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno == errno.ENOSPC:  # a full device: one line naming the file (sojourn.core.integrity.NoSpace)
-            print(f"sojourn {args.command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
+            print(f"sojourn {command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
             return 1
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"sojourn {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    finally:  # the limits were this command's: a later call in the same process (a test, a script) starts afresh
+        from .core.guard import set_limits
+
+        set_limits(None, None)
 
 
 def _default_signals() -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from sojourn.cli import main
 from sojourn.core.io import read_netcdf
 from sojourn.core.stats import TAIL_MIN
-from sojourn.restart.optimise import default_max_jobs
+from sojourn.restart.files import load_model
+from sojourn.restart.optimise import default_max_jobs, optimise
 
 SHORT = ["restart", "optimise", "--model", "example2", "--replications", "3", "--horizon", "20000"]
 
@@ -56,15 +58,26 @@ def test_progress_line_per_run_on_stderr(tmp_path, capsys):
 
 
 def test_sweep_predicted_over_the_time_limit_is_refused_before_it_runs(tmp_path, capsys):
-    """The sweep's time, predicted from a pilot, is checked against --max-time (the limit of every command)."""
+    """The sweep's time is checked against --max-time (the limit of every command): first as the cost model predicts
+    it from the product form's event rates, before any run (sojourn.restart.cost); then as a pilot times it."""
     out = tmp_path / "o.nc"
     assert main(SHORT + ["--taus", "0.3", "0.6", "--max-time", "1e-6", "-o", str(out)]) == 2
     cap = capsys.readouterr()
     err = cap.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sojourn restart: error: --horizon/--replications/--taus: this request "
+    assert len(err) == 1 and err[0].startswith("sojourn restart optimise: error: --horizon/--replications: this request "
                                                "is predicted to take about "), err
-    assert "4 runs x 3 replications" in err[0] and "--max-time DURATION" in err[0]
+    assert "events" in err[0] and "--max-time DURATION" in err[0]
     assert "[1/4]" not in cap.err and not out.exists()
+    seen = []
+
+    def refuse(seconds, what):  # the pilot's prediction, handed to the caller's check before the sweep
+        seen.append(what)
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError, match="refused"):
+        optimise(load_model("example2"), taus=[0.3, 0.6], replications=3, cost_check=refuse,
+                 sim={"horizon": 2000.0, "dt": 0.05, "t_max": 50.0})
+    assert seen and "4 runs x 3 replications" in seen[0]
     assert main(SHORT + ["--taus", "0.3", "--max-jobs", "0", "-o", str(out)]) == 2
     assert "--max-jobs" in capsys.readouterr().err
 

@@ -105,6 +105,11 @@ def check_cluster(cluster_cfg: dict | None) -> dict:
     defaults filled in. Called by the Snakefile before any job, and by :func:`dask_client`."""
     cfg = _settings(cluster_cfg)
     problems = []
+    if cfg["kind"] == "local" and cfg.get("n_workers"):
+        problems += _workers_problems(int(cfg["n_workers"]))
+    if cfg["kind"] == "scheduler_file" and not os.path.isfile(str(cfg["scheduler_file"])):
+        problems.append(f"cluster.scheduler_file: {cfg['scheduler_file']} does not exist: start the scheduler first "
+                        f"(dask scheduler --scheduler-file {cfg['scheduler_file']}), or use cluster.kind: local")
     if cfg["kind"] == "local" and cfg.get("memory_limit") not in ("auto", None, 0):
         try:
             _bytes(cfg["memory_limit"])
@@ -115,6 +120,26 @@ def check_cluster(cluster_cfg: dict | None) -> dict:
     if problems:
         raise ConfigError("\n".join(problems))
     return cfg
+
+
+#: resident memory of an idle local worker process (interpreter, numpy, scipy, numba, distributed: 377 MiB
+#: measured in issue 32), the least each local worker holds
+WORKER_BASE_BYTES = 400 * 2**20
+
+
+def _workers_problems(n: int, alloc: dict | None = None) -> list[str]:
+    """``cluster.n_workers`` beyond what the machine can hold: more workers than its available memory holds at
+    :data:`WORKER_BASE_BYTES` each (issue 32: 1000 asked, 64 started on 2 CPUs, then they died), or more than
+    the CPUs inside a SLURM job (capped there anyway, :func:`local_size`)."""
+    from .guard import MEMORY_SHARE, available_memory, format_bytes
+
+    avail = MEMORY_SHARE * available_memory()
+    if n * WORKER_BASE_BYTES > avail:
+        return [(f"cluster.n_workers: {n} local workers need at least {format_bytes(n * WORKER_BASE_BYTES)} of "
+                 f"memory ({format_bytes(WORKER_BASE_BYTES)} each before any task), above {100 * MEMORY_SHARE:g} % of "
+                 f"the memory available, {format_bytes(avail)}; at most {max(1, int(avail // WORKER_BASE_BYTES))} fit "
+                 f"(the tasks are single-threaded: more workers than the {os.cpu_count() or 1} CPUs bring no speed)")]
+    return []
 
 
 def _bytes(value) -> int:
@@ -351,6 +376,7 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             yield client
         return
     if kind == "scheduler_file":
+        _check_reachable(_scheduler_address(cfg["scheduler_file"]), "cluster.scheduler_file")
         with Client(scheduler_file=cfg["scheduler_file"], set_as_default=False) as client:
             yield client
         return
@@ -395,7 +421,25 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             log.warning("closing the Dask cluster timed out; its workers were killed")
 
 
-def _check_reachable(address: str) -> None:
+def _scheduler_address(path: str) -> str:
+    """The scheduler address a scheduler file holds; RuntimeError in one line naming cluster.scheduler_file when
+    the file is missing or not one (Client(scheduler_file=…) would wait for it forever, issue 32)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            address = json.load(f).get("address")
+    except FileNotFoundError:
+        raise RuntimeError(f"cluster.scheduler_file: {path} does not exist: start the scheduler first (dask scheduler "
+                           f"--scheduler-file {path}), or use cluster.kind: local") from None
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RuntimeError(f"cluster.scheduler_file: {path} is not a Dask scheduler file ({exc})") from None
+    if not isinstance(address, str) or not address:
+        raise RuntimeError(f"cluster.scheduler_file: {path} holds no scheduler address")
+    return address
+
+
+def _check_reachable(address: str, key: str = "cluster.address") -> None:
     """Fail at once, in one line, when nothing listens at ``cluster.address`` (Client() would retry for
     distributed.comm.timeouts.connect, 30 s, then raise a multi-line OSError)."""
     import socket
@@ -407,7 +451,7 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((u.hostname, u.port), timeout=10).close()
     except OSError as exc:
-        raise RuntimeError(f"cluster.address: no Dask scheduler answers at {address} "
+        raise RuntimeError(f"{key}: no Dask scheduler answers at {address} "
                            f"({exc.strerror or exc}); start it, or use cluster.kind: local") from None
 
 

@@ -4,6 +4,7 @@ to rules."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
@@ -46,10 +47,66 @@ def load_schema(schema) -> dict:
     a ``default`` replaced): so every study's schema takes the shared blocks and fills in their defaults."""
     if isinstance(schema, dict):
         return schema
+    path = Path(schema).resolve()
+    return _load_schema(str(path), path.stat().st_mtime)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_schema(path: str, mtime: float) -> dict:
+    """The inlined schema of a file, read once per process and version of the file (validation only reads it)."""
     import yaml
 
-    path = Path(schema)
-    return _inline(yaml.safe_load(path.read_text()), path.parent, {})  # (its $defs stay, inlined too)
+    p = Path(path)
+    return _stored_integers(_inline(yaml.safe_load(p.read_text()), p.parent, {}))  # (its $defs stay too)
+
+
+def _stored_integers(node, key: str | None = None):
+    """Every integer of the schema bounded by what is stored (the guard's kinds: int64, seeds below 2**64): an
+    ``integer`` without a ``maximum`` gets one, so that ``seed: 1.0e+30`` is refused before any job (issue 32: it
+    passed the dry run, then every replication failed writing its attribute)."""
+    from .guard import INT_MAX, SEED_MAX
+
+    if isinstance(node, list):
+        return [_stored_integers(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _stored_integers(v, k) for k, v in node.items()}
+    types = out.get("type")
+    if (types == "integer" or isinstance(types, list) and "integer" in types) and "maximum" not in out:
+        out["maximum"] = SEED_MAX if key == "seed" else INT_MAX
+    return out
+
+
+def check_config_files(paths, default) -> None:
+    """The config files a run reads (``workflow.configfiles``), each read as :func:`sojourn.core.guard.load_yaml`
+    reads it before anything uses it: a key given twice and aliases that expand beyond the guard's limit are
+    refused; an override that sets an empty mapping over a non-empty default (``restart.examples: {}``) is
+    refused (the merge would keep every default: docs/pipeline.md, "Overrides"). ConfigError naming the file and
+    the key path."""
+    from .guard import empty_overrides, load_yaml
+
+    default = Path(default).resolve()
+    defaults = None
+    for p in paths:
+        path = Path(p)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        try:
+            data = load_yaml(text, f"config file {p}")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if path.resolve() == default:
+            continue
+        if defaults is None:
+            defaults = load_yaml(default.read_text(encoding="utf-8"), str(default))
+        empty = empty_overrides(data, defaults)
+        if empty:
+            raise ConfigError("\n".join(
+                f"{k}: an empty mapping in {p} would keep every default entry of {k} (a config file is merged into "
+                "the defaults, key by key); to run none, set the study's enabled: false; to run some, give them"
+                for k in empty[:MAX_LISTED]))
 
 
 def _inline(node, folder: Path, files: dict, root=None):
@@ -108,6 +165,7 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     errors = sorted(validator.iter_errors(cfg), key=lambda e: [str(p) for p in e.absolute_path])
     lines: list[str] = [] if errors else _not_finite(cfg, section)
     if not errors and not lines:
+        _as_ints(cfg, schema)
         return cfg
     for e in errors:
         for line in _describe(e, section):
@@ -117,6 +175,37 @@ def validate_config(cfg: dict, schema, section: str | None = None) -> dict:
     if len(lines) > MAX_LISTED:
         shown.append(f"... and {len(lines) - MAX_LISTED} more problem(s)")
     raise ConfigError("\n".join(shown))
+
+
+def _as_ints(node, schema) -> None:
+    """An integer-valued float where the schema wants an integer (``replicas: [1, 1.0e9]``: JSON schema accepts
+    1.0e9 as an integer) made an int in place, so that the code reading it never meets a float (issue 32's fuzzer:
+    ``range(1, r + 1)`` raised a TypeError)."""
+    if not isinstance(schema, dict):
+        return
+
+    def integer(sub):
+        t = sub.get("type") if isinstance(sub, dict) else None
+        return t == "integer" or (isinstance(t, list) and "integer" in t and "number" not in t)
+
+    if isinstance(node, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for k, v in node.items():
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            if sub is None:
+                continue
+            if integer(sub) and isinstance(v, float) and v.is_integer():
+                node[k] = int(v)
+            else:
+                _as_ints(v, sub)
+    elif isinstance(node, list):
+        sub = schema.get("items")
+        for i, v in enumerate(node):
+            if integer(sub) and isinstance(v, float) and v.is_integer():
+                node[i] = int(v)
+            else:
+                _as_ints(v, sub)
 
 
 def _moved_keys(cfg, moved: dict, section: str | None) -> list[str]:

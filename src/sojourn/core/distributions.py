@@ -33,10 +33,42 @@ TRIANGULAR = 7
 PHASETYPE = 8
 
 
+#: a law's mean must lie within this range: then its square and reciprocal square (variances, 1/rate², the
+#: products of rates the kernels and the cost models form) stay finite doubles (issue 32: ``--mu 1e-300`` made
+#: 1/rate² divide by zero)
+MEAN_RANGE = (1e-100, 1e100)
+
+
 class Distribution:
-    """Base class: subclasses are frozen dataclasses and define the moments and samplers."""
+    """Base class: subclasses are frozen dataclasses and define the moments and samplers. Every law checks its
+    derived quantities where they are computed, once its parameters are checked (:meth:`_check_derived`): mean
+    within :data:`MEAN_RANGE`, variance and squared coefficient of variation finite."""
 
     name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "checks_derived", False):
+            def __post_init__(self, _own=own):
+                _own(self)
+                self._check_derived()
+
+            __post_init__.checks_derived = True
+            cls.__post_init__ = __post_init__
+
+    def _check_derived(self) -> None:
+        from .guard import derived
+
+        mean = derived(self.name, lambda: float(self.mean), f"the mean of {self}",
+                       f"a law's mean must be within [{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}]")
+        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:
+            raise ValueError(f"{self.name}: the mean of {self} is {mean:.3g}; a law's mean must be within "
+                             f"[{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}] (its square and 1/mean² stay finite doubles)")
+        derived(self.name, lambda: float(self.variance), f"the variance of {self}",
+                "a parameter is too large or too small for it")
+        derived(self.name, lambda: float(self.scv), f"the squared coefficient of variation of {self}",
+                "a parameter is too large or too small for it")
 
     # -- moments ---------------------------------------------------------------------------
     @property
@@ -555,6 +587,9 @@ def parse_law(text: str, mean: float | None = None) -> Distribution:
         except ValueError:
             raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be a number "
                              "(lists: a/b/c, matrices: rows a/b|c/d)") from None
+        listed = {f.name: str(f.type) == "tuple" for f in fields(LAWS[name])}
+        if isinstance(kwargs[key], tuple) and not listed.get(key, False):  # a list where one number belongs
+            raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be one number")
     want_mean = kwargs.pop("mean", None)
     if want_mean is not None:
         mean = float(want_mean)

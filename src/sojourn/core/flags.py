@@ -9,18 +9,29 @@ Argparse-level only: building a parser imports nothing heavy (no numpy, scipy, x
 from __future__ import annotations
 
 from .config import DEFAULT_CONFIDENCE
+from .guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    SEED,
+    Amount,
+    Int,
+    Real,
+    Text,
+    excludes,
+    requires,
+)
 
 
 def add_window(p, *, horizon: float, unit: str, settle: str = "", cooldown: bool = True) -> None:
     """``--horizon`` (default ``horizon``), ``--warmup`` (default 5 % of it), and ``--cooldown`` (default the
     warm-up); ``unit`` names what is recorded (customers, jobs); ``settle`` adds why the warm-up is enough."""
-    p.add_argument("--horizon", type=float, default=horizon,
+    p.add_argument("--horizon", type=POSITIVE, default=horizon,
                    help=f"run length T per replication, in time units (default {horizon:g})")
-    p.add_argument("--warmup", type=float, default=None,
+    p.add_argument("--warmup", type=NONNEGATIVE, default=None,
                    help=f"warm-up W: {unit} arriving before it are not recorded (default 5%% of --horizon: "
                         f"{0.05 * horizon:g} of {horizon:g}{'; ' + settle if settle else ''})")
     if cooldown:
-        p.add_argument("--cooldown", type=float, default=None,
+        p.add_argument("--cooldown", type=NONNEGATIVE, default=None,
                        help=f"cool-down C: {unit} arriving after T - C are not recorded (default = the warm-up); "
                             "--warmup + --cooldown must be < --horizon")
 
@@ -28,12 +39,12 @@ def add_window(p, *, horizon: float, unit: str, settle: str = "", cooldown: bool
 def add_run(p, *, dt: float, t_max: float, what: str = "sojourn time", replications: int = 10) -> None:
     """``--replications`` (default ``replications``, each printed value with its CI across them), ``--seed``,
     and the histogram grid of ``what``: ``--dt``, ``--t-max``."""
-    p.add_argument("--replications", type=int, default=None,
+    p.add_argument("--replications", type=Int(1), default=None,
                    help=f"independent replications (default {replications}; every mean and percentile is printed "
                         "with its confidence interval across them, none with 1)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--dt", type=float, default=dt, help=f"{what} histogram bin width (default {dt:g})")
-    p.add_argument("--t-max", dest="t_max", type=float, default=t_max,
+    p.add_argument("--seed", type=SEED, default=0, help="base seed, 0 to 2**64 - 1 (default 0)")
+    p.add_argument("--dt", type=POSITIVE, default=dt, help=f"{what} histogram bin width (default {dt:g})")
+    p.add_argument("--t-max", dest="t_max", type=POSITIVE, default=t_max,
                    help=f"last bin's left edge (default {t_max:g})")
     add_limits(p)
 
@@ -41,18 +52,26 @@ def add_run(p, *, dt: float, t_max: float, what: str = "sojourn time", replicati
 def add_limits(p) -> None:
     """``--max-memory`` and ``--max-time``: the limits a request's predicted cost is checked against before
     anything is allocated (:func:`sojourn.core.inputs.check_cost`); raise them to run a large request on purpose."""
-    p.add_argument("--max-memory", dest="max_memory", default=None, metavar="SIZE",
+    p.add_argument("--max-memory", dest="max_memory", type=Amount("size"), default=None, metavar="SIZE",
                    help="refuse a request predicted to need more memory than this, e.g. 16G or none (default: "
                         "$SOJOURN_MAX_MEMORY, else 80%% of the memory available)")
-    p.add_argument("--max-time", dest="max_time", default=None, metavar="DURATION",
+    p.add_argument("--max-time", dest="max_time", type=Amount("duration"), default=None, metavar="DURATION",
                    help="refuse a request predicted to take longer than this, e.g. 30m, 2h or none (default: "
                         "$SOJOURN_MAX_TIME, else 1h)")
 
 
-def add_output(p) -> None:
-    """``--output`` (required) and ``--mkdir``."""
-    p.add_argument("--output", "-o", required=True, help="output netCDF file (its folder must exist, see --mkdir)")
+#: a law NAME[:key=value,...] (sojourn.core.distributions.parse_law, checked by the command that reads it)
+LAW = Text("law", "a law NAME[:key=value,...]")
+#: an output file's path (what the command writes: checked by sojourn.core.inputs.check_output before any compute)
+OUTPUT = Text("output", "a file path")
+
+
+def add_output(p, required: bool = True) -> None:
+    """``--output`` (required unless ``required=False``) and ``--mkdir`` (only with ``--output``)."""
+    p.add_argument("--output", "-o", type=OUTPUT, required=required, default=None,
+                   help=f"{'' if required else 'optional '}output netCDF file (its folder must exist, see --mkdir)")
     p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    requires(p, "--mkdir", "--output")
 
 
 def add_group(subparsers, name: str, help: str, description: str, commands) -> None:
@@ -67,13 +86,16 @@ def add_precision(p, statistic: str, at: float | None) -> None:
     """``--precision STATISTIC[:AT]``, ``--relative-half-width``, ``--max-replications``, ``--min-replications``
     (read back by :func:`sojourn.core.precision.from_flags`)."""
     at_txt = f":{at:g}" if at is not None else ""
-    p.add_argument("--precision", default=None, metavar="STATISTIC[:AT]",
+    p.add_argument("--precision", type=Text("precision", "STATISTIC[:AT]"), default=None, metavar="STATISTIC[:AT]",
                    help=f"add replications until the {100 * DEFAULT_CONFIDENCE:g}%% CI of a statistic is narrow "
                         f"enough: percentile:P (level P in percent), mean, cdf:T (F at time T); e.g. "
                         f"{statistic}{at_txt}. Excludes --replications")
-    p.add_argument("--relative-half-width", dest="relative_half_width", type=float, default=None,
+    p.add_argument("--relative-half-width", dest="relative_half_width", type=Real(0.0, 1.0, lo_open=True), default=None,
                    help="with --precision: target half-width relative to the estimate (default 0.05)")
-    p.add_argument("--max-replications", dest="max_replications", type=int, default=None,
+    p.add_argument("--max-replications", dest="max_replications", type=Int(2), default=None,
                    help="with --precision: the cap (default 200)")
-    p.add_argument("--min-replications", dest="min_replications", type=int, default=None,
+    p.add_argument("--min-replications", dest="min_replications", type=Int(2), default=None,
                    help="with --precision: no stop before this many (default 5)")
+    for flag in ("--relative-half-width", "--max-replications", "--min-replications"):
+        requires(p, flag, "--precision")
+    excludes(p, "--precision", "--replications", why="--precision chooses the number of replications")

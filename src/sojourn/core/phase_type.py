@@ -307,7 +307,9 @@ def _check_lumped_size(m: int, q: int, r: int) -> None:
     from .inputs import check_cost
 
     n = float(min(lumped_size(m, q, r), 10**300))
-    check_cost("replicas/quorum", memory=8.0 * 3 * n * n, seconds=n**3 / 1e9,
+    # seconds: building it and its moments (n^3/1e9), and the ~60 survival evaluations a percentile's bisection
+    # takes on it (1.4e-10 n^3 each: n = 975, 2-phase law, q = 25 of r = 50, 7.5 s of CPU for three percentiles)
+    check_cost("replicas/quorum", memory=8.0 * 3 * n * n, seconds=n**3 * (1e-9 + 60 * 1.4e-10),
                what=f"the order statistic S_q:r, q = {q} of r = {r}, of a {m}-phase law: "
                     f"{n:.3g} phases, a dense generator of {n:.3g}^2")
 

@@ -158,11 +158,13 @@ def resolve(precision, replications, replication_offset, seed, *, t_max=None, de
     if precision is not None and replications is not None:
         raise ValueError("give replications or precision, not both (with precision the count is decided between "
                          "precision.min_replications and precision.max_replications)")
-    replications = integer_at_least("replications", 1 if replications is None else replications, 1, allow_float=False)
-    offset = integer_at_least("replication_offset", replication_offset, 0, allow_float=False)
+    from .guard import SEED_MAX, Int
+
+    replications = Int(1, strict=True).check("replications", 1 if replications is None else replications)
+    offset = Int(0, strict=True).check("replication_offset", replication_offset)
     if precision is not None and offset != 0:
         raise ValueError("replication_offset must be 0 with precision (replications 0, 1, ... are added in order)")
-    seed = integer_at_least("seed", seed, 0, allow_float=False)
+    seed = Int(0, SEED_MAX, strict=True).check("seed", seed)
     return precision, replications, offset, seed
 
 

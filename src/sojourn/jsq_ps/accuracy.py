@@ -181,8 +181,10 @@ def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
     from ..core.io import read_netcdf
 
     sim = settings["simulation"]
-    cooldown = sim.get("cooldown")
-    window = float(sim["horizon"]) - float(sim["warmup"]) - float(sim["warmup"] if cooldown is None else cooldown)
+    from ..core.replications import check_window
+
+    H, W, C = check_window(float(sim["horizon"]), sim.get("warmup"), sim.get("cooldown"))  # null: the defaults
+    window = H - W - C
     ds = read_netcdf(comparison_path)
     rows = build_accuracy(ds, window=window, mu=float(settings.get("mu", 1.0)),
                           min_tail_customers=float(settings.get("min_tail_customers", MIN_TAIL_CUSTOMERS)))
@@ -378,6 +380,62 @@ def parse_accuracy(lines, source: str = "") -> AccuracyTable:
     if not groups:
         raise ValueError(f"{source or 'accuracy table'}: no rows")
     return AccuracyTable(groups, source, window)
+
+
+#: the largest accuracy table read from a user's file (the shipped one is 3 MB)
+MAX_TABLE_BYTES = 200 * 2**20
+
+
+def check_accuracy(path, field: str = "accuracy") -> AccuracyTable:
+    """A user's accuracy table read in full and checked before it is used (issue 32: an empty file, wrong
+    columns or NaN values were accepted, and read only when T failed): the header, every row's fields (R an
+    integer >= 1, rho in (0, 1), percentile in (0, 100), a known method, errors finite numbers, or empty where
+    ``usable`` is 0, ``optimistic`` -1/0/1, ``usable`` 0/1), at least one usable row. ValueError naming ``field``."""
+    from .naming import ALL_METHODS
+
+    p = Path(path)
+    try:
+        found = p.is_file()
+        size = p.stat().st_size if found else 0
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{field} {str(path)[:200]}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not found:
+        raise ValueError(f"{field} {path}: no such file")
+    if size > MAX_TABLE_BYTES:
+        raise ValueError(f"{field} {path}: {size / 2**20:.0f} MiB, larger than an accuracy table can be "
+                         f"({MAX_TABLE_BYTES / 2**20:.0f} MiB)")
+    try:
+        with open(p, encoding="utf-8") as fh:
+            table = parse_accuracy(fh, source=str(path))
+    except UnicodeDecodeError:
+        raise ValueError(f"{field} {path}: not a text (CSV) file") from None
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
+    usable = 0
+    for (R, pct), lines in table._groups.items():
+        for line in lines if isinstance(lines, list) else ():
+            rec = line.rstrip("\n").split(",")
+            bad = None
+            try:
+                rho, errs = float(rec[1]), [_float(x) for x in rec[4:7]]
+                if len(rec) < 9 or R < 1 or not 0 < rho < 1 or not 0 < pct < 100:
+                    bad = "R >= 1, rho in (0, 1) and percentile in (0, 100)"
+                elif rec[3] not in ALL_METHODS:
+                    bad = f"approximation one of {', '.join(ALL_METHODS)}"
+                elif rec[7] not in ("-1", "0", "1") or rec[8] not in ("0", "1"):
+                    bad = "optimistic -1, 0 or 1 and usable 0 or 1"
+                elif rec[8] == "1" and not all(math.isfinite(e) for e in errs):
+                    bad = "finite relative errors where usable is 1"
+                elif any(math.isinf(e) for e in errs):
+                    bad = "finite relative errors (empty where not measured)"
+            except (ValueError, IndexError):
+                bad = "numbers where numbers belong"
+            if bad:
+                raise ValueError(f"{field} {path}: row {line.strip()!r}: needs {bad}")
+            usable += rec[8] == "1"
+    if not usable:
+        raise ValueError(f"{field} {path}: no usable row (usable = 1): the table measures nothing")
+    return table
 
 
 @functools.lru_cache(maxsize=4)

@@ -8,9 +8,15 @@ import time
 
 from ..core import validate as V
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_limits, add_output, add_precision, add_run, add_window
-from ..core.inputs import check_cost, check_grid, check_output, choice, did_you_mean, in_flag_terms
-from .naming import DEFAULT_PERCENTILE, SIMULATION_BYTES_PER_SERVER
+from ..core.flags import LAW, add_limits, add_output, add_precision, add_run, add_window
+from ..core.guard import POSITIVE, PROBABILITY_OPEN, Choice, Int, Text
+from ..core.inputs import (
+    check_output,
+    choice,
+    did_you_mean,
+    in_flag_terms,
+)
+from .naming import DEFAULT_PERCENTILE
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -114,20 +120,22 @@ SIMULATE = ("Simulate the JSQ-PS system (or a variant) and write an xarray/netCD
 def _register_simulate(subparsers) -> None:
     help_ = "simulate R PS servers behind a dispatcher and write the sojourn-time histogram (netCDF)"
     p = subparsers.add_parser("simulate", help=help_, description=SIMULATE)
-    p.add_argument("--servers", "-R", type=int, required=True, help="number of servers R >= 1")
-    p.add_argument("--load", "--rho", dest="load", type=float, required=True, help="load rho in (0, 1)")
-    p.add_argument("--mu", type=float, default=1.0, help="service rate (1/mean service requirement); default 1")
-    p.add_argument("--service", default="exponential", help="service law NAME[:k=v,...], rescaled to mean 1/mu")
-    p.add_argument("--arrivals", default="exponential", help="inter-arrival law shape (default Poisson)")
-    p.add_argument("--dispatch", default="jsq", help="jsq | random | round-robin | jsq-d:D")
-    p.add_argument("--discipline", default="ps", help="ps | limited:C | capacitated:THETA")
+    p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
+    p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
+    p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (1/mean service requirement); default 1")
+    p.add_argument("--service", type=LAW, default="exponential", help="service law NAME[:k=v,...], rescaled to mean 1/mu")
+    p.add_argument("--arrivals", type=LAW, default="exponential", help="inter-arrival law shape (default Poisson)")
+    p.add_argument("--dispatch", type=Text("dispatch", "a dispatch policy"), default="jsq",
+                   help="jsq | random | round-robin | jsq-d:D")
+    p.add_argument("--discipline", type=Text("discipline", "a discipline"), default="ps",
+                   help="ps | limited:C | capacitated:THETA")
     add_window(p, horizon=160_000.0, unit="customers",
                settle="from empty at load 0.95 one server settles in ~1700 time units")
     add_run(p, dt=0.01, t_max=182.32)
-    p.add_argument("--backend", default="fast", help="fast (numba) | ciw")
+    p.add_argument("--backend", type=Choice("fast", "ciw"), default="fast", help="fast (numba) | ciw")
     add_precision(p, "percentile", DEFAULT_PERCENTILE)
     add_output(p)
-    p.set_defaults(func=run_simulate)
+    p.set_defaults(func=run_simulate, extra_names=FLAGS)
 
 
 def _check_simulate(args):
@@ -159,33 +167,26 @@ def _check_simulate(args):
     service = _law("--service", args.service)
     arrivals = _law("--arrivals", args.arrivals)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu=mu, service=service, arrivals=arrivals, **kwargs))
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _simulate_cost(args, spec)
-    check_output(args.output, "--output", mkdir=args.mkdir)
     return spec
 
 
-#: seconds per event of the fast kernels: a fixed part and, for JSQ, a part per server scanned (measured on
-#: this 2-core machine: R = 10, load 0.9: 9.4e-8 s/event; R = 1000: 4.8e-7 s/event; sojourn simulate, one
-#: replication of horizon 20 000); Ciw's event loop is pure Python: ~1e-5 s/event
-SECONDS_PER_EVENT = {"fast": 1e-7, "ciw": 1e-5}
-SECONDS_PER_SCANNED_SERVER = 4e-10
-
-
 def _simulate_cost(args, spec) -> None:
-    """The predicted memory (histograms over the grid, per-server state) and time (events x cost per event)
-    of ``simulate``, checked before any array exists (:func:`sojourn.core.inputs.check_cost`)."""
+    """The predicted memory (histograms over the grid, per-server state or Ciw's records) and time (events x cost
+    per event) of ``simulate``, admitted before any array exists (:func:`sojourn.jsq_ps.cost.simulate`, the same
+    estimate the API admits)."""
+    import os
+
+    from ..core.guard import admit_parts
+    from . import cost
+
     precision = getattr(args, "precision", None)
     reps = (args.max_replications or 200) if precision else (args.replications or 10)
-    check_grid(args.t_max, args.dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications "
-               "and the summary")
-    R = spec.servers
-    check_cost("--servers", memory=SIMULATION_BYTES_PER_SERVER * R, what=f"the state of {R:,} servers")
-    scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
-    events = 2.0 * spec.arrival_rate * args.horizon * reps
-    per_event = SECONDS_PER_EVENT.get(args.backend, 1e-7) + SECONDS_PER_SCANNED_SERVER * scanned
-    check_cost("--servers/--horizon/--replications", seconds=events * per_event,
-               what=f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of --horizon {args.horizon:g} "
-                    f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each")
+    workers = min(reps, os.cpu_count() or 1) if args.backend == "ciw" else 1
+    # Ciw is slow: it says what it will take before it starts, however short (issue 31)
+    admit_parts(cost.simulate(spec, args.horizon, reps, args.backend, args.dt, args.t_max, workers),
+                announce=args.backend == "ciw")
 
 
 def run_simulate(args) -> int:
@@ -262,21 +263,21 @@ def _register_approximate(subparsers) -> None:
 
     p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T)",
                               description="Analytic sojourn-time CDF of M/M/R-JSQ-PS; prints the mean and high percentiles.")
-    p.add_argument("--servers", "-R", type=int, required=True, help="number of servers R >= 1")
-    p.add_argument("--load", "--rho", dest="load", type=float, required=True, help="load rho in (0, 1)")
-    p.add_argument("--mu", type=float, default=1.0, help="service rate (default 1)")
-    p.add_argument("--method", required=True, help=f"one of {', '.join(METHODS)}")
-    p.add_argument("--L1", type=int, default=None, help="chain truncation (faithful default: Table 4)")
-    p.add_argument("--L2", type=int, default=None, help="tail truncation (faithful default: 130)")
-    p.add_argument("--max-states", dest="max_states", type=int, default=None,
+    p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
+    p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
+    p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (default 1)")
+    p.add_argument("--method", type=Choice(*METHODS), required=True, help=f"one of {', '.join(METHODS)}")
+    p.add_argument("--L1", type=Int(2), default=None, help="chain truncation (faithful default: Table 4)")
+    p.add_argument("--L2", type=Int(2), default=None, help="tail truncation (faithful default: 130)")
+    p.add_argument("--max-states", dest="max_states", type=Int(1), default=None,
                    help="state cap of the truncated chain: exact, tagged-chain states (system states x R, default "
                         "400000); A*, B*, D*, E*, system states (default 60000). Raise it where a result is flagged "
                         "truncation_not_reached")
-    p.add_argument("--t-max", dest="t_max", type=float, default=182.32, help="grid end (default 182.32)")
-    p.add_argument("--dt", type=float, default=0.01, help="grid step (default 0.01)")
+    p.add_argument("--t-max", dest="t_max", type=POSITIVE, default=182.32, help="grid end (default 182.32)")
+    p.add_argument("--dt", type=POSITIVE, default=0.01, help="grid step (default 0.01)")
     add_limits(p)
     add_output(p)
-    p.set_defaults(func=run_approximate)
+    p.set_defaults(func=run_approximate, extra_names={**FLAGS, "state_budget": "--max-states"})
 
 
 #: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
@@ -316,49 +317,28 @@ def _check_approximate(args):
                              f"got {args.L2!r}")
     _time_grid(args)
     spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
-    _approximate_cost(args, servers)
-    check_output(args.output, "--output", mkdir=args.mkdir)
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
+    _approximate_cost(args, spec)
     return spec
 
 
-#: seconds of the dense tail of --L2 = n phases over P grid points: SECONDS_PER_CUBE n^3 (expm) +
-#: SECONDS_PER_STEP P n^2 (the grid's steps), fitted on `sojourn approximate -R 3 --load 0.5 --method A` on this
-#: 2-core machine: --L2 1000: 4.6 s, 3000: 70 s (fit), 6000: 367 s (predicted 449 s); peak memory 2.7 GB at 6000
-#: (predicted 8 (10 n^2 + P n) bytes = 3.8 GB)
-SECONDS_PER_CUBE = 1.6e-9
-SECONDS_PER_STEP = 1.7e-10
+def _hyper(args) -> dict:
+    """The API's hyper-parameters of ``approximate`` from the flags (``--max-states``: exact's ``max_states``, the
+    corrected chain's ``state_budget``)."""
+    hyper = {k: getattr(args, k) for k in ("L1", "L2") if getattr(args, k) is not None}
+    if args.max_states is not None:  # exact's cap, or the corrected chain's (MAX_STATES_METHODS)
+        hyper["max_states" if args.method == "exact" else "state_budget"] = args.max_states
+    return hyper
 
 
-def _approximate_cost(args, servers: int) -> None:
-    """Predicted memory and time of ``approximate`` from the flags that size it (--L2: the dense tail of
-    L2 x L2 and its survival functions over the grid; --L1: the sorted chain of C(L1+R-1, R) states),
-    checked before anything is allocated (:func:`sojourn.core.inputs.check_cost`)."""
-    from .naming import DEFAULT_L2, FAITHFUL_METHODS, chain_bytes, table4_L1
+def _approximate_cost(args, spec) -> None:
+    """Predicted memory and time of ``approximate`` from the flags that size it, admitted before anything is
+    allocated: the estimate the API admits (:func:`sojourn.jsq_ps.cost.approximate`), named in flags."""
+    from ..core.guard import admit_parts
+    from . import cost
 
     points = float(args.t_max) / float(args.dt) + 1.0
-    if args.L2 is not None:  # first: where --L2 drives the cost, name it
-        n = float(args.L2)
-        check_cost("--L2", memory=8.0 * (10 * n * n + points * n),
-                   seconds=SECONDS_PER_CUBE * n**3 + SECONDS_PER_STEP * points * n * n,
-                   what=f"a dense {args.L2:,} x {args.L2:,} tail generator, its matrix exponentials and its survival "
-                        f"functions at {points:,.0f} grid points")
-    if args.method == "T":  # its phase tables at the least spread cap (sojourn.jsq_ps.solve.tail.peak_bytes)
-        from .solve.tail import peak_bytes
-
-        check_cost("--servers", memory=peak_bytes(servers),
-                   what=f"method T's phase tables at its least spread cap D = 2: {servers - 1} offsets per tagged phase")
-    tail = args.L2 if args.L2 is not None else (DEFAULT_L2 if args.method not in ("exact", "T") else 1)
-    check_grid(args.t_max, args.dt, 8.0 * (tail + 4), f"the tail's survival function of {tail} phases at each "
-               "point and the CDF")
-    # every method solves a chain on sorted occupancy vectors: C(L+R-1, R) states of R entries each, with L the
-    # per-server cap (--L1, Table 4 for the faithful methods, at least 2 for those that size their own)
-    L1 = args.L1 if args.L1 is not None else (table4_L1(servers) if args.method in FAITHFUL_METHODS else 2)
-    flag = "--L1" if args.L1 is not None else "--servers"
-    states, memory = chain_bytes(L1, servers)
-    at_least = "" if args.L1 is not None or args.method in FAITHFUL_METHODS else "at least "
-    check_cost(flag, memory=memory,
-               what=f"a chain of {at_least}C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {servers}) and its "
-                    "sparse generator")
+    admit_parts(cost.approximate(spec, args.method, points, args.t_max, _hyper(args)))
 
 
 def _truncation_warning(args, spec, ds) -> str:
@@ -445,9 +425,7 @@ def run_approximate(args) -> int:
     from .solve.guards import TRUNCATION_NOT_REACHED
 
     spec = _check_approximate(args)
-    hyper = {k: getattr(args, k) for k in ("L1", "L2") if getattr(args, k) is not None}
-    if args.max_states is not None:  # exact's cap, or the corrected chain's (MAX_STATES_METHODS)
-        hyper["max_states" if args.method == "exact" else "state_budget"] = args.max_states
+    hyper = _hyper(args)
     try:
         with working(f"method {args.method} at R={spec.servers}, rho={spec.load:g}"):
             ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)

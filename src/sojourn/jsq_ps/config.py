@@ -33,6 +33,11 @@ def rho_values(grid_cfg: dict, key: str = "grid") -> list[float]:
         start, stop, step = float(rr["start"]), float(rr["stop"]), float(rr["step"])
         if step <= 0 or stop < start:
             raise ConfigError(f"{key}.rho_range: need step > 0 and stop >= start; got {rr}")
+        unit = 10.0 ** -decimals
+        if step < unit * (1 - 1e-9):  # before any load is listed: 1e-9 listed 1e9 of them (2.2 GB, issue 32)
+            raise ConfigError(f"{key}.rho_range.step: {step:g} is below one unit of {key}.rho_decimals = {decimals} "
+                              f"({unit:g}): its loads would be rounded onto each other; raise the step to at least "
+                              f"{unit:g}, or rho_decimals")
         n = int(math.floor((stop - start) / step + 1e-9)) + 1
         values = [round(start + i * step, decimals) for i in range(n)]
         where = f"{key}.rho_range"
@@ -179,6 +184,61 @@ def L1_for(cfg: dict, R: int) -> int:
     return int(L1[int(R) - 1]) if L1 else table4_L1(int(R))
 
 
+#: what one job of the Snakemake DAG costs Snakemake itself (its DAG, its job records): measured on the paper
+#: config's dry run, rounded up (seconds, bytes per job)
+SECONDS_PER_JOB, BYTES_PER_JOB = 0.01, 100e3
+
+
+def _check_cost(cfg: dict) -> None:
+    """Each Dask task of the section admitted by the guard before any job (:func:`sojourn.core.guard.admit`,
+    limits from SOJOURN_MAX_TIME / SOJOURN_MAX_MEMORY or the defaults): one replication of every simulation cell
+    and the methods of every approximation cell (exact keeps to its own ``exact_budget``), and Snakemake's DAG of
+    the blocks; a refusal names the config keys that drive it."""
+    from ..core.guard import Estimate, admit, admit_parts, naming
+    from . import cost
+    from .model import JSQPS
+
+    sim, tg, g = cfg["simulation"], cfg["time_grid"], cfg["grid"]
+    names = {"servers": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.horizon", "t_max": "jsq_ps.time_grid.t_max",
+             "dt": "jsq_ps.time_grid.dt", "replications": "jsq_ps.simulation.replications",
+             "L1": "jsq_ps.approximation.L1", "L2": "jsq_ps.approximation.L2", "grid": "jsq_ps.grid.R/rho",
+             "exact_budget": "jsq_ps.approximation.exact_budget"}
+    mu = float(g.get("mu", 1.0))
+    laws = service_laws(cfg)
+    try:
+        with naming(names, "config"):
+            b = blocks(cfg)
+            jobs = len(b.simulation) + len(b.approximation)
+            admit(Estimate(SECONDS_PER_JOB * jobs, BYTES_PER_JOB * jobs, "grid", f"{jobs:,} Snakemake jobs (blocks of "
+                           "cells)"), record=False)
+            worst = {}
+            for c in cells(cfg):  # one Dask task: one replication of one cell
+                spec = JSQPS.from_load(c.R, float(c.rho), mu, service=laws[c.service])
+                parts = cost.simulate(spec, float(sim["horizon"]), 1, sim.get("backend", "fast"), float(tg["dt"]),
+                                      float(tg["t_max"]))
+                key = (sum(p.seconds for p in parts), sum(p.memory for p in parts))
+                worst = max(worst, {"key": key, "parts": parts}, key=lambda w: w.get("key", (0, 0)))
+            if worst:
+                admit_parts(worst["parts"], announce=False)
+            points = int(float(tg["t_max"]) / float(tg["dt"])) + 1
+            methods = [m for m in cfg["approximation"]["methods"] if m != "exact"]
+            if "exact" in cfg["approximation"]["methods"]:  # its budget caps what exact may take on one cell
+                from .solve.budget import BYTES_PER_TAGGED_STATE
+
+                budget = exact_budget(cfg)
+                admit(Estimate(float(budget["max_seconds"]), float(budget["max_states"]) * BYTES_PER_TAGGED_STATE,
+                               "exact_budget", "exact on one cell at most (its budget: where its prediction fits)"),
+                      record=False)
+            for R, rho in approximation_cells(cfg):
+                spec = JSQPS.from_load(R, float(rho), mu)
+                hyper = {"L1": L1_for(cfg, R), "L2": int(cfg["approximation"]["L2"])}
+                admit_parts([p for m in methods for p in cost.approximate(spec, m, points, float(tg["t_max"]),
+                                                                         {k: v for k, v in hyper.items()
+                                                                          if m in ("A", "B", "C", "D", "E", "F")})])
+    except ValueError as exc:
+        raise ConfigError(str(exc)[len(SECTION) + 1:] if str(exc).startswith(SECTION + ".") else str(exc)) from None
+
+
 # -- whole-config checks beyond JSON schema --------------------------------------------------------
 def check_config(cfg: dict) -> None:
     """Range and cross-field checks JSON schema cannot express, on the study's section. Raises
@@ -191,8 +251,11 @@ def check_config(cfg: dict) -> None:
 
 def _check(cfg: dict) -> None:
     sim = cfg["simulation"]
-    horizon, warmup = float(sim["horizon"]), float(sim["warmup"])
-    cooldown = float(sim["cooldown"] if sim.get("cooldown") is not None else sim["warmup"])
+    from ..core.replications import WARMUP_FRACTION
+
+    horizon = float(sim["horizon"])
+    warmup = float(sim["warmup"]) if sim.get("warmup") is not None else WARMUP_FRACTION * horizon  # null: 5 %
+    cooldown = float(sim["cooldown"]) if sim.get("cooldown") is not None else warmup
     if warmup + cooldown >= horizon:
         raise ConfigError(
             f"simulation.warmup + simulation.cooldown must be < simulation.horizon; "
@@ -235,6 +298,7 @@ def _check(cfg: dict) -> None:
     mgr = cfg.get("mgr") or {}
     if mgr.get("rho") is not None or mgr.get("rho_range") is not None:
         rho_values({**mgr, "rho_decimals": cfg["grid"].get("rho_decimals", 2)}, "mgr")
+    _check_cost(cfg)
     for i, c in enumerate((cfg.get("figures") or {}).get("cdf_cells") or []):
         if int(c["R"]) not in cfg["grid"]["R"] or not any(
             abs(float(c["rho"]) - r) < 1e-9 for r in rho_values(cfg["grid"])

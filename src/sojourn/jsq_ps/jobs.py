@@ -31,8 +31,8 @@ ENGINE_ATTRS = ("Conventions", "source", "sojourn_version", "git_commit", "model
 
 def _run_window(simulation: dict, time_grid: dict) -> dict:
     """The simulation keywords of every replication of a block (the run window, backend and histogram grid)."""
-    cooldown = simulation.get("cooldown")
-    return dict(horizon=float(simulation["horizon"]), warmup=float(simulation["warmup"]),
+    cooldown, warmup = simulation.get("cooldown"), simulation.get("warmup")  # null: the project's defaults
+    return dict(horizon=float(simulation["horizon"]), warmup=float(warmup) if warmup is not None else None,
                 cooldown=float(cooldown) if cooldown is not None else None,
                 backend=str(simulation.get("backend", "fast")), dt=float(time_grid["dt"]),
                 t_max=float(time_grid["t_max"]))
@@ -97,8 +97,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         ds = with_guard(concat_replications(parts) if len(parts) > 1 else parts[0], specs[rho])
         if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): said, not hidden
             v = from_dataset(ds)
-            need = format_length(v.needed_window + window["warmup"] + (window["cooldown"] if window["cooldown"]
-                                                                        is not None else window["warmup"]))
+            need = format_length(v.needed_window + float(ds.attrs["warmup"]) + float(ds.attrs["cooldown"]))
             LOG.warning(f"{service} R={R} rho={rho}: run too short to trust ({v.describe()}; predicted relative "
                         f"standard error of the mean {100 * v.relative_se:.2g} %); needs jsq_ps.simulation.horizon >= "
                         f"{need} (same warm-up and cool-down) at {v.replications} replications, or more replications "

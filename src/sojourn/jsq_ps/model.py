@@ -134,13 +134,17 @@ class JSQPS:
         load = positive_finite("load", load)
         if load >= 1.0:
             raise ValueError(f"load must be in (0, 1); got {load!r}")
-        svc = _as_law(service if service is not None else "exponential", "service").scaled_to_mean(1.0 / mu)
+        svc = _scaled(_as_law(service if service is not None else "exponential", "service"), 1.0 / mu,
+                      "mu", "the service law rescaled to mean 1/μ")
         theta = 1.0
         if kwargs.get("discipline") == "capacitated":
             theta = positive_finite("ps_threshold", kwargs.get("ps_threshold", 1.0))
         capacity = servers * theta
         lam = load * capacity * mu
-        arr = _as_law(arrivals if arrivals is not None else "exponential", "arrivals").scaled_to_mean(1.0 / lam)
+        theta_named = kwargs.get("discipline") == "capacitated"
+        arr = _scaled(_as_law(arrivals if arrivals is not None else "exponential", "arrivals"), 1.0 / lam,
+                      "mu/load" + ("/ps_threshold" if theta_named else ""),
+                      "the inter-arrival law rescaled to mean 1/(R ρ μ" + (" θ" if theta_named else "") + ")")
         return cls(servers=servers, interarrival=arr, service=svc, **kwargs)
 
     # -- serialisation ---------------------------------------------------------------------
@@ -177,6 +181,15 @@ class JSQPS:
             f"{arr}/{svc}/{self.servers}-{disp[self.dispatch]}-{disc[self.discipline]} "
             f"(Λ={self.arrival_rate:g}, E[S]={self.service.mean:g}, ρ={self.load:.4g}; service {self.service})"
         )
+
+
+def _scaled(law: Distribution, mean: float, field_name: str, what: str) -> Distribution:
+    """``law`` rescaled to ``mean``; a law that cannot have that mean (its moments leave the doubles) is refused
+    naming the input that set the mean."""
+    try:
+        return law.scaled_to_mean(mean)
+    except ValueError as exc:
+        raise ValueError(f"{field_name}: {what} = {mean:.3g}: {exc}") from None
 
 
 def _as_law(value, field_name: str) -> Distribution:

@@ -192,6 +192,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     for spec in specs:
         checked = _check(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max, kernel, service_bins)
         plans.append(checked)
+    admit_cost(specs, plans, replications if precision is None else precision.max_replications, backend, max_workers)
 
     def run(requests):  # [(spec index, replication k)] -> raw results, in order
         if backend == "fast":
@@ -234,6 +235,23 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
             ds.attrs.update(_precision.attrs(precision))
         out.append(with_guard(ds, spec))
     return out
+
+
+def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) -> None:
+    """The predicted time and memory of simulating ``specs`` (their checked run ``plans``) admitted before anything
+    is allocated (:func:`sojourn.core.guard.admit_parts`; :func:`sojourn.jsq_ps.cost.simulate`)."""
+    import os
+
+    from ..core.guard import Estimate, admit_parts
+    from . import cost
+
+    workers = 1 if backend != "ciw" or max_workers == 0 else (max_workers or os.cpu_count() or 1)
+    parts = []
+    for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans):
+        parts += cost.simulate(spec, H, replications, backend, dt_, tm, workers)
+        parts.append(Estimate(0.0, 8.0 * replications * ((om + 1) + (3 * sb[1] if sb is not None else 0)),
+                              "occupancy_max" if sb is None else "service_bins", "the occupancy and service histograms"))
+    admit_parts(parts)
 
 
 def concat_replications(datasets) -> xr.Dataset:

@@ -9,7 +9,24 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_output, add_precision, add_run, add_window
+from ..core.flags import (
+    LAW,
+    add_group,
+    add_limits,
+    add_output,
+    add_precision,
+    add_run,
+    add_window,
+)
+from ..core.guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY_OPEN,
+    Choice,
+    Int,
+    Text,
+    requires,
+)
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -38,6 +55,8 @@ def _schema(sub):
 def _solve(sub):
     p = sub.add_parser("solve", help="product-form measures (traffic equations, E[N], E[T], per class and phase)")
     _model_args(p)
+    add_limits(p)
+    requires(p, "--queue", "--signal-rate", why="--queue says which queue's signal rate --signal-rate sets")
     p.set_defaults(func=run_solve)
 
 
@@ -46,25 +65,27 @@ def _simulate(sub):
                        description=f"Simulate a restart model. Signal semantics: {SIGNAL_MEANING}. Timeout semantics: "
                                    f"{TIMEOUT_MEANING}.")
     _model_args(p)
-    p.add_argument("--semantics", default="signal", choices=("signal", "timeout"),
+    p.add_argument("--semantics", type=Choice("signal", "timeout"), default="signal",
                    help=f"signal: Poisson restart signals (G-network): {SIGNAL_MEANING}; timeout: a timeout per job: "
                         f"{TIMEOUT_MEANING}")
-    p.add_argument("--timeout", default=None,
+    p.add_argument("--timeout", type=LAW, default=None,
                    help="timeout law with --semantics timeout, e.g. deterministic:value=0.5 or exponential:rate=2 "
                         "(wall-clock time since the job entered the queue or last restarted, not service received)")
     _sim_args(p)
     add_precision(p, "mean", None)
+    requires(p, "--queue", "--signal-rate", why="--queue says which queue's signal rate --signal-rate sets")
+    requires(p, "--timeout", "--semantics", why="timeouts replace restart signals under --semantics timeout")
     p.set_defaults(func=run_simulate)
 
 
 def _optimise(sub):
     p = sub.add_parser("optimise", help="optimal signal rate g* (product form) beside the simulated timeout optimum")
     _model_args(p)
-    p.add_argument("--bounds", nargs=2, type=float, default=(0.0, 100.0), metavar=("LO", "HI"),
+    p.add_argument("--bounds", nargs=2, type=NONNEGATIVE, default=(0.0, 100.0), metavar=("LO", "HI"),
                    help="search interval of the signal rate (default 0 100)")
-    p.add_argument("--taus", type=float, nargs="+", default=None,
+    p.add_argument("--taus", type=POSITIVE, nargs="+", default=None,
                    help="deterministic timeouts of the sweep (default: 13 log-spaced over [0.1/g*, 10/g*])")
-    p.add_argument("--max-jobs", dest="max_jobs", type=int, default=None,
+    p.add_argument("--max-jobs", dest="max_jobs", type=Int(1), default=None,
                    help="a run with more jobs present is stopped and its tau reported unstable (default: where a "
                         "geometric queue of the product form's E[N] at g* gets with probability 1e-3, at least 50)")
     _sim_args(p)
@@ -72,11 +93,13 @@ def _optimise(sub):
 
 
 def _model_args(p, output=True):
-    p.add_argument("--model", "-m", required=True, help="YAML model file or example1|example2|example3")
-    p.add_argument("--signal-rate", dest="signal_rate", type=float, default=None,
+    p.add_argument("--model", "-m", type=Text("model", "a model file or example name"), required=True,
+                   help="YAML model file or example1|example2|example3")
+    p.add_argument("--signal-rate", dest="signal_rate", type=NONNEGATIVE, default=None,
                    help="override the external signal rate g of --queue (Poisson; each signal restarts one job chosen "
                         "uniformly among the n present, so each job is hit at rate g/n)")
-    p.add_argument("--queue", default=None, help="queue whose signal rate is set (default: the only queue)")
+    p.add_argument("--queue", type=Text("name", "a queue name"), default=None,
+                   help="queue whose signal rate is set (default: the only queue)")
     if output:
         add_output(p)
 
@@ -84,15 +107,14 @@ def _model_args(p, output=True):
 def _sim_args(p):
     add_window(p, horizon=200_000.0, unit="jobs")
     add_run(p, dt=0.05, t_max=200.0, what="response-time")
-    p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+    p.add_argument("--confidence", type=PROBABILITY_OPEN, default=DEFAULT_CONFIDENCE,
                    help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})")
 
 
 def _window(args) -> None:
-    """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up), --confidence and --output checked in
+    """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up) and --confidence checked in
     flag terms before any compute; the default warm-up resolved in ``args``."""
     from ..core import validate as V
-    from ..core.inputs import check_output
     from ..core.replications import WARMUP_FRACTION
 
     horizon = V.positive_finite("--horizon", args.horizon)
@@ -109,7 +131,6 @@ def _window(args) -> None:
     V.integer_at_least("--seed", args.seed, 0)
     V.probability_open("--confidence", args.confidence)
     _grid(args)
-    check_output(args.output, "--output", mkdir=args.mkdir)
 
 
 def _grid(args) -> None:
@@ -136,11 +157,17 @@ def _grid(args) -> None:
 
 def _load(args):
     """The model of --model with --signal-rate applied; a model that this rate makes unsolvable or unstable is
-    refused here, before any compute, naming the flag (the model's own errors name its keys)."""
+    refused here, before any compute, naming the flag (the model's own errors name its keys). Every command that
+    loads a model writes --output: it is checked first, before the model is even solved for its stability."""
+    from ..core.inputs import check_output
     from .files import load_model
     from .solve import solve
 
-    net = load_model(args.model, check_stable=False)
+    check_output(args.output, "--output", mkdir=args.mkdir)
+    try:
+        net = load_model(args.model, check_stable=False)
+    except ValueError as exc:  # the file's own errors name its keys; the line names the flag that gave it
+        raise ValueError(f"--model {args.model}: {exc}") from None
     if args.signal_rate is not None:
         try:
             net = net.with_signal_rate(args.signal_rate, args.queue)
@@ -152,6 +179,11 @@ def _load(args):
             except ValueError as exc:
                 where = f" at --queue {args.queue}" if args.queue is not None else ""
                 raise ValueError(f"--signal-rate {args.signal_rate:g}{where}: {exc}") from None
+    elif getattr(args, "semantics", "signal") == "signal":  # the model's own signals: solvable and stable
+        try:
+            solve(net)
+        except ValueError as exc:
+            raise ValueError(f"--model {args.model}: {exc}") from None
     return net
 
 
@@ -162,12 +194,10 @@ def _flag_terms(message: str) -> str:
 
 
 def run_solve(args) -> int:
-    from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import closed_form, solve
 
     net = _load(args)
-    check_output(args.output, "--output", mkdir=args.mkdir)
     sol = solve(net)
     write_netcdf(sol.to_dataset(), args.output)
     L = net.layout
@@ -189,15 +219,21 @@ def run_solve(args) -> int:
 
 
 def run_simulate(args) -> int:
+    from ..core import runlength
     from ..core.distributions import parse_law
     from ..core.io import write_netcdf
-    from ..core import runlength
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
     from ..core.replications import WARMUP_FRACTION
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
-    from .solve import solve
+    from ..core.summary import (
+        ci_header,
+        mean_text,
+        percentile_text,
+        round_up,
+        summary_dataset,
+    )
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
+    from .solve import solve
 
     net = _load(args)
     try:
@@ -266,13 +302,12 @@ def run_simulate(args) -> int:
 
 
 def run_optimise(args) -> int:
-    from ..core.io import write_netcdf
-    from .optimise import optimise, report_lines
-
     import math
 
     from ..core import validate as V
-    from ..core.inputs import check_cost, limits
+    from ..core.inputs import limits
+    from ..core.io import write_netcdf
+    from .optimise import optimise, report_lines
 
     lo = V.nonnegative_finite("--bounds LO", args.bounds[0])
     hi = V.positive_finite("--bounds HI", args.bounds[1])
@@ -286,8 +321,10 @@ def run_optimise(args) -> int:
         V.integer_at_least("--max-jobs", args.max_jobs, 1)
     cost = None
     if math.isfinite(limits()[2]):  # a pilot times the sweep; refused over --max-time (none: no pilot)
-        def cost(seconds: float, what: str) -> None:
-            check_cost("--horizon/--replications/--taus", seconds=seconds, what=what)
+        def cost(seconds: float, what: str) -> None:  # the request's own estimate: checked whatever its size
+            from ..core.guard import Estimate, admit
+
+            admit(Estimate(seconds, 0.0, "--horizon/--replications/--taus", what))
 
     def progress(line: str) -> None:
         print(f"optimise {line}", file=sys.stderr, flush=True)
@@ -301,7 +338,7 @@ def run_optimise(args) -> int:
     except ValueError as exc:  # the library's verdicts on the search interval and the sweep, in flag terms
         from ..core.inputs import in_flag_terms
 
-        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus"})) from None
+        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus", "queue": "--queue"})) from None
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
     for line in report_lines(ds):

@@ -87,3 +87,22 @@ def check_config(cfg: dict) -> None:
                 solve(net.with_signal_rate(float(r)))
         except ValueError as exc:
             raise ConfigError(f"{key}.model: {exc}") from None
+        _check_cost(key, net, ex, sim, tg)
+
+
+def _check_cost(key: str, net, ex: dict, sim: dict, tg: dict) -> None:
+    """Each Dask task of an example's sweep (one replication at one rate and semantics) admitted by the guard
+    before any job, and a replication that would run into the kernel's event cap refused (it would report
+    'stopped', not a measurement), naming the config keys."""
+    from ..core.guard import naming
+    from .cost import Run, admit
+
+    names = {"horizon": f"{key}.horizon", "horizon/replications": f"{key}.horizon",
+             "t_max": "restart.time_grid.t_max", "dt": "restart.time_grid.dt"}
+    try:
+        with naming(names, "config"):
+            for r in restart_rates(ex["rates"]):  # signals at each rate (timeouts: the signal-free network's events)
+                admit([Run(net.with_signal_rate(float(r)), "signal"), Run(net, "timeout")], float(ex["horizon"]), 1,
+                      float(tg["dt"]), float(tg["t_max"]), int(sim["max_jobs"]), float(sim["max_events"]))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

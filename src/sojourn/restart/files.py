@@ -10,6 +10,8 @@ from pathlib import Path
 from .model import Network, model_from_dict
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+#: the largest model file read (the examples are a few hundred bytes; a 300-phase PH matrix is about 1 MB)
+MAX_MODEL_BYTES = 16 * 2**20
 
 
 def load_model(path_or_name, check_stable: bool = True) -> Network:
@@ -18,18 +20,27 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
     With ``check_stable`` the traffic equations are solved once and an unstable model (Σρ ≥ 1 at a
     queue) or a non-converging fixed point is rejected here, naming the queue.
     """
-    import yaml
-
     p = Path(str(path_or_name))
-    if not p.suffix and not p.exists() and (EXAMPLES_DIR / f"{p.name}.yaml").is_file():
-        p = EXAMPLES_DIR / f"{p.name}.yaml"
-    if not p.is_file():
+    try:
+        if not p.suffix and not p.exists() and (EXAMPLES_DIR / f"{p.name}.yaml").is_file():
+            p = EXAMPLES_DIR / f"{p.name}.yaml"
+        found = p.is_file()
+    except (OSError, ValueError):  # a name the file system refuses (too long, a NUL): no such file
+        found = False
+    if not found:
         known = sorted(f.stem for f in EXAMPLES_DIR.glob("*.yaml"))
         raise ValueError(f"model must be a YAML model file or one of {known}; got {str(path_or_name)!r}")
+    from ..core.guard import load_yaml
+
+    size = p.stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise ValueError(f"model file {p}: {size / 2**20:.0f} MiB, larger than a model file can be "
+                         f"({MAX_MODEL_BYTES / 2**20:.0f} MiB)")
     try:
-        d = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"model file {p}: not valid YAML ({exc})") from None
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"model file {p}: not a text (YAML) file") from None
+    d = load_yaml(text, f"model file {p}")  # duplicate keys and alias bombs refused (sojourn.core.guard)
     net = model_from_dict(d)
     if check_stable:
         from .solve import solve

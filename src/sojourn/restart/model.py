@@ -25,6 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from ..core import phase_type
+from ..core.guard import Estimate
 from ..core.validate import nonnegative_finite, positive_finite, probability
 
 RESTART_MODES = ("anew", "keep_phase")
@@ -107,6 +108,18 @@ class JobClass:
             phase_type.validate(entry, T, name=f"{p}.service")
         except ValueError as exc:
             raise ValueError(f"{exc} (phase routing H of {p} never ends service from some phase)") from None
+        from ..core.distributions import MEAN_RANGE
+        from ..core.guard import derived
+
+        mean = derived(f"{p}.service", lambda: float(phase_type.mean(entry, T)), "the mean service time",
+                       "the phase rates are too large or too small")
+        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:  # the rule every law keeps (sojourn.core.distributions)
+            raise ValueError(f"{p}.service: the mean service time is {mean:.3g}; it must be within "
+                             f"[{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}] (its square and 1/mean² stay finite doubles)")
+        for i, r in enumerate(rates):
+            if not MEAN_RANGE[0] <= 1.0 / r <= MEAN_RANGE[1]:
+                raise ValueError(f"{p}.service.rates[{i}]: {r:g} is outside [{1 / MEAN_RANGE[1]:g}, "
+                                 f"{1 / MEAN_RANGE[0]:g}] (a phase's mean 1/rate within the range every law keeps)")
         success = (1.0,) * P if self.success is None else self.success
         if isinstance(success, (int, float)) and not isinstance(success, bool):
             success = (success,) * P
@@ -371,6 +384,48 @@ class Network:
 
 
 # -- model files ----------------------------------------------------------------------------------------
+#: a network's dense tables are J x J (phase moves, restart moves, their cumulative copies: 6 of them, and a
+#: temporary: 7); its checks and the traffic equations solve J x J and P x P systems (benchmarks/cost_models.py:
+#: an Erlang class of 3000 phases, 804 MB and 40 s of CPU)
+TABLES_PER_TYPE_PAIR = 7
+SECONDS_PER_CUBED_TYPE = 1.2e-9
+
+
+def phase_counts(d: dict) -> list[tuple[str, int]]:
+    """(key path of a class's service, its phases) for every class of a model-file mapping, read before anything
+    is built (an ``erlang: 100000000`` service would otherwise be laid out as a 1e8 x 1e8 matrix)."""
+    out = []
+    for qi, qd in enumerate(d.get("queues") or []):
+        if not isinstance(qd, dict):
+            continue
+        for ci, cd in enumerate(qd.get("classes") or []):
+            svc = cd.get("service") if isinstance(cd, dict) else None
+            if not isinstance(svc, dict):
+                continue
+            path = f"queues[{qd.get('name', qi)}].classes[{cd.get('name', ci)}].service"
+            if isinstance(svc.get("erlang"), int) and not isinstance(svc.get("erlang"), bool):
+                out.append((f"{path}.erlang", int(svc["erlang"])))
+            elif isinstance(svc.get("rates"), list):
+                out.append((f"{path}.rates", len(svc["rates"])))
+            elif isinstance(svc.get("T"), list):
+                out.append((f"{path}.T", len(svc["T"])))
+    return out
+
+
+def network(counts: list[tuple[str, int]]) -> Estimate:
+    """The phase tables of a network whose classes have these phase counts: J x J tables, the classes' P x P
+    checks and the traffic equations."""
+    if not counts:
+        return Estimate()
+    J = float(sum(p for _, p in counts))
+    largest = max(counts, key=lambda c: c[1])
+    return Estimate(SECONDS_PER_CUBED_TYPE * (J**3 + sum(float(p) ** 3 for _, p in counts)),
+                    8.0 * TABLES_PER_TYPE_PAIR * J * J + 8.0 * 4 * sum(float(p) ** 2 for _, p in counts),
+                    largest[0], f"a network of {J:.3g} phase types (largest class: {largest[1]:,} phases): its "
+                                f"{TABLES_PER_TYPE_PAIR} tables of {J:.3g} x {J:.3g}")
+
+
+
 def _service(path: str, svc) -> dict:
     """The service block of a model file: {entry, rates, H} or {alpha, T} (PH) or {erlang: k, rate: r}."""
     if not isinstance(svc, dict):
@@ -404,9 +459,11 @@ def _service(path: str, svc) -> dict:
 
 def model_from_dict(d: dict) -> Network:
     """Build a :class:`Network` from the model-file mapping (schema: :data:`sojourn.restart.schema.MODEL_SCHEMA`)."""
+    from ..core.guard import admit
     from .schema import check_model_dict
 
     check_model_dict(d)
+    admit(network(phase_counts(d)), record=False)  # the phase tables, before any is laid out
     queues = []
     for qd in d["queues"]:
         qp = f"queues[{qd['name']}]"

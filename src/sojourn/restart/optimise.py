@@ -137,11 +137,24 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     if not g > 0:
         raise ValueError(f"bounds: the optimal signal rate is {g:g} (no restarts); nothing to compare with timeouts")
     taus = default_taus(g) if taus is None else np.asarray([positive_finite("taus", float(t)) for t in taus])
+    for t in taus.tolist():  # each is a deterministic timeout law's mean: within what a law takes
+        try:
+            Deterministic(float(t))
+        except ValueError as exc:
+            raise ValueError(f"taus: {t:g}: {exc}") from None
+    if len(set(taus.tolist())) != len(taus):
+        dup = next(t for t in taus.tolist() if taus.tolist().count(t) > 1)
+        raise ValueError(f"taus: {dup:g} is given twice in {' '.join(f'{t:g}' for t in taus)}; give each timeout once")
     if max_jobs is None:
         arrivals = float(net.layout.arrival.sum()) * float(sim.get("horizon", 200_000.0))
         max_jobs = default_max_jobs(float(solve(net.with_signal_rate(g, queue)).mean_number.sum()), arrivals)
     max_jobs = integer_at_least("max_jobs", max_jobs, 1)
     points = _points(net, g, queue, taus)
+    from .simulate import admit_cost
+
+    admit_cost([spec for _, spec in points], float(sim.get("horizon", 200_000.0)), replications,
+               float(sim.get("dt", SIM_DT)), float(sim.get("t_max", 200.0)), max_jobs,
+               float(sim.get("max_events", 200_000_000)))  # from the product form's flows, before any pilot
     predicted = None
     if cost_check is not None:
         predicted = predict(points, replications, seed, sim, max_jobs)

@@ -262,6 +262,8 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
     nbins = grid_size(t_max, dt)
     max_jobs = integer_at_least("max_jobs", max_jobs, 1, allow_float=False)
     max_events = integer_at_least("max_events", max_events, 1, allow_float=True)
+    admit_cost([spec], H, replications if precision is None else precision.max_replications, dt, t_max, max_jobs,
+               max_events)
     run = lambda k: _run(spec, _seeds.replication_rng(seed, spec, k), W, H - C, dt, nbins, rmax, max_jobs, max_events)
     decision = None
     if precision is None:
@@ -292,6 +294,15 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
         ds.attrs.update(_precision.attrs(precision))
         ds.attrs["precision_statistic_of"] = "response time"
     return with_guard(ds, spec)
+
+
+def admit_cost(specs, horizon: float, replications: int, dt: float, t_max: float, max_jobs: int,
+               max_events: float) -> None:
+    """The predicted time and memory of simulating ``specs`` admitted before anything is allocated
+    (:func:`sojourn.restart.cost.admit`)."""
+    from .cost import admit
+
+    admit(specs, horizon, replications, dt, t_max, max_jobs, max_events)
 
 
 def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.RunModel | None:

@@ -50,6 +50,12 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
         raise ValueError(f"quorum_min must be <= {limit}: no pair (r, q) with q <= r exists for q >= {qmin}; "
                          f"got quorum_min = {qmin}")
     law = as_law(replica_law)
+    from ..core.guard import Estimate, admit
+    from .cost import SECONDS_PER_EXACT_PAIR, SECONDS_PER_QUADRATURE, pairs
+
+    n_pairs = pairs(qmin, rmax)  # each pair's moments, before any of them is computed
+    admit(Estimate(n_pairs * (SECONDS_PER_EXACT_PAIR + SECONDS_PER_QUADRATURE), n_pairs * 400.0, "hosts/max_replicas",
+                   f"the moments of {n_pairs:.3g} pairs (r, q) with {qmin} <= q <= r <= {rmax}"), record=False)
     ok, skipped = [], []
     for r in range(qmin, rmax + 1):
         for q in range(qmin, r + 1):
@@ -60,6 +66,20 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
         raise ValueError(f"arrival_rate {lam:g} is unstable for every (replicas, quorum) with quorum >= {qmin} and "
                          f"replicas <= {rmax}: lambda E[S_q:r] >= floor(hosts/replicas) for all")
     return law, ok, skipped
+
+
+def admit_cost(hosts, replica_law, quorum_min, max_replicas, workunits, replications, model, dt, t_max) -> None:
+    """The ranking's predicted time and memory (every pair simulated at worst: :func:`sojourn.split_merge.cost.best`)
+    admitted before any pair is looked at (:func:`sojourn.core.guard.admit_parts`)."""
+    from ..core.guard import Int, admit_parts
+    from .cost import best as best_cost
+
+    n = integer_at_least("hosts", hosts, 1)
+    qmin = integer_at_least("quorum_min", quorum_min, 1)
+    rmax = integer_at_least("max_replicas", max_replicas, 1)
+    wu = Int(1).check("workunits", workunits)
+    reps = Int(1).check("replications", replications)
+    admit_parts(best_cost(n, replica_law, qmin, rmax, wu, reps, model, dt, t_max))
 
 
 def half_width_text(half_width: float, exact: bool, resolution: float) -> str:
@@ -78,6 +98,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
          progress=None) -> xr.Dataset:
     """Rank the feasible (r, q) by ``criterion`` ('mean' or 'pNN'); a Dataset over dim ``rank`` (best first)."""
     p = parse_criterion(criterion)
+    admit_cost(hosts, replica_law, quorum_min, max_replicas, workunits, replications, model, dt, t_max)
     law, ok, skipped = candidates(hosts, arrival_rate, replica_law, quorum_min, max_replicas)
     rows = []
     for i, (r, q, load) in enumerate(ok):

@@ -10,7 +10,19 @@ import sys
 import time
 
 from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import add_group, add_limits, add_output, add_precision, add_run
+from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run
+from ..core.guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY_OPEN,
+    SEED,
+    Choice,
+    Int,
+    Text,
+)
+
+#: latency percentiles in percent, comma separated (checked by the command: :func:`_percentiles`)
+PERCENTILES = Text("percent-list", "percent levels such as 50,90,99")
 
 # Building the parser imports nothing heavy (numpy, scipy, xarray, dask: each --help answers at once); the
 # commands import what they run (tests/workflow/test_cli_imports.py)
@@ -23,14 +35,14 @@ def register(subparsers) -> None:
 
 
 def _system_args(p, replicas=True):
-    p.add_argument("--hosts", "-n", type=int, required=True, help="number of hosts n")
+    p.add_argument("--hosts", "-n", type=Int(1), required=True, help="number of hosts n")
     if replicas:
-        p.add_argument("--replicas", "-r", type=int, required=True, help="replicas r per workunit (1 <= r <= n)")
-        p.add_argument("--quorum", "-q", type=int, required=True, help="results q needed (1 <= q <= r)")
+        p.add_argument("--replicas", "-r", type=Int(1), required=True, help="replicas r per workunit (1 <= r <= n)")
+        p.add_argument("--quorum", "-q", type=Int(1), required=True, help="results q needed (1 <= q <= r)")
         g = p.add_mutually_exclusive_group(required=True)
-        g.add_argument("--arrival-rate", dest="arrival_rate", type=float, help="Poisson arrival rate lambda")
-        g.add_argument("--load", type=float, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
-    p.add_argument("--replica-law", dest="replica_law", default="exponential",
+        g.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, help="Poisson arrival rate lambda")
+        g.add_argument("--load", type=PROBABILITY_OPEN, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
+    p.add_argument("--replica-law", dest="replica_law", type=LAW, default="exponential",
                    help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
                         " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
 
@@ -94,11 +106,11 @@ def _percentiles(text, flag="--percentiles"):
 def _exact(sub):
     p = sub.add_parser("exact", help="exact stability, throughput, mean delay/latency (and percentiles where known)")
     _system_args(p)
-    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles, comma separated (default 50,90,99)")
-    p.add_argument("--output", "-o", default=None, help="netCDF file (optional; its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.add_argument("--percentiles", type=PERCENTILES, default="50,90,99",
+                   help="latency percentiles, comma separated (default 50,90,99)")
+    add_output(p, required=False)
     add_limits(p)
-    p.set_defaults(func=run_exact)
+    p.set_defaults(func=run_exact, extra_names=FLAGS)
 
 
 def run_exact(args) -> int:
@@ -143,20 +155,21 @@ def _simulate(sub):
                                    "replication beyond it is reported as 'too few workunits' with the run length it "
                                    "would need.")
     _system_args(p)
-    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"],
+    p.add_argument("--model", type=Choice("split_merge", "fork_join"), default="split_merge",
                    help="split_merge (FCFS, concurrent release; default) or fork_join (cancellation); fork_join with "
                         "q = 1 and r dividing n is split-merge exactly, and its exact values are printed")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--workunits", type=int, default=None, help="recorded workunits per replication (default 500000)")
-    g.add_argument("--horizon", type=float, default=None, help="or: simulated time per replication")
-    p.add_argument("--warmup", type=float, default=None,
+    g.add_argument("--workunits", type=Int(1), default=None, help="recorded workunits per replication (default 500000)")
+    g.add_argument("--horizon", type=POSITIVE, default=None, help="or: simulated time per replication")
+    p.add_argument("--warmup", type=NONNEGATIVE, default=None,
                    help="warm-up: workunits discarded (with --workunits; default 10%% of --workunits) or time "
                         "(with --horizon; default 10%% of --horizon); must be < --horizon")
     add_run(p, dt=0.01, t_max=200.0, what="latency and delay")
-    p.add_argument("--percentiles", default="50,90,99", help="latency percentiles to print (default 50,90,99)")
+    p.add_argument("--percentiles", type=PERCENTILES, default="50,90,99",
+                   help="latency percentiles to print (default 50,90,99)")
     add_precision(p, "mean", None)
     add_output(p)
-    p.set_defaults(func=run_simulate)
+    p.set_defaults(func=run_simulate, extra_names={**FLAGS, **_SIM_FLAGS})
 
 
 #: library field names in the run-length and grid checks -> the flags of ``simulate``
@@ -165,26 +178,24 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
               "seed": "--seed"}
 
 
-#: seconds per simulated workunit, and per replica of it (measured here, 2 x 500 000 workunits, load 0.9, q = 1,
-#: exponential: split-merge n = 10, r = 2: 1.7e-7 s; r = 10: 1.6e-7 s. Fork-join scans its hosts per replica:
-#: n = 100, r = 2: 5.6e-7 s; n = 100, r = 10, q = 3: 2.0e-6 s; n = 1000, r = 10: 7.0e-6 s)
-SECONDS_PER_WORKUNIT = 2e-7
-SECONDS_PER_REPLICA = {"split_merge": 5e-8, "fork_join": 1.5e-7}
-SECONDS_PER_REPLICA_AND_HOST = {"split_merge": 0.0, "fork_join": 6e-10}
-
-
 def run_simulate(args) -> int:
     import numpy as np
 
-    from ..core.inputs import check_cost, check_grid, check_output, in_flag_terms
-    from ..core.validate import positive_finite
+    from ..core.inputs import check_output, in_flag_terms
     from ..core.io import write_netcdf
     from ..core.precision import from_flags as precision_from_flags
     from ..core.precision import summary as precision_summary
     from ..core.runlength import format_length, from_dataset, status, warning
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up, summary_dataset
+    from ..core.summary import (
+        ci_header,
+        mean_text,
+        percentile_text,
+        round_up,
+        summary_dataset,
+    )
+    from ..core.validate import positive_finite
+    from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
     from .solve import exact_results
-    from .simulate import DEFAULT_PERCENTILE, _plan, simulate
 
     _hosts_cost(args.hosts, args.replicas)
     spec = _spec(args, args.model)
@@ -209,16 +220,8 @@ def run_simulate(args) -> int:
     if args.replications is not None and args.replications < 1:
         raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
     reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
-    check_grid(args.t_max, args.dt, 8.0 * (4 * reps + 8), f"the delay and latency histograms of each of {reps} "
-               "replications and the summary")
-    simulated = (plan[0] + plan[2]) if args.horizon is None else spec.arrival_rate * plan[1]
-    events = float(simulated) * reps
-    per = SECONDS_PER_WORKUNIT + spec.replicas * (SECONDS_PER_REPLICA[spec.model]
-                                                  + SECONDS_PER_REPLICA_AND_HOST[spec.model] * spec.hosts)
-    check_cost("--workunits/--horizon/--replications" if args.horizon is None else "--horizon/--replications",
-               seconds=events * per, what=f"{events:.3g} workunits of {spec.replicas} replicas over {reps} "
-                                          f"replication{'s' * (reps > 1)}, ~{per:.2g} s each")
-    check_output(args.output, "--output", mkdir=args.mkdir)
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
+    admit_cost(spec, plan, reps)  # the API admits the same estimate (sojourn.split_merge.cost.simulate)
     t0 = time.perf_counter()
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
     ds = simulate(spec, replications=reps, seed=args.seed, dt=args.dt, t_max=args.t_max, precision=precision, **kw)
@@ -288,42 +291,42 @@ def run_simulate(args) -> int:
 def _best(sub):
     p = sub.add_parser("best", help="rank the feasible (r, q) by mean or percentile latency")
     _system_args(p, replicas=False)
-    p.add_argument("--arrival-rate", dest="arrival_rate", type=float, required=True, help="Poisson arrival rate lambda")
-    p.add_argument("--quorum-min", dest="quorum_min", type=int, default=1, help="smallest acceptable quorum (default 1)")
-    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=10, help="largest r tried (default 10)")
-    p.add_argument("--criterion", default="mean", help="mean (default) or a latency percentile pNN, e.g. p99")
-    p.add_argument("--model", default="split_merge", choices=["split_merge", "fork_join"])
-    p.add_argument("--workunits", type=int, default=100_000, help="workunits per replication where simulated")
-    p.add_argument("--replications", type=int, default=5, help="replications where simulated (default 5)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
-    p.add_argument("--output", "-o", default=None,
-                   help="netCDF file with the whole ranking (optional; its folder must exist, see --mkdir)")
-    p.add_argument("--mkdir", action="store_true", help="create the output file's missing folders")
+    p.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, required=True,
+                   help="Poisson arrival rate lambda")
+    p.add_argument("--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)")
+    p.add_argument("--max-replicas", dest="max_replicas", type=Int(1), default=10, help="largest r tried (default 10)")
+    p.add_argument("--criterion", type=Text("criterion", "mean or pNN"), default="mean",
+                   help="mean (default) or a latency percentile pNN, e.g. p99")
+    p.add_argument("--model", type=Choice("split_merge", "fork_join"), default="split_merge")
+    p.add_argument("--workunits", type=Int(1), default=100_000, help="workunits per replication where simulated")
+    p.add_argument("--replications", type=Int(1), default=5, help="replications where simulated (default 5)")
+    p.add_argument("--seed", type=SEED, default=0, help="base seed (default 0)")
+    p.add_argument("--top", type=Int(1), default=10, help="rows to print (default 10)")
+    add_output(p, required=False)
     add_limits(p)
-    p.set_defaults(func=run_best)
+    p.set_defaults(func=run_best, extra_names=FLAGS)
 
 
 def run_best(args) -> int:
     from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from ..core.progress import reporter
-    from .best import best, candidates, half_width_text, parse_criterion
-
     from ..core.validate import integer_at_least
+    from .best import admit_cost, best, candidates, half_width_text, parse_criterion
 
     integer_at_least("--top", args.top, 1)
+    if args.output:  # before the estimate is announced
+        check_output(args.output, "--output", mkdir=args.mkdir)
     try:
         parse_criterion(args.criterion)
-        _hosts_cost(args.hosts, 1)
+        admit_cost(args.hosts, args.replica_law, args.quorum_min, args.max_replicas, args.workunits, args.replications,
+                   args.model, 0.01, 200.0)
         candidates(args.hosts, args.arrival_rate, args.replica_law, args.quorum_min, args.max_replicas)
         integer_at_least("--workunits", args.workunits, 1)
         integer_at_least("--replications", args.replications, 1)
         integer_at_least("--seed", args.seed, 0)
     except ValueError as exc:
         raise ValueError(_in_flag_terms(str(exc))) from None
-    if args.output:
-        check_output(args.output, "--output", mkdir=args.mkdir)
 
     with reporter("(r, q) pairs") as progress:
         ds = best(args.hosts, args.arrival_rate, args.replica_law, quorum_min=args.quorum_min,

@@ -34,6 +34,7 @@ def check_config(cfg: dict) -> None:
                        cli=False)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        _check_cells(key, x, e)  # how many cells, before any is listed
         try:
             found = cells(cfg, x)
         except ValueError as exc:
@@ -45,6 +46,47 @@ def check_config(cfg: dict) -> None:
             precision_for(cfg, x)
         except ValueError as exc:
             raise ConfigError(f"split_merge.{exc}") from None
+        _check_cost(key, e, found)
+
+
+#: what one cell costs before it runs (its spec, its entry in the DAG and the merged file): seconds, bytes
+SECONDS_PER_CELL, BYTES_PER_CELL = 1e-3, 20e3
+
+
+def _check_cells(key: str, x: str, e: dict) -> None:
+    """The number of cells of experiment ``x`` (every q <= r of each r, for each law and model) admitted before any
+    is listed (issue 32's fuzzer: ``replicas: [1.0e9]`` listed a billion pairs)."""
+    from ..core.guard import Estimate, admit, naming
+
+    if x == "a":
+        return
+    quorums = e.get("quorums")
+    per_law = sum((len([q for q in quorums if q <= r]) if quorums else int(r)) for r in e["replicas"])
+    n = float(per_law) * len(laws(e)) * len(models(e))
+    try:
+        with naming({"replicas": f"{key}.replicas"}, "config"):
+            admit(Estimate(SECONDS_PER_CELL * n, BYTES_PER_CELL * n, "replicas", f"{n:.3g} cells (r, q) to list"),
+                  record=False)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_cost(key: str, e: dict, found: list) -> None:
+    """Each Dask task of experiment ``key`` (one replication of one cell) admitted by the guard before any job
+    (limits from SOJOURN_MAX_TIME / SOJOURN_MAX_MEMORY or the defaults), naming the config keys."""
+    from ..core.guard import admit_parts, naming
+    from .cost import simulate as simulate_cost
+
+    names = {"workunits": f"{key}.workunits", "horizon": f"{key}.workunits", "replications": f"{key}.workunits",
+             "hosts": f"{key}.hosts",
+             "t_max": f"{key}.time_grid.t_max", "dt": f"{key}.time_grid.dt"}
+    tg = e["time_grid"]
+    try:
+        with naming(names, "config"):
+            for c in found:
+                admit_parts(simulate_cost(c["spec"], c["workunits"] + c["warmup"], 1, tg["dt"], tg["t_max"]))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def laws(e: dict) -> dict:

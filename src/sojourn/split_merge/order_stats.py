@@ -24,6 +24,10 @@ def ph_representation(law: Distribution):
         return np.ones(1), np.array([[-law.rate]])
     if isinstance(law, Erlang):
         k = int(law.k)
+        from ..core.guard import Estimate, admit
+
+        admit(Estimate(0.0, 8.0 * 4 * float(k) ** 2, "replica_law", f"the phase-type form of {law}: a {k:,} x {k:,} "
+                       "sub-generator and its order statistics' tables"), record=False)
         T = -law.rate * np.eye(k) + law.rate * np.eye(k, k=1)
         return np.eye(1, k).ravel(), T
     if isinstance(law, HyperExponential):

@@ -205,6 +205,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     precision, replications, offset, seed = _precision.resolve(
         precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
+    admit_cost(spec, plan, replications if precision is None else precision.max_replications)
     if precision is None:
         reps = list(range(offset, offset + replications))
         raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
@@ -230,6 +231,17 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     ds.attrs.update(_precision.attrs(precision))
     ds.attrs["precision_statistic_of"] = "latency"
     return with_guard(ds, spec)
+
+
+def admit_cost(spec, plan, replications: int) -> None:
+    """The predicted time and memory of ``replications`` replications of ``plan`` (:func:`_plan`) admitted before
+    anything is allocated (:func:`sojourn.split_merge.cost.simulate`)."""
+    from ..core.guard import admit_parts
+    from .cost import simulate as simulate_cost
+
+    workunits, horizon, warm_n = plan[:3]
+    simulated = workunits + warm_n if workunits else spec.arrival_rate * horizon
+    admit_parts(simulate_cost(spec, simulated, replications, plan[4], plan[5]))
 
 
 def run_model(spec: SplitMerge) -> _runlength.RunModel:

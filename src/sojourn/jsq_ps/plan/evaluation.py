@@ -85,6 +85,8 @@ class Evaluation:
         within its certified bounds of P(T ≤ d));
         ``unmeasured`` (an approximation without a measured error). T's "meets" is always clear: its P(T ≤ d) is
         a lower bound of the true one (:mod:`sojourn.jsq_ps.solve.tail`)."""
+        if self.engine.method == "bound":  # a certified lower bound of P(T ≤ d) (Planner.bound)
+            return "clear"
         if self.simulated is not None and self.engine.method == SIMULATION:
             return "clear" if not self.simulated.verdict(p).endswith("within_noise") else "within_noise"
         if self.engine.method == "exact":  # unless p lies within its certified bounds (≲ 1e-9 apart)

@@ -12,6 +12,12 @@ from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pear
 from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
                       TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct, run_length, run_model)
 
+#: the method of a row decided by a bound, without computing a sojourn-time law (:meth:`Planner.bound`)
+BOUND_METHOD = "bound"
+BOUND_REASON = ("a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an arrival finds a customer) − P(another arrives "
+                "within d), and Markov's P(T > d) ≤ E[T]/d, with E[N] ≤ a/(1 − ρ) and E[T] ≤ E[S]/(1 − ρ) (JSQ keeps no "
+                "more customers than random routing's M/M/1-PS servers with exponential service)")
+
 #: the row's reason where T decides
 TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
                "conservative, its percentile an upper bound of the true one within its stated margin; exact does "
@@ -96,9 +102,34 @@ class Planner:
         F = np.asarray(r.cdf, dtype=float)
         return F, int(validity(F, r.lambda_n, r.A_n, a, R, a / R)[0]) | truncation_flags(r.info), details
 
+    def bound(self, R: int):
+        """(a certified lower bound of P(T ≤ d), an upper bound of the percentile) at R, exponential service only
+        (:data:`BOUND_REASON`): the light-load bound 1 − e^(−d) − a/(1 − ρ) − a·d (time in mean service times,
+        a the offered load) and Markov's 1 − 1/((1 − ρ) d). Where it reaches the reliability, R meets without any
+        method: the extremes (an arrival rate of 1e-300/s, a deadline of hours at millisecond service) are decided
+        here, where the methods' grids and chains lose their digits or their time. None where it does not apply."""
+        q, p = self.q, self.p
+        rho = self.load(R)
+        if not q.exponential or not rho < 1.0:
+            return None
+        a, d = q.offered, q.d
+        tail = min(math.exp(-d) + a / (1.0 - rho) + a * d, 1.0 / ((1.0 - rho) * d))  # ≥ P(T > d)
+        low = 1.0 - tail
+        if not low >= p:
+            return None
+        x = 1.0 / ((1.0 - rho) * (1.0 - p))  # Markov's percentile
+        slack = 1.0 - p - a / (1.0 - rho) - a * d  # light load: P(S > x) ≤ slack suffices for x ≤ d
+        if slack > 0:
+            x = min(x, -math.log(slack))
+        return low, min(x, d), tail
+
     def screen(self, R: int):
         """(P(T ≤ d), percentile) by the screening method (M/M/R whatever the law: a starting point; a result
-        the guards reject counts as not meeting, so that the search starts higher and walks down)."""
+        the guards reject counts as not meeting, so that the search starts higher and walks down); a bound
+        (:meth:`bound`) where one decides."""
+        b = self.bound(R)
+        if b is not None:
+            return b[:2]
         if R not in self.screened:
             t_hi = 4.0 * self.q.d
             for _ in range(6):
@@ -159,6 +190,13 @@ class Planner:
         from ..solve.guards import describe
 
         t0 = time.perf_counter()
+        b = self.bound(R)
+        if b is not None:
+            ev = Evaluation(R, self.load(R), Engine(BOUND_METHOD, BOUND_REASON, short="bound", details={"tail": b[2]}),
+                            b[0], b[1], probability_high=1.0, probability_low=b[0])
+            ev.seconds = time.perf_counter() - t0
+            self.evaluated[R] = ev
+            return ev
         guess = self.screen(R)[1]
         t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
         eng = self.engine(R, t_hi)

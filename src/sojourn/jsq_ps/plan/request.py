@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...core.units import SECONDS, format_time, parse_rate, parse_time, readable_unit, time_unit
+from ...core.units import (
+    SECONDS,
+    format_time,
+    parse_rate,
+    parse_time,
+    readable_unit,
+    time_unit,
+)
 from ...core.validate import integer_at_least
 
 DEFAULT_MAX_SERVERS = 64
@@ -40,7 +47,7 @@ TAIL_REACH = 1.25
 #: the names of the request's fields in messages: the API's, or the command line's (``FLAGS``)
 FIELDS = {k: k for k in ("arrival_rate", "load", "servers", "mean_service", "service_rate", "service_law",
                          "deadline", "budget", "network_latency", "reliability", "dispatch", "max_servers",
-                         "replications", "seed", "unit", "accuracy")}
+                         "replications", "seed", "unit", "accuracy", "confirm")}
 FLAGS = {k: "--" + k.replace("_", "-") for k in FIELDS}
 
 
@@ -120,10 +127,14 @@ class Request:
 
 
 def stable_from(offered: float) -> int:
-    R = int(math.floor(offered)) + 1
-    while offered / R >= 1.0:  # round-off at an integer a
+    """The least R with offered/R < 1 (a few steps past floor(a) + 1 for round-off at an integer a; beyond the
+    doubles' integers, 2^53, R + 1 is R in floating point, so the least R is found by a relative step)."""
+    R = math.floor(offered) + 1
+    for _ in range(4):
+        if offered / R < 1.0:
+            return R
         R += 1
-    return R
+    return math.ceil(offered * (1.0 + 1e-12)) + 1
 
 
 def _reliability(value, name: str) -> float:
@@ -257,14 +268,19 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
     unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
     maxR = integer_at_least(n["max_servers"], max_servers, 1)
     reps = replications_for(p) if replications is None else integer_at_least(n["replications"], replications, 2)
-    seed = integer_at_least(n["seed"], seed, 0)
+    from ...core.guard import SEED
+
+    seed = SEED.check(n["seed"], seed)
     if not isinstance(confirm, bool):
         raise ValueError(f"{n['confirm'] if 'confirm' in n else 'confirm'} must be True or False; got {confirm!r}")
-    if accuracy is not None:
-        from pathlib import Path
+    if replications is not None and not confirm and law.name == "exponential":
+        raise ValueError(f"{n['replications']} applies only where plan simulates: with {n['confirm']}, or with a "
+                         f"{n['service_law']} that is not exponential; give {n['confirm']}, or leave "
+                         f"{n['replications']} out")
+    if accuracy is not None:  # read and checked in full now, not when T first fails
+        from ..accuracy import check_accuracy
 
-        if not Path(accuracy).is_file():
-            raise ValueError(f"{n['accuracy']} {accuracy}: no such file")
+        check_accuracy(accuracy, n["accuracy"])
     # impossible targets: the service requirement alone, then stability within max_servers
     dn = d / mean
     if _service_cdf(law, dn) <= p:
@@ -277,12 +293,62 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
             f"is at least its service requirement, so no number of servers meets P(T ≤ d) ≥ {p:g}; relax "
             f"{n['reliability']} or the deadline, or shorten the service")
     a = Lam * mean
+    if (confirm or not law.name == "exponential") and a < MIN_SIMULATED_LOAD:
+        raise ValueError(f"{n['arrival_rate'] if arrival_rate is not None else n['load']}: an offered load of "
+                         f"{a:.3g} servers is too small to simulate (about one arrival in {1 / a:.3g} mean service "
+                         f"times; the simulations' laws keep their means within 1e100)"
+                         + (f"; leave {n['confirm']} out: the answer follows from a bound" if confirm and
+                            law.name == "exponential" else ""))
     Rmin = stable_from(a)
     if Rmin > maxR:
-        raise ValueError(f"{n['max_servers']} {maxR} is below the {Rmin} servers the load needs to be stable "
+        raise ValueError(f"{n['max_servers']} {maxR} is below the {Rmin if Rmin < 1e15 else f'{Rmin:.3g}'} servers the "
+                         "load needs to be stable "
                          f"(arrival rate × mean service = {a:.4g} busy servers on average); raise {n['max_servers']}")
     return Request(Lam, mean, service_law, law, d, p, maxR, confirm, reps, seed, unit, B, net, current,
                    None if accuracy is None else str(accuracy), texts)
+
+
+def plan_cost(q: Request):
+    """What answering ``q`` is predicted to take, from the request alone (:func:`sojourn.core.guard.admit_parts`):
+    the simulations (with ``confirm`` R − 1, R, R + 1; a law that is not exponential: every R the search
+    evaluates, about :data:`SEARCH_EVALUATIONS`) of ``replications`` replications each, run to the rule of
+    :func:`run_length` at the least stable R; and, for exponential service, method T's phase tables there. R
+    is taken as the least stable one (the answer is at least that; above it the cost grows)."""
+    from ...core.guard import Estimate
+    from ..cost import (
+        SECONDS_PER_EVENT,
+        SECONDS_PER_SCANNED_SERVER,
+        T_SECONDS_PER_CUBED_SERVER,
+    )
+
+    R = q.min_stable
+    rho = q.offered / R
+    parts = []
+    simulated = 3 if q.confirm else (0 if q.exponential else SEARCH_EVALUATIONS)
+    if simulated:
+        run = run_length(R, rho, q.reliability, q.law.scv)
+        events = 2.0 * run["customers"] * (run["horizon"] / run["window"]) * q.replications * simulated
+        per = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * R
+        parts.append(Estimate(events * per, 0.0, "replications/reliability",
+                              f"{simulated} simulated R of {q.replications} replications of about "
+                              f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event"))
+        parts.append(Estimate(0.0, 8.0 * 2 * 100_000 * q.replications * simulated + 512.0 * R,
+                              "replications", f"the histograms of {q.replications * simulated} replications"))
+    if q.exponential:  # T at the least stable R (a few evaluations near it)
+        from ..solve.tail import peak_bytes
+
+        given = ("load/servers" if q.current_servers is not None else "arrival_rate") + (
+            "/mean_service" if "mean service" in q.texts.get("service", "") else "/service_rate")
+        parts.append(Estimate(SEARCH_EVALUATIONS * T_SECONDS_PER_CUBED_SERVER * float(R) ** 3, peak_bytes(R),
+                              given, f"method T at R = {R} servers, the least stable number"))
+    return parts or [Estimate()]
+
+
+#: the least offered load (servers) a simulation takes: inter-arrival times of mean below 1e100 mean service times
+#: (sojourn.core.distributions.MEAN_RANGE)
+MIN_SIMULATED_LOAD = 1e-99
+#: R evaluated by the search about the answer (screening aside): a bracket, its bisection, R − 1 and R + 1
+SEARCH_EVALUATIONS = 6
 
 
 def _pct(p: float) -> str:

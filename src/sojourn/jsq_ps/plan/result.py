@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ...core.units import SECONDS, format_time
 from .evaluation import NoServers
-from .planner import Planner
+from .planner import BOUND_METHOD, BOUND_REASON, Planner
 from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_METHOD, Request, _pct,
                       check_request)
 
@@ -150,6 +150,8 @@ class PlanResult:
                 continue
             x = r["percentile"]
             xs = f"{x:.4g} {u}" if x is not None and math.isfinite(x) else f"> {r['percentile_above']:.4g} {u}"
+            if r["method"] == BOUND_METHOD:  # an upper bound of the percentile, not a value
+                xs = f"≤ {x:.4g} {u}"
             if r["method"] == SIMULATION and r.get("simulated_probability") is not None:
                 xs = _sim_text(r, u, q.deadline / SECONDS[u] / 1000) + " (sim)"
             err = _error_text(r)
@@ -191,6 +193,8 @@ def _error_text(r: dict) -> str:
                  f", {r['table_percentile']:g}th)")
     if r["method"] == SIMULATION:
         return f"simulated: {r.get('method_short') or r['method_reason']}{where}"
+    if r["method"] == BOUND_METHOD:
+        return f"none: P(T > d) ≤ {r['bound_tail']:.2g} by a bound"
     if r["method"] == TAIL_METHOD:  # its own bound, not a measured error
         m, hi = r.get("method_error_mean"), r.get("method_error_ci_high")
         if m is not None and math.isfinite(m):
@@ -243,6 +247,8 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
                    tail_levels=(e.details or {}).get("M"))
     elif e.method == "exact":
         row.update(probability_high=ev.probability_high)
+    elif e.method == BOUND_METHOD:
+        row.update(bound_tail=e.details["tail"])
     if e.table:
         row.update(table_R=e.table["table_R"], table_rho=e.table["table_rho"],
                    table_percentile=e.table["table_percentile"], table_extrapolated=list(e.table["extrapolated"]))
@@ -291,6 +297,10 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
                       network_latency=network_latency, reliability=reliability, dispatch=dispatch,
                       max_servers=max_servers, confirm=confirm, replications=replications, seed=seed, unit=unit,
                       accuracy=accuracy, names=_names)
+    from ...core.guard import admit_parts
+    from .request import plan_cost
+
+    admit_parts(plan_cost(q))  # before any compute: refused above the limits, naming what drives the cost
     pl = Planner(q)
     try:
         try:
@@ -328,6 +338,9 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         notes.append(f"R = {R - 1} fails only within the simulation noise (95 % interval of P(T ≤ d) "
                      f"[{sim_below.probability_low:.6g}, {sim_below.probability_high:.6g}] contains {p:g}): "
                      f"R = {R - 1} may suffice")
+    bound_rows = [r["servers"] for r in rows if r.get("method") == BOUND_METHOD]
+    if bound_rows:
+        notes.append(f"R = {', '.join(map(str, bound_rows))}: by {BOUND_REASON}; its percentile is an upper bound")
     tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
     if tail_rows:
         notes.append(f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "

@@ -141,7 +141,10 @@ def _exact(spec, hyper, t, system=None) -> dict:
         kw.update(state_budget=budget["max_states"], max_seconds=budget["max_seconds"])
     t0 = time.perf_counter()
     try:
-        res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.servers, t, system=system, **kw)
+        if budget is None:  # asked for by name: within the limits of the guard, or refused
+            res = _exact_within_limits(spec, t, system, kw)
+        else:
+            res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.servers, t, system=system, **kw)
     except ExactOverBudget as exc:
         info = {"over_budget": str(exc), **{f"plan_{k}": v for k, v in exc.plan.items() if v is not None}}
         return dict(cdf=np.full(t.size, np.nan), lambda_n=np.full(0, np.nan), A_n=np.full(0, np.nan),
@@ -152,6 +155,52 @@ def _exact(spec, hyper, t, system=None) -> dict:
     # exact: L1 = M (min cap), L2 = M + D (largest occupancy)
     return dict(cdf=res.cdf, lambda_n=res.lambda_n, A_n=res.A_n, run_time=time.perf_counter() - t0, L1=res.M,
                 L2=res.M + res.D, faithful=False, info=attrs)
+
+
+def admit_cost(spec, methods, t, hyper) -> None:
+    """The methods' predicted time and memory on grid ``t`` admitted before anything is computed
+    (:func:`sojourn.jsq_ps.cost.approximate`; exact's time by its own budget, :func:`_exact_within_limits`)."""
+    from ...core.guard import admit_parts
+    from .. import cost
+
+    admit_parts([p for m in methods for p in cost.approximate(spec, m, t.size, float(t.max()), hyper)])
+
+
+def _exact_within_limits(spec, t, system, kw):
+    """``exact`` asked for by name (no ``exact_budget``): its truncation searched within the guard's limits
+    (:func:`sojourn.core.guard.limits`: the time, and the tagged states the memory holds) and the state cap
+    ``max_states`` (:func:`sojourn.jsq_ps.solve.exact.exact_plan`: small solves only). Where the limits stop the
+    search before the truncation reaches its tolerance, the request is refused (:func:`sojourn.core.guard.admit`)
+    with the prediction of the truncation refused; else its prediction is admitted (progress counts the time left
+    from it) and exact runs as it always has — where the state cap stops its search first, at the largest caps
+    within it, flagged ``truncation_not_reached``."""
+    import math
+
+    from ...core.guard import Estimate, admit, limits
+    from .budget import BYTES_PER_TAGGED_STATE
+    from .exact import exact_plan
+
+    mem_limit, _, sec_limit, _ = limits()
+    cap = int(kw.get("state_budget", 400_000))
+    mem_cap = int(min(mem_limit / BYTES_PER_TAGGED_STATE, 2**62)) if math.isfinite(mem_limit) else 2**62
+    lam, mu, R = spec.arrival_rate, spec.service_rate, spec.servers
+    eps = kw.get("eps", 1e-10)
+    t_max = float(np.max(t)) if np.size(t) else 0.0
+    plan = exact_plan(lam, mu, R, t_max, eps, min(cap, mem_cap), sec_limit if math.isfinite(sec_limit) else 1e300,
+                      kw.get("M"), kw.get("D"))
+    what = f"exact's tagged chain at R = {R}, rho = {spec.load:.4g}"
+    if not plan["fits"]:
+        need = float(plan.get("refused_states") or 0)
+        refused = f"{what} needs more than {need:.3g} states (system states x R) to reach its truncation {eps:g}"
+        if plan.get("bound_by") == "seconds":
+            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "servers/load", refused))
+        if mem_cap < cap:  # the memory, not the state cap, stopped it
+            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "servers/load", refused))
+    states = float(plan["system_states"]) * R
+    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "servers/load",
+                   f"{what}: {plan['system_states']:,} system states, {plan['poisson_terms']:,} uniformised steps"))
+    # the same call as without the guard (its truncation search again: the results stay those of every release)
+    return exact_sojourn_cdf(lam, mu, R, t, system=system, **kw)
 
 
 def _run(spec, methods, t, hyper):
@@ -217,6 +266,7 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     hyper = dict(hyper)
     t = _grid(t, hyper)
     hyper = _check_hyper({method}, spec, hyper)
+    admit_cost(spec, [method], t, hyper)
     r = _run(spec, [method], t, hyper)[method]
     n = np.arange(max(r["lambda_n"].size, r["A_n"].size))
     lam = np.full(n.size, np.nan); lam[: r["lambda_n"].size] = r["lambda_n"]
@@ -253,6 +303,7 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     hyper = dict(hyper)
     t = _grid(t, hyper)
     hyper = _check_hyper(set(methods), spec, hyper)
+    admit_cost(spec, methods, t, hyper)
     t0 = time.perf_counter()
     res = _run(spec, methods, t, hyper)
     total = time.perf_counter() - t0

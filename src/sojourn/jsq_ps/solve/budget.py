@@ -53,6 +53,9 @@ SECONDS_PER_STEP_TRANSITION = 5.5e-10
 SECONDS_PER_STATE = 1.2e-5
 #: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.03), rounded up
 SECONDS_FIXED = 0.1
+#: peak bytes per tagged-chain state (system states x R: the state cap's unit): the system chain's LU and the
+#: tagged chain's levels (650 MB peak at S·R = 1.2 million, R = 5, ρ = 0.93; benchmarks/cost_models.py checks it)
+BYTES_PER_TAGGED_STATE = 600.0
 #: what the constants were fitted on (benchmarks/exact_budget.py, appended to benchmarks/exact_budget.jsonl)
 CALIBRATION = ("30 cells R = 1..4 x rho = 0.1..0.95, R = 5, 6 at low load and at rho = 0.8..0.95 (no state cap), "
                "t_max = 182.32, dt = 0.01, the exact method with pruning and certified bounds "

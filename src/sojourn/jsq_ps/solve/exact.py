@@ -57,6 +57,7 @@ the ideal set, still needs half the states for the box's bound). ``prune=0`` ste
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -197,7 +198,8 @@ def _solve_masses(lam, mu, R, M, D):
     return S, pi, *boundary_masses(S, pi)
 
 
-def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000, max_seconds=None, K=None):
+def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000, max_seconds=None, K=None,
+                    why: dict | None = None):
     """(M, D, complete): the caps whose boundary masses are < ``eps``, each from its own search.
 
     The two masses are close to separable: the min-cap mass depends on M and hardly on D once D ≳ 6
@@ -209,14 +211,21 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     above ``state_budget`` or, with ``max_seconds`` (and ``K`` uniformised steps), a predicted cost
     (:func:`sojourn.jsq_ps.solve.budget.predict_seconds`) above it — checked before each solve, so
     an over-budget cell is given up after small solves; the caps are then the largest within the
-    budget. Given ``M`` or ``D`` are kept."""
+    budget. Given ``M`` or ``D`` are kept. ``why`` (a dict) receives what stopped the search first: ``by``
+    ("states" or "seconds"), the ``states`` (system states x R) and ``seconds`` predicted of the cap refused."""
     from .budget import predict_seconds
 
     def fits(M_, D_):
         size = spread_size(M_, D_, R)
         if size * R > state_budget:
+            if why is not None and "by" not in why:
+                why.update(by="states", states=size * R, seconds=predict_seconds(R, size, K) if K else math.nan)
             return False
-        return max_seconds is None or predict_seconds(R, size, K) <= max_seconds
+        if max_seconds is None or predict_seconds(R, size, K) <= max_seconds:
+            return True
+        if why is not None and "by" not in why:
+            why.update(by="seconds", states=size * R, seconds=predict_seconds(R, size, K))
+        return False
 
     complete = True
     if R == 1:
@@ -325,19 +334,23 @@ def exact_plan(arrival_rate, service_rate, servers, t_max, eps=1e-10, state_budg
 
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     K = poisson_cutoff((lam + R * mu) * float(t_max), poisson_eps)  # q = Λ + Rμ: every server busy
+    why: dict = {}
     with single_threaded_blas():
-        M_, D_, complete = truncation_caps(lam, mu, R, eps, M, D, state_budget, max_seconds, K)
+        M_, D_, complete = truncation_caps(lam, mu, R, eps, M, D, state_budget, max_seconds, K, why)
     size = spread_size(M_, D_, R)
     pred = predict_seconds(R, size, K)
     plan = {"M": M_, "D": D_, "system_states": size, "poisson_terms": K, "predicted_seconds": pred,
-            "max_seconds": max_seconds, "max_states": int(state_budget), "fits": True, "reason": ""}
+            "max_seconds": max_seconds, "max_states": state_budget, "fits": True, "reason": "",
+            "bound_by": why.get("by", "seconds" if complete else "states"), "refused_states": why.get("states"),
+            "refused_seconds": why.get("seconds")}
     if not complete:
         plan.update(fits=False, reason=f"over budget: no truncation within {state_budget} states (system states x R)"
                                        + ("" if max_seconds is None else f" and {max_seconds:g} s predicted")
                                        + f" reaches boundary mass {eps:g}")
     elif max_seconds is not None and pred > max_seconds:
         plan.update(fits=False, reason=f"over budget: predicted {pred:.1f} s > {max_seconds:g} s "
-                                       f"({size} system states, {K} steps)")
+                                       f"({size} system states, {K} steps)", bound_by="seconds",
+                    refused_states=size * R, refused_seconds=pred)
     return plan
 
 
@@ -389,7 +402,14 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
         tc = LevelTaggedChain(lam, mu, R, S.M, S.D)  # P = I + Q/q stepped level by level (tagged_levels.py)
         box = tc.size
         if prune > 0:  # drop the states the system law leaves below prune·eps (module doc, "pruning")
-            tc.set_level_caps(tc.caps_from_law(pi.reshape(S.M, -1), prune * eps))
+            caps = tc.caps_from_law(pi.reshape(S.M, -1), prune * eps)
+            # ... but never where the tagged customer starts: at a negligible load (Λ/μ ≲ 1e-16) every state holding
+            # a customer is below the threshold, the tagged customer's own included (issue 32: load 1e-100 gave a CDF
+            # of 0.5 everywhere, its bounds [0, 1])
+            p0_full, _ = tc.initial_law(pi.reshape(S.M, -1))
+            start = p0_full >= prune * eps
+            caps = np.maximum(caps, np.where(start.any(axis=1), S.M - np.argmax(start[:, ::-1], axis=1), 0))
+            tc.set_level_caps(caps)
         p0, lost = tc.initial_law(pi.reshape(S.M, -1))
         q = tc.q
         K = poisson_cutoff(q * t_max, poisson_eps)
