@@ -642,7 +642,14 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     # only the R the M/G/R laws ran at (they cover a sub-grid): no empty panels
     have = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=services).values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
-    fig, axes = _grid(len(Rv), sharex=True, sharey=True)
+    law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
+    if law_rows:  # a second row: the law methods' percentile error (and the exponential model's), per R
+        fig, grid = plt.subplots(2, len(Rv), figsize=(3.2 * len(Rv), 2 * 2.6), squeeze=False, sharex=True)
+        axes, err_axes = list(grid[0]), list(grid[1])
+        for ax in axes[1:]:
+            ax.sharey(axes[0])
+    else:
+        fig, axes = _grid(len(Rv), sharex=True, sharey=True)
     cmap = plt.get_cmap("tab10")
     rho = cmp["rho"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
@@ -667,15 +674,59 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
     log_ticks(axes[0].yaxis)
+    extra_handles, extra_labels = ([], []) if not law_rows else _law_method_row(err_axes, cmp, services, Rv, cmap)
     fig.tight_layout()
     handles = [Line2D([], [], color=cmap(k), lw=2) for k in range(len(services))]
     handles += [Line2D([], [], color="0.3", ls="-", marker="."), Line2D([], [], color="0.3", ls="--")]
     labels = services + ["to the M/M/R simulation (same mean)", "to the best exponential approximation"]
-    fig.legend(handles, labels, loc="upper center", ncol=len(services) + 2, frameon=False, bbox_to_anchor=(0.5, 0.0),
-               fontsize=9)
+    handles, labels = handles + extra_handles, labels + extra_labels
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), len(services) + 2, 5), frameon=False,
+               bbox_to_anchor=(0.5, 0.0), fontsize=9)
     fig.suptitle("How far each service law's sojourn time is from the exponential case (same mean service time): "
                  "the further, the less an M/M/R method tells about it", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, **kw)
+
+
+def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
+    """The M/G/R figure's second row: per R, the relative error of the highest percentile the comparison has at
+    99.99 or below (method / simulation − 1, mean over replications with its CI) against ρ, for each method that
+    takes the law itself (``law_method``: solid, one marker each) and for the exponential model's T (dotted), per law
+    (colour); the ±5 % band shaded. Returns the legend's (handles, labels) for the methods."""
+    from matplotlib.lines import Line2D
+
+    pct = [float(q) for q in cmp["percentile"].values if float(q) <= 99.99 + 1e-9]
+    q = max(pct) if pct else float(cmp["percentile"].values[-1])
+    rho = cmp["rho"].values
+    methods = cmp["law_method"].values.tolist()
+    marks = ["o", "s", "^", "D"]
+    expo = "T" in cmp["approximation"].values.tolist()
+    for ax, R in zip(axes, Rv):
+        ax.axhspan(-5.0, 5.0, color="0.92", zorder=0)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        for k, svc in enumerate(services):
+            for j, m in enumerate(methods):
+                d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
+                y, lo, hi = (100.0 * d[v].values for v in ("law_relative_error_mean", "law_relative_error_ci_low",
+                                                           "law_relative_error_ci_high"))
+                ok = np.isfinite(y)
+                if ok.any():
+                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
+                                color=cmap(k), marker=marks[j % len(marks)], ms=3, lw=1.2, capsize=2)
+            if expo:
+                y = 100.0 * cmp["relative_percentile_error_mean"].sel(service=svc, R=R, approximation="T",
+                                                                      percentile=q).values
+                ok = np.isfinite(y)
+                if ok.any():
+                    ax.plot(rho[ok], y[ok], ":", color=cmap(k), lw=1.2)
+        ax.set_xlabel("load ρ")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
+    labels = [f"{m} with the law (its percentile error, 95 % CI)" for m in methods]
+    if expo:
+        handles.append(Line2D([], [], color="0.3", ls=":"))
+        labels.append("T of the exponential model (same mean)")
+    return handles, labels
 
 
 @serialized

@@ -1,0 +1,705 @@
+"""Method T for a general service law: the sojourn-time tail of M/G/R-JSQ-PS.
+
+The exponential method T (:mod:`sojourn.jsq_ps.solve.tail`) follows a tagged customer through a Markov chain of
+its server and the other servers (spread-capped, throughput-preserving boundary). Here the customers' work is a
+general law G (mean 1/μ). Under processor sharing a customer present from 0 to t has received the attained
+service C(t) = ∫ 1/k(s) ds, k the occupancy of its server, and it leaves when C reaches its own size X, which is
+independent of everything else: P(T > t) = E[Ḡ(C(t))]. So the model is T's chain with three additions.
+
+**1. The tagged customer's own size, exactly in law.** The chain carries the tagged customer's phase of a
+phase-type representation PH(α, S) of G, moving at the speed 1/k of its share: own phase i → j at S_ij/k,
+completion at s_i/k. For a phase-type law (exponential, Erlang, gamma with an integer shape, hyperexponential, a
+given PH) the representation is the law. For any other law it is the stage Coxian of
+:func:`sojourn.core.phase_fit.stage_representation` at the stage widths h, h/2, h/4 (relative resolution h: equal
+stages up to the upper end of a bounded law or the mean, then growing by 1 + h), and the survival is extrapolated
+to h → 0 (:func:`sojourn.core.phase_fit.richardson`); the difference between the two- and three-point
+extrapolations is the stated error of that step. Why not a moment fit: a PH matched to three moments puts an
+exponential tail behind a bounded law and fixes no more of the shape, and the sojourn tail under PS follows the
+size's own tail (a job's sojourn is at least its size, and grows with it): measured against simulation, the
+three-moment fit of the paper's lognormal (σ = ln 2) is 2–15 % high at the 99.99th percentile where the stage
+family extrapolated is within 2 % (``benchmarks/tail_ph_reference.py``); Erlang-20 for the deterministic law is
+13–20 % high at R = 1–10, ρ = 0.9 where the extrapolated family is within 1 %.
+
+**2. The co-residents' sizes where few.** The customers sharing the tagged customer's server are T's exponential
+customers (departing at μ(k−1)/k in all) once there are more than ``cstar`` of them — many customers under PS
+leave nearly as a Poisson stream whatever their law (the superposition of their residual times) — and while there
+are at most ``cstar``, each carries its phase of the same representation (count vectors over the phases): a
+customer found at the server starts in the stationary phase of a customer in service (π_e ∝ α(−S)⁻¹, the
+equilibrium residual law; Kelly's symmetric queues, exact for M/G/1-PS), an arrival in α; when the count falls to
+``cstar`` from above, the phases are drawn from that law. At R = 1 with ``cstar`` above the level cap this *is*
+the M/PH/1-PS sojourn chain of Sericola, Guillemin & Boyer (Queueing Systems 50, 2005), exact.
+
+**3. Paths where the tagged server's population never changes, exactly.** A law with a bounded support (uniform,
+triangular, deterministic) gives the sojourn time sharp features — the atom T = X of a customer who stays alone,
+T = 2X of one who shares with the same customer throughout — that no phase-type law resolves and no extrapolation
+in h recovers. They come only from the paths on which nobody joins or leaves the tagged server: then C(t) = t/k,
+every co-resident must still be there, and that probability is exact in law:
+
+    P(T > t, no change) = Σ_k a_k(t) Ḡ(t/k) Ḡ_e(t/k)^(k−1),
+
+a_k(t) = P(the arrival finds k − 1 others and no arrival joins them by t) from T's chain without the co-residents'
+departures, Ḡ_e the equilibrium residual law (:func:`sojourn.core.phase_fit.equilibrium_survival`). The method
+replaces the chain's own value of these paths (the same sum with the representation's survivals) by this one and
+extrapolates only the rest, which is smooth in t (a mixture over the times of the first change). At R = 3,
+ρ = 0.1, uniform service, the 99.99th percentile goes from 32 % low (extrapolating everything) to 1.8 % low.
+
+**What it neglects** (a model error, measured, not bounded): the service law of the co-residents beyond ``cstar``
+and of the customers at the other servers, whose departures are T's exponential ones — the occupancy seen by an
+arrival and the routing are those of M/M/R-JSQ-PS, which JSQ-PS makes nearly insensitive to the service law
+(Gupta, Harchol-Balter, Sigman & Whitt 2007); the phases of co-residents found by an arrival, drawn as in M/G/1-PS.
+The more variable the law, the more persistent the real congestion (in heavy traffic its relaxation time grows
+with E[S²]): for laws less variable than the exponential the neglected part makes the method pessimistic, for more
+variable ones (lognormal σ = 1, hyperexponential) optimistic — measured in ``benchmarks/tail_ph_reference.csv``
+and ``docs/jsq_ps.md``.
+
+**The stated bound** (``margin`` per percentile, as T's): the survival reported is
+
+    S_T = S + |S_D − S_{D−1}| + |S_R3 − S_R2| + FLOOR·S   (non-increasing, ≤ 1),
+
+S the extrapolated survival (spread cap D), S_{D−1} the chain with cap D − 1 (at the coarsest stage width: the
+spread cap's effect does not depend on it), S_R3 − S_R2 the change of the extrapolation from two to three widths,
+FLOOR = 1 % as T's. It covers the numerical approximations (spread cap, level cap, extrapolation, the held tail
+below ``STOP``), not the model error above. With exponential service the method is T, unchanged.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from itertools import combinations_with_replacement
+
+import numpy as np
+
+from ...core import distributions as Dist
+from ...core import phase_fit
+from ._blas import single_threaded_blas
+from .tail import (
+    FLOOR,
+    LEVEL_EPS,
+    MAX_D,
+    TAGGED_EXTRA,
+    TAGGED_OTHER,
+    _levels_for,
+    _monotone,
+    level_cap,
+    per_server_rates,
+    system_law,
+    tagged_moves,
+)
+from .uniformization import poisson_cutoff, poisson_mix
+
+#: the product chain's uniformised steps stop once the remaining survival is below this; the survival beyond is
+#: held at the last value (an upper bound, off by less than STOP: 0.1 % of the survival at the 99.999th percentile)
+STOP = 1e-8
+#: default CPU seconds of one cell (the whole call; the stage widths, the spread cap and ``cstar`` are chosen to fit
+#: the predicted cost in it)
+DEFAULT_SECONDS = 4.0
+#: the finest stage widths tried (each with its two coarser companions h·2, h·4), coarsest first: the extrapolation
+#: needs the coarsest of the three at most 1/4 of the mean (4 stages per mean; measured: widths (1, 1/2, 1/4)
+#: extrapolate a uniform law 34 % high at R = 10, ρ = 0.9, widths (1/4, 1/8, 1/16) 1 % high)
+STAGE_WIDTHS = (1 / 16, 1 / 32)
+#: the co-residents' stage widths are this multiple of the tagged customer's (fewer phases, so that more of them
+#: can be tracked: at R = 3, ρ = 0.3, uniform service, two co-residents at twice the width moved the 99.99th
+#: percentile from +6.1 % to +1.0 % of a simulation within the same time)
+CO_FACTOR = 2
+#: largest number of co-residents whose phases are tracked
+MAX_CSTAR = 4
+#: CPU seconds per (state × own phase × uniformised step) and per (move × own phase × step) of the kernel, and a
+#: fixed part (measured with ``python benchmarks/tail_ph_method.py --calibrate``; rounded up)
+SECONDS_PER_STATE_STEP = 0.6e-9
+SECONDS_PER_MOVE_STEP = 0.6e-9
+SECONDS_FIXED = 0.3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# representations of the service law
+
+
+@dataclass
+class Representation:
+    """The service law as the method uses it: ``reps`` — the PH representations (one if exact, else the stage family
+    at widths 4h, 2h, h), ``exact`` — whether the law is phase-type, ``widths`` — the stage widths (empty if exact),
+    ``sf`` and ``sf_eq`` — the exact survival and equilibrium residual survival."""
+
+    law: object
+    reps: list
+    exact: bool
+    widths: tuple
+    sf: object
+    sf_eq: object
+
+    @property
+    def phases(self) -> list:
+        return [a.size for a, _ in self.reps]
+
+
+def representation(law, h=None) -> Representation:
+    """:class:`Representation` of ``law`` (a :class:`sojourn.core.distributions.Distribution`): its exact PH if it is
+    one, else the stage family at widths (4h, 2h, h), h default the finest of :data:`STAGE_WIDTHS`."""
+    ex = phase_fit.exact_representation(law)
+    sf = phase_fit.survival(law)
+    if ex is not None:
+        return Representation(law, [ex], True, (), sf, None)
+    h = STAGE_WIDTHS[-1] if h is None else float(h)
+    widths = (4 * h, 2 * h, h)
+    reps = [phase_fit.stage_representation(law, w) for w in widths]
+    return Representation(law, reps, False, widths, sf, phase_fit.equilibrium_survival(law))
+
+
+def _equilibrium_phase(alpha, S):
+    """π_e ∝ α(−S)⁻¹: the phase of a customer found in service (time spent per phase)."""
+    v = np.linalg.solve(-np.asarray(S, float).T, np.asarray(alpha, float))
+    v = np.maximum(v, 0.0)
+    return v / v.sum()
+
+
+def _ph_survival_at(alpha, S, x):
+    """α exp(S x) 1 at the points x (any shape), by uniformisation of the small PH chain."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return np.zeros(x.shape)
+    S = np.asarray(S, float)
+    th = float(np.max(-np.diag(S)))
+    P = np.eye(S.shape[0]) + S / th
+    K = poisson_cutoff(th * float(x.max()), 1e-14)
+    g = np.empty(K)
+    v = np.ones(S.shape[0])
+    a = np.asarray(alpha, float)
+    for j in range(K):
+        g[j] = a @ v
+        v = P @ v
+    return np.clip(poisson_mix(th, x, g), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the environment: T's tagged chain, with the tagged server's co-residents' phases while they are few
+
+
+def _compositions(c: int, m: int) -> np.ndarray:
+    """Every count vector of length m summing to c (c ≥ 0), as rows."""
+    if c == 0:
+        return np.zeros((1, m), np.int64)
+    rows = []
+    for comb in combinations_with_replacement(range(m), c):
+        v = np.zeros(m, np.int64)
+        np.add.at(v, list(comb), 1)
+        rows.append(v)
+    return np.array(rows, np.int64)
+
+
+def _multinomial(comps: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Multinomial probabilities of the count vectors ``comps`` (rows summing to c) with cell probabilities p."""
+    c = int(comps[0].sum()) if comps.size else 0
+    logp = np.log(np.where(p > 0, p, 1.0))
+    lw = math.lgamma(c + 1) - np.sum([[math.lgamma(v + 1) for v in row] for row in comps], axis=1) + comps @ logp
+    w = np.where(np.all((comps == 0) | (p[None, :] > 0), axis=1), np.exp(lw), 0.0)
+    return w / w.sum()
+
+
+@dataclass
+class Environment:
+    """The chain the own phase runs on: states (T's tagged states × the co-residents' configurations), moves into
+    each state as CSR by target (``ptr``, ``src``, ``rate`` unscaled), ``out`` the exit rate of each state (without
+    the own completion), ``k`` the tagged server's occupancy, ``p0`` the initial law, and the T states ``base`` each
+    state extends. ``cstar``: co-residents tracked up to this many."""
+
+    ptr: np.ndarray
+    src: np.ndarray
+    rate: np.ndarray
+    out: np.ndarray
+    k: np.ndarray
+    p0: np.ndarray
+    base: np.ndarray
+    cstar: int
+    lost: float
+
+    @property
+    def size(self) -> int:
+        return int(self.k.size)
+
+    @property
+    def n_moves(self) -> int:
+        return int(self.src.size)
+
+
+def environment(moves, co_alpha, co_S, mu: float, cstar: int) -> Environment:
+    """The :class:`Environment` on T's tagged moves ``moves`` (:class:`~.tail.TaggedMoves`) with the co-residents'
+    law PH(co_alpha, co_S) tracked for up to ``cstar`` of them (module doc, 2.)."""
+    from scipy import sparse
+
+    a_c = np.asarray(co_alpha, float)
+    S_c = np.asarray(co_S, float)
+    m = a_c.size
+    s_c = np.maximum(-S_c.sum(axis=1), 0.0)
+    pe = _equilibrium_phase(a_c, S_c)
+    k = moves.k.astype(np.int64)
+    n_base = k.size
+    cmax = int(k.max()) - 1
+    cstar = int(min(cstar, cmax))
+    comps = [_compositions(c, m) for c in range(cstar + 1)]
+    index = [{tuple(r): i for i, r in enumerate(cc)} for cc in comps]
+    L = np.array([comps[c].shape[0] if c <= cstar else 1 for c in range(cmax + 2)], np.int64)
+    nloc = L[k - 1]
+    off = np.concatenate([[0], np.cumsum(nloc)]).astype(np.int64)
+    n = int(off[-1])
+    rows_l, cols_l, vals_l, change_l = [], [], [], []
+
+    def add(r, c_, v, change=False):
+        """Moves r → c_ at v; ``change``: the move adds or removes a customer at the tagged server."""
+        rows_l.append(np.asarray(r, np.int64).ravel())
+        cols_l.append(np.asarray(c_, np.int64).ravel())
+        vals_l.append(np.asarray(v, float).ravel())
+        change_l.append(np.full(rows_l[-1].size, bool(change)))
+
+    R0, C0, V0, KD = moves.rows, moves.cols, moves.rate, moves.kind
+    kr, kc = k[R0], k[C0]
+    tagged_other = KD == TAGGED_OTHER
+    eye = np.eye(m, dtype=np.int64)
+    for c in range(cmax + 1):
+        sel = kr - 1 == c
+        if not sel.any():
+            continue
+        r0, c0, v0, kcc, tg = R0[sel], C0[sel], V0[sel], kc[sel], tagged_other[sel]
+        kk = c + 1
+        tracked = c <= cstar
+        Lc = int(L[c])
+        loc = np.arange(Lc)
+        same = kcc == kk
+        m1 = same & ~tg  # the other servers' events: configuration kept
+        if m1.any():
+            add(off[r0[m1]][:, None] + loc[None, :], off[c0[m1]][:, None] + loc[None, :],
+                np.repeat(v0[m1], Lc).reshape(-1, Lc))
+        m2 = same & tg  # a co-resident's departure, redirected by T's boundary (its configuration kept)
+        if m2.any():
+            dep = comps[c] @ s_c / kk if tracked else np.full(Lc, np.nan)  # tracked: rate Σ c_i s_i / k
+            vals = np.broadcast_to(dep[None, :], (m2.sum(), Lc)) if tracked else np.repeat(v0[m2], Lc).reshape(-1, Lc)
+            add(off[r0[m2]][:, None] + loc[None, :], off[c0[m2]][:, None] + loc[None, :], vals, True)
+        up = kcc == kk + 1
+        if up.any():
+            if tracked and c + 1 <= cstar:
+                for i in range(m):
+                    if a_c[i] <= 0:
+                        continue
+                    tgt = np.array([index[c + 1][tuple(row)] for row in comps[c] + eye[i]], np.int64)
+                    add(off[r0[up]][:, None] + loc[None, :], off[c0[up]][:, None] + tgt[None, :],
+                        np.repeat(v0[up] * a_c[i], Lc).reshape(-1, Lc), True)
+            else:  # into an untracked configuration (one per T state)
+                add(off[r0[up]][:, None] + loc[None, :], np.repeat(off[c0[up]], Lc).reshape(-1, Lc),
+                    np.repeat(v0[up], Lc).reshape(-1, Lc), True)
+        dn = kcc == kk - 1
+        if dn.any():
+            if tracked:
+                for i in range(m):
+                    if s_c[i] <= 0:
+                        continue
+                    has = comps[c][:, i] > 0
+                    if not has.any():
+                        continue
+                    tgt = np.array([index[c - 1][tuple(row)] for row in comps[c][has] - eye[i]], np.int64)
+                    rr = comps[c][has, i] * s_c[i] / kk
+                    add(off[r0[dn]][:, None] + loc[has][None, :], off[c0[dn]][:, None] + tgt[None, :],
+                        np.broadcast_to(rr[None, :], (dn.sum(), has.sum())), True)
+            elif c - 1 == cstar:  # the count falls to cstar: the phases drawn from the equilibrium law
+                w = _multinomial(comps[cstar], pe)
+                add(np.repeat(off[r0[dn]], w.size).reshape(-1, w.size), off[c0[dn]][:, None] + np.arange(w.size)[None, :],
+                    v0[dn][:, None] * w[None, :], True)
+            else:
+                add(off[r0[dn]], off[c0[dn]], v0[dn], True)
+    # the tracked co-residents' own phase moves (count vectors)
+    for c in range(1, cstar + 1):
+        es = np.flatnonzero(k - 1 == c)
+        if not es.size:
+            continue
+        kk = c + 1
+        for i in range(m):
+            for j in range(m):
+                if i == j or S_c[i, j] <= 0:
+                    continue
+                has = comps[c][:, i] > 0
+                if not has.any():
+                    continue
+                tgt = np.array([index[c][tuple(row)] for row in comps[c][has] - eye[i] + eye[j]], np.int64)
+                rr = comps[c][has, i] * S_c[i, j] / kk
+                add(off[es][:, None] + np.flatnonzero(has)[None, :], off[es][:, None] + tgt[None, :],
+                    np.broadcast_to(rr[None, :], (es.size, has.sum())))
+    rows = np.concatenate(rows_l)
+    cols = np.concatenate(cols_l)
+    vals = np.concatenate(vals_l)
+    change = np.concatenate(change_l)
+    out = np.bincount(rows, weights=vals, minlength=n)
+
+    def by_target(sel):
+        A = sparse.coo_matrix((vals[sel], (cols[sel], rows[sel])), shape=(n, n)).tocsr()
+        A.sum_duplicates()
+        return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float)
+
+    base = np.repeat(np.arange(n_base), nloc)
+    kx = k[base]
+    p0 = np.zeros(n)
+    for c in range(cmax + 1):
+        es = np.flatnonzero(k - 1 == c)
+        if not es.size:
+            continue
+        w = _multinomial(comps[c], pe) if c <= cstar else np.ones(1)
+        p0[(off[es][:, None] + np.arange(w.size)[None, :]).ravel()] = (moves.p0[es][:, None] * w[None, :]).ravel()
+    full = Environment(*by_target(np.ones(rows.size, bool)), out, kx, p0, base, cstar, moves.lost)
+    # the same chain with every move that changes the tagged server's population killed (its rate left in ``out``)
+    unchanged = Environment(*by_target(~change), out, kx, p0, base, cstar, moves.lost)
+    return full, unchanged
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the product chain: environment × own phase
+
+
+def _coxian(S) -> np.ndarray | None:
+    """S's superdiagonal if S is a Coxian (bidiagonal: phase j moves only to j + 1 or completes), else None."""
+    S = np.asarray(S, float)
+    m = S.shape[0]
+    off = S - np.diag(np.diag(S))
+    sup = np.concatenate([np.diag(S, 1), [0.0]]) if m > 1 else np.zeros(1)
+    if np.count_nonzero(off) == np.count_nonzero(np.diag(S, 1)) and np.all(np.triu(off, 2) == 0) \
+            and np.all(np.tril(off) == 0):
+        return sup
+    return None
+
+
+def uniformisation_rate(env: Environment, own_S) -> float:
+    own_out = -np.diag(np.asarray(own_S, float))
+    return float(np.max(env.out + own_out.max() / env.k))
+
+
+def product_masses(env: Environment, own_alpha, own_S, t_max: float, stop: float = STOP, q: float | None = None):
+    """(g, steps, q): g_j = P(the tagged customer is still there after j uniformised steps), j < K = the Poisson cut of
+    q·t_max (q: at least the chain's largest exit rate), stopped once g_j < ``stop``."""
+    a = np.asarray(own_alpha, float)
+    S = np.asarray(own_S, float)
+    q = uniformisation_rate(env, S) if q is None else float(q)
+    K = poisson_cutoff(q * float(t_max), 1e-13)
+    own_out = -np.diag(S)
+    keep = 1.0 - env.out / q
+    speed = (1.0 / env.k) / q
+    rate = env.rate / q
+    x = np.ascontiguousarray(np.outer(env.p0, a))
+    y = np.zeros_like(x)
+    sup = _coxian(S)
+    if x.size <= 4000:  # tiny chains: numpy (importing numba costs more than the solve)
+        g, steps = _masses_numpy(x, env, rate, keep, speed, own_out, S, K, stop)
+        return g, steps, q
+    from . import _tail_ph_kernel as kern
+
+    if sup is not None:
+        g, steps = kern.masses(x, y, env.ptr, env.src, rate, keep, speed, own_out, sup, K, stop)
+    else:
+        off = S - np.diag(np.diag(S))
+        oi, oj = np.nonzero(off)
+        g, steps = kern.masses_general(x, y, env.ptr, env.src, rate, keep, speed, own_out, oi.astype(np.int64),
+                                       oj.astype(np.int64), off[oi, oj], K, stop)
+    return g, int(steps), q
+
+
+def _masses_numpy(x, env, rate, keep, speed, own_out, S, K, stop):
+    from scipy import sparse
+
+    n = env.size
+    A = sparse.csr_matrix((rate, env.src, env.ptr), shape=(n, n))
+    Soff = S - np.diag(np.diag(S))
+    g = np.zeros(K)
+    g[0] = x.sum()
+    for j in range(1, K):
+        x = (keep[:, None] - speed[:, None] * own_out[None, :]) * x + A @ x + speed[:, None] * (x @ Soff)
+        g[j] = x.sum()
+        if g[j] < stop:
+            return g, j + 1
+    return g, K
+
+
+def held_mix(q: float, t: np.ndarray, g: np.ndarray, steps: int) -> np.ndarray:
+    """Σ_j Pois(j; qt)·g_j with g_j held at g_{steps−1} beyond the steps computed (an upper bound of the survival,
+    off by less than that last value)."""
+    from scipy import special
+
+    g = np.asarray(g[:steps], float)
+    sf = poisson_mix(q, t, g)
+    last = float(g[-1]) if g.size else 0.0
+    if last > 0:
+        sf = sf + last * special.pdtrc(steps - 1, q * np.asarray(t, float))
+    return np.clip(sf, 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# paths with no change at the tagged server (module doc, 3.)
+
+
+def unchanged_mass(moves, t: np.ndarray, stop: float = 1e-15):
+    """a[i, k] = P(the arrival finds k − 1 others at its server and nobody joins them until t_i), k = 0..k_max, from T's
+    chain without the moves that add to the tagged server (killed) and without its co-residents' departures (left
+    out: their stay enters through their own law)."""
+    from scipy import sparse
+
+    k = moves.k.astype(np.int64)
+    n = k.size
+    dk = k[moves.cols] - k[moves.rows]
+    co = moves.kind == TAGGED_OTHER
+    keep = ~co
+    kill = keep & (dk > 0)
+    stay = keep & ~kill
+    A = sparse.coo_matrix((moves.rate[stay], (moves.rows[stay], moves.cols[stay])), shape=(n, n)).tocsr()
+    out = np.bincount(moves.rows[keep], weights=moves.rate[keep], minlength=n)
+    q = max(float(out.max()), 1e-12)
+    PT = (A.T / q).tocsr()
+    d = 1.0 - out / q
+    K = poisson_cutoff(q * float(t.max()), 1e-13)
+    kmax = int(k.max())
+    G = np.zeros((K, kmax + 1))
+    x = moves.p0.copy()
+    G[0] = np.bincount(k, weights=x, minlength=kmax + 1)
+    used = K
+    for j in range(1, K):
+        x = PT @ x + d * x
+        G[j] = np.bincount(k, weights=x, minlength=kmax + 1)
+        if G[j].sum() < stop:
+            used = j + 1
+            break
+    return poisson_mix(q, t, G[:used])
+
+
+def unchanged_survival(a: np.ndarray, t: np.ndarray, own_sf, co_sf, cut: float = 1e-16) -> np.ndarray:
+    """Σ_k a_k(t)·own_sf(t/k)·co_sf(t/k)^(k−1) on the grid ``t`` (module doc, 3.): the laws evaluated once on every
+    (k, t) where a_k(t) ≥ ``cut`` (the terms below it are left out: they move the sum by less than cut·k_max)."""
+    kk, ii = np.nonzero(a.T[1:] >= cut)
+    kk = kk + 1
+    out = np.zeros(t.size)
+    if not kk.size:
+        return out
+    x = t[ii] / kk
+    f = own_sf(x)
+    many = kk > 1
+    f[many] *= co_sf(x[many]) ** (kk[many] - 1)
+    np.add.at(out, ii, a[ii, kk] * f)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the method
+
+
+@dataclass
+class TailPHResult:
+    cdf: np.ndarray
+    sf_best: np.ndarray
+    lower: np.ndarray
+    D: int
+    M: int
+    n_states: int
+    lambda_n: np.ndarray
+    A_n: np.ndarray
+    run_time: float
+    info: dict = field(default_factory=dict)
+
+
+def predicted_seconds(env_size, env_moves, phases, steps) -> float:
+    """Predicted CPU seconds of one product-chain solve (environment size and moves, own phases, steps)."""
+    return (SECONDS_PER_STATE_STEP * env_size + SECONDS_PER_MOVE_STEP * env_moves) * phases * steps
+
+
+def _survival(env, rep, t, stop, q=None):
+    a, S = rep
+    g, steps, q = product_masses(env, a, S, float(t.max()), stop, q)
+    return held_mix(q, t, g, steps), steps, q
+
+
+def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, max_seconds=DEFAULT_SECONDS,
+                    eps=LEVEL_EPS, floor=FLOOR, stop=STOP, co_factor=CO_FACTOR) -> TailPHResult:
+    """Method T with service law ``law`` (module doc): P(sojourn ≤ t) on the grid ``t``.
+
+    ``D`` (≥ 2): the spread cap (D − 1 is solved too, at the coarsest width); ``h``: the finest stage width of a
+    law that is not phase-type (one of :data:`STAGE_WIDTHS` or any in (0, 0.25]); ``cstar``: co-residents tracked
+    (0..:data:`MAX_CSTAR`). Defaults: the finest h, then the largest D (≤ T's), then the largest cstar whose
+    predicted cost fits ``max_seconds`` CPU seconds. Returns a :class:`TailPHResult` (``cdf`` conservative within
+    the stated margins, ``sf_best`` the estimate, ``lower`` the other side of the margins, λ_n and A_n of T's system
+    law, ``info``)."""
+    from ...core.inputs import format_bytes, limits
+    from .tail import peak_bytes
+
+    t0 = time.process_time()
+    lam, R = float(arrival_rate), int(servers)
+    mu = 1.0 / float(law.mean)
+    t = np.asarray(t, dtype=float)
+    t_max = float(t.max()) if t.size else 0.0
+    need, (mem_limit, mem_src, _, _) = peak_bytes(R, 2 if D is None else int(D)), limits()
+    if need > mem_limit:
+        raise MemoryError(f"method T at R = {R} needs about {format_bytes(need)}, above the limit "
+                          f"{format_bytes(mem_limit)} ({mem_src})")
+    with single_threaded_blas():
+        if R == 1:  # no other server: T's chain is M/M/1-PS (level = the occupancy)
+            M, pi, ph = level_cap(lam, mu, R, 0, eps)
+        else:
+            _, pi1, _ = level_cap(lam, mu, R, 1, eps)
+            M = max(8, _levels_for(pi1.sum(axis=1), eps / 3))
+        plan = _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop)
+        D_, h_, cstar_ = plan["D"], plan["h"], plan["cstar"]
+        rep = representation(law, h_ if h_ > 0 else None)
+        co_reps = None if (rep.exact or co_factor == 1) else representation(law, co_factor * h_).reps
+        Dlist = [0] if R == 1 else [D_ - 1, D_]
+        sols = {}
+        for d in Dlist:
+            if R > 1:
+                ph, pi = system_law(lam, mu, R, M, d)
+            sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
+        mv_best, pi_best, ph_best = sols[Dlist[-1]]
+        plain = isinstance(law, Dist.Exponential)  # T itself (no paths to replace: the law is the representation)
+
+        def total(mv, reps):
+            """(survivals of each representation less the chain's own value of the unchanged paths, steps, states,
+            q, the exact value of those paths)."""
+            ex = None
+            if not plain:
+                a = unchanged_mass(mv, t)
+                ex = unchanged_survival(a, t, rep.sf, rep.sf_eq if rep.sf_eq is not None else
+                                        _ph_equilibrium_sf(rep.reps[-1]))
+            outs, steps, sizes, q = [], [], [], None
+            for i, (al, S) in enumerate(reps):
+                co = co_reps[i - len(reps)] if co_reps is not None else (al, S)
+                env, still = environment(mv, co[0], co[1], mu, cstar_)
+                sf, st, q = _survival(env, (al, S), t, stop)
+                steps.append(st)
+                sizes.append(env.size * al.size)
+                if not plain:  # the same paths in the chain itself: its sub-chain with every change killed
+                    sf = sf - _survival(still, (al, S), t, stop, q)[0]
+                outs.append(sf)
+            return outs, steps, sizes, q, ex
+
+        rests, steps_used, sizes, q, exact_part = total(mv_best, rep.reps)
+        if len(rests) == 1:
+            rest, rich_incr = rests[0], np.zeros(t.size)
+        else:
+            rest = phase_fit.richardson(rests, 3)
+            rich_incr = np.abs(rest - phase_fit.richardson(rests[1:], 2))
+        best = rest if plain else exact_part + rest
+        env_incr = np.zeros(t.size)
+        if R > 1:  # the spread cap's increment, at the finest representation
+            prev, _, _, _, ex_prev = total(sols[Dlist[0]][0], rep.reps[-1:])
+            fine = rests[-1] if plain else exact_part + rests[-1]
+            env_incr = np.abs(fine - (prev[0] if plain else ex_prev + prev[0]))
+        best = _monotone(np.clip(best, 0.0, 1.0))
+        sf_c = np.minimum(1.0, best + env_incr + rich_incr + floor * best)
+        low = np.maximum(0.0, best - env_incr - rich_incr - floor * best)
+        lam_n, A_n = per_server_rates(pi_best, ph_best, lam)
+        top = float(pi_best.sum(axis=1)[-1])
+        info = {"D": D_, "M": M, "h": h_ if not rep.exact else 0.0, "cstar": cstar_, "stage_phases": rep.phases,
+                "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
+                "states": sizes[-1], "steps": steps_used[-1], "uniformization_rate": q,
+                "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
+                "truncation_reached": int(top < eps), "predicted_seconds": plan["predicted"],
+                "stop": stop}
+        info["margin_parts"] = (env_incr, rich_incr)
+        return TailPHResult(1.0 - _monotone(sf_c), best, low, D_, M, sizes[-1], lam_n, A_n,
+                            time.process_time() - t0, info)
+
+
+def _ph_equilibrium_sf(rep):
+    """The equilibrium residual survival of a phase-type law (α, S): the PH started in its equilibrium phase."""
+    a, S = rep
+    pe = _equilibrium_phase(a, S)
+    return lambda x: _ph_survival_at(pe, S, x)
+
+
+def _configs(c: int, m: int, cstar: int) -> int:
+    """Configurations of c co-residents: count vectors over m phases if c ≤ cstar, else one."""
+    return math.comb(c + m - 1, m - 1) if c <= cstar else 1
+
+
+def chain_size(R: int, M: int, D: int, m: int, cstar: int, m_co: int | None = None) -> tuple[int, int]:
+    """(states, moves) of the environment × own-phase chain (own phases m, co-residents over ``m_co`` phases (default
+    m) up to ``cstar``), counted from T's phase table without building the chain."""
+    m_co = m if m_co is None else int(m_co)
+    from .tail import TaggedPhases
+
+    Dt = D + TAGGED_EXTRA if R > 1 else 0
+    tp = TaggedPhases(R, D, Dt)
+    per_phase = np.bincount(tp.table(1.0, 1.0).src, minlength=tp.size)
+    k = np.arange(M)[:, None] + tp.ot[None, :]
+    conf = np.vectorize(lambda c: _configs(int(c), m_co, cstar))(np.maximum(k - 1, 0)) * (k >= 1)
+    states = int(conf.sum())
+    moves = int((conf * (per_phase[None, :] + 2 * np.minimum(np.maximum(k - 1, 0), cstar))).sum())
+    return states * m, moves * m
+
+
+def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
+    """The finest stage width h, spread cap D and tracked co-residents of a cell (given ones kept): upgraded in the
+    order cstar 0 → 1, h 1/4 → 1/8 → 1/16, D 2 → MAX_D, cstar → MAX_CSTAR while the predicted CPU seconds of the
+    solves (:func:`chain_size` × uniformised steps, at the survival's decay measured by a pilot: the coarsest stage
+    representation, D = 1, no co-resident tracked) stay within ``max_seconds`` — predicted, not measured, so the
+    same choice on any machine."""
+    if R == 1:
+        M0, pi, ph = level_cap(lam, mu, R, 0, eps)
+        mv = tagged_moves(lam, mu, R, M0, 0, 0, pi, ph)
+    else:
+        M0, pi, ph = level_cap(lam, mu, R, 1, eps)
+        mv = tagged_moves(lam, mu, R, M0, 1, 1 + TAGGED_EXTRA, pi, ph)
+    coarse = representation(law, STAGE_WIDTHS[0]).reps[0]  # width 4·(1/16) = 1/4
+    env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
+    _, steps, q = product_masses(env, coarse[0], coarse[1], t_max, stop)
+    t_stop = steps / q  # where the pilot's survival fell below ``stop`` (or t_max)
+    exact = phase_fit.exact_representation(law) is not None
+    widths = STAGE_WIDTHS if h is None else (float(h),)
+    m_of = {w: ([coarse[0].size] if exact else representation(law, w).phases) for w in widths}
+    co_of = {w: (m_of[w] if exact else representation(law, CO_FACTOR * w).phases) for w in widths}
+    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "h": 0.0 if exact else widths[0],
+              "cstar": 0 if cstar is None else int(cstar)}
+
+    def seconds(c):
+        w = widths[0] if exact else c["h"]
+        ms, cos = m_of[w], co_of[w]
+        own_max = float(np.max(-np.diag(coarse[1]))) if exact else 1.0 / (c["h"] * law.mean)
+        co_max = own_max if exact else own_max / CO_FACTOR
+        qq = lam + R * mu + own_max + (co_max if c["cstar"] else 0.0)
+        solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
+        total = SECONDS_FIXED
+        for d, m, mc in solves:
+            st, mo = chain_size(R, M, d, m, c["cstar"], mc)
+            total += (SECONDS_PER_STATE_STEP * st + SECONDS_PER_MOVE_STEP * mo) * qq * t_stop
+        return total
+
+    upgrades = []
+    if cstar is None:
+        upgrades.append(("cstar", 1))
+    if h is None and not exact:
+        upgrades += [("h", w) for w in STAGE_WIDTHS[1:]]
+    if D is None and R > 1:
+        upgrades.append(("D", 3))
+    if cstar is None:
+        upgrades.append(("cstar", 2))
+    if D is None and R > 1:
+        upgrades += [("D", d) for d in range(4, MAX_D + 1)]
+    if cstar is None:
+        upgrades += [("cstar", c) for c in range(3, MAX_CSTAR + 1)]
+    for key, val in upgrades:
+        trial = {**choice, key: val}
+        if key == "D" and choice["D"] != val - 1:
+            continue  # D grows one step at a time
+        if seconds(trial) <= max_seconds:
+            choice = trial
+    choice["predicted"] = seconds(choice)
+    choice["pilot_steps"] = steps
+    choice["t_stop"] = t_stop
+    return choice
+
+
+def api_result(spec, hyper, t) -> dict:
+    """Method T with the spec's (non-exponential) service law, for :mod:`sojourn.jsq_ps.solve.api`."""
+    from .tail import margins
+
+    w0 = time.perf_counter()
+    res = tail_ph_sojourn(spec.arrival_rate, spec.service, spec.servers, t, D=hyper.get("tail_D"),
+                          h=hyper.get("tail_h"), cstar=hyper.get("tail_cstar"),
+                          max_seconds=hyper.get("tail_seconds", DEFAULT_SECONDS))
+    info = {k: v for k, v in res.info.items() if k != "margin_parts"}
+    info["stage_phases"] = ",".join(str(x) for x in info.get("stage_phases", []))
+    info.update(margins(t, res))
+    info["cpu_seconds"] = res.run_time
+    info["truncated_mass"] = float(info.get("top_level_mass", 0.0) + info.get("initial_mass_lost", 0.0))
+    info["service_law"] = str(spec.service)
+    return {"cdf": res.cdf, "lambda_n": res.lambda_n, "A_n": res.A_n, "run_time": time.perf_counter() - w0,
+            "L1": res.M, "L2": res.M + res.D + TAGGED_EXTRA, "faithful": False, "info": info}
