@@ -543,9 +543,7 @@ def _derived_phase_type(name: str, rest: str, text: str) -> "PhaseType":
             m = [float(items[k]) for k in keys]
         except ValueError:
             raise ValueError(f"law 'moments': m1, m2, m3 must be numbers; got {text!r}") from None
-        from .phase_fit import three_moment_representation
-
-        a, T = three_moment_representation(*m)
+        a, T = phase_type.three_moment_representation(*m)
         return PhaseType(tuple(a.tolist()), tuple(tuple(r) for r in T.tolist()))
     unknown = sorted(set(items) - {"file"})
     if unknown:

@@ -12,11 +12,11 @@ Three routes, each giving PH(α, S) (:mod:`sojourn.core.phase_type` conventions)
   method extrapolate h → 0 from three values (:func:`richardson`). A bounded law (deterministic, uniform,
   triangular: :func:`upper_end`) is tiled up to its upper end with equal stages; a deterministic size d is
   then Erlang-(d/h);
-* :func:`three_moment_representation` — the smallest acyclic PH (canonical form CF1: a chain of increasing
-  rates entered at any phase) that matches three given moments, for a user who knows only moments. A moment
-  fit gives the law an exponential tail beyond its support and a shape the moments do not fix; for sojourn-time
-  tails under processor sharing that matters (``docs/jsq_ps.md``: measured +2 % to +15 % at the 99.99th
-  percentile for the lognormal of the paper), so the analytic methods use it only when moments are all there is.
+* :func:`three_moment_representation` — a mixture of two Erlang laws of a common order matching three given
+  moments (Johnson & Taaffe 1989, in closed form), for a user who knows only moments. A moment fit gives the law
+  an exponential tail beyond its support and a shape the moments do not fix; for sojourn-time tails under
+  processor sharing that matters (``docs/jsq_ps.md``: a three-moment fit of the paper's lognormal measured up to
+  15 % high at the 99.99th percentile), so the analytic methods use it only when moments are all there is.
 
 :func:`survival` and :func:`equilibrium_survival` (the residual-size law of a customer found in service by a
 Poisson arrival under processor sharing, Ḡ_e(y) = ∫_y^∞ Ḡ(u) du / E[S]) are the exact functions the methods use
@@ -24,11 +24,10 @@ beside the representations.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import distributions as D
+from .phase_type import erlang, three_moment_representation  # noqa: F401 (re-exported: the representations' API)
 
 #: the stage representation of an unbounded law ends where the survival is below this (the rest of the mass goes
 #: to the last stage)
@@ -63,15 +62,6 @@ def exact_representation(law):
     if isinstance(law, D.PhaseType):
         return np.asarray(law.alpha, float), np.asarray(law.T, float)
     return None
-
-
-def erlang(k: int, rate: float):
-    """(α, S) of Erlang-k with rate ``rate`` per phase."""
-    k = int(k)
-    S = np.diag(np.full(k, -float(rate))) + np.diag(np.full(k - 1, float(rate)), 1)
-    a = np.zeros(k)
-    a[0] = 1.0
-    return a, S
 
 
 def survival(law):
@@ -181,69 +171,3 @@ def equilibrium_survival(law, points: int = 20001):
     return lambda y: np.interp(np.asarray(y, float), x, rest, right=0.0)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# three moments
-
-
-def _cf1(alpha, rates):
-    """(α, S) of the canonical form CF1: phase i → i + 1 at rates[i], the last phase exits."""
-    S = np.diag(-rates) + np.diag(rates[:-1], 1)
-    return alpha, S
-
-
-def _cf1_moments(alpha, rates, k=3):
-    a, S = _cf1(alpha, rates)
-    M = np.linalg.inv(-S)
-    v = np.ones(rates.size)
-    out = []
-    for i in range(1, k + 1):
-        v = M @ v
-        out.append(math.factorial(i) * float(a @ v))
-    return np.array(out)
-
-
-def three_moment_representation(m1: float, m2: float, m3: float, max_order: int = 40, seed: int = 0):
-    """(α, S): the acyclic PH of least order n (CF1) whose first three moments are (m1, m2, m3) within a relative
-    1e-8, found by least squares on the log-moments from fixed random starts (``seed``) for n = ⌈1/scv⌉, …,
-    ``max_order``. ValueError naming the moments where none exists (m2 ≤ m1², which no PH reaches, or a third
-    moment out of reach of order ``max_order``)."""
-    from scipy.optimize import least_squares
-
-    m = np.array([m1, m2, m3], dtype=float)
-    if not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError(f"moments must be finite and positive; got m1={m1!r}, m2={m2!r}, m3={m3!r}")
-    scv = m[1] / m[0] ** 2 - 1.0
-    if scv <= 1e-12:
-        raise ValueError(f"moments: m2 must exceed m1^2 (a phase-type law has a positive variance); got "
-                         f"scv = m2/m1^2 - 1 = {scv:.3g}")
-    n0 = max(1, math.ceil(1.0 / scv - 1e-9)) if scv < 1 else (1 if abs(m[2] / (6 * m[0] ** 3) - 1) < 1e-9
-                                                               and abs(scv - 1) < 1e-9 else 2)
-    if n0 > max_order:
-        raise ValueError(f"moments: scv = {scv:.3g} needs a phase-type law of order >= {n0} (> {max_order})")
-    rng = np.random.default_rng(seed)
-    for n in range(n0, max_order + 1):
-        best = None
-        def res(p, n=n):
-            a = np.exp(p[:n] - p[:n].max())
-            a /= a.sum()
-            rates = np.cumsum(np.exp(p[n:]))
-            return np.log(_cf1_moments(a, rates) / m)
-
-        for _ in range(24):
-            start = np.concatenate([rng.normal(0.0, 1.0, n),
-                                    np.log(n / m[0]) + rng.normal(0.0, 0.5, n) - np.log(np.arange(1, n + 1))])
-            try:
-                r = least_squares(res, start, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=3000)
-            except (ValueError, np.linalg.LinAlgError, FloatingPointError):
-                continue
-            if best is None or r.cost < best.cost:
-                best = r
-            if best.cost < 1e-20:
-                break
-        if best is not None and np.max(np.abs(best.fun)) < 1e-8:
-            p = best.x
-            a = np.exp(p[:n] - p[:n].max())
-            a /= a.sum()
-            return _cf1(a, np.cumsum(np.exp(p[n:])))
-    raise ValueError(f"moments ({m1:g}, {m2:g}, {m3:g}): no acyclic phase-type law of order <= {max_order} has them "
-                     "(the third moment is out of reach for this scv)")

@@ -82,3 +82,28 @@ def masses_general(x, y, ptr, src, rate, keep, speed, own_out, own_i, own_j, own
         if tot < stop:
             return g, step + 1
     return g, K
+
+
+@njit(cache=True, boundscheck=False, fastmath=True)
+def masses_by_group(x, ptr, src, rate, keep, group, ngroups, K, stop):
+    """G[j, c] = Σ of x over the states of group c after j uniformised steps of the sub-stochastic chain (moves into
+    each state e: CSR by target ``ptr``, ``src``, ``rate`` over q; ``keep[e]`` = 1 − exit(e)/q), j < K, stopping
+    once the total is below ``stop``. Returns (G, steps computed)."""
+    n = x.size
+    G = np.zeros((K, ngroups))
+    y = np.empty(n)
+    for e in range(n):
+        G[0, group[e]] += x[e]
+    for step in range(1, K):
+        tot = 0.0
+        for e in range(n):
+            v = keep[e] * x[e]
+            for p in range(ptr[e], ptr[e + 1]):
+                v += rate[p] * x[src[p]]
+            y[e] = v
+            G[step, group[e]] += v
+            tot += v
+        x, y = y, x
+        if tot < stop:
+            return G, step + 1
+    return G, K

@@ -104,11 +104,48 @@ STAGE_WIDTHS = (1 / 16, 1 / 32)
 CO_FACTOR = 2
 #: largest number of co-residents whose phases are tracked
 MAX_CSTAR = 4
-#: CPU seconds per (state × own phase × uniformised step) and per (move × own phase × step) of the kernel, and a
-#: fixed part (measured with ``python benchmarks/tail_ph_method.py --calibrate``; rounded up)
-SECONDS_PER_STATE_STEP = 0.6e-9
-SECONDS_PER_MOVE_STEP = 0.6e-9
+#: CPU seconds of one uniformised step per (state + move) of the environment, and per (state + move) and own phase:
+#: the kernel's cost is (states + moves)·(A + B·m) per step (measured on this 2-core machine, load average ~12,
+#: m = 2 to 107: 2.6–3.0 ns per state-or-move at m = 2, 0.28–0.34 ns more per own phase; rounded up)
+SECONDS_PER_ENTRY_STEP = 2.5e-9
+SECONDS_PER_ENTRY_PHASE_STEP = 0.35e-9
+#: the same per stored entry of scipy's CSR product (m ≤ SCIPY_PHASES; R = 11–13, ρ = 0.83–0.98, m = 2: 0.55–0.65 ns
+#: per (state + move)·phase·step, the chain's moves counted as :func:`chain_size` does; rounded up)
+SECONDS_PER_CSR_ENTRY_STEP = 0.8e-9
 SECONDS_FIXED = 0.3
+
+
+#: the model error of the method's reported percentiles (relative: method / simulation − 1) at the 99.9th and
+#: 99.99th percentile, by the law's variability class (:func:`variability_class`): the least and the largest over
+#: the reference grid, each widened by the simulation's own 95 % half-width there — what ``sojourn plan`` states
+#: and acts on. Measured: ``python benchmarks/tail_ph_method.py`` against ``benchmarks/tail_ph_reference.csv``
+#: (R ∈ {1, 3, 5, 10} × ρ ∈ {0.1 … 0.95}); ``tests/jsq_ps/test_tail_ph.py`` checks these against that record.
+MODEL_ERROR = {"deterministic": (-0.08, 0.12), "less variable": (-0.05, 0.08), "more variable": (-0.06, 0.04)}
+
+
+def variability_class(law) -> str:
+    """The class of :data:`MODEL_ERROR` a law belongs to: deterministic; less variable (scv ≤ 1); more variable."""
+    if isinstance(law, Dist.Deterministic):
+        return "deterministic"
+    return "less variable" if law.scv <= 1.0 + 1e-12 else "more variable"
+
+
+def model_error(law) -> tuple:
+    """(mean, low, high) relative error of the method's percentile for ``law`` (:data:`MODEL_ERROR`; mean: the
+    midpoint), the planner's measured error."""
+    lo, hi = MODEL_ERROR[variability_class(law)]
+    return (0.5 * (lo + hi), lo, hi)
+
+
+def model_error_text(law) -> str:
+    """One sentence: the method's measured model error for ``law``, from :data:`MODEL_ERROR`."""
+    cls = variability_class(law)
+    lo, hi = MODEL_ERROR[cls]
+    what = {"deterministic": "deterministic service (an Erlang stage family extrapolated; the sharpest law)",
+            "less variable": "laws at most as variable as the exponential (scv ≤ 1)",
+            "more variable": "laws more variable than the exponential (scv > 1)"}[cls]
+    return (f"its 99.9th and 99.99th percentiles lay within {100 * lo:+.0f} % to {100 * hi:+.0f} % of long "
+            f"simulations for {what} on the paper's M/G/R grid, the simulations' own 95 % noise included")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -383,8 +420,8 @@ def product_masses(env: Environment, own_alpha, own_S, t_max: float, stop: float
     x = np.ascontiguousarray(np.outer(env.p0, a))
     y = np.zeros_like(x)
     sup = _coxian(S)
-    if x.size <= 4000:  # tiny chains: numpy (importing numba costs more than the solve)
-        g, steps = _masses_numpy(x, env, rate, keep, speed, own_out, S, K, stop)
+    if x.size <= 4000 or a.size <= SCIPY_PHASES:  # scipy's CSR product: importing numba (~0.3 s) would cost more
+        g, steps = _masses_scipy(env, rate, keep, speed, own_out, S, x, K, stop)
         return g, steps, q
     from . import _tail_ph_kernel as kern
 
@@ -398,20 +435,27 @@ def product_masses(env: Environment, own_alpha, own_S, t_max: float, stop: float
     return g, int(steps), q
 
 
-def _masses_numpy(x, env, rate, keep, speed, own_out, S, K, stop):
+#: own phases up to which the product chain is stepped as one scipy CSR matrix (the environment ⊗ the own phase),
+#: not by the numba kernel: at m = 2 scipy's product (reverse Cuthill–McKee order) took 0.67 s where the kernel took
+#: 1.56 s (R = 11, ρ = 0.98, gamma shape 2), and it spares importing numba (~0.3 s of ``sojourn plan``'s answer);
+#: the kernel's cost per phase is lower, so it wins from m ≈ 4
+SCIPY_PHASES = 3
+
+
+def _masses_scipy(env, rate, keep, speed, own_out, S, x, K, stop):
+    """:func:`product_masses`' g by a scipy CSR product of the whole chain (state e, own phase j at e·m + j)."""
     from scipy import sparse
 
-    n = env.size
-    A = sparse.csr_matrix((rate, env.src, env.ptr), shape=(n, n))
-    Soff = S - np.diag(np.diag(S))
-    g = np.zeros(K)
-    g[0] = x.sum()
-    for j in range(1, K):
-        x = (keep[:, None] - speed[:, None] * own_out[None, :]) * x + A @ x + speed[:, None] * (x @ Soff)
-        g[j] = x.sum()
-        if g[j] < stop:
-            return g, j + 1
-    return g, K
+    from .uniformization import uniformized_masses
+
+    n, m = x.shape
+    A = sparse.csr_matrix((rate, env.src, env.ptr), shape=(n, n))  # A[e, s]: into e from s (over q)
+    Soff = (S - np.diag(np.diag(S))).T  # into j from i
+    PT = (sparse.kron(A, sparse.identity(m), format="csr") + sparse.kron(sparse.diags(speed), sparse.csr_matrix(Soff),
+                                                                         format="csr")
+          + sparse.diags((keep[:, None] - speed[:, None] * own_out[None, :]).ravel())).tocsr()
+    g, steps = uniformized_masses(PT, x.ravel(), K, stop)
+    return g, int(steps)
 
 
 def held_mix(q: float, t: np.ndarray, g: np.ndarray, steps: int) -> np.ndarray:
@@ -444,23 +488,16 @@ def unchanged_mass(moves, t: np.ndarray, stop: float = 1e-15):
     keep = ~co
     kill = keep & (dk > 0)
     stay = keep & ~kill
-    A = sparse.coo_matrix((moves.rate[stay], (moves.rows[stay], moves.cols[stay])), shape=(n, n)).tocsr()
+    A = sparse.coo_matrix((moves.rate[stay], (moves.cols[stay], moves.rows[stay])), shape=(n, n)).tocsr()  # by target
+    A.sum_duplicates()
     out = np.bincount(moves.rows[keep], weights=moves.rate[keep], minlength=n)
     q = max(float(out.max()), 1e-12)
-    PT = (A.T / q).tocsr()
-    d = 1.0 - out / q
     K = poisson_cutoff(q * float(t.max()), 1e-13)
     kmax = int(k.max())
-    G = np.zeros((K, kmax + 1))
-    x = moves.p0.copy()
-    G[0] = np.bincount(k, weights=x, minlength=kmax + 1)
-    used = K
-    for j in range(1, K):
-        x = PT @ x + d * x
-        G[j] = np.bincount(k, weights=x, minlength=kmax + 1)
-        if G[j].sum() < stop:
-            used = j + 1
-            break
+    from ._tail_ph_kernel import masses_by_group
+
+    G, used = masses_by_group(moves.p0.astype(float).copy(), A.indptr.astype(np.int64), A.indices.astype(np.int64),
+                              A.data / q, 1.0 - out / q, k, kmax + 1, K, stop)
     return poisson_mix(q, t, G[:used])
 
 
@@ -499,8 +536,11 @@ class TailPHResult:
 
 
 def predicted_seconds(env_size, env_moves, phases, steps) -> float:
-    """Predicted CPU seconds of one product-chain solve (environment size and moves, own phases, steps)."""
-    return (SECONDS_PER_STATE_STEP * env_size + SECONDS_PER_MOVE_STEP * env_moves) * phases * steps
+    """Predicted CPU seconds of one product-chain solve (environment size and moves, own phases, steps): the numba
+    kernel's cost, or scipy's CSR product's (:data:`SCIPY_PHASES`)."""
+    if phases <= SCIPY_PHASES:
+        return (env_size + env_moves) * SECONDS_PER_CSR_ENTRY_STEP * phases * steps
+    return (env_size + env_moves) * (SECONDS_PER_ENTRY_STEP + SECONDS_PER_ENTRY_PHASE_STEP * phases) * steps
 
 
 def _survival(env, rep, t, stop, q=None):
@@ -548,7 +588,7 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
                 ph, pi = system_law(lam, mu, R, M, d)
             sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
         mv_best, pi_best, ph_best = sols[Dlist[-1]]
-        plain = isinstance(law, Dist.Exponential)  # T itself (no paths to replace: the law is the representation)
+        plain = rep.exact  # a phase-type law is its own representation: no smoothing to undo (module doc, 3.)
 
         def total(mv, reps):
             """(survivals of each representation less the chain's own value of the unchanged paths, steps, states,
@@ -610,20 +650,20 @@ def _configs(c: int, m: int, cstar: int) -> int:
     return math.comb(c + m - 1, m - 1) if c <= cstar else 1
 
 
-def chain_size(R: int, M: int, D: int, m: int, cstar: int, m_co: int | None = None) -> tuple[int, int]:
-    """(states, moves) of the environment × own-phase chain (own phases m, co-residents over ``m_co`` phases (default
-    m) up to ``cstar``), counted from T's phase table without building the chain."""
-    m_co = m if m_co is None else int(m_co)
+def chain_size(R: int, M: int, D: int, cstar: int, m_co: int) -> tuple[int, int]:
+    """(states, moves) of the environment (T's tagged states × the configurations of up to ``cstar`` co-residents
+    over ``m_co`` phases), counted from T's phase table without building it (moves about 30 % high)."""
     from .tail import TaggedPhases
 
     Dt = D + TAGGED_EXTRA if R > 1 else 0
     tp = TaggedPhases(R, D, Dt)
     per_phase = np.bincount(tp.table(1.0, 1.0).src, minlength=tp.size)
     k = np.arange(M)[:, None] + tp.ot[None, :]
-    conf = np.vectorize(lambda c: _configs(int(c), m_co, cstar))(np.maximum(k - 1, 0)) * (k >= 1)
+    table = np.array([_configs(c, m_co, cstar) for c in range(int(k.max()) + 1)], np.int64)
+    conf = table[np.maximum(k - 1, 0)] * (k >= 1)
     states = int(conf.sum())
     moves = int((conf * (per_phase[None, :] + 2 * np.minimum(np.maximum(k - 1, 0), cstar))).sum())
-    return states * m, moves * m
+    return states, moves
 
 
 def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
@@ -658,8 +698,8 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
         solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
         total = SECONDS_FIXED
         for d, m, mc in solves:
-            st, mo = chain_size(R, M, d, m, c["cstar"], mc)
-            total += (SECONDS_PER_STATE_STEP * st + SECONDS_PER_MOVE_STEP * mo) * qq * t_stop
+            st, mo = chain_size(R, M, d, c["cstar"], mc)
+            total += predicted_seconds(st, mo, m, qq * t_stop)
         return total
 
     upgrades = []
