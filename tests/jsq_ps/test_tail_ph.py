@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from support.mph_chain import sojourn_bounds
 
 from sojourn.core import phase_fit
 from sojourn.core import phase_type as PH
@@ -17,7 +18,6 @@ from sojourn.core.stats import mean_ci, quantile
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import tail_ph as TP
 from sojourn.jsq_ps.solve.tail import tail_sojourn
-from support.mph_chain import sojourn_bounds
 
 P = np.array([0.99, 0.999, 0.9999])
 

@@ -80,7 +80,7 @@ def system_law(lam, alpha, S, R, L):
             ok = tgt >= 0
             Y = X[ok].copy()
             Y[:, srv] = tgt[ok]
-            rows.append(np.flatnonzero(ok)); cols.append(enc(Y)); vals.append((cnt[ok, i] * s[i] / nn[ok]))
+            rows.append(np.flatnonzero(ok)); cols.append(enc(Y)); vals.append(cnt[ok, i] * s[i] / nn[ok])
             for j in range(m):
                 if i == j or S[i, j] <= 0:
                     continue
@@ -109,7 +109,7 @@ def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):
     alpha, S = np.asarray(alpha, float), np.asarray(S, float)
     m = alpha.size
     s = -S.sum(axis=1)
-    pi, X, (C, n, index, up, down, move), boundary = system_law(lam, alpha, S, R, L)
+    pi, X, (C, n, _index, up, down, move), boundary = system_law(lam, alpha, S, R, L)
     N = len(C)
     # tagged states: (co-residents at the tagged server, own phase, other server), co-residents ≤ L − 1
     tc = np.flatnonzero(n <= L - 1)

@@ -61,6 +61,11 @@ def approximate_law_cell(law: str, R, rho, mu, methods, t, hyper=None) -> xr.Dat
             "margin": (("percentile",), np.array([float(a.get(f"margin_{p:g}", np.nan)) for p in MARGIN_PERCENTILES]),
                        {"long_name": "the method's stated margin at the percentile (relative; numerical steps only)",
                         "units": "1"}),
+            "extrapolation": (("percentile",), np.array([float(a.get(f"extrapolation_{p:g}", np.nan))
+                                                          for p in MARGIN_PERCENTILES]),
+                              {"long_name": "how far the percentile moves between the two- and three-width "
+                                            "extrapolations of the law's stage family (relative; 0 for a phase-type "
+                                            "law)", "units": "1"}),
             "D": ((), int(a.get("D", -1)), {"long_name": "spread cap of the tagged chain", "units": "1"}),
             "h": ((), float(a.get("h", np.nan)), {"long_name": "finest stage width of the law's representation "
                                                                 "(a fraction of the mean; 0: exact phase-type)",
