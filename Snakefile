@@ -51,6 +51,14 @@ for _study in ENABLED:
     include: f"workflow/rules/{_study.name}.smk"
 
 
+if workflow.is_main_process:
+    _rebuild_damaged()  # damaged results found at the start are rebuilt with what depends on them
+
+
+onsuccess:
+    finished()  # where the results are, what to open (workflow/rules/common.smk)
+
+
 rule all:
     default_target: True
     input:

@@ -3,8 +3,8 @@
 # subset of the tests that exercises the APIs whose floors matter: config validation (jsonschema, Snakemake's
 # validator), CIs with the BCa bootstrap (scipy), the analytic methods (numpy), the kernels against theory
 # and their golden outputs, the inline SFC64 stream and the split-merge kernels (numba), netCDF writing, merging and integrity (xarray, netCDF4), the watchdog and
-# worker plugin (distributed), and one tiny real Snakemake run with figures and report (snakemake,
-# matplotlib). Called by .ci/run; by hand: bash .ci/lowest-versions.sh [VENV_DIR]
+# worker plugin (distributed), and one tiny real Snakemake run with figures, report and the terminal summary of
+# the sojourn logger plugin (snakemake, matplotlib). Called by .ci/run; by hand: bash .ci/lowest-versions.sh [VENV_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-$(mktemp -d)/lowest}
@@ -28,4 +28,5 @@ echo "lowest versions: $("$venv/bin/pip" freeze | grep -i -E "^($(grep -v '^#' .
     tests/workflow/test_no_hang.py::test_watchdog_fails_a_wait_when_the_cluster_has_no_worker \
     "tests/workflow/test_bad_inputs.py::test_validate_config_fills_defaults_like_snakemake" \
     "tests/workflow/test_pipeline.py::test_simulation_file" "tests/workflow/test_pipeline.py::test_approximation_file" \
-    "tests/workflow/test_pipeline.py::test_comparison_values" "tests/workflow/test_pipeline.py::test_figures_and_report"
+    "tests/workflow/test_pipeline.py::test_comparison_values" "tests/workflow/test_pipeline.py::test_figures_and_report" \
+    "tests/workflow/test_pipeline.py::test_terminal_shows_a_summary_and_the_log_every_job"

@@ -108,6 +108,16 @@ def test_readme_opens_with_the_two_setup_commands():
     assert run.split("&&")[-1].strip() == "snakemake --cores 2" and "on 2 cores" in comment
     run, comment = [c.split("#", 1) for c in commands][1]
     assert run.split("&&")[-1].strip() == "python -m pytest -q" and "on 2 cores" in comment
+    # each line sets everything up on a fresh machine: a venv, activated, the package installed (issue 31 item 6)
+    for command in commands:
+        steps = [step.strip() for step in command.split("#", 1)[0].split("&&")]
+        assert steps[:3] == ["python3 -m venv .venv", ". .venv/bin/activate", 'pip install -e ".[test]"'], steps
+    floor = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    first_screen = text[:3000]
+    assert f"Python ≥ {floor}" in first_screen, "the first screen names the Python the package requires"
+    assert "seed 00" not in first_screen, "the studies in plain words: the seed labels belong to the study pages"
+    assert "Then open the results:" in first_screen and "report.html" in first_screen, \
+        "the first screen says what to open after the run"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert "python -m pytest -q" in [ln.strip() for ln in ci], ".ci/run no longer runs the README's test command"
     assert len(text.encode("utf-8")) <= 20_000

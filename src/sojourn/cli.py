@@ -110,7 +110,10 @@ def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[st
 
 
 def main(argv=None) -> int:
-    """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status."""
+    """Run ``sojourn`` with ``argv`` (default: the command line, and then Ctrl-C, SIGTERM and SIGHUP end it at
+    once, its worker processes with it: :mod:`sojourn.core.processes`); return the exit status."""
+    if argv is None:  # the program itself (not a caller's in-process use)
+        _default_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
     try:
@@ -133,6 +136,21 @@ def main(argv=None) -> int:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"sojourn {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def _default_signals() -> None:
+    """Ctrl-C (SIGINT) ends the process at once, as SIGTERM and SIGHUP do by default: Python would hold the
+    KeyboardInterrupt until a numba kernel returns, minutes into a long replication, and a pool's shutdown would
+    wait for its queued tasks. Worker processes end with the process (:class:`sojourn.core.processes.OwnedPool`).
+    A signal the process was started with ignored (``nohup``, a background job) stays ignored. Only for the
+    program itself: the Python API keeps KeyboardInterrupt."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # the helper that frees a killed pool's semaphores (multiprocessing's resource tracker, started with these
+    # options) would say it did, in a warning under the shell prompt
+    sys.warnoptions.append("ignore:resource_tracker:UserWarning")
 
 
 def _limits(args) -> None:

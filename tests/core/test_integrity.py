@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 
 import netCDF4
 import numpy as np
@@ -161,3 +162,147 @@ def test_scan_seals_a_sound_file_without_sidecar(tmp_path):
     assert stat.S_IMODE(os.stat(integrity.sidecar(p)).st_mode) == integrity.file_mode()
     _damage(hand, "altered")  # from now on a change shows in its checksum
     assert [q for q, _ in integrity.scan(tmp_path)] == [hand]
+
+
+# -- never onto what is not a regular file (issue 32, item 3): the writers' own refusal, behind the commands' and
+# the pipeline's checks before compute (tests/workflow/test_special_outputs.py)
+def _writers():
+    import matplotlib.pyplot as plt
+
+    from sojourn.core import figures, job, tables
+    from sojourn.jsq_ps.accuracy import write_accuracy
+
+    def log(path):  # a job's log
+        job.run("sojourn.core.integrity:digest", path, path=__file__)
+
+    return {
+        "write_netcdf": lambda path: write_netcdf(_ds(), path),
+        "store (cache entry and its link)": lambda path: store(_ds(), None, [Cell("0.50", "k")], 1, path),
+        "write_atomic": lambda path: integrity.write_atomic(path, b"x"),
+        "figure": lambda path: figures.save(plt.figure(), path.with_suffix(""), formats=("png",)),
+        "table": lambda path: tables.write_table(path.with_suffix(""), "t", ["a"], [[1]]),
+        "accuracy csv": lambda path: write_accuracy([], path),
+        "job log": log,
+    }
+
+
+_CASES = [(w, "file") for w in _writers()] + [("write_netcdf", "sidecar"), ("store (cache entry and its link)", "sidecar")]
+
+
+@pytest.mark.parametrize("writer,which", _CASES, ids=[f"{w}-{x}" for w, x in _CASES])
+def test_writers_never_replace_a_fifo(writer, which, tmp_path):
+    names = {"figure": "out.png", "table": "out.csv", "accuracy csv": "out.csv", "job log": "out.log"}
+    path = tmp_path / names.get(writer, "out.nc")
+    target = path if which == "file" else integrity.sidecar(path)
+    os.mkfifo(target)
+    with pytest.raises(integrity.NotRegular, match=r"is a FIFO \(named pipe\), not a regular file; sojourn never "
+                                                   "replaces one"):
+        _writers()[writer](path)
+    assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    assert sorted(os.listdir(tmp_path)) == [target.name]  # no temporary file left, nothing else written
+
+
+def test_the_rename_itself_refuses(tmp_path):
+    """seal checks again at its rename: a FIFO made after the temporary file was written is not replaced."""
+    tmp = tmp_path / ".x.tmp"
+    tmp.write_bytes(b"data")
+    os.mkfifo(tmp_path / "x.nc")
+    with pytest.raises(integrity.NotRegular):
+        integrity.seal(tmp, tmp_path / "x.nc")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "x.nc").st_mode)
+
+
+def test_special_files_lists_what_a_pipeline_must_not_write_over(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    os.mkfifo(tmp_path / "a" / "b" / "f.nc")
+    (tmp_path / "a" / "ok.nc").write_text("")
+    (tmp_path / "a" / "to-fifo.png").symlink_to("b/f.nc")
+    (tmp_path / "a" / "to-folder").symlink_to("b")
+    (tmp_path / "a" / "dangling.log").symlink_to("nowhere")
+    found = {p.relative_to(tmp_path).as_posix(): what for p, what in integrity.special_files(tmp_path)}
+    assert found == {"a/b/f.nc": "a FIFO (named pipe)", "a/to-fifo.png": "a symbolic link to a FIFO (named pipe)"}
+    assert integrity.check(tmp_path / "a" / "b" / "f.nc") == "unsealed"  # never opened (it would block)
+    integrity.sidecar(tmp_path / "a" / "ok.nc").symlink_to("b/f.nc")
+    assert "is a symbolic link to a FIFO" in integrity.check(tmp_path / "a" / "ok.nc")
+
+
+# -- damaged files end repaired or clearly stopped (issue 32, item 5; through Snakemake: tests/workflow/test_faults.py)
+def _linked(tmp_path):
+    """A results folder as the pipeline leaves it: a block that is a hard link of its sealed cache entry."""
+    root = tmp_path / "study"
+    cache = root / "cache" / "b"
+    store(_ds(), cache, [Cell("0.50", "k")], 1, root / "blocks" / "b.nc")
+    (entry,) = cache.glob("*.nc")
+    return root, root / "blocks" / "b.nc", entry
+
+
+def test_a_block_without_its_sidecar_is_judged_by_its_cache_entry(tmp_path):
+    """Its cache entry is the same bytes with a checksum: sound, it vouches for the block (sealed anew without
+    reading it); altered in place, it tells the change, which reading the file would not."""
+    root, block, entry = _linked(tmp_path)
+    integrity.sidecar(block).unlink()
+    heard = []
+    assert integrity.scan(root, log=heard.append) == []
+    assert heard == [f"result {block} had no checksum; it matches its cache entry's checksum and is sealed anew"]
+    assert integrity.check(block) == "ok"
+    _damage(block, "altered")  # readable: read in full, it would pass
+    integrity.sidecar(block).unlink()
+    assert integrity.readable(block) == "ok"
+    (found,) = integrity.scan(root)
+    assert found[0] == block and found[1].startswith(f"its cache entry {entry} shares its bytes and does not match")
+    assert not block.exists() and (block.parent / "b.nc.damaged").is_file()
+    assert not entry.exists() and not integrity.sidecar(entry).exists()  # the same damaged bytes: discarded too
+
+
+def test_a_damaged_block_takes_its_cache_entry_with_it(tmp_path):
+    root, block, _ = _linked(tmp_path)
+    _damage(block, "truncated")
+    assert [p for p, _ in integrity.scan(root)] == [block]
+    assert list((root / "cache").rglob("*.nc*")) == []
+    assert integrity.set_aside_before(root) == [block]  # pending until its job writes it again
+    store(_ds(), root / "cache" / "b", [Cell("0.50", "k")], 1, block)
+    assert integrity.set_aside_before(root) == [] and integrity.check(block) == "ok"
+
+
+def test_a_damaged_file_that_cannot_be_moved_aside_is_one_line(tmp_path, monkeypatch):
+    root, block, _ = _linked(tmp_path)
+    _damage(block, "altered")
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(src))
+
+    monkeypatch.setattr(integrity.os, "replace", refuse)
+    with pytest.raises(integrity.Unmovable) as err:
+        integrity.scan(root)
+    assert str(err.value) == (f"damaged result {block} ({integrity.check(block)}) could not be moved aside to "
+                              f"b.nc.damaged: Permission denied; make {block.parent} writable, or remove b.nc and its "
+                              "b.nc.sha256 yourself, then rerun")
+    assert block.exists()
+
+
+def test_a_file_that_crashes_the_reader_is_damaged_not_a_crash(tmp_path, monkeypatch):
+    """HDF5 segfaulted on some single bit flips: the scan reads an unsealed file in a child process."""
+    crasher = tmp_path / "crash.sh"
+    crasher.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crasher.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(crasher))
+    assert integrity.readable_apart(tmp_path / "x.nc") == ("unreadable without a checksum (reading it crashed the "
+                                                             "netCDF library: signal SIGSEGV)")
+
+
+def test_a_merge_names_an_input_that_does_not_hold_what_its_job_wrote(tmp_path):
+    """A block altered while it had no checksum, sealed anew: the merge compares its cells with the ones its job
+    wrote, sets it aside (with its cache entry) and names it in one line, writing nothing."""
+    from sojourn.core.merge import merge_files
+
+    root, block, entry = _linked(tmp_path)
+    with netCDF4.Dataset(block, "a") as nc:
+        nc.variables["a"][0] = 99
+    integrity.reseal(block)
+    out = root / "merged.nc"
+    with pytest.raises(integrity.Inconsistent) as err:
+        merge_files([block], out, stack=("a",), expect={str(block): {"a": [0, 1, 2, 3, 4]}})
+    assert str(err.value) == (f"{block} holds a = 99, 1, 2, 3, 4 where its job wrote 0, 1, 2, 3, 4: damaged, although "
+                              "it reads in full (its checksum was missing); moved aside to b.nc.damaged with its cache "
+                              "entry: rerun to rebuild it")
+    assert not block.exists() and not entry.exists() and not out.exists()

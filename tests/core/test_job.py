@@ -37,6 +37,23 @@ def test_a_failure_is_recorded_with_its_traceback_and_raised(tmp_path):
     assert "done in" not in text
 
 
+def interrupted():
+    from sojourn.core.io import Interrupted
+
+    raise Interrupted("interrupted (SIGINT): waiting for 1 of 2 cells stopped; a rerun redoes it")
+
+
+def test_an_interrupt_is_one_line_without_a_traceback(tmp_path):
+    """Ctrl-C stops a job on purpose: its log (printed on the terminal when a job fails, show-failed-logs) says so in
+    one line, no traceback that would read as a crash."""
+    from sojourn.core.io import Interrupted
+
+    with pytest.raises(Interrupted):
+        job.run("test_job:interrupted", tmp_path / "i.log")
+    assert (tmp_path / "i.log").read_text().splitlines() == [
+        "test_job:interrupted", "interrupted (SIGINT): waiting for 1 of 2 cells stopped; a rerun redoes it"]
+
+
 def test_a_client_factory_is_called_inside_the_log(tmp_path):
     assert job.run("test_job:work", tmp_path / "c.log", n=0, client=lambda: "the client")["client"] == "the client"
 

@@ -344,6 +344,7 @@ def test_json_output_schema(capsys):
         assert r["method"] == "exact" and r["margin"] == "clear" and r["meets"] is True
         assert isinstance(r["percentile"], float) and 0 < r["percentile"] < 10.0
         assert r["probability"] >= 0.99 and r["method_reason"]
+        assert r.get("method_error_mean") is None or not math.isfinite(r["method_error_mean"])  # exact: its bound
     assert out["rows"][1]["percentile"] > out["rows"][2]["percentile"]
     assert isinstance(out["notes"], list) and isinstance(out["wall_time_seconds"], float)
 
@@ -353,6 +354,10 @@ def test_table_output(capsys):
     out = capsys.readouterr().out
     assert out.startswith("R = 3 servers: the least number with P(T ≤ 10 ms) ≥ 0.99 (by exact)")
     assert "99th pct" in out and "unstable" in out and "exact" in out
+    # exact is the reference: its error is its certified truncation bound, never its distance to a simulation (the
+    # accuracy table's noise; sojourn.core.reference)
+    rows = [line for line in out.splitlines() if " exact " in line and "yes" in line]
+    assert rows and all("none: the exact chain" in line and "%" not in line for line in rows)
 
 
 def test_the_result_object_and_its_dataset():
@@ -480,12 +485,22 @@ def test_build_accuracy_rows_and_flags(tmp_path):
     assert (2, 0.5, 99.0, "exact") not in by  # not computed: no row
     assert by[(4, 0.8, 99.9, "C*")]["optimistic"] == 1 and by[(4, 0.8, 99.0, "C*")]["optimistic"] == 0
     assert by[(4, 0.5, 99.0, "A")]["usable"] == 0 and by[(4, 0.8, 99.0, "A")]["usable"] == 1
-    # customers beyond the 99.9th over 10 replications: rho R 1e5 * 1e-3 * 10 >= 100 everywhere here
+    # customers beyond the 99.9th per replication: rho R 1e5 * 1e-3 >= 100 everywhere here
     assert all(r["usable"] for k, r in by.items() if k[3] != "A" or k[:2] != (4, 0.5))
-    # too short a window: 2 * 0.5 * 5e3 * 1e-3 * 10 = 50 < 100 customers beyond the 99.9th at R = 2, rho = 0.5
+    # too short a window: 4 * 0.8 * 5e3 * 1e-3 = 16 < 100 customers per replication beyond the 99.9th at R = 4,
+    # rho = 0.8, and 160 beyond the 99th (the rule is per replication: sojourn.core.reference)
     short = {(r["R"], r["rho"], r["percentile"], r["approximation"]): r
              for r in build_accuracy(_comparison(rel, err_hi, fit), window=5e3)}
-    assert short[(2, 0.5, 99.9, "C*")]["usable"] == 0 and short[(2, 0.5, 99.0, "C*")]["usable"] == 1
+    assert short[(4, 0.8, 99.9, "C*")]["usable"] == 0 and short[(4, 0.8, 99.0, "C*")]["usable"] == 1
+    assert short[(2, 0.5, 99.0, "C*")]["usable"] == 0  # 50 per replication beyond the 99th
+    # the comparison's own verdicts: too few customers in some replication, or a run too short to trust
+    cmp = _comparison(rel, err_hi, fit)
+    cmp["few_tail_customers"] = (("service", "R", "rho", "percentile"), np.array([[[[0, 1], [0, 0]], [[2, 0], [0, 0]]]]))
+    cmp["sim_run_valid"] = (("service", "R", "rho"), np.array([[[1, 1], [1, 0]]], np.int8))
+    own = {(r["R"], r["rho"], r["percentile"], r["approximation"]): r for r in build_accuracy(cmp, window=1e5)}
+    assert own[(2, 0.5, 99.9, "C*")]["usable"] == 0 and own[(2, 0.5, 99.0, "C*")]["usable"] == 1  # few = 1
+    assert own[(4, 0.5, 99.0, "C*")]["usable"] == 0 and own[(4, 0.5, 99.9, "C*")]["usable"] == 1  # few = 2, 0
+    assert own[(4, 0.8, 99.0, "C*")]["usable"] == 0 and own[(4, 0.8, 99.9, "C*")]["usable"] == 0  # run too short
     # an older comparison names the dimension 'method'
     assert build_accuracy(_comparison(rel, err_hi, fit, method_dim="method"), window=1e5) == rows
     path = write_accuracy(rows, tmp_path / "acc.csv", header=["a test table"])

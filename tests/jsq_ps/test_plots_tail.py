@@ -16,34 +16,15 @@ import xarray as xr
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.reproduction import reproduce
+from support.synthetic import jsq_run
 
-DT, NT, NK, N = 0.01, 2500, 4, 60_000
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
 TAIL_RGBA = mcolors.to_rgba(plots._TAIL_COLOR)
 
 
 def _data():
-    t = np.round(np.arange(NT) * DT, 12)
-    sims, apps = [], []
-    for k, (rho, scales) in enumerate(SCALES.items()):
-        rng = np.random.default_rng(k)
-        count = np.zeros((1, 1, 1, NK, NT), np.int64)
-        overflow = np.zeros((1, 1, 1, NK), np.int64)
-        for r in range(NK):
-            b = np.floor(rng.exponential(1.0, N) / DT).astype(int)
-            count[0, 0, 0, r] = np.bincount(b[b < NT], minlength=NT)[:NT]
-            overflow[0, 0, 0, r] = int((b >= NT).sum())
-        sims.append(xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), count),
-                                "overflow": (("service", "R", "rho", "replication"), overflow)},
-                               coords={"service": ["exponential"], "R": [2], "rho": [rho],
-                                       "replication": np.arange(NK), "t": t}))
-        cdf = np.stack([np.full(NT, np.nan) if s is None else 1.0 - np.exp(-t / s) for s in scales.values()])
-        apps.append(xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf[None, None]),
-                                "run_time": (("R", "rho", "approximation"),
-                                             np.array([[[0.01, 0.05, 0.3, 0.2]]]))},
-                               coords={"R": [2], "rho": [rho], "approximation": list(scales), "t": t}))
-    return xr.concat(sims, "rho"), xr.concat(apps, "rho")
+    return jsq_run(SCALES)
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +37,22 @@ def data():
 def drawn(monkeypatch):
     """The figures a drawing function makes, kept open instead of saved."""
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, **kw: figs.append(fig) or [stem])
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     yield figs
     for f in figs:
         plots.plt.close(f)
 
 
+def _axes(fig):
+    """Every axes of a figure, the status strips (inset axes) included."""
+    out = []
+    for ax in fig.get_axes():
+        out += [ax, *ax.child_axes]
+    return out
+
+
 def _lines(fig):
-    return [ln for ax in fig.get_axes() for ln in ax.get_lines()]
+    return [ln for ax in _axes(fig) for ln in ax.get_lines()]
 
 
 def _legend_texts(fig):
@@ -80,10 +69,10 @@ def _has_tail_line(fig):
 def test_T_is_a_series_of_its_own():
     sr = plots.tail_series()
     assert (sr.members, sr.label, sr.style) == (["T"], "T (conservative tail chain)", "-.")
-    assert plots._method_palette(["exact", "T", "A"])[1] == plots._TAIL_COLOR
+    assert plots.method_color("T") == plots._TAIL_COLOR
 
 
-@pytest.mark.parametrize("draw", ["wasserstein_vs_rho", "percentile_error_vs_rho_corrected", "runtime_vs_R"])
+@pytest.mark.parametrize("draw", ["wasserstein_vs_rho", "runtime_vs_R"])
 def test_T_line_and_legend_in_the_method_figures(data, drawn, draw):
     getattr(plots, draw)(data[2], "unused")
     (fig,) = drawn
@@ -92,6 +81,14 @@ def test_T_line_and_legend_in_the_method_figures(data, drawn, draw):
         assert any(mcolors.to_rgba(ln.get_color()) == TAIL_RGBA for ln in _lines(fig))
     else:
         assert _has_tail_line(fig)
+
+
+def test_T_rows_in_the_percentile_error_map(data, drawn):
+    """The corrected figure is a map with a block of rows per method: T's block is named in T's colour."""
+    plots.percentile_error_vs_rho_corrected(data[2], "unused")
+    (fig,) = drawn
+    names = {t.get_text().replace("\n", " "): t.get_color() for ax in fig.get_axes() for t in ax.texts}
+    assert mcolors.to_rgba(names["T (conservative tail chain)"]) == TAIL_RGBA
 
 
 def test_T_in_the_cdf_of_a_cell(data, drawn):
@@ -116,25 +113,22 @@ def test_T_in_the_maps(data, drawn):
     assert best.get_axes()  # T is a candidate of the Wasserstein map too (drawn without error)
 
 
-def test_T_family_in_the_reproduction_panels(data):
-    """The §6 panels draw one error bar per family; T's (a family of its own in reproduction.nc) in its colour."""
+def test_T_family_in_the_reproduction_panels(data, drawn):
+    """The §6 panels draw one point per family; T's (a family of its own in reproduction.nc) in its colour. This
+    synthetic run (R = 2) shares no cell with the paper's tables: the panels say so instead of drawing empty axes."""
     rep = reproduce(data[2])
     assert rep["family"].values.tolist() == ["faithful", "corrected", "exact", "T"]
-    fig, ax = plots.plt.subplots()
-    x = np.arange(3)
-    vals = [[np.array([1.0, 2.0, np.nan]), np.array([0.5, 1.5, np.nan]), np.array([1.5, 2.5, np.nan])]] * 2
-    plots._family_errorbars(ax, x, vals, ["exact", "T"])
-    labels = [t for t in ax.get_legend_handles_labels()[1]]
-    assert labels == ["ours, exact", "ours, T (conservative tail chain)"]
-    bars = ax.containers[-1]
-    assert mcolors.to_rgba(bars.lines[0].get_color()) == TAIL_RGBA
-    plots.plt.close(fig)
+    color, _, label = plots._FAMILY_STYLE["T"]
+    assert mcolors.to_rgba(color) == TAIL_RGBA and label == "ours: T (conservative tail chain)"
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = drawn
+    assert any("shares no (R, ρ) cell" in t.get_text() for ax in fig.get_axes() for t in ax.texts)
 
 
 def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
-    """exact did not run at the second load: a hollow ○ in exact's colour (not the × of an invalid fit), explained
-    in the legend; the key-result tables name T where it is recommended."""
-    plots.wasserstein_vs_rho(data[2], "unused")
+    """exact did not run at the second load: a hollow ○ in exact's colour (not the × of an invalid fit) in exact's row
+    of the corrected map, explained in the legend; the key-result tables name T where it is recommended."""
+    plots.percentile_error_vs_rho_corrected(data[2], "unused")
     (fig,) = drawn
     exact = mcolors.to_rgba(plots.METHOD_COLORS["exact"])
     marks = [ln for ln in _lines(fig) if ln.get_linestyle() == "None" and mcolors.to_rgba(ln.get_color()) == exact]
@@ -144,16 +138,18 @@ def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
 
 
 def test_key_results_tables(data, tmp_path):
-    csv_path, html_path = plots.key_results(data[2], tmp_path / "key_results")
+    csv_path, html_path, rst_path = plots.key_results(data[2], tmp_path / "key_results")
     rows = csv_path.read_text().splitlines()
     assert rows[0].startswith("servers R,") and len(rows) == 2  # one R band (R = 2)
     page = html_path.read_text()
-    assert page.count("<table>") == 2 and "When to trust" in page and "T (" in page
+    assert page.count("<table>") == 3 and "When to trust" in page and "T (" in page
+    assert "What this run shows" in page and rst_path.name == "key_results.rst"
 
 
 def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
-    """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load), the line figures
-    shade that load and the best-method map hatches it, each explained in the legend; without it, nothing."""
+    """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load, where exact did
+    not run), the Wasserstein figure and the best-method map mark that load as "reference too short", one mark and
+    one legend entry (sojourn.core.figures.REFERENCE_TOO_SHORT); without the verdict, nothing."""
     cmp = data[2].copy()
     cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
                                         coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})
@@ -161,6 +157,11 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
     plots.best_method_map(cmp, "unused")
     plots.wasserstein_vs_rho(data[2], "unused")
     lines, best, plain = drawn
-    assert plots.SHORT_RUN_LABEL in _legend_texts(lines)
-    assert any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(best))
-    assert not any(plots.SHORT_RUN_LABEL in t for t in _legend_texts(plain))
+    label = plots.REFERENCE_TOO_SHORT.label
+    assert label in _legend_texts(lines) and label in _legend_texts(best)
+    assert label not in _legend_texts(plain)
+    # the mark sits in the strip above the panel, never at a y of the data
+    marks = [ln for ax in lines.get_axes() for child in ax.child_axes for ln in child.get_lines()
+             if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]
+    assert marks and not [ln for ax in lines.get_axes() for ln in ax.get_lines()
+                          if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from sojourn.core.io import read_netcdf
+from support.captions import check_captions
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {
@@ -70,6 +71,11 @@ def test_outputs_and_values(run):
                                                                                           "timeout_deterministic"]
     g1 = float(read_netcdf(res / "example1" / "product_form.nc")["g_star"])
     assert abs(g1 - 0.8263) < 1e-3
+    # every figure and key table comes with a caption written from the data; each of its claims holds there
+    assert check_captions(res) >= 10
+    # this tiny sweep cannot estimate the 99th percentile (too few jobs beyond it): the figure says so, draws no value
+    cap = (res / "figures" / "example2_percentile.rst").read_text(encoding="utf-8")
+    assert "too few jobs beyond it" in cap
 
 
 def test_report_opens_with_the_key_result_tables(run):
@@ -77,6 +83,7 @@ def test_report_opens_with_the_key_result_tables(run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (run / "report.html").read_text(errors="replace")
     assert '"1 key results": [' in page and page.count("key_results.html") >= 2 and "System Message" not in page
+    assert page.count("What this run shows") >= 4  # the generated captions, rendered
     assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
 
 

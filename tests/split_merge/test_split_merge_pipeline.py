@@ -17,6 +17,7 @@ from sojourn.core.config import ConfigError, validate_config
 from sojourn.core.io import read_netcdf
 from sojourn.split_merge.config import cells, check_config
 from sojourn.split_merge.plots import figures
+from support.captions import check_captions
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "split_merge.schema.yaml"
@@ -96,6 +97,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert int(c.sel(law="exponential", model="split_merge", quorum=1, replicas=2).exact_method) == 2  # Erlang C
     for f in figures(_merged()):
         assert (res / "figures" / f"{f.stem}.png").stat().st_size > 10_000
+    # every figure and the key table come with a caption written from the data; each of its claims holds there
+    assert check_captions(res) >= 8
     # the report opens the study with its key result, the best (r, q), as a table; no docutils message
     assert (res / "key_results.html").read_text().count("<table>") == 1
     assert "best (r, q)" in (res / "key_results.csv").read_text()
@@ -103,6 +106,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (tmp_path / "report.html").read_text(errors="replace")
     assert '"1 key results": [' in page and "System Message" not in page
+    assert page.count("What this run shows") >= 5  # the generated captions, rendered
     assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
     log = (res / "logs" / "experiment_c.log").read_text()
     assert re.search(r"20 cells x 3 replications = 60 Dask tasks", log)

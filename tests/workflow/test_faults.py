@@ -52,8 +52,9 @@ def setup(tmp_path_factory):
 
 
 def command(setup, work, *args):
+    # --logger-sojourn-jobs: every job on the terminal (the default shows a summary), read live by run_and_signal
     return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work), TARGET,
-            "--cores", "2", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
+            "--cores", "2", "--logger-sojourn-jobs", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
 
 
 def snakemake(setup, work, *args):
@@ -352,4 +353,152 @@ def test_result_files_without_their_checksum_are_read_and_rebuilt_or_sealed(setu
     assert ((work / intact).stat().st_ino, (work / intact).stat().st_mtime_ns) == stamp
     for p in [*(work / c for c in cells), *(work / RES / n for n in MERGED)]:
         assert integrity.check(p) == "ok", p
+    assert_same_data(work, ref)
+
+
+# -- issue 32: damaged files end repaired or clearly stopped. The copies below keep the hard links between the
+# blocks and their cache entries (`cp -a`), as a results folder has them: damaging a block damages its entry.
+def linked_copy(ref, work):
+    subprocess.run(["cp", "-a", str(ref), str(work)], check=True)
+    return work
+
+
+def cache_entries_of(work, block) -> list[Path]:
+    st = (work / block).stat()
+    return [p for p in (work / RES / "cache").rglob("*.nc") if p.stat().st_ino == st.st_ino]
+
+
+def test_damaged_blocks_under_intact_merged_files_are_rebuilt_with_their_cache_entries(setup, reference, tmp_path):
+    """Two blocks damaged (truncated, altered; sidecars kept), the merged files intact: the run used to report them
+    "moved aside …; it will be rebuilt" and then say "Nothing to be done" on every rerun, their hard-linked cache
+    entries left with sidecars that did not match. Now the run rebuilds both (their cells recomputed: the cache
+    entries had the same damaged bytes), the files made from them with them; every block is again one sealed file
+    under two names; the next run has nothing to do; the data equal the undisturbed run's."""
+    ref, cells = reference
+    work = linked_copy(ref, tmp_path / "work")
+    blocks = sorted(c for c in cells if "/simulation/exponential/" in c)[:2]
+    for block in blocks:
+        assert len(cache_entries_of(work, block)) == 1
+    damage(work / blocks[0], "truncated")
+    damage(work / blocks[1], "altered")
+    proc = snakemake(setup, work)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert out.count("sojourn: damaged result") == 2, out[-4000:]
+    assert "result file(s) made from damaged results" in out, out[-4000:]
+    assert sorted(o for r, o in started_jobs(out).values() if r in CELL_RULES) == blocks, out[-4000:]
+    for block in blocks:
+        log = (work / block.replace("/blocks/simulation/", "/logs/simulate/")).with_suffix(".log").read_text()
+        assert re.search(r": .*0 replications cached, 2 to simulate", log), log  # recomputed, not reused
+        (entry,) = cache_entries_of(work, block)  # one entry, a hard link of the rebuilt block
+        assert integrity.check(work / block) == "ok" and integrity.check(entry) == "ok"
+    for p in [*(work / c for c in cells), *(work / RES / n for n in MERGED), *(work / RES / "cache").rglob("*.nc")]:
+        assert integrity.check(p) == "ok", p
+    assert_same_data(work, ref)
+    again = snakemake(setup, work)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stderr[-3000:]
+
+
+def alter_coordinate(path):
+    """A bit flip the file survives: the exponent's top bit of the block's first rho (0.5 -> 8.99e+307); returns
+    (before, after)."""
+    with netCDF4.Dataset(path, "a") as nc:
+        rho = nc.variables["rho"]
+        before = float(rho[0])
+        value = np.frombuffer(np.float64(before).tobytes(), np.uint64)[0] ^ np.uint64(1 << 62)
+        rho[0] = after = float(np.frombuffer(value.tobytes(), np.float64)[0])
+    assert integrity.readable(path) == "ok"
+    return before, after
+
+
+def test_a_block_altered_without_its_checksum_is_rebuilt_never_a_traceback_later(setup, reference, tmp_path):
+    """A block whose rho was altered (a readable bit flip) and whose sidecar was deleted, with simulation.nc removed:
+    it used to be "sealed anew", then every run failed with a KeyError in the comparison. Its cache entry (the same
+    bytes, its checksum kept) tells the change: the run reports it damaged and rebuilds it, with no error."""
+    ref, cells = reference
+    work = linked_copy(ref, tmp_path / "work")
+    block = min(c for c in cells if "/simulation/exponential/" in c)
+    alter_coordinate(work / block)
+    integrity.sidecar(work / block).unlink()
+    integrity.discard(work / RES / "simulation.nc")
+    proc = snakemake(setup, work)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert re.search(rf"sojourn: damaged result \S*{re.escape(block)} \(its cache entry \S+ shares its bytes and does "
+                     r"not match its checksum", out), out[-4000:]
+    assert "sealed anew" not in out and "Error" not in out, out[-4000:]
+    assert [o for r, o in started_jobs(out).values() if r in CELL_RULES] == [block], out[-4000:]
+    assert_same_data(work, ref)
+
+
+def test_a_block_altered_without_any_checksum_is_named_at_the_merge_then_rebuilt(setup, reference, tmp_path):
+    """The same, with its cache entry's sidecar deleted too (nothing to compare with): the block reads in full and is
+    sealed anew, and the merge finds it does not hold the cells its job wrote — one line naming it, the block set
+    aside — and the next plain run rebuilds it and what was made from it; the data equal the undisturbed run's."""
+    ref, cells = reference
+    work = linked_copy(ref, tmp_path / "work")
+    block = min(c for c in cells if "/simulation/exponential/" in c)
+    before, after = alter_coordinate(work / block)
+    for p in (work / block, *cache_entries_of(work, block)):
+        integrity.sidecar(p).unlink()
+    integrity.discard(work / RES / "simulation.nc")
+    first = snakemake(setup, work)
+    out = first.stdout + first.stderr
+    assert first.returncode != 0, out[-4000:]
+    line = (f"{block} holds rho = {after:g} where its job wrote {before:g}: damaged, although it reads in full (its "
+            f"checksum was missing); moved aside to {Path(block).name}.damaged with its cache entry: rerun to rebuild it")
+    assert line in out, out[-4000:]
+    assert "KeyError" not in out, out[-4000:]
+    log = (work / RES / "logs" / "merge_simulation.log").read_text()
+    assert log.strip().splitlines()[-1] == line and "Traceback" not in log, log
+    assert not (work / block).exists() and (work / (block + ".damaged")).is_file()
+    second = snakemake(setup, work)
+    out = second.stdout + second.stderr
+    assert second.returncode == 0, out[-4000:]
+    assert [o for r, o in started_jobs(out).values() if r in CELL_RULES] == [block], out[-4000:]
+    assert_same_data(work, ref)
+    third = snakemake(setup, work)
+    assert "Nothing to be done" in third.stdout + third.stderr, third.stderr[-3000:]
+
+
+def read_only(folder):
+    """Make ``folder`` read-only for this process: chmod for a user, the immutable attribute for root (whom
+    permissions do not stop); returns the undo, or None where neither works."""
+    if os.geteuid() != 0:
+        mode = folder.stat().st_mode
+        folder.chmod(mode & ~0o222)
+        return lambda: folder.chmod(mode)
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False).returncode != 0:
+        return None
+    return lambda: subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_damaged_block_in_a_read_only_folder_stops_the_run_in_one_line(setup, reference, tmp_path):
+    """The scan cannot move the damaged block aside: the run used to end with an OSError and three frames of
+    integrity.scan. Now it stops before any job with one line that names the file and says what to do, leaves the
+    folder as it was, and once the folder is writable again a plain run repairs it."""
+    ref, cells = reference
+    work = linked_copy(ref, tmp_path / "work")
+    block = min(c for c in cells if "/simulation/exponential/" in c)
+    damage(work / block, "altered")
+    undo = read_only((work / block).parent)
+    if undo is None:
+        pytest.skip("cannot make a folder read-only here")
+    try:
+        before = sorted(os.listdir((work / block).parent))
+        proc = snakemake(setup, work)
+        err = proc.stderr
+        assert proc.returncode == 1, err[-3000:]
+        lines = [x for x in err.splitlines() if "sojourn:" in x or "Error" in x or "File \"" in x]
+        assert len(lines) == 1, err[-3000:]
+        assert re.fullmatch(rf"sojourn: error: damaged result {re.escape(block)} \(sha256 .* differs from the recorded "
+                            rf".*\) could not be moved aside to {re.escape(Path(block).name)}\.damaged: .*; make "
+                            rf"{re.escape(str(Path(block).parent))} writable, or remove {re.escape(Path(block).name)} "
+                            r"and its \S+\.sha256 yourself, then rerun", lines[0]), lines[0]
+        assert started_jobs(proc.stdout + err) == {}
+        assert sorted(os.listdir((work / block).parent)) == before
+    finally:
+        undo()
+    proc = snakemake(setup, work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_data(work, ref)

@@ -18,6 +18,7 @@ import yaml
 
 from sojourn.core.io import read_netcdf
 from sojourn.core.stats import cdf_at_left_edges
+from support.captions import check_captions
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_CFG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
@@ -35,11 +36,19 @@ def snakemake(workdir, *args, configfile=None, env=None):
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(workdir))
 
 
+def snakemake_log(shown: str) -> Path:
+    """The Snakemake log file a run's terminal output names ("Complete log(s): <path>")."""
+    return Path(re.search(r"^Complete log\(s\): (\S+)$", shown, re.MULTILINE).group(1))
+
+
 def job_counts(proc) -> dict:
-    """The 'Job stats' table of a (dry-)run: {rule: count}; {} when there is nothing to do."""
+    """The 'Job stats' table of a (dry-)run: {rule: count}; {} when there is nothing to do. A run's terminal shows
+    a summary (the sojourn logger plugin): its table is read from the Snakemake log the run names."""
     out = proc.stdout + proc.stderr
     if "Nothing to be done" in out:
         return {}
+    if "Job stats:" not in out:
+        out = snakemake_log(out).read_text()
     table = out.split("Job stats:", 1)[1]
     counts = {}
     for line in table.splitlines()[3:]:
@@ -71,6 +80,7 @@ def run(tmp_path_factory):
     shutil.copytree(ROOT / "src" / "sojourn", work / "src" / "sojourn")
     proc = snakemake(work)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    (work / "terminal.txt").write_text(proc.stdout + proc.stderr)  # what the terminal showed (test_terminal_*)
     return work
 
 
@@ -212,14 +222,24 @@ def test_figures_and_report(run):
     assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
     # the study's section opens with its key result: the best method per (R, ρ) band and when to trust which
     table = (run / "results" / "jsq_ps" / "key_results.html").read_text()
-    assert table.count("<table>") == 2 and "When to trust" in table
+    assert table.count("<table>") == 3 and "When to trust" in table
     assert '"1 key results": [' in html and "key_results.html" in html
+    # every figure, the key table and the reproduction page come with a caption written from the data, rendered in
+    # the report; each claim in them holds on the file it names
+    assert check_captions(run / "results" / "jsq_ps") >= 20
+    assert html.count("What this run shows") >= 10
+    # this tiny run has fewer than 100 customers per replication beyond every percentile: the simulation judges no
+    # method anywhere, so no row of 'when to trust' carries an error from it — each says 'reference too short'
+    trust = table.split("When to trust")[1].split("</table>")[0]
+    rows = [r for r in trust.split("<tr>")[2:]]
+    assert len(rows) == 2 * 4 and all("reference too short" in r for r in rows)
 
 
 def test_accuracy_table(run):
     """The jsq_ps_accuracy rule: accuracy.csv holds the comparison's relative percentile errors of the M/M/R system
-    for every computed method, its optimism verdict and usability (a usable method with an estimate, and at least
-    100 simulated customers beyond the percentile over all replications); `sojourn plan --accuracy` reads it."""
+    for every computed method, its optimism verdict and usability (a usable method with an estimate, at least 100
+    simulated customers beyond the percentile in every replication and a run long enough: sojourn.core.reference);
+    `sojourn plan --accuracy` reads it."""
     from sojourn.jsq_ps.accuracy import read_accuracy
 
     path = run / "results" / "jsq_ps" / "accuracy.csv"
@@ -242,7 +262,7 @@ def test_accuracy_table(run):
         err_high = float(c["percentile_error_ci_high"])
         judged = np.isfinite(err_high) and np.isfinite(ref) and int(c["sim_run_valid"]) != 0  # run long enough
         assert int(opt) == (-1 if not judged else 1 if err_high < 0 else 0)
-        enough = int(c["few_tail_customers"]) < 2
+        enough = int(c["few_tail_customers"]) == 0 and int(c["sim_run_valid"]) != 0
         assert int(usable) == int(enough and bool(c["usable"]) and int(opt) != -1 and hi != "")
         seen += 1
     assert seen > 0 and seen == len(table)
@@ -362,6 +382,38 @@ def test_analytic_edit_reruns_approximations_and_what_depends_on_them(edited):
 def test_core_edit_used_by_everything_reruns_everything(edited):
     counts = edited("core/io.py", "def log_line(", "_EDITED = 1\n\n\ndef log_line(")
     assert counts == JOBS
+
+
+def test_terminal_shows_a_summary_and_the_log_every_job(run):
+    """The default profile's sojourn logger (issue 31 item 6): the terminal shows the job count per study, progress
+    at every tenth, where the results are and what to open — not the per-job chatter, which Snakemake's log keeps."""
+    shown = (run / "terminal.txt").read_text()
+    lines = shown.splitlines()
+    assert re.search(r"^16 jobs to run \(jsq_ps 15, all 1\)", shown, re.MULTILINE), shown
+    progress = [ln for ln in lines if re.fullmatch(r"\d+ of 16 jobs done \(\d+%\), \d+:\d\d:\d\d elapsed", ln)]
+    assert progress and progress[-1].startswith("16 of 16 jobs done (100%)") and len(progress) <= 11, shown
+    assert "then open report.html" in shown and "results/jsq_ps/key_results.html" in shown, shown
+    assert "snakemake --report report.html --configfile " in shown, shown  # the run's config, repeated
+    for chatter in ("localrule", "jobid", "Select jobs to execute", "Shell command", "wildcards:", "SNAKEMAKE"):
+        assert chatter not in shown, (chatter, shown)
+    assert len(lines) <= 30, shown
+    log = snakemake_log(shown).read_text()
+    assert log.count("localrule jsq_ps_simulate:") == 5 and "Job stats:" in log and "16 of 16 steps (100%) done" in log
+
+
+def test_a_failing_job_shows_its_error_on_the_terminal(tmp_path):
+    """A job that fails (here: no Dask scheduler at the configured address) shows on the terminal its rule, its
+    log's path and content (the traceback), and the error's own message; the run exits non-zero."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**TEST_CFG, "cluster": {"kind": "address", "address": "tcp://127.0.0.1:9"}}))
+    proc = snakemake(tmp_path, configfile=bad, env=dict(os.environ))
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"^Error in rule jsq_ps_(simulate|approximate):", shown, re.MULTILINE), shown
+    assert re.search(r"^Logfile results/jsq_ps/logs/\S+\.log:$", shown, re.MULTILINE), shown  # the job's log
+    assert "Traceback (most recent call last)" in shown, shown
+    assert "cluster.address: no Dask scheduler answers at tcp://127.0.0.1:9" in shown, shown
+    assert "then open report.html" not in shown
 
 
 def test_bad_config_rejected_before_any_job(tmp_path):

@@ -1,6 +1,7 @@
 # Shared by every study's rules: the results root, code fingerprints (rerun triggers for package code,
 # computed from what each rule's entry module imports: sojourn.core.fingerprint), the final targets of
 # each study, and the process-wide Dask client every run: block submits to (profile force-use-threads).
+import os
 import sys
 from pathlib import Path
 
@@ -30,22 +31,100 @@ def _executes():
     return True
 
 
+def _stop(text):
+    """End the run before any job, in one line (no Snakemake frames under it)."""
+    print(f"sojourn: error: {text}", file=sys.stderr, flush=True)
+    raise SystemExit(1)
+
+
+def _special_results():
+    """Nothing under a study's results folder may be a FIFO, a socket, a device or a link to one: the run would
+    replace it with a result (or hang reading it). Refused before the DAG is built, in one line naming the first
+    (a dry run or a report only warns)."""
+    from sojourn.core.integrity import special_files
+
+    found = [hit for study in ENABLED for hit in special_files(Path(RESULTS) / study.name)]
+    if not found:
+        return
+    path, what = found[0]
+    more = f" ({len(found) - 1} more such entries under {RESULTS})" if len(found) > 1 else ""
+    text = (f"results: {path} is {what}, not a regular file{more}; the pipeline writes its results there and never "
+            "replaces one: move it away, or choose another results folder (config key results)")
+    if _executes():
+        _stop(text)
+    print(f"sojourn: warning: {text}", file=sys.stderr)
+
+
+if workflow.is_main_process:
+    _special_results()
+
+#: result files found damaged at the start of this run (moved aside unless it is a dry run), or set aside by an
+#: earlier run and not rebuilt since: rebuilt by this run with what was made from them, even where that is intact
+#: (_rebuild_damaged, at the end of the Snakefile)
+DAMAGED = []
+
+
 def _damaged_results():
-    """Result files that no longer match their checksum, or that have none and do not read in full
-    (sojourn.core.integrity), are moved aside before the DAG is built, so that this run rebuilds them and what
-    depends on them (a dry run only reports); sound files without a checksum are sealed anew."""
-    from sojourn.core.integrity import scan
+    """Result files that no longer match their checksum, or that have none and neither match their cache entry nor
+    read in full (sojourn.core.integrity.scan), are moved aside before the DAG is built, and so are their cache
+    entries (the same bytes), so that this run rebuilds them and what depends on them (a dry run only reports);
+    sound files without a checksum are sealed anew. A damaged file that cannot be moved aside (a read-only folder)
+    ends the run in one line saying what to do."""
+    from sojourn.core.integrity import Unmovable, scan, set_aside_before
 
     move = workflow.is_main_process and _executes()
     for study in ENABLED:
-        for path, reason in scan(Path(RESULTS) / study.name, move=move,
-                                 log=lambda text: print(f"sojourn: {text}", file=sys.stderr)):
+        DAMAGED.extend(set_aside_before(Path(RESULTS) / study.name))  # e.g. by a merge that found one inconsistent
+        try:
+            found = scan(Path(RESULTS) / study.name, move=move,
+                         log=lambda text: print(f"sojourn: {text}", file=sys.stderr))
+        except Unmovable as exc:
+            _stop(str(exc))
+        for path, reason in found:
             what = f"moved aside to {path.name}.damaged; it will be rebuilt" if move else "it would be rebuilt"
             print(f"sojourn: damaged result {path} ({reason}): {what}", file=sys.stderr)
+            DAMAGED.append(path)
 
 
 if workflow.is_main_process:
     _damaged_results()
+
+
+def _rebuild_damaged():
+    """What this config made from a damaged file (the outputs of every rule with that file among its inputs, and so
+    on down) is removed, so that the run rebuilds the damaged file with it: Snakemake never rebuilds a missing
+    intermediate file under intact files made from it ("Nothing to be done"). A dry run only says so. Called by the
+    Snakefile once every study's rules are known."""
+    from sojourn.core.integrity import discard
+
+    if not DAMAGED:
+        return
+    made_from = {}  # input -> outputs of the rules (without wildcards) that read it
+    for r in workflow.rules:
+        if r.has_wildcards():
+            continue
+        for f in r.input:
+            if isinstance(f, str):
+                made_from.setdefault(os.path.normpath(f), []).extend(str(o) for o in r.output)
+    todo, seen = [os.path.normpath(str(p)) for p in DAMAGED], set()
+    while todo:
+        for out in made_from.get(todo.pop(), []):
+            if os.path.normpath(out) not in seen:
+                seen.add(os.path.normpath(out))
+                todo.append(os.path.normpath(out))
+    stale = sorted(f for f in seen if os.path.exists(f))
+    if not stale:
+        return
+    move = _executes()
+    for f in stale if move else []:
+        try:
+            discard(f)
+        except OSError as exc:
+            _stop(f"{f} was made from a damaged result and could not be removed: {exc.strerror or exc}; make "
+                  f"{os.path.dirname(f) or '.'} writable, or remove it yourself, then rerun")
+    what = "removed; they are rebuilt with them" if move else "they would be rebuilt with them"
+    print(f"sojourn: {len(stale)} result file(s) made from damaged results ({', '.join(stale[:3])}"
+          f"{' …' if len(stale) > 3 else ''}): {what}", file=sys.stderr)
 
 
 def _walltime_warnings():
@@ -72,33 +151,63 @@ if workflow.is_main_process and _executes():
     _walltime_warnings()
 
 
+def generated_caption(path):
+    """The report caption of an output: the caption file its job writes from the same data (``<stem>.rst`` next to
+    it, sojourn.core.claims.Caption), absolute (the report reads it relative to the rule file otherwise)."""
+    import os
+
+    return os.path.abspath(path)
+
+
 def figure_outputs(study, files, folder, formats):
     """The output files of a figure job: every figure ``files`` lists (the study's registry,
-    ``sojourn.<study>.plots.figures``) in every format; the PNGs go into the HTML report with the figure's caption
-    (``workflow/report/<study>/<caption>.rst``), the other formats are for papers."""
+    ``sojourn.<study>.plots.figures``) in every format, and its caption ``<stem>.rst``, which the job writes from
+    the data it draws; the PNGs go into the HTML report with that caption, the other formats are for papers."""
     import re
 
     from sojourn.studies import get
 
     out = {}
     for f in files:
+        rst = f"{folder}/{f.stem}.rst"
+        out[re.sub(r"\W", "_", f"{f.stem}_caption")] = rst
         for fmt in formats:
             path = f"{folder}/{f.stem}.{fmt}"
             key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
-            out[key] = report(path, caption=f"../report/{study}/{f.kind.caption}.rst",
-                              category=get(study).category, subcategory="2 figures") if fmt == "png" else path
+            out[key] = report(path, caption=generated_caption(rst), category=get(study).category,
+                              subcategory="2 figures") if fmt == "png" else path
     return out
 
 
-def key_results(study, stem, caption="key_results"):
-    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv`` and ``<stem>.html``, the page
-    in the report first in the study's category (subcategory "1 key results", before the figures' "2 figures";
-    the report sorts subcategories by name) with its caption."""
+def key_results(study, stem, key=""):
+    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv``, ``<stem>.html`` and its caption
+    ``<stem>.rst`` (written by the same job from the same data); the page in the report first in the study's
+    category (subcategory "1 key results", before the figures' "2 figures"; the report sorts subcategories by
+    name). ``key``: a suffix of the output names (several tables in one job)."""
     from sojourn.studies import get
 
-    return {"key_csv": f"{stem}.csv",
-            "key_html": report(f"{stem}.html", caption=f"../report/{study}/{caption}.rst", category=get(study).category,
-                               subcategory="1 key results")}
+    return {f"key_csv{key}": f"{stem}.csv", f"key_rst{key}": f"{stem}.rst",
+            f"key_html{key}": report(f"{stem}.html", caption=generated_caption(f"{stem}.rst"),
+                                     category=get(study).category, subcategory="1 key results")}
+
+
+def finished():
+    """The closing lines of a successful run (the Snakefile's ``onsuccess``; on the terminal through the sojourn
+    logger plugin, and in Snakemake's log): where the results are and what to open. The report command repeats
+    the run's --configfile options, since the report is built from the same config."""
+    import os
+
+    from snakemake.logging import logger
+
+    targets = [str(p) for s in ENABLED for p in TARGETS[s.name]]
+    figures = sorted({os.path.dirname(p) for p in targets if p.endswith(".png")})
+    tables = [p for p in targets if p.endswith("key_results.html")]
+    options = "".join(f" --configfile {os.path.relpath(f) if not os.path.relpath(f).startswith('..') else f}"
+                      for f in (getattr(workflow, "overwrite_configfiles", None) or []))
+    n = sum(p.endswith(".png") for p in targets)
+    logger.info(f"Figures ({n}, PNG and PDF): {', '.join(f + '/' for f in figures)}\n"
+                f"Key-result tables: {', '.join(tables)}\n"
+                f"All of them on one page, with captions: snakemake --report report.html{options}, then open report.html")
 
 
 def code(entry):

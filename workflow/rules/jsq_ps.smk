@@ -20,12 +20,15 @@ JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv
 JSQ_SIM_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "simulation")})
 JSQ_APPROX_SETTINGS = canonical({k: JSQ[k] for k in ("grid", "mgr", "time_grid", "approximation")})
 JSQ_FIGURES = [f"{JSQ_RES}/figures/{f.stem}.{fmt}" for job in ("figures", "reproduction")
-               for f in _jsq_figures(JSQ, job) for fmt in JSQ["figures"]["formats"]]
+               for f in _jsq_figures(JSQ, job) for fmt in (*JSQ["figures"]["formats"], "rst")]  # rst: its caption
+JSQ_SIM_BLOCKS = [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation]
+JSQ_APPROX_BLOCKS = [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation]
 JSQ_LAW_INPUT = {"law": f"{JSQ_RES}/law_approximation.nc"} if JSQ_LAW_BLOCKS else {}
 TARGETS["jsq_ps"] = [*JSQ_LAW_INPUT.values(),
                      f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
                      f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
-                     f"{JSQ_RES}/key_results.html", *JSQ_FIGURES]
+                     f"{JSQ_RES}/key_results.html", f"{JSQ_RES}/key_results.rst", f"{JSQ_RES}/reproduction.rst",
+                     *JSQ_FIGURES]
 
 
 wildcard_constraints:
@@ -114,7 +117,7 @@ rule jsq_ps_merge_law_approximation:
 
 rule jsq_ps_merge_simulation:
     input:
-        [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation],
+        JSQ_SIM_BLOCKS,
     output:
         f"{JSQ_RES}/simulation.nc",
     params:
@@ -130,7 +133,7 @@ rule jsq_ps_merge_simulation:
 
 rule jsq_ps_merge_approximation:
     input:
-        [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation],
+        JSQ_APPROX_BLOCKS,
     output:
         f"{JSQ_RES}/approximation.nc",
     params:
@@ -207,8 +210,9 @@ rule jsq_ps_reproduction:
         comparison=f"{JSQ_RES}/comparison.nc",
     output:
         nc=f"{JSQ_RES}/reproduction.nc",
-        html=report(f"{JSQ_RES}/reproduction.html", caption="../report/jsq_ps/reproduction.rst", category="JSQ-PS",
-                    subcategory="2 figures"),
+        html=report(f"{JSQ_RES}/reproduction.html", caption=generated_caption(f"{JSQ_RES}/reproduction.rst"),
+                    category="JSQ-PS", subcategory="2 figures"),
+        caption=f"{JSQ_RES}/reproduction.rst",
         **figure_outputs("jsq_ps", _jsq_figures(JSQ, "reproduction"), f"{JSQ_RES}/figures", JSQ["figures"]["formats"]),
     params:
         settings=canonical({k: JSQ["figures"][k] for k in ("formats", "dpi")}),
@@ -220,4 +224,4 @@ rule jsq_ps_reproduction:
         f"{JSQ_RES}/benchmarks/reproduction.tsv"
     run:
         job("jsq_ps.reproduction", log, params, comparison=input.comparison, output=output.nc, report=output.html,
-            outdir=f"{JSQ_RES}/figures")
+            caption=output.caption, outdir=f"{JSQ_RES}/figures")

@@ -24,9 +24,10 @@ def _rs_model(example):
     f = m if m.exists() else EXAMPLES_DIR / f"{m.name}.yaml"
     return data_fingerprint(f.parent, f.name) if f.is_file() else str(m)
 TARGETS["restart"] = [f"{RS_RES}/{ex}/{f}" for ex in RS_EXAMPLES
-                      for f in ("product_form.nc", "simulation.nc", "comparison.nc", "key_results.html")] + [
+                      for f in ("product_form.nc", "simulation.nc", "comparison.nc", "key_results.html",
+                                "key_results.rst")] + [
     f"{RS_RES}/figures/{f.stem}.{fmt}" for ex in RS_EXAMPLES for f in _restart_figures(ex)
-    for fmt in RS["figures"]["formats"]]
+    for fmt in (*RS["figures"]["formats"], "rst")]  # rst: each figure's caption
 
 
 wildcard_constraints:
@@ -85,19 +86,23 @@ rule restart_compare:
 
 
 rule restart_figures:
+    # one job for every example: each figure's caption is a file this job writes, and the report reads a caption
+    # from a fixed path (a wildcard rule could not name it)
     input:
-        pf=f"{RS_RES}/{{example}}/product_form.nc",
-        comparison=f"{RS_RES}/{{example}}/comparison.nc",
+        pf=[f"{RS_RES}/{ex}/product_form.nc" for ex in RS_EXAMPLES],
+        comparison=[f"{RS_RES}/{ex}/comparison.nc" for ex in RS_EXAMPLES],
     output:
-        **figure_outputs("restart", _restart_figures("{example}"), f"{RS_RES}/figures", RS["figures"]["formats"]),
-        **key_results("restart", f"{RS_RES}/{{example}}/key_results"),
+        **figure_outputs("restart", [f for ex in RS_EXAMPLES for f in _restart_figures(ex)], f"{RS_RES}/figures",
+                         RS["figures"]["formats"]),
+        **{k: v for ex in RS_EXAMPLES for k, v in key_results("restart", f"{RS_RES}/{ex}/key_results", f"_{ex}").items()},
     params:
         figures=canonical(RS["figures"]),
+        examples=RS_EXAMPLES,
         code=code("restart.figures"),
     log:
-        f"{RS_RES}/logs/figures/{{example}}.log",
+        f"{RS_RES}/logs/figures.log",
     benchmark:
-        f"{RS_RES}/benchmarks/figures/{{example}}.tsv"
+        f"{RS_RES}/benchmarks/figures.tsv"
     run:
-        job("restart.figures", log, params, product_form=input.pf, comparison=input.comparison,
-            outdir=f"{RS_RES}/figures", name=wildcards.example, key_results=f"{RS_RES}/{wildcards.example}/key_results")
+        job("restart.figures", log, params, product_form=list(input.pf), comparison=list(input.comparison),
+            outdir=f"{RS_RES}/figures", key_results=[f"{RS_RES}/{ex}/key_results" for ex in RS_EXAMPLES])

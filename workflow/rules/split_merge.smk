@@ -12,8 +12,9 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 SM_RES = f"{RESULTS}/split_merge"
 SM_RUNS = [x for x in SM_EXP.EXPERIMENTS if SM[f"experiment_{x}"]["enabled"]]
-SM_FIGURES = [f"{SM_RES}/figures/{f.stem}.{fmt}" for f in _sm_figures(SM) for fmt in SM["figures"]["formats"]]
-TARGETS["split_merge"] = [f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS] + SM_FIGURES + [f"{SM_RES}/key_results.html"]
+SM_FIGURES = [f"{SM_RES}/figures/{f.stem}.{fmt}" for f in _sm_figures(SM) for fmt in (*SM["figures"]["formats"], "rst")]
+TARGETS["split_merge"] = [f"{SM_RES}/experiment_{x}.nc" for x in SM_RUNS] + SM_FIGURES + [
+    f"{SM_RES}/key_results.{x}" for x in ("html", "rst")]
 
 
 rule split_merge_experiment:

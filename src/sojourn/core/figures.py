@@ -14,7 +14,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 #: held while any figure of any study is drawn in this process
 FIGURE_LOCK = threading.RLock()
@@ -31,37 +32,47 @@ def serialized(fn):
     return wrapper
 
 
-def save(fig, stem, formats=("png", "pdf"), dpi=120) -> list[Path]:
+#: the widest a figure may be in the report, in pixels of its PNG (a report page shows about this much unscaled)
+MAX_WIDTH_PX = 1600
+
+
+def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]:
     """``fig`` as ``<stem>.<fmt>`` for each format, with fixed metadata (identical inputs give identical
-    files); closes the figure."""
+    files), each written atomically, and its caption (:class:`sojourn.core.claims.Caption`) as ``<stem>.rst``;
+    closes the figure."""
+    import io
+
+    from .integrity import replaceable, write_atomic
+
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    out = []
+    paths = [replaceable(stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]  # before drawing any
     with FIGURE_LOCK:
-        for fmt in formats:
-            path = stem.with_name(f"{stem.name}.{fmt}")
+        for fmt, path in zip(formats, paths):
             meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
-            fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
-            out.append(path)
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+            write_atomic(path, buf.getvalue())  # atomic: a figure is whole or absent
         plt.close(fig)
-    return out
+    if caption is not None:
+        paths.append(caption.write(stem.with_name(f"{stem.name}.rst")))
+    return paths
 
 
 # ---------------------------------------------------------------------------------------------
 # the registry: every study declares its figures once (plots.FIGURES), the workflow derives from it the rule
 # outputs and the report captions, and the study's figure job draws exactly those
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Figure:
     """One kind of figure of a study: ``stem`` (its file name without extension; ``{name}`` fields are filled per
-    instance, e.g. ``cdf_R~{R}_rho~{rho}``), ``caption`` (the caption file ``workflow/report/<study>/<caption>.rst``,
-    which says what to see), ``draw`` (the study's function that draws it) and ``job`` (the study's job that
+    instance, e.g. ``cdf_R~{R}_rho~{rho}``), ``draw`` (the study's function that draws it, and writes its caption
+    ``<stem>.rst`` from the same data: :class:`sojourn.core.claims.Caption`) and ``job`` (the study's job that
     draws it)."""
 
     stem: str
-    caption: str
     draw: str
     job: str = "figures"
 
@@ -111,9 +122,9 @@ def method_color(m: str) -> str:
 
 def log_ticks(axis, minor_labels=False):
     """A log ``axis`` (ax.xaxis / ax.yaxis) labelled 0.1, 0.2, 0.5, 1, 2, 5, 10 … (never 2×10⁻¹, 6×10⁰)."""
-    from matplotlib import ticker
-
     import math
+
+    from matplotlib import ticker
 
     def label(v, _):  # 2 and 5 only where the axis spans under two and a half decades
         lo, hi = sorted(axis.get_view_interval())
@@ -134,3 +145,123 @@ def signed_log_ticks(axis, linthresh=1.0):
     axis.set_major_locator(ticker.SymmetricalLogLocator(base=10, linthresh=linthresh))
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}".replace("-", "−")))
     axis.set_minor_formatter(ticker.NullFormatter())
+
+
+# ---------------------------------------------------------------------------------------------
+# status marks: why a value is not drawn, one mark and one legend entry per status in every figure of every study.
+# They never sit at a y that reads as data: line figures draw them in a strip above the panel (status_strip), maps
+# in the cell (a grey cell for a reference too short).
+@dataclass(frozen=True)
+class Status:
+    """How a missing value is marked: ``marker`` (matplotlib), ``label`` (the legend entry), ``filled``, ``color``
+    (None: the colour of the series it belongs to)."""
+
+    key: str
+    marker: str
+    label: str
+    filled: bool = True
+    color: str | None = None
+
+
+#: the one reference-too-short rule's mark: a simulated reference with fewer than 100 customers (jobs, workunits) per
+#: replication beyond the percentile, or a run the run-length guard (sojourn.core.runlength) judged too short
+REFERENCE_TOO_SHORT = Status("reference_too_short", "D", "reference too short (simulation too short to estimate it)",
+                             filled=False, color="0.35")
+STATUS = {s.key: s for s in (
+    REFERENCE_TOO_SHORT,
+    Status("not_run", "o", "not run (over budget / truncation cap)", filled=False),
+    Status("invalid", "x", "invalid fit (not a CDF)"),
+    Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
+    Status("unstable", "X", "unstable: stopped, no steady state"),
+)}
+#: a map cell whose reference is too short: this grey, with the mark in its centre
+TOO_SHORT_CELL = "0.86"
+#: a map cell whose difference lies within its CI (or within the reference's own error): drawn as "no difference"
+NO_DIFFERENCE_CELL = "#ffffff"
+
+
+def status_style(key: str, color=None, ms=5.0) -> dict:
+    """Line2D keyword arguments of status ``key``'s mark (in ``color`` where the status has no colour of its own)."""
+    s = STATUS[key]
+    c = s.color or color or "0.3"
+    style = {"marker": s.marker, "ls": "none", "color": c, "ms": ms, "mew": 1.2}
+    if not s.filled:
+        style.update(mfc="none", mec=c)
+    return style
+
+
+def status_handles(keys) -> tuple[list, list]:
+    """Legend (handles, labels) explaining the status marks ``keys`` (in the order of :data:`STATUS`), grey."""
+    from matplotlib.lines import Line2D
+
+    keys = [k for k in STATUS if k in set(keys)]
+    return ([Line2D([], [], **status_style(k, "0.3")) for k in keys], [STATUS[k].label for k in keys])
+
+
+class StatusStrip:
+    """A thin strip above a panel that shares its x axis: one row per series with a status mark (and a row for a
+    reference too short), so that no mark sits at a y of the panel's data. Create it with :func:`status_strip`;
+    ``mark`` returns whether it drew anything; ``finish`` sets the rows once every mark is in."""
+
+    def __init__(self, ax):
+        self.ax = ax
+        self.rows: list = []  # (row key, colour)
+        self.marks: list = []  # (row key, x, status key, colour)
+        self.kinds: set = set()
+        self.labels: dict = {}
+
+    def mark(self, row, x, mask, key: str, color=None, label=None) -> bool:
+        """Status ``key``'s mark at the ``x`` where ``mask`` holds, in row ``row`` (one per series; ``label``: its
+        name at the strip's right end, in ``color``)."""
+        x = np.asarray(x)[np.asarray(mask, dtype=bool)]
+        if not x.size:
+            return False
+        if row not in [r for r, _ in self.rows]:
+            self.rows.append((row, color))
+            if label:
+                self.labels[row] = (label, color)
+        self.marks.append((row, x, key, color))
+        self.kinds.add(key)
+        return True
+
+    def finish(self, title=None, fontsize=9):
+        """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel)."""
+        ax = self.ax
+        if not self.marks:
+            if title:
+                ax.set_title(title, fontsize=fontsize, loc="left")
+            return None
+        n = len(self.rows)
+        h = 0.045 + 0.055 * n
+        strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
+        order = {r: k for k, (r, _) in enumerate(self.rows)}
+        for row, x, key, color in self.marks:
+            y = n - 1 - order[row]
+            strip.plot(x, np.full(x.size, y), **status_style(key, color, ms=4.5), clip_on=False)
+        strip.set_ylim(-0.7, n - 0.3)
+        strip.set_yticks([])
+        strip.tick_params(axis="x", which="both", labelbottom=False, length=0)
+        strip.set_facecolor("0.96")
+        for row, (text, color) in self.labels.items():
+            strip.text(1.01, n - 1 - order[row], text, transform=strip.get_yaxis_transform(), ha="left", va="center",
+                       fontsize=6.5, color=color or "0.3")
+        for side in strip.spines.values():
+            side.set_color("0.75")
+        if title:
+            strip.set_title(title, fontsize=fontsize, loc="left")
+        return strip
+
+
+def status_strip(ax) -> StatusStrip:
+    return StatusStrip(ax)
+
+
+def mark_cells(ax, mask2d, key: str, color=None, ms=5.0) -> bool:
+    """Status ``key``'s mark in the centre of each cell of an image map (``imshow``: x = column, y = row) where
+    ``mask2d`` holds."""
+    ii, jj = np.nonzero(np.asarray(mask2d, dtype=bool))
+    if not ii.size:
+        return False
+    ax.plot(jj, ii, **status_style(key, color, ms=ms))
+    return True
+

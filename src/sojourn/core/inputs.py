@@ -43,20 +43,31 @@ def choice(field: str, value, choices) -> str:
                      f"{did_you_mean(value, choices)}")
 
 
-def check_output(path, flag: str = "--output", mkdir: bool = False) -> Path:
+def check_output(path, flag: str = "--output", mkdir: bool = False, sidecar: bool = True) -> Path:
     """Make sure a result file can be written at ``path`` before anything is computed.
 
     The folder must exist (with ``mkdir=True`` missing folders are created, never silently otherwise),
     be a folder, and accept a new file: a probe file is created next to the target and removed at once,
     which is the operation the atomic writer (``core.io.write_netcdf``: temporary file, then rename)
-    performs. ``path`` itself must not be a folder. Raises ValueError starting with ``flag``; the file
+    performs. ``path`` itself must be a new or a regular file — never a folder, a device, a FIFO, a socket or a
+    link to one (:func:`sojourn.core.integrity.not_regular`) — and so must its checksum file ``<path>.sha256``
+    (``sidecar``: False for an output written without one). Raises ValueError starting with ``flag``; the file
     system is left as it was (apart from folders asked for with ``mkdir``)."""
+    from .integrity import not_regular
+    from .integrity import sidecar as checksum_file
+
     text = os.fspath(path)
     if not text.strip():
         raise ValueError(f"{flag} must be a file path; got {text!r}")
     p = Path(text)
     if p.is_dir():
         raise ValueError(f"{flag} {text}: is a folder; give a file name such as {p / 'result.nc'}")
+    for target in (p, checksum_file(p)) if sidecar else (p,):
+        what = not_regular(target)
+        if what is not None:
+            whose = "" if target == p else f"its checksum file {target} "
+            raise ValueError(f"{flag} {text}: {whose}is {what}, not a regular file; sojourn never replaces one: "
+                             "give the name of a new or a regular file")
     parent = p.parent
     missing = [d for d in (parent, *parent.parents) if not d.exists()]
     if missing:

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from .config import NO_WORKERS_TIMEOUT
-from .integrity import NETCDF_LOCK, no_space, release, seal  # noqa: F401  (NETCDF_LOCK: used as core.io's)
+from .integrity import NETCDF_LOCK, no_space, release, replaceable, seal, sidecar  # noqa: F401  (NETCDF_LOCK: core.io's)
 from .version import __version__
 
 
@@ -79,11 +79,15 @@ def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
     (:mod:`sojourn.core.integrity`: a sha256 sidecar; permissions from the umask).
 
     A crash never leaves a half-written file under the final name; a full device raises
-    :class:`sojourn.core.integrity.NoSpace` ("no space left on device: <path>").
+    :class:`sojourn.core.integrity.NoSpace` ("no space left on device: <path>"); a ``path`` (or sidecar) that is
+    not a regular file (a device, a FIFO, a socket, a folder) is never replaced:
+    :class:`sojourn.core.integrity.NotRegular`.
     """
-    path = Path(path)
+    path = replaceable(path)  # never onto a device, a FIFO, a socket or a folder (seal checks again at the rename)
+    replaceable(sidecar(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     enc = default_encoding(ds) if encoding is None else encoding
+    ds = beyond_stored_range(ds, enc, path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
@@ -102,6 +106,38 @@ def write_netcdf(ds: xr.Dataset, path, encoding: dict | None = None) -> Path:
             raise full from None
         raise
     return path
+
+
+def beyond_stored_range(ds: xr.Dataset, encoding: dict, path=None) -> xr.Dataset:
+    """``ds`` with each value that its variable's encoding stores in a narrower float type (float32) but that
+    lies beyond that type's range set to ±inf explicitly — what the cast would make of it, now said: one line
+    per variable to the ``sojourn`` log (a job's log), naming the file, the variable and the count, and no
+    numpy "overflow encountered in cast" warning. Such values come from results that diverged (e.g. an
+    approximation's CDF of -1e308 at a load where its chain breaks down), which the writer's own validity flags
+    mark; a variable that must keep them is stored in float64 instead. Returns ``ds`` itself when nothing is
+    beyond range."""
+    import logging
+
+    out = None
+    for name, e in (encoding or {}).items():
+        target = e.get("dtype") if isinstance(e, dict) else None
+        if target is None or name not in ds.variables:
+            continue
+        target, var = np.dtype(target), ds[name]
+        if target.kind != "f" or var.dtype.kind != "f" or var.dtype.itemsize <= target.itemsize:
+            continue
+        x = var.values
+        with np.errstate(invalid="ignore"):
+            big = np.abs(x) > np.finfo(target).max  # NaN compares False, inf is already inf
+        n = int(np.count_nonzero(big & np.isfinite(x)))
+        if n == 0:
+            continue
+        out = ds.copy(deep=False) if out is None else out
+        out[name] = var.copy(data=np.where(big, np.copysign(np.inf, x), x))
+        logging.getLogger("sojourn.io").info(
+            f"{path or 'netCDF file'}: {n} value(s) of {name} beyond the {target} range (|x| > "
+            f"{np.finfo(target).max:.4g}) stored as +/-inf")
+    return ds if out is None else out
 
 
 def read_netcdf(path) -> xr.Dataset:

@@ -2,7 +2,8 @@
 
 ``run("sojourn.<study>.jobs:<name>", log_path, **arguments)`` opens the job's log, routes the ``sojourn``
 loggers of this thread to it, calls the study's job function, and ends the log with the job's duration and
-result — or with the traceback of what went wrong (then re-raised, so the job fails as usual). A job
+result — or with the traceback of what went wrong (one line for a full device or an interrupt; then re-raised, so
+the job fails as usual). A job
 function logs with ``logging.getLogger(__name__).info(...)``; it never opens its log itself.
 
 Snakemake runs the jobs of a workflow as threads of one process (``force-use-threads``), several at once, so
@@ -21,8 +22,8 @@ import threading
 import time
 import traceback
 
-from .integrity import NoSpace
-from .io import check_interrupted
+from .integrity import Inconsistent, NoSpace, replaceable
+from .io import Interrupted, check_interrupted
 
 #: the parent of every sojourn logger
 LOGGER = logging.getLogger("sojourn")
@@ -75,7 +76,7 @@ def run(entry: str, log_path, **arguments):
     """Run the job function ``entry`` with ``arguments``, its log in ``log_path`` (module doc)."""
     check_interrupted(entry)  # Ctrl-C: start nothing new
     _install()
-    with open(log_path, "w") as fh:
+    with open(replaceable(log_path), "w") as fh:
         previous = getattr(_current, "log", None)
         _current.log = fh
         try:
@@ -86,7 +87,9 @@ def run(entry: str, log_path, **arguments):
                 if callable(arguments.get("client")):
                     arguments["client"] = arguments["client"]()
                 result = fn(**arguments)
-            except NoSpace as exc:  # a full device: the one line says all (and may not fit either)
+            except (NoSpace, Inconsistent, Interrupted) as exc:  # a full device, a damaged input set aside,
+                # Ctrl-C: the one line says all (a full device may not fit more; a failed job's log is printed on
+                # the terminal, show-failed-logs)
                 try:
                     fh.write(f"{exc}\n")
                     fh.flush()

@@ -138,9 +138,26 @@ def _with_copies(f: dict, copies: dict) -> dict:
     return f
 
 
+def _as_expected(path, meta: dict, want: dict | None, root: Path) -> None:
+    """:class:`Inconsistent` (``path`` set aside) unless the input's coordinates are ``want`` ({dim: values})."""
+    from .integrity import Inconsistent, linked_entries, set_aside
+
+    for d, values in (want or {}).items():
+        got = meta["coords"].get(d, (np.array([]),))[0]
+        values = np.asarray(values, dtype=got.dtype if got.dtype.kind in "iuf" else object)
+        if len(got) != len(values) or not np.array_equal(np.sort(got), np.sort(values)):
+            what = f"holds {d} = {_listed(got)} where its job wrote {_listed(values)}"
+            raise Inconsistent(path, what, set_aside(path, f"it {what}", linked_entries(root)))
+
+
+def _listed(values) -> str:
+    items = [f"{v:g}" if isinstance(v, float) else str(v) for v in np.asarray(values).tolist()]
+    return ", ".join(items[:6]) + (f" … ({len(items)} values)" if len(items) > 6 else "") if items else "nothing"
+
+
 def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | None = None, order: dict | None = None,
                 encoding=None, attrs: dict | None = None, coord_attrs: dict | None = None, lock=None,
-                copies: dict | None = None) -> Path:
+                copies: dict | None = None, expect: dict | None = None) -> Path:
     """Merge ``paths`` into ``output`` (written to a temporary name, then renamed: atomic).
 
     stack: dimensions along which inputs are placed side by side (each input holds a rectangle);
@@ -150,7 +167,11 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     attrs: global attributes of the output; coord_attrs: {dim: attributes} set on those coordinates
     (over the inputs' own); lock: held around every netCDF access (HDF5 is not thread-safe); copies: {dim:
     {target: source}}: an input that holds ``source`` but not ``target`` along ``dim`` gets the source's values
-    under the target's name too (results an input stores once, e.g. identical methods).
+    under the target's name too (results an input stores once, e.g. identical methods); expect: {input path:
+    {dim: values}} the coordinates its job wrote into it — an input that holds others is damaged although it reads
+    (it had lost its checksum, and was sealed anew): it is set aside with its cache entries
+    (:func:`sojourn.core.integrity.set_aside`: the next run rebuilds it) and :class:`sojourn.core.integrity.Inconsistent`
+    names it, before anything is written.
     """
     import netCDF4
 
@@ -161,6 +182,8 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     fill = dict(fill or {})
     # pass 1: coordinates and variables (no data)
     metas = [_with_copies(_read(p, lock, data=False), copies) for p in paths]
+    for p, meta in zip(paths, metas):
+        _as_expected(p, meta, (expect or {}).get(p), Path(output).parent)
     coords: dict[str, list] = {}
     coord_meta: dict[str, tuple] = {}
     for meta in metas:

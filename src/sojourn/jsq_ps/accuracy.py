@@ -17,12 +17,15 @@ and is kept so that the reader knows the table's ρ grid: a load between rows is
 ``optimistic``: 1 if the CI of the mean percentile error lies entirely below 0 (an underestimate beyond the
     simulation's noise), 0 if not, −1 without a verdict (the comparison's ``optimistic`` when it has one);
 ``usable``: 1 if the method may be trusted there at all: computed, its CDF a CDF (``fit_invalid`` = 0,
-    and not flagged by the comparison's ``usable``), a finite mean and CI, and at least
-    ``min_tail_customers`` (100) customers beyond the percentile over all replications together (below
-    that the simulated percentile is not an estimate: ``few_tail_customers`` = 2 in the comparison);
-    The customers beyond the percentile are counted as n·(1 − p) per replication, n = Λ·(horizon − warm-up −
-    cool-down) (the window is in the file's header); fewer than 100 per replication only widen the CI, which
-    the ``optimistic`` verdict already accounts for.
+    and not flagged by the comparison's ``usable``), a finite mean and CI, and a simulated percentile that is a
+    reference (:mod:`sojourn.core.reference`): at least ``min_tail_customers`` (100) customers beyond it in
+    every replication (``few_tail_customers`` = 0 in the comparison) and a run the run-length guard did not judge
+    too short (``sim_run_valid`` ≠ 0). Below that a replication's percentile is biased towards its largest values
+    and the row's error measures the simulation, not the method. The customers beyond the percentile are counted
+    as n·(1 − p) per replication, n = Λ·(horizon − warm-up − cool-down) (the window is in the file's header).
+    Tables written before this rule (their header: "over all replications") are read with it
+    (:func:`parse_accuracy`): a row with fewer than 100 customers per replication beyond its percentile is not
+    usable, whatever its column says.
 
 Errors are written with 4 significant digits (the table ships with the package: ~2 MB).
 
@@ -41,9 +44,8 @@ from __future__ import annotations
 import bisect
 import csv
 import functools
+import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,12 +115,15 @@ def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
     tail = (np.full(shape, np.nan) if n is None
             else np.broadcast_to((n[:, :, None] * (1.0 - pct / 100.0)[None, None, :])[:, :, None, :], shape))
     if "few_tail_customers" in ds:
-        enough = ds["few_tail_customers"].transpose("R", "rho", "percentile").values < 2
+        enough = ds["few_tail_customers"].transpose("R", "rho", "percentile").values == 0
         enough = np.broadcast_to(enough[:, :, None, :], shape)
     elif n is not None:
-        enough = np.round(tail * max(reps, 1), 6) >= float(min_tail_customers)
+        enough = np.round(tail, 6) >= float(min_tail_customers)
     else:
         enough = np.ones(shape, bool)
+    if "sim_run_valid" in ds:  # a run too short to trust is no reference either
+        enough = enough & np.broadcast_to((ds["sim_run_valid"].transpose("R", "rho").values != 0)[:, :, None, None],
+                                          shape)
     usable = (valid & enough & np.isfinite(rel) & np.isfinite(lo) & np.isfinite(hi) & (optimistic != NO_VERDICT))
 
     if "fit_violation" in ds:  # NaN where the method was not computed (compare.fit_validity)
@@ -155,25 +160,18 @@ _ROUNDED = {"relative_error_mean", "relative_error_ci_low", "relative_error_ci_h
 
 def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
     """Write ``rows`` as CSV to ``output`` atomically (a temporary file, then rename), ``#`` lines first."""
+    from ..core.integrity import write_atomic
+
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            for line in header:
-                fh.write(f"# {line}\n")
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(COLUMNS)
-            for r in rows:
-                w.writerow([_fmt(r[c], 4 if c in _ROUNDED else 10) for c in COLUMNS])
-        from ..core.integrity import file_mode
-
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    fh = io.StringIO(newline="")
+    for line in header:
+        fh.write(f"# {line}\n")
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow([_fmt(r[c], 4 if c in _ROUNDED else 10) for c in COLUMNS])
+    write_atomic(output, fh.getvalue().encode("utf-8"))
     return output
 
 
@@ -193,8 +191,8 @@ def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
         "simulation (columns: sojourn.jsq_ps.accuracy)",
         f"from {Path(comparison_path).name}: sojourn {ds.attrs.get('sojourn_version', '?')}, "
         f"git {ds.attrs.get('git_commit', '?')}; simulation recording window {window:g} (1/mu) per replication, "
-        f"{rows[0]['replications'] if rows else 0} replications; usable needs >= {settings.get('min_tail_customers', MIN_TAIL_CUSTOMERS):g} "
-        "customers beyond the percentile over all replications",
+        f"{rows[0]['replications'] if rows else 0} replications; usable needs >= "
+        f"{settings.get('min_tail_customers', MIN_TAIL_CUSTOMERS):g} customers beyond the percentile per replication",
         *settings.get("note", ()),
     ]
     return write_accuracy(rows, output, header)
@@ -234,11 +232,15 @@ class AccuracyTable:
     """The rows of an accuracy table, indexed for :meth:`choose` and :meth:`error`.
 
     Built from CSV lines grouped by (R, percentile); a group's rows are parsed when first asked for (a
-    query needs one group of the ~50 000 rows, and the planner's answer has a 2 s budget)."""
+    query needs one group of the ~50 000 rows, and the planner's answer has a 2 s budget). ``window``: for a
+    table written under the pooled rule (its header), the recording window per replication (1/μ) by which a row
+    with fewer than ``MIN_TAIL_CUSTOMERS`` customers per replication beyond its percentile is read as not
+    usable."""
 
-    def __init__(self, groups: dict, source: str = ""):
+    def __init__(self, groups: dict, source: str = "", window: float | None = None):
         self._groups = groups  # (R, percentile) -> [line, ...] (unparsed) or {rho: {approximation: Row}}
         self.source = source
+        self.window = window
         self.Rs = sorted({R for R, _ in groups})
         self.percentiles = sorted({p for _, p in groups})
 
@@ -248,7 +250,7 @@ class AccuracyTable:
     def _group(self, key) -> dict:
         g = self._groups[key]
         if isinstance(g, list):
-            g = self._groups[key] = _parse_group(g, self.source)
+            g = self._groups[key] = _parse_group(g, self.source, key, self.window)
         return g
 
     def _rhos(self, key) -> list:
@@ -319,12 +321,16 @@ def _float(text: str) -> float:
     return float(text) if text else math.nan
 
 
-def _parse_group(lines: list, source: str) -> dict:
+def _parse_group(lines: list, source: str, key=None, window: float | None = None) -> dict:
     out: dict = {}
     for line in lines:
         rec = line.rstrip("\n").split(",")
         try:
-            row = Row(rec[3], _float(rec[4]), _float(rec[5]), _float(rec[6]), int(rec[7]), rec[8] == "1")
+            usable = rec[8] == "1"
+            if usable and window is not None and key is not None:  # the per-replication rule (module doc)
+                R, pct = key
+                usable = round(R * float(rec[1]) * window * (1.0 - pct / 100.0), 6) >= MIN_TAIL_CUSTOMERS
+            row = Row(rec[3], _float(rec[4]), _float(rec[5]), _float(rec[6]), int(rec[7]), usable)
             out.setdefault(float(rec[1]), {})[row.approximation] = row
         except (ValueError, IndexError):
             raise ValueError(f"{source or 'accuracy table'}: malformed row {line.strip()!r}") from None
@@ -334,8 +340,25 @@ def _parse_group(lines: list, source: str) -> dict:
 def parse_accuracy(lines, source: str = "") -> AccuracyTable:
     """An :class:`AccuracyTable` from CSV lines (``#`` lines skipped; fields never quoted: numbers and method
     names); ValueError on a malformed table."""
-    it = (line for line in lines if not line.startswith("#"))
-    header = next(it, "").strip().split(",")
+    import re
+
+    lines = iter(lines)
+    comments = []
+    header_line = ""
+    for line in lines:
+        if line.startswith("#"):
+            comments.append(line)
+            continue
+        header_line = line
+        break
+    it = lines
+    header = header_line.strip().split(",")
+    # a table written under the pooled rule ("over all replications"): read with the per-replication one
+    window = None
+    for c in comments:
+        m = re.search(r"recording window ([0-9.eE+-]+) \(1/mu\) per replication.*over all replications", c)
+        if m:
+            window = float(m.group(1))
     if tuple(header[:9]) != COLUMNS[:9]:
         raise ValueError(f"{source or 'accuracy table'}: header must be {','.join(COLUMNS)}; got {','.join(header)}")
     raw: dict = {}  # keyed by the text of R and percentile: ~40 keys to convert, not ~50 000
@@ -354,7 +377,7 @@ def parse_accuracy(lines, source: str = "") -> AccuracyTable:
             raise ValueError(f"{source or 'accuracy table'}: malformed row {lines[0].strip()!r}") from None
     if not groups:
         raise ValueError(f"{source or 'accuracy table'}: no rows")
-    return AccuracyTable(groups, source)
+    return AccuracyTable(groups, source, window)
 
 
 @functools.lru_cache(maxsize=4)

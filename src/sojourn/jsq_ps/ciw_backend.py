@@ -144,14 +144,13 @@ def run_replications(tasks: list[tuple], max_workers: int | None = None) -> list
 
     if max_workers == 0:
         return [run_replication(*task) for task in steps(tasks, "replications (Ciw)")]
-    import concurrent.futures as cf
-    import multiprocessing as mp
     import os
+
+    from ..core.processes import OwnedPool
 
     if max_workers is None:
         max_workers = max(1, min(len(tasks), os.cpu_count() or 1))
-    ctx = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx) as pool:
+    with OwnedPool(max_workers, "spawn") as pool:  # its workers end with this process (a signal, an error)
         futures = [pool.submit(run_replication, *task) for task in tasks]
         return [f.result() for f in steps(futures, "replications (Ciw)")]
 

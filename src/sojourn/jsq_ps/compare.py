@@ -88,11 +88,22 @@ import xarray as xr
 
 from ..core.io import NETCDF_LOCK, provenance, write_netcdf
 from ..core.precision import present as replications_present
-from ..core.stats import CI_BOOTSTRAP, CI_T, TAIL_MIN, cdf_at_left_edges, interval, quantile, wasserstein
-from .solve.guards import ABOVE_ONE as FIT_ABOVE_ONE, BELOW_ZERO as FIT_BELOW_ZERO  # noqa: F401 (API)
-from .solve.guards import NON_FINITE as FIT_NON_FINITE, NON_MONOTONE as FIT_DECREASING  # noqa: F401
-from .solve.guards import TOLERANCE as FIT_TOLERANCE, cdf_flags as fit_validity  # noqa: F401
-from .naming import label_coords
+from ..core.stats import (
+    CI_BOOTSTRAP,
+    CI_T,
+    TAIL_MIN,
+    cdf_at_left_edges,
+    interval,
+    quantile,
+    wasserstein,
+)
+from .naming import EXPONENTIAL, label_coords
+from .solve.guards import ABOVE_ONE as FIT_ABOVE_ONE
+from .solve.guards import BELOW_ZERO as FIT_BELOW_ZERO
+from .solve.guards import NON_FINITE as FIT_NON_FINITE
+from .solve.guards import NON_MONOTONE as FIT_DECREASING
+from .solve.guards import TOLERANCE as FIT_TOLERANCE
+from .solve.guards import cdf_flags as fit_validity
 
 DEFAULTS = {
     "percentiles": [99, 99.9, 99.99, 99.999],
@@ -750,7 +761,137 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         "T (conservative by construction) is preferred where exact is not only if, at every (R, rho, percentile) "
         "where both are usable, T's percentile is not below exact's by more than one grid step; "
         f"{check['checked_points']} such points, {check['below_exact_points']} below")
+    ds.attrs["time_step"] = g.dt  # the t grid's step: a percentile difference below it is within the grid's resolution
     return ds
+
+
+# ------------------------------------------------------------------------------ against the best reference
+#: ``reference`` values of :func:`against_reference`
+REF_NONE, REF_EXACT, REF_SIMULATION = 0, 1, 2
+REFERENCE_NAMES = {REF_NONE: "none", REF_EXACT: "exact", REF_SIMULATION: "simulation"}
+
+
+def reference_usable(c: xr.Dataset) -> xr.DataArray:
+    """(service, R, rho, percentile) True where the simulated percentile is a usable reference
+    (:mod:`sojourn.core.reference`): simulated, at least ``min_tail_customers`` (100) customers beyond it in every
+    replication (``few_tail_customers`` = 0) and the run not judged too short (``sim_run_valid`` ≠ 0)."""
+    ok = c["few_tail_customers"] == TAIL_ENOUGH
+    if "sim_run_valid" in c:
+        ok = ok & (c["sim_run_valid"] != 0)
+    return ok
+
+
+def run_usable(c: xr.Dataset) -> xr.DataArray:
+    """(service, R, rho) False where the run-length guard judged the simulation too short to be a reference of the
+    whole CDF (``sim_run_valid`` = 0); a cell never simulated has no values to use anyway."""
+    if "sim_run_valid" in c:
+        return c["sim_run_valid"] != 0
+    return xr.ones_like(c["best_method"], dtype=bool)
+
+
+def exact_usable(c: xr.Dataset) -> xr.DataArray | None:
+    """(R, rho) True where exact ran and is usable (None: no exact in this comparison)."""
+    if "exact" not in c["approximation"].values.tolist():
+        return None
+    return c["usable"].sel(approximation="exact") != 0
+
+
+def method_not_run(cs: xr.Dataset) -> np.ndarray:
+    """(R, rho, approximation) of one service law's comparison: True where a method has no value because it did not
+    run (not computed, over its budget, or its truncation cap reached; ``validity_reason`` where the figures added it
+    from the approximation file), as opposed to a computed result that is not a CDF."""
+    from .solve.guards import OVER_BUDGET, TRUNCATION_NOT_REACHED
+
+    reason = cs["unusable_reason"].transpose("R", "rho", "approximation").values.astype(int)
+    validity = (cs["validity_reason"].transpose("R", "rho", "approximation").values.astype(int)
+                if "validity_reason" in cs else np.zeros_like(reason))
+    return ((reason & NOT_COMPUTED) != 0) | ((validity & (OVER_BUDGET | TRUNCATION_NOT_REACHED)) != 0)
+
+
+def w_against_reference(c: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
+    """Each method's Wasserstein distance W to its best reference, for ``service``: exact's CDF where exact ran and is
+    usable (exponential service; not exact itself), else the simulated CDF where the run is usable
+    (:func:`run_usable`). Variables over (R, rho, approximation): ``W``, ``low``/``high`` (its CI: against the
+    simulation the comparison's, against exact W itself), ``reference`` (REF_*), ``status`` (as
+    :func:`against_reference`)."""
+    cs = c.sel(service=service)
+    dims = ("R", "rho", "approximation")
+    methods = cs["approximation"].values.tolist()
+    W, lo, hi = (cs[v].transpose(*dims).values.astype(float) for v in
+                 ("wasserstein_mean", "wasserstein_ci_low", "wasserstein_ci_high"))
+    usable = cs["usable"].transpose(*dims).values != 0
+    run_ok = run_usable(c).sel(service=service).transpose("R", "rho").values[..., None] & np.isfinite(W)
+    use_ex = np.zeros(W.shape, bool)
+    W_ex = np.full(W.shape, np.nan)
+    exact = exact_usable(cs) if service == EXPONENTIAL else None
+    if exact is not None:
+        W_ex = c["wasserstein_vs_exact"].transpose(*dims).values.astype(float)
+        use_ex = exact.transpose("R", "rho").values[..., None] & np.isfinite(W_ex) & usable
+        use_ex[:, :, methods.index("exact")] = False
+    out = {"W": np.where(use_ex, W_ex, np.where(run_ok, W, np.nan)),
+           "low": np.where(use_ex, W_ex, np.where(run_ok, lo, np.nan)),
+           "high": np.where(use_ex, W_ex, np.where(run_ok, hi, np.nan))}
+    ref = np.where(use_ex, REF_EXACT, np.where(run_ok, REF_SIMULATION, REF_NONE)).astype(np.int8)
+    status = np.where(ref != REF_NONE, "", np.where(~usable, np.where(method_not_run(cs), "not_run", "invalid"),
+                                                    "too_short"))
+    coords = {k: cs[k].values for k in dims}
+    return xr.Dataset({**{k: (dims, v) for k, v in out.items()}, "reference": (dims, ref),
+                       "status": (dims, status.astype(str))}, coords=coords)
+
+
+def against_reference(c: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
+    """Each method's relative percentile error against the best reference there, for ``service``: against exact where
+    exact ran and is usable (exponential service: the model it solves; no noise), else against the simulation where
+    its percentile is a usable reference (:func:`reference_usable`); none elsewhere. Exact itself is always set
+    against the simulation (a check of both). Variables over (R, rho, approximation, percentile):
+
+    ``error`` (relative: (x_method − x_ref)/x_ref), ``low``/``high`` (its CI: against the simulation the comparison's
+    interval, against exact the value itself), ``reference`` (REF_EXACT, REF_SIMULATION, REF_NONE), ``significant``
+    (against exact: the percentiles differ by more than one grid step ``time_step``, the grid's resolution; against
+    the simulation: the CI excludes 0), ``status`` ("" a value; "too_short" the reference is too short; "beyond_grid"
+    the method's or exact's percentile lies beyond the time grid; "not_run"; "invalid": a method that is not usable
+    there).
+    """
+    cs = c.sel(service=service)
+    dt = float(c.attrs.get("time_step", 0.01))
+    dims = ("R", "rho", "approximation", "percentile")
+    methods = cs["approximation"].values.tolist()
+    rel = cs["relative_percentile_error_mean"].transpose(*dims).values.astype(float)
+    lo = cs["relative_percentile_error_ci_low"].transpose(*dims).values.astype(float)
+    hi = cs["relative_percentile_error_ci_high"].transpose(*dims).values.astype(float)
+    usable = (cs["usable"].transpose("R", "rho", "approximation").values != 0)[..., None]
+    ref_sim = reference_usable(c).sel(service=service).transpose("R", "rho", "percentile").values[:, :, None, :]
+    shape = rel.shape
+    err, elo, ehi = (np.full(shape, np.nan) for _ in range(3))
+    ref = np.full(shape, REF_NONE, np.int8)
+    sig = np.zeros(shape, bool)
+    exact = exact_usable(cs) if service == EXPONENTIAL else None
+    if exact is not None:
+        ex = exact.transpose("R", "rho").values[:, :, None, None] & np.ones(shape, bool)
+        xe = cs["approx_percentile"].sel(approximation="exact").transpose("R", "rho", "percentile").values
+        d = cs["percentile_error_vs_exact"].transpose(*dims).values.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r_ex = d / xe[:, :, None, :]
+        ex &= np.isfinite(r_ex) & usable
+        ex[:, :, methods.index("exact"), :] = False  # exact against itself says nothing: against the simulation
+        err, elo, ehi = (np.where(ex, r_ex, x) for x in (err, elo, ehi))
+        ref[ex] = REF_EXACT
+        sig |= ex & (np.abs(d) > dt * (1.0 + 1e-6))
+    sim = (ref == REF_NONE) & ref_sim & usable & np.isfinite(rel)
+    err, elo, ehi = (np.where(sim, v, x) for v, x in ((rel, err), (lo, elo), (hi, ehi)))
+    ref[sim] = REF_SIMULATION
+    sig |= sim & ((lo > 0) | (hi < 0))
+    not_run = method_not_run(cs)[..., None]
+    x = cs["approx_percentile"].transpose(*dims).values.astype(float)
+    beyond = ~np.isfinite(x)  # the method's percentile lies beyond the time grid
+    if exact is not None:
+        beyond |= exact.transpose("R", "rho").values[:, :, None, None] & ~np.isfinite(xe)[:, :, None, :]
+    status = np.where(ref != REF_NONE, "", np.where(~usable, np.where(not_run, "not_run", "invalid"),
+                                                    np.where(beyond, "beyond_grid", "too_short")))
+    coords = {k: cs[k].values for k in dims}
+    da = lambda x: xr.DataArray(x, dims=dims, coords=coords)
+    return xr.Dataset({"error": da(err), "low": da(elo), "high": da(ehi), "reference": da(ref),
+                       "significant": da(sig), "status": da(status.astype(str))})
 
 
 def comparison_encoding(ds: xr.Dataset) -> dict:

@@ -121,7 +121,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
         parts_by_cell.append(ds)
     block = parts_by_cell[0] if len(parts_by_cell) == 1 else xr.concat(
         parts_by_cell, dim="rho", data_vars="all", coords="different", compat="equals", join="outer",
-        fill_value=SIM_FILL, combine_attrs="drop")
+        fill_value=SIM_FILL, combine_attrs="override")  # the variables keep their attrs; the block's are set below
     first = cell_attrs[rhos[0]]
     block.attrs = {k: first[k] for k in ENGINE_ATTRS if k in first and k not in CELL_SPECIFIC}
     block.attrs["pipeline_config"] = json.dumps({"code": code, "law": law, "sim": sim, "tg": tg}, sort_keys=True,
@@ -190,7 +190,8 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
         ds.attrs = {}
         parts.append(ds)
     block = parts[0] if len(parts) == 1 else xr.concat(
-        parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer", combine_attrs="drop")
+        parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer",
+        combine_attrs="override")  # the variables keep their attrs (sf's comment, units); the block's are set below
     block.attrs = {**provenance(None),
                    "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
                                                   "code": code, "time_grid": time_grid,
@@ -302,8 +303,9 @@ def figures(*, comparison, simulation, approximation, outdir, settings: dict, co
     return out
 
 
-def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = ""):
-    """The paper's §6 tables beside ours: ``reproduction.nc``, its figures and the report page."""
+def reproduction(*, comparison, output, report, outdir, settings: dict, code: str = "", published: str = "",
+                 caption=None):
+    """The paper's §6 tables beside ours: ``reproduction.nc``, its figures and the report page with its caption."""
     from .reproduction import write_reproduction
 
-    return write_reproduction(comparison, output, outdir, settings, report_path=report)
+    return write_reproduction(comparison, output, outdir, settings, report_path=report, caption_path=caption)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -43,9 +44,16 @@ import numpy as np
 import xarray as xr
 
 from ..core.figures import serialized
+from ..core.integrity import write_atomic
 from ..core.io import provenance, read_netcdf, write_netcdf
 from ..core.stats import interval
-from .compare import ties_with_best
+from .compare import (
+    REF_EXACT,
+    REF_NONE,
+    REF_SIMULATION,
+    reference_usable,
+    ties_with_best,
+)
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
 
 #: method families compared with the paper (the paper's own is ``faithful``); exact and T are families of one
@@ -61,9 +69,9 @@ REL_TABLE_RS = (1, 3, 6, 9)
 REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
 
 #: ``map_agreement`` values
-ABSENT, DISAGREE, TIE, SAME = -1, 0, 1, 2
-_AGREE_ATTRS = {"flag_values": np.array([ABSENT, DISAGREE, TIE, SAME], np.int8),
-                "flag_meanings": "absent disagree tie same_letter"}
+from .claims import ABSENT, DISAGREE, SAME, TIE, TOO_SHORT  # noqa: E402
+_AGREE_ATTRS = {"flag_values": np.array([TOO_SHORT, ABSENT, DISAGREE, TIE, SAME], np.int8),
+                "flag_meanings": "reference_too_short absent disagree tie same_letter"}
 _TU = "time units (1/mu)"
 _DECIMALS = 6  # loads are matched to the paper's two-decimal grid after rounding to this many decimals
 
@@ -171,6 +179,47 @@ class _Cells:
         self.sim_pct = c["sim_percentile"].transpose("R", "rho", "replication", "percentile").values.astype(float)
         # a precision-driven run pads each cell's replications beyond replications_used (not missing data)
         self.used = c["replications_used"].transpose("R", "rho").values if "replications_used" in c else None
+        # the best reference per (R, rho, percentile) (sojourn.jsq_ps.compare.against_reference's rule): exact where
+        # it ran and is usable, else the simulation where its percentile is a usable reference, else none
+        NR, NP, NQ = len(self.R), len(self.rho), len(self.pct)
+        self.sim_ok = (reference_usable(cmp).sel(service=service).transpose("R", "rho", "percentile").values
+                       if "few_tail_customers" in c else np.ones((NR, NP, NQ), bool))
+        self.run_ok = ((c["sim_run_valid"] != 0).transpose("R", "rho").values if "sim_run_valid" in c
+                       else np.ones((NR, NP), bool))
+        xa = "raw_approx_percentile" if "raw_approx_percentile" in c else "approx_percentile"
+        self.xa = (c[xa].transpose("R", "rho", "approximation", "percentile").values.astype(float) if xa in c
+                   else np.full(self.E[0].shape, np.nan))
+        self.xe = np.full((NR, NP, NQ), np.nan)
+        if "exact" in self.methods and service == EXPONENTIAL:
+            e = self.methods.index("exact")
+            self.xe = np.where(self.valid[:, :, e, None], self.xa[:, :, e, :], np.nan)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a cell without replications: NaN
+            self.sim_mean = np.nanmean(self.sim_pct, axis=2)
+
+    def reference(self, i, j, q, m) -> int:
+        """REF_EXACT, REF_SIMULATION or REF_NONE for method index ``m`` at (i, j, percentile q)."""
+        if self.methods[m] != "exact" and np.isfinite(self.xe[i, j, q]) and np.isfinite(self.xa[i, j, m, q]):
+            return REF_EXACT
+        return REF_SIMULATION if self.sim_ok[i, j, q] else REF_NONE
+
+    def error(self, i, j, q, m, relative=False) -> tuple:
+        """(mean, low, high) of method ``m``'s (relative) percentile error against its reference, and the reference."""
+        ref = self.reference(i, j, q, m)
+        if ref == REF_EXACT:
+            d = self.xa[i, j, m, q] - self.xe[i, j, q]
+            v = d / self.xe[i, j, q] if relative else d
+            return (v, v, v), ref
+        if ref == REF_SIMULATION:
+            src = self.Q if relative else self.E
+            return tuple(src[v][i, j, m, q] for v in range(3)), ref
+        return (np.nan, np.nan, np.nan), ref
+
+    def ref_percentile(self, i, j, q) -> float:
+        """The reference's percentile at (i, j, q): exact's, else the mean simulated one where usable, else NaN."""
+        if np.isfinite(self.xe[i, j, q]):
+            return float(self.xe[i, j, q])
+        return float(self.sim_mean[i, j, q]) if self.sim_ok[i, j, q] else np.nan
 
     def family(self, name) -> list[int]:
         return [self.methods.index(m) for m in FAMILIES[name] if m in self.methods]
@@ -181,9 +230,11 @@ class _Cells:
         return min(ok, key=lambda m: self.Wm[i, j, m]) if ok else None
 
     def best_by_pct(self, i, j, q, fam) -> int | None:
-        """Index of the family's method with the smallest |mean percentile error| (valid fits only)."""
-        ok = [m for m in fam if self.valid[i, j, m] and np.isfinite(self.E[0][i, j, m, q])]
-        return min(ok, key=lambda m: abs(self.E[0][i, j, m, q])) if ok else None
+        """Index of the family's method with the smallest |percentile error| against its reference (valid fits
+        only; none where no method has a reference)."""
+        err = {m: self.error(i, j, q, m)[0][0] for m in fam if self.valid[i, j, m]}
+        ok = [m for m, e in err.items() if np.isfinite(e)]
+        return min(ok, key=lambda m: abs(err[m])) if ok else None
 
 
 def _mean_ci(x: np.ndarray, confidence=0.95):
@@ -208,6 +259,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     shp = (nF, len(PCT_TABLE_PERCENTILES), len(PCT_TABLE_RHOS), len(PCT_TABLE_RS))
     pe = [np.full(shp, np.nan) for _ in range(3)]
     pe_m = np.full(shp, "", dtype=object)
+    pe_ref = np.full(shp, -1, np.int8)  # -1: not in this run
+    pe_x = np.full(shp[1:], np.nan)  # the reference percentile
     pe_paper_m = [np.full(shp[1:], np.nan) for _ in range(3)]  # faithful, the paper's letter
     for f, fam in enumerate(fams):
         for a, q in enumerate(iQ):
@@ -215,23 +268,28 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                 for k, i in enumerate(iR):
                     if q is None or j is None or i is None:
                         continue
+                    pe_x[a, b, k] = c.ref_percentile(i, j, q)
                     m = c.best_by_pct(i, j, q, fam_idx[fam])
+                    pe_ref[f, a, b, k] = REF_NONE if fam_idx[fam] else -1
                     if m is not None:
+                        vals, pe_ref[f, a, b, k] = c.error(i, j, q, m)
                         for v in range(3):
-                            pe[v][f, a, b, k] = c.E[v][i, j, m, q]
+                            pe[v][f, a, b, k] = vals[v]
                         pe_m[f, a, b, k] = c.methods[m]
                     letter = str(paper["pct_method"].values[a, b, k])
                     if fam == "faithful" and letter in c.methods:
+                        vals, _ = c.error(i, j, q, c.methods.index(letter))
                         for v in range(3):
-                            pe_paper_m[v][a, b, k] = c.E[v][i, j, c.methods.index(letter), q]
+                            pe_paper_m[v][a, b, k] = vals[v]
     paper_pe = paper["pct_error"].values
-    in_ci = np.where(np.isfinite(pe[1]) & np.isfinite(pe[2]),
+    in_ci = np.where(np.isfinite(pe[1]) & np.isfinite(pe[2]) & (pe_ref == REF_SIMULATION),
                      ((pe[1] <= paper_pe[None]) & (paper_pe[None] <= pe[2])).astype(np.int8), np.int8(-1))
 
     # §6.3: best-by-W method per family, its relative error; simulated 99.99th percentiles
     iR3, iP3, iQ3 = _index(c.R, REL_TABLE_RS), _index(c.rho, REL_TABLE_RHOS), _index(c.pct, REL_TABLE_PERCENTILES)
     shp3 = (nF, len(REL_TABLE_PERCENTILES), len(REL_TABLE_RHOS), len(REL_TABLE_RS))
     rel = [np.full(shp3, np.nan) for _ in range(3)]
+    rel_ref = np.full(shp3, -1, np.int8)
     rel_m = np.full(shp3[:1] + shp3[2:], "", dtype=object)
     sim_p = [np.full(shp3[2:], np.nan) for _ in range(3)]
     q9999 = _index(c.pct, [99.99])[0]
@@ -251,8 +309,9 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                 rel_m[f, b, k] = c.methods[m]
                 for a, q in enumerate(iQ3):
                     if q is not None:
+                        vals, rel_ref[f, a, b, k] = c.error(i, j, q, m, relative=True)
                         for v in range(3):
-                            rel[v][f, a, b, k] = c.Q[v][i, j, m, q]
+                            rel[v][f, a, b, k] = vals[v]
     paper_rel_letter = np.array([[best_map.get((R, round(r, 2)), "") for R in REL_TABLE_RS] for r in REL_TABLE_RHOS])
 
     # §6.4: best-of-family map on the run's own (R, rho) cells, agreement with the paper's best.csv
@@ -276,6 +335,9 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
             p = paper_letter[i, j]
             if not ours or not p or p not in c.methods:
                 continue
+            if not c.run_ok[i, j]:  # our W against a simulation too short to trust: no verdict, left out of the share
+                agree[i, j] = TOO_SHORT
+                continue
             b, pm = c.methods.index(ours), c.methods.index(p)
             if not np.isfinite(c.Wm[i, j, pm]):
                 continue  # the paper's method was not run here: not comparable
@@ -287,7 +349,7 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                 agree[i, j] = SAME
             else:
                 agree[i, j] = TIE if ties_with_best(c.Wm[i, j], c.Wlo[i, j], c.Whi[i, j], pm, b) else DISAGREE
-    present = agree != ABSENT
+    present = (agree != ABSENT) & (agree != TOO_SHORT)
     n_present = int(present.sum())
     share = float(np.isin(agree, (TIE, SAME)).sum() / n_present) if n_present else float("nan")
     share_same = float((agree == SAME).sum() / n_present) if n_present else float("nan")
@@ -307,15 +369,25 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                                                         "method for that percentile (§6.1 99.99th, §6.2 99.999th)", _TU)),
             "paper_percentile_method": (P3, paper["pct_method"].values, _a("published best method for that percentile "
                                                                            "(best-percentile-method.csv)")),
-            "percentile_error": (F4, pe[0], _a("our mean signed percentile error (approx - sim) over replications of "
-                                               "the family's best method for that percentile", _TU)),
+            "percentile_error": (F4, pe[0], _a("our signed percentile error (approx - reference) of the family's best "
+                                               "method for that percentile: against exact where it ran, else the mean "
+                                               "over replications against the simulation (percentile_error_reference)",
+                                               _TU)),
             "percentile_error_ci_low": (F4, pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
             "percentile_error_ci_high": (F4, pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
             "percentile_error_method": (F4, pe_m.astype(str), _a("family's best method for that percentile: smallest "
                                                                  "|mean error|, fit_invalid excluded ('' = absent)")),
-            "paper_value_in_ci": (F4, in_ci, _a("1 if the published value lies in our 95% CI, 0 if not, -1 absent",
+            "paper_value_in_ci": (F4, in_ci, _a("1 if the published value lies in our 95% CI (against the simulation), "
+                                                "0 if not, -1 absent or against exact (no interval)",
                                                 flag_values=np.array([-1, 0, 1], np.int8),
                                                 flag_meanings="absent outside inside")),
+            "percentile_error_reference": (F4, pe_ref, _a(
+                "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
+                "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not in "
+                "this run", flag_values=np.array([-1, 0, 1, 2], np.int8),
+                flag_meanings="absent too_short exact simulation")),
+            "reference_percentile": (P3, pe_x, _a("the reference's percentile there: exact's where it ran, else the "
+                                                  "mean simulated one where usable (NaN: none)", _TU)),
             "percentile_error_paper_method": (P3, pe_paper_m[0], _a("our mean signed percentile error of the paper's "
                                                                     "method for that percentile (NaN: letter unknown)", _TU)),
             "percentile_error_paper_method_ci_low": (P3, pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
@@ -325,10 +397,14 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                                                                        "Wasserstein method (§6.3)")),
             "paper_relative_method": (("rel_rho", "rel_R"), paper_rel_letter.astype(str),
                                       _a("the paper's best-by-Wasserstein method there (best.csv)")),
-            "relative_error": (("family",) + Q3, rel[0], _a("our mean signed relative percentile error (approx - sim)/sim "
-                                                            "over replications of the family's best-by-Wasserstein method")),
+            "relative_error": (("family",) + Q3, rel[0], _a("our signed relative percentile error (approx - reference)/"
+                                                            "reference of the family's best-by-Wasserstein method "
+                                                            "(relative_error_reference)")),
             "relative_error_ci_low": (("family",) + Q3, rel[1], _a("lower end of the 95% CI of relative_error")),
             "relative_error_ci_high": (("family",) + Q3, rel[2], _a("upper end of the 95% CI of relative_error")),
+            "relative_error_reference": (("family",) + Q3, rel_ref, _a(
+                "what relative_error is measured against (as percentile_error_reference)",
+                flag_values=np.array([-1, 0, 1, 2], np.int8), flag_meanings="absent too_short exact simulation")),
             "relative_error_method": (("family", "rel_rho", "rel_R"), rel_m.astype(str),
                                       _a("family's best method by mean Wasserstein distance (fit_invalid excluded)")),
             "paper_sim_percentile_9999": (("rel_rho", "rel_R"), paper["sim_p9999"].values,
@@ -345,7 +421,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
             "best_wasserstein_ci_low": (("family", "R", "rho"), mp_w[1], _a("lower end of its 95% CI", _TU)),
             "best_wasserstein_ci_high": (("family", "R", "rho"), mp_w[2], _a("upper end of its 95% CI", _TU)),
             "agreement": (("R", "rho"), agree, _a("our best of A-F vs the paper's: same letter, tie (the paper's "
-                                                  "method's W CI overlaps our best's), disagree, or absent", **_AGREE_ATTRS)),
+                                                  "method's W CI overlaps our best's), disagree, absent, or no verdict "
+                                                  "(our simulation too short to trust there)", **_AGREE_ATTRS)),
             "paper_method_fit_invalid": (("R", "rho"), paper_invalid, _a("1 if the paper's best method is fit_invalid "
                                                                          "in our run (counted as disagreement)")),
             "wasserstein_gap": (("R", "rho"), gap, _a("mean W of the paper's best method minus mean W of our best of A-F "
@@ -357,6 +434,7 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
         "agreement_share": share,
         "agreement_share_same_letter": share_same,
         "agreement_cells": n_present,
+        "agreement_too_short_cells": int((agree == TOO_SHORT).sum()),
         "paper_cells": 990,
         "service": service,
         "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
@@ -419,12 +497,21 @@ def _ci(m, lo, hi, fmt="{:.2f}"):
     return fmt.format(m)
 
 
+def _with_reference(text: str, method: str, rep, var: str, idx) -> str:
+    """A table cell of ours: the value and its method, 'vs exact' where exact is the reference, and 'reference too
+    short' where we have none (sojourn.core.reference)."""
+    ref = int(rep[var].values[idx]) if var in rep else REF_SIMULATION
+    if ref == REF_NONE:
+        return "reference too short"
+    return text + (f" ({method})" if method else "") + (" vs exact" if ref == REF_EXACT and text != "–" else "")
+
+
 def _table(header: list[str], rows: list[list[str]], fmt: str) -> str:
     if fmt == "markdown":
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(out) + "\n"
-    esc = lambda s: '"' + s.replace('"', '""') + '"'  # noqa: E731
+    esc = lambda s: '"' + s.replace('"', '""') + '"'
     out = [".. csv-table::", "   :header: " + ", ".join(esc(h) for h in header), ""]
     out += ["   " + ", ".join(esc(x) for x in r) for r in rows]
     return "\n".join(out) + "\n"
@@ -444,8 +531,11 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
     out = [_heading("Reproduction of Palmer & Martín-Pérez (arXiv 2210.17227), §6", 1, fmt), ""]
     n = int(rep.attrs["agreement_cells"])
     share, same = rep.attrs["agreement_share"], rep.attrs["agreement_share_same_letter"]
+    short = int(rep.attrs.get("agreement_too_short_cells", 0))
     out.append(f"Best of A–F by Wasserstein distance (§6.4, the authors' best.csv): over the {n} of "
-               f"{rep.attrs['paper_cells']} published cells present in this run, our best letter agrees with the "
+               f"{rep.attrs['paper_cells']} published cells present in this run"
+               + (f" with a simulation long enough to judge ({short} more too short: no verdict)" if short else "")
+               + f", our best letter agrees with the "
                f"paper's in {_f(100 * share, '{:.1f}')} % of the cells ({_f(100 * same, '{:.1f}')} % the same letter, "
                f"the rest ties: the paper's method's 95 % CI of W overlaps our best's). Methods whose approximated "
                f"CDF is not a CDF (``fit_invalid``) never count as best.\n")
@@ -458,8 +548,10 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
     for a, pct in enumerate(rep["pct_percentile"].values):
         sec = "6.1" if a == 0 else "6.2"
         out.append(_heading(f"§{sec}: {pct:g}th percentile, signed error approx − sim (time units)", 2, fmt))
-        out.append("Each cell: published value (its method), then ours per family: mean over replications "
-                   "[95 % CI] (best method of the family for that percentile). – = not in this run.\n")
+        out.append("Each cell: published value (its method), then ours per family: against exact where it ran ('vs "
+                   "exact'), else the mean over replications against our simulation [95 % CI] (best method of the "
+                   "family for that percentile); 'reference too short': neither exact nor a usable simulation there "
+                   "(fewer than 100 customers per replication beyond the percentile). – = not in this run.\n")
         header = ["ρ", "R"] + ["paper"] + fams
         rows = []
         for b, rho in enumerate(rep["pct_rho"].values):
@@ -471,7 +563,7 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
                     m = str(rep["percentile_error_method"].values[f, a, b, k])
                     s = _ci(rep["percentile_error"].values[f, a, b, k], rep["percentile_error_ci_low"].values[f, a, b, k],
                             rep["percentile_error_ci_high"].values[f, a, b, k])
-                    row.append(s + (f" ({m})" if m else ""))
+                    row.append(_with_reference(s, m, rep, "percentile_error_reference", (f, a, b, k)))
                 rows.append(row)
         out.append(_table(header, rows, fmt))
     diffs = largest_table_differences(rep, 5)
@@ -483,8 +575,10 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
                             _ci(r["ours"], *r["ci"]) + f" ({r['ours_method']})",
                             _f(r["ours_with_paper_method"]), _f(r["difference"])] for r in diffs], fmt))
     out.append(_heading("§6.3: relative percentile error of the best-by-Wasserstein method", 2, fmt))
-    out.append("Published: |x_sim − x_approx| / x_sim (the paper's best.csv method in brackets). Ours: mean signed "
-               "(x_approx − x_sim) / x_sim over replications [95 % CI] (the family's best method by mean W).\n")
+    out.append("Published: |x_sim − x_approx| / x_sim (the paper's best.csv method in brackets). Ours: signed "
+               "(x_approx − x_ref) / x_ref against exact where it ran ('vs exact'), else the mean over replications "
+               "against our simulation [95 % CI] (the family's best method by mean W); 'reference too short' as "
+               "above.\n")
     for a, pct in enumerate(rep["rel_percentile"].values):
         rows = []
         for b, rho in enumerate(rep["rel_rho"].values):
@@ -496,7 +590,7 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
                     m = str(rep["relative_error_method"].values[f, b, k])
                     s = _ci(rep["relative_error"].values[f, a, b, k], rep["relative_error_ci_low"].values[f, a, b, k],
                             rep["relative_error_ci_high"].values[f, a, b, k])
-                    row.append(s + (f" ({m})" if m else ""))
+                    row.append(_with_reference(s, m, rep, "relative_error_reference", (f, a, b, k)))
                 rows.append(row)
         out.append(_table(["percentile", "ρ", "R", "paper"] + fams, rows, fmt))
     out.append(_heading("§6.3: simulated 99.99th percentile", 2, fmt))
@@ -533,13 +627,14 @@ def reproduction_encoding(ds: xr.Dataset) -> dict:
 
 
 def write_reproduction(comparison_path, output_nc, figures_dir, settings: dict | None = None,
-                       report_path=None) -> list[Path]:
+                       report_path=None, caption_path=None) -> list[Path]:
     """``reproduction.nc`` + figures (+ the report text at ``report_path``, rst) from ``comparison.nc``.
 
     ``settings`` (all optional): ``service`` (default exponential), ``formats`` (default png, pdf), ``dpi``
     (default 120); the whole dict is recorded as provenance. ``report_path``: the report text as
     reStructuredText (``.rst``), markdown (``.md``) or a standalone HTML page rendered from the rst by
-    docutils (``.html``: what a Snakemake report embeds). Returns the written paths.
+    docutils (``.html``: what a Snakemake report embeds); ``caption_path``: the report page's caption, written from
+    the same data (:func:`sojourn.jsq_ps.plots.page_caption`). Returns the written paths.
     """
     settings = dict(settings or {})
     if report_path is not None and Path(report_path).suffix.lower() not in (".rst", ".md", ".html"):
@@ -557,12 +652,16 @@ def write_reproduction(comparison_path, output_nc, figures_dir, settings: dict |
         report_path.parent.mkdir(parents=True, exist_ok=True)
         suffix = report_path.suffix.lower()
         if suffix == ".md":
-            report_path.write_text(report_text(rep, "markdown"), encoding="utf-8")
+            write_atomic(report_path, report_text(rep, "markdown").encode("utf-8"))
         elif suffix == ".html":
-            report_path.write_bytes(report_html(rep))
+            write_atomic(report_path, report_html(rep))
         else:
-            report_path.write_text(report_text(rep, "rst"), encoding="utf-8")
+            write_atomic(report_path, report_text(rep, "rst").encode("utf-8"))
         out.append(report_path)
+    if caption_path is not None:
+        from .plots import page_caption
+
+        out.append(page_caption(rep).write(caption_path))
     return out
 
 

@@ -122,7 +122,9 @@ def to_storage(ds: xr.Dataset) -> xr.Dataset:
     out["sf"] = sf
     out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
                                     "adds cdf = 1 - sf)", "units": "1",
-                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0"}
+                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
+                                  "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
+                                  "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf"}
     return out
 
 
@@ -164,10 +166,12 @@ def fixed_n(ds: xr.Dataset, n_store: int) -> xr.Dataset:
     out = ds.reindex(n=np.arange(n_store), fill_value=np.nan)
     out["A_n_tail_mass"] = tail
     out["A_n_tail_mass"].attrs = {"long_name": f"sum of A_n over n >= {n_store} (not stored)", "units": "1"}
+    beyond = ("float32; values beyond its range (|x| > 3.4e38: a diverged chain, flagged by validity_reason) "
+              "stored as +/-inf")
     out["lambda_n"].attrs = {"long_name": "arrival rate to a server with n customers (lambda_n)",
-                             "units": "1/time unit"}
+                             "units": "1/time unit", "comment": beyond}
     out["A_n"].attrs = {"long_name": "probability that an arrival finds n customers at its server (A_n)",
-                        "units": "1"}
+                        "units": "1", "comment": beyond}
     return out
 
 
@@ -181,9 +185,24 @@ def merge_simulation(paths, output, settings: dict) -> Path:
                  "seed_recipe": first.attrs.get("seed_recipe", ""),
                  "histogram_convention": first.attrs.get("histogram_convention", "")}
     attrs = provenance(settings, title="sojourn pipeline: merged simulation cells", **extra)
+    from .config import blocks
+
+    cells = {f"{s}/R~{R}/rho~{b}.nc": {"service": [s], "R": [R], "rho": rhos}
+             for (s, R, b), rhos in blocks(settings).simulation.items()}
     merge_files(paths, output, stack=("service", "R", "rho"), fill=SIM_FILL, encoding=simulation_var_encoding,
-                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK, expect=_expected(paths, cells))
     return Path(output)
+
+
+def _expected(paths, cells: dict) -> dict:
+    """{path: the coordinates its block job wrote} for the input ``paths`` whose name ends in a key of ``cells``
+    ({"<service>/R~<R>/rho~<block>.nc" or "R~<R>/rho~<block>.nc": {dim: values}}, from the config); ρ as stored."""
+    out = {}
+    for p in map(str, paths):
+        key = next((k for k in cells if p.endswith("/" + k) or p == k), None)
+        if key is not None:
+            out[p] = {d: [float(v) for v in vals] if d == "rho" else vals for d, vals in cells[key].items()}
+    return out
 
 
 def stored_once(methods, share_corrected: bool) -> dict:
@@ -203,9 +222,12 @@ def merge_approximation(paths, output, settings: dict) -> Path:
     attrs = provenance(settings, title="sojourn pipeline: merged approximation cells")
     approx = settings["approximation"]
     copies = stored_once(approx["methods"], bool(approx.get("share_corrected", True)))
+    from .config import blocks
+
+    cells = {f"R~{R}/rho~{b}.nc": {"R": [R], "rho": rhos} for (R, b), rhos in blocks(settings).approximation.items()}
     merge_files(list(paths), output, stack=("R", "rho"), fill=APPROX_FILL, encoding=approximation_var_encoding,
                 order={"approximation": [str(m) for m in approx["methods"]]}, copies={"approximation": copies},
-                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
+                attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK, expect=_expected(paths, cells))
     return Path(output)
 
 

@@ -162,10 +162,12 @@ def _flag_terms(message: str) -> str:
 
 
 def run_solve(args) -> int:
+    from ..core.inputs import check_output
     from ..core.io import write_netcdf
     from .solve import closed_form, solve
 
     net = _load(args)
+    check_output(args.output, "--output", mkdir=args.mkdir)
     sol = solve(net)
     write_netcdf(sol.to_dataset(), args.output)
     L = net.layout

@@ -17,7 +17,8 @@ from scipy import stats
 
 from ..core.io import provenance, read_netcdf, write_netcdf
 from ..core.precision import present
-from .simulate import percentile_per_replication
+from ..core.reference import too_few_beyond
+from ..core.stats import TAIL_MIN, percentiles_per_replication
 
 
 def _ci(x, confidence):
@@ -39,8 +40,8 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
     dt = float(sim.attrs["dt"])
     count = sim["count"].transpose("semantics", "restart_rate", "replication", "t").values
     overflow = sim["overflow"].transpose("semantics", "restart_rate", "replication").values
-    q = np.stack([percentile_per_replication(count, overflow, sim["t"].values, dt, p / 100.0) for p in levels],
-                 axis=-1)  # (semantics, restart_rate, replication, percentile)
+    q, beyond = percentiles_per_replication(count, overflow, sim["t"].values, dt, np.array(levels) / 100.0)
+    # (semantics, restart_rate, replication, percentile): each replication's percentile and the jobs beyond it
     # a precision-driven sweep: points with different replication counts, padded (sojourn.core.precision)
     here = present(sim["replication"].values, sim["replications_used"].transpose("semantics", "restart_rate").values) \
         if "replications_used" in sim else np.ones(overflow.shape, bool)
@@ -66,6 +67,18 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
                                                            f"of {name}", "units": units})
     qm, qh, _ = _ci(np.moveaxis(np.where(here[..., None], q, np.nan), -1, -2), confidence)  # (sem, rate, percentile)
     pdims = dims + ("percentile",)
+    # jobs per replication beyond each percentile, over the replications present; too few: no estimate (core.reference)
+    b = np.moveaxis(np.where(here[..., None], beyond.astype(float), np.nan), -1, -2)  # (sem, rate, percentile, rep)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b_mean = np.nanmean(b, axis=-1)
+        too_few = too_few_beyond(b, axis=-1) | ~np.isfinite(b_mean)
+    out["response_time_percentile_beyond"] = (pdims, b_mean, {
+        "long_name": "jobs per replication beyond the percentile (mean over replications)", "units": "1"})
+    out["response_time_percentile_too_few"] = (pdims, np.where(np.isnan(qm), 1, too_few).astype(np.int8), {
+        "long_name": f"1: fewer than {TAIL_MIN} jobs per replication beyond the percentile (or none in some "
+                     "replication, or no estimate): too few to estimate it (sojourn.core.reference); excluded from "
+                     "best_rate_response_time_percentile", "units": "1"})
     out["response_time_percentile"] = (pdims, qm, {"long_name": "simulated percentile of the response time (mean "
                                                                 "over replications of each one's histogram percentile)",
                                                    "units": "time"})
@@ -101,6 +114,8 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
         extra = m.shape[2:]
         m2, h2 = m.reshape(m.shape[:2] + (-1,)), h.reshape(h.shape[:2] + (-1,))
         m2 = np.where(short[..., None], np.nan, m2)  # never the best from a run too short
+        if extra:  # nor from a percentile with too few jobs beyond it
+            m2 = np.where(out["response_time_percentile_too_few"][1].reshape(m2.shape) != 0, np.nan, m2)
         best = np.array([[np.nanargmin(m2[i, :, j]) if np.isfinite(m2[i, :, j]).any() else -1
                           for j in range(m2.shape[2])] for i in range(m2.shape[0])])  # (semantics, levels)
         pick = lambda a: np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
@@ -108,7 +123,8 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
         bdims = ("semantics",) + (("percentile",) if extra else ())
         out[f"best_rate_{name}"] = (bdims, np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape(
             (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name} (among the "
-                                                  "points whose run is long enough, run_valid = 1)",
+                                                  "points whose run is long enough, run_valid = 1, and for a percentile "
+                                                  "with enough jobs beyond it)",
                                      "units": "1/time"})
         out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
                                                  "units": "time"})

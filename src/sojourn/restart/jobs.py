@@ -207,14 +207,17 @@ def compare(*, product_form, simulation, output, settings: dict, code: str = "")
     return write_comparison(product_form, simulation, output, settings)
 
 
-def figures(*, product_form, comparison, outdir, name: str, figures: dict, code: str = "", key_results=None):
-    """The example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``."""
+def figures(*, product_form, comparison, outdir, examples, figures: dict, code: str = "", key_results=None):
+    """Every example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``, each with its caption, and its
+    key-result table: ``product_form``, ``comparison``, ``key_results`` (stems) are lists in the order of
+    ``examples``."""
+    from ..core.io import read_netcdf
     from .plots import all_figures
+    from .plots import key_results as table
 
-    out = all_figures(product_form, comparison, outdir, name, formats=figures["formats"], dpi=figures["dpi"])
-    if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
-        from ..core.io import read_netcdf
-        from .plots import key_results as table
-
-        out += table(read_netcdf(product_form), read_netcdf(comparison), key_results, name)
+    out = []
+    for k, name in enumerate(examples):
+        out += all_figures(product_form[k], comparison[k], outdir, name, formats=figures["formats"], dpi=figures["dpi"])
+        if key_results is not None:  # the report's opening table of the example (stem: <key_results>.csv/.html)
+            out += table(read_netcdf(product_form[k]), read_netcdf(comparison[k]), key_results[k], name)
     return out

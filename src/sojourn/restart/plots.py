@@ -1,27 +1,42 @@
-"""The pipeline's figures of one example: mean response time and mean number of jobs vs restart rate
-(product form line with g* marked, the three simulated semantics with CI bars, unstable points marked),
-and the response-time percentile vs restart rate."""
+"""The pipeline's figures of the restart study, per example: mean response time and mean number of jobs vs restart
+rate (the product form's line with g* marked, the three simulated semantics with CI bars), and the response-time
+percentile vs restart rate; each saved with its caption (``<stem>.rst``, :class:`sojourn.core.claims.Caption`)
+written from the data it draws. Points without a value — a run stopped as unstable, a run the run-length guard judged
+too short, a percentile with fewer than 100 jobs per replication beyond it — are marked in a strip above the panel,
+never drawn at a y."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from ..core.figures import FIGURE_LOCK, Figure, instance, log_ticks, save
+from ..core.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.figures import (
+    FIGURE_LOCK,
+    REFERENCE_TOO_SHORT,
+    Figure,
+    instance,
+    log_ticks,
+    save,
+    status_handles,
+    status_strip,
+)
 from ..core.io import read_netcdf
+from ..core.reference import rule_words
+from ..core.stats import TAIL_MIN
 
 STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
          "timeout_exponential": ("C1", "s", "simulation, exponential timeouts (rate r)"),
          "timeout_deterministic": ("C2", "^", "simulation, deterministic timeouts (tau = 1/r)")}
-
-
-
+NAMES = {"signal": "signals", "timeout_exponential": "exponential timeouts", "timeout_deterministic":
+         "deterministic timeouts"}
+RULE = rule_words("jobs")
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
 FIGURES = (
-    Figure("{example}_means", "means", "means"),
-    Figure("{example}_percentile", "percentile", "percentile"),
+    Figure("{example}_means", "means"),
+    Figure("{example}_percentile", "percentile"),
 )
 
 
@@ -30,17 +45,34 @@ def figures(example: str) -> list:
     return [instance(f, example=example) for f in FIGURES]
 
 
-def _sim(ax, cmp, var, unstable_y=None):
+def _g(x, digits=3) -> str:
+    return "—" if x is None or not np.isfinite(x) else f"{float(f'{x:.{digits}g}'):g}"
+
+
+def _status(cmp, var):
+    """(semantics, rate): 'unstable' where a replication was stopped, 'too_short' where the run-length guard judged
+    the point too short (or, for a percentile, too few jobs lie beyond it), '' where the value may be drawn."""
+    m = cmp[var].values
+    stopped = cmp["replications_stable"].values < (cmp["replications_used"].values if "replications_used" in cmp
+                                                   else cmp["replications_stable"].values.max())
+    short = cmp["run_valid"].values == 0 if "run_valid" in cmp else np.zeros(m.shape[:2], bool)
+    if m.ndim == 3:
+        stopped, short = stopped[..., None], short[..., None]
+        if f"{var}_too_few" in cmp:
+            short = short | (cmp[f"{var}_too_few"].values != 0)
+    return np.where(stopped, "unstable", np.where(short | ~np.isfinite(m), "too_short", ""))
+
+
+def _sim(ax, strip, cmp, var, status):
     r = cmp["restart_rate"].values
     for i, s in enumerate(cmp["semantics"].values.tolist()):
         color, marker, label = STYLE.get(s, ("k", "x", s))
-        d = cmp.sel(semantics=s)
-        m, h = d[var].values, d[f"{var}_half_width"].values
-        ax.errorbar(r, m, yerr=h, fmt=marker, ms=4, color=color, capsize=2, lw=0.8, label=label)
-        bad = ~np.isfinite(m)
-        if bad.any() and unstable_y is not None:
-            ax.plot(r[bad], np.full(bad.sum(), unstable_y * (1 + 0.03 * i)), "x", color=color, ms=6,
-                    label=f"unstable ({s.replace('_', ' ')})")
+        m, h = cmp[var].values[i], cmp[f"{var}_half_width"].values[i]
+        ok = status[i] == ""
+        ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt=marker, ms=4.5, color=color, capsize=2, lw=0.9,
+                    label=label if ok.any() else None)
+        strip.mark(s, r, status[i] == "unstable", "unstable", color, NAMES.get(s, s))
+        strip.mark(s, r, status[i] == "too_short", REFERENCE_TOO_SHORT.key, color, NAMES.get(s, s))
 
 
 def _title(pf, name) -> str:
@@ -55,11 +87,11 @@ def _title(pf, name) -> str:
         f"{name}: optimum g* = {g:.3g}, E[T] = {tg:.3g} model time units"
     model = re.sub(r"signals λ⁻=[^,]*, ", "", str(pf.attrs.get("model", "")))
     model = model.split(": ", 1)[1] if model.startswith(f"{name}: ") else model
-    return head + ("\n" + "\n".join(textwrap.wrap(model, 170)) if model else "")
+    return head + ("\n" + "\n".join(textwrap.wrap(model, 125)) if model else "")
 
 
 def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150) -> list:
-    """Every figure :func:`figures` lists for example ``name``, in every format, into ``outdir``."""
+    """Every figure :func:`figures` lists for example ``name``, in every format, with its caption, into ``outdir``."""
     pf, cmp = read_netcdf(pf_path), read_netcdf(cmp_path)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -70,45 +102,129 @@ def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int
     return out
 
 
+def _reach(cmp, i, var="response_time"):
+    """The restart rates whose CI reaches the smallest simulated value of semantics ``i`` (usable points only)."""
+    st = _status(cmp, var)[i]
+    m, h = cmp[var].values[i], cmp[f"{var}_half_width"].values[i]
+    ok = (st == "") & np.isfinite(m)
+    if not ok.any():
+        return []
+    b = int(np.nanargmin(np.where(ok, m, np.inf)))
+    hb = h[b] if np.isfinite(h[b]) else 0.0
+    r = cmp["restart_rate"].values
+    return [float(r[k]) for k in np.nonzero(ok & (m - np.where(np.isfinite(h), h, 0.0) <= m[b] + hb))[0]]
+
+
 def means(pf, cmp, stem, name, formats, dpi) -> list:
     """Mean response time and mean number of jobs against the restart rate: the product form with g*, the three
-    simulated semantics with their CIs."""
+    simulated semantics with their CIs, the smallest simulated mean of each semantics."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     g, tg = float(pf["g_star"]), float(pf["response_time_at_g_star"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T]"),
+    fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.6))
+    kinds = set()
+    for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T] (model time units)"),
                           (axes[1], "mean_number", "mean number of jobs E[N]")):
-        ax.plot(pf["signal_rate"].values, pf[var].values, "-", color="k", lw=1.2, label="product form (signal semantics)")
-        top = np.nanmax([np.nanmax(pf[var].values), np.nanmax(cmp[var].values)])
-        _sim(ax, cmp, var, unstable_y=top)
+        strip = status_strip(ax)
+        ax.plot(pf["signal_rate"].values, pf[var].values, "-", color="k", lw=1.3, label="product form (signal semantics)")
+        _sim(ax, strip, cmp, var, _status(cmp, var))
         ax.axvline(g, color="0.5", ls="--", lw=0.8)
         if var == "response_time":
-            ax.plot([g], [tg], "*", color="crimson", ms=12, label=f"g* = {g:.4g}, E[T] = {tg:.4g}")
+            ax.plot([g], [tg], "*", color="crimson", ms=13, label=f"g* = {g:.4g}: the product form's optimum",
+                    zorder=6)
             for s in cmp["semantics"].values.tolist():  # the sweep's best rate of each semantics
-                rb, tb = float(cmp["best_rate_response_time"].sel(semantics=s)), float(cmp["best_response_time"].sel(semantics=s))
+                rb, tb = (float(cmp[v].sel(semantics=s)) for v in ("best_rate_response_time", "best_response_time"))
                 if np.isfinite(rb):
-                    ax.plot([rb], [tb], "D", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=10, mew=1.5,
-                            label=f"smallest simulated mean, {s.replace('_', ' ')}: r = {rb:.3g}")
+                    ax.plot([rb], [tb], "D", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=11, mew=1.5, zorder=5)
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
         ax.set_xlabel("restart rate r (per model time unit)")
         ax.set_ylabel(ylab)
-        if var == "response_time":
-            ax.set_ylabel(f"{ylab} (model time units)")
         ax.grid(True, which="both", alpha=0.3)
+        kinds |= strip.kinds
+        strip.finish(title="mean response time" if var == "response_time" else "mean number of jobs")
     fig.tight_layout()
-    fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")  # after the layout: no gap reserved under it
-    handles, labels = axes[0].get_legend_handles_labels()  # below the panels: never over the data
-    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0))
-    return save(fig, stem, formats, dpi)
+    fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles.append(Line2D([], [], ls="none", marker="D", mfc="none", mec="0.3", ms=9, mew=1.5))
+    labels.append("smallest simulated mean of each semantics (its colour)")
+    handles.append(Line2D([], [], color="0.5", ls="--", lw=0.8))
+    labels.append("g* (dashed)")
+    sh, sl = status_handles(kinds)
+    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=3, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
+
+
+def _means_caption(pf, cmp, name) -> Caption:
+    pfs, cs = f"{name}/product_form.nc", f"{name}/comparison.nc"
+    g, tg, t0 = (float(pf[v]) for v in ("g_star", "response_time_at_g_star", "response_time_no_restart"))
+    findings, limits = [], []
+    findings.append(Claim(f"The product form's optimal signal rate g* = {_g(g)} gives E[T] = {_g(tg)} model time "
+                          f"units against {_g(t0)} without restart ({100 * (tg - t0) / t0:+.0f} %).", [g, tg, t0],
+                          [Query(pfs, v, {}, None, []) for v in ("g_star", "response_time_at_g_star",
+                                                                  "response_time_no_restart")],
+                          max(sig_tol(g), sig_tol(tg), sig_tol(t0))))
+    st = _status(cmp, "response_time")
+    sems = cmp["semantics"].values.tolist()
+    if "signal" in sems:
+        i = sems.index("signal")
+        ok = st[i] == ""
+        cov = cmp["response_time_covered"].values[i]
+        k = int((cov[ok] != 0).sum())
+        where = ("(replications_stable == replications_stable.max()) & (run_valid != 0) & isfinite(response_time)"
+                 if "replications_used" not in cmp else
+                 "(replications_stable >= replications_used) & (run_valid != 0) & isfinite(response_time)")
+        findings.append(Claim(f"Under signal semantics, which the product form models, the simulated 95% CI covers the "
+                              f"product form at {k} of {int(ok.sum())} rates.", [k, int(ok.sum())],
+                              [Query(cs, "response_time_covered != 0", {"semantics": "signal"}, where, [["count"]]),
+                               Query(cs, where, {"semantics": "signal"}, None, [["count"]])]))
+    usable = ("(run_valid != 0) & isfinite(response_time) & (replications_stable >= "
+              + ("replications_used)" if "replications_used" in cmp else "replications_stable.max())"))
+    reaches = ("((response_time - where(isfinite(response_time_half_width), response_time_half_width, 0)) <= "
+               "(best_response_time + where(isfinite(best_response_time_half_width), best_response_time_half_width, "
+               "0)))")
+    for i, s in enumerate(sems):
+        rb = float(cmp["best_rate_response_time"].sel(semantics=s))
+        if not np.isfinite(rb):
+            continue
+        reach = _reach(cmp, i)
+        extra = f" (r = {_g(min(reach))} to {_g(max(reach))} within its CI)" if len(reach) > 1 else ""
+        findings.append(Claim(f"{NAMES.get(s, s).capitalize()}: the smallest simulated mean response time of the sweep "
+                              f"is at r = {_g(rb)}{extra}.", [rb, min(reach), max(reach)],
+                              [Query(cs, "best_rate_response_time", {"semantics": s}, None, []),
+                               Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["min"]]),
+                               Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["max"]])],
+                              sig_tol(rb)))
+    for i, s in enumerate(sems):
+        un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i]) if x == "unstable"]
+        if un:
+            limits.append(Claim(f"Under {NAMES.get(s, s)} the run was stopped as unstable (more jobs than max_jobs: no "
+                                f"steady state) at r = {listing([_g(r) for r in un])}: no value there (✕ above the "
+                                "panel).", un, Query(cs, "restart_rate", {"semantics": s},
+                                                     "replications_stable < replications_stable.max()"
+                                                     if "replications_used" not in cmp else
+                                                     "replications_stable < replications_used", [["list"]]),
+                                1e-9))
+    return Caption(
+        f"Restart study, {name}: mean response time E[T] (left) and mean number of jobs E[N] (right) against the "
+        "restart rate r.", findings, limits,
+        [("Black line: the product form of the G-network (signal semantics, signal rate g = r); red star: its optimal "
+         "signal rate g* and E[T] there. Markers: simulations (bars: 95% Student-t intervals over replications) under "
+         "signal semantics (must lie on the line), exponential per-job timeouts of rate r and deterministic per-job "
+         "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
+         "load and can have no steady state although the signal model is stable. Open diamonds: the sweep's smallest "
+         "simulated mean per semantics (comparison.nc: best_rate_response_time). Points without a value are marked "
+         "in the strip above a panel: ✕ stopped as unstable, ◇ a run the run-length guard judged too short.")])
 
 
 def percentile(pf, cmp, stem, name, formats, dpi) -> list:
-    """The response-time percentiles of the comparison against the restart rate, one panel per level."""
+    """The response-time percentiles of the comparison against the restart rate, one panel per level; a percentile
+    with fewer than 100 jobs per replication beyond it is marked, not drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -116,46 +232,113 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
 
     g = float(pf["g_star"])
     levels = cmp["percentile"].values.tolist()
-    fig, axs = plt.subplots(1, len(levels), figsize=(6.5 * len(levels), 4.6), squeeze=False)
-    for ax, level in zip(axs[0], levels):
+    fig, axs = plt.subplots(1, len(levels), figsize=(6.8 * len(levels), 4.6), squeeze=False)
+    st_all = _status(cmp, "response_time_percentile")
+    kinds = set()
+    for k, (ax, level) in enumerate(zip(axs[0], levels)):
         c = cmp.sel(percentile=level)
-        vals = c["response_time_percentile"].values
-        top = np.nanmax(vals) if np.isfinite(vals).any() else 1.0
-        _sim(ax, c, "response_time_percentile", unstable_y=top)
-        ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (product form, mean)")
+        st = st_all[..., k]
+        strip = status_strip(ax)
+        _sim(ax, strip, c, "response_time_percentile", st)
+        ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
-        ax.set_ylim(bottom=0.0)
         ax.set_xlabel("restart rate r (per model time unit)")
         ax.set_ylabel(f"{level:g}th percentile of the response time\n(model time units)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.set_title(f"{name}: the {level:g}th percentile of the response time against the restart rate; "
-                     f"g* = {g:.3g} (dashed)", fontsize=9)
+        if not (st == "").any():
+            beyond = c["response_time_percentile_beyond"].values if "response_time_percentile_beyond" in c else None
+            med = float(np.nanmedian(beyond)) if beyond is not None and np.isfinite(beyond).any() else float("nan")
+            ax.set_ylim(0, 1)
+            ax.set_yticks([])
+            longer = f", about {TAIL_MIN / med:.1f} times longer" if np.isfinite(med) and med > 0 else ""
+            ax.text(0.5, 0.5, f"this run cannot estimate the {level:g}th percentile at any rate:\n"
+                              + (f"about {med:.0f} jobs per replication lie beyond it, {TAIL_MIN} are needed\n"
+                                 if np.isfinite(med) else "")
+                              + f"(run longer: restart.examples.{name}.horizon{longer})", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9.5, bbox={"facecolor": "0.96", "edgecolor": "0.7"})
+        else:
+            ax.set_ylim(bottom=0.0)
+        kinds |= strip.kinds
+        strip.finish(title=f"{name}: the {level:g}th percentile of the response time", fontsize=9.5)
     fig.tight_layout()
-    axs[0][0].legend(fontsize=7, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, -0.15))
-    return save(fig, stem, formats, dpi)
+    handles, labels = axs[0][0].get_legend_handles_labels()
+    sh, sl = status_handles(kinds)
+    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    return save(fig, stem, formats, dpi, caption=_percentile_caption(pf, cmp, name, st_all))
+
+
+def _percentile_caption(pf, cmp, name, st_all) -> Caption:
+    cs = f"{name}/comparison.nc"
+    findings, limits = [], []
+    sems = cmp["semantics"].values.tolist()
+    for k, level in enumerate(cmp["percentile"].values.tolist()):
+        st = st_all[..., k]
+        few = cmp["response_time_percentile_too_few"].values[..., k] != 0 \
+            if "response_time_percentile_too_few" in cmp else np.zeros(st.shape, bool)
+        n = int(st.size)
+        kf = int(few.sum())
+        if kf:
+            beyond = cmp["response_time_percentile_beyond"].values[..., k]
+            fin = beyond[few & np.isfinite(beyond) & (beyond > 0)]
+            med = float(np.median(fin)) if fin.size else float("nan")
+            limits.append(Claim(f"The {level:g}th percentile has too few jobs beyond it ({RULE}) at {kf} of {n} (semantics, "
+                                f"rate) points" + (f", a median {med:.0f} jobs per replication" if np.isfinite(med)
+                                                   else "") + ": not drawn (◇).", [kf, n],
+                                [Query(cs, "response_time_percentile_too_few != 0", {"percentile": level}, None,
+                                       [["count"]]),
+                                 Query(cs, "isfinite(restart_rate) & (semantics == semantics)", {}, None,
+                                       [["count"]])]))
+        best = {s: float(cmp["best_rate_response_time_percentile"].sel(semantics=s, percentile=level)) for s in sems}
+        best = {s: v for s, v in best.items() if np.isfinite(v)}
+        if best:
+            findings.append(Claim(f"The {level:g}th percentile is smallest at "
+                                  + listing([f"r = {_g(v)} ({NAMES.get(s, s)})" for s, v in best.items()])
+                                  + " among the points that can estimate it.", best,
+                                  Query(cs, "best_rate_response_time_percentile",
+                                        {"semantics": list(best), "percentile": level}, None, []),
+                                  max(sig_tol(v) for v in best.values())))
+    return Caption(
+        f"Restart study, {name}: the percentiles {', '.join(f'{p:g}th' for p in cmp['percentile'].values)} of the "
+        "response time (one panel each) against the restart rate r, for the three semantics (signals of rate r, "
+        "exponential timeouts of rate r, deterministic timeouts 1/r).", findings, limits,
+        [("Each replication's percentile from its streamed histogram, averaged over replications with 95% Student-t "
+         "intervals. The dashed line is the product form's g* (which minimises the mean, not the tail). Points without "
+         "a value are marked in the strip above the panel: ◇ too few jobs beyond the percentile (or a run too short), "
+         "✕ stopped as unstable.")])
 
 
 def key_results(pf, cmp, stem, name: str) -> list:
-    """The example's key result as a table (``<stem>.csv``/``.html``): g* and E[T] there against no restart
-    (product form), and per simulated semantics the best swept rate (for deterministic timeouts: τ = 1/r), its
-    E[T] ± CI and the gain over no restart."""
+    """The example's key result as a table (``<stem>.csv``/``.html``) with its caption (``<stem>.rst``): g* and E[T]
+    there against no restart (product form), and per simulated semantics the best swept rate (for deterministic
+    timeouts: τ = 1/r), its E[T] ± CI, the rates whose CI reaches it, and the gain over no restart."""
     from ..core.tables import write_table
 
     g, tg, t0 = float(pf["g_star"]), float(pf["response_time_at_g_star"]), float(pf["response_time_no_restart"])
     gain = (lambda t: f"{100 * (t - t0) / t0:+.1f}%" if np.isfinite(t0) and t0 > 0 and np.isfinite(t) else "—")
-    rows = [["product form (signal semantics)", f"g* = {g:.4g}", f"{tg:.4g}", f"{t0:.4g}", gain(tg)]]
-    for s in cmp["semantics"].values.tolist():
+    rows = [["product form (signal semantics)", f"g* = {g:.4g}", f"{tg:.4g}", "", f"{t0:.4g}", gain(tg)]]
+    sems = cmp["semantics"].values.tolist()
+    for i, s in enumerate(sems):
         rb = float(cmp["best_rate_response_time"].sel(semantics=s))
         tb = float(cmp["best_response_time"].sel(semantics=s))
         hw = cmp["best_response_time_half_width"].sel(semantics=s) if "best_response_time_half_width" in cmp else None
         at = (f"τ = 1/r = {1 / rb:.4g}" if s == "timeout_deterministic" else f"r = {rb:.4g}") if np.isfinite(rb) else "—"
+        reach = _reach(cmp, i)
         rows.append([STYLE.get(s, (None, None, s))[2], at,
                      f"{tb:.4g}" + (f" ± {float(hw):.2g}" if hw is not None and np.isfinite(float(hw)) else ""),
+                     (f"r = {_g(min(reach))} to {_g(max(reach))}" if len(reach) > 1 else "none") if reach else "—",
                      f"{t0:.4g}", gain(tb)])
-    notes = [f"{name}: mean response time E[T] in the model's time units. Product form: the optimal signal rate g* "
-             "and E[T] there against no restart (r → 0). Simulation: the swept rate with the smallest simulated "
-             "mean under each semantics (for deterministic timeouts the timeout τ = 1/r), its CI, and the change "
-             "against the product form's E[T] without restart (negative = restart helps)."]
+    notes = [(f"{name}: mean response time E[T] in the model's time units. Product form: the optimal signal rate g* "
+             "and E[T] there against no restart (r → 0). Simulation: the swept rate with the smallest simulated mean "
+             "under each semantics (for deterministic timeouts the timeout τ = 1/r; points stopped as unstable or "
+             "judged too short by the run-length guard left out), its CI, the other swept rates whose CI reaches it "
+             "(the sweep cannot tell them apart), and the change against the product form's E[T] without restart "
+             "(negative = restart helps).")]
+    cap = _means_caption(pf, cmp, name)
+    cap = Caption(f"Key result of restart, {name}: the best restart rate and what it gains. CSV beside it: "
+                  "key_results.csv.", [c for c in cap.findings if "covers" not in c.text], cap.limits,
+                  ["A sweep's best rate is only as sharp as its CIs: the rates whose CI reaches it are named."])
     return write_table(stem, f"{name}: the best restart rate and what it gains",
-                       ["", "best rate", "E[T] there", "E[T] without restart", "change"], rows, notes)
+                       ["", "best rate", "E[T] there", "rates within its CI", "E[T] without restart", "change"], rows,
+                       notes, caption=cap)

@@ -1,10 +1,15 @@
-"""Figures of the split-merge experiments (matplotlib, Agg): one function per figure, saved in every format.
+"""Figures of the split-merge experiments (matplotlib, Agg): one function per figure, saved in every format with its
+caption (``<stem>.rst``, :class:`sojourn.core.claims.Caption`) written from the data it draws.
 
 (a) ``experiment_a_latency``: the latency CDF (pooled simulation vs the exact M/PH/1 law) and the mean and
     percentiles, exact beside simulated with their CIs (at the section's comparison.confidence).
 (b) ``experiment_b_heatmap``: mean latency over (r, q): exact, simulated (± CI), and their relative difference.
 (c) ``experiment_c_<law>``: mean and 99th-percentile latency vs r per q with CIs (split-merge solid, fork-join
     dashed), exact values as markers (Erlang C for q = 1 with exponential replicas drawn as a curve).
+
+A simulated percentile with fewer than 100 workunits per replication beyond it is no estimate (:mod:`sojourn.core.
+reference`): it is drawn as "reference too short" in a strip above its panel, never as a value, and counts in no
+statement of a caption.
 """
 from __future__ import annotations
 
@@ -14,24 +19,49 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from ..core import phase_type as ph  # noqa: E402
-from ..core.figures import Figure, instance, log_ticks, save, serialized  # noqa: E402
-from ..core.io import read_netcdf  # noqa: E402
-from ..core.stats import cdf_from_histogram  # noqa: E402
-from .model import TIME_UNITS, SplitMerge  # noqa: E402
-from .order_stats import order_statistic_ph  # noqa: E402
-from .solve import UniformizedSF, mph1_delay_ph  # noqa: E402
+from ..core import phase_type as ph
+from ..core.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.figures import (
+    NO_DIFFERENCE_CELL,
+    REFERENCE_TOO_SHORT,
+    TOO_SHORT_CELL,
+    Figure,
+    instance,
+    log_ticks,
+    mark_cells,
+    save,
+    serialized,
+    status_handles,
+    status_strip,
+)
+from ..core.io import read_netcdf
+from ..core.reference import rule_words
+from ..core.stats import (
+    TAIL_MIN,
+    cdf_from_histogram,
+)
+from .model import TIME_UNITS, SplitMerge
+from .order_stats import order_statistic_ph
+from .solve import UniformizedSF, mph1_delay_ph
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
 FIGURES = (
-    Figure("experiment_a_latency", "experiment_a_latency", "figure_a"),
-    Figure("experiment_b_heatmap", "experiment_b_heatmap", "figure_b"),
-    Figure("experiment_c_{law}", "experiment_c", "figure_c"),
+    Figure("experiment_a_latency", "figure_a"),
+    Figure("experiment_b_heatmap", "figure_b"),
+    Figure("experiment_c_{law}", "figure_c"),
 )
+
+SM, FJ = "split_merge", "fork_join"
+RULE = rule_words("workunits")
+#: workunits per replication expected beyond each percentile (law, model, quorum, replicas, percentile), and where a
+#: simulated percentile or mean is a usable estimate (the claims' expressions; :func:`_beyond`, :func:`_pct_ok` the same)
+BEYOND = "((latency_count.sum('t') + latency_overflow) / rep_mean_latency.count('replication') * (1 - percentile))"
+PCT_OK = f"(({BEYOND} >= {TAIL_MIN}) & (run_valid != 0))"
+MEAN_OK = "(run_valid != 0)"
 
 
 def figures(cfg: dict) -> list:
@@ -54,18 +84,50 @@ def _level(ds) -> str:
     return f"{100 * float(ds.attrs.get('confidence', 0.99)):g}%"
 
 
+def _beyond(ds) -> np.ndarray:
+    """Workunits per replication expected beyond each percentile: recorded per replication × (1 − p), over
+    (…, percentile) of ``ds``'s cells (``BEYOND``)."""
+    n = ds["rep_mean_latency"].count("replication")
+    rec = (ds["latency_count"].sum("t") + ds["latency_overflow"]) / n.where(n > 0)
+    return (rec * (1 - ds["percentile"])).values
+
+
+def _pct_ok(ds) -> np.ndarray:
+    ok = _beyond(ds) >= TAIL_MIN
+    if "run_valid" in ds:
+        ok &= (ds["run_valid"] != 0).values[..., None]
+    return ok
+
+
+def _mean_ok(ds) -> np.ndarray:
+    return (ds["run_valid"] != 0).values if "run_valid" in ds else np.ones(ds["sim_mean_latency"].shape, bool)
+
+
+def _g(x, digits=3) -> str:
+    return "—" if x is None or not np.isfinite(x) else f"{float(f'{x:.{digits}g}'):g}"
+
+
 # ---------------------------------------------------------------------------------------------
 def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     ds = read_netcdf(path)
-    c = ds.isel(law=0, quorum=0, replicas=0).sel(model="split_merge")
+    sel = {"law": ds["law"].values[0], "model": SM, "quorum": ds["quorum"].values[0],
+           "replicas": ds["replicas"].values[0]}
+    c = ds.sel(sel)
     e = json.loads(ds.attrs["config"])["settings"]
     spec = SplitMerge.from_load(e["hosts"], e["replicas"], e["quorum"], e["load"], e["replica_law"])
     dt = float(ds.attrs["dt"])
     t = ds["t"].values + dt
     F = cdf_from_histogram(c["latency_count"].values, c["latency_overflow"].values)
+    n = int(c["rep_mean_latency"].count("replication"))
+    recorded = float(c["latency_count"].sum() + c["latency_overflow"]) / max(n, 1)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    n = int(c["replications_used"]) if "replications_used" in c else ds.sizes["replication"]
-    a1.plot(t, 1 - F, color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
+    good = (1 - F) * recorded >= TAIL_MIN
+    hi = float(c["sim_latency_percentile"].max()) * 1.6
+    xmax = hi if np.isfinite(hi) else float(t[-1])
+    a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
+    if (~good & (t <= xmax)).any():
+        a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
+                label=f"simulation, fewer than {TAIL_MIN} workunits per replication beyond t (reference too short)")
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
         beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
@@ -76,159 +138,373 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
         a1.plot(tt, [sf(x) for x in tt], color="tab:red", ls="--", lw=1.4, label="exact (M/PH/1 latency law)")
     a1.set_yscale("log")
     a1.set_ylim(1e-4, 1.2)
-    hi = float(c["sim_latency_percentile"].max()) * 1.6
-    a1.set_xlim(0, hi if np.isfinite(hi) else t[-1])
+    a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=8)
+    a1.legend(fontsize=7.5, loc="lower left")
     a1.set_title("latency tail", fontsize=10)
     labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
     sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
     hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
     ex = np.concatenate([[float(c["exact_mean_latency"])], c["exact_latency_percentile"].values])
+    ok = np.concatenate([[bool(_mean_ok(c))], _pct_ok(c)])
     x = np.arange(len(labels))
-    a2.errorbar(x - 0.08, sim, yerr=hw, fmt="o", color="k", capsize=4, label=f"simulation ± {_level(ds)} CI")
+    strip = status_strip(a2)
+    a2.errorbar(x[ok] - 0.08, sim[ok], yerr=hw[ok], fmt="o", color="k", capsize=4,
+                label=f"simulation ± {_level(ds)} CI")
+    strip.mark("sim", x, ~ok, REFERENCE_TOO_SHORT.key)
     a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
-    a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\nsim {s_:.4g}\n±{h_:.2g}" for lab, s_, h_, e_ in zip(labels, sim, hw, ex)],
-                  fontsize=7.5)
+    a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\n" + (f"sim {s_:.4g}\n±{h_:.2g}" if k else "sim: too short")
+                      for lab, s_, h_, e_, k in zip(labels, sim, hw, ex, ok)], fontsize=7.5)
     a2.set_xlim(-0.5, len(labels) - 0.2)
     a2.set_ylabel(f"latency ({TIME_UNITS})")
     a2.legend(fontsize=8, loc="upper left")
-    a2.set_title("mean and percentiles, exact vs simulated", fontsize=10)
-    inside = np.abs(sim - ex) <= hw
-    verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {int(inside.sum())} of {int(np.isfinite(ex).sum())} "
-               "statistics" if np.isfinite(ex).any() else "no exact value for this law")
+    strip.finish(title="mean and percentiles, exact vs simulated", fontsize=10)
+    fig.tight_layout()
+    sh, sl = status_handles(strip.kinds)
+    if sh:
+        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=8)
+    inside = (np.abs(sim - ex) <= hw) & ok & np.isfinite(ex)
+    m_in, p_in = int(inside[0]), int(inside[1:].sum())
+    m_n, p_n = int(ok[0] and np.isfinite(ex[0])), int((ok[1:] & np.isfinite(ex[1:])).sum())
+    verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of {m_n + p_n} statistics"
+               if m_n + p_n else "no exact value the simulation can check")
     fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{spec.describe()}",
                  fontsize=9, y=1.0, va="bottom")
-    return save(fig, stem, formats, dpi)
+    findings, limits = [], []
+    src = "experiment_a.nc"
+    q_sel = {k: (v.item() if hasattr(v, "item") else v) for k, v in sel.items()}
+    if m_n + p_n:
+        findings.append(Claim(f"The exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of "
+                              f"{m_n + p_n} statistics (the mean and the percentiles the simulation can estimate).",
+                              [m_in, p_in, m_n, p_n],
+                              [Query(src, "abs(sim_mean_latency - exact_mean_latency) <= sim_mean_latency_hw", q_sel,
+                                     f"{MEAN_OK} & isfinite(exact_mean_latency)", [["count"]]),
+                               Query(src, "abs(sim_latency_percentile - exact_latency_percentile) <= "
+                                     "sim_latency_percentile_hw", q_sel, f"{PCT_OK} & isfinite(exact_latency_percentile)",
+                                     [["count"]]),
+                               Query(src, f"{MEAN_OK} & isfinite(exact_mean_latency)", q_sel, None, [["count"]]),
+                               Query(src, f"{PCT_OK} & isfinite(exact_latency_percentile)", q_sel, None, [["count"]])]))
+    if not ok[0]:
+        limits.append(Claim("The run-length guard judged this simulation too short to trust: no simulated value is "
+                            "drawn.", 0, Query(src, "run_valid", q_sel, None, [])))
+    elif (~ok[1:]).any():
+        bad = [lab for lab, k in zip(labels[1:], ok[1:]) if not k]
+        limits.append(Claim(f"The simulation is too short to estimate {listing(bad)} ({RULE}).",
+                            [float(p) for p, k in zip(ds["percentile"].values, ok[1:]) if not k],
+                            Query(src, "percentile", q_sel, f"~{PCT_OK}", [["list"]])))
+    cap = Caption(
+        f"Experiment (a) of the split-merge study: one (n, r, q) system, {spec.describe()} (the default config's "
+        "3-phase PH replica law is a documented test law: the paper's matrix is not recoverable).",
+        findings, limits,
+        [(f"Left: the latency tail P(latency > t), pooled simulation (black; dotted where fewer than {TAIL_MIN} "
+         "workunits per replication lie beyond t) and the exact M/PH/1 latency law (red dashed: the waiting time "
+         "PH(λβ(−B)⁻¹, B + bλβ(−B)⁻¹) convolved with S_q:r). Right: the mean and percentiles, exact (red diamonds) "
+         f"beside the simulated ones with their {_level(ds)} t-intervals across replications; latency in "
+         f"{TIME_UNITS}.")])
+    return save(fig, stem, formats, dpi, caption=cap)
 
 
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
-    ds = read_netcdf(path).isel(law=0).sel(model="split_merge")
+    full = read_netcdf(path)
+    law = full["law"].values[0]
+    ds = full.sel(law=law, model=SM)
     rs, qs = ds["replicas"].values, ds["quorum"].values
     ex = ds["exact_mean_latency"].values  # (quorum, replicas)
     sim, hw = ds["sim_mean_latency"].values, ds["sim_mean_latency_hw"].values
+    ok = _mean_ok(ds)
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = 100 * (sim - ex) / ex
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    fig.subplots_adjust(wspace=0.35, top=0.95)
-    vmin, vmax = np.nanmin([np.nanmin(ex) if np.isfinite(ex).any() else np.nan, np.nanmin(sim)]), np.nanmax(
-        [np.nanmax(ex) if np.isfinite(ex).any() else np.nan, np.nanmax(sim)])
-    from matplotlib.colors import LogNorm
+    inside = np.abs(sim - ex) <= hw
+    cells = np.isfinite(rel) & ok
+    fig, axes = plt.subplots(1, 3, figsize=(13.8, 4.5))
+    fig.subplots_adjust(wspace=0.35, top=0.84)
+    vals_all = np.concatenate([ex[np.isfinite(ex)], sim[np.isfinite(sim)]])
+    vmin, vmax = float(vals_all.min()), float(vals_all.max())
+    from matplotlib.colors import LogNorm, TwoSlopeNorm
 
-    for ax, vals, title in ((axes[0], ex, "exact mean latency"), (axes[1], sim, f"simulated mean latency ± {_level(ds)} CI")):
+    outside = qs[:, None] > rs[None, :]  # no such system (q > r): lightly hatched in every panel
+    for ax, vals, title in ((axes[0], ex, "exact mean latency"),
+                            (axes[1], np.where(ok, sim, np.nan), f"simulated mean latency ± {_level(ds)} CI")):
         im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(vmin, vmax), aspect="auto")
         for i in range(len(qs)):
             for j in range(len(rs)):
                 if qs[i] > rs[j]:
                     continue
                 v = vals[i, j]
+                if vals is not ex and not ok[i, j]:
+                    continue
                 txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w")
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if np.isfinite(v) else "k")
         cb = fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean latency\n({TIME_UNITS})")
         log_ticks(cb.ax.yaxis)
         ax.set_title(title, fontsize=10)
-    lim = np.nanmax(np.abs(rel)) if np.isfinite(rel).any() else 1.0
-    im = axes[2].imshow(rel, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    short = ~ok & ~outside & np.isfinite(sim)  # judged too short by the run-length guard: no value, the mark
+    for ax in axes[1:]:
+        sgrey = np.zeros(short.shape + (4,))
+        sgrey[..., :3] = np.array(plt.matplotlib.colors.to_rgb(TOO_SHORT_CELL))
+        sgrey[..., 3] = short.astype(float)
+        ax.imshow(sgrey, origin="lower", aspect="auto", zorder=2)
+        mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=7)
+    # the difference: coloured only where it lies beyond the simulated CI (else "no difference")
+    sig = cells & ~inside
+    lim = max(1.0, float(np.nanmax(np.abs(rel[sig])))) if sig.any() else 1.0
+    norm = TwoSlopeNorm(vmin=-lim, vcenter=0.0, vmax=lim)
+    cmap = plt.get_cmap("RdBu_r")
+    rgb = np.ones(rel.shape + (3,))
+    for (i, j), v in np.ndenumerate(rel):
+        if qs[i] > rs[j]:
+            continue
+        if sig[i, j]:
+            rgb[i, j] = cmap(norm(v))[:3]
+        elif cells[i, j]:
+            rgb[i, j] = np.array(plt.matplotlib.colors.to_rgb(NO_DIFFERENCE_CELL))
+    axes[2].imshow(rgb, origin="lower", aspect="auto")
     for i in range(len(qs)):
         for j in range(len(rs)):
-            if qs[i] <= rs[j] and np.isfinite(rel[i, j]):
-                inside = abs(sim[i, j] - ex[i, j]) <= hw[i, j]
-                axes[2].text(j, i, f"{rel[i, j]:+.2f}%\n{'in CI' if inside else 'OUT'}", ha="center", va="center",
-                             fontsize=7)
-    fig.colorbar(im, ax=axes[2], shrink=0.85, label="relative difference (%)")
-    axes[2].set_title(f"(sim − exact)/exact; exact inside the {_level(ds)} CI?", fontsize=10)
+            if qs[i] <= rs[j] and np.isfinite(rel[i, j]) and ok[i, j]:
+                axes[2].text(j, i, f"{rel[i, j]:+.1f}%\n" + ("in CI" if inside[i, j] else "OUTSIDE CI"), ha="center",
+                             va="center", fontsize=7, color="0.35" if inside[i, j] else "k")
+    if sig.any():
+        sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
+        fig.colorbar(sm, ax=axes[2], shrink=0.85, label="(sim − exact)/exact (%)\nwhere beyond the CI")
+        axes[2].set_title(f"(sim − exact)/exact: white = exact inside the {_level(ds)} CI", fontsize=10)
+    else:
+        fig.colorbar(plt.cm.ScalarMappable(cmap="Greys"), ax=axes[2], shrink=0.85).remove()  # keep the panel widths
+        axes[2].set_title(f"(sim − exact)/exact: exact inside the {_level(ds)} CI\nin every cell (no difference)"
+                          if cells.any() else "(sim − exact)/exact: no cell\nthe simulation can judge", fontsize=10)
     for ax in axes:
+        for i, j in zip(*np.nonzero(outside)):
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", lw=0, color="0.8"))
         ax.set_xticks(range(len(rs)), rs)
         ax.set_yticks(range(len(qs)), qs)
         ax.set_xlabel("replicas r")
         ax.set_ylabel("quorum q")
-    e = json.loads(ds.attrs["config"])["settings"]
-    n = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
-    cells = np.isfinite(rel)
-    inside = int((np.abs(sim - ex) <= hw)[cells].sum())
-    i, j = np.unravel_index(np.nanargmin(sim), sim.shape)
-    fig.suptitle(f"(b) mean latency over (r, q): lowest at r = {rs[j]}, q = {qs[i]}; exact inside the simulated "
-                 f"{_level(ds)} CI in {inside} of {int(cells.sum())} cells\n{n}, load {e['load']}, replicas "
-                 f"{e['replica_law']}", fontsize=9, y=1.0, va="bottom")
-    return save(fig, stem, formats, dpi)
+        ax.set_xticks(np.arange(-0.5, len(rs)), minor=True)
+        ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
+        ax.grid(which="minor", color="0.85", lw=0.6)
+        ax.tick_params(which="minor", length=0)
+    if short.any():
+        sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
+        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.02), frameon=False, fontsize=8)
+    e = json.loads(full.attrs["config"])["settings"]
+    nn = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
+    k_in = int((inside & cells).sum())
+    src = "experiment_b.nc"
+    qsel = {"law": str(law), "model": SM}
+    findings, limits = [], []
+    if cells.any():
+        findings.append(Claim(f"The exact mean latency lies inside the simulated {_level(ds)} CI in {k_in} of "
+                              f"{int(cells.sum())} cells (at {_level(ds)} confidence about one in 20 would lie outside by "
+                              "chance).", [k_in, int(cells.sum())],
+                              [Query(src, "abs(sim_mean_latency - exact_mean_latency) <= sim_mean_latency_hw", qsel,
+                                     f"isfinite(exact_mean_latency) & isfinite(sim_mean_latency) & {MEAN_OK}",
+                                     [["count"]]),
+                               Query(src, f"isfinite(exact_mean_latency) & isfinite(sim_mean_latency) & {MEAN_OK}",
+                                     qsel, None, [["count"]])]))
+    head = ""
+    if np.isfinite(ex).any():
+        i, j = np.unravel_index(np.nanargmin(ex), ex.shape)
+        loc = {"quorum": int(qs[i]), "replicas": int(rs[j]), "value": float(ex[i, j])}
+        findings.append(Claim(f"The lowest exact mean latency is at r = {rs[j]}, q = {qs[i]} ({_g(ex[i, j])} "
+                              f"{TIME_UNITS}).", loc, Query(src, "exact_mean_latency", qsel, None, [["argmin"]]),
+                              sig_tol(ex[i, j], 3)))
+        head = f"lowest exact mean latency at r = {rs[j]}, q = {qs[i]}; "
+        best_r = {str(int(q)): int(rs[int(np.nanargmin(ex[k]))]) for k, q in enumerate(qs) if np.isfinite(ex[k]).any()}
+        same = len(set(best_r.values())) == 1
+        findings.append(Claim("At every quorum q the exact mean latency is lowest at r = "
+                              f"{next(iter(best_r.values()))}, the most replicas of the sweep." if same and
+                              next(iter(best_r.values())) == int(rs.max()) else
+                              "The exact mean latency is lowest at " + listing([f"r = {r} for q = {q}" for q, r in
+                                                                                 best_r.items()]) + ".", best_r,
+                              Query(src, "exact_mean_latency.idxmin('replicas')", qsel, None, [])))
+    if not ok.all():
+        limits.append(Claim(f"The run-length guard judged {int((~ok & (qs[:, None] <= rs[None, :])).sum())} cells too "
+                            "short: not drawn in the simulated panels.", int((~ok & (qs[:, None] <= rs[None, :])).sum()),
+                            Query(src, "run_valid == 0", qsel, None, [["count"]])))
+    check = (f"exact inside the simulated {_level(ds)} CI in {k_in} of {int(cells.sum())} cells" if cells.any() else
+             "no simulated cell long enough to check the exact values")
+    fig.suptitle(f"(b) mean latency over (r, q): {head}{check}\n{nn}, load {e['load']}, replicas {e['replica_law']}",
+                 fontsize=9, y=0.94, va="bottom")
+    cap = Caption(
+        f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, at load {e['load']} per "
+        f"super-server ({nn}; with n = r the exact value is Pollaczek–Khinchine for M/PH/1, with a fixed n the M/PH/c "
+        "QBD where its state space is small enough, '—' otherwise).", findings, limits,
+        [("Left: exact; middle: simulated ± CI across replications; right: the relative difference, coloured only where "
+         "the exact value lies outside the simulated CI (white: inside, no difference this run can show); latency in "
+         f"{TIME_UNITS}.")])
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+_EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("X", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
+
+
+def _lowest(mean, hw, rs):
+    """(index of the lowest finite mean, indices whose CI reaches it)."""
+    ok = np.isfinite(mean)
+    if not ok.any():
+        return None, []
+    b = int(np.nanargmin(np.where(ok, mean, np.inf)))
+    reach = [k for k in np.nonzero(ok)[0] if mean[k] - (hw[k] if np.isfinite(hw[k]) else 0) <=
+             mean[b] + (hw[b] if np.isfinite(hw[b]) else 0)]
+    return b, reach
 
 
 def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
+    from matplotlib.lines import Line2D
+
     full = read_netcdf(path)
     ds = full.sel(law=law)
     rs, qs = ds["replicas"].values, ds["quorum"].values
     pi = int(np.argmin(np.abs(ds["percentile"].values - percentile)))
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.4), sharex=True)
-    fig.subplots_adjust(wspace=0.28, top=0.97)
+    p = float(ds["percentile"].values[pi])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6), sharex=True)
     colors = plt.get_cmap("tab10")
+    s1, s2 = status_strip(a1), status_strip(a2)
+    pct_ok = _pct_ok(ds)[..., pi]  # (model, quorum, replicas)
+    mean_ok = _mean_ok(ds)
+    models = ds["model"].values.tolist()
+    drawn = {a1: False, a2: False}
     for qi, q in enumerate(qs):
         col = colors(qi)
-        for model in ds["model"].values:
+        for mi, model in enumerate(models):
             d = ds.sel(model=model, quorum=q)
-            ok = np.isfinite(d["sim_mean_latency"].values)
-            ls, mk = ("-", "o") if model == "split_merge" else ("--", "s")
-            lab = f"q={q} {'split-merge' if model == 'split_merge' else 'fork-join'} (sim ± {_level(ds)} CI)"
-            a1.errorbar(rs[ok], d["sim_mean_latency"].values[ok], yerr=d["sim_mean_latency_hw"].values[ok], ls=ls,
-                        marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1, label=lab)
+            ls, mk = ("-", "o") if model == SM else ("--", "s")
+            m, h = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values
+            ok = np.isfinite(m) & mean_ok[mi, qi]
+            drawn[a1] |= bool(ok.any())
+            a1.errorbar(rs[ok], m[ok], yerr=h[ok], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
             pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
-            okp = np.isfinite(pv)
+            okp = np.isfinite(pv) & pct_ok[mi, qi]
+            drawn[a2] |= bool(okp.any())
             a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
-        d = ds.sel(model="split_merge", quorum=q)
-        meth = d["exact_method"].values
-        exm = d["exact_mean_latency"].values
-        # exact_method codes: experiments.EXACT_METHODS
-        for code, (marker, name) in {2: ("*", "Erlang C"), 3: ("x", "QBD (exact M/PH/c)"),
-                                     1: ("D", "P-K")}.items():
+            name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
+            s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi], REFERENCE_TOO_SHORT.key, col, name)
+            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi], REFERENCE_TOO_SHORT.key, col, name)
+        d = ds.sel(model=SM, quorum=q)
+        meth, exm = d["exact_method"].values, d["exact_mean_latency"].values
+        for code, (marker, name) in _EXACT_MARK.items():
             sel = meth == code
-            if sel.any():
-                style = dict(color=col, ms=9 if code == 2 else 7, mew=1.5)
-                if code == 2:  # the Erlang C curve of q = 1, exponential replicas
-                    a1.plot(rs[sel], exm[sel], ":", marker=marker, label=f"q={q} exact ({name})", **style)
-                    ep = d["exact_latency_percentile"].values[:, pi]
-                    a2.plot(rs[sel], ep[sel], ":", marker=marker, label=f"q={q} exact ({name})", **style)
-                else:
-                    a1.plot(rs[sel], exm[sel], ls="none", marker=marker, label=f"q={q} exact ({name})", **style)
-    for ax in (a1, a2):
-        ax.set_yscale("log")
-        log_ticks(ax.yaxis)
+            if not sel.any():
+                continue
+            style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
+            a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
+            drawn[a1] |= bool(np.isfinite(exm[sel]).any())
+            if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
+                ep = d["exact_latency_percentile"].values[:, pi]
+                a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
+                drawn[a2] |= bool(np.isfinite(ep[sel]).any())
+    for ax, what in ((a1, "mean latency"), (a2, f"{100 * p:g}th percentile")):
+        if drawn[ax]:
+            ax.set_yscale("log")
+            log_ticks(ax.yaxis)
+        else:  # nothing this run can estimate: said in the panel, the strip above it marks where and why
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, f"this run cannot estimate the {what}\nat any (q, r) ({RULE})", wrap=True,
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                    bbox={"facecolor": "0.96", "edgecolor": "0.7"})
         ax.set_xlabel("replicas r")
         ax.set_xticks(rs)
+        ax.set_xlim(rs.min() - 0.6, rs.max() + 0.6)
         ax.grid(alpha=0.3, which="both")
     a1.set_ylabel(f"mean latency ({TIME_UNITS})")
-    a2.set_ylabel(f"{100 * ds['percentile'].values[pi]:g}th percentile of latency\n({TIME_UNITS})")
-    from matplotlib.lines import Line2D
-
-    names = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("x", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
-    codes = ds.sel(model="split_merge")["exact_method"].values
-    used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in names})
-    handles = [Line2D([], [], color=colors(qi), lw=2) for qi in range(len(qs))]
+    a2.set_ylabel(f"{100 * p:g}th percentile of latency\n({TIME_UNITS})")
+    s1.finish(title="mean latency", fontsize=10)
+    s2.finish(title=f"{100 * p:g}th percentile of latency", fontsize=10)
+    fig.tight_layout()
+    codes = ds.sel(model=SM)["exact_method"].values
+    used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in _EXACT_MARK})
+    handles = [Line2D([], [], color=colors(qi), lw=2.5) for qi in range(len(qs))]
     labels = [f"quorum q = {q}" for q in qs]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5)]
     labels += [f"split-merge (simulation ± {_level(ds)} CI)", f"fork-join (simulation ± {_level(ds)} CI)"]
-    handles += [Line2D([], [], color="0.3", ls="none", marker=names[c][0], ms=8, mew=1.5) for c in used]
-    labels += [names[c][1] for c in used]
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=8, frameon=False)
+    handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5) for c in used]
+    labels += [_EXACT_MARK[c][1] + " (beside the simulated point)" for c in used]
+    sh, sl = status_handles(s1.kinds | s2.kinds)
+    fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
+               frameon=False)
     hosts = int(np.nanmax(ds["hosts"].values))
     e = json.loads(full.attrs["config"])["settings"]
     law_str = json.loads(full.attrs["law_strings"])[law]
-    sm = ds.sel(model="split_merge")["sim_mean_latency"].transpose("quorum", "replicas").values
-    lowest = {}
+    cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str)
+    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q\n"
+                 f"n = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9, y=1.0, va="bottom")
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str) -> Caption:
+    src = "experiment_c.nc"
+    findings, limits = [], []
+    sm = ds.sel(model=SM)
+    ex_q, sim_q = {}, {}
     for qi, q in enumerate(qs):
-        if np.isfinite(sm[qi]).any():
-            lowest.setdefault(int(rs[int(np.nanargmin(sm[qi]))]), []).append(str(q))
-    where = "; ".join(f"r = {r} for q = {', '.join(q)}" for r, q in lowest.items())
-    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: lowest simulated mean "
-                 f"latency of split-merge at {where}\nn = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9,
-                 y=1.0, va="bottom")
-    return save(fig, stem, formats, dpi)
+        exm = sm["exact_mean_latency"].values[qi]
+        valid = rs >= q
+        if np.isfinite(exm[valid]).all():
+            ex_q[str(int(q))] = int(rs[int(np.nanargmin(exm))])
+        else:
+            b, reach = _lowest(np.where(mean_ok[0, qi], sm["sim_mean_latency"].values[qi], np.nan),
+                               sm["sim_mean_latency_hw"].values[qi], rs)
+            if b is not None:
+                sim_q[str(int(q))] = (int(rs[b]), [int(rs[k]) for k in reach])
+    qsel = {"law": str(law), "model": SM}
+    if ex_q:
+        findings.append(Claim("Split-merge's exact mean latency is lowest at " + listing(
+            [f"r = {r} for q = {q}" for q, r in ex_q.items()]) + ".", ex_q,
+            Query(src, "exact_mean_latency.idxmin('replicas')", {**qsel, "quorum": [int(q) for q in ex_q]}, None, [])))
+    if sim_q:
+        parts = [f"r = {b} for q = {q}" + (f" (r = {listing(reach, 'or')} within the CI)" if len(reach) > 1 else "")
+                 for q, (b, reach) in sim_q.items()]
+        findings.append(Claim("Split-merge's simulated mean latency (no exact value at every r) is lowest at "
+                              + listing(parts)
+                              + ".", {q: b for q, (b, _) in sim_q.items()},
+                              Query(src, "where(run_valid != 0, sim_mean_latency, nan).idxmin('replicas')",
+                                    {**qsel, "quorum": [int(q) for q in sim_q]}, None, [])))
+    if FJ in ds["model"].values.tolist():
+        f, s = ds.sel(model=FJ), ds.sel(model=SM)
+        both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
+            mean_ok[0] & mean_ok[1]
+        below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
+            (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
+        k, n = int((below & both).sum()), int(both.sum())
+        w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
+             "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0)")
+        if n:
+            findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
+                                  "points.", [k, n],
+                                  [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
+                                         "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
+                                         "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w,
+                                         [["count"]]),
+                                   Query(src, w, {"law": str(law)}, None, [["count"]])]))
+    for mi, model in enumerate(ds["model"].values.tolist()):
+        pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
+        bad = np.isfinite(pv) & ~pct_ok[mi]
+        if bad.any():
+            name = "split-merge" if model == SM else "fork-join"
+            limits.append(Claim(f"The {name} simulation is too short to estimate the {100 * p:g}th percentile at "
+                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn "
+                                "(◇ above the right panel).", [int(bad.sum()), int(np.isfinite(pv).sum())],
+                                [Query(src, f"isfinite(sim_latency_percentile) & ~{PCT_OK}",
+                                       {"law": str(law), "model": model, "percentile": p}, None, [["count"]]),
+                                 Query(src, "isfinite(sim_latency_percentile)",
+                                       {"law": str(law), "model": model, "percentile": p}, None, [["count"]])]))
+    return Caption(
+        f"Experiment (c) of the split-merge study (the seed's Fig. 3) for replicas {law_str}: n = {hosts} hosts, "
+        f"q ∈ {{{', '.join(map(str, qs))}}}, r = {rs.min()}..{rs.max()} (q ≤ r), λ = {e['load']}⌊n/r⌋/E[S_q:r]. Left: "
+        f"mean latency; right: its {100 * p:g}th percentile; both against r, one colour per quorum q.", findings, limits,
+        [("Simulated with t-intervals across replications (markers with bars): split-merge solid, fork-join with "
+         "cancellation dashed (each replica at one of the r least-loaded hosts, run for fewer workunits). Exact values "
+         "as open markers beside the simulated point: Erlang C (stars: q = 1 with exponential replicas, M/M/⌊n/r⌋ at "
+         "rate rμ) and the M/PH/c QBD (crosses) where its state space is small enough; no marker means no exact value "
+         f"(never an approximation). Latency in {TIME_UNITS}.")])
 
 
 @serialized
 def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130) -> list[Path]:
     """Every figure :func:`figures` lists for the study's config section ``cfg`` whose experiment is in ``inputs``
-    ('a' | 'b' | 'c' → result file)."""
+    ('a' | 'b' | 'c' → result file), each with its caption."""
     figdir = Path(figdir)
     out = []
     for f in figures(cfg):
@@ -245,13 +521,14 @@ def all_figures(inputs: dict, figdir, cfg: dict, formats=("png", "pdf"), dpi=130
 
 # ---------------------------------------------------------------------------------------------
 def key_results(inputs: dict, stem) -> list:
-    """The study's key result as a table (``<stem>.csv``/``.html``): for each experiment with a (r, q) sweep
-    ((b), and (c) per replica law) and each quorum q, the number of replicas r with the lowest simulated mean
-    latency of split-merge, its mean (exact where known, simulated ± CI) and 99th percentile; the best (r, q) of
-    the experiment marked."""
+    """The study's key result as a table (``<stem>.csv``/``.html``) with its caption (``<stem>.rst``): for each
+    experiment with a (r, q) sweep ((b), and (c) per replica law) and each quorum q, the number of replicas r with
+    the lowest mean latency of split-merge (exact where it exists at every r of the sweep, else simulated, with the r
+    whose CI reaches it), its mean and 99th percentile (or 'reference too short'); the best (r, q) of the experiment
+    marked."""
     from ..core.tables import write_table
 
-    rows = []
+    rows, findings = [], []
     level = None
     for x in ("b", "c"):
         if x not in inputs:
@@ -260,26 +537,54 @@ def key_results(inputs: dict, stem) -> list:
         level = _level(full)
         law_strings = json.loads(full.attrs.get("law_strings", "{}"))
         for law in full["law"].values.tolist():
-            ds = full.sel(law=law, model="split_merge")
+            ds = full.sel(law=law, model=SM)
             pct = ds["percentile"].values
             pi = int(np.argmin(np.abs(pct - 0.99)))
-            sim = ds["sim_mean_latency"].transpose("quorum", "replicas").values
-            best_all = np.unravel_index(np.nanargmin(sim), sim.shape) if np.isfinite(sim).any() else None
+            rs = ds["replicas"].values
+            ex = ds["exact_mean_latency"].transpose("quorum", "replicas").values
+            ok = _mean_ok(ds)
+            sim = np.where(ok, ds["sim_mean_latency"].transpose("quorum", "replicas").values, np.nan)
+            hw = ds["sim_mean_latency_hw"].transpose("quorum", "replicas").values
+            pok = _pct_ok(ds)[..., pi]
+            valid = ds["quorum"].values[:, None] <= rs[None, :]
+            use_exact = bool(np.isfinite(ex[valid]).all())
+            score = ex if use_exact else sim
+            best_all = np.unravel_index(np.nanargmin(score), score.shape) if np.isfinite(score).any() else None
             for i, q in enumerate(ds["quorum"].values):
-                if not np.isfinite(sim[i]).any():
+                if not np.isfinite(score[i]).any():
                     continue
-                j = int(np.nanargmin(sim[i]))
+                j = int(np.nanargmin(score[i]))
+                reach = [] if use_exact else _lowest(sim[i], hw[i], rs)[1]
                 d = ds.isel(quorum=i, replicas=j)
-                ex = float(d["exact_mean_latency"])
-                p99 = d["sim_latency_percentile"].values[pi]
-                rows.append([f"({x})", law_strings.get(law, law), int(q), int(ds["replicas"].values[j]),
-                             f"{ex:.4g}" if np.isfinite(ex) else "—",
-                             f"{float(d['sim_mean_latency']):.4g} ± {float(d['sim_mean_latency_hw']):.2g}",
-                             f"{p99:.4g}" if np.isfinite(p99) else "—",
+                e_ = float(d["exact_mean_latency"])
+                p99 = float(d["sim_latency_percentile"].values[pi])
+                rows.append([f"({x})", law_strings.get(law, law), int(q),
+                             f"{int(rs[j])}" + (" (exact)" if use_exact else
+                                                (f" (r = {', '.join(str(int(rs[k])) for k in reach)} within the CI)"
+                                                 if len(reach) > 1 else " (simulated)")),
+                             f"{e_:.4g}" if np.isfinite(e_) else "—",
+                             f"{float(d['sim_mean_latency']):.4g} ± {float(d['sim_mean_latency_hw']):.2g}"
+                             if ok[i, j] else "reference too short",
+                             f"{p99:.4g}" if (np.isfinite(p99) and pok[i, j]) else "reference too short",
                              "best (r, q)" if best_all is not None and best_all == (i, j) else ""])
+            if best_all is not None:
+                i, j = best_all
+                var = "exact_mean_latency" if use_exact else "where(run_valid != 0, sim_mean_latency, nan)"
+                findings.append(Claim(f"({x}) {law_strings.get(law, law)}: the lowest {'exact' if use_exact else 'simulated'} "
+                                      f"mean latency is at r = {rs[j]}, q = {ds['quorum'].values[i]}.",
+                                      {"quorum": int(ds["quorum"].values[i]), "replicas": int(rs[j]),
+                                       "value": float(score[i, j])},
+                                      Query(f"experiment_{x}.nc", var, {"law": law, "model": SM}, None, [["argmin"]]),
+                                      1e-9 * abs(float(score[i, j]))))
     header = ["experiment", "replica law", "quorum q", "best r", "mean latency, exact",
               f"mean latency, simulated ± {level or '95%'} CI", "99th percentile, simulated", ""]
-    notes = ["Latency in time units of the replica law. For each quorum q, the number of replicas r (of the "
-             "experiment's sweep) with the lowest simulated mean latency of split-merge; 'best (r, q)' marks the "
-             "lowest of the experiment. Exact values: P-K, Erlang C or the M/PH/c QBD where they exist (— otherwise)."]
-    return write_table(stem, "Best replication (r, q) per quorum", header, rows, notes)
+    notes = [(f"Latency in {TIME_UNITS}. For each quorum q, the number of replicas r (of the experiment's sweep) with "
+             "the lowest mean latency of split-merge: by the exact value where one exists at every r of the sweep, "
+             "else by the simulated mean (the r whose CI reaches the lowest are named); 'best (r, q)' marks the lowest "
+             "of the experiment. Exact values: P-K, Erlang C or the M/PH/c QBD where they exist (— otherwise). "
+             f"'reference too short': {RULE}.")]
+    cap = Caption("Key result of split-merge: for each quorum q of experiments (b) and (c), the number of replicas r "
+                  "with the lowest mean latency and the 99th percentile there. CSV beside it: key_results.csv.",
+                  findings, [], [("A simulated value counts only where the simulation can estimate it; elsewhere the "
+                                 "table says 'reference too short'.")])
+    return write_table(stem, "Best replication (r, q) per quorum", header, rows, notes, caption=cap)

@@ -3,6 +3,7 @@ evidence and its intervals, and the replications run on the cell runner's local 
 from __future__ import annotations
 
 import math
+import contextlib
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -142,25 +143,23 @@ def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: 
     workers = max(1, min(int(workers), replications))
     fork = workers > 1 and "fork" in multiprocessing.get_all_start_methods()
     own = fork_pool(workers, spec, seed, dt, t_max) if fork and pool is None else None
-    try:
+    with own if own is not None else contextlib.nullcontext():  # an exception (Ctrl-C) kills its workers
         cell = Cell("plan", "plan", (spec,))
         done = run_cells(LocalExecutor((pool or own) if fork else None), [cell], _replication,
                          replications=first + replications, have={"plan": dict.fromkeys(range(first))},
                          shared=dict(seed=seed, horizon=horizon, warmup=warmup, dt=dt, t_max=t_max), prefix="plan")
-    finally:
-        if own is not None:
-            own.shutdown()
     parts = done["plan"].results[first:]
     return (np.stack([c for c, _ in parts]), np.array([o for _, o in parts], np.int64), time_grid(t_max, dt))
 
 
 def fork_pool(workers: int, spec, seed: int, dt: float, t_max: float):
     """A pool of ``workers`` forked processes that start with the numba kernel loaded: it is loaded here first (a
-    tiny run of ``spec``), and forked workers inherit it instead of each loading numba's cache."""
-    from concurrent.futures import ProcessPoolExecutor
+    tiny run of ``spec``), and forked workers inherit it instead of each loading numba's cache. They end with this
+    process (:class:`sojourn.core.processes.OwnedPool`)."""
+    from ...core.processes import OwnedPool
 
     _replication(spec, 0, seed=seed, horizon=2.0 / spec.arrival_rate, warmup=0.0, dt=dt, t_max=t_max)
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    return OwnedPool(workers, "fork")
 
 
 class NoServers(ValueError):

@@ -136,10 +136,10 @@ class Planner:
         if not q.exponential:
             return Engine(TAIL_LAW_METHOD, TAIL_LAW_REASON, short=f"T with the {q.law.name} law")
         if self.exact_fits(R, t_hi):
-            mean, lo, hi, Rt, rt, qt, ext = self._table_error(R, "exact")
+            # exact is the reference: its error is its computed truncation bound, never its distance to a noisy
+            # simulation (which the accuracy table measures; sojourn.core.reference)
             return Engine("exact", "the exact tagged-customer chain runs within the planner's budget here",
-                          (mean, lo, hi), None if Rt is None or not math.isfinite(mean) else
-                          {"table_R": Rt, "table_rho": rt, "table_percentile": qt, "extrapolated": ext}, "exact chain")
+                          short="exact chain")
         return self.tail_engine(R)
 
     def tail_engine(self, R: int) -> Engine:
@@ -335,10 +335,11 @@ class Planner:
                          float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
                          float(r["t_max"]), r["wall"], self.q.seed, g_lo, guard.valid, guard.relative_se)
 
-    def close(self) -> None:
-        """Shut the worker processes down (if any were started)."""
+    def close(self, stop: bool = False) -> None:
+        """Shut the worker processes down (if any were started); ``stop``: kill them now, their tasks unwanted
+        (an exception, e.g. Ctrl-C, is on its way)."""
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.stop() if stop else self._pool.shutdown()
             self._pool = None
 
     # -- the search ----------------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ def _error_text(r: dict) -> str:
                 return f"none: the exact chain (P(T ≤ d) ± {max(ph - pr, 0.0):.0e}, computed)"
             return "none: the exact chain"
         return "not measured" + where
-    return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}]" + where
+    return f"{100 * m:+.1f} % [{100 * lo:+.1f}, {100 * hi:+.1f}] vs simulation" + where
 
 
 def _sim_text(r: dict, u: str, resolution: float) -> str:
@@ -307,8 +307,10 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         except NoServers as exc:
             raise NoServers(f"{_names['max_servers']} {q.max_servers}: {exc}") from None
         rows = [_row(pl, r, confirm) for r in (R - 1, R, R + 1) if r >= 1]
-    finally:
-        pl.close()
+    except BaseException:
+        pl.close(stop=True)  # its simulations' worker processes end now (Ctrl-C, an error)
+        raise
+    pl.close()
     p = q.reliability
     ans = pl.evaluate(R)
     # the simulations that are evidence for the answer: R and R - 1 under --confirm, or where simulation was the
