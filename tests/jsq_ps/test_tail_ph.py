@@ -205,3 +205,48 @@ def test_model_error_stated_by_the_planner_matches_the_reference_record():
         lo, hi = TP.MODEL_ERROR[r["class"]]
         err, half = float(r["error"]), float(r["sim_half_width"])
         assert lo - 1e-9 <= err + half and err - half <= hi + 1e-9, r
+
+
+# -- the pipeline's comparison and the M/G/R figure --------------------------------------------------------------
+def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
+    """A synthetic run with one law beside the exponential: Exp(1) sojourn times for both, T's CDF 2 % long and the
+    law method's 1 % short (Exp(scale) CDFs): law_comparison puts the law method's error at ≈ −1 % (a CI around
+    it), the figure's error row draws it, and every claim its caption writes is re-derived from the file."""
+    import xarray as xr
+
+    from sojourn.core.claims import read_claims, verify
+    from sojourn.core.io import read_netcdf, write_netcdf
+    from sojourn.jsq_ps import plots
+    from sojourn.jsq_ps.compare import compare, law_comparison
+    from support.synthetic import jsq_run
+
+    sim, approx = jsq_run({0.5: {"A*": 0.97, "T": 1.02}, 0.6: {"A*": 0.97, "T": 1.02}}, n=60_000)
+    law_sim = sim.assign_coords(service=["gamma"])
+    sim2 = xr.concat([sim, law_sim], "service")
+    sim2["sim_run_valid"] = xr.ones_like(sim2["overflow"].isel(replication=0), dtype=np.int8)
+    t = sim["t"].values
+    sf = np.exp(-t / 0.99)[None, None, None, None, :] * np.ones((1, 1, 2, 1, 1))
+    law = xr.Dataset({"sf": (("service", "R", "rho", "approximation", "t"), sf),
+                      "valid": (("service", "R", "rho", "approximation"), np.ones((1, 1, 2, 1), np.int8)),
+                      "margin": (("service", "R", "rho", "approximation", "percentile"), np.full((1, 1, 2, 1, 2), 0.01))},
+                     coords={"service": ["gamma"], "R": [2], "rho": [0.5, 0.6], "approximation": ["T"], "t": t,
+                             "percentile": [99.0, 99.9]})
+    sim_path, law_path = tmp_path / "simulation.nc", tmp_path / "law_approximation.nc"
+    write_netcdf(sim2, sim_path)
+    write_netcdf(law, law_path)
+    cfg = {"percentiles": [99.0, 99.9], "n_resamples": 200}
+    extra = law_comparison(sim_path, law_path, cfg)
+    e = extra["law_relative_error_mean"].sel(service="gamma", law_method="T", percentile=99.0).values.ravel()
+    assert np.all(np.abs(e + 0.01) < 0.01), e
+    cmp = compare(sim2, approx, cfg)
+    cmp = cmp.merge(extra.reindex(service=cmp["service"].values, fill_value={"law_optimistic": -1, "law_valid": 0}),
+                    compat="override", join="left")
+    write_netcdf(cmp, tmp_path / "comparison.nc")
+    cmp = read_netcdf(tmp_path / "comparison.nc")
+    paths = plots.mgr_laws(cmp, tmp_path / "mgr_laws", formats=("png",), dpi=60)
+    rst = [p for p in paths if p.suffix == ".rst"][0]
+    claims = read_claims(rst)
+    assert any("T with the law itself" in c.text for c in claims)
+    for claim in claims:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"

@@ -1252,9 +1252,13 @@ def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
 
 
 def _law_row_percentile(cmp) -> float:
-    """The percentile the M/G/R figure's error row shows: the highest of the comparison's at 99.99 or below."""
-    pct = [float(q) for q in cmp["percentile"].values if float(q) <= 99.99 + 1e-9]
-    return max(pct) if pct else float(cmp["percentile"].values[-1])
+    """The percentile the M/G/R figure's error row shows: the highest of the comparison's at 99.99 or below where some
+    law method's error has a value (the simulation estimates it somewhere), else the highest at 99.99 or below."""
+    pct = sorted((float(q) for q in cmp["percentile"].values if float(q) <= 99.99 + 1e-9), reverse=True)
+    for q in pct:
+        if np.isfinite(cmp["law_relative_error_mean"].sel(percentile=q).values).any():
+            return q
+    return pct[0] if pct else float(cmp["percentile"].values[-1])
 
 
 def _law_errors(cmp, services, method=None):
