@@ -1,5 +1,6 @@
 """How fast `sojourn plan` answers (issue 14: ≤ 2 s without --confirm, imports included; ≤ 60 s with --confirm
-at p = 0.9999 on 2 cores; issue 24: the issue-14 example analytically, by T, in ≤ 0.5 s of computation), and
+at p = 0.9999 on 2 cores; issue 24: the issue-14 example analytically, by T, in ≤ 0.5 s of computation; issue 34:
+``--service-law gamma:shape=2`` in ≤ 3 s without simulating, by T with the law), and
 what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
 
     python benchmarks/plan.py answer     # CLI wall and CPU time of answers without --confirm (3 runs each)
@@ -39,6 +40,11 @@ ANSWERS = {
     # answered by T (R = 12, 13, 14: beyond exact's range; before T, approximations from the accuracy table)
     "T: 9/ms, 1.2 ms, d = 10 ms, p = 0.99": ["--arrival-rate", "9/ms", "--mean-service", "1.2ms",
                                              "--deadline", "10ms", "--reliability", "0.99"],
+    # issue 34: the example with gamma service, by T with the law itself (R = 11, 12, 13; before, simulated)
+    "T-law: the issue example, gamma:shape=2 service": [*EXAMPLE, "--service-law", "gamma:shape=2"],
+    # a law that is not phase-type: its stage family extrapolated
+    "T-law: the issue example, lognormal:sigma=0.6931471805599453": [*EXAMPLE, "--service-law",
+                                                                     "lognormal:sigma=0.6931471805599453"],
 }
 #: sojourn.plan's arguments of the issue's example (the answer's computation, :func:`compute`)
 EXAMPLE_CALL = 'sojourn.plan("9000/s", "1.2ms", deadline="72ms", reliability=0.9999)'

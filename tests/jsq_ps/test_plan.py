@@ -422,7 +422,7 @@ def test_a_law_answer_is_analytic_without_numba_or_xarray():
         heavy = [m for m in ("xarray", "numba", "pandas", "sojourn.jsq_ps.simulate") if m in sys.modules]
         print("HEAVY", heavy)
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY []" in proc.stdout and "R = 12 servers" in proc.stdout and "T-law" in proc.stdout, proc.stdout
     assert "simulated" not in proc.stdout, proc.stdout

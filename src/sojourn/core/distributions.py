@@ -529,7 +529,7 @@ def _parse_value(text: str):
 MOMENTS = "moments"
 
 
-def _derived_phase_type(name: str, rest: str, text: str) -> "PhaseType":
+def _derived_phase_type(name: str, rest: str, text: str) -> PhaseType:
     """The PhaseType of ``moments:m1=..,m2=..,m3=..`` (fitted) or ``phasetype:file=PATH`` (a JSON file
     {"alpha": [...], "T": [[...], ...]}); ValueError naming the key."""
     items = dict(item.strip().partition("=")[::2] for item in rest.split(",") if item.strip())

@@ -497,21 +497,21 @@ def run_approximate(args) -> int:
         v = s[p]
         txt = f"{v:.6g}" if v == v else f"> t_max ({ds['t'].values[-1]:g})"
         m = ds.attrs.get(f"margin_{100 * p:g}", float("nan")) if args.method == "T" else float("nan")
-        if m == m and general:  # the numerical part of the error only (sojourn.jsq_ps.solve.tail_ph)
+        if math.isfinite(m) and general:  # the numerical part of the error only (sojourn.jsq_ps.solve.tail_ph)
             txt += f"  (margin {100 * m:.2g} %: the model's value lies within it below)"
-        elif m == m:  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
+        elif math.isfinite(m):  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
             txt += f"  (never below the true one, at most {100 * ((1 + m) / (1 - m) - 1):.2g} % above; margin {100 * m:.2g} %)"
         print(f"{100 * p:g}th percentile: {txt}")
     if general:
         a = ds.attrs
         rep = (f"{a['representation']}" + (f" (stage widths {4 * a['h']:g}, {2 * a['h']:g}, {a['h']:g} of the mean, "
                                            f"{a['stage_phases']} phases)" if a.get("h") else ""))
+        from .solve.tail_ph import model_error_text
+
         print(f"T with service {spec.service}: the tagged customer's own size as {rep}; the co-residents' sizes "
               f"tracked up to {a['cstar']} of them; spread cap D = {a['D']}. The margins cover the numerical steps "
-              "(spread cap, extrapolation, 1 % allowance); the model error is not in them: the other customers' "
-              "departures beyond those tracked are exponential (JSQ-PS is nearly insensitive to the law), measured "
-              "within 5 % of long simulations on the paper's M/G/R grid, pessimistic for laws less variable than the "
-              "exponential and optimistic for more variable ones (docs/jsq_ps.md)")
+              "(spread cap, 1 % allowance); the model error is not in them (the other customers' departures beyond "
+              f"those tracked are exponential): {model_error_text(spec.service)} (docs/jsq_ps.md)")
     elif args.method == "T":
         print("T is conservative: its survival function lies above the true one by construction (1 % of it is added "
               "everywhere, so its mean is about 1 % high); the margins bound how far above its percentiles may be")

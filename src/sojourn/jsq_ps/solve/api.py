@@ -54,7 +54,7 @@ def _check_spec(spec, methods=()):
     if not isinstance(spec, JSQPS):
         raise ValueError(f"spec must be a sojourn.JSQPS; got {type(spec).__name__}")
     if not isinstance(spec.interarrival, Exponential):
-        raise ValueError("interarrival must be Exponential (Poisson arrivals) for the analytic methods; got "
+        raise ValueError("interarrival must be Exponential (Poisson arrivals) for the analytic methods; got "  # noqa: TRY004 (a wrong law, not a wrong type)
                          f"{spec.describe()}")
     if not spec.is_markovian:
         others = sorted(set(methods) - {"T"})

@@ -11,7 +11,7 @@ phase-type representation PH(α, S) of G, moving at the speed 1/k of its share: 
 completion at s_i/k. For a phase-type law (exponential, Erlang, gamma with an integer shape, hyperexponential, a
 given PH) the representation is the law. For any other law it is the stage Coxian of
 :func:`sojourn.core.phase_fit.stage_representation` at the stage widths h, h/2, h/4 (relative resolution h: equal
-stages up to the upper end of a bounded law or the mean, then growing by 1 + h), and the survival is extrapolated
+stages up to the upper end of a bounded law or the mean, then growing by 1 + 2h), and the survival is extrapolated
 to h → 0 (:func:`sojourn.core.phase_fit.richardson`); the difference between the two- and three-point
 extrapolations is the stated error of that step. Why not a moment fit: a PH matched to three moments puts an
 exponential tail behind a bounded law and fixes no more of the shape, and the sojourn tail under PS follows the
@@ -56,7 +56,9 @@ and ``docs/jsq_ps.md``.
 
     S_T = S + |S_D − S_{D−1}| + FLOOR·S   (non-increasing, ≤ 1),
 
-S the extrapolated survival (spread cap D), S_{D−1} the chain with cap D − 1 (at the finest stage width), FLOOR = 1 %
+S the extrapolated survival (spread cap D), S_D − S_{D−1} the change from cap D − 1 to D of the coarsest stage
+representation's (the spread cap's effect hardly depends on the width: at R = 10, ρ = 0.5, uniform, the finest
+and the coarsest width's changes were within 20 % of each other), FLOOR = 1 %
 as T's: T's allowance for its numerical truncations (spread cap, level cap, the held tail below ``STOP``). The
 extrapolation's own uncertainty — how far the percentile moves between the two- and three-width extrapolations —
 is stated beside it (``extrapolation_<p>`` in the result's ``info``), not added: against the long simulations it
@@ -97,10 +99,13 @@ STOP = 1e-8
 #: default CPU seconds of one cell (the whole call; the stage widths, the spread cap and ``cstar`` are chosen to fit
 #: the predicted cost in it)
 DEFAULT_SECONDS = 4.0
-#: the finest stage widths tried (each with its two coarser companions h·2, h·4), coarsest first: the extrapolation
-#: needs the coarsest of the three at most 1/4 of the mean (4 stages per mean; measured: widths (1, 1/2, 1/4)
-#: extrapolate a uniform law 34 % high at R = 10, ρ = 0.9, widths (1/4, 1/8, 1/16) 1 % high)
-STAGE_WIDTHS = (1 / 16, 1 / 32)
+#: the stage families tried, cheapest first (each a sequence of widths, coarsest first, halving): two widths remove the
+#: O(h) term, three the O(h²) term too. The coarsest width must be at most 1/4 of the mean (measured: widths (1, 1/2,
+#: 1/4) extrapolate a uniform law 34 % high at R = 10, ρ = 0.9, widths (1/4, 1/8, 1/16) 1 % high); a law with a
+#: bounded support at low load needs the finest (at R = 3, ρ = 0.3, uniform, the 99.99th percentile was 7.7 % low
+#: with (1/4, 1/8, 1/16), 1 % high with (1/8, 1/16, 1/32)); a smooth law at high load is served by two (R = 10,
+#: ρ = 0.9, lognormal σ = ln 2: (1/4, 1/8) 28.63, (1/4, 1/8, 1/16) 28.92, a simulation 28.36 ± 0.13)
+FAMILIES = ((1 / 4, 1 / 8), (1 / 4, 1 / 8, 1 / 16), (1 / 8, 1 / 16, 1 / 32))
 #: the co-residents' stage widths are this multiple of the tagged customer's (fewer phases, so that more of them
 #: can be tracked: at R = 3, ρ = 0.3, uniform service, two co-residents at twice the width moved the 99.99th
 #: percentile from +6.1 % to +1.0 % of a simulation within the same time)
@@ -173,17 +178,21 @@ class Representation:
         return [a.size for a, _ in self.reps]
 
 
-def representation(law, h=None) -> Representation:
+def representation(law, widths=None) -> Representation:
     """:class:`Representation` of ``law`` (a :class:`sojourn.core.distributions.Distribution`): its exact PH if it is
-    one, else the stage family at widths (4h, 2h, h), h default the finest of :data:`STAGE_WIDTHS`."""
+    one, else the stage family at ``widths`` (coarsest first; default the finest of :data:`FAMILIES`)."""
     ex = phase_fit.exact_representation(law)
     sf = phase_fit.survival(law)
     if ex is not None:
         return Representation(law, [ex], True, (), sf, None)
-    h = STAGE_WIDTHS[-1] if h is None else float(h)
-    widths = (4 * h, 2 * h, h)
+    widths = tuple(FAMILIES[-1] if widths is None else widths)
     reps = [phase_fit.stage_representation(law, w) for w in widths]
     return Representation(law, reps, False, widths, sf, phase_fit.equilibrium_survival(law))
+
+
+def family(h: float) -> tuple:
+    """The three-width family (4h, 2h, h) of a finest width h."""
+    return (4.0 * h, 2.0 * h, h)
 
 
 def _equilibrium_phase(alpha, S):
@@ -556,12 +565,11 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
                     eps=LEVEL_EPS, floor=FLOOR, stop=STOP, co_factor=CO_FACTOR) -> TailPHResult:
     """Method T with service law ``law`` (module doc): P(sojourn ≤ t) on the grid ``t``.
 
-    ``D`` (≥ 2): the spread cap (D − 1 is solved too, at the coarsest width); ``h``: the finest stage width of a
-    law that is not phase-type (one of :data:`STAGE_WIDTHS` or any in (0, 0.25]); ``cstar``: co-residents tracked
-    (0..:data:`MAX_CSTAR`). Defaults: the finest h, then the largest D (≤ T's), then the largest cstar whose
-    predicted cost fits ``max_seconds`` CPU seconds. Returns a :class:`TailPHResult` (``cdf`` conservative within
-    the stated margins, ``sf_best`` the estimate, ``lower`` the other side of the margins, λ_n and A_n of T's system
-    law, ``info``)."""
+    ``D`` (≥ 2): the spread cap (D − 1 is solved too, at the coarsest width); ``h``: the finest stage width of a law
+    that is not phase-type, in (0, 1/4] (the family (4h, 2h, h)); ``cstar``: co-residents tracked
+    (0..:data:`MAX_CSTAR`). Defaults: chosen by predicted cost within ``max_seconds`` CPU seconds (:func:`_plan`).
+    Returns a :class:`TailPHResult` (``cdf`` with T's allowance, ``sf_best`` the estimate, ``lower`` the other side
+    of the allowance, λ_n and A_n of T's system law, ``info``)."""
     from ...core.inputs import format_bytes, limits
     from .tail import peak_bytes
 
@@ -581,12 +589,16 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
             _, pi1, _ = level_cap(lam, mu, R, 1, eps)
             M = max(8, _levels_for(pi1.sum(axis=1), eps / 3))
         plan = _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop)
-        D_, h_, cstar_ = plan["D"], plan["h"], plan["cstar"]
-        rep = representation(law, h_ if h_ > 0 else None)
-        co_reps = None if (rep.exact or co_factor == 1) else representation(law, co_factor * h_).reps
+        D_, h_, cstar_ = plan["D"], plan["h"], plan["cstar"]  # h: the finest width (0: a phase-type law)
+        widths = plan["widths"]
+        rep = representation(law, widths)
+        co_reps = None if (rep.exact or co_factor == 1) else representation(law, tuple(co_factor * w for w in widths)).reps
         Dlist = [0] if R == 1 else [D_ - 1, D_]
         sols = {}
         for d in Dlist:
+            if R > 1 and d == 1:  # the pilot's chain
+                sols[d] = (plan["pilot"]["moves"], None, None)
+                continue
             if R > 1:
                 ph, pi = system_law(lam, mu, R, M, d)
             sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
@@ -616,21 +628,29 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
         rests, steps_used, sizes, q, exact_part = total(mv_best, rep.reps)
         if len(rests) == 1:
             rest, rich_incr = rests[0], np.zeros(t.size)
-        else:
-            rest = phase_fit.richardson(rests, 3)
-            rich_incr = np.abs(rest - phase_fit.richardson(rests[1:], 2))
+        else:  # the extrapolation, and its change from one width fewer
+            rest = phase_fit.richardson(rests)
+            rich_incr = np.abs(rest - phase_fit.richardson(rests[1:]))
         best = rest if plain else exact_part + rest
         env_incr = np.zeros(t.size)
-        if R > 1:  # the spread cap's increment, at the finest representation
-            prev, _, _, _, ex_prev = total(sols[Dlist[0]][0], rep.reps[-1:])
-            fine = rests[-1] if plain else exact_part + rests[-1]
-            env_incr = np.abs(fine - (prev[0] if plain else ex_prev + prev[0]))
+        if R > 1:  # the spread cap's increment, at the coarsest representation (it hardly depends on it)
+            pil = plan["pilot"]
+            same = (D_ == 2 and cstar_ == 0 and co_reps is None and np.array_equal(pil["rep"][1], rep.reps[0][1]))
+            if same:  # the pilot is that chain: its masses are reused (module doc of _plan)
+                prev = [held_mix(pil["q"], t, pil["g"], pil["steps"])]
+                if not plain:
+                    prev[0] = prev[0] - _survival(pil["still"], pil["rep"], t, stop, pil["q"])[0]
+                ex_prev = None if plain else unchanged_survival(unchanged_mass(pil["moves"], t), t, rep.sf, rep.sf_eq)
+            else:
+                prev, _, _, _, ex_prev = total(sols[Dlist[0]][0], rep.reps[:1])
+            coarse = rests[0] if plain else exact_part + rests[0]
+            env_incr = np.abs(coarse - (prev[0] if plain else ex_prev + prev[0]))
         best = _monotone(np.clip(best, 0.0, 1.0))
         sf_c = np.minimum(1.0, best + env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
         low = np.maximum(0.0, best - env_incr - floor * best)
         lam_n, A_n = per_server_rates(pi_best, ph_best, lam)
         top = float(pi_best.sum(axis=1)[-1])
-        info = {"D": D_, "M": M, "h": h_ if not rep.exact else 0.0, "cstar": cstar_, "stage_phases": rep.phases,
+        info = {"D": D_, "M": M, "h": h_, "cstar": cstar_, "stage_phases": rep.phases, "stage_widths": len(rep.widths),
                 "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
                 "states": sizes[-1], "steps": steps_used[-1], "uniformization_rate": q,
                 "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
@@ -683,36 +703,48 @@ def chain_size(R: int, M: int, D: int, cstar: int, m_co: int) -> tuple[int, int]
     return states, moves
 
 
+def upper_bounded(law) -> bool:
+    """Whether the law's support is bounded (deterministic, uniform, triangular): its stage family needs three
+    widths."""
+    return phase_fit.upper_end(law) is not None
+
+
 def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
-    """The finest stage width h, spread cap D and tracked co-residents of a cell (given ones kept): upgraded in the
-    order cstar 0 → 1, h 1/4 → 1/8 → 1/16, D 2 → MAX_D, cstar → MAX_CSTAR while the predicted CPU seconds of the
-    solves (:func:`chain_size` × uniformised steps, at the survival's decay measured by a pilot: the coarsest stage
-    representation, D = 1, no co-resident tracked) stay within ``max_seconds`` — predicted, not measured, so the
-    same choice on any machine."""
+    """The stage family, spread cap D and tracked co-residents of a cell (given ones kept), upgraded in the order
+    cstar 0 → 1, the next family of :data:`FAMILIES`, D 2 → 3, the finest family, cstar → 2, D → MAX_D, cstar →
+    MAX_CSTAR while the predicted CPU seconds of the solves (:func:`chain_size` × uniformised steps, at the
+    survival's decay measured by a pilot: the coarsest stage representation, D = 1, no co-resident tracked) stay
+    within ``max_seconds`` — predicted, not measured, so the same choice on any machine; the least choice runs
+    however long it takes (the cheapest family, D = 2)."""
     if R == 1:
-        M0, pi, ph = level_cap(lam, mu, R, 0, eps)
-        mv = tagged_moves(lam, mu, R, M0, 0, 0, pi, ph)
-    else:
-        M0, pi, ph = level_cap(lam, mu, R, 1, eps)
-        mv = tagged_moves(lam, mu, R, M0, 1, 1 + TAGGED_EXTRA, pi, ph)
-    coarse = representation(law, STAGE_WIDTHS[0]).reps[0]  # width 4·(1/16) = 1/4
-    env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
-    _, steps, q = product_masses(env, coarse[0], coarse[1], t_max, stop)
-    t_stop = steps / q  # where the pilot's survival fell below ``stop`` (or t_max)
+        _, pi, ph = level_cap(lam, mu, R, 0, eps)
+        mv = tagged_moves(lam, mu, R, M, 0, 0, pi, ph) if pi.shape[0] == M else None
+        if mv is None:
+            M0, pi, ph = level_cap(lam, mu, R, 0, eps)
+            mv = tagged_moves(lam, mu, R, M0, 0, 0, pi, ph)
+    else:  # the pilot is the chain with spread cap 1 on the final levels: the final D − 1 when D = 2
+        ph, pi = system_law(lam, mu, R, M, 1)
+        mv = tagged_moves(lam, mu, R, M, 1, 1 + TAGGED_EXTRA, pi, ph)
     exact = phase_fit.exact_representation(law) is not None
-    widths = STAGE_WIDTHS if h is None else (float(h),)
-    m_of = {w: ([coarse[0].size] if exact else representation(law, w).phases) for w in widths}
-    co_of = {w: (m_of[w] if exact else representation(law, CO_FACTOR * w).phases) for w in widths}
-    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "h": 0.0 if exact else widths[0],
+    families = [None] if exact else ([family(float(h))] if h is not None else list(FAMILIES))
+    if upper_bounded(law) and h is None:  # two widths leave a bounded law's edge 12 % off (FAMILIES)
+        families = [f for f in families if len(f) == 3]
+    reps = {i: representation(law, f) for i, f in enumerate(families)}
+    coarse = reps[0].reps[0]
+    env, still = environment(mv, coarse[0], coarse[1], mu, 0)
+    g, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
+    t_stop = steps / _q  # where the pilot's survival fell below ``stop`` (or t_max)
+    co = {i: (reps[i].phases if exact else representation(law, tuple(CO_FACTOR * w for w in families[i])).phases)
+          for i in reps}
+    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "family": 0,
               "cstar": 0 if cstar is None else int(cstar)}
 
     def seconds(c):
-        w = widths[0] if exact else c["h"]
-        ms, cos = m_of[w], co_of[w]
-        own_max = float(np.max(-np.diag(coarse[1]))) if exact else 1.0 / (c["h"] * law.mean)
+        ms, cos = reps[c["family"]].phases, co[c["family"]]
+        own_max = max(float(np.max(-np.diag(S))) for _, S in reps[c["family"]].reps)
         co_max = own_max if exact else own_max / CO_FACTOR
         qq = lam + R * mu + own_max + (co_max if c["cstar"] else 0.0)
-        solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
+        solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[0], cos[0])] if R > 1 else [])
         total = SECONDS_FIXED
         for d, m, mc in solves:
             st, mo = chain_size(R, M, d, c["cstar"], mc)
@@ -722,10 +754,12 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
     upgrades = []
     if cstar is None:
         upgrades.append(("cstar", 1))
-    if h is None and not exact:
-        upgrades += [("h", w) for w in STAGE_WIDTHS[1:]]
+    if len(families) > 1:
+        upgrades.append(("family", 1))
     if D is None and R > 1:
         upgrades.append(("D", 3))
+    if len(families) > 2:
+        upgrades.append(("family", 2))
     if cstar is None:
         upgrades.append(("cstar", 2))
     if D is None and R > 1:
@@ -738,6 +772,9 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
             continue  # D grows one step at a time
         if seconds(trial) <= max_seconds:
             choice = trial
+    choice["widths"] = families[choice["family"]]
+    choice["h"] = 0.0 if exact else float(families[choice["family"]][-1])
+    choice["pilot"] = {"moves": mv, "env": env, "still": still, "g": g, "steps": steps, "q": _q, "rep": coarse}
     choice["predicted"] = seconds(choice)
     choice["pilot_steps"] = steps
     choice["t_stop"] = t_stop
