@@ -6,6 +6,7 @@ what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
     python benchmarks/plan.py answer     # CLI wall and CPU time of answers without --confirm (3 runs each)
     python benchmarks/plan.py compute    # the answer's computation: sojourn.plan() in a fresh process (its first
                                          # call, with the imports it needs) and again in the same process (5 runs)
+    python benchmarks/plan.py answer gamma   # only the cases whose name contains "gamma"
     python benchmarks/plan.py confirm    # the example with --confirm (p = 0.9999)
     python benchmarks/plan.py exact      # CPU seconds of one exact evaluation vs R and rho (t_max = 80)
     python benchmarks/plan.py all
@@ -81,9 +82,11 @@ def record(kind: str, result: dict) -> None:
         fh.write(json.dumps({k: v for k, v in result.items() if k != "output"}, ensure_ascii=False) + "\n")
 
 
-def answers(repeats: int = 3) -> None:
+def answers(repeats: int = 3, only: str = "") -> None:
     run_cli(list(ANSWERS.values())[1])  # warm the file cache
     for name, args in ANSWERS.items():
+        if only not in name:
+            continue
         runs = [run_cli(args) for _ in range(repeats)]
         best = min(runs, key=lambda r: r["wall_s"])
         print(f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
@@ -162,6 +165,6 @@ if __name__ == "__main__":
     if what in ("compute", "all"):
         compute()
     if what in ("answer", "all"):
-        answers()
+        answers(only=sys.argv[2] if len(sys.argv) > 2 else "")
     if what in ("confirm", "all"):
         confirm()

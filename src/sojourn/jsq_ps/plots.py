@@ -1348,6 +1348,56 @@ def _law_method_claims(cmp, services) -> list:
                          "error for these laws).", [float(e.min()) / 100, float(e.max()) / 100],
                          [Q.query(expr, (("min", None),), where, sel), Q.query(expr, (("max", None),), where, sel)],
                          0.0006))
+        out += _exponential_model_claims(cmp, services, q)
+    return out
+
+
+def _exponential_model_claims(cmp, services, q) -> list:
+    """The seed's question per law (issue 34): where the exponential model's percentile (T) is conservative (its CI
+    against the law's simulation above 0) or optimistic (below 0), in how many cells and by how much, and the law
+    method's range beside it."""
+    pre = "sel(approximation='T')"
+    where = f"{Q.RUN_OK} & (few_tail_customers == 0) & isfinite(relative_percentile_error_mean.{pre})"
+    ok = run_usable(cmp).sel(service=services) & (cmp["few_tail_customers"].sel(service=services, percentile=q) == 0)
+    d = cmp.sel(service=services, approximation="T", percentile=q)
+    m = d["relative_percentile_error_mean"].where(ok)
+    laws = [s for s in services if np.isfinite(m.sel(service=s).values).any()]
+    if not laws:
+        return []
+    sel = {"service": laws, "percentile": q}
+    m = m.sel(service=laws)
+    n = {s: int(np.isfinite(m.sel(service=s).values).sum()) for s in laws}
+    cons = {s: int(((d["relative_percentile_error_ci_low"].sel(service=s) > 0) & np.isfinite(m.sel(service=s))).sum())
+            for s in laws}
+    opt = {s: int(((d["relative_percentile_error_ci_high"].sel(service=s) < 0) & np.isfinite(m.sel(service=s))).sum())
+           for s in laws}
+    lo = {s: float(m.sel(service=s).min()) for s in laws}
+    hi = {s: float(m.sel(service=s).max()) for s in laws}
+    parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in {opt[s]} "
+             f"of {n[s]} cells)" for s in laws]
+    red = (("min", ["R", "rho"]),)
+    out = [Claim(f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
+                 "above the simulation's value, optimistic: below): " + listing(parts) + ".",
+                 [lo, hi, cons, opt, n],
+                 [Q.query(f"relative_percentile_error_mean.{pre}", red, where, sel),
+                  Q.query(f"relative_percentile_error_mean.{pre}", (("max", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_low.{pre} > 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_high.{pre} < 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"isfinite(relative_percentile_error_mean.{pre})", (("count", ["R", "rho"]),), where, sel)],
+                 0.0006)]
+    for meth in cmp["law_method"].values.tolist():
+        e = cmp["law_relative_error_mean"].sel(service=laws, law_method=meth, percentile=q).where(
+            run_usable(cmp).sel(service=laws))
+        have = [s for s in laws if np.isfinite(e.sel(service=s).values).any()]
+        if not have:
+            continue
+        lo2 = {s: float(e.sel(service=s).min()) for s in have}
+        hi2 = {s: float(e.sel(service=s).max()) for s in have}
+        expr = f"law_relative_error_mean.sel(law_method={meth!r})"
+        sel2 = {"service": have, "percentile": q}
+        out.append(Claim(f"{meth} with the law itself, per law: " + listing(
+            [f"{s} {100 * lo2[s]:+.1f} % to {100 * hi2[s]:+.1f} %" for s in have]) + ".", [lo2, hi2],
+            [Q.query(expr, red, Q.RUN_OK, sel2), Q.query(expr, (("max", ["R", "rho"]),), Q.RUN_OK, sel2)], 0.0006))
     return out
 
 
