@@ -122,6 +122,11 @@ SECONDS_PER_ENTRY_PHASE_STEP = 0.35e-9
 #: per (state + move)·phase·step, the chain's moves counted as :func:`chain_size` does; rounded up)
 SECONDS_PER_CSR_ENTRY_STEP = 0.8e-9
 SECONDS_FIXED = 0.3
+#: CPU seconds of building one solve per (state + move) of the environment — the environment itself, and with
+#: scipy's product the product chain (per own phase) and its bandwidth order — paid once, however few the steps
+#: (R = 10, rho = 0.1 and 0.3, gamma shape 2, D = 7, cstar = 2-3: 7.5-9 s of CPU at a load average ~4 where the
+#: stepping alone predicted 3.2-3.6 s; 0.3-0.37 µs per (state + move)·phase; rounded up)
+SECONDS_PER_SETUP_ENTRY = 0.4e-6
 
 
 #: the model error of the method's reported percentiles (relative: method / simulation − 1) at the 99.9th and
@@ -550,10 +555,11 @@ class TailPHResult:
 
 def predicted_seconds(env_size, env_moves, phases, steps) -> float:
     """Predicted CPU seconds of one product-chain solve (environment size and moves, own phases, steps): the numba
-    kernel's cost, or scipy's CSR product's (:data:`SCIPY_PHASES`)."""
+    kernel's cost, or scipy's CSR product's (:data:`SCIPY_PHASES`), and the solve's set-up."""
     if phases <= SCIPY_PHASES:
-        return (env_size + env_moves) * SECONDS_PER_CSR_ENTRY_STEP * phases * steps
-    return (env_size + env_moves) * (SECONDS_PER_ENTRY_STEP + SECONDS_PER_ENTRY_PHASE_STEP * phases) * steps
+        return (env_size + env_moves) * phases * (SECONDS_PER_CSR_ENTRY_STEP * steps + SECONDS_PER_SETUP_ENTRY)
+    return (env_size + env_moves) * ((SECONDS_PER_ENTRY_STEP + SECONDS_PER_ENTRY_PHASE_STEP * phases) * steps
+                                     + SECONDS_PER_SETUP_ENTRY)
 
 
 def _survival(env, rep, t, stop, q=None):
