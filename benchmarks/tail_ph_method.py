@@ -210,6 +210,19 @@ def markdown(path=OUT, variant="method") -> str:
         out.append(f"* {LAW_NAMES.get(law, law)}: the exponential model is {'; '.join(part)}. T-law: "
                    f"{_pc(min(e))} to {_pc(max(e))}, optimistic beyond the CI in "
                    f"{sum(r['optimistic'] == '1' for r in s4)} of {len(s4)}.")
+    three = [r for r in _rows(path) if r["variant"] == "three-moment" and r["percentile"] in ("99.9", "99.99")
+             and usable(r)]
+    if three:
+        out += ["", ("The same cells through the law's three-moment fit (a mixture of two Erlangs of a common order, "
+                     "`moments:` — `--three-moment`) instead of the stage family:"), ""]
+        for law in sorted({r["law"] for r in three}, key=lambda s: LAW_ORDER.index(s) if s in LAW_ORDER else 99):
+            sel = [r for r in three if r["law"] == law]
+            e3 = [float(r["error"]) for r in sel if r["percentile"] == "99.9"]
+            e4 = [float(r["error"]) for r in sel if r["percentile"] == "99.99"]
+            out.append(f"* {LAW_NAMES.get(law, law)} ({len(e4)} cells): 99.9th {_pc(min(e3))} to {_pc(max(e3))}, "
+                       f"99.99th {_pc(min(e4))} to {_pc(max(e4))}; within ±5 % in "
+                       f"{sum(r['within_5pct'] == '1' for r in sel)} of {len(sel)}, optimistic beyond the CI in "
+                       f"{sum(r['optimistic'] == '1' for r in sel)}.")
     left = [r for r in rows if r["percentile"] in ("99.9", "99.99") and not usable(r)]
     cpu = np.array([float(r["paper_grid_cpu_seconds"]) for r in rows if r["percentile"] == "99.9"])
     load = np.array([float(r["load_average"]) for r in rows if r["percentile"] == "99.9"])
