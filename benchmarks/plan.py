@@ -1,10 +1,12 @@
 """How fast `sojourn plan` answers (issue 14: ≤ 2 s without --confirm, imports included; ≤ 60 s with --confirm
-at p = 0.9999 on 2 cores; issue 24: the issue-14 example analytically, by T, in ≤ 0.5 s of computation), and
+at p = 0.9999 on 2 cores; issue 24: the issue-14 example analytically, by T, in ≤ 0.5 s of computation; issue 34:
+``--service-law gamma:shape=2`` in ≤ 3 s without simulating, by T with the law), and
 what the exact chain costs (the calibration of ``plan.EXACT_MAX_LOAD``).
 
     python benchmarks/plan.py answer     # CLI wall and CPU time of answers without --confirm (3 runs each)
     python benchmarks/plan.py compute    # the answer's computation: sojourn.plan() in a fresh process (its first
                                          # call, with the imports it needs) and again in the same process (5 runs)
+    python benchmarks/plan.py answer gamma   # only the cases whose name contains "gamma"
     python benchmarks/plan.py confirm    # the issue's example with --confirm (p = 0.9999)
     python benchmarks/plan.py exact      # CPU seconds of one exact evaluation vs R and rho (t_max = 80)
     python benchmarks/plan.py all
@@ -39,6 +41,11 @@ ANSWERS = {
     # answered by T (R = 12, 13, 14: beyond exact's range; before T, approximations from the accuracy table)
     "T: 9/ms, 1.2 ms, d = 10 ms, p = 0.99": ["--arrival-rate", "9/ms", "--mean-service", "1.2ms",
                                              "--deadline", "10ms", "--reliability", "0.99"],
+    # issue 34: the example with gamma service, by T with the law itself (R = 11, 12, 13; before, simulated)
+    "T-law: the issue example, gamma:shape=2 service": [*EXAMPLE, "--service-law", "gamma:shape=2"],
+    # a law that is not phase-type: its stage family extrapolated
+    "T-law: the issue example, lognormal:sigma=0.6931471805599453": [*EXAMPLE, "--service-law",
+                                                                     "lognormal:sigma=0.6931471805599453"],
 }
 #: sojourn.plan's arguments of the issue's example (the answer's computation, :func:`compute`)
 EXAMPLE_CALL = 'sojourn.plan("9000/s", "1.2ms", deadline="72ms", reliability=0.9999)'
@@ -75,9 +82,11 @@ def record(kind: str, result: dict) -> None:
         fh.write(json.dumps({k: v for k, v in result.items() if k != "output"}, ensure_ascii=False) + "\n")
 
 
-def answers(repeats: int = 3) -> None:
+def answers(repeats: int = 3, only: str = "") -> None:
     run_cli(list(ANSWERS.values())[1])  # warm the file cache
     for name, args in ANSWERS.items():
+        if only not in name:
+            continue
         runs = [run_cli(args) for _ in range(repeats)]
         best = min(runs, key=lambda r: r["wall_s"])
         print(f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
@@ -156,6 +165,6 @@ if __name__ == "__main__":
     if what in ("compute", "all"):
         compute()
     if what in ("answer", "all"):
-        answers()
+        answers(only=sys.argv[2] if len(sys.argv) > 2 else "")
     if what in ("confirm", "all"):
         confirm()

@@ -84,9 +84,10 @@ def test_planned_R_meets_the_target_in_simulation_and_R_minus_1_does_not(arrival
         assert lo1 < p or rows[R - 1]["margin"] != "clear", (R - 1, lo1, hi1, rows[R - 1])
     else:
         assert not rows[R - 1]["stable"]
-    if law != "exponential":
-        assert {r["method"] for r in res.rows if r["stable"]} == {"simulation"}
-        assert any("not exponential" in n for n in res.notes)
+    if law != "exponential":  # T with the law itself answers, nothing simulated
+        assert {r["method"] for r in res.rows if r["stable"]} == {"T-law"}
+        assert any("by T with the lognormal law itself" in n for n in res.notes)
+        assert not any("simulated" in n for n in res.notes)
 
 
 def test_the_exact_chain_answers_where_it_is_cheap_and_matches_simulation():
@@ -176,13 +177,18 @@ def test_simulated_run_length_leaves_100_customers_beyond_the_percentile():
         run = P.run_length(12, 0.9, p)
         assert run["customers"] * (1 - p) >= 100 - 1e-6 and run["horizon"] == run["warmup"] + run["window"]
         assert run["warmup"] >= 10 * run["relaxation_time"]
-    res = sojourn.plan("3/ms", "1ms", deadline="6ms", reliability=0.99, service_law="deterministic")
-    for r in res.rows:
-        if r["stable"]:
+    q = P.check_request(arrival_rate="3/ms", mean_service="1ms", deadline="6ms", reliability=0.99,
+                        service_law="deterministic")
+    pl = P.Planner(q, workers=2)
+    try:
+        for R in (4, 5):  # the rows simulation decides where no method answers (staged)
+            s = pl.simulate(R)
             # staged: the first stage, twice that, or all; fewer than all only with a clear verdict
-            assert r["replications"] in (P.FIRST_STAGE, 2 * P.FIRST_STAGE, P.DEFAULT_REPLICATIONS)
-            assert r["replications"] == P.DEFAULT_REPLICATIONS or not r["verdict"].endswith("within_noise")
-            assert r["customers_per_replication"] * 0.01 >= 95  # Poisson arrivals: ~ n ± 3√n
+            assert s.replications in (P.FIRST_STAGE, 2 * P.FIRST_STAGE, P.DEFAULT_REPLICATIONS)
+            assert s.replications == P.DEFAULT_REPLICATIONS or not s.verdict(0.99).endswith("within_noise")
+            assert s.customers * 0.01 >= 95  # Poisson arrivals: ~ n ± 3√n
+    finally:
+        pl.close()
 
 
 def test_staged_replications_stop_at_a_clear_verdict_and_extend_to_the_fixed_run():
@@ -390,19 +396,36 @@ def test_cli_answers_without_importing_what_it_does_not_need():
 
 
 def test_a_simulated_answer_runs_the_kernel_without_xarray_or_scipy_stats():
-    """A simulated answer (a non-exponential law) loads numba but neither xarray, pandas nor scipy.stats: the
-    kernel is called through sojourn.jsq_ps.raw, not the Dataset-building simulate module."""
+    """A simulated answer (--confirm) loads numba but neither xarray, pandas nor scipy.stats: the kernel is called
+    through sojourn.jsq_ps.raw, not the Dataset-building simulate module."""
     code = textwrap.dedent("""
         import sys
         from sojourn.cli import main
         assert main(["plan", "--arrival-rate", "3/ms", "--mean-service", "1ms", "--deadline", "6ms",
-                     "--reliability", "0.99", "--service-law", "deterministic"]) == 0
+                     "--reliability", "0.99", "--confirm"]) == 0
         heavy = [m for m in ("scipy.stats", "xarray", "pandas", "sojourn.jsq_ps.simulate") if m in sys.modules]
         print("HEAVY", heavy, "numba" in sys.modules)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "HEAVY [] True" in proc.stdout and "simulation" in proc.stdout, proc.stdout
+    assert "HEAVY [] True" in proc.stdout and "simulated" in proc.stdout, proc.stdout
+
+
+def test_a_law_answer_is_analytic_without_numba_or_xarray():
+    """``plan --service-law gamma:shape=2``: every R by T with the law itself (a two-phase law: scipy's sparse
+    product, no numba), no xarray or pandas, nothing simulated."""
+    code = textwrap.dedent("""
+        import sys
+        from sojourn.cli import main
+        assert main(["plan", "--arrival-rate", "9000/s", "--mean-service", "1.2ms", "--budget", "100ms",
+                     "--network-latency", "28ms", "--reliability", "0.9999", "--service-law", "gamma:shape=2"]) == 0
+        heavy = [m for m in ("xarray", "numba", "pandas", "sojourn.jsq_ps.simulate") if m in sys.modules]
+        print("HEAVY", heavy)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY []" in proc.stdout and "R = 12 servers" in proc.stdout and "T-law" in proc.stdout, proc.stdout
+    assert "simulated" not in proc.stdout, proc.stdout
 
 
 def test_every_study_registers_the_commands_the_registry_lists():

@@ -62,7 +62,8 @@ def test_invalid_inputs_name_the_field(kwargs, field):
 @pytest.mark.parametrize(
     "spec,field",
     [
-        (JSQPS.from_load(2, 0.5, service="deterministic"), "Markovian"),
+        (JSQPS.from_load(2, 0.5, service="deterministic"), "method A needs exponential service.*use method T"),
+        (JSQPS.from_load(2, 0.5, arrivals="deterministic"), "interarrival must be Exponential"),
         (JSQPS.from_load(2, 0.5, dispatch="random"), "dispatch"),
         (JSQPS.from_load(2, 0.5, discipline="limited", ps_limit=2), "discipline"),
         (JSQPS(servers=2, interarrival=Exponential(2.5), service=Exponential(1.0)), "load"),

@@ -179,6 +179,9 @@ def test_rule_fingerprints_separate_the_rules():
     sim, approx, cmp_, figs = j["simulate"], j["approximate"], j["compare"], j["figures"]
     assert "sojourn.jsq_ps.kernel" in sim and "sojourn.jsq_ps.kernel" not in approx | cmp_ | figs
     assert "sojourn.jsq_ps.solve.methods" in approx and "sojourn.jsq_ps.solve.methods" not in sim
+    laws = j["approximate_laws"]  # the M/G/R law methods: T with the law, not the kernel nor the comparison
+    assert "sojourn.jsq_ps.solve.tail_ph" in laws and "sojourn.jsq_ps.kernel" not in laws
+    assert "sojourn.jsq_ps.compare" not in laws
     assert "sojourn.jsq_ps.compare" not in sim | approx
     assert "sojourn.core.cluster" not in sim | approx  # where replications run never changes results
     assert "sojourn.core.io" in sim & approx & cmp_ & figs
@@ -215,8 +218,8 @@ def test_a_job_fingerprint_changes_with_its_own_code_only(tmp_path):
 ROLES = ("model", "kernel", "simulate", "solve", "config", "jobs", "compare", "plots", "cli")
 
 #: the jobs (functions of sojourn.<study>.jobs) of each study's rules
-JOBS = {"jsq_ps": ("simulate", "approximate", "merge_simulation", "merge_approximation", "compare", "accuracy",
-                   "figures", "reproduction"),
+JOBS = {"jsq_ps": ("simulate", "approximate", "approximate_laws", "merge_simulation", "merge_approximation",
+                   "merge_law_approximation", "compare", "accuracy", "figures", "reproduction"),
         "split_merge": ("experiment", "figures"),
         "restart": ("solve", "simulate", "compare", "figures")}
 

@@ -12,6 +12,8 @@ except ConfigError as exc:
 JSQ_RES = f"{RESULTS}/jsq_ps"
 JSQ_LAWS = JSQ_GRID.service_laws(JSQ)
 JSQ_BLOCKS = JSQ_GRID.blocks(JSQ)  # the cell jobs: cells grouped by (service, R, rho interval)
+JSQ_LAW_METHODS = JSQ_GRID.law_methods(JSQ)
+JSQ_LAW_BLOCKS = JSQ_GRID.law_blocks(JSQ)  # the M/G/R cells' law methods (mgr.methods), by (service, R, rho interval)
 # the paper's published tables and best-method map (package data): their content is a rerun trigger of the
 # report, wherever the package is installed
 JSQ_PUBLISHED = data_fingerprint(Path(JSQ_GRID.__file__).parent / "data", "*.csv")
@@ -21,7 +23,9 @@ JSQ_FIGURES = [f"{JSQ_RES}/figures/{f.stem}.{fmt}" for job in ("figures", "repro
                for f in _jsq_figures(JSQ, job) for fmt in (*JSQ["figures"]["formats"], "rst")]  # rst: its caption
 JSQ_SIM_BLOCKS = [f"{JSQ_RES}/blocks/simulation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_BLOCKS.simulation]
 JSQ_APPROX_BLOCKS = [f"{JSQ_RES}/blocks/approximation/R~{R}/rho~{b}.nc" for R, b in JSQ_BLOCKS.approximation]
-TARGETS["jsq_ps"] = [f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
+JSQ_LAW_INPUT = {"law": f"{JSQ_RES}/law_approximation.nc"} if JSQ_LAW_BLOCKS else {}
+TARGETS["jsq_ps"] = [*JSQ_LAW_INPUT.values(),
+                     f"{JSQ_RES}/simulation.nc", f"{JSQ_RES}/approximation.nc", f"{JSQ_RES}/comparison.nc",
                      f"{JSQ_RES}/accuracy.csv", f"{JSQ_RES}/reproduction.nc", f"{JSQ_RES}/reproduction.html",
                      f"{JSQ_RES}/key_results.html", f"{JSQ_RES}/key_results.rst", f"{JSQ_RES}/reproduction.rst",
                      *JSQ_FIGURES]
@@ -75,6 +79,42 @@ rule jsq_ps_approximate:
         job("jsq_ps.approximate", log, params, client=dask, R=int(wildcards.R), output=output[0])
 
 
+rule jsq_ps_approximate_laws:
+    output:
+        f"{JSQ_RES}/blocks/law_approximation/{{service}}/R~{{R}}/rho~{{block}}.nc",
+    params:
+        rhos=lambda wc: JSQ_LAW_BLOCKS[(wc.service, int(wc.R), wc.block)],
+        law=lambda wc: JSQ_LAWS[wc.service],
+        mu=JSQ["grid"]["mu"],
+        methods=JSQ_LAW_METHODS,
+        time_grid=canonical(JSQ["time_grid"]),
+        code=code("jsq_ps.approximate_laws"),
+        cache=lambda wc: f"{JSQ_RES}/cache/law_approximation/{wc.service}/R~{wc.R}/rho~{wc.block}",
+    log:
+        f"{JSQ_RES}/logs/approximate_laws/{{service}}/R~{{R}}/rho~{{block}}.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/approximate_laws/{{service}}/R~{{R}}/rho~{{block}}.tsv"
+    run:
+        job("jsq_ps.approximate_laws", log, params, client=dask, service=wildcards.service, R=int(wildcards.R),
+            output=output[0])
+
+
+rule jsq_ps_merge_law_approximation:
+    input:
+        [f"{JSQ_RES}/blocks/law_approximation/{s}/R~{R}/rho~{b}.nc" for s, R, b in JSQ_LAW_BLOCKS],
+    output:
+        f"{JSQ_RES}/law_approximation.nc",
+    params:
+        settings=canonical({"mgr": JSQ["mgr"], "time_grid": JSQ["time_grid"], "grid": JSQ["grid"]}),
+        code=code("jsq_ps.merge_law_approximation"),
+    log:
+        f"{JSQ_RES}/logs/merge_law_approximation.log",
+    benchmark:
+        f"{JSQ_RES}/benchmarks/merge_law_approximation.tsv"
+    run:
+        job("jsq_ps.merge_law_approximation", log, params, inputs=list(input), output=output[0])
+
+
 rule jsq_ps_merge_simulation:
     input:
         JSQ_SIM_BLOCKS,
@@ -111,6 +151,7 @@ rule jsq_ps_compare:
     input:
         sim=f"{JSQ_RES}/simulation.nc",
         approx=f"{JSQ_RES}/approximation.nc",
+        **JSQ_LAW_INPUT,
     output:
         f"{JSQ_RES}/comparison.nc",
     params:
@@ -121,7 +162,8 @@ rule jsq_ps_compare:
     benchmark:
         f"{JSQ_RES}/benchmarks/compare.tsv"
     run:
-        job("jsq_ps.compare", log, params, simulation=input.sim, approximation=input.approx, output=output[0])
+        job("jsq_ps.compare", log, params, simulation=input.sim, approximation=input.approx,
+            law_approximation=input.get("law"), output=output[0])
 
 
 rule jsq_ps_accuracy:

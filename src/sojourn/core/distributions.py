@@ -556,6 +556,45 @@ def _parse_value(text: str):
         return float(text)
 
 
+#: the law name of a phase-type law given by its first three moments (``moments:m1=1,m2=2.5,m3=10``): the least-order
+#: acyclic PH matching them (sojourn.core.phase_fit.three_moment_representation)
+MOMENTS = "moments"
+
+
+def _derived_phase_type(name: str, rest: str, text: str) -> PhaseType:
+    """The PhaseType of ``moments:m1=..,m2=..,m3=..`` (fitted) or ``phasetype:file=PATH`` (a JSON file
+    {"alpha": [...], "T": [[...], ...]}); ValueError naming the key."""
+    items = dict(item.strip().partition("=")[::2] for item in rest.split(",") if item.strip())
+    if name == MOMENTS:
+        keys = ("m1", "m2", "m3")
+        unknown = sorted(set(items) - set(keys))
+        if unknown or any(k not in items for k in keys):
+            raise ValueError(f"law 'moments' takes m1, m2, m3 (the first three moments of the size); got {text!r}"
+                             + (f" (unknown {', '.join(unknown)})" if unknown else ""))
+        try:
+            m = [float(items[k]) for k in keys]
+        except ValueError:
+            raise ValueError(f"law 'moments': m1, m2, m3 must be numbers; got {text!r}") from None
+        a, T = phase_type.three_moment_representation(*m)
+        return PhaseType(tuple(a.tolist()), tuple(tuple(r) for r in T.tolist()))
+    unknown = sorted(set(items) - {"file"})
+    if unknown:
+        raise ValueError(f"law 'phasetype:file=PATH' takes only file; got {', '.join(unknown)} in {text!r}")
+    import json
+
+    path = items["file"]
+    try:
+        with open(path) as fh:
+            d = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"phasetype file {path!r}: cannot read a JSON object {{'alpha': [...], 'T': [[...]]}} "
+                         f"({exc})") from None
+    if not isinstance(d, dict) or set(d) != {"alpha", "T"}:
+        raise ValueError(f"phasetype file {path!r} must hold exactly the keys 'alpha' and 'T'; got "
+                         f"{sorted(d) if isinstance(d, dict) else type(d).__name__}")
+    return PhaseType(tuple(d["alpha"]), tuple(tuple(r) for r in d["T"]))
+
+
 def parse_law(text: str, mean: float | None = None) -> Distribution:
     """Build a law from ``NAME[:key=value,...]``.
 
@@ -568,6 +607,9 @@ def parse_law(text: str, mean: float | None = None) -> Distribution:
         raise ValueError(f"a law must be a string NAME[:key=value,...] (e.g. 'lognormal:sigma=0.69'); got {text!r}")
     name, _, rest = text.strip().partition(":")
     name = name.strip().lower()
+    if name == MOMENTS or (name == "phasetype" and "file=" in rest.replace(" ", "")):
+        law = _derived_phase_type(name, rest, text)
+        return law.scaled_to_mean(mean) if mean is not None else law
     if name not in LAWS:
         raise ValueError(f"unknown law {name!r}; allowed: {', '.join(sorted(LAWS))}{did_you_mean(name, LAWS)}")
     params = [f.name for f in fields(LAWS[name])]

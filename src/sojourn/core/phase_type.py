@@ -389,3 +389,65 @@ def convolution(alpha1, T1, alpha2, T2) -> tuple[np.ndarray, np.ndarray]:
     T[:m1, m1:] = np.outer(exit_vector(A), a2)
     T[m1:, m1:] = B
     return np.concatenate([a1, max(0.0, 1.0 - a1.sum()) * a2]), T
+
+
+def erlang(k: int, rate: float):
+    """(α, S) of Erlang-k with rate ``rate`` per phase."""
+    k = int(k)
+    S = np.diag(np.full(k, -float(rate))) + np.diag(np.full(k - 1, float(rate)), 1)
+    a = np.zeros(k)
+    a[0] = 1.0
+    return a, S
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# three moments
+
+
+def _two_point(M1: float, M2: float, M3: float):
+    """(y1, y2, p): the two-point law p·δ(y1) + (1 − p)·δ(y2) with moments M1, M2, M3 (None if M2 ≤ M1², i.e. no
+    spread, or an atom ≤ 0)."""
+    var = M2 - M1 * M1
+    if not var > 1e-14 * M1 * M1:
+        return None
+    c = (M3 - 3.0 * M1 * M2 + 2.0 * M1**3) / var  # the atoms are M1 + (c ± √(c² + 4 var))/2
+    root = math.sqrt(c * c + 4.0 * var)
+    y1, y2 = M1 + 0.5 * (c - root), M1 + 0.5 * (c + root)
+    if not (y1 > 0.0 and y2 > y1):
+        return None
+    return y1, y2, (y2 - M1) / (y2 - y1)
+
+
+def three_moment_representation(m1: float, m2: float, m3: float, max_order: int = 200):
+    """(α, S): a mixture of two Erlang laws of a common order n (Johnson & Taaffe, "Matching moments to phase
+    distributions: mixtures of Erlang distributions of common order", Stochastic Models 5, 1989) with the first
+    three moments (m1, m2, m3): with y_i = 1/λ_i the mixture's k-th moment is n(n+1)…(n+k−1)·(p y1^k + (1−p) y2^k),
+    so (y1, y2, p) is the two-point law whose moments are m_k / n(n+1)…(n+k−1) — in closed form — for the least n
+    with scv > 1/n (n = 1: a two-phase hyperexponential) that gives positive atoms; 2n phases. An exponential or
+    Erlang law given exactly comes back as itself. ValueError naming the moments where none exists (m2 ≤ m1²: no
+    phase-type law; a third moment no order up to ``max_order`` reaches)."""
+    m = np.array([m1, m2, m3], dtype=float)
+    if not np.all(np.isfinite(m)) or np.any(m <= 0):
+        raise ValueError(f"moments must be finite and positive; got m1={m1!r}, m2={m2!r}, m3={m3!r}")
+    scv = m[1] / m[0] ** 2 - 1.0
+    if scv <= 1e-12:
+        raise ValueError(f"moments: m2 must exceed m1^2 (a phase-type law has a positive variance); got "
+                         f"scv = m2/m1^2 - 1 = {scv:.3g}")
+    for n in range(1, int(max_order) + 1):
+        rising = [n, n * (n + 1), n * (n + 1) * (n + 2)]
+        M = m / np.array(rising, float)
+        if abs(scv - 1.0 / n) <= 1e-9 * max(1.0, scv) and abs(M[2] - M[0] ** 3) <= 1e-9 * M[0] ** 3:
+            return erlang(n, 1.0 / M[0])  # the Erlang-n law itself
+        if scv <= 1.0 / n + 1e-12:
+            continue
+        two = _two_point(*M)
+        if two is None:
+            continue
+        y1, y2, p = two
+        a1, S1 = erlang(n, 1.0 / y1)
+        a2, S2 = erlang(n, 1.0 / y2)
+        S = np.zeros((2 * n, 2 * n))
+        S[:n, :n], S[n:, n:] = S1, S2
+        return np.concatenate([p * a1, (1.0 - p) * a2]), S
+    raise ValueError(f"moments ({m1:g}, {m2:g}, {m3:g}): no mixture of two Erlang laws of a common order up to "
+                     f"{max_order} has them (the third moment is out of reach for scv = {scv:.3g})")

@@ -261,12 +261,18 @@ def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
 def _register_approximate(subparsers) -> None:
     from .naming import ALL_METHODS as METHODS
 
-    p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T)",
-                              description="Analytic sojourn-time CDF of M/M/R-JSQ-PS; prints the mean and high percentiles.")
+    p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T) "
+                                                  "or M/G/R-JSQ-PS (method T with --service)",
+                              description="Analytic sojourn-time CDF of M/M/R-JSQ-PS, or with --service LAW of "
+                                          "M/G/R-JSQ-PS by method T; prints the mean and high percentiles.")
     p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
     p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (default 1)")
     p.add_argument("--method", type=Choice(*METHODS), required=True, help=f"one of {', '.join(METHODS)}")
+    p.add_argument("--service", type=LAW, default="exponential",
+                   help="service law NAME[:k=v,...], rescaled to mean 1/mu (default exponential); any other law "
+                        "needs --method T, which tracks the tagged customer's own size in a phase-type "
+                        "representation of the law (moments:m1=..,m2=..,m3=.. fits one to three moments)")
     p.add_argument("--L1", type=Int(2), default=None, help="chain truncation (faithful default: Table 4)")
     p.add_argument("--L2", type=Int(2), default=None, help="tail truncation (faithful default: 130)")
     p.add_argument("--max-states", dest="max_states", type=Int(1), default=None,
@@ -316,7 +322,11 @@ def _check_approximate(args):
             raise ValueError(f"--L2 must be an integer >= {'--L1 = ' if L1 else ''}{max(2, L1 or 2)}{note}; "
                              f"got {args.L2!r}")
     _time_grid(args)
-    spec = _spec(lambda: JSQPS.from_load(servers, load, mu))
+    service = _law("--service", args.service)
+    if service.name != "exponential" and args.method != "T":
+        raise ValueError(f"--service {args.service} needs --method T (the other methods solve M/M/R-JSQ-PS, "
+                         f"exponential service); got --method {args.method}")
+    spec = _spec(lambda: JSQPS.from_load(servers, load, mu, service=service))
     check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _approximate_cost(args, spec)
     return spec
@@ -460,14 +470,27 @@ def run_approximate(args) -> int:
               f"decay over the grid's last tenth puts {BEYOND_TOLERANCE:g} of the law beyond about "
               f"{_length(beyond['t_max_needed'])}; a tail that slows down, as processor sharing's does near load 1, "
               "needs more)", file=sys.stderr)
+    general = args.method == "T" and not spec.is_markovian
     for p in (0.99, 0.999, 0.9999, 0.99999):
         v = s[p]
         txt = f"{v:.6g}" if v == v else f"> t_max ({ds['t'].values[-1]:g})"
         m = ds.attrs.get(f"margin_{100 * p:g}", float("nan")) if args.method == "T" else float("nan")
-        if m == m:  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
+        if math.isfinite(m) and general:  # the numerical part of the error only (sojourn.jsq_ps.solve.tail_ph)
+            txt += f"  (margin {100 * m:.2g} %: the model's value lies within it below)"
+        elif math.isfinite(m):  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
             txt += f"  (never below the true one, at most {100 * ((1 + m) / (1 - m) - 1):.2g} % above; margin {100 * m:.2g} %)"
         print(f"{100 * p:g}th percentile: {txt}")
-    if args.method == "T":
+    if general:
+        a = ds.attrs
+        rep = (f"{a['representation']}" + (f" (stage widths {4 * a['h']:g}, {2 * a['h']:g}, {a['h']:g} of the mean, "
+                                           f"{a['stage_phases']} phases)" if a.get("h") else ""))
+        from .solve.tail_ph import model_error_text
+
+        print(f"T with service {spec.service}: the tagged customer's own size as {rep}; the co-residents' sizes "
+              f"tracked up to {a['cstar']} of them; spread cap D = {a['D']}. The margins cover the numerical steps "
+              "(spread cap, 1 % allowance); the model error is not in them (the other customers' departures beyond "
+              f"those tracked are exponential): {model_error_text(spec.service)} (docs/jsq_ps.md)")
+    elif args.method == "T":
         print("T is conservative: its survival function lies above the true one by construction (1 % of it is added "
               "everywhere, so its mean is about 1 % high); the margins bound how far above its percentiles may be")
     print(f"wrote {args.output}")

@@ -904,10 +904,113 @@ def comparison_encoding(ds: xr.Dataset) -> dict:
     return enc
 
 
-def write_comparison(sim_path, approx_path, output, settings: dict) -> Path:
+def law_comparison(sim_path, law_path, cfg: dict | None = None, lock=None) -> xr.Dataset:
+    """The M/G/R cells' law methods (``law_approximation.nc``: T with the law itself,
+    :mod:`sojourn.jsq_ps.solve.tail_ph`) against each law's simulation, on (service, R, rho, law_method,
+    percentile): the method's percentile ``law_percentile``, its relative error per replication summarised as
+    ``law_relative_error_mean`` with its CI (``_ci_low``, ``_ci_high``: the same intervals as the M/M/R methods'
+    ``relative_percentile_error_*``), ``law_optimistic`` (1: the CI lies below 0, the method promises a shorter tail
+    than the simulation beyond its noise; 0: not; −1: no verdict), ``law_margin`` (the method's stated margin,
+    numerical steps only) and ``law_valid``; NaN where the simulation has too few customers beyond the percentile
+    (``few_tail_customers`` of the main comparison, the same rule) or the method is not valid."""
+    cfg = {**DEFAULTS, **(cfg or {})}
+    hold = lock if lock is not None else contextlib.nullcontext()
+    p = np.asarray(cfg["percentiles"], dtype=float) / 100.0
+    with hold:
+        law = xr.open_dataset(law_path, engine="netcdf4")
+        sim = xr.open_dataset(sim_path, engine="netcdf4")
+    try:
+        with hold:
+            t = sim["t"].values
+            services = [s for s in law["service"].values.tolist() if s in sim["service"].values.tolist()]
+            Rs, rhos = sim["R"].values, sim["rho"].values
+            methods = law["approximation"].values.tolist()
+            sf = law["sf"].transpose("service", "R", "rho", "approximation", "t")
+            valid = law["valid"].transpose("service", "R", "rho", "approximation").values
+            lR, lrho, lsvc = law["R"].values.tolist(), law["rho"].values, law["service"].values.tolist()
+            margin = law["margin"].transpose("service", "R", "rho", "approximation", "percentile")
+            mpct = law["percentile"].values
+            reps = sim["replication"].values
+            used = sim["replications_used"].transpose("service", "R", "rho").values \
+                if "replications_used" in sim else None
+        S, NR, NP, NM, NQ, NK = len(services), len(Rs), len(rhos), len(methods), p.size, reps.size
+        xapp = np.full((S, NR, NP, NM, NQ), np.nan)
+        xsim = np.full((S, NR, NP, NK, NQ), np.nan)
+        few = np.zeros((S, NR, NP, NQ), bool)
+        marg = np.full((S, NR, NP, NM, NQ), np.nan)
+        ok = np.zeros((S, NR, NP, NM), np.int8)
+        present = np.ones((S, NR, NP, NK), bool)
+        for a, svc in enumerate(services):
+            s_sim = sim["service"].values.tolist().index(svc)
+            s_law = lsvc.index(svc)
+            for i, R in enumerate(Rs):
+                if int(R) not in lR:
+                    continue
+                i_law = lR.index(int(R))
+                for j, rho in enumerate(rhos):
+                    hit = np.flatnonzero(np.abs(lrho - rho) < 1e-9)
+                    if not hit.size:
+                        continue
+                    j_law = int(hit[0])
+                    with hold:
+                        F = 1.0 - sf[s_law, i_law, j_law].values.astype(float)
+                        c = sim["count"].transpose("service", "R", "rho", "replication", "t")[s_sim, i, j].values
+                        o = sim["overflow"].transpose("service", "R", "rho", "replication")[s_sim, i, j].values
+                        mg = margin[s_law, i_law, j_law].values
+                    c, o = np.asarray(c, float), np.asarray(o, float)
+                    if not np.isfinite(c).all() or c.sum() + o.sum() == 0:
+                        continue
+                    n = c.sum(axis=-1) + o
+                    if used is not None:
+                        present[a, i, j] = np.arange(NK) < int(used[s_sim, i, j])
+                    here = present[a, i, j]
+                    xsim[a, i, j] = quantile(t, cdf_at_left_edges(c, o), p)
+                    xsim[a, i, j][~here] = np.nan
+                    few[a, i, j] = np.any(n[here, None] * (1.0 - p[None, :]) < cfg["min_tail_customers"], axis=0)
+                    for m in range(NM):
+                        ok[a, i, j, m] = int(valid[s_law, i_law, j_law, m]) if np.isfinite(F[m]).all() else 0
+                        if ok[a, i, j, m]:
+                            xapp[a, i, j, m] = quantile(t, F[m], p)
+                            marg[a, i, j, m] = [mg[m][int(np.argmin(np.abs(mpct - 100.0 * q)))] for q in p]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = xapp[:, :, :, :, None, :] / xsim[:, :, :, None, :, :] - 1.0  # (S, R, rho, method, rep, q)
+        per = present[:, :, :, None, :, None]
+        Rm, Rlo, Rhi, _ = interval(np.moveaxis(rel, 4, -1), cfg, seed=5,
+                                   present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1))
+        hide = few[:, :, :, None, :] | (ok[..., None] == 0)
+        Rm, Rlo, Rhi = (np.where(hide, np.nan, x) for x in (Rm, Rlo, Rhi))
+        verdict = np.where(np.isfinite(Rhi), (Rhi < 0).astype(np.int8), np.int8(-1)).astype(np.int8)
+        dims = ("service", "R", "rho", "law_method", "percentile")
+        ds = xr.Dataset(
+            {"law_percentile": (dims, np.where(ok[..., None] == 1, xapp, np.nan),
+                                _attrs("the law method's percentile of the sojourn time", "time units")),
+             "law_relative_error_mean": (dims, Rm, _attrs("mean over replications of the law method's relative "
+                                                          "percentile error (method / simulation - 1)")),
+             "law_relative_error_ci_low": (dims, Rlo, _attrs("lower end of its confidence interval")),
+             "law_relative_error_ci_high": (dims, Rhi, _attrs("upper end of its confidence interval")),
+             "law_optimistic": (dims, verdict, _attrs("1: the error's CI lies below 0 (optimistic beyond the "
+                                                      "simulation's noise); 0: not; -1: no verdict")),
+             "law_margin": (dims, marg, _attrs("the law method's stated margin (relative; numerical steps only)")),
+             "law_valid": (dims[:4], ok, _attrs("1: the law method ran and passed the analytic guards"))},
+            coords={"service": np.asarray(services, dtype=str), "R": Rs, "rho": rhos,
+                    "law_method": np.asarray(methods, dtype=str),
+                    "percentile": np.asarray(cfg["percentiles"], dtype=float)})
+        return ds
+    finally:
+        with hold:
+            law.close()
+            sim.close()
+
+
+def write_comparison(sim_path, approx_path, output, settings: dict, law_path=None) -> Path:
     """``comparison.nc`` from the merged files (streaming over cells: bounded memory; reading both files
-    whole took ~9.6 GB on the paper grid). ``settings``: the comparison section and the simulation seed."""
+    whole took ~9.6 GB on the paper grid). ``settings``: the comparison section and the simulation seed; with
+    ``law_path`` (``law_approximation.nc``) the M/G/R law methods' errors too (:func:`law_comparison`)."""
     ds = compare_files(sim_path, approx_path, settings["comparison"], lock=NETCDF_LOCK)
+    if law_path is not None:
+        extra = law_comparison(sim_path, law_path, settings["comparison"], lock=NETCDF_LOCK)
+        extra = extra.reindex(service=ds["service"].values, fill_value={"law_optimistic": -1, "law_valid": 0})
+        ds = ds.merge(extra, compat="override", join="left")
     ds.attrs.update(provenance(settings, title="sojourn pipeline: approximations vs simulation",
                                seed=int(settings["seed"])))
     write_netcdf(ds, output, encoding=comparison_encoding(ds))

@@ -146,6 +146,23 @@ def blocks(cfg: dict) -> Blocks:
     return Blocks({k: sorted(v) for k, v in sorted(sim.items())}, {k: sorted(v) for k, v in sorted(approx.items())})
 
 
+#: the methods that take a general service law (``mgr.methods``)
+LAW_METHODS = ("T",)
+
+
+def law_methods(cfg: dict) -> list[str]:
+    """``mgr.methods`` (default ["T"]): the analytic methods run on every M/G/R cell with the law itself."""
+    return list((cfg.get("mgr") or {}).get("methods", list(LAW_METHODS)))
+
+
+def law_blocks(cfg: dict) -> dict:
+    """The law-method jobs: the simulation blocks of the M/G/R laws (service ≠ exponential), none without
+    ``mgr.methods``."""
+    if not law_methods(cfg):
+        return {}
+    return {k: v for k, v in blocks(cfg).simulation.items() if k[0] != EXPONENTIAL}
+
+
 def methods_for(cfg: dict, R: int) -> list[str]:
     """Methods evaluated at R: the configured ones, at every R. ``exact`` runs on the cells its
     ``approximation.exact_budget`` covers and is NaN, flagged ``over_budget``, on the others
@@ -296,6 +313,10 @@ def _check(cfg: dict) -> None:
             raise ConfigError(f"mgr.laws[{i}]: {exc}") from None
     service_laws(cfg)
     mgr = cfg.get("mgr") or {}
+    for m in mgr.get("methods", []) or []:
+        if m not in LAW_METHODS:
+            raise ConfigError(f"mgr.methods: unknown method {m!r}; allowed: {', '.join(LAW_METHODS)} (the methods that "
+                              "take a general service law)")
     if mgr.get("rho") is not None or mgr.get("rho_range") is not None:
         rho_values({**mgr, "rho_decimals": cfg["grid"].get("rho_decimals", 2)}, "mgr")
     _check_cost(cfg)

@@ -7,7 +7,10 @@ the definitions of this module it uses and the modules they import — so import
   cell one Dask task on the cell runner (:mod:`sojourn.core.runner`), cached per (cell, replication);
 * ``approximate``: a block of M/M/R cells (one R, the ρ of one interval), one Dask task per cell running all
   its methods, cached per cell;
-* ``merge_simulation``, ``merge_approximation``: the blocks into ``simulation.nc`` and ``approximation.nc``
+* ``approximate_laws``: a block of M/G/R cells (one law, one R, the ρ of one interval) by the methods that take a
+  general service law (T), one Dask task per cell, cached per cell;
+* ``merge_simulation``, ``merge_approximation``, ``merge_law_approximation``: the blocks into ``simulation.nc``,
+  ``approximation.nc`` and ``law_approximation.nc``
   (streaming: memory is one block);
 * ``compare``, ``accuracy``, ``figures``, ``reproduction``: the comparison and what is made from it.
 
@@ -199,6 +202,62 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
     return output
 
 
+def approximate_laws(client, *, service: str, law: str, R: int, rhos, mu: float, methods, time_grid: dict, code: str,
+                     output, cache):
+    """The methods that take a general service law (``mgr.methods``: T, :mod:`sojourn.jsq_ps.solve.tail_ph`) at the
+    M/G/R cells (service, R, ρ), ρ in ``rhos``: one Dask task per cell
+    (:func:`sojourn.jsq_ps.solve.cell.approximate_law_cell`), one file ``output`` (dims service, R, rho,
+    approximation, t, percentile), the CDF stored as its survival function like the M/M/R approximations; cells
+    stored before under the same content key in ``cache`` are reused."""
+    import json
+
+    import xarray as xr
+
+    from ..core import runner
+    from ..core.io import provenance
+    from ..core.timegrid import time_grid as grid
+    from .solve.cell import approximate_law_cell
+    from .storage import approximation_encoding, select_rho, to_storage
+
+    rhos = [str(r) for r in rhos]
+    t = grid(float(time_grid["t_max"]), float(time_grid["dt"]))
+    tg = {k: time_grid[k] for k in sorted(time_grid)}
+    cells = [runner.Cell(f"rho={rho}", runner.cell_key("law approximation", str(law), int(R), str(rho), float(mu),
+                                                       list(methods), tg, code),
+                         (str(law), int(R), float(rho), float(mu), tuple(methods), t)) for rho in rhos]
+    have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: select_rho(ds, c.label[4:]),
+                                       lambda part, c: {0: part})
+    done = runner.run_cells(runner.DaskExecutor(client), cells, approximate_law_cell, what="law approximation cells",
+                            prefix=f"law-{service}-R{R}", have=have)
+    parts, cell_attrs = [], {}
+    for rho in rhos:
+        ds = done[f"rho={rho}"].results[0]
+        if done[f"rho={rho}"].reused:
+            parts.append(ds)
+            cell_attrs[rho] = cached_attrs[f"rho={rho}"]
+            continue
+        ds = to_storage(ds).expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
+        cell_attrs[rho] = dict(ds.attrs)
+        ds.attrs = {}
+        parts.append(ds)
+    block = parts[0] if len(parts) == 1 else xr.concat(
+        parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer", combine_attrs="drop")
+    block.attrs = {**provenance(None),
+                   "pipeline_config": json.dumps({"law": law, "methods": list(methods), "code": code,
+                                                  "time_grid": time_grid}, sort_keys=True),
+                   "cell_attrs": json.dumps({f"rho={rho}": cell_attrs[rho] for rho in rhos}, sort_keys=True,
+                                            default=str)}
+    runner.store(block, cache, cells, "cells", output, approximation_encoding(block))
+    return output
+
+
+def merge_law_approximation(*, inputs, output, settings: dict, code: str = ""):
+    """Law-approximation blocks → ``output`` (``law_approximation.nc``)."""
+    from .storage import merge_law_approximation as merge
+
+    return merge(inputs, output, settings)
+
+
 def merge_simulation(*, inputs, output, settings: dict, code: str = ""):
     """Simulation blocks → ``output``; ``settings``: the grid, mgr, time_grid and simulation sections."""
     from .storage import merge_simulation as merge
@@ -213,11 +272,12 @@ def merge_approximation(*, inputs, output, settings: dict, code: str = ""):
     return merge(inputs, output, settings)
 
 
-def compare(*, simulation, approximation, output, settings: dict, code: str = ""):
-    """``comparison.nc``: Wasserstein distances, percentile errors with CIs, best and recommended methods."""
+def compare(*, simulation, approximation, output, settings: dict, code: str = "", law_approximation=None):
+    """``comparison.nc``: Wasserstein distances, percentile errors with CIs, best and recommended methods; with
+    ``law_approximation`` (the M/G/R cells' law methods) their percentile errors against each law's simulation."""
     from .compare import write_comparison
 
-    return write_comparison(simulation, approximation, output, settings)
+    return write_comparison(simulation, approximation, output, settings, law_approximation)
 
 
 def accuracy(*, comparison, output, settings: dict, code: str = ""):

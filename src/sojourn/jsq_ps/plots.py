@@ -1149,8 +1149,14 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
     run_ok = run_usable(cmp)
-    fig, axes = plt.subplots(1, len(Rv), figsize=(3.3 * len(Rv) + 1.0, 3.6), squeeze=False, sharey=True)
-    axes = list(axes[0])
+    law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
+    # a second row where the comparison has methods that take the law itself: their percentile error
+    nrows = 2 if law_rows else 1
+    fig, grid = plt.subplots(nrows, len(Rv), figsize=(3.3 * len(Rv) + 1.0, 3.6 * nrows), squeeze=False)
+    axes = list(grid[0])
+    for ax in axes[1:]:
+        ax.sharey(axes[0])
+    err_axes = list(grid[1]) if law_rows else []
     cmap = plt.get_cmap("tab10")
     rho = cmp["rho"].values
     kinds = set()
@@ -1177,6 +1183,9 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         strip.finish(title=f"R = {R}")
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
     log_ticks(axes[0].yaxis)
+    extra_handles, extra_labels = ([], []) if not law_rows else _law_method_row(err_axes, cmp, services, Rv, cmap)
+    for ax, R in zip(err_axes, Rv):
+        ax.set_xticks(rho[np.isfinite(vs.sel(R=R).values).any(0)])
     fig.tight_layout()
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" for s in services]
@@ -1185,13 +1194,13 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
     labels += ["the law's simulation against the M/M/R simulation (same mean service time)",
                "the law's simulation against the closest analytic method"]
     sh, sl = status_handles(kinds)
-    _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=8.5)
+    _legend_below(fig, handles + extra_handles + sh, labels + extra_labels + sl, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time", y=1.0, va="bottom", fontsize=10)
-    return save(fig, stem, caption=_mgr_caption(cmp, services, cand), **kw)
+    return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows), **kw)
 
 
-def _mgr_caption(cmp, services, cand) -> Caption:
+def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
     findings, limits = [], []
     run_ok = run_usable(cmp)
     med = {}
@@ -1221,6 +1230,8 @@ def _mgr_caption(cmp, services, cand) -> Caption:
                                           f"{Q.names(cand)}).min('approximation')", (("median", ["R", "rho"]),),
                                           Q.RUN_OK, {"service": [s for s in order if s in b]}),
                                   max(sig_tol(v, 2) for v in b.values())))
+    if law_rows:
+        findings += _law_method_claims(cmp, services)
     ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     cells = int(np.isfinite(ran.values).any(0).sum())
     limits.append(Claim(f"The laws ran on a sub-grid of {cells} (R, ρ) cells (mgr in the config): the figure shows no "
@@ -1232,9 +1243,155 @@ def _mgr_caption(cmp, services, cand) -> Caption:
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
         "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact), "
         "against ρ, one panel "
-        "per R that ran.", findings, limits,
+        "per R that ran"
+        + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
+           "T with the law itself (markers, 95 % CI) and of T for exponential service (dotted), the ±5 % band "
+           "shaded" if law_rows else "") + ".", findings, limits,
         [("Small distances mean the M/M/R methods remain usable for that law. A cell whose simulation the run-length "
          "guard judged too short is marked ◇ in the strip above its panel, not drawn.")])
+
+
+def _law_row_percentile(cmp) -> float:
+    """The percentile the M/G/R figure's error row shows: the highest of the comparison's at 99.99 or below where some
+    law method's error has a value (the simulation estimates it somewhere), else the highest at 99.99 or below."""
+    pct = sorted((float(q) for q in cmp["percentile"].values if float(q) <= 99.99 + 1e-9), reverse=True)
+    for q in pct:
+        if np.isfinite(cmp["law_relative_error_mean"].sel(percentile=q).values).any():
+            return q
+    return pct[0] if pct else float(cmp["percentile"].values[-1])
+
+
+def _law_errors(cmp, services, method=None):
+    """(relative errors, in %, of a law method — or, with ``method`` None, of the exponential model's T — at the
+    row's percentile over (service, R, rho), where the simulation's run is usable and the error has a value)."""
+    q = _law_row_percentile(cmp)
+    ok = run_usable(cmp).sel(service=services)
+    if method is None:
+        if "T" not in cmp["approximation"].values.tolist():
+            return np.array([])
+        e = cmp["relative_percentile_error_mean"].sel(service=services, approximation="T", percentile=q)
+        e = e.where(cmp["few_tail_customers"].sel(service=services, percentile=q) == 0)
+    else:
+        e = cmp["law_relative_error_mean"].sel(service=services, law_method=method, percentile=q)
+    v = 100.0 * e.where(ok).values
+    return v[np.isfinite(v)]
+
+
+def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
+    """The M/G/R figure's second row: per R, the relative error of :func:`_law_row_percentile` (method / simulation
+    − 1, mean over replications with its 95 % CI) against ρ, for each method that takes the law itself
+    (``law_method``: markers) and for the exponential model's T (dotted), colour = law, the ±5 % band shaded; cells
+    whose simulation is too short, or has too few customers beyond the percentile, are left out. Returns the legend's
+    (handles, labels) for the methods."""
+    from matplotlib.lines import Line2D
+
+    q = _law_row_percentile(cmp)
+    rho = cmp["rho"].values
+    methods = cmp["law_method"].values.tolist()
+    marks = ["D", "^", "v", "P"]
+    expo = "T" in cmp["approximation"].values.tolist()
+    run_ok = run_usable(cmp)
+    for ax, R in zip(axes, Rv):
+        ax.axhspan(-5.0, 5.0, color="0.92", zorder=0)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        for k, svc in enumerate(services):
+            ok_run = run_ok.sel(service=svc, R=R).values
+            for j, m in enumerate(methods):
+                d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
+                y, lo, hi = (100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
+                    "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
+                ok = np.isfinite(y)
+                if ok.any():
+                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
+                                color=cmap(k), marker=marks[j % len(marks)], ms=3.5, lw=1.2, capsize=2)
+            if expo:
+                d = cmp.sel(service=svc, R=R, approximation="T", percentile=q)
+                y = 100.0 * np.where(ok_run & (d["few_tail_customers"].values == 0),
+                                     d["relative_percentile_error_mean"].values, np.nan)
+                ok = np.isfinite(y)
+                if ok.any():
+                    ax.plot(rho[ok], y[ok], ":", color=cmap(k), lw=1.3)
+        ax.set_xlabel("load ρ")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
+    labels = [f"{m} with the law itself: its {q:g}th-percentile error (95 % CI)" for m in methods]
+    if expo:
+        handles.append(Line2D([], [], color="0.3", ls=":"))
+        labels.append(f"T for exponential service (the M/M/R model, same mean): its {q:g}th-percentile error")
+    return handles, labels
+
+
+def _law_method_claims(cmp, services) -> list:
+    """The M/G/R caption's claims on its error row: each law method's error range and how many cells lie within
+    ±5 %, and the exponential model's T's range."""
+    q = _law_row_percentile(cmp)
+    out = []
+    sel = {"service": services, "percentile": q}
+    for m in cmp["law_method"].values.tolist():
+        e = _law_errors(cmp, services, m)
+        if not e.size:
+            continue
+        expr = f"law_relative_error_mean.sel(law_method={m!r})"
+        inside = int(np.sum(np.abs(e) <= 5.0))
+        out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error {e.min():+.1f} % to {e.max():+.1f} % "
+                         f"against the simulations, within ±5 % in {inside} of {e.size} cells.",
+                         [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
+                         [Q.query(expr, (("min", None),), Q.RUN_OK, sel), Q.query(expr, (("max", None),), Q.RUN_OK, sel),
+                          Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
+                          Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
+    if _law_errors(cmp, services).size:
+        out += _exponential_model_claims(cmp, services, q)
+    return out
+
+
+def _exponential_model_claims(cmp, services, q) -> list:
+    """The seed's question per law (issue 34): where the exponential model's percentile (T) is conservative (its CI
+    against the law's simulation above 0) or optimistic (below 0), in how many cells and by how much, and, with
+    several laws, each law method's range per law beside it."""
+    pre = "sel(approximation='T')"
+    where = f"{Q.RUN_OK} & (few_tail_customers == 0) & isfinite(relative_percentile_error_mean.{pre})"
+    ok = run_usable(cmp).sel(service=services) & (cmp["few_tail_customers"].sel(service=services, percentile=q) == 0)
+    d = cmp.sel(service=services, approximation="T", percentile=q)
+    m = d["relative_percentile_error_mean"].where(ok)
+    laws = [s for s in services if np.isfinite(m.sel(service=s).values).any()]
+    if not laws:
+        return []
+    sel = {"service": laws, "percentile": q}
+    m = m.sel(service=laws)
+    n = {s: int(np.isfinite(m.sel(service=s).values).sum()) for s in laws}
+    cons = {s: int(((d["relative_percentile_error_ci_low"].sel(service=s) > 0) & np.isfinite(m.sel(service=s))).sum())
+            for s in laws}
+    opt = {s: int(((d["relative_percentile_error_ci_high"].sel(service=s) < 0) & np.isfinite(m.sel(service=s))).sum())
+           for s in laws}
+    lo = {s: float(m.sel(service=s).min()) for s in laws}
+    hi = {s: float(m.sel(service=s).max()) for s in laws}
+    parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in {opt[s]} "
+             f"of {n[s]} cells)" for s in laws]
+    red = (("min", ["R", "rho"]),)
+    out = [Claim(f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
+                 "above the simulation's value, optimistic: below): " + listing(parts) + ".",
+                 [lo, hi, cons, opt, n],
+                 [Q.query(f"relative_percentile_error_mean.{pre}", red, where, sel),
+                  Q.query(f"relative_percentile_error_mean.{pre}", (("max", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_low.{pre} > 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_high.{pre} < 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"isfinite(relative_percentile_error_mean.{pre})", (("count", ["R", "rho"]),), where, sel)],
+                 0.0006)]
+    for meth in cmp["law_method"].values.tolist() if len(laws) > 1 else []:  # one law: the range above says it
+        e = cmp["law_relative_error_mean"].sel(service=laws, law_method=meth, percentile=q).where(
+            run_usable(cmp).sel(service=laws))
+        have = [s for s in laws if np.isfinite(e.sel(service=s).values).any()]
+        if not have:
+            continue
+        lo2 = {s: float(e.sel(service=s).min()) for s in have}
+        hi2 = {s: float(e.sel(service=s).max()) for s in have}
+        expr = f"law_relative_error_mean.sel(law_method={meth!r})"
+        sel2 = {"service": have, "percentile": q}
+        out.append(Claim(f"{meth} with the law itself, per law: " + listing(
+            [f"{s} {100 * lo2[s]:+.1f} % to {100 * hi2[s]:+.1f} %" for s in have]) + ".", [lo2, hi2],
+            [Q.query(expr, red, Q.RUN_OK, sel2), Q.query(expr, (("max", ["R", "rho"]),), Q.RUN_OK, sel2)], 0.0006))
+    return out
 
 
 @serialized

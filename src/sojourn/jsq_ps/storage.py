@@ -229,3 +229,12 @@ def merge_approximation(paths, output, settings: dict) -> Path:
                 order={"approximation": [str(m) for m in approx["methods"]]}, copies={"approximation": copies},
                 attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK, expect=_expected(paths, cells))
     return Path(output)
+
+
+def merge_law_approximation(paths, output, settings: dict) -> Path:
+    """Law-approximation blocks (the M/G/R cells' methods, :func:`sojourn.jsq_ps.jobs.approximate_laws`) →
+    ``output``, stacked by (service, R, rho); ``settings``: the mgr and time_grid sections."""
+    attrs = provenance(settings, title="sojourn pipeline: merged M/G/R law-method cells")
+    merge_files(list(paths), output, stack=("service", "R", "rho"), fill={**APPROX_FILL, "D": -1, "cstar": -1},
+                encoding=approximation_var_encoding, attrs=attrs, coord_attrs=COORD_ATTRS, lock=NETCDF_LOCK)
+    return Path(output)

@@ -92,7 +92,7 @@ class Evaluation:
         if self.engine.method == "exact":  # unless p lies within its certified bounds (≲ 1e-9 apart)
             straddles = self.probability_low < p <= self.probability_high
             return "within_method_error" if straddles else "clear"
-        if self.engine.method == TAIL_METHOD:
+        if self.engine.method == TAIL_METHOD:  # (T with a general law, "T-law", has a measured error: below)
             if self.meets(p):
                 return "clear"
             return "clear" if self.probability_high < p else "within_method_error"

@@ -10,7 +10,8 @@ from ...core.units import format_time
 from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
                          available_cores, fork_pool, simulate_counts)
 from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
-                      TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct, run_length, run_model)
+                      TAIL_LAW_METHOD, TAIL_LAW_SECONDS, TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct,
+                      run_length, run_model)
 
 #: the method of a row decided by a bound, without computing a sojourn-time law (:meth:`Planner.bound`)
 BOUND_METHOD = "bound"
@@ -22,6 +23,12 @@ BOUND_REASON = ("a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an a
 TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
                "conservative, its percentile an upper bound of the true one within its stated margin; exact does "
                "not run within the planner's budget here")
+
+
+#: the row's reason where T with the service law decides
+TAIL_LAW_REASON = ("T with the service law itself (sojourn.jsq_ps.solve.tail_ph): the tagged customer's own size in a "
+                   "phase-type representation of the law, the other customers' departures exponential beyond those "
+                   "tracked; its error is its model's, measured against long simulations")
 
 
 def tail_error(margin: float) -> tuple:
@@ -95,6 +102,13 @@ class Planner:
             r = tail_sojourn(a, 1.0, R, t, max_seconds=TAIL_SECONDS)
             details = {"margin": margin_at(t, r, self.p), "D": r.D, "M": r.M, "states": r.n_states,
                        "sf_low": lower_survival(r)}
+        elif method == TAIL_LAW_METHOD:
+            from ..solve.tail import margin_at
+            from ..solve.tail_ph import tail_ph_sojourn
+
+            r = tail_ph_sojourn(a, self.q.law, R, t, max_seconds=TAIL_LAW_SECONDS)
+            details = {"margin": margin_at(t, r, self.p), "D": r.D, "M": r.M, "states": r.n_states,
+                       "h": r.info["h"], "cstar": r.info["cstar"]}
         else:
             from ..solve.methods import Cell
 
@@ -151,8 +165,7 @@ class Planner:
     def engine(self, R: int, t_hi: float) -> Engine:
         q = self.q
         if not q.exponential:
-            return Engine(SIMULATION, f"the service law {q.law.name} is not exponential: the approximations and the "
-                                      "exact chain model M/M/R", short=f"{q.law.name} service")
+            return Engine(TAIL_LAW_METHOD, TAIL_LAW_REASON, short=f"T with the {q.law.name} law")
         if self.exact_fits(R, t_hi):
             # exact is the reference: its error is its computed truncation bound, never its distance to a noisy
             # simulation (which the accuracy table measures; sojourn.core.reference)
@@ -202,7 +215,8 @@ class Planner:
         eng = self.engine(R, t_hi)
         tries = 0
         while eng.method != SIMULATION and tries < 3:  # the grid ends past the percentile, or it is "beyond"
-            tail = eng.method == TAIL_METHOD  # T's grid: to TAIL_REACH deadlines, once (its cost grows with it)
+            law = eng.method == TAIL_LAW_METHOD
+            tail = eng.method in (TAIL_METHOD, TAIL_LAW_METHOD)  # T's grid: to TAIL_REACH deadlines, once
             t, k = self._grid(TAIL_REACH * self.q.d if tail else t_hi)
             try:
                 F, flags, details = self._cdf(eng.method, R, t)
@@ -214,6 +228,10 @@ class Planner:
                 # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
                 # release stopped there with the error)
                 why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
+                if law:  # the accuracy table's methods model M/M/R: simulation
+                    self.notes.append(f"R = {R}: {why}; simulated")
+                    eng = Engine(SIMULATION, why, short="T-law failed")
+                    break
                 if eng.method == TAIL_METHOD:  # the accuracy table's choice, else simulation
                     self.notes.append(f"R = {R}: {why}; the accuracy table decides")
                     eng = self.table_engine(R)
@@ -223,6 +241,10 @@ class Planner:
             if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
                 why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.load(R):.4g}): "
                        f"{describe(flags)}")
+                if law:
+                    self.notes.append(f"R = {R}: {why}; simulated")
+                    eng = Engine(SIMULATION, why, short="T-law invalid here")
+                    break
                 if eng.method == TAIL_METHOD:
                     self.notes.append(f"R = {R}: {why}; the accuracy table decides")
                     eng = self.table_engine(R)
@@ -232,7 +254,11 @@ class Planner:
             high = low = math.nan
             if eng.method == "exact":  # the true P(T ≤ d) lies within its certified bounds (solve.exact)
                 low, high = float(details.pop("cdf_low")[k]), float(details.pop("cdf_high")[k])
-            if tail:  # its error: the margin it states at p; the largest P(T ≤ d) its allowance admits
+            if law:  # its error: its model's, measured (the margin of its numerical steps is inside)
+                from ..solve.tail_ph import model_error
+
+                eng = Engine(TAIL_LAW_METHOD, eng.reason, model_error(self.q.law), None, eng.short, details)
+            elif tail:  # its error: the margin it states at p; the largest P(T ≤ d) its allowance admits
                 high = 1.0 - float(details.pop("sf_low")[k])
                 eng = Engine(TAIL_METHOD, eng.reason, tail_error(details["margin"]), None, eng.short, details)
             x = _interp_percentile(t, F, self.p)

@@ -40,6 +40,12 @@ TAIL_METHOD = "T"
 #: T's CPU budget per evaluation in the planner (its ``max_seconds``): the spread caps D − 1, D are the largest
 #: predicted to fit (D = 2 however long that takes; a larger D only narrows the margin, which is stated)
 TAIL_SECONDS = 0.1
+#: the method for every R of a service law that is not exponential: T with the law itself
+#: (:mod:`sojourn.jsq_ps.solve.tail_ph`: the tagged customer's own size in a phase-type representation); its error is
+#: its model's, measured against long simulations (``sojourn.jsq_ps.solve.tail_ph.MODEL_ERROR``)
+TAIL_LAW_METHOD = "T-law"
+#: its CPU budget per evaluation (``max_seconds``: the stage width, spread cap and co-residents tracked that fit)
+TAIL_LAW_SECONDS = 0.5
 #: T's grid ends at this many deadlines: a "meets" has its percentile inside, a near miss too; a clear miss is
 #: shown as "beyond" it (T's cost grows with the grid's end: at R = 11, ρ = 0.98, 1.25 d costs 0.23 s, the grid of
 #: the other methods, 1.5 times the screened percentile, 0.72 s)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from ...core.units import SECONDS, format_time
 from .evaluation import NoServers
 from .planner import BOUND_METHOD, BOUND_REASON, Planner
-from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_METHOD, Request, _pct,
-                      check_request)
+from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_LAW_METHOD, TAIL_METHOD, Request,
+                      _pct, check_request)
 
 # -- the result -------------------------------------------------------------------------------------
 def _num(x):
@@ -195,6 +195,9 @@ def _error_text(r: dict) -> str:
         return f"simulated: {r.get('method_short') or r['method_reason']}{where}"
     if r["method"] == BOUND_METHOD:
         return f"none: P(T > d) ≤ {r['bound_tail']:.2g} by a bound"
+    if r["method"] == TAIL_LAW_METHOD:  # its model's error, measured against long simulations
+        lo, hi = r.get("method_error_ci_low"), r.get("method_error_ci_high")
+        return f"{100 * lo:+.1f} to {100 * hi:+.1f} % (its model, measured; tail_ph.MODEL_ERROR)"
     if r["method"] == TAIL_METHOD:  # its own bound, not a measured error
         m, hi = r.get("method_error_mean"), r.get("method_error_ci_high")
         if m is not None and math.isfinite(m):
@@ -245,6 +248,10 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
     if e.method == TAIL_METHOD:
         row.update(probability_high=ev.probability_high, tail_D=(e.details or {}).get("D"),
                    tail_levels=(e.details or {}).get("M"))
+    elif e.method == TAIL_LAW_METHOD:
+        d = e.details or {}
+        row.update(tail_D=d.get("D"), tail_levels=d.get("M"), tail_stage_width=d.get("h"),
+                   tail_coresidents=d.get("cstar"), tail_margin=d.get("margin"))
     elif e.method == "exact":
         row.update(probability_high=ev.probability_high)
     elif e.method == BOUND_METHOD:
@@ -367,8 +374,16 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
     if R == q.min_stable:
         notes.append(f"R = {R} is also the least stable number of servers (offered load {q.offered:.4g})")
     if not q.exponential:
-        notes.append(f"the service law {q.law.name} is not exponential: the approximations and the exact chain model "
-                     "M/M/R, so every R is simulated")
+        law_rows = [r["servers"] for r in rows if r.get("method") == TAIL_LAW_METHOD]
+        other = [r["servers"] for r in rows if r.get("method") == SIMULATION]
+        if law_rows:
+            from ..solve.tail_ph import model_error_text
+
+            notes.append(f"R = {', '.join(map(str, law_rows))}: by T with the {q.law.name} law itself "
+                         f"(sojourn.jsq_ps.solve.tail_ph, no simulation needed): {model_error_text(q.law)}")
+        if other:
+            notes.append(f"R = {', '.join(map(str, other))}: simulated, T with the {q.law.name} law could not answer "
+                         "there (see the notes above)")
     sims = [r["servers"] for r in rows if r.get("method") == SIMULATION or (confirm and r["servers"] in pl.simulated)]
     if sims:
         s = pl.simulated[sims[0]]

@@ -27,6 +27,7 @@ import time
 import numpy as np
 import xarray as xr
 
+from ...core.distributions import Exponential
 from ...core.io import provenance
 from ...core.timegrid import DT, T_MAX, time_grid
 from ...core.validate import integer_at_least, positive_finite
@@ -42,18 +43,26 @@ from .tail import api_result as tail_result
 _APPROX_HYPER = {"L1", "L2", "chain_eps", "state_budget", "clamp_gupta"}
 _EXACT_HYPER = {"eps", "M", "D", "state_budget", "max_states", "exact_budget"}
 _TAIL_HYPER = {"tail_D", "tail_seconds"}  # method T (sojourn.jsq_ps.solve.tail)
+_TAIL_LAW_HYPER = {"tail_h", "tail_cstar"}  # method T with a general service law (sojourn.jsq_ps.solve.tail_ph)
 _GRID_HYPER = {"t_max", "dt"}
 
 
 _VIOLATION_ATTRS = {"long_name": "largest excursion of the CDF below 0, above 1 or downwards (0 = none)", "units": "1"}
 
 
-def _check_spec(spec):
+def _check_spec(spec, methods=()):
     if not isinstance(spec, JSQPS):
         raise ValueError(f"spec must be a sojourn.JSQPS; got {type(spec).__name__}")
+    if not isinstance(spec.interarrival, Exponential):
+        raise ValueError("interarrival must be Exponential (Poisson arrivals) for the analytic methods; got "  # noqa: TRY004 (a wrong law, not a wrong type)
+                         f"{spec.describe()}")
     if not spec.is_markovian:
-        raise ValueError("spec must be Markovian (interarrival Exponential, service Exponential) for the analytic methods; "
-                         f"got {spec.describe()}")
+        others = sorted(set(methods) - {"T"})
+        if others or not methods:
+            raise ValueError(f"method{'s' if len(others) > 1 else ''} {', '.join(others) or 'A-F, A*-F*, exact'} "
+                             f"need{'' if len(others) > 1 else 's'} exponential service (the M/M/R model); for the "
+                             f"service law {spec.service} use method T (sojourn.jsq_ps.solve.tail_ph); got "
+                             f"{spec.describe()}")
     if spec.discipline != "ps":
         raise ValueError(f"discipline must be 'ps' for the analytic methods; got {spec.discipline!r}")
     if spec.dispatch != "jsq":
@@ -90,6 +99,8 @@ def _check_hyper(method_set, spec, hyper):
         allowed |= _EXACT_HYPER
     if "T" in method_set:
         allowed |= _TAIL_HYPER
+        if not spec.is_markovian:
+            allowed |= _TAIL_LAW_HYPER
     unknown = set(hyper) - allowed
     if unknown:
         raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}")
@@ -121,6 +132,13 @@ def _check_hyper(method_set, spec, hyper):
         out["tail_D"] = integer_at_least("tail_D", out["tail_D"], 2)
     if "tail_seconds" in out:
         out["tail_seconds"] = positive_finite("tail_seconds", out["tail_seconds"])
+    if "tail_h" in out:
+        out["tail_h"] = positive_finite("tail_h", out["tail_h"])
+        if out["tail_h"] > 0.25:
+            raise ValueError(f"tail_h must be in (0, 0.25] (the finest stage width, a fraction of the mean service "
+                             f"time; the coarsest of its three is 4 tail_h); got {out['tail_h']!r}")
+    if "tail_cstar" in out:
+        out["tail_cstar"] = integer_at_least("tail_cstar", out["tail_cstar"], 0)
     if out.get("exact_budget") is not None:
         out["exact_budget"] = check_budget(out["exact_budget"])
     if "clamp_gupta" in out and not isinstance(out["clamp_gupta"], bool):
@@ -219,6 +237,10 @@ def _run(spec, methods, t, hyper):
     for m in methods:
         if m == "exact":
             out[m] = _exact(spec, hyper, t, system=cell._cache.get("cchain"))
+        elif m == "T" and not spec.is_markovian:  # a general service law: sojourn.jsq_ps.solve.tail_ph
+            from .tail_ph import api_result as tail_law_result
+
+            out[m] = tail_law_result(spec, hyper, t)
         elif m == "T":
             out[m] = tail_result(spec, hyper, t)
         else:
@@ -261,8 +283,8 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     ``truncation_reached``, ``truncation_tolerance`` and the masses reached in the attributes). Grid: ``t`` or
     ``t_max``/``dt`` (default 0..182.32 step 0.01). Invalid input raises ValueError naming the field.
     """
-    _check_spec(spec)
     _check_method(method)
+    _check_spec(spec, [method])
     hyper = dict(hyper)
     t = _grid(t, hyper)
     hyper = _check_hyper({method}, spec, hyper)
@@ -292,8 +314,8 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
 
 def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Dataset:
     """Several methods on one cell sharing the building blocks; a ``method`` dimension."""
-    _check_spec(spec)
     methods = list(methods)
+    _check_spec(spec, methods)
     if not methods:
         raise ValueError(f"methods must be a non-empty list from {list(METHODS)}")
     for m in methods:

@@ -39,3 +39,44 @@ def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact
     out = xr.concat(parts, dim="approximation", data_vars="all", coords="different", compat="equals", join="outer",
                     combine_attrs="drop_conflicts")
     return out.sel({"approximation": list(methods)})
+
+
+#: the percentile levels (percent) whose stated margins a law-method cell stores as a variable
+MARGIN_PERCENTILES = (99.0, 99.9, 99.99, 99.999)
+
+
+def approximate_law_cell(law: str, R, rho, mu, methods, t, hyper=None) -> xr.Dataset:
+    """The methods that take a general service law (``T``: :mod:`sojourn.jsq_ps.solve.tail_ph`) at one M/G/R cell
+    (law string ``law``, rescaled to mean 1/μ): the single-method datasets of :func:`~.api.approximate` on an
+    ``approximation`` axis, their stated margins as ``margin`` (approximation, percentile) and the choices the
+    method made (``D``, ``h``, ``cstar``, ``predicted_seconds``) as variables."""
+    from .api import approximate
+
+    spec = JSQPS.from_load(int(R), float(rho), mu=float(mu), service=law)
+    parts = []
+    for m in methods:
+        ds = approximate(spec, m, t=t, **(hyper or {}))
+        a = ds.attrs
+        extra = {
+            "margin": (("percentile",), np.array([float(a.get(f"margin_{p:g}", np.nan)) for p in MARGIN_PERCENTILES]),
+                       {"long_name": "the method's stated margin at the percentile (relative; numerical steps only)",
+                        "units": "1"}),
+            "extrapolation": (("percentile",), np.array([float(a.get(f"extrapolation_{p:g}", np.nan))
+                                                          for p in MARGIN_PERCENTILES]),
+                              {"long_name": "how far the percentile moves between the two- and three-width "
+                                            "extrapolations of the law's stage family (relative; 0 for a phase-type "
+                                            "law)", "units": "1"}),
+            "D": ((), int(a.get("D", -1)), {"long_name": "spread cap of the tagged chain", "units": "1"}),
+            "h": ((), float(a.get("h", np.nan)), {"long_name": "finest stage width of the law's representation "
+                                                                "(a fraction of the mean; 0: exact phase-type)",
+                                                   "units": "1"}),
+            "cstar": ((), int(a.get("cstar", -1)), {"long_name": "co-residents whose phases are tracked", "units": "1"}),
+            "predicted_seconds": ((), float(a.get("predicted_seconds", np.nan)),
+                                  {"long_name": "the method's predicted CPU seconds (its budget's choice)", "units": "s"}),
+        }
+        ds = ds.drop_vars([v for v in ("lambda_n", "A_n") if v in ds]).drop_dims("n", errors="ignore")
+        ds = ds.assign(**{k: v for k, v in extra.items()}).assign_coords(percentile=np.array(MARGIN_PERCENTILES))
+        ds.attrs = {"model": spec.describe(), "spec": spec.to_json(), "representation": a.get("representation", "")}
+        parts.append(ds.expand_dims(approximation=[m]))
+    out = parts[0] if len(parts) == 1 else xr.concat(parts, dim="approximation", combine_attrs="override")
+    return out

@@ -384,9 +384,29 @@ class TaggedChain:
     redirected_share: float
 
 
-def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
-    from scipy import sparse
+@dataclass
+class TaggedMoves:
+    """The tagged chain's moves between its states (the valid (level, phase) pairs, compressed), before the tagged
+    customer's own completion: ``rows`` → ``cols`` at ``rate`` (μ(k−1)/k applied to the moves of kind
+    TAGGED_OTHER), ``kind`` (the constants above), ``k`` the tagged server's occupancy of each state (with the
+    tagged customer), ``p0`` the initial law (PASTA + JSQ on π) and ``lost`` its mass beyond the level cap."""
 
+    rows: np.ndarray
+    cols: np.ndarray
+    rate: np.ndarray
+    kind: np.ndarray
+    k: np.ndarray
+    p0: np.ndarray
+    lost: float
+
+    @property
+    def size(self) -> int:
+        return int(self.k.size)
+
+
+def tagged_moves(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedMoves:
+    """:class:`TaggedMoves` of the tagged chain with caps M (levels), D (others' offsets), Dt (tagged offset) on the
+    system law ``pi`` of ``sys_ph`` (module doc)."""
     tp = TaggedPhases(R, D, Dt)
     P = tp.size
     k_all = (np.arange(M)[:, None] + tp.ot[None, :]).ravel()
@@ -396,15 +416,8 @@ def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
     k = level + tp.ot[src]
     rate = np.where(kind == TAGGED_OTHER, rate * (k - 1) / np.maximum(k, 1), rate)
     nz = rate > 0
-    rows, cols, rate = rows[nz], cols[nz], rate[nz]
+    rows, cols, rate, kind = rows[nz], cols[nz], rate[nz], kind[nz]
     comp = np.cumsum(valid) - 1  # compressed index of the valid states
-    n = int(valid.sum())
-    rows, cols = comp[rows], comp[cols]
-    kv = k_all[valid]
-    off = sparse.coo_matrix((rate, (rows, cols)), shape=(n, n)).tocsr()
-    out = np.asarray(off.sum(axis=1)).ravel() + mu / kv  # + the tagged customer's own completion μ/k
-    q = float(out.max())
-    PT = transposed_step_matrix(off, out, q)
     # initial law (PASTA + JSQ): the arrival sees π and joins a least-loaded server
     F = sys_ph.F
     c = (F == 0).sum(axis=1)
@@ -416,9 +429,19 @@ def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
     inside = g0 <= M - 1
     full = np.zeros(M * P)
     np.add.at(full, (g0 * P + ph0[None, :])[inside], pi[inside])
-    p0 = full[valid]
-    lost = float(pi[~inside].sum())
-    return TaggedChain(PT, q, p0, lost, n, int(PT.nnz), 0.0)
+    return TaggedMoves(comp[rows], comp[cols], rate, kind, k_all[valid], full[valid], float(pi[~inside].sum()))
+
+
+def tagged_chain(lam, mu, R, M, D, Dt, pi, sys_ph: SystemPhases) -> TaggedChain:
+    from scipy import sparse
+
+    mv = tagged_moves(lam, mu, R, M, D, Dt, pi, sys_ph)
+    n = mv.size
+    off = sparse.coo_matrix((mv.rate, (mv.rows, mv.cols)), shape=(n, n)).tocsr()
+    out = np.asarray(off.sum(axis=1)).ravel() + mu / mv.k  # + the tagged customer's own completion μ/k
+    q = float(out.max())
+    PT = transposed_step_matrix(off, out, q)
+    return TaggedChain(PT, q, mv.p0, mv.lost, n, int(PT.nnz), 0.0)
 
 
 def masses(chain: TaggedChain, t_max: float, poisson_eps=1e-13, stop=1e-15):

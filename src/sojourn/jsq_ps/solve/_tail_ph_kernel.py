@@ -1,0 +1,109 @@
+"""The numba kernel of :mod:`sojourn.jsq_ps.solve.tail_ph`: uniformised steps of a Markov chain that is the product
+of an environment chain (sparse: the tagged customer's surroundings) and the tagged customer's own phase-type phase,
+whose moves run at the environment-dependent speed 1/k (processor sharing). Imported only when a chain is large
+enough to need it (importing numba costs ~0.2 s)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, boundscheck=False, fastmath=True)
+def masses(x, y, ptr, src, rate, keep, speed, own_out, own_next, K, stop):
+    """g_j = Σ x after j uniformised steps, j < K, stopping once g_j < ``stop``. Returns (g, steps computed).
+
+    x, y: (n, m) arrays, environment state × own phase (x holds the initial law; both are overwritten).
+    ``ptr``, ``src``, ``rate``: the environment's moves into each state e (CSR by target), rates divided by the
+    uniformisation rate q; ``keep[e]`` = 1 − (environment exit rate of e)/q; ``speed[e]`` = (1/k)/q, k the
+    occupancy of the tagged customer's server in e; ``own_out[j]`` = −S[j, j]; ``own_next[j]`` = S[j, j + 1] (the
+    own law is a Coxian: phase j moves on to j + 1 or completes; the last entry is unused)."""
+    n, m = x.shape
+    g = np.zeros(K)
+    tot = 0.0
+    for e in range(n):
+        for j in range(m):
+            tot += x[e, j]
+    g[0] = tot
+    for step in range(1, K):
+        tot = 0.0
+        for e in range(n):
+            sp = speed[e]
+            kp = keep[e]
+            ye = y[e]
+            xe = x[e]
+            ye[0] = (kp - own_out[0] * sp) * xe[0]
+            for j in range(1, m):
+                ye[j] = (kp - own_out[j] * sp) * xe[j] + own_next[j - 1] * sp * xe[j - 1]
+            for p in range(ptr[e], ptr[e + 1]):
+                xs = x[src[p]]
+                r = rate[p]
+                for j in range(m):
+                    ye[j] += r * xs[j]
+            for j in range(m):
+                tot += ye[j]
+        x, y = y, x
+        g[step] = tot
+        if tot < stop:
+            return g, step + 1
+    return g, K
+
+
+@njit(cache=True, boundscheck=False, fastmath=True)
+def masses_general(x, y, ptr, src, rate, keep, speed, own_out, own_i, own_j, own_v, K, stop):
+    """:func:`masses` for an own law with any sub-generator S: its off-diagonal entries i → j at rate own_v."""
+    n, m = x.shape
+    g = np.zeros(K)
+    tot = 0.0
+    for e in range(n):
+        for j in range(m):
+            tot += x[e, j]
+    g[0] = tot
+    nown = own_i.size
+    for step in range(1, K):
+        tot = 0.0
+        for e in range(n):
+            sp = speed[e]
+            kp = keep[e]
+            ye = y[e]
+            xe = x[e]
+            for j in range(m):
+                ye[j] = (kp - own_out[j] * sp) * xe[j]
+            for t in range(nown):
+                ye[own_j[t]] += own_v[t] * sp * xe[own_i[t]]
+            for p in range(ptr[e], ptr[e + 1]):
+                xs = x[src[p]]
+                r = rate[p]
+                for j in range(m):
+                    ye[j] += r * xs[j]
+            for j in range(m):
+                tot += ye[j]
+        x, y = y, x
+        g[step] = tot
+        if tot < stop:
+            return g, step + 1
+    return g, K
+
+
+@njit(cache=True, boundscheck=False, fastmath=True)
+def masses_by_group(x, ptr, src, rate, keep, group, ngroups, K, stop):
+    """G[j, c] = Σ of x over the states of group c after j uniformised steps of the sub-stochastic chain (moves into
+    each state e: CSR by target ``ptr``, ``src``, ``rate`` over q; ``keep[e]`` = 1 − exit(e)/q), j < K, stopping
+    once the total is below ``stop``. Returns (G, steps computed)."""
+    n = x.size
+    G = np.zeros((K, ngroups))
+    y = np.empty(n)
+    for e in range(n):
+        G[0, group[e]] += x[e]
+    for step in range(1, K):
+        tot = 0.0
+        for e in range(n):
+            v = keep[e] * x[e]
+            for p in range(ptr[e], ptr[e + 1]):
+                v += rate[p] * x[src[p]]
+            y[e] = v
+            G[step, group[e]] += v
+            tot += v
+        x, y = y, x
+        if tot < stop:
+            return G, step + 1
+    return G, K

@@ -1,0 +1,801 @@
+"""Method T for a general service law: the sojourn-time tail of M/G/R-JSQ-PS.
+
+The exponential method T (:mod:`sojourn.jsq_ps.solve.tail`) follows a tagged customer through a Markov chain of
+its server and the other servers (spread-capped, throughput-preserving boundary). Here the customers' work is a
+general law G (mean 1/μ). Under processor sharing a customer present from 0 to t has received the attained
+service C(t) = ∫ 1/k(s) ds, k the occupancy of its server, and it leaves when C reaches its own size X, which is
+independent of everything else: P(T > t) = E[Ḡ(C(t))]. So the model is T's chain with three additions.
+
+**1. The tagged customer's own size, exactly in law.** The chain carries the tagged customer's phase of a
+phase-type representation PH(α, S) of G, moving at the speed 1/k of its share: own phase i → j at S_ij/k,
+completion at s_i/k. For a phase-type law (exponential, Erlang, gamma with an integer shape, hyperexponential, a
+given PH) the representation is the law. For any other law it is the stage Coxian of
+:func:`sojourn.core.phase_fit.stage_representation` at the stage widths h, h/2, h/4 (relative resolution h: equal
+stages up to the upper end of a bounded law or the mean, then growing by 1 + 2h), and the survival is extrapolated
+to h → 0 (:func:`sojourn.core.phase_fit.richardson`); the difference between the two- and three-point
+extrapolations is the stated error of that step. Why not a moment fit: a PH matched to three moments puts an
+exponential tail behind a bounded law and fixes no more of the shape, and the sojourn tail under PS follows the
+size's own tail (a job's sojourn is at least its size, and grows with it): measured against simulation, the
+three-moment fit of the paper's lognormal (σ = ln 2) is 2–15 % high at the 99.99th percentile where the stage
+family extrapolated is within 2 % (``benchmarks/tail_ph_reference.py``); Erlang-20 for the deterministic law is
+13–20 % high at R = 1–10, ρ = 0.9 where the extrapolated family is within 1 %.
+
+**2. The co-residents' sizes where few.** The customers sharing the tagged customer's server are T's exponential
+customers (departing at μ(k−1)/k in all) once there are more than ``cstar`` of them — many customers under PS
+leave nearly as a Poisson stream whatever their law (the superposition of their residual times) — and while there
+are at most ``cstar``, each carries its phase of the same representation (count vectors over the phases): a
+customer found at the server starts in the stationary phase of a customer in service (π_e ∝ α(−S)⁻¹, the
+equilibrium residual law; Kelly's symmetric queues, exact for M/G/1-PS), an arrival in α; when the count falls to
+``cstar`` from above, the phases are drawn from that law. At R = 1 with ``cstar`` above the level cap this *is*
+the M/PH/1-PS sojourn chain of Sericola, Guillemin & Boyer (Queueing Systems 50, 2005), exact.
+
+**3. Paths where the tagged server's population never changes, exactly.** A law with a bounded support (uniform,
+triangular, deterministic) gives the sojourn time sharp features — the atom T = X of a customer who stays alone,
+T = 2X of one who shares with the same customer throughout — that no phase-type law resolves and no extrapolation
+in h recovers. They come only from the paths on which nobody joins or leaves the tagged server: then C(t) = t/k,
+every co-resident must still be there, and that probability is exact in law:
+
+    P(T > t, no change) = Σ_k a_k(t) Ḡ(t/k) Ḡ_e(t/k)^(k−1),
+
+a_k(t) = P(the arrival finds k − 1 others and no arrival joins them by t) from T's chain without the co-residents'
+departures, Ḡ_e the equilibrium residual law (:func:`sojourn.core.phase_fit.equilibrium_survival`). The method
+replaces the chain's own value of these paths (the same sum with the representation's survivals) by this one and
+extrapolates only the rest, which is smooth in t (a mixture over the times of the first change). At R = 3,
+ρ = 0.1, uniform service, the 99.99th percentile goes from 32 % low (extrapolating everything) to 1.8 % low.
+
+**What it neglects** (a model error, measured, not bounded): the service law of the co-residents beyond ``cstar``
+and of the customers at the other servers, whose departures are T's exponential ones — the occupancy seen by an
+arrival and the routing are those of M/M/R-JSQ-PS, which JSQ-PS makes nearly insensitive to the service law
+(Gupta, Harchol-Balter, Sigman & Whitt 2007); the phases of co-residents found by an arrival, drawn as in M/G/1-PS.
+The more variable the law, the more persistent the real congestion (in heavy traffic its relaxation time grows
+with E[S²]), so the neglected part was expected to make the method optimistic for laws more variable than the
+exponential; measured (``benchmarks/tail_ph_method.csv`` against ``benchmarks/tail_ph_reference.csv``, summary in
+``docs/jsq_ps.md``), the method is mostly above the simulation for every law, lognormal σ = 1 included, and below
+it by a few per cent at most in a few cells — its range per class is ``MODEL_ERROR``.
+
+**The stated margin** (``margin`` per percentile, as T's): the survival reported is
+
+    S_T = S + |S_D − S_{D−1}| + FLOOR·S   (non-increasing, ≤ 1),
+
+S the extrapolated survival (spread cap D), S_D − S_{D−1} the change from cap D − 1 to D of the finest stage
+representation's (not the coarsest's: a coarse representation smears a bounded law's edges, and its change
+overstated the margin at R = 10, ρ = 0.5, uniform, 99.99th percentile, 16 % against 2.6 % at the finest, for
+0.2 s of CPU less), FLOOR = 1 %
+as T's: T's allowance for its numerical truncations (spread cap, level cap, the held tail below ``STOP``). The
+extrapolation's own uncertainty — how far the percentile moves between the two- and three-width extrapolations —
+is stated beside it (``extrapolation_<p>`` in the result's ``info``), not added: against the long simulations it
+overstates the extrapolation's actual error several times (R = 3, ρ = 0.3, uniform, 99.99th percentile: 6.7 %
+stated, the three-width estimate 1.4 % above the simulation). Neither covers the model error above, which is
+measured (``MODEL_ERROR``). With exponential service the method is T, unchanged.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from itertools import combinations_with_replacement
+
+import numpy as np
+
+from ...core import distributions as Dist
+from ...core import phase_fit
+from ._blas import single_threaded_blas
+from .tail import (
+    FLOOR,
+    LEVEL_EPS,
+    MAX_D,
+    TAGGED_EXTRA,
+    TAGGED_OTHER,
+    _levels_for,
+    _monotone,
+    level_cap,
+    per_server_rates,
+    system_law,
+    tagged_moves,
+)
+from .uniformization import poisson_cutoff, poisson_mix
+
+#: the product chain's uniformised steps stop once the remaining survival is below this; the survival beyond is
+#: held at the last value (an upper bound, off by less than STOP: 0.1 % of the survival at the 99.999th percentile)
+STOP = 1e-8
+#: default CPU seconds of one cell (the whole call; the stage widths, the spread cap and ``cstar`` are chosen to fit
+#: the predicted cost in it)
+DEFAULT_SECONDS = 4.0
+#: the stage families tried, cheapest first (each a sequence of widths, coarsest first, halving): two widths remove the
+#: O(h) term, three the O(h²) term too. The coarsest width must be at most 1/4 of the mean (measured: widths (1, 1/2,
+#: 1/4) extrapolate a uniform law 34 % high at R = 10, ρ = 0.9, widths (1/4, 1/8, 1/16) 1 % high); a law with a
+#: bounded support at low load needs the finest (at R = 3, ρ = 0.3, uniform, the 99.99th percentile was 7.7 % low
+#: with (1/4, 1/8, 1/16), 1 % high with (1/8, 1/16, 1/32)); a smooth law at high load is served by two (R = 10,
+#: ρ = 0.9, lognormal σ = ln 2: (1/4, 1/8) 28.63, (1/4, 1/8, 1/16) 28.92, a simulation 28.36 ± 0.13)
+FAMILIES = ((1 / 4, 1 / 8), (1 / 4, 1 / 8, 1 / 16), (1 / 8, 1 / 16, 1 / 32))
+#: the co-residents' stage widths are this multiple of the tagged customer's (fewer phases, so that more of them
+#: can be tracked: at R = 3, ρ = 0.3, uniform service, two co-residents at twice the width moved the 99.99th
+#: percentile from +6.1 % to +1.0 % of a simulation within the same time)
+CO_FACTOR = 2
+#: largest number of co-residents whose phases are tracked
+MAX_CSTAR = 4
+#: CPU seconds of one uniformised step per (state + move) of the environment, and per (state + move) and own phase:
+#: the kernel's cost is (states + moves)·(A + B·m) per step (measured on this 2-core machine, load average ~12,
+#: m = 2 to 107: 2.6–3.0 ns per state-or-move at m = 2, 0.28–0.34 ns more per own phase; rounded up)
+SECONDS_PER_ENTRY_STEP = 2.5e-9
+SECONDS_PER_ENTRY_PHASE_STEP = 0.35e-9
+#: the same per stored entry of scipy's CSR product (m ≤ SCIPY_PHASES; R = 11–13, ρ = 0.83–0.98, m = 2: 0.55–0.65 ns
+#: per (state + move)·phase·step, the chain's moves counted as :func:`chain_size` does; rounded up)
+SECONDS_PER_CSR_ENTRY_STEP = 0.8e-9
+SECONDS_FIXED = 0.3
+#: CPU seconds of building one solve per (state + move) of the environment — the environment itself, and with
+#: scipy's product the product chain (per own phase) and its bandwidth order — paid once, however few the steps
+#: (R = 10, rho = 0.1 and 0.3, gamma shape 2, D = 7, cstar = 2-3: 7.5-9 s of CPU at a load average ~4 where the
+#: stepping alone predicted 3.2-3.6 s; 0.3-0.37 µs per (state + move)·phase; rounded up)
+SECONDS_PER_SETUP_ENTRY = 0.4e-6
+
+
+#: the model error of the method's reported percentiles (relative: method / simulation − 1) at the 99.9th and
+#: 99.99th percentile, by the law's variability class (:func:`variability_class`): the least and the largest over
+#: the reference grid, each widened by the simulation's own 95 % half-width there — what ``sojourn plan`` states
+#: and acts on. Measured: ``python benchmarks/tail_ph_method.py`` against ``benchmarks/tail_ph_reference.csv``
+#: (R ∈ {1, 3, 5, 10} × ρ ∈ {0.1 … 0.95}); ``tests/jsq_ps/test_tail_ph.py`` checks these against that record.
+MODEL_ERROR = {"deterministic": (-0.13, 0.13), "less variable": (-0.03, 0.09), "more variable": (-0.04, 0.07)}
+
+
+def variability_class(law) -> str:
+    """The class of :data:`MODEL_ERROR` a law belongs to: deterministic; less variable (scv ≤ 1); more variable."""
+    if isinstance(law, Dist.Deterministic):
+        return "deterministic"
+    return "less variable" if law.scv <= 1.0 + 1e-12 else "more variable"
+
+
+def model_error(law) -> tuple:
+    """(mean, low, high) relative error of the method's percentile for ``law`` (:data:`MODEL_ERROR`; mean: the
+    midpoint), the planner's measured error."""
+    lo, hi = MODEL_ERROR[variability_class(law)]
+    return (0.5 * (lo + hi), lo, hi)
+
+
+def model_error_text(law) -> str:
+    """One sentence: the method's measured model error for ``law``, from :data:`MODEL_ERROR`."""
+    cls = variability_class(law)
+    lo, hi = MODEL_ERROR[cls]
+    what = {"deterministic": "deterministic service (an Erlang stage family extrapolated; the sharpest law)",
+            "less variable": "laws at most as variable as the exponential (scv ≤ 1)",
+            "more variable": "laws more variable than the exponential (scv > 1)"}[cls]
+    return (f"its 99.9th and 99.99th percentiles lay within {100 * lo:+.0f} % to {100 * hi:+.0f} % of long "
+            f"simulations for {what} on the paper's M/G/R grid, the simulations' own 95 % noise included")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# representations of the service law
+
+
+@dataclass
+class Representation:
+    """The service law as the method uses it: ``reps`` — the PH representations (one if exact, else the stage family
+    at widths 4h, 2h, h), ``exact`` — whether the law is phase-type, ``widths`` — the stage widths (empty if exact),
+    ``sf`` and ``sf_eq`` — the exact survival and equilibrium residual survival."""
+
+    law: object
+    reps: list
+    exact: bool
+    widths: tuple
+    sf: object
+    sf_eq: object
+
+    @property
+    def phases(self) -> list:
+        return [a.size for a, _ in self.reps]
+
+
+def representation(law, widths=None) -> Representation:
+    """:class:`Representation` of ``law`` (a :class:`sojourn.core.distributions.Distribution`): its exact PH if it is
+    one, else the stage family at ``widths`` (coarsest first; default the finest of :data:`FAMILIES`)."""
+    ex = phase_fit.exact_representation(law)
+    sf = phase_fit.survival(law)
+    if ex is not None:
+        return Representation(law, [ex], True, (), sf, None)
+    widths = tuple(FAMILIES[-1] if widths is None else widths)
+    reps = [phase_fit.stage_representation(law, w) for w in widths]
+    return Representation(law, reps, False, widths, sf, phase_fit.equilibrium_survival(law))
+
+
+def family(h: float) -> tuple:
+    """The three-width family (4h, 2h, h) of a finest width h."""
+    return (4.0 * h, 2.0 * h, h)
+
+
+def _equilibrium_phase(alpha, S):
+    """π_e ∝ α(−S)⁻¹: the phase of a customer found in service (time spent per phase)."""
+    v = np.linalg.solve(-np.asarray(S, float).T, np.asarray(alpha, float))
+    v = np.maximum(v, 0.0)
+    return v / v.sum()
+
+
+def _ph_survival_at(alpha, S, x):
+    """α exp(S x) 1 at the points x (any shape), by uniformisation of the small PH chain."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return np.zeros(x.shape)
+    S = np.asarray(S, float)
+    th = float(np.max(-np.diag(S)))
+    P = np.eye(S.shape[0]) + S / th
+    K = poisson_cutoff(th * float(x.max()), 1e-14)
+    g = np.empty(K)
+    v = np.ones(S.shape[0])
+    a = np.asarray(alpha, float)
+    for j in range(K):
+        g[j] = a @ v
+        v = P @ v
+    return np.clip(poisson_mix(th, x, g), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the environment: T's tagged chain, with the tagged server's co-residents' phases while they are few
+
+
+def _compositions(c: int, m: int) -> np.ndarray:
+    """Every count vector of length m summing to c (c ≥ 0), as rows."""
+    if c == 0:
+        return np.zeros((1, m), np.int64)
+    rows = []
+    for comb in combinations_with_replacement(range(m), c):
+        v = np.zeros(m, np.int64)
+        np.add.at(v, list(comb), 1)
+        rows.append(v)
+    return np.array(rows, np.int64)
+
+
+def _multinomial(comps: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Multinomial probabilities of the count vectors ``comps`` (rows summing to c) with cell probabilities p."""
+    c = int(comps[0].sum()) if comps.size else 0
+    logp = np.log(np.where(p > 0, p, 1.0))
+    lw = math.lgamma(c + 1) - np.sum([[math.lgamma(v + 1) for v in row] for row in comps], axis=1) + comps @ logp
+    w = np.where(np.all((comps == 0) | (p[None, :] > 0), axis=1), np.exp(lw), 0.0)
+    return w / w.sum()
+
+
+@dataclass
+class Environment:
+    """The chain the own phase runs on: states (T's tagged states × the co-residents' configurations), moves into
+    each state as CSR by target (``ptr``, ``src``, ``rate`` unscaled), ``out`` the exit rate of each state (without
+    the own completion), ``k`` the tagged server's occupancy, ``p0`` the initial law, and the T states ``base`` each
+    state extends. ``cstar``: co-residents tracked up to this many."""
+
+    ptr: np.ndarray
+    src: np.ndarray
+    rate: np.ndarray
+    out: np.ndarray
+    k: np.ndarray
+    p0: np.ndarray
+    base: np.ndarray
+    cstar: int
+    lost: float
+
+    @property
+    def size(self) -> int:
+        return int(self.k.size)
+
+    @property
+    def n_moves(self) -> int:
+        return int(self.src.size)
+
+
+def environment(moves, co_alpha, co_S, mu: float, cstar: int) -> Environment:
+    """The :class:`Environment` on T's tagged moves ``moves`` (:class:`~.tail.TaggedMoves`) with the co-residents'
+    law PH(co_alpha, co_S) tracked for up to ``cstar`` of them (module doc, 2.)."""
+    from scipy import sparse
+
+    a_c = np.asarray(co_alpha, float)
+    S_c = np.asarray(co_S, float)
+    m = a_c.size
+    s_c = np.maximum(-S_c.sum(axis=1), 0.0)
+    pe = _equilibrium_phase(a_c, S_c)
+    k = moves.k.astype(np.int64)
+    n_base = k.size
+    cmax = int(k.max()) - 1
+    cstar = int(min(cstar, cmax))
+    comps = [_compositions(c, m) for c in range(cstar + 1)]
+    index = [{tuple(r): i for i, r in enumerate(cc)} for cc in comps]
+    L = np.array([comps[c].shape[0] if c <= cstar else 1 for c in range(cmax + 2)], np.int64)
+    nloc = L[k - 1]
+    off = np.concatenate([[0], np.cumsum(nloc)]).astype(np.int64)
+    n = int(off[-1])
+    rows_l, cols_l, vals_l, change_l = [], [], [], []
+
+    def add(r, c_, v, change=False):
+        """Moves r → c_ at v; ``change``: the move adds or removes a customer at the tagged server."""
+        rows_l.append(np.asarray(r, np.int64).ravel())
+        cols_l.append(np.asarray(c_, np.int64).ravel())
+        vals_l.append(np.asarray(v, float).ravel())
+        change_l.append(np.full(rows_l[-1].size, bool(change)))
+
+    R0, C0, V0, KD = moves.rows, moves.cols, moves.rate, moves.kind
+    kr, kc = k[R0], k[C0]
+    tagged_other = KD == TAGGED_OTHER
+    eye = np.eye(m, dtype=np.int64)
+    for c in range(cmax + 1):
+        sel = kr - 1 == c
+        if not sel.any():
+            continue
+        r0, c0, v0, kcc, tg = R0[sel], C0[sel], V0[sel], kc[sel], tagged_other[sel]
+        kk = c + 1
+        tracked = c <= cstar
+        Lc = int(L[c])
+        loc = np.arange(Lc)
+        same = kcc == kk
+        m1 = same & ~tg  # the other servers' events: configuration kept
+        if m1.any():
+            add(off[r0[m1]][:, None] + loc[None, :], off[c0[m1]][:, None] + loc[None, :],
+                np.repeat(v0[m1], Lc).reshape(-1, Lc))
+        m2 = same & tg  # a co-resident's departure, redirected by T's boundary (its configuration kept)
+        if m2.any():
+            dep = comps[c] @ s_c / kk if tracked else np.full(Lc, np.nan)  # tracked: rate Σ c_i s_i / k
+            vals = np.broadcast_to(dep[None, :], (m2.sum(), Lc)) if tracked else np.repeat(v0[m2], Lc).reshape(-1, Lc)
+            add(off[r0[m2]][:, None] + loc[None, :], off[c0[m2]][:, None] + loc[None, :], vals, True)
+        up = kcc == kk + 1
+        if up.any():
+            if tracked and c + 1 <= cstar:
+                for i in range(m):
+                    if a_c[i] <= 0:
+                        continue
+                    tgt = np.array([index[c + 1][tuple(row)] for row in comps[c] + eye[i]], np.int64)
+                    add(off[r0[up]][:, None] + loc[None, :], off[c0[up]][:, None] + tgt[None, :],
+                        np.repeat(v0[up] * a_c[i], Lc).reshape(-1, Lc), True)
+            else:  # into an untracked configuration (one per T state)
+                add(off[r0[up]][:, None] + loc[None, :], np.repeat(off[c0[up]], Lc).reshape(-1, Lc),
+                    np.repeat(v0[up], Lc).reshape(-1, Lc), True)
+        dn = kcc == kk - 1
+        if dn.any():
+            if tracked:
+                for i in range(m):
+                    if s_c[i] <= 0:
+                        continue
+                    has = comps[c][:, i] > 0
+                    if not has.any():
+                        continue
+                    tgt = np.array([index[c - 1][tuple(row)] for row in comps[c][has] - eye[i]], np.int64)
+                    rr = comps[c][has, i] * s_c[i] / kk
+                    add(off[r0[dn]][:, None] + loc[has][None, :], off[c0[dn]][:, None] + tgt[None, :],
+                        np.broadcast_to(rr[None, :], (dn.sum(), has.sum())), True)
+            elif c - 1 == cstar:  # the count falls to cstar: the phases drawn from the equilibrium law
+                w = _multinomial(comps[cstar], pe)
+                add(np.repeat(off[r0[dn]], w.size).reshape(-1, w.size), off[c0[dn]][:, None] + np.arange(w.size)[None, :],
+                    v0[dn][:, None] * w[None, :], True)
+            else:
+                add(off[r0[dn]], off[c0[dn]], v0[dn], True)
+    # the tracked co-residents' own phase moves (count vectors)
+    for c in range(1, cstar + 1):
+        es = np.flatnonzero(k - 1 == c)
+        if not es.size:
+            continue
+        kk = c + 1
+        for i in range(m):
+            for j in range(m):
+                if i == j or S_c[i, j] <= 0:
+                    continue
+                has = comps[c][:, i] > 0
+                if not has.any():
+                    continue
+                tgt = np.array([index[c][tuple(row)] for row in comps[c][has] - eye[i] + eye[j]], np.int64)
+                rr = comps[c][has, i] * S_c[i, j] / kk
+                add(off[es][:, None] + np.flatnonzero(has)[None, :], off[es][:, None] + tgt[None, :],
+                    np.broadcast_to(rr[None, :], (es.size, has.sum())))
+    rows = np.concatenate(rows_l)
+    cols = np.concatenate(cols_l)
+    vals = np.concatenate(vals_l)
+    change = np.concatenate(change_l)
+    out = np.bincount(rows, weights=vals, minlength=n)
+
+    def by_target(sel):
+        A = sparse.coo_matrix((vals[sel], (cols[sel], rows[sel])), shape=(n, n)).tocsr()
+        A.sum_duplicates()
+        return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float)
+
+    base = np.repeat(np.arange(n_base), nloc)
+    kx = k[base]
+    p0 = np.zeros(n)
+    for c in range(cmax + 1):
+        es = np.flatnonzero(k - 1 == c)
+        if not es.size:
+            continue
+        w = _multinomial(comps[c], pe) if c <= cstar else np.ones(1)
+        p0[(off[es][:, None] + np.arange(w.size)[None, :]).ravel()] = (moves.p0[es][:, None] * w[None, :]).ravel()
+    full = Environment(*by_target(np.ones(rows.size, bool)), out, kx, p0, base, cstar, moves.lost)
+    # the same chain with every move that changes the tagged server's population killed (its rate left in ``out``)
+    unchanged = Environment(*by_target(~change), out, kx, p0, base, cstar, moves.lost)
+    return full, unchanged
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the product chain: environment × own phase
+
+
+def _coxian(S) -> np.ndarray | None:
+    """S's superdiagonal if S is a Coxian (bidiagonal: phase j moves only to j + 1 or completes), else None."""
+    S = np.asarray(S, float)
+    m = S.shape[0]
+    off = S - np.diag(np.diag(S))
+    sup = np.concatenate([np.diag(S, 1), [0.0]]) if m > 1 else np.zeros(1)
+    if np.count_nonzero(off) == np.count_nonzero(np.diag(S, 1)) and np.all(np.triu(off, 2) == 0) \
+            and np.all(np.tril(off) == 0):
+        return sup
+    return None
+
+
+def uniformisation_rate(env: Environment, own_S) -> float:
+    own_out = -np.diag(np.asarray(own_S, float))
+    return float(np.max(env.out + own_out.max() / env.k))
+
+
+def product_masses(env: Environment, own_alpha, own_S, t_max: float, stop: float = STOP, q: float | None = None):
+    """(g, steps, q): g_j = P(the tagged customer is still there after j uniformised steps), j < K = the Poisson cut of
+    q·t_max (q: at least the chain's largest exit rate), stopped once g_j < ``stop``."""
+    a = np.asarray(own_alpha, float)
+    S = np.asarray(own_S, float)
+    q = uniformisation_rate(env, S) if q is None else float(q)
+    K = poisson_cutoff(q * float(t_max), 1e-13)
+    own_out = -np.diag(S)
+    keep = 1.0 - env.out / q
+    speed = (1.0 / env.k) / q
+    rate = env.rate / q
+    x = np.ascontiguousarray(np.outer(env.p0, a))
+    y = np.zeros_like(x)
+    sup = _coxian(S)
+    if x.size <= 4000 or a.size <= SCIPY_PHASES:  # scipy's CSR product: importing numba (~0.3 s) would cost more
+        g, steps = _masses_scipy(env, rate, keep, speed, own_out, S, x, K, stop)
+        return g, steps, q
+    from . import _tail_ph_kernel as kern
+
+    if sup is not None:
+        g, steps = kern.masses(x, y, env.ptr, env.src, rate, keep, speed, own_out, sup, K, stop)
+    else:
+        off = S - np.diag(np.diag(S))
+        oi, oj = np.nonzero(off)
+        g, steps = kern.masses_general(x, y, env.ptr, env.src, rate, keep, speed, own_out, oi.astype(np.int64),
+                                       oj.astype(np.int64), off[oi, oj], K, stop)
+    return g, int(steps), q
+
+
+#: own phases up to which the product chain is stepped as one scipy CSR matrix (the environment ⊗ the own phase),
+#: not by the numba kernel: at m = 2 scipy's product (reverse Cuthill–McKee order) took 0.67 s where the kernel took
+#: 1.56 s (R = 11, ρ = 0.98, gamma shape 2), and it spares importing numba (~0.3 s of ``sojourn plan``'s answer);
+#: the kernel's cost per phase is lower, so it wins from m ≈ 4
+SCIPY_PHASES = 3
+
+
+def _masses_scipy(env, rate, keep, speed, own_out, S, x, K, stop):
+    """:func:`product_masses`' g by a scipy CSR product of the whole chain (state e, own phase j at e·m + j)."""
+    from scipy import sparse
+
+    from .uniformization import uniformized_masses
+
+    n, m = x.shape
+    A = sparse.csr_matrix((rate, env.src, env.ptr), shape=(n, n))  # A[e, s]: into e from s (over q)
+    Soff = (S - np.diag(np.diag(S))).T  # into j from i
+    PT = (sparse.kron(A, sparse.identity(m), format="csr") + sparse.kron(sparse.diags(speed), sparse.csr_matrix(Soff),
+                                                                         format="csr")
+          + sparse.diags((keep[:, None] - speed[:, None] * own_out[None, :]).ravel())).tocsr()
+    g, steps = uniformized_masses(PT, x.ravel(), K, stop)
+    return g, int(steps)
+
+
+def held_mix(q: float, t: np.ndarray, g: np.ndarray, steps: int) -> np.ndarray:
+    """Σ_j Pois(j; qt)·g_j with g_j held at g_{steps−1} beyond the steps computed (an upper bound of the survival,
+    off by less than that last value)."""
+    from scipy import special
+
+    g = np.asarray(g[:steps], float)
+    sf = poisson_mix(q, t, g)
+    last = float(g[-1]) if g.size else 0.0
+    if last > 0:
+        sf = sf + last * special.pdtrc(steps - 1, q * np.asarray(t, float))
+    return np.clip(sf, 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# paths with no change at the tagged server (module doc, 3.)
+
+
+def unchanged_mass(moves, t: np.ndarray, stop: float = 1e-15):
+    """a[i, k] = P(the arrival finds k − 1 others at its server and nobody joins them until t_i), k = 0..k_max, from T's
+    chain without the moves that add to the tagged server (killed) and without its co-residents' departures (left
+    out: their stay enters through their own law)."""
+    from scipy import sparse
+
+    k = moves.k.astype(np.int64)
+    n = k.size
+    dk = k[moves.cols] - k[moves.rows]
+    co = moves.kind == TAGGED_OTHER
+    keep = ~co
+    kill = keep & (dk > 0)
+    stay = keep & ~kill
+    A = sparse.coo_matrix((moves.rate[stay], (moves.cols[stay], moves.rows[stay])), shape=(n, n)).tocsr()  # by target
+    A.sum_duplicates()
+    out = np.bincount(moves.rows[keep], weights=moves.rate[keep], minlength=n)
+    q = max(float(out.max()), 1e-12)
+    K = poisson_cutoff(q * float(t.max()), 1e-13)
+    kmax = int(k.max())
+    from ._tail_ph_kernel import masses_by_group
+
+    G, used = masses_by_group(moves.p0.astype(float).copy(), A.indptr.astype(np.int64), A.indices.astype(np.int64),
+                              A.data / q, 1.0 - out / q, k, kmax + 1, K, stop)
+    return poisson_mix(q, t, G[:used])
+
+
+def unchanged_survival(a: np.ndarray, t: np.ndarray, own_sf, co_sf, cut: float = 1e-16) -> np.ndarray:
+    """Σ_k a_k(t)·own_sf(t/k)·co_sf(t/k)^(k−1) on the grid ``t`` (module doc, 3.): the laws evaluated once on every
+    (k, t) where a_k(t) ≥ ``cut`` (the terms below it are left out: they move the sum by less than cut·k_max)."""
+    kk, ii = np.nonzero(a.T[1:] >= cut)
+    kk = kk + 1
+    out = np.zeros(t.size)
+    if not kk.size:
+        return out
+    x = t[ii] / kk
+    f = own_sf(x)
+    many = kk > 1
+    f[many] *= co_sf(x[many]) ** (kk[many] - 1)
+    np.add.at(out, ii, a[ii, kk] * f)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the method
+
+
+@dataclass
+class TailPHResult:
+    cdf: np.ndarray
+    sf_best: np.ndarray
+    lower: np.ndarray
+    D: int
+    M: int
+    n_states: int
+    lambda_n: np.ndarray
+    A_n: np.ndarray
+    run_time: float
+    info: dict = field(default_factory=dict)
+
+
+def predicted_seconds(env_size, env_moves, phases, steps) -> float:
+    """Predicted CPU seconds of one product-chain solve (environment size and moves, own phases, steps): the numba
+    kernel's cost, or scipy's CSR product's (:data:`SCIPY_PHASES`), and the solve's set-up."""
+    if phases <= SCIPY_PHASES:
+        return (env_size + env_moves) * phases * (SECONDS_PER_CSR_ENTRY_STEP * steps + SECONDS_PER_SETUP_ENTRY)
+    return (env_size + env_moves) * ((SECONDS_PER_ENTRY_STEP + SECONDS_PER_ENTRY_PHASE_STEP * phases) * steps
+                                     + SECONDS_PER_SETUP_ENTRY)
+
+
+def _survival(env, rep, t, stop, q=None):
+    a, S = rep
+    g, steps, q = product_masses(env, a, S, float(t.max()), stop, q)
+    return held_mix(q, t, g, steps), steps, q
+
+
+def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, max_seconds=DEFAULT_SECONDS,
+                    eps=LEVEL_EPS, floor=FLOOR, stop=STOP, co_factor=CO_FACTOR) -> TailPHResult:
+    """Method T with service law ``law`` (module doc): P(sojourn ≤ t) on the grid ``t``.
+
+    ``D`` (≥ 2): the spread cap (D − 1 is solved too, at the coarsest width); ``h``: the finest stage width of a law
+    that is not phase-type, in (0, 1/4] (the family (4h, 2h, h)); ``cstar``: co-residents tracked
+    (0..:data:`MAX_CSTAR`). Defaults: chosen by predicted cost within ``max_seconds`` CPU seconds (:func:`_plan`).
+    Returns a :class:`TailPHResult` (``cdf`` with T's allowance, ``sf_best`` the estimate, ``lower`` the other side
+    of the allowance, λ_n and A_n of T's system law, ``info``)."""
+    from ...core.inputs import format_bytes, limits
+    from .tail import peak_bytes
+
+    t0 = time.process_time()
+    lam, R = float(arrival_rate), int(servers)
+    mu = 1.0 / float(law.mean)
+    t = np.asarray(t, dtype=float)
+    t_max = float(t.max()) if t.size else 0.0
+    need, (mem_limit, mem_src, _, _) = peak_bytes(R, 2 if D is None else int(D)), limits()
+    if need > mem_limit:
+        raise MemoryError(f"method T at R = {R} needs about {format_bytes(need)}, above the limit "
+                          f"{format_bytes(mem_limit)} ({mem_src})")
+    with single_threaded_blas():
+        if R == 1:  # no other server: T's chain is M/M/1-PS (level = the occupancy)
+            M, pi, ph = level_cap(lam, mu, R, 0, eps)
+        else:
+            _, pi1, _ = level_cap(lam, mu, R, 1, eps)
+            M = max(8, _levels_for(pi1.sum(axis=1), eps / 3))
+        plan = _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop)
+        D_, h_, cstar_ = plan["D"], plan["h"], plan["cstar"]  # h: the finest width (0: a phase-type law)
+        widths = plan["widths"]
+        rep = representation(law, widths)
+        co_reps = None if (rep.exact or co_factor == 1) else representation(law, tuple(co_factor * w for w in widths)).reps
+        Dlist = [0] if R == 1 else [D_ - 1, D_]
+        sols = {}
+        for d in Dlist:
+            if R > 1 and d == 1:  # the pilot's chain
+                sols[d] = (plan["pilot"]["moves"], None, None)
+                continue
+            if R > 1:
+                ph, pi = system_law(lam, mu, R, M, d)
+            sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
+        mv_best, pi_best, ph_best = sols[Dlist[-1]]
+        plain = rep.exact  # a phase-type law is its own representation: no smoothing to undo (module doc, 3.)
+
+        def total(mv, which):
+            """(survivals of the representations ``rep.reps[i]``, i in ``which``, each with its own co-residents'
+            representation, less the chain's own value of the unchanged paths; steps, states, q, the exact value of
+            those paths)."""
+            ex = None
+            if not plain:
+                a = unchanged_mass(mv, t)
+                ex = unchanged_survival(a, t, rep.sf, rep.sf_eq if rep.sf_eq is not None else
+                                        _ph_equilibrium_sf(rep.reps[-1]))
+            outs, steps, sizes, q = [], [], [], None
+            for i in which:
+                al, S = rep.reps[i]
+                co = co_reps[i] if co_reps is not None else (al, S)
+                env, still = environment(mv, co[0], co[1], mu, cstar_)
+                sf, st, q = _survival(env, (al, S), t, stop)
+                steps.append(st)
+                sizes.append(env.size * al.size)
+                if not plain:  # the same paths in the chain itself: its sub-chain with every change killed
+                    sf = sf - _survival(still, (al, S), t, stop, q)[0]
+                outs.append(sf)
+            return outs, steps, sizes, q, ex
+
+        rests, steps_used, sizes, q, exact_part = total(mv_best, range(len(rep.reps)))
+        if len(rests) == 1:
+            rest, rich_incr = rests[0], np.zeros(t.size)
+        else:  # the extrapolation, and its change from one width fewer
+            rest = phase_fit.richardson(rests)
+            rich_incr = np.abs(rest - phase_fit.richardson(rests[1:]))
+        best = rest if plain else exact_part + rest
+        env_incr = np.zeros(t.size)
+        if R > 1:  # the spread cap's increment, at the finest representation (module doc, "the stated margin")
+            prev, _, _, _, ex_prev = total(sols[Dlist[0]][0], [len(rep.reps) - 1])
+            fine = rests[-1] if plain else exact_part + rests[-1]
+            env_incr = np.abs(fine - (prev[0] if plain else ex_prev + prev[0]))
+        best = _monotone(np.clip(best, 0.0, 1.0))
+        sf_c = np.minimum(1.0, best + env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
+        low = np.maximum(0.0, best - env_incr - floor * best)
+        lam_n, A_n = per_server_rates(pi_best, ph_best, lam)
+        top = float(pi_best.sum(axis=1)[-1])
+        info = {"D": D_, "M": M, "h": h_, "cstar": cstar_, "stage_phases": rep.phases, "stage_widths": len(rep.widths),
+                "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
+                "states": sizes[-1], "steps": steps_used[-1], "uniformization_rate": q,
+                "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
+                "truncation_reached": int(top < eps), "predicted_seconds": plan["predicted"],
+                "stop": stop}
+        info["margin_parts"] = (env_incr, rich_incr)
+        for p in (0.99, 0.999, 0.9999, 0.99999):  # the extrapolation's own change from two to three widths
+            info[f"extrapolation_{100 * p:g}"] = _relative_shift(t, best, rich_incr, p)
+        return TailPHResult(1.0 - _monotone(sf_c), best, low, D_, M, sizes[-1], lam_n, A_n,
+                            time.process_time() - t0, info)
+
+
+def _relative_shift(t, sf, incr, p) -> float:
+    """x_p(sf + incr)/x_p(sf) − 1: how far the percentile moves when the survival rises by ``incr`` (NaN beyond the
+    grid; 0 where ``incr`` is 0)."""
+    from ...core.stats import quantile
+
+    if not np.any(incr):
+        return 0.0
+    a = float(quantile(t, 1.0 - _monotone(np.minimum(1.0, sf + incr)), p))
+    b = float(quantile(t, 1.0 - sf, p))
+    return a / b - 1.0 if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")
+
+
+def _ph_equilibrium_sf(rep):
+    """The equilibrium residual survival of a phase-type law (α, S): the PH started in its equilibrium phase."""
+    a, S = rep
+    pe = _equilibrium_phase(a, S)
+    return lambda x: _ph_survival_at(pe, S, x)
+
+
+def _configs(c: int, m: int, cstar: int) -> int:
+    """Configurations of c co-residents: count vectors over m phases if c ≤ cstar, else one."""
+    return math.comb(c + m - 1, m - 1) if c <= cstar else 1
+
+
+def chain_size(R: int, M: int, D: int, cstar: int, m_co: int) -> tuple[int, int]:
+    """(states, moves) of the environment (T's tagged states × the configurations of up to ``cstar`` co-residents
+    over ``m_co`` phases), counted from T's phase table without building it (moves about 30 % high)."""
+    from .tail import TaggedPhases
+
+    Dt = D + TAGGED_EXTRA if R > 1 else 0
+    tp = TaggedPhases(R, D, Dt)
+    per_phase = np.bincount(tp.table(1.0, 1.0).src, minlength=tp.size)
+    k = np.arange(M)[:, None] + tp.ot[None, :]
+    table = np.array([_configs(c, m_co, cstar) for c in range(int(k.max()) + 1)], np.int64)
+    conf = table[np.maximum(k - 1, 0)] * (k >= 1)
+    states = int(conf.sum())
+    moves = int((conf * (per_phase[None, :] + 2 * np.minimum(np.maximum(k - 1, 0), cstar))).sum())
+    return states, moves
+
+
+def upper_bounded(law) -> bool:
+    """Whether the law's support is bounded (deterministic, uniform, triangular): its stage family needs three
+    widths."""
+    return phase_fit.upper_end(law) is not None
+
+
+def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
+    """The stage family, spread cap D and tracked co-residents of a cell (given ones kept), upgraded in the order
+    cstar 0 → 1, the next family of :data:`FAMILIES`, D 2 → 3, the finest family, cstar → 2, D → MAX_D, cstar →
+    MAX_CSTAR while the predicted CPU seconds of the solves (:func:`chain_size` × uniformised steps, at the
+    survival's decay measured by a pilot: the coarsest stage representation, D = 1, no co-resident tracked) stay
+    within ``max_seconds`` — predicted, not measured, so the same choice on any machine; the least choice runs
+    however long it takes (the cheapest family, D = 2)."""
+    if R == 1:
+        _, pi, ph = level_cap(lam, mu, R, 0, eps)
+        mv = tagged_moves(lam, mu, R, M, 0, 0, pi, ph) if pi.shape[0] == M else None
+        if mv is None:
+            M0, pi, ph = level_cap(lam, mu, R, 0, eps)
+            mv = tagged_moves(lam, mu, R, M0, 0, 0, pi, ph)
+    else:  # the pilot is the chain with spread cap 1 on the final levels: the final D − 1 when D = 2
+        ph, pi = system_law(lam, mu, R, M, 1)
+        mv = tagged_moves(lam, mu, R, M, 1, 1 + TAGGED_EXTRA, pi, ph)
+    exact = phase_fit.exact_representation(law) is not None
+    families = [None] if exact else ([family(float(h))] if h is not None else list(FAMILIES))
+    if upper_bounded(law) and h is None:  # two widths leave a bounded law's edge 12 % off (FAMILIES)
+        families = [f for f in families if len(f) == 3]
+    reps = {i: representation(law, f) for i, f in enumerate(families)}
+    coarse = reps[0].reps[0]
+    env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
+    _, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
+    t_stop = steps / _q  # where the pilot's survival fell below ``stop`` (or t_max)
+    co = {i: (reps[i].phases if exact else representation(law, tuple(CO_FACTOR * w for w in families[i])).phases)
+          for i in reps}
+    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "family": 0,
+              "cstar": 0 if cstar is None else int(cstar)}
+
+    def seconds(c):
+        ms, cos = reps[c["family"]].phases, co[c["family"]]
+        own_max = max(float(np.max(-np.diag(S))) for _, S in reps[c["family"]].reps)
+        co_max = own_max if exact else own_max / CO_FACTOR
+        qq = lam + R * mu + own_max + (co_max if c["cstar"] else 0.0)
+        solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
+        total = SECONDS_FIXED
+        for d, m, mc in solves:
+            st, mo = chain_size(R, M, d, c["cstar"], mc)
+            total += predicted_seconds(st, mo, m, qq * t_stop)
+        return total
+
+    upgrades = []
+    if cstar is None:
+        upgrades.append(("cstar", 1))
+    if len(families) > 1:
+        upgrades.append(("family", 1))
+    if D is None and R > 1:
+        upgrades.append(("D", 3))
+    if len(families) > 2:
+        upgrades.append(("family", 2))
+    if cstar is None:
+        upgrades.append(("cstar", 2))
+    if D is None and R > 1:
+        upgrades += [("D", d) for d in range(4, MAX_D + 1)]
+    if cstar is None:
+        upgrades += [("cstar", c) for c in range(3, MAX_CSTAR + 1)]
+    for key, val in upgrades:
+        trial = {**choice, key: val}
+        if key == "D" and choice["D"] != val - 1:
+            continue  # D grows one step at a time
+        if seconds(trial) <= max_seconds:
+            choice = trial
+    choice["widths"] = families[choice["family"]]
+    choice["h"] = 0.0 if exact else float(families[choice["family"]][-1])
+    choice["pilot"] = {"moves": mv}
+    choice["predicted"] = seconds(choice)
+    choice["pilot_steps"] = steps
+    choice["t_stop"] = t_stop
+    return choice
+
+
+def api_result(spec, hyper, t) -> dict:
+    """Method T with the spec's (non-exponential) service law, for :mod:`sojourn.jsq_ps.solve.api`."""
+    from .tail import margins
+
+    w0 = time.perf_counter()
+    res = tail_ph_sojourn(spec.arrival_rate, spec.service, spec.servers, t, D=hyper.get("tail_D"),
+                          h=hyper.get("tail_h"), cstar=hyper.get("tail_cstar"),
+                          max_seconds=hyper.get("tail_seconds", DEFAULT_SECONDS))
+    info = {k: v for k, v in res.info.items() if k != "margin_parts"}
+    info["stage_phases"] = ",".join(str(x) for x in info.get("stage_phases", []))
+    info.update(margins(t, res))
+    info["cpu_seconds"] = res.run_time
+    info["truncated_mass"] = float(info.get("top_level_mass", 0.0) + info.get("initial_mass_lost", 0.0))
+    info["service_law"] = str(spec.service)
+    return {"cdf": res.cdf, "lambda_n": res.lambda_n, "A_n": res.A_n, "run_time": time.perf_counter() - w0,
+            "L1": res.M, "L2": res.M + res.D + TAGGED_EXTRA, "faithful": False, "info": info}
