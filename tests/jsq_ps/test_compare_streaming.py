@@ -126,7 +126,7 @@ def test_auto_bootstraps_only_from_enough_replications():
     rng = np.random.default_rng(5)
     cfg = {"confidence": 0.95, "ci": "auto", "skew_threshold": 1.0, "n_resamples": 300}
     few = rng.lognormal(0, 1.5, size=(30, 5))
-    m, lo, hi, how = interval(few, cfg, seed=1)
+    _, lo, hi, how = interval(few, cfg, seed=1)
     assert (how == CI_T).all()
     _, blo, bhi, bhow = interval(few, {**cfg, "ci": "bootstrap"}, seed=1)
     assert (bhow == CI_BOOTSTRAP).all() and np.median((hi - lo) / (bhi - blo)) > 1.2
