@@ -1568,7 +1568,8 @@ def _message_panel(ax, text):
             bbox={"facecolor": "0.96", "edgecolor": "0.7"})
 
 
-def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw):
+def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
+                       factor=100.0):
     """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
     too short, a mark in the strip above the panel instead of a value."""
@@ -1595,9 +1596,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         paper = np.array([rep[pvar].values[a, b, k] for k, b in pts], float)
         if scale is not None:
             sc = np.array([scale[b, k] for k, b in pts])
-            paper = 100 * paper / sc
+            paper = factor * paper / sc
         else:
-            paper = 100 * paper
+            paper = factor * paper
         if absolute:
             paper = np.abs(paper)
         ax.axhline(0, color="0.5", lw=0.7)
@@ -1609,9 +1610,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             vals = [np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             if scale is not None:
-                vals = [100 * v / sc for v in vals]
+                vals = [factor * v / sc for v in vals]
             else:
-                vals = [100 * v for v in vals]
+                vals = [factor * v for v in vals]
             m, lo, hi = vals
             if absolute:
                 a_, b_ = np.abs(lo), np.abs(hi)
@@ -1679,8 +1680,9 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         rep, stem, prefix="pct", pvar="paper_percentile_error",
         ovar=("percentile_error", "percentile_error_ci_low", "percentile_error_ci_high"),
         refvar="percentile_error_reference", fams=fams,
-        relative_from=lambda a: rep["reference_percentile"].values[a],
-        title=_pct_title(rep), what="(method − reference) / reference (%)", absolute=False, kw=kw)
+        relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
+        # load) the paper's value still has its place
+        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT})", absolute=False, kw=kw)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
 
@@ -1770,9 +1772,12 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         "cells of its table this run has: the paper's value (black diamonds) and, per family, the best method of "
         "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
         [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else our "
-         "mean simulated percentile (hollow, with its 95% CI); both are shown as a share of that reference percentile, "
-         "the paper's too. Where our simulation has too few customers beyond the percentile and exact did not run, we "
-         "have no reference and draw nothing (◇ in the strip).")])
+         "mean simulated percentile (hollow, with its 95% CI); "
+         + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
+            "also where we have no reference. " if prefix == "pct" else
+            "both are shown as a share of that reference percentile, the paper's too. ")
+         + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
+         "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
 
 
 def reproduction_map(rep: xr.Dataset, stem, **kw):
