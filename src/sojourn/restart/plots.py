@@ -322,7 +322,14 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         else:
             ax.set_ylim(bottom=0.0)
         kinds |= strip.kinds
-        strip.finish(title=f"{name}: the {level:g}th percentile of the response time", fontsize=9.5)
+        best = {sm: (float(c["best_response_time_percentile"].sel(semantics=sm)),
+                     float(c["best_rate_response_time_percentile"].sel(semantics=sm)))
+                for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
+        best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
+        low = min(best, key=lambda sm: best[sm][0]) if best else None
+        strip.finish(title=f"{name}: the {level:g}th percentile of the response time"
+                     + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
+                        if low else ""), fontsize=9.5)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
     sh, sl = status_handles(kinds)
