@@ -323,10 +323,13 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         lab.append(f"W < {W_FLOOR:g} against exact (drawn on the bottom edge)")
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=3, y=0.02)
+    cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
+    # the title's finding is the caption's (the same claim, from the same data)
+    lead = next((getattr(c, "text", "") for c in cap.findings
+                 if getattr(c, "text", "").startswith("The closest corrected method")), "")
     fig.suptitle(f"How far each method's sojourn-time distribution is from the truth ({service} service)\n"
                  "Wasserstein distance W to exact where it ran (filled), else to the simulation (hollow): lower = "
-                 "closer", y=0.995, va="bottom", fontsize=10.5)
-    cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
+                 "closer" + (f"\n{lead}" if lead else ""), y=0.995, va="bottom", fontsize=10.5)
     return save(fig, stem, caption=cap, **kw)
 
 
