@@ -880,6 +880,12 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
+        fig, ax = plt.subplots(figsize=(6.5, 2.0))
+        _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
+        return save(fig, stem, caption=Caption(
+            f"Relative percentile error of {what} against the best reference ({service} service).", [],
+            [f"This run computed none of {what} (approximation.methods in the config): nothing to draw."], []), **kw)
     c = cmp.sel(service=service)
     a = against_reference(cmp, service)
     methods = c["approximation"].values.tolist()
