@@ -1038,7 +1038,8 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
         text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
                 f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
-                + (f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}." if e.size else "."))
+                + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
+                   f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
         cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
         if e.size:
             cl.value += [float(e.min()), float(e.max())]
