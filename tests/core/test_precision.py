@@ -103,7 +103,7 @@ def test_interval_over_each_rows_own_replications():
     pres = np.arange(9)[None, :] < used[:, None]
     xp = np.where(pres, x, np.nan)
     for ci in ("t", "auto"):
-        cfg = {"confidence": 0.95, "ci": ci, "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 300}
+        cfg = {"confidence": 0.95, "ci": ci, "bootstrap_from": 20, "skew_threshold": 1.0, "n_resamples": 300}
         m, lo, hi, meth = interval(xp, cfg, seed=4, present=pres)
         for r in range(7):
             if used[r] == 0 or r == 6:

@@ -57,7 +57,7 @@ def _datasets(seed=0):
     return sim, approx
 
 
-CFG = {"percentiles": [90, 99, 99.9], "n_resamples": 300}
+CFG = {"percentiles": [90, 99, 99.9], "n_resamples": 300, "bootstrap_from": 3}  # bootstrap CIs exercised too
 
 
 @pytest.fixture()
@@ -107,7 +107,7 @@ def test_interval_skew_selection_with_gaps():
     """Rows with NaN (gaps) do not change which complete rows get a bootstrap CI."""
     rng = np.random.default_rng(3)
     x = rng.lognormal(0, 1.5, size=(40, 10))
-    cfg = {"confidence": 0.95, "ci": "auto", "bootstrap_below": 10, "skew_threshold": 1.0, "n_resamples": 200}
+    cfg = {"confidence": 0.95, "ci": "auto", "bootstrap_from": 10, "skew_threshold": 1.0, "n_resamples": 200}
     full = interval(x, cfg, seed=1)
     gaps = np.concatenate([x, np.full((25, 10), np.nan)])
     part = interval(gaps, cfg, seed=1)
@@ -115,6 +115,24 @@ def test_interval_skew_selection_with_gaps():
         np.testing.assert_array_equal(a, b[:40])
     assert (full[3] == 1).any() and (full[3] == 0).any()
     assert np.isnan(part[0][40:]).all()
+
+
+def test_auto_bootstraps_only_from_enough_replications():
+    """'auto' gives Student t below ``bootstrap_from`` replications (the bootstrap's intervals are too narrow there:
+    benchmarks/ci_coverage.py), and BCa for a skewed sample from that many on; Student t's interval at five
+    replications is the wider one."""
+    from sojourn.core.stats import BOOTSTRAP_FROM, CI_BOOTSTRAP, CI_T
+
+    rng = np.random.default_rng(5)
+    cfg = {"confidence": 0.95, "ci": "auto", "skew_threshold": 1.0, "n_resamples": 300}
+    few = rng.lognormal(0, 1.5, size=(30, 5))
+    _, lo, hi, how = interval(few, cfg, seed=1)
+    assert (how == CI_T).all()
+    _, blo, bhi, bhow = interval(few, {**cfg, "ci": "bootstrap"}, seed=1)
+    assert (bhow == CI_BOOTSTRAP).all() and np.median((hi - lo) / (bhi - blo)) > 1.2
+    many = rng.lognormal(0, 1.5, size=(30, BOOTSTRAP_FROM))
+    assert (interval(many, cfg, seed=1)[3] == CI_BOOTSTRAP).any()
+    assert (interval(many[:, :-1], cfg, seed=1)[3] == CI_T).all()
 
 
 def _break(approx, R, rho, method, how):

@@ -95,7 +95,8 @@ def test_T_in_the_cdf_of_a_cell(data, drawn):
     sim, approx, cmp = data
     plots.cdf_cell(sim, approx, 2, 0.6, "unused", cmp=cmp)
     (fig,) = drawn
-    assert _has_tail_line(fig) and "T (conservative tail chain)" in _legend_texts(fig)
+    # the legend names T with its W against the reference (the body panel draws differences from it)
+    assert _has_tail_line(fig) and any(t.startswith("T (conservative tail chain)") for t in _legend_texts(fig))
 
 
 def test_T_in_the_maps(data, drawn):
@@ -105,9 +106,12 @@ def test_T_in_the_maps(data, drawn):
     plots.best_method_map(cmp, "unused")
     rec, best = drawn
     # one legend per map: a patch per method, in its colour of the one palette (T: its own)
-    patches = {t.get_text(): h for lg in rec.legends for h, t in zip(lg.legend_handles, lg.get_texts())}
+    patches = {t.get_text().split(":")[0]: h for lg in rec.legends for h, t in zip(lg.legend_handles, lg.get_texts())}
     assert "T (conservative tail chain)" in patches and "exact" in patches
     assert mcolors.to_rgba(patches["T (conservative tail chain)"].get_facecolor()) == TAIL_RGBA
+    # T's entry says why (exact over budget) and its margin over exact, from the data
+    text = next(t.get_text() for lg in rec.legends for t in lg.get_texts() if t.get_text().startswith("T ("))
+    assert "over budget" in text and "above it where both ran" in text
     image = rec.get_axes()[0].get_images()[0].get_array()  # T's cells drawn in T's colour
     assert any(np.allclose(px[:3], TAIL_RGBA[:3]) for px in np.asarray(image).reshape(-1, image.shape[-1]))
     assert best.get_axes()  # T is a candidate of the Wasserstein map too (drawn without error)
@@ -126,13 +130,15 @@ def test_T_family_in_the_reproduction_panels(data, drawn):
 
 
 def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
-    """exact did not run at the second load: a hollow ○ in exact's colour (not the × of an invalid fit) in exact's row
-    of the corrected map, explained in the legend; the key-result tables name T where it is recommended."""
+    """exact did not run at the second load: a hollow ○ (not the × of an invalid fit) in the check panel of the
+    corrected map (exact against the simulation), explained in the legend; the key-result tables name T where it is
+    recommended."""
     plots.percentile_error_vs_rho_corrected(data[2], "unused")
     (fig,) = drawn
-    exact = mcolors.to_rgba(plots.METHOD_COLORS["exact"])
-    marks = [ln for ln in _lines(fig) if ln.get_linestyle() == "None" and mcolors.to_rgba(ln.get_color()) == exact]
-    assert marks and {ln.get_marker() for ln in marks} == {"o"}
+    check = [ax for ax in fig.get_axes() if ax.get_title(loc="left").startswith("the check")]
+    assert len(check) == 1
+    marks = [ln for ln in check[0].get_lines() if ln.get_linestyle() == "None"]
+    assert marks and {ln.get_marker() for ln in marks} == {"o"} and all(ln.get_mfc() == "none" for ln in marks)
     assert "not run (over budget / truncation cap)" in _legend_texts(fig)
     assert "invalid fit (not a CDF)" not in _legend_texts(fig)
 
@@ -165,3 +171,21 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
              if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]
     assert marks and not [ln for ax in lines.get_axes() for ln in ax.get_lines()
                           if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]
+
+
+def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
+    """Survivorship: exact did not run at the second load (its run_time there is the time to refuse), so its point is
+    the first load's time alone, drawn hollow with "1/2" (ran at one of two loads), and the legend says why."""
+    cmp = data[2]
+    assert cmp["not_run"].sel(approximation="exact").values.tolist() == [[0, 1]]
+    slow = cmp.copy(deep=True)  # a refusal that looks cheap: a tiny run time where exact did not run
+    slow["run_time"].loc[{"approximation": "exact", "rho": 0.6}] = 1e-6
+    plots.runtime_vs_R(slow, "unused")
+    (fig,) = drawn
+    exact = mcolors.to_rgba(plots.METHOD_COLORS["exact"])
+    pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == exact]
+    assert len(pts) == 1 and pts[0].get_mfc() == "white"
+    assert np.isclose(pts[0].get_ydata()[0], cmp["run_time"].sel(approximation="exact", rho=0.5).values.item())
+    texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
+    assert "1/2" in texts
+    assert any("not counted as fast" in t for t in _legend_texts(fig))

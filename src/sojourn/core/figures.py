@@ -106,14 +106,18 @@ def registry(figures) -> dict:
 #: service times of the experiment's replica law
 TIME_UNIT = "mean service times"
 
-#: the colour of each method in every figure (lines, maps, markers): A–F the first six tab10 colours, the corrected
-#: chains a darker set (A* = B* = D* = E* give one CDF and are drawn in A*'s colour, C* = F* in C*'s), exact pink,
-#: T dark teal
+#: the colour of each method in every figure (lines, maps, markers): A–E the first five tab10 colours and F cyan
+#: (tab10's brown beside E's purple read as one colour), the corrected chains their own hues (A* = B* = D* = E* give
+#: one CDF and are drawn in A*'s brown, C* = F* in C*'s olive; no grey, which reads as "missing" beside grey ties),
+#: exact pink, T dark teal
 METHOD_COLORS = {
-    "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#9467bd", "F": "#8c564b",
-    "A*": "#4d4d4d", "B*": "#17becf", "C*": "#bcbd22", "D*": "#a6761d", "E*": "#7570b3", "F*": "#666600",
+    "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#9467bd", "F": "#17becf",
+    "A*": "#8c564b", "B*": "#7570b3", "C*": "#bcbd22", "D*": "#a6761d", "E*": "#b2df8a", "F*": "#666600",
     "exact": "#e377c2", "T": "#00685a",
 }
+#: a marker per method, so that lines of one colour family stay apart where they coincide (the A–F panels)
+METHOD_MARKERS = {"A": "o", "B": "s", "C": "^", "D": "v", "E": "D", "F": "P", "A*": "o", "B*": "s", "C*": "^",
+                  "D*": "v", "E*": "D", "F*": "P", "exact": "o", "T": "X"}
 
 
 def method_color(m: str) -> str:
@@ -167,8 +171,13 @@ class Status:
 #: replication beyond the percentile, or a run the run-length guard (sojourn.core.runlength) judged too short
 REFERENCE_TOO_SHORT = Status("reference_too_short", "D", "reference too short (simulation too short to estimate it)",
                              filled=False, color="0.35")
+#: the same rule where the value is the simulation's own estimate, not a reference for something else (a restart
+#: sweep's percentile, fork-join's latency): the same mark, worded for what it is
+ESTIMATE_TOO_SHORT = Status("estimate_too_short", "D", "simulation too short to estimate it", filled=False,
+                            color="0.35")
 STATUS = {s.key: s for s in (
     REFERENCE_TOO_SHORT,
+    ESTIMATE_TOO_SHORT,
     Status("not_run", "o", "not run (over budget / truncation cap)", filled=False),
     Status("invalid", "x", "invalid fit (not a CDF)"),
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
@@ -235,16 +244,16 @@ class StatusStrip:
         h = 0.045 + 0.055 * n
         strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
         order = {r: k for k, (r, _) in enumerate(self.rows)}
-        for row, x, key, color in self.marks:
-            y = n - 1 - order[row]
-            strip.plot(x, np.full(x.size, y), **status_style(key, color, ms=4.5), clip_on=False)
+        for row, x, key, color in self.marks:  # the mark in its status colour (as in the legend); the row's name
+            y = n - 1 - order[row]              # at the right end in the series colour says whose it is
+            strip.plot(x, np.full(x.size, y), **status_style(key, ms=5.0), clip_on=False)
         strip.set_ylim(-0.7, n - 0.3)
         strip.set_yticks([])
         strip.tick_params(axis="x", which="both", labelbottom=False, length=0)
         strip.set_facecolor("0.96")
         for row, (text, color) in self.labels.items():
             strip.text(1.01, n - 1 - order[row], text, transform=strip.get_yaxis_transform(), ha="left", va="center",
-                       fontsize=6.5, color=color or "0.3")
+                       fontsize=7, color=color or "0.3", fontweight="bold")
         for side in strip.spines.values():
             side.set_color("0.75")
         if title:

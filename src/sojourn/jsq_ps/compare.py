@@ -109,7 +109,7 @@ DEFAULTS = {
     "percentiles": [99, 99.9, 99.99, 99.999],
     "confidence": 0.95,
     "ci": "auto",
-    "bootstrap_below": 10,
+    "bootstrap_from": 20,
     "skew_threshold": 1.0,
     "n_resamples": 2000,
     "against_exact": True,
@@ -334,6 +334,7 @@ class _Grid:
         self.xsim_pool = np.full((S, NR, NP, NQ), np.nan)
         self.xapp = np.full((NR, NP, NM, NQ), np.nan)
         self.W_vs_exp_sim = np.full((S, NR, NP), np.nan)
+        self.noise = np.full((S, NR, NP), np.nan)  # the simulation's own noise in W (:func:`simulation_noise`)
         self.W_exact = np.full((NR, NP, NM), np.nan)
         self.fit_invalid = np.zeros((NR, NP, NM), np.int8)
         self.fit_violation = np.full((NR, NP, NM), np.nan)
@@ -347,6 +348,16 @@ class _Grid:
         self.approx_valid_source = None if ok is None else ok.attrs["source"]
         self.approx_valid = np.ones((NR, NP, NM), bool) if ok is None else ok.reindex(
             R=self.Rs, rho=self.rhos, approximation=self.methods, fill_value=True).values.astype(bool)
+        # did a method run at all (its budget, its truncation cap): the approximation's validity_reason bits
+        from .solve.guards import OVER_BUDGET, TRUNCATION_NOT_REACHED
+
+        vr = approx["validity_reason"] if "validity_reason" in approx.variables else None
+        self.over_budget = np.zeros((NR, NP, NM), bool) if vr is None or not set(vr.dims) <= {
+            "R", "rho", "approximation"} else ((vr.load().broadcast_like(approx[["R", "rho", "approximation"]])
+                                               .transpose("R", "rho", "approximation")
+                                               .reindex(R=self.Rs, rho=self.rhos, approximation=self.methods,
+                                                        fill_value=0).values.astype(int)
+                                               & (OVER_BUDGET | TRUNCATION_NOT_REACHED)) != 0)
 
     def cell(self, i: int, j: int, Fa: np.ndarray, counts: list, overflows: list) -> None:
         """All per-cell statistics of cell (R index i, rho index j) into the output arrays.
@@ -383,6 +394,7 @@ class _Grid:
                 np.abs(buf, out=buf)
                 W[m] = dt * buf.sum(axis=-1)
             self.Wpool[s, i, j] = wasserstein(Fp[None, :], Fa, dt)
+            self.noise[s, i, j] = simulation_noise(c, o, Fr, dt)
             self.xsim[s, i, j] = quantile(t, Fr, p)
             self.xsim_pool[s, i, j] = quantile(t, Fp, p)
             pooled[s] = Fp
@@ -392,6 +404,25 @@ class _Grid:
 
     def dataset(self, run_time: xr.DataArray | None) -> xr.Dataset:
         return _assemble(self, run_time)
+
+
+def simulation_noise(count, overflow, F_rep, dt: float) -> float:
+    """The simulation's own noise in W: what a replication's CDF is from the truth, estimated from the replications
+    alone (no method, no exact): the mean over replications k of W(F_k, F_−k), F_−k the pooled CDF of the others,
+    times √((K − 1)/K) — F_−k carries 1/(K − 1) of a replication's variance, so |F_k − F_−k| is √(K/(K − 1)) times
+    |F_k − F| for independent, roughly normal errors. A method compared with the simulation has a mean W over
+    replications of about this value even if it is the truth (``wasserstein_mean`` of exact, where it ran, is the
+    same quantity measured against the truth). ``count`` (replication, t) and ``overflow`` (replication,) as
+    recorded; ``F_rep`` their CDFs (:func:`sojourn.core.stats.cdf_at_left_edges`). NaN with fewer than two
+    replications holding customers (a precision-driven run's padding holds none)."""
+    n = count.sum(axis=-1) + overflow
+    have = np.nonzero(n > 0)[0]
+    K = have.size
+    if K < 2:
+        return float("nan")
+    tot_c, tot_o = count[have].sum(axis=0), float(overflow[have].sum())
+    w = [dt * np.abs(F_rep[k] - cdf_at_left_edges(tot_c - count[k], tot_o - overflow[k])).sum() for k in have]
+    return float(np.mean(w) * np.sqrt((K - 1) / K))
 
 
 def _approx_cdf(a: xr.Dataset) -> xr.DataArray:
@@ -712,6 +743,16 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                                             "where either is unusable)", tu)),
             "percentile_error_vs_exact": (m3 + ("percentile",), err_exact,
                                           _attrs("method - exact percentile (NaN where either is unusable)", tu)),
+            "not_run": (m3, (((reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
+                        _attrs("1 where the method did not run: not computed, over its budget or its truncation cap "
+                               "not reached (as opposed to a computed result that is not a CDF)",
+                               flag_values=np.array([0, 1], np.int8), flag_meanings="ran not_run")),
+            "sim_noise_wasserstein": (("service", "R", "rho"), g.noise,
+                                      _attrs("the simulation's own noise in the Wasserstein distance: a replication's "
+                                             "estimated W to the true CDF, from the replications alone (the mean of "
+                                             "W(replication, pooled others) times sqrt((K - 1)/K)); a method compared "
+                                             "with the simulation has about this wasserstein_mean even if exact",
+                                             tu, method="sojourn.jsq_ps.compare.simulation_noise")),
             "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
                                                _attrs("Wasserstein distance between this law's pooled simulated CDF "
                                                       "and the exponential law's (M/G/R vs M/M/R)", tu)),
@@ -802,6 +843,8 @@ def method_not_run(cs: xr.Dataset) -> np.ndarray:
     from the approximation file), as opposed to a computed result that is not a CDF."""
     from .solve.guards import OVER_BUDGET, TRUNCATION_NOT_REACHED
 
+    if "not_run" in cs:
+        return cs["not_run"].transpose("R", "rho", "approximation").values != 0
     reason = cs["unusable_reason"].transpose("R", "rho", "approximation").values.astype(int)
     validity = (cs["validity_reason"].transpose("R", "rho", "approximation").values.astype(int)
                 if "validity_reason" in cs else np.zeros_like(reason))

@@ -103,7 +103,7 @@ W_FLOOR = 1e-3
 #: the legend entries of the two references
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
-NOISE_LABEL = "exact against the simulation: the run's own noise"
+NOISE_LABEL = "the simulation's own noise, where a method is set against it (no method can look closer)"
 RULE = rule_words("customers")
 
 
@@ -232,9 +232,12 @@ def _family_lines(cmp):
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
-    ρ, one column per R that ran (at most five), one row per family; the simulation's own noise (exact against it)
-    dashed grey; status marks in a strip above each panel."""
+    ρ, one column per R that ran (at most five), one row per family; at the loads where a method is set against the
+    simulation, the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as grey bars; status
+    marks in a strip above each panel, one labelled row per method."""
     from matplotlib.lines import Line2D
+
+    from ..core.figures import METHOD_MARKERS
 
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
@@ -243,49 +246,70 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
-    noise = (c["wasserstein_mean"].sel(approximation="exact").where(run_usable(cmp).sel(service=service))
-             .transpose("R", "rho").values if "exact" in methods else None)
-    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.45 * len(Rv) + 1.1, 3.0 * len(rows) + 0.4),
-                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.55, "wspace": 0.12})
-    kinds, floor_hit = set(), False
+    noise = (c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=service)).transpose("R", "rho").values
+             if "sim_noise_wasserstein" in c else None)
+    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.5 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
+                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
+    kinds, floor_hit, noise_drawn = set(), False, False
     for r, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
             ax, i = axes[r, k], int(np.nonzero(all_R == R)[0][0])
             strip = status_strip(ax)
-            if noise is not None and np.isfinite(noise[i]).any():
-                ok = np.isfinite(noise[i])
-                ax.plot(rho[ok], noise[i][ok], color="0.55", ls=(0, (4, 2)), lw=1.3, marker="_", ms=7, label=NOISE_LABEL,
-                        zorder=1)
+            vs_sim = np.zeros(len(rho), bool)
+            shown = False
             for sr in lines:
                 m = methods.index(sr.method)
                 y = W[i, :, m]
                 ok = np.isfinite(y)
-                yd = np.maximum(y, W_FLOOR)
-                if ok.any():
-                    ax.plot(rho[ok], yd[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
-                    above = ok & (y >= W_FLOOR)
+                mk = METHOD_MARKERS.get(sr.method, "o")
+                above = ok & (y >= W_FLOOR)
+                if above.any():
+                    shown = True
+                    ax.plot(rho[ok], np.maximum(y, W_FLOOR)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
+                            zorder=3)
                     for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
                         sel = above & (ref[i, :, m] == rk)
-                        ax.plot(rho[sel], y[sel], "o", ms=3.4, mfc=face, mec=sr.color, mew=1.0, ls="none", zorder=4)
-                    below = ok & (y < W_FLOOR)
-                    if below.any():
-                        floor_hit = True
-                        ax.plot(rho[below], np.full(below.sum(), W_FLOOR), "v", color=sr.color, ms=4.5, ls="none",
-                                clip_on=False, zorder=4)
+                        ax.plot(rho[sel], y[sel], mk, ms=5.2, mfc=face, mec=sr.color, mew=1.2, ls="none", zorder=4)
+                vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
+                below = ok & (y < W_FLOOR)
+                if below.any():
+                    floor_hit = True
+                    ax.plot(rho[below], np.full(below.sum(), W_FLOOR), "v", color=sr.color, ms=5, ls="none",
+                            clip_on=False, zorder=4, label=sr.label if not above.any() else None)
                 for key in ("not_run", "invalid"):
-                    strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color)
+                    strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
+            if noise is not None and (vs_sim & np.isfinite(noise[i])).any():
+                sel = vs_sim & np.isfinite(noise[i])
+                ax.plot(rho[sel], noise[i][sel], ls="none", marker="_", ms=16, mew=2.5, color="0.55", zorder=2,
+                        label=NOISE_LABEL)
+                noise_drawn = True
             too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
-            strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key)
+            strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
             kinds |= strip.kinds
             ax.set_yscale("log")
             ax.grid(alpha=0.3)
+            if not shown and (np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]])).any():
+                ax.text(0.5, 0.55, f"every line here lies\nbelow W = {W_FLOOR:g}:\nequal to exact", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8.5, color="0.3",
+                        bbox={"facecolor": "0.97", "edgecolor": "0.8"})
             strip.finish(title=f"R = {R}")
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
+        ax.tick_params(axis="x", labelbottom=True)
+    for ax in axes[0, :]:
+        ax.tick_params(axis="x", labelbottom=True)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
-    h, lab = _legend_entries(axes)
+    h, lab = [], []
+    for _, lines in rows:
+        for sr in lines:
+            h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
+                            ms=5, mfc=sr.color))
+            lab.append(sr.label)
+    if noise_drawn:
+        h.append(Line2D([], [], ls="none", marker="_", ms=16, mew=2.5, color="0.55"))
+        lab.append(NOISE_LABEL)
     rh, rl = _reference_handles()
     drawn_m = [methods.index(sr.method) for _, lines in rows for sr in lines]
     sub = ref[:, :, drawn_m][np.isin(all_R, Rv)]
@@ -298,10 +322,14 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         h.append(Line2D([], [], ls="none", marker="v", color="0.3", ms=5))
         lab.append(f"W < {W_FLOOR:g} against exact (drawn on the bottom edge)")
     sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=4, y=0.02)
+    _legend_below(fig, h + sh, lab + sl, ncol=3, y=0.02)
+    cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
+    # the title's finding is the caption's (the same claim, from the same data)
+    lead = next((getattr(c, "text", "") for c in cap.findings
+                 if getattr(c, "text", "").startswith("The closest corrected method")), "")
     fig.suptitle(f"How far each method's sojourn-time distribution is from the truth ({service} service)\n"
-                 "Wasserstein distance W: lower = closer", y=0.995, va="bottom", fontsize=10.5)
-    cap = _wasserstein_caption(cmp, d, service, Rv, all_R)
+                 "Wasserstein distance W to exact where it ran (filled), else to the simulation (hollow): lower = "
+                 "closer" + (f"\n{lead}" if lead else ""), y=0.995, va="bottom", fontsize=10.5)
     return save(fig, stem, caption=cap, **kw)
 
 
@@ -314,7 +342,7 @@ def _best_of(W, methods, members):
         return np.where(np.isfinite(sub).any(-1), np.nanmin(np.where(np.isfinite(sub), sub, np.inf), -1), np.nan)
 
 
-def _wasserstein_caption(cmp, d, service, Rv, all_R) -> Caption:
+def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Caption:
     c = cmp.sel(service=service)
     methods = c["approximation"].values.tolist()
     W = d["W"].values
@@ -327,7 +355,7 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R) -> Caption:
     if ex is not None and service == EXPONENTIAL:
         k = int(ex.sum())
         findings.append(Q.k_of_n(f"Exact ran at {k} of {int(ex.size)} cells; there every other method is set against "
-                                 "exact (filled dots), elsewhere against the simulation (hollow).", k, int(ex.size),
+                                 "exact (filled), elsewhere against the simulation (hollow).", k, int(ex.size),
                                  "usable.sel(approximation='exact') != 0", "isfinite(sim_run_valid)", sel))
     if faith and corr:
         bf, bc = _best_of(W, methods, faith), _best_of(W, methods, corr)
@@ -344,18 +372,23 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R) -> Caption:
                                   f"the reference than the closest corrected method.", ratio,
                                   Q.query(f"{ef} / {ec}", (("median", None),), where, sel), sig_tol(ratio, 2)))
     if "exact" in methods:
-        nz = c["wasserstein_mean"].sel(approximation="exact").where(run_usable(cmp).sel(service=service)).values
-        nz = nz[np.isfinite(nz)]
-        if nz.size:
-            med = float(np.median(nz))
-            findings.append(Claim(f"The simulation's own noise, exact's distance to it, is a median W = {_g(med)} "
-                                  f"{TIME_UNIT} (dashed grey): a method on that line is as close as this run can tell.",
-                                  med, Q.query("wasserstein_mean.sel(approximation='exact')", (("median", None),),
-                                               Q.RUN_OK, sel), sig_tol(med, 2)))
+        nz = c["wasserstein_mean"].sel(approximation="exact").where(run_usable(cmp).sel(service=service))
+        v = nz.values
+        if np.isfinite(v).any():
+            med = float(np.nanmedian(v))
+            i, j = np.unravel_index(int(np.nanargmax(v)), v.shape)
+            loc = {"R": int(nz["R"].values[i]), "rho": float(nz["rho"].values[j]), "value": float(v[i, j])}
+            findings.append(Claim(f"The simulation itself lies a median W = {_g(med)} {TIME_UNIT} from exact, and up to "
+                                  f"W = {_g(loc['value'])} at R = {loc['R']}, ρ = {loc['rho']:g}: at high load a run "
+                                  "this long cannot rank the methods, exact can.", [med, loc],
+                                  [Q.query("wasserstein_mean.sel(approximation='exact')", (("median", None),), Q.RUN_OK,
+                                           sel),
+                                   Q.query("wasserstein_mean.sel(approximation='exact')", (("argmax", None),),
+                                           Q.RUN_OK, sel)], max(sig_tol(med, 2), sig_tol(loc["value"], 2))))
     short = (c["sim_run_valid"] == 0).values if "sim_run_valid" in c else np.zeros(W.shape[:2], bool)
     if short.any():
         limits.append(Q.k_of_n(f"The run-length guard judged {int(short.sum())} of {int(short.size)} simulated cells "
-                               "too short: there a method without exact has no reference (marked).", int(short.sum()),
+                               "too short: there a method without exact has no reference (◇).", int(short.sum()),
                                int(short.size), "sim_run_valid == 0", "isfinite(sim_run_valid)", sel))
     if len(Rv) < len(all_R):
         limits.append(f"Panels show {_shown_note(Rv, all_R)} (every R is in comparison.nc).")
@@ -364,10 +397,13 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R) -> Caption:
         f"time CDF and its reference, against the load ρ, one column per number of servers R; top: the paper's A–F, "
         f"bottom: the corrected chains (one line per group of identical CDFs) and T.",
         findings, limits,
-        [("The reference is exact's CDF where exact ran (filled dots), else the simulated CDF (hollow; lines: mean over "
-         "replications). The dashed grey line is exact against the simulation: the noise every comparison with this "
-         f"simulation carries. Values below {W_FLOOR:g} against exact sit on the bottom edge (▼). The strip above a "
-         "panel marks loads without a value: ○ not run (over budget), × not a CDF, ◇ reference too short "
+        [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; the "
+         "mean W over replications)."
+         + (" Grey bars at the hollow points: the simulation's own noise there (sim_noise_wasserstein, estimated from "
+            "the replications alone): a method set against the simulation cannot come closer than about this, even "
+            "if it were exact." if noise_drawn else "")
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (▼). The strip above a panel marks loads "
+         "without a value, one row per method: ○ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
 
@@ -445,13 +481,14 @@ def best_by_reference(cmp: xr.Dataset, service=EXPONENTIAL) -> dict:
     tied = np.full((NR, NP), "", dtype=object)
     tie = np.zeros((NR, NP), bool)
     cref = np.zeros((NR, NP), np.int8)
+    w_best = np.full((NR, NP), np.nan)
     for i in range(NR):
         for j in range(NP):
             ok = np.isfinite(W[i, j])
             if not ok.any():
                 continue
             b = int(np.nanargmin(np.where(ok, W[i, j], np.inf)))
-            best[i, j], cref[i, j] = cand[b], ref[i, j, b]
+            best[i, j], cref[i, j], w_best[i, j] = cand[b], ref[i, j, b], W[i, j, b]
             if ref[i, j, b] == REF_EXACT:
                 near = ok & (W[i, j] - W[i, j, b] <= w_tie)
             else:
@@ -463,7 +500,7 @@ def best_by_reference(cmp: xr.Dataset, service=EXPONENTIAL) -> dict:
     status = d["status"].values
     too_short = (best == "") & (status == "too_short").any(-1)
     return {"best": best, "tie": tie, "tied": tied, "reference": cref, "too_short": too_short, "w_tie": w_tie,
-            "candidates": cand}
+            "candidates": cand, "W_best": w_best}
 
 
 def _best_queries(cmp, cand, w_tie):
@@ -485,10 +522,26 @@ def _best_queries(cmp, cand, w_tie):
     return Wr, tie, has
 
 
+def _exact_rows(b, Rv) -> list:
+    """The server counts R whose every cell with a reference is a tie against exact with the closest method within the
+    grid's resolution of it (the corrected chains and T are exact there, e.g. R = 1: M/M/1-PS)."""
+    out = []
+    for i, R in enumerate(Rv):
+        if (b["best"][i] != "").all() and b["tie"][i].all() and (b["W_best"][i] <= b["w_tie"]).all():
+            out.append(int(R))
+    return out
+
+
+def _tie_text(names: list) -> str:
+    """A tie cell's text: every method within reach, three to a line."""
+    rows = ["·".join(names[k:k + 3]) for k in range(0, len(names), 3)]
+    return "tie\n" + "\n".join(rows)
+
+
 def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Which method is closest to the truth per (R, ρ) cell by W (:func:`best_by_reference`): a clear winner in its
-    colour, a tie in light grey with the tied methods named, a cell without a reference grey with the
-    reference-too-short mark; the cells where exact is the reference outlined."""
+    colour, a tie in light grey with every tied method named, a cell without a reference grey with the
+    reference-too-short mark; the cells set against the simulation (exact did not run) hatched."""
     from matplotlib.patches import Patch
 
     c = cmp.sel(service=service)
@@ -505,41 +558,53 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             rgb[i, j] = _rgb("0.93")
         elif m:
             rgb[i, j] = _rgb(method_color(m))
+    vs_sim = (b["reference"] == REF_SIMULATION) & (best != "")
     small = best.size <= 150
-    w = min(11.5, max(6.0, 0.62 * len(rho) + 2.2)) if small else 11.0
-    fig, ax = plt.subplots(figsize=(w, 0.42 * len(Rv) + 1.9) if small else (w, 0.3 * len(Rv) + 2.0))
+    w = min(11.5, max(6.5, 0.8 * len(rho) + 2.4)) if small else 11.0
+    fig, ax = plt.subplots(figsize=(w, 0.55 * len(Rv) + 1.9) if small else (w, 0.3 * len(Rv) + 2.0))
     _cell_map(ax, rgb, rho, Rv)
     if small:
         for (i, j), m in np.ndenumerate(best):
             if not m or too_short[i, j]:
                 continue
             if tie[i, j]:
-                names = b["tied"][i, j].split("·")
-                txt = "tie\n" + ("·".join(names) if len(names) <= 3 else f"{len(names)} methods")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=6.5, color="0.25", linespacing=0.95)
+                ax.text(j, i, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=6.5,
+                        color="0.1", linespacing=0.95, zorder=6,
+                        bbox={"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if vs_sim[i, j] else None)
             else:
                 dark = np.mean(_rgb(method_color(m))) < 0.55
-                ax.text(j, i, m, ha="center", va="center", fontsize=8.5, color="w" if dark else "k", fontweight="bold")
+                ax.text(j, i, m, ha="center", va="center", fontsize=9, color="w" if dark else "k", fontweight="bold",
+                        zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
+                        if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
-    exact_cells = b["reference"] == REF_EXACT
-    _outline(ax, exact_cells)
+    for i, j in zip(*np.nonzero(vs_sim)):
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="0.55", zorder=3))
     handles = [Patch(color=method_color(m)) for m in winners]
-    labels = [_label(m, joined) for m in winners]
+    labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
+              _label(m, joined) + " (clear winner)" for m in winners]
     if tie.any():
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
-        labels.append("no clear winner: the methods named are within the CI (or, against exact, within "
-                      f"{b['w_tie']:g}) of the closest")
-    if exact_cells.any():
-        handles.append(Patch(facecolor="w", edgecolor="k", lw=1.6))
-        labels.append("inside the black outline: against exact; outside: against the simulation")
+        groups = ", ".join(v for v in joined.values())
+        labels.append("tie: no clear winner; the cell names every method within the CI (against exact: within "
+                      f"{b['w_tie']:g}) of the closest — A–F the paper's methods"
+                      + (f"; {listing(list(joined))} the corrected groups ({groups})" if groups else ""))
+    if vs_sim.any():
+        handles.append(Patch(facecolor="w", edgecolor="0.55", hatch="////"))
+        labels.append("hatched: judged against the simulation (exact did not run); elsewhere against exact")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
         labels += sl
     fig.tight_layout()
-    _legend_below(fig, handles, labels, ncol=2, fontsize=8)
-    fig.suptitle(f"Which method's sojourn-time CDF is closest to the truth? ({service} service)\nsmallest Wasserstein "
-                 "distance to exact where it ran, else to the simulation", fontsize=10, y=1.0, va="bottom")
+    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
+    n = int((best != "").sum())
+    k_clear = int(((best != "") & ~tie).sum())
+    exact_rows = _exact_rows(b, Rv)
+    note = (f"; at R = {listing(exact_rows)} every cell ties: the corrected methods and T are exact there"
+            if exact_rows else "")
+    fig.suptitle(f"Which method's sojourn-time CDF is closest to the truth? ({service} service, Wasserstein distance)\n"
+                 f"a clear winner at {k_clear} of {n} cells, a tie at {n - k_clear}{note}", fontsize=10, y=1.0,
+                 va="bottom")
     return save(fig, stem, caption=_best_map_caption(cmp, b, service), **kw)
 
 
@@ -562,10 +627,19 @@ def _best_map_caption(cmp, b, service) -> Caption:
         findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie: the methods named there are "
                                  "within the CI of the closest, or against exact within "
                                  f"{b['w_tie']:g} {TIME_UNIT}).", k, n, tie_q, has, sel))
-        k_ex = int((b["reference"] == REF_EXACT).sum())
-        findings.append(Q.k_of_n(f"Exact is the reference at {k_ex} of those {n} cells (outlined); the rest are set "
-                                 "against the simulation.", k_ex, n,
-                                 "(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R != R)", has,
+        Rv = cmp["R"].values
+        rows = _exact_rows(b, Rv)
+        if rows:
+            flags = {str(int(R)): int(R) in rows for R in Rv}
+            findings.append(Claim(f"At R = {listing(rows)} every cell is such a tie, all within {b['w_tie']:g} "
+                                  f"{TIME_UNIT} of exact: the corrected methods and T are exact there (M/M/1-PS at "
+                                  "R = 1), so no method can win.", flags,
+                                  Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
+                                          (("all", ["rho"]),), None, sel)))
+        k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
+        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (hatched: exact did not "
+                                 "run there); the rest against exact.", k_sim, n,
+                                 "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
     if too_short.any():
         k = int(too_short.sum())
@@ -575,13 +649,13 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran (inside the black outline), else to the simulated CDF; "
-        "exact itself is the reference and no candidate.", findings, limits,
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (hatched cells); exact "
+        "itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
-         ("A clear winner is drawn in its colour; a light grey cell is a tie: against the simulation, another method's "
-         "95% CI of W reaches the winner's; against exact, another method is within a tenth of the grid step. A method "
-         "whose CDF is not a CDF is never a candidate. W weighs the body of the distribution; for the tail, see the "
-         "recommendation and percentile figures.")])
+         ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
+         "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
+         "is within a tenth of the grid step. A method whose CDF is not a CDF is never a candidate. W weighs the body "
+         "of the distribution; for the tail, see the recommendation and percentile figures.")])
 
 
 def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -617,7 +691,8 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for n_panel, g in enumerate(panels):
         k, ax = g[0], axes.flat[n_panel]
         title = (f"{P[k]:g}th percentile" if len(g) == 1 else
-                 f"{listing([f'{P[x]:g}th' for x in g])} percentiles (the same)")
+                 f"identical for the {listing([f'{P[x]:g}th' for x in g])} percentiles" if len(g) < len(P) else
+                 f"identical for all {len(P)} percentiles ({listing([f'{P[x]:g}th' for x in g])})")
         rgb = np.ones((len(Rv), len(rho), 3))
         for (i, j), m in np.ndenumerate(rec[..., k]):
             if short[i, j, k]:
@@ -632,7 +707,18 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.set_visible(False)
     fig.tight_layout()
     handles = [Patch(color=method_color(m)) for m in names]
-    labels = [TAIL_LABEL if m == TAIL else m for m in names]
+    words = {"exact": "exact: it ran within its budget (no error)"}
+    if TAIL in names and "exact" in cmp["approximation"].values.tolist():  # T's margin over exact where both ran
+        d = c["percentile_error_vs_exact"].sel(approximation=TAIL).values
+        xe = c["approx_percentile"].sel(approximation="exact").values
+        ok = np.isfinite(d) & np.isfinite(xe) & (xe > 0)
+        hi = float((d[ok] / xe[ok]).max()) if ok.any() else float("nan")
+        n_below = int((d[ok] < -float(cmp.attrs.get("time_step", 0.01)) * (1 + 1e-6)).sum())
+        words[TAIL] = (f"{TAIL_LABEL}: where exact is over budget; "
+                       + ("never below exact" if n_below == 0 else f"below exact at {n_below} points")
+                       + f", at most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
+                       f"{TAIL_LABEL}: where exact is over budget")
+    labels = [words.get(m, TAIL_LABEL if m == TAIL else m) for m in names]
     if none.any():
         handles.append(Patch(facecolor="w", edgecolor="0.35", hatch="////"))
         labels.append("simulate: no method is accurate without underestimating the percentile")
@@ -640,7 +726,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
         labels += [sl[0] + ": simulate, longer"]
-    _legend_below(fig, handles, labels, ncol=3, fontsize=8)
+    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
     fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
                  va="bottom")
     return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short, none), **kw)
@@ -704,129 +790,213 @@ def _status(name: str) -> int:
 
 
 # =========================================================================== percentile errors
-#: the largest colour bound (%) of the percentile-error maps; beyond it, the colour saturates (arrow on the bar)
-REL_CLIP = 100.0
+#: the colour scale of both percentile-error maps, in %: signed-logarithmic (linear within ±LIN_PCT, then
+#: logarithmic to ±REL_CLIP, beyond which it saturates), so +100 % and +800 % differ in colour and a shade means the
+#: same error in both figures
+REL_CLIP = 1000.0
+LIN_PCT = 5.0
+REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
 
 
-def _error_rows(lines, Rv):
-    return [(sr, R) for sr in lines for R in Rv]
+def _error_norm():
+    """The maps' colour norm (:data:`REL_CLIP`): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + REL_CLIP/LIN_PCT)."""
+    from matplotlib.colors import FuncNorm
+
+    top = np.log1p(REL_CLIP / LIN_PCT)
+
+    def fwd(x):
+        x = np.clip(np.asarray(x, dtype=float), -REL_CLIP, REL_CLIP)
+        return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / top
+
+    def inv(y):
+        y = np.asarray(y, dtype=float)
+        return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * top)
+
+    return FuncNorm((fwd, inv), vmin=-REL_CLIP, vmax=REL_CLIP)
 
 
-def _percentile_error_figure(cmp, stem, lines, what, service, **kw):
-    """Maps of each method's relative percentile error against its reference: one panel per percentile with a
-    value, rows = (method, R), columns = ρ; red = optimistic (below the reference), blue = above, white = no
-    difference (within the CI, or within the grid step of exact), grey ◇ = reference too short."""
-    from matplotlib import colors as mcolors
+def _shown_percentiles(P, have) -> list:
+    """The panels of a percentile-error map: the lowest and the highest percentile with a reference somewhere (all
+    of them if two or fewer), so that each panel stays readable."""
+    idx = [k for k in range(len(P)) if have[k]] or list(range(len(P)))
+    return idx if len(idx) <= 2 else [idx[0], idx[-1]]
+
+
+def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True):
+    """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
+    shows its error (black on its colour where it counts, grey on white where it lies within the noise); a cell set
+    against the simulation gets a dark corner; status cells a grey fill and their mark (in black)."""
+    from matplotlib.patches import Polygon
+
+    kinds = set()
+    rgb = np.ones((len(rows), ncols, 3))
+    for r, (m, i) in enumerate(rows):
+        for j in range(ncols):
+            st = status[i, j, m]
+            if st in ("too_short", "beyond_grid"):
+                rgb[r, j] = _rgb(TOO_SHORT_CELL)
+            elif st in ("not_run", "invalid"):
+                rgb[r, j] = _rgb("0.97")
+            elif ref[i, j, m] and sig[i, j, m]:
+                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
+            else:
+                rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
+    ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
+    for r, (m, i) in enumerate(rows):
+        for key, st in (("not_run", "not_run"), ("invalid", "invalid"), (REFERENCE_TOO_SHORT.key, "too_short"),
+                        ("beyond_grid", "beyond_grid")):
+            jj = np.nonzero(status[i, :, m] == st)[0]
+            if jj.size:
+                kinds.add(key)
+                ax.plot(jj, np.full(jj.size, r), **status_style(key, "0.15", ms=sizes["mark"]))
+        for j in np.nonzero(ref[i, :, m] != 0)[0]:
+            v = err[i, j, m]
+            if corners and ref[i, j, m] == REF_SIMULATION:  # a dark corner: against the simulation
+                ax.add_patch(Polygon([(j + 0.5, r - 0.5), (j + 0.5, r - 0.1), (j + 0.18, r - 0.5)], closed=True,
+                                     color="0.1", lw=0, zorder=3))
+            if small and np.isfinite(v):
+                txt = f"{v:+.0f}" if abs(v) >= 0.95 else f"{v:+.1f}"
+                if sig[i, j, m]:
+                    dark = abs(norm(v) - 0.5) > 0.33
+                    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"], color="w" if dark else "k")
+                else:
+                    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"], color="0.55",
+                            style="italic")
+    for g, color in group_colors:
+        ax.axhline(g - 0.5, color="k", lw=1.0)
+    return kinds
+
+
+def norm_rgb(cmap, norm, v):
+    return np.asarray(cmap(norm(v)))[:3]
+
+
+def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, **kw):
+    """Maps of each method's relative percentile error against its reference: one panel per shown percentile (the
+    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; red = optimistic (below
+    the reference), blue = above, white with a grey number = no difference (within the CI, or within the grid step
+    of exact), grey ◇ = reference too short. ``exact_check``: a panel below with exact against the simulation at the
+    percentiles where the simulation can tell (the check of both)."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
+    if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
+        fig, ax = plt.subplots(figsize=(6.5, 2.0))
+        _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
+        return save(fig, stem, caption=Caption(
+            f"Relative percentile error of {what} against the best reference ({service} service).", [],
+            [f"This run computed none of {what} (approximation.methods in the config): nothing to draw."], []), **kw)
     c = cmp.sel(service=service)
     a = against_reference(cmp, service)
     methods = c["approximation"].values.tolist()
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     err = 100 * a["error"].values
     sig, ref, status = a["significant"].values, a["reference"].values, a["status"].values
-    rows = _error_rows(lines, Rv)
-    ridx = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr, R in rows]
-    have = [k for k in range(len(P)) if any(ref[i, :, m, k].any() for m, i in ridx)]
-    shown = have or list(range(len(P)))
-    vals = np.concatenate([np.abs(err[i, :, m, k][sig[i, :, m, k]]) for m, i in ridx for k in shown] + [np.zeros(0)])
-    L = float(np.clip(np.percentile(vals, 95) * 1.1, 5.0, REL_CLIP)) if vals.size else 10.0
-    L = float(np.ceil(L / 5) * 5)
-    norm = mcolors.TwoSlopeNorm(vmin=-L, vcenter=0.0, vmax=L)
-    cmap = plt.get_cmap("RdBu")
+    rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
+    have = [any(ref[i, :, m, k].any() for m, i in rows) for k in range(len(P))]
+    shown = _shown_percentiles(P, have)
+    e_idx = methods.index("exact") if (exact_check and "exact" in methods) else None
+    check = [k for k in range(len(P)) if e_idx is not None and (ref[:, :, e_idx, k] == REF_SIMULATION).any()]
+    norm, cmap = _error_norm(), plt.get_cmap("RdBu")
     small = len(rho) <= 12 and len(rows) <= 40
-    cw = 0.3 if len(rho) <= 12 else min(0.06, 2.4 / len(rho))
-    rh = 0.2 if len(rows) <= 30 else max(0.1, 6.0 / len(rows))
-    fig, axes = plt.subplots(1, len(shown), figsize=(len(shown) * (cw * len(rho) + 0.35) + 2.3, rh * len(rows) + 1.9),
-                             squeeze=False, sharey=True)
-    axes = axes[0]
+    cw = 0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))
+    rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
+    sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
+    top_h = rh * len(rows) + 0.6
+    bot_h = (0.24 * len(Rv) + 0.9) if check else 0.0
+    width = len(shown) * (cw * len(rho) + 0.35) + 2.6
+    fig = plt.figure(figsize=(width, top_h + bot_h + 1.2))
+    gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
+                          hspace=0.28, wspace=0.08)
+    axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
+    group_starts = [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g]
     kinds = set()
     for ax, k in zip(axes, shown):
-        rgb = np.ones((len(rows), len(rho), 3))
-        for r, (m, i) in enumerate(ridx):
-            for j in range(len(rho)):
-                st = status[i, j, m, k]
-                if st in ("too_short", "beyond_grid"):
-                    rgb[r, j] = _rgb(TOO_SHORT_CELL)
-                elif st in ("not_run", "invalid"):
-                    rgb[r, j] = _rgb("0.97")
-                elif sig[i, j, m, k]:
-                    rgb[r, j] = cmap(norm(np.clip(err[i, j, m, k], -L, L)))[:3]
-                else:
-                    rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
-        ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
-        for r, (m, i) in enumerate(ridx):
-            color = lines[r // len(Rv)].color
-            for key in ("not_run", "invalid"):
-                jj = np.nonzero(status[i, :, m, k] == key)[0]
-                if jj.size:
-                    kinds.add(key)
-                    ax.plot(jj, np.full(jj.size, r), **status_style(key, color, ms=3.5 if small else 2))
-            for key in (REFERENCE_TOO_SHORT.key, "beyond_grid"):
-                jj = np.nonzero(status[i, :, m, k] == ("too_short" if key == REFERENCE_TOO_SHORT.key else key))[0]
-                if jj.size:
-                    kinds.add(key)
-                    ax.plot(jj, np.full(jj.size, r), **status_style(key, ms=3.5 if small else 2))
-            jj = np.nonzero(ref[i, :, m, k] == REF_SIMULATION)[0]
-            ax.plot(jj + 0.3, np.full(jj.size, r - 0.25), ".", color="0.2", ms=2.5 if small else 1.2, ls="none")
-            if small:
-                for j in np.nonzero(sig[i, :, m, k])[0]:
-                    v = err[i, j, m, k]
-                    ax.text(j, r, f"{v:+.0f}" if abs(v) >= 0.95 else f"{v:+.1f}", ha="center", va="center",
-                            fontsize=6.2, color="w" if abs(v) > 0.6 * L else "k")
-        for g in range(1, len(lines)):
-            ax.axhline(g * len(Rv) - 0.5, color="k", lw=1.0)
+        kinds |= _error_map(ax, err[..., k], sig[..., k], ref[..., k], status[..., k], rows, len(rho), cmap, norm,
+                            small, group_starts, sizes)
         step = max(1, math.ceil(len(rho) / 8))
         ax.set_xticks(range(0, len(rho), step), [f"{x:g}" for x in rho[::step]], fontsize=7.5,
                       rotation=0 if len(rho) <= 12 else 90)
         ax.set_xlabel("load ρ", fontsize=9)
-        ax.set_title(f"{P[k]:g}th percentile", fontsize=9.5)
-    axes[0].set_yticks(range(len(rows)), [f"R = {R}" for _, R in rows], fontsize=6.5 if len(rows) > 20 else 7.5)
+        ax.set_title(f"{P[k]:g}th percentile", fontsize=10)
+        ax.set_yticks(range(len(rows)), [f"R = {Rv[i]}" for _, i in rows] if ax is axes[0] else [],
+                      fontsize=7 if len(rows) > 20 else 7.5)
     for g, sr in enumerate(lines):
         axes[0].annotate(sr.label if len(sr.label) < 16 else sr.label.replace(" = ", "=\n", 1).replace(" (", "\n("),
                          xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"), xytext=(-40, 0),
-                         textcoords="offset points", ha="right", va="center", fontsize=8, fontweight="bold",
+                         textcoords="offset points", ha="right", va="center", fontsize=8.5, fontweight="bold",
                          color=sr.color)
-    fig.tight_layout(rect=(0.0, 0.0, 0.92, 1.0))
-    cax = fig.add_axes([0.935, 0.25, 0.012, 0.6])
+    if check:
+        ax = fig.add_subplot(gs[1, 0])
+        erows = [(e_idx, i) for i in range(len(Rv))]
+        k = check[0]
+        kinds |= _error_map(ax, err[..., k], sig[..., k], ref[..., k], status[..., k], erows, len(rho), cmap, norm,
+                            small, [], sizes, corners=False)  # every cell of the check is against the simulation
+        ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
+        ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
+        ax.set_xlabel("load ρ", fontsize=9)
+        ax.set_title(f"the check: exact against the simulation, {P[k]:g}th percentile", fontsize=9.5, loc="left",
+                     color=_EXACT_COLOR, fontweight="bold")
+        more = [P[x] for x in check[1:]]
+        note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: comparison.nc)" if more else
+                f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
+                "beyond it are needed)")
+        ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True,
+                color="0.3")
+    cax = fig.add_axes([0.93, 0.3, 0.012, 0.5])
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    cb = fig.colorbar(sm, cax=cax, extend="both")
-    cb.set_label("relative percentile error (%)\nred: below the reference (optimistic)", fontsize=8)
+    cb = fig.colorbar(sm, cax=cax, extend="max")
+    cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
+    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)", fontsize=8)
     cb.ax.tick_params(labelsize=7)
-    from matplotlib.patches import Patch
-
+    cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
     handles, labels = [], []
-    if any(((ref[i, :, m, :] != 0) & ~sig[i, :, m, :]).any() for m, i in ridx):
+    if any(((ref[i, :, m, :] != 0) & ~sig[i, :, m, :]).any() for m, i in rows):
         handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append("white: no difference (within the CI, or within one grid step of exact)")
-    if any((ref[i, :, m, :] == REF_SIMULATION).any() for m, i in ridx):
-        handles.append(Line2D([], [], ls="none", marker=".", color="0.2", ms=5))
-        labels.append("dot in the corner: against the simulation (exact did not run); otherwise against exact")
-    elif any((ref[i, :, m, :] == REF_EXACT).any() for m, i in ridx):
-        handles.append(Patch(facecolor="w", edgecolor="w"))
-        labels.append("every value against exact")
+        labels.append("white, grey italic number: within the reference's noise (the CI, or one grid step of exact)")
+    if any((ref[i, :, m, :] == REF_SIMULATION).any() for m, i in rows):
+        corner = Line2D([], [], ls="none", marker=[(1, 1), (1, 0.1), (0.2, 1)], ms=11, color="0.1")
+        handles.append((Patch(facecolor="w", edgecolor="0.5"), corner))
+        labels.append("dark corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
+    for h in sh:
+        h.set_color("0.15")
+        if h.get_markerfacecolor() != "none":
+            h.set_markerfacecolor("0.15")
+        h.set_markeredgecolor("0.15")
+    fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.9, top=1 - 0.4 / fig.get_figheight(),
+                        bottom=0.9 / fig.get_figheight())
     _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=7.5)
-    fig.suptitle(f"Tail-percentile error of {what} against the best reference\n(method − reference) / reference, "
-                 f"{service} service", fontsize=10, y=1.0, va="bottom")
+    rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
+    fig.suptitle(f"Tail-percentile error of {what} against the best reference ({service} service)"
+                 + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} in "
+                    "comparison.nc and accuracy.csv)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
-                                    [P[k] for k in range(len(P)) if k not in have])
+                                    [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
+                                    [P[k] for k in check])
     return save(fig, stem, caption=cap, **kw)
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without) -> Caption:
+_MARK_WORDS = {"not_run": "○ not run (over budget)", "invalid": "× not a CDF",
+               REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
+               "beyond the time grid (t_max)"}
+
+
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
-    sel = {"service": service, "approximation": methods}
-    A = a.sel(approximation=methods)
+    sel = {"service": service, "approximation": methods, "percentile": [float(p) for p in shown]}
+    A = a.sel(approximation=methods, percentile=shown)
     err, sig, ref, status = A["error"].values, A["significant"].values, A["reference"].values, A["status"].values
     findings, limits = [], []
     n_ref = int((ref != 0).sum())
+    pw = listing([f"{p:g}th" for p in shown])
     if n_ref:
         k = int(sig.sum())
-        findings.append(Q.k_of_n(f"A difference beyond the reference's noise at {k} of the {n_ref} (method, R, ρ, "
-                                 "percentile) points with a reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
+        findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
+                                 f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
+                                 "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
     dims = A["error"].dims
 
     def where_(arr, op):
@@ -840,9 +1010,8 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without) -> C
         loc["value"] = float(v[idx])
         return loc, ref[idx]
 
-    judged = [m for m in methods if m != "exact"]  # exact's row is the check of the simulation, not an error
     for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
-        got = where_(np.where(np.array([m != "exact" for m in methods])[None, None, :, None], err, np.nan), op)
+        got = where_(err, op)
         if got is None:
             continue
         loc, rk = got
@@ -851,61 +1020,62 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without) -> C
         findings.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
                               f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
                               f"{'exact' if rk == REF_EXACT else 'the simulation'}).", loc,
-                              Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None,
-                                      {**sel, "approximation": judged}), half_unit(0, 100)))
-    for sr in lines:
-        if sr.method not in (TAIL, "exact"):
-            continue
-        m = methods.index(sr.method)
+                              Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    if TAIL in methods:
+        m = methods.index(TAIL)
         has = ref[:, :, m, :] != 0
-        if not has.any():
-            continue
-        s1 = {"service": service, "approximation": sr.method}
-        below = int((sig[:, :, m, :] & (err[:, :, m, :] < 0)).sum())
-        if sr.method == TAIL:
-            text = (f"T is significantly below its reference at {below} of its {int(has.sum())} points: it errs on the "
-                    "safe side.") if below == 0 else (f"T is significantly below its reference at {below} of its "
-                                                      f"{int(has.sum())} points.")
-        else:
-            e = err[:, :, m, :][sig[:, :, m, :]]
-            text = (f"Exact differs from the simulation beyond its CI at {int(sig[:, :, m, :].sum())} of the "
-                    f"{int(has.sum())} points where the simulation can tell (at 95% confidence about one in 20 "
-                    "would by chance)" + (f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}." if e.size else "."))
-        if sr.method == TAIL:
+        if has.any():
+            s1 = {**sel, "approximation": TAIL}
+            below = int((sig[:, :, m, :] & (err[:, :, m, :] < 0)).sum())
+            text = (f"T is significantly below its reference at {below} of its {int(has.sum())} points"
+                    + (": it errs on the safe side." if below == 0 else "."))
             findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
-        else:
-            cl = Q.k_of_n(text, int(sig[:, :, m, :].sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
-            if e.size:
-                cl.value += [float(e.min()), float(e.max())]
-                cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
-                cl.tol = half_unit(0, 100)
-            findings.append(cl)
-    n_short = int((status == "too_short").sum())
+    if check:
+        E = a.sel(approximation="exact", percentile=check)
+        has = E["reference"].values != 0
+        sg = E["significant"].values & has
+        e = E["error"].values[sg]
+        s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
+        text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
+                f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
+                + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
+                   f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
+        cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
+        if e.size:
+            cl.value += [float(e.min()), float(e.max())]
+            cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
+            cl.tol = half_unit(0, 100)
+        findings.append(cl)
     everywhere = "(usable >= 0) & (percentile > 0)"
+    n_short = int((status == "too_short").sum())
     if n_short:
-        limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points: exact did not run there "
-                               f"and the simulation is too short ({RULE}); grey ◇.", n_short, int(status.size),
-                               f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere,
-                               {"service": service, "approximation": methods}))
+        limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points drawn: exact did not run "
+                               f"there and the simulation is too short ({RULE}); grey ◇.", n_short, int(status.size),
+                               f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere, sel))
     n_beyond = int((status == "beyond_grid").sum())
     if n_beyond:
-        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points the percentile lies beyond the time grid "
-                               "(t_max) and no reference remains (▸).", n_beyond, int(status.size),
-                               f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere,
-                               {"service": service, "approximation": methods}))
+        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn the percentile lies beyond the "
+                               "time grid (t_max) and no reference remains (▸).", n_beyond, int(status.size),
+                               f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
     if without:
         limits.append(f"No method has a reference at the {listing([f'{p:g}th' for p in without])} percentile"
                       f"{'s' if len(without) > 1 else ''} in this run: "
                       f"{'it is' if len(without) == 1 else 'they are'} not drawn.")
+    if rest:
+        limits.append(f"The {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} "
+                      "left out of the figure to keep it readable: comparison.nc and accuracy.csv hold "
+                      f"{'them' if len(rest) > 1 else 'it'}.")
+    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
     return Caption(
-        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at each tail percentile (one panel each), "
-        "per number of servers R (rows, grouped by method) and load ρ (columns).", findings, limits,
+        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
+        "number of servers R (rows, grouped by method) and load ρ (columns)"
+        + ("; below, exact against the simulation, the check of both." if check else "."), findings, limits,
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
-         "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
-         "the mean error excludes 0). White: no difference; red: the method promises shorter sojourns than the "
-         "reference (optimistic); blue: longer. Grey ◇: no reference (exact did not run and the simulation has too few "
-         "customers beyond the percentile); ○ not run; × not a CDF. The colour bound holds 95% of the differences "
-         "that count; beyond it the colour saturates.")])
+         "the mean simulated percentile elsewhere (a dark corner in the cell; a difference counts where the 95% CI of "
+         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
+         "the method promises shorter sojourns than the reference, optimistic; blue: longer), grey italic on white "
+         "where it lies within the reference's noise. One colour scale for every percentile-error map: linear to ±5 %, "
+         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
 
 
 def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -914,11 +1084,11 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
-    """Relative percentile error of the corrected chains and T against the best reference, and of exact against the
-    simulation (maps, one panel per percentile)."""
+    """Relative percentile error of the corrected chains and T against the best reference (maps, one panel per
+    shown percentile), and below, exact against the simulation where the simulation can tell (the check)."""
     lines = [s for s in series(cmp, "corrected") if s.method != "exact"]
-    lines += [s for s in series(cmp, "corrected") if s.method == "exact"]
-    return _percentile_error_figure(cmp, stem, lines, "the corrected methods, T and exact", service, **kw)
+    return _percentile_error_figure(cmp, stem, lines, "the corrected methods and T", service,
+                                    exact_check=service == EXPONENTIAL, **kw)
 
 
 # =========================================================================== run time
@@ -932,51 +1102,91 @@ def _families(cmp):
 
 
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
-    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T): median over methods and ρ,
-    band = min–max."""
+    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T): the median over the family's
+    methods and the loads where it ran (a cell refused as over budget or at its truncation cap counts nowhere: its
+    time is the time to refuse), the whisker from the fastest to the slowest of those cells; a family that did not
+    run at every load of an R is drawn hollow there with the count of cells that ran."""
+    from matplotlib.lines import Line2D
+
     rt = cmp["run_time"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(rt, dtype=np.int8)
+    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
+    fig, ax = plt.subplots(figsize=(8.0, 5.0))
     Rv = cmp["R"].values
-    meds = {}
+    n_rho = cmp.sizes["rho"]
+    meds, partial = {}, False
     fams = _families(cmp)
-    width = 0.12 * (np.min(np.diff(Rv)) if len(Rv) > 1 else 1.0)
+    width = 0.1 * (np.min(np.diff(Rv)) if len(Rv) > 1 else 1.0)
     for k, (label, ms, color) in enumerate(fams):
-        d = rt.sel({"approximation": ms})
+        d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
         dims = [x for x in d.dims if x != "R"]
         med = d.median(dims).values
         if not np.isfinite(med).any():
             continue
+        # the loads where every method of the family ran
+        full = (nr.sel({"approximation": ms}) == 0).all("approximation").sum("rho").values
         meds[label] = (ms, float(np.nanmedian(d.values)))
-        x = Rv + (k - (len(fams) - 1) / 2) * width
-        ax.plot(x, med, "-", color=color, marker="o", ms=4, label=label, lw=1.6)
-        ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=1.0, alpha=0.7)
+        x = Rv * (1 + (k - (len(fams) - 1) / 2) * width / np.maximum(Rv, 1) * 1.0)
+        ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=2.2, alpha=0.55)
+        for xi, m_, f_ in zip(x, med, full):
+            if not np.isfinite(m_):
+                continue
+            whole = f_ == n_rho
+            partial |= not whole
+            ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if whole else "white", mec=color, mew=1.8,
+                    zorder=4)
+            if not whole:
+                ax.annotate(f"{int(f_)}/{n_rho}", (xi, m_), xytext=(5, -3), textcoords="offset points", fontsize=7.5,
+                            color=color, fontweight="bold")
     ax.set_yscale("log")
     log_ticks(ax.yaxis)
-    ax.set_xticks(Rv)
+    ax.set_xscale("log")
+    ax.set_xticks(Rv, [str(int(r)) for r in Rv])
+    ax.minorticks_off()
     ax.set_xlabel("servers R")
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell\n(median over its methods and ρ; vertical line: fastest to "
-                 "slowest cell)", fontsize=9.5)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
+                 "fastest to slowest cell)", fontsize=9.5)
+    handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
+    labels = [lab for lab, _, _ in fams]
+    if partial:
+        handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
+        labels.append(f"hollow, k/{n_rho}: ran at only k of the {n_rho} loads (the rest over budget: left out, "
+                      "not counted as fast)")
+    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     findings = []
     for label, (ms, med) in meds.items():
-        findings.append(Claim(f"{label}: median {_g(med)} s per cell.", med,
-                              Q.query(f"run_time.sel(approximation={Q.names(ms)})", (("median", None),), None, {}),
-                              sig_tol(med, 2)))
+        findings.append(Claim(f"{label}: median {_g(med)} s per cell where it ran.", med,
+                              Q.query(f"where({ran_q}, run_time, nan).sel(approximation={Q.names(ms)})",
+                                      (("median", None),), None, {}), sig_tol(med, 2)))
+    limits = []
     if len(meds) > 1:
         fast = min(meds, key=lambda k: meds[k][1])
         slow = max(meds, key=lambda k: meds[k][1])
-        r = meds[slow][1] / meds[fast][1]
-        findings.append(Claim(f"The fastest family ({fast}) is a median {_g(r)} times faster than the slowest ({slow}).",
-                              r, Q.query(f"run_time.sel(approximation={Q.names(meds[slow][0])}).median() / "
-                                         f"run_time.sel(approximation={Q.names(meds[fast][0])}).median()",
-                                         (("max", None),), None, {}), sig_tol(r, 2)))
+        both = meds[slow][0] + meds[fast][0]
+        common = (nr.sel(approximation=both) == 0).all("approximation")
+        vs, vf = (float(np.nanmedian(rt.sel(approximation=meds[x][0]).where(common).values)) for x in (slow, fast))
+        r = vs / vf
+        n_common = int(common.sum())
+        cq = f"(not_run.sel(approximation={Q.names(both)}).max('approximation') == 0)" if "not_run" in cmp else \
+            "(run_time == run_time)"
+        findings.append(Claim(f"On the {n_common} cells where both ran, the fastest family ({fast}) is a median "
+                              f"{_g(r)} times faster than the slowest ({slow}).", r,
+                              Q.query(f"where({cq}, run_time, nan).sel(approximation={Q.names(meds[slow][0])}).median() "
+                                      f"/ where({cq}, run_time, nan).sel(approximation={Q.names(meds[fast][0])})"
+                                      ".median()", (("max", None),), None, {}), sig_tol(r, 2)))
+    if partial:
+        limits.append("Families drawn hollow did not run at every load of that R (over budget or truncation cap): their "
+                      "median covers only the cells that ran, the cheaper ones, so it understates the cost of the "
+                      "whole row.")
+    limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
+                  "run to run and machine to machine.")
     cap = Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
-                  "median over the family's methods and loads, the vertical line from the fastest to the slowest cell.",
-                  findings, [("Run times are wall-clock times on the machine that ran the pipeline, measured once: they "
-                             "vary from run to run and machine to machine.")],
-                  ["Methods that share building blocks (A*–F* compute two distinct chains) report their own share."])
+                  "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
+                  "slowest of those cells.", findings, limits,
+                  [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
+                    "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
     return save(fig, stem, caption=cap, **kw)
 
 
@@ -1039,37 +1249,74 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     per_rep = (1.0 - Fp) * (n_rep.mean() if n_rep.size else 0.0)
     reliable = per_rep >= TAIL_MIN
     t_end = float(t[np.nonzero(reliable)[0][-1]]) if reliable.any() else 0.0
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, logy, xmax in ((ax1, False, max(1.15 * q(0.99), 5 * float(t[1]))),
-                           (ax2, True, max(1.1 * q(0.99999), 5 * float(t[1])))):
-        n = min(len(t), int(np.searchsorted(t, xmax, side="right")) + 1)
-        lo_r, hi_r = np.nanmin(Fr, 0)[:n], np.nanmax(Fr, 0)[:n]
-        band = (lo_r, hi_r) if not logy else (1 - hi_r, 1 - lo_r)
-        good = reliable[:n]
-        ax.fill_between(t[:n], np.where(good, band[0], np.nan), np.where(good, band[1], np.nan), color="0.7",
-                        alpha=0.6, lw=0, label="simulation (range over replications)")
-        y = (Fp if not logy else 1 - Fp)[:n]
-        ax.plot(t[:n], np.where(good, y, np.nan), color="k", lw=1.6, label="simulation (pooled)")
-        if (~good).any() and logy:
-            ax.plot(t[:n], np.where(~good, y, np.nan), color="k", lw=1.0, ls=":",
-                    label=f"simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
-                          "(reference too short)")
-        for sr in lines:
-            F = Fa[methods.index(sr.method)][:n]
-            ax.plot(t[:n], F if not logy else 1 - F, sr.style, color=sr.color, lw=sr.lw, label=sr.label)
-        ax.set_xlim(0, xmax)
-        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
-        ax.grid(alpha=0.3)
-    ax1.set_ylim(-0.02, 1.02)
-    ax1.set_ylabel("P(T ≤ t)")
-    ax1.set_title("body: P(T ≤ t), up to the simulated 99th percentile", fontsize=9)
+    # the body as differences from the reference (exact where it ran, else the pooled simulation): coinciding CDFs
+    # stay apart, and the area between a line and 0 is the method's W
+    use_exact = "exact" in methods and ok["exact"] and service == EXPONENTIAL
+    F_ref = Fa[methods.index("exact")] if use_exact else Fp
+    ref_word = "exact" if use_exact else "the pooled simulation"
+
+    def w_of(sr):
+        if w_ref is None:
+            return float("nan")
+        if sr.method == "exact" and use_exact:
+            return float("nan")
+        return float(w_ref["W"].sel(approximation=sr.method)) if sr.method in w_ref["approximation"].values else \
+            float("nan")
+
+    def label_w(sr):
+        w = w_of(sr)
+        if not np.isfinite(w):
+            return sr.label
+        return f"{sr.label}: W = {_g(w)}" if w >= W_FLOOR else f"{sr.label}: W < {W_FLOOR:g} (on exact)"
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
+    x1, x2 = max(1.15 * q(0.99), 5 * float(t[1])), max(1.1 * q(0.99999), 5 * float(t[1]))
+    n1 = min(len(t), int(np.searchsorted(t, x1, side="right")) + 1)
+    n2 = min(len(t), int(np.searchsorted(t, x2, side="right")) + 1)
+    # body: differences
+    good1 = reliable[:n1]
+    d_lo, d_hi = np.nanmin(Fr, 0)[:n1] - F_ref[:n1], np.nanmax(Fr, 0)[:n1] - F_ref[:n1]
+    ax1.fill_between(t[:n1], np.where(good1, d_lo, np.nan), np.where(good1, d_hi, np.nan), color="0.75", alpha=0.7,
+                     lw=0, label="simulation (range over replications)")
+    if use_exact:
+        ax1.plot(t[:n1], np.where(good1, Fp[:n1] - F_ref[:n1], np.nan), color="k", lw=1.0, zorder=5,
+                 label="simulation (pooled)")
+    ax1.axhline(0.0, color=_EXACT_COLOR if use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
+    for sr in lines:
+        if sr.method == "exact" and use_exact:
+            continue
+        F = Fa[methods.index(sr.method)][:n1]
+        ax1.plot(t[:n1], F - F_ref[:n1], sr.style, color=sr.color, lw=max(1.1, sr.lw * 0.8), zorder=3)
+    ax1.set_xlim(0, x1)
+    ax1.set_ylabel(f"P(T ≤ t) − {'exact' if use_exact else 'simulated'} P(T ≤ t)", fontsize=9)
+    ax1.set_title(f"body: each CDF minus {ref_word}'s (the area to 0 is W),\nup to the simulated 99th percentile",
+                  fontsize=9)
+    # tail: exact wide and light underneath, the rest thinner on top, the simulation on top of all
+    good2 = reliable[:n2]
+    lo_r, hi_r = np.nanmin(Fr, 0)[:n2], np.nanmax(Fr, 0)[:n2]
+    ax2.fill_between(t[:n2], np.where(good2, 1 - hi_r, np.nan), np.where(good2, 1 - lo_r, np.nan), color="0.7",
+                     alpha=0.6, lw=0)
+    for sr in lines:
+        F = Fa[methods.index(sr.method)][:n2]
+        wide = sr.method == "exact"
+        ax2.plot(t[:n2], 1 - F, sr.style, color=sr.color, lw=4.0 if wide else max(1.1, sr.lw * 0.8),
+                 alpha=0.45 if wide else 1.0, zorder=2 if wide else 3, label=label_w(sr))
+    ax2.plot(t[:n2], np.where(good2, 1 - Fp[:n2], np.nan), color="k", lw=1.2, zorder=5)
+    if (~good2).any():
+        ax2.plot(t[:n2], np.where(~good2, 1 - Fp[:n2], np.nan), color="0.55", lw=0.8, ls=":", zorder=4,
+                 label=f"simulation where fewer than {TAIL_MIN} customers per replication lie beyond t (no reference)")
+    ax2.set_xlim(0, x2)
     ax2.set_yscale("log")
     ax2.set_ylim(1e-6, 1.0)
     ax2.set_ylabel("P(T > t)")
-    ax2.set_title("tail: P(T > t) on a log scale, up to the simulated 99.999th percentile", fontsize=9)
+    ax2.set_title("tail: P(T > t) on a log scale; x-range to the pooled simulation's\n99.999th percentile "
+                  f"(a reference only up to t ≈ {t_end:.3g}: solid black)", fontsize=9)
+    for ax in (ax1, ax2):
+        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     h, lab = _legend_entries([ax1, ax2])
-    _legend_below(fig, h, lab, ncol=3, fontsize=8)
+    _legend_below(fig, h, lab, ncol=2, fontsize=8)
     shown = [m for sr in lines for m in sr.members]
     hidden = [m for m in methods if ok[m] and m not in shown]
     not_run = [m for m in methods if not ran[m]]
@@ -1129,19 +1376,40 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
     return Caption(
         f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
         f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits,
-        [("Left: the body P(T ≤ t) up to the simulated 99th percentile; right: the tail P(T > t) on a log scale up to "
-         "the 99.999th. Black: the pooled simulation (dotted where fewer than 100 customers per replication lie "
-         "beyond t: no reference there); grey band: the range over replications. Drawn: the three of A–F closest to "
-         "the reference by W, each distinct corrected chain, exact where it ran and T (dash-dot: the conservative tail "
-         "chain, whose survival lies on or above the true one). The title names the methods left out and why.")])
+        [("Left: the body, each CDF minus the reference's (exact where it ran, pink line at 0; else the pooled "
+         "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
+         "Wasserstein distance W, given in the legend. Right: the tail P(T > t) on a log scale, exact wide and light under the others. "
+         "Black: the pooled simulation (grey dotted where fewer than 100 customers per replication lie beyond t: no "
+         "reference there); grey band: the range over replications. Drawn: the three of A–F closest to the reference "
+         "by W, each distinct corrected chain, exact where it ran and T (dash-dot: the conservative tail chain, whose "
+         "survival lies on or above the true one). A paper method whose tail drops to 0 ends where its truncated "
+         "state space runs out (a property of the method). The title names the methods left out and why.")])
 
 
 # =========================================================================== M/G/R laws
-def mgr_laws(cmp: xr.Dataset, stem, **kw):
+def _scv_of(laws) -> dict:
+    """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
+    from ..core.distributions import parse_law
+
+    out = {}
+    for spec in laws or ():
+        try:
+            law = parse_law(spec)
+        except ValueError:
+            continue
+        out[law.name] = float(law.scv)
+    return out
+
+
+def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts); colour = law."""
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts); colour = law;
+    the simulations' own noise dotted grey. ``laws``: the config's law strings (their SCV goes in the legend)."""
     from matplotlib.lines import Line2D
+
+    scv = _scv_of(laws)
+    noise_drawn = False
 
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
@@ -1175,6 +1443,15 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
                 ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), marker="s", ms=3, lw=1.1, mfc="white")
             simulated = np.isfinite(d["wasserstein_vs_exponential_sim"].values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
+        if "sim_noise_wasserstein" in cmp:  # the solid lines' noise: two pooled CDFs of K replications each, about
+            nz = cmp["sim_noise_wasserstein"].sel(R=R)  # sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise)
+            k_rep = max(1, cmp.sizes.get("replication", 1))
+            both = (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
+                    / np.sqrt(k_rep))
+            okn = np.isfinite(both) & np.isfinite(vs.sel(R=R).values).any(0)
+            if okn.any():
+                ax.plot(rho[okn], both[okn], ":", color="0.45", lw=1.6, marker="_", ms=9, zorder=1)
+                noise_drawn = True
         kinds |= strip.kinds
         ax.set_xlabel("load ρ")
         ax.set_yscale("log")
@@ -1182,21 +1459,29 @@ def mgr_laws(cmp: xr.Dataset, stem, **kw):
         ax.set_xticks(rho[np.isfinite(vs.sel(R=R).values).any(0)])
         strip.finish(title=f"R = {R}")
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
+    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
+    e = 10.0 ** np.floor(np.log10(hi))
+    axes[0].set_ylim(lo, min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
     log_ticks(axes[0].yaxis)
     extra_handles, extra_labels = ([], []) if not law_rows else _law_method_row(err_axes, cmp, services, Rv, cmap)
     for ax, R in zip(err_axes, Rv):
         ax.set_xticks(rho[np.isfinite(vs.sel(R=R).values).any(0)])
     fig.tight_layout()
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
-    labels = [f"{s} service" for s in services]
+    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="s", ms=3, mfc="white")]
     labels += ["the law's simulation against the M/M/R simulation (same mean service time)",
                "the law's simulation against the closest analytic method"]
+    if noise_drawn:
+        handles.append(Line2D([], [], color="0.45", ls=":", lw=1.6, marker="_", ms=9))
+        labels.append("the solid lines' noise (two pooled simulations, largest over the laws): a smaller W is no "
+                      "difference")
     sh, sl = status_handles(kinds)
     _legend_below(fig, handles + extra_handles + sh, labels + extra_labels + sl, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time", y=1.0, va="bottom", fontsize=10)
+                 "service time\nsolid: against the M/M/R simulation; dashed: against the closest analytic M/M/R "
+                 "method", y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows), **kw)
 
 
@@ -1247,7 +1532,9 @@ def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
         + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
            "T with the law itself (markers, 95 % CI) and of T for exponential service (dotted), the ±5 % band "
            "shaded" if law_rows else "") + ".", findings, limits,
-        [("Small distances mean the M/M/R methods remain usable for that law. A cell whose simulation the run-length "
+        [("Small distances mean the M/M/R methods remain usable for that law. The dotted grey line (where drawn) is "
+          "the solid lines' own noise, from the replications alone (sim_noise_wasserstein): a solid line on or below it "
+          "shows no difference this run can tell. A cell whose simulation the run-length "
          "guard judged too short is marked ◇ in the strip above its panel, not drawn.")])
 
 
@@ -1418,6 +1705,8 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
             out += cdf_cell(sim_c, approx_c, R, rho, stem, cmp=cmp, **kw)
         elif f.kind.draw == "recommended_map" and "recommended" not in cmp:
             raise ValueError(f"{cmp_path} has no recommendation: it comes from an older release; rerun the comparison")
+        elif f.kind.draw == "mgr_laws":
+            out += mgr_laws(cmp, stem, laws=(settings.get("mgr") or {}).get("laws"), **kw)
         else:
             out += globals()[f.kind.draw](cmp, stem, **kw)
     return out
@@ -1446,7 +1735,8 @@ def _message_panel(ax, text):
             bbox={"facecolor": "0.96", "edgecolor": "0.7"})
 
 
-def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw):
+def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
+                       factor=100.0):
     """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
     too short, a mark in the strip above the panel instead of a value."""
@@ -1459,7 +1749,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
     fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), 3.1 * len(P) + 0.4), squeeze=False,
-                             sharex=True)
+                             sharex=True, sharey=True)
+    beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
     x = np.arange(len(pts))
@@ -1472,9 +1763,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         paper = np.array([rep[pvar].values[a, b, k] for k, b in pts], float)
         if scale is not None:
             sc = np.array([scale[b, k] for k, b in pts])
-            paper = 100 * paper / sc
+            paper = factor * paper / sc
         else:
-            paper = 100 * paper
+            paper = factor * paper
         if absolute:
             paper = np.abs(paper)
         ax.axhline(0, color="0.5", lw=0.7)
@@ -1486,9 +1777,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             vals = [np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             if scale is not None:
-                vals = [100 * v / sc for v in vals]
+                vals = [factor * v / sc for v in vals]
             else:
-                vals = [100 * v for v in vals]
+                vals = [factor * v for v in vals]
             m, lo, hi = vals
             if absolute:
                 a_, b_ = np.abs(lo), np.abs(hi)
@@ -1503,7 +1794,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                     err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
                     ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
                                 label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
-            strip.mark(fam, x, rk == 0, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
+            bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
+            strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
+            strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
         ax.tick_params(axis="x", labelbottom=True)
@@ -1512,18 +1805,38 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_ylabel(what, fontsize=8.5)
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
-    h, lab = _legend_entries(axes)
-    if REF_EXACT in drawn:
-        h.append(Line2D([], [], ls="none", marker="o", color="0.3", ms=5))
-        lab.append("filled: ours against exact (no noise)")
+    # plain markers in the legend (no error-bar glyph: against exact there is no interval)
+    h = [Line2D([], [], ls="none", marker="D", mfc="none", color="k", ms=6.5, mew=1.3)]
+    lab = ["paper (one simulation seed)"]
+    for fam in fams:
+        color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
+        h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=5))
+        lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method at that percentile)"
+                            if prefix == "pct" else " (its best method by W)"))
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
-        lab.append("hollow: ours against our simulation, with its 95% CI")
+        lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
     fig.tight_layout(h_pad=1.5)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
     return fig, pts
+
+
+def _paper_larger(rep) -> tuple[int, int]:
+    """(k, n): at k of the n (percentile, cell) points where both exist, the paper's percentile error is larger in
+    size than ours (best of A–F, against the best reference)."""
+    ours = rep["percentile_error"].sel(family="faithful").values
+    paper = rep["paper_percentile_error"].values
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
+    return int((np.abs(paper[both]) > np.abs(ours[both])).sum()), int(both.sum())
+
+
+def _cells_in_run(rep, prefix, refvar) -> tuple[int, int]:
+    """(cells of the paper's table this run has, cells of the table)."""
+    have = (rep[refvar].sel(family="faithful") != -1).any(f"{prefix}_percentile").values
+    return int(have.sum()), int(have.size)
 
 
 def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
@@ -1534,11 +1847,21 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         rep, stem, prefix="pct", pvar="paper_percentile_error",
         ovar=("percentile_error", "percentile_error_ci_low", "percentile_error_ci_high"),
         refvar="percentile_error_reference", fams=fams,
-        relative_from=lambda a: rep["reference_percentile"].values[a],
-        title="Paper §6.1/§6.2: error of the best method for each percentile,\nthe paper's beside ours (below 0: "
-              "optimistic)", what="(method − reference) / reference (%)", absolute=False, kw=kw)
+        relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
+        # load) the paper's value still has its place
+        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT})", absolute=False, kw=kw)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
+
+
+def _pct_title(rep) -> str:
+    k, n = _paper_larger(rep)
+    have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
+    head = ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
+            "beside ours")
+    tail = (f"the paper's error is larger than ours (best of A–F) at {k} of the {n} points where both exist\n"
+            if n else "") + f"({have} of the table's {total} cells are in this run; below 0: optimistic)"
+    return head + "\n" + tail
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -1548,8 +1871,10 @@ def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
         rep, stem, prefix="rel", pvar="paper_relative_error",
         ovar=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
         refvar="relative_error_reference", fams=fams, relative_from=None,
-        title="Paper §6.3: |relative percentile error| of the best method by Wasserstein distance,\nthe paper's "
-              "beside ours", what="|method − reference| / reference (%)", absolute=True, kw=kw)
+        title="Paper §6.3: |relative percentile error| of the best method by Wasserstein distance, the paper's beside "
+              "ours\n(sizes only: the paper publishes them without sign; "
+              + "{} of the table's {} cells are in this run)".format(*_cells_in_run(rep, "rel", "relative_error_reference")),
+        what="|method − reference| / reference (%)", absolute=True, kw=kw)
     return save(fig, stem, caption=_reproduction_caption(rep, "rel", "relative_error_reference", pts,
                                                          "§6.3 (99th, 99.9th and 99.99th percentiles)"), **kw)
 
@@ -1571,9 +1896,17 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                               f"exact and {k_sim} against our simulation.", [n, k_ex, k_sim],
                               [_rq(f"{refvar} != -1", sel=fam_sel), _rq(f"{refvar} == 1", sel=fam_sel),
                                _rq(f"{refvar} == 2", sel=fam_sel)]))
-        if k_none:
-            limits.append(Claim(f"At {k_none} points our reference is too short ({RULE}): no value of ours there (◇).",
-                                k_none, _rq(f"{refvar} == 0", sel=fam_sel)))
+        bg = (rep["percentile_beyond_grid"].values != 0) & (ref == 0) if (
+            prefix == "pct" and "percentile_beyond_grid" in rep) else np.zeros(ref.shape, bool)
+        if k_none - int(bg.sum()):
+            limits.append(Claim(f"At {k_none - int(bg.sum())} points our reference is too short ({RULE}): no value of "
+                                "ours there (◇).", k_none - int(bg.sum()),
+                                _rq(f"({refvar} == 0)" + (" & (percentile_beyond_grid == 0)" if bg.any() else ""),
+                                    sel=fam_sel)))
+        if bg.any():
+            limits.append(Claim(f"At {int(bg.sum())} points exact ran but its percentile lies beyond the time grid "
+                                "(t_max), and the simulation is too short: no value of ours there (▸).", int(bg.sum()),
+                                _rq(f"({refvar} == 0) & (percentile_beyond_grid != 0)", sel=fam_sel)))
         if prefix == "pct":
             ours = rep["percentile_error"].sel(family="faithful").values
             paper = rep["paper_percentile_error"].values
@@ -1585,6 +1918,10 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                       f"of those {int(both.sum())} points.", [k, int(both.sum())],
                                       [_rq("(percentile_error.sel(family='faithful') * paper_percentile_error) > 0",
                                            where=w), _rq(w)]))
+                kl, nl = _paper_larger(rep)
+                findings.append(Claim(f"The paper's error is larger in size than ours at {kl} of those {nl} points.",
+                                      [kl, nl], [_rq("abs(paper_percentile_error) > abs(percentile_error.sel("
+                                                     "family='faithful'))", where=w), _rq(w)]))
         else:
             ours = np.abs(rep["relative_error"].sel(family="faithful").values)
             paper = rep["paper_relative_error"].values
@@ -1602,9 +1939,12 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         "cells of its table this run has: the paper's value (black diamonds) and, per family, the best method of "
         "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
         [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else our "
-         "mean simulated percentile (hollow, with its 95% CI); both are shown as a share of that reference percentile, "
-         "the paper's too. Where our simulation has too few customers beyond the percentile and exact did not run, we "
-         "have no reference and draw nothing (◇ in the strip).")])
+         "mean simulated percentile (hollow, with its 95% CI); "
+         + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
+            "also where we have no reference. " if prefix == "pct" else
+            "both are shown as a share of that reference percentile, the paper's too. ")
+         + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
+         "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
 
 
 def reproduction_map(rep: xr.Dataset, stem, **kw):
@@ -1626,41 +1966,60 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                 Z[i, j] = letters.index(v)
         return Z
 
-    cmap = ListedColormap([plt.get_cmap("tab10")(i) for i in range(len(letters))]).with_extremes(bad="0.93")
+    cmap = ListedColormap([method_color(m) for m in letters]).with_extremes(bad="0.93")
     few = len(R) * len(rho) <= 150
     w = max(7.5, min(11.5, 0.13 * len(rho) + 3.5))
-    fig, axes = plt.subplots(3, 1, figsize=(w, 3 * (0.3 * len(R) + 1.35)), squeeze=False)
-    axes = axes[:, 0]
+    fig, grid = plt.subplots(3, 2, figsize=(w, 3 * (0.3 * len(R) + 1.35)), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 0.025], "wspace": 0.03})
+    axes = grid[:, 0]
+    for cax in grid[:2, 1]:
+        cax.set_axis_off()
     step = max(1, math.ceil(len(rho) / 20))
-    ours_shown = np.where(agree == TOO_SHORT, "", ours)
+    short = agree == TOO_SHORT
+    tie = agree == TIE
+    ours_shown = np.where(short, "", ours)
     for ax, Z, title in ((axes[0], codes(paper), "the paper (the authors' best.csv, one seed)"),
-                         (axes[1], codes(ours_shown), "ours: best of A–F by mean W over replications")):
-        im = ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
-                       vmax=len(letters) - 0.5, interpolation="nearest")
+                         (axes[1], codes(np.where(tie, "", ours_shown)),
+                          "ours: best of A–F by mean W over replications")):
+        ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
+                  vmax=len(letters) - 0.5, interpolation="nearest")
         ax.set_title(title, fontsize=9.5, loc="left")
-        cb = fig.colorbar(im, ax=ax, ticks=range(len(letters)), fraction=0.04, pad=0.01)
-        cb.ax.set_yticklabels(letters)
         if few:
             L = paper if ax is axes[0] else ours_shown
             for (i, j), v in np.ndenumerate(L):
-                if v:
-                    ax.text(j, i, v, ha="center", va="center", fontsize=8, color="w", fontweight="bold")
+                if not v:
+                    continue
+                if ax is axes[1] and tie[i, j]:  # a tie: grey, hatched, both names
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.9", hatch="///",
+                                               edgecolor="0.65", lw=0))
+                    ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
+                            color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
+                else:
+                    ax.text(j, i, v, ha="center", va="center", fontsize=8.5, color="w", fontweight="bold")
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
-    pale = np.zeros(agree.shape + (4,))
-    pale[..., :3], pale[..., 3] = 1.0, np.where(agree == TIE, 0.55, 0.0)
-    axes[1].imshow(pale, aspect="auto", origin="lower", interpolation="nearest")
-    short = agree == TOO_SHORT
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
     ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(family="faithful").values
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.where(short, np.nan, np.log10(ratio))
-    lim = max(0.5, float(np.nanmax(np.abs(lr)))) if np.isfinite(lr).any() else 1.0
-    im = axes[2].imshow(np.ma.masked_invalid(lr), aspect="auto", origin="lower", cmap=plt.get_cmap("RdBu_r").with_extremes(
-        bad="0.93"), vmin=-lim, vmax=lim, interpolation="nearest")
+    from matplotlib.colors import TwoSlopeNorm
+
+    # the colour's bounds: the data's, at least a factor 2 either way (so that a ratio near 1 stays pale)
+    lo_ = min(-np.log10(2), float(np.nanmin(lr))) if np.isfinite(lr).any() else -1.0
+    hi_ = max(np.log10(2), float(np.nanmax(lr))) if np.isfinite(lr).any() else 1.0
+    im = axes[2].imshow(np.ma.masked_invalid(lr), aspect="auto", origin="lower",
+                        cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
+                        norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
     mark_cells(axes[2], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
-    cb = fig.colorbar(im, ax=axes[2], fraction=0.04, pad=0.01)
-    cb.set_label("log10 of the ratio", fontsize=8)
+    if few:
+        for (i, j), v in np.ndenumerate(lr):
+            if np.isfinite(v):
+                axes[2].text(j, i, f"×{10 ** v:.2g}", ha="center", va="center", fontsize=7.5,
+                             color="w" if abs(im.norm(v) - 0.5) > 0.3 else "k")
+    cb = fig.colorbar(im, cax=grid[2, 1])
+    ticks = [v for v in (-3, -2, -1, -0.5, 0, np.log10(2), 1, 2) if lo_ <= v <= hi_]
+    cb.set_ticks(ticks, labels=[f"{10 ** v:.2g}" for v in ticks])
+    cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
     axes[2].set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
                       fontsize=9.5, loc="left")
     for ax in axes:
@@ -1669,24 +2028,27 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
         ax.set_yticks(range(len(R)), [str(r) for r in R], fontsize=8)
         ax.set_ylabel("servers R")
     axes[-1].set_xlabel("load ρ")
-    fig.tight_layout()
-    handles, labels = [], []
-    if short.any():
-        handles, labels = status_handles([REFERENCE_TOO_SHORT.key])
-        labels = [labels[0] + ": no verdict, left out of the shares"]
+    fig.subplots_adjust(hspace=0.42, top=0.95, bottom=0.07, left=0.1, right=0.9)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    more = []
+    used = [m for m in letters if (paper == m).any() or (ours_shown == m).any()]
+    more = [(Patch(color=method_color(m)), m) for m in used]
     if (~short & ((paper == "") | (ours == ""))).any():
         more.append((Patch(facecolor="0.93", edgecolor="0.6"), "light grey: not in this run, or not in the paper's grid"))
     if (agree == 0).any():
         more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6), "ours differs from the paper's beyond a tie"))
-    if (agree == TIE).any():
-        more.append((Patch(facecolor="0.9", edgecolor="0.6"), "pale: the paper's method ties with ours within the 95% CI"))
-    handles = [h for h, _ in more] + list(handles)
-    labels = [t for _, t in more] + list(labels)
-    _legend_below(fig, handles, labels, ncol=2, fontsize=8)
+    if tie.any():
+        more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
+                     ("tie: our best and the paper's are within the 95% CI of each other (one seed cannot tell them "
+                      "apart)")))
+    handles = [h for h, _ in more]
+    labels = [t for _, t in more]
+    if short.any():
+        sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
+        handles += sh
+        labels += [sl[0] + ": no verdict, left out of the shares"]
+    _legend_below(fig, handles, labels, ncol=3, fontsize=8)
     n = int(rep.attrs.get("agreement_cells", 0))
     k_same = int((agree == SAME).sum())
     k_tie = int((agree == TIE).sum())

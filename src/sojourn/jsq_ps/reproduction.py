@@ -203,6 +203,12 @@ class _Cells:
             return REF_EXACT
         return REF_SIMULATION if self.sim_ok[i, j, q] else REF_NONE
 
+    def beyond_grid(self, i, j, q) -> int:
+        """1 where exact ran and is usable at (i, j) but its percentile q lies beyond the time grid (t_max): why
+        there is no exact reference there, rather than a simulation too short."""
+        return int("exact" in self.methods and self.valid[i, j, self.methods.index("exact")]
+                   and not np.isfinite(self.xa[i, j, self.methods.index("exact"), q]))
+
     def error(self, i, j, q, m, relative=False) -> tuple:
         """(mean, low, high) of method ``m``'s (relative) percentile error against its reference, and the reference."""
         ref = self.reference(i, j, q, m)
@@ -262,6 +268,7 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     pe_ref = np.full(shp, -1, np.int8)  # -1: not in this run
     pe_x = np.full(shp[1:], np.nan)  # the reference percentile
     pe_paper_m = [np.full(shp[1:], np.nan) for _ in range(3)]  # faithful, the paper's letter
+    pe_beyond = np.zeros(shp[1:], np.int8)  # exact ran there, but its percentile lies beyond the time grid
     for f, fam in enumerate(fams):
         for a, q in enumerate(iQ):
             for b, j in enumerate(iP):
@@ -269,6 +276,7 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                     if q is None or j is None or i is None:
                         continue
                     pe_x[a, b, k] = c.ref_percentile(i, j, q)
+                    pe_beyond[a, b, k] = c.beyond_grid(i, j, q)
                     m = c.best_by_pct(i, j, q, fam_idx[fam])
                     pe_ref[f, a, b, k] = REF_NONE if fam_idx[fam] else -1
                     if m is not None:
@@ -386,6 +394,10 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                 "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not in "
                 "this run", flag_values=np.array([-1, 0, 1, 2], np.int8),
                 flag_meanings="absent too_short exact simulation")),
+            "percentile_beyond_grid": (P3, pe_beyond, _a(
+                "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
+                "exists for this reason, not because the simulation is too short", flag_values=np.array([0, 1], np.int8),
+                flag_meanings="within_grid beyond_grid")),
             "reference_percentile": (P3, pe_x, _a("the reference's percentile there: exact's where it ran, else the "
                                                   "mean simulated one where usable (NaN: none)", _TU)),
             "percentile_error_paper_method": (P3, pe_paper_m[0], _a("our mean signed percentile error of the paper's "

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core.claims import Caption, Claim, Query, listing, sig_tol
 from ..core.figures import (
+    ESTIMATE_TOO_SHORT,
     FIGURE_LOCK,
     REFERENCE_TOO_SHORT,
     Figure,
@@ -63,31 +64,78 @@ def _status(cmp, var):
     return np.where(stopped, "unstable", np.where(short | ~np.isfinite(m), "too_short", ""))
 
 
-def _sim(ax, strip, cmp, var, status):
+#: the factor by which each semantics' markers are shifted along the (log) rate axis, so that points at one rate stay
+#: apart (the rate is the same for all three: the legend says so)
+DODGE = 1.09
+
+
+def _dodge(i: int, n: int) -> float:
+    return DODGE ** (i - (n - 1) / 2)
+
+
+def _sim(ax, strip, cmp, var, status, estimate=False):
+    """The simulated points of each semantics (dodged along r: :data:`DODGE`) with their CIs; points without a value
+    in the strip: ✕ unstable, ◇ too short (``estimate``: the value is the simulation's own estimate, not a
+    reference)."""
     r = cmp["restart_rate"].values
-    for i, s in enumerate(cmp["semantics"].values.tolist()):
+    sems = cmp["semantics"].values.tolist()
+    short = ESTIMATE_TOO_SHORT.key if estimate else REFERENCE_TOO_SHORT.key
+    for i, s in enumerate(sems):
         color, marker, label = STYLE.get(s, ("k", "x", s))
         m, h = cmp[var].values[i], cmp[f"{var}_half_width"].values[i]
         ok = status[i] == ""
-        ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt=marker, ms=4.5, color=color, capsize=2, lw=0.9,
-                    label=label if ok.any() else None)
+        ax.errorbar(r[ok] * _dodge(i, len(sems)), m[ok], yerr=h[ok], fmt=marker, ms=5, color=color, capsize=2, lw=1.0,
+                    label=label if ok.any() else None, zorder=4)
         strip.mark(s, r, status[i] == "unstable", "unstable", color, NAMES.get(s, s))
-        strip.mark(s, r, status[i] == "too_short", REFERENCE_TOO_SHORT.key, color, NAMES.get(s, s))
+        strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
+
+
+def describe_plainly(pf) -> str:
+    """The example's model in plain words (from the stored spec): its servers, arrivals, service laws and where a
+    restart sends a job; the signal rate is left out (the sweep varies it)."""
+    import json
+
+    try:
+        spec = json.loads(pf.attrs["spec"])
+    except (KeyError, ValueError):
+        return ""
+    parts = []
+    for q in spec.get("queues", []):
+        classes = q.get("classes", [])
+        means, phases = [], set()
+        for c in classes:
+            sv = c["service"]
+            rates = np.asarray(sv["rates"], float)
+            H = np.asarray(sv.get("H") or np.zeros((rates.size, rates.size)), float)
+            entry = np.asarray(sv.get("entry") or [1.0] + [0.0] * (rates.size - 1), float)
+            means.append(float(entry @ np.linalg.solve(np.eye(rates.size) - H, 1.0 / rates)))
+            phases.add(rates.size)
+        ph = "/".join(str(k) for k in sorted(phases))
+        arrivals = [(c["name"], float(c["arrival_rate"])) for c in classes if float(c["arrival_rate"]) > 0]
+        arr = ", ".join(f"{lam:g}" + (f" (class {n})" if len(classes) > 1 else "") for n, lam in arrivals)
+        if len(classes) == 1:
+            parts.append(f"one processor-sharing server; jobs arrive at rate {arr}; service time: a {ph}-phase law of "
+                         f"mean {means[0]:.3g}; a restarted job begins its service anew")
+        else:
+            moves = all(list(c.get("restart_to", {})) in ([classes[min(k + 1, len(classes) - 1)]["name"]],)
+                        for k, c in enumerate(classes))
+            parts.append(f"one processor-sharing server; jobs arrive at rate {arr}; classes "
+                         f"{classes[0]['name']}–{classes[-1]['name']} with mean service times "
+                         + ", ".join(f"{m:.2g}" for m in means) + f" ({ph}-phase laws)"
+                         + ("; a restart moves a job on to the next class" if moves else "; a restart changes its class"))
+    return "; ".join(parts)
 
 
 def _title(pf, name) -> str:
-    """The message of an example's figure (g*, its E[T] against no restart) over its model, wrapped (the model's
-    signal rate λ⁻ is left out: the sweep varies it, and the stored model holds g*)."""
-    import re
+    """The message of an example's figure (g*, its E[T] against no restart) over its model in plain words."""
     import textwrap
 
     g, tg, t0 = float(pf["g_star"]), float(pf["response_time_at_g_star"]), float(pf["response_time_no_restart"])
     head = (f"{name}: restarting at the product form's optimum g* = {g:.3g} gives E[T] = {tg:.3g} model time units "
             f"against {t0:.3g} without restart ({100 * (tg - t0) / t0:+.0f}%)") if np.isfinite(t0) else \
         f"{name}: optimum g* = {g:.3g}, E[T] = {tg:.3g} model time units"
-    model = re.sub(r"signals λ⁻=[^,]*, ", "", str(pf.attrs.get("model", "")))
-    model = model.split(": ", 1)[1] if model.startswith(f"{name}: ") else model
-    return head + ("\n" + "\n".join(textwrap.wrap(model, 125)) if model else "")
+    model = describe_plainly(pf)
+    return head + ("\n" + "\n".join(textwrap.wrap(model, 120)) if model else "")
 
 
 def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150) -> list:
@@ -116,46 +164,45 @@ def _reach(cmp, i, var="response_time"):
 
 
 def means(pf, cmp, stem, name, formats, dpi) -> list:
-    """Mean response time and mean number of jobs against the restart rate: the product form with g*, the three
-    simulated semantics with their CIs, the smallest simulated mean of each semantics."""
+    """Mean response time against the restart rate: the product form with g*, the mean without restart, the three
+    simulated semantics with their CIs (dodged along r), the smallest simulated mean of each semantics. (E[N] = λ E[T]
+    by Little's law: comparison.nc holds it, the figure does not repeat it.)"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    g, tg = float(pf["g_star"]), float(pf["response_time_at_g_star"])
-    fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.6))
-    kinds = set()
-    for ax, var, ylab in ((axes[0], "response_time", "mean response time E[T] (model time units)"),
-                          (axes[1], "mean_number", "mean number of jobs E[N]")):
-        strip = status_strip(ax)
-        ax.plot(pf["signal_rate"].values, pf[var].values, "-", color="k", lw=1.3, label="product form (signal semantics)")
-        _sim(ax, strip, cmp, var, _status(cmp, var))
-        ax.axvline(g, color="0.5", ls="--", lw=0.8)
-        if var == "response_time":
-            ax.plot([g], [tg], "*", color="crimson", ms=13, label=f"g* = {g:.4g}: the product form's optimum",
-                    zorder=6)
-            for s in cmp["semantics"].values.tolist():  # the sweep's best rate of each semantics
-                rb, tb = (float(cmp[v].sel(semantics=s)) for v in ("best_rate_response_time", "best_response_time"))
-                if np.isfinite(rb):
-                    ax.plot([rb], [tb], "D", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=11, mew=1.5, zorder=5)
-        ax.set_xscale("log")
-        log_ticks(ax.xaxis)
-        ax.set_xlabel("restart rate r (per model time unit)")
-        ax.set_ylabel(ylab)
-        ax.grid(True, which="both", alpha=0.3)
-        kinds |= strip.kinds
-        strip.finish(title="mean response time" if var == "response_time" else "mean number of jobs")
+    g, tg, t0 = (float(pf[v]) for v in ("g_star", "response_time_at_g_star", "response_time_no_restart"))
+    fig, ax = plt.subplots(figsize=(9.0, 5.2))
+    var = "response_time"
+    strip = status_strip(ax)
+    ax.plot(pf["signal_rate"].values, pf[var].values, "-", color="k", lw=1.4, label="product form (signal semantics)",
+            zorder=3)
+    if np.isfinite(t0):
+        ax.axhline(t0, color="0.35", ls=":", lw=1.3, label=f"no restart: E[T] = {t0:.3g}", zorder=2)
+    _sim(ax, strip, cmp, var, _status(cmp, var))
+    ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
+    ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
+    sems = cmp["semantics"].values.tolist()
+    for i, s in enumerate(sems):  # the sweep's best rate of each semantics, around its (dodged) point
+        rb, tb = (float(cmp[v].sel(semantics=s)) for v in ("best_rate_response_time", "best_response_time"))
+        if np.isfinite(rb):
+            ax.plot([rb * _dodge(i, len(sems))], [tb], "o", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=13, mew=1.6,
+                    zorder=5)
+    ax.set_xscale("log")
+    log_ticks(ax.xaxis)
+    ax.set_xlabel("restart rate r (per model time unit)")
+    ax.set_ylabel("mean response time E[T] (model time units)")
+    ax.grid(True, which="both", alpha=0.3)
+    strip.finish(title="mean response time against the restart rate", fontsize=10)
     fig.tight_layout()
     fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
-    handles, labels = axes[0].get_legend_handles_labels()
-    handles.append(Line2D([], [], ls="none", marker="D", mfc="none", mec="0.3", ms=9, mew=1.5))
-    labels.append("smallest simulated mean of each semantics (its colour)")
-    handles.append(Line2D([], [], color="0.5", ls="--", lw=0.8))
-    labels.append("g* (dashed)")
-    sh, sl = status_handles(kinds)
-    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=3, frameon=False,
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3", ms=11, mew=1.6))
+    labels.append("ringed: smallest simulated mean of each semantics")
+    sh, sl = status_handles(strip.kinds)
+    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
 
@@ -200,6 +247,19 @@ def _means_caption(pf, cmp, name) -> Caption:
                                Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["min"]]),
                                Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["max"]])],
                               sig_tol(rb)))
+    for s in sems:  # a semantics whose best simulated mean beats the product form's optimum beyond its CI
+        tb, hb = (float(cmp[v].sel(semantics=s)) for v in ("best_response_time", "best_response_time_half_width"))
+        if s == "signal" or not (np.isfinite(tb) and np.isfinite(tg)):
+            continue
+        below = tb + (hb if np.isfinite(hb) else 0.0) < tg
+        if below:
+            rb = float(cmp["best_rate_response_time"].sel(semantics=s))
+            findings.append(Claim(f"{NAMES.get(s, s).capitalize()} beat the product form's optimum: their smallest "
+                                  f"simulated mean, {_g(tb)} ± {_g(hb, 2)} at r = {_g(rb)}, lies below E[T] = {_g(tg)} "
+                                  "at g* beyond its CI.", True,
+                                  Query(cs, "(best_response_time + where(isfinite(best_response_time_half_width), "
+                                        "best_response_time_half_width, 0)) < response_time_at_g_star",
+                                        {"semantics": s}, None, [])))
     for i, s in enumerate(sems):
         un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i]) if x == "unstable"]
         if un:
@@ -211,15 +271,17 @@ def _means_caption(pf, cmp, name) -> Caption:
                                                      "replications_stable < replications_used", [["list"]]),
                                 1e-9))
     return Caption(
-        f"Restart study, {name}: mean response time E[T] (left) and mean number of jobs E[N] (right) against the "
-        "restart rate r.", findings, limits,
+        f"Restart study, {name}: mean response time E[T] against the restart rate r ({describe_plainly(pf)}). The "
+        "mean number of jobs E[N] = λ E[T] (Little's law) is in comparison.nc.", findings, limits,
         [("Black line: the product form of the G-network (signal semantics, signal rate g = r); red star: its optimal "
          "signal rate g* and E[T] there. Markers: simulations (bars: 95% Student-t intervals over replications) under "
          "signal semantics (must lie on the line), exponential per-job timeouts of rate r and deterministic per-job "
          "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
-         "load and can have no steady state although the signal model is stable. Open diamonds: the sweep's smallest "
-         "simulated mean per semantics (comparison.nc: best_rate_response_time). Points without a value are marked "
-         "in the strip above a panel: ✕ stopped as unstable, ◇ a run the run-length guard judged too short.")])
+         "load and can have no steady state although the signal model is stable. The three semantics run at the same "
+         "rates; their markers are shifted slightly along r to keep them apart. Dotted: E[T] without restart. Rings: "
+         "the sweep's smallest simulated mean per semantics (comparison.nc: best_rate_response_time). Points without "
+         "a value are marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard "
+         "judged too short.")])
 
 
 def percentile(pf, cmp, stem, name, formats, dpi) -> list:
@@ -232,14 +294,14 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
 
     g = float(pf["g_star"])
     levels = cmp["percentile"].values.tolist()
-    fig, axs = plt.subplots(1, len(levels), figsize=(6.8 * len(levels), 4.6), squeeze=False)
+    fig, axs = plt.subplots(1, len(levels), figsize=(min(8.5 * len(levels), 10.5), 5.0), squeeze=False)
     st_all = _status(cmp, "response_time_percentile")
     kinds = set()
     for k, (ax, level) in enumerate(zip(axs[0], levels)):
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
         strip = status_strip(ax)
-        _sim(ax, strip, c, "response_time_percentile", st)
+        _sim(ax, strip, c, "response_time_percentile", st, estimate=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
@@ -260,7 +322,14 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         else:
             ax.set_ylim(bottom=0.0)
         kinds |= strip.kinds
-        strip.finish(title=f"{name}: the {level:g}th percentile of the response time", fontsize=9.5)
+        best = {sm: (float(c["best_response_time_percentile"].sel(semantics=sm)),
+                     float(c["best_rate_response_time_percentile"].sel(semantics=sm)))
+                for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
+        best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
+        low = min(best, key=lambda sm: best[sm][0]) if best else None
+        strip.finish(title=f"{name}: the {level:g}th percentile of the response time"
+                     + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
+                        if low else ""), fontsize=9.5)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
     sh, sl = status_handles(kinds)
@@ -304,7 +373,8 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
         "response time (one panel each) against the restart rate r, for the three semantics (signals of rate r, "
         "exponential timeouts of rate r, deterministic timeouts 1/r).", findings, limits,
         [("Each replication's percentile from its streamed histogram, averaged over replications with 95% Student-t "
-         "intervals. The dashed line is the product form's g* (which minimises the mean, not the tail). Points without "
+         "intervals (the three semantics run at the same rates, their markers shifted slightly along r). The dashed "
+         "line is the product form's g* (which minimises the mean, not the tail). Points without "
          "a value are marked in the strip above the panel: ◇ too few jobs beyond the percentile (or a run too short), "
          "✕ stopped as unstable.")])
 

@@ -25,9 +25,8 @@ import numpy as np
 from ..core import phase_type as ph
 from ..core.claims import Caption, Claim, Query, listing, sig_tol
 from ..core.figures import (
-    NO_DIFFERENCE_CELL,
+    ESTIMATE_TOO_SHORT,
     REFERENCE_TOO_SHORT,
-    TOO_SHORT_CELL,
     Figure,
     instance,
     log_ticks,
@@ -125,7 +124,8 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     hi = float(c["sim_latency_percentile"].max()) * 1.6
     xmax = hi if np.isfinite(hi) else float(t[-1])
     a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
-    if (~good & (t <= xmax)).any():
+    dotted = bool((~good & (t <= xmax) & (1 - F > 0)).any())
+    if dotted:
         a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
                 label=f"simulation, fewer than {TAIL_MIN} workunits per replication beyond t (reference too short)")
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
@@ -136,8 +136,17 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
         sf = UniformizedSF(la, lT)
         tt = t[:: max(1, len(t) // 400)]
         a1.plot(tt, [sf(x) for x in tt], color="tab:red", ls="--", lw=1.4, label="exact (M/PH/1 latency law)")
+    # the simulated percentiles' CIs across replications, on the curve (the pooled curve has no per-replication copy)
+    pv, pw = c["sim_latency_percentile"].values, c["sim_latency_percentile_hw"].values
+    pok = _pct_ok(c) & np.isfinite(pv) & np.isfinite(pw)
+    lev = 1 - ds["percentile"].values
+    if pok.any():
+        a1.errorbar(pv[pok], lev[pok], xerr=pw[pok], fmt="o", color="k", ms=4, capsize=4, lw=1.4,
+                    label=f"simulated percentiles ± {_level(ds)} CI across replications", zorder=5)
     a1.set_yscale("log")
-    a1.set_ylim(1e-4, 1.2)
+    reached = (1 - F)[good & (t <= xmax)]
+    bottom = float(10 ** np.floor(np.log10(max(reached[reached > 0].min(), 1e-6)))) if (reached > 0).any() else 1e-4
+    a1.set_ylim(bottom, 1.2)
     a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
@@ -169,7 +178,9 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     m_n, p_n = int(ok[0] and np.isfinite(ex[0])), int((ok[1:] & np.isfinite(ex[1:])).sum())
     verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of {m_n + p_n} statistics"
                if m_n + p_n else "no exact value the simulation can check")
-    fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{spec.describe()}",
+    system = (f"n = {spec.hosts} hosts, each job split into r = {spec.replicas} replicas, done when q = {spec.quorum} "
+              f"finish; load {e['load']}, {law_words(e['replica_law'])}")
+    fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
                  fontsize=9, y=1.0, va="bottom")
     findings, limits = [], []
     src = "experiment_a.nc"
@@ -194,18 +205,46 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
                             [float(p) for p, k in zip(ds["percentile"].values, ok[1:]) if not k],
                             Query(src, "percentile", q_sel, f"~{PCT_OK}", [["list"]])))
     cap = Caption(
-        f"Experiment (a) of the split-merge study: one (n, r, q) system, {spec.describe()} (the default config's "
-        "3-phase PH replica law is a documented test law: the paper's matrix is not recoverable).",
+        f"Experiment (a) of the split-merge study: one system, {system}; the arrival rate λ = {spec.arrival_rate:.4g} "
+        f"gives that load with E[S_q:r] = {spec.mean_service:.4g}, the mean time until q of the r replicas finish "
+        "(the default config's 3-phase PH replica law is a documented test law: the paper's matrix is not "
+        "recoverable).",
         findings, limits,
-        [(f"Left: the latency tail P(latency > t), pooled simulation (black; dotted where fewer than {TAIL_MIN} "
-         "workunits per replication lie beyond t) and the exact M/PH/1 latency law (red dashed: the waiting time "
+        [("Left: the latency tail P(latency > t), pooled simulation (black"
+         + (f"; dotted where fewer than {TAIL_MIN} workunits per replication lie beyond t" if dotted else "")
+         + "; dots with bars: the simulated percentiles with their CIs across replications) and the exact M/PH/1 "
+         "latency law (red dashed: the waiting time "
          "PH(λβ(−B)⁻¹, B + bλβ(−B)⁻¹) convolved with S_q:r). Right: the mean and percentiles, exact (red diamonds) "
          f"beside the simulated ones with their {_level(ds)} t-intervals across replications; latency in "
          f"{TIME_UNITS}.")])
     return save(fig, stem, formats, dpi, caption=cap)
 
 
+def law_words(spec: str) -> str:
+    """A replica law in plain words: its family, mean and SCV (the study's time unit is the law's own)."""
+    from ..core.distributions import parse_law
+
+    try:
+        law = parse_law(spec)
+    except ValueError:
+        return spec
+    return f"{law.name} replica times (mean {law.mean:.3g}, SCV {law.scv:.2g})"
+
+
+def load_words(load, hosts) -> str:
+    """What 'load' means in the split-merge experiments: fixed per super-server, so the arrival rate changes."""
+    groups = "the n = r hosts form one super-server" if hosts is None else \
+        f"the n = {hosts} hosts form ⌊n/r⌋ super-servers of r hosts"
+    return (f"load fixed at {load} ({groups}; a job holds one for S_q:r, the time until q of its r replicas finish: "
+            "λ = load·⌊n/r⌋/E[S_q:r], so the arrival rate λ changes with r and q)")
+
+
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
+    """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
+    exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.patches import Patch
+
     full = read_netcdf(path)
     law = full["law"].values[0]
     ds = full.sel(law=law, model=SM)
@@ -213,80 +252,53 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     ex = ds["exact_mean_latency"].values  # (quorum, replicas)
     sim, hw = ds["sim_mean_latency"].values, ds["sim_mean_latency_hw"].values
     ok = _mean_ok(ds)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = 100 * (sim - ex) / ex
     inside = np.abs(sim - ex) <= hw
-    cells = np.isfinite(rel) & ok
-    fig, axes = plt.subplots(1, 3, figsize=(13.8, 4.5))
-    fig.subplots_adjust(wspace=0.35, top=0.84)
-    vals_all = np.concatenate([ex[np.isfinite(ex)], sim[np.isfinite(sim)]])
-    vmin, vmax = float(vals_all.min()), float(vals_all.max())
-    from matplotlib.colors import LogNorm, TwoSlopeNorm
-
-    outside = qs[:, None] > rs[None, :]  # no such system (q > r): lightly hatched in every panel
-    for ax, vals, title in ((axes[0], ex, "exact mean latency"),
-                            (axes[1], np.where(ok, sim, np.nan), f"simulated mean latency ± {_level(ds)} CI")):
-        im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(vmin, vmax), aspect="auto")
-        for i in range(len(qs)):
-            for j in range(len(rs)):
-                if qs[i] > rs[j]:
-                    continue
-                v = vals[i, j]
-                if vals is not ex and not ok[i, j]:
-                    continue
-                txt = "—" if not np.isfinite(v) else (f"{v:.3g}" if vals is ex else f"{v:.3g}\n±{hw[i, j]:.2g}")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="w" if np.isfinite(v) else "k")
-        cb = fig.colorbar(im, ax=ax, shrink=0.85, label=f"mean latency\n({TIME_UNITS})")
-        log_ticks(cb.ax.yaxis)
-        ax.set_title(title, fontsize=10)
-    short = ~ok & ~outside & np.isfinite(sim)  # judged too short by the run-length guard: no value, the mark
-    for ax in axes[1:]:
-        sgrey = np.zeros(short.shape + (4,))
-        sgrey[..., :3] = np.array(plt.matplotlib.colors.to_rgb(TOO_SHORT_CELL))
-        sgrey[..., 3] = short.astype(float)
-        ax.imshow(sgrey, origin="lower", aspect="auto", zorder=2)
-        mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=7)
-    # the difference: coloured only where it lies beyond the simulated CI (else "no difference")
-    sig = cells & ~inside
-    lim = max(1.0, float(np.nanmax(np.abs(rel[sig])))) if sig.any() else 1.0
-    norm = TwoSlopeNorm(vmin=-lim, vcenter=0.0, vmax=lim)
-    cmap = plt.get_cmap("RdBu_r")
-    rgb = np.ones(rel.shape + (3,))
-    for (i, j), v in np.ndenumerate(rel):
-        if qs[i] > rs[j]:
-            continue
-        if sig[i, j]:
-            rgb[i, j] = cmap(norm(v))[:3]
-        elif cells[i, j]:
-            rgb[i, j] = np.array(plt.matplotlib.colors.to_rgb(NO_DIFFERENCE_CELL))
-    axes[2].imshow(rgb, origin="lower", aspect="auto")
+    cells = np.isfinite(sim) & np.isfinite(ex) & ok
+    outside = qs[:, None] > rs[None, :]  # no such system (q > r): hatched
+    short = ~ok & ~outside & np.isfinite(sim)  # judged too short by the run-length guard
+    miss = cells & ~inside
+    fig, ax = plt.subplots(figsize=(8.6, 5.6))
+    vals = np.where(outside, np.nan, np.where(np.isfinite(ex), ex, np.where(ok, sim, np.nan)))
+    fin = vals[np.isfinite(vals)]
+    im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(float(fin.min()), float(fin.max())),
+                   aspect="auto")
     for i in range(len(qs)):
         for j in range(len(rs)):
-            if qs[i] <= rs[j] and np.isfinite(rel[i, j]) and ok[i, j]:
-                axes[2].text(j, i, f"{rel[i, j]:+.1f}%\n" + ("in CI" if inside[i, j] else "OUTSIDE CI"), ha="center",
-                             va="center", fontsize=7, color="0.35" if inside[i, j] else "k")
-    if sig.any():
-        sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-        fig.colorbar(sm, ax=axes[2], shrink=0.85, label="(sim − exact)/exact (%)\nwhere beyond the CI")
-        axes[2].set_title(f"(sim − exact)/exact: white = exact inside the {_level(ds)} CI", fontsize=10)
-    else:
-        fig.colorbar(plt.cm.ScalarMappable(cmap="Greys"), ax=axes[2], shrink=0.85).remove()  # keep the panel widths
-        axes[2].set_title(f"(sim − exact)/exact: exact inside the {_level(ds)} CI\nin every cell (no difference)"
-                          if cells.any() else "(sim − exact)/exact: no cell\nthe simulation can judge", fontsize=10)
-    for ax in axes:
-        for i, j in zip(*np.nonzero(outside)):
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", lw=0, color="0.8"))
-        ax.set_xticks(range(len(rs)), rs)
-        ax.set_yticks(range(len(qs)), qs)
-        ax.set_xlabel("replicas r")
-        ax.set_ylabel("quorum q")
-        ax.set_xticks(np.arange(-0.5, len(rs)), minor=True)
-        ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
-        ax.grid(which="minor", color="0.85", lw=0.6)
-        ax.tick_params(which="minor", length=0)
+            if outside[i, j]:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", lw=0, color="0.8"))
+                continue
+            e_txt = f"exact {ex[i, j]:.3g}" if np.isfinite(ex[i, j]) else "exact —"
+            s_txt = (f"sim {sim[i, j]:.3g} ± {hw[i, j]:.2g}" if ok[i, j] and np.isfinite(sim[i, j]) else
+                     "sim: too short")
+            v = vals[i, j]
+            dark = np.isfinite(v) and im.norm(v) < 0.6
+            ax.text(j, i, f"{e_txt}\n{s_txt}", ha="center", va="center", fontsize=7.5, color="w" if dark else "k",
+                    fontweight="bold" if miss[i, j] else "normal")
+            if miss[i, j]:
+                ax.add_patch(plt.Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, ec="red", lw=2.2))
+    mark_cells(ax, short, ESTIMATE_TOO_SHORT.key, ms=7)
+    cb = fig.colorbar(im, ax=ax, shrink=0.9, label=f"exact mean latency ({TIME_UNITS})")
+    log_ticks(cb.ax.yaxis)
+    ax.set_xticks(range(len(rs)), rs)
+    ax.set_yticks(range(len(qs)), qs)
+    ax.set_xlabel("replicas r (of each job)")
+    ax.set_ylabel("quorum q (replicas a job waits for)")
+    ax.set_xticks(np.arange(-0.5, len(rs)), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
+    ax.grid(which="minor", color="0.85", lw=0.6)
+    ax.tick_params(which="minor", length=0)
+    handles = [Patch(facecolor="w", edgecolor="0.8", hatch="///")]
+    labels = ["q > r: no such system"]
+    if cells.any():
+        handles.append(Patch(facecolor="w", edgecolor="red", lw=2.2))
+        labels.append(f"red outline: exact outside the simulated {_level(ds)} CI ({int(miss.sum())} of "
+                      f"{int(cells.sum())} cells)")
     if short.any():
-        sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
-        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.02), frameon=False, fontsize=8)
+        sh, sl = status_handles([ESTIMATE_TOO_SHORT.key])
+        handles += sh
+        labels += sl
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), frameon=False, fontsize=8, ncol=2)
     e = json.loads(full.attrs["config"])["settings"]
     nn = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
     k_in = int((inside & cells).sum())
@@ -320,19 +332,24 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                               Query(src, "exact_mean_latency.idxmin('replicas')", qsel, None, [])))
     if not ok.all():
         limits.append(Claim(f"The run-length guard judged {int((~ok & (qs[:, None] <= rs[None, :])).sum())} cells too "
-                            "short: not drawn in the simulated panels.", int((~ok & (qs[:, None] <= rs[None, :])).sum()),
+                            "short: their simulated value is not shown (◇).", int((~ok & (qs[:, None] <= rs[None, :])).sum()),
                             Query(src, "run_valid == 0", qsel, None, [["count"]])))
     check = (f"exact inside the simulated {_level(ds)} CI in {k_in} of {int(cells.sum())} cells" if cells.any() else
              "no simulated cell long enough to check the exact values")
-    fig.suptitle(f"(b) mean latency over (r, q): {head}{check}\n{nn}, load {e['load']}, replicas {e['replica_law']}",
-                 fontsize=9, y=0.94, va="bottom")
+    import textwrap
+
+    fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
+                 + "\n".join(textwrap.wrap(f"{load_words(e['load'], e['hosts'])}; {law_words(e['replica_law'])}",
+                                            115)), fontsize=9, y=1.0, va="bottom")
     cap = Caption(
-        f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, at load {e['load']} per "
-        f"super-server ({nn}; with n = r the exact value is Pollaczek–Khinchine for M/PH/1, with a fixed n the M/PH/c "
-        "QBD where its state space is small enough, '—' otherwise).", findings, limits,
-        [("Left: exact; middle: simulated ± CI across replications; right: the relative difference, coloured only where "
-         "the exact value lies outside the simulated CI (white: inside, no difference this run can show); latency in "
-         f"{TIME_UNITS}.")])
+        f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
+        + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
+           "the exact value is the M/PH/c QBD where its state space is small enough, '—' otherwise") + ").",
+        findings, limits,
+        [("Colour and first line: the exact mean latency; second line: the simulated mean ± its CI across "
+         "replications. A red outline marks a cell whose exact value lies outside the simulated CI; elsewhere the two "
+         f"agree within what this run can show. Latency in {TIME_UNITS} ({law_words(e['replica_law'])}). "
+         f"The load is held fixed: {load_words(e['load'], e['hosts'])}.")])
     return save(fig, stem, formats, dpi, caption=cap)
 
 
@@ -365,6 +382,10 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     mean_ok = _mean_ok(ds)
     models = ds["model"].values.tolist()
     drawn = {a1: False, a2: False}
+    # a model none of whose percentiles the run can estimate gets a note in the panel's title, not a strip of marks
+    pct_all = {model: ds.sel(model=model)["sim_latency_percentile"].values[..., pi] for model in models}
+    silent = [model for mi, model in enumerate(models) if np.isfinite(pct_all[model]).any()
+              and not (np.isfinite(pct_all[model]) & pct_ok[mi]).any()]
     for qi, q in enumerate(qs):
         col = colors(qi)
         for mi, model in enumerate(models):
@@ -379,8 +400,9 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             drawn[a2] |= bool(okp.any())
             a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
             name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
-            s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi], REFERENCE_TOO_SHORT.key, col, name)
-            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi], REFERENCE_TOO_SHORT.key, col, name)
+            if model not in silent:
+                s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi], ESTIMATE_TOO_SHORT.key, col, name)
+            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi], ESTIMATE_TOO_SHORT.key, col, name)
         d = ds.sel(model=SM, quorum=q)
         meth, exm = d["exact_method"].values, d["exact_mean_latency"].values
         for code, (marker, name) in _EXACT_MARK.items():
@@ -410,15 +432,22 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     a1.set_ylabel(f"mean latency ({TIME_UNITS})")
     a2.set_ylabel(f"{100 * p:g}th percentile of latency\n({TIME_UNITS})")
     s1.finish(title="mean latency", fontsize=10)
-    s2.finish(title=f"{100 * p:g}th percentile of latency", fontsize=10)
+    only = [m_ for m_ in models if m_ not in silent]
+    s2.finish(title=f"{100 * p:g}th percentile of latency" + (
+        f": {'split-merge' if only == [SM] else 'fork-join'} only\n(the "
+        + listing(["split-merge" if m_ == SM else "fork-join" for m_ in silent])
+        + " run is too short to estimate it anywhere)" if silent and only else ""), fontsize=10)
     fig.tight_layout()
     codes = ds.sel(model=SM)["exact_method"].values
     used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in _EXACT_MARK})
     handles = [Line2D([], [], color=colors(qi), lw=2.5) for qi in range(len(qs))]
     labels = [f"quorum q = {q}" for q in qs]
-    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5)]
-    labels += [f"split-merge (simulation ± {_level(ds)} CI)", f"fork-join (simulation ± {_level(ds)} CI)"]
+    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5)]
+    labels += [f"split-merge (simulation ± {_level(ds)} CI)"]
+    if FJ in models:
+        handles.append(Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5))
+        labels.append(f"fork-join with cancellation (simulation ± {_level(ds)} CI)"
+                      + (", left panel only" if FJ in silent else ""))
     handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5) for c in used]
     labels += [_EXACT_MARK[c][1] + " (beside the simulated point)" for c in used]
     sh, sl = status_handles(s1.kinds | s2.kinds)
@@ -427,13 +456,15 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     hosts = int(np.nanmax(ds["hosts"].values))
     e = json.loads(full.attrs["config"])["settings"]
     law_str = json.loads(full.attrs["law_strings"])[law]
-    cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str)
-    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q\n"
-                 f"n = {hosts}, load {e['load']} per super-server, replicas {law_str}", fontsize=9, y=1.0, va="bottom")
+    cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used, silent)
+    import textwrap
+
+    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
+                 + "\n".join(textwrap.wrap(load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
 
 
-def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str) -> Caption:
+def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used=(), silent=()) -> Caption:
     src = "experiment_c.nc"
     findings, limits = [], []
     sm = ds.sel(model=SM)
@@ -447,7 +478,8 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
             b, reach = _lowest(np.where(mean_ok[0, qi], sm["sim_mean_latency"].values[qi], np.nan),
                                sm["sim_mean_latency_hw"].values[qi], rs)
             if b is not None:
-                sim_q[str(int(q))] = (int(rs[b]), [int(rs[k]) for k in reach])
+                sim_q[str(int(q))] = (int(rs[b]), [int(rs[k]) for k in reach],
+                                      [int(r) for r in rs[valid & np.isfinite(exm)]])
     qsel = {"law": str(law), "model": SM}
     if ex_q:
         findings.append(Claim("Split-merge's exact mean latency is lowest at " + listing(
@@ -455,10 +487,13 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
             Query(src, "exact_mean_latency.idxmin('replicas')", {**qsel, "quorum": [int(q) for q in ex_q]}, None, [])))
     if sim_q:
         parts = [f"r = {b} for q = {q}" + (f" (r = {listing(reach, 'or')} within the CI)" if len(reach) > 1 else "")
-                 for q, (b, reach) in sim_q.items()]
-        findings.append(Claim("Split-merge's simulated mean latency (no exact value at every r) is lowest at "
+                 for q, (b, reach, _) in sim_q.items()]
+        have = sorted({r for _, _, ex_r in sim_q.values() for r in ex_r})
+        findings.append(Claim("Split-merge's simulated mean latency ("
+                              + (f"an exact value exists only at r = {listing(have)}" if have else
+                                 "no exact value in this sweep") + ") is lowest at "
                               + listing(parts)
-                              + ".", {q: b for q, (b, _) in sim_q.items()},
+                              + ".", {q: b for q, (b, _, _) in sim_q.items()},
                               Query(src, "where(run_valid != 0, sim_mean_latency, nan).idxmin('replicas')",
                                     {**qsel, "quorum": [int(q) for q in sim_q]}, None, [])))
     if FJ in ds["model"].values.tolist():
@@ -479,26 +514,44 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                                          [["count"]]),
                                    Query(src, w, {"law": str(law)}, None, [["count"]])]))
     for mi, model in enumerate(ds["model"].values.tolist()):
+        mv = ds.sel(model=model)["sim_mean_latency"].values
+        bad = np.isfinite(mv) & ~mean_ok[mi]
+        if bad.any():
+            name = "split-merge" if model == SM else "fork-join"
+            pts = [f"q = {qs[i]}, r = {rs[j]}" for i, j in zip(*np.nonzero(bad))]
+            limits.append(Claim(f"The run-length guard judged the {name} run too short at {listing(pts)}: no mean "
+                                "drawn there (◇ above the left panel).", int(bad.sum()),
+                                Query(src, f"isfinite(sim_mean_latency) & ~{MEAN_OK}", {"law": str(law), "model": model},
+                                      None, [["count"]])))
+    for mi, model in enumerate(ds["model"].values.tolist()):
         pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
         bad = np.isfinite(pv) & ~pct_ok[mi]
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
             limits.append(Claim(f"The {name} simulation is too short to estimate the {100 * p:g}th percentile at "
-                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn "
-                                "(◇ above the right panel).", [int(bad.sum()), int(np.isfinite(pv).sum())],
+                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn"
+                                + (" (it has fewer workunits per replication)." if model in silent else
+                                   " (◇ above the right panel)."),
+                                [int(bad.sum()), int(np.isfinite(pv).sum())],
                                 [Query(src, f"isfinite(sim_latency_percentile) & ~{PCT_OK}",
                                        {"law": str(law), "model": model, "percentile": p}, None, [["count"]]),
                                  Query(src, "isfinite(sim_latency_percentile)",
                                        {"law": str(law), "model": model, "percentile": p}, None, [["count"]])]))
     return Caption(
-        f"Experiment (c) of the split-merge study (the seed's Fig. 3) for replicas {law_str}: n = {hosts} hosts, "
-        f"q ∈ {{{', '.join(map(str, qs))}}}, r = {rs.min()}..{rs.max()} (q ≤ r), λ = {e['load']}⌊n/r⌋/E[S_q:r]. Left: "
-        f"mean latency; right: its {100 * p:g}th percentile; both against r, one colour per quorum q.", findings, limits,
-        [("Simulated with t-intervals across replications (markers with bars): split-merge solid, fork-join with "
-         "cancellation dashed (each replica at one of the r least-loaded hosts, run for fewer workunits). Exact values "
-         "as open markers beside the simulated point: Erlang C (stars: q = 1 with exponential replicas, M/M/⌊n/r⌋ at "
-         "rate rμ) and the M/PH/c QBD (crosses) where its state space is small enough; no marker means no exact value "
-         f"(never an approximation). Latency in {TIME_UNITS}.")])
+        f"Experiment (c) of the split-merge study for {law_words(law_str)}: n = {hosts} hosts, "
+        f"q ∈ {{{', '.join(map(str, qs))}}}, r = {rs.min()}..{rs.max()} (q ≤ r); {load_words(e['load'], hosts)}. "
+        f"Left: mean latency; right: its {100 * p:g}th percentile; both against r, one colour per quorum q.", findings,
+        limits,
+        [("Simulated with t-intervals across replications (markers with bars): split-merge solid"
+         + (", fork-join with cancellation dashed (each replica at one of the r least-loaded hosts, run for fewer "
+            "workunits)" if FJ in ds["model"].values.tolist() else "") + ". "
+         + ("Exact values as open markers beside the simulated point: " + listing(
+             [{2: "Erlang C (stars: q = 1 with exponential replicas, M/M/⌊n/r⌋ at rate rμ)",
+               3: "the M/PH/c QBD (crosses) where its state space is small enough",
+               1: "Pollaczek–Khinchine (diamonds)"}[c] for c in used])
+            + "; no marker means no exact value (never an approximation). " if used else
+            "No exact value exists in this sweep. ")
+         + f"Latency in {TIME_UNITS}.")])
 
 
 @serialized
