@@ -3,7 +3,7 @@
 and merged levels, then rerun. After each, the rerun redoes exactly what was not finished and the data equal
 an undisturbed run of the same config bit for bit.
 
-The config is config/test.yaml with a third ρ (13 cell jobs, JSQ-PS only) and the target is comparison.nc
+The config is config/test.yaml with a third ρ (14 cell jobs: 13 and the M/G/R law method's block; JSQ-PS only) and the target is comparison.nc
 (the figures and the reproduction tables, slow to draw and not part of the data, are left out). The
 signal is sent once the run's output shows a cell job finished (two for SIGKILL) and one running."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sojourn.core.io import read_netcdf
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "results/jsq_ps/comparison.nc"
 RES = Path("results") / "jsq_ps"
-CELL_RULES = ("jsq_ps_simulate", "jsq_ps_approximate")
+CELL_RULES = ("jsq_ps_simulate", "jsq_ps_approximate", "jsq_ps_approximate_laws")
 MERGED = ("simulation.nc", "approximation.nc", "comparison.nc")
 MEASUREMENTS = ("wall_time", "run_time")  # times, not data
 #: bounds that only turn a hang into a failure (not speed checks): a signalled run must end, its processes go
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """A frozen copy of the package (others may edit src/ meanwhile; copying keeps numba's cache valid) and
-    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs."""
+    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs, and the law method one."""
     base = tmp_path_factory.mktemp("faults")
     shutil.copytree(ROOT / "src" / "sojourn", base / "src" / "sojourn")
     cfg = base / "faults.yaml"
@@ -110,7 +110,7 @@ def reference(setup, tmp_path_factory):
     proc = snakemake(setup, work)
     assert proc.returncode == 0, proc.stderr[-4000:]
     cells = cell_outputs(work)
-    assert len(cells) == 13 and len(started_jobs(proc.stdout + proc.stderr)) == 16
+    assert len(cells) == 14 and len(started_jobs(proc.stdout + proc.stderr)) == 18
     return work, cells
 
 

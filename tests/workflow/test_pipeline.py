@@ -352,7 +352,8 @@ def edited(run, package_copy):
         f.write_text(text)
 
 
-JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1,
+LAWS = {"jsq_ps_approximate_laws": 1, "jsq_ps_merge_law_approximation": 1}  # method T for the M/G/R law
+JOBS = {"jsq_ps_simulate": 5, "jsq_ps_approximate": 4, "jsq_ps_merge_simulation": 1, **LAWS,
         "jsq_ps_merge_approximation": 1, "jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1,
         "jsq_ps_reproduction": 1, "all": 1}
 DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1, "jsq_ps_reproduction": 1, "all": 1}
@@ -376,7 +377,8 @@ def test_kernel_edit_reruns_simulations_and_what_depends_on_them(edited):
 
 def test_analytic_edit_reruns_approximations_and_what_depends_on_them(edited):
     counts = edited("jsq_ps/solve/gupta.py", "import numpy as np\n", "import numpy as np\n\n_EDITED = 1\n")
-    assert counts == {"jsq_ps_approximate": 4, "jsq_ps_merge_approximation": 1, **DOWNSTREAM}
+    # method T for a service law imports the analytic core too (sojourn.jsq_ps.solve.tail_ph)
+    assert counts == {"jsq_ps_approximate": 4, "jsq_ps_merge_approximation": 1, **LAWS, **DOWNSTREAM}
 
 
 def test_core_edit_used_by_everything_reruns_everything(edited):
@@ -389,16 +391,16 @@ def test_terminal_shows_a_summary_and_the_log_every_job(run):
     at every tenth, where the results are and what to open — not the per-job chatter, which Snakemake's log keeps."""
     shown = (run / "terminal.txt").read_text()
     lines = shown.splitlines()
-    assert re.search(r"^16 jobs to run \(jsq_ps 15, all 1\)", shown, re.MULTILINE), shown
-    progress = [ln for ln in lines if re.fullmatch(r"\d+ of 16 jobs done \(\d+%\), \d+:\d\d:\d\d elapsed", ln)]
-    assert progress and progress[-1].startswith("16 of 16 jobs done (100%)") and len(progress) <= 11, shown
+    assert re.search(r"^18 jobs to run \(jsq_ps 17, all 1\)", shown, re.MULTILINE), shown
+    progress = [ln for ln in lines if re.fullmatch(r"\d+ of 18 jobs done \(\d+%\), \d+:\d\d:\d\d elapsed", ln)]
+    assert progress and progress[-1].startswith("18 of 18 jobs done (100%)") and len(progress) <= 11, shown
     assert "then open report.html" in shown and "results/jsq_ps/key_results.html" in shown, shown
     assert "snakemake --report report.html --configfile " in shown, shown  # the run's config, repeated
     for chatter in ("localrule", "jobid", "Select jobs to execute", "Shell command", "wildcards:", "SNAKEMAKE"):
         assert chatter not in shown, (chatter, shown)
     assert len(lines) <= 30, shown
     log = snakemake_log(shown).read_text()
-    assert log.count("localrule jsq_ps_simulate:") == 5 and "Job stats:" in log and "16 of 16 steps (100%) done" in log
+    assert log.count("localrule jsq_ps_simulate:") == 5 and "Job stats:" in log and "18 of 18 steps (100%) done" in log
 
 
 def test_a_failing_job_shows_its_error_on_the_terminal(tmp_path):
