@@ -818,7 +818,8 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
         if kb:
             tm = float(cmp.attrs.get("t_max", np.nan))
             got = {m: int(((rec == m) & beyond).sum()) for m in sorted(set(rec[beyond].tolist()))}
-            limits.append(Claim(f"At {kb} points exact ran but its percentile lies beyond its time grid"
+            limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
+                                "time grid"
                                 + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
                                 + listing([f"{m} at {got[m]}" for m in got]) + " instead"
                                 + (" (a run with a larger t_max would give exact's value)." if SIMULATE in got else "."),
