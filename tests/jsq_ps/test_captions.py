@@ -112,3 +112,26 @@ def test_a_reference_too_short_counts_nowhere(tmp_path):
     per_method = page.split("Each method against the best reference")[1].split("</table>")[0]
     t_row = [r for r in per_method.split("<tr>") if "T (conservative" in r][0]
     assert "vs exact" in t_row  # T's numbers: against exact where it ran, none from the short reference
+
+
+def test_no_recommendation_points_beyond_the_time_grid(tmp_path):
+    """Exact (mean 4) on a grid to t = 25: its 99th percentile (18.4) lies on the grid, its 99.9th (27.6) beyond it,
+    and so does T's. The recommended map must not name exact there: the caption says how many such points and what
+    is used instead (here "simulate": the simulation has too few customers beyond the 99.9th), each claim holds, and
+    the too-short sentence does not count those points a second time."""
+    far = {0.5: {"A": 1.3, "exact": 4.0, "T": 4.01}, 0.6: {"A": 1.3, "exact": None, "T": 4.01}}
+    cmp, folder = _comparison(tmp_path, far, "far")
+    rec = cmp["recommended"].sel(service="exponential", R=2)
+    assert rec.sel(rho=0.5, percentile=99.0).item() == "exact"
+    assert rec.sel(rho=0.5, percentile=99.9).item() != "exact"
+    path = next(p for p in plots.recommended_map(cmp, folder / "recommended_map", formats=("png",), dpi=60)
+                if p.suffix == ".rst")
+    text = path.read_text(encoding="utf-8")
+    assert "At 1 point exact ran but its percentile lies beyond its time grid" in text
+    assert "simulate at 1 instead" in text
+    _verify_all({"recommended_map": path}, folder)
+    # the same code on the comfortable run says nothing of the kind
+    cmp2, folder2 = _comparison(tmp_path, T_WINS, "near")
+    path2 = next(p for p in plots.recommended_map(cmp2, folder2 / "recommended_map", formats=("png",), dpi=60)
+                 if p.suffix == ".rst")
+    assert "beyond its time grid" not in path2.read_text(encoding="utf-8")

@@ -92,6 +92,18 @@ def test_recommendation_prefers_exact_for_exponential_service_only():
     assert _at(ds, "recommended", service="uniform", **q9).item() == SIMULATE
 
 
+def test_exact_is_not_recommended_where_its_percentile_lies_beyond_the_time_grid():
+    """Exact with mean 4 on a grid to t = 25: its 99th percentile (18.4) is on the grid, its 99.9th (27.6) beyond
+    it — no value, so no recommendation of exact there (issue 31: a recommendation must point to a method that
+    has the value); the simulation has too few customers beyond the 99.9th, so it is "simulate"."""
+    ds = compare(_sim(), _approx({"right": 1.09, "exact": 4.0}), CFG)
+    assert np.isfinite(float(_at(ds, "approx_percentile", approximation="exact", percentile=99.0)))
+    assert not np.isfinite(float(_at(ds, "approx_percentile", approximation="exact", percentile=99.9)))
+    assert _at(ds, "recommended", percentile=99.0).item() == "exact"
+    assert _at(ds, "recommended", percentile=99.9).item() == SIMULATE
+    assert int(_at(ds, "recommendation_status", percentile=99.9)) == STATUS_TOO_FEW
+
+
 def test_all_optimistic_gives_simulate():
     ds = compare(_sim(), _approx({"left": 0.94, "lefter": 0.9}), CFG)
     q = {"percentile": 99.0}

@@ -130,15 +130,15 @@ def test_T_family_in_the_reproduction_panels(data, drawn):
 
 
 def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
-    """exact did not run at the second load: a hollow ○ (not the × of an invalid fit) in the check panel of the
-    corrected map (exact against the simulation), explained in the legend; the key-result tables name T where it is
-    recommended."""
+    """exact did not run at the second load: a dash – (not the × of an invalid fit, nor an open circle, which means
+    "against the simulation" in the Wasserstein figure) in the check panel of the corrected map (exact against the
+    simulation), explained in the legend; the key-result tables name T where it is recommended."""
     plots.percentile_error_vs_rho_corrected(data[2], "unused")
     (fig,) = drawn
     check = [ax for ax in fig.get_axes() if ax.get_title(loc="left").startswith("the check")]
     assert len(check) == 1
     marks = [ln for ln in check[0].get_lines() if ln.get_linestyle() == "None"]
-    assert marks and {ln.get_marker() for ln in marks} == {"o"} and all(ln.get_mfc() == "none" for ln in marks)
+    assert marks and {ln.get_marker() for ln in marks} == {"_"}
     assert "not run (over budget / truncation cap)" in _legend_texts(fig)
     assert "invalid fit (not a CDF)" not in _legend_texts(fig)
 

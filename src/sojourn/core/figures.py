@@ -108,11 +108,11 @@ TIME_UNIT = "mean service times"
 
 #: the colour of each method in every figure (lines, maps, markers): A–E the first five tab10 colours and F cyan
 #: (tab10's brown beside E's purple read as one colour), the corrected chains their own hues (A* = B* = D* = E* give
-#: one CDF and are drawn in A*'s brown, C* = F* in C*'s olive; no grey, which reads as "missing" beside grey ties),
+#: one CDF and are drawn in A*'s brown, C* = F* in C*'s navy, unlike C's green; no grey, which reads as "missing" beside grey ties),
 #: exact pink, T dark teal
 METHOD_COLORS = {
     "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#9467bd", "F": "#17becf",
-    "A*": "#8c564b", "B*": "#7570b3", "C*": "#bcbd22", "D*": "#a6761d", "E*": "#b2df8a", "F*": "#666600",
+    "A*": "#8c564b", "B*": "#7570b3", "C*": "#1a237e", "D*": "#a6761d", "E*": "#b2df8a", "F*": "#666600",
     "exact": "#e377c2", "T": "#00685a",
 }
 #: a marker per method, so that lines of one colour family stay apart where they coincide (the A–F panels)
@@ -178,7 +178,7 @@ ESTIMATE_TOO_SHORT = Status("estimate_too_short", "D", "simulation too short to 
 STATUS = {s.key: s for s in (
     REFERENCE_TOO_SHORT,
     ESTIMATE_TOO_SHORT,
-    Status("not_run", "o", "not run (over budget / truncation cap)", filled=False),
+    Status("not_run", "_", "not run (over budget / truncation cap)"),  # a dash: unlike any data marker
     Status("invalid", "x", "invalid fit (not a CDF)"),
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
     Status("unstable", "X", "unstable: stopped, no steady state"),
@@ -233,14 +233,22 @@ class StatusStrip:
         self.kinds.add(key)
         return True
 
-    def finish(self, title=None, fontsize=9):
-        """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel)."""
+    def finish(self, title=None, fontsize=9, reserve=0):
+        """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel).
+        ``reserve``: rows to keep free even without marks (an empty, invisible strip), so that a panel beside one
+        with a strip keeps its plot area and title at the same height."""
         ax = self.ax
         if not self.marks:
+            if reserve:
+                blank = ax.inset_axes([0.0, 1.02, 1.0, 0.045 + 0.055 * reserve])
+                blank.set_axis_off()
+                if title:
+                    blank.set_title(title, fontsize=fontsize, loc="left")
+                return blank
             if title:
                 ax.set_title(title, fontsize=fontsize, loc="left")
             return None
-        n = len(self.rows)
+        n = max(len(self.rows), reserve)
         h = 0.045 + 0.055 * n
         strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
         order = {r: k for k, (r, _) in enumerate(self.rows)}

@@ -52,7 +52,8 @@ Decisions (all consider usable methods only):
   says by how much, relatively), 0 if it does not, −1 if there is no verdict (not usable, no mean or no
   CI); ``most_accurate`` = the method with the smallest |mean percentile error| (absolute, see
   :func:`tail_decisions`); ``recommended`` = ``exact`` where it ran and is usable (exponential service:
-  the model it solves), else ``T`` where it is preferred (below), else the most accurate method whose
+  the model it solves) and its percentile lies on the time grid (not beyond t_max: a percentile it cannot
+  give is no recommendation), else ``T`` where it is preferred (below), else the most accurate method whose
   verdict is 0 (not optimistic), else "simulate" (no simulation there: ""), ``recommendation_status`` says
   which case, including "too few customers" (``few_tail_customers``: the percentile cannot be estimated by
   the simulation, so it drives no choice but ``exact`` and ``T``), and ``recommended_relative_error`` (with
@@ -214,9 +215,10 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
     ``err_mean``/``err_high``: mean signed percentile error over replications (approx − sim) and the upper
     end of its CI; ``rel_mean``: the mean relative error; ``usable`` (..., approximation, 1 or percentile):
     the method may be used there; ``few`` (..., percentile): ``few_tail_customers``; ``simulated``
-    (..., 1): the law was simulated at the cell; ``exact_preferred`` (..., 1): index of ``exact`` where it
-    is to be preferred (exponential service, usable), else −1; ``tail_preferred`` (..., 1): index of ``T``
-    where it may be preferred (exponential service, usable, :func:`tail_check` passed), else −1 (None: nowhere);
+    (..., 1): the law was simulated at the cell; ``exact_preferred`` (..., 1 or percentile): index of ``exact``
+    where it is to be preferred (exponential service, usable, its percentile on the grid), else −1;
+    ``tail_preferred`` (..., 1 or percentile): index of ``T`` where it may be preferred (exponential service,
+    usable, its percentile on the grid, :func:`tail_check` passed), else −1 (None: nowhere);
     ``short`` (..., 1): the simulation's run is too short to trust there (its ``run_valid`` = 0,
     :mod:`sojourn.core.runlength`; None: nowhere) — its percentiles then judge nothing, like too few customers:
     no optimistic verdict, no most accurate method, and "simulate" (run_too_short) unless exact or T apply.
@@ -606,16 +608,18 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     threshold = float(cfg["min_tail_customers"])
     tail_n, few = tail_customers(g.n_customers, pct, threshold)  # (S, R, rho, q)
     simulated = (g.n_customers.sum(axis=-1) > 0)[..., None]  # (S, R, rho, 1)
-    prefer = np.full((S, NR, NP, 1), -1)
+    prefer = np.full((S, NR, NP, NQ), -1)
     if e is not None and g.expo is not None:
-        prefer[g.expo] = np.where(usable[:, :, e], e, -1)[..., None]  # exact solves the M/M/R model only
+        # exact solves the M/M/R model only, and gives a percentile only where it lies on its time grid
+        prefer[g.expo] = np.where(usable[:, :, e, None] & np.isfinite(xapp[:, :, e, :]), e, -1)
     # T where exact is not: if its claim (never below exact) holds at every point of this comparison where both ran
     t_idx = methods.index(TAIL_METHOD) if TAIL_METHOD in methods else None
     check = tail_check(err_exact[:, :, t_idx] if (t_idx is not None and e is not None) else np.full(1, np.nan),
                        g.dt)
-    prefer_tail = np.full((S, NR, NP, 1), -1)
+    prefer_tail = np.full((S, NR, NP, NQ), -1)
     if t_idx is not None and g.expo is not None and check["preferred"]:
-        prefer_tail[g.expo] = np.where(usable[:, :, t_idx], t_idx, -1)[..., None]  # T solves M/M/R too
+        prefer_tail[g.expo] = np.where(usable[:, :, t_idx, None] & np.isfinite(xapp[:, :, t_idx, :]), t_idx,
+                                       -1)  # T solves M/M/R too
     short = (g.run_valid == 0)  # (S, R, rho): the simulation's run is too short to trust there
     optimistic, optimistic_by, most, rec, status = tail_decisions(Em, Ehi, Rm, usable[None, :, :, :, None], few,
                                                                   simulated, prefer, prefer_tail, short[..., None])

@@ -10,6 +10,7 @@ invalid fit, reference too short) sit in a strip above a panel or inside a map c
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -230,6 +231,10 @@ def _family_lines(cmp):
     return [r for r in rows if r[1]]
 
 
+#: a W below the axis floor, drawn on the bottom edge: an arrow down (no method's marker)
+_CLIP_MARK = {"marker": r"$\downarrow$", "ms": 10}
+
+
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
     ρ, one column per R that ran (at most five), one row per family; at the loads where a method is set against the
@@ -274,7 +279,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                 below = ok & (y < W_FLOOR)
                 if below.any():
                     floor_hit = True
-                    ax.plot(rho[below], np.full(below.sum(), W_FLOOR), "v", color=sr.color, ms=5, ls="none",
+                    ax.plot(rho[below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK, color=sr.color,
                             clip_on=False, zorder=4, label=sr.label if not above.any() else None)
                 for key in ("not_run", "invalid"):
                     strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
@@ -319,8 +324,8 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             h.append(hh)
             lab.append(ll)
     if floor_hit:
-        h.append(Line2D([], [], ls="none", marker="v", color="0.3", ms=5))
-        lab.append(f"W < {W_FLOOR:g} against exact (drawn on the bottom edge)")
+        h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact")
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=3, y=0.02)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
@@ -402,8 +407,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
          + (" Grey bars at the hollow points: the simulation's own noise there (sim_noise_wasserstein, estimated from "
             "the replications alone): a method set against the simulation cannot come closer than about this, even "
             "if it were exact." if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (▼). The strip above a panel marks loads "
-         "without a value, one row per method: ○ not run (over budget), × not a CDF, ◇ reference too short "
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓). The strip above a panel marks loads "
+         "without a value, one row per method: – not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
 
@@ -568,7 +573,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             if not m or too_short[i, j]:
                 continue
             if tie[i, j]:
-                ax.text(j, i, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=6.5,
+                ax.text(j, i, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=7.5,
                         color="0.1", linespacing=0.95, zorder=6,
                         bbox={"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if vs_sim[i, j] else None)
             else:
@@ -577,8 +582,11 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                         zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
-    for i, j in zip(*np.nonzero(vs_sim)):
-        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="0.55", zorder=3))
+    from matplotlib.patches import Polygon
+
+    for i, j in zip(*np.nonzero(vs_sim)):  # a dark corner (as in the percentile maps): hides no label
+        ax.add_patch(Polygon([(j + 0.5, i - 0.5), (j + 0.5, i - 0.15), (j + 0.22, i - 0.5)], closed=True,
+                             color="0.1", lw=0, zorder=7))
     handles = [Patch(color=method_color(m)) for m in winners]
     labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
               _label(m, joined) + " (clear winner)" for m in winners]
@@ -586,11 +594,14 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         groups = ", ".join(v for v in joined.values())
         labels.append("tie: no clear winner; the cell names every method within the CI (against exact: within "
-                      f"{b['w_tie']:g}) of the closest — A–F the paper's methods"
+                      f"{b['w_tie']:g} {TIME_UNIT}) of the closest — A–F the paper's methods"
                       + (f"; {listing(list(joined))} the corrected groups ({groups})" if groups else ""))
     if vs_sim.any():
-        handles.append(Patch(facecolor="w", edgecolor="0.55", hatch="////"))
-        labels.append("hatched: judged against the simulation (exact did not run); elsewhere against exact")
+        from matplotlib.lines import Line2D
+
+        corner = Line2D([], [], ls="none", marker=[(1, 1), (1, 0.1), (0.2, 1)], ms=11, color="0.1")
+        handles.append((Patch(facecolor="w", edgecolor="0.5"), corner))
+        labels.append("dark corner: judged against the simulation (exact did not run); elsewhere against exact")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -602,8 +613,10 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     exact_rows = _exact_rows(b, Rv)
     note = (f"; at R = {listing(exact_rows)} every cell ties: the corrected methods and T are exact there"
             if exact_rows else "")
+    t_note = (f"\nwhere {TAIL} wins by W, its tail still lies above the truth by construction (safe, not exact: see "
+              "the tail figures)" if TAIL in winners else "")
     fig.suptitle(f"Which method's sojourn-time CDF is closest to the truth? ({service} service, Wasserstein distance)\n"
-                 f"a clear winner at {k_clear} of {n} cells, a tie at {n - k_clear}{note}", fontsize=10, y=1.0,
+                 f"a clear winner at {k_clear} of {n} cells, a tie at {n - k_clear}{note}{t_note}", fontsize=10, y=1.0,
                  va="bottom")
     return save(fig, stem, caption=_best_map_caption(cmp, b, service), **kw)
 
@@ -637,7 +650,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
                                   Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
                                           (("all", ["rho"]),), None, sel)))
         k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
-        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (hatched: exact did not "
+        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (dark corner: exact did not "
                                  "run there); the rest against exact.", k_sim, n,
                                  "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
@@ -649,12 +662,12 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (hatched cells); exact "
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dark corner); exact "
         "itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
-         "is within a tenth of the grid step. A method whose CDF is not a CDF is never a candidate. W weighs the body "
+         f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never a candidate. W weighs the body "
          "of the distribution; for the tail, see the recommendation and percentile figures.")])
 
 
@@ -673,17 +686,22 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     short = np.isin(status, [STATUS_TOO_FEW, STATUS_RUN_TOO_SHORT])
     none = (rec == SIMULATE) & ~short
     names = [m for m in cmp["approximation"].values.tolist() if (rec == m).any()]
+    beyond = np.zeros(rec.shape, bool)  # exact ran, but its percentile lies beyond the time grid (not recommended)
+    if "exact" in cmp["approximation"].values.tolist():
+        beyond = ((c["usable"].sel(approximation="exact").values != 0)[..., None]
+                  & ~np.isfinite(c["approx_percentile"].sel(approximation="exact").transpose("R", "rho",
+                                                                                            "percentile").values))
     # percentiles whose maps are identical share one panel
     panels: list[list[int]] = []
     for k in range(len(P)):
         for g in panels:
-            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in (rec, short, none)):
+            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in (rec, short, none, beyond)):
                 g.append(k)
                 break
         else:
             panels.append([k])
     wide = len(rho) > 12
-    ncols = 2 if (wide and len(panels) > 1) else len(panels)
+    ncols = 2 if ((wide and len(panels) > 1) or len(panels) > 3) else len(panels)  # four panels: 2 × 2
     nrows = math.ceil(len(panels) / ncols)
     cw = (0.5 if len(panels) == 1 else 0.34) if not wide else 5.0 / len(rho)
     fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * (cw * len(rho) + 0.9) + 0.4, nrows * (0.3 * len(Rv) + 1.3)),
@@ -702,12 +720,14 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         _cell_map(ax, rgb, rho, Rv, title=title, ylabel=n_panel % ncols == 0, max_xticks=8 if not wide else 10)
         for i, j in zip(*np.nonzero(none[..., k])):
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="0.35"))
-        mark_cells(ax, short[..., k], REFERENCE_TOO_SHORT.key, ms=4.5 if not wide else 2.5)
+        mark_cells(ax, short[..., k] & ~beyond[..., k], REFERENCE_TOO_SHORT.key, ms=4.5 if not wide else 2.5)
+        mark_cells(ax, beyond[..., k], "beyond_grid", ms=6 if not wide else 3)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
     handles = [Patch(color=method_color(m)) for m in names]
-    words = {"exact": "exact: it ran within its budget (no error)"}
+    words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ") and its percentile "
+             "lies on the time grid" + _exact_truncation_words(cmp).replace("; ", ";\n", 1)}
     if TAIL in names and "exact" in cmp["approximation"].values.tolist():  # T's margin over exact where both ran
         d = c["percentile_error_vs_exact"].sel(approximation=TAIL).values
         xe = c["approx_percentile"].sel(approximation="exact").values
@@ -722,17 +742,49 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     if none.any():
         handles.append(Patch(facecolor="w", edgecolor="0.35", hatch="////"))
         labels.append("simulate: no method is accurate without underestimating the percentile")
-    if short.any():
+    if (short & ~beyond).any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
         labels += [sl[0] + ": simulate, longer"]
+    if beyond.any():
+        from matplotlib.lines import Line2D
+
+        tm = cmp.attrs.get("t_max")
+        grid = f"its time grid (t_max = {float(tm):g})" if tm is not None else "its time grid"
+        handles.append(Line2D([], [], **status_style("beyond_grid", ms=6)))
+        labels.append(f"exact ran, but this percentile lies beyond {grid}: "
+                      + ("no method has it and the simulation is too short — simulate, or rerun with a larger t_max"
+                         if (rec[beyond] == SIMULATE).all() else "the colour is the method used instead"))
     _legend_below(fig, handles, labels, ncol=1, fontsize=8)
     fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
                  va="bottom")
-    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short, none), **kw)
+    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
 
 
-def _recommended_caption(cmp, service, rec, short, none) -> Caption:
+def _budget_words(cmp) -> str:
+    """exact's budget in words ("predicted ≤ 2,000,000 states and ≤ 10 s"), from the run's config (``exact_budget``
+    in the attributes, set by :func:`all_figures`); "" where the run had none."""
+    try:
+        b = json.loads(cmp.attrs.get("exact_budget") or "{}")
+    except ValueError:
+        return ""
+    parts = ([f"≤ {int(b['max_states']):,} states"] if b.get("max_states") else []) + \
+        ([f"≤ {float(b['max_seconds']):g} s"] if b.get("max_seconds") else [])
+    return ("predicted " + " and ".join(parts)) if parts else ""
+
+
+def _exact_truncation_words(cmp) -> str:
+    """"; probability mass at its truncation ≤ X" over the cells where exact ran (``truncation_mass``), else ""."""
+    if "truncation_mass" not in cmp or "exact" not in cmp["approximation"].values.tolist():
+        return ""
+    m = cmp["truncation_mass"].sel(approximation="exact").where(cmp["usable"].sel(approximation="exact") != 0).values
+    m = m[np.isfinite(m)]
+    return f"; probability mass at its truncation ≤ {m.max():.1e} (its CDF error is of that order)" if m.size else ""
+
+
+def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption:
+    from .compare import SIMULATE
+
     c = cmp.sel(service=service)
     methods = c["approximation"].values.tolist()
     sel = {"service": service}
@@ -760,6 +812,19 @@ def _recommended_caption(cmp, service, rec, short, none) -> Caption:
             findings.append(Claim(f"(T − exact from {_pct(lo, 2)} to {_pct(hi, 2)} of exact's percentile).", [lo, hi],
                                   [Q.query(rexpr, (("min", None),), f"isfinite({expr})", sel),
                                    Q.query(rexpr, (("max", None),), f"isfinite({expr})", sel)], half_unit(2, 100)))
+    if "exact" in methods:  # exact ran, but its percentile lies beyond the time grid: it is not recommended there
+        ex = "(usable.sel(approximation='exact') != 0) & ~isfinite(approx_percentile.sel(approximation='exact'))"
+        kb = int(beyond.sum()) if beyond is not None else 0
+        if kb:
+            tm = float(cmp.attrs.get("t_max", np.nan))
+            got = {m: int(((rec == m) & beyond).sum()) for m in sorted(set(rec[beyond].tolist()))}
+            limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
+                                "time grid"
+                                + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
+                                + listing([f"{m} at {got[m]}" for m in got]) + " instead"
+                                + (" (a run with a larger t_max would give exact's value)." if SIMULATE in got else "."),
+                                [kb, got], [Q.query(ex, (("count", None),), None, sel),
+                                            Q.query("recommended", (("unique", None),), ex, sel)]))
     if short.any():
         from .compare import STATUS_RUN_TOO_SHORT, STATUS_TOO_FEW
 
@@ -767,7 +832,9 @@ def _recommended_caption(cmp, service, rec, short, none) -> Caption:
         limits.append(Claim(f"At {k} points no method is exact or T and the simulation is too short to judge the others "
                             f"({RULE}): simulate, longer.", k,
                             Q.query(f"(recommendation_status == {STATUS_TOO_FEW}) | (recommendation_status == "
-                                    f"{STATUS_RUN_TOO_SHORT})", (("count", None),), None, sel)))
+                                    f"{STATUS_RUN_TOO_SHORT})", (("count", None),),
+                                    "~((usable.sel(approximation='exact') != 0) & ~isfinite(approx_percentile.sel("
+                                    "approximation='exact')))" if "exact" in methods else None, sel)))
     if none.any():
         limits.append(Claim(f"At {int(none.sum())} points every method that could be judged underestimates the "
                             "percentile: simulate (hatched).", int(none.sum()),
@@ -822,6 +889,18 @@ def _shown_percentiles(P, have) -> list:
     return idx if len(idx) <= 2 else [idx[0], idx[-1]]
 
 
+def _error_text(v: float) -> str:
+    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" (with its sign) where it
+    rounds to zero, "0" where it is zero."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 0.95:
+        return f"{v:+.0f}"
+    if abs(v) < 0.05:
+        return ("+" if v > 0 else "−") + "<0.1"
+    return f"{v:+.1f}"
+
+
 def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
     shows its error (black on its colour where it counts, grey on white where it lies within the noise); a cell set
@@ -836,7 +915,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
             if st in ("too_short", "beyond_grid"):
                 rgb[r, j] = _rgb(TOO_SHORT_CELL)
             elif st in ("not_run", "invalid"):
-                rgb[r, j] = _rgb("0.97")
+                rgb[r, j] = _rgb("0.62")  # mid-grey: unlike the white "within noise" and the light "too short"
             elif ref[i, j, m] and sig[i, j, m]:
                 rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
             else:
@@ -855,7 +934,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
                 ax.add_patch(Polygon([(j + 0.5, r - 0.5), (j + 0.5, r - 0.1), (j + 0.18, r - 0.5)], closed=True,
                                      color="0.1", lw=0, zorder=3))
             if small and np.isfinite(v):
-                txt = f"{v:+.0f}" if abs(v) >= 0.95 else f"{v:+.1f}"
+                txt = _error_text(v)
                 if sig[i, j, m]:
                     dark = abs(norm(v) - 0.5) > 0.33
                     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"], color="w" if dark else "k")
@@ -935,10 +1014,10 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
         ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
         ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
         ax.set_xlabel("load ρ", fontsize=9)
-        ax.set_title(f"the check: exact against the simulation, {P[k]:g}th percentile", fontsize=9.5, loc="left",
+        ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile", fontsize=9.5, loc="left",
                      color=_EXACT_COLOR, fontweight="bold")
         more = [P[x] for x in check[1:]]
-        note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: comparison.nc)" if more else
+        note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
                 f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
                 "beyond it are needed)")
         ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True,
@@ -969,15 +1048,15 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=7.5)
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
     fig.suptitle(f"Tail-percentile error of {what} against the best reference ({service} service)"
-                 + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} in "
-                    "comparison.nc and accuracy.csv)" if rest else ""), fontsize=10, y=1.0, va="bottom")
+                 + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} not "
+                    "drawn: see the caption)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
                                     [P[k] for k in check])
     return save(fig, stem, caption=cap, **kw)
 
 
-_MARK_WORDS = {"not_run": "○ not run (over budget)", "invalid": "× not a CDF",
+_MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF",
                REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
                "beyond the time grid (t_max)"}
 
@@ -1107,6 +1186,7 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     time is the time to refuse), the whisker from the fastest to the slowest of those cells; a family that did not
     run at every load of an R is drawn hollow there with the count of cells that ran."""
     from matplotlib.lines import Line2D
+    from matplotlib.transforms import blended_transform_factory
 
     rt = cmp["run_time"]
     nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(rt, dtype=np.int8)
@@ -1116,7 +1196,6 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     n_rho = cmp.sizes["rho"]
     meds, partial = {}, False
     fams = _families(cmp)
-    width = 0.1 * (np.min(np.diff(Rv)) if len(Rv) > 1 else 1.0)
     for k, (label, ms, color) in enumerate(fams):
         d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
         dims = [x for x in d.dims if x != "R"]
@@ -1126,7 +1205,7 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
         # the loads where every method of the family ran
         full = (nr.sel({"approximation": ms}) == 0).all("approximation").sum("rho").values
         meds[label] = (ms, float(np.nanmedian(d.values)))
-        x = Rv * (1 + (k - (len(fams) - 1) / 2) * width / np.maximum(Rv, 1) * 1.0)
+        x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)  # side by side by a constant factor: even on the log axis
         ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=2.2, alpha=0.55)
         for xi, m_, f_ in zip(x, med, full):
             if not np.isfinite(m_):
@@ -1135,9 +1214,10 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
             partial |= not whole
             ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if whole else "white", mec=color, mew=1.8,
                     zorder=4)
-            if not whole:
-                ax.annotate(f"{int(f_)}/{n_rho}", (xi, m_), xytext=(5, -3), textcoords="offset points", fontsize=7.5,
-                            color=color, fontweight="bold")
+            if not whole:  # in a row of its own at the panel's foot (one row per family), clear of every whisker
+                ax.text(xi, 0.015 + 0.045 * k, f"{int(f_)}/{n_rho}", transform=blended_transform_factory(
+                    ax.transData, ax.transAxes), fontsize=7.5, color=color, fontweight="bold", ha="center",
+                    va="bottom", bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.5}, zorder=6)
     ax.set_yscale("log")
     log_ticks(ax.yaxis)
     ax.set_xscale("log")
@@ -1151,8 +1231,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
-        labels.append(f"hollow, k/{n_rho}: ran at only k of the {n_rho} loads (the rest over budget: left out, "
-                      "not counted as fast)")
+        bw = _budget_words(cmp)
+        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
+                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     findings = []
@@ -1177,7 +1258,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                                       f"/ where({cq}, run_time, nan).sel(approximation={Q.names(meds[fast][0])})"
                                       ".median()", (("max", None),), None, {}), sig_tol(r, 2)))
     if partial:
-        limits.append("Families drawn hollow did not run at every load of that R (over budget or truncation cap): their "
+        bw = _budget_words(cmp)
+        limits.append("Families drawn hollow did not run at every load of that R (over budget or truncation cap"
+                      + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): their "
                       "median covers only the cells that ran, the cheaper ones, so it understates the cost of the "
                       "whole row.")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
@@ -1191,6 +1274,15 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
 
 
 # =========================================================================== one cell's distribution
+def _cdf_lw(sr, lines) -> float:
+    """A line's width in the CDF figures: the paper's methods wider the earlier they are drawn (A widest), so that a
+    line lying on a later one (E under F) still shows as its border."""
+    faithful = [x.method for x in lines if x.method in FAITHFUL]
+    if sr.method in faithful:
+        return 1.1 + 0.5 * (len(faithful) - 1 - faithful.index(sr.method))
+    return max(1.1, sr.lw * 0.8)
+
+
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENTIAL, cmp=None, **kw):
     """Simulated (pooled, with the replication range) vs approximated CDFs of one cell: the body (linear, up to the
     simulated 99th percentile) and the tail (log, up to the 99.999th). The simulated tail is drawn solid where at
@@ -1276,8 +1368,10 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     # body: differences
     good1 = reliable[:n1]
     d_lo, d_hi = np.nanmin(Fr, 0)[:n1] - F_ref[:n1], np.nanmax(Fr, 0)[:n1] - F_ref[:n1]
+    n_rep = int(np.isfinite(Fr).any(axis=tuple(range(1, Fr.ndim))).sum()) if Fr.ndim > 1 else 1
     ax1.fill_between(t[:n1], np.where(good1, d_lo, np.nan), np.where(good1, d_hi, np.nan), color="0.75", alpha=0.7,
-                     lw=0, label="simulation (range over replications)")
+                     lw=0, label=f"simulation: min–max over its {n_rep} replications (their spread, not a CI of the "
+                     "pooled curve)")
     if use_exact:
         ax1.plot(t[:n1], np.where(good1, Fp[:n1] - F_ref[:n1], np.nan), color="k", lw=1.0, zorder=5,
                  label="simulation (pooled)")
@@ -1286,7 +1380,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
         if sr.method == "exact" and use_exact:
             continue
         F = Fa[methods.index(sr.method)][:n1]
-        ax1.plot(t[:n1], F - F_ref[:n1], sr.style, color=sr.color, lw=max(1.1, sr.lw * 0.8), zorder=3)
+        ax1.plot(t[:n1], F - F_ref[:n1], sr.style, color=sr.color, lw=_cdf_lw(sr, lines), zorder=3)
     ax1.set_xlim(0, x1)
     ax1.set_ylabel(f"P(T ≤ t) − {'exact' if use_exact else 'simulated'} P(T ≤ t)", fontsize=9)
     ax1.set_title(f"body: each CDF minus {ref_word}'s (the area to 0 is W),\nup to the simulated 99th percentile",
@@ -1299,12 +1393,13 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     for sr in lines:
         F = Fa[methods.index(sr.method)][:n2]
         wide = sr.method == "exact"
-        ax2.plot(t[:n2], 1 - F, sr.style, color=sr.color, lw=4.0 if wide else max(1.1, sr.lw * 0.8),
+        ax2.plot(t[:n2], 1 - F, sr.style, color=sr.color, lw=4.0 if wide else _cdf_lw(sr, lines),
                  alpha=0.45 if wide else 1.0, zorder=2 if wide else 3, label=label_w(sr))
     ax2.plot(t[:n2], np.where(good2, 1 - Fp[:n2], np.nan), color="k", lw=1.2, zorder=5)
     if (~good2).any():
-        ax2.plot(t[:n2], np.where(~good2, 1 - Fp[:n2], np.nan), color="0.55", lw=0.8, ls=":", zorder=4,
-                 label=f"simulation where fewer than {TAIL_MIN} customers per replication lie beyond t (no reference)")
+        ax2.plot(t[:n2], np.where(~good2, 1 - Fp[:n2], np.nan), color="0.55", lw=0.8, ls=":", alpha=0.35, zorder=4,
+                 label=f"faint dots: simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
+                       "(not a reference, not data to read)")
     ax2.set_xlim(0, x2)
     ax2.set_yscale("log")
     ax2.set_ylim(1e-6, 1.0)
@@ -1410,6 +1505,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
 
     scv = _scv_of(laws)
     noise_drawn = False
+    noise_fill = []
 
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
@@ -1449,23 +1545,27 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
             both = (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
                     / np.sqrt(k_rep))
             okn = np.isfinite(both) & np.isfinite(vs.sel(R=R).values).any(0)
-            if okn.any():
-                ax.plot(rho[okn], both[okn], ":", color="0.45", lw=1.6, marker="_", ms=9, zorder=1)
+            if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
+                noise_fill.append((ax, rho[okn], both[okn]))
+                ax.plot(rho[okn], both[okn], ":", color="0.45", lw=1.4, zorder=1)
                 noise_drawn = True
         kinds |= strip.kinds
         ax.set_xlabel("load ρ")
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.set_xticks(rho[np.isfinite(vs.sel(R=R).values).any(0)])
+        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
         strip.finish(title=f"R = {R}")
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
     lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
     e = 10.0 ** np.floor(np.log10(hi))
     axes[0].set_ylim(lo, min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
     log_ticks(axes[0].yaxis)
+    for ax, x, y in noise_fill:
+        ax.set_autoscale_on(False)
+        ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
     extra_handles, extra_labels = ([], []) if not law_rows else _law_method_row(err_axes, cmp, services, Rv, cmap)
     for ax, R in zip(err_axes, Rv):
-        ax.set_xticks(rho[np.isfinite(vs.sel(R=R).values).any(0)])
+        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
     fig.tight_layout()
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
@@ -1474,14 +1574,16 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     labels += ["the law's simulation against the M/M/R simulation (same mean service time)",
                "the law's simulation against the closest analytic method"]
     if noise_drawn:
-        handles.append(Line2D([], [], color="0.45", ls=":", lw=1.6, marker="_", ms=9))
-        labels.append("the solid lines' noise (two pooled simulations, largest over the laws): a smaller W is no "
-                      "difference")
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
+        labels.append("grey, up to the dotted line: the solid lines' noise (largest over the laws): no difference")
     sh, sl = status_handles(kinds)
     _legend_below(fig, handles + extra_handles + sh, labels + extra_labels + sl, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time\nsolid: against the M/M/R simulation; dashed: against the closest analytic M/M/R "
-                 "method", y=1.0, va="bottom", fontsize=10)
+                 "approximation\n(exact left out: it is the M/M/R law itself, so it would repeat the solid line)",
+                 y=1.0, va="bottom", fontsize=10)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows), **kw)
 
 
@@ -1526,16 +1628,31 @@ def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein distance "
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
-        "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact), "
+        "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact, "
+        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise), "
         "against ρ, one panel "
         "per R that ran"
         + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
            "T with the law itself (markers, 95 % CI) and of T for exponential service (dotted), the ±5 % band "
            "shaded" if law_rows else "") + ".", findings, limits,
-        [("Small distances mean the M/M/R methods remain usable for that law. The dotted grey line (where drawn) is "
-          "the solid lines' own noise, from the replications alone (sim_noise_wasserstein): a solid line on or below it "
-          "shows no difference this run can tell. A cell whose simulation the run-length "
+        [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
+          "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
+          "tell; a distance far above it is a real change of the sojourn-time law. A cell whose simulation the run-length "
          "guard judged too short is marked ◇ in the strip above its panel, not drawn.")])
+
+
+def _linear_rho_axis(ax, ticks) -> None:
+    """A linear load axis over ``ticks`` (the loads that ran, labelled) with minor ticks every 0.1, so that unequal
+    gaps between the loads read as such."""
+    from matplotlib.ticker import MultipleLocator
+
+    ticks = np.asarray(ticks, float)
+    if ticks.size:
+        pad = 0.04 + 0.05 * (ticks.max() - ticks.min())
+        ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
+        ax.set_xticks(ticks)
+    ax.xaxis.set_minor_locator(MultipleLocator(0.1))
+    ax.tick_params(axis="x", which="minor", length=3)
 
 
 def _law_row_percentile(cmp) -> float:
@@ -1581,6 +1698,7 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     for ax, R in zip(axes, Rv):
         ax.axhspan(-5.0, 5.0, color="0.92", zorder=0)
         ax.axhline(0.0, color="0.5", lw=0.8)
+        n_drawn = sum(len(ln.get_xdata()) for ln in ax.get_lines())
         for k, svc in enumerate(services):
             ok_run = run_ok.sel(service=svc, R=R).values
             for j, m in enumerate(methods):
@@ -1598,6 +1716,13 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
                 ok = np.isfinite(y)
                 if ok.any():
                     ax.plot(rho[ok], y[ok], ":", color=cmap(k), lw=1.3)
+        if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: say why, in the panel
+            few = cmp["few_tail_customers"].sel(service=services, R=R, percentile=q).values
+            why = (f"the simulation is too short here:\nfewer than {TAIL_MIN} customers per replication\nbeyond the "
+                   f"{q:g}th percentile (◇), at every load" if (few != 0).all() else "no value at this R")
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8.5, color="0.25",
+                    bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+            ax.set_yticks([])
         ax.set_xlabel("load ρ")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
@@ -1689,6 +1814,13 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
     with NETCDF_LOCK, xr.open_dataset(approx_path, engine="netcdf4") as approx:
         if "validity_reason" in approx:  # why a method has no value: over budget vs invalid (status marks)
             cmp["validity_reason"] = approx["validity_reason"].load().reindex_like(cmp["usable"], fill_value=0)
+        if "truncation_mass" in approx:  # exact's truncation, stated in the recommended map's legend
+            cmp["truncation_mass"] = approx["truncation_mass"].load().reindex_like(cmp["usable"])
+        if "t" in approx.coords and approx.sizes.get("t", 0):  # the time grid's end: a percentile beyond it is none
+            cmp.attrs["t_max"] = float(approx["t"].values[-1])
+    budget = (settings.get("approximation") or {}).get("exact_budget")
+    if budget:  # exact runs only where its predicted cost fits this (the maps and the runtime figure say so)
+        cmp.attrs["exact_budget"] = json.dumps(budget, sort_keys=True)
     outdir = Path(outdir)
     kw = {"formats": tuple(formats), "dpi": dpi}
     out = []
@@ -1735,8 +1867,12 @@ def _message_panel(ax, text):
             bbox={"facecolor": "0.96", "edgecolor": "0.7"})
 
 
+#: the paper's value in the reproduction figures: a wide black bar (unlike every status mark and every marker of ours)
+_PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
+
+
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0):
+                       factor=100.0, symlog=False):
     """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
     too short, a mark in the strip above the panel instead of a value."""
@@ -1769,7 +1905,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         if absolute:
             paper = np.abs(paper)
         ax.axhline(0, color="0.5", lw=0.7)
-        ax.plot(x, paper, "D", mfc="none", color="k", ms=6.5, mew=1.3, label="paper (one simulation seed)", zorder=5)
+        ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
         n = len(fams)
         for f, fam in enumerate(fams):
             color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
@@ -1803,11 +1939,17 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=8.5)
+        if symlog:  # linear within ±1, logarithmic beyond: ours near 0 stay apart, the paper's −125 still fits
+            ax.set_yscale("symlog", linthresh=1.0, linscale=1.0)
+            lo_, hi_ = ax.get_ylim()
+            tk = [v for v in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo_ <= v <= hi_]
+            ax.set_yticks(tk, [f"{v:g}" for v in tk])
+            ax.yaxis.set_minor_locator(plt.NullLocator())
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     # plain markers in the legend (no error-bar glyph: against exact there is no interval)
-    h = [Line2D([], [], ls="none", marker="D", mfc="none", color="k", ms=6.5, mew=1.3)]
-    lab = ["paper (one simulation seed)"]
+    h = [Line2D([], [], **_PAPER_MARK)]
+    lab = ["paper (one simulation seed): black bar"]
     for fam in fams:
         color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
         h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=5))
@@ -1849,19 +1991,36 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT})", absolute=False, kw=kw)
+        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT}; symmetric log)", absolute=False, kw=kw,
+        symlog=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
+
+
+def _paper_where_ours_missing(rep) -> dict:
+    """The paper's |percentile error| where we have no value of ours (our reference missing: ◇ or ▸) and where we
+    have one, over the points of the paper's table in this run: {"missing"/"have": (count, median)}."""
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    paper = np.abs(rep["paper_percentile_error"].values)
+    out = {}
+    for key, sel in (("missing", ref == 0), ("have", ref > 0)):
+        v = paper[sel & np.isfinite(paper)]
+        out[key] = (int(v.size), float(np.median(v)) if v.size else float("nan"))
+    return out
 
 
 def _pct_title(rep) -> str:
     k, n = _paper_larger(rep)
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
+    miss = _paper_where_ours_missing(rep)
     head = ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
             "beside ours")
     tail = (f"the paper's error is larger than ours (best of A–F) at {k} of the {n} points where both exist\n"
-            if n else "") + f"({have} of the table's {total} cells are in this run; below 0: optimistic)"
-    return head + "\n" + tail
+            if n else "")
+    if miss["missing"][0] and miss["have"][0]:
+        tail += (f"but we have no value at {miss['missing'][0]} points, where the paper's |error| is a median "
+                 f"{_g(miss['missing'][1])} against {_g(miss['have'][1])} where we have one\n")
+    return head + "\n" + tail + f"({have} of the table's {total} cells are in this run; below 0: optimistic)"
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -1922,6 +2081,18 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                 findings.append(Claim(f"The paper's error is larger in size than ours at {kl} of those {nl} points.",
                                       [kl, nl], [_rq("abs(paper_percentile_error) > abs(percentile_error.sel("
                                                      "family='faithful'))", where=w), _rq(w)]))
+            miss = _paper_where_ours_missing(rep)
+            if miss["missing"][0] and miss["have"][0]:
+                (km, mm), (kh, mh) = miss["missing"], miss["have"]
+                wm = "(percentile_error_reference.sel(family='faithful') == 0) & isfinite(paper_percentile_error)"
+                wh = "(percentile_error_reference.sel(family='faithful') > 0) & isfinite(paper_percentile_error)"
+                limits.append(Claim(f"We have no value at {km} points of the paper's, where its |error| is a median "
+                                    f"{_g(mm)} {TIME_UNIT}, against {_g(mh)} at the {kh} points where we have one: "
+                                    "the comparison rests on the cells where the paper's errors are "
+                                    + ("smaller." if mm > mh else "not smaller."), [km, mm, kh, mh],
+                                    [_rq(wm), _rq("abs(paper_percentile_error)", (("median", None),), wm), _rq(wh),
+                                     _rq("abs(paper_percentile_error)", (("median", None),), wh)],
+                                    max(sig_tol(mm, 2), sig_tol(mh, 2))))
         else:
             ours = np.abs(rep["relative_error"].sel(family="faithful").values)
             paper = rep["paper_relative_error"].values
@@ -1936,7 +2107,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                           (("median", None),), w), half_unit(1, 100)))
     return Caption(
         f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
-        "cells of its table this run has: the paper's value (black diamonds) and, per family, the best method of "
+        "cells of its table this run has: the paper's value (black bars) and, per family, the best method of "
         "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
         [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else our "
          "mean simulated percentile (hollow, with its 95% CI); "
@@ -2018,7 +2189,9 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                              color="w" if abs(im.norm(v) - 0.5) > 0.3 else "k")
     cb = fig.colorbar(im, cax=grid[2, 1])
     ticks = [v for v in (-3, -2, -1, -0.5, 0, np.log10(2), 1, 2) if lo_ <= v <= hi_]
-    cb.set_ticks(ticks, labels=[f"{10 ** v:.2g}" for v in ticks])
+    if ticks and lo_ < min(ticks) - 0.15:  # label the scale's lower end (the smallest ratio drawn)
+        ticks = [lo_] + ticks
+    cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
     cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
     axes[2].set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
                       fontsize=9.5, loc="left")
@@ -2087,8 +2260,10 @@ def _reproduction_map_caption(rep) -> Caption:
         "Paper §6.4, best of the paper's methods A–F by Wasserstein distance per (R, ρ) cell. Top: the authors' "
         "published map (experiments/best.csv, one seed). Middle: ours, the best of A–F by mean Wasserstein distance "
         "over replications; a cross marks a disagreement, a pale cell a tie (the paper's method's 95% CI of W overlaps "
-        "our best's: a difference one seed cannot resolve). Bottom: log10 of the best corrected method's W over the "
-        "best of A–F's; blue = the corrected methods are closer.", findings, limits,
+        "our best's: a difference one seed cannot resolve). Bottom: the best corrected method's W over the best of "
+        "A–F's, printed as ×ratio and coloured on a log scale; blue = the corrected methods are closer. Both W are "
+        "against our simulation (the paper's reference), so where the two lie within its noise the ratio is near ×1 "
+        "whatever the methods; the Wasserstein figure, which uses exact where it ran, is the sharper comparison.", findings, limits,
         [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our run "
          "the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
 

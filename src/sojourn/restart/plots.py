@@ -64,19 +64,24 @@ def _status(cmp, var):
     return np.where(stopped, "unstable", np.where(short | ~np.isfinite(m), "too_short", ""))
 
 
-#: the factor by which each semantics' markers are shifted along the (log) rate axis, so that points at one rate stay
-#: apart (the rate is the same for all three: the legend says so)
-DODGE = 1.09
+#: how each semantics' markers differ, since all three sit at the same (true) rate: signals filled and small on
+#: top (they must lie on the product form's line), the timeouts open and larger around them — never shifted along r
+MARKER = {"signal": {"ms": 4.5, "mfc": None, "zorder": 6},
+          "timeout_exponential": {"ms": 8.5, "mfc": "none", "zorder": 5},
+          "timeout_deterministic": {"ms": 10.5, "mfc": "none", "zorder": 4}}
 
 
-def _dodge(i: int, n: int) -> float:
-    return DODGE ** (i - (n - 1) / 2)
+def _marker_kw(s: str, color) -> dict:
+    kw = dict(MARKER.get(s, {"ms": 7, "mfc": "none", "zorder": 4}))
+    if kw["mfc"] is None:
+        kw["mfc"] = color
+    return kw
 
 
 def _sim(ax, strip, cmp, var, status, estimate=False):
-    """The simulated points of each semantics (dodged along r: :data:`DODGE`) with their CIs; points without a value
-    in the strip: ✕ unstable, ◇ too short (``estimate``: the value is the simulation's own estimate, not a
-    reference)."""
+    """The simulated points of each semantics at their true rate (told apart by marker, filled or open:
+    :data:`MARKER`) with their CIs; points without a value in the strip: ✕ unstable, ◇ too short (``estimate``: the
+    value is the simulation's own estimate, not a reference)."""
     r = cmp["restart_rate"].values
     sems = cmp["semantics"].values.tolist()
     short = ESTIMATE_TOO_SHORT.key if estimate else REFERENCE_TOO_SHORT.key
@@ -84,10 +89,25 @@ def _sim(ax, strip, cmp, var, status, estimate=False):
         color, marker, label = STYLE.get(s, ("k", "x", s))
         m, h = cmp[var].values[i], cmp[f"{var}_half_width"].values[i]
         ok = status[i] == ""
-        ax.errorbar(r[ok] * _dodge(i, len(sems)), m[ok], yerr=h[ok], fmt=marker, ms=5, color=color, capsize=2, lw=1.0,
-                    label=label if ok.any() else None, zorder=4)
+        kw = _marker_kw(s, color)
+        ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt=marker, color=color, mec=color, capsize=2 + i, lw=1.0, mew=1.2,
+                    label=label if ok.any() else None, **kw)
         strip.mark(s, r, status[i] == "unstable", "unstable", color, NAMES.get(s, s))
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
+
+
+def _best_ticks(ax, r_best: dict) -> None:
+    """At the top of the panel, one row per semantics, a ▼ of its colour above its best rate (true r): the rate of
+    the sweep's smallest simulated mean, kept off the data (no rings piling up at the optimum); the y range grows
+    to leave the rows free."""
+    from matplotlib.transforms import blended_transform_factory
+
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi + 0.05 * (1 + len(r_best)) * (hi - lo))
+    tr = blended_transform_factory(ax.transData, ax.transAxes)
+    for i, (s, rb) in enumerate(r_best.items()):
+        ax.plot([rb], [0.965 - 0.045 * i], "v", color=STYLE.get(s, ("k",))[0], ms=8, transform=tr, zorder=7,
+                clip_on=False)
 
 
 def describe_plainly(pf) -> str:
@@ -114,8 +134,10 @@ def describe_plainly(pf) -> str:
         arrivals = [(c["name"], float(c["arrival_rate"])) for c in classes if float(c["arrival_rate"]) > 0]
         arr = ", ".join(f"{lam:g}" + (f" (class {n})" if len(classes) > 1 else "") for n, lam in arrivals)
         if len(classes) == 1:
+            lam0 = sum(lam for _, lam in arrivals)
             parts.append(f"one processor-sharing server; jobs arrive at rate {arr}; service time: a {ph}-phase law of "
-                         f"mean {means[0]:.3g}; a restarted job begins its service anew")
+                         f"mean {means[0]:.3g} (load without restart λ E[S] = {lam0 * means[0]:.2g}); a restarted job "
+                         "begins its service anew")
         else:
             moves = all(list(c.get("restart_to", {})) in ([classes[min(k + 1, len(classes) - 1)]["name"]],)
                         for k, c in enumerate(classes))
@@ -165,7 +187,7 @@ def _reach(cmp, i, var="response_time"):
 
 def means(pf, cmp, stem, name, formats, dpi) -> list:
     """Mean response time against the restart rate: the product form with g*, the mean without restart, the three
-    simulated semantics with their CIs (dodged along r), the smallest simulated mean of each semantics. (E[N] = λ E[T]
+    simulated semantics with their CIs (at their true r), the smallest simulated mean of each semantics. (E[N] = λ E[T]
     by Little's law: comparison.nc holds it, the figure does not repeat it.)"""
     import matplotlib
 
@@ -185,11 +207,8 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
     sems = cmp["semantics"].values.tolist()
-    for i, s in enumerate(sems):  # the sweep's best rate of each semantics, around its (dodged) point
-        rb, tb = (float(cmp[v].sel(semantics=s)) for v in ("best_rate_response_time", "best_response_time"))
-        if np.isfinite(rb):
-            ax.plot([rb * _dodge(i, len(sems))], [tb], "o", mfc="none", mec=STYLE.get(s, ("k",))[0], ms=13, mew=1.6,
-                    zorder=5)
+    r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in sems}
+    _best_ticks(ax, {s: rb for s, rb in r_best.items() if np.isfinite(rb)})
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
     ax.set_xlabel("restart rate r (per model time unit)")
@@ -199,8 +218,10 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     fig.tight_layout()
     fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
     handles, labels = ax.get_legend_handles_labels()
-    handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3", ms=11, mew=1.6))
-    labels.append("ringed: smallest simulated mean of each semantics")
+    handles.append(Line2D([], [], ls="none", marker="v", color="0.3", ms=8))
+    labels.append("▼ at the top (its colour, one row each): the rate of each semantics' smallest simulated mean")
+    handles.append(Line2D([], [], ls="none"))
+    labels.append("the three semantics run at the same rates: markers at their true r")
     sh, sl = status_handles(strip.kinds)
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -278,8 +299,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "signal semantics (must lie on the line), exponential per-job timeouts of rate r and deterministic per-job "
          "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
-         "rates; their markers are shifted slightly along r to keep them apart. Dotted: E[T] without restart. Rings: "
-         "the sweep's smallest simulated mean per semantics (comparison.nc: best_rate_response_time). Points without "
+         "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
+         "restart. ▼ at the top of the panel (one row per semantics): the rate of the sweep's smallest simulated mean per semantics (comparison.nc: best_rate_response_time). Points without "
          "a value are marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard "
          "judged too short.")])
 
@@ -342,20 +363,31 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
     cs = f"{name}/comparison.nc"
     findings, limits = [], []
     sems = cmp["semantics"].values.tolist()
+    stopped = "replications_stable < " + ("replications_used" if "replications_used" in cmp else
+                                          "replications_stable.max()")
     for k, level in enumerate(cmp["percentile"].values.tolist()):
         st = st_all[..., k]
-        few = cmp["response_time_percentile_too_few"].values[..., k] != 0 \
-            if "response_time_percentile_too_few" in cmp else np.zeros(st.shape, bool)
         n = int(st.size)
-        kf = int(few.sum())
+        drawn_short = st == "too_short"  # exactly the points the strip marks ◇ (an unstable point is ✕ instead)
+        kf = int(drawn_short.sum())
         if kf:
-            beyond = cmp["response_time_percentile_beyond"].values[..., k]
-            fin = beyond[few & np.isfinite(beyond) & (beyond > 0)]
+            beyond = cmp["response_time_percentile_beyond"].values[..., k] \
+                if "response_time_percentile_beyond" in cmp else np.full(st.shape, np.nan)
+            fin = beyond[drawn_short & np.isfinite(beyond) & (beyond > 0)]
             med = float(np.median(fin)) if fin.size else float("nan")
+            where = (f"~({stopped}) & ((run_valid == 0) | (response_time_percentile_too_few != 0) | "
+                     "~isfinite(response_time_percentile))")
             limits.append(Claim(f"The {level:g}th percentile has too few jobs beyond it ({RULE}) at {kf} of {n} (semantics, "
-                                f"rate) points" + (f", a median {med:.0f} jobs per replication" if np.isfinite(med)
-                                                   else "") + ": not drawn (◇).", [kf, n],
-                                [Query(cs, "response_time_percentile_too_few != 0", {"percentile": level}, None,
+                                f"rate) points" + (f" (there a median {med:.0f} jobs per replication lie beyond it)"
+                                                   if np.isfinite(med) else "") + ": not drawn (◇ above the panel).",
+                                [kf, n], [Query(cs, where, {"percentile": level}, None, [["count"]]),
+                                          Query(cs, "isfinite(restart_rate) & (semantics == semantics)", {}, None,
+                                                [["count"]])]))
+        ku = int((st == "unstable").sum())
+        if ku:
+            limits.append(Claim(f"At {ku} of {n} (semantics, rate) points the run was stopped as unstable (more jobs "
+                                "than max_jobs: no steady state): no value (✕ above the panel).", [ku, n],
+                                [Query(cs, f"({stopped}) & isfinite(restart_rate)", {"percentile": level}, None,
                                        [["count"]]),
                                  Query(cs, "isfinite(restart_rate) & (semantics == semantics)", {}, None,
                                        [["count"]])]))
@@ -368,12 +400,15 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
                                   Query(cs, "best_rate_response_time_percentile",
                                         {"semantics": list(best), "percentile": level}, None, []),
                                   max(sig_tol(v) for v in best.values())))
+    P = cmp["percentile"].values
+    what = (f"the {P[0]:g}th percentile" if P.size == 1 else
+            f"the percentiles {listing([f'{p:g}th' for p in P])} (one panel each)")
     return Caption(
-        f"Restart study, {name}: the percentiles {', '.join(f'{p:g}th' for p in cmp['percentile'].values)} of the "
-        "response time (one panel each) against the restart rate r, for the three semantics (signals of rate r, "
-        "exponential timeouts of rate r, deterministic timeouts 1/r).", findings, limits,
+        f"Restart study, {name}: {what} of the response time against the restart rate r, for the three semantics "
+        "(signals of rate r, exponential timeouts of rate r, deterministic timeouts 1/r).", findings, limits,
         [("Each replication's percentile from its streamed histogram, averaged over replications with 95% Student-t "
-         "intervals (the three semantics run at the same rates, their markers shifted slightly along r). The dashed "
+         "intervals (the three semantics run at the same rates, drawn at their true r: signals filled, the timeouts "
+         "open around them). No value without restart is drawn: the study computes none for the tail. The dashed "
          "line is the product form's g* (which minimises the mean, not the tail). Points without "
          "a value are marked in the strip above the panel: ◇ too few jobs beyond the percentile (or a run too short), "
          "✕ stopped as unstable.")])

@@ -239,6 +239,12 @@ def load_words(load, hosts) -> str:
             "λ = load·⌊n/r⌋/E[S_q:r], so the arrival rate λ changes with r and q)")
 
 
+def short_load_words(load, hosts) -> str:
+    """The title's line on the load (the caption has :func:`load_words`): held fixed, so λ changes with r and q."""
+    who = "one super-server of r hosts" if hosts is None else f"{hosts} hosts in ⌊n/r⌋ super-servers of r hosts"
+    return f"load fixed at {load} ({who}): the arrival rate λ changes with r and q (see the caption)"
+
+
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
     exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
@@ -339,8 +345,8 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     import textwrap
 
     fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
-                 + "\n".join(textwrap.wrap(f"{load_words(e['load'], e['hosts'])}; {law_words(e['replica_law'])}",
-                                            115)), fontsize=9, y=1.0, va="bottom")
+                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['load'], e['hosts'])}",
+                                            125)), fontsize=9, y=1.0, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
         + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
@@ -401,8 +407,11 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
             name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
             if model not in silent:
-                s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi], ESTIMATE_TOO_SHORT.key, col, name)
-            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi], ESTIMATE_TOO_SHORT.key, col, name)
+                s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi] & ((rs > 1) if model == FJ else True),
+                        ESTIMATE_TOO_SHORT.key, col, name)
+            # fork-join at r = 1 is split-merge itself (one replica, nothing to cancel): no mark of its own there
+            own = (rs > 1) if model == FJ else np.ones(rs.shape, bool)
+            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi] & own, ESTIMATE_TOO_SHORT.key, col, name)
         d = ds.sel(model=SM, quorum=q)
         meth, exm = d["exact_method"].values, d["exact_mean_latency"].values
         for code, (marker, name) in _EXACT_MARK.items():
@@ -431,9 +440,10 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
         ax.grid(alpha=0.3, which="both")
     a1.set_ylabel(f"mean latency ({TIME_UNITS})")
     a2.set_ylabel(f"{100 * p:g}th percentile of latency\n({TIME_UNITS})")
-    s1.finish(title="mean latency", fontsize=10)
+    rows = max(len(s1.rows), len(s2.rows))  # both strips as tall, so that the two panels stay aligned
+    s1.finish(title="mean latency", fontsize=10, reserve=rows)
     only = [m_ for m_ in models if m_ not in silent]
-    s2.finish(title=f"{100 * p:g}th percentile of latency" + (
+    s2.finish(reserve=rows, title=f"{100 * p:g}th percentile of latency" + (
         f": {'split-merge' if only == [SM] else 'fork-join'} only\n(the "
         + listing(["split-merge" if m_ == SM else "fork-join" for m_ in silent])
         + " run is too short to estimate it anywhere)" if silent and only else ""), fontsize=10)
@@ -449,7 +459,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
         labels.append(f"fork-join with cancellation (simulation ± {_level(ds)} CI)"
                       + (", left panel only" if FJ in silent else ""))
     handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5) for c in used]
-    labels += [_EXACT_MARK[c][1] + " (beside the simulated point)" for c in used]
+    labels += [_EXACT_MARK[c][1] + " (beside the simulated point" + _exact_where(codes, c, rs) + ")" for c in used]
     sh, sl = status_handles(s1.kinds | s2.kinds)
     fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
                frameon=False)
@@ -460,8 +470,21 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     import textwrap
 
     fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
-                 + "\n".join(textwrap.wrap(load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
+                 + "\n".join(textwrap.wrap(short_load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _exact_where(codes, code, rs) -> str:
+    """Where exact method ``code`` has a value in figure (c), in words for its legend entry: means only (the QBD),
+    and the replica counts it reaches if not all (elsewhere its state space is over its cap or it did not
+    converge: :mod:`sojourn.split_merge.solve`)."""
+    words = "; mean only" if code == 3 else ""
+    has = np.isfinite(codes) & (codes != 0)
+    at = sorted({int(r) for r in rs[(codes == code).any(axis=0)]})
+    if code == 3 and at and not has.any(axis=0).all():
+        words += (f", only at r = {listing([str(r) for r in at])}:\nelsewhere the QBD is over its size cap "
+                  "(qbd_max_phases) or does not converge")
+    return words
 
 
 def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used=(), silent=()) -> Caption:
@@ -515,27 +538,33 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                                    Query(src, w, {"law": str(law)}, None, [["count"]])]))
     for mi, model in enumerate(ds["model"].values.tolist()):
         mv = ds.sel(model=model)["sim_mean_latency"].values
-        bad = np.isfinite(mv) & ~mean_ok[mi]
+        own = (rs > 1)[None, :] if model == FJ else np.ones(mv.shape, bool)  # fork-join at r = 1 is split-merge
+        bad = np.isfinite(mv) & ~mean_ok[mi] & own
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
             pts = [f"q = {qs[i]}, r = {rs[j]}" for i, j in zip(*np.nonzero(bad))]
             limits.append(Claim(f"The run-length guard judged the {name} run too short at {listing(pts)}: no mean "
                                 "drawn there (◇ above the left panel).", int(bad.sum()),
-                                Query(src, f"isfinite(sim_mean_latency) & ~{MEAN_OK}", {"law": str(law), "model": model},
+                                Query(src, f"isfinite(sim_mean_latency) & ~{MEAN_OK}"
+                                      + (" & (replicas > 1)" if model == FJ else ""), {"law": str(law), "model": model},
                                       None, [["count"]])))
     for mi, model in enumerate(ds["model"].values.tolist()):
         pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
         bad = np.isfinite(pv) & ~pct_ok[mi]
+        if model == FJ and model not in silent:  # fork-join at r = 1 is split-merge: not marked on its own
+            pv = np.where((rs > 1)[None, :], pv, np.nan)
+            bad &= (rs > 1)[None, :]
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
+            fj_r = " & (replicas > 1)" if (model == FJ and model not in silent) else ""
             limits.append(Claim(f"The {name} simulation is too short to estimate the {100 * p:g}th percentile at "
                                 f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn"
                                 + (" (it has fewer workunits per replication)." if model in silent else
                                    " (◇ above the right panel)."),
                                 [int(bad.sum()), int(np.isfinite(pv).sum())],
-                                [Query(src, f"isfinite(sim_latency_percentile) & ~{PCT_OK}",
+                                [Query(src, f"isfinite(sim_latency_percentile) & ~{PCT_OK}" + fj_r,
                                        {"law": str(law), "model": model, "percentile": p}, None, [["count"]]),
-                                 Query(src, "isfinite(sim_latency_percentile)",
+                                 Query(src, "isfinite(sim_latency_percentile)" + fj_r,
                                        {"law": str(law), "model": model, "percentile": p}, None, [["count"]])]))
     return Caption(
         f"Experiment (c) of the split-merge study for {law_words(law_str)}: n = {hosts} hosts, "

@@ -1,0 +1,60 @@
+"""The restart percentile figure's caption says exactly what the figure draws (sojourn.restart.plots): a point
+stopped as unstable is ✕ (and counted as such, even if it also had too few jobs), a point with too few jobs beyond
+the percentile is ◇, and every claim is re-derived from the comparison it names. Synthetic comparison: three
+semantics at three rates, one percentile."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from sojourn.core.claims import verify
+from sojourn.restart import plots
+
+SEMS = ["signal", "timeout_exponential", "timeout_deterministic"]
+RATES = [0.5, 1.0, 2.0]
+
+
+def _cmp():
+    pct = np.array([[[4.0], [3.0], [3.5]], [[4.2], [np.nan], [3.9]], [[4.4], [3.8], [np.nan]]])
+    few = np.zeros(pct.shape, np.int8)
+    few[1, 1, 0] = 1  # too few jobs beyond the percentile: ◇
+    few[2, 2, 0] = 1  # too few, but also stopped as unstable: ✕, not ◇
+    stable = np.array([[5, 5, 5], [5, 5, 5], [5, 5, 3]])
+    beyond = np.where(few != 0, 60.0, 500.0)
+    best = np.array([[1.0], [0.5], [1.0]])
+    dims = ("semantics", "restart_rate")
+    return xr.Dataset(
+        {"response_time_percentile": (dims + ("percentile",), pct),
+         "response_time_percentile_half_width": (dims + ("percentile",), np.full(pct.shape, 0.1)),
+         "response_time_percentile_too_few": (dims + ("percentile",), few),
+         "response_time_percentile_beyond": (dims + ("percentile",), beyond),
+         "replications_stable": (dims, stable), "replications_used": (dims, np.full((3, 3), 5)),
+         "run_valid": (dims, np.ones((3, 3), np.int8)),
+         "best_rate_response_time_percentile": (("semantics", "percentile"), best),
+         "best_response_time_percentile": (("semantics", "percentile"), np.array([[3.0], [4.2], [3.8]]))},
+        coords={"semantics": SEMS, "restart_rate": RATES, "percentile": [99.0]})
+
+
+def test_the_percentile_caption_counts_what_the_strip_marks():
+    cmp = _cmp()
+    st = plots._status(cmp, "response_time_percentile")
+    assert (st == "too_short").sum() == 1 and (st == "unstable").sum() == 1
+    cap = plots._percentile_caption(None, cmp, "example2", st)
+    limits = " ".join(getattr(c, "text", c) for c in cap.limits)
+    assert "at 1 of 9 (semantics, rate) points" in limits and "◇" in limits
+    assert "At 1 of 9 (semantics, rate) points the run was stopped as unstable" in limits
+    assert "the 99th percentile of the response time" in cap.what and "one panel each" not in cap.what
+    assert len(cap.claims()) >= 3
+    for claim in cap.claims():
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+
+
+def test_the_caption_changes_with_the_data():
+    cmp = _cmp()
+    cmp["response_time_percentile_too_few"][:] = 0
+    cmp["response_time_percentile"][1, 1, 0] = 3.1
+    st = plots._status(cmp, "response_time_percentile")
+    cap = plots._percentile_caption(None, cmp, "example2", st)
+    limits = " ".join(getattr(c, "text", c) for c in cap.limits)
+    assert "◇" not in limits and "stopped as unstable" in limits
