@@ -2007,7 +2007,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                 a_, b_ = np.abs(lo), np.abs(hi)
                 straddle = (lo <= 0) & (hi >= 0)
                 lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
-            xs = x + (f - (n - 1) / 2) * 0.16
+            xs = x + (f - (n - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             ok = np.isfinite(m)
             for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
                 sel = ok & (rk == rkind)
@@ -2025,12 +2025,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=8.5)
-        if symlog:  # linear within ±1, logarithmic beyond: ours near 0 stay apart, the paper's −125 still fits
-            ax.set_yscale("symlog", linthresh=1.0, linscale=1.0)
-            lo_, hi_ = ax.get_ylim()
-            tk = [v for v in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo_ <= v <= hi_]
-            ax.set_yticks(tk, [f"{v:g}" for v in tk])
-            ax.yaxis.set_minor_locator(plt.NullLocator())
+        if symlog:
+            _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     # plain markers in the legend (no error-bar glyph: against exact there is no interval)
@@ -2049,6 +2045,25 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
     return fig, pts
+
+
+def _signed_log_axis(ax, linthresh=0.1) -> None:
+    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits),
+    its limits on labelled decade ticks beyond the data (a tick above the highest point, one below the lowest),
+    signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
+    from matplotlib.ticker import FixedLocator
+
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.6)
+    lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
+    dec = [linthresh * 10.0 ** k for k in range(7)]
+    top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
+    bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
+    ax.set_ylim(bot * 1.15, top * 1.15)
+    tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
+    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
+                                             if bot <= sign * m * d <= top]))
+    ax.grid(alpha=0.15, axis="y", which="minor")
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -2096,17 +2111,12 @@ def _paper_where_ours_missing(rep) -> dict:
 
 
 def _pct_title(rep) -> str:
-    k, n = _paper_larger(rep)
+    """The §6.1/§6.2 figure's title: what it shows, in two lines; its findings (how often the paper's error is the
+    larger one, and where we have no value) are the caption's claims."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
-    miss = _paper_where_ours_missing(rep)
-    head = ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
-            "beside ours")
-    tail = (f"the paper's error is larger than ours (best of A–F) at {k} of the {n} points where both exist\n"
-            if n else "")
-    if miss["missing"][0] and miss["have"][0]:
-        tail += (f"but we have no value at {miss['missing'][0]} points, where the paper's |error| is a median "
-                 f"{_g(miss['missing'][1])} against {_g(miss['have'][1])} where we have one\n")
-    return head + "\n" + tail + f"({have} of the table's {total} cells are in this run; below 0: optimistic)"
+    return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
+            f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
+            "of ours)")
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
