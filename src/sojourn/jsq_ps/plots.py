@@ -1513,9 +1513,12 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
          "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
          "Wasserstein distance W, given in the legend. Right: the tail P(T > t) on a log scale, exact wide and light under the others. "
          "Black: the pooled simulation (grey dotted where fewer than 100 customers per replication lie beyond t: no "
-         "reference there); grey band: the range over replications. Drawn: the three of A–F closest to the reference "
-         "by W, each distinct corrected chain, exact where it ran and T (dash-dot: the conservative tail chain, whose "
-         "survival lies on or above the true one). A paper method whose tail drops to 0 ends where its truncated "
+         "reference there); grey band: the range over replications (in the body its y-range follows the methods and the "
+         "pooled simulation, so the band may be clipped: the panel then says how far it reaches). Drawn: the three of "
+         "A–F closest to the reference by W, each distinct corrected chain (dashed, one dash pattern each), exact "
+         "where it ran and T (dash-dot: the conservative tail chain, whose survival lies on or above the true one). A "
+         "legend entry ending \"lies under X\" is a line that X, drawn on top, covers (in the panel named, else in "
+         "both). A paper method whose tail drops to 0 ends where its truncated "
          "state space runs out (a property of the method). The title names the methods left out and why.")])
 
 
