@@ -1283,6 +1283,26 @@ def _cdf_lw(sr, lines) -> float:
     return max(1.1, sr.lw * 0.8)
 
 
+#: the corrected chains' line styles in the CDF figures: dashed, each distinct chain with its own dash pattern
+_CHAIN_DASHES = ["--", (0, (1.5, 1.5)), (0, (7, 2, 1.5, 2, 1.5, 2)), (0, (10, 3))]
+
+
+def _under(lines, curves, tol, panels) -> dict:
+    """For each series of ``lines`` that a series drawn after it (on top) covers: (the top one's name, the panels
+    where it does: all, or the names in ``panels`` it covers in). ``curves``: {method: [array per panel]} in the
+    panels' y units, ``tol``: per panel, the largest gap that does not show."""
+    out = {}
+    for i, sr in enumerate(lines):
+        for top in reversed(lines[i + 1:]):
+            on = [np.nanmax(np.abs(a - b), initial=0.0) <= e for a, b, e in zip(curves[sr.method],
+                                                                               curves[top.method], tol)]
+            if any(on):
+                where = "" if all(on) else " in the " + " and ".join(p for p, o in zip(panels, on) if o)
+                out[sr.method] = top.label.split(" (")[0] + where
+                break
+    return out
+
+
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENTIAL, cmp=None, **kw):
     """Simulated (pooled, with the replication range) vs approximated CDFs of one cell: the body (linear, up to the
     simulated 99th percentile) and the tail (log, up to the 99.999th). The simulated tail is drawn solid where at
@@ -1327,7 +1347,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
                 break
         else:
             chains.append([m])
-    lines += [Series(g, method_color(g[0]), "--") for g in chains]
+    lines += [Series(g, method_color(g[0]), _CHAIN_DASHES[k % len(_CHAIN_DASHES)]) for k, g in enumerate(chains)]
     if "exact" in methods and ok["exact"]:
         lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
     if TAIL in methods and ok[TAIL]:
@@ -1357,9 +1377,14 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
 
     def label_w(sr):
         w = w_of(sr)
+        name = sr.label
+        if sr.method == TAIL and use_exact:
+            name += "; its CDF lies on or below the true one (body: below 0 from t ≈ 0)"
         if not np.isfinite(w):
-            return sr.label
-        return f"{sr.label}: W = {_g(w)}" if w >= W_FLOOR else f"{sr.label}: W < {W_FLOOR:g} (on exact)"
+            text = name
+        else:
+            text = f"{name}: W = {_g(w)}" if w >= W_FLOOR else f"{name}: W < {W_FLOOR:g} (on exact)"
+        return text + (f" — lies under {covered[sr.method]}" if sr.method in covered else "")
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
     x1, x2 = max(1.15 * q(0.99), 5 * float(t[1])), max(1.1 * q(0.99999), 5 * float(t[1]))
@@ -1369,7 +1394,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     good1 = reliable[:n1]
     d_lo, d_hi = np.nanmin(Fr, 0)[:n1] - F_ref[:n1], np.nanmax(Fr, 0)[:n1] - F_ref[:n1]
     n_rep = int(np.isfinite(Fr).any(axis=tuple(range(1, Fr.ndim))).sum()) if Fr.ndim > 1 else 1
-    ax1.fill_between(t[:n1], np.where(good1, d_lo, np.nan), np.where(good1, d_hi, np.nan), color="0.75", alpha=0.7,
+    ax1.fill_between(t[:n1], np.where(good1, d_lo, np.nan), np.where(good1, d_hi, np.nan), color="0.85", alpha=0.6,
                      lw=0, label=f"simulation: min–max over its {n_rep} replications (their spread, not a CI of the "
                      "pooled curve)")
     if use_exact:
@@ -1380,20 +1405,33 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
         if sr.method == "exact" and use_exact:
             continue
         F = Fa[methods.index(sr.method)][:n1]
-        ax1.plot(t[:n1], F - F_ref[:n1], sr.style, color=sr.color, lw=_cdf_lw(sr, lines), zorder=3)
+        ax1.plot(t[:n1], F - F_ref[:n1], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, lines), zorder=3)
+    # the body's y-range follows the methods and the pooled simulation, not the replications' band (clipped, said)
+    body = {sr.method: Fa[methods.index(sr.method)][:n1] - F_ref[:n1] for sr in lines}
+    span = max([float(np.nanmax(np.abs(v), initial=0.0)) for v in body.values()]
+               + ([float(np.nanmax(np.abs(np.where(good1, Fp[:n1] - F_ref[:n1], np.nan)), initial=0.0))]
+                  if use_exact else []) + [1e-3])
+    ax1.set_ylim(-1.2 * span, 1.2 * span)
+    band = float(np.nanmax(np.abs(np.where(good1, np.maximum(-d_lo, d_hi), np.nan)), initial=0.0))
+    if band > 1.2 * span:
+        ax1.text(0.99, 0.02, f"grey band clipped: it reaches ±{band:.2g}", transform=ax1.transAxes, ha="right",
+                 va="bottom", fontsize=7.5, color="0.35")
     ax1.set_xlim(0, x1)
     ax1.set_ylabel(f"P(T ≤ t) − {'exact' if use_exact else 'simulated'} P(T ≤ t)", fontsize=9)
     ax1.set_title(f"body: each CDF minus {ref_word}'s (the area to 0 is W),\nup to the simulated 99th percentile",
                   fontsize=9)
     # tail: exact wide and light underneath, the rest thinner on top, the simulation on top of all
     good2 = reliable[:n2]
+    tail_log = {sr.method: np.log10(np.clip(1 - Fa[methods.index(sr.method)][:n2], 1e-6, None)) for sr in lines}
+    order = [sr for sr in lines if sr.method == "exact"] + [sr for sr in lines if sr.method != "exact"]  # exact under
+    covered = _under(order, {m: [body[m], tail_log[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
     lo_r, hi_r = np.nanmin(Fr, 0)[:n2], np.nanmax(Fr, 0)[:n2]
     ax2.fill_between(t[:n2], np.where(good2, 1 - hi_r, np.nan), np.where(good2, 1 - lo_r, np.nan), color="0.7",
                      alpha=0.6, lw=0)
     for sr in lines:
         F = Fa[methods.index(sr.method)][:n2]
         wide = sr.method == "exact"
-        ax2.plot(t[:n2], 1 - F, sr.style, color=sr.color, lw=4.0 if wide else _cdf_lw(sr, lines),
+        ax2.plot(t[:n2], 1 - F, ls=sr.style, color=sr.color, lw=4.0 if wide else _cdf_lw(sr, lines),
                  alpha=0.45 if wide else 1.0, zorder=2 if wide else 3, label=label_w(sr))
     ax2.plot(t[:n2], np.where(good2, 1 - Fp[:n2], np.nan), color="k", lw=1.2, zorder=5)
     if (~good2).any():
@@ -1475,9 +1513,12 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
          "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
          "Wasserstein distance W, given in the legend. Right: the tail P(T > t) on a log scale, exact wide and light under the others. "
          "Black: the pooled simulation (grey dotted where fewer than 100 customers per replication lie beyond t: no "
-         "reference there); grey band: the range over replications. Drawn: the three of A–F closest to the reference "
-         "by W, each distinct corrected chain, exact where it ran and T (dash-dot: the conservative tail chain, whose "
-         "survival lies on or above the true one). A paper method whose tail drops to 0 ends where its truncated "
+         "reference there); grey band: the range over replications (in the body its y-range follows the methods and the "
+         "pooled simulation, so the band may be clipped: the panel then says how far it reaches). Drawn: the three of "
+         "A–F closest to the reference by W, each distinct corrected chain (dashed, one dash pattern each), exact "
+         "where it ran and T (dash-dot: the conservative tail chain, whose survival lies on or above the true one). A "
+         "legend entry ending \"lies under X\" is a line that X, drawn on top, covers (in the panel named, else in "
+         "both). A paper method whose tail drops to 0 ends where its truncated "
          "state space runs out (a property of the method). The title names the methods left out and why.")])
 
 
@@ -1563,31 +1604,55 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     for ax, x, y in noise_fill:
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
-    extra_handles, extra_labels = ([], []) if not law_rows else _law_method_row(err_axes, cmp, services, Rv, cmap)
+    extra_handles, extra_labels, empty = [], [], []
+    if law_rows:
+        extra_handles, extra_labels, row_kinds, empty = _law_method_row(err_axes, cmp, services, Rv, cmap)
+        kinds |= row_kinds
     for ax, R in zip(err_axes, Rv):
-        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
+        if R in empty:
+            ax.cla()
+            ax.set_axis_off()
+        else:
+            _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
     fig.tight_layout()
+    gone = [ax for ax, R in zip(err_axes, Rv) if R in empty]
+    if gone:  # the lower row's panels without a value: one note where they would be, the reason in the caption
+        x0, x1 = gone[0].get_position().x0, gone[-1].get_position().x1
+        pos = gone[0].get_position()
+        fig.text((x0 + x1) / 2, (pos.y0 + pos.y1) / 2, _empty_law_row_note(cmp, services, empty), ha="center",
+                 va="center", fontsize=9, color="0.25", bbox={"facecolor": "0.97", "edgecolor": "0.75"})
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="s", ms=3, mfc="white")]
-    labels += ["the law's simulation against the M/M/R simulation (same mean service time)",
-               "the law's simulation against the closest analytic method"]
+    labels += ["upper row: the law's simulation against the M/M/R simulation (same mean service time)",
+               "upper row: the law's simulation against the closest analytic method"]
     if noise_drawn:
         from matplotlib.patches import Patch
 
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
-        labels.append("grey, up to the dotted line: the solid lines' noise (largest over the laws): no difference")
+        labels.append("upper row, grey up to the dotted line: the solid lines' noise (largest over the laws)")
     sh, sl = status_handles(kinds)
     _legend_below(fig, handles + extra_handles + sh, labels + extra_labels + sl, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time\nsolid: against the M/M/R simulation; dashed: against the closest analytic M/M/R "
-                 "approximation\n(exact left out: it is the M/M/R law itself, so it would repeat the solid line)",
+                 "service time\nupper row — solid: the law's simulation vs the M/M/R simulation; dashed: the law's "
+                 "simulation vs the closest analytic method (exact left out: it is the M/M/R law itself)",
                  y=1.0, va="bottom", fontsize=10)
-    return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows), **kw)
+    return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
-def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
+def _empty_law_row_note(cmp, services, empty) -> str:
+    """The one note for the M/G/R figure's lower-row panels left out (R's ``empty``): why they have no value."""
+    q = _law_row_percentile(cmp)
+    few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
+    rs = listing([f"{r:g}" for r in empty])
+    if (few != 0).all():
+        return (f"R = {rs}: no {q:g}th-percentile error —\nthe simulation is too short: fewer than {TAIL_MIN} customers "
+                f"per replication\nbeyond the {q:g}th percentile, for every law at every load")
+    return f"R = {rs}: no {q:g}th-percentile error at any load"
+
+
+def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Caption:
     findings, limits = [], []
     run_ok = run_usable(cmp)
     med = {}
@@ -1625,6 +1690,22 @@ def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
                         "other.", cells, Q.query(f"isfinite(wasserstein_vs_exponential_sim.sel(service="
                                                  f"{Q.names(services)})).any('service')",
                                                  (("count", None),), None, {})))
+    if empty:  # the lower row's panels left out: the R's that have a value and the R's that ran, from the data
+        q = _law_row_percentile(cmp)
+        few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
+        ran_r = [float(r) for r in cmp["R"].values if np.isfinite(ran.sel(R=r).values).any()]
+        has_r = [r for r in ran_r if r not in [float(e) for e in empty]]
+        why = (f"fewer than {TAIL_MIN} customers per replication lie beyond the {q:g}th percentile in every cell there"
+               if (few != 0).all() else "no cell there has a value")
+        sel = {"service": services, "percentile": q}
+        limits.append(Claim(
+            f"The {q:g}th-percentile error row shows R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the R's that "
+            f"ran ({listing([f'{r:g}' for r in ran_r])}): at R = {listing([f'{float(r):g}' for r in empty])} {why}.",
+            [has_r, ran_r],
+            [Q.query(f"where({Q.RUN_OK} & (few_tail_customers == 0) & isfinite(law_relative_error_mean), R, nan)",
+                     (("list", None),), None, sel),
+             Q.query("where(isfinite(wasserstein_vs_exponential_sim), R, nan)", (("list", None),), None,
+                     {"service": services})]))
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein distance "
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
@@ -1633,12 +1714,14 @@ def _mgr_caption(cmp, services, cand, law_rows=False) -> Caption:
         "against ρ, one panel "
         "per R that ran"
         + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
-           "T with the law itself (markers, 95 % CI) and of T for exponential service (dotted), the ±5 % band "
-           "shaded" if law_rows else "") + ".", findings, limits,
+           "T with the law itself (filled markers, solid, 95 % CI) and of T for exponential service (dash-dot, ✕), "
+           "the ±5 % band shaded" if law_rows else "") + ".", findings, limits,
         [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
           "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
-          "tell; a distance far above it is a real change of the sojourn-time law. A cell whose simulation the run-length "
-         "guard judged too short is marked ◇ in the strip above its panel, not drawn.")])
+          "tell; a distance far above it is a real change of the sojourn-time law."
+          + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel, "
+             "not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -1684,9 +1767,10 @@ def _law_errors(cmp, services, method=None):
 def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     """The M/G/R figure's second row: per R, the relative error of :func:`_law_row_percentile` (method / simulation
     − 1, mean over replications with its 95 % CI) against ρ, for each method that takes the law itself
-    (``law_method``: markers) and for the exponential model's T (dotted), colour = law, the ±5 % band shaded; cells
-    whose simulation is too short, or has too few customers beyond the percentile, are left out. Returns the legend's
-    (handles, labels) for the methods."""
+    (``law_method``: solid, filled markers) and for the exponential model's T (dash-dot, ✕), colour = law, the ±5 %
+    band shaded; a simulated cell whose run is too short, or has too few customers beyond the percentile, is marked
+    ◇ in the strip above its panel, not drawn. A panel with no value at all is removed (the caption's limits say
+    why, once). Returns the legend's (handles, labels) for the methods, the status kinds drawn and the R's removed."""
     from matplotlib.lines import Line2D
 
     q = _law_row_percentile(cmp)
@@ -1695,12 +1779,17 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     marks = ["D", "^", "v", "P"]
     expo = "T" in cmp["approximation"].values.tolist()
     run_ok = run_usable(cmp)
+    kinds, empty = set(), []
     for ax, R in zip(axes, Rv):
         ax.axhspan(-5.0, 5.0, color="0.92", zorder=0)
         ax.axhline(0.0, color="0.5", lw=0.8)
+        strip = status_strip(ax)
         n_drawn = sum(len(ln.get_xdata()) for ln in ax.get_lines())
         for k, svc in enumerate(services):
             ok_run = run_ok.sel(service=svc, R=R).values
+            few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
+            simulated = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=svc, R=R).values)
+            strip.mark(svc, rho, simulated & (~ok_run | (few != 0)), REFERENCE_TOO_SHORT.key, cmap(k), label=svc)
             for j, m in enumerate(methods):
                 d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
                 y, lo, hi = (100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
@@ -1711,27 +1800,27 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
                                 color=cmap(k), marker=marks[j % len(marks)], ms=3.5, lw=1.2, capsize=2)
             if expo:
                 d = cmp.sel(service=svc, R=R, approximation="T", percentile=q)
-                y = 100.0 * np.where(ok_run & (d["few_tail_customers"].values == 0),
-                                     d["relative_percentile_error_mean"].values, np.nan)
+                y = 100.0 * np.where(ok_run & (few == 0), d["relative_percentile_error_mean"].values, np.nan)
                 ok = np.isfinite(y)
                 if ok.any():
-                    ax.plot(rho[ok], y[ok], ":", color=cmap(k), lw=1.3)
-        if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: say why, in the panel
-            few = cmp["few_tail_customers"].sel(service=services, R=R, percentile=q).values
-            why = (f"the simulation is too short here:\nfewer than {TAIL_MIN} customers per replication\nbeyond the "
-                   f"{q:g}th percentile (◇), at every load" if (few != 0).all() else "no value at this R")
-            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=8.5, color="0.25",
-                    bbox={"facecolor": "0.97", "edgecolor": "0.75"})
-            ax.set_yticks([])
+                    ax.plot(rho[ok], y[ok], "-.", color=cmap(k), lw=1.2, marker="x", ms=4)
+        if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: the panel goes
+            empty.append(R)
+            continue
+        kinds |= strip.kinds
+        strip.finish(title=f"R = {R}: {q:g}th-percentile error")
         ax.set_xlabel("load ρ")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+    shown = [ax for ax, R in zip(axes, Rv) if R not in empty]
+    if shown:
+        shown[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
-    labels = [f"{m} with the law itself: its {q:g}th-percentile error (95 % CI)" for m in methods]
+    labels = [f"lower row: {m} with the law itself, its {q:g}th-percentile error (95 % CI)" for m in methods]
     if expo:
-        handles.append(Line2D([], [], color="0.3", ls=":"))
-        labels.append(f"T for exponential service (the M/M/R model, same mean): its {q:g}th-percentile error")
-    return handles, labels
+        handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
+        labels.append(f"lower row: T for exponential service (the M/M/R model, same mean), its {q:g}th-percentile "
+                      "error")
+    return handles, labels, kinds, empty
 
 
 def _law_method_claims(cmp, services) -> list:
@@ -1921,7 +2010,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                 a_, b_ = np.abs(lo), np.abs(hi)
                 straddle = (lo <= 0) & (hi >= 0)
                 lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
-            xs = x + (f - (n - 1) / 2) * 0.16
+            xs = x + (f - (n - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             ok = np.isfinite(m)
             for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
                 sel = ok & (rk == rkind)
@@ -1939,12 +2028,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=8.5)
-        if symlog:  # linear within ±1, logarithmic beyond: ours near 0 stay apart, the paper's −125 still fits
-            ax.set_yscale("symlog", linthresh=1.0, linscale=1.0)
-            lo_, hi_ = ax.get_ylim()
-            tk = [v for v in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo_ <= v <= hi_]
-            ax.set_yticks(tk, [f"{v:g}" for v in tk])
-            ax.yaxis.set_minor_locator(plt.NullLocator())
+        if symlog:
+            _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     # plain markers in the legend (no error-bar glyph: against exact there is no interval)
@@ -1963,6 +2048,25 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
     return fig, pts
+
+
+def _signed_log_axis(ax, linthresh=0.1) -> None:
+    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits),
+    its limits on labelled decade ticks beyond the data (a tick above the highest point, one below the lowest),
+    signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
+    from matplotlib.ticker import FixedLocator
+
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.6)
+    lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
+    dec = [linthresh * 10.0 ** k for k in range(7)]
+    top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
+    bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
+    ax.set_ylim(bot * 1.15, top * 1.15)
+    tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
+    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
+                                             if bot <= sign * m * d <= top]))
+    ax.grid(alpha=0.15, axis="y", which="minor")
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -2010,17 +2114,12 @@ def _paper_where_ours_missing(rep) -> dict:
 
 
 def _pct_title(rep) -> str:
-    k, n = _paper_larger(rep)
+    """The §6.1/§6.2 figure's title: what it shows, in two lines; its findings (how often the paper's error is the
+    larger one, and where we have no value) are the caption's claims."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
-    miss = _paper_where_ours_missing(rep)
-    head = ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
-            "beside ours")
-    tail = (f"the paper's error is larger than ours (best of A–F) at {k} of the {n} points where both exist\n"
-            if n else "")
-    if miss["missing"][0] and miss["have"][0]:
-        tail += (f"but we have no value at {miss['missing'][0]} points, where the paper's |error| is a median "
-                 f"{_g(miss['missing'][1])} against {_g(miss['have'][1])} where we have one\n")
-    return head + "\n" + tail + f"({have} of the table's {total} cells are in this run; below 0: optimistic)"
+    return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
+            f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
+            "of ours)")
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
