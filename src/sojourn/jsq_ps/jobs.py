@@ -140,16 +140,11 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
     chain once (with ``share_corrected`` the copies B*, D*, E*, F* are left out and the merge writes them back:
     :func:`sojourn.jsq_ps.storage.stored_once`); cells stored before under the same content key in ``cache`` are
     reused."""
-    import json
-
-    import xarray as xr
-
     from ..core import runner
-    from ..core.io import provenance
     from ..core.timegrid import time_grid as grid
     from .solve.cell import approximate_cell
     from .solve.guards import describe
-    from .storage import APPROX_ATTRS, approximation_encoding, fixed_n, select_rho, stored_once, to_storage
+    from .storage import APPROX_ATTRS, fixed_n, select_rho, stored_once, to_storage
 
     rhos = [str(r) for r in rhos]
     copies = stored_once(methods, share_corrected)
@@ -169,13 +164,7 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
                                        lambda part, c: {0: part})
     done = runner.run_cells(runner.DaskExecutor(client), cells, approximate_cell, what="approximation cells",
                             prefix=f"approx-R{R}", have=have)
-    parts, cell_attrs = [], {}
-    for rho in rhos:
-        ds = done[f"rho={rho}"].results[0]
-        if done[f"rho={rho}"].reused:
-            parts.append(ds)
-            cell_attrs[rho] = cached_attrs[f"rho={rho}"]
-            continue
+    def fresh(rho, ds):
         for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
             if int(reason):
                 LOG.info(f"  warning: {m} not valid at R={R} rho={rho}: {describe(int(reason))}")
@@ -184,18 +173,41 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
         for name, (long_name, units) in APPROX_ATTRS.items():
             if name in ds:
                 ds[name].attrs = {**ds[name].attrs, "long_name": long_name, "units": units}
-        cell_attrs[rho] = {k: v for k, v in ds.attrs.items() if k in ("title", "model", "spec", "hyper",
-                                                                      "shared_corrected", "exact_plan")}
+        return ds, {k: v for k, v in ds.attrs.items() if k in ("title", "model", "spec", "hyper", "shared_corrected",
+                                                               "exact_plan")}
+
+    # the variables keep their attrs (sf's comment, units); the block's are set by _store_block
+    config = {"L1": int(L1), "L2": int(L2), "methods": list(methods), "code": code, "time_grid": time_grid,
+              "share_corrected": bool(share_corrected), "exact_budget": exact_budget}
+    return _store_block(rhos, done, cached_attrs, fresh, "override", config, cache, cells, output)
+
+
+def _store_block(rhos, done, cached_attrs, fresh, combine_attrs, config, cache, cells, output):
+    """One approximation block from its cells (label ``rho=<ρ>``): a reused cell as cached, a new one through
+    ``fresh(rho, ds) -> (ds, its attrs)``; concatenated along ρ, its provenance, pipeline config and cells' attrs
+    set, stored with its cache entries (:func:`sojourn.core.runner.store`)."""
+    import json
+
+    import xarray as xr
+
+    from ..core import runner
+    from ..core.io import provenance
+    from .storage import approximation_encoding
+
+    parts, cell_attrs = [], {}
+    for rho in rhos:
+        ds = done[f"rho={rho}"].results[0]
+        if done[f"rho={rho}"].reused:
+            parts.append(ds)
+            cell_attrs[rho] = cached_attrs[f"rho={rho}"]
+            continue
+        ds, cell_attrs[rho] = fresh(rho, ds)
         ds.attrs = {}
         parts.append(ds)
     block = parts[0] if len(parts) == 1 else xr.concat(
         parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer",
-        combine_attrs="override")  # the variables keep their attrs (sf's comment, units); the block's are set below
-    block.attrs = {**provenance(None),
-                   "pipeline_config": json.dumps({"L1": int(L1), "L2": int(L2), "methods": list(methods),
-                                                  "code": code, "time_grid": time_grid,
-                                                  "share_corrected": bool(share_corrected),
-                                                  "exact_budget": exact_budget}, sort_keys=True),
+        combine_attrs=combine_attrs)
+    block.attrs = {**provenance(None), "pipeline_config": json.dumps(config, sort_keys=True),
                    "cell_attrs": json.dumps({f"rho={rho}": cell_attrs[rho] for rho in rhos}, sort_keys=True,
                                             default=str)}
     runner.store(block, cache, cells, "cells", output, approximation_encoding(block))
@@ -209,15 +221,10 @@ def approximate_laws(client, *, service: str, law: str, R: int, rhos, mu: float,
     (:func:`sojourn.jsq_ps.solve.cell.approximate_law_cell`), one file ``output`` (dims service, R, rho,
     approximation, t, percentile), the CDF stored as its survival function like the M/M/R approximations; cells
     stored before under the same content key in ``cache`` are reused."""
-    import json
-
-    import xarray as xr
-
     from ..core import runner
-    from ..core.io import provenance
     from ..core.timegrid import time_grid as grid
     from .solve.cell import approximate_law_cell
-    from .storage import approximation_encoding, select_rho, to_storage
+    from .storage import select_rho, to_storage
 
     rhos = [str(r) for r in rhos]
     t = grid(float(time_grid["t_max"]), float(time_grid["dt"]))
@@ -229,26 +236,12 @@ def approximate_laws(client, *, service: str, law: str, R: int, rhos, mu: float,
                                        lambda part, c: {0: part})
     done = runner.run_cells(runner.DaskExecutor(client), cells, approximate_law_cell, what="law approximation cells",
                             prefix=f"law-{service}-R{R}", have=have)
-    parts, cell_attrs = [], {}
-    for rho in rhos:
-        ds = done[f"rho={rho}"].results[0]
-        if done[f"rho={rho}"].reused:
-            parts.append(ds)
-            cell_attrs[rho] = cached_attrs[f"rho={rho}"]
-            continue
+    def fresh(rho, ds):
         ds = to_storage(ds).expand_dims(service=[service], R=[int(R)], rho=[float(rho)])
-        cell_attrs[rho] = dict(ds.attrs)
-        ds.attrs = {}
-        parts.append(ds)
-    block = parts[0] if len(parts) == 1 else xr.concat(
-        parts, dim="rho", data_vars="all", coords="different", compat="equals", join="outer", combine_attrs="drop")
-    block.attrs = {**provenance(None),
-                   "pipeline_config": json.dumps({"law": law, "methods": list(methods), "code": code,
-                                                  "time_grid": time_grid}, sort_keys=True),
-                   "cell_attrs": json.dumps({f"rho={rho}": cell_attrs[rho] for rho in rhos}, sort_keys=True,
-                                            default=str)}
-    runner.store(block, cache, cells, "cells", output, approximation_encoding(block))
-    return output
+        return ds, dict(ds.attrs)
+
+    config = {"law": law, "methods": list(methods), "code": code, "time_grid": time_grid}
+    return _store_block(rhos, done, cached_attrs, fresh, "drop", config, cache, cells, output)
 
 
 def merge_law_approximation(*, inputs, output, settings: dict, code: str = ""):
