@@ -36,6 +36,13 @@ def serialized(fn):
 MAX_WIDTH_PX = 1600
 
 
+def _fitting_dpi(fig, dpi: float) -> float:
+    """``dpi``, or less where the figure's tight box (legends and labels included, which vary by matplotlib
+    release) would make its PNG wider than :data:`MAX_WIDTH_PX`."""
+    width = fig.get_tightbbox(fig.canvas.get_renderer()).width + 2 * plt.rcParams["savefig.pad_inches"]
+    return min(dpi, (MAX_WIDTH_PX - 2) / width)
+
+
 def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]:
     """``fig`` as ``<stem>.<fmt>`` for each format, with fixed metadata (identical inputs give identical
     files), each written atomically, and its caption (:class:`sojourn.core.claims.Caption`) as ``<stem>.rst``;
@@ -51,7 +58,8 @@ def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]
         for fmt, path in zip(formats, paths):
             meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
             buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+            fig.savefig(buf, format=fmt, dpi=_fitting_dpi(fig, dpi) if fmt == "png" else dpi, bbox_inches="tight",
+                        metadata=meta)
             write_atomic(path, buf.getvalue())  # atomic: a figure is whole or absent
         plt.close(fig)
     if caption is not None:

@@ -255,7 +255,8 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
             workers = None
             if str(client.status) == "running":
                 try:  # bounded: scheduler_info() waits out the client's 30 s reconnection if the scheduler dies
-                    workers = client.sync(client.scheduler.identity, n_workers=1, callback_timeout=5).get("workers")
+                    # no n_workers: distributed 2024.1 (the floor) refuses it
+                    workers = client.sync(client.scheduler.identity, callback_timeout=5).get("workers")
                 except Exception:  # unreachable, or not answering: cluster_dead says whether it is gone
                     workers = None
             reason = cluster_dead(client)  # also starts local workers in place of nannies that stopped for good
