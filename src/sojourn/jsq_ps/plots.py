@@ -699,8 +699,6 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """The headline: per percentile, the method to use over (R, ρ) — exact where it ran, else T where the comparison
     found it never below exact, else the most accurate method that does not underestimate the percentile beyond its
     CI; "simulate" where none qualifies, split by why (no method qualifies, or the reference too short to judge)."""
-    from matplotlib.patches import Patch
-
     from .compare import SIMULATE, STATUS_RUN_TOO_SHORT, STATUS_TOO_FEW
 
     c = cmp.sel(service=service)
@@ -715,15 +713,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         beyond = ((c["usable"].sel(approximation="exact").values != 0)[..., None]
                   & ~np.isfinite(c["approx_percentile"].sel(approximation="exact").transpose("R", "rho",
                                                                                             "percentile").values))
-    # percentiles whose maps are identical share one panel
-    panels: list[list[int]] = []
-    for k in range(len(P)):
-        for g in panels:
-            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in (rec, short, none, beyond)):
-                g.append(k)
-                break
-        else:
-            panels.append([k])
+    panels = _identical_panels(len(P), (rec, short, none, beyond))  # identical maps share one panel
     wide = len(rho) > 12
     ncols = 2 if ((wide and len(panels) > 1) or len(panels) > 3) else len(panels)  # four panels: 2 × 2
     nrows = math.ceil(len(panels) / ncols)
@@ -749,6 +739,33 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
+    handles, labels = _recommended_legend(cmp, c, names, rec, short, none, beyond)
+    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
+    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
+                 va="bottom")
+    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+
+
+def _identical_panels(n, arrays) -> list[list[int]]:
+    """Groups of the last-axis indices 0..n-1 whose slices of every array of ``arrays`` are identical (in order)."""
+    panels: list[list[int]] = []
+    for k in range(n):
+        for g in panels:
+            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in arrays):
+                g.append(k)
+                break
+        else:
+            panels.append([k])
+    return panels
+
+
+def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, list]:
+    """The recommended map's legend: each method's colour with when it is used (exact's budget and truncation, T's
+    margin over exact where both ran, from the data), the hatch of "simulate", the too-short and beyond-grid marks."""
+    from matplotlib.patches import Patch
+
+    from .compare import SIMULATE
+
     handles = [Patch(color=method_color(m)) for m in names]
     words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ") and its percentile "
              "lies on the time grid" + _exact_truncation_words(cmp).replace("; ", ";\n", 1)}
@@ -779,10 +796,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         labels.append(f"exact ran, but this percentile lies beyond {grid}: "
                       + ("no method has it and the simulation is too short — simulate, or rerun with a larger t_max"
                          if (rec[beyond] == SIMULATE).all() else "the colour is the method used instead"))
-    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
-    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
-                 va="bottom")
-    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+    return handles, labels
 
 
 def _budget_words(cmp) -> str:
@@ -1083,13 +1097,12 @@ def _error_colorbar(fig, norm, cmap) -> None:
     cax = fig.add_axes([0.91, 0.3, 0.012, 0.5])
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, extend="max")
     cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
-    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)", fontsize=8)
+    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)\n"
+                 f"scale linear within ±{LIN_PCT:g} % (between the black lines), log beyond", fontsize=8)
     cb.ax.tick_params(labelsize=7)
     cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
     for y in (-LIN_PCT, LIN_PCT):
         cb.ax.axhline(y, color="k", lw=1.0)
-    cb.ax.text(0.5, -0.03, f"scale: linear\nwithin ±{LIN_PCT:g} %\n(black lines),\nlog beyond", transform=cb.ax.transAxes,
-               ha="center", va="top", fontsize=7, color="0.2")
 
 
 def _error_legend(fig, m, rows, kinds, dt) -> None:
@@ -1132,7 +1145,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     sel = {"service": service, "approximation": methods, "percentile": [float(p) for p in shown]}
     A = a.sel(approximation=methods, percentile=shown)
     err, sig, ref, status = A["error"].values, A["significant"].values, A["reference"].values, A["status"].values
-    findings, limits = [], []
+    findings = []
     n_ref = int((ref != 0).sum())
     pw = listing([f"{p:g}th" for p in shown])
     if n_ref:
@@ -1140,30 +1153,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
                                  f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
                                  "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
-    dims = A["error"].dims
-
-    def where_(arr, op):
-        v = np.where(sig, arr, np.nan)
-        if not np.isfinite(v).any():
-            return None
-        flat = int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v))
-        idx = np.unravel_index(flat, v.shape)
-        loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
-                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x]))) for d, x in zip(dims, idx)}
-        loc["value"] = float(v[idx])
-        return loc, ref[idx]
-
-    for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
-        got = where_(err, op)
-        if got is None:
-            continue
-        loc, rk = got
-        if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
-            continue
-        findings.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
-                              f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
-                              f"{'exact' if rk == REF_EXACT else 'the simulation'}).", loc,
-                              Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    findings += _pe_extreme_claims(A, rel, sig_q, sel)
     if TAIL in methods:
         m = methods.index(TAIL)
         has = ref[:, :, m, :] != 0
@@ -1174,22 +1164,71 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
                     + (": it errs on the safe side." if below == 0 else "."))
             findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
     if check:
-        E = a.sel(approximation="exact", percentile=check)
-        has = E["reference"].values != 0
-        sg = E["significant"].values & has
-        e = E["error"].values[sg]
-        s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
-        text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
-                f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
-                + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
-                   f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
-        cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
-        if e.size:
-            cl.value += [float(e.min()), float(e.max())]
-            cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
-            cl.tol = half_unit(0, 100)
-        findings.append(cl)
+        findings.append(_pe_check_claim(cmp, a, service, check))
+    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
+    return Caption(
+        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
+        "number of servers R (rows, grouped by method) and load ρ (columns)"
+        + ("; below, exact against the simulation with its 95% CI, the check of both." if check else "."), findings,
+        _pe_limits(cmp, status, sel, without, rest),
+        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
+         "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
+         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
+         "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
+         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise. One "
+         f"colour scale for every percentile-error map: linear to ±{LIN_PCT:g} % (marked on the colour bar), "
+         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+
+
+def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
+    """The percentile-error caption's most optimistic and most conservative significant point (if on that side)."""
+    err, sig, ref = A["error"].values, A["significant"].values, A["reference"].values
+    dims = A["error"].dims
+    out = []
+    for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
+        v = np.where(sig, err, np.nan)
+        if not np.isfinite(v).any():
+            continue
+        idx = np.unravel_index(int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v)), v.shape)
+        loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
+                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x]))) for d, x in zip(dims, idx)}
+        loc["value"] = float(v[idx])
+        if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
+            continue
+        out.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
+                         f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
+                         f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'}).", loc,
+                         Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    return out
+
+
+def _pe_check_claim(cmp, a, service, check) -> Claim:
+    """The check's claim: at how many points exact differs from the simulation beyond its CI, and by how much."""
+    dt = float(cmp.attrs.get("time_step", 0.01))
+    rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
+    E = a.sel(approximation="exact", percentile=check)
+    has = E["reference"].values != 0
+    sg = E["significant"].values & has
+    e = E["error"].values[sg]
+    s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
+    text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
+            f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
+            + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
+               f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
+    cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
+    if e.size:
+        cl.value += [float(e.min()), float(e.max())]
+        cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
+        cl.tol = half_unit(0, 100)
+    return cl
+
+
+def _pe_limits(cmp, status, sel, without, rest) -> list:
+    """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
+    without any reference or left out."""
+    kind_q = Q.ref_kind(cmp)
     everywhere = "(usable >= 0) & (percentile > 0)"
+    limits = []
     n_short = int((status == "too_short").sum())
     if n_short:
         limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points drawn: exact did not run "
@@ -1208,17 +1247,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         limits.append(f"The {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} "
                       "left out of the figure to keep it readable: comparison.nc and accuracy.csv hold "
                       f"{'them' if len(rest) > 1 else 'it'}.")
-    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
-    return Caption(
-        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
-        "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both." if check else "."), findings, limits,
-        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
-         "the mean simulated percentile elsewhere (a dark corner in the cell; a difference counts where the 95% CI of "
-         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer), grey italic on white "
-         "where it lies within the reference's noise. One colour scale for every percentile-error map: linear to ±5 %, "
-         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+    return limits
 
 
 def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -1250,16 +1279,39 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     time is the time to refuse), the whisker from the fastest to the slowest of those cells; a family that did not
     run at every load of an R is drawn hollow there with the count of cells that ran."""
     from matplotlib.lines import Line2D
+
+    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(cmp["run_time"], dtype=np.int8)
+    fig, ax = plt.subplots(figsize=(8.0, 5.0))
+    Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
+    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho)
+    ax.set_yscale("log")
+    log_ticks(ax.yaxis)
+    ax.set_xscale("log")
+    ax.set_xticks(Rv, [str(int(r)) for r in Rv])
+    ax.minorticks_off()
+    ax.set_xlabel("servers R")
+    ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
+    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
+                 "fastest to slowest cell)", fontsize=9.5)
+    handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
+    labels = [lab for lab, _, _ in fams]
+    if partial:
+        handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
+        bw = _budget_words(cmp)
+        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
+                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
+    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    ax.grid(alpha=0.3)
+    return save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial), **kw)
+
+
+def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
+    """The run-time figure's marks per family and R: the median (hollow, with k/n at the panel's foot, where the
+    family did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)},
+    whether a hollow mark is drawn)."""
     from matplotlib.transforms import blended_transform_factory
 
-    rt = cmp["run_time"]
-    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(rt, dtype=np.int8)
-    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
-    fig, ax = plt.subplots(figsize=(8.0, 5.0))
-    Rv = cmp["R"].values
-    n_rho = cmp.sizes["rho"]
     meds, partial = {}, False
-    fams = _families(cmp)
     for k, (label, ms, color) in enumerate(fams):
         d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
         dims = [x for x in d.dims if x != "R"]
@@ -1282,24 +1334,12 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                 ax.text(xi, 0.015 + 0.045 * k, f"{int(f_)}/{n_rho}", transform=blended_transform_factory(
                     ax.transData, ax.transAxes), fontsize=7.5, color=color, fontweight="bold", ha="center",
                     va="bottom", bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.5}, zorder=6)
-    ax.set_yscale("log")
-    log_ticks(ax.yaxis)
-    ax.set_xscale("log")
-    ax.set_xticks(Rv, [str(int(r)) for r in Rv])
-    ax.minorticks_off()
-    ax.set_xlabel("servers R")
-    ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
-                 "fastest to slowest cell)", fontsize=9.5)
-    handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
-    labels = [lab for lab, _, _ in fams]
-    if partial:
-        handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
-        bw = _budget_words(cmp)
-        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
-                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
-    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    ax.grid(alpha=0.3)
+    return meds, partial
+
+
+def _runtime_caption(cmp, nr, meds, partial) -> Caption:
+    rt = cmp["run_time"]
+    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
     findings = []
     for label, (ms, med) in meds.items():
         findings.append(Claim(f"{label}: median {_g(med)} s per cell where it ran.", med,
@@ -1329,12 +1369,11 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                       "whole row.")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
-    cap = Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
-                  "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
-                  "slowest of those cells.", findings, limits,
-                  [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
-                    "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
-    return save(fig, stem, caption=cap, **kw)
+    return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
+                   "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
+                   "slowest of those cells.", findings, limits,
+                   [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
+                     "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
 
 
 # =========================================================================== one cell's distribution
@@ -2210,8 +2249,6 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
     too short, a mark in the strip above the panel instead of a value."""
-    from matplotlib.lines import Line2D
-
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
@@ -2240,33 +2277,14 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = np.abs(paper)
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
-        n = len(fams)
+        bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         for f, fam in enumerate(fams):
-            color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
             fi = rep["family"].values.tolist().index(fam)
-            vals = [np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) for v in ovar]
+            vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
+                                                                                              else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
-            if scale is not None:
-                vals = [factor * v / sc for v in vals]
-            else:
-                vals = [factor * v for v in vals]
-            m, lo, hi = vals
-            if absolute:
-                a_, b_ = np.abs(lo), np.abs(hi)
-                straddle = (lo <= 0) & (hi >= 0)
-                lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
-            xs = x + (f - (n - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            ok = np.isfinite(m)
-            for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
-                sel = ok & (rk == rkind)
-                if sel.any():
-                    drawn.add(rkind)
-                    err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-                    ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
-                                label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
-            bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
-            strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
-            strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
+            xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
+            drawn |= _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
         ax.tick_params(axis="x", labelbottom=True)
@@ -2277,7 +2295,42 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
-    # plain markers in the legend (no error-bar glyph: against exact there is no interval)
+    fig.tight_layout(h_pad=1.5)
+    h, lab = _beside_legend(fams, prefix, drawn)
+    sh, sl = status_handles(kinds)
+    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
+    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
+    return fig, pts
+
+
+def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
+    """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0), a strip mark where it has
+    no reference (``bg``: the percentile beyond the time grid). Returns the reference kinds drawn."""
+    color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
+    m, lo, hi = vals
+    if absolute:
+        a_, b_ = np.abs(lo), np.abs(hi)
+        straddle = (lo <= 0) & (hi >= 0)
+        lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
+    ok = np.isfinite(m)
+    drawn = set()
+    for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
+        sel = ok & (rk == rkind)
+        if sel.any():
+            drawn.add(rkind)
+            err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
+                        label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
+    strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
+    strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
+    return drawn
+
+
+def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
+    """The reproduction panels' legend: plain markers (no error-bar glyph: against exact there is no interval)."""
+    from matplotlib.lines import Line2D
+
     h = [Line2D([], [], **_PAPER_MARK)]
     lab = ["paper (one simulation seed): black bar"]
     for fam in fams:
@@ -2288,11 +2341,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
         lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
-    fig.tight_layout(h_pad=1.5)
-    sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
-    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
-    return fig, pts
+    return h, lab
 
 
 def _signed_log_axis(ax, linthresh=0.1) -> None:
@@ -2683,9 +2732,43 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
     c = cmp.sel(service=service)
     b = best_by_reference(cmp, service)
     _, joined = _groups(cmp)
-    best, tie, too_short = b["best"], b["tie"], b["too_short"]
-    rb, pb = _bands(c["R"].values, R_BANDS), _bands(c["rho"].values, RHO_BANDS)
+    pb = _bands(c["rho"].values, RHO_BANDS)
     header = ["servers R"] + [lab for lab, _, _ in pb]
+    rows = _key_band_rows(b, _bands(c["R"].values, R_BANDS), pb)
+    rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
+    ru = reference_usable(cmp).sel(service=service).transpose("R", "rho", "percentile").values
+    trust = _key_trust_rows(c, rec, ru, pb)
+    per = _key_method_rows(cmp, service)
+    P = c["percentile"].values
+    notes = [f"Table 1: per band of servers R and load ρ, the method most often clearly closest to the truth by "
+             f"Wasserstein distance (to exact's CDF where exact ran, else to the simulated CDF; exact itself is the "
+             f"reference and no candidate; {service} service), in how many of the band's cells with a reference; ties "
+             "(another method within the CI, or within a tenth of the grid step of exact) and cells without a "
+             "reference are counted apart and in no share. "
+             + ("; ".join(f"{k} stands for {v}" for k, v in joined.items()) + " (identical CDFs)." if joined else ""),
+             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below exact; "
+             "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
+             "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
+             f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
+             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
+             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
+             "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
+             "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "
+             "with a reference.")]
+    more = [("When to trust which method (all R)",
+             ["load band", "percentile", "recommended (cells)", "check against the simulation: median / max |error| %",
+              "no recommendation %"], trust),
+            ("Each method against the best reference: median |error| / most negative error (%)",
+             ["method"] + [f"{p:g}th" for p in P], per)]
+    cap = _key_caption(cmp, service, b, rec, ru, trust, per)
+    return write_table(stem, "Closest method per (R, ρ) band (Wasserstein distance to the best reference)", header,
+                       rows, notes, more, caption=cap)
+
+
+def _key_band_rows(b, rb, pb) -> list:
+    """Table 1 of the key results: per (R band, ρ band) the method most often clearly closest, with its count, the
+    ties and the cells without a reference."""
+    best, tie, too_short = b["best"], b["tie"], b["too_short"]
     rows = []
     for rl, rm, _ in rb:
         row = [rl]
@@ -2706,15 +2789,15 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
                 extra.append(f"{int(sh.sum())} reference too short")
             row.append(cell + (f"; {', '.join(extra)}" if extra else ""))
         rows.append(row)
-    # when to trust which method: the recommendation, and how the simulation checks it where it can
+    return rows
+
+
+def _key_trust_rows(c, rec, ru, pb) -> list:
+    """Table 2 of the key results: per load band and percentile, the recommendation and how the simulation checks
+    it where it is a usable reference."""
     from .compare import SIMULATE
 
-    a = against_reference(cmp, service)
-    rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
     methods = c["approximation"].values.tolist()
-    err = a["error"].transpose("R", "rho", "approximation", "percentile").values
-    refk = a["reference"].transpose("R", "rho", "approximation", "percentile").values
-    ru = reference_usable(cmp).sel(service=service).transpose("R", "rho", "percentile").values
     trust = []
     for pl, pm, _ in pb:
         for k, p in enumerate(c["percentile"].values):
@@ -2740,7 +2823,17 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
             check = (f"{100 * np.median(vals):.1f} / {100 * np.max(vals):.1f} ({len(vals)} of {r.size} cells)" if vals
                      else f"reference too short (0 of {r.size} cells)")
             trust.append([pl, f"{p:g}", use, check, f"{100 * (1 - ok.mean()):.0f}"])
-    # each method against the best reference, per percentile
+    return trust
+
+
+def _key_method_rows(cmp, service) -> list:
+    """Table 3 of the key results: each method's median |error| and most negative error per percentile against
+    the best reference, with how many points of each reference."""
+    c = cmp.sel(service=service)
+    a = against_reference(cmp, service)
+    methods = c["approximation"].values.tolist()
+    err = a["error"].transpose("R", "rho", "approximation", "percentile").values
+    refk = a["reference"].transpose("R", "rho", "approximation", "percentile").values
     per = []
     P = c["percentile"].values
     for fam in ("faithful", "corrected"):
@@ -2759,29 +2852,7 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
                 src = ", ".join(x for x in ((f"{ne} vs exact" if ne else ""), (f"{ns} vs sim" if ns else "")) if x)
                 row.append(f"{100 * np.median(np.abs(e[have])):.1f} / {100 * e[have].min():+.1f} ({src})")
             per.append(row)
-    notes = [f"Table 1: per band of servers R and load ρ, the method most often clearly closest to the truth by "
-             f"Wasserstein distance (to exact's CDF where exact ran, else to the simulated CDF; exact itself is the "
-             f"reference and no candidate; {service} service), in how many of the band's cells with a reference; ties "
-             "(another method within the CI, or within a tenth of the grid step of exact) and cells without a "
-             "reference are counted apart and in no share. "
-             + ("; ".join(f"{k} stands for {v}" for k, v in joined.items()) + " (identical CDFs)." if joined else ""),
-             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below exact; "
-             "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
-             "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
-             f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
-             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
-             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
-             "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
-             "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "
-             "with a reference.")]
-    more = [("When to trust which method (all R)",
-             ["load band", "percentile", "recommended (cells)", "check against the simulation: median / max |error| %",
-              "no recommendation %"], trust),
-            ("Each method against the best reference: median |error| / most negative error (%)",
-             ["method"] + [f"{p:g}th" for p in P], per)]
-    cap = _key_caption(cmp, service, b, rec, ru, trust, per)
-    return write_table(stem, "Closest method per (R, ρ) band (Wasserstein distance to the best reference)", header,
-                       rows, notes, more, caption=cap)
+    return per
 
 
 def _key_caption(cmp, service, b, rec, ru, trust, per) -> Caption:
