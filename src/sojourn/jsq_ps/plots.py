@@ -1545,9 +1545,9 @@ def _cdf_body(ax, c, body, n1, x1) -> float:
     if c.use_exact:  # the CI as an outline around the black line, not a band that reads as the methods' noise
         ax.plot(t, sim, color="k", lw=1.0, zorder=5, label="simulation (pooled)")
         for sign in (-1, 1):
-            ax.plot(t, sim + sign * ci, color="0.55", lw=0.7, ls=(0, (1, 1.5)), zorder=4,
-                    label=None if sign < 0 else f"grey dotted: the black line's 95 % CI ({c.k} replications; "
-                                                "the methods are set against exact)")
+            ax.plot(t, sim + sign * ci, color="0.6", lw=0.6, zorder=4,
+                    label=None if sign < 0 else f"thin grey lines (body), grey band (tail): the black line's 95 % "
+                                                f"CI ({c.k} replications; the methods are set against exact)")
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
     for sr in c.lines:
         if not (sr.method == "exact" and c.use_exact):
@@ -1559,7 +1559,7 @@ def _cdf_body(ax, c, body, n1, x1) -> float:
     ax.set_ylim(lo - pad, hi + pad)
     reach = float(np.nanmax(np.abs(ci), initial=0.0)) if c.use_exact else 0.0
     if c.use_exact and (np.nanmin(sim - ci, initial=0) < lo - pad or np.nanmax(sim + ci, initial=0) > hi + pad):
-        ax.text(0.99, 0.02, f"the simulation's CI (grey dotted) is clipped: ±{reach:.2g} at most",
+        ax.text(0.99, 0.02, f"the simulation's CI (thin grey) is clipped: ±{reach:.2g} at most",
                 transform=ax.transAxes, ha="right",
                 va="bottom", fontsize=7.5, color="0.35")
     ax.set_xlim(0, x1)
@@ -1736,7 +1736,7 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
           "per replication lie beyond t: no reference there); grey band: the black line's 95 % CI over its "
           "replications — it belongs to the simulation only (in the body the methods are set against exact, which "
           "has no noise; the y-range follows the methods, so the band may be clipped, and the panel then says how "
-          "far it reaches; in the body the band is drawn as a dotted outline of the black line). Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
+          "far it reaches; in the body the band is drawn as two thin grey lines around the black one). Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
           "(dashed, one dash pattern and width each), exact where it ran and T (dash-dot: the conservative tail "
           "chain, whose survival lies on or above the true one). A legend entry ending \"lies under X\" is a line "
           "that X, drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 "
