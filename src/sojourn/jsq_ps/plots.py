@@ -606,11 +606,8 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                         zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
-    from matplotlib.patches import Polygon
-
-    for i, j in zip(*np.nonzero(vs_sim)):  # a dark corner (as in the percentile maps): hides no label
-        ax.add_patch(Polygon([(j + 0.5, i - 0.5), (j + 0.5, i - 0.15), (j + 0.22, i - 0.5)], closed=True,
-                             color="0.1", lw=0, zorder=7))
+    ii, jj = np.nonzero(vs_sim)  # a dot in the corner (as in the percentile maps): hides no label, reads as no value
+    ax.plot(jj + 0.38, ii - 0.32, "o", color="0.15", mec="w", mew=0.8, ms=4, ls="none", zorder=7)
     handles = [Patch(color=method_color(m)) for m in winners]
     labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
               _label(m, joined) + " (clear winner)" for m in winners]
@@ -618,14 +615,14 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         groups = ", ".join(v for v in joined.values())
         labels.append("tie: no clear winner; the cell names every method within the CI (against exact: within "
-                      f"{b['w_tie']:g} {TIME_UNIT}) of the closest — A–F the paper's methods"
+                      f"{b['w_tie']:g} {TIME_UNIT})\nof the closest — A–F the paper's methods"
                       + (f"; {listing(list(joined))} the corrected groups ({groups})" if groups else ""))
     if vs_sim.any():
         from matplotlib.lines import Line2D
 
-        corner = Line2D([], [], ls="none", marker=[(1, 1), (1, 0.1), (0.2, 1)], ms=11, color="0.1")
-        handles.append((Patch(facecolor="w", edgecolor="0.5"), corner))
-        labels.append("dark corner: judged against the simulation (exact did not run); elsewhere against exact")
+        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.8, ms=4))
+        labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
+                      "exact")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -674,8 +671,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
                                   Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
                                           (("all", ["rho"]),), None, sel)))
         k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
-        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (dark corner: exact did not "
-                                 "run there); the rest against exact.", k_sim, n,
+        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (a dot in the corner: "
+                                 "exact did not run there); the rest against exact.", k_sim, n,
                                  "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
     if too_short.any():
@@ -686,7 +683,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dark corner); exact "
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dot in the corner); exact "
         "itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
@@ -981,7 +978,7 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     if significant and abs(v) < PALE_PCT:  # a frame: the difference counts, though its colour is pale
         ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.2", lw=0.9, zorder=3))
     if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
-        ax.plot([j + 0.36], [r - 0.26], "o", color="0.2", ms=2.2, zorder=4)
+        ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
     if not (small and np.isfinite(v)):
         return
     txt = _error_text(v)
@@ -1122,7 +1119,7 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
                       f"the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % counts at a long "
                       "percentile and not at a short one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
-        handles.append(Line2D([], [], ls="none", marker="o", color="0.2", ms=2.5))
+        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.6, ms=3))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
     for h in sh:
@@ -2119,8 +2116,9 @@ def _law_method_claims(cmp, services) -> list:
                          [Q.query(expr, (("min", None),), Q.RUN_OK, sel), Q.query(expr, (("max", None),), Q.RUN_OK, sel),
                           Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
                           Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
-    if _law_errors(cmp, services).size:
-        out += _exponential_model_claims(cmp, services, q)
+    if _law_errors(cmp, services).size:  # the exponential model's verdict first, the law methods' ranges per law last
+        expo = _exponential_model_claims(cmp, services, q)
+        out = expo[:1] + out + expo[1:]
     return out
 
 
