@@ -58,3 +58,26 @@ def test_the_caption_changes_with_the_data():
     cap = plots._percentile_caption(None, cmp, "example2", st)
     limits = " ".join(getattr(c, "text", c) for c in cap.limits)
     assert "◇" not in limits and "stopped as unstable" in limits
+
+
+def test_best_rates_sit_in_the_strip_not_in_the_data_area():
+    """The ▼ of each semantics' best rate is a mark of its own strip row (named at the row's end), above the panel,
+    never at a y of the panel's data (issue 31: status marks live outside the data's value range)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sojourn.core.figures import status_strip
+
+    fig, ax = plt.subplots()
+    ax.plot(RATES, [1.0, 2.0, 3.0])
+    strip = status_strip(ax)
+    plots._best_marks(strip, {"signal": 1.0, "timeout_exponential": 0.5})
+    drawn = strip.finish(title="t")
+    assert "best_rate" in strip.kinds and [r for r, _ in strip.rows] == ["signal", "timeout_exponential"]
+    marks = [ln for ln in drawn.get_lines() if ln.get_marker() == "v"]
+    assert sorted(float(x) for ln in marks for x in ln.get_xdata()) == [0.5, 1.0]
+    assert not [ln for ln in ax.get_lines() if ln.get_marker() == "v"]
+    assert {t.get_text() for t in drawn.texts} == {"signals", "exponential timeouts"}
+    plt.close(fig)

@@ -190,6 +190,9 @@ STATUS = {s.key: s for s in (
     Status("invalid", "x", "invalid fit (not a CDF)"),
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
     Status("unstable", "X", "unstable: stopped, no steady state"),
+    # not a missing value but a mark that must not sit at a y either: a sweep's best point, in its series' strip row
+    Status("best_rate", "v", "strip above, in each series' row: the rate of its smallest simulated mean",
+           color="0.15"),
 )}
 #: a map cell whose reference is too short: this grey, with the mark in its centre
 TOO_SHORT_CELL = "0.86"
@@ -241,10 +244,10 @@ class StatusStrip:
         self.kinds.add(key)
         return True
 
-    def finish(self, title=None, fontsize=9, reserve=0):
+    def finish(self, title=None, fontsize=9, reserve=0, label_size=7):
         """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel).
         ``reserve``: rows to keep free even without marks (an empty, invisible strip), so that a panel beside one
-        with a strip keeps its plot area and title at the same height."""
+        with a strip keeps its plot area and title at the same height; ``label_size``: the rows' names' font size."""
         ax = self.ax
         if not self.marks:
             if reserve:
@@ -269,7 +272,7 @@ class StatusStrip:
         strip.set_facecolor("0.96")
         for row, (text, color) in self.labels.items():
             strip.text(1.01, n - 1 - order[row], text, transform=strip.get_yaxis_transform(), ha="left", va="center",
-                       fontsize=7, color=color or "0.3", fontweight="bold")
+                       fontsize=label_size, color=color or "0.3", fontweight="bold")
         for side in strip.spines.values():
             side.set_color("0.75")
         if title:

@@ -104,7 +104,8 @@ W_FLOOR = 1e-3
 #: the legend entries of the two references
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
-NOISE_LABEL = "the simulation's own noise, where a method is set against it (no method can look closer)"
+NOISE_LABEL = ("light grey area: the simulation's own noise, where a method is set against it (no method can look "
+               "closer)")
 RULE = rule_words("customers")
 
 
@@ -237,68 +238,27 @@ _CLIP_MARK = {"marker": r"$\downarrow$", "ms": 10}
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
-    ρ, one column per R that ran (at most five), one row per family; at the loads where a method is set against the
-    simulation, the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as grey bars; status
-    marks in a strip above each panel, one labelled row per method."""
-    from matplotlib.lines import Line2D
-
-    from ..core.figures import METHOD_MARKERS
-
+    ρ, one column per R that ran (at most five), one row per family; where a method is set against the simulation,
+    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a light grey area; status
+    marks in a strip above each panel, one labelled row per method (every panel keeps the same strip height)."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
-    methods = c["approximation"].values.tolist()
-    rho, all_R = c["rho"].values, c["R"].values
-    W, ref, status = d["W"].values, d["reference"].values, d["status"].values
+    all_R = c["R"].values
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
-    noise = (c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=service)).transpose("R", "rho").values
-             if "sim_noise_wasserstein" in c else None)
     fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.5 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
                              sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
-    kinds, floor_hit, noise_drawn = set(), False, False
+    kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for r, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
-            ax, i = axes[r, k], int(np.nonzero(all_R == R)[0][0])
-            strip = status_strip(ax)
-            vs_sim = np.zeros(len(rho), bool)
-            shown = False
-            for sr in lines:
-                m = methods.index(sr.method)
-                y = W[i, :, m]
-                ok = np.isfinite(y)
-                mk = METHOD_MARKERS.get(sr.method, "o")
-                above = ok & (y >= W_FLOOR)
-                if above.any():
-                    shown = True
-                    ax.plot(rho[ok], np.maximum(y, W_FLOOR)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
-                            zorder=3)
-                    for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
-                        sel = above & (ref[i, :, m] == rk)
-                        ax.plot(rho[sel], y[sel], mk, ms=5.2, mfc=face, mec=sr.color, mew=1.2, ls="none", zorder=4)
-                vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
-                below = ok & (y < W_FLOOR)
-                if below.any():
-                    floor_hit = True
-                    ax.plot(rho[below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK, color=sr.color,
-                            clip_on=False, zorder=4, label=sr.label if not above.any() else None)
-                for key in ("not_run", "invalid"):
-                    strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
-            if noise is not None and (vs_sim & np.isfinite(noise[i])).any():
-                sel = vs_sim & np.isfinite(noise[i])
-                ax.plot(rho[sel], noise[i][sel], ls="none", marker="_", ms=16, mew=2.5, color="0.55", zorder=2,
-                        label=NOISE_LABEL)
-                noise_drawn = True
-            too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
-            strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
+            strip, hit, nz = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
+            floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
             kinds |= strip.kinds
-            ax.set_yscale("log")
-            ax.grid(alpha=0.3)
-            if not shown and (np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]])).any():
-                ax.text(0.5, 0.55, f"every line here lies\nbelow W = {W_FLOOR:g}:\nequal to exact", transform=ax.transAxes,
-                        ha="center", va="center", fontsize=8.5, color="0.3",
-                        bbox={"facecolor": "0.97", "edgecolor": "0.8"})
-            strip.finish(title=f"R = {R}")
+            strips.append((strip, R))
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
+    reserve = max(len(s.rows) for s, _ in strips)
+    for strip, R in strips:  # every panel the same strip height: the rows line up
+        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
         ax.tick_params(axis="x", labelbottom=True)
@@ -306,26 +266,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.tick_params(axis="x", labelbottom=True)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
-    h, lab = [], []
-    for _, lines in rows:
-        for sr in lines:
-            h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
-                            ms=5, mfc=sr.color))
-            lab.append(sr.label)
-    if noise_drawn:
-        h.append(Line2D([], [], ls="none", marker="_", ms=16, mew=2.5, color="0.55"))
-        lab.append(NOISE_LABEL)
-    rh, rl = _reference_handles()
-    drawn_m = [methods.index(sr.method) for _, lines in rows for sr in lines]
-    sub = ref[:, :, drawn_m][np.isin(all_R, Rv)]
-    kinds_drawn = {REF_EXACT: bool((sub == REF_EXACT).any()), REF_SIMULATION: bool((sub == REF_SIMULATION).any())}
-    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION)):
-        if kinds_drawn[k]:
-            h.append(hh)
-            lab.append(ll)
-    if floor_hit:
-        h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact")
+    h, lab = _w_legend(rows, d, Rv, all_R, c["approximation"].values.tolist(), noise_drawn, floor_hit)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=3, y=0.02)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
@@ -336,6 +277,89 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                  "Wasserstein distance W to exact where it ran (filled), else to the simulation (hollow): lower = "
                  "closer" + (f"\n{lead}" if lead else ""), y=0.995, va="bottom", fontsize=10.5)
     return save(fig, stem, caption=cap, **kw)
+
+
+def _w_panel(ax, cmp, c, d, lines, i):
+    """One panel of the Wasserstein figure (R index ``i``): each line's W (filled against exact, hollow against the
+    simulation, an arrow on the bottom edge below :data:`W_FLOOR`), the simulation's noise as a light grey area where
+    a line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
+    arrow is drawn, whether the noise is drawn)."""
+    from ..core.figures import METHOD_MARKERS
+
+    methods, rho = c["approximation"].values.tolist(), c["rho"].values
+    W, ref, status = d["W"].values, d["reference"].values, d["status"].values
+    strip = status_strip(ax)
+    vs_sim = np.zeros(len(rho), bool)
+    shown = floor_hit = noise_drawn = False
+    for sr in lines:
+        m = methods.index(sr.method)
+        y = W[i, :, m]
+        ok = np.isfinite(y)
+        above = ok & (y >= W_FLOOR)
+        if above.any():
+            shown = True
+            ax.plot(rho[ok], np.maximum(y, W_FLOOR)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
+            for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
+                sel = above & (ref[i, :, m] == rk)
+                ax.plot(rho[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+                        ls="none", zorder=4)
+        vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
+        below = ok & (y < W_FLOOR)
+        if below.any():
+            floor_hit = True
+            ax.plot(rho[below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK, color=sr.color,
+                    clip_on=False, zorder=4, label=sr.label if not above.any() else None)
+        for key in ("not_run", "invalid"):
+            strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
+    if "sim_noise_wasserstein" in c:
+        noise = c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=c["service"].item())).transpose(
+            "R", "rho").values[i]
+        sel = vs_sim & np.isfinite(noise)
+        if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
+            x = rho[sel]
+            x = np.repeat(x, 2) + np.tile([-0.012, 0.012], x.size) if x.size == 1 else x
+            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color="0.9", edgecolor="0.7", lw=0.6,
+                            zorder=1)
+            noise_drawn = True
+    too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
+    strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
+    ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
+    if not shown and (np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]])).any():
+        ax.text(0.5, 0.55, f"every line here lies\nbelow W = {W_FLOOR:g}:\nequal to exact", transform=ax.transAxes,
+                ha="center", va="center", fontsize=8.5, color="0.3", bbox={"facecolor": "0.97", "edgecolor": "0.8"})
+    return strip, floor_hit, noise_drawn
+
+
+def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
+    """The Wasserstein figure's legend entries: the lines, the noise area, the two references, the bottom arrow."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from ..core.figures import METHOD_MARKERS
+
+    h, lab = [], []
+    for _, lines in rows:
+        for sr in lines:
+            h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
+                            ms=5, mfc=sr.color))
+            lab.append(sr.label)
+    if noise_drawn:
+        h.append(Patch(facecolor="0.9", edgecolor="0.7", lw=0.6))
+        lab.append(NOISE_LABEL)
+    rh, rl = _reference_handles()
+    ref = d["reference"].values
+    sub = ref[:, :, [methods.index(sr.method) for _, lines in rows for sr in lines]][np.isin(all_R, Rv)]
+    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION)):
+        if (sub == k).any():
+            h.append(hh)
+            lab.append(ll)
+    if floor_hit:
+        h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact")
+    return h, lab
 
 
 def _best_of(W, methods, members):
@@ -582,11 +606,8 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                         zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
-    from matplotlib.patches import Polygon
-
-    for i, j in zip(*np.nonzero(vs_sim)):  # a dark corner (as in the percentile maps): hides no label
-        ax.add_patch(Polygon([(j + 0.5, i - 0.5), (j + 0.5, i - 0.15), (j + 0.22, i - 0.5)], closed=True,
-                             color="0.1", lw=0, zorder=7))
+    ii, jj = np.nonzero(vs_sim)  # a dot in the corner (as in the percentile maps): hides no label, reads as no value
+    ax.plot(jj + 0.38, ii - 0.32, "o", color="0.15", mec="w", mew=0.8, ms=4, ls="none", zorder=7)
     handles = [Patch(color=method_color(m)) for m in winners]
     labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
               _label(m, joined) + " (clear winner)" for m in winners]
@@ -594,14 +615,14 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         groups = ", ".join(v for v in joined.values())
         labels.append("tie: no clear winner; the cell names every method within the CI (against exact: within "
-                      f"{b['w_tie']:g} {TIME_UNIT}) of the closest — A–F the paper's methods"
+                      f"{b['w_tie']:g} {TIME_UNIT})\nof the closest — A–F the paper's methods"
                       + (f"; {listing(list(joined))} the corrected groups ({groups})" if groups else ""))
     if vs_sim.any():
         from matplotlib.lines import Line2D
 
-        corner = Line2D([], [], ls="none", marker=[(1, 1), (1, 0.1), (0.2, 1)], ms=11, color="0.1")
-        handles.append((Patch(facecolor="w", edgecolor="0.5"), corner))
-        labels.append("dark corner: judged against the simulation (exact did not run); elsewhere against exact")
+        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.8, ms=4))
+        labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
+                      "exact")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -650,8 +671,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
                                   Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
                                           (("all", ["rho"]),), None, sel)))
         k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
-        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (dark corner: exact did not "
-                                 "run there); the rest against exact.", k_sim, n,
+        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (a dot in the corner: "
+                                 "exact did not run there); the rest against exact.", k_sim, n,
                                  "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
     if too_short.any():
@@ -662,7 +683,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dark corner); exact "
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dot in the corner); exact "
         "itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
@@ -675,8 +696,6 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """The headline: per percentile, the method to use over (R, ρ) — exact where it ran, else T where the comparison
     found it never below exact, else the most accurate method that does not underestimate the percentile beyond its
     CI; "simulate" where none qualifies, split by why (no method qualifies, or the reference too short to judge)."""
-    from matplotlib.patches import Patch
-
     from .compare import SIMULATE, STATUS_RUN_TOO_SHORT, STATUS_TOO_FEW
 
     c = cmp.sel(service=service)
@@ -691,15 +710,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         beyond = ((c["usable"].sel(approximation="exact").values != 0)[..., None]
                   & ~np.isfinite(c["approx_percentile"].sel(approximation="exact").transpose("R", "rho",
                                                                                             "percentile").values))
-    # percentiles whose maps are identical share one panel
-    panels: list[list[int]] = []
-    for k in range(len(P)):
-        for g in panels:
-            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in (rec, short, none, beyond)):
-                g.append(k)
-                break
-        else:
-            panels.append([k])
+    panels = _identical_panels(len(P), (rec, short, none, beyond))  # identical maps share one panel
     wide = len(rho) > 12
     ncols = 2 if ((wide and len(panels) > 1) or len(panels) > 3) else len(panels)  # four panels: 2 × 2
     nrows = math.ceil(len(panels) / ncols)
@@ -725,6 +736,33 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
+    handles, labels = _recommended_legend(cmp, c, names, rec, short, none, beyond)
+    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
+    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
+                 va="bottom")
+    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+
+
+def _identical_panels(n, arrays) -> list[list[int]]:
+    """Groups of the last-axis indices 0..n-1 whose slices of every array of ``arrays`` are identical (in order)."""
+    panels: list[list[int]] = []
+    for k in range(n):
+        for g in panels:
+            if all(np.array_equal(a[..., g[0]], a[..., k]) for a in arrays):
+                g.append(k)
+                break
+        else:
+            panels.append([k])
+    return panels
+
+
+def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, list]:
+    """The recommended map's legend: each method's colour with when it is used (exact's budget and truncation, T's
+    margin over exact where both ran, from the data), the hatch of "simulate", the too-short and beyond-grid marks."""
+    from matplotlib.patches import Patch
+
+    from .compare import SIMULATE
+
     handles = [Patch(color=method_color(m)) for m in names]
     words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ") and its percentile "
              "lies on the time grid" + _exact_truncation_words(cmp).replace("; ", ";\n", 1)}
@@ -755,10 +793,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         labels.append(f"exact ran, but this percentile lies beyond {grid}: "
                       + ("no method has it and the simulation is too short — simulate, or rerun with a larger t_max"
                          if (rec[beyond] == SIMULATE).all() else "the colour is the method used instead"))
-    _legend_below(fig, handles, labels, ncol=1, fontsize=8)
-    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
-                 va="bottom")
-    return save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+    return handles, labels
 
 
 def _budget_words(cmp) -> str:
@@ -863,6 +898,8 @@ def _status(name: str) -> int:
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
+#: a map cell whose difference counts gets a frame below this |error| (%), where its colour is too pale to tell
+PALE_PCT = 10.0
 
 
 def _error_norm():
@@ -901,12 +938,11 @@ def _error_text(v: float) -> str:
     return f"{v:+.1f}"
 
 
-def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True):
+def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
-    shows its error (black on its colour where it counts, grey on white where it lies within the noise); a cell set
-    against the simulation gets a dark corner; status cells a grey fill and their mark (in black)."""
-    from matplotlib.patches import Polygon
-
+    shows its error (black on its colour, in a dark frame, where it counts; grey on white where it lies within the
+    noise); a cell set against the simulation gets a small dot in its corner; status cells a grey fill and their mark
+    (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
     kinds = set()
     rgb = np.ones((len(rows), ncols, 3))
     for r, (m, i) in enumerate(rows):
@@ -929,36 +965,50 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
                 kinds.add(key)
                 ax.plot(jj, np.full(jj.size, r), **status_style(key, "0.15", ms=sizes["mark"]))
         for j in np.nonzero(ref[i, :, m] != 0)[0]:
-            v = err[i, j, m]
-            if corners and ref[i, j, m] == REF_SIMULATION:  # a dark corner: against the simulation
-                ax.add_patch(Polygon([(j + 0.5, r - 0.5), (j + 0.5, r - 0.1), (j + 0.18, r - 0.5)], closed=True,
-                                     color="0.1", lw=0, zorder=3))
-            if small and np.isfinite(v):
-                txt = _error_text(v)
-                if sig[i, j, m]:
-                    dark = abs(norm(v) - 0.5) > 0.33
-                    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"], color="w" if dark else "k")
-                else:
-                    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"], color="0.55",
-                            style="italic")
+            _error_cell(ax, r, j, err[i, j, m], bool(sig[i, j, m]), corners and ref[i, j, m] == REF_SIMULATION, norm,
+                        small, sizes, None if ci is None else (ci[0][i, j, m], ci[1][i, j, m]))
     for g, color in group_colors:
         ax.axhline(g - 0.5, color="k", lw=1.0)
     return kinds
+
+
+def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
+    """A map cell's marks: its frame where the difference counts, the dot of a cell set against the simulation, its
+    number (and CI)."""
+    if significant and abs(v) < PALE_PCT:  # a frame: the difference counts, though its colour is pale
+        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.2", lw=0.9, zorder=3))
+    if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
+        ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
+    if not (small and np.isfinite(v)):
+        return
+    txt = _error_text(v)
+    if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
+        txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
+    style = {"color": "w" if abs(norm(v) - 0.5) > 0.33 else "k"} if significant else {"color": "0.55",
+                                                                                       "style": "italic"}
+    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
+            linespacing=0.95, **style)
 
 
 def norm_rgb(cmap, norm, v):
     return np.asarray(cmap(norm(v)))[:3]
 
 
+def _row_label(label: str) -> str:
+    """A method row's name in the maps: at most two names a line, broken after ' = ' (never inside a name), and a
+    parenthesis on its own line."""
+    head, _, tail = label.partition(" (")
+    names = head.split(" = ")
+    lines = [" = ".join(names[k:k + 2]) for k in range(0, len(names), 2)]
+    return " =\n".join(lines) + (f"\n({tail}" if tail else "")
+
+
 def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, **kw):
     """Maps of each method's relative percentile error against its reference: one panel per shown percentile (the
     lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; red = optimistic (below
-    the reference), blue = above, white with a grey number = no difference (within the CI, or within the grid step
-    of exact), grey ◇ = reference too short. ``exact_check``: a panel below with exact against the simulation at the
-    percentiles where the simulation can tell (the check of both)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
+    the reference), blue = above, framed where it counts, white with a grey number = no difference (within the CI,
+    or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: a panel below with exact
+    against the simulation (with its CI) at the percentiles where the simulation can tell (the check of both)."""
     if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
         fig, ax = plt.subplots(figsize=(6.5, 2.0))
         _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
@@ -969,30 +1019,28 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     a = against_reference(cmp, service)
     methods = c["approximation"].values.tolist()
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
-    err = 100 * a["error"].values
-    sig, ref, status = a["significant"].values, a["reference"].values, a["status"].values
+    m = {"err": 100 * a["error"].values, "sig": a["significant"].values, "ref": a["reference"].values,
+         "status": a["status"].values, "ci": (100 * a["low"].values, 100 * a["high"].values)}
     rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
-    have = [any(ref[i, :, m, k].any() for m, i in rows) for k in range(len(P))]
+    have = [any(m["ref"][i, :, j, k].any() for j, i in rows) for k in range(len(P))]
     shown = _shown_percentiles(P, have)
     e_idx = methods.index("exact") if (exact_check and "exact" in methods) else None
-    check = [k for k in range(len(P)) if e_idx is not None and (ref[:, :, e_idx, k] == REF_SIMULATION).any()]
-    norm, cmap = _error_norm(), plt.get_cmap("RdBu")
+    check = [k for k in range(len(P)) if e_idx is not None and (m["ref"][:, :, e_idx, k] == REF_SIMULATION).any()]
     small = len(rho) <= 12 and len(rows) <= 40
-    cw = 0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))
     rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
     sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
-    top_h = rh * len(rows) + 0.6
-    bot_h = (0.24 * len(Rv) + 0.9) if check else 0.0
-    width = len(shown) * (cw * len(rho) + 0.35) + 2.6
-    fig = plt.figure(figsize=(width, top_h + bot_h + 1.2))
+    top_h, bot_h = rh * len(rows) + 0.6, ((0.34 * len(Rv) + 0.9) if check else 0.0)
+    width = len(shown) * ((0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))) * len(rho) + 0.35) + 2.6
+    fig = plt.figure(figsize=(width, top_h + bot_h + 1.5))
     gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
                           hspace=0.28, wspace=0.08)
     axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
-    group_starts = [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g]
+    norm, cmap = _error_norm(), plt.get_cmap("RdBu")
     kinds = set()
     for ax, k in zip(axes, shown):
-        kinds |= _error_map(ax, err[..., k], sig[..., k], ref[..., k], status[..., k], rows, len(rho), cmap, norm,
-                            small, group_starts, sizes)
+        kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
+                            len(rho), cmap, norm, small, [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g],
+                            sizes)
         step = max(1, math.ceil(len(rho) / 8))
         ax.set_xticks(range(0, len(rho), step), [f"{x:g}" for x in rho[::step]], fontsize=7.5,
                       rotation=0 if len(rho) <= 12 else 90)
@@ -1001,51 +1049,15 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
         ax.set_yticks(range(len(rows)), [f"R = {Rv[i]}" for _, i in rows] if ax is axes[0] else [],
                       fontsize=7 if len(rows) > 20 else 7.5)
     for g, sr in enumerate(lines):
-        axes[0].annotate(sr.label if len(sr.label) < 16 else sr.label.replace(" = ", "=\n", 1).replace(" (", "\n("),
-                         xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"), xytext=(-40, 0),
-                         textcoords="offset points", ha="right", va="center", fontsize=8.5, fontweight="bold",
-                         color=sr.color)
+        axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
+                         xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
+                         fontweight="bold", color=sr.color)
     if check:
-        ax = fig.add_subplot(gs[1, 0])
-        erows = [(e_idx, i) for i in range(len(Rv))]
-        k = check[0]
-        kinds |= _error_map(ax, err[..., k], sig[..., k], ref[..., k], status[..., k], erows, len(rho), cmap, norm,
-                            small, [], sizes, corners=False)  # every cell of the check is against the simulation
-        ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
-        ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
-        ax.set_xlabel("load ρ", fontsize=9)
-        ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile", fontsize=9.5, loc="left",
-                     color=_EXACT_COLOR, fontweight="bold")
-        more = [P[x] for x in check[1:]]
-        note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
-                f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
-                "beyond it are needed)")
-        ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True,
-                color="0.3")
-    cax = fig.add_axes([0.93, 0.3, 0.012, 0.5])
-    sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
-    cb = fig.colorbar(sm, cax=cax, extend="max")
-    cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
-    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)", fontsize=8)
-    cb.ax.tick_params(labelsize=7)
-    cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
-    handles, labels = [], []
-    if any(((ref[i, :, m, :] != 0) & ~sig[i, :, m, :]).any() for m, i in rows):
-        handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append("white, grey italic number: within the reference's noise (the CI, or one grid step of exact)")
-    if any((ref[i, :, m, :] == REF_SIMULATION).any() for m, i in rows):
-        corner = Line2D([], [], ls="none", marker=[(1, 1), (1, 0.1), (0.2, 1)], ms=11, color="0.1")
-        handles.append((Patch(facecolor="w", edgecolor="0.5"), corner))
-        labels.append("dark corner: against the simulation (exact did not run); elsewhere against exact")
-    sh, sl = status_handles(kinds)
-    for h in sh:
-        h.set_color("0.15")
-        if h.get_markerfacecolor() != "none":
-            h.set_markerfacecolor("0.15")
-        h.set_markeredgecolor("0.15")
-    fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.9, top=1 - 0.4 / fig.get_figheight(),
-                        bottom=0.9 / fig.get_figheight())
-    _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=7.5)
+        kinds |= _exact_check_panel(fig.add_subplot(gs[1, 0]), m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes)
+    _error_colorbar(fig, norm, cmap)
+    fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
+                        bottom=0.6 / fig.get_figheight())
+    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
     fig.suptitle(f"Tail-percentile error of {what} against the best reference ({service} service)"
                  + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} not "
@@ -1054,6 +1066,68 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
                                     [P[k] for k in check])
     return save(fig, stem, caption=cap, **kw)
+
+
+def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes) -> set:
+    """The percentile-error figure's check: exact against the simulation at the first percentile the simulation can
+    tell, each value with its 95 % CI; returns the status kinds drawn."""
+    k = check[0]
+    sl = lambda x: x[..., k]
+    kinds = _error_map(ax, sl(m["err"]), sl(m["sig"]), sl(m["ref"]), sl(m["status"]), [(e_idx, i) for i in
+                       range(len(Rv))], len(rho), cmap, norm, small, [], sizes, corners=False,
+                       ci=(sl(m["ci"][0]), sl(m["ci"][1])))  # every cell of the check is against the simulation
+    ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
+    ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
+    ax.set_xlabel("load ρ", fontsize=9)
+    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile, [95 % CI]", fontsize=9.5,
+                 loc="left", color=_EXACT_COLOR, fontweight="bold")
+    more = [P[x] for x in check[1:]]
+    note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
+            f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
+            "beyond it are needed)")
+    ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True, color="0.3")
+    return kinds
+
+
+def _error_colorbar(fig, norm, cmap) -> None:
+    """The maps' colour bar, its linear band (±LIN_PCT) marked and named."""
+    cax = fig.add_axes([0.91, 0.3, 0.012, 0.5])
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, extend="max")
+    cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
+    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)\n"
+                 f"scale linear within ±{LIN_PCT:g} % (between the black lines), log beyond", fontsize=8)
+    cb.ax.tick_params(labelsize=7)
+    cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
+    for y in (-LIN_PCT, LIN_PCT):
+        cb.ax.axhline(y, color="k", lw=1.0)
+
+
+def _error_legend(fig, m, rows, kinds, dt) -> None:
+    """The maps' legend: the frame, the white "no difference" cell (with the grid-step rule), the corner dot and
+    the status marks drawn."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles, labels = [], []
+    if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
+        handles.append(Patch(facecolor="#f4d6c8", edgecolor="0.2", lw=0.9))
+        labels.append("coloured, black or white number: the difference counts (beyond the CI, or beyond one time step "
+                      f"of exact); framed where its colour is pale (|error| < {PALE_PCT:g} %)")
+    if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
+        handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
+        labels.append(f"white, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
+                      f"the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % counts at a long "
+                      "percentile and not at a short one)")
+    if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
+        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.6, ms=3))
+        labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
+    sh, sl = status_handles(kinds)
+    for h in sh:
+        h.set_color("0.15")
+        if h.get_markerfacecolor() != "none":
+            h.set_markerfacecolor("0.15")
+        h.set_markeredgecolor("0.15")
+    _legend_below(fig, handles + sh, labels + sl, ncol=1, fontsize=7.5)
 
 
 _MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF",
@@ -1068,7 +1142,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     sel = {"service": service, "approximation": methods, "percentile": [float(p) for p in shown]}
     A = a.sel(approximation=methods, percentile=shown)
     err, sig, ref, status = A["error"].values, A["significant"].values, A["reference"].values, A["status"].values
-    findings, limits = [], []
+    findings = []
     n_ref = int((ref != 0).sum())
     pw = listing([f"{p:g}th" for p in shown])
     if n_ref:
@@ -1076,30 +1150,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
                                  f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
                                  "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
-    dims = A["error"].dims
-
-    def where_(arr, op):
-        v = np.where(sig, arr, np.nan)
-        if not np.isfinite(v).any():
-            return None
-        flat = int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v))
-        idx = np.unravel_index(flat, v.shape)
-        loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
-                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x]))) for d, x in zip(dims, idx)}
-        loc["value"] = float(v[idx])
-        return loc, ref[idx]
-
-    for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
-        got = where_(err, op)
-        if got is None:
-            continue
-        loc, rk = got
-        if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
-            continue
-        findings.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
-                              f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
-                              f"{'exact' if rk == REF_EXACT else 'the simulation'}).", loc,
-                              Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    findings += _pe_extreme_claims(A, rel, sig_q, sel)
     if TAIL in methods:
         m = methods.index(TAIL)
         has = ref[:, :, m, :] != 0
@@ -1110,22 +1161,71 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
                     + (": it errs on the safe side." if below == 0 else "."))
             findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
     if check:
-        E = a.sel(approximation="exact", percentile=check)
-        has = E["reference"].values != 0
-        sg = E["significant"].values & has
-        e = E["error"].values[sg]
-        s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
-        text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
-                f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
-                + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
-                   f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
-        cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
-        if e.size:
-            cl.value += [float(e.min()), float(e.max())]
-            cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
-            cl.tol = half_unit(0, 100)
-        findings.append(cl)
+        findings.append(_pe_check_claim(cmp, a, service, check))
+    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
+    return Caption(
+        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
+        "number of servers R (rows, grouped by method) and load ρ (columns)"
+        + ("; below, exact against the simulation with its 95% CI, the check of both." if check else "."), findings,
+        _pe_limits(cmp, status, sel, without, rest),
+        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
+         "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
+         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
+         "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
+         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise. One "
+         f"colour scale for every percentile-error map: linear to ±{LIN_PCT:g} % (marked on the colour bar), "
+         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+
+
+def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
+    """The percentile-error caption's most optimistic and most conservative significant point (if on that side)."""
+    err, sig, ref = A["error"].values, A["significant"].values, A["reference"].values
+    dims = A["error"].dims
+    out = []
+    for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
+        v = np.where(sig, err, np.nan)
+        if not np.isfinite(v).any():
+            continue
+        idx = np.unravel_index(int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v)), v.shape)
+        loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
+                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x]))) for d, x in zip(dims, idx)}
+        loc["value"] = float(v[idx])
+        if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
+            continue
+        out.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
+                         f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
+                         f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'}).", loc,
+                         Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    return out
+
+
+def _pe_check_claim(cmp, a, service, check) -> Claim:
+    """The check's claim: at how many points exact differs from the simulation beyond its CI, and by how much."""
+    dt = float(cmp.attrs.get("time_step", 0.01))
+    rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
+    E = a.sel(approximation="exact", percentile=check)
+    has = E["reference"].values != 0
+    sg = E["significant"].values & has
+    e = E["error"].values[sg]
+    s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
+    text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
+            f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
+            + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
+               f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
+    cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
+    if e.size:
+        cl.value += [float(e.min()), float(e.max())]
+        cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
+        cl.tol = half_unit(0, 100)
+    return cl
+
+
+def _pe_limits(cmp, status, sel, without, rest) -> list:
+    """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
+    without any reference or left out."""
+    kind_q = Q.ref_kind(cmp)
     everywhere = "(usable >= 0) & (percentile > 0)"
+    limits = []
     n_short = int((status == "too_short").sum())
     if n_short:
         limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points drawn: exact did not run "
@@ -1144,17 +1244,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         limits.append(f"The {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} "
                       "left out of the figure to keep it readable: comparison.nc and accuracy.csv hold "
                       f"{'them' if len(rest) > 1 else 'it'}.")
-    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
-    return Caption(
-        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
-        "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both." if check else "."), findings, limits,
-        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
-         "the mean simulated percentile elsewhere (a dark corner in the cell; a difference counts where the 95% CI of "
-         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer), grey italic on white "
-         "where it lies within the reference's noise. One colour scale for every percentile-error map: linear to ±5 %, "
-         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+    return limits
 
 
 def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -1186,16 +1276,39 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     time is the time to refuse), the whisker from the fastest to the slowest of those cells; a family that did not
     run at every load of an R is drawn hollow there with the count of cells that ran."""
     from matplotlib.lines import Line2D
+
+    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(cmp["run_time"], dtype=np.int8)
+    fig, ax = plt.subplots(figsize=(8.0, 5.0))
+    Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
+    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho)
+    ax.set_yscale("log")
+    log_ticks(ax.yaxis)
+    ax.set_xscale("log")
+    ax.set_xticks(Rv, [str(int(r)) for r in Rv])
+    ax.minorticks_off()
+    ax.set_xlabel("servers R")
+    ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
+    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
+                 "fastest to slowest cell)", fontsize=9.5)
+    handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
+    labels = [lab for lab, _, _ in fams]
+    if partial:
+        handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
+        bw = _budget_words(cmp)
+        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
+                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
+    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    ax.grid(alpha=0.3)
+    return save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial), **kw)
+
+
+def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
+    """The run-time figure's marks per family and R: the median (hollow, with k/n at the panel's foot, where the
+    family did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)},
+    whether a hollow mark is drawn)."""
     from matplotlib.transforms import blended_transform_factory
 
-    rt = cmp["run_time"]
-    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(rt, dtype=np.int8)
-    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
-    fig, ax = plt.subplots(figsize=(8.0, 5.0))
-    Rv = cmp["R"].values
-    n_rho = cmp.sizes["rho"]
     meds, partial = {}, False
-    fams = _families(cmp)
     for k, (label, ms, color) in enumerate(fams):
         d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
         dims = [x for x in d.dims if x != "R"]
@@ -1218,24 +1331,12 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                 ax.text(xi, 0.015 + 0.045 * k, f"{int(f_)}/{n_rho}", transform=blended_transform_factory(
                     ax.transData, ax.transAxes), fontsize=7.5, color=color, fontweight="bold", ha="center",
                     va="bottom", bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.5}, zorder=6)
-    ax.set_yscale("log")
-    log_ticks(ax.yaxis)
-    ax.set_xscale("log")
-    ax.set_xticks(Rv, [str(int(r)) for r in Rv])
-    ax.minorticks_off()
-    ax.set_xlabel("servers R")
-    ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
-                 "fastest to slowest cell)", fontsize=9.5)
-    handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
-    labels = [lab for lab, _, _ in fams]
-    if partial:
-        handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
-        bw = _budget_words(cmp)
-        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
-                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
-    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
-    ax.grid(alpha=0.3)
+    return meds, partial
+
+
+def _runtime_caption(cmp, nr, meds, partial) -> Caption:
+    rt = cmp["run_time"]
+    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
     findings = []
     for label, (ms, med) in meds.items():
         findings.append(Claim(f"{label}: median {_g(med)} s per cell where it ran.", med,
@@ -1265,12 +1366,11 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                       "whole row.")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
-    cap = Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
-                  "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
-                  "slowest of those cells.", findings, limits,
-                  [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
-                    "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
-    return save(fig, stem, caption=cap, **kw)
+    return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
+                   "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
+                   "slowest of those cells.", findings, limits,
+                   [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
+                     "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
 
 
 # =========================================================================== one cell's distribution
@@ -1304,166 +1404,289 @@ def _under(lines, curves, tol, panels) -> dict:
 
 
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENTIAL, cmp=None, **kw):
-    """Simulated (pooled, with the replication range) vs approximated CDFs of one cell: the body (linear, up to the
-    simulated 99th percentile) and the tail (log, up to the 99.999th). The simulated tail is drawn solid where at
-    least 100 customers per replication lie beyond t, dotted beyond (reference too short there).
+    """Simulated (pooled, with its 95 % CI over the replications) vs approximated CDFs of one cell: the body (each
+    CDF minus the reference's, linear, up to the simulated 99th percentile) and the tail (log, up to the 99.999th).
+    The simulated tail is drawn solid where at least 100 customers per replication lie beyond t, dotted beyond
+    (reference too short there).
 
     Drawn: ``exact``, ``T`` and each distinct corrected chain, plus the three paper methods closest to the reference
     by Wasserstein distance (exact where it ran, else the simulation; from ``cmp`` if given, else all six); methods
     whose "CDF" is not a CDF are left out and named. ``sim``/``approx`` may be lazily opened files.
     """
-    s = sim[["count", "overflow"]].sel(service=service, R=R).sel(rho=rho, method="nearest")
-    var = "cdf" if "cdf" in approx else "sf"
-    a = approx[[var]].sel(R=R).sel(rho=rho, method="nearest")
-    t = sim["t"].values
-    count = s["count"].values.astype(float)
-    overflow = s["overflow"].values.astype(float)
-    Fa = a[var].transpose("approximation", "t").values
-    Fa = Fa.astype(float) if var == "cdf" else 1.0 - Fa.astype(np.float64)
-    Fr = cdf_at_left_edges(count, overflow)
-    Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
-    n_rep = count.sum(-1) + overflow
-    n_rep = n_rep[n_rep > 0]
-    methods = approx["approximation"].values.tolist()
-    flags, _ = fit_validity(Fa)
-    ran = {m: bool(np.isfinite(F).any()) for m, F in zip(methods, Fa)}
-    ok = {m: ran[m] and not f for m, f in zip(methods, flags)}
-    omitted = [m for m in methods if ran[m] and not ok[m]]
-    faithful = [m for m in FAITHFUL if m in methods and ok[m]]
-    w_ref = None
-    if cmp is not None:
-        d = w_against_reference(cmp, service)
-        w_ref = d.sel(R=R).sel(rho=float(rho), method="nearest")
-        if faithful:
-            faithful = sorted(faithful, key=lambda m: (not np.isfinite(float(w_ref["W"].sel(approximation=m))),
-                                                       float(w_ref["W"].sel(approximation=m))))[:3]
-    lines = [Series([m], _FAITHFUL_COLOR[m], "-") for m in faithful]
-    chains: list[list[str]] = []
-    for m in (x for x in methods if x.endswith("*") and ok[x]):
-        i = methods.index(m)
-        for g in chains:
-            if np.array_equal(Fa[methods.index(g[0])], Fa[i], equal_nan=True):
-                g.append(m)
-                break
-        else:
-            chains.append([m])
-    lines += [Series(g, method_color(g[0]), _CHAIN_DASHES[k % len(_CHAIN_DASHES)]) for k, g in enumerate(chains)]
-    if "exact" in methods and ok["exact"]:
-        lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
-    if TAIL in methods and ok[TAIL]:
-        lines.append(tail_series())
-
-    def q(p):  # first grid t with pooled F > p, else the last
-        hit = np.nonzero(Fp > p)[0] if np.isfinite(Fp).any() else []
-        return float(t[hit[0]]) if len(hit) else float(t[-1])
-
-    # where the simulated tail stops being a reference: fewer than TAIL_MIN customers per replication beyond t
-    per_rep = (1.0 - Fp) * (n_rep.mean() if n_rep.size else 0.0)
-    reliable = per_rep >= TAIL_MIN
-    t_end = float(t[np.nonzero(reliable)[0][-1]]) if reliable.any() else 0.0
-    # the body as differences from the reference (exact where it ran, else the pooled simulation): coinciding CDFs
-    # stay apart, and the area between a line and 0 is the method's W
-    use_exact = "exact" in methods and ok["exact"] and service == EXPONENTIAL
-    F_ref = Fa[methods.index("exact")] if use_exact else Fp
-    ref_word = "exact" if use_exact else "the pooled simulation"
-
-    def w_of(sr):
-        if w_ref is None:
-            return float("nan")
-        if sr.method == "exact" and use_exact:
-            return float("nan")
-        return float(w_ref["W"].sel(approximation=sr.method)) if sr.method in w_ref["approximation"].values else \
-            float("nan")
-
-    def label_w(sr):
-        w = w_of(sr)
-        name = sr.label
-        if sr.method == TAIL and use_exact:
-            name += "; its CDF lies on or below the true one (body: below 0 from t ≈ 0)"
-        if not np.isfinite(w):
-            text = name
-        else:
-            text = f"{name}: W = {_g(w)}" if w >= W_FLOOR else f"{name}: W < {W_FLOOR:g} (on exact)"
-        return text + (f" — lies under {covered[sr.method]}" if sr.method in covered else "")
-
+    c = _cdf_data(sim, approx, R, rho, service, cmp)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
-    x1, x2 = max(1.15 * q(0.99), 5 * float(t[1])), max(1.1 * q(0.99999), 5 * float(t[1]))
-    n1 = min(len(t), int(np.searchsorted(t, x1, side="right")) + 1)
-    n2 = min(len(t), int(np.searchsorted(t, x2, side="right")) + 1)
-    # body: differences
-    good1 = reliable[:n1]
-    d_lo, d_hi = np.nanmin(Fr, 0)[:n1] - F_ref[:n1], np.nanmax(Fr, 0)[:n1] - F_ref[:n1]
-    n_rep = int(np.isfinite(Fr).any(axis=tuple(range(1, Fr.ndim))).sum()) if Fr.ndim > 1 else 1
-    ax1.fill_between(t[:n1], np.where(good1, d_lo, np.nan), np.where(good1, d_hi, np.nan), color="0.85", alpha=0.6,
-                     lw=0, label=f"simulation: min–max over its {n_rep} replications (their spread, not a CI of the "
-                     "pooled curve)")
-    if use_exact:
-        ax1.plot(t[:n1], np.where(good1, Fp[:n1] - F_ref[:n1], np.nan), color="k", lw=1.0, zorder=5,
-                 label="simulation (pooled)")
-    ax1.axhline(0.0, color=_EXACT_COLOR if use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
-    for sr in lines:
-        if sr.method == "exact" and use_exact:
-            continue
-        F = Fa[methods.index(sr.method)][:n1]
-        ax1.plot(t[:n1], F - F_ref[:n1], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, lines), zorder=3)
-    # the body's y-range follows the methods and the pooled simulation, not the replications' band (clipped, said)
-    body = {sr.method: Fa[methods.index(sr.method)][:n1] - F_ref[:n1] for sr in lines}
-    span = max([float(np.nanmax(np.abs(v), initial=0.0)) for v in body.values()]
-               + ([float(np.nanmax(np.abs(np.where(good1, Fp[:n1] - F_ref[:n1], np.nan)), initial=0.0))]
-                  if use_exact else []) + [1e-3])
-    ax1.set_ylim(-1.2 * span, 1.2 * span)
-    band = float(np.nanmax(np.abs(np.where(good1, np.maximum(-d_lo, d_hi), np.nan)), initial=0.0))
-    if band > 1.2 * span:
-        ax1.text(0.99, 0.02, f"grey band clipped: it reaches ±{band:.2g}", transform=ax1.transAxes, ha="right",
-                 va="bottom", fontsize=7.5, color="0.35")
-    ax1.set_xlim(0, x1)
-    ax1.set_ylabel(f"P(T ≤ t) − {'exact' if use_exact else 'simulated'} P(T ≤ t)", fontsize=9)
-    ax1.set_title(f"body: each CDF minus {ref_word}'s (the area to 0 is W),\nup to the simulated 99th percentile",
-                  fontsize=9)
-    # tail: exact wide and light underneath, the rest thinner on top, the simulation on top of all
-    good2 = reliable[:n2]
-    tail_log = {sr.method: np.log10(np.clip(1 - Fa[methods.index(sr.method)][:n2], 1e-6, None)) for sr in lines}
-    order = [sr for sr in lines if sr.method == "exact"] + [sr for sr in lines if sr.method != "exact"]  # exact under
-    covered = _under(order, {m: [body[m], tail_log[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
-    lo_r, hi_r = np.nanmin(Fr, 0)[:n2], np.nanmax(Fr, 0)[:n2]
-    ax2.fill_between(t[:n2], np.where(good2, 1 - hi_r, np.nan), np.where(good2, 1 - lo_r, np.nan), color="0.7",
-                     alpha=0.6, lw=0)
-    for sr in lines:
-        F = Fa[methods.index(sr.method)][:n2]
-        wide = sr.method == "exact"
-        ax2.plot(t[:n2], 1 - F, ls=sr.style, color=sr.color, lw=4.0 if wide else _cdf_lw(sr, lines),
-                 alpha=0.45 if wide else 1.0, zorder=2 if wide else 3, label=label_w(sr))
-    ax2.plot(t[:n2], np.where(good2, 1 - Fp[:n2], np.nan), color="k", lw=1.2, zorder=5)
-    if (~good2).any():
-        ax2.plot(t[:n2], np.where(~good2, 1 - Fp[:n2], np.nan), color="0.55", lw=0.8, ls=":", alpha=0.35, zorder=4,
-                 label=f"faint dots: simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
-                       "(not a reference, not data to read)")
-    ax2.set_xlim(0, x2)
-    ax2.set_yscale("log")
-    ax2.set_ylim(1e-6, 1.0)
-    ax2.set_ylabel("P(T > t)")
-    ax2.set_title("tail: P(T > t) on a log scale; x-range to the pooled simulation's\n99.999th percentile "
-                  f"(a reference only up to t ≈ {t_end:.3g}: solid black)", fontsize=9)
+    x1 = max(1.15 * c.q(0.99), 5 * float(c.t[1]))
+    x2 = max(1.1 * c.q(0.99999), 5 * float(c.t[1]))
+    n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
+    n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
+    body = {sr.method: _smooth(c.Fa[c.methods.index(sr.method)][:n1] - c.F_ref[:n1], n1) for sr in c.lines}
+    span = _cdf_body(ax1, c, body, n1, x1)
+    tail = {sr.method: np.log10(np.clip(1 - c.Fa[c.methods.index(sr.method)][:n2], 1e-6, None)) for sr in c.lines}
+    order = [sr for sr in c.lines if sr.method == "exact"] + [sr for sr in c.lines if sr.method != "exact"]
+    covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
+    _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered, x1) for sr in c.lines})
     for ax in (ax1, ax2):
         ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     h, lab = _legend_entries([ax1, ax2])
     _legend_below(fig, h, lab, ncol=2, fontsize=8)
-    shown = [m for sr in lines for m in sr.members]
-    hidden = [m for m in methods if ok[m] and m not in shown]
-    not_run = [m for m in methods if not ran[m]]
-    notes = []
-    if not_run:
-        notes.append(f"not run here (over budget / truncation cap): {', '.join(not_run)}")
-    if omitted:
-        notes.append(f"not drawn, not a CDF here: {', '.join(omitted)}")
-    if hidden:
-        notes.append(f"computed, not drawn (farther from the reference by W than those drawn): {', '.join(hidden)}")
+    shown = [m for sr in c.lines for m in sr.members]
+    hidden = [m for m in c.methods if c.ok[m] and m not in shown]
+    not_run = [m for m in c.methods if not c.ran[m]]
+    cap = _cdf_caption(cmp, c.w_ref, R, float(rho), service, c.faithful, c.t_end, hidden, not_run, c.omitted)
+    notes = [f"not run here (over budget / truncation cap): {', '.join(not_run)}"] if not_run else []
+    notes += [f"not drawn, not a CDF here: {', '.join(c.omitted)}"] if c.omitted else []
+    notes += [f"computed, not drawn (farther from the reference by W): {', '.join(hidden)}"] if hidden else []
+    head = "; ".join(_cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0]) if cmp is not None else ""
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
-                 + ("\n" + "; ".join(notes) if notes else ""), fontsize=10, y=1.0, va="bottom")
-    cap = _cdf_caption(cmp, w_ref, R, float(rho), service, faithful, t_end, hidden, not_run, omitted)
+                 + (f"\n{head}" if head else "") + ("\n" + "; ".join(notes) if notes else ""), fontsize=10, y=1.0,
+                 va="bottom")
     return save(fig, stem, caption=cap, **kw)
+
+
+def _cdf_data(sim, approx, R, rho, service, cmp):
+    """What the CDF figure of one cell draws: the grid ``t``, the methods' CDFs ``Fa`` (rows in order of
+    ``methods``), the replications' ``Fr`` and the pooled ``Fp`` simulated CDFs with the pooled curve's 95 % CI
+    half-width ``ci`` (Student t over the replications), the ``lines`` to draw, the reference ``F_ref`` of the body
+    (exact where it ran, else the pooled simulation), where the simulated tail is a reference (``reliable``,
+    ``t_end``) and each method's W to its reference (``w_ref``, from ``cmp``)."""
+    from types import SimpleNamespace
+
+    from scipy import stats
+
+    s = sim[["count", "overflow"]].sel(service=service, R=R).sel(rho=rho, method="nearest")
+    var = "cdf" if "cdf" in approx else "sf"
+    c = SimpleNamespace(t=sim["t"].values, methods=approx["approximation"].values.tolist())
+    Fa = approx[[var]].sel(R=R).sel(rho=rho, method="nearest")[var].transpose("approximation", "t").values
+    c.Fa = Fa.astype(float) if var == "cdf" else 1.0 - Fa.astype(np.float64)
+    count, overflow = s["count"].values.astype(float), s["overflow"].values.astype(float)
+    c.Fr = cdf_at_left_edges(count, overflow)
+    c.Fp = cdf_at_left_edges(count.sum(0), float(overflow.sum()))
+    n_rep = count.sum(-1) + overflow
+    n_rep = n_rep[n_rep > 0]
+    rows = c.Fr[np.isfinite(c.Fr).any(-1)] if c.Fr.ndim > 1 else c.Fr[None]
+    c.k = len(rows)
+    c.ci = (stats.t.ppf(0.975, c.k - 1) * np.std(rows, axis=0, ddof=1) / np.sqrt(c.k) if c.k > 1
+            else np.full(c.t.size, np.nan))
+    flags, _ = fit_validity(c.Fa)
+    c.ran = {m: bool(np.isfinite(F).any()) for m, F in zip(c.methods, c.Fa)}
+    c.ok = {m: c.ran[m] and not f for m, f in zip(c.methods, flags)}
+    c.omitted = [m for m in c.methods if c.ran[m] and not c.ok[m]]
+    c.faithful = [m for m in FAITHFUL if m in c.methods and c.ok[m]]
+    c.w_ref = None
+    if cmp is not None:
+        c.w_ref = w_against_reference(cmp, service).sel(R=R).sel(rho=float(rho), method="nearest")
+        W = {m: float(c.w_ref["W"].sel(approximation=m)) for m in c.faithful}
+        c.faithful = sorted(c.faithful, key=lambda m: (not np.isfinite(W[m]), W[m]))[:3]
+    c.lines = _cdf_lines(c)
+    c.q = lambda p: _first_above(c.t, c.Fp, p)
+    # where the simulated tail stops being a reference: fewer than TAIL_MIN customers per replication beyond t
+    c.reliable = (1.0 - c.Fp) * (n_rep.mean() if n_rep.size else 0.0) >= TAIL_MIN
+    c.t_end = float(c.t[np.nonzero(c.reliable)[0][-1]]) if c.reliable.any() else 0.0
+    c.use_exact = "exact" in c.methods and c.ok["exact"] and service == EXPONENTIAL
+    c.F_ref = c.Fa[c.methods.index("exact")] if c.use_exact else c.Fp
+    return c
+
+
+def _first_above(t, F, p) -> float:
+    """The first grid t where F > p, else the last t."""
+    hit = np.nonzero(F > p)[0] if np.isfinite(F).any() else []
+    return float(t[hit[0]]) if len(hit) else float(t[-1])
+
+
+def _cdf_lines(c) -> list:
+    """The CDF figure's lines: the three closest of A–F, each distinct corrected chain (identical CDFs drawn once,
+    one dash pattern each), exact and T."""
+    lines = [Series([m], _FAITHFUL_COLOR[m], "-") for m in c.faithful]
+    chains: list[list[str]] = []
+    for m in (x for x in c.methods if x.endswith("*") and c.ok[x]):
+        i = c.methods.index(m)
+        for g in chains:
+            if np.array_equal(c.Fa[c.methods.index(g[0])], c.Fa[i], equal_nan=True):
+                g.append(m)
+                break
+        else:
+            chains.append([m])
+    lines += [Series(g, method_color(g[0]), _CHAIN_DASHES[k % len(_CHAIN_DASHES)], lw=1.9 - 0.6 * k)
+              for k, g in enumerate(chains)]
+    if "exact" in c.methods and c.ok["exact"]:
+        lines.append(Series(["exact"], _EXACT_COLOR, "-", lw=2.0))
+    if TAIL in c.methods and c.ok[TAIL]:
+        lines.append(tail_series())
+    return lines
+
+
+#: the body's method curves are smoothed over this share of the drawn points: their CDFs are stored with 12
+#: significant bits (sojourn.jsq_ps.storage), whose rounding (≤ 1.2e-4) would show as steps at a ±0.005 scale
+_SMOOTH_SHARE = 1 / 150
+
+
+def _smooth(y, n):
+    from scipy.ndimage import uniform_filter1d
+
+    size = max(1, int(n * _SMOOTH_SHARE))
+    ok = np.isfinite(y)
+    if size < 2 or not ok.all():
+        return y
+    return uniform_filter1d(y, size, mode="nearest")
+
+
+def _cdf_body(ax, c, body, n1, x1) -> float:
+    """The body panel: each method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`), the pooled
+    simulation with its 95 % CI (where it is a reference); the y-range follows the methods and the pooled simulation
+    (a wider CI is clipped, and said). Returns the half-span of the y-range."""
+    t, good = c.t[:n1], c.reliable[:n1]
+    sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
+    ci = np.where(good, c.ci[:n1], np.nan)
+    if c.use_exact:  # the CI as an outline around the black line, not a band that reads as the methods' noise
+        ax.plot(t, sim, color="k", lw=1.0, zorder=5, label="simulation (pooled)")
+        for sign in (-1, 1):
+            ax.plot(t, sim + sign * ci, color="0.6", lw=0.6, zorder=4,
+                    label=None if sign < 0 else f"thin grey lines (body), grey band (tail): the black line's 95 % "
+                                                f"CI ({c.k} replications; the methods are set against exact)")
+    ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
+    for sr in c.lines:
+        if not (sr.method == "exact" and c.use_exact):
+            ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+    vals = list(body.values()) + ([sim] if c.use_exact else [])
+    lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
+    hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
+    pad = 0.12 * max(hi - lo, 2e-3)
+    ax.set_ylim(lo - pad, hi + pad)
+    reach = float(np.nanmax(np.abs(ci), initial=0.0)) if c.use_exact else 0.0
+    if c.use_exact and (np.nanmin(sim - ci, initial=0) < lo - pad or np.nanmax(sim + ci, initial=0) > hi + pad):
+        ax.text(0.99, 0.02, f"the simulation's CI (thin grey) is clipped: ±{reach:.2g} at most",
+                transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=7.5, color="0.35")
+    ax.set_xlim(0, x1)
+    ref = "exact" if c.use_exact else "simulated"
+    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9)
+    ax.set_title(f"body: each CDF minus {'exact' if c.use_exact else 'the pooled simulation'}'s (the area to 0 "
+                 f"is W,\nin {TIME_UNIT}), up to the simulated 99th percentile", fontsize=9)
+    return (hi - lo) / 2 + pad
+
+
+def _cdf_tail(ax, c, n2, x2, labels) -> None:
+    """The tail panel: P(T > t) on a log scale, exact wide and light underneath, the methods on top, the pooled
+    simulation solid (with its CI) where it is a reference, faint dots beyond."""
+    t, good = c.t[:n2], c.reliable[:n2]
+    sf = 1 - c.Fp[:n2]
+    ci = c.ci[:n2]
+    ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan), np.where(good, sf + ci, np.nan),
+                    color="0.75", alpha=0.5, lw=0)
+    for sr in c.lines:
+        wide = sr.method == "exact"
+        ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
+                lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3,
+                label=labels[sr.method])
+    ax.plot(t, np.where(good, sf, np.nan), color="k", lw=1.2, zorder=5)
+    if (~good).any():
+        ax.plot(t, np.where(~good, sf, np.nan), color="0.55", lw=0.8, ls=":", alpha=0.35, zorder=4,
+                label=f"faint dots: simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
+                      "(not a reference, not data to read)")
+    ax.set_xlim(0, x2)
+    ax.set_yscale("log")
+    ax.set_ylim(1e-6, 1.0)
+    ax.set_ylabel("P(T > t)")
+    ax.set_title("tail: P(T > t) on a log scale; x-range to the pooled simulation's\n99.999th percentile "
+                 f"(a reference only up to t ≈ {c.t_end:.3g}: solid black)", fontsize=9)
+
+
+def _cdf_label(c, sr, covered, x1) -> str:
+    """A line's legend entry: its name, its W (in mean service times) against the reference, where most of W lies
+    beyond the body panel's x-range, and which line covers it."""
+    w = float("nan")
+    if c.w_ref is not None and not (sr.method == "exact" and c.use_exact) \
+            and sr.method in c.w_ref["approximation"].values:
+        w = float(c.w_ref["W"].sel(approximation=sr.method))
+    name = sr.label
+    if sr.method == TAIL and c.use_exact:
+        name += "; its CDF lies on or below the true one (body: below 0 from t ≈ 0)"
+    if not np.isfinite(w):
+        text = name
+    elif w < W_FLOOR:
+        text = f"{name}: W < {W_FLOOR:g} (on exact)"
+    else:
+        text = f"{name}: W = {_g(w)}"
+        share = _body_share(c, sr.method, x1)
+        if share < 0.5:
+            text += (f" ({'almost all' if share < 0.005 else f'{100 * (1 - share):.0f} %'} of it from t > {x1:.3g}, "
+                     "beyond the body panel)")
+    return text + (f" — lies under {covered[sr.method]}" if sr.method in covered else "")
+
+
+def _body_share(c, method, x1) -> float:
+    """The share of ∫|F − F_ref| dt over the grid that lies at t ≤ x1 (1 where the integral is 0)."""
+    d = np.abs(c.Fa[c.methods.index(method)] - c.F_ref)
+    d = np.where(np.isfinite(d), d, 0.0)
+    dt = np.diff(c.t, append=c.t[-1])
+    total = float(np.sum(d * dt))
+    return float(np.sum((d * dt)[c.t <= x1]) / total) if total > 0 else 1.0
+
+
+#: methods of A–F whose W is within this factor of the closest one's are named together, as nearly tied
+_TIE = 1.15
+
+
+def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
+    """The CDF figure's findings, from the comparison: (short phrases for the title, claims for the caption) — the
+    closest of A–F with those nearly tied to it (W within ×:data:`_TIE`), the drawn A–F's error at the highest
+    percentile against exact (the direction of their tails), and the corrected chains' and T's largest W."""
+    c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
+    sel = {"service": service, "R": R, "rho": float(c["rho"])}
+    present = [m for m in FAITHFUL if m in c["approximation"].values]
+    W = {m: float(w_ref["W"].sel(approximation=m)) for m in present}
+    W = {m: v for m, v in W.items() if np.isfinite(v)}
+    if not W:
+        return [], []
+    ref = "exact" if bool((w_ref["reference"] == REF_EXACT).any()) else "the simulation"
+    wq = f"({Q.w_ref(cmp)})"
+    tied = sorted((m for m in W if W[m] <= _TIE * min(W.values())), key=W.get)
+    best = tied[0]
+    first = Q.query(f"{wq}.sel(approximation={Q.names(present)})", (("argmin", None),), None, sel)
+    if len(tied) == 1:
+        claims = [Claim(f"Closest of the paper's A–F to {ref} by Wasserstein distance: {best} (W = {_g(W[best])} "
+                        f"{TIME_UNIT}).", {"approximation": best, "value": W[best]}, first, sig_tol(W[best], 2))]
+        head = [f"closest of A–F: {best} (W = {_g(W[best])})"]
+    else:
+        claims = [Claim(f"Closest of the paper's A–F to {ref} by Wasserstein distance: {listing(tied)}, nearly tied "
+                        f"(W = {listing([_g(W[m]) for m in tied])} {TIME_UNIT}, within {100 * (_TIE - 1):.0f} % of "
+                        "the closest).", [{"approximation": best, "value": W[best]}] + [W[m] for m in tied[1:]],
+                        [first] + [Q.query(f"{wq}.sel(approximation={m!r})", (("max", None),), None, sel)
+                                   for m in tied[1:]], max(sig_tol(W[m], 2) for m in tied))]
+        head = [f"closest of A–F: {listing(tied)}, nearly tied (W {_g(W[tied[0]])}–{_g(W[tied[-1]])})"]
+    ap = c["approx_percentile"]
+    if ref == "exact" and "exact" in ap["approximation"].values:
+        ok = [float(p) for p in c["percentile"].values if np.isfinite(float(ap.sel(approximation="exact",
+                                                                                   percentile=p)))]
+        ms = [m for m in drawn if m in W]
+        if ok and ms:
+            p = ok[-1]
+            e = {m: float(ap.sel(approximation=m, percentile=p) / ap.sel(approximation="exact", percentile=p) - 1)
+                 for m in ms}
+            e = {m: v for m, v in e.items() if np.isfinite(v)}
+            side = ("all optimistic (below exact)" if all(v < 0 for v in e.values()) else
+                    "all conservative (above exact)" if all(v > 0 for v in e.values()) else "")
+            words = listing([f"{m} {_pct(v)}" for m, v in e.items()])
+            if e:
+                claims.append(Claim(f"At the {p:g}th percentile the drawn A–F against exact: {words}"
+                                    + (f", {side}." if side else "."), list(e.values()),
+                                    [Q.query(f"approx_percentile.sel(approximation={m!r}) / approx_percentile.sel("
+                                             "approximation='exact') - 1", (("max", None),), None,
+                                             {**sel, "percentile": p}) for m in e], half_unit(0, 100)))
+                head.append(f"their {p:g}th percentile vs exact: {words}" + (f" ({side.split(' (')[0]})" if side
+                                                                             else ""))
+    corr = [m for m in c["approximation"].values.tolist() if (m.endswith("*") or m == TAIL)
+            and np.isfinite(float(w_ref["W"].sel(approximation=m)))]
+    if corr:
+        wmax = max(float(w_ref["W"].sel(approximation=m)) for m in corr)
+        words = f"below {W_FLOOR:g}" if wmax < W_FLOOR else f"at most {_g(wmax)}"
+        claims.append(Claim(f"The corrected chains and T ({listing(corr)}): W to {ref} {words} {TIME_UNIT}.",
+                            wmax, Q.query(f"{wq}.sel(approximation={Q.names(corr)})", (("max", None),), None, sel),
+                            W_FLOOR if wmax < W_FLOOR else sig_tol(wmax, 2)))
+        head.append(f"corrected chains and T: W {'<' if wmax < W_FLOOR else '≤'} {_g(max(wmax, W_FLOOR))}")
+    return head, claims
 
 
 def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, omitted) -> Caption:
@@ -1472,15 +1695,7 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
         c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
         rho_c = float(c["rho"])
         sel = {"service": service, "R": R, "rho": rho_c}
-        ex = bool((w_ref["reference"] == REF_EXACT).any())
-        if faithful:
-            wv = {m: float(w_ref["W"].sel(approximation=m)) for m in faithful}
-            findings.append(Claim(f"Closest of the paper's A–F to {'exact' if ex else 'the simulation'} by Wasserstein "
-                                  f"distance: {faithful[0]} (W = {_g(wv[faithful[0]])} {TIME_UNIT}).",
-                                  {"approximation": faithful[0], "value": wv[faithful[0]]},
-                                  Q.query(f"({Q.w_ref(cmp)}).sel(approximation="
-                                          f"{Q.names([m for m in FAITHFUL if m in c['approximation'].values])})",
-                                          (("argmin", None),), None, sel), sig_tol(wv[faithful[0]], 2)))
+        findings += _cdf_findings(cmp, w_ref, R, rho, service, faithful)[1]
         ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
         good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
         allp = [float(p) for p in ru["percentile"].values]
@@ -1510,19 +1725,24 @@ def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, 
         f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
         f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits,
         [("Left: the body, each CDF minus the reference's (exact where it ran, pink line at 0; else the pooled "
-         "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
-         "Wasserstein distance W, given in the legend. Right: the tail P(T > t) on a log scale, exact wide and light under the others. "
-         "Black: the pooled simulation (grey dotted where fewer than 100 customers per replication lie beyond t: no "
-         "reference there); grey band: the range over replications (in the body its y-range follows the methods and the "
-         "pooled simulation, so the band may be clipped: the panel then says how far it reaches). Drawn: the three of "
-         "A–F closest to the reference by W, each distinct corrected chain (dashed, one dash pattern each), exact "
-         "where it ran and T (dash-dot: the conservative tail chain, whose survival lies on or above the true one). A "
-         "legend entry ending \"lies under X\" is a line that X, drawn on top, covers (in the panel named, else in "
-         "both). A paper method whose tail drops to 0 ends where its truncated "
-         "state space runs out (a property of the method). The title names the methods left out and why.")])
+          "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
+          "Wasserstein distance W, given in the legend (with the share of W beyond the panel's x-range where that is "
+          "most of it). The methods' curves there are smoothed over 1/150 of the drawn range: their stored CDFs keep "
+          "12 significant bits, whose rounding would show as steps. Right: the tail P(T > t) on a log scale, exact "
+          "wide and light under the others. Black: the pooled simulation (grey dotted where fewer than 100 customers "
+          "per replication lie beyond t: no reference there); grey band: the black line's 95 % CI over its "
+          "replications — it belongs to the simulation only (in the body the methods are set against exact, which "
+          "has no noise; the y-range follows the methods, so the band may be clipped, and the panel then says how "
+          "far it reaches; in the body the band is drawn as two thin grey lines around the black one). Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
+          "(dashed, one dash pattern and width each), exact where it ran and T (dash-dot: the conservative tail "
+          "chain, whose survival lies on or above the true one). A legend entry ending \"lies under X\" is a line "
+          "that X, drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 "
+          "ends where its truncated "
+          "state space runs out (a property of the method). The title names the methods left out and why.")])
 
 
 # =========================================================================== M/G/R laws
+_BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
 def _scv_of(laws) -> dict:
     """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
     from ..core.distributions import parse_law
@@ -1540,74 +1760,26 @@ def _scv_of(laws) -> dict:
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts); colour = law;
-    the simulations' own noise dotted grey. ``laws``: the config's law strings (their SCV goes in the legend)."""
-    from matplotlib.lines import Line2D
-
-    scv = _scv_of(laws)
-    noise_drawn = False
-    noise_fill = []
-
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
+    cell in the panel); colour = law; the simulations' own noise shaded grey. Below, where the comparison has methods
+    that take the law itself, their percentile error (:func:`_law_method_row`); the lower row's panels without a value
+    are left out, and the legend takes their place. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
-    run_ok = run_usable(cmp)
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
-    # a second row where the comparison has methods that take the law itself: their percentile error
-    nrows = 2 if law_rows else 1
+    nrows = 2 if law_rows else 1  # a second row where the comparison has methods that take the law itself
     fig, grid = plt.subplots(nrows, len(Rv), figsize=(3.3 * len(Rv) + 1.0, 3.6 * nrows), squeeze=False)
-    axes = list(grid[0])
-    for ax in axes[1:]:
-        ax.sharey(axes[0])
-    err_axes = list(grid[1]) if law_rows else []
+    axes, err_axes = list(grid[0]), (list(grid[1]) if law_rows else [])
     cmap = plt.get_cmap("tab10")
-    rho = cmp["rho"].values
-    kinds = set()
-    for ax, R in zip(axes, Rv):
-        strip = status_strip(ax)
-        for k, svc in enumerate(services):
-            d = cmp.sel(service=svc, R=R)
-            ok_run = run_ok.sel(service=svc, R=R).values
-            y1 = np.where(ok_run, d["wasserstein_vs_exponential_sim"].values, np.nan)
-            w = d["wasserstein_mean"].where(d["usable"] != 0).sel(approximation=cand)
-            y2 = np.where(ok_run, w.min("approximation", skipna=True).values, np.nan)
-            ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
-            if ok1.any():
-                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
-            if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), marker="s", ms=3, lw=1.1, mfc="white")
-            simulated = np.isfinite(d["wasserstein_vs_exponential_sim"].values)
-            strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
-        if "sim_noise_wasserstein" in cmp:  # the solid lines' noise: two pooled CDFs of K replications each, about
-            nz = cmp["sim_noise_wasserstein"].sel(R=R)  # sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise)
-            k_rep = max(1, cmp.sizes.get("replication", 1))
-            both = (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
-                    / np.sqrt(k_rep))
-            okn = np.isfinite(both) & np.isfinite(vs.sel(R=R).values).any(0)
-            if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
-                noise_fill.append((ax, rho[okn], both[okn]))
-                ax.plot(rho[okn], both[okn], ":", color="0.45", lw=1.4, zorder=1)
-                noise_drawn = True
-        kinds |= strip.kinds
-        ax.set_xlabel("load ρ")
-        ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
-        strip.finish(title=f"R = {R}")
-    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
-    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
-    e = 10.0 ** np.floor(np.log10(hi))
-    axes[0].set_ylim(lo, min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
-    log_ticks(axes[0].yaxis)
-    for ax, x, y in noise_fill:
-        ax.set_autoscale_on(False)
-        ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
+    kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
     extra_handles, extra_labels, empty = [], [], []
     if law_rows:
         extra_handles, extra_labels, row_kinds, empty = _law_method_row(err_axes, cmp, services, Rv, cmap)
         kinds |= row_kinds
+    rho = cmp["rho"].values
     for ax, R in zip(err_axes, Rv):
         if R in empty:
             ax.cla()
@@ -1615,30 +1787,128 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         else:
             _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
     fig.tight_layout()
+    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
+    sh, sl = status_handles(kinds)
+    handles, labels = handles + extra_handles + sh, labels + extra_labels + sl
     gone = [ax for ax, R in zip(err_axes, Rv) if R in empty]
-    if gone:  # the lower row's panels without a value: one note where they would be, the reason in the caption
-        x0, x1 = gone[0].get_position().x0, gone[-1].get_position().x1
-        pos = gone[0].get_position()
-        fig.text((x0 + x1) / 2, (pos.y0 + pos.y1) / 2, _empty_law_row_note(cmp, services, empty), ha="center",
-                 va="center", fontsize=9, color="0.25", bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+    if gone:  # the lower row's panels without a value: their note, and the legend in their place
+        x0, pos = gone[0].get_position().x0, gone[0].get_position()
+        fig.text(x0, pos.y1, _empty_law_row_note(cmp, services, empty), ha="left", va="top", fontsize=8.5,
+                 color="0.25", bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(x0, pos.y1 - 0.075), frameon=False,
+                   fontsize=8, handlelength=2.2, borderaxespad=0.0)
+    else:
+        _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
+    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
+                 "service time\nupper row — solid: vs the M/M/R simulation; dashed: vs the closest analytic "
+                 "method (named in each panel)", y=1.0, va="bottom", fontsize=10)
+    return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
+
+
+def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
+    """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
+    (solid) and to the closest method (dashed, named per cell: :func:`_closest_note`), the solid lines' noise shaded.
+    Returns (the status kinds drawn, whether the noise is drawn)."""
+    for ax in axes[1:]:
+        ax.sharey(axes[0])
+    rho, run_ok = cmp["rho"].values, run_usable(cmp)
+    vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
+    kinds, noise_fill = set(), []
+    for ax, R in zip(axes, Rv):
+        strip = status_strip(ax)
+        for k, svc in enumerate(services):
+            ok_run = run_ok.sel(service=svc, R=R).values
+            y1 = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
+            y2 = np.where(ok_run, w.sel(service=svc, R=R).min("approximation", skipna=True).values, np.nan)
+            ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
+            if ok1.any():
+                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
+            if ok2.any():
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), marker="s", ms=3, lw=1.1, mfc="white")
+            simulated = np.isfinite(vs.sel(service=svc, R=R).values)
+            strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
+        noise = _mgr_noise(cmp, R, services)
+        okn = np.isfinite(noise) & np.isfinite(vs.sel(R=R).values).any(0)
+        if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
+            noise_fill.append((ax, rho[okn], noise[okn]))
+            ax.plot(rho[okn], noise[okn], ":", color="0.45", lw=1.4, zorder=1)
+        kinds |= strip.kinds
+        ax.set_xlabel("load ρ")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
+        strip.finish(title=f"R = {R}")
+    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
+    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k), a decade up: room for the names
+    e = 10.0 ** np.floor(np.log10(hi))
+    axes[0].set_ylim(lo, 10 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
+    log_ticks(axes[0].yaxis)
+    for ax, x, y in noise_fill:
+        ax.set_autoscale_on(False)
+        ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
+    for ax, R in zip(axes, Rv):
+        _closest_note(ax, cmp, R, services, cand, cmap)
+    return kinds, bool(noise_fill)
+
+
+def _mgr_noise(cmp, R, services):
+    """The solid lines' noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each, about
+    sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise); NaN without sim_noise_wasserstein."""
+    if "sim_noise_wasserstein" not in cmp:
+        return np.full(cmp.sizes["rho"], np.nan)
+    nz = cmp["sim_noise_wasserstein"].sel(R=R)
+    k_rep = max(1, cmp.sizes.get("replication", 1))
+    return (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
+            / np.sqrt(k_rep))
+
+
+def closest_methods(cmp, svc, R, cand) -> dict:
+    """{ρ: the method of ``cand`` with the smallest W to the law ``svc``'s simulation at (R, ρ)} over the cells the
+    M/G/R figure's dashed line draws (the simulation's run usable, some method with a value)."""
+    ok_run = run_usable(cmp).sel(service=svc, R=R).values
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(service=svc, R=R, approximation=cand)
+    out = {}
+    for i, r in enumerate(cmp["rho"].values):
+        v = w.isel(rho=i).values
+        if ok_run[i] and np.isfinite(v).any():
+            out[float(r)] = cand[int(np.nanargmin(v))]
+    return out
+
+
+def _closest_note(ax, cmp, R, services, cand, cmap) -> None:
+    """At the panel's top left, one line per law (its colour): the closest method of each ρ drawn, in order of ρ."""
+    lines = [(k, closest_methods(cmp, s, R, cand)) for k, s in enumerate(services)]
+    lines = [(k, c) for k, c in lines if c]
+    if not lines:
+        return
+    rhos = sorted({r for _, c in lines for r in c})
+    ax.text(0.03, 0.97, "closest method (dashed) at ρ = " + _rho_text(rhos) + ":", transform=ax.transAxes,
+            ha="left", va="top", fontsize=6.5, color="0.2")
+    for j, (k, c) in enumerate(lines):
+        ax.text(0.03, 0.97 - 0.065 * (j + 1), ", ".join(c.get(r, "–") for r in rhos), transform=ax.transAxes,
+                ha="left", va="top", fontsize=7, color=cmap(k), fontweight="bold")
+
+
+def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
+    """The M/G/R figure's legend entries for the laws and the upper row."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="s", ms=3, mfc="white")]
-    labels += ["upper row: the law's simulation against the M/M/R simulation (same mean service time)",
-               "upper row: the law's simulation against the closest analytic method"]
+    labels += ["upper row, solid: the law's simulation vs the M/M/R simulation (same mean)",
+               ("upper row, dashed: vs the closest analytic method of each cell\n(exact left out: it is the M/M/R "
+                "law; the smallest W over methods, so it may dip below solid)")]
     if noise_drawn:
-        from matplotlib.patches import Patch
-
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
-        labels.append("upper row, grey up to the dotted line: the solid lines' noise (largest over the laws)")
-    sh, sl = status_handles(kinds)
-    _legend_below(fig, handles + extra_handles + sh, labels + extra_labels + sl, ncol=2, fontsize=8.5)
-    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time\nupper row — solid: the law's simulation vs the M/M/R simulation; dashed: the law's "
-                 "simulation vs the closest analytic method (exact left out: it is the M/M/R law itself)",
-                 y=1.0, va="bottom", fontsize=10)
-    return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
+        labels.append("upper row, grey: the solid lines' own noise (largest over the laws)")
+    if law_rows:
+        handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
+        labels.append("lower row, grey band: ±5 % error")
+    return handles, labels
 
 
 def _empty_law_row_note(cmp, services, empty) -> str:
@@ -1776,12 +2046,12 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     q = _law_row_percentile(cmp)
     rho = cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
-    marks = ["D", "^", "v", "P"]
+    marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
     expo = "T" in cmp["approximation"].values.tolist()
     run_ok = run_usable(cmp)
     kinds, empty = set(), []
     for ax, R in zip(axes, Rv):
-        ax.axhspan(-5.0, 5.0, color="0.92", zorder=0)
+        ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
         ax.axhline(0.0, color="0.5", lw=0.8)
         strip = status_strip(ax)
         n_drawn = sum(len(ln.get_xdata()) for ln in ax.get_lines())
@@ -1798,12 +2068,15 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
                 if ok.any():
                     ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
                                 color=cmap(k), marker=marks[j % len(marks)], ms=3.5, lw=1.2, capsize=2)
-            if expo:
+            if expo:  # the exponential model's T, with its CI (mostly smaller than the marker)
                 d = cmp.sel(service=svc, R=R, approximation="T", percentile=q)
-                y = 100.0 * np.where(ok_run & (few == 0), d["relative_percentile_error_mean"].values, np.nan)
+                y, lo, hi = (100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
+                    "relative_percentile_error_mean", "relative_percentile_error_ci_low",
+                    "relative_percentile_error_ci_high"))
                 ok = np.isfinite(y)
                 if ok.any():
-                    ax.plot(rho[ok], y[ok], "-.", color=cmap(k), lw=1.2, marker="x", ms=4)
+                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
+                                fmt="-.", color=cmap(k), lw=1.2, marker="x", ms=4, capsize=2)
         if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: the panel goes
             empty.append(R)
             continue
@@ -1818,8 +2091,8 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     labels = [f"lower row: {m} with the law itself, its {q:g}th-percentile error (95 % CI)" for m in methods]
     if expo:
         handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
-        labels.append(f"lower row: T for exponential service (the M/M/R model, same mean), its {q:g}th-percentile "
-                      "error")
+        labels.append(f"lower row: T for exponential service (the M/M/R model, same mean),\nits {q:g}th-percentile "
+                      "error (95 % CI)")
     return handles, labels, kinds, empty
 
 
@@ -1835,14 +2108,17 @@ def _law_method_claims(cmp, services) -> list:
             continue
         expr = f"law_relative_error_mean.sel(law_method={m!r})"
         inside = int(np.sum(np.abs(e) <= 5.0))
-        out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error {e.min():+.1f} % to {e.max():+.1f} % "
-                         f"against the simulations, within ±5 % in {inside} of {e.size} cells.",
+        per_law = sum(np.isfinite(_law_errors(cmp, [s], m)).any() for s in services) > 1  # ranges per law follow
+        out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
+                         f"{inside} of {e.size} cells (overall {e.min():+.1f} % to {e.max():+.1f} %"
+                         + ("; per law below)." if per_law else ")."),
                          [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
                          [Q.query(expr, (("min", None),), Q.RUN_OK, sel), Q.query(expr, (("max", None),), Q.RUN_OK, sel),
                           Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
                           Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
-    if _law_errors(cmp, services).size:
-        out += _exponential_model_claims(cmp, services, q)
+    if _law_errors(cmp, services).size:  # the exponential model's verdict first, the law methods' ranges per law last
+        expo = _exponential_model_claims(cmp, services, q)
+        out = expo[:1] + out + expo[1:]
     return out
 
 
@@ -1867,11 +2143,17 @@ def _exponential_model_claims(cmp, services, q) -> list:
            for s in laws}
     lo = {s: float(m.sel(service=s).min()) for s in laws}
     hi = {s: float(m.sel(service=s).max()) for s in laws}
-    parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in {opt[s]} "
-             f"of {n[s]} cells)" for s in laws]
     red = (("min", ["R", "rho"]),)
-    out = [Claim(f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
-                 "above the simulation's value, optimistic: below): " + listing(parts) + ".",
+    if all(cons[s] == n[s] for s in laws):  # one verdict for every law: said once
+        head = (f"The exponential model's {q:g}th percentile is conservative (its CI above the law's simulated value) "
+                f"in all {sum(n.values())} cells: ")
+        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} %" for s in laws]
+    else:
+        head = (f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
+                "above the simulation's value, optimistic: below): ")
+        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in "
+                 f"{opt[s]} of {n[s]} cells)" for s in laws]
+    out = [Claim(head + listing(parts) + ".",
                  [lo, hi, cons, opt, n],
                  [Q.query(f"relative_percentile_error_mean.{pre}", red, where, sel),
                   Q.query(f"relative_percentile_error_mean.{pre}", (("max", ["R", "rho"]),), where, sel),
@@ -1965,8 +2247,6 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
     too short, a mark in the strip above the panel instead of a value."""
-    from matplotlib.lines import Line2D
-
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
@@ -1995,33 +2275,14 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = np.abs(paper)
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
-        n = len(fams)
+        bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         for f, fam in enumerate(fams):
-            color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
             fi = rep["family"].values.tolist().index(fam)
-            vals = [np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) for v in ovar]
+            vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
+                                                                                              else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
-            if scale is not None:
-                vals = [factor * v / sc for v in vals]
-            else:
-                vals = [factor * v for v in vals]
-            m, lo, hi = vals
-            if absolute:
-                a_, b_ = np.abs(lo), np.abs(hi)
-                straddle = (lo <= 0) & (hi >= 0)
-                lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
-            xs = x + (f - (n - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            ok = np.isfinite(m)
-            for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
-                sel = ok & (rk == rkind)
-                if sel.any():
-                    drawn.add(rkind)
-                    err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-                    ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
-                                label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
-            bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
-            strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
-            strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
+            xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
+            drawn |= _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
         ax.tick_params(axis="x", labelbottom=True)
@@ -2032,7 +2293,42 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
-    # plain markers in the legend (no error-bar glyph: against exact there is no interval)
+    fig.tight_layout(h_pad=1.5)
+    h, lab = _beside_legend(fams, prefix, drawn)
+    sh, sl = status_handles(kinds)
+    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
+    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
+    return fig, pts
+
+
+def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
+    """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0), a strip mark where it has
+    no reference (``bg``: the percentile beyond the time grid). Returns the reference kinds drawn."""
+    color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
+    m, lo, hi = vals
+    if absolute:
+        a_, b_ = np.abs(lo), np.abs(hi)
+        straddle = (lo <= 0) & (hi >= 0)
+        lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
+    ok = np.isfinite(m)
+    drawn = set()
+    for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
+        sel = ok & (rk == rkind)
+        if sel.any():
+            drawn.add(rkind)
+            err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
+                        label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
+    strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
+    strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
+    return drawn
+
+
+def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
+    """The reproduction panels' legend: plain markers (no error-bar glyph: against exact there is no interval)."""
+    from matplotlib.lines import Line2D
+
     h = [Line2D([], [], **_PAPER_MARK)]
     lab = ["paper (one simulation seed): black bar"]
     for fam in fams:
@@ -2043,11 +2339,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
         lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
-    fig.tight_layout(h_pad=1.5)
-    sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
-    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
-    return fig, pts
+    return h, lab
 
 
 def _signed_log_axis(ax, linthresh=0.1) -> None:
@@ -2218,25 +2510,12 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
 
 
 def reproduction_map(rep: xr.Dataset, stem, **kw):
-    """§6.4: the paper's best of A–F, ours with agreement marks, and how much the corrected methods gain."""
-    from matplotlib.colors import ListedColormap
-
+    """§6.4: the paper's best of A–F, ours with agreement marks, and how much the corrected methods gain (a cell
+    where the two families' 95 % CIs of W overlap is drawn as "no difference", hatched)."""
     from .claims import SAME, TIE, TOO_SHORT
 
-    letters = list("ABCDEF")
     R, rho = rep["R"].values, rep["rho"].values
-    paper = rep["paper_best_method"].values
-    ours = rep["best_method"].sel(family="faithful").values
     agree = rep["agreement"].values
-
-    def codes(L):
-        Z = np.full(L.shape, np.nan)
-        for (i, j), v in np.ndenumerate(L):
-            if v in letters:
-                Z[i, j] = letters.index(v)
-        return Z
-
-    cmap = ListedColormap([method_color(m) for m in letters]).with_extremes(bad="0.93")
     few = len(R) * len(rho) <= 150
     w = max(7.5, min(11.5, 0.13 * len(rho) + 3.5))
     fig, grid = plt.subplots(3, 2, figsize=(w, 3 * (0.3 * len(R) + 1.35)), squeeze=False,
@@ -2244,56 +2523,10 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     axes = grid[:, 0]
     for cax in grid[:2, 1]:
         cax.set_axis_off()
-    step = max(1, math.ceil(len(rho) / 20))
     short = agree == TOO_SHORT
-    tie = agree == TIE
-    ours_shown = np.where(short, "", ours)
-    for ax, Z, title in ((axes[0], codes(paper), "the paper (the authors' best.csv, one seed)"),
-                         (axes[1], codes(np.where(tie, "", ours_shown)),
-                          "ours: best of A–F by mean W over replications")):
-        ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
-                  vmax=len(letters) - 0.5, interpolation="nearest")
-        ax.set_title(title, fontsize=9.5, loc="left")
-        if few:
-            L = paper if ax is axes[0] else ours_shown
-            for (i, j), v in np.ndenumerate(L):
-                if not v:
-                    continue
-                if ax is axes[1] and tie[i, j]:  # a tie: grey, hatched, both names
-                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.9", hatch="///",
-                                               edgecolor="0.65", lw=0))
-                    ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
-                            color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
-                else:
-                    ax.text(j, i, v, ha="center", va="center", fontsize=8.5, color="w", fontweight="bold")
-    ii, jj = np.nonzero(agree == 0)
-    axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
-    mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
-    ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(family="faithful").values
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lr = np.where(short, np.nan, np.log10(ratio))
-    from matplotlib.colors import TwoSlopeNorm
-
-    # the colour's bounds: the data's, at least a factor 2 either way (so that a ratio near 1 stays pale)
-    lo_ = min(-np.log10(2), float(np.nanmin(lr))) if np.isfinite(lr).any() else -1.0
-    hi_ = max(np.log10(2), float(np.nanmax(lr))) if np.isfinite(lr).any() else 1.0
-    im = axes[2].imshow(np.ma.masked_invalid(lr), aspect="auto", origin="lower",
-                        cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
-                        norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
-    mark_cells(axes[2], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
-    if few:
-        for (i, j), v in np.ndenumerate(lr):
-            if np.isfinite(v):
-                axes[2].text(j, i, f"×{10 ** v:.2g}", ha="center", va="center", fontsize=7.5,
-                             color="w" if abs(im.norm(v) - 0.5) > 0.3 else "k")
-    cb = fig.colorbar(im, cax=grid[2, 1])
-    ticks = [v for v in (-3, -2, -1, -0.5, 0, np.log10(2), 1, 2) if lo_ <= v <= hi_]
-    if ticks and lo_ < min(ticks) - 0.15:  # label the scale's lower end (the smallest ratio drawn)
-        ticks = [lo_] + ticks
-    cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
-    cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
-    axes[2].set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
-                      fontsize=9.5, loc="left")
+    more = _rep_best_panels(axes[:2], rep, short, few)
+    noise = _rep_ratio_panel(axes[2], grid[2, 1], rep, short, few)
+    step = max(1, math.ceil(len(rho) / 20))
     for ax in axes:
         ax.set_xticks(range(0, len(rho), step), [f"{r:g}" for r in rho[::step]], rotation=0 if len(rho) <= 12 else 90,
                       fontsize=8)
@@ -2301,26 +2534,18 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
         ax.set_ylabel("servers R")
     axes[-1].set_xlabel("load ρ")
     fig.subplots_adjust(hspace=0.42, top=0.95, bottom=0.07, left=0.1, right=0.9)
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    used = [m for m in letters if (paper == m).any() or (ours_shown == m).any()]
-    more = [(Patch(color=method_color(m)), m) for m in used]
-    if (~short & ((paper == "") | (ours == ""))).any():
-        more.append((Patch(facecolor="0.93", edgecolor="0.6"), "light grey: not in this run, or not in the paper's grid"))
-    if (agree == 0).any():
-        more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6), "ours differs from the paper's beyond a tie"))
-    if tie.any():
-        more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
-                     ("tie: our best and the paper's are within the 95% CI of each other (one seed cannot tell them "
-                      "apart)")))
+    if noise:
+        more.append((Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.6", hatch="...."),
+                     "bottom, white dotted: the two W's 95 % CIs overlap — no difference this run can tell"))
     handles = [h for h, _ in more]
     labels = [t for _, t in more]
     if short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
         labels += [sl[0] + ": no verdict, left out of the shares"]
-    _legend_below(fig, handles, labels, ncol=3, fontsize=8)
+    _legend_below(fig, handles, labels, ncol=2, fontsize=8)
     n = int(rep.attrs.get("agreement_cells", 0))
     k_same = int((agree == SAME).sum())
     k_tie = int((agree == TIE).sum())
@@ -2328,6 +2553,101 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                  f"the same method in {k_same}, a tie within the 95% CI in {k_tie}, different in {n - k_same - k_tie}",
                  fontsize=10, y=1.0, va="bottom")
     return save(fig, stem, caption=_reproduction_map_caption(rep), **kw)
+
+
+def _rep_best_panels(axes, rep, short, few) -> list:
+    """The §6.4 figure's top two maps: the paper's best of A–F and ours (a tie grey and hatched with both names, a
+    disagreement crossed, a reference too short ◇). Returns the legend's (handle, label) pairs for them."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from .claims import TIE
+
+    letters = list("ABCDEF")
+    paper = rep["paper_best_method"].values
+    ours = rep["best_method"].sel(family="faithful").values
+    agree = rep["agreement"].values
+    tie = agree == TIE
+    ours_shown = np.where(short, "", ours)
+    cmap = ListedColormap([method_color(m) for m in letters]).with_extremes(bad="0.93")
+    codes = lambda L: np.vectorize(lambda v: letters.index(v) if v in letters else np.nan, otypes=[float])(L)
+    for ax, L, Z, title in ((axes[0], paper, codes(paper), "the paper (the authors' best.csv, one seed)"),
+                            (axes[1], ours_shown, codes(np.where(tie, "", ours_shown)),
+                             "ours: best of A–F by mean W over replications")):
+        ax.imshow(np.ma.masked_invalid(Z), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
+                  vmax=len(letters) - 0.5, interpolation="nearest")
+        ax.set_title(title, fontsize=9.5, loc="left")
+        for (i, j), v in np.ndenumerate(L) if few else ():
+            if v and ax is axes[1] and tie[i, j]:  # a tie: grey, hatched, both names
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.9", hatch="///",
+                                           edgecolor="0.65", lw=0))
+                ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
+                        color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
+            elif v:
+                ax.text(j, i, v, ha="center", va="center", fontsize=8.5, color="w", fontweight="bold")
+    ii, jj = np.nonzero(agree == 0)
+    axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
+    mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
+    more = [(Patch(color=method_color(m)), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
+    if (~short & ((paper == "") | (ours == ""))).any():
+        more.append((Patch(facecolor="0.93", edgecolor="0.6"), "light grey: not in this run, or not in the paper's grid"))
+    if (agree == 0).any():
+        more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6), "ours differs from the paper's beyond a tie"))
+    if tie.any():
+        more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
+                     "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
+    return more
+
+
+#: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
+_RATIO_TICKS = (2, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+
+
+def ratio_beyond_noise(rep):
+    """(ratio of the best corrected W over the best of A–F's, where it is beyond the 95 % CIs of both: -1 closer,
+    +1 farther, 0 within noise) over (R, rho); NaN ratio where either W is missing."""
+    c, f = (rep[v].sel(family="corrected").values for v in ("best_wasserstein_ci_low", "best_wasserstein_ci_high"))
+    fl, fh = (rep[v].sel(family="faithful").values for v in ("best_wasserstein_ci_low", "best_wasserstein_ci_high"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(
+            family="faithful").values
+    side = np.where(f < fl, -1, np.where(c > fh, 1, 0))
+    return ratio, side
+
+
+def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
+    """The §6.4 figure's bottom map: the best corrected W over the best of A–F's, ×ratio on a log colour scale
+    centred at ×1; a cell whose two CIs overlap is white and dotted (no difference), its ratio in grey. Returns
+    whether such a cell is drawn."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    ratio, side = ratio_beyond_noise(rep)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.where(short, np.nan, np.log10(ratio))
+    noise = np.isfinite(lr) & (side == 0)
+    # the colour's bounds: the data's, at least a factor 2 either way (so that a ratio near 1 stays pale)
+    lo_ = min(-np.log10(2), float(np.nanmin(lr))) if np.isfinite(lr).any() else -1.0
+    hi_ = max(np.log10(2), float(np.nanmax(lr))) if np.isfinite(lr).any() else 1.0
+    im = ax.imshow(np.ma.masked_invalid(np.where(noise, np.nan, lr)), aspect="auto", origin="lower",
+                   cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
+                   norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
+    for i, j in zip(*np.nonzero(noise)):
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=NO_DIFFERENCE_CELL, hatch="....",
+                                   edgecolor="0.75", lw=0))
+    mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
+    for (i, j), v in np.ndenumerate(lr) if few else ():
+        if np.isfinite(v):
+            ax.text(j, i, f"×{10 ** v:.2g}", ha="center", va="center", fontsize=7.5,
+                    color="0.45" if noise[i, j] else ("w" if abs(im.norm(v) - 0.5) > 0.3 else "k"),
+                    style="italic" if noise[i, j] else "normal")
+    cb = plt.gcf().colorbar(im, cax=cax)
+    ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
+    cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
+    cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
+    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
+                 fontsize=9.5, loc="left")
+    return bool(noise.any())
 
 
 def _reproduction_map_caption(rep) -> Caption:
@@ -2340,14 +2660,18 @@ def _reproduction_map_caption(rep) -> Caption:
                       f"paper's method in {k[0]}, ties with it within the 95% CI in {k[1]} and differs in {k[2]}.",
                       [n] + k, [_rq("(agreement >= 0)"), _rq("agreement == 2"), _rq("agreement == 1"),
                                 _rq("agreement == 0")])]
-    ratio = rep["best_wasserstein"].sel(family="corrected").values / rep["best_wasserstein"].sel(family="faithful").values
+    ratio, side = ratio_beyond_noise(rep)
     ok = np.isfinite(ratio) & (ag != TOO_SHORT)
     if ok.any():
-        kc = int((ratio[ok] < 1).sum())
-        findings.append(Claim(f"The best corrected method is closer to the simulation than the best of A–F at {kc} of "
-                              f"{int(ok.sum())} cells.", [kc, int(ok.sum())],
-                              [_rq("best_wasserstein.sel(family='corrected') < best_wasserstein.sel(family='faithful')",
-                                   where="agreement != -2"),
+        kc, kf = int((side[ok] < 0).sum()), int((side[ok] > 0).sum())
+        corr = "best_wasserstein_ci_{}.sel(family='corrected')"
+        faith = "best_wasserstein_ci_{}.sel(family='faithful')"
+        findings.append(Claim(f"The best corrected method is closer to the simulation than the best of A–F beyond "
+                              f"both 95% CIs at {kc} of {int(ok.sum())} cells, farther at {kf}; the two lie within "
+                              f"each other's CI (no difference this run can tell) at {int(ok.sum()) - kc - kf}.",
+                              [kc, kf, int(ok.sum())],
+                              [_rq(f"{corr.format('high')} < {faith.format('low')}", where="agreement != -2"),
+                               _rq(f"{corr.format('low')} > {faith.format('high')}", where="agreement != -2"),
                                _rq("isfinite(best_wasserstein.sel(family='corrected') / best_wasserstein.sel(family="
                                    "'faithful'))", where="agreement != -2")]))
     limits = []
@@ -2361,8 +2685,10 @@ def _reproduction_map_caption(rep) -> Caption:
         "over replications; a cross marks a disagreement, a pale cell a tie (the paper's method's 95% CI of W overlaps "
         "our best's: a difference one seed cannot resolve). Bottom: the best corrected method's W over the best of "
         "A–F's, printed as ×ratio and coloured on a log scale; blue = the corrected methods are closer. Both W are "
-        "against our simulation (the paper's reference), so where the two lie within its noise the ratio is near ×1 "
-        "whatever the methods; the Wasserstein figure, which uses exact where it ran, is the sharper comparison.", findings, limits,
+        "against our simulation (the paper's reference), so where the two 95% CIs overlap the ratio says nothing: "
+        "such a cell is white and dotted, its ratio in grey italics (the simulation's own noise there is as large as "
+        "the gap between the two methods' distances). The Wasserstein figure, which uses exact where it ran, is the "
+        "sharper comparison.", findings, limits,
         [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our run "
          "the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
 
@@ -2404,9 +2730,43 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
     c = cmp.sel(service=service)
     b = best_by_reference(cmp, service)
     _, joined = _groups(cmp)
-    best, tie, too_short = b["best"], b["tie"], b["too_short"]
-    rb, pb = _bands(c["R"].values, R_BANDS), _bands(c["rho"].values, RHO_BANDS)
+    pb = _bands(c["rho"].values, RHO_BANDS)
     header = ["servers R"] + [lab for lab, _, _ in pb]
+    rows = _key_band_rows(b, _bands(c["R"].values, R_BANDS), pb)
+    rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
+    ru = reference_usable(cmp).sel(service=service).transpose("R", "rho", "percentile").values
+    trust = _key_trust_rows(c, rec, ru, pb)
+    per = _key_method_rows(cmp, service)
+    P = c["percentile"].values
+    notes = [f"Table 1: per band of servers R and load ρ, the method most often clearly closest to the truth by "
+             f"Wasserstein distance (to exact's CDF where exact ran, else to the simulated CDF; exact itself is the "
+             f"reference and no candidate; {service} service), in how many of the band's cells with a reference; ties "
+             "(another method within the CI, or within a tenth of the grid step of exact) and cells without a "
+             "reference are counted apart and in no share. "
+             + ("; ".join(f"{k} stands for {v}" for k, v in joined.items()) + " (identical CDFs)." if joined else ""),
+             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below exact; "
+             "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
+             "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
+             f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
+             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
+             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
+             "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
+             "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "
+             "with a reference.")]
+    more = [("When to trust which method (all R)",
+             ["load band", "percentile", "recommended (cells)", "check against the simulation: median / max |error| %",
+              "no recommendation %"], trust),
+            ("Each method against the best reference: median |error| / most negative error (%)",
+             ["method"] + [f"{p:g}th" for p in P], per)]
+    cap = _key_caption(cmp, service, b, rec, ru, trust, per)
+    return write_table(stem, "Closest method per (R, ρ) band (Wasserstein distance to the best reference)", header,
+                       rows, notes, more, caption=cap)
+
+
+def _key_band_rows(b, rb, pb) -> list:
+    """Table 1 of the key results: per (R band, ρ band) the method most often clearly closest, with its count, the
+    ties and the cells without a reference."""
+    best, tie, too_short = b["best"], b["tie"], b["too_short"]
     rows = []
     for rl, rm, _ in rb:
         row = [rl]
@@ -2427,15 +2787,15 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
                 extra.append(f"{int(sh.sum())} reference too short")
             row.append(cell + (f"; {', '.join(extra)}" if extra else ""))
         rows.append(row)
-    # when to trust which method: the recommendation, and how the simulation checks it where it can
+    return rows
+
+
+def _key_trust_rows(c, rec, ru, pb) -> list:
+    """Table 2 of the key results: per load band and percentile, the recommendation and how the simulation checks
+    it where it is a usable reference."""
     from .compare import SIMULATE
 
-    a = against_reference(cmp, service)
-    rec = c["recommended"].transpose("R", "rho", "percentile").values.astype(str)
     methods = c["approximation"].values.tolist()
-    err = a["error"].transpose("R", "rho", "approximation", "percentile").values
-    refk = a["reference"].transpose("R", "rho", "approximation", "percentile").values
-    ru = reference_usable(cmp).sel(service=service).transpose("R", "rho", "percentile").values
     trust = []
     for pl, pm, _ in pb:
         for k, p in enumerate(c["percentile"].values):
@@ -2461,7 +2821,17 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
             check = (f"{100 * np.median(vals):.1f} / {100 * np.max(vals):.1f} ({len(vals)} of {r.size} cells)" if vals
                      else f"reference too short (0 of {r.size} cells)")
             trust.append([pl, f"{p:g}", use, check, f"{100 * (1 - ok.mean()):.0f}"])
-    # each method against the best reference, per percentile
+    return trust
+
+
+def _key_method_rows(cmp, service) -> list:
+    """Table 3 of the key results: each method's median |error| and most negative error per percentile against
+    the best reference, with how many points of each reference."""
+    c = cmp.sel(service=service)
+    a = against_reference(cmp, service)
+    methods = c["approximation"].values.tolist()
+    err = a["error"].transpose("R", "rho", "approximation", "percentile").values
+    refk = a["reference"].transpose("R", "rho", "approximation", "percentile").values
     per = []
     P = c["percentile"].values
     for fam in ("faithful", "corrected"):
@@ -2480,29 +2850,7 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
                 src = ", ".join(x for x in ((f"{ne} vs exact" if ne else ""), (f"{ns} vs sim" if ns else "")) if x)
                 row.append(f"{100 * np.median(np.abs(e[have])):.1f} / {100 * e[have].min():+.1f} ({src})")
             per.append(row)
-    notes = [f"Table 1: per band of servers R and load ρ, the method most often clearly closest to the truth by "
-             f"Wasserstein distance (to exact's CDF where exact ran, else to the simulated CDF; exact itself is the "
-             f"reference and no candidate; {service} service), in how many of the band's cells with a reference; ties "
-             "(another method within the CI, or within a tenth of the grid step of exact) and cells without a "
-             "reference are counted apart and in no share. "
-             + ("; ".join(f"{k} stands for {v}" for k, v in joined.items()) + " (identical CDFs)." if joined else ""),
-             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below exact; "
-             "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
-             "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
-             f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
-             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
-             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
-             "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
-             "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "
-             "with a reference.")]
-    more = [("When to trust which method (all R)",
-             ["load band", "percentile", "recommended (cells)", "check against the simulation: median / max |error| %",
-              "no recommendation %"], trust),
-            ("Each method against the best reference: median |error| / most negative error (%)",
-             ["method"] + [f"{p:g}th" for p in P], per)]
-    cap = _key_caption(cmp, service, b, rec, ru, trust, per)
-    return write_table(stem, "Closest method per (R, ρ) band (Wasserstein distance to the best reference)", header,
-                       rows, notes, more, caption=cap)
+    return per
 
 
 def _key_caption(cmp, service, b, rec, ru, trust, per) -> Caption:

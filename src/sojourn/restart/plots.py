@@ -96,18 +96,12 @@ def _sim(ax, strip, cmp, var, status, estimate=False):
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
 
 
-def _best_ticks(ax, r_best: dict) -> None:
-    """At the top of the panel, one row per semantics, a ▼ of its colour above its best rate (true r): the rate of
-    the sweep's smallest simulated mean, kept off the data (no rings piling up at the optimum); the y range grows
-    to leave the rows free."""
-    from matplotlib.transforms import blended_transform_factory
-
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(lo, hi + 0.05 * (1 + len(r_best)) * (hi - lo))
-    tr = blended_transform_factory(ax.transData, ax.transAxes)
-    for i, (s, rb) in enumerate(r_best.items()):
-        ax.plot([rb], [0.965 - 0.045 * i], "v", color=STYLE.get(s, ("k",))[0], ms=8, transform=tr, zorder=7,
-                clip_on=False)
+def _best_marks(strip, r_best: dict) -> None:
+    """In the strip above the panel, in each semantics' own row (named at its right end), a ▼ at its best rate (true
+    r): the rate of the sweep's smallest simulated mean, kept off the data area (no mark at a y that reads as data)."""
+    for s, rb in r_best.items():
+        color = STYLE.get(s, ("k",))[0]
+        strip.mark(s, [rb], [True], "best_rate", color, NAMES.get(s, s))
 
 
 def describe_plainly(pf) -> str:
@@ -203,12 +197,11 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
             zorder=3)
     if np.isfinite(t0):
         ax.axhline(t0, color="0.35", ls=":", lw=1.3, label=f"no restart: E[T] = {t0:.3g}", zorder=2)
+    r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in cmp["semantics"].values.tolist()}
+    _best_marks(strip, {s: rb for s, rb in r_best.items() if np.isfinite(rb)})  # first: the strip's rows in order
     _sim(ax, strip, cmp, var, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
-    sems = cmp["semantics"].values.tolist()
-    r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in sems}
-    _best_ticks(ax, {s: rb for s, rb in r_best.items() if np.isfinite(rb)})
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
     ax.set_xlabel("restart rate r (per model time unit)")
@@ -218,8 +211,6 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     fig.tight_layout()
     fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
     handles, labels = ax.get_legend_handles_labels()
-    handles.append(Line2D([], [], ls="none", marker="v", color="0.3", ms=8))
-    labels.append("▼ at the top (its colour, one row each): the rate of each semantics' smallest simulated mean")
     handles.append(Line2D([], [], ls="none"))
     labels.append("the three semantics run at the same rates: markers at their true r")
     sh, sl = status_handles(strip.kinds)
@@ -300,8 +291,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
          "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
-         "restart. ▼ at the top of the panel (one row per semantics): the rate of the sweep's smallest simulated mean per semantics (comparison.nc: best_rate_response_time). Points without "
-         "a value are marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard "
+         "restart. ▼ in the strip above the panel, in each semantics' row: the rate of the sweep's smallest "
+         "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard "
          "judged too short.")])
 
 

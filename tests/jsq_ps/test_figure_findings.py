@@ -1,0 +1,99 @@
+"""The findings the JSQ-PS figures print are computed from the data they draw (issue 31: words from data), and change
+with it: the CDF figure's headline (the closest of A–F with those nearly tied to it, the direction of the drawn A–F's
+tails against exact, the corrected chains' largest W), the M/G/R figure's closest method per cell, and the §6.4 map's
+count of cells where the corrected methods are closer beyond both CIs. Synthetic data: Exp(1) simulations and
+exponential CDFs of chosen scales as the methods (support.synthetic), or small hand-made datasets."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from support.synthetic import jsq_run
+
+from sojourn.core.claims import verify
+from sojourn.jsq_ps import plots
+from sojourn.jsq_ps.compare import compare, w_against_reference
+
+CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
+
+
+def _cdf_findings(scales):
+    sim, approx = jsq_run({0.5: scales})
+    cmp = compare(sim, approx, CFG)
+    w_ref = w_against_reference(cmp).sel(R=2, rho=0.5)
+    drawn = sorted((m for m in "ABCDEF" if m in scales), key=lambda m: float(w_ref["W"].sel(approximation=m)))[:3]
+    head, claims = plots._cdf_findings(cmp, w_ref, 2, 0.5, "exponential", drawn)
+    for claim in claims:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    return head, [c.text for c in claims]
+
+
+def test_cdf_headline_names_the_tie_and_the_tail_direction():
+    """A and B (scales 1.30 and 1.32: W within 15 %) are named as nearly tied, C (2.0) is not; all three have
+    heavier tails than exact, so their percentiles lie above it: conservative."""
+    head, texts = _cdf_findings({"A": 1.30, "B": 1.32, "C": 2.0, "A*": 0.999, "exact": 1.0, "T": 1.003})
+    assert texts[0].startswith("Closest of the paper's A–F to exact by Wasserstein distance: A and B, nearly tied")
+    assert "all conservative (above exact)" in texts[1] and "C +" in texts[1]
+    assert texts[2].startswith("The corrected chains and T (A* and T): W to exact at most")
+    assert head[0].startswith("closest of A–F: A and B, nearly tied") and "(all conservative)" in head[1]
+
+
+def test_cdf_headline_changes_with_the_data():
+    """One clear winner (A at 0.95), the others far, one lighter-tailed (optimistic) and one heavier: a single name
+    and no common verdict on the tails."""
+    head, texts = _cdf_findings({"A": 0.95, "B": 1.6, "exact": 1.0, "T": 1.003})
+    assert texts[0] == next(t for t in texts if t.startswith("Closest")) and "nearly tied" not in texts[0]
+    assert ": A (W = " in texts[0]
+    assert "A -" in texts[1] and "B +" in texts[1] and "all " not in texts[1]
+    assert head[0].startswith("closest of A–F: A (W = ")
+
+
+def _mgr(wd):
+    """A comparison holding only what the M/G/R figure's closest-method note reads: W of three methods at three
+    loads for one law ``wd`` ({method: [W per load]}), every run usable but the last load's."""
+    m = list(wd)
+    w = np.array([wd[k] for k in m], float).T[None, None]  # (service, R, rho, approximation)
+    return xr.Dataset({"wasserstein_mean": (("service", "R", "rho", "approximation"), w),
+                       "usable": (("service", "R", "rho", "approximation"), np.ones(w.shape, np.int8)),
+                       "sim_run_valid": (("service", "R", "rho"), np.array([[[1, 1, 0]]], np.int8))},
+                      coords={"service": ["uniform"], "R": [3], "rho": [0.5, 0.8, 0.9], "approximation": m})
+
+
+def test_mgr_closest_method_per_cell():
+    cmp = _mgr({"A": [0.3, 0.2, 0.1], "T": [0.1, 0.25, 0.05], "C*": [0.2, 0.3, 0.01]})
+    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "T", 0.8: "A"}  # 0.9: run too short
+    cmp["usable"].loc[{"approximation": "T"}] = 0  # an unusable method is never the closest
+    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "C*", 0.8: "A"}
+
+
+def _rep(ci):
+    """A §6.4 dataset of one row, three loads: the best corrected and the best of A–F's W with the CIs ``ci``
+    ({family: [(low, mean, high) per load]})."""
+    arr = {f: np.array(v, float) for f, v in ci.items()}
+    fam = list(arr)
+    stack = lambda k: np.stack([arr[f][:, k] for f in fam])[:, None, :]
+    return xr.Dataset({"best_wasserstein": (("family", "R", "rho"), stack(1)),
+                       "best_wasserstein_ci_low": (("family", "R", "rho"), stack(0)),
+                       "best_wasserstein_ci_high": (("family", "R", "rho"), stack(2)),
+                       "agreement": (("R", "rho"), np.array([[2, 2, 2]]))},
+                      coords={"family": fam, "R": [3], "rho": [0.5, 0.8, 0.9]})
+
+
+@pytest.mark.parametrize(("corrected", "sides"), [
+    ([(0.01, 0.02, 0.03), (0.10, 0.12, 0.14), (0.5, 0.6, 0.7)], [-1, 0, 1]),
+    ([(0.01, 0.02, 0.03), (0.01, 0.02, 0.03), (0.01, 0.02, 0.03)], [-1, -1, -1]),
+])
+def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides):
+    """A ratio of ×0.8 whose CIs overlap is 'no difference', not 'closer'; the caption's counts follow, and each
+    claim re-derives from the dataset."""
+    rep = _rep({"faithful": [(0.1, 0.2, 0.3), (0.11, 0.15, 0.2), (0.1, 0.2, 0.3)], "corrected": corrected})
+    _, side = plots.ratio_beyond_noise(rep)
+    assert side.ravel().tolist() == sides
+    cap = plots._reproduction_map_caption(rep)
+    claim = next(c for c in cap.findings if "beyond both 95% CIs" in c.text)
+    k = [sides.count(-1), sides.count(1), 3]
+    assert claim.value == k and f"at {k[0]} of 3 cells, farther at {k[1]}" in claim.text
+    for c in cap.findings:
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
