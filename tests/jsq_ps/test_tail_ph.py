@@ -93,11 +93,14 @@ def test_exponential_service_is_T(R, rho):
 
 @pytest.mark.parametrize("text, rho", [("gamma:shape=2", 0.5), ("hyperexponential", 0.7)])
 def test_R1_phase_type_service_is_the_exact_M_PH_1_PS_chain(text, rho):
-    """At R = 1 with every co-resident tracked the method is the M/PH/1-PS sojourn chain (Sericola et al. 2005):
-    equal to the reference chain with every customer's phase, and its mean is 1/(1 − ρ) (insensitive)."""
+    """At R = 1 with every co-resident tracked — the planner's choice for these laws — the method is the M/PH/1-PS
+    sojourn chain (Sericola et al. 2005): equal to the reference chain with every customer's phase, and its mean is
+    1/(1 − ρ) (insensitive)."""
     law = parse_law(text, mean=1.0)
     t = grid(300.0)
     res = TP.tail_ph_sojourn(rho, law, 1, t, cstar=200)
+    default = TP.tail_ph_sojourn(rho, law, 1, t)  # the planner tracks every co-resident where it can (R = 1)
+    assert default.info["cstar"] >= default.M - 1 and np.array_equal(default.sf_best, res.sf_best)
     a, S = phase_fit.exact_representation(law)
     lo, hi, boundary, _ = sojourn_bounds(rho, a, S, 1, 60, t)
     assert boundary < 1e-8
