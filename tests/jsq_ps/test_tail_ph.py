@@ -178,7 +178,7 @@ def test_extrapolation_on_the_D_minus_1_chain_over_the_budget(monkeypatch, text,
     coarse = TP.tail_ph_sojourn(rho * R, law, R, t, max_seconds=0.0, **kw)
     monkeypatch.setattr(TP, "OVER_BUDGET", math.inf)
     fine = TP.tail_ph_sojourn(rho * R, law, R, t, max_seconds=0.0, **kw)
-    assert (fine.info["widths_at"], coarse.info["widths_at"]) == ("D-1, width 2 at D", "D-1, width 0 at D")
+    assert (fine.info["widths_at"], coarse.info["widths_at"]) == ("D-1, finest at D", "D-1, coarsest at D")
     rel_fine = quantile(t, fine.cdf, P[1:]) / x - 1.0
     rel_coarse = quantile(t, coarse.cdf, P[1:]) / x - 1.0
     assert np.all(np.abs(rel_fine) <= 0.01), rel_fine

@@ -705,7 +705,7 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
         if R > 1:  # the spread cap's increment, at width w (module doc, "the stated margin")
             at = rests["D"][w] if plain else ex_D + rests["D"][w]
             env_incr = np.abs(at - (rests["p"][w] if plain else ex_p + rests["p"][w]))
-        widths_at = "D" if at_D is None else f"D-1, width {at_D} at D"
+        widths_at = "D" if at_D is None else ("D-1, finest at D" if at_D == fine_i else "D-1, coarsest at D")
         _, steps_fine, q = raw_D[w][0]
         best = _monotone(np.clip(best, 0.0, 1.0))
         sf_c = np.minimum(1.0, best + env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
