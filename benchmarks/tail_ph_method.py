@@ -14,7 +14,9 @@ pipeline and the planner use), its estimate (``sf_best``) and its stated margin;
 95 % half-width (Student-t across replications) and the run-length guard's verdict; and T of the exponential model
 (the M/M/R method, the same mean) for the seed's question. ``error`` = method / reference − 1 (reported),
 ``optimistic`` = the error is below −(the reference's relative half-width). ``class`` = the law's variability class
-of ``tail_ph.MODEL_ERROR``.
+of ``tail_ph.MODEL_ERROR``. ``widths_at`` (``paper_grid_widths_at``: on the paper's grid) = where the stage widths
+were solved: "D" (every width at the spread cap D), or the cheaper extrapolation on the D − 1 chain of a cell whose
+least choice was predicted over the CPU budget (``tail_ph`` module doc, "Cost").
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ OUT = HERE / "tail_ph_method.csv"
 PAPER_T_MAX, DT = 182.32, 0.01
 FIELDS = ["law", "class", "R", "rho", "percentile", "method", "estimate", "margin", "reference", "sim_half_width",
           "run_valid", "min_beyond", "error", "optimistic", "within_5pct", "expo_T", "expo_error", "t_max",
-          "cpu_seconds", "paper_grid_cpu_seconds", "load_average", "D", "h", "cstar", "representation", "variant"]
+          "cpu_seconds", "paper_grid_cpu_seconds", "load_average", "D", "h", "cstar", "representation", "widths_at",
+          "paper_grid_widths_at", "variant"]
 
 
 def reference():
@@ -63,6 +66,7 @@ def evaluate(law_key, law_text, R, rho, refs, variant="method"):
     c0 = time.process_time()
     res = tail_ph_sojourn(lam, law, R, t_paper)
     cpu_paper = time.process_time() - c0
+    widths_paper = res.info["widths_at"]
     load = os.getloadavg()[0]
     top = max(float(refs[p]["value"]) for p in pcts)
     t, cpu = t_paper, cpu_paper
@@ -94,7 +98,8 @@ def evaluate(law_key, law_text, R, rho, refs, variant="method"):
                      "within_5pct": int(abs(err) <= 0.05), "expo_T": float(xexp), "expo_error": xexp / ref - 1.0,
                      "t_max": float(t[-1]), "cpu_seconds": round(cpu, 3), "paper_grid_cpu_seconds": round(cpu_paper, 3),
                      "load_average": round(load, 2), "D": res.D, "h": res.info["h"], "cstar": res.info["cstar"],
-                     "representation": res.info["representation"], "variant": variant})
+                     "representation": res.info["representation"], "widths_at": res.info["widths_at"],
+                     "paper_grid_widths_at": widths_paper, "variant": variant})
     return rows
 
 

@@ -482,8 +482,13 @@ def run_approximate(args) -> int:
         print(f"{100 * p:g}th percentile: {txt}")
     if general:
         a = ds.attrs
-        rep = (f"{a['representation']}" + (f" (stage widths {4 * a['h']:g}, {2 * a['h']:g}, {a['h']:g} of the mean, "
-                                           f"{a['stage_phases']} phases)" if a.get("h") else ""))
+        n = int(a.get("stage_widths", 0))
+        widths = ", ".join(f"{a['h'] * 2 ** (n - 1 - i):g}" for i in range(n))
+        rep = (f"{a['representation']}" + (f" (stage widths {widths} of the mean, {a['stage_phases']} phases"
+                                           + ("" if a.get("widths_at", "D") == "D" else
+                                              f"; over the CPU budget, extrapolated on the D − 1 chain with the "
+                                              f"{a['widths_at'].split()[1]} width's change to D added")
+                                           + ")" if a.get("h") else ""))
         from .solve.tail_ph import model_error_text
 
         print(f"T with service {spec.service}: the tagged customer's own size as {rep}; the co-residents' sizes "

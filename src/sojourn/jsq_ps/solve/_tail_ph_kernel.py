@@ -4,6 +4,8 @@ whose moves run at the environment-dependent speed 1/k (processor sharing). Impo
 enough to need it (importing numba costs ~0.2 s)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -107,3 +109,40 @@ def masses_by_group(x, ptr, src, rate, keep, group, ngroups, K, stop):
         if tot < stop:
             return G, step + 1
     return G, K
+
+
+@njit(cache=True, boundscheck=False)
+def poisson_mix(q, t, G):
+    """out[i, :] = Σ_k Pois(k; q·t_i)·G[k, :] over k < K = len(G), as :func:`sojourn.jsq_ps.solve.uniformization.poisson_mix`
+    (the same window of k: mean ± (10·sqrt(mean) + 25), outside which the Poisson mass is < 1e-20), the pmf by its
+    ratio recursion from the mode both ways (one multiplication per term instead of an exponential: 7 times faster
+    on the paper's grid, and closer to the exact pmf than the log-space form: relative error ~1e-13 against ~1e-11)."""
+    n = t.size
+    K, c = G.shape
+    out = np.zeros((n, c))
+    for i in range(n):
+        a = q * t[i]
+        if a <= 0.0:
+            for j in range(c):
+                out[i, j] = G[0, j]
+            continue
+        half = 10.0 * math.sqrt(a) + 25.0
+        lo = max(0, math.floor(a - half))
+        hi = min(K, math.ceil(a + half))
+        if lo >= K:
+            continue
+        mode = int(a)
+        pm = math.exp(mode * math.log(a) - a - math.lgamma(mode + 1.0))
+        p = pm
+        for k in range(mode, hi):
+            if k >= lo:
+                for j in range(c):
+                    out[i, j] += p * G[k, j]
+            p *= a / (k + 1)
+        p = pm
+        for k in range(mode - 1, lo - 1, -1):
+            p *= (k + 1) / a
+            if k < hi:
+                for j in range(c):
+                    out[i, j] += p * G[k, j]
+    return out

@@ -27,7 +27,8 @@ are at most ``cstar``, each carries its phase of the same representation (count 
 customer found at the server starts in the stationary phase of a customer in service (π_e ∝ α(−S)⁻¹, the
 equilibrium residual law; Kelly's symmetric queues, exact for M/G/1-PS), an arrival in α; when the count falls to
 ``cstar`` from above, the phases are drawn from that law. At R = 1 with ``cstar`` above the level cap this *is*
-the M/PH/1-PS sojourn chain of Sericola, Guillemin & Boyer (Queueing Systems 50, 2005), exact.
+the M/PH/1-PS sojourn chain of Sericola, Guillemin & Boyer (Queueing Systems 50, 2005), exact; the planner tracks
+every co-resident at R = 1 where that fits its budget (a phase-type law of few phases: H2, Erlang-2).
 
 **3. Paths where the tagged server's population never changes, exactly.** A law with a bounded support (uniform,
 triangular, deterministic) gives the sojourn time sharp features — the atom T = X of a customer who stays alone,
@@ -67,6 +68,16 @@ is stated beside it (``extrapolation_<p>`` in the result's ``info``), not added:
 overstates the extrapolation's actual error several times (R = 3, ρ = 0.3, uniform, 99.99th percentile: 6.7 %
 stated, the three-width estimate 1.4 % above the simulation). Neither covers the model error above, which is
 measured (``MODEL_ERROR``). With exponential service the method is T, unchanged.
+
+**Cost.** The stage widths, the spread cap D and ``cstar`` are chosen by predicted CPU seconds (:func:`_plan`). Where
+even the least choice (the cheapest family, D = 2, no co-resident tracked) is predicted over the budget — R = 10 at
+ρ ≥ 0.9 for the most variable laws — the extrapolation in h is done on the D − 1 chain, which the margin needs
+anyway and which is several times smaller (R = 10: 1 544 states against 9 815), and one width's change from D − 1
+to D is added to it: S = R_{D−1} + S_D(h_w) − S_{D−1}(h_w), the margin taken at that width. The width is the finest
+(then S = S_D(h) + the extrapolation's correction measured at D − 1; it moved the reported percentiles by +0.1 to
++0.8 % where used), or the coarsest if even that is predicted beyond ``OVER_BUDGET`` times the budget (its margin
+is larger: the coarse width smears the law). What it neglects is the extrapolation's change with D, a second-order
+term.
 """
 from __future__ import annotations
 
@@ -108,6 +119,12 @@ DEFAULT_SECONDS = 4.0
 #: with (1/4, 1/8, 1/16), 1 % high with (1/8, 1/16, 1/32)); a smooth law at high load is served by two (R = 10,
 #: ρ = 0.9, lognormal σ = ln 2: (1/4, 1/8) 28.63, (1/4, 1/8, 1/16) 28.92, a simulation 28.36 ± 0.13)
 FAMILIES = ((1 / 4, 1 / 8), (1 / 4, 1 / 8, 1 / 16), (1 / 8, 1 / 16, 1 / 32))
+#: how far beyond ``max_seconds`` the predicted cost of the extrapolation on the D − 1 chain with the finest width at
+#: D may go before the coarsest width takes its place at D (module doc, "cost"): measured against the long
+#: simulations, the finest width at D moved the reported 99.9th and 99.99th percentiles of the six cells where the
+#: least choice was over the budget by +0.1 to +0.8 % (lognormal σ = 1, R = 10, ρ = 0.95: 5.5 s of CPU at a load
+#: average 3.9), the coarsest by up to +6.4 % (triangular, R = 10, ρ = 0.95, 99.99th: +7.7 % of the simulation)
+OVER_BUDGET = 1.25
 #: the co-residents' stage widths are this multiple of the tagged customer's (fewer phases, so that more of them
 #: can be tracked: at R = 3, ρ = 0.3, uniform service, two co-residents at twice the width moved the 99.99th
 #: percentile from +6.1 % to +1.0 % of a simulation within the same time)
@@ -135,7 +152,7 @@ SECONDS_PER_SETUP_ENTRY = 0.4e-6
 #: the reference grid, each widened by the simulation's own 95 % half-width there — what ``sojourn plan`` states
 #: and acts on. Measured: ``python benchmarks/tail_ph_method.py`` against ``benchmarks/tail_ph_reference.csv``
 #: (R ∈ {1, 3, 5, 10} × ρ ∈ {0.1 … 0.95}); ``tests/jsq_ps/test_tail_ph.py`` checks these against that record.
-MODEL_ERROR = {"deterministic": (-0.13, 0.13), "less variable": (-0.03, 0.09), "more variable": (-0.04, 0.07)}
+MODEL_ERROR = {"deterministic": (-0.13, 0.13), "less variable": (-0.03, 0.10), "more variable": (-0.04, 0.06)}
 
 
 def variability_class(law) -> str:
@@ -477,19 +494,6 @@ def _masses_scipy(env, rate, keep, speed, own_out, S, x, K, stop):
     return g, int(steps)
 
 
-def held_mix(q: float, t: np.ndarray, g: np.ndarray, steps: int) -> np.ndarray:
-    """Σ_j Pois(j; qt)·g_j with g_j held at g_{steps−1} beyond the steps computed (an upper bound of the survival,
-    off by less than that last value)."""
-    from scipy import special
-
-    g = np.asarray(g[:steps], float)
-    sf = poisson_mix(q, t, g)
-    last = float(g[-1]) if g.size else 0.0
-    if last > 0:
-        sf = sf + last * special.pdtrc(steps - 1, q * np.asarray(t, float))
-    return np.clip(sf, 0.0, 1.0)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # paths with no change at the tagged server (module doc, 3.)
 
@@ -517,7 +521,7 @@ def unchanged_mass(moves, t: np.ndarray, stop: float = 1e-15):
 
     G, used = masses_by_group(moves.p0.astype(float).copy(), A.indptr.astype(np.int64), A.indices.astype(np.int64),
                               A.data / q, 1.0 - out / q, k, kmax + 1, K, stop)
-    return poisson_mix(q, t, G[:used])
+    return _poisson_mix(q, t, G[:used])
 
 
 def unchanged_survival(a: np.ndarray, t: np.ndarray, own_sf, co_sf, cut: float = 1e-16) -> np.ndarray:
@@ -563,10 +567,41 @@ def predicted_seconds(env_size, env_moves, phases, steps) -> float:
                                      + SECONDS_PER_SETUP_ENTRY)
 
 
-def _survival(env, rep, t, stop, q=None):
-    a, S = rep
-    g, steps, q = product_masses(env, a, S, float(t.max()), stop, q)
-    return held_mix(q, t, g, steps), steps, q
+#: grid points × Poisson terms from which the Poisson mixing runs in the numba kernel (a fixed rule, so the choice
+#: never depends on what was imported before): below it, importing numba (~0.3 s) would cost more than it saves
+NUMBA_MIX_TERMS = 10_000_000
+
+
+def _poisson_mix(q: float, t: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """:func:`~.uniformization.poisson_mix` of the rows of ``G`` (K × columns) on the grid ``t``; the numba kernel's
+    ratio recursion on large grids (:data:`NUMBA_MIX_TERMS`)."""
+    t = np.asarray(t, dtype=float)
+    if t.size * G.shape[0] < NUMBA_MIX_TERMS:
+        return poisson_mix(q, t, G)
+    from ._tail_ph_kernel import poisson_mix as kernel_mix
+
+    return kernel_mix(float(q), t.ravel(), np.ascontiguousarray(G, dtype=float)).reshape(t.shape + G.shape[1:])
+
+
+def mixed_survivals(t: np.ndarray, solves) -> list:
+    """The survival Σ_j Pois(j; q·t)·g_j of every (g, steps, q) of ``solves`` on the grid ``t``, g_j held at
+    g_{steps−1} beyond the steps computed (an upper bound, off by less than that last value) up to the Poisson cut
+    K = len(g) of q·t_max (the held tail beyond K, < 1e-13 of that value, left out); the Poisson weights computed
+    once per distinct q."""
+    out = [None] * len(solves)
+    groups = {}
+    for n, (g, steps, q) in enumerate(solves):
+        groups.setdefault((float(q), len(g)), []).append(n)
+    for (q, K), members in groups.items():
+        G = np.empty((K, len(members)))
+        for c, n in enumerate(members):
+            g, steps, _ = solves[n]
+            G[:steps, c] = g[:steps]
+            G[steps:, c] = g[steps - 1]
+        sf = np.clip(_poisson_mix(q, t, G), 0.0, 1.0)
+        for c, n in enumerate(members):
+            out[n] = sf[:, c]
+    return out
 
 
 def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, max_seconds=DEFAULT_SECONDS,
@@ -612,41 +647,66 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
             sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
         mv_best, pi_best, ph_best = sols[Dlist[-1]]
         plain = rep.exact  # a phase-type law is its own representation: no smoothing to undo (module doc, 3.)
+        pilot = plan["pilot"]["solve"]
+        fine_i = len(rep.reps) - 1
 
-        def total(mv, which):
-            """(survivals of the representations ``rep.reps[i]``, i in ``which``, each with its own co-residents'
-            representation, less the chain's own value of the unchanged paths; steps, states, q, the exact value of
-            those paths)."""
+        def solves(d, which):
+            """On the chain of spread cap ``d``: per representation rep.reps[i], i in ``which`` (each with its own
+            co-residents' representation), the uniformised masses (g, steps, q) of the chain and, unless ``plain``,
+            of its sub-chain with every change at the tagged server killed (the chain's own value of the unchanged
+            paths, module doc 3.); the exact value of those paths (None if ``plain``); the states per i."""
+            mv = sols[d][0]
             ex = None
             if not plain:
                 a = unchanged_mass(mv, t)
                 ex = unchanged_survival(a, t, rep.sf, rep.sf_eq if rep.sf_eq is not None else
                                         _ph_equilibrium_sf(rep.reps[-1]))
-            outs, steps, sizes, q = [], [], [], None
+            raw, sizes = {}, {}
             for i in which:
                 al, S = rep.reps[i]
                 co = co_reps[i] if co_reps is not None else (al, S)
                 env, still = environment(mv, co[0], co[1], mu, cstar_)
-                sf, st, q = _survival(env, (al, S), t, stop)
-                steps.append(st)
-                sizes.append(env.size * al.size)
-                if not plain:  # the same paths in the chain itself: its sub-chain with every change killed
-                    sf = sf - _survival(still, (al, S), t, stop, q)[0]
-                outs.append(sf)
-            return outs, steps, sizes, q, ex
+                if pilot is not None and d == 1 and i == 0 and cstar_ == 0 and plan["family"] == 0:
+                    full = pilot  # the planner's pilot solved this very chain (_plan)
+                else:
+                    full = product_masses(env, al, S, t_max, stop)
+                raw[i] = [full] if plain else [full, product_masses(still, al, S, t_max, stop, full[2])]
+                sizes[i] = env.size * al.size
+            return raw, ex, sizes
 
-        rests, steps_used, sizes, q, exact_part = total(mv_best, range(len(rep.reps)))
-        if len(rests) == 1:
-            rest, rich_incr = rests[0], np.zeros(t.size)
-        else:  # the extrapolation, and its change from one width fewer
-            rest = phase_fit.richardson(rests)
-            rich_incr = np.abs(rest - phase_fit.richardson(rests[1:]))
-        best = rest if plain else exact_part + rest
+        at_D = plan["at_D"]  # None: every width at D; else only width at_D there, every width at D − 1
+        every = list(range(len(rep.reps)))
+        w = fine_i if at_D is None else at_D  # the width whose change from D − 1 to D is the margin
+        raw_D, ex_D, sizes = solves(Dlist[-1], every if at_D is None else [at_D])
+        raw_p, ex_p, _ = solves(Dlist[0], [fine_i] if at_D is None else every) if R > 1 else ({}, None, {})
+        order = [(which, i) for which, raw in (("D", raw_D), ("p", raw_p)) for i in sorted(raw)]
+        mixed = iter(mixed_survivals(t, [m for which, i in order for m in (raw_D if which == "D" else raw_p)[i]]))
+        rests = {"D": {}, "p": {}}
+        for which, i in order:  # each survival less the chain's own value of the unchanged paths
+            sf = next(mixed)
+            rests[which][i] = sf if plain else sf - next(mixed)
+
+        def extrapolated(by_width):
+            """The survivals at the widths extrapolated to h → 0, and the extrapolation's change from one width
+            fewer."""
+            v = [by_width[i] for i in every]
+            if len(v) == 1:
+                return v[0], np.zeros(t.size)
+            r = phase_fit.richardson(v)
+            return r, np.abs(r - phase_fit.richardson(v[1:]))
+
+        if at_D is None:
+            rest, rich_incr = extrapolated(rests["D"])
+        else:  # the extrapolation on the D − 1 chain, plus width w's change from D − 1 to D
+            r_p, rich_incr = extrapolated(rests["p"])
+            rest = r_p + (rests["D"][w] - rests["p"][w])
+        best = rest if plain else ex_D + rest
         env_incr = np.zeros(t.size)
-        if R > 1:  # the spread cap's increment, at the finest representation (module doc, "the stated margin")
-            prev, _, _, _, ex_prev = total(sols[Dlist[0]][0], [len(rep.reps) - 1])
-            fine = rests[-1] if plain else exact_part + rests[-1]
-            env_incr = np.abs(fine - (prev[0] if plain else ex_prev + prev[0]))
+        if R > 1:  # the spread cap's increment, at width w (module doc, "the stated margin")
+            at = rests["D"][w] if plain else ex_D + rests["D"][w]
+            env_incr = np.abs(at - (rests["p"][w] if plain else ex_p + rests["p"][w]))
+        widths_at = "D" if at_D is None else ("D-1, finest at D" if at_D == fine_i else "D-1, coarsest at D")
+        _, steps_fine, q = raw_D[w][0]
         best = _monotone(np.clip(best, 0.0, 1.0))
         sf_c = np.minimum(1.0, best + env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
         low = np.maximum(0.0, best - env_incr - floor * best)
@@ -654,14 +714,14 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
         top = float(pi_best.sum(axis=1)[-1])
         info = {"D": D_, "M": M, "h": h_, "cstar": cstar_, "stage_phases": rep.phases, "stage_widths": len(rep.widths),
                 "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
-                "states": sizes[-1], "steps": steps_used[-1], "uniformization_rate": q,
+                "states": sizes[w], "steps": steps_fine, "uniformization_rate": q, "widths_at": widths_at,
                 "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
                 "truncation_reached": int(top < eps), "predicted_seconds": plan["predicted"],
                 "stop": stop}
         info["margin_parts"] = (env_incr, rich_incr)
         for p in (0.99, 0.999, 0.9999, 0.99999):  # the extrapolation's own change from two to three widths
             info[f"extrapolation_{100 * p:g}"] = _relative_shift(t, best, rich_incr, p)
-        return TailPHResult(1.0 - _monotone(sf_c), best, low, D_, M, sizes[-1], lam_n, A_n,
+        return TailPHResult(1.0 - _monotone(sf_c), best, low, D_, M, sizes[w], lam_n, A_n,
                             time.process_time() - t0, info)
 
 
@@ -698,10 +758,12 @@ def chain_size(R: int, M: int, D: int, cstar: int, m_co: int) -> tuple[int, int]
     tp = TaggedPhases(R, D, Dt)
     per_phase = np.bincount(tp.table(1.0, 1.0).src, minlength=tp.size)
     k = np.arange(M)[:, None] + tp.ot[None, :]
-    table = np.array([_configs(c, m_co, cstar) for c in range(int(k.max()) + 1)], np.int64)
+    # (capped where the count vectors are far beyond any budget: math.comb outgrows int64 at a large cstar)
+    table = np.array([min(_configs(c, m_co, cstar), 10**12) for c in range(int(k.max()) + 1)], np.int64)
     conf = table[np.maximum(k - 1, 0)] * (k >= 1)
     states = int(conf.sum())
-    moves = int((conf * (per_phase[None, :] + 2 * np.minimum(np.maximum(k - 1, 0), cstar))).sum())
+    # a configuration's own moves: a departure from and a phase move out of each occupied phase (≤ m_co of them)
+    moves = int((conf * (per_phase[None, :] + 2 * np.minimum(np.maximum(k - 1, 0), min(cstar, m_co)))).sum())
     return states, moves
 
 
@@ -734,25 +796,35 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
     reps = {i: representation(law, f) for i, f in enumerate(families)}
     coarse = reps[0].reps[0]
     env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
-    _, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
+    pilot_g, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
     t_stop = steps / _q  # where the pilot's survival fell below ``stop`` (or t_max)
     co = {i: (reps[i].phases if exact else representation(law, tuple(CO_FACTOR * w for w in families[i])).phases)
           for i in reps}
     choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "family": 0,
-              "cstar": 0 if cstar is None else int(cstar)}
+              "cstar": 0 if cstar is None else int(cstar), "at_D": None}
 
     def seconds(c):
         ms, cos = reps[c["family"]].phases, co[c["family"]]
         own_max = max(float(np.max(-np.diag(S))) for _, S in reps[c["family"]].reps)
         co_max = own_max if exact else own_max / CO_FACTOR
         qq = lam + R * mu + own_max + (co_max if c["cstar"] else 0.0)
-        solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
+        w = c["at_D"]
+        if w is None:  # every width at D, the finest at D − 1 (the margin)
+            solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
+        else:  # width w at D, every width at D − 1 (the extrapolation taken there)
+            solves = [(c["D"], ms[w], cos[w])] + [(c["D"] - 1, m, mc) for m, mc in zip(ms, cos)]
         total = SECONDS_FIXED
         for d, m, mc in solves:
             st, mo = chain_size(R, M, d, c["cstar"], mc)
             total += predicted_seconds(st, mo, m, qq * t_stop)
         return total
 
+    if R > 1 and len(reps[0].phases) > 1 and seconds(choice) > max_seconds:
+        # the least choice does not fit: the extrapolation on the D − 1 chain (module doc, "cost"), with the finest
+        # width at D, or the coarsest if even that is predicted beyond OVER_BUDGET times the budget
+        choice["at_D"] = len(reps[0].phases) - 1
+        if seconds(choice) > OVER_BUDGET * max_seconds:
+            choice["at_D"] = 0
     upgrades = []
     if cstar is None:
         upgrades.append(("cstar", 1))
@@ -768,6 +840,8 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
         upgrades += [("D", d) for d in range(4, MAX_D + 1)]
     if cstar is None:
         upgrades += [("cstar", c) for c in range(3, MAX_CSTAR + 1)]
+        if R == 1:  # every co-resident tracked: the exact M/PH/1-PS chain for a phase-type law (module doc, 2.)
+            upgrades.append(("cstar", M))
     for key, val in upgrades:
         trial = {**choice, key: val}
         if key == "D" and choice["D"] != val - 1:
@@ -776,7 +850,8 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
             choice = trial
     choice["widths"] = families[choice["family"]]
     choice["h"] = 0.0 if exact else float(families[choice["family"]][-1])
-    choice["pilot"] = {"moves": mv}
+    # the pilot's solve is the coarsest width's at D = 1 without tracked co-residents: reused when the method needs it
+    choice["pilot"] = {"moves": mv, "solve": (pilot_g, steps, _q) if R > 1 else None}
     choice["predicted"] = seconds(choice)
     choice["pilot_steps"] = steps
     choice["t_stop"] = t_stop
