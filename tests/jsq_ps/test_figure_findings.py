@@ -97,3 +97,31 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
     for c in cap.findings:
         ok, derived = verify(c, lambda source: rep)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+
+
+@pytest.mark.parametrize(("scales", "one", "apart"), [
+    ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "corrected chains + T ≈ exact: W < 0.001", ["A: W = "]),
+    ({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0005}, "T ≈ exact: W < 0.001", ["A: W = ", "A*: W = "]),
+])
+def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart):
+    """The CDF figure draws the corrected chains and T that lie on exact in both panels as one line with it, under one
+    legend entry computed from the data; a chain 3 % off keeps its own entry; the body panel reaches far enough that
+    95 % of each separately drawn line's W lies inside it (the x-range follows the data, not a fixed rule)."""
+    sim, approx = jsq_run({0.5: scales})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (fig, cap), = figs
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
+    assert not any(t.startswith("exact") for t in texts)
+    body = fig.get_axes()[0]
+    x1 = body.get_xlim()[1]
+    t = sim["t"].values
+    for m, s in scales.items():
+        if m == "A" or (m == "A*" and s != 1.0 and "A*: W = " in apart):
+            d = np.abs(np.exp(-t / s) - np.exp(-t)) * (t[1] - t[0])
+            assert d[t <= x1 + 1e-9].sum() >= 0.95 * d.sum() - 1e-12
+    assert f"to {x1:.3g}:" in " ".join(cap.how)
+    plots.plt.close(fig)

@@ -1404,45 +1404,83 @@ def _under(lines, curves, tol, panels) -> dict:
 
 
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENTIAL, cmp=None, **kw):
-    """Simulated (pooled, with its 95 % CI over the replications) vs approximated CDFs of one cell: the body (each
-    CDF minus the reference's, linear, up to the simulated 99th percentile) and the tail (log, up to the 99.999th).
-    The simulated tail is drawn solid where at least 100 customers per replication lie beyond t, dotted beyond
-    (reference too short there).
+    """Simulated (pooled, with its 95 % CI over the replications in the tail) vs approximated CDFs of one cell: the
+    body (each CDF minus the reference's, linear, over the window where the drawn lines' W lies:
+    :func:`_body_window`) and the tail (log, up to the 99.999th percentile or the grid's end). The simulated tail is
+    drawn solid where at least 100 customers per replication lie beyond t, dotted beyond (reference too short there).
 
     Drawn: ``exact``, ``T`` and each distinct corrected chain, plus the three paper methods closest to the reference
-    by Wasserstein distance (exact where it ran, else the simulation; from ``cmp`` if given, else all six); methods
-    whose "CDF" is not a CDF are left out and named. ``sim``/``approx`` may be lazily opened files.
+    by Wasserstein distance (exact where it ran, else the simulation; from ``cmp`` if given, else all six); the lines
+    that lie on exact in both panels (:func:`_on_exact`) are drawn as one with it. Methods whose "CDF" is not a CDF
+    are left out and named. ``sim``/``approx`` may be lazily opened files.
     """
     c = _cdf_data(sim, approx, R, rho, service, cmp)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
-    x1 = max(1.15 * c.q(0.99), 5 * float(c.t[1]))
-    x2 = max(1.1 * c.q(0.99999), 5 * float(c.t[1]))
-    n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
+    x2 = min(max(1.1 * c.q(0.99999), 5 * float(c.t[1])), float(c.t[-1]))
     n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
-    body = {sr.method: _smooth(c.Fa[c.methods.index(sr.method)][:n1] - c.F_ref[:n1], n1) for sr in c.lines}
-    span = _cdf_body(ax1, c, body, n1, x1)
+    full = {sr.method: c.Fa[c.methods.index(sr.method)] - c.F_ref for sr in c.lines}
     tail = {sr.method: np.log10(np.clip(1 - c.Fa[c.methods.index(sr.method)][:n2], 1e-6, None)) for sr in c.lines}
+    c.same = _on_exact(c, full, tail, x2)
+    x1 = _body_window(c, full, x2)
+    n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
+    body = {m: _smooth(v[:n1], n1) for m, v in full.items()}
+    span = _cdf_body(ax1, c, body, n1, x1)
     order = [sr for sr in c.lines if sr.method == "exact"] + [sr for sr in c.lines if sr.method != "exact"]
+    order = [sr for sr in order if sr.method not in c.same]
     covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
-    _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered, x1) for sr in c.lines})
+    h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     for ax in (ax1, ax2):
-        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
+        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    h, lab = _legend_entries([ax1, ax2])
-    _legend_below(fig, h, lab, ncol=2, fontsize=8)
+    _legend_below(fig, h, lab, ncol=3, fontsize=9.5)
     shown = [m for sr in c.lines for m in sr.members]
     hidden = [m for m in c.methods if c.ok[m] and m not in shown]
     not_run = [m for m in c.methods if not c.ran[m]]
-    cap = _cdf_caption(cmp, c.w_ref, R, float(rho), service, c.faithful, c.t_end, hidden, not_run, c.omitted)
-    notes = [f"not run here (over budget / truncation cap): {', '.join(not_run)}"] if not_run else []
-    notes += [f"not drawn, not a CDF here: {', '.join(c.omitted)}"] if c.omitted else []
-    notes += [f"computed, not drawn (farther from the reference by W): {', '.join(hidden)}"] if hidden else []
+    cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
     head = "; ".join(_cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0]) if cmp is not None else ""
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
-                 + (f"\n{head}" if head else "") + ("\n" + "; ".join(notes) if notes else ""), fontsize=10, y=1.0,
-                 va="bottom")
+                 + (f"\n{head}" if head else ""), fontsize=10.5, y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
+
+
+#: a corrected chain or T is drawn as one line with exact where its CDF is within this of exact's at every t and its
+#: survival within :data:`_SAME_DECADES` decades of exact's down to 1e-6 over the tail panel (closer than exact's wide
+#: line in either panel)
+_SAME_CDF = 1e-3
+_SAME_DECADES = 0.03
+#: the body panel reaches to where this share of each separately drawn line's ∫|F − F_ref| dt (its W) lies
+_BODY_SHARE = 0.95
+
+
+def _on_exact(c, full, tail, x2) -> list:
+    """The corrected chains and T (their first members) that lie on exact in both panels: drawn as one line with it
+    (:data:`_SAME_CDF`, :data:`_SAME_DECADES`); none where exact is not the reference."""
+    if not c.use_exact:
+        return []
+    out, drawn = [], c.t[:len(tail["exact"])] <= x2
+    for sr in c.lines:
+        if sr.method == "exact" or not (sr.method.endswith("*") or sr.method == TAIL):
+            continue
+        d_body = np.nanmax(np.abs(full[sr.method]), initial=0.0)
+        d_tail = np.nanmax(np.abs(tail[sr.method] - tail["exact"])[drawn], initial=0.0)
+        if d_body <= _SAME_CDF and d_tail <= _SAME_DECADES:
+            out.append(sr.method)
+    return out
+
+
+def _body_window(c, full, x2) -> float:
+    """The body panel's right end: at least 1.15 × the simulated 99th percentile, and far enough that
+    :data:`_BODY_SHARE` of each separately drawn line's W lies inside (at most ``x2``, the tail panel's end)."""
+    x = max(1.15 * c.q(0.99), 5 * float(c.t[1]))
+    dt = np.diff(c.t, append=c.t[-1])
+    for sr in c.lines:
+        if sr.method == "exact" or sr.method in c.same:
+            continue
+        cum = np.cumsum(np.nan_to_num(np.abs(full[sr.method])) * dt)
+        if cum[-1] > 0:
+            x = max(x, float(c.t[min(len(c.t) - 1, int(np.searchsorted(cum, _BODY_SHARE * cum[-1])))]))
+    return min(x, x2)
 
 
 def _cdf_data(sim, approx, R, rho, service, cmp):
@@ -1533,96 +1571,100 @@ def _smooth(y, n):
 
 
 def _cdf_body(ax, c, body, n1, x1) -> float:
-    """The body panel: each method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`), the pooled
-    simulation with its 95 % CI (where it is a reference); the y-range follows the methods and the pooled simulation
-    (a wider CI is clipped, and said). Returns the half-span of the y-range."""
+    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`),
+    the pooled simulation where it is a reference (thin, no CI: the methods are judged against exact, which has no
+    noise); the y-range follows what is drawn. Returns the half-span of the y-range."""
     t, good = c.t[:n1], c.reliable[:n1]
     sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
-    ci = np.where(good, c.ci[:n1], np.nan)
-    if c.use_exact:  # the CI as an outline around the black line, not a band that reads as the methods' noise
-        ax.plot(t, sim, color="k", lw=1.0, zorder=5, label="simulation (pooled)")
-        for sign in (-1, 1):
-            ax.plot(t, sim + sign * ci, color="0.6", lw=0.6, zorder=4,
-                    label=None if sign < 0 else f"thin grey lines (body), grey band (tail): the black line's 95 % "
-                                                f"CI ({c.k} replications; the methods are set against exact)")
-    ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
-    for sr in c.lines:
-        if not (sr.method == "exact" and c.use_exact):
-            ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = list(body.values()) + ([sim] if c.use_exact else [])
+    if c.use_exact:
+        ax.plot(t, sim, color=_SIM_GREY, lw=0.8, zorder=5)
+    ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
+    drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
+    for sr in drawn:
+        ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+    vals = [body[sr.method] for sr in drawn] + ([sim] if c.use_exact else [])
     lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
     hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
     pad = 0.12 * max(hi - lo, 2e-3)
     ax.set_ylim(lo - pad, hi + pad)
-    reach = float(np.nanmax(np.abs(ci), initial=0.0)) if c.use_exact else 0.0
-    if c.use_exact and (np.nanmin(sim - ci, initial=0) < lo - pad or np.nanmax(sim + ci, initial=0) > hi + pad):
-        ax.text(0.99, 0.02, f"the simulation's CI (thin grey) is clipped: ±{reach:.2g} at most",
-                transform=ax.transAxes, ha="right",
-                va="bottom", fontsize=7.5, color="0.35")
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
-    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9)
-    ax.set_title(f"body: each CDF minus {'exact' if c.use_exact else 'the pooled simulation'}'s (the area to 0 "
-                 f"is W,\nin {TIME_UNIT}), up to the simulated 99th percentile", fontsize=9)
+    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
+    ax.set_title(f"body: each CDF minus {ref}'s (area to 0 = W)", fontsize=10)
     return (hi - lo) / 2 + pad
 
 
-def _cdf_tail(ax, c, n2, x2, labels) -> None:
-    """The tail panel: P(T > t) on a log scale, exact wide and light underneath, the methods on top, the pooled
-    simulation solid (with its CI) where it is a reference, faint dots beyond."""
+#: the pooled simulation's colour in the CDF figures (near black: the methods, not it, carry the colours)
+_SIM_GREY = "0.2"
+
+
+def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
+    """The tail panel: P(T > t) on a log scale, exact wide and light underneath (T dash-dot on it where they are drawn
+    as one: one legend entry), the other methods on top, the pooled simulation solid with its 95 % CI where it is a
+    reference, dotted beyond. Returns the legend's (handles, labels)."""
     t, good = c.t[:n2], c.reliable[:n2]
     sf = 1 - c.Fp[:n2]
     ci = c.ci[:n2]
-    ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan), np.where(good, sf + ci, np.nan),
-                    color="0.75", alpha=0.5, lw=0)
-    for sr in c.lines:
-        wide = sr.method == "exact"
-        ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
-                lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3,
-                label=labels[sr.method])
-    ax.plot(t, np.where(good, sf, np.nan), color="k", lw=1.2, zorder=5)
+    handles = [ax.plot(t, np.where(good, sf, np.nan), color=_SIM_GREY, lw=1.1, zorder=5)[0]]
+    names = ["simulation (pooled)"]
+    if c.k > 1:
+        handles.append(ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan),
+                                       np.where(good, sf + ci, np.nan), color="0.55", alpha=0.3, lw=0))
+        names.append(f"simulation's 95 % CI ({c.k} replications)")
     if (~good).any():
-        ax.plot(t, np.where(~good, sf, np.nan), color="0.55", lw=0.8, ls=":", alpha=0.35, zorder=4,
-                label=f"faint dots: simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
-                      "(not a reference, not data to read)")
+        handles.append(ax.plot(t, np.where(~good, sf, np.nan), color="0.35", lw=0.9, ls=":", alpha=0.8,
+                               zorder=4)[0])
+        names.append("simulation, too few customers beyond t (not a reference)")
+    group = []
+    for sr in c.lines:
+        if sr.method in c.same and sr.method != TAIL:
+            continue
+        wide = sr.method == "exact"
+        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
+                      lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        if c.same and (wide or sr.method in c.same):
+            group.append(ln)
+        else:
+            handles.append(ln)
+            names.append(labels[sr.method])
+    if group:
+        handles.append(tuple(group))
+        names.append(labels["exact"])
     ax.set_xlim(0, x2)
     ax.set_yscale("log")
     ax.set_ylim(1e-6, 1.0)
-    ax.set_ylabel("P(T > t)")
-    ax.set_title("tail: P(T > t) on a log scale; x-range to the pooled simulation's\n99.999th percentile "
-                 f"(a reference only up to t ≈ {c.t_end:.3g}: solid black)", fontsize=9)
+    ax.set_ylabel("P(T > t)", fontsize=9.5)
+    ax.set_title(f"tail: P(T > t); the simulation is a reference up to t ≈ {c.t_end:.3g}", fontsize=10)
+    return handles, names
 
 
-def _cdf_label(c, sr, covered, x1) -> str:
-    """A line's legend entry: its name, its W (in mean service times) against the reference, where most of W lies
-    beyond the body panel's x-range, and which line covers it."""
-    w = float("nan")
-    if c.w_ref is not None and not (sr.method == "exact" and c.use_exact) \
-            and sr.method in c.w_ref["approximation"].values:
-        w = float(c.w_ref["W"].sel(approximation=sr.method))
-    name = sr.label
-    if sr.method == TAIL and c.use_exact:
-        name += "; its CDF lies on or below the true one (body: below 0 from t ≈ 0)"
-    if not np.isfinite(w):
-        text = name
-    elif w < W_FLOOR:
-        text = f"{name}: W < {W_FLOOR:g} (on exact)"
-    else:
-        text = f"{name}: W = {_g(w)}"
-        share = _body_share(c, sr.method, x1)
-        if share < 0.5:
-            text += (f" ({'almost all' if share < 0.005 else f'{100 * (1 - share):.0f} %'} of it from t > {x1:.3g}, "
-                     "beyond the body panel)")
-    return text + (f" — lies under {covered[sr.method]}" if sr.method in covered else "")
+def _cdf_label(c, sr, covered) -> str:
+    """A line's legend entry: its name and its W (in mean service times) against the reference and, if another line
+    covers it, which; exact's entry names the lines drawn as one with it (:func:`_on_exact`)."""
+    if sr.method == "exact" and c.same:
+        chains = [x for x in c.lines if x.method.endswith("*")]
+        named = [x for x in c.lines if x.method in c.same]
+        words = ("corrected chains" if chains and all(x.method in c.same for x in chains)
+                 else " and ".join(x.label for x in named if x.method != TAIL))
+        words = " + ".join(w for w in (words, TAIL if TAIL in c.same else "") if w)
+        return f"{words} ≈ exact: {_w_words(c, c.same)}"
+    text = sr.label
+    w = _w_words(c, [sr.method])
+    if w and not (sr.method == "exact" and c.use_exact):
+        text += f": {w}"
+    return text + (f" — under {covered[sr.method]}" if sr.method in covered else "")
 
 
-def _body_share(c, method, x1) -> float:
-    """The share of ∫|F − F_ref| dt over the grid that lies at t ≤ x1 (1 where the integral is 0)."""
-    d = np.abs(c.Fa[c.methods.index(method)] - c.F_ref)
-    d = np.where(np.isfinite(d), d, 0.0)
-    dt = np.diff(c.t, append=c.t[-1])
-    total = float(np.sum(d * dt))
-    return float(np.sum((d * dt)[c.t <= x1]) / total) if total > 0 else 1.0
+def _w_words(c, methods) -> str:
+    """'W = 0.2' (the largest of ``methods``' W to the reference), 'W < 0.001', or '' without W."""
+    if c.w_ref is None:
+        return ""
+    ws = [float(c.w_ref["W"].sel(approximation=m)) for m in methods if m in c.w_ref["approximation"].values]
+    ws = [w for w in ws if np.isfinite(w)]
+    if not ws:
+        return ""
+    w = max(ws)
+    return f"W < {W_FLOOR:g}" if w < W_FLOOR else f"W {'≤' if len(ws) > 1 else '='} {_g(w)}"
 
 
 #: methods of A–F whose W is within this factor of the closest one's are named together, as nearly tied
@@ -1689,56 +1731,63 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
     return head, claims
 
 
-def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, omitted) -> Caption:
+def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     findings, limits = [], []
     if cmp is not None:
-        c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
-        rho_c = float(c["rho"])
-        sel = {"service": service, "R": R, "rho": rho_c}
-        findings += _cdf_findings(cmp, w_ref, R, rho, service, faithful)[1]
-        ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
-        good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
-        allp = [float(p) for p in ru["percentile"].values]
-        words = (f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good
-                 else "none")
-        findings.append(Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation "
-                              f"here can estimate {words} ({TAIL_MIN} or more customers per replication beyond it); "
-                              f"its tail is dotted where it cannot (beyond t ≈ {t_end:.3g}).", good,
-                              Q.query("percentile", (("list", None),), Q.REF_SIM, sel)))
-        if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
-            p = good[-1]
-            e = c.sel(percentile=p)
-            m, lo, hi = (float(e[v].sel(approximation="exact")) for v in (
-                "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                "relative_percentile_error_ci_high"))
-            inside = bool(lo <= 0 <= hi)
-            findings.append(Claim(f"At the {p:g}th percentile exact and the simulation differ by {_pct(m, 1)} (95% CI "
-                                  f"{_pct(lo, 1)} to {_pct(hi, 1)}): {'within' if inside else 'beyond'} the "
-                                  "simulation's noise.", [m, lo, hi],
-                                  [Q.query(f"{v}.sel(approximation='exact')", (("max", None),), None,
-                                           {**sel, "percentile": p}) for v in (
-                                      "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                                      "relative_percentile_error_ci_high")], half_unit(1, 100)))
+        findings += _cdf_findings(cmp, c.w_ref, R, rho, service, c.faithful)[1]
+        findings += _cdf_reach_claims(cmp, R, rho, service, c.t_end)
     else:
         limits.append("Without the comparison the figure names no closest method.")
-    return Caption(
-        f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
-        f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits,
-        [("Left: the body, each CDF minus the reference's (exact where it ran, pink line at 0; else the pooled "
-          "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
-          "Wasserstein distance W, given in the legend (with the share of W beyond the panel's x-range where that is "
-          "most of it). The methods' curves there are smoothed over 1/150 of the drawn range: their stored CDFs keep "
-          "12 significant bits, whose rounding would show as steps. Right: the tail P(T > t) on a log scale, exact "
-          "wide and light under the others. Black: the pooled simulation (grey dotted where fewer than 100 customers "
-          "per replication lie beyond t: no reference there); grey band: the black line's 95 % CI over its "
-          "replications — it belongs to the simulation only (in the body the methods are set against exact, which "
-          "has no noise; the y-range follows the methods, so the band may be clipped, and the panel then says how "
-          "far it reaches; in the body the band is drawn as two thin grey lines around the black one). Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
-          "(dashed, one dash pattern and width each), exact where it ran and T (dash-dot: the conservative tail "
-          "chain, whose survival lies on or above the true one). A legend entry ending \"lies under X\" is a line "
-          "that X, drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 "
-          "ends where its truncated "
-          "state space runs out (a property of the method). The title names the methods left out and why.")])
+    limits += [f"Not run here (over budget / truncation cap): {listing(not_run)}."] if not_run else []
+    limits += [f"Not drawn, not a CDF here: {listing(c.omitted)}."] if c.omitted else []
+    limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
+    ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
+    same = [sr.label for sr in c.lines if sr.method in c.same]
+    how = [f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
+           f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
+           f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
+           "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
+           "rounding would show as steps. The pooled simulation is drawn there without its CI: the methods are "
+           "judged against exact, which has no noise; the simulation is only a check on exact.",
+           "Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
+           f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
+           "lie beyond t, dotted beyond (no reference there)."]
+    if same:
+        how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
+                   f"decades of its survival down to 1e-6): {listing(same)}.")
+    how.append("Drawn: the three of A–F closest to the reference by W, each distinct corrected chain (dashed, one "
+               "dash pattern each), exact where it ran and T (dash-dot: the conservative tail chain, whose survival "
+               "lies on or above the true one, so its body curve lies on or below 0). \"under X\": a line that X, "
+               "drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 ends "
+               "where its truncated state space runs out (a property of the method).")
+    return Caption(f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
+                   f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits, how)
+
+
+def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
+    """The percentiles the simulation can estimate in this cell (and where its tail turns dotted), and exact against
+    the simulation at the deepest of them."""
+    c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
+    sel = {"service": service, "R": R, "rho": float(c["rho"])}
+    ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
+    good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
+    allp = [float(p) for p in ru["percentile"].values]
+    words = f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good else "none"
+    out = [Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation here can "
+                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail is dotted "
+                 f"where it cannot (beyond t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
+                                                                             Q.REF_SIM, sel))]
+    if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
+        p = good[-1]
+        names = ("relative_percentile_error_mean", "relative_percentile_error_ci_low",
+                 "relative_percentile_error_ci_high")
+        m, lo, hi = (float(c.sel(percentile=p)[v].sel(approximation="exact")) for v in names)
+        out.append(Claim(f"At the {p:g}th percentile exact and the simulation differ by {_pct(m, 1)} (95% CI "
+                         f"{_pct(lo, 1)} to {_pct(hi, 1)}): {'within' if lo <= 0 <= hi else 'beyond'} the "
+                         "simulation's noise.", [m, lo, hi],
+                         [Q.query(f"{v}.sel(approximation='exact')", (("max", None),), None, {**sel, "percentile": p})
+                          for v in names], half_unit(1, 100)))
+    return out
 
 
 # =========================================================================== M/G/R laws
