@@ -1743,15 +1743,15 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
     ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
     same = [sr.label for sr in c.lines if sr.method in c.same]
-    how = [f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
+    how = [(f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
            f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
            f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
            "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
            "rounding would show as steps. The pooled simulation is drawn there without its CI: the methods are "
-           "judged against exact, which has no noise; the simulation is only a check on exact.",
-           "Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
+           "judged against exact, which has no noise; the simulation is only a check on exact."),
+           ("Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
            f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
-           "lie beyond t, dotted beyond (no reference there)."]
+           "lie beyond t, dotted beyond (no reference there).")]
     if same:
         how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
                    f"decades of its survival down to 1e-6): {listing(same)}.")
