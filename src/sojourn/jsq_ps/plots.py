@@ -1809,54 +1809,56 @@ def _scv_of(laws) -> dict:
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
-    cell in the panel); colour = law; the simulations' own noise shaded grey. Below, where the comparison has methods
-    that take the law itself, their percentile error (:func:`_law_method_row`); the lower row's panels without a value
-    are left out, and the legend takes their place. ``laws``: the config's law strings (their SCV in the legend)."""
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, its letter as
+    the marker of each cell); colour = law; the simulations' own noise shaded grey. Below, where the comparison has
+    methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
+    own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
+    a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
-    nrows = 2 if law_rows else 1  # a second row where the comparison has methods that take the law itself
-    fig, grid = plt.subplots(nrows, len(Rv), figsize=(3.3 * len(Rv) + 1.0, 3.6 * nrows), squeeze=False)
-    axes, err_axes = list(grid[0]), (list(grid[1]) if law_rows else [])
+    full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
+    empty = [R for R in Rv if R not in full] if law_rows else []
+    ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
+    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1)))
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.5)
+    top = gs[0].subgridspec(1, ncol, wspace=0.32)
+    axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
-    extra_handles, extra_labels, empty = [], [], []
-    if law_rows:
-        extra_handles, extra_labels, row_kinds, empty = _law_method_row(err_axes, cmp, services, Rv, cmap)
-        kinds |= row_kinds
-    rho = cmp["rho"].values
-    for ax, R in zip(err_axes, Rv):
-        if R in empty:
-            ax.cla()
-            ax.set_axis_off()
-        else:
-            _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
-    fig.tight_layout()
     handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
+    slot = None
+    if law_rows:
+        low = gs[1].subgridspec(1, ncol, wspace=0.38)
+        slot = fig.add_subplot(low[0, 0])
+        slot.set_axis_off()
+        err_axes = [fig.add_subplot(low[0, 1 + j]) for j in range(2 * len(full))]
+        row_h, row_l, row_kinds = _law_method_row(err_axes, cmp, services, full, cmap)
+        handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
-    handles, labels = handles + extra_handles + sh, labels + extra_labels + sl
-    gone = [ax for ax, R in zip(err_axes, Rv) if R in empty]
-    if gone:  # the lower row's panels without a value: their note, and the legend in their place
-        x0, pos = gone[0].get_position().x0, gone[0].get_position()
-        fig.text(x0, pos.y1, _empty_law_row_note(cmp, services, empty), ha="left", va="top", fontsize=8.5,
-                 color="0.25", bbox={"facecolor": "0.97", "edgecolor": "0.75"})
-        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(x0, pos.y1 - 0.075), frameon=False,
-                   fontsize=8, handlelength=2.2, borderaxespad=0.0)
+    handles, labels = handles + sh, labels + sl
+    fig.subplots_adjust(left=0.07, right=0.97, top=0.9, bottom=0.08)
+    if slot is not None:
+        note = _empty_law_row_note(cmp, services, empty) if empty else ""
+        if note:
+            slot.text(0.0, 1.12, note, transform=slot.transAxes, ha="left", va="top", fontsize=8.5, color="0.25",
+                      bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.12, 0.86 if note else 1.12),
+                    frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
     else:
         _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time\nupper row — solid: vs the M/M/R simulation; dashed: vs the closest analytic "
-                 "method (named in each panel)", y=1.0, va="bottom", fontsize=10)
+                 "method (its letter at each load)", y=0.99, va="top", fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, named per cell: :func:`_closest_note`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, named per cell: :func:`_closest_letters`), the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -1874,7 +1876,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             if ok1.any():
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), marker="s", ms=3, lw=1.1, mfc="white")
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1)  # markers: the methods' names
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -1889,15 +1891,15 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
         strip.finish(title=f"R = {R}")
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
-    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k), a decade up: room for the names
+    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
     e = 10.0 ** np.floor(np.log10(hi))
-    axes[0].set_ylim(lo, 10 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
+    axes[0].set_ylim(lo, 1.5 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
     log_ticks(axes[0].yaxis)
     for ax, x, y in noise_fill:
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
     for ax, R in zip(axes, Rv):
-        _closest_note(ax, cmp, R, services, cand, cmap)
+        _closest_letters(ax, cmp, R, services, cand, cmap)
     return kinds, bool(noise_fill)
 
 
@@ -1925,18 +1927,16 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_note(ax, cmp, R, services, cand, cmap) -> None:
-    """At the panel's top left, one line per law (its colour): the closest method of each ρ drawn, in order of ρ."""
-    lines = [(k, closest_methods(cmp, s, R, cand)) for k, s in enumerate(services)]
-    lines = [(k, c) for k, c in lines if c]
-    if not lines:
-        return
-    rhos = sorted({r for _, c in lines for r in c})
-    ax.text(0.03, 0.97, "closest method (dashed) at ρ = " + _rho_text(rhos) + ":", transform=ax.transAxes,
-            ha="left", va="top", fontsize=6.5, color="0.2")
-    for j, (k, c) in enumerate(lines):
-        ax.text(0.03, 0.97 - 0.065 * (j + 1), ", ".join(c.get(r, "–") for r in rhos), transform=ax.transAxes,
-                ha="left", va="top", fontsize=7, color=cmap(k), fontweight="bold")
+def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
+    """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
+    law's colour on a white disc (the name is the marker)."""
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
+    for k, svc in enumerate(services):
+        for r, m in closest_methods(cmp, svc, R, cand).items():
+            y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
+            ax.annotate(m, (r, y), ha="center", va="center", fontsize=7, color=cmap(k), fontweight="bold",
+                        zorder=6, bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k),
+                                        "lw": 0.6})
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -1945,15 +1945,14 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     from matplotlib.patches import Patch
 
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
-    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
+    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="s", ms=3, mfc="white")]
-    labels += ["upper row, solid: the law's simulation vs the M/M/R simulation (same mean)",
-               ("upper row, dashed: vs the closest analytic method of each cell\n(exact left out: it is the M/M/R "
-                "law; the smallest W over methods, so it may dip below solid)")]
+                Line2D([], [], color="0.3", ls="--", marker="$T$", ms=6)]
+    labels += ["upper row, solid: vs the M/M/R simulation",
+               "upper row, dashed: vs the closest analytic\nmethod (its letter at each load)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
-        labels.append("upper row, grey: the solid lines' own noise (largest over the laws)")
+        labels.append("upper row, grey: the solid lines' own noise")
     if law_rows:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
         labels.append("lower row, grey band: ±5 % error")
@@ -1966,8 +1965,8 @@ def _empty_law_row_note(cmp, services, empty) -> str:
     few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
     rs = listing([f"{r:g}" for r in empty])
     if (few != 0).all():
-        return (f"R = {rs}: no {q:g}th-percentile error —\nthe simulation is too short: fewer than {TAIL_MIN} customers "
-                f"per replication\nbeyond the {q:g}th percentile, for every law at every load")
+        return (f"R = {rs}: no {q:g}th-percentile error:\nthe simulation is too short (fewer than {TAIL_MIN}\n"
+                f"customers per replication beyond it),\nfor every law at every load")
     return f"R = {rs}: no {q:g}th-percentile error at any load"
 
 
@@ -2029,18 +2028,18 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein distance "
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
         "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact, "
-        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise), "
-        "against ρ, one panel "
-        "per R that ran"
-        + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
-           "T with the law itself (filled markers, solid, 95 % CI) and of T for exponential service (dash-dot, ✕), "
-           "the ±5 % band shaded" if law_rows else "") + ".", findings, limits,
+        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise; "
+        "the closest method's name is the marker at each load), against ρ, one panel per R that ran"
+        + (f"; below, for each R with a value, the error of the {_law_row_percentile(cmp):g}th percentile against "
+           "each law's simulation of T for exponential service (dash-dot, ✕) and of T with the law itself (filled "
+           "markers, solid, the ±5 % band shaded), each with its 95 % CI, in two panels with their own y-ranges"
+           if law_rows else "") + ".", findings, limits,
         [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
           "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
           "tell; a distance far above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel, "
-             "not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel "
+             "(one row for every law where their marks are the same), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -2083,66 +2082,91 @@ def _law_errors(cmp, services, method=None):
     return v[np.isfinite(v)]
 
 
+def _law_row_series(cmp, svc, R, q) -> dict:
+    """The M/G/R error row's values of law ``svc`` at R: {law method, or None for the exponential model's T:
+    (mean, CI low, CI high) in % per ρ}, NaN where the simulation's run is unusable (or, for T, too few customers lie
+    beyond the percentile ``q``)."""
+    ok_run = run_usable(cmp).sel(service=svc, R=R).values
+    few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
+    out = {}
+    for m in cmp["law_method"].values.tolist():
+        d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
+        out[m] = tuple(100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
+            "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
+    if TAIL in cmp["approximation"].values.tolist():
+        d = cmp.sel(service=svc, R=R, approximation=TAIL, percentile=q)
+        out[None] = tuple(100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
+            "relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high"))
+    return out
+
+
+def _law_row_has_values(cmp, services, R) -> bool:
+    q = _law_row_percentile(cmp)
+    return any(np.isfinite(v[0]).any() for s in services for v in _law_row_series(cmp, s, R, q).values())
+
+
 def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's second row: per R, the relative error of :func:`_law_row_percentile` (method / simulation
-    − 1, mean over replications with its 95 % CI) against ρ, for each method that takes the law itself
-    (``law_method``: solid, filled markers) and for the exponential model's T (dash-dot, ✕), colour = law, the ±5 %
-    band shaded; a simulated cell whose run is too short, or has too few customers beyond the percentile, is marked
-    ◇ in the strip above its panel, not drawn. A panel with no value at all is removed (the caption's limits say
-    why, once). Returns the legend's (handles, labels) for the methods, the status kinds drawn and the R's removed."""
+    """The M/G/R figure's second row: per R of ``Rv`` two panels, each with its own linear y-range — the error of
+    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) against ρ of the
+    exponential model's T (dash-dot, ✕) and of each method that takes the law itself (``law_method``: solid, filled
+    markers, the ±5 % band shaded); colour = law. A simulated cell whose run is too short, or has too few customers
+    beyond the percentile, is marked ◇ in the strip above the panels (one row where every law has the same marks).
+    Returns the legend's (handles, labels) for the methods and the status kinds drawn."""
     from matplotlib.lines import Line2D
 
     q = _law_row_percentile(cmp)
     rho = cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
     marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
-    expo = "T" in cmp["approximation"].values.tolist()
-    run_ok = run_usable(cmp)
-    kinds, empty = set(), []
-    for ax, R in zip(axes, Rv):
-        ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
-        ax.axhline(0.0, color="0.5", lw=0.8)
-        strip = status_strip(ax)
-        n_drawn = sum(len(ln.get_xdata()) for ln in ax.get_lines())
-        for k, svc in enumerate(services):
-            ok_run = run_ok.sel(service=svc, R=R).values
-            few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
-            simulated = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=svc, R=R).values)
-            strip.mark(svc, rho, simulated & (~ok_run | (few != 0)), REFERENCE_TOO_SHORT.key, cmap(k), label=svc)
-            for j, m in enumerate(methods):
-                d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
-                y, lo, hi = (100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
-                    "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
-                ok = np.isfinite(y)
-                if ok.any():
+    kinds = set()
+    for j, R in enumerate(Rv):
+        pair = axes[2 * j: 2 * j + 2]
+        vals = {s: _law_row_series(cmp, s, R, q) for s in services}
+        for ax, which in zip(pair, (None, "law")):
+            if which == "law":
+                ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
+            ax.axhline(0.0, color="0.5", lw=0.8)
+            for k, s in enumerate(services):
+                for m, (y, lo, hi) in vals[s].items():
+                    if (m is None) != (which is None) or not np.isfinite(y).any():
+                        continue
+                    ok = np.isfinite(y)
                     ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                color=cmap(k), marker=marks[j % len(marks)], ms=3.5, lw=1.2, capsize=2)
-            if expo:  # the exponential model's T, with its CI (mostly smaller than the marker)
-                d = cmp.sel(service=svc, R=R, approximation="T", percentile=q)
-                y, lo, hi = (100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
-                    "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                    "relative_percentile_error_ci_high"))
-                ok = np.isfinite(y)
-                if ok.any():
-                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                fmt="-.", color=cmap(k), lw=1.2, marker="x", ms=4, capsize=2)
-        if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: the panel goes
-            empty.append(R)
-            continue
-        kinds |= strip.kinds
-        strip.finish(title=f"R = {R}: {q:g}th-percentile error")
-        ax.set_xlabel("load ρ")
-        ax.grid(alpha=0.3)
-    shown = [ax for ax, R in zip(axes, Rv) if R not in empty]
-    if shown:
-        shown[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+                                color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
+                                else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
+            if which == "law":
+                lo_, hi_ = ax.get_ylim()
+                ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
+            kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
+                "T for exponential service" if which is None else f"{listing(methods)} with the law itself"))
+            ax.set_xlabel("load ρ")
+            ax.grid(alpha=0.3)
+            ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
+            _linear_rho_axis(ax, rho[np.isfinite(ran).any(0)])
+        pair[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
-    labels = [f"lower row: {m} with the law itself, its {q:g}th-percentile error (95 % CI)" for m in methods]
-    if expo:
+    labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
+    if TAIL in cmp["approximation"].values.tolist():
         handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
-        labels.append(f"lower row: T for exponential service (the M/M/R model, same mean),\nits {q:g}th-percentile "
-                      "error (95 % CI)")
-    return handles, labels, kinds, empty
+        labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
+    return handles, labels, kinds
+
+
+def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
+    """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
+    same, else a row per law in its colour). Returns the status kinds drawn."""
+    rho = cmp["rho"].values
+    simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
+    masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
+             for s in services}
+    strip = status_strip(ax)
+    if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
+        strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
+    else:
+        for k, s in enumerate(services):
+            strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
+    strip.finish(title=title, fontsize=9.5)
+    return strip.kinds
 
 
 def _law_method_claims(cmp, services) -> list:
