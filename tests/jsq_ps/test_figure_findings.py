@@ -125,3 +125,16 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
             assert d[t <= x1 + 1e-9].sum() >= 0.95 * d.sum() - 1e-12
     assert f"to {x1:.3g}:" in " ".join(cap.how)
     plots.plt.close(fig)
+
+
+@pytest.mark.parametrize(("errors", "clip"), [([-18.0, 0.3, 4.0], 20.0), ([-18.0, 0.3, 800.0], 1000.0),
+                                              ([0.2, -0.1], 10.0)])
+def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip):
+    """A map of small errors gets its own colour range (the smallest step holding every error that counts), so that
+    −18 % is not pale on a ±1000 % scale; an error within the noise (not significant) does not widen it."""
+    n = len(errors)
+    m = {"err": np.array(errors + [5000.0], float).reshape(1, n + 1, 1, 1),
+         "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
+         "ref": np.ones((1, n + 1, 1, 1), int)}
+    assert plots._colour_range(m, [(0, 0)], [0]) == clip
+    assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"

@@ -902,21 +902,34 @@ REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
 PALE_PCT = 10.0
 
 
-def _error_norm():
-    """The maps' colour norm (:data:`REL_CLIP`): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + REL_CLIP/LIN_PCT)."""
+def _error_norm(clip=REL_CLIP):
+    """The maps' colour norm to ±``clip`` (%): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + clip/LIN_PCT)."""
     from matplotlib.colors import FuncNorm
 
-    top = np.log1p(REL_CLIP / LIN_PCT)
+    top = np.log1p(clip / LIN_PCT)
 
     def fwd(x):
-        x = np.clip(np.asarray(x, dtype=float), -REL_CLIP, REL_CLIP)
+        x = np.clip(np.asarray(x, dtype=float), -clip, clip)
         return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / top
 
     def inv(y):
         y = np.asarray(y, dtype=float)
         return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * top)
 
-    return FuncNorm((fwd, inv), vmin=-REL_CLIP, vmax=REL_CLIP)
+    return FuncNorm((fwd, inv), vmin=-clip, vmax=clip)
+
+
+#: the colour ranges a percentile-error map may take (%): the smallest that holds every error that counts
+_CLIP_STEPS = (10.0, 20.0, 50.0, 100.0, 200.0, 500.0, REL_CLIP)
+
+
+def _colour_range(m, rows, panels) -> float:
+    """The map's colour range: the smallest of :data:`_CLIP_STEPS` that holds every drawn error that counts (rows
+    ``rows``, percentile indices ``panels``), so that a figure of small errors is not all pale."""
+    vals = [abs(m["err"][i, :, j, k][m["sig"][i, :, j, k] & (m["ref"][i, :, j, k] != 0)]) for j, i in rows
+            for k in panels]
+    top = max((float(np.nanmax(v)) for v in vals if v.size and np.isfinite(v).any()), default=0.0)
+    return next((c for c in _CLIP_STEPS if top <= c), REL_CLIP)
 
 
 def _shown_percentiles(P, have) -> list:
@@ -927,14 +940,14 @@ def _shown_percentiles(P, have) -> list:
 
 
 def _error_text(v: float) -> str:
-    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" (with its sign) where it
-    rounds to zero, "0" where it is zero."""
+    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" where it rounds to zero
+    (|error| below 0.05 %), "0" where it is zero."""
     if v == 0:
         return "0"
     if abs(v) >= 0.95:
         return f"{v:+.0f}"
     if abs(v) < 0.05:
-        return ("+" if v > 0 else "−") + "<0.1"
+        return "<0.1"
     return f"{v:+.1f}"
 
 
@@ -975,8 +988,9 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
     """A map cell's marks: its frame where the difference counts, the dot of a cell set against the simulation, its
     number (and CI)."""
-    if significant and abs(v) < PALE_PCT:  # a frame: the difference counts, though its colour is pale
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.2", lw=0.9, zorder=3))
+    if significant and (abs(v) < PALE_PCT or sizes.get("flag")):  # a frame: it counts (though its colour is pale)
+        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1",
+                                   lw=2.2 if sizes.get("flag") else 0.9, zorder=3))
     if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
         ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
     if not (small and np.isfinite(v)):
@@ -1035,7 +1049,8 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
                           hspace=0.28, wspace=0.08)
     axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
-    norm, cmap = _error_norm(), plt.get_cmap("RdBu")
+    clip = _colour_range(m, rows + ([(e_idx, i) for i in range(len(Rv))] if check else []), shown)
+    norm, cmap = _error_norm(clip), plt.get_cmap("RdBu")
     kinds = set()
     for ax, k in zip(axes, shown):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
@@ -1054,7 +1069,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                          fontweight="bold", color=sr.color)
     if check:
         kinds |= _exact_check_panel(fig.add_subplot(gs[1, 0]), m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes)
-    _error_colorbar(fig, norm, cmap)
+    _error_colorbar(fig, norm, cmap, clip)
     fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
                         bottom=0.6 / fig.get_figheight())
     _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
@@ -1064,7 +1079,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                     "drawn: see the caption)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
-                                    [P[k] for k in check])
+                                    [P[k] for k in check], clip)
     return save(fig, stem, caption=cap, **kw)
 
 
@@ -1073,31 +1088,35 @@ def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes
     tell, each value with its 95 % CI; returns the status kinds drawn."""
     k = check[0]
     sl = lambda x: x[..., k]
+    big = {**sizes, "text": sizes["text"] + 1.2, "flag": True}  # only the error, a bold frame where it counts
     kinds = _error_map(ax, sl(m["err"]), sl(m["sig"]), sl(m["ref"]), sl(m["status"]), [(e_idx, i) for i in
-                       range(len(Rv))], len(rho), cmap, norm, small, [], sizes, corners=False,
-                       ci=(sl(m["ci"][0]), sl(m["ci"][1])))  # every cell of the check is against the simulation
+                       range(len(Rv))], len(rho), cmap, norm, small, [], big, corners=False)
     ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
     ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
     ax.set_xlabel("load ρ", fontsize=9)
-    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile, [95 % CI]", fontsize=9.5,
-                 loc="left", color=_EXACT_COLOR, fontweight="bold")
+    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile (%)", fontsize=9.5,
+                 loc="left", color="0.1", fontweight="bold")
     more = [P[x] for x in check[1:]]
-    note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
+    n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
+    note = (f"bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
+            f"{'' if n_sig == 1 else 's'}); grey italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
+    note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
             f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
             "beyond it are needed)")
     ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True, color="0.3")
     return kinds
 
 
-def _error_colorbar(fig, norm, cmap) -> None:
-    """The maps' colour bar, its linear band (±LIN_PCT) marked and named."""
-    cax = fig.add_axes([0.91, 0.3, 0.012, 0.5])
-    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, extend="max")
-    cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
-    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)\n"
-                 f"scale linear within ±{LIN_PCT:g} % (between the black lines), log beyond", fontsize=8)
-    cb.ax.tick_params(labelsize=7)
-    cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
+def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
+    """The maps' colour bar to ±``clip`` (its range named), its linear band (±LIN_PCT) marked."""
+    cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
+    ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
+    cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
+    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure",
+                 fontsize=8.5)
+    cb.ax.tick_params(labelsize=7.5)
+    cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
     for y in (-LIN_PCT, LIN_PCT):
         cb.ax.axhline(y, color="k", lw=1.0)
 
@@ -1135,7 +1154,7 @@ _MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF"
                "beyond the time grid (t_max)"}
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check) -> Caption:
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
@@ -1166,15 +1185,17 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation with its 95% CI, the check of both." if check else "."), findings,
+        + ("; below, exact against the simulation, the check of both (a bold frame where they differ beyond the "
+           "simulation's 95% CI)." if check else "."), findings,
         _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
          "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
          "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
          "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
-         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise. One "
-         f"colour scale for every percentile-error map: linear to ±{LIN_PCT:g} % (marked on the colour bar), "
-         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise; \"<0.1\": "
+         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+         f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
+         f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
 
 
 def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
