@@ -138,3 +138,43 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
          "ref": np.ones((1, n + 1, 1, 1), int)}
     assert plots._colour_range(m, [(0, 0)], [0]) == clip
     assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"
+
+
+def _pct_rep(ref):
+    """A §6.1/§6.2 dataset of one percentile, two loads × two R's: our reference kind per cell ``ref`` (1 exact,
+    2 simulation, 0 none, -1 not in this run), the same for every family; the second cell without a reference lies
+    beyond the time grid."""
+    ref = np.array(ref, np.int8).reshape(1, 2, 2)
+    fams = ["faithful", "corrected", "T"]
+    err = np.where(ref > 0, -0.5, np.nan)
+    dims = ("pct_percentile", "pct_rho", "pct_R")
+    fam = lambda a: (("family", *dims), np.stack([a] * len(fams)))
+    return xr.Dataset({"percentile_error_reference": fam(ref), "percentile_error": fam(err),
+                       "percentile_error_ci_low": fam(err - 0.1), "percentile_error_ci_high": fam(err + 0.1),
+                       "paper_percentile_error": (dims, np.array([-3.0, 1.0, -100.0, -50.0]).reshape(1, 2, 2)),
+                       "percentile_beyond_grid": (dims, np.array([0, 0, 0, 1], np.int8).reshape(1, 2, 2))},
+                      coords={"pct_percentile": [99.99], "pct_rho": [0.5, 0.9], "pct_R": [1, 3], "family": fams})
+
+
+def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
+    """The §6.1/§6.2 caption's first sentence counts every point of the paper's table in this run: against exact,
+    against the simulation and without a value of ours, which add up (issue 31: the reader could not make 20 + 0 of
+    32 add up); the figure prints the paper's and our values under the cells, and marks the missing ones in one strip
+    row where every family agrees."""
+    rep = _pct_rep([1, 2, 0, 0])
+    cap = plots._reproduction_caption(rep, "pct", "percentile_error_reference", [(0, 0), (0, 1), (1, 0), (1, 1)],
+                                      "§6.1")
+    first = cap.findings[0]
+    n, k_ex, k_sim, k_none = first.value
+    assert (n, k_ex, k_sim, k_none) == (4, 1, 1, 2) and k_ex + k_sim + k_none == n
+    assert first.text.startswith("Of the 4 (percentile, cell) points") and "no value at 2" in first.text
+    for c in cap.claims():
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
+    assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
+    plots.plt.close(fig)

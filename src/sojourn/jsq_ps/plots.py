@@ -2337,18 +2337,20 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 
 
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0, symlog=False):
-    """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
-    the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
-    too short, a mark in the strip above the panel instead of a value."""
+                       factor=100.0, symlog=False, values=False):
+    """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
+    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), a thin line from the
+    paper's bar to our best of A–F; where our reference is too short, a mark in the strip above the panel instead of
+    a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
+    under each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
     present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), 3.1 * len(P) + 0.4), squeeze=False,
-                             sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
+                                                 + 0.4), squeeze=False, sharex=True, sharey=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -2370,13 +2372,21 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
+        missing, first = {}, None
         for f, fam in enumerate(fams):
             fi = rep["family"].values.tolist().index(fam)
             vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
                                                                                               else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            drawn |= _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute)
+            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
+            missing[fam] = rk == 0
+            if first is None:  # the pair: a thin line from the paper's bar to our first family
+                first = np.abs(vals[0]) if absolute else vals[0]
+                both = np.isfinite(first) & np.isfinite(paper)
+                ax.vlines(xs[both], paper[both], first[both], color=_FAMILY_STYLE.get(fam, ("0.4",))[0], lw=1.0,
+                          alpha=0.45, zorder=2)
+        _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
         ax.tick_params(axis="x", labelbottom=True)
@@ -2386,8 +2396,12 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         if symlog:
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
+        if values:
+            _value_rows(ax, x, paper, first, fams[0])
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
-    fig.tight_layout(h_pad=1.5)
+    if values:
+        axes[-1].xaxis.labelpad = 44
+    fig.tight_layout(h_pad=3.5 if values else 1.5)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
@@ -2395,10 +2409,38 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     return fig, pts
 
 
-def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
+def _no_value_marks(strip, fams, missing, x, bg) -> None:
+    """The reproduction panel's strip: ◇ (or ▸ where ``bg``: the percentile lies beyond the time grid) where ours has
+    no value — one row for every family where their marks agree, else a row per family."""
+    if all(np.array_equal(missing[f], missing[fams[0]]) for f in fams):
+        rows = [("ours", missing[fams[0]], None, "no value of ours")]
+    else:
+        rows = [(f, missing[f], _FAMILY_STYLE.get(f, ("0.4", "d", f))[0],
+                 _FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "")) for f in fams]
+    for row, miss, color, label in rows:
+        strip.mark(row, x, miss & ~bg, REFERENCE_TOO_SHORT.key, color, label)
+        strip.mark(row, x, miss & bg, "beyond_grid", color, label)
+
+
+def _value_rows(ax, x, paper, ours, fam) -> None:
+    """Under each cell of a reproduction panel, the paper's value (black) and ours (the family ``fam``'s colour), two
+    significant digits, '·' where there is none: the numbers the log axis makes hard to read off."""
+    import matplotlib.transforms as mtransforms
+
+    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    color, _, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
+    for y, vals, c, name in ((-0.3, paper, "k", "paper"), (-0.4, ours, color, label.replace("ours: ", "ours, "))):
+        ax.text(-0.02, y, name, transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
+                fontweight="bold")
+        for xi, v in zip(x, vals):
+            ax.text(xi, y, _g(v).replace("-", "−") if np.isfinite(v) else "·", transform=tr, ha="center",
+                    va="center", fontsize=7.5, color=c)
+
+
+def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
     """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
-    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0), a strip mark where it has
-    no reference (``bg``: the percentile beyond the time grid). Returns the reference kinds drawn."""
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0). Returns the reference
+    kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     if absolute:
@@ -2414,8 +2456,6 @@ def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
             ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
                         label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
-    strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
-    strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
     return drawn
 
 
@@ -2482,7 +2522,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
         title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT}; symmetric log)", absolute=False, kw=kw,
-        symlog=True)
+        symlog=True, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
 
@@ -2536,10 +2576,11 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
     if inrun.any():
         k_ex, k_sim, k_none = (int((ref == v).sum()) for v in (REF_EXACT, REF_SIMULATION, 0))
         n = int(inrun.sum())
-        findings.append(Claim(f"Of the {n} (percentile, cell) points of ours (best of A–F), {k_ex} are measured against "
-                              f"exact and {k_sim} against our simulation.", [n, k_ex, k_sim],
+        findings.append(Claim(f"Of the {n} (percentile, cell) points of the paper's table in this run, ours (best of "
+                              f"A–F) is measured against exact at {k_ex}, against our simulation at {k_sim}, and has "
+                              f"no value at {k_none} (no reference of ours: ◇ or ▸).", [n, k_ex, k_sim, k_none],
                               [_rq(f"{refvar} != -1", sel=fam_sel), _rq(f"{refvar} == 1", sel=fam_sel),
-                               _rq(f"{refvar} == 2", sel=fam_sel)]))
+                               _rq(f"{refvar} == 2", sel=fam_sel), _rq(f"{refvar} == 0", sel=fam_sel)]))
         bg = (rep["percentile_beyond_grid"].values != 0) & (ref == 0) if (
             prefix == "pct" and "percentile_beyond_grid" in rep) else np.zeros(ref.shape, bool)
         if k_none - int(bg.sum()):
