@@ -178,3 +178,32 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
     assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
     plots.plt.close(fig)
+
+
+def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
+    """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
+    simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
+    said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
+    fails. Arrows on the bottom edge (W < 0.001) of two methods at one load stand side by side, not one on another."""
+    import matplotlib.colors as mcolors
+    from matplotlib.collections import PolyCollection
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
+                           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = figs
+    noise = mcolors.to_rgba(plots.NOISE_FILL)
+    areas = [c for ax in fig.get_axes() for c in ax.collections if isinstance(c, PolyCollection)
+             and np.allclose(c.get_facecolor()[0], noise)]
+    assert areas, "the noise is drawn as an area"
+    how = " ".join(cap.how)
+    assert plots.NOISE_WORDS in how.lower() and "bar" not in how.lower()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
+    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
+    xs = [x for ln in arrows for x in ln.get_xdata()]
+    assert len(xs) >= 2 and len(set(np.round(xs, 6))) == len(xs), "two arrows at one load drawn apart"
+    plots.plt.close(fig)

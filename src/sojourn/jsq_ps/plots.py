@@ -104,8 +104,11 @@ W_FLOOR = 1e-3
 #: the legend entries of the two references
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
-NOISE_LABEL = ("light grey area: the simulation's own noise, where a method is set against it (no method can look "
-               "closer)")
+#: the Wasserstein figure's noise: a filled area (fill_between) in this colour, named so in its legend and caption
+NOISE_FILL = "0.9"
+NOISE_WORDS = "a light grey area"
+NOISE_LABEL = (f"{NOISE_WORDS.removeprefix('a ')}: the simulation's own noise, where a method is set against it (no "
+               "method can look closer)")
 RULE = rule_words("customers")
 
 
@@ -251,14 +254,17 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for r, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
-            strip, hit, nz = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
+            strip, hit, nz, low = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
             floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
             kinds |= strip.kinds
-            strips.append((strip, R))
+            strips.append((strip, R, low))
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
-    reserve = max(len(s.rows) for s, _ in strips)
-    for strip, R in strips:  # every panel the same strip height: the rows line up
-        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
+    reserve = max(len(s.rows) for s, _, _ in strips)
+    for strip, R, low in strips:  # every panel the same strip height: the rows line up
+        shown = strip.finish(title=f"R = {R}", reserve=max(reserve, 1 if low else 0), label_size=9)
+        if low and shown is not None:  # the panel's only news, in its strip (the arrows below say the same)
+            shown.text(0.5, 0.5, f"every line: W < {W_FLOOR:g} (= exact)", transform=shown.transAxes, ha="center",
+                       va="center", fontsize=8.5, color="0.25")
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
         ax.tick_params(axis="x", labelbottom=True)
@@ -291,6 +297,7 @@ def _w_panel(ax, cmp, c, d, lines, i):
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
     shown = floor_hit = noise_drawn = False
+    offset = _arrow_offsets(W[i], methods, lines, rho)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
@@ -307,8 +314,8 @@ def _w_panel(ax, cmp, c, d, lines, i):
         below = ok & (y < W_FLOOR)
         if below.any():
             floor_hit = True
-            ax.plot(rho[below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK, color=sr.color,
-                    clip_on=False, zorder=4, label=sr.label if not above.any() else None)
+            ax.plot(rho[below] + offset[sr.method][below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK,
+                    color=sr.color, clip_on=False, zorder=4, label=sr.label if not above.any() else None)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
     if "sim_noise_wasserstein" in c:
@@ -318,8 +325,8 @@ def _w_panel(ax, cmp, c, d, lines, i):
         if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
             x = rho[sel]
             x = np.repeat(x, 2) + np.tile([-0.012, 0.012], x.size) if x.size == 1 else x
-            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color="0.9", edgecolor="0.7", lw=0.6,
-                            zorder=1)
+            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
+                            lw=0.6, zorder=1)
             noise_drawn = True
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
     strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
@@ -327,10 +334,19 @@ def _w_panel(ax, cmp, c, d, lines, i):
     ax.grid(alpha=0.3)
     pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
     ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
-    if not shown and (np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]])).any():
-        ax.text(0.5, 0.55, f"every line here lies\nbelow W = {W_FLOOR:g}:\nequal to exact", transform=ax.transAxes,
-                ha="center", va="center", fontsize=8.5, color="0.3", bbox={"facecolor": "0.97", "edgecolor": "0.8"})
-    return strip, floor_hit, noise_drawn
+    low = not shown and bool(np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]]).any())
+    return strip, floor_hit, noise_drawn, low
+
+
+def _arrow_offsets(W, methods, lines, rho) -> dict:
+    """{method: x offset per ρ} of the Wasserstein figure's bottom-edge arrows (W < :data:`W_FLOOR`): at each ρ the
+    lines with an arrow there side by side, centred on ρ (one arrow under another would hide it)."""
+    dx = 0.022 * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
+    below = np.array([np.isfinite(W[:, methods.index(sr.method)]) & (W[:, methods.index(sr.method)] < W_FLOOR)
+                      for sr in lines])
+    rank = np.cumsum(below, 0) - 1
+    n = below.sum(0)
+    return {sr.method: np.where(below[j], (rank[j] - (n - 1) / 2) * dx, 0.0) for j, sr in enumerate(lines)}
 
 
 def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
@@ -347,7 +363,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
     if noise_drawn:
-        h.append(Patch(facecolor="0.9", edgecolor="0.7", lw=0.6))
+        h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
     rh, rl = _reference_handles()
     ref = d["reference"].values
@@ -428,10 +444,12 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; the "
          "mean W over replications)."
-         + (" Grey bars at the hollow points: the simulation's own noise there (sim_noise_wasserstein, estimated from "
-            "the replications alone): a method set against the simulation cannot come closer than about this, even "
-            "if it were exact." if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓). The strip above a panel marks loads "
+         + (f" {NOISE_WORDS[0].upper()}{NOISE_WORDS[1:]} from the bottom edge up to the simulation's own noise, "
+            "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
+            "replications alone): such a method cannot come closer than about this, even if it were exact."
+            if noise_drawn else "")
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓, side by side per method; a panel "
+         "with nothing above it says so in its strip). The strip above a panel marks loads "
          "without a value, one row per method: – not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
