@@ -120,14 +120,18 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     n = int(c["rep_mean_latency"].count("replication"))
     recorded = float(c["latency_count"].sum() + c["latency_overflow"]) / max(n, 1)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    good = (1 - F) * recorded >= TAIL_MIN
+    # the pooled curve is a reference where enough workunits lie beyond t and no deeper than the deepest percentile
+    # the run estimates with a CI across replications (beyond it, nothing says how far the curve can be trusted)
+    est = c["sim_latency_percentile"].values[_pct_ok(c) & np.isfinite(c["sim_latency_percentile_hw"].values)]
+    t_est = float(est.max()) if est.size else float(t[-1])
+    good = ((1 - F) * recorded >= TAIL_MIN) & (t <= t_est)
     hi = float(c["sim_latency_percentile"].max()) * 1.6
     xmax = hi if np.isfinite(hi) else float(t[-1])
     a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
     dotted = bool((~good & (t <= xmax) & (1 - F > 0)).any())
     if dotted:
         a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
-                label=f"simulation, fewer than {TAIL_MIN} workunits per replication beyond t (reference too short)")
+                label="simulation beyond its deepest estimated percentile (no reference)")
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
         beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
@@ -211,7 +215,9 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
         "recoverable).",
         findings, limits,
         [("Left: the latency tail P(latency > t), pooled simulation (black"
-         + (f"; dotted where fewer than {TAIL_MIN} workunits per replication lie beyond t" if dotted else "")
+         + (f"; dotted beyond t ≈ {t_est:.3g}, the deepest percentile the run estimates with a CI, or where fewer "
+            f"than {TAIL_MIN} workunits per replication lie beyond t: the curve is no reference there" if dotted
+            else "")
          + "; dots with bars: the simulated percentiles with their CIs across replications) and the exact M/PH/1 "
          "latency law (red dashed: the waiting time "
          "PH(λβ(−B)⁻¹, B + bλβ(−B)⁻¹) convolved with S_q:r). Right: the mean and percentiles, exact (red diamonds) "
@@ -522,15 +528,15 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
     if FJ in ds["model"].values.tolist():
         f, s = ds.sel(model=FJ), ds.sel(model=SM)
         both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
-            mean_ok[0] & mean_ok[1]
+            mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]  # at r = 1 fork-join is split-merge: no comparison
         below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
             (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
         k, n = int((below & both).sum()), int(both.sum())
         w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
-             "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0)")
+             "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0) & (replicas > 1)")
         if n:
             findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
-                                  "points.", [k, n],
+                                  "points with r ≥ 2 (at r = 1 fork-join is split-merge).", [k, n],
                                   [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
                                          "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
                                          "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w,
@@ -551,14 +557,15 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
     for mi, model in enumerate(ds["model"].values.tolist()):
         pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
         bad = np.isfinite(pv) & ~pct_ok[mi]
-        if model == FJ and model not in silent:  # fork-join at r = 1 is split-merge: not marked on its own
+        if model == FJ:  # fork-join at r = 1 is split-merge: not counted on its own
             pv = np.where((rs > 1)[None, :], pv, np.nan)
             bad &= (rs > 1)[None, :]
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
-            fj_r = " & (replicas > 1)" if (model == FJ and model not in silent) else ""
+            fj_r = " & (replicas > 1)" if model == FJ else ""
             limits.append(Claim(f"The {name} simulation is too short to estimate the {100 * p:g}th percentile at "
-                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn"
+                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points"
+                                + (" with r ≥ 2" if model == FJ else "") + f" ({RULE}): not drawn"
                                 + (" (it has fewer workunits per replication)." if model in silent else
                                    " (◇ above the right panel)."),
                                 [int(bad.sum()), int(np.isfinite(pv).sum())],
