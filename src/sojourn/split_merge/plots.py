@@ -120,6 +120,45 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     n = int(c["rep_mean_latency"].count("replication"))
     recorded = float(c["latency_count"].sum() + c["latency_overflow"]) / max(n, 1)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    t_est, dotted = _figure_a_tail(a1, ds, c, spec, t, F, n, recorded)
+    labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
+    sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
+    hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
+    ex = np.concatenate([[float(c["exact_mean_latency"])], c["exact_latency_percentile"].values])
+    ok = np.concatenate([[bool(_mean_ok(c))], _pct_ok(c)])
+    x = np.arange(len(labels))
+    strip = status_strip(a2)
+    a2.errorbar(x[ok] - 0.08, sim[ok], yerr=hw[ok], fmt="o", color="k", capsize=4,
+                label=f"simulation ± {_level(ds)} CI")
+    strip.mark("sim", x, ~ok, REFERENCE_TOO_SHORT.key)
+    a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
+    a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\n" + (f"sim {s_:.4g}\n±{h_:.2g}" if k else "sim: too short")
+                      for lab, s_, h_, e_, k in zip(labels, sim, hw, ex, ok)], fontsize=7.5)
+    a2.set_xlim(-0.5, len(labels) - 0.2)
+    a2.set_ylabel(f"latency ({TIME_UNITS})")
+    a2.legend(fontsize=8, loc="upper left")
+    strip.finish(title="mean and percentiles, exact vs simulated", fontsize=10)
+    fig.tight_layout()
+    sh, sl = status_handles(strip.kinds)
+    if sh:
+        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=8)
+    inside = (np.abs(sim - ex) <= hw) & ok & np.isfinite(ex)
+    m_in, p_in = int(inside[0]), int(inside[1:].sum())
+    m_n, p_n = int(ok[0] and np.isfinite(ex[0])), int((ok[1:] & np.isfinite(ex[1:])).sum())
+    verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of {m_n + p_n} statistics"
+               if m_n + p_n else "no exact value the simulation can check")
+    system = (f"n = {spec.hosts} hosts, each job split into r = {spec.replicas} replicas, done when q = {spec.quorum} "
+              f"finish; load {e['load']}, {law_words(e['replica_law'])}")
+    fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
+                 fontsize=9, y=1.0, va="bottom")
+    cap = _figure_a_caption(ds, c, sel, spec, system, labels, ok, (m_in, p_in, m_n, p_n), t_est, dotted)
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
+    """Experiment (a)'s left panel: the pooled simulated latency tail (solid where it is a reference, dotted beyond),
+    the exact M/PH/1 latency law and the simulated percentiles with their CIs. Returns (where the solid part ends at
+    the latest: the deepest percentile estimated with a CI, whether a dotted part is drawn)."""
     # the pooled curve is a reference where enough workunits lie beyond t and no deeper than the deepest percentile
     # the run estimates with a CI across replications (beyond it, nothing says how far the curve can be trusted)
     est = c["sim_latency_percentile"].values[_pct_ok(c) & np.isfinite(c["sim_latency_percentile_hw"].values)]
@@ -156,36 +195,11 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     a1.set_ylabel("P(latency > t)")
     a1.legend(fontsize=7.5, loc="lower left")
     a1.set_title("latency tail", fontsize=10)
-    labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
-    sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
-    hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
-    ex = np.concatenate([[float(c["exact_mean_latency"])], c["exact_latency_percentile"].values])
-    ok = np.concatenate([[bool(_mean_ok(c))], _pct_ok(c)])
-    x = np.arange(len(labels))
-    strip = status_strip(a2)
-    a2.errorbar(x[ok] - 0.08, sim[ok], yerr=hw[ok], fmt="o", color="k", capsize=4,
-                label=f"simulation ± {_level(ds)} CI")
-    strip.mark("sim", x, ~ok, REFERENCE_TOO_SHORT.key)
-    a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
-    a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\n" + (f"sim {s_:.4g}\n±{h_:.2g}" if k else "sim: too short")
-                      for lab, s_, h_, e_, k in zip(labels, sim, hw, ex, ok)], fontsize=7.5)
-    a2.set_xlim(-0.5, len(labels) - 0.2)
-    a2.set_ylabel(f"latency ({TIME_UNITS})")
-    a2.legend(fontsize=8, loc="upper left")
-    strip.finish(title="mean and percentiles, exact vs simulated", fontsize=10)
-    fig.tight_layout()
-    sh, sl = status_handles(strip.kinds)
-    if sh:
-        fig.legend(sh, sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=8)
-    inside = (np.abs(sim - ex) <= hw) & ok & np.isfinite(ex)
-    m_in, p_in = int(inside[0]), int(inside[1:].sum())
-    m_n, p_n = int(ok[0] and np.isfinite(ex[0])), int((ok[1:] & np.isfinite(ex[1:])).sum())
-    verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of {m_n + p_n} statistics"
-               if m_n + p_n else "no exact value the simulation can check")
-    system = (f"n = {spec.hosts} hosts, each job split into r = {spec.replicas} replicas, done when q = {spec.quorum} "
-              f"finish; load {e['load']}, {law_words(e['replica_law'])}")
-    fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
-                 fontsize=9, y=1.0, va="bottom")
+    return t_est, dotted
+
+
+def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotted) -> Caption:
+    m_in, p_in, m_n, p_n = counts
     findings, limits = [], []
     src = "experiment_a.nc"
     q_sel = {k: (v.item() if hasattr(v, "item") else v) for k, v in sel.items()}
@@ -223,7 +237,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
          "PH(λβ(−B)⁻¹, B + bλβ(−B)⁻¹) convolved with S_q:r). Right: the mean and percentiles, exact (red diamonds) "
          f"beside the simulated ones with their {_level(ds)} t-intervals across replications; latency in "
          f"{TIME_UNITS}.")])
-    return save(fig, stem, formats, dpi, caption=cap)
+    return cap
 
 
 def law_words(spec: str) -> str:
@@ -493,6 +507,28 @@ def _exact_where(codes, code, rs) -> str:
     return words
 
 
+def _fork_join_claims(ds, law, rs, mean_ok, src) -> list:
+    """Experiment (c)'s count of the (q, r) points with r ≥ 2 where fork-join's mean latency is below split-merge's
+    beyond both CIs (at r = 1 fork-join is split-merge)."""
+    out = []
+    f, s = ds.sel(model=FJ), ds.sel(model=SM)
+    both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
+        mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]  # at r = 1 fork-join is split-merge: no comparison
+    below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
+        (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
+    k, n = int((below & both).sum()), int(both.sum())
+    w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
+         "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0) & (replicas > 1)")
+    if n:
+        out.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
+                         "points with r ≥ 2 (at r = 1 fork-join is split-merge).", [k, n],
+                         [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
+                                "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
+                                "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w, [["count"]]),
+                          Query(src, w, {"law": str(law)}, None, [["count"]])]))
+    return out
+
+
 def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used=(), silent=()) -> Caption:
     src = "experiment_c.nc"
     findings, limits = [], []
@@ -526,22 +562,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                               Query(src, "where(run_valid != 0, sim_mean_latency, nan).idxmin('replicas')",
                                     {**qsel, "quorum": [int(q) for q in sim_q]}, None, [])))
     if FJ in ds["model"].values.tolist():
-        f, s = ds.sel(model=FJ), ds.sel(model=SM)
-        both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
-            mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]  # at r = 1 fork-join is split-merge: no comparison
-        below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
-            (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
-        k, n = int((below & both).sum()), int(both.sum())
-        w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
-             "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0) & (replicas > 1)")
-        if n:
-            findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
-                                  "points with r ≥ 2 (at r = 1 fork-join is split-merge).", [k, n],
-                                  [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
-                                         "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
-                                         "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w,
-                                         [["count"]]),
-                                   Query(src, w, {"law": str(law)}, None, [["count"]])]))
+        findings += _fork_join_claims(ds, law, rs, mean_ok, src)
     for mi, model in enumerate(ds["model"].values.tolist()):
         mv = ds.sel(model=model)["sim_mean_latency"].values
         own = (rs > 1)[None, :] if model == FJ else np.ones(mv.shape, bool)  # fork-join at r = 1 is split-merge
