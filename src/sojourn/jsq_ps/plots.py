@@ -801,16 +801,18 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
     if (short & ~beyond).any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
-        labels += [sl[0] + ": simulate, longer"]
+        labels += [sl[0] + ": simulate longer"]
     if beyond.any():
         from matplotlib.lines import Line2D
 
         tm = cmp.attrs.get("t_max")
-        grid = f"its time grid (t_max = {float(tm):g})" if tm is not None else "its time grid"
-        handles.append(Line2D([], [], **status_style("beyond_grid", ms=6)))
-        labels.append(f"exact ran, but this percentile lies beyond {grid}: "
-                      + ("no method has it and the simulation is too short — simulate, or rerun with a larger t_max"
-                         if (rec[beyond] == SIMULATE).all() else "the colour is the method used instead"))
+        grid = f"time grid (t_max = {float(tm):g})" if tm is not None else "time grid"
+        handles.append((Patch(facecolor=TOO_SHORT_CELL, edgecolor="0.7"), Line2D([], [], **status_style(
+            "beyond_grid", ms=6))))  # the grey cell with its mark, as drawn
+        labels.append(("simulate longer, or rerun exact with a larger t_max: " if (rec[beyond] == SIMULATE).all()
+                       else "") + f"this percentile lies beyond exact's {grid}"
+                      + ("; no method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
+                         else "; the colour is the method used instead"))
     return handles, labels
 
 
