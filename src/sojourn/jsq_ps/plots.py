@@ -1617,8 +1617,8 @@ def _cdf_body(ax, c, body, n1, x1) -> float:
     noise); the y-range follows what is drawn. Returns the half-span of the y-range."""
     t, good = c.t[:n1], c.reliable[:n1]
     sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
-    if c.use_exact:
-        ax.plot(t, sim, color=_SIM_GREY, lw=0.8, zorder=5)
+    if c.use_exact:  # light: a check on exact, not the reference the methods are judged against
+        ax.plot(t, sim, color="0.6", lw=0.7, zorder=2)
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
     drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
     for sr in drawn:
@@ -1788,8 +1788,8 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
            f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
            f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
            "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
-           "rounding would show as steps. The pooled simulation is drawn there without its CI: the methods are "
-           "judged against exact, which has no noise; the simulation is only a check on exact."),
+           "rounding would show as steps. The pooled simulation is the thin light grey line there, without its CI: the "
+           "methods are judged against exact, which has no noise; the simulation is only a check on exact."),
            ("Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
            f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
            "lie beyond t, dotted beyond (no reference there).")]
