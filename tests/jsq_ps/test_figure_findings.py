@@ -97,3 +97,113 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
     for c in cap.findings:
         ok, derived = verify(c, lambda source: rep)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+
+
+@pytest.mark.parametrize(("scales", "one", "apart"), [
+    ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "corrected chains + T ≈ exact: W < 0.001", ["A: W = "]),
+    ({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0005}, "T ≈ exact: W < 0.001", ["A: W = ", "A*: W = "]),
+])
+def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart):
+    """The CDF figure draws the corrected chains and T that lie on exact in both panels as one line with it, under one
+    legend entry computed from the data; a chain 3 % off keeps its own entry; the body panel reaches far enough that
+    95 % of each separately drawn line's W lies inside it (the x-range follows the data, not a fixed rule)."""
+    sim, approx = jsq_run({0.5: scales})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (fig, cap), = figs
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
+    assert not any(t.startswith("exact") for t in texts)
+    body = fig.get_axes()[0]
+    x1 = body.get_xlim()[1]
+    t = sim["t"].values
+    for m, s in scales.items():
+        if m == "A" or (m == "A*" and s != 1.0 and "A*: W = " in apart):
+            d = np.abs(np.exp(-t / s) - np.exp(-t)) * (t[1] - t[0])
+            assert d[t <= x1 + 1e-9].sum() >= 0.95 * d.sum() - 1e-12
+    assert f"to {x1:.3g}:" in " ".join(cap.how)
+    plots.plt.close(fig)
+
+
+@pytest.mark.parametrize(("errors", "clip"), [([-18.0, 0.3, 4.0], 20.0), ([-18.0, 0.3, 800.0], 1000.0),
+                                              ([0.2, -0.1], 10.0)])
+def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip):
+    """A map of small errors gets its own colour range (the smallest step holding every error that counts), so that
+    −18 % is not pale on a ±1000 % scale; an error within the noise (not significant) does not widen it."""
+    n = len(errors)
+    m = {"err": np.array(errors + [5000.0], float).reshape(1, n + 1, 1, 1),
+         "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
+         "ref": np.ones((1, n + 1, 1, 1), int)}
+    assert plots._colour_range(m, [(0, 0)], [0]) == clip
+    assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"
+
+
+def _pct_rep(ref):
+    """A §6.1/§6.2 dataset of one percentile, two loads × two R's: our reference kind per cell ``ref`` (1 exact,
+    2 simulation, 0 none, -1 not in this run), the same for every family; the second cell without a reference lies
+    beyond the time grid."""
+    ref = np.array(ref, np.int8).reshape(1, 2, 2)
+    fams = ["faithful", "corrected", "T"]
+    err = np.where(ref > 0, -0.5, np.nan)
+    dims = ("pct_percentile", "pct_rho", "pct_R")
+    fam = lambda a: (("family", *dims), np.stack([a] * len(fams)))
+    return xr.Dataset({"percentile_error_reference": fam(ref), "percentile_error": fam(err),
+                       "percentile_error_ci_low": fam(err - 0.1), "percentile_error_ci_high": fam(err + 0.1),
+                       "paper_percentile_error": (dims, np.array([-3.0, 1.0, -100.0, -50.0]).reshape(1, 2, 2)),
+                       "percentile_beyond_grid": (dims, np.array([0, 0, 0, 1], np.int8).reshape(1, 2, 2))},
+                      coords={"pct_percentile": [99.99], "pct_rho": [0.5, 0.9], "pct_R": [1, 3], "family": fams})
+
+
+def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
+    """The §6.1/§6.2 caption's first sentence counts every point of the paper's table in this run: against exact,
+    against the simulation and without a value of ours, which add up (issue 31: the reader could not make 20 + 0 of
+    32 add up); the figure prints the paper's and our values under the cells, and marks the missing ones in one strip
+    row where every family agrees."""
+    rep = _pct_rep([1, 2, 0, 0])
+    cap = plots._reproduction_caption(rep, "pct", "percentile_error_reference", [(0, 0), (0, 1), (1, 0), (1, 1)],
+                                      "§6.1")
+    first = cap.findings[0]
+    n, k_ex, k_sim, k_none = first.value
+    assert (n, k_ex, k_sim, k_none) == (4, 1, 1, 2) and k_ex + k_sim + k_none == n
+    assert first.text.startswith("Of the 4 (percentile, cell) points") and "no value at 2" in first.text
+    for c in cap.claims():
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
+    assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
+    plots.plt.close(fig)
+
+
+def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
+    """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
+    simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
+    said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
+    fails. Arrows on the bottom edge (W < 0.001) of two methods at one load stand side by side, not one on another."""
+    import matplotlib.colors as mcolors
+    from matplotlib.collections import PolyCollection
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
+                           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = figs
+    noise = mcolors.to_rgba(plots.NOISE_FILL)
+    areas = [c for ax in fig.get_axes() for c in ax.collections if isinstance(c, PolyCollection)
+             and np.allclose(c.get_facecolor()[0], noise)]
+    assert areas, "the noise is drawn as an area"
+    how = " ".join(cap.how)
+    assert plots.NOISE_WORDS in how.lower() and "bar" not in how.lower()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
+    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
+    xs = [x for ln in arrows for x in ln.get_xdata()]
+    assert len(xs) >= 2 and len(set(np.round(xs, 6))) == len(xs), "two arrows at one load drawn apart"
+    plots.plt.close(fig)

@@ -81,3 +81,17 @@ def test_best_rates_sit_in_the_strip_not_in_the_data_area():
     assert not [ln for ln in ax.get_lines() if ln.get_marker() == "v"]
     assert {t.get_text() for t in drawn.texts} == {"signals", "exponential timeouts"}
     plt.close(fig)
+
+
+def test_the_caption_names_only_the_strip_marks_drawn():
+    """The caption's sentence on the strip names the marks the figure draws: none at all (no strip) when every
+    point has a value, only ✕ when only unstable points lack one (issue 31: a sentence about a strip that was not
+    drawn)."""
+    cmp = _cmp()
+    how = lambda st: " ".join(plots._percentile_caption(None, cmp, "example2", st).how)
+    st = plots._status(cmp, "response_time_percentile")
+    assert "◇" in how(st) and "✕" in how(st)
+    only_unstable = np.where(st == "too_short", "", st)
+    assert "◇" not in how(only_unstable) and "✕ stopped as unstable" in how(only_unstable)
+    none = np.full(st.shape, "", dtype=st.dtype)
+    assert "no strip" in how(none) and "◇" not in how(none) and "✕" not in how(none)

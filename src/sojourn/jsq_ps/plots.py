@@ -104,8 +104,11 @@ W_FLOOR = 1e-3
 #: the legend entries of the two references
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
-NOISE_LABEL = ("light grey area: the simulation's own noise, where a method is set against it (no method can look "
-               "closer)")
+#: the Wasserstein figure's noise: a filled area (fill_between) in this colour, named so in its legend and caption
+NOISE_FILL = "0.9"
+NOISE_WORDS = "a light grey area"
+NOISE_LABEL = (f"{NOISE_WORDS.removeprefix('a ')}: the simulation's own noise, where a method is set against it (no "
+               "method can look closer)")
 RULE = rule_words("customers")
 
 
@@ -251,14 +254,17 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for r, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
-            strip, hit, nz = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
+            strip, hit, nz, low = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
             floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
             kinds |= strip.kinds
-            strips.append((strip, R))
+            strips.append((strip, R, low))
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
-    reserve = max(len(s.rows) for s, _ in strips)
-    for strip, R in strips:  # every panel the same strip height: the rows line up
-        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
+    reserve = max(len(s.rows) for s, _, _ in strips)
+    for strip, R, low in strips:  # every panel the same strip height: the rows line up
+        shown = strip.finish(title=f"R = {R}", reserve=max(reserve, 1 if low else 0), label_size=9)
+        if low and shown is not None:  # the panel's only news, in its strip (the arrows below say the same)
+            shown.text(0.5, 0.5, f"every line: W < {W_FLOOR:g} (= exact)", transform=shown.transAxes, ha="center",
+                       va="center", fontsize=8.5, color="0.25")
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
         ax.tick_params(axis="x", labelbottom=True)
@@ -291,6 +297,7 @@ def _w_panel(ax, cmp, c, d, lines, i):
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
     shown = floor_hit = noise_drawn = False
+    offset = _arrow_offsets(W[i], methods, lines, rho)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
@@ -307,8 +314,8 @@ def _w_panel(ax, cmp, c, d, lines, i):
         below = ok & (y < W_FLOOR)
         if below.any():
             floor_hit = True
-            ax.plot(rho[below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK, color=sr.color,
-                    clip_on=False, zorder=4, label=sr.label if not above.any() else None)
+            ax.plot(rho[below] + offset[sr.method][below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK,
+                    color=sr.color, clip_on=False, zorder=4, label=sr.label if not above.any() else None)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
     if "sim_noise_wasserstein" in c:
@@ -318,8 +325,8 @@ def _w_panel(ax, cmp, c, d, lines, i):
         if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
             x = rho[sel]
             x = np.repeat(x, 2) + np.tile([-0.012, 0.012], x.size) if x.size == 1 else x
-            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color="0.9", edgecolor="0.7", lw=0.6,
-                            zorder=1)
+            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
+                            lw=0.6, zorder=1)
             noise_drawn = True
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
     strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
@@ -327,10 +334,19 @@ def _w_panel(ax, cmp, c, d, lines, i):
     ax.grid(alpha=0.3)
     pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
     ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
-    if not shown and (np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]])).any():
-        ax.text(0.5, 0.55, f"every line here lies\nbelow W = {W_FLOOR:g}:\nequal to exact", transform=ax.transAxes,
-                ha="center", va="center", fontsize=8.5, color="0.3", bbox={"facecolor": "0.97", "edgecolor": "0.8"})
-    return strip, floor_hit, noise_drawn
+    low = not shown and bool(np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]]).any())
+    return strip, floor_hit, noise_drawn, low
+
+
+def _arrow_offsets(W, methods, lines, rho) -> dict:
+    """{method: x offset per ρ} of the Wasserstein figure's bottom-edge arrows (W < :data:`W_FLOOR`): at each ρ the
+    lines with an arrow there side by side, centred on ρ (one arrow under another would hide it)."""
+    dx = 0.022 * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
+    below = np.array([np.isfinite(W[:, methods.index(sr.method)]) & (W[:, methods.index(sr.method)] < W_FLOOR)
+                      for sr in lines])
+    rank = np.cumsum(below, 0) - 1
+    n = below.sum(0)
+    return {sr.method: np.where(below[j], (rank[j] - (n - 1) / 2) * dx, 0.0) for j, sr in enumerate(lines)}
 
 
 def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
@@ -347,7 +363,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
     if noise_drawn:
-        h.append(Patch(facecolor="0.9", edgecolor="0.7", lw=0.6))
+        h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
     rh, rl = _reference_handles()
     ref = d["reference"].values
@@ -428,10 +444,12 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; the "
          "mean W over replications)."
-         + (" Grey bars at the hollow points: the simulation's own noise there (sim_noise_wasserstein, estimated from "
-            "the replications alone): a method set against the simulation cannot come closer than about this, even "
-            "if it were exact." if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓). The strip above a panel marks loads "
+         + (f" {NOISE_WORDS[0].upper()}{NOISE_WORDS[1:]} from the bottom edge up to the simulation's own noise, "
+            "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
+            "replications alone): such a method cannot come closer than about this, even if it were exact."
+            if noise_drawn else "")
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓, side by side per method; a panel "
+         "with nothing above it says so in its strip). The strip above a panel marks loads "
          "without a value, one row per method: – not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
@@ -783,16 +801,18 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
     if (short & ~beyond).any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
-        labels += [sl[0] + ": simulate, longer"]
+        labels += [sl[0] + ": simulate longer"]
     if beyond.any():
         from matplotlib.lines import Line2D
 
         tm = cmp.attrs.get("t_max")
-        grid = f"its time grid (t_max = {float(tm):g})" if tm is not None else "its time grid"
-        handles.append(Line2D([], [], **status_style("beyond_grid", ms=6)))
-        labels.append(f"exact ran, but this percentile lies beyond {grid}: "
-                      + ("no method has it and the simulation is too short — simulate, or rerun with a larger t_max"
-                         if (rec[beyond] == SIMULATE).all() else "the colour is the method used instead"))
+        grid = f"time grid (t_max = {float(tm):g})" if tm is not None else "time grid"
+        handles.append((Patch(facecolor=TOO_SHORT_CELL, edgecolor="0.7"), Line2D([], [], **status_style(
+            "beyond_grid", ms=6))))  # the grey cell with its mark, as drawn
+        labels.append(("simulate longer, or rerun exact with a larger t_max: " if (rec[beyond] == SIMULATE).all()
+                       else "") + f"this percentile lies beyond exact's {grid}"
+                      + ("; no method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
+                         else "; the colour is the method used instead"))
     return handles, labels
 
 
@@ -902,21 +922,34 @@ REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
 PALE_PCT = 10.0
 
 
-def _error_norm():
-    """The maps' colour norm (:data:`REL_CLIP`): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + REL_CLIP/LIN_PCT)."""
+def _error_norm(clip=REL_CLIP):
+    """The maps' colour norm to ±``clip`` (%): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + clip/LIN_PCT)."""
     from matplotlib.colors import FuncNorm
 
-    top = np.log1p(REL_CLIP / LIN_PCT)
+    top = np.log1p(clip / LIN_PCT)
 
     def fwd(x):
-        x = np.clip(np.asarray(x, dtype=float), -REL_CLIP, REL_CLIP)
+        x = np.clip(np.asarray(x, dtype=float), -clip, clip)
         return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / top
 
     def inv(y):
         y = np.asarray(y, dtype=float)
         return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * top)
 
-    return FuncNorm((fwd, inv), vmin=-REL_CLIP, vmax=REL_CLIP)
+    return FuncNorm((fwd, inv), vmin=-clip, vmax=clip)
+
+
+#: the colour ranges a percentile-error map may take (%): the smallest that holds every error that counts
+_CLIP_STEPS = (10.0, 20.0, 50.0, 100.0, 200.0, 500.0, REL_CLIP)
+
+
+def _colour_range(m, rows, panels) -> float:
+    """The map's colour range: the smallest of :data:`_CLIP_STEPS` that holds every drawn error that counts (rows
+    ``rows``, percentile indices ``panels``), so that a figure of small errors is not all pale."""
+    vals = [abs(m["err"][i, :, j, k][m["sig"][i, :, j, k] & (m["ref"][i, :, j, k] != 0)]) for j, i in rows
+            for k in panels]
+    top = max((float(np.nanmax(v)) for v in vals if v.size and np.isfinite(v).any()), default=0.0)
+    return next((c for c in _CLIP_STEPS if top <= c), REL_CLIP)
 
 
 def _shown_percentiles(P, have) -> list:
@@ -927,14 +960,14 @@ def _shown_percentiles(P, have) -> list:
 
 
 def _error_text(v: float) -> str:
-    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" (with its sign) where it
-    rounds to zero, "0" where it is zero."""
+    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" where it rounds to zero
+    (|error| below 0.05 %), "0" where it is zero."""
     if v == 0:
         return "0"
     if abs(v) >= 0.95:
         return f"{v:+.0f}"
     if abs(v) < 0.05:
-        return ("+" if v > 0 else "−") + "<0.1"
+        return "<0.1"
     return f"{v:+.1f}"
 
 
@@ -975,8 +1008,9 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
     """A map cell's marks: its frame where the difference counts, the dot of a cell set against the simulation, its
     number (and CI)."""
-    if significant and abs(v) < PALE_PCT:  # a frame: the difference counts, though its colour is pale
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.2", lw=0.9, zorder=3))
+    if significant and (abs(v) < PALE_PCT or sizes.get("flag")):  # a frame: it counts (though its colour is pale)
+        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1",
+                                   lw=2.2 if sizes.get("flag") else 0.9, zorder=3))
     if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
         ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
     if not (small and np.isfinite(v)):
@@ -1035,7 +1069,8 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
                           hspace=0.28, wspace=0.08)
     axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
-    norm, cmap = _error_norm(), plt.get_cmap("RdBu")
+    clip = _colour_range(m, rows + ([(e_idx, i) for i in range(len(Rv))] if check else []), shown)
+    norm, cmap = _error_norm(clip), plt.get_cmap("RdBu")
     kinds = set()
     for ax, k in zip(axes, shown):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
@@ -1054,7 +1089,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                          fontweight="bold", color=sr.color)
     if check:
         kinds |= _exact_check_panel(fig.add_subplot(gs[1, 0]), m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes)
-    _error_colorbar(fig, norm, cmap)
+    _error_colorbar(fig, norm, cmap, clip)
     fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
                         bottom=0.6 / fig.get_figheight())
     _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
@@ -1064,7 +1099,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                     "drawn: see the caption)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
-                                    [P[k] for k in check])
+                                    [P[k] for k in check], clip)
     return save(fig, stem, caption=cap, **kw)
 
 
@@ -1073,31 +1108,35 @@ def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes
     tell, each value with its 95 % CI; returns the status kinds drawn."""
     k = check[0]
     sl = lambda x: x[..., k]
+    big = {**sizes, "text": sizes["text"] + 1.2, "flag": True}  # only the error, a bold frame where it counts
     kinds = _error_map(ax, sl(m["err"]), sl(m["sig"]), sl(m["ref"]), sl(m["status"]), [(e_idx, i) for i in
-                       range(len(Rv))], len(rho), cmap, norm, small, [], sizes, corners=False,
-                       ci=(sl(m["ci"][0]), sl(m["ci"][1])))  # every cell of the check is against the simulation
+                       range(len(Rv))], len(rho), cmap, norm, small, [], big, corners=False)
     ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
     ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
     ax.set_xlabel("load ρ", fontsize=9)
-    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile, [95 % CI]", fontsize=9.5,
-                 loc="left", color=_EXACT_COLOR, fontweight="bold")
+    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile (%)", fontsize=9.5,
+                 loc="left", color="0.1", fontweight="bold")
     more = [P[x] for x in check[1:]]
-    note = (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
+    n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
+    note = (f"bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
+            f"{'' if n_sig == 1 else 's'}); grey italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
+    note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
             f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
             "beyond it are needed)")
     ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True, color="0.3")
     return kinds
 
 
-def _error_colorbar(fig, norm, cmap) -> None:
-    """The maps' colour bar, its linear band (±LIN_PCT) marked and named."""
-    cax = fig.add_axes([0.91, 0.3, 0.012, 0.5])
-    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, extend="max")
-    cb.set_ticks(REL_TICKS, labels=[f"{t:+d}" if t else "0" for t in REL_TICKS])
-    cb.set_label("(method − reference) / reference (%)\nred: below the reference (optimistic)\n"
-                 f"scale linear within ±{LIN_PCT:g} % (between the black lines), log beyond", fontsize=8)
-    cb.ax.tick_params(labelsize=7)
-    cb.ax.set_ylim(-100, REL_CLIP)  # no error lies below −100 %
+def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
+    """The maps' colour bar to ±``clip`` (its range named), its linear band (±LIN_PCT) marked."""
+    cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
+    ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
+    cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
+    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure",
+                 fontsize=8.5)
+    cb.ax.tick_params(labelsize=7.5)
+    cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
     for y in (-LIN_PCT, LIN_PCT):
         cb.ax.axhline(y, color="k", lw=1.0)
 
@@ -1135,7 +1174,7 @@ _MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF"
                "beyond the time grid (t_max)"}
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check) -> Caption:
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
@@ -1166,15 +1205,17 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation with its 95% CI, the check of both." if check else "."), findings,
+        + ("; below, exact against the simulation, the check of both (a bold frame where they differ beyond the "
+           "simulation's 95% CI)." if check else "."), findings,
         _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
          "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
          "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
          "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
-         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise. One "
-         f"colour scale for every percentile-error map: linear to ±{LIN_PCT:g} % (marked on the colour bar), "
-         f"logarithmic to +{REL_CLIP:g} %." + (f" Marks: {marks}." if marks else ""))])
+         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise; \"<0.1\": "
+         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+         f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
+         f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
 
 
 def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
@@ -1404,45 +1445,83 @@ def _under(lines, curves, tol, panels) -> dict:
 
 
 def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENTIAL, cmp=None, **kw):
-    """Simulated (pooled, with its 95 % CI over the replications) vs approximated CDFs of one cell: the body (each
-    CDF minus the reference's, linear, up to the simulated 99th percentile) and the tail (log, up to the 99.999th).
-    The simulated tail is drawn solid where at least 100 customers per replication lie beyond t, dotted beyond
-    (reference too short there).
+    """Simulated (pooled, with its 95 % CI over the replications in the tail) vs approximated CDFs of one cell: the
+    body (each CDF minus the reference's, linear, over the window where the drawn lines' W lies:
+    :func:`_body_window`) and the tail (log, up to the 99.999th percentile or the grid's end). The simulated tail is
+    drawn solid where at least 100 customers per replication lie beyond t, dotted beyond (reference too short there).
 
     Drawn: ``exact``, ``T`` and each distinct corrected chain, plus the three paper methods closest to the reference
-    by Wasserstein distance (exact where it ran, else the simulation; from ``cmp`` if given, else all six); methods
-    whose "CDF" is not a CDF are left out and named. ``sim``/``approx`` may be lazily opened files.
+    by Wasserstein distance (exact where it ran, else the simulation; from ``cmp`` if given, else all six); the lines
+    that lie on exact in both panels (:func:`_on_exact`) are drawn as one with it. Methods whose "CDF" is not a CDF
+    are left out and named. ``sim``/``approx`` may be lazily opened files.
     """
     c = _cdf_data(sim, approx, R, rho, service, cmp)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.6))
-    x1 = max(1.15 * c.q(0.99), 5 * float(c.t[1]))
-    x2 = max(1.1 * c.q(0.99999), 5 * float(c.t[1]))
-    n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
+    x2 = min(max(1.1 * c.q(0.99999), 5 * float(c.t[1])), float(c.t[-1]))
     n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
-    body = {sr.method: _smooth(c.Fa[c.methods.index(sr.method)][:n1] - c.F_ref[:n1], n1) for sr in c.lines}
-    span = _cdf_body(ax1, c, body, n1, x1)
+    full = {sr.method: c.Fa[c.methods.index(sr.method)] - c.F_ref for sr in c.lines}
     tail = {sr.method: np.log10(np.clip(1 - c.Fa[c.methods.index(sr.method)][:n2], 1e-6, None)) for sr in c.lines}
+    c.same = _on_exact(c, full, tail, x2)
+    x1 = _body_window(c, full, x2)
+    n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
+    body = {m: _smooth(v[:n1], n1) for m, v in full.items()}
+    span = _cdf_body(ax1, c, body, n1, x1)
     order = [sr for sr in c.lines if sr.method == "exact"] + [sr for sr in c.lines if sr.method != "exact"]
+    order = [sr for sr in order if sr.method not in c.same]
     covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
-    _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered, x1) for sr in c.lines})
+    h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     for ax in (ax1, ax2):
-        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9)
+        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    h, lab = _legend_entries([ax1, ax2])
-    _legend_below(fig, h, lab, ncol=2, fontsize=8)
+    _legend_below(fig, h, lab, ncol=3, fontsize=9.5)
     shown = [m for sr in c.lines for m in sr.members]
     hidden = [m for m in c.methods if c.ok[m] and m not in shown]
     not_run = [m for m in c.methods if not c.ran[m]]
-    cap = _cdf_caption(cmp, c.w_ref, R, float(rho), service, c.faithful, c.t_end, hidden, not_run, c.omitted)
-    notes = [f"not run here (over budget / truncation cap): {', '.join(not_run)}"] if not_run else []
-    notes += [f"not drawn, not a CDF here: {', '.join(c.omitted)}"] if c.omitted else []
-    notes += [f"computed, not drawn (farther from the reference by W): {', '.join(hidden)}"] if hidden else []
+    cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
     head = "; ".join(_cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0]) if cmp is not None else ""
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
-                 + (f"\n{head}" if head else "") + ("\n" + "; ".join(notes) if notes else ""), fontsize=10, y=1.0,
-                 va="bottom")
+                 + (f"\n{head}" if head else ""), fontsize=10.5, y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
+
+
+#: a corrected chain or T is drawn as one line with exact where its CDF is within this of exact's at every t and its
+#: survival within :data:`_SAME_DECADES` decades of exact's down to 1e-6 over the tail panel (closer than exact's wide
+#: line in either panel)
+_SAME_CDF = 1e-3
+_SAME_DECADES = 0.03
+#: the body panel reaches to where this share of each separately drawn line's ∫|F − F_ref| dt (its W) lies
+_BODY_SHARE = 0.95
+
+
+def _on_exact(c, full, tail, x2) -> list:
+    """The corrected chains and T (their first members) that lie on exact in both panels: drawn as one line with it
+    (:data:`_SAME_CDF`, :data:`_SAME_DECADES`); none where exact is not the reference."""
+    if not c.use_exact:
+        return []
+    out, drawn = [], c.t[:len(tail["exact"])] <= x2
+    for sr in c.lines:
+        if sr.method == "exact" or not (sr.method.endswith("*") or sr.method == TAIL):
+            continue
+        d_body = np.nanmax(np.abs(full[sr.method]), initial=0.0)
+        d_tail = np.nanmax(np.abs(tail[sr.method] - tail["exact"])[drawn], initial=0.0)
+        if d_body <= _SAME_CDF and d_tail <= _SAME_DECADES:
+            out.append(sr.method)
+    return out
+
+
+def _body_window(c, full, x2) -> float:
+    """The body panel's right end: at least 1.15 × the simulated 99th percentile, and far enough that
+    :data:`_BODY_SHARE` of each separately drawn line's W lies inside (at most ``x2``, the tail panel's end)."""
+    x = max(1.15 * c.q(0.99), 5 * float(c.t[1]))
+    dt = np.diff(c.t, append=c.t[-1])
+    for sr in c.lines:
+        if sr.method == "exact" or sr.method in c.same:
+            continue
+        cum = np.cumsum(np.nan_to_num(np.abs(full[sr.method])) * dt)
+        if cum[-1] > 0:
+            x = max(x, float(c.t[min(len(c.t) - 1, int(np.searchsorted(cum, _BODY_SHARE * cum[-1])))]))
+    return min(x, x2)
 
 
 def _cdf_data(sim, approx, R, rho, service, cmp):
@@ -1533,96 +1612,100 @@ def _smooth(y, n):
 
 
 def _cdf_body(ax, c, body, n1, x1) -> float:
-    """The body panel: each method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`), the pooled
-    simulation with its 95 % CI (where it is a reference); the y-range follows the methods and the pooled simulation
-    (a wider CI is clipped, and said). Returns the half-span of the y-range."""
+    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`),
+    the pooled simulation where it is a reference (thin, no CI: the methods are judged against exact, which has no
+    noise); the y-range follows what is drawn. Returns the half-span of the y-range."""
     t, good = c.t[:n1], c.reliable[:n1]
     sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
-    ci = np.where(good, c.ci[:n1], np.nan)
-    if c.use_exact:  # the CI as an outline around the black line, not a band that reads as the methods' noise
-        ax.plot(t, sim, color="k", lw=1.0, zorder=5, label="simulation (pooled)")
-        for sign in (-1, 1):
-            ax.plot(t, sim + sign * ci, color="0.6", lw=0.6, zorder=4,
-                    label=None if sign < 0 else f"thin grey lines (body), grey band (tail): the black line's 95 % "
-                                                f"CI ({c.k} replications; the methods are set against exact)")
-    ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else "k", lw=2.2, alpha=0.8, zorder=1)
-    for sr in c.lines:
-        if not (sr.method == "exact" and c.use_exact):
-            ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = list(body.values()) + ([sim] if c.use_exact else [])
+    if c.use_exact:  # light: a check on exact, not the reference the methods are judged against
+        ax.plot(t, sim, color="0.6", lw=0.7, zorder=2)
+    ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
+    drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
+    for sr in drawn:
+        ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+    vals = [body[sr.method] for sr in drawn] + ([sim] if c.use_exact else [])
     lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
     hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
     pad = 0.12 * max(hi - lo, 2e-3)
     ax.set_ylim(lo - pad, hi + pad)
-    reach = float(np.nanmax(np.abs(ci), initial=0.0)) if c.use_exact else 0.0
-    if c.use_exact and (np.nanmin(sim - ci, initial=0) < lo - pad or np.nanmax(sim + ci, initial=0) > hi + pad):
-        ax.text(0.99, 0.02, f"the simulation's CI (thin grey) is clipped: ±{reach:.2g} at most",
-                transform=ax.transAxes, ha="right",
-                va="bottom", fontsize=7.5, color="0.35")
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
-    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9)
-    ax.set_title(f"body: each CDF minus {'exact' if c.use_exact else 'the pooled simulation'}'s (the area to 0 "
-                 f"is W,\nin {TIME_UNIT}), up to the simulated 99th percentile", fontsize=9)
+    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
+    ax.set_title(f"body: each CDF minus {ref}'s (area to 0 = W)", fontsize=10)
     return (hi - lo) / 2 + pad
 
 
-def _cdf_tail(ax, c, n2, x2, labels) -> None:
-    """The tail panel: P(T > t) on a log scale, exact wide and light underneath, the methods on top, the pooled
-    simulation solid (with its CI) where it is a reference, faint dots beyond."""
+#: the pooled simulation's colour in the CDF figures (near black: the methods, not it, carry the colours)
+_SIM_GREY = "0.2"
+
+
+def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
+    """The tail panel: P(T > t) on a log scale, exact wide and light underneath (T dash-dot on it where they are drawn
+    as one: one legend entry), the other methods on top, the pooled simulation solid with its 95 % CI where it is a
+    reference, dotted beyond. Returns the legend's (handles, labels)."""
     t, good = c.t[:n2], c.reliable[:n2]
     sf = 1 - c.Fp[:n2]
     ci = c.ci[:n2]
-    ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan), np.where(good, sf + ci, np.nan),
-                    color="0.75", alpha=0.5, lw=0)
-    for sr in c.lines:
-        wide = sr.method == "exact"
-        ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
-                lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3,
-                label=labels[sr.method])
-    ax.plot(t, np.where(good, sf, np.nan), color="k", lw=1.2, zorder=5)
+    handles = [ax.plot(t, np.where(good, sf, np.nan), color=_SIM_GREY, lw=1.1, zorder=5)[0]]
+    names = ["simulation (pooled)"]
+    if c.k > 1:
+        handles.append(ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan),
+                                       np.where(good, sf + ci, np.nan), color="0.55", alpha=0.3, lw=0))
+        names.append(f"simulation's 95 % CI ({c.k} replications)")
     if (~good).any():
-        ax.plot(t, np.where(~good, sf, np.nan), color="0.55", lw=0.8, ls=":", alpha=0.35, zorder=4,
-                label=f"faint dots: simulation where fewer than {TAIL_MIN} customers per replication lie beyond t "
-                      "(not a reference, not data to read)")
+        handles.append(ax.plot(t, np.where(~good, sf, np.nan), color="0.35", lw=0.9, ls=":", alpha=0.8,
+                               zorder=4)[0])
+        names.append("simulation, too few customers beyond t (not a reference)")
+    group = []
+    for sr in c.lines:
+        if sr.method in c.same and sr.method != TAIL:
+            continue
+        wide = sr.method == "exact"
+        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
+                      lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        if c.same and (wide or sr.method in c.same):
+            group.append(ln)
+        else:
+            handles.append(ln)
+            names.append(labels[sr.method])
+    if group:
+        handles.append(tuple(group))
+        names.append(labels["exact"])
     ax.set_xlim(0, x2)
     ax.set_yscale("log")
     ax.set_ylim(1e-6, 1.0)
-    ax.set_ylabel("P(T > t)")
-    ax.set_title("tail: P(T > t) on a log scale; x-range to the pooled simulation's\n99.999th percentile "
-                 f"(a reference only up to t ≈ {c.t_end:.3g}: solid black)", fontsize=9)
+    ax.set_ylabel("P(T > t)", fontsize=9.5)
+    ax.set_title(f"tail: P(T > t); the simulation is a reference up to t ≈ {c.t_end:.3g}", fontsize=10)
+    return handles, names
 
 
-def _cdf_label(c, sr, covered, x1) -> str:
-    """A line's legend entry: its name, its W (in mean service times) against the reference, where most of W lies
-    beyond the body panel's x-range, and which line covers it."""
-    w = float("nan")
-    if c.w_ref is not None and not (sr.method == "exact" and c.use_exact) \
-            and sr.method in c.w_ref["approximation"].values:
-        w = float(c.w_ref["W"].sel(approximation=sr.method))
-    name = sr.label
-    if sr.method == TAIL and c.use_exact:
-        name += "; its CDF lies on or below the true one (body: below 0 from t ≈ 0)"
-    if not np.isfinite(w):
-        text = name
-    elif w < W_FLOOR:
-        text = f"{name}: W < {W_FLOOR:g} (on exact)"
-    else:
-        text = f"{name}: W = {_g(w)}"
-        share = _body_share(c, sr.method, x1)
-        if share < 0.5:
-            text += (f" ({'almost all' if share < 0.005 else f'{100 * (1 - share):.0f} %'} of it from t > {x1:.3g}, "
-                     "beyond the body panel)")
-    return text + (f" — lies under {covered[sr.method]}" if sr.method in covered else "")
+def _cdf_label(c, sr, covered) -> str:
+    """A line's legend entry: its name and its W (in mean service times) against the reference and, if another line
+    covers it, which; exact's entry names the lines drawn as one with it (:func:`_on_exact`)."""
+    if sr.method == "exact" and c.same:
+        chains = [x for x in c.lines if x.method.endswith("*")]
+        named = [x for x in c.lines if x.method in c.same]
+        words = ("corrected chains" if chains and all(x.method in c.same for x in chains)
+                 else " and ".join(x.label for x in named if x.method != TAIL))
+        words = " + ".join(w for w in (words, TAIL if TAIL in c.same else "") if w)
+        return f"{words} ≈ exact: {_w_words(c, c.same)}"
+    text = sr.label
+    w = _w_words(c, [sr.method])
+    if w and not (sr.method == "exact" and c.use_exact):
+        text += f": {w}"
+    return text + (f" — under {covered[sr.method]}" if sr.method in covered else "")
 
 
-def _body_share(c, method, x1) -> float:
-    """The share of ∫|F − F_ref| dt over the grid that lies at t ≤ x1 (1 where the integral is 0)."""
-    d = np.abs(c.Fa[c.methods.index(method)] - c.F_ref)
-    d = np.where(np.isfinite(d), d, 0.0)
-    dt = np.diff(c.t, append=c.t[-1])
-    total = float(np.sum(d * dt))
-    return float(np.sum((d * dt)[c.t <= x1]) / total) if total > 0 else 1.0
+def _w_words(c, methods) -> str:
+    """'W = 0.2' (the largest of ``methods``' W to the reference), 'W < 0.001', or '' without W."""
+    if c.w_ref is None:
+        return ""
+    ws = [float(c.w_ref["W"].sel(approximation=m)) for m in methods if m in c.w_ref["approximation"].values]
+    ws = [w for w in ws if np.isfinite(w)]
+    if not ws:
+        return ""
+    w = max(ws)
+    return f"W < {W_FLOOR:g}" if w < W_FLOOR else f"W {'≤' if len(ws) > 1 else '='} {_g(w)}"
 
 
 #: methods of A–F whose W is within this factor of the closest one's are named together, as nearly tied
@@ -1689,56 +1772,63 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
     return head, claims
 
 
-def _cdf_caption(cmp, w_ref, R, rho, service, faithful, t_end, hidden, not_run, omitted) -> Caption:
+def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     findings, limits = [], []
     if cmp is not None:
-        c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
-        rho_c = float(c["rho"])
-        sel = {"service": service, "R": R, "rho": rho_c}
-        findings += _cdf_findings(cmp, w_ref, R, rho, service, faithful)[1]
-        ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
-        good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
-        allp = [float(p) for p in ru["percentile"].values]
-        words = (f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good
-                 else "none")
-        findings.append(Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation "
-                              f"here can estimate {words} ({TAIL_MIN} or more customers per replication beyond it); "
-                              f"its tail is dotted where it cannot (beyond t ≈ {t_end:.3g}).", good,
-                              Q.query("percentile", (("list", None),), Q.REF_SIM, sel)))
-        if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
-            p = good[-1]
-            e = c.sel(percentile=p)
-            m, lo, hi = (float(e[v].sel(approximation="exact")) for v in (
-                "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                "relative_percentile_error_ci_high"))
-            inside = bool(lo <= 0 <= hi)
-            findings.append(Claim(f"At the {p:g}th percentile exact and the simulation differ by {_pct(m, 1)} (95% CI "
-                                  f"{_pct(lo, 1)} to {_pct(hi, 1)}): {'within' if inside else 'beyond'} the "
-                                  "simulation's noise.", [m, lo, hi],
-                                  [Q.query(f"{v}.sel(approximation='exact')", (("max", None),), None,
-                                           {**sel, "percentile": p}) for v in (
-                                      "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                                      "relative_percentile_error_ci_high")], half_unit(1, 100)))
+        findings += _cdf_findings(cmp, c.w_ref, R, rho, service, c.faithful)[1]
+        findings += _cdf_reach_claims(cmp, R, rho, service, c.t_end)
     else:
         limits.append("Without the comparison the figure names no closest method.")
-    return Caption(
-        f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
-        f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits,
-        [("Left: the body, each CDF minus the reference's (exact where it ran, pink line at 0; else the pooled "
-          "simulation) up to the simulated 99th percentile: the area between a line and 0, over all t, is its "
-          "Wasserstein distance W, given in the legend (with the share of W beyond the panel's x-range where that is "
-          "most of it). The methods' curves there are smoothed over 1/150 of the drawn range: their stored CDFs keep "
-          "12 significant bits, whose rounding would show as steps. Right: the tail P(T > t) on a log scale, exact "
-          "wide and light under the others. Black: the pooled simulation (grey dotted where fewer than 100 customers "
-          "per replication lie beyond t: no reference there); grey band: the black line's 95 % CI over its "
-          "replications — it belongs to the simulation only (in the body the methods are set against exact, which "
-          "has no noise; the y-range follows the methods, so the band may be clipped, and the panel then says how "
-          "far it reaches; in the body the band is drawn as two thin grey lines around the black one). Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
-          "(dashed, one dash pattern and width each), exact where it ran and T (dash-dot: the conservative tail "
-          "chain, whose survival lies on or above the true one). A legend entry ending \"lies under X\" is a line "
-          "that X, drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 "
-          "ends where its truncated "
-          "state space runs out (a property of the method). The title names the methods left out and why.")])
+    limits += [f"Not run here (over budget / truncation cap): {listing(not_run)}."] if not_run else []
+    limits += [f"Not drawn, not a CDF here: {listing(c.omitted)}."] if c.omitted else []
+    limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
+    ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
+    same = [sr.label for sr in c.lines if sr.method in c.same]
+    how = [(f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
+           f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
+           f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
+           "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
+           "rounding would show as steps. The pooled simulation is the thin light grey line there, without its CI: the "
+           "methods are judged against exact, which has no noise; the simulation is only a check on exact."),
+           ("Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
+           f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
+           "lie beyond t, dotted beyond (no reference there).")]
+    if same:
+        how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
+                   f"decades of its survival down to 1e-6): {listing(same)}.")
+    how.append("Drawn: the three of A–F closest to the reference by W, each distinct corrected chain (dashed, one "
+               "dash pattern each), exact where it ran and T (dash-dot: the conservative tail chain, whose survival "
+               "lies on or above the true one, so its body curve lies on or below 0). \"under X\": a line that X, "
+               "drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 ends "
+               "where its truncated state space runs out (a property of the method).")
+    return Caption(f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
+                   f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits, how)
+
+
+def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
+    """The percentiles the simulation can estimate in this cell (and where its tail turns dotted), and exact against
+    the simulation at the deepest of them."""
+    c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
+    sel = {"service": service, "R": R, "rho": float(c["rho"])}
+    ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
+    good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
+    allp = [float(p) for p in ru["percentile"].values]
+    words = f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good else "none"
+    out = [Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation here can "
+                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail is dotted "
+                 f"where it cannot (beyond t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
+                                                                             Q.REF_SIM, sel))]
+    if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
+        p = good[-1]
+        names = ("relative_percentile_error_mean", "relative_percentile_error_ci_low",
+                 "relative_percentile_error_ci_high")
+        m, lo, hi = (float(c.sel(percentile=p)[v].sel(approximation="exact")) for v in names)
+        out.append(Claim(f"At the {p:g}th percentile exact and the simulation differ by {_pct(m, 1)} (95% CI "
+                         f"{_pct(lo, 1)} to {_pct(hi, 1)}): {'within' if lo <= 0 <= hi else 'beyond'} the "
+                         "simulation's noise.", [m, lo, hi],
+                         [Q.query(f"{v}.sel(approximation='exact')", (("max", None),), None, {**sel, "percentile": p})
+                          for v in names], half_unit(1, 100)))
+    return out
 
 
 # =========================================================================== M/G/R laws
@@ -1760,54 +1850,56 @@ def _scv_of(laws) -> dict:
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
-    cell in the panel); colour = law; the simulations' own noise shaded grey. Below, where the comparison has methods
-    that take the law itself, their percentile error (:func:`_law_method_row`); the lower row's panels without a value
-    are left out, and the legend takes their place. ``laws``: the config's law strings (their SCV in the legend)."""
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, its letter as
+    the marker of each cell); colour = law; the simulations' own noise shaded grey. Below, where the comparison has
+    methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
+    own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
+    a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
-    nrows = 2 if law_rows else 1  # a second row where the comparison has methods that take the law itself
-    fig, grid = plt.subplots(nrows, len(Rv), figsize=(3.3 * len(Rv) + 1.0, 3.6 * nrows), squeeze=False)
-    axes, err_axes = list(grid[0]), (list(grid[1]) if law_rows else [])
+    full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
+    empty = [R for R in Rv if R not in full] if law_rows else []
+    ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
+    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1)))
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.5)
+    top = gs[0].subgridspec(1, ncol, wspace=0.32)
+    axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
-    extra_handles, extra_labels, empty = [], [], []
-    if law_rows:
-        extra_handles, extra_labels, row_kinds, empty = _law_method_row(err_axes, cmp, services, Rv, cmap)
-        kinds |= row_kinds
-    rho = cmp["rho"].values
-    for ax, R in zip(err_axes, Rv):
-        if R in empty:
-            ax.cla()
-            ax.set_axis_off()
-        else:
-            _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
-    fig.tight_layout()
     handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
+    slot = None
+    if law_rows:
+        low = gs[1].subgridspec(1, ncol, wspace=0.38)
+        slot = fig.add_subplot(low[0, 0])
+        slot.set_axis_off()
+        err_axes = [fig.add_subplot(low[0, 1 + j]) for j in range(2 * len(full))]
+        row_h, row_l, row_kinds = _law_method_row(err_axes, cmp, services, full, cmap)
+        handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
-    handles, labels = handles + extra_handles + sh, labels + extra_labels + sl
-    gone = [ax for ax, R in zip(err_axes, Rv) if R in empty]
-    if gone:  # the lower row's panels without a value: their note, and the legend in their place
-        x0, pos = gone[0].get_position().x0, gone[0].get_position()
-        fig.text(x0, pos.y1, _empty_law_row_note(cmp, services, empty), ha="left", va="top", fontsize=8.5,
-                 color="0.25", bbox={"facecolor": "0.97", "edgecolor": "0.75"})
-        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(x0, pos.y1 - 0.075), frameon=False,
-                   fontsize=8, handlelength=2.2, borderaxespad=0.0)
+    handles, labels = handles + sh, labels + sl
+    fig.subplots_adjust(left=0.07, right=0.97, top=0.9, bottom=0.08)
+    if slot is not None:
+        note = _empty_law_row_note(cmp, services, empty) if empty else ""
+        if note:
+            slot.text(0.0, 1.12, note, transform=slot.transAxes, ha="left", va="top", fontsize=8.5, color="0.25",
+                      bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.12, 0.86 if note else 1.12),
+                    frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
     else:
         _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time\nupper row — solid: vs the M/M/R simulation; dashed: vs the closest analytic "
-                 "method (named in each panel)", y=1.0, va="bottom", fontsize=10)
+                 "method (its letter at each load)", y=0.99, va="top", fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, named per cell: :func:`_closest_note`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, named per cell: :func:`_closest_letters`), the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -1825,7 +1917,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             if ok1.any():
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), marker="s", ms=3, lw=1.1, mfc="white")
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1)  # markers: the methods' names
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -1840,15 +1932,15 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
         strip.finish(title=f"R = {R}")
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
-    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k), a decade up: room for the names
+    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
     e = 10.0 ** np.floor(np.log10(hi))
-    axes[0].set_ylim(lo, 10 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
+    axes[0].set_ylim(lo, 1.5 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
     log_ticks(axes[0].yaxis)
     for ax, x, y in noise_fill:
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
     for ax, R in zip(axes, Rv):
-        _closest_note(ax, cmp, R, services, cand, cmap)
+        _closest_letters(ax, cmp, R, services, cand, cmap)
     return kinds, bool(noise_fill)
 
 
@@ -1876,18 +1968,16 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_note(ax, cmp, R, services, cand, cmap) -> None:
-    """At the panel's top left, one line per law (its colour): the closest method of each ρ drawn, in order of ρ."""
-    lines = [(k, closest_methods(cmp, s, R, cand)) for k, s in enumerate(services)]
-    lines = [(k, c) for k, c in lines if c]
-    if not lines:
-        return
-    rhos = sorted({r for _, c in lines for r in c})
-    ax.text(0.03, 0.97, "closest method (dashed) at ρ = " + _rho_text(rhos) + ":", transform=ax.transAxes,
-            ha="left", va="top", fontsize=6.5, color="0.2")
-    for j, (k, c) in enumerate(lines):
-        ax.text(0.03, 0.97 - 0.065 * (j + 1), ", ".join(c.get(r, "–") for r in rhos), transform=ax.transAxes,
-                ha="left", va="top", fontsize=7, color=cmap(k), fontweight="bold")
+def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
+    """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
+    law's colour on a white disc (the name is the marker)."""
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
+    for k, svc in enumerate(services):
+        for r, m in closest_methods(cmp, svc, R, cand).items():
+            y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
+            ax.annotate(m, (r, y), ha="center", va="center", fontsize=7, color=cmap(k), fontweight="bold",
+                        zorder=6, bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k),
+                                        "lw": 0.6})
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -1896,15 +1986,14 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     from matplotlib.patches import Patch
 
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
-    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g}; exponential: 1)" if s in scv else "") for s in services]
+    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="s", ms=3, mfc="white")]
-    labels += ["upper row, solid: the law's simulation vs the M/M/R simulation (same mean)",
-               ("upper row, dashed: vs the closest analytic method of each cell\n(exact left out: it is the M/M/R "
-                "law; the smallest W over methods, so it may dip below solid)")]
+                Line2D([], [], color="0.3", ls="--", marker="$T$", ms=6)]
+    labels += ["upper row, solid: vs the M/M/R simulation",
+               "upper row, dashed: vs the closest analytic\nmethod (its letter at each load)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
-        labels.append("upper row, grey: the solid lines' own noise (largest over the laws)")
+        labels.append("upper row, grey: the solid lines' own noise")
     if law_rows:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
         labels.append("lower row, grey band: ±5 % error")
@@ -1917,8 +2006,8 @@ def _empty_law_row_note(cmp, services, empty) -> str:
     few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
     rs = listing([f"{r:g}" for r in empty])
     if (few != 0).all():
-        return (f"R = {rs}: no {q:g}th-percentile error —\nthe simulation is too short: fewer than {TAIL_MIN} customers "
-                f"per replication\nbeyond the {q:g}th percentile, for every law at every load")
+        return (f"R = {rs}: no {q:g}th-percentile error:\nthe simulation is too short (fewer than {TAIL_MIN}\n"
+                f"customers per replication beyond it),\nfor every law at every load")
     return f"R = {rs}: no {q:g}th-percentile error at any load"
 
 
@@ -1980,18 +2069,18 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein distance "
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
         "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact, "
-        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise), "
-        "against ρ, one panel "
-        "per R that ran"
-        + (f"; below, the error of the {_law_row_percentile(cmp):g}th percentile against each law's simulation of "
-           "T with the law itself (filled markers, solid, 95 % CI) and of T for exponential service (dash-dot, ✕), "
-           "the ±5 % band shaded" if law_rows else "") + ".", findings, limits,
+        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise; "
+        "the closest method's name is the marker at each load), against ρ, one panel per R that ran"
+        + (f"; below, for each R with a value, the error of the {_law_row_percentile(cmp):g}th percentile against "
+           "each law's simulation of T for exponential service (dash-dot, ✕) and of T with the law itself (filled "
+           "markers, solid, the ±5 % band shaded), each with its 95 % CI, in two panels with their own y-ranges"
+           if law_rows else "") + ".", findings, limits,
         [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
           "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
           "tell; a distance far above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel, "
-             "not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel "
+             "(one row for every law where their marks are the same), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -2034,66 +2123,91 @@ def _law_errors(cmp, services, method=None):
     return v[np.isfinite(v)]
 
 
+def _law_row_series(cmp, svc, R, q) -> dict:
+    """The M/G/R error row's values of law ``svc`` at R: {law method, or None for the exponential model's T:
+    (mean, CI low, CI high) in % per ρ}, NaN where the simulation's run is unusable (or, for T, too few customers lie
+    beyond the percentile ``q``)."""
+    ok_run = run_usable(cmp).sel(service=svc, R=R).values
+    few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
+    out = {}
+    for m in cmp["law_method"].values.tolist():
+        d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
+        out[m] = tuple(100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
+            "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
+    if TAIL in cmp["approximation"].values.tolist():
+        d = cmp.sel(service=svc, R=R, approximation=TAIL, percentile=q)
+        out[None] = tuple(100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
+            "relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high"))
+    return out
+
+
+def _law_row_has_values(cmp, services, R) -> bool:
+    q = _law_row_percentile(cmp)
+    return any(np.isfinite(v[0]).any() for s in services for v in _law_row_series(cmp, s, R, q).values())
+
+
 def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's second row: per R, the relative error of :func:`_law_row_percentile` (method / simulation
-    − 1, mean over replications with its 95 % CI) against ρ, for each method that takes the law itself
-    (``law_method``: solid, filled markers) and for the exponential model's T (dash-dot, ✕), colour = law, the ±5 %
-    band shaded; a simulated cell whose run is too short, or has too few customers beyond the percentile, is marked
-    ◇ in the strip above its panel, not drawn. A panel with no value at all is removed (the caption's limits say
-    why, once). Returns the legend's (handles, labels) for the methods, the status kinds drawn and the R's removed."""
+    """The M/G/R figure's second row: per R of ``Rv`` two panels, each with its own linear y-range — the error of
+    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) against ρ of the
+    exponential model's T (dash-dot, ✕) and of each method that takes the law itself (``law_method``: solid, filled
+    markers, the ±5 % band shaded); colour = law. A simulated cell whose run is too short, or has too few customers
+    beyond the percentile, is marked ◇ in the strip above the panels (one row where every law has the same marks).
+    Returns the legend's (handles, labels) for the methods and the status kinds drawn."""
     from matplotlib.lines import Line2D
 
     q = _law_row_percentile(cmp)
     rho = cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
     marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
-    expo = "T" in cmp["approximation"].values.tolist()
-    run_ok = run_usable(cmp)
-    kinds, empty = set(), []
-    for ax, R in zip(axes, Rv):
-        ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
-        ax.axhline(0.0, color="0.5", lw=0.8)
-        strip = status_strip(ax)
-        n_drawn = sum(len(ln.get_xdata()) for ln in ax.get_lines())
-        for k, svc in enumerate(services):
-            ok_run = run_ok.sel(service=svc, R=R).values
-            few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
-            simulated = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=svc, R=R).values)
-            strip.mark(svc, rho, simulated & (~ok_run | (few != 0)), REFERENCE_TOO_SHORT.key, cmap(k), label=svc)
-            for j, m in enumerate(methods):
-                d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
-                y, lo, hi = (100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
-                    "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
-                ok = np.isfinite(y)
-                if ok.any():
+    kinds = set()
+    for j, R in enumerate(Rv):
+        pair = axes[2 * j: 2 * j + 2]
+        vals = {s: _law_row_series(cmp, s, R, q) for s in services}
+        for ax, which in zip(pair, (None, "law")):
+            if which == "law":
+                ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
+            ax.axhline(0.0, color="0.5", lw=0.8)
+            for k, s in enumerate(services):
+                for m, (y, lo, hi) in vals[s].items():
+                    if (m is None) != (which is None) or not np.isfinite(y).any():
+                        continue
+                    ok = np.isfinite(y)
                     ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                color=cmap(k), marker=marks[j % len(marks)], ms=3.5, lw=1.2, capsize=2)
-            if expo:  # the exponential model's T, with its CI (mostly smaller than the marker)
-                d = cmp.sel(service=svc, R=R, approximation="T", percentile=q)
-                y, lo, hi = (100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
-                    "relative_percentile_error_mean", "relative_percentile_error_ci_low",
-                    "relative_percentile_error_ci_high"))
-                ok = np.isfinite(y)
-                if ok.any():
-                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                fmt="-.", color=cmap(k), lw=1.2, marker="x", ms=4, capsize=2)
-        if sum(len(ln.get_xdata()) for ln in ax.get_lines()) == n_drawn:  # nothing of this R: the panel goes
-            empty.append(R)
-            continue
-        kinds |= strip.kinds
-        strip.finish(title=f"R = {R}: {q:g}th-percentile error")
-        ax.set_xlabel("load ρ")
-        ax.grid(alpha=0.3)
-    shown = [ax for ax, R in zip(axes, Rv) if R not in empty]
-    if shown:
-        shown[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+                                color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
+                                else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
+            if which == "law":
+                lo_, hi_ = ax.get_ylim()
+                ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
+            kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
+                "T for exponential service" if which is None else f"{listing(methods)} with the law itself"))
+            ax.set_xlabel("load ρ")
+            ax.grid(alpha=0.3)
+            ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
+            _linear_rho_axis(ax, rho[np.isfinite(ran).any(0)])
+        pair[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
-    labels = [f"lower row: {m} with the law itself, its {q:g}th-percentile error (95 % CI)" for m in methods]
-    if expo:
+    labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
+    if TAIL in cmp["approximation"].values.tolist():
         handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
-        labels.append(f"lower row: T for exponential service (the M/M/R model, same mean),\nits {q:g}th-percentile "
-                      "error (95 % CI)")
-    return handles, labels, kinds, empty
+        labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
+    return handles, labels, kinds
+
+
+def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
+    """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
+    same, else a row per law in its colour). Returns the status kinds drawn."""
+    rho = cmp["rho"].values
+    simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
+    masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
+             for s in services}
+    strip = status_strip(ax)
+    if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
+        strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
+    else:
+        for k, s in enumerate(services):
+            strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
+    strip.finish(title=title, fontsize=9.5)
+    return strip.kinds
 
 
 def _law_method_claims(cmp, services) -> list:
@@ -2243,18 +2357,20 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 
 
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0, symlog=False):
-    """One panel per percentile: the paper's value (black diamonds) beside ours per family at the (R, ρ) cells of
-    the paper's table that this run has (x, in order of R then ρ), as relative errors (%); where our reference is
-    too short, a mark in the strip above the panel instead of a value."""
+                       factor=100.0, symlog=False, values=False):
+    """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
+    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), a thin line from the
+    paper's bar to our best of A–F; where our reference is too short, a mark in the strip above the panel instead of
+    a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
+    under each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
     present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), 3.1 * len(P) + 0.4), squeeze=False,
-                             sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
+                                                 + 0.4), squeeze=False, sharex=True, sharey=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -2276,13 +2392,21 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
+        missing, first = {}, None
         for f, fam in enumerate(fams):
             fi = rep["family"].values.tolist().index(fam)
             vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
                                                                                               else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            drawn |= _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute)
+            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
+            missing[fam] = rk == 0
+            if first is None:  # the pair: a thin line from the paper's bar to our first family
+                first = np.abs(vals[0]) if absolute else vals[0]
+                both = np.isfinite(first) & np.isfinite(paper)
+                ax.vlines(xs[both], paper[both], first[both], color=_FAMILY_STYLE.get(fam, ("0.4",))[0], lw=1.0,
+                          alpha=0.45, zorder=2)
+        _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
         ax.tick_params(axis="x", labelbottom=True)
@@ -2292,8 +2416,12 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         if symlog:
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
+        if values:
+            _value_rows(ax, x, paper, first, fams[0])
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
-    fig.tight_layout(h_pad=1.5)
+    if values:
+        axes[-1].xaxis.labelpad = 44
+    fig.tight_layout(h_pad=3.5 if values else 1.5)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
@@ -2301,10 +2429,38 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     return fig, pts
 
 
-def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
+def _no_value_marks(strip, fams, missing, x, bg) -> None:
+    """The reproduction panel's strip: ◇ (or ▸ where ``bg``: the percentile lies beyond the time grid) where ours has
+    no value — one row for every family where their marks agree, else a row per family."""
+    if all(np.array_equal(missing[f], missing[fams[0]]) for f in fams):
+        rows = [("ours", missing[fams[0]], None, "no value of ours")]
+    else:
+        rows = [(f, missing[f], _FAMILY_STYLE.get(f, ("0.4", "d", f))[0],
+                 _FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "")) for f in fams]
+    for row, miss, color, label in rows:
+        strip.mark(row, x, miss & ~bg, REFERENCE_TOO_SHORT.key, color, label)
+        strip.mark(row, x, miss & bg, "beyond_grid", color, label)
+
+
+def _value_rows(ax, x, paper, ours, fam) -> None:
+    """Under each cell of a reproduction panel, the paper's value (black) and ours (the family ``fam``'s colour), two
+    significant digits, '·' where there is none: the numbers the log axis makes hard to read off."""
+    import matplotlib.transforms as mtransforms
+
+    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    color, _, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
+    for y, vals, c, name in ((-0.3, paper, "k", "paper"), (-0.4, ours, color, label.replace("ours: ", "ours, "))):
+        ax.text(-0.02, y, name, transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
+                fontweight="bold")
+        for xi, v in zip(x, vals):
+            ax.text(xi, y, _g(v).replace("-", "−") if np.isfinite(v) else "·", transform=tr, ha="center",
+                    va="center", fontsize=7.5, color=c)
+
+
+def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
     """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
-    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0), a strip mark where it has
-    no reference (``bg``: the percentile beyond the time grid). Returns the reference kinds drawn."""
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0). Returns the reference
+    kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     if absolute:
@@ -2320,8 +2476,6 @@ def _ours_family(ax, strip, fam, xs, x, vals, rk, bg, absolute) -> set:
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
             ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
                         label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
-    strip.mark(fam, x, (rk == 0) & ~bg, REFERENCE_TOO_SHORT.key, color, label.replace("ours: ", ""))
-    strip.mark(fam, x, (rk == 0) & bg, "beyond_grid", color, label.replace("ours: ", ""))
     return drawn
 
 
@@ -2388,7 +2542,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
         title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT}; symmetric log)", absolute=False, kw=kw,
-        symlog=True)
+        symlog=True, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
 
@@ -2442,10 +2596,11 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
     if inrun.any():
         k_ex, k_sim, k_none = (int((ref == v).sum()) for v in (REF_EXACT, REF_SIMULATION, 0))
         n = int(inrun.sum())
-        findings.append(Claim(f"Of the {n} (percentile, cell) points of ours (best of A–F), {k_ex} are measured against "
-                              f"exact and {k_sim} against our simulation.", [n, k_ex, k_sim],
+        findings.append(Claim(f"Of the {n} (percentile, cell) points of the paper's table in this run, ours (best of "
+                              f"A–F) is measured against exact at {k_ex}, against our simulation at {k_sim}, and has "
+                              f"no value at {k_none} (no reference of ours: ◇ or ▸).", [n, k_ex, k_sim, k_none],
                               [_rq(f"{refvar} != -1", sel=fam_sel), _rq(f"{refvar} == 1", sel=fam_sel),
-                               _rq(f"{refvar} == 2", sel=fam_sel)]))
+                               _rq(f"{refvar} == 2", sel=fam_sel), _rq(f"{refvar} == 0", sel=fam_sel)]))
         bg = (rep["percentile_beyond_grid"].values != 0) & (ref == 0) if (
             prefix == "pct" and "percentile_beyond_grid" in rep) else np.zeros(ref.shape, bool)
         if k_none - int(bg.sum()):

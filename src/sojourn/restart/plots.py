@@ -78,10 +78,11 @@ def _marker_kw(s: str, color) -> dict:
     return kw
 
 
-def _sim(ax, strip, cmp, var, status, estimate=False):
+def _sim(ax, strip, cmp, var, status, estimate=False, join=False):
     """The simulated points of each semantics at their true rate (told apart by marker, filled or open:
     :data:`MARKER`) with their CIs; points without a value in the strip: ✕ unstable, ◇ too short (``estimate``: the
-    value is the simulation's own estimate, not a reference)."""
+    value is the simulation's own estimate, not a reference); ``join``: a thin line through each semantics' points
+    in its colour (where no model curve is drawn to follow)."""
     r = cmp["restart_rate"].values
     sems = cmp["semantics"].values.tolist()
     short = ESTIMATE_TOO_SHORT.key if estimate else REFERENCE_TOO_SHORT.key
@@ -92,6 +93,8 @@ def _sim(ax, strip, cmp, var, status, estimate=False):
         kw = _marker_kw(s, color)
         ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt=marker, color=color, mec=color, capsize=2 + i, lw=1.0, mew=1.2,
                     label=label if ok.any() else None, **kw)
+        if join and ok.sum() > 1:
+            ax.plot(r[ok], m[ok], color=color, lw=0.8, alpha=0.55, zorder=1)
         strip.mark(s, r, status[i] == "unstable", "unstable", color, NAMES.get(s, s))
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
 
@@ -313,7 +316,7 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
         strip = status_strip(ax)
-        _sim(ax, strip, c, "response_time_percentile", st, estimate=True)
+        _sim(ax, strip, c, "response_time_percentile", st, estimate=True, join=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
@@ -399,10 +402,13 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
         "(signals of rate r, exponential timeouts of rate r, deterministic timeouts 1/r).", findings, limits,
         [("Each replication's percentile from its streamed histogram, averaged over replications with 95% Student-t "
          "intervals (the three semantics run at the same rates, drawn at their true r: signals filled, the timeouts "
-         "open around them). No value without restart is drawn: the study computes none for the tail. The dashed "
-         "line is the product form's g* (which minimises the mean, not the tail). Points without "
-         "a value are marked in the strip above the panel: ◇ too few jobs beyond the percentile (or a run too short), "
-         "✕ stopped as unstable.")])
+         "open around them; a thin line in its colour joins each semantics' points). No value without restart is "
+         "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
+         "mean, not the tail). "
+         + ("Points without a value are marked in the strip above the panel: " + ", ".join(
+             w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
+                            ("unstable", "✕ stopped as unstable")) if (st_all == k).any()) + "."
+            if (st_all != "").any() else "Every point has a value: no strip of marks above the panel."))])
 
 
 def key_results(pf, cmp, stem, name: str) -> list:

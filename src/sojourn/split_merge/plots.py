@@ -120,38 +120,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     n = int(c["rep_mean_latency"].count("replication"))
     recorded = float(c["latency_count"].sum() + c["latency_overflow"]) / max(n, 1)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    good = (1 - F) * recorded >= TAIL_MIN
-    hi = float(c["sim_latency_percentile"].max()) * 1.6
-    xmax = hi if np.isfinite(hi) else float(t[-1])
-    a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
-    dotted = bool((~good & (t <= xmax) & (1 - F > 0)).any())
-    if dotted:
-        a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
-                label=f"simulation, fewer than {TAIL_MIN} workunits per replication beyond t (reference too short)")
-    if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
-                                                                              spec.replicas) is not None:
-        beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
-        wa, wT = mph1_delay_ph(spec.arrival_rate, beta, B)
-        la, lT = ph.convolution(wa, wT, beta, B)
-        sf = UniformizedSF(la, lT)
-        tt = t[:: max(1, len(t) // 400)]
-        a1.plot(tt, [sf(x) for x in tt], color="tab:red", ls="--", lw=1.4, label="exact (M/PH/1 latency law)")
-    # the simulated percentiles' CIs across replications, on the curve (the pooled curve has no per-replication copy)
-    pv, pw = c["sim_latency_percentile"].values, c["sim_latency_percentile_hw"].values
-    pok = _pct_ok(c) & np.isfinite(pv) & np.isfinite(pw)
-    lev = 1 - ds["percentile"].values
-    if pok.any():
-        a1.errorbar(pv[pok], lev[pok], xerr=pw[pok], fmt="o", color="k", ms=4, capsize=4, lw=1.4,
-                    label=f"simulated percentiles ± {_level(ds)} CI across replications", zorder=5)
-    a1.set_yscale("log")
-    reached = (1 - F)[good & (t <= xmax)]
-    bottom = float(10 ** np.floor(np.log10(max(reached[reached > 0].min(), 1e-6)))) if (reached > 0).any() else 1e-4
-    a1.set_ylim(bottom, 1.2)
-    a1.set_xlim(0, xmax)
-    a1.set_xlabel(f"latency t ({TIME_UNITS})")
-    a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=7.5, loc="lower left")
-    a1.set_title("latency tail", fontsize=10)
+    t_est, dotted = _figure_a_tail(a1, ds, c, spec, t, F, n, recorded)
     labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
     sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
     hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
@@ -182,6 +151,55 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
               f"finish; load {e['load']}, {law_words(e['replica_law'])}")
     fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
                  fontsize=9, y=1.0, va="bottom")
+    cap = _figure_a_caption(ds, c, sel, spec, system, labels, ok, (m_in, p_in, m_n, p_n), t_est, dotted)
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
+    """Experiment (a)'s left panel: the pooled simulated latency tail (solid where it is a reference, dotted beyond),
+    the exact M/PH/1 latency law and the simulated percentiles with their CIs. Returns (where the solid part ends at
+    the latest: the deepest percentile estimated with a CI, whether a dotted part is drawn)."""
+    # the pooled curve is a reference where enough workunits lie beyond t and no deeper than the deepest percentile
+    # the run estimates with a CI across replications (beyond it, nothing says how far the curve can be trusted)
+    est = c["sim_latency_percentile"].values[_pct_ok(c) & np.isfinite(c["sim_latency_percentile_hw"].values)]
+    t_est = float(est.max()) if est.size else float(t[-1])
+    good = ((1 - F) * recorded >= TAIL_MIN) & (t <= t_est)
+    hi = float(c["sim_latency_percentile"].max()) * 1.6
+    xmax = hi if np.isfinite(hi) else float(t[-1])
+    a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
+    dotted = bool((~good & (t <= xmax) & (1 - F > 0)).any())
+    if dotted:
+        a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
+                label="simulation beyond its deepest estimated percentile (no reference)")
+    if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
+                                                                              spec.replicas) is not None:
+        beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
+        wa, wT = mph1_delay_ph(spec.arrival_rate, beta, B)
+        la, lT = ph.convolution(wa, wT, beta, B)
+        sf = UniformizedSF(la, lT)
+        tt = t[:: max(1, len(t) // 400)]
+        a1.plot(tt, [sf(x) for x in tt], color="tab:red", ls="--", lw=1.4, label="exact (M/PH/1 latency law)")
+    # the simulated percentiles' CIs across replications, on the curve (the pooled curve has no per-replication copy)
+    pv, pw = c["sim_latency_percentile"].values, c["sim_latency_percentile_hw"].values
+    pok = _pct_ok(c) & np.isfinite(pv) & np.isfinite(pw)
+    lev = 1 - ds["percentile"].values
+    if pok.any():
+        a1.errorbar(pv[pok], lev[pok], xerr=pw[pok], fmt="o", color="k", ms=4, capsize=4, lw=1.4,
+                    label=f"simulated percentiles ± {_level(ds)} CI across replications", zorder=5)
+    a1.set_yscale("log")
+    reached = (1 - F)[good & (t <= xmax)]
+    bottom = float(10 ** np.floor(np.log10(max(reached[reached > 0].min(), 1e-6)))) if (reached > 0).any() else 1e-4
+    a1.set_ylim(bottom, 1.2)
+    a1.set_xlim(0, xmax)
+    a1.set_xlabel(f"latency t ({TIME_UNITS})")
+    a1.set_ylabel("P(latency > t)")
+    a1.legend(fontsize=7.5, loc="lower left")
+    a1.set_title("latency tail", fontsize=10)
+    return t_est, dotted
+
+
+def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotted) -> Caption:
+    m_in, p_in, m_n, p_n = counts
     findings, limits = [], []
     src = "experiment_a.nc"
     q_sel = {k: (v.item() if hasattr(v, "item") else v) for k, v in sel.items()}
@@ -211,13 +229,15 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
         "recoverable).",
         findings, limits,
         [("Left: the latency tail P(latency > t), pooled simulation (black"
-         + (f"; dotted where fewer than {TAIL_MIN} workunits per replication lie beyond t" if dotted else "")
+         + (f"; dotted beyond t ≈ {t_est:.3g}, the deepest percentile the run estimates with a CI, or where fewer "
+            f"than {TAIL_MIN} workunits per replication lie beyond t: the curve is no reference there" if dotted
+            else "")
          + "; dots with bars: the simulated percentiles with their CIs across replications) and the exact M/PH/1 "
          "latency law (red dashed: the waiting time "
          "PH(λβ(−B)⁻¹, B + bλβ(−B)⁻¹) convolved with S_q:r). Right: the mean and percentiles, exact (red diamonds) "
          f"beside the simulated ones with their {_level(ds)} t-intervals across replications; latency in "
          f"{TIME_UNITS}.")])
-    return save(fig, stem, formats, dpi, caption=cap)
+    return cap
 
 
 def law_words(spec: str) -> str:
@@ -487,6 +507,28 @@ def _exact_where(codes, code, rs) -> str:
     return words
 
 
+def _fork_join_claims(ds, law, rs, mean_ok, src) -> list:
+    """Experiment (c)'s count of the (q, r) points with r ≥ 2 where fork-join's mean latency is below split-merge's
+    beyond both CIs (at r = 1 fork-join is split-merge)."""
+    out = []
+    f, s = ds.sel(model=FJ), ds.sel(model=SM)
+    both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
+        mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]  # at r = 1 fork-join is split-merge: no comparison
+    below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
+        (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
+    k, n = int((below & both).sum()), int(both.sum())
+    w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
+         "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0) & (replicas > 1)")
+    if n:
+        out.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
+                         "points with r ≥ 2 (at r = 1 fork-join is split-merge).", [k, n],
+                         [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
+                                "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
+                                "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w, [["count"]]),
+                          Query(src, w, {"law": str(law)}, None, [["count"]])]))
+    return out
+
+
 def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used=(), silent=()) -> Caption:
     src = "experiment_c.nc"
     findings, limits = [], []
@@ -520,22 +562,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                               Query(src, "where(run_valid != 0, sim_mean_latency, nan).idxmin('replicas')",
                                     {**qsel, "quorum": [int(q) for q in sim_q]}, None, [])))
     if FJ in ds["model"].values.tolist():
-        f, s = ds.sel(model=FJ), ds.sel(model=SM)
-        both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
-            mean_ok[0] & mean_ok[1]
-        below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
-            (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
-        k, n = int((below & both).sum()), int(both.sum())
-        w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
-             "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0)")
-        if n:
-            findings.append(Claim(f"Fork-join's mean latency is below split-merge's beyond both CIs at {k} of {n} (q, r) "
-                                  "points.", [k, n],
-                                  [Query(src, "(sim_mean_latency.sel(model='fork_join') + sim_mean_latency_hw.sel("
-                                         "model='fork_join')) < (sim_mean_latency.sel(model='split_merge') - "
-                                         "sim_mean_latency_hw.sel(model='split_merge'))", {"law": str(law)}, w,
-                                         [["count"]]),
-                                   Query(src, w, {"law": str(law)}, None, [["count"]])]))
+        findings += _fork_join_claims(ds, law, rs, mean_ok, src)
     for mi, model in enumerate(ds["model"].values.tolist()):
         mv = ds.sel(model=model)["sim_mean_latency"].values
         own = (rs > 1)[None, :] if model == FJ else np.ones(mv.shape, bool)  # fork-join at r = 1 is split-merge
@@ -551,14 +578,15 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
     for mi, model in enumerate(ds["model"].values.tolist()):
         pv = ds.sel(model=model)["sim_latency_percentile"].values[..., pi]
         bad = np.isfinite(pv) & ~pct_ok[mi]
-        if model == FJ and model not in silent:  # fork-join at r = 1 is split-merge: not marked on its own
+        if model == FJ:  # fork-join at r = 1 is split-merge: not counted on its own
             pv = np.where((rs > 1)[None, :], pv, np.nan)
             bad &= (rs > 1)[None, :]
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
-            fj_r = " & (replicas > 1)" if (model == FJ and model not in silent) else ""
+            fj_r = " & (replicas > 1)" if model == FJ else ""
             limits.append(Claim(f"The {name} simulation is too short to estimate the {100 * p:g}th percentile at "
-                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points ({RULE}): not drawn"
+                                f"{int(bad.sum())} of {int(np.isfinite(pv).sum())} (q, r) points"
+                                + (" with r ≥ 2" if model == FJ else "") + f" ({RULE}): not drawn"
                                 + (" (it has fewer workunits per replication)." if model in silent else
                                    " (◇ above the right panel)."),
                                 [int(bad.sum()), int(np.isfinite(pv).sum())],
