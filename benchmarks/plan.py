@@ -134,8 +134,8 @@ def exact_costs() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     import numpy as np
 
-    from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
     from sojourn.jsq_ps.plan import EXACT_MAX_LOAD
+    from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 
     t = np.linspace(0.0, 80.0, 1001)
     exact_sojourn_cdf(1.0, 1.0, 2, t)  # imports and first-call costs out of the way

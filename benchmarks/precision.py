@@ -98,8 +98,8 @@ def split_merge():
 
 
 def restart():
-    from sojourn.restart.files import load_model
     from sojourn.restart.config import restart_rates, sim_kwargs
+    from sojourn.restart.files import load_model
     from sojourn.restart.simulate import simulate, spec_for
 
     cfg = section("restart")

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the reference recursions
-from support import split_merge_reference as REF  # noqa: E402
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
+from support import split_merge_reference as REF  # noqa: E402
 
 HYPER = "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254"  # mean 1, scv 4 (balanced means)
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"

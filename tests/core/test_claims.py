@@ -8,8 +8,18 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.claims import (Caption, Claim, Query, agrees, caption_sentences, evaluate, evaluate_expr,
-                                 read_claims, rst_escape, verify)
+from sojourn.core.claims import (
+    Caption,
+    Claim,
+    Query,
+    agrees,
+    caption_sentences,
+    evaluate,
+    evaluate_expr,
+    read_claims,
+    rst_escape,
+    verify,
+)
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import xarray as xr
 
 from sojourn.core import integrity
 from sojourn.core.cache import cached_cells
-from sojourn.core.runner import Cell, store
 from sojourn.core.io import read_netcdf, write_netcdf
+from sojourn.core.runner import Cell, store
 
 
 def _ds(n=5, value=0):

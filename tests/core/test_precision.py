@@ -16,8 +16,18 @@ from sojourn import JSQPS
 from sojourn.cli import main
 from sojourn.core.cluster import dask_client
 from sojourn.core.io import read_netcdf
-from sojourn.core.precision import (MAX_REPLICATIONS, STOP_REASONS, TARGET_MET, UNDEFINED, Precision,
-                                    decide, histogram_statistic, next_count, parse, run_replications)
+from sojourn.core.precision import (
+    MAX_REPLICATIONS,
+    STOP_REASONS,
+    TARGET_MET,
+    UNDEFINED,
+    Precision,
+    decide,
+    histogram_statistic,
+    next_count,
+    parse,
+    run_replications,
+)
 from sojourn.core.stats import cdf_from_histogram, interval, mean_ci, percentiles_per_replication
 from sojourn.jsq_ps.simulate import simulate, simulate_many
 

@@ -5,8 +5,15 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from sojourn.core.stats import (cdf_at_left_edges, cdf_from_histogram, histogram_quantile, mean_ci, pooled_cdf, quantile,
-                                wasserstein)
+from sojourn.core.stats import (
+    cdf_at_left_edges,
+    cdf_from_histogram,
+    histogram_quantile,
+    mean_ci,
+    pooled_cdf,
+    quantile,
+    wasserstein,
+)
 
 DT = 0.125  # dyadic: bin edges i·DT are exact in binary, so binning and comparisons are exact
 

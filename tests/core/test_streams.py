@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 import pytest
+from numba import njit
 from scipy import linalg, stats
 
-from sojourn.core import phase_type as ph
 from sojourn.core import ph_walk, sfc64
+from sojourn.core import phase_type as ph
 from sojourn.core.seeds import replication_rng
 from sojourn.split_merge.model import SplitMerge
 

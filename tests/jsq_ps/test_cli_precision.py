@@ -14,9 +14,10 @@ from sojourn.cli import main
 from sojourn.core.io import read_netcdf
 from sojourn.core.replications import WARMUP_FRACTION
 from sojourn.core.stats import TAIL_MIN, format_with_ci, percentiles_per_replication
-from sojourn.jsq_ps.solve.api import approximate, summary as analytic_summary
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate, summary
+from sojourn.jsq_ps.solve.api import approximate
+from sojourn.jsq_ps.solve.api import summary as analytic_summary
 
 
 # -- the formatting helper ------------------------------------------------------------------------

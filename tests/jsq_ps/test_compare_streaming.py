@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.compare import compare, compare_files, interval
 from sojourn.core.io import read_netcdf
+from sojourn.jsq_ps.compare import compare, compare_files, interval
 from sojourn.jsq_ps.storage import read_approximation
 
 SERVICES = ["deterministic", "exponential", "lognormal"]

@@ -31,8 +31,15 @@ import sojourn
 from sojourn.cli import main
 from sojourn.core.stats import mean_ci
 from sojourn.jsq_ps import plan as P
-from sojourn.jsq_ps.accuracy import (COLUMNS, PACKAGE_TABLE, SIMULATE, build_accuracy, parse_accuracy, read_accuracy,
-                                     write_accuracy)
+from sojourn.jsq_ps.accuracy import (
+    COLUMNS,
+    PACKAGE_TABLE,
+    SIMULATE,
+    build_accuracy,
+    parse_accuracy,
+    read_accuracy,
+    write_accuracy,
+)
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
 

@@ -14,14 +14,24 @@ import xarray as xr
 
 from sojourn.core.io import read_netcdf
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve import approximate_all
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.plots import FIGURES
-from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, SAME, TIE, largest_disagreements,
-                                         paper_best_map, paper_tables, report_html, report_text, reproduce,
-                                         write_reproduction)
+from sojourn.jsq_ps.reproduction import (
+    ABSENT,
+    DISAGREE,
+    SAME,
+    TIE,
+    largest_disagreements,
+    paper_best_map,
+    paper_tables,
+    report_html,
+    report_text,
+    reproduce,
+    write_reproduction,
+)
 from sojourn.jsq_ps.simulate import simulate
+from sojourn.jsq_ps.solve import approximate_all
 
 METHODS = ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact", "T"]
 RS = [1, 3, 10]

@@ -5,10 +5,10 @@ import xarray as xr
 
 import sojourn
 from sojourn import JSQPS
-from sojourn.jsq_ps.solve import time_grid
-from sojourn.jsq_ps.solve.api import approximate, approximate_all, summary
 from sojourn.cli import main
 from sojourn.core.distributions import Exponential
+from sojourn.jsq_ps.solve import time_grid
+from sojourn.jsq_ps.solve.api import approximate, approximate_all, summary
 
 
 def test_grid_is_the_published_one():

@@ -10,18 +10,29 @@ import pytest
 import sojourn
 from sojourn.cli import main
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve import approximate_all
-from sojourn.jsq_ps.solve.budget import DEFAULT_BUDGET, check_budget
-from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojourn_cdf, per_server_rates
-from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
-from sojourn.jsq_ps.solve.guards import (ABOVE_ONE, BELOW_ZERO, COLLAPSED_LOAD, NEGATIVE_RATE, NON_FINITE,
-                                            NON_MONOTONE, OVER_BUDGET, RATE_ABOVE_ARRIVAL_RATE, TOLERANCE,
-                                            TRUNCATION_NOT_REACHED, describe, validity)
-from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
-from sojourn.jsq_ps.solve.tails import uniformized_survival
-from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
+from sojourn.jsq_ps.solve import approximate_all
+from sojourn.jsq_ps.solve.budget import DEFAULT_BUDGET, check_budget
+from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
+from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojourn_cdf, per_server_rates
+from sojourn.jsq_ps.solve.guards import (
+    ABOVE_ONE,
+    BELOW_ZERO,
+    COLLAPSED_LOAD,
+    NEGATIVE_RATE,
+    NON_FINITE,
+    NON_MONOTONE,
+    OVER_BUDGET,
+    RATE_ABOVE_ARRIVAL_RATE,
+    TOLERANCE,
+    TRUNCATION_NOT_REACHED,
+    describe,
+    validity,
+)
+from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
+from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
+from sojourn.jsq_ps.solve.tails import uniformized_survival
 from sojourn.jsq_ps.storage import to_storage
 
 SWEEP_R = range(1, 11)

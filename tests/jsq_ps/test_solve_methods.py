@@ -3,14 +3,14 @@ special cases (R=1) and structural facts. References: jsq_ps_methods.md §3, §8
 import numpy as np
 import pytest
 
-from sojourn.jsq_ps.solve.chain import solve_chain, n_sorted_states
-from support.dense_reference import dense_chain, dense_method
 from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
+from sojourn.jsq_ps.solve.chain import n_sorted_states, solve_chain
 from sojourn.jsq_ps.solve.gupta import gupta_lambdas
 from sojourn.jsq_ps.solve.methods import all_methods, method_cdf
-from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
+from support.dense_reference import dense_chain, dense_method
 
 
 @pytest.mark.parametrize("R,L1,rho", [(2, 7, 0.7), (3, 5, 0.85), (2, 4, 0.2), (4, 3, 0.6)])

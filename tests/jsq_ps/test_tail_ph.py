@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from support.mph_chain import sojourn_bounds
 
 from sojourn.core import phase_fit
 from sojourn.core import phase_type as PH
@@ -18,6 +17,7 @@ from sojourn.core.stats import mean_ci, quantile
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import tail_ph as TP
 from sojourn.jsq_ps.solve.tail import tail_sojourn
+from support.mph_chain import sojourn_bounds
 
 P = np.array([0.99, 0.999, 0.9999])
 
@@ -261,12 +261,12 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     law method's 1 % short (Exp(scale) CDFs): law_comparison puts the law method's error at ≈ −1 % (a CI around
     it), the figure's error row draws it, and every claim its caption writes is re-derived from the file."""
     import xarray as xr
-    from support.synthetic import jsq_run
 
     from sojourn.core.claims import read_claims, verify
     from sojourn.core.io import read_netcdf, write_netcdf
     from sojourn.jsq_ps import plots
     from sojourn.jsq_ps.compare import compare, law_comparison
+    from support.synthetic import jsq_run
 
     sim, approx = jsq_run({0.5: {"A*": 0.97, "T": 1.02}, 0.6: {"A*": 0.97, "T": 1.02}}, n=60_000)
     law_sim = sim.assign_coords(service=["gamma"])

@@ -12,13 +12,13 @@ import xarray as xr
 
 from sojourn.core.cluster import dask_client
 from sojourn.core.io import read_netcdf
+from sojourn.core.job import run
 from sojourn.core.precision import TARGET_MET
 from sojourn.core.stats import mean_ci
 from sojourn.restart.compare import comparison
 from sojourn.restart.files import load_model
-from sojourn.restart.solve import solve
 from sojourn.restart.simulate import simulate, spec_for
-from sojourn.core.job import run
+from sojourn.restart.solve import solve
 
 EXAMPLE = {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000, "warmup": 1000,
            "semantics": ["signal", "timeout_exponential"]}

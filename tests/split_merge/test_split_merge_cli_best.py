@@ -7,8 +7,8 @@ import pytest
 from sojourn.core.io import read_netcdf
 from sojourn.split_merge import cli
 from sojourn.split_merge.best import best, candidates, parse_criterion
-from sojourn.split_merge.solve import exact_results
 from sojourn.split_merge.model import SplitMerge
+from sojourn.split_merge.solve import exact_results
 
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 

@@ -16,9 +16,9 @@ import yaml
 from sojourn.core.cluster import dask_client
 from sojourn.core.config import validate_config
 from sojourn.core.io import read_netcdf
+from sojourn.core.job import run
 from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
 from sojourn.core.stats import mean_ci
-from sojourn.core.job import run
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 

@@ -99,12 +99,12 @@ class Distribution:
 
     # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
 
-    def scaled_to_mean(self, mean: float) -> "Distribution":
+    def scaled_to_mean(self, mean: float) -> Distribution:
         """The same family and shape, rescaled so that its mean is ``mean``."""
         mean = positive_finite("mean", mean)
         return self._scaled(mean / self.mean)
 
-    def _scaled(self, c: float) -> "Distribution":  # pragma: no cover - abstract
+    def _scaled(self, c: float) -> Distribution:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def kernel_spec(self) -> tuple[int, np.ndarray]:  # pragma: no cover - abstract

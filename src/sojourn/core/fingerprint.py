@@ -204,7 +204,7 @@ def _copy(node):
     return copy.deepcopy(node)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _source_hash(path: Path, mtime_ns: int, size: int) -> str:
     tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
     return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()

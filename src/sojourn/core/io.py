@@ -23,7 +23,6 @@ from .integrity import NETCDF_LOCK, no_space, release, replaceable, seal, sideca
 from .version import __version__
 
 
-
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str:
     """The commit of the source tree this package was imported from, or 'unknown' (looked up once per process)."""

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Callable, Hashable, Iterable
 
 import numpy as np
 from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)

@@ -20,8 +20,17 @@ import numpy as np
 import xarray as xr
 
 from .config import DEFAULT_CONFIDENCE
-from .stats import (BIN_NOTE, CI_BOOTSTRAP, CI_NAMES, CI_T, TAIL_MIN, format_with_ci, interval, mean_ci,
-                    percentiles_per_replication)
+from .stats import (
+    BIN_NOTE,
+    CI_BOOTSTRAP,
+    CI_NAMES,
+    CI_T,
+    TAIL_MIN,
+    format_with_ci,
+    interval,
+    mean_ci,
+    percentiles_per_replication,
+)
 
 #: the CI settings of the summaries (the pipeline's comparison defaults, at the project's one level)
 SUMMARY_CI = {"confidence": DEFAULT_CONFIDENCE, "ci": "auto", "bootstrap_from": 20, "skew_threshold": 1.0, "n_resamples": 2000}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ..core.config import ConfigError
 from ..core.distributions import parse_law
-from ..core.precision import parse as parse_precision
 from ..core.inputs import check_grid
+from ..core.precision import parse as parse_precision
 from ..core.timegrid import grid_size
 from .naming import ALL_METHODS, DEFAULT_PERCENTILE, EXPONENTIAL, format_rho, table4_L1
 

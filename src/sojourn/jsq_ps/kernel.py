@@ -26,7 +26,6 @@ import numpy as np
 from numba import njit
 
 from ..core.recording import record
-
 from ..core.sampling import EXPONENTIAL, LOGNORMAL, sample_law
 
 # Dispatch codes (sojourn.jsq_ps.model.DISPATCH_CODE)

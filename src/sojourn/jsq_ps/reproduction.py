@@ -70,6 +70,7 @@ REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
 
 #: ``map_agreement`` values
 from .claims import ABSENT, DISAGREE, SAME, TIE, TOO_SHORT  # noqa: E402
+
 _AGREE_ATTRS = {"flag_values": np.array([TOO_SHORT, ABSENT, DISAGREE, TIE, SAME], np.int8),
                 "flag_meanings": "reference_too_short absent disagree tie same_letter"}
 _TU = "time units (1/mu)"

@@ -8,16 +8,16 @@ simulation's integers and NaN for floats; approximations span the configured met
 attribute of a merged file holds the config sections that produced it."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
 
-from pathlib import Path
-
 from ..core.io import NETCDF_LOCK, provenance, read_netcdf
 from ..core.merge import merge_files
-from .naming import COORD_ATTRS, SHARED_CORRECTED
 from ..core.precision import FILL as PRECISION_FILL
 from ..core.runlength import FILL as RUN_LENGTH_FILL
+from .naming import COORD_ATTRS, SHARED_CORRECTED
 from .solve.guards import OVER_BUDGET
 
 

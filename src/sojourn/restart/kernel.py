@@ -27,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from ..core.recording import record
-
 from ..core.sampling import sample_law
 
 # acc layout (returned by run)

@@ -351,14 +351,14 @@ class Network:
                 return i
         raise ValueError(f"queue must be one of {[q.name for q in self.queues]}; got {queue!r}")
 
-    def with_signal_rate(self, rate: float, queue: str | int | None = None) -> "Network":
+    def with_signal_rate(self, rate: float, queue: str | int | None = None) -> Network:
         """The same network with the external signal rate of ``queue`` set to ``rate``."""
         i = self.queue_index(queue)
         qs = list(self.queues)
         qs[i] = replace(qs[i], signal_rate=nonnegative_finite("signal_rate", rate))
         return replace(self, queues=tuple(qs))
 
-    def with_success(self, factor: float) -> "Network":
+    def with_success(self, factor: float) -> Network:
         """Every success probability multiplied by ``factor`` (a deliberately wrong model for power controls)."""
         qs = []
         for q in self.queues:

@@ -23,15 +23,15 @@ import time
 import numpy as np
 import xarray as xr
 
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
-from ..core.config import DEFAULT_CONFIDENCE
 from ..core.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.summary import round_up
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
-from .solve import optimal_signal_rate, solve
 from .simulate import SimulationSpec, simulate
+from .solve import optimal_signal_rate, solve
 
 #: the bin width of :func:`sojourn.restart.simulate.simulate` when ``sim`` does not give one
 SIM_DT = inspect.signature(simulate).parameters["dt"].default
@@ -227,8 +227,8 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
                                                   f">= {TAIL_MIN} jobs per replication beyond it (NaN: none)",
                                      "units": "time"}),
             "tau_unstable": ("tau", sweep[:, 5].astype(np.int64),
-                             {"long_name": f"replications stopped with more than max_jobs jobs present (or too "
-                                           f"many events): the timeout restarts jobs faster than they finish",
+                             {"long_name": "replications stopped with more than max_jobs jobs present (or too "
+                                           "many events): the timeout restarts jobs faster than they finish",
                               "units": "1"}),
             "tau_recorded": ("tau", sweep[:, 6], {"long_name": "recorded jobs per replication (mean)", "units": "1"}),
             "sim_percentile_needed_horizon": ("semantics", needed[:2],

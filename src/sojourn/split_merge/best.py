@@ -18,10 +18,10 @@ from ..core.io import provenance
 from ..core.runlength import describe, format_length
 from ..core.stats import mean_ci
 from ..core.validate import integer_at_least, positive_finite, probability_open
-from .solve import exact_results
 from .model import SplitMerge, as_law
 from .order_stats import order_statistic_moments
 from .simulate import simulate
+from .solve import exact_results
 from .summary import percentile_per_replication
 
 

@@ -7,11 +7,34 @@ import multiprocessing
 import time
 
 from ...core.units import format_time
-from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
-                         available_cores, fork_pool, simulate_counts)
-from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
-                      TAIL_LAW_METHOD, TAIL_LAW_SECONDS, TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct,
-                      run_length, run_model)
+from .evaluation import (
+    Engine,
+    Evaluation,
+    NoServers,
+    Simulated,
+    _clopper_pearson,
+    _interp_percentile,
+    available_cores,
+    fork_pool,
+    simulate_counts,
+)
+from .request import (
+    EXACT_MAX_LOAD,
+    EXACT_MAX_T,
+    EXACT_SECONDS,
+    FIRST_STAGE,
+    SCREEN_METHOD,
+    SIMULATION,
+    TAIL_LAW_METHOD,
+    TAIL_LAW_SECONDS,
+    TAIL_METHOD,
+    TAIL_REACH,
+    TAIL_SECONDS,
+    Request,
+    _pct,
+    run_length,
+    run_model,
+)
 
 #: the method of a row decided by a bound, without computing a sojourn-time law (:meth:`Planner.bound`)
 BOUND_METHOD = "bound"

@@ -10,8 +10,18 @@ from dataclasses import dataclass
 from ...core.units import SECONDS, format_time
 from .evaluation import NoServers
 from .planner import BOUND_METHOD, BOUND_REASON, Planner
-from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_LAW_METHOD, TAIL_METHOD, Request,
-                      _pct, check_request)
+from .request import (
+    DEFAULT_MAX_SERVERS,
+    FIELDS,
+    SIMULATION,
+    TAIL_CUSTOMERS,
+    TAIL_LAW_METHOD,
+    TAIL_METHOD,
+    Request,
+    _pct,
+    check_request,
+)
+
 
 # -- the result -------------------------------------------------------------------------------------
 def _num(x):
