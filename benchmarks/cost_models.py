@@ -47,7 +47,7 @@ CASES = {
     "restart network erlang 3000": ("net", 3000),
 }
 
-CHILD = r'''
+CHILD = r"""
 import json, resource, sys, time
 case = json.loads(sys.argv[1])
 kind = case[0]
@@ -129,12 +129,14 @@ ciw = kind == "jsq" and case[1] == "ciw"  # its two worker processes (the larges
 grew = 2 * kpeak if ciw else peak() - p0
 print(json.dumps({"predicted_seconds": sum(p.seconds for p in parts), "predicted_bytes": sum(p.memory for p in parts),
                   "wall": wall, "cpu": cpu, "grew": grew}))
-'''
+"""
 
 
 def run_case(name: str) -> dict:
     spec = CASES[name]
-    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True, text=True, check=False, timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True, text=True, check=False, timeout=3600
+    )
     if r.returncode:
         raise RuntimeError(f"{name}: {r.stderr[-2000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])

@@ -82,10 +82,13 @@ def main(argv=None):
                    kept=tc.size / max(1, int(tc.valid.sum())), reference_cpu=t_ref, box_cpu=t_box, pruned_cpu=t_pr,
                    max_mass_difference=diff)
         rows.append(row)
-        print(f"R={R} rho={rho}: reference {t_ref:.3f} s ({1e9 * t_ref / K / box_T:.2f} ns/transition), box "
-              f"{t_box:.3f} s ({1e9 * t_box / K / box_T:.2f}), pruned {t_pr:.3f} s ({1e9 * t_pr / K / tc.transitions:.2f}"
-              f" ns per kept transition; {100 * row['kept']:.0f} % of the states): reference/pruned "
-              f"{t_ref / t_pr:.2f}; box masses against the reference within {diff:.1e}", flush=True)
+        print(
+            f"R={R} rho={rho}: reference {t_ref:.3f} s ({1e9 * t_ref / K / box_T:.2f} ns/transition), box "
+            f"{t_box:.3f} s ({1e9 * t_box / K / box_T:.2f}), pruned {t_pr:.3f} s ({1e9 * t_pr / K / tc.transitions:.2f}"
+            f" ns per kept transition; {100 * row['kept']:.0f} % of the states): reference/pruned "
+            f"{t_ref / t_pr:.2f}; box masses against the reference within {diff:.1e}",
+            flush=True,
+        )
     with OUT.open("a") as f:
         f.write(json.dumps({"reference": args.reference, "load_average": os.getloadavg()[0], "cells": rows}) + "\n")
     return 0 if ok else 1

@@ -71,8 +71,10 @@ def main(argv=None):
     t = time_grid()
     current.exact_sojourn_cdf(0.5, 1.0, 2, t[:10])  # imports, numba cache
     rows = []
-    print(f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'tagged':>9} {'mass':>8} {'ref cpu':>8} {'cur cpu':>8} {'ref wall':>8} "
-          f"{'cur wall':>8} {'ratio':>6} {'max|dF|':>9}")
+    print(
+        f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'tagged':>9} {'mass':>8} {'ref cpu':>8} {'cur cpu':>8} {'ref wall':>8} "
+        f"{'cur wall':>8} {'ratio':>6} {'max|dF|':>9}"
+    )
     worst = 0.0
     cells = [(c, True) for c in a.cells] + [(c, False) for c in a.current_only]
     for cell, with_ref in cells:

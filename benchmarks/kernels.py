@@ -99,7 +99,9 @@ def main(argv=None) -> int:
     print(f"{'case':<24}{'this ns/event':>15}{'other ns/event':>16}{'ratio (median of rounds)':>26}")
     for case in runs["this"][0]:
         ns = {w: [1e9 * r[case][1] / r[case][0] for r in runs[w]] for w in runs}
-        assert all(r[case][0] == runs["this"][0][case][0] for w in runs for r in runs[w]), f"{case}: event counts differ"
+        assert all(r[case][0] == runs["this"][0][case][0] for w in runs for r in runs[w]), (
+            f"{case}: event counts differ"
+        )
         ratios = [a / b for a, b in zip(ns["this"], ns["other"])]
         print(f"{case:<24}{statistics.median(ns['this']):15.1f}{statistics.median(ns['other']):16.1f}"
               f"{statistics.median(ratios):26.3f}")

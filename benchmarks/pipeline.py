@@ -215,8 +215,14 @@ def bench_noop():
         _snakemake(work, "--touch", configfile=paper)
         noop, proc = _snakemake(work, "-n", configfile=paper)
         nothing = "Nothing to be done" in proc.stdout + proc.stderr
-        _record(what="paper config DAG", jobs=len(b.simulation) + len(b.approximation) + 5, fresh_dry_run_s=round(fresh, 2),
-                noop_dry_run_s=round(noop, 2), nothing_to_be_done=nothing, target_noop_s=10)
+        _record(
+            what="paper config DAG",
+            jobs=len(b.simulation) + len(b.approximation) + 5,
+            fresh_dry_run_s=round(fresh, 2),
+            noop_dry_run_s=round(noop, 2),
+            nothing_to_be_done=nothing,
+            target_noop_s=10,
+        )
 
 
 def bench_paper():
@@ -250,7 +256,9 @@ def bench_paper():
         shared = json.loads(ap.attrs.get("config", "{}")).get("approximation", {}).get("share_corrected", False)
         rt = ap["run_time"]
         if shared:  # copies carry their source's run time: count each computation once
-            rt = rt.sel({"approximation": [m for m in ap["approximation"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]})
+            rt = rt.sel(
+                {"approximation": [m for m in ap["approximation"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]}
+            )
         log = sorted((Path(work) / ".snakemake" / "log").glob("*.log"))[-1].read_text()
         _record(what="paper config, measured end to end (snakemake --cores 2 --configfile config/paper.yaml)",
                 wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in _phases(log).items()},

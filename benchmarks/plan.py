@@ -89,8 +89,10 @@ def answers(repeats: int = 3, only: str = "") -> None:
             continue
         runs = [run_cli(args) for _ in range(repeats)]
         best = min(runs, key=lambda r: r["wall_s"])
-        print(f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
-              f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}")
+        print(
+            f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
+            f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}"
+        )
         record("answer", {"case": name, "walls_s": [r["wall_s"] for r in runs], "cpus_s": [r["cpu_s"] for r in runs],
                           "answer": best["answer"]})
     print(runs[-1]["output"])

@@ -110,7 +110,9 @@ def restart():
         kw = {**sim_kwargs(sim, cfg["time_grid"], ex), "seed": int(sim["seed"])}
         for s in ex["semantics"]:
             for r in restart_rates(ex["rates"]):
-                out[f"{name} {s} r={r:g}"] = (lambda sp, kw: lambda **k: simulate(sp, **kw, **k))(spec_for(net, s, r), kw)
+                out[f"{name} {s} r={r:g}"] = (lambda sp, kw: lambda **k: simulate(sp, **kw, **k))(
+                    spec_for(net, s, r), kw
+                )
 
     def values(p, ds):
         x = histogram_statistic(p, ds["count"].values, ds["overflow"].values, ds["t"].values + float(ds.attrs["dt"]),

@@ -186,7 +186,10 @@ def _writers():
     }
 
 
-_CASES = [(w, "file") for w in _writers()] + [("write_netcdf", "sidecar"), ("store (cache entry and its link)", "sidecar")]
+_CASES = [(w, "file") for w in _writers()] + [
+    ("write_netcdf", "sidecar"),
+    ("store (cache entry and its link)", "sidecar"),
+]
 
 
 @pytest.mark.parametrize("writer,which", _CASES, ids=[f"{w}-{x}" for w, x in _CASES])

@@ -205,7 +205,9 @@ def test_concatenated_replications_are_judged_for_their_count():
     alone = simulate_replication(spec, 0, 0, **kw)
     joined = concat_replications([simulate_replication(spec, k, 0, **kw) for k in range(20)])
     assert int(alone["run_valid"]) == 0 and int(joined["run_valid"]) == 1  # 20 replications are precise enough
-    assert float(joined["predicted_relative_se"]) == pytest.approx(float(alone["predicted_relative_se"]) / math.sqrt(20))
+    assert float(joined["predicted_relative_se"]) == pytest.approx(
+        float(alone["predicted_relative_se"]) / math.sqrt(20)
+    )
 
 
 # -- the comparisons never judge by a flagged cell -------------------------------------------------------------------

@@ -192,13 +192,19 @@ def _walk_draws(beta, B, reward, n, seed, max_paths=256):
     return t, w
 
 
-@pytest.mark.parametrize("name,law", [
-    ("ph3", PH3),
-    ("hyperexponential", (np.array([0.8873, 0.1127]), -np.diag([1.7746, 0.2254]))),
-    ("erlang-3 with an atom", (np.array([0.9, 0.0, 0.0]), np.array([[-3.0, 3.0, 0.0], [0.0, -3.0, 3.0], [0.0, 0.0, -3.0]]))),
-    ("lumped S_{3:10} of ph3", ph.order_statistic_lumped(*PH3, 3, 10)),
-    ("lumped S_{3:10} of the hyperexponential", ph.order_statistic_lumped(*HYPER2, 3, 10)),
-])
+@pytest.mark.parametrize(
+    "name,law",
+    [
+        ("ph3", PH3),
+        ("hyperexponential", (np.array([0.8873, 0.1127]), -np.diag([1.7746, 0.2254]))),
+        (
+            "erlang-3 with an atom",
+            (np.array([0.9, 0.0, 0.0]), np.array([[-3.0, 3.0, 0.0], [0.0, -3.0, 3.0], [0.0, 0.0, -3.0]])),
+        ),
+        ("lumped S_{3:10} of ph3", ph.order_statistic_lumped(*PH3, 3, 10)),
+        ("lumped S_{3:10} of the hyperexponential", ph.order_statistic_lumped(*HYPER2, 3, 10)),
+    ],
+)
 @pytest.mark.parametrize("max_paths", [1, 256])
 def test_walk_draws_the_law_and_its_reward(name, law, max_paths):
     """Phase by phase (max_paths = 1) and with the start drawn as whole paths (open and closed ones)."""

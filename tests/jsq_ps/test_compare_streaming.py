@@ -186,7 +186,9 @@ def test_fit_invalid_flags_and_never_wins(how, bits):
         xr.testing.assert_identical(got[v].sel(rest), good[v].sel(rest))
         xr.testing.assert_identical(got[v].sel(R=2, rho=[0.3, 0.6]), good[v].sel(R=2, rho=[0.3, 0.6]))
         if "approximation" in got[v].dims and v != "tied_with_best":  # B's tie in the broken cell: it is the best now
-            xr.testing.assert_identical(got[v].sel({"approximation": ["B", "exact"]}), good[v].sel({"approximation": ["B", "exact"]}))
+            xr.testing.assert_identical(
+                got[v].sel({"approximation": ["B", "exact"]}), good[v].sel({"approximation": ["B", "exact"]})
+            )
 
 
 def test_fit_validity_tolerates_round_off_only():

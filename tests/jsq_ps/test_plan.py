@@ -126,7 +126,9 @@ def test_budget_minus_network_latency_and_units_of_the_answer():
     a = sojourn.plan("2/ms", "1ms", budget="40ms", network_latency="30ms", reliability=0.99)
     b = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99)
     assert a.servers == b.servers and a.unit == "ms"
-    assert a.to_dict()["target"]["budget"] == pytest.approx(40.0) and a.to_dict()["target"]["deadline"] == pytest.approx(10.0)
+    assert a.to_dict()["target"]["budget"] == pytest.approx(40.0) and a.to_dict()["target"][
+        "deadline"
+    ] == pytest.approx(10.0)
     c = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99, unit="us")
     assert c.unit == "µs"
     assert c.rows[1]["percentile"] == pytest.approx(1000 * b.rows[1]["percentile"], rel=1e-12)
@@ -252,9 +254,14 @@ REFUSED = [
     (dict(reliability="99.99"), ["reliability must be < 1"]),
     (dict(reliability="high"), ["reliability must be a probability"]),
     (dict(reliability=None), ["reliability is required"]),
-    (dict(deadline="4ms", reliability=0.99), ["deadline 4 ms is", "service time's own 99th percentile 4.605 ms",
-                                               "at least its service requirement"]),
-    (dict(deadline="0.9ms", service_law="deterministic"), ["deadline 0.9 ms is", "service time's own 99th percentile 1 ms"]),
+    (
+        dict(deadline="4ms", reliability=0.99),
+        ["deadline 4 ms is", "service time's own 99th percentile 4.605 ms", "at least its service requirement"],
+    ),
+    (
+        dict(deadline="0.9ms", service_law="deterministic"),
+        ["deadline 0.9 ms is", "service time's own 99th percentile 1 ms"],
+    ),
     (dict(deadline=None, budget="30ms", network_latency="26ms"), ["budget − network_latency leaves 4 ms"]),
     (dict(arrival_rate="200/ms"), ["max_servers 64 is below the 201 servers the load needs to be stable"]),
     (dict(arrival_rate="3/ms", max_servers=2), ["max_servers 2 is below the 4 servers"]),
@@ -502,7 +509,10 @@ def test_build_accuracy_rows_and_flags(tmp_path):
     assert short[(2, 0.5, 99.0, "C*")]["usable"] == 0  # 50 per replication beyond the 99th
     # the comparison's own verdicts: too few customers in some replication, or a run too short to trust
     cmp = _comparison(rel, err_hi, fit)
-    cmp["few_tail_customers"] = (("service", "R", "rho", "percentile"), np.array([[[[0, 1], [0, 0]], [[2, 0], [0, 0]]]]))
+    cmp["few_tail_customers"] = (
+        ("service", "R", "rho", "percentile"),
+        np.array([[[[0, 1], [0, 0]], [[2, 0], [0, 0]]]]),
+    )
     cmp["sim_run_valid"] = (("service", "R", "rho"), np.array([[[1, 1], [1, 0]]], np.int8))
     own = {(r["R"], r["rho"], r["percentile"], r["approximation"]): r for r in build_accuracy(cmp, window=1e5)}
     assert own[(2, 0.5, 99.9, "C*")]["usable"] == 0 and own[(2, 0.5, 99.0, "C*")]["usable"] == 1  # few = 1
@@ -630,7 +640,9 @@ def test_the_issue_example_is_answered_by_T_without_simulation(monkeypatch):
         assert 0.0 < m < 0.02 and r["method_error_ci_low"] == 0.0
         assert r["method_error_ci_high"] == pytest.approx((1 + m) / (1 - m) - 1)
         assert r["tail_D"] >= 2 and r["probability"] >= 0.9999
-    assert answer["percentile"] == pytest.approx(31.82, abs=0.01) and above["percentile"] == pytest.approx(19.31, abs=0.01)
+    assert answer["percentile"] == pytest.approx(31.82, abs=0.01) and above["percentile"] == pytest.approx(
+        19.31, abs=0.01
+    )
     text = res.table()
     assert "+0 to +2.5 % (never below; margin 1.22 %)" in text and "P(T ≤ d) ≤ 0.99615" in text
     assert any("a 'yes' from T is safe" in n for n in res.notes)

@@ -252,7 +252,9 @@ def test_docs_validation_summary_is_the_record():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.OUT.exists(), "benchmarks/tail_ph_method.csv is missing"
-    assert mod.doc_block() == mod.markdown(), "docs/jsq_ps.md is stale: python benchmarks/tail_ph_method.py --write-docs"
+    assert mod.doc_block() == mod.markdown(), (
+        "docs/jsq_ps.md is stale: python benchmarks/tail_ph_method.py --write-docs"
+    )
 
 
 # -- the pipeline's comparison and the M/G/R figure --------------------------------------------------------------
@@ -274,11 +276,21 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     sim2["sim_run_valid"] = xr.ones_like(sim2["overflow"].isel(replication=0), dtype=np.int8)
     t = sim["t"].values
     sf = np.exp(-t / 0.99)[None, None, None, None, :] * np.ones((1, 1, 2, 1, 1))
-    law = xr.Dataset({"sf": (("service", "R", "rho", "approximation", "t"), sf),
-                      "valid": (("service", "R", "rho", "approximation"), np.ones((1, 1, 2, 1), np.int8)),
-                      "margin": (("service", "R", "rho", "approximation", "percentile"), np.full((1, 1, 2, 1, 2), 0.01))},
-                     coords={"service": ["gamma"], "R": [2], "rho": [0.5, 0.6], "approximation": ["T"], "t": t,
-                             "percentile": [99.0, 99.9]})
+    law = xr.Dataset(
+        {
+            "sf": (("service", "R", "rho", "approximation", "t"), sf),
+            "valid": (("service", "R", "rho", "approximation"), np.ones((1, 1, 2, 1), np.int8)),
+            "margin": (("service", "R", "rho", "approximation", "percentile"), np.full((1, 1, 2, 1, 2), 0.01)),
+        },
+        coords={
+            "service": ["gamma"],
+            "R": [2],
+            "rho": [0.5, 0.6],
+            "approximation": ["T"],
+            "t": t,
+            "percentile": [99.0, 99.9],
+        },
+    )
     sim_path, law_path = tmp_path / "simulation.nc", tmp_path / "law_approximation.nc"
     write_netcdf(sim2, sim_path)
     write_netcdf(law, law_path)

@@ -73,7 +73,9 @@ def test_sweep_pads_points_and_a_tighter_target_simulates_only_the_extra_ones(cl
         for j, r in enumerate(loose["restart_rate"].values):
             m, h = mean_ci(loose["mean"].values[i, j, :used[i, j]], confidence=0.99)
             assert float(cmp["response_time"].sel(semantics=s, restart_rate=r)) == pytest.approx(m, rel=1e-13)
-            assert float(cmp["response_time_half_width"].sel(semantics=s, restart_rate=r)) == pytest.approx(h, rel=1e-12)
+            assert float(cmp["response_time_half_width"].sel(semantics=s, restart_rate=r)) == pytest.approx(
+                h, rel=1e-12
+            )
 
     tight, log = _sweep(client, tmp_path, 0.05, "cache", "tight")
     new = tight["replications_used"].transpose("semantics", "restart_rate").values

@@ -31,7 +31,9 @@ def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     assert e["delay_method"] == "none" and not e["exact"] and np.isnan(e["mean_delay"]) and e["qbd_phases"] > 0
     assert e["qbd_relative_error"] > QBD_RTOL
     ds = exact_dataset(near)
-    assert int(ds["is_exact"]) == 0 and ds.attrs["qbd_relative_error"] > QBD_RTOL and ds.attrs["qbd_tolerance"] == QBD_RTOL
+    assert (
+        int(ds["is_exact"]) == 0 and ds.attrs["qbd_relative_error"] > QBD_RTOL and ds.attrs["qbd_tolerance"] == QBD_RTOL
+    )
     ok = exact_results(SplitMerge.from_load(6, 2, 2, 0.9, PH3))
     assert ok["delay_method"] == "qbd" and ok["exact"] and ok["qbd_relative_error"] < 1e-11
 

@@ -94,8 +94,10 @@ def dense_method(method, lam, mu, R, L1, L2, times):
         for t in times:
             tot = 0.0
             for n in range(L2):
-                wn = sum(math.exp(k * math.log(q * t) - q * t - math.lgamma(k + 1)) * H(n, k) if t > 0 else float(k == 0)
-                         for k in range(L2))
+                wn = sum(
+                    math.exp(k * math.log(q * t) - q * t - math.lgamma(k + 1)) * H(n, k) if t > 0 else float(k == 0)
+                    for k in range(L2)
+                )
                 tot += A[n] * wn
             out.append(1 - tot)
     return np.array(out)

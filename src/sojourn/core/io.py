@@ -50,7 +50,9 @@ def provenance(config=None, **extra) -> dict:
     if config is not None:
         attrs["config"] = config if isinstance(config, str) else json.dumps(config, sort_keys=True, default=_jsonable)
     for k, v in extra.items():
-        attrs[k] = v if isinstance(v, (str, int, float, np.ndarray)) else json.dumps(v, sort_keys=True, default=_jsonable)
+        attrs[k] = (
+            v if isinstance(v, (str, int, float, np.ndarray)) else json.dumps(v, sort_keys=True, default=_jsonable)
+        )
     return attrs
 
 

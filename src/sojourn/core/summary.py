@@ -33,7 +33,13 @@ from .stats import (
 )
 
 #: the CI settings of the summaries (the pipeline's comparison defaults, at the project's one level)
-SUMMARY_CI = {"confidence": DEFAULT_CONFIDENCE, "ci": "auto", "bootstrap_from": 20, "skew_threshold": 1.0, "n_resamples": 2000}
+SUMMARY_CI = {
+    "confidence": DEFAULT_CONFIDENCE,
+    "ci": "auto",
+    "bootstrap_from": 20,
+    "skew_threshold": 1.0,
+    "n_resamples": 2000,
+}
 
 
 def summary_dataset(count, overflow, t, dt, percentiles, *, prefix: str, replication, means: dict | None = None,

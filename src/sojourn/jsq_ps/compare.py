@@ -598,7 +598,9 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                 best[s, i, j] = methods[b]
                 for m in ci_idx:
                     if np.isfinite(Wm[s, i, j, m]):
-                        tied[s, i, j, m] = 1 if (m == b or ties_with_best(Wm[s, i, j], Wlo[s, i, j], Whi[s, i, j], m, b)) else 0
+                        tied[s, i, j, m] = (
+                            1 if (m == b or ties_with_best(Wm[s, i, j], Wlo[s, i, j], Whi[s, i, j], m, b)) else 0
+                        )
                 for q in range(NQ):
                     ae = np.abs(err_pool[s, i, j, ci_idx, q])
                     if np.isfinite(ae).any():
@@ -647,129 +649,286 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     masked = " (NaN where usable = 0)"
     ds = xr.Dataset(
         {
-            "wasserstein": (dims5, W, _attrs("Wasserstein-1 distance between approximated and simulated CDF, per "
-                                             "replication" + masked, tu)),
+            "wasserstein": (
+                dims5,
+                W,
+                _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication" + masked, tu),
+            ),
             "wasserstein_mean": (dims4, Wm, _attrs("mean over replications of the Wasserstein distance" + masked, tu)),
             "wasserstein_ci_low": (dims4, Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", tu)),
             "wasserstein_ci_high": (dims4, Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", tu)),
             "wasserstein_ci_method": (dims4, Wci, _attrs("method of the CI of wasserstein_mean", **ci_flags)),
-            "wasserstein_pooled": (dims4, Wpool, _attrs("Wasserstein distance to the pooled simulated CDF" + masked, tu)),
-            "sim_percentile": (("service", "R", "rho", "replication", "percentile"), xsim,
-                               _attrs("simulated sojourn-time percentile (F linear between grid points, where it first "
-                                      "exceeds p), per replication", tu)),
+            "wasserstein_pooled": (
+                dims4,
+                Wpool,
+                _attrs("Wasserstein distance to the pooled simulated CDF" + masked, tu),
+            ),
+            "sim_percentile": (
+                ("service", "R", "rho", "replication", "percentile"),
+                xsim,
+                _attrs(
+                    "simulated sojourn-time percentile (F linear between grid points, where it first "
+                    "exceeds p), per replication",
+                    tu,
+                ),
+            ),
             "sim_percentile_mean": (q4, Sm, _attrs("mean over replications of sim_percentile", tu)),
             "sim_percentile_ci_low": (q4, Slo, _attrs(f"lower end of the {conf:.0%} CI of sim_percentile_mean", tu)),
             "sim_percentile_ci_high": (q4, Shi, _attrs(f"upper end of the {conf:.0%} CI of sim_percentile_mean", tu)),
             "sim_percentile_ci_method": (q4, Sci, _attrs("method of the CI of sim_percentile_mean", **ci_flags)),
-            "sim_percentile_pooled": (q4, xsim_pool,
-                                      _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
+            "sim_percentile_pooled": (q4, xsim_pool, _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
             "tail_customers_per_replication": (
-                q4, tail_n, _attrs("expected number of simulated customers beyond the percentile, n_k (1 - p), in "
-                                   "the replication with the fewest customers (0: not simulated)")),
+                q4,
+                tail_n,
+                _attrs(
+                    "expected number of simulated customers beyond the percentile, n_k (1 - p), in "
+                    "the replication with the fewest customers (0: not simulated)"
+                ),
+            ),
             "few_tail_customers": (
-                q4, few, _attrs(f"the simulation has fewer than {threshold:g} customers beyond the percentile "
-                                "(min_tail_customers): the percentile cannot be estimated there and drives no "
-                                "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
-                                "(sum_k n_k (1 - p)) or not simulated",
-                                flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED],
-                                                     np.int8),
-                                flag_meanings="enough few_per_replication few_pooled")),
-            "approx_percentile": (m3 + ("percentile",), xapp,
-                                  _attrs("approximated sojourn-time percentile (F linear between grid points, where it "
-                                         "first exceeds p)" + masked, tu)),
-            "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), err,
-                                 _attrs("approx - sim percentile per replication (negative = optimistic)" + masked, tu)),
+                q4,
+                few,
+                _attrs(
+                    f"the simulation has fewer than {threshold:g} customers beyond the percentile "
+                    "(min_tail_customers): the percentile cannot be estimated there and drives no "
+                    "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
+                    "(sum_k n_k (1 - p)) or not simulated",
+                    flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED], np.int8),
+                    flag_meanings="enough few_per_replication few_pooled",
+                ),
+            ),
+            "approx_percentile": (
+                m3 + ("percentile",),
+                xapp,
+                _attrs(
+                    "approximated sojourn-time percentile (F linear between grid points, where it "
+                    "first exceeds p)" + masked,
+                    tu,
+                ),
+            ),
+            "percentile_error": (
+                ("service", "R", "rho", "approximation", "replication", "percentile"),
+                err,
+                _attrs("approx - sim percentile per replication (negative = optimistic)" + masked, tu),
+            ),
             "percentile_error_mean": (q5, Em, _attrs("mean over replications of percentile_error", tu)),
-            "percentile_error_ci_low": (q5, Elo, _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu)),
-            "percentile_error_ci_high": (q5, Ehi, _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", tu)),
+            "percentile_error_ci_low": (
+                q5,
+                Elo,
+                _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu),
+            ),
+            "percentile_error_ci_high": (
+                q5,
+                Ehi,
+                _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", tu),
+            ),
             "percentile_error_ci_method": (q5, Eci, _attrs("method of the CI of percentile_error_mean", **ci_flags)),
-            "percentile_error_pooled": (q5, err_pool, _attrs("approx - pooled sim percentile (negative = optimistic)"
-                                                             + masked, tu)),
-            "relative_percentile_error_mean": (q5, Rm, _attrs("mean over replications of (approx - sim)/sim percentile"
-                                                              + masked)),
-            "relative_percentile_error_ci_low": (q5, Rlo, _attrs("lower end of the CI of relative_percentile_error_mean")),
-            "relative_percentile_error_ci_high": (q5, Rhi, _attrs("upper end of the CI of relative_percentile_error_mean")),
-            "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile"
-                                                                      + masked)),
-            "usable": (m3, usable.astype(np.int8),
-                       _attrs("1 if the method's values may be used at this cell: computed, a CDF on the grid "
-                              "(fit_invalid = 0) and not flagged by the approximation dataset itself"
-                              + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else
-                                 " (it has no verdict of its own)")
-                              + "; every statistic of a method is NaN where 0 and no decision considers it",
-                              flag_values=np.array([0, 1], np.int8), flag_meanings="unusable usable")),
+            "percentile_error_pooled": (
+                q5,
+                err_pool,
+                _attrs("approx - pooled sim percentile (negative = optimistic)" + masked, tu),
+            ),
+            "relative_percentile_error_mean": (
+                q5,
+                Rm,
+                _attrs("mean over replications of (approx - sim)/sim percentile" + masked),
+            ),
+            "relative_percentile_error_ci_low": (
+                q5,
+                Rlo,
+                _attrs("lower end of the CI of relative_percentile_error_mean"),
+            ),
+            "relative_percentile_error_ci_high": (
+                q5,
+                Rhi,
+                _attrs("upper end of the CI of relative_percentile_error_mean"),
+            ),
+            "relative_percentile_error_pooled": (
+                q5,
+                rel_pool,
+                _attrs("(approx - pooled sim)/pooled sim percentile" + masked),
+            ),
+            "usable": (
+                m3,
+                usable.astype(np.int8),
+                _attrs(
+                    "1 if the method's values may be used at this cell: computed, a CDF on the grid "
+                    "(fit_invalid = 0) and not flagged by the approximation dataset itself"
+                    + (
+                        f" (its '{g.approx_valid_source}')"
+                        if g.approx_valid_source
+                        else " (it has no verdict of its own)"
+                    )
+                    + "; every statistic of a method is NaN where 0 and no decision considers it",
+                    flag_values=np.array([0, 1], np.int8),
+                    flag_meanings="unusable usable",
+                ),
+            ),
             "unusable_reason": (m3, reason, _attrs("why usable = 0 (bit mask; 0 = usable)", **UNUSABLE_FLAG_ATTRS)),
-            "best_method": (("service", "R", "rho"), best.astype(str),
-                            _attrs("method with the smallest mean Wasserstein distance (exact and unusable methods "
-                                   "excluded); W weighs the body of the distribution, see recommended for the tail")),
-            "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI "
-                                                   "(0 for unusable methods)",
-                                                   flag_values=np.array([0, 1], np.int8), flag_meanings="no yes")),
-            "best_method_percentile": (q4, best_pct.astype(str),
-                                       _attrs("method with the smallest |pooled percentile error| (exact and unusable "
-                                              "methods excluded)")),
-            "optimistic": (q5, optimistic, _attrs(
-                "1 if the method underestimates the percentile beyond its CI: the whole CI of percentile_error_mean "
-                "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
-                "no verdict (unusable, no mean error or no CI)",
-                flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
-                flag_meanings="no_verdict not_optimistic optimistic")),
-            "optimistic_by": (q5, optimistic_by, _attrs(
-                "share by which an optimistic method underestimates the percentile: -relative_percentile_error_mean "
-                "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict")),
-            "most_accurate": (q4, most_accurate.astype(str), _attrs(
-                "usable method with the smallest |percentile_error_mean| (absolute: the distance to "
-                "sim_percentile_mean; exact included; first in coordinate order on exact ties); empty where "
-                "few_tail_customers != 0 or nothing usable")),
-            "recommended": (q4, recommended.astype(str), _attrs(
-                "the method to use for this percentile: exact where it ran and is usable (exponential service), "
-                "else T where it is preferred (conservative, checked against exact in this comparison: attribute "
-                "tail_preferred), else the most accurate usable method that is not optimistic (optimistic = 0); "
-                "'simulate' where "
-                "none qualifies or the simulation has too few customers beyond the percentile to judge; empty "
-                "where this law was not simulated; see recommendation_status")),
+            "best_method": (
+                ("service", "R", "rho"),
+                best.astype(str),
+                _attrs(
+                    "method with the smallest mean Wasserstein distance (exact and unusable methods "
+                    "excluded); W weighs the body of the distribution, see recommended for the tail"
+                ),
+            ),
+            "tied_with_best": (
+                dims4,
+                tied,
+                _attrs(
+                    "1 if the method's Wasserstein CI overlaps the best method's CI (0 for unusable methods)",
+                    flag_values=np.array([0, 1], np.int8),
+                    flag_meanings="no yes",
+                ),
+            ),
+            "best_method_percentile": (
+                q4,
+                best_pct.astype(str),
+                _attrs("method with the smallest |pooled percentile error| (exact and unusable methods excluded)"),
+            ),
+            "optimistic": (
+                q5,
+                optimistic,
+                _attrs(
+                    "1 if the method underestimates the percentile beyond its CI: the whole CI of percentile_error_mean "
+                    "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
+                    "no verdict (unusable, no mean error or no CI)",
+                    flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
+                    flag_meanings="no_verdict not_optimistic optimistic",
+                ),
+            ),
+            "optimistic_by": (
+                q5,
+                optimistic_by,
+                _attrs(
+                    "share by which an optimistic method underestimates the percentile: -relative_percentile_error_mean "
+                    "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict"
+                ),
+            ),
+            "most_accurate": (
+                q4,
+                most_accurate.astype(str),
+                _attrs(
+                    "usable method with the smallest |percentile_error_mean| (absolute: the distance to "
+                    "sim_percentile_mean; exact included; first in coordinate order on exact ties); empty where "
+                    "few_tail_customers != 0 or nothing usable"
+                ),
+            ),
+            "recommended": (
+                q4,
+                recommended.astype(str),
+                _attrs(
+                    "the method to use for this percentile: exact where it ran and is usable (exponential service), "
+                    "else T where it is preferred (conservative, checked against exact in this comparison: attribute "
+                    "tail_preferred), else the most accurate usable method that is not optimistic (optimistic = 0); "
+                    "'simulate' where "
+                    "none qualifies or the simulation has too few customers beyond the percentile to judge; empty "
+                    "where this law was not simulated; see recommendation_status"
+                ),
+            ),
             "recommendation_status": (q4, status, _attrs("why recommended is what it is", **STATUS_FLAG_ATTRS)),
-            "recommended_relative_error": (q4, at_rec(Rm), _attrs(
-                "relative_percentile_error_mean of the recommended method (NaN where it is 'simulate' or empty; "
-                "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)")),
-            "recommended_relative_error_ci_low": (q4, at_rec(Rlo), _attrs(
-                "lower end of the CI of recommended_relative_error")),
-            "recommended_relative_error_ci_high": (q4, at_rec(Rhi), _attrs(
-                "upper end of the CI of recommended_relative_error")),
-            "fit_invalid": (m3, g.fit_invalid,
-                            _attrs(f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
-                                   "0 = valid or not computed", **FIT_FLAG_ATTRS)),
-            "fit_violation": (m3, g.fit_violation,
-                              _attrs("largest excursion of the approximated CDF below 0, above 1 or downwards "
-                                     "between grid points (0 if valid, NaN if not computed)")),
-            "wasserstein_vs_exact": (m3, W_exact,
-                                     _attrs("Wasserstein distance between each method's CDF and the exact CDF (NaN "
-                                            "where either is unusable)", tu)),
-            "percentile_error_vs_exact": (m3 + ("percentile",), err_exact,
-                                          _attrs("method - exact percentile (NaN where either is unusable)", tu)),
-            "not_run": (m3, (((reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
-                        _attrs("1 where the method did not run: not computed, over its budget or its truncation cap "
-                               "not reached (as opposed to a computed result that is not a CDF)",
-                               flag_values=np.array([0, 1], np.int8), flag_meanings="ran not_run")),
-            "sim_noise_wasserstein": (("service", "R", "rho"), g.noise,
-                                      _attrs("the simulation's own noise in the Wasserstein distance: a replication's "
-                                             "estimated W to the true CDF, from the replications alone (the mean of "
-                                             "W(replication, pooled others) times sqrt((K - 1)/K)); a method compared "
-                                             "with the simulation has about this wasserstein_mean even if exact",
-                                             tu, method="sojourn.jsq_ps.compare.simulation_noise")),
-            "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
-                                               _attrs("Wasserstein distance between this law's pooled simulated CDF "
-                                                      "and the exponential law's (M/G/R vs M/M/R)", tu)),
-            **{f"raw_{name}": (m3 + ("percentile",) if name == "approx_percentile" else q5 if "percentile" in name
-                               else dims4, x,
-                               _attrs(f"{name} unmasked: also where usable = 0, where values may be meaningless "
-                                      "(e.g. 1e36 or inf from an exploded fit); for the reproduction of the "
-                                      "published tables only, never for decisions",
-                                      tu if not name.startswith("relative") else "1"))
-               for name, x in raw.items()},
+            "recommended_relative_error": (
+                q4,
+                at_rec(Rm),
+                _attrs(
+                    "relative_percentile_error_mean of the recommended method (NaN where it is 'simulate' or empty; "
+                    "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)"
+                ),
+            ),
+            "recommended_relative_error_ci_low": (
+                q4,
+                at_rec(Rlo),
+                _attrs("lower end of the CI of recommended_relative_error"),
+            ),
+            "recommended_relative_error_ci_high": (
+                q4,
+                at_rec(Rhi),
+                _attrs("upper end of the CI of recommended_relative_error"),
+            ),
+            "fit_invalid": (
+                m3,
+                g.fit_invalid,
+                _attrs(
+                    f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
+                    "0 = valid or not computed",
+                    **FIT_FLAG_ATTRS,
+                ),
+            ),
+            "fit_violation": (
+                m3,
+                g.fit_violation,
+                _attrs(
+                    "largest excursion of the approximated CDF below 0, above 1 or downwards "
+                    "between grid points (0 if valid, NaN if not computed)"
+                ),
+            ),
+            "wasserstein_vs_exact": (
+                m3,
+                W_exact,
+                _attrs(
+                    "Wasserstein distance between each method's CDF and the exact CDF (NaN where either is unusable)",
+                    tu,
+                ),
+            ),
+            "percentile_error_vs_exact": (
+                m3 + ("percentile",),
+                err_exact,
+                _attrs("method - exact percentile (NaN where either is unusable)", tu),
+            ),
+            "not_run": (
+                m3,
+                (((reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
+                _attrs(
+                    "1 where the method did not run: not computed, over its budget or its truncation cap "
+                    "not reached (as opposed to a computed result that is not a CDF)",
+                    flag_values=np.array([0, 1], np.int8),
+                    flag_meanings="ran not_run",
+                ),
+            ),
+            "sim_noise_wasserstein": (
+                ("service", "R", "rho"),
+                g.noise,
+                _attrs(
+                    "the simulation's own noise in the Wasserstein distance: a replication's "
+                    "estimated W to the true CDF, from the replications alone (the mean of "
+                    "W(replication, pooled others) times sqrt((K - 1)/K)); a method compared "
+                    "with the simulation has about this wasserstein_mean even if exact",
+                    tu,
+                    method="sojourn.jsq_ps.compare.simulation_noise",
+                ),
+            ),
+            "wasserstein_vs_exponential_sim": (
+                ("service", "R", "rho"),
+                W_vs_exp_sim,
+                _attrs(
+                    "Wasserstein distance between this law's pooled simulated CDF "
+                    "and the exponential law's (M/G/R vs M/M/R)",
+                    tu,
+                ),
+            ),
+            **{
+                f"raw_{name}": (
+                    m3 + ("percentile",) if name == "approx_percentile" else q5 if "percentile" in name else dims4,
+                    x,
+                    _attrs(
+                        f"{name} unmasked: also where usable = 0, where values may be meaningless "
+                        "(e.g. 1e36 or inf from an exploded fit); for the reproduction of the "
+                        "published tables only, never for decisions",
+                        tu if not name.startswith("relative") else "1",
+                    ),
+                )
+                for name, x in raw.items()
+            },
         },
-        coords={"service": np.asarray(services, dtype=str), "R": np.asarray(Rs, np.int64), "rho": rhos,
-                "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
+        coords={
+            "service": np.asarray(services, dtype=str),
+            "R": np.asarray(Rs, np.int64),
+            "rho": rhos,
+            "approximation": np.asarray(methods, dtype=str),
+            "replication": reps,
+            "percentile": pct,
+        },
     )
     ds["sim_run_valid"] = (("service", "R", "rho"), g.run_valid, _attrs(
         "the simulation's run-length verdict (its run_valid, sojourn.core.runlength): 1 long enough, 0 too short to "
@@ -789,9 +948,11 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "
         "(sojourn.core.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
     ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
-    ds.attrs["percentile_definition"] = ("where F, linear between the grid points t_i, first exceeds p (the paper's first "
-                                         "grid t_i with F(t_i) > p is the end of that step, up to dt above); error = "
-                                         "approx - sim (negative = optimistic)")
+    ds.attrs["percentile_definition"] = (
+        "where F, linear between the grid points t_i, first exceeds p (the paper's first "
+        "grid t_i with F(t_i) > p is the end of that step, up to dt above); error = "
+        "approx - sim (negative = optimistic)"
+    )
     ds.attrs["recommendation_rule"] = (
         "per (service, R, rho, percentile), usable methods only: exact where it ran and is usable (exponential "
         "service); else T where tail_preferred = 1 (exponential service, T usable, and not optimistic where "
@@ -1022,8 +1183,12 @@ def law_comparison(sim_path, law_path, cfg: dict | None = None, lock=None) -> xr
         with np.errstate(invalid="ignore", divide="ignore"):
             rel = xapp[:, :, :, :, None, :] / xsim[:, :, :, None, :, :] - 1.0  # (S, R, rho, method, rep, q)
         per = present[:, :, :, None, :, None]
-        Rm, Rlo, Rhi, _ = interval(np.moveaxis(rel, 4, -1), cfg, seed=5,
-                                   present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1))
+        Rm, Rlo, Rhi, _ = interval(
+            np.moveaxis(rel, 4, -1),
+            cfg,
+            seed=5,
+            present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1),
+        )
         hide = few[:, :, :, None, :] | (ok[..., None] == 0)
         Rm, Rlo, Rhi = (np.where(hide, np.nan, x) for x in (Rm, Rlo, Rhi))
         verdict = np.where(np.isfinite(Rhi), (Rhi < 0).astype(np.int8), np.int8(-1)).astype(np.int8)

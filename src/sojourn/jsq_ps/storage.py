@@ -33,8 +33,16 @@ SIM_VARS = (
 
 
 #: gaps of an incomplete hypercube (an M/G/R law on a sub-grid): integer variables get these values
-SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0,
-            **PRECISION_FILL, **RUN_LENGTH_FILL}  # the same values pad the replications beyond a cell's replications_used
+SIM_FILL = {
+    "count": 0,
+    "overflow": 0,
+    "n_customers": 0,
+    "occupancy_at_arrival": 0,
+    "events": -1,
+    "spec_hash": 0,
+    **PRECISION_FILL,
+    **RUN_LENGTH_FILL,
+}  # the same values pad the replications beyond a cell's replications_used
 
 
 #: histogram-like integer variables stored as int16 when every value fits, else int32
@@ -120,11 +128,13 @@ def to_storage(ds: xr.Dataset) -> xr.Dataset:
     sf = sf.where((sf >= SF_FLOOR) | sf.isnull(), 0.0)  # NaN (a method not run: exact over budget) stays NaN
     out = ds.drop_vars("cdf")
     out["sf"] = sf
-    out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
-                                    "adds cdf = 1 - sf)", "units": "1",
-                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
-                                  "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
-                                  "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf"}
+    out["sf"].attrs = {
+        "long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation adds cdf = 1 - sf)",
+        "units": "1",
+        "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
+        "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
+        "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf",
+    }
     return out
 
 

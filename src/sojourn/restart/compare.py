@@ -102,10 +102,15 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
             se = h / stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1))
             out[f"{name}_z"] = (dims, (m - val) / se, {"long_name": f"(simulated - product form)/standard error of "
                                                                     f"{name}", "units": "1"})
-        out[f"{name}_covered"] = (dims, (np.abs(m - val) <= h).astype(np.int8),
-                                  {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"})
+        out[f"{name}_covered"] = (
+            dims,
+            (np.abs(m - val) <= h).astype(np.int8),
+            {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"},
+        )
     # the run-length guard (sojourn.core.runlength): a point too short to trust is kept, marked, and never picked
-    short = (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
+    short = (
+        (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
+    )
     out["run_valid"] = (dims, (~short).astype(np.int8), {
         "long_name": "1 = the point's run is long enough to trust (the simulation's run_valid); 0: its values are "
                      "kept but excluded from best_rate_*", "units": "1"})
@@ -121,11 +126,16 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
         pick = lambda a: np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
                                    for i, row in enumerate(best)]).reshape((m.shape[0],) + extra)
         bdims = ("semantics",) + (("percentile",) if extra else ())
-        out[f"best_rate_{name}"] = (bdims, np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape(
-            (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name} (among the "
-                                                  "points whose run is long enough, run_valid = 1, and for a percentile "
-                                                  "with enough jobs beyond it)",
-                                     "units": "1/time"})
+        out[f"best_rate_{name}"] = (
+            bdims,
+            np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape((m.shape[0],) + extra),
+            {
+                "long_name": f"restart rate of the sweep with the smallest {name} (among the "
+                "points whose run is long enough, run_valid = 1, and for a percentile "
+                "with enough jobs beyond it)",
+                "units": "1/time",
+            },
+        )
         out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
                                                  "units": "time"})
         out[f"best_{name}_half_width"] = (bdims, pick(h2), {"long_name": "its CI half-width", "units": "time"})

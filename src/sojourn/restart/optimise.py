@@ -199,50 +199,113 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
         {
             "g_star": ((), g, {"long_name": "optimal signal rate of the product form", "units": "1/time"}),
             "response_time_pf": ((), opt.response_time, {"long_name": "product-form E[T] at g*", "units": "time"}),
-            "response_time_pf_no_restart": ((), opt.response_time_without,
-                                            {"long_name": "product-form E[T] without signals", "units": "time"}),
-            "sim_response_time": ("semantics", [point[s][0] for s in sem],
-                                  {"long_name": "simulated mean response time at rate g*", "units": "time"}),
-            "sim_response_time_half_width": ("semantics", [point[s][1] for s in sem],
-                                             {"long_name": "half-width of its Student-t CI", "units": "time"}),
-            "sim_percentile": ("semantics", [point[s][2] for s in sem],
-                               {"long_name": "simulated response-time percentile at rate g*", "units": "time"}),
-            "sim_percentile_half_width": ("semantics", [point[s][3] for s in sem],
-                                          {"long_name": "half-width of its CI (replications)", "units": "time"}),
-            "tau_response_time": ("tau", sweep[:, 0], {"long_name": "mean response time, deterministic timeout tau",
-                                                        "units": "time"}),
+            "response_time_pf_no_restart": (
+                (),
+                opt.response_time_without,
+                {"long_name": "product-form E[T] without signals", "units": "time"},
+            ),
+            "sim_response_time": (
+                "semantics",
+                [point[s][0] for s in sem],
+                {"long_name": "simulated mean response time at rate g*", "units": "time"},
+            ),
+            "sim_response_time_half_width": (
+                "semantics",
+                [point[s][1] for s in sem],
+                {"long_name": "half-width of its Student-t CI", "units": "time"},
+            ),
+            "sim_percentile": (
+                "semantics",
+                [point[s][2] for s in sem],
+                {"long_name": "simulated response-time percentile at rate g*", "units": "time"},
+            ),
+            "sim_percentile_half_width": (
+                "semantics",
+                [point[s][3] for s in sem],
+                {"long_name": "half-width of its CI (replications)", "units": "time"},
+            ),
+            "tau_response_time": (
+                "tau",
+                sweep[:, 0],
+                {"long_name": "mean response time, deterministic timeout tau", "units": "time"},
+            ),
             "tau_response_time_half_width": ("tau", sweep[:, 1], {"long_name": "CI half-width", "units": "time"}),
-            "tau_percentile": ("tau", sweep[:, 2], {"long_name": "response-time percentile, timeout tau", "units": "time"}),
+            "tau_percentile": (
+                "tau",
+                sweep[:, 2],
+                {"long_name": "response-time percentile, timeout tau", "units": "time"},
+            ),
             "tau_percentile_half_width": ("tau", sweep[:, 3], {"long_name": "CI half-width", "units": "time"}),
-            "sim_percentile_beyond": ("semantics", [point[s][4] for s in sem],
-                                      {"long_name": "jobs per replication at or beyond the percentile (mean; 0 if "
-                                                    "none in some replication)", "units": "1"}),
-            "tau_percentile_beyond": ("tau", sweep[:, 4], {"long_name": "jobs per replication at or beyond the "
-                                                                        "percentile (mean; 0 if none in some "
-                                                                        "replication)", "units": "1"}),
-            "tau_best_mean": ((), float(taus[best_mean]), {"long_name": "tau of the sweep with the smallest mean "
-                                                                        "response time", "units": "time"}),
-            "tau_best_percentile": ((), np.nan if best_pct is None else float(taus[best_pct]),
-                                    {"long_name": "tau of the sweep with the smallest percentile, among those with "
-                                                  f">= {TAIL_MIN} jobs per replication beyond it (NaN: none)",
-                                     "units": "time"}),
-            "tau_unstable": ("tau", sweep[:, 5].astype(np.int64),
-                             {"long_name": "replications stopped with more than max_jobs jobs present (or too "
-                                           "many events): the timeout restarts jobs faster than they finish",
-                              "units": "1"}),
+            "sim_percentile_beyond": (
+                "semantics",
+                [point[s][4] for s in sem],
+                {
+                    "long_name": "jobs per replication at or beyond the percentile (mean; 0 if "
+                    "none in some replication)",
+                    "units": "1",
+                },
+            ),
+            "tau_percentile_beyond": (
+                "tau",
+                sweep[:, 4],
+                {
+                    "long_name": "jobs per replication at or beyond the "
+                    "percentile (mean; 0 if none in some "
+                    "replication)",
+                    "units": "1",
+                },
+            ),
+            "tau_best_mean": (
+                (),
+                float(taus[best_mean]),
+                {"long_name": "tau of the sweep with the smallest mean response time", "units": "time"},
+            ),
+            "tau_best_percentile": (
+                (),
+                np.nan if best_pct is None else float(taus[best_pct]),
+                {
+                    "long_name": "tau of the sweep with the smallest percentile, among those with "
+                    f">= {TAIL_MIN} jobs per replication beyond it (NaN: none)",
+                    "units": "time",
+                },
+            ),
+            "tau_unstable": (
+                "tau",
+                sweep[:, 5].astype(np.int64),
+                {
+                    "long_name": "replications stopped with more than max_jobs jobs present (or too "
+                    "many events): the timeout restarts jobs faster than they finish",
+                    "units": "1",
+                },
+            ),
             "tau_recorded": ("tau", sweep[:, 6], {"long_name": "recorded jobs per replication (mean)", "units": "1"}),
-            "sim_percentile_needed_horizon": ("semantics", needed[:2],
-                                              {"long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
-                                                            "beyond the percentile (NaN: has them, or unstable)",
-                                               "units": "time"}),
-            "tau_percentile_needed_horizon": ("tau", needed[2:],
-                                              {"long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
-                                                            "beyond the percentile (NaN: has them, or unstable)",
-                                               "units": "time"}),
+            "sim_percentile_needed_horizon": (
+                "semantics",
+                needed[:2],
+                {
+                    "long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
+                    "beyond the percentile (NaN: has them, or unstable)",
+                    "units": "time",
+                },
+            ),
+            "tau_percentile_needed_horizon": (
+                "tau",
+                needed[2:],
+                {
+                    "long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
+                    "beyond the percentile (NaN: has them, or unstable)",
+                    "units": "time",
+                },
+            ),
         },
-        coords={"semantics": ("semantics", sem, {"long_name": "restart semantics at rate g*: signals of rate g*, "
-                                                              "exponential timeouts of rate g*"}),
-                "tau": ("tau", np.asarray(taus, float), {"long_name": "deterministic timeout", "units": "time"})},
+        coords={
+            "semantics": (
+                "semantics",
+                sem,
+                {"long_name": "restart semantics at rate g*: signals of rate g*, exponential timeouts of rate g*"},
+            ),
+            "tau": ("tau", np.asarray(taus, float), {"long_name": "deterministic timeout", "units": "time"}),
+        },
     )
     ds.attrs.update(provenance(net.to_dict(), title=f"Optimal restart rate of {net.name}", model=net.describe(),
                                spec=net.to_json(), queue=opt.queue, bounds=list(opt.bounds), replications=replications,
@@ -288,8 +351,10 @@ def report_lines(ds: xr.Dataset) -> list[str]:
            f"needs >= {TAIL_MIN} jobs per replication beyond it"]
     for s in ds["semantics"].values.tolist():
         d = ds.sel(semantics=s)
-        out.append(f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'sim', dt)}")
+        out.append(
+            f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
+            f"   p{pct:g} = {_pct(d, 'sim', dt)}"
+        )
     max_jobs = ds.attrs.get("max_jobs")
     out.append("deterministic timeouts tau:")
     for t in ds["tau"].values:
@@ -299,8 +364,10 @@ def report_lines(ds: xr.Dataset) -> list[str]:
                        f"(more than {max_jobs} jobs present, see --max-jobs): timeouts restart jobs faster than "
                        "they finish")
             continue
-        out.append(f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'tau', dt)}")
+        out.append(
+            f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
+            f"   p{pct:g} = {_pct(d, 'tau', dt)}"
+        )
     tm = float(ds["tau_best_mean"])
     out.append(f"best tau for the mean: {tm:.4g} (restart rate 1/tau = {1 / tm:.4g}, g*/(1/tau) = {g * tm:.3g})")
     tp = float(ds["tau_best_percentile"])
@@ -309,7 +376,9 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     lacking = (f"tau = {_tau_list(ds['tau'].values[short])} have fewer than {TAIL_MIN} jobs per replication beyond "
                f"p{pct:g}; --horizon >= {np.nanmax(need):,.0f} would give them enough") if short.any() else ""
     if np.isfinite(tp):
-        out.append(f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else ""))
+        out.append(
+            f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else "")
+        )
     else:
         out.append(f"best tau for p{pct:g}: none reported: " + (lacking or "no stable tau has it within --t-max"))
     if any("(bin)" in line for line in out):

@@ -42,9 +42,14 @@ def _system_args(p, replicas=True):
         g = p.add_mutually_exclusive_group(required=True)
         g.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, help="Poisson arrival rate lambda")
         g.add_argument("--load", type=PROBABILITY_OPEN, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
-    p.add_argument("--replica-law", dest="replica_law", type=LAW, default="exponential",
-                   help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
-                        " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
+    p.add_argument(
+        "--replica-law",
+        dest="replica_law",
+        type=LAW,
+        default="exponential",
+        help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
+        " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)",
+    )
 
 
 #: the model's and the library's field names -> the flags of these commands (errors speak of what was typed)
@@ -138,7 +143,9 @@ def run_exact(args) -> int:
     else:
         print("mean delay    not available exactly for this system: use `sojourn split-merge simulate`")
     for pc, v in zip(ds.percentile.values, ds.latency_percentile.values):
-        txt = f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
+        txt = (
+            f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
+        )
         print(f"latency p{100 * pc:g}".ljust(14) + txt)
     if args.output:
         write_netcdf(ds, args.output)
@@ -243,9 +250,11 @@ def run_simulate(args) -> int:
               f"replication after {warm_n:,} discarded ({share:.3g}% of those simulated"
               f"{', warm-up default: 10% of --workunits' if args.warmup is None else ''})")
     else:
-        print(f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
-              f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
-              f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
+        print(
+            f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
+            f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
+            f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})"
+        )
     if "stop_reason" in ds:
         print(f"precision     {precision_summary(ds)} (latency)")
     ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
@@ -293,7 +302,9 @@ def _best(sub):
     _system_args(p, replicas=False)
     p.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, required=True,
                    help="Poisson arrival rate lambda")
-    p.add_argument("--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)")
+    p.add_argument(
+        "--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)"
+    )
     p.add_argument("--max-replicas", dest="max_replicas", type=Int(1), default=10, help="largest r tried (default 10)")
     p.add_argument("--criterion", type=Text("criterion", "mean or pNN"), default="mean",
                    help="mean (default) or a latency percentile pNN, e.g. p99")

@@ -107,8 +107,11 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
         "sim_utilisation_hw": ("half-width of its t-interval across replications", "1"),
         "sim_computing": ("fraction of host-time computing replicas until the quorum", "1"),
         "sim_throughput": ("recorded workunits per unit time", "1/" + U),
-        "sim_latency_percentile": ("simulated latency percentile: mean across replications of each one's "
-                                   "histogram percentile (interpolated within its bin: the CDF linear between bin edges)", U),
+        "sim_latency_percentile": (
+            "simulated latency percentile: mean across replications of each one's "
+            "histogram percentile (interpolated within its bin: the CDF linear between bin edges)",
+            U,
+        ),
         "sim_latency_percentile_hw": ("half-width of its t-interval across replications", U),
         "rep_mean_latency": ("mean latency of each replication (NaN beyond the cell's replications)", U),
         "rep_mean_delay": ("mean delay of each replication (NaN beyond the cell's replications)", U),

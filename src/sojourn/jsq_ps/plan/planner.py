@@ -38,9 +38,11 @@ from .request import (
 
 #: the method of a row decided by a bound, without computing a sojourn-time law (:meth:`Planner.bound`)
 BOUND_METHOD = "bound"
-BOUND_REASON = ("a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an arrival finds a customer) − P(another arrives "
-                "within d), and Markov's P(T > d) ≤ E[T]/d, with E[N] ≤ a/(1 − ρ) and E[T] ≤ E[S]/(1 − ρ) (JSQ keeps no "
-                "more customers than random routing's M/M/1-PS servers with exponential service)")
+BOUND_REASON = (
+    "a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an arrival finds a customer) − P(another arrives "
+    "within d), and Markov's P(T > d) ≤ E[T]/d, with E[N] ≤ a/(1 − ρ) and E[T] ≤ E[S]/(1 − ρ) (JSQ keeps no "
+    "more customers than random routing's M/M/1-PS servers with exponential service)"
+)
 
 #: the row's reason where T decides
 TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
@@ -286,8 +288,16 @@ class Planner:
                 eng = Engine(TAIL_METHOD, eng.reason, tail_error(details["margin"]), None, eng.short, details)
             x = _interp_percentile(t, F, self.p)
             if math.isfinite(x) or tries == 2 or tail:
-                ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan,
-                                probability_high=high, probability_low=low)
+                ev = Evaluation(
+                    R,
+                    self.load(R),
+                    eng,
+                    float(F[k]),
+                    x,
+                    float(t[-1]) if not math.isfinite(x) else math.nan,
+                    probability_high=high,
+                    probability_low=low,
+                )
                 ev.seconds = time.perf_counter() - t0
                 self.evaluated[R] = ev
                 return ev
@@ -331,9 +341,11 @@ class Planner:
             rho = self.load(R)
             run = run_length(R, rho, self.p, q.law.scv)
             if run["guard_lengthened"]:
-                self.notes.append(f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
-                                  "times per replication, more than its 100 customers beyond the percentile need: "
-                                  "the run-length guard's minimum (sojourn.core.runlength)")
+                self.notes.append(
+                    f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
+                    "times per replication, more than its 100 customers beyond the percentile need: "
+                    "the run-length guard's minimum (sojourn.core.runlength)"
+                )
             per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
             dt = d / per_d
             guess = self.screen(R)[1]
@@ -433,8 +445,11 @@ class Planner:
     def _no_R(self, R: int, ev: Evaluation, via: str):
         q = self.q
         x = ev.percentile
-        where = (f"the {_pct(self.p)} percentile is {format_time(x * q.mean_service, q.unit)}" if math.isfinite(x)
-                 else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}")
+        where = (
+            f"the {_pct(self.p)} percentile is {format_time(x * q.mean_service, q.unit)}"
+            if math.isfinite(x)
+            else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}"
+        )
         return NoServers(f"no R ≤ {q.max_servers} meets P(T ≤ {format_time(q.deadline, q.unit)}) ≥ {self.p:g}: at "
                          f"R = {R} (load {ev.load:.3g}) {where} ({via}, P(T ≤ d) = {ev.probability:.6g}); raise it, or "
                          "relax the deadline or the reliability")

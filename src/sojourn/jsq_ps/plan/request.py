@@ -335,9 +335,15 @@ def plan_cost(q: Request):
         run = run_length(R, rho, q.reliability, q.law.scv)
         events = 2.0 * run["customers"] * (run["horizon"] / run["window"]) * q.replications * simulated
         per = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * R
-        parts.append(Estimate(events * per, 0.0, "replications/reliability",
-                              f"{simulated} simulated R of {q.replications} replications of about "
-                              f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event"))
+        parts.append(
+            Estimate(
+                events * per,
+                0.0,
+                "replications/reliability",
+                f"{simulated} simulated R of {q.replications} replications of about "
+                f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event",
+            )
+        )
         parts.append(Estimate(0.0, 8.0 * 2 * 100_000 * q.replications * simulated + 512.0 * R,
                               "replications", f"the histograms of {q.replications * simulated} replications"))
     if q.exponential:  # T at the least stable R (a few evaluations near it)

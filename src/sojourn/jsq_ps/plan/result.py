@@ -174,15 +174,19 @@ class PlanResult:
             lines.append(cells)
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         for row in lines:
-            out.append("  " + "  ".join(c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                       .rstrip())
+            out.append(
+                "  "
+                + "  ".join(c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            )
         if star:
             out.append("  * beyond the accuracy table: its nearest point used (extrapolated)")
         if any(r.get("margin") not in (None, "clear") for r in self.rows):
             out.append("  ? the verdict is within the uncertainty of its evidence (see the notes)")
         if any("(bin)" in c for row in lines for c in row):  # core.stats.format_with_ci
-            out.append("  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
-                       "the error (the percentile interpolates the CDF linearly within its bin)")
+            out.append(
+                "  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
+                "the error (the percentile interpolates the CDF linearly within its bin)"
+            )
         if self.notes:
             out.append("")
             out.extend(f"  - {n}" for n in self.notes)
@@ -250,11 +254,20 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
         return row
     ev = planner.evaluate(R)
     e = ev.engine
-    row.update(method=e.method, method_reason=e.reason, method_short=e.short, probability=ev.probability,
-               percentile=ev.percentile * k if math.isfinite(ev.percentile) else None,
-               percentile_above=ev.percentile_above * k if math.isfinite(ev.percentile_above) else None,
-               meets=ev.meets(planner.p), margin=ev.margin(planner.p, q.d), method_error_mean=e.error[0], method_error_ci_low=e.error[1],
-               method_error_ci_high=e.error[2], seconds=ev.seconds)
+    row.update(
+        method=e.method,
+        method_reason=e.reason,
+        method_short=e.short,
+        probability=ev.probability,
+        percentile=ev.percentile * k if math.isfinite(ev.percentile) else None,
+        percentile_above=ev.percentile_above * k if math.isfinite(ev.percentile_above) else None,
+        meets=ev.meets(planner.p),
+        margin=ev.margin(planner.p, q.d),
+        method_error_mean=e.error[0],
+        method_error_ci_low=e.error[1],
+        method_error_ci_high=e.error[2],
+        seconds=ev.seconds,
+    )
     if e.method == TAIL_METHOD:
         row.update(probability_high=ev.probability_high, tail_D=(e.details or {}).get("D"),
                    tail_levels=(e.details or {}).get("M"))
@@ -360,9 +373,11 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         notes.append(f"R = {', '.join(map(str, bound_rows))}: by {BOUND_REASON}; its percentile is an upper bound")
     tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
     if tail_rows:
-        notes.append(f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
-                     "below the true one (its P(T ≤ d) never above): a 'yes' from T is safe; its error column states "
-                     "by how much it may exceed the true percentile (its margin between two spread caps)")
+        notes.append(
+            f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
+            "below the true one (its P(T ≤ d) never above): a 'yes' from T is safe; its error column states "
+            "by how much it may exceed the true percentile (its margin between two spread caps)"
+        )
     for r in rows if not confirm else ():  # under --confirm the simulation decides (its notes above)
         m = r.get("margin")
         if m == "within_method_error" and r.get("method") == TAIL_METHOD:

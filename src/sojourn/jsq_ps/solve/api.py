@@ -103,7 +103,9 @@ def _check_hyper(method_set, spec, hyper):
             allowed |= _TAIL_LAW_HYPER
     unknown = set(hyper) - allowed
     if unknown:
-        raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}")
+        raise ValueError(
+            f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}"
+        )
     out = dict(hyper)
     if "L1" in out:
         out["L1"] = integer_at_least("L1", out["L1"], 2)
@@ -340,14 +342,31 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     attrs = _base_attrs(spec, hyper)
     attrs["total_run_time"] = total
     if "exact" in res:
-        attrs["exact_plan"] = json.dumps({k: v for k, v in res["exact"]["info"].items()
-                                          if k.startswith("plan_") or k in ("over_budget", "M", "D", "n_system_states",
-                                                                            "poisson_terms", "shared_system_chain",
-                                                                            "boundary_mass_min", "boundary_mass_spread",
-                                                                            "truncation_tolerance", "truncation_reached",
-                                                                            "max_states", "cdf_error_bound",
-                                                                            "tagged_states_kept")},
-                                         sort_keys=True, default=float)
+        attrs["exact_plan"] = json.dumps(
+            {
+                k: v
+                for k, v in res["exact"]["info"].items()
+                if k.startswith("plan_")
+                or k
+                in (
+                    "over_budget",
+                    "M",
+                    "D",
+                    "n_system_states",
+                    "poisson_terms",
+                    "shared_system_chain",
+                    "boundary_mass_min",
+                    "boundary_mass_spread",
+                    "truncation_tolerance",
+                    "truncation_reached",
+                    "max_states",
+                    "cdf_error_bound",
+                    "tagged_states_kept",
+                )
+            },
+            sort_keys=True,
+            default=float,
+        )
     data = {
         "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),
         "lambda_n": (("approximation", "n"), lam),
@@ -356,8 +375,15 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
         "L1": ("approximation", np.array([res[m]["L1"] for m in methods], dtype=np.int64)),
         "L2": ("approximation", np.array([res[m]["L2"] for m in methods], dtype=np.int64)),
         "faithful": ("approximation", np.array([int(res[m]["faithful"]) for m in methods], dtype=np.int8)),
-        "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("truncation_mass", np.nan)))
-                                                for m in methods])),
+        "truncation_mass": (
+            "approximation",
+            np.array(
+                [
+                    float(res[m]["info"].get("truncated_mass", res[m]["info"].get("truncation_mass", np.nan)))
+                    for m in methods
+                ]
+            ),
+        ),
     }
     data["valid"] = ("approximation", np.array([res[m]["reason"] == 0 for m in methods], dtype=np.int8), valid_attrs())
     data["validity_reason"] = ("approximation", np.array([res[m]["reason"] for m in methods], dtype=np.int16),

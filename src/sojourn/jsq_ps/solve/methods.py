@@ -104,7 +104,9 @@ def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget
         L = min(nxt, L_max)
 
 
-def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=TAIL_EPS, minimum=DEFAULT_L2, maximum=6000):
+def corrected_size(
+    lambdas_tail: float, service_rate: float, L1: int, tail_eps=TAIL_EPS, minimum=DEFAULT_L2, maximum=6000
+):
     """N for the corrected tagged chain: birth–death tail (λ_∞/μ)^m < tail_eps beyond L1, at most
     ``maximum`` (then the tail may stay above ``tail_eps``: :func:`tail_mass` says)."""
     r = lambdas_tail / service_rate

@@ -181,8 +181,16 @@ class SystemPhases:
                     parts.append((src[over], self.index(Z), np.zeros(over.sum(), np.int64), rate[over],
                                   np.full(over.sum(), DEPART_MIN), np.ones(over.sum(), bool)))
                 ok = ~over
-                parts.append((src[ok], self.index(H[ok]), np.full(ok.sum(), -1), rate[ok], np.full(ok.sum(), DEPART_MIN),
-                              np.zeros(ok.sum(), bool)))
+                parts.append(
+                    (
+                        src[ok],
+                        self.index(H[ok]),
+                        np.full(ok.sum(), -1),
+                        rate[ok],
+                        np.full(ok.sum(), DEPART_MIN),
+                        np.zeros(ok.sum(), bool),
+                    )
+                )
             else:
                 H = F[first].copy()
                 H[:, i] -= 1
@@ -285,8 +293,16 @@ class TaggedPhases:
                         Z[:, -1] -= np.where(can, 1, 0)
                         Z.sort(axis=1)
                         s2 = src[over][can]
-                        parts.append((s2, self.index(ot[mn][over][can], Z[can]), np.zeros(s2.size, np.int64),
-                                      (mu * cnt[mn, 0][over])[can], np.full(s2.size, DEPART_MIN), np.ones(s2.size, bool)))
+                        parts.append(
+                            (
+                                s2,
+                                self.index(ot[mn][over][can], Z[can]),
+                                np.zeros(s2.size, np.int64),
+                                (mu * cnt[mn, 0][over])[can],
+                                np.full(s2.size, DEPART_MIN),
+                                np.ones(s2.size, bool),
+                            )
+                        )
         return _table(parts)
 
 
