@@ -54,7 +54,8 @@ def timing(Rs, rhos, repeat):
 def exact_table(cells):
     t = time_grid()
     print(
-        f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'sys states':>10} {'tagged':>8} {'trunc mass':>10} {'time s':>7} {'mean':>8}"
+        f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'sys states':>10} {'tagged':>8} {'trunc mass':>10} "
+        f"{'time s':>7} {'mean':>8}"
     )
     for R, rho in cells:
         r = exact_sojourn_cdf(rho * R, 1.0, R, t)

@@ -65,7 +65,9 @@ if kind == "jsq":
     reps = 2
     parts = cost.simulate(spec, horizon, reps, backend, 0.01, 182.32, min(reps, 2))
     warm = lambda: sojourn.simulate(spec, horizon=200.0, replications=1, backend=backend, dt=0.01, t_max=182.32)
-    run = lambda: sojourn.simulate(spec, horizon=float(horizon), replications=reps, backend=backend, dt=0.01, t_max=182.32)
+    run = lambda: sojourn.simulate(
+        spec, horizon=float(horizon), replications=reps, backend=backend, dt=0.01, t_max=182.32
+    )
 elif kind == "apx":
     _, method, R, rho, hyper = case
     import numpy as np, sojourn

@@ -90,7 +90,8 @@ def answers(repeats: int = 3, only: str = "") -> None:
         runs = [run_cli(args) for _ in range(repeats)]
         best = min(runs, key=lambda r: r["wall_s"])
         print(
-            f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
+            f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; "
+            f"CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
             f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}"
         )
         record("answer", {"case": name, "walls_s": [r["wall_s"] for r in runs], "cpus_s": [r["cpu_s"] for r in runs],
@@ -110,8 +111,9 @@ again = []
 for _ in range({repeats}):
     t0 = time.perf_counter(); r = {EXAMPLE_CALL}; again.append(time.perf_counter() - t0)
 print(json.dumps({{"first_s": round(first, 3), "again_s": [round(x, 3) for x in again], "answer": r.message,
-                  "methods": [row.get("method") for row in r.rows], "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
-                  for row in r.rows if "seconds" in row}}}}))
+                  "methods": [row.get("method") for row in r.rows],
+                  "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
+                                    for row in r.rows if "seconds" in row}}}}))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)

@@ -10,7 +10,8 @@ exponential and hyperexponential scv 4 replicas, plus the 3-phase PH of experime
 * whole simulator: our time is the whole simulation (drawing the inter-arrival times and S_{q:r}, the queue,
   both histograms and every sum); the port's time is its recursion alone on pre-drawn T and S (its sampling
   and statistics are not counted: the ratio is the port's best case);
-* recursion only: our super-server recursion (``tests/support/split_merge_reference.super_server_delays``, the streaming kernel's winner
+* recursion only: our super-server recursion (``tests/support/split_merge_reference.super_server_delays``, the
+streaming kernel's winner
   tree) and the port on the same pre-drawn T and S, both returning every delay (identical delays, checked
   first, also against the host-level model ``split_merge_reference.split_merge_delays``).
 

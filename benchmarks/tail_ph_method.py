@@ -82,7 +82,7 @@ def evaluate(law_key, law_text, R, rho, refs, variant="method"):
             break
         t_e = time_grid(2.0 * float(t_e[-1]), DT)
     rows = []
-    for q, xm, xest, xexp in zip(pcts, x, xb, xe):
+    for q, xm, xest, xexp in zip(pcts, x, xb, xe, strict=True):
         r = refs[q]
         ref = float(r["value"])
         half = (float(r["ci_high"]) - float(r["ci_low"])) / 2.0 / ref if r["ci_high"] not in ("", "nan") else math.nan
@@ -119,8 +119,9 @@ def summary(path=OUT, variant="method"):
                 continue
             opt = sum(r["optimistic"] == "1" for r in sel)
             print(
-                f"{law:18} {e.size:5d} {100 * np.median(np.abs(e)):10.1f}% {100 * e.min():+6.1f}% {100 * e.max():+6.1f}% "
-                f"{int(np.sum(np.abs(e) <= 0.05)):3d}/{e.size:<2d} {opt:10d} {100 * ee.min():+7.1f}% {100 * ee.max():+7.1f}%"
+                f"{law:18} {e.size:5d} {100 * np.median(np.abs(e)):10.1f}% {100 * e.min():+6.1f}% "
+                f"{100 * e.max():+6.1f}% {int(np.sum(np.abs(e) <= 0.05)):3d}/{e.size:<2d} {opt:10d} "
+                f"{100 * ee.min():+7.1f}% {100 * ee.max():+7.1f}%"
             )
     cpu = np.array([float(r["paper_grid_cpu_seconds"]) for r in rows if r["percentile"] == "99.9"])
     loads = np.array([float(r["load_average"]) for r in rows if r["percentile"] == "99.9"])

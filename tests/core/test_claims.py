@@ -112,7 +112,7 @@ def test_the_same_caption_code_on_different_data_says_different_things(ds):
     """A caption built from data (here, the commonest best label) changes when the data do, and each version
     verifies against its own data only."""
     def caption(d):
-        counts = {str(k): int(v) for k, v in zip(*np.unique(d["best"].values, return_counts=True))}
+        counts = {str(k): int(v) for k, v in zip(*np.unique(d["best"].values, return_counts=True), strict=True)}
         top = max(counts, key=counts.get)
         return Claim(f"{top} is best most often.", counts, Query("x.nc", "best", {}, None, [["unique"]]))
 

@@ -137,7 +137,7 @@ def test_prefix_paths_partition_the_walk():
         assert abs(sum(p for p, _, _ in paths) - 1.0) < 1e-12
         for p, held, end in paths[:50]:
             prob = beta[held[0]] if held else beta[end]
-            for a, b in zip(held, held[1:] + (end,)):
+            for a, b in zip(held, held[1:] + (end,), strict=True):
                 prob *= succ[a][1][list(succ[a][0]).index(b)]
             assert abs(prob - p) < 1e-15
         assert all(e < 0 and len(h) == q for _, h, e in paths) == closed
@@ -246,5 +246,5 @@ def test_lumped_levels_follow_the_lumped_phases():
         lv = ph.lumped_levels(m, q, r)
         assert lv.size == beta.size and lv[0] == r and lv[-1] == r - q + 1
         # a level-j phase loses a replica only by moving to level j-1: B has no entry from level j to j-2
-        for i, j in zip(*np.nonzero(B)):
+        for i, j in zip(*np.nonzero(B), strict=True):
             assert lv[i] - lv[j] in (0, 1)

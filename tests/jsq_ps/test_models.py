@@ -30,7 +30,7 @@ LAWS = [
 ]
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_moments_match_samples(law):
     rng = np.random.default_rng(12345)
     x = law.sample(rng, 200_000)
@@ -40,7 +40,7 @@ def test_moments_match_samples(law):
         assert abs(x.var() / law.variance - 1) < 0.05
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_scaled_to_mean_keeps_shape(law):
     scaled = law.scaled_to_mean(3.0)
     assert type(scaled) is type(law)
@@ -48,7 +48,7 @@ def test_scaled_to_mean_keeps_shape(law):
     assert scaled.scv == pytest.approx(law.scv, rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_string_round_trip(law):
     assert parse_law(str(law)).mean == pytest.approx(law.mean, rel=1e-5)
 
@@ -124,7 +124,7 @@ def test_require_stable():
         spec.require_stable()
 
 
-@pytest.mark.parametrize("law", [l for l in LAWS if l.name != "deterministic"], ids=lambda l: l.name)
+@pytest.mark.parametrize("law", [law for law in LAWS if law.name != "deterministic"], ids=lambda law: law.name)
 def test_kernel_sampler_follows_the_law(law):
     """The numba sampler (what the fast backend draws from) has the law's CDF (KS test, fixed seed)."""
     from scipy import stats

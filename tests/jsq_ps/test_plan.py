@@ -300,7 +300,7 @@ CLI = ["plan", "--arrival-rate", "2/ms", "--mean-service", "1ms", "--deadline", 
 
 def _cli(*change):
     argv = list(CLI)
-    for flag, value in zip(change[::2], change[1::2]):
+    for flag, value in zip(change[::2], change[1::2], strict=True):
         if flag in argv:
             i = argv.index(flag)
             del argv[i:i + 2]
@@ -611,7 +611,7 @@ def test_simulated_replications_are_the_same_in_one_process_or_several():
     spec = JSQPS.from_load(5, 0.8, service="lognormal")
     serial = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=1)
     forked = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=2)
-    for a, b in zip(serial, forked):
+    for a, b in zip(serial, forked, strict=True):
         np.testing.assert_array_equal(a, b)
     assert serial[0].shape == (4, 801) and serial[0].sum() > 10_000
 
@@ -634,7 +634,8 @@ def test_the_issue_example_is_answered_by_T_without_simulation(monkeypatch):
     # beyond T's grid (1.25 d)
     assert 0.995 < below["probability"] < below["probability_high"] < 0.9999
     assert below["percentile"] is None and below["percentile_above"] == pytest.approx(90.0)
-    # the error column is T's margin at the 99.99th: x_T = x_D (1 + m), the true percentile in [x_T (1 − m)/(1 + m), x_T]
+    # the error column is T's margin at the 99.99th: x_T = x_D (1 + m), the true percentile in [x_T (1 − m)/(1 + m),
+    # x_T]
     for r in (answer, above):
         m = r["method_error_mean"]
         assert 0.0 < m < 0.02 and r["method_error_ci_low"] == 0.0
@@ -678,7 +679,8 @@ def test_T_percentile_is_not_optimistic_and_within_its_bound_in_an_independent_s
                                                   ("1.5/ms", "6ms", 0.99), ("0.9/ms", "30ms", 0.9999)])
 def test_T_verdicts_agree_with_exact_where_both_run(monkeypatch, arrival, deadline, p):
     """Where exact runs cheaply (R = 1..6 here), T in its place: T's P(T ≤ d) never above exact's certified upper
-    bound, exact's lower bound never above the largest T's bound admits, T's percentile within [1, 1 + e] of exact's, and the same answer R (or
+    bound, exact's lower bound never above the largest T's bound admits, T's percentile within [1, 1 + e] of exact's,
+    and the same answer R (or
     R − 1 marked as within T's margin)."""
     want = sojourn.plan(arrival, "1ms", deadline=deadline, reliability=p)
     assert {r["method"] for r in want.rows if r["stable"]} == {"exact"}

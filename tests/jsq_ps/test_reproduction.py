@@ -268,13 +268,15 @@ def real_comparison():
         for j, rho in enumerate(rhos):
             spec = JSQPS.from_load(R, rho)
             s = simulate(spec, horizon=1500.0, warmup=100.0, replications=3, seed=3)
-            cs.append(s["count"].values); os_.append(s["overflow"].values)
+            cs.append(s["count"].values)
+            os_.append(s["overflow"].values)
             run = [m for m in methods if m != "exact" or R == 1]
             for group in ([m for m in run if m in "ABCDEF"], [m for m in run if m not in "ABCDEF"]):
                 ds = approximate_all(spec, group, t=t)
                 for m in group:
                     cdf[i, j, methods.index(m)] = ds["cdf"].sel({"approximation": m}).values
-        count.append(cs); overflow.append(os_)
+        count.append(cs)
+        overflow.append(os_)
     sim = xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), np.array([count])),
                       "overflow": (("service", "R", "rho", "replication"), np.array([overflow]))},
                      coords={"service": ["exponential"], "R": Rs, "rho": rhos, "replication": np.arange(3), "t": t})

@@ -190,7 +190,7 @@ def test_reported_percentiles_against_a_stored_long_simulation(law, text, R, rho
     ref = stored_reference(law, R, rho)
     t = grid(60.0)
     x = quantile(t, TP.tail_ph_sojourn(rho * R, parse_law(text, mean=1.0), R, t).cdf, np.array([0.999, 0.9999]))
-    for q, v in zip((99.9, 99.99), x):
+    for q, v in zip((99.9, 99.99), x, strict=True):
         value, half = ref[q]
         assert value - half <= v <= 1.05 * value, (q, v, value, half)
 

@@ -143,7 +143,7 @@ def evaluate_expr(expr: str, ds):
             return out
         if isinstance(node, ast.Compare):
             left, out = ev(node.left), None
-            for op, right in zip(node.ops, node.comparators):
+            for op, right in zip(node.ops, node.comparators, strict=True):
                 r = ev(right)
                 if type(op) not in _CMPS:
                     raise ValueError("unsupported comparison")
@@ -167,7 +167,7 @@ def evaluate_expr(expr: str, ds):
                 pos = [_const(a) for a in args]
                 kw = {k.arg: _const(k.value) for k in node.keywords}
                 if node.func.attr == "sel":
-                    return _select(obj, {**dict(zip(obj.dims, pos)), **kw})
+                    return _select(obj, {**dict(zip(obj.dims, pos, strict=False)), **kw})
                 return getattr(obj, node.func.attr)(*pos, **kw)
         raise ValueError(f"unsupported expression element: {ast.dump(node)[:80]}")
 
@@ -221,7 +221,7 @@ def _locate(da, op: str) -> dict | None:
         return None
     flat = int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v))
     idx = np.unravel_index(flat, v.shape)
-    out = {d: _label(da[d].values[i]) for d, i in zip(da.dims, idx) if d in da.coords}
+    out = {d: _label(da[d].values[i]) for d, i in zip(da.dims, idx, strict=True) if d in da.coords}
     out["value"] = float(v[idx])
     return out
 
@@ -240,7 +240,7 @@ def evaluate(query: Query, ds):
         if op == "unique":
             vals = [str(x) for x in np.ravel(da.values) if str(x) not in ("", "nan", "None")]
             u, n = np.unique(vals, return_counts=True) if vals else ([], [])
-            return {str(a): int(b) for a, b in zip(u, n)}
+            return {str(a): int(b) for a, b in zip(u, n, strict=True)}
         if op == "list":
             vals = {_label(x) for x in np.ravel(da.values) if str(x) not in ("", "nan", "None")}
             return sorted(vals, key=lambda x: (isinstance(x, str), x))
@@ -270,7 +270,7 @@ def agrees(stated, derived, tol: float = 0.0) -> bool:
     if isinstance(stated, dict) and isinstance(derived, dict):
         return set(stated) == set(derived) and all(agrees(stated[k], derived[k], tol) for k in stated)
     if isinstance(stated, list) and isinstance(derived, list):
-        return len(stated) == len(derived) and all(agrees(a, b, tol) for a, b in zip(stated, derived))
+        return len(stated) == len(derived) and all(agrees(a, b, tol) for a, b in zip(stated, derived, strict=True))
     if isinstance(stated, bool) or isinstance(derived, bool):
         return isinstance(stated, bool) and isinstance(derived, bool) and stated == derived
     if isinstance(stated, (int, float)) and isinstance(derived, (int, float)):

@@ -262,7 +262,7 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
                     workers = None
             reason = cluster_dead(client)  # also starts local workers in place of nannies that stopped for good
             if reason is not None:
-                raise dead(reason)
+                raise dead(reason) from None
             if workers:
                 since = None
                 continue
@@ -271,7 +271,7 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
             elif time.monotonic() - since > limit:
                 raise RuntimeError(f"no Dask worker for {limit:g} s while {len(futures) - done} of {len(futures)} "
                                    f"{what} were unfinished: the cluster lost its workers or never started them "
-                                   "(see cluster.no_workers_timeout)")
+                                   "(see cluster.no_workers_timeout)") from None
             continue
         if client is not None and getattr(fut, "status", None) == "cancelled":
             raise dead(cluster_dead(client) or f"task {fut.key} was cancelled by the scheduler")

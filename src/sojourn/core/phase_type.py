@@ -142,7 +142,7 @@ def quantile(alpha, T, p) -> np.ndarray:
         hi = scale
         while cdf(a, T, hi) < q:
             hi *= 2.0
-        out[i] = brentq(lambda x: float(cdf(a, T, x)) - q, 0.0, hi, xtol=1e-12 * hi, rtol=1e-12)
+        out[i] = brentq(lambda x, q: float(cdf(a, T, x)) - q, 0.0, hi, args=(q,), xtol=1e-12 * hi, rtol=1e-12)
     return out.reshape(p.shape)
 
 
@@ -337,7 +337,7 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
     n = int(off[-1])
     B = np.zeros((n, n))
     beta = np.zeros(n)
-    for li, j in enumerate(levels):
+    for li in range(len(levels)):
         for si, c in enumerate(states[li]):
             row = off[li] + si
             B[row, row] = sum(c[i] * T[i, i] for i in range(m))

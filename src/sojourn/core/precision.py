@@ -315,7 +315,7 @@ def run_replications(cells: Iterable[Hashable], submit: Callable[[list], list], 
             log(f"round {rnd}: {len(active)} cell(s) at {_counts(target, active)} replications; "
                 f"{len(missing)} to simulate, {reused} from the cache")
         if missing:
-            for (c, k), r in zip(missing, submit(missing)):
+            for (c, k), r in zip(missing, submit(missing), strict=True):
                 have[c][k] = r
                 simulated[c] += 1
         still = []
@@ -341,7 +341,8 @@ def run_replications(cells: Iterable[Hashable], submit: Callable[[list], list], 
         if log is not None and final[c] is not None:
             d = final[c]
             log(
-                f"cell {name(c)}: {d.reason_name} after {n} replications, estimate {d.estimate:.6g} ± {d.half_width:.3g} "
+                f"cell {name(c)}: {d.reason_name} after {n} replications, "
+                f"estimate {d.estimate:.6g} ± {d.half_width:.3g} "
                 f"(relative {d.relative_half_width:.3g}); {out[c].simulated} simulated, {out[c].reused} from the cache"
             )
     return out

@@ -151,7 +151,7 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0, present=None):
         rows = np.flatnonzero(n == k)
         sub = flat[rows][pf[rows]].reshape(len(rows), int(k))  # row-major: each row's entries in order
         res = _interval(sub, cfg, seed if k == K else [seed, int(k)])
-        for out, r in zip((mean, low, high, method), res):
+        for out, r in zip((mean, low, high, method), res, strict=True):
             out[rows] = r
     return mean.reshape(lead), low.reshape(lead), high.reshape(lead), method.reshape(lead)
 

@@ -2,9 +2,11 @@
 intervals, the customers beyond each percentile, and the text that prints them (one format for all studies).
 
 A percentile's CI: each replication's own percentile (its histogram's CDF, linear between the bin edges:
-:func:`sojourn.core.stats.percentiles_per_replication`) is one observation; :func:`sojourn.core.stats.interval` across the replications gives a Student-t interval, or a
+:func:`sojourn.core.stats.percentiles_per_replication`) is one observation; :func:`sojourn.core.stats.interval` across
+the replications gives a Student-t interval, or a
 BCa bootstrap one where there are at least ``bootstrap_from`` (20) replications and they are skewed (the
-pipeline's comparison uses the same rule; with fewer the bootstrap's intervals are too narrow). A percentile with fewer than ``TAIL_MIN`` customers per replication beyond it (or none in
+pipeline's comparison uses the same rule; with fewer the bootstrap's intervals are too narrow). A percentile with fewer
+than ``TAIL_MIN`` customers per replication beyond it (or none in
 some replication: the sample maximum) is flagged ``too_few`` and printed as such, not as a number. A mean's CI
 is the Student-t interval of the replication means.
 

@@ -321,7 +321,8 @@ def _register_approximate(subparsers) -> None:
     p.set_defaults(func=run_approximate, extra_names={**FLAGS, "state_budget": "--max-states"})
 
 
-#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
+#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's
+#: ``state_budget``
 MAX_STATES_METHODS = ("exact", "A*", "B*", "D*", "E*")
 
 
@@ -516,7 +517,8 @@ def run_approximate(args) -> int:
         if math.isfinite(m) and general:  # the numerical part of the error only (sojourn.jsq_ps.solve.tail_ph)
             txt += f"  (margin {100 * m:.2g} %: the model's value lies within it below)"
         elif math.isfinite(m):  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
-            txt += f"  (never below the true one, at most {100 * ((1 + m) / (1 - m) - 1):.2g} % above; margin {100 * m:.2g} %)"
+            above = 100 * ((1 + m) / (1 - m) - 1)
+            txt += f"  (never below the true one, at most {above:.2g} % above; margin {100 * m:.2g} %)"
         print(f"{100 * p:g}th percentile: {txt}")
     if general:
         a = ds.attrs

@@ -376,7 +376,7 @@ class _Grid:
             self.W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
             self.err_exact[i, j] = xapp - xapp[e]
         pooled, buf = {}, None
-        for s, (c, o) in enumerate(zip(counts, overflows)):
+        for s, (c, o) in enumerate(zip(counts, overflows, strict=True)):
             if c is None:
                 continue
             c = np.asarray(c, dtype=float)
@@ -791,7 +791,8 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                 q5,
                 optimistic,
                 _attrs(
-                    "1 if the method underestimates the percentile beyond its CI: the whole CI of percentile_error_mean "
+                    "1 if the method underestimates the percentile beyond its CI: the whole CI of "
+                    "percentile_error_mean "
                     "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
                     "no verdict (unusable, no mean error or no CI)",
                     flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
@@ -802,7 +803,8 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
                 q5,
                 optimistic_by,
                 _attrs(
-                    "share by which an optimistic method underestimates the percentile: -relative_percentile_error_mean "
+                    "share by which an optimistic method underestimates the percentile: "
+                    "-relative_percentile_error_mean "
                     "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict"
                 ),
             ),

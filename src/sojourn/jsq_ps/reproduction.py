@@ -429,7 +429,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                 pe_ref,
                 _a(
                     "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                    "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not in "
+                    "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not "
+                    "in "
                     "this run",
                     flag_values=np.array([-1, 0, 1, 2], np.int8),
                     flag_meanings="absent too_short exact simulation",
@@ -569,7 +570,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
             "service": service,
             "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
             "geraintpalmer/aggregated-vs-parallel-ps experiments/best.csv",
-            "selection": "percentile tables: smallest |mean signed error| per family; relative errors and map: smallest mean "
+            "selection": "percentile tables: smallest |mean signed error| per family; relative errors and map: "
+            "smallest mean "
             "Wasserstein distance per family; fit_invalid methods excluded everywhere",
         }
     )
@@ -586,7 +588,7 @@ def largest_disagreements(rep: xr.Dataset, n: int = 10) -> list[dict]:
     ag = rep["agreement"].values
     gap = rep["wasserstein_gap"].values
     rows = []
-    for i, j in zip(*np.nonzero(ag == DISAGREE)):
+    for i, j in zip(*np.nonzero(ag == DISAGREE), strict=True):
         w = float(rep["best_wasserstein"].values[0, i, j])
         rows.append(
             {
@@ -609,7 +611,7 @@ def largest_table_differences(rep: xr.Dataset, n: int = 5) -> list[dict]:
     paper = rep["paper_percentile_error"].values
     d = np.abs(ours - paper)
     rows = []
-    for a, b, k in zip(*np.nonzero(np.isfinite(d))):
+    for a, b, k in zip(*np.nonzero(np.isfinite(d)), strict=True):
         rows.append({"percentile": float(rep["pct_percentile"].values[a]), "rho": float(rep["pct_rho"].values[b]),
                      "R": int(rep["pct_R"].values[k]), "paper": float(paper[a, b, k]),
                      "paper_method": str(rep["paper_percentile_method"].values[a, b, k]),

@@ -57,7 +57,7 @@ def simulation_var_encoding(name, dims, shape, dtype, disk=None, complevel: int 
     e = {"zlib": True, "complevel": complevel, "shuffle": True}
     if name in COUNT_VARS:
         e["dtype"] = str(np.dtype(disk if disk is not None else "int32"))
-        e["chunksizes"] = tuple(n if d in ("replication", dims[-1]) else 1 for d, n in zip(dims, shape))
+        e["chunksizes"] = tuple(n if d in ("replication", dims[-1]) else 1 for d, n in zip(dims, shape, strict=True))
     return _small(e, shape, dtype)
 
 
@@ -154,7 +154,7 @@ def approximation_var_encoding(name, dims, shape, dtype, disk=None, complevel: i
     e = {"zlib": True, "complevel": complevel, "shuffle": True}
     if name == "sf":
         e.update(dtype="float32", significant_digits=SF_BITS, quantize_mode="BitRound",
-                 chunksizes=tuple(n if d in ("approximation", "t") else 1 for d, n in zip(dims, shape)))
+                 chunksizes=tuple(n if d in ("approximation", "t") else 1 for d, n in zip(dims, shape, strict=True)))
     elif name in ("lambda_n", "A_n"):
         e["dtype"] = "float32"
     return _small(e, shape, dtype)

@@ -222,7 +222,8 @@ def run_solve(args) -> int:
     if len(net.queues) == 1 and not net.has_departure_signals:
         cf = closed_form(net, net.queues[0].signal_rate)
         print(
-            f"closed form E[S_eff] = {cf['effective_service']:.8g}, E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}"
+            f"closed form E[S_eff] = {cf['effective_service']:.8g}, "
+            f"E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}"
         )
     print(f"output     {args.output}")
     return 0

@@ -306,7 +306,7 @@ class Network:
             entry[s, a:a + c.phases] = c.entry
         exit_prob = np.clip(1.0 - phase_move.sum(axis=1), 0.0, 1.0)
         restart_move = np.zeros((J, J))
-        for s, (qi, q, c) in enumerate(stations):
+        for s, (_qi, q, c) in enumerate(stations):
             for target, pr in c.restart_to:
                 t = index[(q.name, target)]
                 for ph in range(c.phases):

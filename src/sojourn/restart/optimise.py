@@ -180,7 +180,7 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
             bad = f" (unstable in {int(stats[-1][5])} of {replications})" if stats[-1][5] else ""
             progress(f"[{i + 1}/{len(points)}] {label}: {took:.1f} s{bad}; "
                      f"elapsed {_seconds(time.perf_counter() - t_start)}{left}")
-    point = {label: st for (label, _), st in zip(points[:2], stats[:2])}
+    point = {label: st for (label, _), st in zip(points[:2], stats[:2], strict=True)}
     sweep = np.array(stats[2:])
     if not np.isfinite(sweep[:, 0]).any():
         raise ValueError("taus: the timeout semantics was unstable (or the percentile beyond t_max) at every tau")
@@ -193,7 +193,7 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     allst = np.array(stats)
     short = np.isfinite(allst[:, 2]) & (allst[:, 4] < TAIL_MIN)  # (NaN: unstable, or beyond t_max: not a length)
     needed = np.array([round_up(H * 1.2 * TAIL_MIN / (1.0 - percentile) / r) if sh and r > 0 else np.nan
-                       for sh, r in zip(short, allst[:, 6])])
+                       for sh, r in zip(short, allst[:, 6], strict=True)])
     sem = list(point)
     ds = xr.Dataset(
         {

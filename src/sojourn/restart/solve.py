@@ -122,7 +122,7 @@ class Solution:
             xi, ri = x[sel], self.rho[sel]
             n = int(xi.sum())
             logp = np.log1p(-ri.sum()) + lgamma(n + 1)
-            for xv, rv in zip(xi, ri):
+            for xv, rv in zip(xi, ri, strict=True):
                 if xv:
                     logp += xv * np.log(rv) - lgamma(xv + 1)
             out *= float(np.exp(logp))
@@ -270,7 +270,7 @@ def solve(net: Network, *, tol: float = 1e-14, max_iterations: int = 10_000, dam
     if net.has_departure_signals:
         omega = damping
         last = np.inf
-        for it in range(1, max_iterations + 1):
+        for it in range(1, max_iterations + 1):  # noqa: B007 (it counts the iterations, read after the loop)
             new = ext + _departure_signals(net, rho)
             step = float(np.max(np.abs(new - G)))
             G = (1.0 - omega) * G + omega * new

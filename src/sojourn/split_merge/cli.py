@@ -142,7 +142,7 @@ def run_exact(args) -> int:
               "near load 1): use `sojourn split-merge simulate`")
     else:
         print("mean delay    not available exactly for this system: use `sojourn split-merge simulate`")
-    for pc, v in zip(ds.percentile.values, ds.latency_percentile.values):
+    for pc, v in zip(ds.percentile.values, ds.latency_percentile.values, strict=True):
         txt = (
             f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
         )
@@ -251,7 +251,8 @@ def run_simulate(args) -> int:
               f"{', warm-up default: 10% of --workunits' if args.warmup is None else ''})")
     else:
         print(
-            f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
+            f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; "
+            f"recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
             f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
             f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})"
         )

@@ -328,7 +328,7 @@ def _quantiles(a, T, ps, expm=False):
         lo, hi = 0.0, scale
         while sf(hi) > 1.0 - p:
             lo, hi = hi, 2.0 * hi
-        out[i] = brentq(lambda x: sf(x) - (1.0 - p), lo, hi, xtol=1e-10 * hi, rtol=1e-12)
+        out[i] = brentq(lambda x, p: sf(x) - (1.0 - p), lo, hi, args=(p,), xtol=1e-10 * hi, rtol=1e-12)
     return out
 
 

@@ -176,7 +176,9 @@ class PlanResult:
         for row in lines:
             out.append(
                 "  "
-                + "  ".join(c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+                + "  ".join(
+                    c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                ).rstrip()
             )
         if star:
             out.append("  * beyond the accuracy table: its nearest point used (extrapolated)")
@@ -240,7 +242,8 @@ def _sim_text(r: dict, u: str, resolution: float) -> str:
     from ...core.stats import format_with_ci
 
     lo, hi = r.get("simulated_percentile_ci_low"), r.get("simulated_percentile_ci_high")
-    return f"{format_with_ci(x, math.nan if lo is None else lo, math.nan if hi is None else hi, resolution=resolution)} {u}"
+    lo, hi = math.nan if lo is None else lo, math.nan if hi is None else hi
+    return f"{format_with_ci(x, lo, hi, resolution=resolution)} {u}"
 
 
 def _row(planner: Planner, R: int, confirmed: bool) -> dict:

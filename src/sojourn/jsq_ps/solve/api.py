@@ -293,8 +293,10 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     admit_cost(spec, [method], t, hyper)
     r = _run(spec, [method], t, hyper)[method]
     n = np.arange(max(r["lambda_n"].size, r["A_n"].size))
-    lam = np.full(n.size, np.nan); lam[: r["lambda_n"].size] = r["lambda_n"]
-    A = np.zeros(n.size); A[: r["A_n"].size] = r["A_n"]
+    lam = np.full(n.size, np.nan)
+    lam[: r["lambda_n"].size] = r["lambda_n"]
+    A = np.zeros(n.size)
+    A[: r["A_n"].size] = r["A_n"]
     if r["reason"] & OVER_BUDGET:
         A[:] = np.nan
     attrs = _base_attrs(spec, hyper)
@@ -404,6 +406,6 @@ def summary(t: np.ndarray, cdf: np.ndarray, probs=(0.99, 0.999, 0.9999, 0.99999)
     F = np.asarray(cdf, dtype=float)
     out = {"mean": float(np.trapezoid(1.0 - F, t))}
     x = quantile(t, F, np.asarray(probs, dtype=float))
-    for p, v in zip(probs, x):
+    for p, v in zip(probs, x, strict=True):
         out[p] = float(v)
     return out

@@ -135,7 +135,7 @@ class PhaseTable:
 
 
 def _table(parts):
-    cols = list(zip(*parts))
+    cols = list(zip(*parts, strict=True))
     return PhaseTable(*(np.concatenate(c) if len(c) else np.zeros(0) for c in cols))
 
 
@@ -207,10 +207,10 @@ class TaggedPhases:
     def __init__(self, R: int, D: int, Dt: int):
         self.R, self.D, self.Dt = int(R), int(D), int(Dt)
         self.others = SortedStates(self.D + 1, self.R - 1)
-        O = self.others.states
+        occ = self.others.states
         no = self.others.size
         ot = np.repeat(np.arange(self.Dt + 1), no)
-        OO = np.tile(O, (self.Dt + 1, 1))
+        OO = np.tile(occ, (self.Dt + 1, 1))
         valid = (ot == 0) | (OO[:, 0] == 0 if self.R > 1 else np.zeros(ot.size, bool))
         self.ot, self.O = ot[valid], OO[valid]
         self.size = self.ot.size
@@ -218,14 +218,14 @@ class TaggedPhases:
         self._lut[np.flatnonzero(valid)] = np.arange(self.size)
         self._no = no
 
-    def index(self, ot, O):
-        return self._lut[np.asarray(ot, np.int64) * self._no + self.others.rank(O)]
+    def index(self, ot, occ):
+        return self._lut[np.asarray(ot, np.int64) * self._no + self.others.rank(occ)]
 
     def table(self, lam: float, mu: float) -> PhaseTable:
-        ot, O, R, D, Dt = self.ot, self.O, self.R, self.D, self.Dt
+        ot, occ, R, D, Dt = self.ot, self.O, self.R, self.D, self.Dt
         n = self.size
         ph = np.arange(n)
-        c0o = (O == 0).sum(axis=1) if R > 1 else np.zeros(n, np.int64)
+        c0o = (occ == 0).sum(axis=1) if R > 1 else np.zeros(n, np.int64)
         c = (ot == 0).astype(np.int64) + c0o
         parts = []
         z = lambda m: np.zeros(int(np.sum(m)), bool)
@@ -233,14 +233,14 @@ class TaggedPhases:
         m = ot == 0
         up = m & (c == 1)
         st = m & (c > 1)
-        parts.append((ph[up], self.index(np.zeros(up.sum(), np.int64), O[up] - 1), np.ones(up.sum(), np.int64),
+        parts.append((ph[up], self.index(np.zeros(up.sum(), np.int64), occ[up] - 1), np.ones(up.sum(), np.int64),
                       lam / c[up], np.full(up.sum(), ARRIVAL), z(up)))
-        parts.append((ph[st], self.index(np.ones(st.sum(), np.int64), O[st]), np.zeros(st.sum(), np.int64),
+        parts.append((ph[st], self.index(np.ones(st.sum(), np.int64), occ[st]), np.zeros(st.sum(), np.int64),
                       lam / c[st], np.full(st.sum(), ARRIVAL), z(st)))
         # arrival to another least-loaded server: Λ·c0o/c, its last zero goes up
         if R > 1:
             m = c0o > 0
-            P = O[m].copy()
+            P = occ[m].copy()
             P[np.arange(P.shape[0]), c0o[m] - 1] += 1
             lift = c[m] == 1  # that server was the unique minimum (ot ≥ 1): the level goes up
             ot2 = ot[m] - lift
@@ -249,11 +249,11 @@ class TaggedPhases:
                           np.full(m.sum(), ARRIVAL), z(m)))
         # a customer other than the tagged one leaves the tagged server: μ(k−1)/k (rate column = μ, kind TAGGED_OTHER)
         m = ot >= 1
-        parts.append((ph[m], self.index(ot[m] - 1, O[m]), np.zeros(m.sum(), np.int64), np.full(m.sum(), mu),
+        parts.append((ph[m], self.index(ot[m] - 1, occ[m]), np.zeros(m.sum(), np.int64), np.full(m.sum(), mu),
                       np.full(m.sum(), TAGGED_OTHER), z(m)))
         m = ot == 0  # the tagged server is least loaded: the level drops, every other server moves up one
         src = ph[m]
-        Om = O[m]
+        Om = occ[m]
         if R > 1:
             over = Om[:, -1] + 1 > D
         else:
@@ -269,18 +269,18 @@ class TaggedPhases:
                           np.full(over.sum(), mu), np.full(over.sum(), TAGGED_OTHER), np.ones(over.sum(), bool)))
         # departures at the other servers: μ·(number holding v), the first one holding v goes down
         if R > 1:
-            cnt = value_counts(O)
+            cnt = value_counts(occ)
             for i in range(R - 1):
-                first = np.ones(n, bool) if i == 0 else O[:, i] != O[:, i - 1]
-                pos = first & (O[:, i] >= 1)  # above the minimum: level unchanged
-                P = O[pos].copy()
+                first = np.ones(n, bool) if i == 0 else occ[:, i] != occ[:, i - 1]
+                pos = first & (occ[:, i] >= 1)  # above the minimum: level unchanged
+                P = occ[pos].copy()
                 P[:, i] -= 1
                 parts.append((ph[pos], self.index(ot[pos], P), np.zeros(pos.sum(), np.int64), mu * cnt[pos, i],
                               np.full(pos.sum(), DEPART), z(pos)))
                 if i == 0:  # a least-loaded other server (busy only if g ≥ 1): the level drops, the rest move up
-                    mn = first & (O[:, 0] == 0)
+                    mn = first & (occ[:, 0] == 0)
                     src = ph[mn]
-                    P = O[mn] + 1
+                    P = occ[mn] + 1
                     P[:, 0] = 0
                     ot2 = ot[mn] + 1
                     over = (P[:, -1] > D) | (ot2 > Dt)
@@ -288,7 +288,7 @@ class TaggedPhases:
                     parts.append((src[ok], self.index(ot2[ok], P[ok]), np.full(ok.sum(), -1), mu * cnt[mn, 0][ok],
                                   np.full(ok.sum(), DEPART_MIN), z(ok)))
                     if over.any():  # boundary: the fullest other server loses the customer instead
-                        Z = O[mn][over].copy()
+                        Z = occ[mn][over].copy()
                         can = Z[:, -1] >= 1
                         Z[:, -1] -= np.where(can, 1, 0)
                         Z.sort(axis=1)
@@ -486,7 +486,8 @@ SECONDS_PER_STEP_ENTRY = 1.1e-9
 SECONDS_PER_STATE = 2e-6
 SECONDS_FIXED = 0.03
 #: default CPU seconds of one cell on the paper grid (t ≤ 182.32), all included: the caps D − 1, D are chosen to
-#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps do)
+#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps
+#: do)
 DEFAULT_SECONDS = 0.85
 #: what the final Poisson mix of both caps on the paper grid and the read-off cost (measured 0.06–0.08 s)
 SECONDS_MIX = 0.08
