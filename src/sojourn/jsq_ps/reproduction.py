@@ -39,6 +39,7 @@ import json
 import warnings
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import xarray as xr
@@ -249,18 +250,10 @@ def _mean_ci(x: np.ndarray, confidence=0.95):
     return interval(x, {"confidence": confidence, "ci": "t"})[:3]
 
 
-def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
-    """The reproduction Dataset of a comparison dataset (see the module doc and the variables' attrs)."""
-    if service not in cmp["service"].values.tolist():
-        raise ValueError(f"service must be one of {cmp['service'].values.tolist()}; got {service!r}")
-    paper = paper_tables()
-    best_map = paper_best_map()
-    c = _Cells(cmp, service)
-    fams = list(FAMILIES)
+def _percentile_tables(c: _Cells, paper: xr.Dataset, fams: list, fam_idx: dict) -> dict:
+    """§6.1/§6.2: each family's best method per percentile, its signed error against the reference, and the
+    published one's."""
     nF = len(fams)
-    fam_idx = {f: c.family(f) for f in fams}
-
-    # §6.1/§6.2: best method per percentile, per family
     iR, iP = _index(c.R, PCT_TABLE_RS), _index(c.rho, PCT_TABLE_RHOS)
     iQ = _index(c.pct, PCT_TABLE_PERCENTILES)
     shp = (nF, len(PCT_TABLE_PERCENTILES), len(PCT_TABLE_RHOS), len(PCT_TABLE_RS))
@@ -293,8 +286,21 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     paper_pe = paper["pct_error"].values
     in_ci = np.where(np.isfinite(pe[1]) & np.isfinite(pe[2]) & (pe_ref == REF_SIMULATION),
                      ((pe[1] <= paper_pe[None]) & (paper_pe[None] <= pe[2])).astype(np.int8), np.int8(-1))
+    return {
+        "pe": pe,
+        "pe_m": pe_m,
+        "pe_ref": pe_ref,
+        "pe_x": pe_x,
+        "pe_paper_m": pe_paper_m,
+        "pe_beyond": pe_beyond,
+        "paper_pe": paper_pe,
+        "in_ci": in_ci,
+    }
 
-    # §6.3: best-by-W method per family, its relative error; simulated 99.99th percentiles
+
+def _relative_tables(c: _Cells, best_map: dict, fams: list, fam_idx: dict) -> dict:
+    """§6.3: each family's best method by W, its relative percentile errors; the simulated 99.99th percentiles."""
+    nF = len(fams)
     iR3, iP3, iQ3 = _index(c.R, REL_TABLE_RS), _index(c.rho, REL_TABLE_RHOS), _index(c.pct, REL_TABLE_PERCENTILES)
     shp3 = (nF, len(REL_TABLE_PERCENTILES), len(REL_TABLE_RHOS), len(REL_TABLE_RS))
     rel = [np.full(shp3, np.nan) for _ in range(3)]
@@ -322,8 +328,13 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                         for v in range(3):
                             rel[v][f, a, b, k] = vals[v]
     paper_rel_letter = np.array([[best_map.get((R, round(r, 2)), "") for R in REL_TABLE_RS] for r in REL_TABLE_RHOS])
+    return {"rel": rel, "rel_ref": rel_ref, "rel_m": rel_m, "sim_p": sim_p, "paper_rel_letter": paper_rel_letter}
 
-    # §6.4: best-of-family map on the run's own (R, rho) cells, agreement with the paper's best.csv
+
+def _map_agreement(c: _Cells, best_map: dict, fams: list, fam_idx: dict) -> dict:
+    """§6.4: each family's best method by W on the run's own (R, rho) cells, and the agreement of the faithful
+    family's with the paper's best.csv."""
+    nF = len(fams)
     NR, NP = len(c.R), len(c.rho)
     mp_best = np.full((nF, NR, NP), "", dtype=object)
     mp_w = [np.full((nF, NR, NP), np.nan) for _ in range(3)]
@@ -362,7 +373,228 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     n_present = int(present.sum())
     share = float(np.isin(agree, (TIE, SAME)).sum() / n_present) if n_present else float("nan")
     share_same = float((agree == SAME).sum() / n_present) if n_present else float("nan")
+    return {
+        "mp_best": mp_best,
+        "mp_w": mp_w,
+        "paper_letter": paper_letter,
+        "agree": agree,
+        "gap": gap,
+        "paper_invalid": paper_invalid,
+        "share": share,
+        "share_same": share_same,
+        "n_present": n_present,
+    }
 
+
+def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.1/§6.2 percentile tables."""
+    P3 = ("pct_percentile", "pct_rho", "pct_R")
+    F4 = ("family",) + P3
+    return {
+        "paper_percentile_error": (
+            P3,
+            v.paper_pe,
+            _a(
+                "published signed percentile error approx - sim of the best "
+                "method for that percentile (§6.1 99.99th, §6.2 99.999th)",
+                _TU,
+            ),
+        ),
+        "paper_percentile_method": (
+            P3,
+            paper["pct_method"].values,
+            _a("published best method for that percentile (best-percentile-method.csv)"),
+        ),
+        "percentile_error": (
+            F4,
+            v.pe[0],
+            _a(
+                "our signed percentile error (approx - reference) of the family's best "
+                "method for that percentile: against exact where it ran, else the mean "
+                "over replications against the simulation (percentile_error_reference)",
+                _TU,
+            ),
+        ),
+        "percentile_error_ci_low": (F4, v.pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
+        "percentile_error_ci_high": (F4, v.pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
+        "percentile_error_method": (
+            F4,
+            v.pe_m.astype(str),
+            _a(
+                "family's best method for that percentile: smallest "
+                "|mean error|, fit_invalid excluded ('' = absent)"
+            ),
+        ),
+        "paper_value_in_ci": (
+            F4,
+            v.in_ci,
+            _a(
+                "1 if the published value lies in our 95% CI (against the simulation), "
+                "0 if not, -1 absent or against exact (no interval)",
+                flag_values=np.array([-1, 0, 1], np.int8),
+                flag_meanings="absent outside inside",
+            ),
+        ),
+        "percentile_error_reference": (
+            F4,
+            v.pe_ref,
+            _a(
+                "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
+                "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not "
+                "in "
+                "this run",
+                flag_values=np.array([-1, 0, 1, 2], np.int8),
+                flag_meanings="absent too_short exact simulation",
+            ),
+        ),
+        "percentile_beyond_grid": (
+            P3,
+            v.pe_beyond,
+            _a(
+                "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
+                "exists for this reason, not because the simulation is too short",
+                flag_values=np.array([0, 1], np.int8),
+                flag_meanings="within_grid beyond_grid",
+            ),
+        ),
+        "reference_percentile": (
+            P3,
+            v.pe_x,
+            _a(
+                "the reference's percentile there: exact's where it ran, else the "
+                "mean simulated one where usable (NaN: none)",
+                _TU,
+            ),
+        ),
+        "percentile_error_paper_method": (
+            P3,
+            v.pe_paper_m[0],
+            _a(
+                "our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)",
+                _TU,
+            ),
+        ),
+        "percentile_error_paper_method_ci_low": (P3, v.pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
+        "percentile_error_paper_method_ci_high": (P3, v.pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
+    }
+
+
+def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.3 relative errors and simulated percentiles."""
+    Q3 = ("rel_percentile", "rel_rho", "rel_R")
+    return {
+        "paper_relative_error": (
+            Q3,
+            paper["rel_error"].values,
+            _a(
+                "published relative percentile error "
+                "|x_sim - x_approx| / x_sim of the best-by-"
+                "Wasserstein method (§6.3)"
+            ),
+        ),
+        "paper_relative_method": (
+            ("rel_rho", "rel_R"),
+            v.paper_rel_letter.astype(str),
+            _a("the paper's best-by-Wasserstein method there (best.csv)"),
+        ),
+        "relative_error": (
+            ("family",) + Q3,
+            v.rel[0],
+            _a(
+                "our signed relative percentile error (approx - reference)/"
+                "reference of the family's best-by-Wasserstein method "
+                "(relative_error_reference)"
+            ),
+        ),
+        "relative_error_ci_low": (("family",) + Q3, v.rel[1], _a("lower end of the 95% CI of relative_error")),
+        "relative_error_ci_high": (("family",) + Q3, v.rel[2], _a("upper end of the 95% CI of relative_error")),
+        "relative_error_reference": (
+            ("family",) + Q3,
+            v.rel_ref,
+            _a(
+                "what relative_error is measured against (as percentile_error_reference)",
+                flag_values=np.array([-1, 0, 1, 2], np.int8),
+                flag_meanings="absent too_short exact simulation",
+            ),
+        ),
+        "relative_error_method": (
+            ("family", "rel_rho", "rel_R"),
+            v.rel_m.astype(str),
+            _a("family's best method by mean Wasserstein distance (fit_invalid excluded)"),
+        ),
+        "paper_sim_percentile_9999": (
+            ("rel_rho", "rel_R"),
+            paper["sim_p9999"].values,
+            _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU),
+        ),
+        "sim_percentile_9999": (
+            ("rel_rho", "rel_R"),
+            v.sim_p[0],
+            _a("our simulated 99.99th percentile, mean over replications", _TU),
+        ),
+        "sim_percentile_9999_ci_low": (
+            ("rel_rho", "rel_R"),
+            v.sim_p[1],
+            _a("lower end of its 95% CI (Student t)", _TU),
+        ),
+        "sim_percentile_9999_ci_high": (
+            ("rel_rho", "rel_R"),
+            v.sim_p[2],
+            _a("upper end of its 95% CI (Student t)", _TU),
+        ),
+    }
+
+
+def _map_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.4 map."""
+    return {
+        "paper_best_method": (
+            ("R", "rho"),
+            v.paper_letter.astype(str),
+            _a("the paper's best of A-F by Wasserstein distance (best.csv; '' = not in its grid)"),
+        ),
+        "best_method": (
+            ("family", "R", "rho"),
+            v.mp_best.astype(str),
+            _a("our family's best method by mean Wasserstein distance (fit_invalid excluded)"),
+        ),
+        "best_wasserstein": (("family", "R", "rho"), v.mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
+        "best_wasserstein_ci_low": (("family", "R", "rho"), v.mp_w[1], _a("lower end of its 95% CI", _TU)),
+        "best_wasserstein_ci_high": (("family", "R", "rho"), v.mp_w[2], _a("upper end of its 95% CI", _TU)),
+        "agreement": (
+            ("R", "rho"),
+            v.agree,
+            _a(
+                "our best of A-F vs the paper's: same letter, tie (the paper's "
+                "method's W CI overlaps our best's), disagree, absent, or no verdict "
+                "(our simulation too short to trust there)",
+                **_AGREE_ATTRS,
+            ),
+        ),
+        "paper_method_fit_invalid": (
+            ("R", "rho"),
+            v.paper_invalid,
+            _a("1 if the paper's best method is fit_invalid in our run (counted as disagreement)"),
+        ),
+        "wasserstein_gap": (
+            ("R", "rho"),
+            v.gap,
+            _a("mean W of the paper's best method minus mean W of our best of A-F (0 if the same)", _TU),
+        ),
+    }
+
+
+def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
+    """The reproduction Dataset of a comparison dataset (see the module doc and the variables' attrs)."""
+    if service not in cmp["service"].values.tolist():
+        raise ValueError(f"service must be one of {cmp['service'].values.tolist()}; got {service!r}")
+    paper = paper_tables()
+    best_map = paper_best_map()
+    c = _Cells(cmp, service)
+    fams = list(FAMILIES)
+    fam_idx = {f: c.family(f) for f in fams}
+    v = SimpleNamespace(**_percentile_tables(c, paper, fams, fam_idx), **_relative_tables(c, best_map, fams, fam_idx),
+                        **_map_agreement(c, best_map, fams, fam_idx))
     coords = _table_coords()
     coords.update(
         {
@@ -375,197 +607,14 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
             "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
         }
     )
-    P3 = ("pct_percentile", "pct_rho", "pct_R")
-    F4 = ("family",) + P3
-    Q3 = ("rel_percentile", "rel_rho", "rel_R")
-    ds = xr.Dataset(
-        {
-            "paper_percentile_error": (
-                P3,
-                paper_pe,
-                _a(
-                    "published signed percentile error approx - sim of the best "
-                    "method for that percentile (§6.1 99.99th, §6.2 99.999th)",
-                    _TU,
-                ),
-            ),
-            "paper_percentile_method": (
-                P3,
-                paper["pct_method"].values,
-                _a("published best method for that percentile (best-percentile-method.csv)"),
-            ),
-            "percentile_error": (
-                F4,
-                pe[0],
-                _a(
-                    "our signed percentile error (approx - reference) of the family's best "
-                    "method for that percentile: against exact where it ran, else the mean "
-                    "over replications against the simulation (percentile_error_reference)",
-                    _TU,
-                ),
-            ),
-            "percentile_error_ci_low": (F4, pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
-            "percentile_error_ci_high": (F4, pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
-            "percentile_error_method": (
-                F4,
-                pe_m.astype(str),
-                _a(
-                    "family's best method for that percentile: smallest "
-                    "|mean error|, fit_invalid excluded ('' = absent)"
-                ),
-            ),
-            "paper_value_in_ci": (
-                F4,
-                in_ci,
-                _a(
-                    "1 if the published value lies in our 95% CI (against the simulation), "
-                    "0 if not, -1 absent or against exact (no interval)",
-                    flag_values=np.array([-1, 0, 1], np.int8),
-                    flag_meanings="absent outside inside",
-                ),
-            ),
-            "percentile_error_reference": (
-                F4,
-                pe_ref,
-                _a(
-                    "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                    "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not "
-                    "in "
-                    "this run",
-                    flag_values=np.array([-1, 0, 1, 2], np.int8),
-                    flag_meanings="absent too_short exact simulation",
-                ),
-            ),
-            "percentile_beyond_grid": (
-                P3,
-                pe_beyond,
-                _a(
-                    "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
-                    "exists for this reason, not because the simulation is too short",
-                    flag_values=np.array([0, 1], np.int8),
-                    flag_meanings="within_grid beyond_grid",
-                ),
-            ),
-            "reference_percentile": (
-                P3,
-                pe_x,
-                _a(
-                    "the reference's percentile there: exact's where it ran, else the "
-                    "mean simulated one where usable (NaN: none)",
-                    _TU,
-                ),
-            ),
-            "percentile_error_paper_method": (
-                P3,
-                pe_paper_m[0],
-                _a(
-                    "our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)",
-                    _TU,
-                ),
-            ),
-            "percentile_error_paper_method_ci_low": (P3, pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
-            "percentile_error_paper_method_ci_high": (P3, pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
-            "paper_relative_error": (
-                Q3,
-                paper["rel_error"].values,
-                _a(
-                    "published relative percentile error "
-                    "|x_sim - x_approx| / x_sim of the best-by-"
-                    "Wasserstein method (§6.3)"
-                ),
-            ),
-            "paper_relative_method": (
-                ("rel_rho", "rel_R"),
-                paper_rel_letter.astype(str),
-                _a("the paper's best-by-Wasserstein method there (best.csv)"),
-            ),
-            "relative_error": (
-                ("family",) + Q3,
-                rel[0],
-                _a(
-                    "our signed relative percentile error (approx - reference)/"
-                    "reference of the family's best-by-Wasserstein method "
-                    "(relative_error_reference)"
-                ),
-            ),
-            "relative_error_ci_low": (("family",) + Q3, rel[1], _a("lower end of the 95% CI of relative_error")),
-            "relative_error_ci_high": (("family",) + Q3, rel[2], _a("upper end of the 95% CI of relative_error")),
-            "relative_error_reference": (
-                ("family",) + Q3,
-                rel_ref,
-                _a(
-                    "what relative_error is measured against (as percentile_error_reference)",
-                    flag_values=np.array([-1, 0, 1, 2], np.int8),
-                    flag_meanings="absent too_short exact simulation",
-                ),
-            ),
-            "relative_error_method": (
-                ("family", "rel_rho", "rel_R"),
-                rel_m.astype(str),
-                _a("family's best method by mean Wasserstein distance (fit_invalid excluded)"),
-            ),
-            "paper_sim_percentile_9999": (
-                ("rel_rho", "rel_R"),
-                paper["sim_p9999"].values,
-                _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU),
-            ),
-            "sim_percentile_9999": (
-                ("rel_rho", "rel_R"),
-                sim_p[0],
-                _a("our simulated 99.99th percentile, mean over replications", _TU),
-            ),
-            "sim_percentile_9999_ci_low": (
-                ("rel_rho", "rel_R"),
-                sim_p[1],
-                _a("lower end of its 95% CI (Student t)", _TU),
-            ),
-            "sim_percentile_9999_ci_high": (
-                ("rel_rho", "rel_R"),
-                sim_p[2],
-                _a("upper end of its 95% CI (Student t)", _TU),
-            ),
-            "paper_best_method": (
-                ("R", "rho"),
-                paper_letter.astype(str),
-                _a("the paper's best of A-F by Wasserstein distance (best.csv; '' = not in its grid)"),
-            ),
-            "best_method": (
-                ("family", "R", "rho"),
-                mp_best.astype(str),
-                _a("our family's best method by mean Wasserstein distance (fit_invalid excluded)"),
-            ),
-            "best_wasserstein": (("family", "R", "rho"), mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
-            "best_wasserstein_ci_low": (("family", "R", "rho"), mp_w[1], _a("lower end of its 95% CI", _TU)),
-            "best_wasserstein_ci_high": (("family", "R", "rho"), mp_w[2], _a("upper end of its 95% CI", _TU)),
-            "agreement": (
-                ("R", "rho"),
-                agree,
-                _a(
-                    "our best of A-F vs the paper's: same letter, tie (the paper's "
-                    "method's W CI overlaps our best's), disagree, absent, or no verdict "
-                    "(our simulation too short to trust there)",
-                    **_AGREE_ATTRS,
-                ),
-            ),
-            "paper_method_fit_invalid": (
-                ("R", "rho"),
-                paper_invalid,
-                _a("1 if the paper's best method is fit_invalid in our run (counted as disagreement)"),
-            ),
-            "wasserstein_gap": (
-                ("R", "rho"),
-                gap,
-                _a("mean W of the paper's best method minus mean W of our best of A-F (0 if the same)", _TU),
-            ),
-        },
-        coords=coords,
-    )
+    variables = {**_percentile_variables(v, paper), **_relative_variables(v, paper), **_map_variables(v, paper)}
+    ds = xr.Dataset(variables, coords=coords)
     ds.attrs.update(
         {
-            "agreement_share": share,
-            "agreement_share_same_letter": share_same,
-            "agreement_cells": n_present,
-            "agreement_too_short_cells": int((agree == TOO_SHORT).sum()),
+            "agreement_share": v.share,
+            "agreement_share_same_letter": v.share_same,
+            "agreement_cells": v.n_present,
+            "agreement_too_short_cells": int((v.agree == TOO_SHORT).sum()),
             "paper_cells": 990,
             "service": service,
             "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
