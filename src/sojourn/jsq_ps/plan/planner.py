@@ -232,9 +232,7 @@ class Planner:
         if b is not None:
             ev = Evaluation(R, self.load(R), Engine(BOUND_METHOD, BOUND_REASON, short="bound", details={"tail": b[2]}),
                             b[0], b[1], probability_high=1.0, probability_low=b[0])
-            ev.seconds = time.perf_counter() - t0
-            self.evaluated[R] = ev
-            return ev
+            return self._keep(R, ev, t0)
         guess = self.screen(R)[1]
         t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
         eng = self.engine(R, t_hi)
@@ -253,29 +251,17 @@ class Planner:
                 # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
                 # release stopped there with the error)
                 why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
-                if law:  # the accuracy table's methods model M/M/R: simulation
-                    self.notes.append(f"R = {R}: {why}; simulated")
-                    eng = Engine(SIMULATION, why, short="T-law failed")
+                eng, final = self._instead(R, eng, why, law, "failed")
+                if final:
                     break
-                if eng.method == TAIL_METHOD:  # the accuracy table's choice, else simulation
-                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
-                    eng = self.table_engine(R)
-                    continue
-                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} failed")
-                break
+                continue
             if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
                 why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.load(R):.4g}): "
                        f"{describe(flags)}")
-                if law:
-                    self.notes.append(f"R = {R}: {why}; simulated")
-                    eng = Engine(SIMULATION, why, short="T-law invalid here")
+                eng, final = self._instead(R, eng, why, law, "invalid here")
+                if final:
                     break
-                if eng.method == TAIL_METHOD:
-                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
-                    eng = self.table_engine(R)
-                    continue
-                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} invalid here")
-                break
+                continue
             high = low = math.nan
             if eng.method == "exact":  # the true P(T ≤ d) lies within its certified bounds (solve.exact)
                 low, high = float(details.pop("cdf_low")[k]), float(details.pop("cdf_high")[k])
@@ -298,17 +284,30 @@ class Planner:
                     probability_high=high,
                     probability_low=low,
                 )
-                ev.seconds = time.perf_counter() - t0
-                self.evaluated[R] = ev
-                return ev
+                return self._keep(R, ev, t0)
             t_hi *= 4.0
             tries += 1
         sim = self.simulate(R)
         ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
                         sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)
+        return self._keep(R, ev, t0)
+
+    def _keep(self, R: int, ev: Evaluation, t0: float) -> Evaluation:
+        """The evaluation of R, timed from t0, remembered."""
         ev.seconds = time.perf_counter() - t0
         self.evaluated[R] = ev
         return ev
+
+    def _instead(self, R: int, eng: Engine, why: str, law: bool, what: str):
+        """(the engine after ``eng`` failed at R, True if it is final): simulation after T with the law (the accuracy
+        table's methods model M/M/R), the accuracy table's choice after T, else simulation."""
+        if law:
+            self.notes.append(f"R = {R}: {why}; simulated")
+            return Engine(SIMULATION, why, short=f"T-law {what}"), True
+        if eng.method == TAIL_METHOD:
+            self.notes.append(f"R = {R}: {why}; the accuracy table decides")
+            return self.table_engine(R), False
+        return Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} {what}"), True
 
     # -- simulation ----------------------------------------------------------------------------------------
     def simulate(self, R: int, full: bool = False) -> Simulated:

@@ -91,7 +91,8 @@ def _grid(t, hyper):
     return t
 
 
-def _check_hyper(method_set, spec, hyper):
+def _allowed_hyper(method_set, spec) -> set:
+    """The hyper-parameters the methods of ``method_set`` take."""
     allowed = set(_GRID_HYPER)
     if any(m not in ("exact", "T") for m in method_set):
         allowed |= _APPROX_HYPER
@@ -101,6 +102,15 @@ def _check_hyper(method_set, spec, hyper):
         allowed |= _TAIL_HYPER
         if not spec.is_markovian:
             allowed |= _TAIL_LAW_HYPER
+    return allowed
+
+
+#: integer hyper-parameters and their least value
+_AT_LEAST = {"state_budget": 1, "M": 2, "D": 0, "tail_D": 2, "tail_cstar": 0}
+
+
+def _check_hyper(method_set, spec, hyper):
+    allowed = _allowed_hyper(method_set, spec)
     unknown = set(hyper) - allowed
     if unknown:
         raise ValueError(
@@ -120,18 +130,13 @@ def _check_hyper(method_set, spec, hyper):
             if v >= 1:
                 raise ValueError(f"{name} must be in (0, 1); got {v!r}")
             out[name] = v
-    if "state_budget" in out:
-        out["state_budget"] = integer_at_least("state_budget", out["state_budget"], 1)
+    for name, least in _AT_LEAST.items():
+        if name in out:
+            out[name] = integer_at_least(name, out[name], least)
     if "max_states" in out:
         out["max_states"] = integer_at_least("max_states", out["max_states"], 1)
         if out.get("exact_budget") is not None:
             raise ValueError("give max_states or exact_budget (whose max_states caps exact in budget mode), not both")
-    if "M" in out:
-        out["M"] = integer_at_least("M", out["M"], 2)
-    if "D" in out:
-        out["D"] = integer_at_least("D", out["D"], 0)
-    if "tail_D" in out:
-        out["tail_D"] = integer_at_least("tail_D", out["tail_D"], 2)
     if "tail_seconds" in out:
         out["tail_seconds"] = positive_finite("tail_seconds", out["tail_seconds"])
     if "tail_h" in out:
@@ -139,8 +144,6 @@ def _check_hyper(method_set, spec, hyper):
         if out["tail_h"] > 0.25:
             raise ValueError(f"tail_h must be in (0, 0.25] (the finest stage width, a fraction of the mean service "
                              f"time; the coarsest of its three is 4 tail_h); got {out['tail_h']!r}")
-    if "tail_cstar" in out:
-        out["tail_cstar"] = integer_at_least("tail_cstar", out["tail_cstar"], 0)
     if out.get("exact_budget") is not None:
         out["exact_budget"] = check_budget(out["exact_budget"])
     if "clamp_gupta" in out and not isinstance(out["clamp_gupta"], bool):
