@@ -105,7 +105,7 @@ def system_law(lam, alpha, S, R, L):
     return pi, X, (C, n, index, up, down, move), boundary
 
 
-def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):
+def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):  # noqa: PLR0915 (the reference chain, read beside its module doc)
     """(F_low, F_high, boundary mass of the system law, tagged states): the certified bounds of P(T ≤ t) on the grid t
     (module doc)."""
     from scipy import sparse
