@@ -129,7 +129,7 @@ def test_kernel_sampler_follows_the_law(law):
     """The numba sampler (what the fast backend draws from) has the law's CDF (KS test, fixed seed)."""
     from scipy import stats
 
-    from sojourn.core.sampling import sample_many
+    from support.sampling import sample_many
 
     code, params = law.kernel_spec()
     x = sample_many(code, params, 5_000, np.random.default_rng(7))
@@ -137,7 +137,7 @@ def test_kernel_sampler_follows_the_law(law):
 
 
 def test_kernel_sampler_deterministic():
-    from sojourn.core.sampling import sample_many
+    from support.sampling import sample_many
 
     code, params = Deterministic(0.25).kernel_spec()
     assert np.all(sample_many(code, params, 10, np.random.default_rng(0)) == 0.25)

@@ -15,6 +15,7 @@ from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHO
 from sojourn.jsq_ps.solve import approximate_all
 from sojourn.jsq_ps.solve.budget import DEFAULT_BUDGET, check_budget
 from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
+from sojourn.jsq_ps.solve.conditional_survival import uniformized_survival
 from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojourn_cdf, per_server_rates
 from sojourn.jsq_ps.solve.guards import (
     ABOVE_ONE,
@@ -32,7 +33,6 @@ from sojourn.jsq_ps.solve.guards import (
 )
 from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
-from sojourn.jsq_ps.solve.tails import uniformized_survival
 from sojourn.jsq_ps.storage import to_storage
 
 SWEEP_R = range(1, 11)

@@ -367,15 +367,6 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
     return beta, B
 
 
-def order_statistic(alpha, T, q: int, r: int, method: str = "lumped", name: str = "replica"):
-    """PH of S_{q:r}: ``method`` 'lumped' (default, small) or 'kronecker' (the paper's form)."""
-    if method == "lumped":
-        return order_statistic_lumped(alpha, T, q, r, name=name)
-    if method == "kronecker":
-        return order_statistic_kronecker(alpha, T, q, r, name=name)
-    raise ValueError(f"method must be 'lumped' or 'kronecker'; got {method!r}")
-
-
 def convolution(alpha1, T1, alpha2, T2) -> tuple[np.ndarray, np.ndarray]:
     """X1 + X2 of independent PH laws (atoms allowed): phases of X1, then of X2.
 

@@ -430,7 +430,6 @@ def network(counts: list[tuple[str, int]]) -> Estimate:
                                 f"{TABLES_PER_TYPE_PAIR} tables of {J:.3g} x {J:.3g}")
 
 
-
 def _service(path: str, svc) -> dict:
     """The service block of a model file: {entry, rates, H} or {alpha, T} (PH) or {erlang: k, rate: r}."""
     if not isinstance(svc, dict):
@@ -488,9 +487,3 @@ def model_from_dict(d: dict) -> Network:
     )
     signals = tuple((r["from"][0], r["from"][1], r["to"], r["probability"]) for r in d.get("signals", []))
     return Network(queues=tuple(queues), routing=routing, signals=signals, name=d.get("name", "model"))
-
-
-def model_from_json(text: str) -> Network:
-    d = json.loads(text)
-    d.pop("model", None)
-    return model_from_dict(d)
