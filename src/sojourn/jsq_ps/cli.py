@@ -219,18 +219,9 @@ def run_simulate(args) -> int:
     spec = _check_simulate(args)
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     t0 = time.perf_counter()
-    ds = simulate(
-        spec,
-        horizon=args.horizon,
-        warmup=args.warmup,
-        cooldown=args.cooldown,
-        replications=None if precision is not None else 10 if args.replications is None else args.replications,
-        seed=args.seed,
-        backend=args.backend,
-        dt=args.dt,
-        t_max=args.t_max,
-        precision=precision,
-    )
+    reps = None if precision is not None else 10 if args.replications is None else args.replications
+    ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, replications=reps,
+                  seed=args.seed, backend=args.backend, dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     s = summary(ds, SUMMARY_PERCENTILES)
     write_netcdf(ds.merge(s), args.output)
@@ -270,14 +261,8 @@ def run_simulate(args) -> int:
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(
-            runlength.warning(
-                verdict,
-                f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
-                "as computed, do not rely on them",
-            ),
-            file=sys.stderr,
-        )
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers "
+                                         "are printed as computed, do not rely on them"), file=sys.stderr)
     return 0
 
 

@@ -685,20 +685,14 @@ def _distance_variables(g: _Grid, v: SimpleNamespace) -> dict:
     conf = v.conf
     threshold = v.threshold
     return {
-        "wasserstein": (
-            _DIMS5,
-            v.W,
-            _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication" + _MASKED, _TU),
-        ),
+        "wasserstein": (_DIMS5, v.W,
+            _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication" + _MASKED, _TU)),
         "wasserstein_mean": (_DIMS4, v.Wm, _attrs("mean over replications of the Wasserstein distance" + _MASKED, _TU)),
         "wasserstein_ci_low": (_DIMS4, v.Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", _TU)),
         "wasserstein_ci_high": (_DIMS4, v.Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", _TU)),
         "wasserstein_ci_method": (_DIMS4, v.Wci, _attrs("method of the CI of wasserstein_mean", **_CI_FLAGS)),
-        "wasserstein_pooled": (
-            _DIMS4,
-            v.Wpool,
-            _attrs("Wasserstein distance to the pooled simulated CDF" + _MASKED, _TU),
-        ),
+        "wasserstein_pooled": (_DIMS4, v.Wpool,
+            _attrs("Wasserstein distance to the pooled simulated CDF" + _MASKED, _TU)),
         "sim_percentile": (
             ("service", "R", "rho", "replication", "percentile"),
             v.xsim,
@@ -749,48 +743,24 @@ def _error_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 _TU,
             ),
         ),
-        "percentile_error": (
-            ("service", "R", "rho", "approximation", "replication", "percentile"),
-            v.err,
-            _attrs("approx - sim percentile per replication (negative = optimistic)" + _MASKED, _TU),
-        ),
+        "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), v.err,
+            _attrs("approx - sim percentile per replication (negative = optimistic)" + _MASKED, _TU)),
         "percentile_error_mean": (_Q5, v.Em, _attrs("mean over replications of percentile_error", _TU)),
-        "percentile_error_ci_low": (
-            _Q5,
-            v.Elo,
-            _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", _TU),
-        ),
-        "percentile_error_ci_high": (
-            _Q5,
-            v.Ehi,
-            _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", _TU),
-        ),
+        "percentile_error_ci_low": (_Q5, v.Elo,
+            _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", _TU)),
+        "percentile_error_ci_high": (_Q5, v.Ehi,
+            _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", _TU)),
         "percentile_error_ci_method": (_Q5, v.Eci, _attrs("method of the CI of percentile_error_mean", **_CI_FLAGS)),
-        "percentile_error_pooled": (
-            _Q5,
-            v.err_pool,
-            _attrs("approx - pooled sim percentile (negative = optimistic)" + _MASKED, _TU),
-        ),
-        "relative_percentile_error_mean": (
-            _Q5,
-            v.Rm,
-            _attrs("mean over replications of (approx - sim)/sim percentile" + _MASKED),
-        ),
-        "relative_percentile_error_ci_low": (
-            _Q5,
-            v.Rlo,
-            _attrs("lower end of the CI of relative_percentile_error_mean"),
-        ),
-        "relative_percentile_error_ci_high": (
-            _Q5,
-            v.Rhi,
-            _attrs("upper end of the CI of relative_percentile_error_mean"),
-        ),
-        "relative_percentile_error_pooled": (
-            _Q5,
-            v.rel_pool,
-            _attrs("(approx - pooled sim)/pooled sim percentile" + _MASKED),
-        ),
+        "percentile_error_pooled": (_Q5, v.err_pool,
+            _attrs("approx - pooled sim percentile (negative = optimistic)" + _MASKED, _TU)),
+        "relative_percentile_error_mean": (_Q5, v.Rm,
+            _attrs("mean over replications of (approx - sim)/sim percentile" + _MASKED)),
+        "relative_percentile_error_ci_low": (_Q5, v.Rlo,
+            _attrs("lower end of the CI of relative_percentile_error_mean")),
+        "relative_percentile_error_ci_high": (_Q5, v.Rhi,
+            _attrs("upper end of the CI of relative_percentile_error_mean")),
+        "relative_percentile_error_pooled": (_Q5, v.rel_pool,
+            _attrs("(approx - pooled sim)/pooled sim percentile" + _MASKED)),
     }
 
 
@@ -803,11 +773,7 @@ def _usable_variables(g: _Grid, v: SimpleNamespace) -> dict:
             _attrs(
                 "1 if the method's values may be used at this cell: computed, a CDF on the grid "
                 "(fit_invalid = 0) and not flagged by the approximation dataset itself"
-                + (
-                    f" (its '{g.approx_valid_source}')"
-                    if g.approx_valid_source
-                    else " (it has no verdict of its own)"
-                )
+                + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else " (it has no verdict of its own)")
                 + "; every statistic of a method is NaN where 0 and no decision considers it",
                 flag_values=np.array([0, 1], np.int8),
                 flag_meanings="unusable usable",
@@ -831,11 +797,8 @@ def _usable_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 flag_meanings="no yes",
             ),
         ),
-        "best_method_percentile": (
-            _Q4,
-            v.best_pct.astype(str),
-            _attrs("method with the smallest |pooled percentile error| (exact and unusable methods excluded)"),
-        ),
+        "best_method_percentile": (_Q4, v.best_pct.astype(str),
+            _attrs("method with the smallest |pooled percentile error| (exact and unusable methods excluded)")),
     }
 
 
@@ -894,16 +857,10 @@ def _decision_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)"
             ),
         ),
-        "recommended_relative_error_ci_low": (
-            _Q4,
-            _at_rec(v.Rlo, v.rec),
-            _attrs("lower end of the CI of recommended_relative_error"),
-        ),
-        "recommended_relative_error_ci_high": (
-            _Q4,
-            _at_rec(v.Rhi, v.rec),
-            _attrs("upper end of the CI of recommended_relative_error"),
-        ),
+        "recommended_relative_error_ci_low": (_Q4, _at_rec(v.Rlo, v.rec),
+            _attrs("lower end of the CI of recommended_relative_error")),
+        "recommended_relative_error_ci_high": (_Q4, _at_rec(v.Rhi, v.rec),
+            _attrs("upper end of the CI of recommended_relative_error")),
     }
 
 
@@ -936,11 +893,8 @@ def _check_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 _TU,
             ),
         ),
-        "percentile_error_vs_exact": (
-            _M3 + ("percentile",),
-            v.err_exact,
-            _attrs("method - exact percentile (NaN where either is unusable)", _TU),
-        ),
+        "percentile_error_vs_exact": (_M3 + ("percentile",), v.err_exact,
+            _attrs("method - exact percentile (NaN where either is unusable)", _TU)),
         "not_run": (
             _M3,
             (((v.reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
@@ -1178,12 +1132,8 @@ def _law_dataset(services, Rs, rhos, methods, cfg, p, xapp, xsim, few, marg, ok,
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = xapp[:, :, :, :, None, :] / xsim[:, :, :, None, :, :] - 1.0  # (S, R, rho, method, rep, q)
     per = present[:, :, :, None, :, None]
-    Rm, Rlo, Rhi, _ = interval(
-        np.moveaxis(rel, 4, -1),
-        cfg,
-        seed=5,
-        present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1),
-    )
+    Rm, Rlo, Rhi, _ = interval(np.moveaxis(rel, 4, -1), cfg, seed=5,
+        present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1))
     hide = few[:, :, :, None, :] | (ok[..., None] == 0)
     Rm, Rlo, Rhi = (np.where(hide, np.nan, x) for x in (Rm, Rlo, Rhi))
     verdict = np.where(np.isfinite(Rhi), (Rhi < 0).astype(np.int8), np.int8(-1)).astype(np.int8)

@@ -48,13 +48,7 @@ from ..core.figures import serialized
 from ..core.integrity import write_atomic
 from ..core.io import provenance, read_netcdf, write_netcdf
 from ..core.stats import interval
-from .compare import (
-    REF_EXACT,
-    REF_NONE,
-    REF_SIMULATION,
-    reference_usable,
-    ties_with_best,
-)
+from .compare import REF_EXACT, REF_NONE, REF_SIMULATION, reference_usable, ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
 
 #: method families compared with the paper (the paper's own is ``faithful``); exact and T are families of one
@@ -400,11 +394,8 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
                 _TU,
             ),
         ),
-        "paper_percentile_method": (
-            P3,
-            paper["pct_method"].values,
-            _a("published best method for that percentile (best-percentile-method.csv)"),
-        ),
+        "paper_percentile_method": (P3, paper["pct_method"].values,
+            _a("published best method for that percentile (best-percentile-method.csv)")),
         "percentile_error": (
             F4,
             v.pe[0],
@@ -469,10 +460,7 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
         "percentile_error_paper_method": (
             P3,
             v.pe_paper_m[0],
-            _a(
-                "our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)",
-                _TU,
-            ),
+            _a("our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU),
         ),
         "percentile_error_paper_method_ci_low": (P3, v.pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
         "percentile_error_paper_method_ci_high": (P3, v.pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
@@ -492,11 +480,8 @@ def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
                 "Wasserstein method (§6.3)"
             ),
         ),
-        "paper_relative_method": (
-            ("rel_rho", "rel_R"),
-            v.paper_rel_letter.astype(str),
-            _a("the paper's best-by-Wasserstein method there (best.csv)"),
-        ),
+        "paper_relative_method": (("rel_rho", "rel_R"), v.paper_rel_letter.astype(str),
+            _a("the paper's best-by-Wasserstein method there (best.csv)")),
         "relative_error": (
             ("family",) + Q3,
             v.rel[0],
@@ -517,47 +502,26 @@ def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
                 flag_meanings="absent too_short exact simulation",
             ),
         ),
-        "relative_error_method": (
-            ("family", "rel_rho", "rel_R"),
-            v.rel_m.astype(str),
-            _a("family's best method by mean Wasserstein distance (fit_invalid excluded)"),
-        ),
-        "paper_sim_percentile_9999": (
-            ("rel_rho", "rel_R"),
-            paper["sim_p9999"].values,
-            _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU),
-        ),
-        "sim_percentile_9999": (
-            ("rel_rho", "rel_R"),
-            v.sim_p[0],
-            _a("our simulated 99.99th percentile, mean over replications", _TU),
-        ),
-        "sim_percentile_9999_ci_low": (
-            ("rel_rho", "rel_R"),
-            v.sim_p[1],
-            _a("lower end of its 95% CI (Student t)", _TU),
-        ),
-        "sim_percentile_9999_ci_high": (
-            ("rel_rho", "rel_R"),
-            v.sim_p[2],
-            _a("upper end of its 95% CI (Student t)", _TU),
-        ),
+        "relative_error_method": (("family", "rel_rho", "rel_R"), v.rel_m.astype(str),
+            _a("family's best method by mean Wasserstein distance (fit_invalid excluded)")),
+        "paper_sim_percentile_9999": (("rel_rho", "rel_R"), paper["sim_p9999"].values,
+            _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU)),
+        "sim_percentile_9999": (("rel_rho", "rel_R"), v.sim_p[0],
+            _a("our simulated 99.99th percentile, mean over replications", _TU)),
+        "sim_percentile_9999_ci_low": (("rel_rho", "rel_R"), v.sim_p[1],
+            _a("lower end of its 95% CI (Student t)", _TU)),
+        "sim_percentile_9999_ci_high": (("rel_rho", "rel_R"), v.sim_p[2],
+            _a("upper end of its 95% CI (Student t)", _TU)),
     }
 
 
 def _map_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
     """Data variables of the reproduction: the §6.4 map."""
     return {
-        "paper_best_method": (
-            ("R", "rho"),
-            v.paper_letter.astype(str),
-            _a("the paper's best of A-F by Wasserstein distance (best.csv; '' = not in its grid)"),
-        ),
-        "best_method": (
-            ("family", "R", "rho"),
-            v.mp_best.astype(str),
-            _a("our family's best method by mean Wasserstein distance (fit_invalid excluded)"),
-        ),
+        "paper_best_method": (("R", "rho"), v.paper_letter.astype(str),
+            _a("the paper's best of A-F by Wasserstein distance (best.csv; '' = not in its grid)")),
+        "best_method": (("family", "R", "rho"), v.mp_best.astype(str),
+            _a("our family's best method by mean Wasserstein distance (fit_invalid excluded)")),
         "best_wasserstein": (("family", "R", "rho"), v.mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
         "best_wasserstein_ci_low": (("family", "R", "rho"), v.mp_w[1], _a("lower end of its 95% CI", _TU)),
         "best_wasserstein_ci_high": (("family", "R", "rho"), v.mp_w[2], _a("upper end of its 95% CI", _TU)),
@@ -571,16 +535,10 @@ def _map_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
                 **_AGREE_ATTRS,
             ),
         ),
-        "paper_method_fit_invalid": (
-            ("R", "rho"),
-            v.paper_invalid,
-            _a("1 if the paper's best method is fit_invalid in our run (counted as disagreement)"),
-        ),
-        "wasserstein_gap": (
-            ("R", "rho"),
-            v.gap,
-            _a("mean W of the paper's best method minus mean W of our best of A-F (0 if the same)", _TU),
-        ),
+        "paper_method_fit_invalid": (("R", "rho"), v.paper_invalid,
+            _a("1 if the paper's best method is fit_invalid in our run (counted as disagreement)")),
+        "wasserstein_gap": (("R", "rho"), v.gap,
+            _a("mean W of the paper's best method minus mean W of our best of A-F (0 if the same)", _TU)),
     }
 
 
@@ -598,11 +556,8 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     coords = _table_coords()
     coords.update(
         {
-            "family": (
-                "family",
-                np.array(fams, dtype=str),
-                {"long_name": "method family: faithful A-F, corrected A*-F*, exact, T (the conservative tail chain)"},
-            ),
+            "family": ("family", np.array(fams, dtype=str),
+                {"long_name": "method family: faithful A-F, corrected A*-F*, exact, T (the conservative tail chain)"}),
             "R": ("R", c.R.astype(np.int64), {"long_name": "number of servers", "units": "1"}),
             "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
         }

@@ -264,17 +264,8 @@ def run_simulate(args) -> int:
     spec = SimulationSpec(net, args.semantics, timeout)
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
     t0 = time.perf_counter()
-    ds = simulate(
-        spec,
-        replications=reps,
-        seed=args.seed,
-        horizon=args.horizon,
-        warmup=args.warmup,
-        cooldown=args.cooldown,
-        dt=args.dt,
-        t_max=args.t_max,
-        precision=precision,
-    )
+    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  cooldown=args.cooldown, dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     conf = args.confidence
     s = summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, args.dt, [99.0],
@@ -315,15 +306,9 @@ def run_simulate(args) -> int:
     print(f"run length   {runlength.status(verdict, run_need, what='mean response time')}")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(
-            runlength.warning(
-                verdict,
-                f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
-                "as computed, do not rely on them",
-                what="mean response time",
-            ),
-            file=sys.stderr,
-        )
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers "
+                                         "are printed as computed, do not rely on them", what="mean response time"),
+              file=sys.stderr)
     return 0
 
 

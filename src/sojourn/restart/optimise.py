@@ -158,31 +158,16 @@ def _point_variables(opt, point: dict) -> dict:
     return {
         "g_star": ((), g, {"long_name": "optimal signal rate of the product form", "units": "1/time"}),
         "response_time_pf": ((), opt.response_time, {"long_name": "product-form E[T] at g*", "units": "time"}),
-        "response_time_pf_no_restart": (
-            (),
-            opt.response_time_without,
-            {"long_name": "product-form E[T] without signals", "units": "time"},
-        ),
-        "sim_response_time": (
-            "semantics",
-            [point[s][0] for s in sem],
-            {"long_name": "simulated mean response time at rate g*", "units": "time"},
-        ),
-        "sim_response_time_half_width": (
-            "semantics",
-            [point[s][1] for s in sem],
-            {"long_name": "half-width of its Student-t CI", "units": "time"},
-        ),
-        "sim_percentile": (
-            "semantics",
-            [point[s][2] for s in sem],
-            {"long_name": "simulated response-time percentile at rate g*", "units": "time"},
-        ),
-        "sim_percentile_half_width": (
-            "semantics",
-            [point[s][3] for s in sem],
-            {"long_name": "half-width of its CI (replications)", "units": "time"},
-        ),
+        "response_time_pf_no_restart": ((), opt.response_time_without,
+            {"long_name": "product-form E[T] without signals", "units": "time"}),
+        "sim_response_time": ("semantics", [point[s][0] for s in sem],
+            {"long_name": "simulated mean response time at rate g*", "units": "time"}),
+        "sim_response_time_half_width": ("semantics", [point[s][1] for s in sem],
+            {"long_name": "half-width of its Student-t CI", "units": "time"}),
+        "sim_percentile": ("semantics", [point[s][2] for s in sem],
+            {"long_name": "simulated response-time percentile at rate g*", "units": "time"}),
+        "sim_percentile_half_width": ("semantics", [point[s][3] for s in sem],
+            {"long_name": "half-width of its CI (replications)", "units": "time"}),
     }
 
 
@@ -190,17 +175,10 @@ def _sweep_variables(point: dict, sweep, taus, best_mean, best_pct, needed) -> d
     """Data variables of the τ sweep (and the horizons that would give each point enough jobs in the tail)."""
     sem = list(point)
     return {
-        "tau_response_time": (
-            "tau",
-            sweep[:, 0],
-            {"long_name": "mean response time, deterministic timeout tau", "units": "time"},
-        ),
+        "tau_response_time": ("tau", sweep[:, 0],
+            {"long_name": "mean response time, deterministic timeout tau", "units": "time"}),
         "tau_response_time_half_width": ("tau", sweep[:, 1], {"long_name": "CI half-width", "units": "time"}),
-        "tau_percentile": (
-            "tau",
-            sweep[:, 2],
-            {"long_name": "response-time percentile, timeout tau", "units": "time"},
-        ),
+        "tau_percentile": ("tau", sweep[:, 2], {"long_name": "response-time percentile, timeout tau", "units": "time"}),
         "tau_percentile_half_width": ("tau", sweep[:, 3], {"long_name": "CI half-width", "units": "time"}),
         "sim_percentile_beyond": (
             "semantics",
@@ -221,11 +199,8 @@ def _sweep_variables(point: dict, sweep, taus, best_mean, best_pct, needed) -> d
                 "units": "1",
             },
         ),
-        "tau_best_mean": (
-            (),
-            float(taus[best_mean]),
-            {"long_name": "tau of the sweep with the smallest mean response time", "units": "time"},
-        ),
+        "tau_best_mean": ((), float(taus[best_mean]),
+            {"long_name": "tau of the sweep with the smallest mean response time", "units": "time"}),
         "tau_best_percentile": (
             (),
             np.nan if best_pct is None else float(taus[best_pct]),
@@ -324,11 +299,8 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     ds = xr.Dataset(
         {**_point_variables(opt, point), **_sweep_variables(point, sweep, taus, best_mean, best_pct, needed)},
         coords={
-            "semantics": (
-                "semantics",
-                sem,
-                {"long_name": "restart semantics at rate g*: signals of rate g*, exponential timeouts of rate g*"},
-            ),
+            "semantics": ("semantics", sem,
+                {"long_name": "restart semantics at rate g*: signals of rate g*, exponential timeouts of rate g*"}),
             "tau": ("tau", np.asarray(taus, float), {"long_name": "deterministic timeout", "units": "time"}),
         },
     )
