@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve.methods import Cell
 from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
+from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
+from sojourn.jsq_ps.solve.methods import Cell
 
 
 def timing(Rs, rhos, repeat):
@@ -53,7 +53,10 @@ def timing(Rs, rhos, repeat):
 
 def exact_table(cells):
     t = time_grid()
-    print(f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'sys states':>10} {'tagged':>8} {'trunc mass':>10} {'time s':>7} {'mean':>8}")
+    print(
+        f"{'R':>2} {'rho':>5} {'M':>4} {'D':>3} {'sys states':>10} {'tagged':>8} {'trunc mass':>10} "
+        f"{'time s':>7} {'mean':>8}"
+    )
     for R, rho in cells:
         r = exact_sojourn_cdf(rho * R, 1.0, R, t)
         print(f"{R:>2} {rho:>5} {r.M:>4} {r.D:>3} {r.n_system_states:>10} {r.n_tagged_states:>8} "
@@ -72,7 +75,9 @@ def accuracy(Rs, rhos):
             c = Cell(rho * R, 1.0, R, t)
             w = {m: dt * np.abs(c.run(m).cdf - ex).sum() for m in FAITHFUL_METHODS + CORRECTED_METHODS}
             rows.append((R, rho, w))
-            print(f"{R:>2} {rho:>4} " + " ".join(f"{w[m]:7.4f}" for m in FAITHFUL_METHODS + CORRECTED_METHODS), flush=True)
+            print(
+                f"{R:>2} {rho:>4} " + " ".join(f"{w[m]:7.4f}" for m in FAITHFUL_METHODS + CORRECTED_METHODS), flush=True
+            )
     return rows
 
 

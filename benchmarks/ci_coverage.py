@@ -15,7 +15,8 @@ replications) covers exact's percentile (``sojourn.jsq_ps.solve``, exact method)
 Measured on 7 Dec 2026 (seed 7, N = 400, the default run length): the mean over 400 replications lies within
 1.3 % of exact at every cell but R = 2, ρ = 0.95 (−3.3 %, about 3 standard errors: the replications' windows, ~23
 relaxation times, bias a p99 slightly low; a ten times longer warm-up gives −2.8 %, so the warm-up is not the
-cause), while the 95 % intervals of groups of 5 cover exact 74–89 % of the time as BCa and 91–99 % as Student t. The fix: 'auto' bootstraps only
+cause), while the 95 % intervals of groups of 5 cover exact 74–89 % of the time as BCa and 91–99 % as Student t. The
+fix: 'auto' bootstraps only
 from 20 replications up (sojourn.core.stats.BOOTSTRAP_FROM). Results are appended as JSON lines to
 benchmarks/ci_coverage.jsonl.
 """

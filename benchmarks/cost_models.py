@@ -47,7 +47,7 @@ CASES = {
     "restart network erlang 3000": ("net", 3000),
 }
 
-CHILD = r'''
+CHILD = r"""
 import json, resource, sys, time
 case = json.loads(sys.argv[1])
 kind = case[0]
@@ -65,7 +65,9 @@ if kind == "jsq":
     reps = 2
     parts = cost.simulate(spec, horizon, reps, backend, 0.01, 182.32, min(reps, 2))
     warm = lambda: sojourn.simulate(spec, horizon=200.0, replications=1, backend=backend, dt=0.01, t_max=182.32)
-    run = lambda: sojourn.simulate(spec, horizon=float(horizon), replications=reps, backend=backend, dt=0.01, t_max=182.32)
+    run = lambda: sojourn.simulate(
+        spec, horizon=float(horizon), replications=reps, backend=backend, dt=0.01, t_max=182.32
+    )
 elif kind == "apx":
     _, method, R, rho, hyper = case
     import numpy as np, sojourn
@@ -129,12 +131,14 @@ ciw = kind == "jsq" and case[1] == "ciw"  # its two worker processes (the larges
 grew = 2 * kpeak if ciw else peak() - p0
 print(json.dumps({"predicted_seconds": sum(p.seconds for p in parts), "predicted_bytes": sum(p.memory for p in parts),
                   "wall": wall, "cpu": cpu, "grew": grew}))
-'''
+"""
 
 
 def run_case(name: str) -> dict:
     spec = CASES[name]
-    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True, text=True, check=False, timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True, text=True, check=False, timeout=3600
+    )
     if r.returncode:
         raise RuntimeError(f"{name}: {r.stderr[-2000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])

@@ -5,7 +5,8 @@
     python benchmarks/exact_budget.py frontier   # the default budget's reach at R = 4..6, rho >= 0.8, edge measured
 
 Runs ``exact_sojourn_cdf`` (no budget) on the default time grid (t ≤ 182.32, dt = 0.01) over R = 1..4 ×
-ρ ∈ {0.1, 0.5, 0.8, 0.9, 0.95} plus R = 5, 6 at low load and at ρ = 0.8–0.95 (no state cap), measures the CPU seconds of the call
+ρ ∈ {0.1, 0.5, 0.8, 0.9, 0.95} plus R = 5, 6 at low load and at ρ = 0.8–0.95 (no state cap), measures the CPU seconds
+of the call
 (``time.process_time``: wall time means little on a shared machine), and fits
 
     seconds ≈ a · K · T̂ + b · S + c      (sojourn.jsq_ps.solve.budget; S system states, K steps)

@@ -18,7 +18,24 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-C = ["-R", "2", "--load", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10", "--replications", "2", "-o", "out.nc"]
+C = [
+    "-R",
+    "2",
+    "--load",
+    "0.5",
+    "--horizon",
+    "2000",
+    "--warmup",
+    "100",
+    "--dt",
+    "0.1",
+    "--t-max",
+    "10",
+    "--replications",
+    "2",
+    "-o",
+    "out.nc",
+]
 PLAN = ["--mean-service", "1.2ms", "--deadline", "72ms", "--reliability", "0.9999"]
 
 CLI = [
@@ -51,7 +68,10 @@ CLI = [
 
 CONFIGS = [
     ("config seed 1e30", "jsq_ps:\n  simulation:\n    seed: 1.0e+30\n"),
-    ("config rho_range step 1e-9", "jsq_ps:\n  grid:\n    rho: null\n    rho_range: {start: 0.01, stop: 0.99, step: 1.0e-9}\n"),
+    (
+        "config rho_range step 1e-9",
+        "jsq_ps:\n  grid:\n    rho: null\n    rho_range: {start: 0.01, stop: 0.99, step: 1.0e-9}\n",
+    ),
     ("config scheduler_file missing", "cluster:\n  kind: scheduler_file\n  scheduler_file: nosuch.json\n"),
     ("config n_workers 1000", "cluster:\n  n_workers: 1000\n"),
     ("config duplicate key", "jsq_ps:\n  simulation:\n    replications: 3\n    replications: 4\n"),

@@ -48,7 +48,9 @@ from sojourn.core.timegrid import grid_size
 def jsq(law, kernel):
     spec = JSQPS.from_load(10, 0.9, service=law)
     def run(f):
-        H, W, C, dt, tm, om, kern, sb = check_run(spec, 100_000.0 * f, 0.0, 0.0, 0.01, 182.32, "fast", 200, kernel, None)
+        H, W, C, dt, tm, om, kern, sb = check_run(
+            spec, 100_000.0 * f, 0.0, 0.0, 0.01, 182.32, "fast", 200, kernel, None
+        )
         r = run_fast(spec, kern, seeds.replication_rng(0, spec, 0), W, H - C, dt, grid_size(tm, dt), om, sb)
         return int(r["events"])
     return run
@@ -99,8 +101,10 @@ def main(argv=None) -> int:
     print(f"{'case':<24}{'this ns/event':>15}{'other ns/event':>16}{'ratio (median of rounds)':>26}")
     for case in runs["this"][0]:
         ns = {w: [1e9 * r[case][1] / r[case][0] for r in runs[w]] for w in runs}
-        assert all(r[case][0] == runs["this"][0][case][0] for w in runs for r in runs[w]), f"{case}: event counts differ"
-        ratios = [a / b for a, b in zip(ns["this"], ns["other"])]
+        assert all(r[case][0] == runs["this"][0][case][0] for w in runs for r in runs[w]), (
+            f"{case}: event counts differ"
+        )
+        ratios = [a / b for a, b in zip(ns["this"], ns["other"], strict=True)]
         print(f"{case:<24}{statistics.median(ns['this']):15.1f}{statistics.median(ns['other']):16.1f}"
               f"{statistics.median(ratios):26.3f}")
     return 0

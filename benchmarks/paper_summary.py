@@ -73,7 +73,9 @@ def main(argv) -> int:
         m = np.broadcast_to(band_mask(rho, lo, hi), best.shape)
         print(f"  faithful winners, {label}: {dict(Counter(best[m & faithful].tolist()).most_common())}")
     status = ds["recommendation_status"].sel(percentile=pct).values.ravel()
-    print("recommendation at this percentile:", {STATUS[k]: int(v) for k, v in sorted(Counter(status.tolist()).items())})
+    print(
+        "recommendation at this percentile:", {STATUS[k]: int(v) for k, v in sorted(Counter(status.tolist()).items())}
+    )
     rec = ds["recommended"].sel(percentile=pct).values.ravel()
     print("recommended methods:", dict(Counter(rec.tolist()).most_common()))
     if "T" in present and "exact" in present:

@@ -149,16 +149,16 @@ def bench_slice():
         fixed = wall - sum(ph.values())
         est_wall = cell_wall + data_tail * ratio_cells + figures + fixed
         est_size = (sim_cell_kB * 990 + ap_cell_kB * 990) / 1e3 + sum(merged.values()) * ratio_cells
-        _record(what="paper slice R=1..10 x rho=%s (50 cells, 10 replications, horizon 160000)" % SLICE_RHO,
+        _record(what=f"paper slice R=1..10 x rho={SLICE_RHO} (50 cells, 10 replications, horizon 160000)",
                 wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in ph.items()},
                 sim_cpu_s=round(sim_cpu, 1), approx_cpu_s=round(approx_cpu, 1),
                 sim_cell_kB=round(sim_cell_kB, 1), approx_cell_kB=round(ap_cell_kB, 1),
                 merged_MB={k: round(v, 2) for k, v in merged.items()},
                 results_MB=round(_du(Path(work) / "results") / 1e6, 2),
                 extrapolated_990_cells_wall_s=round(est_wall), extrapolated_990_cells_results_MB=round(est_size),
-                note="extrapolation: cell phase x CPU ratio (simulation CPU x %.1f by customers, approximation "
-                     "CPU x %.1f by cells), merges/compare x %.1f, figures and start-up once; sizes x %.1f"
-                     % (ratio_sim, ratio_cells, ratio_cells, ratio_cells), target_wall_s=900, target_MB=300)
+                note=f"extrapolation: cell phase x CPU ratio (simulation CPU x {ratio_sim:.1f} by customers, "
+                     f"approximation CPU x {ratio_cells:.1f} by cells), merges/compare x {ratio_cells:.1f}, figures "
+                     f"and start-up once; sizes x {ratio_cells:.1f}", target_wall_s=900, target_MB=300)
 
 
 def bench_overhead():
@@ -215,8 +215,14 @@ def bench_noop():
         _snakemake(work, "--touch", configfile=paper)
         noop, proc = _snakemake(work, "-n", configfile=paper)
         nothing = "Nothing to be done" in proc.stdout + proc.stderr
-        _record(what="paper config DAG", jobs=len(b.simulation) + len(b.approximation) + 5, fresh_dry_run_s=round(fresh, 2),
-                noop_dry_run_s=round(noop, 2), nothing_to_be_done=nothing, target_noop_s=10)
+        _record(
+            what="paper config DAG",
+            jobs=len(b.simulation) + len(b.approximation) + 5,
+            fresh_dry_run_s=round(fresh, 2),
+            noop_dry_run_s=round(noop, 2),
+            nothing_to_be_done=nothing,
+            target_noop_s=10,
+        )
 
 
 def bench_paper():
@@ -250,7 +256,9 @@ def bench_paper():
         shared = json.loads(ap.attrs.get("config", "{}")).get("approximation", {}).get("share_corrected", False)
         rt = ap["run_time"]
         if shared:  # copies carry their source's run time: count each computation once
-            rt = rt.sel({"approximation": [m for m in ap["approximation"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]})
+            rt = rt.sel(
+                {"approximation": [m for m in ap["approximation"].values.tolist() if m not in ("B*", "D*", "E*", "F*")]}
+            )
         log = sorted((Path(work) / ".snakemake" / "log").glob("*.log"))[-1].read_text()
         _record(what="paper config, measured end to end (snakemake --cores 2 --configfile config/paper.yaml)",
                 wall_s=round(wall, 1), phases_s={k: round(v, 1) for k, v in _phases(log).items()},

@@ -89,8 +89,11 @@ def answers(repeats: int = 3, only: str = "") -> None:
             continue
         runs = [run_cli(args) for _ in range(repeats)]
         best = min(runs, key=lambda r: r["wall_s"])
-        print(f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
-              f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}")
+        print(
+            f"{name}: wall {', '.join(str(r['wall_s']) for r in runs)} s; "
+            f"CPU {', '.join(str(r['cpu_s']) for r in runs)} s"
+            f" (load {os.getloadavg()[0]:.1f})\n  {best['answer']}"
+        )
         record("answer", {"case": name, "walls_s": [r["wall_s"] for r in runs], "cpus_s": [r["cpu_s"] for r in runs],
                           "answer": best["answer"]})
     print(runs[-1]["output"])
@@ -108,8 +111,9 @@ again = []
 for _ in range({repeats}):
     t0 = time.perf_counter(); r = {EXAMPLE_CALL}; again.append(time.perf_counter() - t0)
 print(json.dumps({{"first_s": round(first, 3), "again_s": [round(x, 3) for x in again], "answer": r.message,
-                  "methods": [row.get("method") for row in r.rows], "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
-                  for row in r.rows if "seconds" in row}}}}))
+                  "methods": [row.get("method") for row in r.rows],
+                  "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
+                                    for row in r.rows if "seconds" in row}}}}))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
@@ -134,8 +138,8 @@ def exact_costs() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     import numpy as np
 
-    from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
     from sojourn.jsq_ps.plan import EXACT_MAX_LOAD
+    from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 
     t = np.linspace(0.0, 80.0, 1001)
     exact_sojourn_cdf(1.0, 1.0, 2, t)  # imports and first-call costs out of the way

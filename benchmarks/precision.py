@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import sys
 import time
@@ -88,7 +89,7 @@ def split_merge():
                       seed=int(cfg["simulation"]["seed"]), dt=float(e["time_grid"]["dt"]),
                       t_max=float(e["time_grid"]["t_max"]))
             name = f"({x}) {c['law']} {c['model']} r={c['replicas']} q={c['quorum']}"
-            out[name] = (lambda s, kw: lambda **k: simulate(s, **kw, **k))(c["spec"], kw)
+            out[name] = functools.partial(simulate, c["spec"], **kw)
 
     def values(p, ds):
         return histogram_statistic(p, ds["latency_count"].values, ds["latency_overflow"].values,
@@ -98,8 +99,8 @@ def split_merge():
 
 
 def restart():
-    from sojourn.restart.files import load_model
     from sojourn.restart.config import restart_rates, sim_kwargs
+    from sojourn.restart.files import load_model
     from sojourn.restart.simulate import simulate, spec_for
 
     cfg = section("restart")
@@ -110,7 +111,7 @@ def restart():
         kw = {**sim_kwargs(sim, cfg["time_grid"], ex), "seed": int(sim["seed"])}
         for s in ex["semantics"]:
             for r in restart_rates(ex["rates"]):
-                out[f"{name} {s} r={r:g}"] = (lambda sp, kw: lambda **k: simulate(sp, **kw, **k))(spec_for(net, s, r), kw)
+                out[f"{name} {s} r={r:g}"] = functools.partial(simulate, spec_for(net, s, r), **kw)
 
     def values(p, ds):
         x = histogram_statistic(p, ds["count"].values, ds["overflow"].values, ds["t"].values + float(ds.attrs["dt"]),

@@ -5,7 +5,8 @@
 
 Customers/s = recorded customers / CPU time of this process during the simulation (time.process_time;
 the machine is shared, so CPU time is the stable measure; wall-clock rates are printed too). Model build is
-included for Ciw; numba compilation is excluded for the fast backend by a warm-up call. Ciw runs in this process, seeded, at a short
+included for Ciw; numba compilation is excluded for the fast backend by a warm-up call. Ciw runs in this process,
+seeded, at a short
 horizon; the fast kernels at a long one. Warm-up and cool-down are 0 here: every customer counts.
 Targets (issue "Simulation engine"): fast ≥ 300× Ciw on M/M/10-JSQ-PS ρ = 0.9 (aim 500×), ≥ 100× with
 lognormal service; paper replication (R = 10, ρ = 0.9, T = 160 000, W = C = 8 000) ≤ 1 s kernel time and

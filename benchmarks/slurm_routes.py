@@ -59,8 +59,12 @@ def _slurm_jobs(out: str) -> list[dict]:
     if not ids:
         return []
     time.sleep(2)  # the batch step's accounting lands a moment after the job
-    p = subprocess.run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", "JobID,State,Elapsed,TotalCPU,MaxRSS,AllocCPUS"],
-                       capture_output=True, text=True, check=True)
+    p = subprocess.run(
+        ["sacct", "-n", "-P", "-j", ",".join(ids), "-o", "JobID,State,Elapsed,TotalCPU,MaxRSS,AllocCPUS"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     jobs: dict[str, dict] = {}
     for line in p.stdout.splitlines():
         jid, state, elapsed, cpu, rss, cpus = line.split("|")

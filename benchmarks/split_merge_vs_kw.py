@@ -10,7 +10,8 @@ exponential and hyperexponential scv 4 replicas, plus the 3-phase PH of experime
 * whole simulator: our time is the whole simulation (drawing the inter-arrival times and S_{q:r}, the queue,
   both histograms and every sum); the port's time is its recursion alone on pre-drawn T and S (its sampling
   and statistics are not counted: the ratio is the port's best case);
-* recursion only: our super-server recursion (``tests/support/split_merge_reference.super_server_delays``, the streaming kernel's winner
+* recursion only: our super-server recursion (``tests/support/split_merge_reference.super_server_delays``, the
+streaming kernel's winner
   tree) and the port on the same pre-drawn T and S, both returning every delay (identical delays, checked
   first, also against the host-level model ``split_merge_reference.split_merge_delays``).
 
@@ -33,11 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the reference recursions
-from support import split_merge_reference as REF  # noqa: E402
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
+from support import split_merge_reference as REF  # noqa: E402
 
 HYPER = "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254"  # mean 1, scv 4 (balanced means)
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"

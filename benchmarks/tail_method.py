@@ -174,7 +174,7 @@ def extended(methods, cells=None):
             else:
                 cdf, cpu, _ = run_corrected(m, R, rho, t)
             x = [float(quantile(t, cdf, q / 100)) for q in PERCENTILES]
-            err = [xi / ri - 1.0 for xi, ri in zip(x, ref)]
+            err = [xi / ri - 1.0 for xi, ri in zip(x, ref, strict=True)]
             print(f"    {m:>3}: " + " ".join(f"{100 * e:+6.2f}%" for e in err) + f"  ({cpu:.2f} s)", flush=True)
             rows.append(dict(R=R, rho=rho, method=m, err=err, cpu=cpu))
     return rows
@@ -201,8 +201,11 @@ def convergence(ref, cells):
                 break
             sf, _, _ = tail.survival(ch, t)
             x = [float(quantile(t, 1.0 - sf, q / 100)) for q in PERCENTILES]
-            err = [xi / vi - 1.0 if np.isfinite(vi) and np.isfinite(xi) else float("nan") for xi, vi in zip(x, truth)]
-            inc = ["" if prev is None else f"{100 * (a / b - 1):+6.2f}" for a, b in zip(x, prev or x)]
+            err = [
+                xi / vi - 1.0 if np.isfinite(vi) and np.isfinite(xi) else float("nan")
+                for xi, vi in zip(x, truth, strict=True)
+            ]
+            inc = ["" if prev is None else f"{100 * (a / b - 1):+6.2f}" for a, b in zip(x, prev or x, strict=True)]
             for e in err:
                 if np.isfinite(e):
                     worst[D] = max(worst[D], abs(e))

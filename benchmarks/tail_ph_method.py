@@ -86,7 +86,7 @@ def evaluate(law_key, law_text, R, rho, refs, variant="method"):
             break
         t_e = time_grid(2.0 * float(t_e[-1]), DT)
     rows = []
-    for q, xm, xest, xexp in zip(pcts, x, xb, xe):
+    for q, xm, xest, xexp in zip(pcts, x, xb, xe, strict=True):
         r = refs[q]
         ref = float(r["value"])
         half = (float(r["ci_high"]) - float(r["ci_low"])) / 2.0 / ref if r["ci_high"] not in ("", "nan") else math.nan
@@ -123,8 +123,11 @@ def summary(path=OUT, variant="method"):
             if not e.size:
                 continue
             opt = sum(r["optimistic"] == "1" for r in sel)
-            print(f"{law:18} {e.size:5d} {100 * np.median(np.abs(e)):10.1f}% {100 * e.min():+6.1f}% {100 * e.max():+6.1f}% "
-                  f"{int(np.sum(np.abs(e) <= 0.05)):3d}/{e.size:<2d} {opt:10d} {100 * ee.min():+7.1f}% {100 * ee.max():+7.1f}%")
+            print(
+                f"{law:18} {e.size:5d} {100 * np.median(np.abs(e)):10.1f}% {100 * e.min():+6.1f}% "
+                f"{100 * e.max():+6.1f}% {int(np.sum(np.abs(e) <= 0.05)):3d}/{e.size:<2d} {opt:10d} "
+                f"{100 * ee.min():+7.1f}% {100 * ee.max():+7.1f}%"
+            )
     cpu = np.array([float(r["paper_grid_cpu_seconds"]) for r in rows if r["percentile"] == "99.9"])
     loads = np.array([float(r["load_average"]) for r in rows if r["percentile"] == "99.9"])
     if cpu.size:
@@ -208,8 +211,10 @@ def markdown(path=OUT, variant="method") -> str:
             part.append(f"conservative in {len(cons)} of {len(x)} cells, by {_pc(min(c[0] for c in cons))} to "
                         f"{_pc(max(c[0] for c in cons))}")
         if opt:
-            part.append(f"optimistic in {len(opt)} of {len(x)} cells, by {_pc(max(c[0] for c in opt))} to "
-                        f"{_pc(min(c[0] for c in opt))} (at ρ ∈ {{{', '.join(f'{v:g}' for v in sorted({c[3] for c in opt}))}}})")
+            part.append(
+                f"optimistic in {len(opt)} of {len(x)} cells, by {_pc(max(c[0] for c in opt))} to "
+                f"{_pc(min(c[0] for c in opt))} (at ρ ∈ {{{', '.join(f'{v:g}' for v in sorted({c[3] for c in opt}))}}})"
+            )
         if len(cons) + len(opt) < len(x):
             part.append(f"inside the CI in {len(x) - len(cons) - len(opt)}")
         out.append(f"* {LAW_NAMES.get(law, law)}: the exponential model is {'; '.join(part)}. T-law: "

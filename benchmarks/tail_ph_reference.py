@@ -14,7 +14,8 @@ skipped, so an interrupted run resumes.
 Each cell: ``replications`` (10) independent replications of the numba kernel (:func:`sojourn.jsq_ps.raw.histogram`,
 seed 20341 + the usual per-replication streams), each recording about ``customers`` customers (1e7 at rho <= 0.7,
 2e7 at 0.8, 3e7 at 0.9 and above; the first cells of the record, uniform R = 1 and R = 3 at rho = 0.8, 0.9, 0.95,
-ran with 3e7 and 1e8: the record's ``customers_per_replication`` says), after a warm-up of max(5 % of the window, 20 relaxation times of the
+ran with 3e7 and 1e8: the record's ``customers_per_replication`` says), after a warm-up of max(5 % of the window, 20
+relaxation times of the
 run-length guard's model, :func:`sojourn.jsq_ps.simulate.run_model`), histogram dt = 0.01 to t = 2000. The
 percentile is the pooled histogram's (linear inside the crossing bin, as benchmarks/tail_reference.py); the
 95 % Student-t interval is across the replications' own percentiles. Recorded per cell: the run-length guard's
@@ -115,12 +116,12 @@ def run_cell(law, R, rho, replications, customers=None):
     cpu = time.process_time() - c0
     verdict = assess(run_model(spec), window, replications)
     pooled = np.sum(hists, axis=0)
-    n_rep = np.array([h.sum() + o for h, o in zip(hists, overs)], float)
+    n_rep = np.array([h.sum() + o for h, o in zip(hists, overs, strict=True)], float)
     rows = []
     for q in PERCENTILES:
         p = q / 100.0
         v = hist_percentile(pooled, int(sum(overs)), p)
-        per = np.array([hist_percentile(h, o, p) for h, o in zip(hists, overs)])
+        per = np.array([hist_percentile(h, o, p) for h, o in zip(hists, overs, strict=True)])
         if np.all(np.isfinite(per)):
             m, s = per.mean(), per.std(ddof=1)
             half = stats.t.ppf(0.975, replications - 1) * s / math.sqrt(replications)

@@ -128,7 +128,7 @@ def run_sim(R, rho, replications, customers):
     rows = []
     for q in PERCENTILES:
         v = hist_percentile(pooled, int(sum(overs)), q / 100)
-        per = np.array([hist_percentile(h, o, q / 100) for h, o in zip(hists, overs)])
+        per = np.array([hist_percentile(h, o, q / 100) for h, o in zip(hists, overs, strict=True)])
         if np.all(np.isfinite(per)):
             m, s = per.mean(), per.std(ddof=1)
             half = stats.t.ppf(0.975, replications - 1) * s / np.sqrt(replications)

@@ -127,4 +127,6 @@ def test_a_stale_page_is_found_rewritten_and_then_matches(tmp_path):
     ex.write([result])
     (again,) = ex.parse(page)
     assert again.commands[0].expected == ["…", "b 1", "…"] and not ex.check(again, tmp_path / "scratch2").stale
-    assert page.read_text(encoding="utf-8").endswith("```bash\nsnakemake --cores 2   # not an example: no prompt\n```\n")
+    assert page.read_text(encoding="utf-8").endswith(
+        "```bash\nsnakemake --cores 2   # not an example: no prompt\n```\n"
+    )

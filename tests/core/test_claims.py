@@ -8,8 +8,18 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.claims import (Caption, Claim, Query, agrees, caption_sentences, evaluate, evaluate_expr,
-                                 read_claims, rst_escape, verify)
+from sojourn.core.claims import (
+    Caption,
+    Claim,
+    Query,
+    agrees,
+    caption_sentences,
+    evaluate,
+    evaluate_expr,
+    read_claims,
+    rst_escape,
+    verify,
+)
 
 
 @pytest.fixture
@@ -102,7 +112,7 @@ def test_the_same_caption_code_on_different_data_says_different_things(ds):
     """A caption built from data (here, the commonest best label) changes when the data do, and each version
     verifies against its own data only."""
     def caption(d):
-        counts = {str(k): int(v) for k, v in zip(*np.unique(d["best"].values, return_counts=True))}
+        counts = {str(k): int(v) for k, v in zip(*np.unique(d["best"].values, return_counts=True), strict=True)}
         top = max(counts, key=counts.get)
         return Claim(f"{top} is best most often.", counts, Query("x.nc", "best", {}, None, [["unique"]]))
 

@@ -15,8 +15,8 @@ import xarray as xr
 
 from sojourn.core import integrity
 from sojourn.core.cache import cached_cells
-from sojourn.core.runner import Cell, store
 from sojourn.core.io import read_netcdf, write_netcdf
+from sojourn.core.runner import Cell, store
 
 
 def _ds(n=5, value=0):
@@ -186,7 +186,10 @@ def _writers():
     }
 
 
-_CASES = [(w, "file") for w in _writers()] + [("write_netcdf", "sidecar"), ("store (cache entry and its link)", "sidecar")]
+_CASES = [(w, "file") for w in _writers()] + [
+    ("write_netcdf", "sidecar"),
+    ("store (cache entry and its link)", "sidecar"),
+]
 
 
 @pytest.mark.parametrize("writer,which", _CASES, ids=[f"{w}-{x}" for w, x in _CASES])

@@ -86,9 +86,26 @@ def test_pipeline_results_root_on_a_full_device(full_disk, tmp_path):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work),
-                           f"{mnt}/results/jsq_ps/simulation.nc", "--cores", "2", "--configfile", str(tmp_path / "cfg.yaml")],
-                          capture_output=True, text=True, cwd=work, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(work),
+            f"{mnt}/results/jsq_ps/simulation.nc",
+            "--cores",
+            "2",
+            "--configfile",
+            str(tmp_path / "cfg.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
     lines = [line for line in out.splitlines() if "no space left on device: " + str(mnt) in line]

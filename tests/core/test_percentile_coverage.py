@@ -57,7 +57,9 @@ def _grid(mean):
 def _cases():
     """(name, exact percentiles, dt, histograms (count, overflow, t) per seed)."""
     for load in LOADS:
-        exact = np.array([brentq(lambda x: float(mm1ps_sojourn_cdf(load, 1.0, x)) - p, 0.0, 1e3) for p in PS])
+        exact = np.array(
+            [brentq(lambda x, a, p: float(mm1ps_sojourn_cdf(a, 1.0, x)) - p, 0.0, 1e3, args=(load, p)) for p in PS]
+        )
         dt, t_max = _grid(1.0 / (1.0 - load))
         horizon = CUSTOMERS / load
         for seed in SEEDS:

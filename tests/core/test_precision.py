@@ -16,8 +16,18 @@ from sojourn import JSQPS
 from sojourn.cli import main
 from sojourn.core.cluster import dask_client
 from sojourn.core.io import read_netcdf
-from sojourn.core.precision import (MAX_REPLICATIONS, STOP_REASONS, TARGET_MET, UNDEFINED, Precision,
-                                    decide, histogram_statistic, next_count, parse, run_replications)
+from sojourn.core.precision import (
+    MAX_REPLICATIONS,
+    STOP_REASONS,
+    TARGET_MET,
+    UNDEFINED,
+    Precision,
+    decide,
+    histogram_statistic,
+    next_count,
+    parse,
+    run_replications,
+)
 from sojourn.core.stats import cdf_from_histogram, interval, mean_ci, percentiles_per_replication
 from sojourn.jsq_ps.simulate import simulate, simulate_many
 
@@ -115,7 +125,7 @@ def test_interval_over_each_rows_own_replications():
                 assert (lo[r], hi[r]) == pytest.approx((ref[1][0], ref[2][0]), rel=1e-12)
             assert lo[r] <= m[r] <= hi[r]
         full = interval(xp[[0, 1, 6]], cfg, seed=4)  # the complete rows alone, unmasked
-        for a, b in zip((m, lo, hi, meth), full):
+        for a, b in zip((m, lo, hi, meth), full, strict=True):
             np.testing.assert_array_equal(a[[0, 1, 6]], b)
 
 
@@ -181,7 +191,7 @@ def test_cells_of_very_different_variance_reach_the_requested_half_width(low_hig
 
 
 def test_precision_run_is_bit_identical_to_the_fixed_count_run(low_high):
-    for ds, rho in zip(low_high, (0.1, 0.95)):
+    for ds, rho in zip(low_high, (0.1, 0.95), strict=True):
         fixed = simulate(JSQPS.from_load(2, rho), seed=3, replications=int(ds["replications_used"]), **RUN)
         xr.testing.assert_equal(_data(ds), _data(fixed))
 
@@ -244,7 +254,7 @@ def test_block_pads_cells_and_a_tighter_target_simulates_only_the_extra_replicat
     tight, log = _block(client, tmp_path, 0.05, "cache", "tight")
     new = tight["replications_used"].sel(service="exponential", R=2).values
     assert (new >= used).all() and new[1] > used[1]
-    for rho, n_old, n_new in zip(("0.10", "0.90"), used, new):
+    for rho, n_old, n_new in zip(("0.10", "0.90"), used, new, strict=True):
         m = re.search(rf"cell rho={rho}: \w+ after {n_new} replications.*; (\d+) simulated, (\d+) from the cache", log)
         assert m, log
         assert (int(m.group(1)), int(m.group(2))) == (n_new - n_old, n_old)  # only the extra ones

@@ -109,7 +109,8 @@ def test_default_split_merge_and_restart_runs_are_not_flagged():
     from sojourn.core.replications import check_window
     from sojourn.restart.config import restart_rates
     from sojourn.restart.files import load_model
-    from sojourn.restart.simulate import run_model as restart_model, spec_for
+    from sojourn.restart.simulate import run_model as restart_model
+    from sojourn.restart.simulate import spec_for
     from sojourn.split_merge.config import cells as sm_cells
     from sojourn.split_merge.simulate import guard, recording_window
 
@@ -176,9 +177,12 @@ def test_predicted_spread_of_jsq_replication_means_agrees_with_the_measured_one(
 
 def test_predicted_spread_of_split_merge_and_restart_replication_means():
     from sojourn.restart.files import load_model
-    from sojourn.restart.simulate import SimulationSpec, run_model as restart_model, simulate as rs_simulate
+    from sojourn.restart.simulate import SimulationSpec
+    from sojourn.restart.simulate import run_model as restart_model
+    from sojourn.restart.simulate import simulate as rs_simulate
     from sojourn.split_merge.model import SplitMerge
-    from sojourn.split_merge.simulate import run_model as sm_model, simulate as sm_simulate
+    from sojourn.split_merge.simulate import run_model as sm_model
+    from sojourn.split_merge.simulate import simulate as sm_simulate
 
     spec = SplitMerge.from_load(4, 2, 1, 0.9, "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254")
     ds = sm_simulate(spec, workunits=20_000, replications=40, seed=1)
@@ -201,7 +205,9 @@ def test_concatenated_replications_are_judged_for_their_count():
     alone = simulate_replication(spec, 0, 0, **kw)
     joined = concat_replications([simulate_replication(spec, k, 0, **kw) for k in range(20)])
     assert int(alone["run_valid"]) == 0 and int(joined["run_valid"]) == 1  # 20 replications are precise enough
-    assert float(joined["predicted_relative_se"]) == pytest.approx(float(alone["predicted_relative_se"]) / math.sqrt(20))
+    assert float(joined["predicted_relative_se"]) == pytest.approx(
+        float(alone["predicted_relative_se"]) / math.sqrt(20)
+    )
 
 
 # -- the comparisons never judge by a flagged cell -------------------------------------------------------------------
@@ -230,8 +236,8 @@ def test_restart_comparison_never_picks_the_best_rate_from_a_short_point():
 
     from sojourn.restart.compare import comparison
     from sojourn.restart.files import load_model
-    from sojourn.restart.solve import solve
     from sojourn.restart.simulate import simulate, spec_for
+    from sojourn.restart.solve import solve
 
     net = load_model("example2")
     rates = [0.5, 1.0, 2.0]

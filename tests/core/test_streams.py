@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 import pytest
+from numba import njit
 from scipy import linalg, stats
 
-from sojourn.core import phase_type as ph
 from sojourn.core import ph_walk, sfc64
+from sojourn.core import phase_type as ph
 from sojourn.core.seeds import replication_rng
 from sojourn.split_merge.model import SplitMerge
 
@@ -137,7 +137,7 @@ def test_prefix_paths_partition_the_walk():
         assert abs(sum(p for p, _, _ in paths) - 1.0) < 1e-12
         for p, held, end in paths[:50]:
             prob = beta[held[0]] if held else beta[end]
-            for a, b in zip(held, held[1:] + (end,)):
+            for a, b in zip(held, held[1:] + (end,), strict=True):
                 prob *= succ[a][1][list(succ[a][0]).index(b)]
             assert abs(prob - p) < 1e-15
         assert all(e < 0 and len(h) == q for _, h, e in paths) == closed
@@ -192,13 +192,19 @@ def _walk_draws(beta, B, reward, n, seed, max_paths=256):
     return t, w
 
 
-@pytest.mark.parametrize("name,law", [
-    ("ph3", PH3),
-    ("hyperexponential", (np.array([0.8873, 0.1127]), -np.diag([1.7746, 0.2254]))),
-    ("erlang-3 with an atom", (np.array([0.9, 0.0, 0.0]), np.array([[-3.0, 3.0, 0.0], [0.0, -3.0, 3.0], [0.0, 0.0, -3.0]]))),
-    ("lumped S_{3:10} of ph3", ph.order_statistic_lumped(*PH3, 3, 10)),
-    ("lumped S_{3:10} of the hyperexponential", ph.order_statistic_lumped(*HYPER2, 3, 10)),
-])
+@pytest.mark.parametrize(
+    "name,law",
+    [
+        ("ph3", PH3),
+        ("hyperexponential", (np.array([0.8873, 0.1127]), -np.diag([1.7746, 0.2254]))),
+        (
+            "erlang-3 with an atom",
+            (np.array([0.9, 0.0, 0.0]), np.array([[-3.0, 3.0, 0.0], [0.0, -3.0, 3.0], [0.0, 0.0, -3.0]])),
+        ),
+        ("lumped S_{3:10} of ph3", ph.order_statistic_lumped(*PH3, 3, 10)),
+        ("lumped S_{3:10} of the hyperexponential", ph.order_statistic_lumped(*HYPER2, 3, 10)),
+    ],
+)
 @pytest.mark.parametrize("max_paths", [1, 256])
 def test_walk_draws_the_law_and_its_reward(name, law, max_paths):
     """Phase by phase (max_paths = 1) and with the start drawn as whole paths (open and closed ones)."""
@@ -240,5 +246,5 @@ def test_lumped_levels_follow_the_lumped_phases():
         lv = ph.lumped_levels(m, q, r)
         assert lv.size == beta.size and lv[0] == r and lv[-1] == r - q + 1
         # a level-j phase loses a replica only by moving to level j-1: B has no entry from level j to j-2
-        for i, j in zip(*np.nonzero(B)):
+        for i, j in zip(*np.nonzero(B), strict=True):
             assert lv[i] - lv[j] in (0, 1)

@@ -80,13 +80,13 @@ def test_different_winners_give_different_words(runs):
 
 
 def test_every_claim_is_rederived_from_its_data(runs):
-    for cmp, folder, captions in runs.values():
+    for _cmp, folder, captions in runs.values():
         assert _verify_all(captions, folder) >= 10
 
 
 def test_a_caption_contradicted_by_the_data_fails(runs):
     """The check can fail: a claim read from one run's caption does not hold on the other run's file."""
-    (_, folder_t, cap_t), (_, folder_a, _) = runs["T"], runs["A*"]
+    (_, _, cap_t), (_, folder_a, _) = runs["T"], runs["A*"]
     other = read_netcdf(folder_a / "comparison.nc")
     claims = read_claims(cap_t["best_method_map"])
     assert not all(verify(c, lambda source: other)[0] for c in claims)

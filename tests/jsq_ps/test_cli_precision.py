@@ -14,9 +14,10 @@ from sojourn.cli import main
 from sojourn.core.io import read_netcdf
 from sojourn.core.replications import WARMUP_FRACTION
 from sojourn.core.stats import TAIL_MIN, format_with_ci, percentiles_per_replication
-from sojourn.jsq_ps.solve.api import approximate, summary as analytic_summary
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate, summary
+from sojourn.jsq_ps.solve.api import approximate
+from sojourn.jsq_ps.solve.api import summary as analytic_summary
 
 
 # -- the formatting helper ------------------------------------------------------------------------
@@ -62,9 +63,19 @@ def test_simulate_prints_percentiles_with_ci_and_stores_them(tmp_path, capsys):
     assert main([*SIM, "--horizon", "20000", "--replications", "5", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     ds = read_netcdf(out)
-    for v in ("sojourn_percentile", "sojourn_percentile_mean", "sojourn_percentile_ci_low", "sojourn_percentile_ci_high",
-              "sojourn_percentile_ci_method", "sojourn_beyond", "sojourn_percentile_too_few", "mean_ci_low",
-              "mean_ci_high", "mean_number_per_server_ci_low", "mean_number_per_server_ci_high"):
+    for v in (
+        "sojourn_percentile",
+        "sojourn_percentile_mean",
+        "sojourn_percentile_ci_low",
+        "sojourn_percentile_ci_high",
+        "sojourn_percentile_ci_method",
+        "sojourn_beyond",
+        "sojourn_percentile_too_few",
+        "mean_ci_low",
+        "mean_ci_high",
+        "mean_number_per_server_ci_low",
+        "mean_number_per_server_ci_high",
+    ):
         assert v in ds, v
     assert ds["percentile"].values.tolist() == [99.0, 99.9, 99.99, 99.999]
     assert ds["sojourn_percentile"].dims == ("replication", "percentile")

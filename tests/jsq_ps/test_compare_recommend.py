@@ -11,11 +11,26 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.compare import (APPROXIMATION_VALIDITY, FLAGGED_BY_APPROXIMATION, NOT_A_CDF, NOT_COMPUTED,
-                                    SIMULATE, STATUS_ALL_OPTIMISTIC, STATUS_EXACT, STATUS_NO_SIMULATION,
-                                    STATUS_NON_OPTIMISTIC, STATUS_TAIL, STATUS_TOO_FEW, TAIL_ENOUGH,
-                                    TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED, compare, tail_check, tail_customers,
-                                    tail_decisions)
+from sojourn.jsq_ps.compare import (
+    APPROXIMATION_VALIDITY,
+    FLAGGED_BY_APPROXIMATION,
+    NOT_A_CDF,
+    NOT_COMPUTED,
+    SIMULATE,
+    STATUS_ALL_OPTIMISTIC,
+    STATUS_EXACT,
+    STATUS_NO_SIMULATION,
+    STATUS_NON_OPTIMISTIC,
+    STATUS_TAIL,
+    STATUS_TOO_FEW,
+    TAIL_ENOUGH,
+    TAIL_FEW_PER_REPLICATION,
+    TAIL_FEW_POOLED,
+    compare,
+    tail_check,
+    tail_customers,
+    tail_decisions,
+)
 
 DT, NT, NK, N = 0.01, 2500, 4, 60_000
 PCTS = [99.0, 99.9]  # 600 customers beyond the 99th per replication, 60 beyond the 99.9th (too few)

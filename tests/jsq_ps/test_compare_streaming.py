@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.compare import compare, compare_files, interval
 from sojourn.core.io import read_netcdf
+from sojourn.jsq_ps.compare import compare, compare_files, interval
 from sojourn.jsq_ps.storage import read_approximation
 
 SERVICES = ["deterministic", "exponential", "lognormal"]
@@ -44,7 +44,7 @@ def _datasets(seed=0):
     )
     rates = np.array([0.8, 1.2, 1.0])
     sf = np.empty((len(RS), len(RHOS), len(METHODS), NT), np.float32)
-    for i, R in enumerate(RS):
+    for i in range(len(RS)):
         for j, rho in enumerate(RHOS):
             for m, r in enumerate(rates):
                 sf[i, j, m] = np.exp(-r * (1.0 - rho) * t)
@@ -111,7 +111,7 @@ def test_interval_skew_selection_with_gaps():
     full = interval(x, cfg, seed=1)
     gaps = np.concatenate([x, np.full((25, 10), np.nan)])
     part = interval(gaps, cfg, seed=1)
-    for a, b in zip(full, part):
+    for a, b in zip(full, part, strict=True):
         np.testing.assert_array_equal(a, b[:40])
     assert (full[3] == 1).any() and (full[3] == 0).any()
     assert np.isnan(part[0][40:]).all()
@@ -186,7 +186,9 @@ def test_fit_invalid_flags_and_never_wins(how, bits):
         xr.testing.assert_identical(got[v].sel(rest), good[v].sel(rest))
         xr.testing.assert_identical(got[v].sel(R=2, rho=[0.3, 0.6]), good[v].sel(R=2, rho=[0.3, 0.6]))
         if "approximation" in got[v].dims and v != "tied_with_best":  # B's tie in the broken cell: it is the best now
-            xr.testing.assert_identical(got[v].sel({"approximation": ["B", "exact"]}), good[v].sel({"approximation": ["B", "exact"]}))
+            xr.testing.assert_identical(
+                got[v].sel({"approximation": ["B", "exact"]}), good[v].sel({"approximation": ["B", "exact"]})
+            )
 
 
 def test_fit_validity_tolerates_round_off_only():

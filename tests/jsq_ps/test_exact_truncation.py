@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from sojourn.cli import main
+from sojourn.jsq_ps.model import JSQPS
+from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.solve import approximate, approximate_all
 from sojourn.jsq_ps.solve.exact import exact_plan
 from sojourn.jsq_ps.solve.guards import OVER_BUDGET, TRUNCATION_NOT_REACHED, describe
 from sojourn.jsq_ps.solve.methods import TAIL_EPS
-from sojourn.jsq_ps.model import JSQPS
-from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
 
 EPS = 1e-10  # exact's eps and the corrected chain's chain_eps (their defaults)
 GRID = {"t_max": 20.0, "dt": 0.5}  # the truncations do not depend on the grid; the cost does

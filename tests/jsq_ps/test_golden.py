@@ -61,7 +61,9 @@ def test_kernel_outputs_are_the_golden_ones(name):
     want = golden[name]
     assert got["n_customers_values"] == want["n_customers_values"], name
     for v in VARS:
-        assert got[v] == want[v], f"{name}: {v} changed (a deliberate change? python tests/jsq_ps/test_golden.py --regenerate)"
+        assert got[v] == want[v], (
+            f"{name}: {v} changed (a deliberate change? python tests/jsq_ps/test_golden.py --regenerate)"
+        )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ LAWS = [
 ]
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_moments_match_samples(law):
     rng = np.random.default_rng(12345)
     x = law.sample(rng, 200_000)
@@ -40,7 +40,7 @@ def test_moments_match_samples(law):
         assert abs(x.var() / law.variance - 1) < 0.05
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_scaled_to_mean_keeps_shape(law):
     scaled = law.scaled_to_mean(3.0)
     assert type(scaled) is type(law)
@@ -48,7 +48,7 @@ def test_scaled_to_mean_keeps_shape(law):
     assert scaled.scv == pytest.approx(law.scv, rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.parametrize("law", LAWS, ids=lambda l: l.name)
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_string_round_trip(law):
     assert parse_law(str(law)).mean == pytest.approx(law.mean, rel=1e-5)
 
@@ -124,12 +124,12 @@ def test_require_stable():
         spec.require_stable()
 
 
-@pytest.mark.parametrize("law", [l for l in LAWS if l.name != "deterministic"], ids=lambda l: l.name)
+@pytest.mark.parametrize("law", [law for law in LAWS if law.name != "deterministic"], ids=lambda law: law.name)
 def test_kernel_sampler_follows_the_law(law):
     """The numba sampler (what the fast backend draws from) has the law's CDF (KS test, fixed seed)."""
     from scipy import stats
 
-    from sojourn.core.sampling import sample_many
+    from support.sampling import sample_many
 
     code, params = law.kernel_spec()
     x = sample_many(code, params, 5_000, np.random.default_rng(7))
@@ -137,7 +137,7 @@ def test_kernel_sampler_follows_the_law(law):
 
 
 def test_kernel_sampler_deterministic():
-    from sojourn.core.sampling import sample_many
+    from support.sampling import sample_many
 
     code, params = Deterministic(0.25).kernel_spec()
     assert np.all(sample_many(code, params, 10, np.random.default_rng(0)) == 0.25)

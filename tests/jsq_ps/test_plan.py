@@ -31,8 +31,15 @@ import sojourn
 from sojourn.cli import main
 from sojourn.core.stats import mean_ci
 from sojourn.jsq_ps import plan as P
-from sojourn.jsq_ps.accuracy import (COLUMNS, PACKAGE_TABLE, SIMULATE, build_accuracy, parse_accuracy, read_accuracy,
-                                     write_accuracy)
+from sojourn.jsq_ps.accuracy import (
+    COLUMNS,
+    PACKAGE_TABLE,
+    SIMULATE,
+    build_accuracy,
+    parse_accuracy,
+    read_accuracy,
+    write_accuracy,
+)
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
 
@@ -119,7 +126,9 @@ def test_budget_minus_network_latency_and_units_of_the_answer():
     a = sojourn.plan("2/ms", "1ms", budget="40ms", network_latency="30ms", reliability=0.99)
     b = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99)
     assert a.servers == b.servers and a.unit == "ms"
-    assert a.to_dict()["target"]["budget"] == pytest.approx(40.0) and a.to_dict()["target"]["deadline"] == pytest.approx(10.0)
+    assert a.to_dict()["target"]["budget"] == pytest.approx(40.0) and a.to_dict()["target"][
+        "deadline"
+    ] == pytest.approx(10.0)
     c = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99, unit="us")
     assert c.unit == "µs"
     assert c.rows[1]["percentile"] == pytest.approx(1000 * b.rows[1]["percentile"], rel=1e-12)
@@ -245,9 +254,14 @@ REFUSED = [
     (dict(reliability="99.99"), ["reliability must be < 1"]),
     (dict(reliability="high"), ["reliability must be a probability"]),
     (dict(reliability=None), ["reliability is required"]),
-    (dict(deadline="4ms", reliability=0.99), ["deadline 4 ms is", "service time's own 99th percentile 4.605 ms",
-                                               "at least its service requirement"]),
-    (dict(deadline="0.9ms", service_law="deterministic"), ["deadline 0.9 ms is", "service time's own 99th percentile 1 ms"]),
+    (
+        dict(deadline="4ms", reliability=0.99),
+        ["deadline 4 ms is", "service time's own 99th percentile 4.605 ms", "at least its service requirement"],
+    ),
+    (
+        dict(deadline="0.9ms", service_law="deterministic"),
+        ["deadline 0.9 ms is", "service time's own 99th percentile 1 ms"],
+    ),
     (dict(deadline=None, budget="30ms", network_latency="26ms"), ["budget − network_latency leaves 4 ms"]),
     (dict(arrival_rate="200/ms"), ["max_servers 64 is below the 201 servers the load needs to be stable"]),
     (dict(arrival_rate="3/ms", max_servers=2), ["max_servers 2 is below the 4 servers"]),
@@ -286,7 +300,7 @@ CLI = ["plan", "--arrival-rate", "2/ms", "--mean-service", "1ms", "--deadline", 
 
 def _cli(*change):
     argv = list(CLI)
-    for flag, value in zip(change[::2], change[1::2]):
+    for flag, value in zip(change[::2], change[1::2], strict=True):
         if flag in argv:
             i = argv.index(flag)
             del argv[i:i + 2]
@@ -495,7 +509,10 @@ def test_build_accuracy_rows_and_flags(tmp_path):
     assert short[(2, 0.5, 99.0, "C*")]["usable"] == 0  # 50 per replication beyond the 99th
     # the comparison's own verdicts: too few customers in some replication, or a run too short to trust
     cmp = _comparison(rel, err_hi, fit)
-    cmp["few_tail_customers"] = (("service", "R", "rho", "percentile"), np.array([[[[0, 1], [0, 0]], [[2, 0], [0, 0]]]]))
+    cmp["few_tail_customers"] = (
+        ("service", "R", "rho", "percentile"),
+        np.array([[[[0, 1], [0, 0]], [[2, 0], [0, 0]]]]),
+    )
     cmp["sim_run_valid"] = (("service", "R", "rho"), np.array([[[1, 1], [1, 0]]], np.int8))
     own = {(r["R"], r["rho"], r["percentile"], r["approximation"]): r for r in build_accuracy(cmp, window=1e5)}
     assert own[(2, 0.5, 99.9, "C*")]["usable"] == 0 and own[(2, 0.5, 99.0, "C*")]["usable"] == 1  # few = 1
@@ -594,7 +611,7 @@ def test_simulated_replications_are_the_same_in_one_process_or_several():
     spec = JSQPS.from_load(5, 0.8, service="lognormal")
     serial = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=1)
     forked = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=2)
-    for a, b in zip(serial, forked):
+    for a, b in zip(serial, forked, strict=True):
         np.testing.assert_array_equal(a, b)
     assert serial[0].shape == (4, 801) and serial[0].sum() > 10_000
 
@@ -617,13 +634,16 @@ def test_the_issue_example_is_answered_by_T_without_simulation(monkeypatch):
     # beyond T's grid (1.25 d)
     assert 0.995 < below["probability"] < below["probability_high"] < 0.9999
     assert below["percentile"] is None and below["percentile_above"] == pytest.approx(90.0)
-    # the error column is T's margin at the 99.99th: x_T = x_D (1 + m), the true percentile in [x_T (1 − m)/(1 + m), x_T]
+    # the error column is T's margin at the 99.99th: x_T = x_D (1 + m), the true percentile in [x_T (1 − m)/(1 + m),
+    # x_T]
     for r in (answer, above):
         m = r["method_error_mean"]
         assert 0.0 < m < 0.02 and r["method_error_ci_low"] == 0.0
         assert r["method_error_ci_high"] == pytest.approx((1 + m) / (1 - m) - 1)
         assert r["tail_D"] >= 2 and r["probability"] >= 0.9999
-    assert answer["percentile"] == pytest.approx(31.82, abs=0.01) and above["percentile"] == pytest.approx(19.31, abs=0.01)
+    assert answer["percentile"] == pytest.approx(31.82, abs=0.01) and above["percentile"] == pytest.approx(
+        19.31, abs=0.01
+    )
     text = res.table()
     assert "+0 to +2.5 % (never below; margin 1.22 %)" in text and "P(T ≤ d) ≤ 0.99615" in text
     assert any("a 'yes' from T is safe" in n for n in res.notes)
@@ -659,7 +679,8 @@ def test_T_percentile_is_not_optimistic_and_within_its_bound_in_an_independent_s
                                                   ("1.5/ms", "6ms", 0.99), ("0.9/ms", "30ms", 0.9999)])
 def test_T_verdicts_agree_with_exact_where_both_run(monkeypatch, arrival, deadline, p):
     """Where exact runs cheaply (R = 1..6 here), T in its place: T's P(T ≤ d) never above exact's certified upper
-    bound, exact's lower bound never above the largest T's bound admits, T's percentile within [1, 1 + e] of exact's, and the same answer R (or
+    bound, exact's lower bound never above the largest T's bound admits, T's percentile within [1, 1 + e] of exact's,
+    and the same answer R (or
     R − 1 marked as within T's margin)."""
     want = sojourn.plan(arrival, "1ms", deadline=deadline, reliability=p)
     assert {r["method"] for r in want.rows if r["stable"]} == {"exact"}

@@ -106,7 +106,11 @@ def test_T_in_the_maps(data, drawn):
     plots.best_method_map(cmp, "unused")
     rec, best = drawn
     # one legend per map: a patch per method, in its colour of the one palette (T: its own)
-    patches = {t.get_text().split(":")[0]: h for lg in rec.legends for h, t in zip(lg.legend_handles, lg.get_texts())}
+    patches = {
+        t.get_text().split(":")[0]: h
+        for lg in rec.legends
+        for h, t in zip(lg.legend_handles, lg.get_texts(), strict=True)
+    }
     assert "T (conservative tail chain)" in patches and "exact" in patches
     assert mcolors.to_rgba(patches["T (conservative tail chain)"].get_facecolor()) == TAIL_RGBA
     # T's entry says why (exact over budget) and its margin over exact, from the data

@@ -14,14 +14,24 @@ import xarray as xr
 
 from sojourn.core.io import read_netcdf
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve import approximate_all
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.plots import FIGURES
-from sojourn.jsq_ps.reproduction import (ABSENT, DISAGREE, SAME, TIE, largest_disagreements,
-                                         paper_best_map, paper_tables, report_html, report_text, reproduce,
-                                         write_reproduction)
+from sojourn.jsq_ps.reproduction import (
+    ABSENT,
+    DISAGREE,
+    SAME,
+    TIE,
+    largest_disagreements,
+    paper_best_map,
+    paper_tables,
+    report_html,
+    report_text,
+    reproduce,
+    write_reproduction,
+)
 from sojourn.jsq_ps.simulate import simulate
+from sojourn.jsq_ps.solve import approximate_all
 
 METHODS = ["A", "B", "C", "D", "E", "F", "A*", "C*", "exact", "T"]
 RS = [1, 3, 10]
@@ -147,11 +157,16 @@ def test_shapes_and_absent_cells(rep):
     # R = 5, 7 and rho = .25, .75, .85, .95, .99 are not in the run: NaN, not an error
     assert pe.sel(pct_R=[5, 7]).isnull().all() and pe.sel(pct_rho=[0.25, 0.75, 0.85, 0.95, 0.99]).isnull().all()
     assert pe.sel(pct_R=1, pct_rho=0.5).isnull().all()  # present in the grid, nothing computed
-    assert pe.sel(family="exact", pct_R=[3, 10]).isnull().all() and pe.sel(family="exact", pct_R=1, pct_rho=0.1).notnull().all()
+    assert (
+        pe.sel(family="exact", pct_R=[3, 10]).isnull().all()
+        and pe.sel(family="exact", pct_R=1, pct_rho=0.1).notnull().all()
+    )
     assert (rep["paper_value_in_ci"].where(pe.isnull()).fillna(-1) == -1).all()
     t = pe.sel(family="T", pct_R=[1, 3, 10], pct_rho=[0.1, 0.5, 0.9])
     assert t.isnull().sum() == 2 and float(t.max()) == float(t.min()) == 0.025  # absent at (R = 1, rho = 0.5) only
-    assert (rep["percentile_error_method"].sel(family="T").values == np.where(pe.sel(family="T").isnull(), "", "T")).all()
+    assert (
+        rep["percentile_error_method"].sel(family="T").values == np.where(pe.sel(family="T").isnull(), "", "T")
+    ).all()
     assert rep["agreement"].sel(R=1, rho=0.5).item() == ABSENT
     assert rep["agreement"].sel(rho=0.333).values.tolist() == [ABSENT] * 3  # not on the paper's grid
     assert rep["paper_best_method"].sel(rho=0.333).values.tolist() == [""] * 3
@@ -176,7 +191,10 @@ def test_agreement_logic(rep):
     assert rep.attrs["agreement_share"] == pytest.approx(agreeing / present)
     assert rep.attrs["agreement_share_same_letter"] == pytest.approx(int((ag == SAME).sum()) / present)
     rows = largest_disagreements(rep)
-    assert [(r["R"], r["rho"]) for r in rows][:1] == [(1, 0.9)] and {(r["R"], r["rho"]) for r in rows} == {(1, 0.9), (3, 0.9)}
+    assert [(r["R"], r["rho"]) for r in rows][:1] == [(1, 0.9)] and {(r["R"], r["rho"]) for r in rows} == {
+        (1, 0.9),
+        (3, 0.9),
+    }
 
 
 def test_percentile_and_relative_selection(rep):
@@ -194,7 +212,9 @@ def test_percentile_and_relative_selection(rep):
     assert rep["relative_error_method"].sel(family="faithful", rel_rho=0.5, rel_R=3).item() == "D"
     assert np.allclose(rel.values, -0.2)
     assert rep["sim_percentile_9999"].sel(rel_rho=0.5, rel_R=3).item() == pytest.approx(21.5)
-    lo, hi = (rep[v].sel(rel_rho=0.5, rel_R=3).item() for v in ("sim_percentile_9999_ci_low", "sim_percentile_9999_ci_high"))
+    lo, hi = (
+        rep[v].sel(rel_rho=0.5, rel_R=3).item() for v in ("sim_percentile_9999_ci_low", "sim_percentile_9999_ci_high")
+    )
     assert lo < 21.5 < hi
 
 
@@ -248,17 +268,22 @@ def real_comparison():
         for j, rho in enumerate(rhos):
             spec = JSQPS.from_load(R, rho)
             s = simulate(spec, horizon=1500.0, warmup=100.0, replications=3, seed=3)
-            cs.append(s["count"].values); os_.append(s["overflow"].values)
+            cs.append(s["count"].values)
+            os_.append(s["overflow"].values)
             run = [m for m in methods if m != "exact" or R == 1]
             for group in ([m for m in run if m in "ABCDEF"], [m for m in run if m not in "ABCDEF"]):
                 ds = approximate_all(spec, group, t=t)
                 for m in group:
                     cdf[i, j, methods.index(m)] = ds["cdf"].sel({"approximation": m}).values
-        count.append(cs); overflow.append(os_)
+        count.append(cs)
+        overflow.append(os_)
     sim = xr.Dataset({"count": (("service", "R", "rho", "replication", "t"), np.array([count])),
                       "overflow": (("service", "R", "rho", "replication"), np.array([overflow]))},
                      coords={"service": ["exponential"], "R": Rs, "rho": rhos, "replication": np.arange(3), "t": t})
-    approx = xr.Dataset({"cdf": (("R", "rho", "approximation", "t"), cdf)}, coords={"R": Rs, "rho": rhos, "approximation": methods, "t": t})
+    approx = xr.Dataset(
+        {"cdf": (("R", "rho", "approximation", "t"), cdf)},
+        coords={"R": Rs, "rho": rhos, "approximation": methods, "t": t},
+    )
     return compare(sim, approx, {"percentiles": [99, 99.9, 99.99, 99.999]})
 
 

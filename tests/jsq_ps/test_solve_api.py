@@ -5,10 +5,10 @@ import xarray as xr
 
 import sojourn
 from sojourn import JSQPS
-from sojourn.jsq_ps.solve import time_grid
-from sojourn.jsq_ps.solve.api import approximate, approximate_all, summary
 from sojourn.cli import main
 from sojourn.core.distributions import Exponential
+from sojourn.jsq_ps.solve import time_grid
+from sojourn.jsq_ps.solve.api import approximate, approximate_all, summary
 
 
 def test_grid_is_the_published_one():
@@ -35,8 +35,13 @@ def test_approximate_all_matches_single_and_shares():
     ds = approximate_all(spec, methods, t=t)
     assert ds["cdf"].dims == ("approximation", "t") and list(ds["approximation"].values) == methods
     for m in ("A", "C*"):
-        np.testing.assert_allclose(ds["cdf"].sel({"approximation": m}).values, approximate(spec, m, t=t)["cdf"].values, atol=1e-14)
-    assert int(ds["faithful"].sel({"approximation": "A"})) == 1 and int(ds["faithful"].sel({"approximation": "exact"})) == 0
+        np.testing.assert_allclose(
+            ds["cdf"].sel({"approximation": m}).values, approximate(spec, m, t=t)["cdf"].values, atol=1e-14
+        )
+    assert (
+        int(ds["faithful"].sel({"approximation": "A"})) == 1
+        and int(ds["faithful"].sel({"approximation": "exact"})) == 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,7 +91,10 @@ def test_summary_percentiles():
 
 def test_cli_writes_netcdf(tmp_path, capsys):
     out = tmp_path / "a.nc"
-    assert main(["approximate", "--servers", "2", "--load", "0.5", "--method", "E", "--t-max", "50", "--output", str(out)]) == 0
+    assert (
+        main(["approximate", "--servers", "2", "--load", "0.5", "--method", "E", "--t-max", "50", "--output", str(out)])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "99.99th percentile" in text and "mean sojourn" in text
     with xr.open_dataset(out) as ds:

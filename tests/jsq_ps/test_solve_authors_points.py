@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import extend_lambdas, solve_chain
+from sojourn.jsq_ps.solve.conditional_survival import expm_tails, recurrence_survival_faithful
 from sojourn.jsq_ps.solve.methods import method_cdf
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
-from sojourn.jsq_ps.solve.tails import expm_tails, recurrence_survival_faithful
-from sojourn.core.timegrid import time_grid
 
 POINTS = pd.read_csv(Path(__file__).parent / "data" / "authors_cdf_points.csv")
 CELLS = sorted({(m, int(R), float(rho), int(L1)) for m, R, rho, L1 in

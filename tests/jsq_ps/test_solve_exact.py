@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
+from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import solve_chain, stationary
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf, system_chain
-from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 
 
@@ -91,8 +91,8 @@ def test_certified_bounds_hold_a_larger_truncation():
     p_small /= p_small.sum()
     # the same states in the larger chain (phases by their tagged offset and others' offsets; levels kept)
     perm_s = np.argsort(small.inv)  # position -> TaggedPhases row
-    ot, O = small.phases.ot[perm_s], small.phases.O[perm_s]
-    where = large.inv[large.phases.index(ot, O)]
+    ot, occ = small.phases.ot[perm_s], small.phases.O[perm_s]
+    where = large.inv[large.phases.index(ot, occ)]
     assert np.all(where >= 0)
     p_large = np.zeros((large.size_phases, 80))
     p_large[where, :12] = p_small

@@ -10,18 +10,29 @@ import pytest
 import sojourn
 from sojourn.cli import main
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve import approximate_all
-from sojourn.jsq_ps.solve.budget import DEFAULT_BUDGET, check_budget
-from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojourn_cdf, per_server_rates
-from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
-from sojourn.jsq_ps.solve.guards import (ABOVE_ONE, BELOW_ZERO, COLLAPSED_LOAD, NEGATIVE_RATE, NON_FINITE,
-                                            NON_MONOTONE, OVER_BUDGET, RATE_ABOVE_ARRIVAL_RATE, TOLERANCE,
-                                            TRUNCATION_NOT_REACHED, describe, validity)
-from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
-from sojourn.jsq_ps.solve.tails import uniformized_survival
-from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
+from sojourn.jsq_ps.solve import approximate_all
+from sojourn.jsq_ps.solve.budget import DEFAULT_BUDGET, check_budget
+from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
+from sojourn.jsq_ps.solve.conditional_survival import uniformized_survival
+from sojourn.jsq_ps.solve.exact import choose_truncation, exact_plan, exact_sojourn_cdf, per_server_rates
+from sojourn.jsq_ps.solve.guards import (
+    ABOVE_ONE,
+    BELOW_ZERO,
+    COLLAPSED_LOAD,
+    NEGATIVE_RATE,
+    NON_FINITE,
+    NON_MONOTONE,
+    OVER_BUDGET,
+    RATE_ABOVE_ARRIVAL_RATE,
+    TOLERANCE,
+    TRUNCATION_NOT_REACHED,
+    describe,
+    validity,
+)
+from sojourn.jsq_ps.solve.gupta import FIT_POLE, admissible_gupta_lambdas, gupta_lambdas
+from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
 from sojourn.jsq_ps.storage import to_storage
 
 SWEEP_R = range(1, 11)
@@ -124,7 +135,7 @@ def test_round_off_of_valid_results_is_far_below_the_tolerance(sweep):
     exact, proper Markov chains; the published F overshoots 1 by 5e-11 at R = 6, ρ = 0.05 (its recurrence
     takes θ = λ_0 < λ_1 there), below anything stored or compared."""
     worst = {"chains": 0.0, "faithful": 0.0}
-    for R, rho, m, d in _each(sweep):
+    for _R, _rho, m, d in _each(sweep):
         if int(d["valid"]):
             F = d["cdf"].values
             key = "faithful" if m in FAITHFUL_METHODS else "chains"
@@ -276,7 +287,7 @@ def test_cell_task_carries_validity():
     t = time_grid(20.0, 0.1)
     ds = _approximate_task(3, 0.97, 1.0, ("C", "A*", "C*", "F*", "exact"), t, {"L1": 22, "L2": 130},
                            share_corrected=True, exact_budget={"max_states": 600_000, "max_seconds": 1e-3})
-    valid = dict(zip(ds["approximation"].values.tolist(), ds["valid"].values.tolist()))
+    valid = dict(zip(ds["approximation"].values.tolist(), ds["valid"].values.tolist(), strict=True))
     assert valid == {"C": 0, "A*": 1, "C*": 1, "F*": 1, "exact": 0}
     assert int(ds["validity_reason"].sel({"approximation": "exact"})) == OVER_BUDGET
     assert "flag_meanings" in ds["validity_reason"].attrs

@@ -3,14 +3,14 @@ special cases (R=1) and structural facts. References: jsq_ps_methods.md §3, §8
 import numpy as np
 import pytest
 
-from sojourn.jsq_ps.solve.chain import solve_chain, n_sorted_states
-from support.dense_reference import dense_chain, dense_method
 from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
+from sojourn.jsq_ps.solve.chain import n_sorted_states, solve_chain
 from sojourn.jsq_ps.solve.gupta import gupta_lambdas
 from sojourn.jsq_ps.solve.methods import all_methods, method_cdf
-from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.occupancy import birth_death_occupancy
+from support.dense_reference import dense_chain, dense_method
 
 
 @pytest.mark.parametrize("R,L1,rho", [(2, 7, 0.7), (3, 5, 0.85), (2, 4, 0.2), (4, 3, 0.6)])
@@ -137,7 +137,12 @@ def test_corrected_routes_agree():
 # The R=2, ρ=0.01 Method C file is *negative* (Gupta λ_0 < 0 there, §3.3): faithful mode keeps it.
 PUBLISHED = {
     ("A", 4, 0.5): {400: 0.8816251350220804, 500: 0.939761667706153, 600: 0.9697704868960105, 750: 0.9894139322795512},
-    ("C", 4, 0.3): {1: 0.002942782560176993, 100: 0.2781265249114593, 200: 0.49924441070901704, 300: 0.6596094020214252},
+    ("C", 4, 0.3): {
+        1: 0.002942782560176993,
+        100: 0.2781265249114593,
+        200: 0.49924441070901704,
+        300: 0.6596094020214252,
+    },
     ("C", 2, 0.01): {2400: -9.933710310489317, 2700: -13.762182725515443},
 }
 

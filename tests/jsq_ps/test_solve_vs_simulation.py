@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 
 import sojourn
+from sojourn.core.timegrid import time_grid
 from sojourn.jsq_ps.simulate import simulate
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
-from sojourn.core.timegrid import time_grid
 
 REPS = 16
 #: comparisons in this file: 2 values of R x (the mean + 5 CDF points); each at level 1 - 0.01/CHECKS

@@ -10,6 +10,7 @@ import pytest
 
 from sojourn.core.stats import quantile
 from sojourn.core.timegrid import time_grid
+from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import approximate, approximate_all
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
@@ -23,7 +24,6 @@ from sojourn.jsq_ps.solve.tail import (
     tagged_chain,
     tail_sojourn,
 )
-from sojourn.jsq_ps.model import JSQPS
 
 T = time_grid(60.0, 0.05)
 LEVELS = (0.99, 0.999, 0.9999, 0.99999)

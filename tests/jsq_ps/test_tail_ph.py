@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from support.mph_chain import sojourn_bounds
 
 from sojourn.core import phase_fit
 from sojourn.core import phase_type as PH
@@ -18,6 +17,7 @@ from sojourn.core.stats import mean_ci, quantile
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import tail_ph as TP
 from sojourn.jsq_ps.solve.tail import tail_sojourn
+from support.mph_chain import sojourn_bounds
 
 P = np.array([0.99, 0.999, 0.9999])
 
@@ -243,7 +243,7 @@ def test_reported_percentiles_against_a_stored_long_simulation(law, text, R, rho
     ref = stored_reference(law, R, rho)
     t = grid(60.0)
     x = quantile(t, TP.tail_ph_sojourn(rho * R, parse_law(text, mean=1.0), R, t).cdf, np.array([0.999, 0.9999]))
-    for q, v in zip((99.9, 99.99), x):
+    for q, v in zip((99.9, 99.99), x, strict=True):
         value, half = ref[q]
         assert value - half <= v <= 1.05 * value, (q, v, value, half)
 
@@ -305,7 +305,9 @@ def test_docs_validation_summary_is_the_record():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.OUT.exists(), "benchmarks/tail_ph_method.csv is missing"
-    assert mod.doc_block() == mod.markdown(), "docs/jsq_ps.md is stale: python benchmarks/tail_ph_method.py --write-docs"
+    assert mod.doc_block() == mod.markdown(), (
+        "docs/jsq_ps.md is stale: python benchmarks/tail_ph_method.py --write-docs"
+    )
 
 
 # -- the pipeline's comparison and the M/G/R figure --------------------------------------------------------------
@@ -314,12 +316,12 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     law method's 1 % short (Exp(scale) CDFs): law_comparison puts the law method's error at ≈ −1 % (a CI around
     it), the figure's error row draws it, and every claim its caption writes is re-derived from the file."""
     import xarray as xr
-    from support.synthetic import jsq_run
 
     from sojourn.core.claims import read_claims, verify
     from sojourn.core.io import read_netcdf, write_netcdf
     from sojourn.jsq_ps import plots
     from sojourn.jsq_ps.compare import compare, law_comparison
+    from support.synthetic import jsq_run
 
     sim, approx = jsq_run({0.5: {"A*": 0.97, "T": 1.02}, 0.6: {"A*": 0.97, "T": 1.02}}, n=60_000)
     law_sim = sim.assign_coords(service=["gamma"])
@@ -327,11 +329,21 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     sim2["sim_run_valid"] = xr.ones_like(sim2["overflow"].isel(replication=0), dtype=np.int8)
     t = sim["t"].values
     sf = np.exp(-t / 0.99)[None, None, None, None, :] * np.ones((1, 1, 2, 1, 1))
-    law = xr.Dataset({"sf": (("service", "R", "rho", "approximation", "t"), sf),
-                      "valid": (("service", "R", "rho", "approximation"), np.ones((1, 1, 2, 1), np.int8)),
-                      "margin": (("service", "R", "rho", "approximation", "percentile"), np.full((1, 1, 2, 1, 2), 0.01))},
-                     coords={"service": ["gamma"], "R": [2], "rho": [0.5, 0.6], "approximation": ["T"], "t": t,
-                             "percentile": [99.0, 99.9]})
+    law = xr.Dataset(
+        {
+            "sf": (("service", "R", "rho", "approximation", "t"), sf),
+            "valid": (("service", "R", "rho", "approximation"), np.ones((1, 1, 2, 1), np.int8)),
+            "margin": (("service", "R", "rho", "approximation", "percentile"), np.full((1, 1, 2, 1, 2), 0.01)),
+        },
+        coords={
+            "service": ["gamma"],
+            "R": [2],
+            "rho": [0.5, 0.6],
+            "approximation": ["T"],
+            "t": t,
+            "percentile": [99.0, 99.9],
+        },
+    )
     sim_path, law_path = tmp_path / "simulation.nc", tmp_path / "law_approximation.nc"
     write_netcdf(sim2, sim_path)
     write_netcdf(law, law_path)

@@ -42,7 +42,7 @@ def _compositions(m, nmax):
     return out
 
 
-def build(net, nmax):
+def build(net, nmax):  # noqa: C901, PLR0915 (the reference chain, one block a transition kind, read beside the model)
     """(states, Q): all truncated states (tuples of counts per type) and the sparse generator (CSR)."""
     types, slices = _types(net)
     index = {(q.name, c.name, p): j for j, (qi, q, c, p) in enumerate(types)}

@@ -33,7 +33,9 @@ def test_no_percentile_optimum_from_too_few_jobs_and_the_horizon_it_names_is_eno
                  f"{need.max():g}", "--taus", "0.3", "0.6", "-o", str(out2)]) == 0
     text = capsys.readouterr().out
     ds = read_netcdf(out2)
-    assert (ds["tau_percentile_beyond"].values >= TAIL_MIN).all() and np.isnan(ds["tau_percentile_needed_horizon"]).all()
+    assert (ds["tau_percentile_beyond"].values >= TAIL_MIN).all() and np.isnan(
+        ds["tau_percentile_needed_horizon"]
+    ).all()
     assert float(ds["tau_best_percentile"]) in (0.3, 0.6) and "too few" not in text
     assert f"best tau for p99: {float(ds['tau_best_percentile']):.4g}\n" in text
 
@@ -64,8 +66,9 @@ def test_sweep_predicted_over_the_time_limit_is_refused_before_it_runs(tmp_path,
     assert main(SHORT + ["--taus", "0.3", "0.6", "--max-time", "1e-6", "-o", str(out)]) == 2
     cap = capsys.readouterr()
     err = cap.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sojourn restart optimise: error: --horizon/--replications: this request "
-                                               "is predicted to take about "), err
+    assert len(err) == 1 and err[0].startswith(
+        "sojourn restart optimise: error: --horizon/--replications: this request is predicted to take about "
+    ), err
     assert "events" in err[0] and "--max-time DURATION" in err[0]
     assert "[1/4]" not in cap.err and not out.exists()
     seen = []

@@ -93,11 +93,17 @@ def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):
     bad = yaml.safe_load(yaml.safe_dump(TINY))
     bad["restart"]["examples"]["example1"]["warmup"] = 60000  # 2 * warmup > horizon
     proc = snakemake(run, bad, "-n")
-    assert proc.returncode != 0 and "restart.examples.example1: horizon must be > warmup + cooldown" in proc.stdout + proc.stderr
+    assert (
+        proc.returncode != 0
+        and "restart.examples.example1: horizon must be > warmup + cooldown" in proc.stdout + proc.stderr
+    )
     bad = yaml.safe_load(yaml.safe_dump(TINY))
     bad["restart"]["examples"]["example1"]["model"] = "nope"
     proc = snakemake(run, bad, "-n")
-    assert proc.returncode != 0 and "restart.examples.example1.model: model must be a YAML model file" in proc.stdout + proc.stderr
+    assert (
+        proc.returncode != 0
+        and "restart.examples.example1.model: model must be a YAML model file" in proc.stdout + proc.stderr
+    )
 
 
 def _log_counts(log: str) -> tuple[int, int]:

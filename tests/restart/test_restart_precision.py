@@ -12,13 +12,13 @@ import xarray as xr
 
 from sojourn.core.cluster import dask_client
 from sojourn.core.io import read_netcdf
+from sojourn.core.job import run
 from sojourn.core.precision import TARGET_MET
 from sojourn.core.stats import mean_ci
 from sojourn.restart.compare import comparison
 from sojourn.restart.files import load_model
-from sojourn.restart.solve import solve
 from sojourn.restart.simulate import simulate, spec_for
-from sojourn.core.job import run
+from sojourn.restart.solve import solve
 
 EXAMPLE = {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000, "warmup": 1000,
            "semantics": ["signal", "timeout_exponential"]}
@@ -73,7 +73,9 @@ def test_sweep_pads_points_and_a_tighter_target_simulates_only_the_extra_ones(cl
         for j, r in enumerate(loose["restart_rate"].values):
             m, h = mean_ci(loose["mean"].values[i, j, :used[i, j]], confidence=0.99)
             assert float(cmp["response_time"].sel(semantics=s, restart_rate=r)) == pytest.approx(m, rel=1e-13)
-            assert float(cmp["response_time_half_width"].sel(semantics=s, restart_rate=r)) == pytest.approx(h, rel=1e-12)
+            assert float(cmp["response_time_half_width"].sel(semantics=s, restart_rate=r)) == pytest.approx(
+                h, rel=1e-12
+            )
 
     tight, log = _sweep(client, tmp_path, 0.05, "cache", "tight")
     new = tight["replications_used"].transpose("semantics", "restart_rate").values

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from restart_ctmc_reference import solve_ctmc
+
 from sojourn.restart.files import load_model
 from sojourn.restart.model import JobClass, Network, Queue
-from sojourn.restart.solve import (closed_form, effective_service, optimal_signal_rate, solve)
+from sojourn.restart.solve import closed_form, effective_service, optimal_signal_rate, solve
 
 
 def two_class_queue(restart="anew", signal_rate=0.8):

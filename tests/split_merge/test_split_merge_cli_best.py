@@ -7,8 +7,8 @@ import pytest
 from sojourn.core.io import read_netcdf
 from sojourn.split_merge import cli
 from sojourn.split_merge.best import best, candidates, parse_criterion
-from sojourn.split_merge.solve import exact_results
 from sojourn.split_merge.model import SplitMerge
+from sojourn.split_merge.solve import exact_results
 
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 
@@ -79,8 +79,8 @@ def test_best_uses_exact_values_and_ranks_them():
     # q = 1: Erlang C; q ≥ 2 exponential: the QBD, except (r, q) = (4, 2): its load 12·(1/4 + 1/3)/7 is 1 up to
     # round-off (0.9999999999999999), where G is stochastic only to 1e-8 and the QBD's mean delay (2e7) is not
     # exact (estimated relative error 8e7 > QBD_RTOL): simulated, not ranked as exact
-    pairs = list(zip(ds.replicas.values.tolist(), ds.quorum.values.tolist()))
-    assert [p for p, e in zip(pairs, ds.is_exact.values) if not e] == [(4, 2)]
+    pairs = list(zip(ds.replicas.values.tolist(), ds.quorum.values.tolist(), strict=True))
+    assert [p for p, e in zip(pairs, ds.is_exact.values, strict=True) if not e] == [(4, 2)]
     lat = ds.latency.values
     assert np.all(np.diff(lat) >= 0)
     r, q = int(ds.replicas[0]), int(ds.quorum[0])

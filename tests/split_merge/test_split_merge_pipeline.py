@@ -49,13 +49,24 @@ def test_default_config_cells_are_the_seeds_experiments():
                                                   "experiment_c_exponential", "experiment_c_hyperexponential"]
 
 
-@pytest.mark.parametrize("path,value,match", [
-    (("experiment_a", "quorum"), 4, r"split_merge\.experiment_a: quorum must be an integer in \[1, replicas=3\]"),
-    (("experiment_a", "replicas"), 5, r"split_merge\.experiment_a: replicas must be an integer in \[1, hosts=3\]"),
-    (("experiment_c", "laws"), {"x": "nosuch"}, r"split_merge\.experiment_c: replica_law: unknown law 'nosuch'"),
-    (("experiment_b", "time_grid"), {"dt": 0.03, "t_max": 1.0}, r"split_merge\.experiment_b\.time_grid: t_max must be a multiple"),
-    (("experiment_c", "replicas"), [1, 200], r"split_merge\.experiment_c: replicas must be an integer in \[1, hosts=100\]"),
-])
+@pytest.mark.parametrize(
+    "path,value,match",
+    [
+        (("experiment_a", "quorum"), 4, r"split_merge\.experiment_a: quorum must be an integer in \[1, replicas=3\]"),
+        (("experiment_a", "replicas"), 5, r"split_merge\.experiment_a: replicas must be an integer in \[1, hosts=3\]"),
+        (("experiment_c", "laws"), {"x": "nosuch"}, r"split_merge\.experiment_c: replica_law: unknown law 'nosuch'"),
+        (
+            ("experiment_b", "time_grid"),
+            {"dt": 0.03, "t_max": 1.0},
+            r"split_merge\.experiment_b\.time_grid: t_max must be a multiple",
+        ),
+        (
+            ("experiment_c", "replicas"),
+            [1, 200],
+            r"split_merge\.experiment_c: replicas must be an integer in \[1, hosts=100\]",
+        ),
+    ],
+)
 def test_config_errors_name_the_key(path, value, match):
     cfg = copy.deepcopy(DEFAULT)
     cfg[path[0]][path[1]] = value
@@ -75,7 +86,9 @@ def _snakemake(workdir, *args):
 @pytest.mark.slow
 def test_tiny_pipeline_end_to_end(tmp_path):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
-    shutil.copytree(ROOT / "src" / "sojourn", tmp_path / "src" / "sojourn", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "src" / "sojourn", tmp_path / "src" / "sojourn", ignore=shutil.ignore_patterns("__pycache__")
+    )
     proc = _snakemake(tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = tmp_path / "res" / "split_merge"
@@ -128,7 +141,10 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     old = _snakemake(tmp_path, "-n")
     assert old.returncode != 0
-    assert "split_merge.simulation.warmup_fraction: this key has moved: each experiment's warmup" in old.stdout + old.stderr
+    assert (
+        "split_merge.simulation.warmup_fraction: this key has moved: each experiment's warmup"
+        in old.stdout + old.stderr
+    )
     # one more replication per cell: every experiment reruns, simulating only the new replication of each cell
     more = copy.deepcopy(TINY)
     more["split_merge"]["simulation"]["replications"] = 4

@@ -16,9 +16,9 @@ import yaml
 from sojourn.core.cluster import dask_client
 from sojourn.core.config import validate_config
 from sojourn.core.io import read_netcdf
+from sojourn.core.job import run
 from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
 from sojourn.core.stats import mean_ci
-from sojourn.core.job import run
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 
@@ -91,8 +91,9 @@ def test_experiment_pads_cells_and_a_tighter_target_simulates_only_the_extra_one
             if not k0:
                 continue
             label = f"law/split_merge/q{q}/r{r}"
-            m = re.search(rf"cell {re.escape(label)}: \w+ after {k1} replications.*; (\d+) simulated, (\d+) from the cache",
-                          log)
+            m = re.search(
+                rf"cell {re.escape(label)}: \w+ after {k1} replications.*; (\d+) simulated, (\d+) from the cache", log
+            )
             assert m, log
             assert (int(m.group(1)), int(m.group(2))) == (k1 - k0, k0)
             grew += k1 > k0

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from sojourn.core import phase_type as ph
-from sojourn.split_merge.solve import erlang_c, exact_results, mph1_delay_ph, mphc_qbd, pollaczek_khinchine
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments, order_statistic_ph
+from sojourn.split_merge.solve import erlang_c, exact_results, mph1_delay_ph, mphc_qbd, pollaczek_khinchine
 
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 

@@ -10,9 +10,9 @@ from sojourn.cli import main
 def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     """q = 1, exponential replicas: the QBD against Erlang C (closed form). Its error estimate, G's row-sum defect
     over (1 - rho), follows the true error; beyond QBD_RTOL the value is not exact (NaN, 'none', is_exact 0)."""
-    from sojourn.split_merge.solve import QBD_RTOL, erlang_c, exact_dataset, exact_results, mphc_qbd
     from sojourn.split_merge.model import SplitMerge
     from sojourn.split_merge.order_stats import order_statistic_ph
+    from sojourn.split_merge.solve import QBD_RTOL, erlang_c, exact_dataset, exact_results, mphc_qbd
 
     for load in (0.99, 0.9999, 1 - 1e-7):
         s = SplitMerge.from_load(6, 2, 1, load, "exponential")
@@ -31,7 +31,9 @@ def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     assert e["delay_method"] == "none" and not e["exact"] and np.isnan(e["mean_delay"]) and e["qbd_phases"] > 0
     assert e["qbd_relative_error"] > QBD_RTOL
     ds = exact_dataset(near)
-    assert int(ds["is_exact"]) == 0 and ds.attrs["qbd_relative_error"] > QBD_RTOL and ds.attrs["qbd_tolerance"] == QBD_RTOL
+    assert (
+        int(ds["is_exact"]) == 0 and ds.attrs["qbd_relative_error"] > QBD_RTOL and ds.attrs["qbd_tolerance"] == QBD_RTOL
+    )
     ok = exact_results(SplitMerge.from_load(6, 2, 2, 0.9, PH3))
     assert ok["delay_method"] == "qbd" and ok["exact"] and ok["qbd_relative_error"] < 1e-11
 

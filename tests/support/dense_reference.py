@@ -26,14 +26,17 @@ def dense_chain(lam, mu, R, L1):
         c = s.count(m)
         for k in range(R):
             if s[k] >= 1:
-                t = list(s); t[k] -= 1
+                t = list(s)
+                t[k] -= 1
                 Q[i, pos[tuple(t)]] += mu
             if s[k] == m and s[k] + 1 <= L1 - 1:
-                t = list(s); t[k] += 1
+                t = list(s)
+                t[k] += 1
                 Q[i, pos[tuple(t)]] += lam / c
     Q -= np.diag(Q.sum(axis=1))
     M = np.vstack([Q.T[:-1], np.ones(n)])
-    b = np.zeros(n); b[-1] = 1
+    b = np.zeros(n)
+    b[-1] = 1
     pi = np.linalg.solve(M, b)
     lam_n = np.zeros(L1)
     A = np.zeros(L1)
@@ -94,8 +97,10 @@ def dense_method(method, lam, mu, R, L1, L2, times):
         for t in times:
             tot = 0.0
             for n in range(L2):
-                wn = sum(math.exp(k * math.log(q * t) - q * t - math.lgamma(k + 1)) * H(n, k) if t > 0 else float(k == 0)
-                         for k in range(L2))
+                wn = sum(
+                    math.exp(k * math.log(q * t) - q * t - math.lgamma(k + 1)) * H(n, k) if t > 0 else float(k == 0)
+                    for k in range(L2)
+                )
                 tot += A[n] * wn
             out.append(1 - tot)
     return np.array(out)

@@ -31,7 +31,9 @@ def kill_a_worker_while(client, job, *, after: float = 1.0, kills: int = 1):
             deadline = time.monotonic() + 60
             while not stop.is_set() and time.monotonic() < deadline:  # the nanny's replacement joins
                 try:
-                    if len(client.scheduler_info()["workers"]) >= 2 and set(client.run(os.getpid).values()) - set(killed):
+                    if len(client.scheduler_info()["workers"]) >= 2 and set(client.run(os.getpid).values()) - set(
+                        killed
+                    ):
                         break
                 except Exception:
                     pass

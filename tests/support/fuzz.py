@@ -69,11 +69,15 @@ STRUCTURED = {
     "time": _with_units(["s", "ms", "us", "ns", " ms", "parsecs", "h"]),
     "rate": _with_units(["/s", "/ms", "/ns", " Hz", "/fortnight", "/"]),
     "percent-list": st.lists(st.sampled_from(NUMBERS), min_size=1, max_size=5).map(",".join),
-    "precision": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["percentile", "mean", "cdf", "median"]),
-                           st.sampled_from(NUMBERS)),
-    "dispatch": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["jsq-d", "jsq", "random"]), st.sampled_from(NUMBERS)),
-    "discipline": st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["limited", "capacitated", "ps"]),
-                            st.sampled_from(NUMBERS)),
+    "precision": st.builds(
+        lambda s, n: f"{s}:{n}", st.sampled_from(["percentile", "mean", "cdf", "median"]), st.sampled_from(NUMBERS)
+    ),
+    "dispatch": st.builds(
+        lambda s, n: f"{s}:{n}", st.sampled_from(["jsq-d", "jsq", "random"]), st.sampled_from(NUMBERS)
+    ),
+    "discipline": st.builds(
+        lambda s, n: f"{s}:{n}", st.sampled_from(["limited", "capacitated", "ps"]), st.sampled_from(NUMBERS)
+    ),
     "probability": st.builds(lambda n, u: f"{n}{u}", st.sampled_from(NUMBERS), st.sampled_from(["", "%"])),
     "size": _with_units(["", "k", "M", "G", "P", "b", "x"]),
     "duration": _with_units(["", "s", "m", "h", "d", "ms"]),
@@ -495,7 +499,9 @@ def key_strategy(schema: dict):
             valid.append(st.none())
         elif ty == "array":
             item = schema.get("items") or {}
-            inner = key_strategy(item) if item.get("type") or item.get("enum") or item.get("oneOf") else st.integers(1, 3)
+            inner = (
+                key_strategy(item) if item.get("type") or item.get("enum") or item.get("oneOf") else st.integers(1, 3)
+            )
             valid.append(st.lists(inner, min_size=1, max_size=4))
         elif ty == "object":
             valid.append(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2))

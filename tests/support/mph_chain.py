@@ -72,7 +72,9 @@ def system_law(lam, alpha, S, R, L):
             ok = (share > 0) & (tgt >= 0) & (alpha[i] > 0)
             Y = X[ok].copy()
             Y[:, srv] = tgt[ok]
-            rows.append(np.flatnonzero(ok)); cols.append(enc(Y)); vals.append(lam * alpha[i] * share[ok])
+            rows.append(np.flatnonzero(ok))
+            cols.append(enc(Y))
+            vals.append(lam * alpha[i] * share[ok])
         nn = np.maximum(occ[:, srv], 1)
         cnt = C[X[:, srv]]
         for i in range(m):
@@ -80,7 +82,9 @@ def system_law(lam, alpha, S, R, L):
             ok = tgt >= 0
             Y = X[ok].copy()
             Y[:, srv] = tgt[ok]
-            rows.append(np.flatnonzero(ok)); cols.append(enc(Y)); vals.append(cnt[ok, i] * s[i] / nn[ok])
+            rows.append(np.flatnonzero(ok))
+            cols.append(enc(Y))
+            vals.append(cnt[ok, i] * s[i] / nn[ok])
             for j in range(m):
                 if i == j or S[i, j] <= 0:
                     continue
@@ -88,7 +92,9 @@ def system_law(lam, alpha, S, R, L):
                 ok = tgt >= 0
                 Y = X[ok].copy()
                 Y[:, srv] = tgt[ok]
-                rows.append(np.flatnonzero(ok)); cols.append(enc(Y)); vals.append(cnt[ok, i] * S[i, j] / nn[ok])
+                rows.append(np.flatnonzero(ok))
+                cols.append(enc(Y))
+                vals.append(cnt[ok, i] * S[i, j] / nn[ok])
     r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
     keep = v > 0
     Q = sparse.coo_matrix((v[keep], (r[keep], c[keep])), shape=(size, size)).tocsr()
@@ -99,7 +105,7 @@ def system_law(lam, alpha, S, R, L):
     return pi, X, (C, n, index, up, down, move), boundary
 
 
-def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):
+def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):  # noqa: PLR0915 (the reference chain, read beside its module doc)
     """(F_low, F_high, boundary mass of the system law, tagged states): the certified bounds of P(T ≤ t) on the grid t
     (module doc)."""
     from scipy import sparse
@@ -134,7 +140,9 @@ def sojourn_bounds(lam, alpha, S, R, L, t, poisson_eps=1e-13):
     def add(ok, tgt, rate):
         good = ok & (tgt >= 0)
         bad = ok & (tgt < 0)
-        rows.append(idx[good]); cols.append(tgt[good]); vals.append(rate[good] if np.ndim(rate) else
+        rows.append(idx[good])
+        cols.append(tgt[good])
+        vals.append(rate[good] if np.ndim(rate) else
                                                                         np.full(good.sum(), rate))
         np.add.at(lost, idx[bad], rate[bad] if np.ndim(rate) else rate)
 

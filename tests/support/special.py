@@ -9,8 +9,14 @@ import stat
 from pathlib import Path
 
 #: the kinds :func:`make` knows, in the words of sojourn.core.integrity.not_regular
-KINDS = {"device": "a character device", "fifo": "a FIFO (named pipe)", "socket": "a socket", "folder": "a folder",
-         "link-to-device": "a symbolic link to a character device", "link-to-fifo": "a symbolic link to a FIFO (named pipe)"}
+KINDS = {
+    "device": "a character device",
+    "fifo": "a FIFO (named pipe)",
+    "socket": "a socket",
+    "folder": "a folder",
+    "link-to-device": "a symbolic link to a character device",
+    "link-to-fifo": "a symbolic link to a FIFO (named pipe)",
+}
 
 
 def can_mknod(folder) -> bool:

@@ -112,66 +112,94 @@ def _const(node):
 
 def evaluate_expr(expr: str, ds):
     """The value of ``expr`` (module doc) over the variables of the xarray Dataset ``ds``."""
+    return _Evaluator(ds).ev(ast.parse(expr, mode="eval"))
 
-    def ev(node):
+
+#: a comparison with a constant on the left, turned round
+_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+class _Evaluator:
+    """The expression's syntax tree evaluated node by node over the Dataset's variables (one method a node kind)."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def ev(self, node):
         if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Name):
-            if node.id == "nan":
-                return np.nan
-            if node.id not in ds.variables:
-                raise KeyError(f"{node.id!r} is not a variable of the data")
-            return ds[node.id]
+            return self.ev(node.body)
         if isinstance(node, ast.Constant):
             return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            a, b = ev(node.left), ev(node.right)
-            return getattr(a, _BINOPS[type(node.op)])(b) if not isinstance(a, (int, float)) \
-                else getattr(b, "__r" + _BINOPS[type(node.op)][2:])(a)
-        if isinstance(node, ast.UnaryOp):
-            v = ev(node.operand)
-            if isinstance(node.op, ast.USub):
-                return -v
-            if isinstance(node.op, (ast.Invert, ast.Not)):
-                return ~v
-            raise ValueError("unsupported unary operator")
-        if isinstance(node, ast.BoolOp):
-            vals = [ev(v) for v in node.values]
-            out = vals[0]
-            for v in vals[1:]:
-                out = (out & v) if isinstance(node.op, ast.And) else (out | v)
-            return out
-        if isinstance(node, ast.Compare):
-            left, out = ev(node.left), None
-            for op, right in zip(node.ops, node.comparators):
-                r = ev(right)
-                if type(op) not in _CMPS:
-                    raise ValueError("unsupported comparison")
-                c = getattr(left, _CMPS[type(op)])(r) if not isinstance(left, (int, float, str)) \
-                    else getattr(r, _CMPS[{ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE,
-                                           ast.GtE: ast.LtE}.get(type(op), type(op))])(left)
-                out = c if out is None else (out & c)
-                left = r
-            return out
-        if isinstance(node, ast.Call):
-            args = node.args
-            if isinstance(node.func, ast.Name) and node.func.id in ("abs", "isfinite") and len(args) == 1:
-                v = ev(args[0])
-                return abs(v) if node.func.id == "abs" else np.isfinite(v)
-            if isinstance(node.func, ast.Name) and node.func.id == "where" and len(args) == 3:
-                import xarray as xr
+        kind = {ast.Name: self.name, ast.BinOp: self.binop, ast.UnaryOp: self.unary, ast.BoolOp: self.boolop,
+                ast.Compare: self.compare, ast.Call: self.call}.get(type(node))
+        out = kind(node) if kind is not None else _UNSUPPORTED
+        if out is _UNSUPPORTED:
+            raise ValueError(f"unsupported expression element: {ast.dump(node)[:80]}")
+        return out
 
-                return xr.where(*(ev(a) for a in args))
-            if isinstance(node.func, ast.Attribute) and node.func.attr in _METHODS:
-                obj = ev(node.func.value)
-                pos = [_const(a) for a in args]
-                kw = {k.arg: _const(k.value) for k in node.keywords}
-                if node.func.attr == "sel":
-                    return _select(obj, {**dict(zip(obj.dims, pos)), **kw})
-                return getattr(obj, node.func.attr)(*pos, **kw)
-        raise ValueError(f"unsupported expression element: {ast.dump(node)[:80]}")
+    def name(self, node):
+        if node.id == "nan":
+            return np.nan
+        if node.id not in self.ds.variables:
+            raise KeyError(f"{node.id!r} is not a variable of the data")
+        return self.ds[node.id]
 
-    return ev(ast.parse(expr, mode="eval"))
+    def binop(self, node):
+        if type(node.op) not in _BINOPS:
+            return _UNSUPPORTED
+        a, b = self.ev(node.left), self.ev(node.right)
+        op = _BINOPS[type(node.op)]
+        return getattr(a, op)(b) if not isinstance(a, (int, float)) else getattr(b, "__r" + op[2:])(a)
+
+    def unary(self, node):
+        v = self.ev(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, (ast.Invert, ast.Not)):
+            return ~v
+        raise ValueError("unsupported unary operator")
+
+    def boolop(self, node):
+        vals = [self.ev(v) for v in node.values]
+        out = vals[0]
+        for v in vals[1:]:
+            out = (out & v) if isinstance(node.op, ast.And) else (out | v)
+        return out
+
+    def compare(self, node):
+        left, out = self.ev(node.left), None
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            r = self.ev(right)
+            if type(op) not in _CMPS:
+                raise ValueError("unsupported comparison")
+            if isinstance(left, (int, float, str)):
+                c = getattr(r, _CMPS[_FLIPPED.get(type(op), type(op))])(left)
+            else:
+                c = getattr(left, _CMPS[type(op)])(r)
+            out = c if out is None else (out & c)
+            left = r
+        return out
+
+    def call(self, node):
+        args, func = node.args, node.func
+        if isinstance(func, ast.Name) and func.id in ("abs", "isfinite") and len(args) == 1:
+            v = self.ev(args[0])
+            return abs(v) if func.id == "abs" else np.isfinite(v)
+        if isinstance(func, ast.Name) and func.id == "where" and len(args) == 3:
+            import xarray as xr
+
+            return xr.where(*(self.ev(a) for a in args))
+        if isinstance(func, ast.Attribute) and func.attr in _METHODS:
+            obj = self.ev(func.value)
+            pos = [_const(a) for a in args]
+            kw = {k.arg: _const(k.value) for k in node.keywords}
+            if func.attr == "sel":  # positional labels name the leading dimensions (fewer are allowed)
+                return _select(obj, {**dict(zip(obj.dims, pos, strict=False)), **kw})
+            return getattr(obj, func.attr)(*pos, **kw)
+        return _UNSUPPORTED
+
+
+_UNSUPPORTED = object()  # a node of a kind (or form) the expressions do not have
 
 
 def _select(obj, sel: dict):
@@ -221,7 +249,7 @@ def _locate(da, op: str) -> dict | None:
         return None
     flat = int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v))
     idx = np.unravel_index(flat, v.shape)
-    out = {d: _label(da[d].values[i]) for d, i in zip(da.dims, idx) if d in da.coords}
+    out = {d: _label(da[d].values[i]) for d, i in zip(da.dims, idx, strict=True) if d in da.coords}
     out["value"] = float(v[idx])
     return out
 
@@ -240,7 +268,7 @@ def evaluate(query: Query, ds):
         if op == "unique":
             vals = [str(x) for x in np.ravel(da.values) if str(x) not in ("", "nan", "None")]
             u, n = np.unique(vals, return_counts=True) if vals else ([], [])
-            return {str(a): int(b) for a, b in zip(u, n)}
+            return {str(a): int(b) for a, b in zip(u, n, strict=True)}
         if op == "list":
             vals = {_label(x) for x in np.ravel(da.values) if str(x) not in ("", "nan", "None")}
             return sorted(vals, key=lambda x: (isinstance(x, str), x))
@@ -270,7 +298,7 @@ def agrees(stated, derived, tol: float = 0.0) -> bool:
     if isinstance(stated, dict) and isinstance(derived, dict):
         return set(stated) == set(derived) and all(agrees(stated[k], derived[k], tol) for k in stated)
     if isinstance(stated, list) and isinstance(derived, list):
-        return len(stated) == len(derived) and all(agrees(a, b, tol) for a, b in zip(stated, derived))
+        return len(stated) == len(derived) and all(agrees(a, b, tol) for a, b in zip(stated, derived, strict=True))
     if isinstance(stated, bool) or isinstance(derived, bool):
         return isinstance(stated, bool) and isinstance(derived, bool) and stated == derived
     if isinstance(stated, (int, float)) and isinstance(derived, (int, float)):

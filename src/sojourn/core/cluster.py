@@ -362,9 +362,8 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
     SLURM job it is capped at what SLURM allocated (:func:`local_size`). Existing clusters
     (``address``/``scheduler_file``) are connected to and left running.
     """
-    from distributed import Client
-
     import dask
+    from distributed import Client
 
     cfg = check_cluster(cluster_cfg)
     # the jobs' watchdog (sojourn.core.io.report_progress) reads it: fail instead of waiting forever

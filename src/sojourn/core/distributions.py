@@ -99,12 +99,12 @@ class Distribution:
 
     # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
 
-    def scaled_to_mean(self, mean: float) -> "Distribution":
+    def scaled_to_mean(self, mean: float) -> Distribution:
         """The same family and shape, rescaled so that its mean is ``mean``."""
         mean = positive_finite("mean", mean)
         return self._scaled(mean / self.mean)
 
-    def _scaled(self, c: float) -> "Distribution":  # pragma: no cover - abstract
+    def _scaled(self, c: float) -> Distribution:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def kernel_spec(self) -> tuple[int, np.ndarray]:  # pragma: no cover - abstract
@@ -287,11 +287,11 @@ class HyperExponential(Distribution):
 
     @property
     def mean(self):
-        return float(sum(p / r for p, r in zip(self.probs, self.rates)))
+        return float(sum(p / r for p, r in zip(self.probs, self.rates, strict=True)))
 
     @property
     def variance(self):
-        m2 = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates))
+        m2 = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates, strict=True))
         return float(m2 - self.mean**2)
 
     def sample(self, rng, size=None):
@@ -302,7 +302,7 @@ class HyperExponential(Distribution):
 
     def cdf(self, x):
         x = np.asarray(x, dtype=float)
-        return sum(p * (1.0 - np.exp(-r * np.maximum(x, 0.0))) for p, r in zip(self.probs, self.rates))
+        return sum(p * (1.0 - np.exp(-r * np.maximum(x, 0.0))) for p, r in zip(self.probs, self.rates, strict=True))
 
     def sf(self, x):
         return 1.0 - self.cdf(x)
@@ -522,7 +522,7 @@ class PhaseType(Distribution):
         T = self._T
         exit_rates = -T.sum(axis=1)
         m = len(self.alpha)
-        absorbing = [list(row) + [float(e)] for row, e in zip(T.tolist(), exit_rates)] + [[0.0] * (m + 1)]
+        absorbing = [list(row) + [float(e)] for row, e in zip(T.tolist(), exit_rates, strict=True)] + [[0.0] * (m + 1)]
         return ciw.dists.PhaseType(initial_state=list(self.alpha) + [0.0], absorbing_matrix=absorbing)
 
 

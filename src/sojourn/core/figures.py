@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -55,7 +56,7 @@ def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [replaceable(stem.with_name(f"{stem.name}.{fmt}")) for fmt in formats]  # before drawing any
     with FIGURE_LOCK:
-        for fmt, path in zip(formats, paths):
+        for fmt, path in zip(formats, paths, strict=True):
             meta = {"Software": None} if fmt == "png" else ({"CreationDate": None} if fmt == "pdf" else {"Date": None})
             buf = io.BytesIO()
             fig.savefig(buf, format=fmt, dpi=_fitting_dpi(fig, dpi) if fmt == "png" else dpi, bbox_inches="tight",
@@ -70,7 +71,6 @@ def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]
 # ---------------------------------------------------------------------------------------------
 # the registry: every study declares its figures once (plots.FIGURES), the workflow derives from it the rule
 # outputs and the report captions, and the study's figure job draws exactly those
-from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ TIME_UNIT = "mean service times"
 
 #: the colour of each method in every figure (lines, maps, markers): A–E the first five tab10 colours and F cyan
 #: (tab10's brown beside E's purple read as one colour), the corrected chains their own hues (A* = B* = D* = E* give
-#: one CDF and are drawn in A*'s brown, C* = F* in C*'s navy, unlike C's green; no grey, which reads as "missing" beside grey ties),
+#: one CDF and are drawn in A*'s brown, C* = F* in C*'s navy, unlike C's green; no grey, which reads as "missing"
+#: beside grey ties),
 #: exact pink, T dark teal
 METHOD_COLORS = {
     "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#9467bd", "F": "#17becf",
@@ -263,7 +264,7 @@ class StatusStrip:
         h = 0.045 + 0.055 * n
         strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
         order = {r: k for k, (r, _) in enumerate(self.rows)}
-        for row, x, key, color in self.marks:  # the mark in its status colour (as in the legend); the row's name
+        for row, x, key, _color in self.marks:  # the mark in its status colour (as in the legend); the row's name
             y = n - 1 - order[row]              # at the right end in the series colour says whose it is
             strip.plot(x, np.full(x.size, y), **status_style(key, ms=5.0), clip_on=False)
         strip.set_ylim(-0.7, n - 0.3)

@@ -54,7 +54,7 @@ def _imports(name: str, path: Path, root: Path, nodes=None) -> set[str]:
     """The ``sojourn`` modules imported anywhere in module ``name`` (file ``path``), or only inside ``nodes``
     (AST nodes of that module)."""
     found: set[str] = set()
-    for node, base, alias in _import_targets(name, path, root, nodes):
+    for _node, base, alias in _import_targets(name, path, root, nodes):
         found.add(base if alias is None else alias)
     found.discard(name)  # a module's own package __init__ is not an import of it
     return found
@@ -204,7 +204,7 @@ def _copy(node):
     return copy.deepcopy(node)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _source_hash(path: Path, mtime_ns: int, size: int) -> str:
     tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
     return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()

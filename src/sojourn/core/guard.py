@@ -495,7 +495,9 @@ def admitted() -> Estimate | None:
     return _ADMITTED.get()
 
 
-def check_cost(flags: str, *, memory: float = 0.0, seconds: float = 0.0, what: str = "", cli: bool | None = None) -> None:
+def check_cost(
+    flags: str, *, memory: float = 0.0, seconds: float = 0.0, what: str = "", cli: bool | None = None
+) -> None:
     """:func:`admit` of an estimate given by its parts (``flags``: the drivers, already in the user's terms;
     ``cli=False``: config keys)."""
     with naming({}, None if cli is None else "cli" if cli else "config"):
@@ -579,9 +581,11 @@ def load_yaml(text: str, what: str):
                 return None
             size = _expanded_size(node)
             if size > YAML_MAX_NODES:
-                raise ValueError(f"{what}: its aliases (*name) expand it to "
-                                 f"{'endless values (an alias inside itself)' if size == math.inf else f'{size:.3g} values'}"
-                                 f", more than the {YAML_MAX_NODES:,} allowed; write the values out, or reuse fewer")
+                raise ValueError(
+                    f"{what}: its aliases (*name) expand it to "
+                    f"{'endless values (an alias inside itself)' if size == math.inf else f'{size:.3g} values'}"
+                    f", more than the {YAML_MAX_NODES:,} allowed; write the values out, or reuse fewer"
+                )
             return loader.construct_document(node)
         finally:
             loader.dispose()

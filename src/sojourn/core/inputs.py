@@ -10,7 +10,23 @@ import re
 import tempfile
 from pathlib import Path
 
-from .guard import did_you_mean
+# predicted cost: the one mechanism is sojourn.core.guard (check 3); its names are kept here for the callers
+from .guard import (  # noqa: F401
+    DEFAULT_MAX_SECONDS,
+    MEMORY_ENV,
+    MEMORY_SHARE,
+    TIME_ENV,
+    available_memory,
+    check_cost,
+    check_grid,
+    did_you_mean,
+    format_bytes,
+    format_seconds,
+    limits,
+    parse_duration,
+    parse_size,
+    set_limits,
+)
 
 
 def in_flag_terms(message: str, flags: dict) -> str:
@@ -93,20 +109,3 @@ def _first_non_folder(path: Path) -> Path:
             return d
     return path
 
-
-# -- predicted cost: the one mechanism is sojourn.core.guard (check 3); its names are kept here for the callers
-from .guard import (  # noqa: F401
-    DEFAULT_MAX_SECONDS,
-    MEMORY_ENV,
-    MEMORY_SHARE,
-    TIME_ENV,
-    available_memory,
-    check_cost,
-    check_grid,
-    format_bytes,
-    format_seconds,
-    limits,
-    parse_duration,
-    parse_size,
-    set_limits,
-)

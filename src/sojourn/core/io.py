@@ -23,7 +23,6 @@ from .integrity import NETCDF_LOCK, no_space, release, replaceable, seal, sideca
 from .version import __version__
 
 
-
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str:
     """The commit of the source tree this package was imported from, or 'unknown' (looked up once per process)."""
@@ -51,7 +50,9 @@ def provenance(config=None, **extra) -> dict:
     if config is not None:
         attrs["config"] = config if isinstance(config, str) else json.dumps(config, sort_keys=True, default=_jsonable)
     for k, v in extra.items():
-        attrs[k] = v if isinstance(v, (str, int, float, np.ndarray)) else json.dumps(v, sort_keys=True, default=_jsonable)
+        attrs[k] = (
+            v if isinstance(v, (str, int, float, np.ndarray)) else json.dumps(v, sort_keys=True, default=_jsonable)
+        )
     return attrs
 
 
@@ -261,7 +262,7 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
                     workers = None
             reason = cluster_dead(client)  # also starts local workers in place of nannies that stopped for good
             if reason is not None:
-                raise dead(reason)
+                raise dead(reason) from None
             if workers:
                 since = None
                 continue
@@ -270,7 +271,7 @@ def report_progress(futures, report, client=None, what: str = "tasks") -> None:
             elif time.monotonic() - since > limit:
                 raise RuntimeError(f"no Dask worker for {limit:g} s while {len(futures) - done} of {len(futures)} "
                                    f"{what} were unfinished: the cluster lost its workers or never started them "
-                                   "(see cluster.no_workers_timeout)")
+                                   "(see cluster.no_workers_timeout)") from None
             continue
         if client is not None and getattr(fut, "status", None) == "cancelled":
             raise dead(cluster_dead(client) or f"task {fut.key} was cancelled by the scheduler")

@@ -93,7 +93,7 @@ def _prefix_paths(start, succ, max_paths):
         if len(closed) + len(open_) - 1 + out.size > max_paths:
             break
         open_.pop()
-        for j, pj in zip(out, q):
+        for j, pj in zip(out, q, strict=True):
             (closed if j < 0 else open_).append((p * pj, held + (s,), int(j)))
     return closed + open_
 

@@ -142,7 +142,7 @@ def quantile(alpha, T, p) -> np.ndarray:
         hi = scale
         while cdf(a, T, hi) < q:
             hi *= 2.0
-        out[i] = brentq(lambda x: float(cdf(a, T, x)) - q, 0.0, hi, xtol=1e-12 * hi, rtol=1e-12)
+        out[i] = brentq(lambda x, q: float(cdf(a, T, x)) - q, 0.0, hi, args=(q,), xtol=1e-12 * hi, rtol=1e-12)
     return out.reshape(p.shape)
 
 
@@ -337,7 +337,7 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
     n = int(off[-1])
     B = np.zeros((n, n))
     beta = np.zeros(n)
-    for li, j in enumerate(levels):
+    for li in range(len(levels)):
         for si, c in enumerate(states[li]):
             row = off[li] + si
             B[row, row] = sum(c[i] * T[i, i] for i in range(m))
@@ -365,15 +365,6 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
             log_multi = math.lgamma(j + 1) - sum(math.lgamma(ci + 1) for ci in c)
             beta[off[z] + si] = w * math.exp(log_multi + sum(ci * log_a[i] for i, ci in enumerate(c)))
     return beta, B
-
-
-def order_statistic(alpha, T, q: int, r: int, method: str = "lumped", name: str = "replica"):
-    """PH of S_{q:r}: ``method`` 'lumped' (default, small) or 'kronecker' (the paper's form)."""
-    if method == "lumped":
-        return order_statistic_lumped(alpha, T, q, r, name=name)
-    if method == "kronecker":
-        return order_statistic_kronecker(alpha, T, q, r, name=name)
-    raise ValueError(f"method must be 'lumped' or 'kronecker'; got {method!r}")
 
 
 def convolution(alpha1, T1, alpha2, T2) -> tuple[np.ndarray, np.ndarray]:

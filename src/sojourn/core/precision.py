@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Callable, Hashable, Iterable
 
 import numpy as np
 from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)
@@ -315,7 +315,7 @@ def run_replications(cells: Iterable[Hashable], submit: Callable[[list], list], 
             log(f"round {rnd}: {len(active)} cell(s) at {_counts(target, active)} replications; "
                 f"{len(missing)} to simulate, {reused} from the cache")
         if missing:
-            for (c, k), r in zip(missing, submit(missing)):
+            for (c, k), r in zip(missing, submit(missing), strict=True):
                 have[c][k] = r
                 simulated[c] += 1
         still = []
@@ -340,8 +340,11 @@ def run_replications(cells: Iterable[Hashable], submit: Callable[[list], list], 
                          sum(1 for k in range(n) if k in cached[c]))
         if log is not None and final[c] is not None:
             d = final[c]
-            log(f"cell {name(c)}: {d.reason_name} after {n} replications, estimate {d.estimate:.6g} ± {d.half_width:.3g} "
-                f"(relative {d.relative_half_width:.3g}); {out[c].simulated} simulated, {out[c].reused} from the cache")
+            log(
+                f"cell {name(c)}: {d.reason_name} after {n} replications, "
+                f"estimate {d.estimate:.6g} ± {d.half_width:.3g} "
+                f"(relative {d.relative_half_width:.3g}); {out[c].simulated} simulated, {out[c].reused} from the cache"
+            )
     return out
 
 
@@ -423,8 +426,13 @@ def from_flags(args, *, t_max: float | None = None, default_at: float | None = N
     for key in ("relative_half_width", "max_replications", "min_replications"):
         if getattr(args, key) is not None:
             block[key] = getattr(args, key)
-    flags = {"statistic": "--precision", "at": f"--precision {block['statistic']}:AT", "relative_half_width":
-             "--relative-half-width", "max_replications": "--max-replications", "min_replications": "--min-replications"}
+    flags = {
+        "statistic": "--precision",
+        "at": f"--precision {block['statistic']}:AT",
+        "relative_half_width": "--relative-half-width",
+        "max_replications": "--max-replications",
+        "min_replications": "--min-replications",
+    }
     try:
         return parse(block, field="precision", t_max=t_max, default_at=default_at)
     except ValueError as exc:

@@ -27,7 +27,10 @@ def seed_entropy(base_seed, spec) -> list[int]:
 
 def replication_seed_sequence(base_seed, spec, replication) -> np.random.SeedSequence:
     """The SeedSequence of replication ``replication`` of ``spec`` under ``base_seed``."""
-    return np.random.SeedSequence(entropy=seed_entropy(base_seed, spec), spawn_key=(integer_at_least("replication", replication, 0, allow_float=False),))
+    return np.random.SeedSequence(
+        entropy=seed_entropy(base_seed, spec),
+        spawn_key=(integer_at_least("replication", replication, 0, allow_float=False),),
+    )
 
 
 BIT_GENERATORS = {"pcg64": np.random.PCG64, "sfc64": np.random.SFC64}

@@ -237,7 +237,9 @@ def end_jobs_slurm_ended(executor_class=None) -> bool:
         # SLURM job and the group's rules, whoever found the failure (the plugin's TIMEOUT, this module's CANCELLED)
         if msg and job_info.job.is_group():
             jid = job_info.external_jobid
-            self.logger.error(msg if f"SLURM job {jid} (" in msg else f"SLURM job {jid} ({_describe(job_info.job)}): {msg}")
+            self.logger.error(
+                msg if f"SLURM job {jid} (" in msg else f"SLURM job {jid} ({_describe(job_info.job)}): {msg}"
+            )
         return report(self, job_info, msg=msg, **kwargs)
 
     check_active_jobs.sojourn_wrapped = True

@@ -48,11 +48,6 @@ def cdf_at_left_edges(count, overflow):
     return np.concatenate([zero, right[..., :-1]], axis=-1)
 
 
-def pooled_cdf(count, overflow, axis=0):
-    """CDF of all replications' customers together (right-edge convention): sum, then normalise."""
-    return cdf_from_histogram(np.sum(count, axis=axis), np.sum(overflow, axis=axis))
-
-
 def quantile(t, F, p):
     """The p-percentile of a CDF known at the grid points ``t``: the point where F, linear between consecutive
     grid points, first exceeds p; NaN if F never exceeds p; t[0] if F(t[0]) > p already (nothing known below).
@@ -151,7 +146,7 @@ def interval(x: np.ndarray, cfg: dict, seed: int = 0, present=None):
         rows = np.flatnonzero(n == k)
         sub = flat[rows][pf[rows]].reshape(len(rows), int(k))  # row-major: each row's entries in order
         res = _interval(sub, cfg, seed if k == K else [seed, int(k)])
-        for out, r in zip((mean, low, high, method), res):
+        for out, r in zip((mean, low, high, method), res, strict=True):
             out[rows] = r
     return mean.reshape(lead), low.reshape(lead), high.reshape(lead), method.reshape(lead)
 

@@ -2,9 +2,11 @@
 intervals, the customers beyond each percentile, and the text that prints them (one format for all studies).
 
 A percentile's CI: each replication's own percentile (its histogram's CDF, linear between the bin edges:
-:func:`sojourn.core.stats.percentiles_per_replication`) is one observation; :func:`sojourn.core.stats.interval` across the replications gives a Student-t interval, or a
+:func:`sojourn.core.stats.percentiles_per_replication`) is one observation; :func:`sojourn.core.stats.interval` across
+the replications gives a Student-t interval, or a
 BCa bootstrap one where there are at least ``bootstrap_from`` (20) replications and they are skewed (the
-pipeline's comparison uses the same rule; with fewer the bootstrap's intervals are too narrow). A percentile with fewer than ``TAIL_MIN`` customers per replication beyond it (or none in
+pipeline's comparison uses the same rule; with fewer the bootstrap's intervals are too narrow). A percentile with fewer
+than ``TAIL_MIN`` customers per replication beyond it (or none in
 some replication: the sample maximum) is flagged ``too_few`` and printed as such, not as a number. A mean's CI
 is the Student-t interval of the replication means.
 
@@ -20,11 +22,26 @@ import numpy as np
 import xarray as xr
 
 from .config import DEFAULT_CONFIDENCE
-from .stats import (BIN_NOTE, CI_BOOTSTRAP, CI_NAMES, CI_T, TAIL_MIN, format_with_ci, interval, mean_ci,
-                    percentiles_per_replication)
+from .stats import (
+    BIN_NOTE,
+    CI_BOOTSTRAP,
+    CI_NAMES,
+    CI_T,
+    TAIL_MIN,
+    format_with_ci,
+    interval,
+    mean_ci,
+    percentiles_per_replication,
+)
 
 #: the CI settings of the summaries (the pipeline's comparison defaults, at the project's one level)
-SUMMARY_CI = {"confidence": DEFAULT_CONFIDENCE, "ci": "auto", "bootstrap_from": 20, "skew_threshold": 1.0, "n_resamples": 2000}
+SUMMARY_CI = {
+    "confidence": DEFAULT_CONFIDENCE,
+    "ci": "auto",
+    "bootstrap_from": 20,
+    "skew_threshold": 1.0,
+    "n_resamples": 2000,
+}
 
 
 def summary_dataset(count, overflow, t, dt, percentiles, *, prefix: str, replication, means: dict | None = None,

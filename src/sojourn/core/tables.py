@@ -34,9 +34,13 @@ def write_table(stem, title: str, header: list, rows: list, notes=(), more=(), c
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style></head><body>"]
     if caption is not None and caption.findings:
-        parts.append(f"<p class='note'><b>What this run shows.</b> {html.escape(caption.sentences(caption.findings))}</p>")
+        parts.append(
+            f"<p class='note'><b>What this run shows.</b> {html.escape(caption.sentences(caption.findings))}</p>"
+        )
     if caption is not None and caption.limits:
-        parts.append(f"<p class='note'><b>What it cannot show.</b> {html.escape(caption.sentences(caption.limits))}</p>")
+        parts.append(
+            f"<p class='note'><b>What it cannot show.</b> {html.escape(caption.sentences(caption.limits))}</p>"
+        )
     for t, h, r in ((title, header, rows), *more):
         parts.append(f"<h3>{html.escape(t)}</h3><table><tr>" + "".join(f"<th>{html.escape(str(x))}</th>" for x in h)
                      + "</tr>")

@@ -137,9 +137,3 @@ def format_time(seconds: float, unit: str | None = None, digits: int = 4) -> str
     unit = time_unit(unit) if unit is not None else readable_unit(seconds)
     v = in_unit(seconds, unit)
     return f"{v:.{digits}g} {unit}" if math.isfinite(v) else f"{'-' if v < 0 else ''}inf {unit}"
-
-
-def format_rate(per_second: float, unit: str = "/s", digits: int = 4) -> str:
-    """A rate in ``unit`` (``/s``, ``/ms`` …): ``format_rate(9000, '/ms') == '9/ms'``."""
-    u = time_unit(unit.lstrip("/"))
-    return f"{float(per_second) * SECONDS[u]:.{digits}g}/{u}"

@@ -313,7 +313,9 @@ class AccuracyTable:
             why = (f"every usable approximation is optimistic at {at}" if usable
                    else f"no approximation is usable at {at} (too few simulated customers beyond the percentile, "
                         "or no estimate)")
-            return Choice(SIMULATE, why, Rt, rt, q, ext, short="all methods optimistic" if usable else "no usable method")
+            return Choice(
+                SIMULATE, why, Rt, rt, q, ext, short="all methods optimistic" if usable else "no usable method"
+            )
         best = min(ok, key=lambda r: (abs(r.mean), r.approximation))
         return Choice(best.approximation, f"most accurate non-optimistic approximation at {at}", Rt, rt, q, ext,
                       (best.mean, best.low, best.high), len(ok), "most accurate non-optimistic")
@@ -450,6 +452,8 @@ def read_accuracy(path=None) -> AccuracyTable:
     try:
         mtime = p.stat().st_mtime
     except FileNotFoundError:
-        raise ValueError(f"accuracy table {p}: no such file"
-                         + ("; regenerate it with the pipeline's jsq_ps_accuracy rule" if path is None else "")) from None
+        raise ValueError(
+            f"accuracy table {p}: no such file"
+            + ("; regenerate it with the pipeline's jsq_ps_accuracy rule" if path is None else "")
+        ) from None
     return _read(str(p), mtime)

@@ -46,7 +46,7 @@ def _routers(spec):
             cand = random.sample(dest, spec.choices)
             sizes = [self.simulation.nodes[i].number_of_individuals for i in cand]
             m = min(sizes)
-            return self.simulation.nodes[ciw.random_choice([i for i, n in zip(cand, sizes) if n == m])]
+            return self.simulation.nodes[ciw.random_choice([i for i, n in zip(cand, sizes, strict=True) if n == m])]
 
     if spec.dispatch == "round-robin":
         return RoundRobin()

@@ -58,7 +58,9 @@ def rel_ref(cmp) -> str:
 
 def ref_kind(cmp) -> str:
     """1 against exact, 2 against the simulation, 0 none."""
-    return f"where({exact_ok(cmp)}, 1, where({REF_SIM} & (usable != 0) & isfinite(relative_percentile_error_mean), 2, 0))"
+    return (
+        f"where({exact_ok(cmp)}, 1, where({REF_SIM} & (usable != 0) & isfinite(relative_percentile_error_mean), 2, 0))"
+    )
 
 
 def significant(cmp, dt: float) -> str:

@@ -24,11 +24,26 @@ from .naming import DEFAULT_PERCENTILE
 DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
 # API field names in the messages of the library -> the flags a user of these commands typed
-FLAGS = {"servers": "--servers", "load": "--load", "mu": "--mu", "horizon": "--horizon", "warmup": "--warmup",
-         "cooldown": "--cooldown", "replications": "--replications", "seed": "--seed", "backend": "--backend",
-         "dt": "--dt", "t_max": "--t-max", "method": "--method", "L1": "--L1", "L2": "--L2", "max_states": "--max-states",
-         "choices": "--dispatch jsq-d:D", "ps_limit": "--discipline limited:C",
-         "ps_threshold": "--discipline capacitated:THETA"}
+FLAGS = {
+    "servers": "--servers",
+    "load": "--load",
+    "mu": "--mu",
+    "horizon": "--horizon",
+    "warmup": "--warmup",
+    "cooldown": "--cooldown",
+    "replications": "--replications",
+    "seed": "--seed",
+    "backend": "--backend",
+    "dt": "--dt",
+    "t_max": "--t-max",
+    "method": "--method",
+    "L1": "--L1",
+    "L2": "--L2",
+    "max_states": "--max-states",
+    "choices": "--dispatch jsq-d:D",
+    "ps_limit": "--discipline limited:C",
+    "ps_threshold": "--discipline capacitated:THETA",
+}
 
 
 def _in_flag_terms(message: str) -> str:
@@ -123,7 +138,9 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
     p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (1/mean service requirement); default 1")
-    p.add_argument("--service", type=LAW, default="exponential", help="service law NAME[:k=v,...], rescaled to mean 1/mu")
+    p.add_argument(
+        "--service", type=LAW, default="exponential", help="service law NAME[:k=v,...], rescaled to mean 1/mu"
+    )
     p.add_argument("--arrivals", type=LAW, default="exponential", help="inter-arrival law shape (default Poisson)")
     p.add_argument("--dispatch", type=Text("dispatch", "a dispatch policy"), default="jsq",
                    help="jsq | random | round-robin | jsq-d:D")
@@ -202,8 +219,8 @@ def run_simulate(args) -> int:
     spec = _check_simulate(args)
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     t0 = time.perf_counter()
-    ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
-                  replications=None if precision is not None else 10 if args.replications is None else args.replications,
+    reps = None if precision is not None else 10 if args.replications is None else args.replications
+    ds = simulate(spec, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown, replications=reps,
                   seed=args.seed, backend=args.backend, dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     s = summary(ds, SUMMARY_PERCENTILES)
@@ -244,8 +261,8 @@ def run_simulate(args) -> int:
     print(f"wall time    {wall:.3f} s (simulation {float(ds['wall_time'].sum()):.3f} s)")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
-                                         "as computed, do not rely on them"), file=sys.stderr)
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers "
+                                         "are printed as computed, do not rely on them"), file=sys.stderr)
     return 0
 
 
@@ -261,10 +278,13 @@ def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
 def _register_approximate(subparsers) -> None:
     from .naming import ALL_METHODS as METHODS
 
-    p = subparsers.add_parser("approximate", help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T) "
-                                                  "or M/G/R-JSQ-PS (method T with --service)",
-                              description="Analytic sojourn-time CDF of M/M/R-JSQ-PS, or with --service LAW of "
-                                          "M/G/R-JSQ-PS by method T; prints the mean and high percentiles.")
+    p = subparsers.add_parser(
+        "approximate",
+        help="analytic sojourn-time CDF of M/M/R-JSQ-PS (methods A-F, A*-F*, exact, T) "
+        "or M/G/R-JSQ-PS (method T with --service)",
+        description="Analytic sojourn-time CDF of M/M/R-JSQ-PS, or with --service LAW of "
+        "M/G/R-JSQ-PS by method T; prints the mean and high percentiles.",
+    )
     p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
     p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
     p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (default 1)")
@@ -286,7 +306,8 @@ def _register_approximate(subparsers) -> None:
     p.set_defaults(func=run_approximate, extra_names={**FLAGS, "state_budget": "--max-states"})
 
 
-#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's ``state_budget``
+#: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's
+#: ``state_budget``
 MAX_STATES_METHODS = ("exact", "A*", "B*", "D*", "E*")
 
 
@@ -317,7 +338,10 @@ def _check_approximate(args):
     if args.L2 is not None:
         L1, note = args.L1, ""
         if L1 is None and args.method in FAITHFUL_METHODS:
-            L1, note = table4_L1(servers), f" (the default --L1 of the faithful methods for --servers {servers}, Table 4)"
+            L1, note = (
+                table4_L1(servers),
+                f" (the default --L1 of the faithful methods for --servers {servers}, Table 4)",
+            )
         if not (isinstance(args.L2, int) and args.L2 >= max(2, L1 or 2)):
             raise ValueError(f"--L2 must be an integer >= {'--L1 = ' if L1 else ''}{max(2, L1 or 2)}{note}; "
                              f"got {args.L2!r}")
@@ -478,7 +502,8 @@ def run_approximate(args) -> int:
         if math.isfinite(m) and general:  # the numerical part of the error only (sojourn.jsq_ps.solve.tail_ph)
             txt += f"  (margin {100 * m:.2g} %: the model's value lies within it below)"
         elif math.isfinite(m):  # T's stated bound (sojourn.jsq_ps.solve.tail): never below the true percentile
-            txt += f"  (never below the true one, at most {100 * ((1 + m) / (1 - m) - 1):.2g} % above; margin {100 * m:.2g} %)"
+            above = 100 * ((1 + m) / (1 - m) - 1)
+            txt += f"  (never below the true one, at most {above:.2g} % above; margin {100 * m:.2g} %)"
         print(f"{100 * p:g}th percentile: {txt}")
     if general:
         a = ds.attrs

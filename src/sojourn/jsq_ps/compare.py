@@ -83,6 +83,7 @@ import contextlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import xarray as xr
@@ -376,7 +377,7 @@ class _Grid:
             self.W_exact[i, j] = wasserstein(Fa, Fa[e], dt)
             self.err_exact[i, j] = xapp - xapp[e]
         pooled, buf = {}, None
-        for s, (c, o) in enumerate(zip(counts, overflows)):
+        for s, (c, o) in enumerate(zip(counts, overflows, strict=True)):
             if c is None:
                 continue
             c = np.asarray(c, dtype=float)
@@ -531,14 +532,30 @@ def _usability(g: _Grid):
     return reason == 0, reason
 
 
-def _assemble(g: _Grid, run_time) -> xr.Dataset:
+#: dimensions and attributes shared by the comparison's data variables
+_DIMS5 = ("service", "R", "rho", "approximation", "replication")
+_DIMS4 = ("service", "R", "rho", "approximation")
+_Q5 = ("service", "R", "rho", "approximation", "percentile")
+_Q4 = ("service", "R", "rho", "percentile")
+_M3 = ("R", "rho", "approximation")
+_TU = "time units (1/mu)"
+_CI_FLAGS = {"flag_values": np.array([CI_NONE, CI_T, CI_BOOTSTRAP], np.int8),
+             "flag_meanings": "no_interval student_t bootstrap_bca"}
+_MASKED = " (NaN where usable = 0)"
+
+
+def _at_rec(x, rec):
+    """(S, R, rho, M, Q) -> (S, R, rho, Q): the recommended method's value, NaN if none."""
+    v = np.take_along_axis(x, np.maximum(rec, 0)[..., None, :], axis=-2)[..., 0, :]
+    return np.where(rec >= 0, v, np.nan)
+
+
+def _statistics(g: _Grid) -> SimpleNamespace:
+    """W, the percentile errors (absolute, relative) and the simulated percentiles, per replication, pooled and over
+    replications with their intervals, NaN where a method is unusable; ``raw``: the summaries unmasked."""
     cfg = g.cfg
-    pct = g.pct
-    services, Rs, rhos, reps, methods = g.services, g.Rs, g.rhos, g.reps, g.methods
-    cand = [m for m in methods if m != "exact"]
-    S, NR, NP, NM, NK, NQ = g.shape
     W, Wpool, xsim, xsim_pool, xapp = g.W, g.Wpool, g.xsim, g.xsim_pool, g.xapp
-    W_vs_exp_sim, W_exact, err_exact = g.W_vs_exp_sim, g.W_exact, g.err_exact
+    W_exact, err_exact = g.W_exact, g.err_exact
     usable, reason = _usability(g)  # (R, rho, approximation): unusable methods never win, their values are NaN
     W = np.where(np.isfinite(W), W, np.nan)
     err = xapp[None, :, :, :, None, :] - xsim[:, :, :, None, :, :]  # (S, R, rho, approximation, rep, q)
@@ -551,7 +568,7 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     # the intervals of every method, usable or not (the raw_ summaries), with the random streams they always had
     # a precision-driven run pads each cell's replications beyond replications_used: only its own count
     # (sojourn.core.precision; None = every entry present)
-    here = None if g.used is None else replications_present(reps, g.used)[:, :, :, None, :]  # (S,R,rho,1,rep)
+    here = None if g.used is None else replications_present(g.reps, g.used)[:, :, :, None, :]  # (S,R,rho,1,rep)
     Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1, present=here)
     per_q = None if here is None else here[:, :, :, :, None, :]
     Em, Elo, Ehi, Eci = interval(np.moveaxis(err, 4, -1), cfg, seed=2, present=per_q)  # (S,R,rho,method,q)
@@ -572,41 +589,53 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
     err, Em, Elo, Ehi, err_pool = (mask(x, 1) for x in (err, Em, Elo, Ehi, err_pool))
     rel, Rm, Rlo, Rhi, rel_pool = (mask(x, 1) for x in (rel, Rm, Rlo, Rhi, rel_pool))
     xapp = mask(xapp, 0)
-    e = methods.index("exact") if "exact" in methods else None
+    e = g.methods.index("exact") if "exact" in g.methods else None
     if e is not None:  # against exact: NaN where exact itself is unusable, too
         W_exact = np.where(usable[:, :, e, None], W_exact, np.nan)
         err_exact = np.where(usable[:, :, e, None, None], err_exact, np.nan)
     W_exact, err_exact = mask(W_exact, 0), mask(err_exact, 0)
     Wci, Eci, Sci = (np.where(np.isfinite(lo) & np.isfinite(hi), c, CI_NONE).astype(np.int8)
                      for c, lo, hi in ((Wci, Wlo, Whi), (Eci, Elo, Ehi), (Sci, Slo, Shi)))
+    return SimpleNamespace(
+        usable=usable, reason=reason, e=e, raw=raw, conf=float(cfg["confidence"]), W=W, Wm=Wm, Wlo=Wlo, Whi=Whi,
+        Wci=Wci, Wpool=Wpool, err=err, Em=Em, Elo=Elo, Ehi=Ehi, Eci=Eci, err_pool=err_pool, Rm=Rm, Rlo=Rlo, Rhi=Rhi,
+        rel_pool=rel_pool, xsim=xsim, Sm=Sm, Slo=Slo, Shi=Shi, Sci=Sci, xsim_pool=xsim_pool, xapp=xapp,
+        W_exact=W_exact, err_exact=err_exact, W_vs_exp_sim=g.W_vs_exp_sim)
 
-    # best method by mean W among the usable methods other than exact; ties = CI overlaps the best's CI
-    cand_idx = [methods.index(m) for m in cand]
-    best = np.full((S, NR, NP), "", dtype=object)
-    tied = np.zeros((S, NR, NP, NM), dtype=np.int8)
-    best_pct = np.full((S, NR, NP, NQ), "", dtype=object)
-    for s in range(S):
-        for i in range(NR):
-            for j in range(NP):
-                ci_idx = [m for m in cand_idx if usable[i, j, m]]
-                if not ci_idx:
-                    continue
-                wm = Wm[s, i, j, ci_idx]
-                if not np.isfinite(wm).any():
-                    continue
-                b = ci_idx[int(np.nanargmin(wm))]
-                best[s, i, j] = methods[b]
-                for m in ci_idx:
-                    if np.isfinite(Wm[s, i, j, m]):
-                        tied[s, i, j, m] = 1 if (m == b or ties_with_best(Wm[s, i, j], Wlo[s, i, j], Whi[s, i, j], m, b)) else 0
-                for q in range(NQ):
-                    ae = np.abs(err_pool[s, i, j, ci_idx, q])
-                    if np.isfinite(ae).any():
-                        best_pct[s, i, j, q] = methods[ci_idx[int(np.nanargmin(ae))]]
 
-    # tail-aware decisions per (law, R, rho, percentile) (tail_decisions)
-    threshold = float(cfg["min_tail_customers"])
-    tail_n, few = tail_customers(g.n_customers, pct, threshold)  # (S, R, rho, q)
+def _best_methods(g: _Grid, v: SimpleNamespace) -> None:
+    """v.best (service, R, rho): the usable method other than exact with the smallest mean W; v.tied: those whose W
+    CI overlaps the best's; v.best_pct (…, percentile): the smallest |pooled percentile error|."""
+    methods = g.methods
+    S, NR, NP, NM, NK, NQ = g.shape
+    cand_idx = [methods.index(m) for m in methods if m != "exact"]
+    v.best = np.full((S, NR, NP), "", dtype=object)
+    v.tied = np.zeros((S, NR, NP, NM), dtype=np.int8)
+    v.best_pct = np.full((S, NR, NP, NQ), "", dtype=object)
+    Wm, Wlo, Whi = v.Wm, v.Wlo, v.Whi
+    for s, i, j in np.ndindex(S, NR, NP):
+        ci_idx = [m for m in cand_idx if v.usable[i, j, m]]
+        if not ci_idx or not np.isfinite(Wm[s, i, j, ci_idx]).any():
+            continue
+        b = ci_idx[int(np.nanargmin(Wm[s, i, j, ci_idx]))]
+        v.best[s, i, j] = methods[b]
+        for m in ci_idx:
+            if np.isfinite(Wm[s, i, j, m]):
+                tie = m == b or ties_with_best(Wm[s, i, j], Wlo[s, i, j], Whi[s, i, j], m, b)
+                v.tied[s, i, j, m] = 1 if tie else 0
+        for q in range(NQ):
+            ae = np.abs(v.err_pool[s, i, j, ci_idx, q])
+            if np.isfinite(ae).any():
+                v.best_pct[s, i, j, q] = methods[ci_idx[int(np.nanargmin(ae))]]
+
+
+def _recommendations(g: _Grid, v: SimpleNamespace) -> None:
+    """The tail-aware decisions per (law, R, rho, percentile) (tail_decisions) into ``v``; no ranking where the
+    simulation's run is too short to trust."""
+    methods, e, usable, xapp = g.methods, v.e, v.usable, v.xapp
+    S, NR, NP, NM, NK, NQ = g.shape
+    v.threshold = float(g.cfg["min_tail_customers"])
+    v.tail_n, v.few = tail_customers(g.n_customers, g.pct, v.threshold)  # (S, R, rho, q)
     simulated = (g.n_customers.sum(axis=-1) > 0)[..., None]  # (S, R, rho, 1)
     prefer = np.full((S, NR, NP, NQ), -1)
     if e is not None and g.expo is not None:
@@ -614,200 +643,346 @@ def _assemble(g: _Grid, run_time) -> xr.Dataset:
         prefer[g.expo] = np.where(usable[:, :, e, None] & np.isfinite(xapp[:, :, e, :]), e, -1)
     # T where exact is not: if its claim (never below exact) holds at every point of this comparison where both ran
     t_idx = methods.index(TAIL_METHOD) if TAIL_METHOD in methods else None
-    check = tail_check(err_exact[:, :, t_idx] if (t_idx is not None and e is not None) else np.full(1, np.nan),
-                       g.dt)
+    v.check = tail_check(v.err_exact[:, :, t_idx] if (t_idx is not None and e is not None) else np.full(1, np.nan),
+                         g.dt)
     prefer_tail = np.full((S, NR, NP, NQ), -1)
-    if t_idx is not None and g.expo is not None and check["preferred"]:
+    if t_idx is not None and g.expo is not None and v.check["preferred"]:
         prefer_tail[g.expo] = np.where(usable[:, :, t_idx, None] & np.isfinite(xapp[:, :, t_idx, :]), t_idx,
                                        -1)  # T solves M/M/R too
-    short = (g.run_valid == 0)  # (S, R, rho): the simulation's run is too short to trust there
-    optimistic, optimistic_by, most, rec, status = tail_decisions(Em, Ehi, Rm, usable[None, :, :, :, None], few,
-                                                                  simulated, prefer, prefer_tail, short[..., None])
+    v.short = short = (g.run_valid == 0)  # (S, R, rho): the simulation's run is too short to trust there
+    v.optimistic, v.optimistic_by, most, v.rec, v.status = tail_decisions(
+        v.Em, v.Ehi, v.Rm, usable[None, :, :, :, None], v.few, simulated, prefer, prefer_tail, short[..., None])
     names = np.asarray(methods + [""], dtype=object)  # index −1 → ""
-    most_accurate = names[most]
-    recommended = np.where(np.isin(status, [STATUS_ALL_OPTIMISTIC, STATUS_TOO_FEW, STATUS_NO_VERDICT,
-                                            STATUS_RUN_TOO_SHORT]), SIMULATE, names[rec])
-    best = np.where(short, "", best)  # no ranking against a simulation too short to trust
-    best_pct = np.where(short[..., None], "", best_pct)
-    tied = np.where(short[..., None], 0, tied).astype(np.int8)
+    v.most_accurate = names[most]
+    v.recommended = np.where(np.isin(v.status, [STATUS_ALL_OPTIMISTIC, STATUS_TOO_FEW, STATUS_NO_VERDICT,
+                                                STATUS_RUN_TOO_SHORT]), SIMULATE, names[v.rec])
+    v.best = np.where(short, "", v.best)  # no ranking against a simulation too short to trust
+    v.best_pct = np.where(short[..., None], "", v.best_pct)
+    v.tied = np.where(short[..., None], 0, v.tied).astype(np.int8)
 
-    def at_rec(x):  # (S, R, rho, M, Q) -> (S, R, rho, Q): the recommended method's value, NaN if none
-        v = np.take_along_axis(x, np.maximum(rec, 0)[..., None, :], axis=-2)[..., 0, :]
-        return np.where(rec >= 0, v, np.nan)
 
-    dims5 = ("service", "R", "rho", "approximation", "replication")
-    dims4 = ("service", "R", "rho", "approximation")
-    q5 = ("service", "R", "rho", "approximation", "percentile")
-    q4 = ("service", "R", "rho", "percentile")
-    m3 = ("R", "rho", "approximation")
-    tu = "time units (1/mu)"
-    ci_flags = {"flag_values": np.array([CI_NONE, CI_T, CI_BOOTSTRAP], np.int8),
-                "flag_meanings": "no_interval student_t bootstrap_bca"}
-    conf = float(cfg["confidence"])
-    masked = " (NaN where usable = 0)"
-    ds = xr.Dataset(
-        {
-            "wasserstein": (dims5, W, _attrs("Wasserstein-1 distance between approximated and simulated CDF, per "
-                                             "replication" + masked, tu)),
-            "wasserstein_mean": (dims4, Wm, _attrs("mean over replications of the Wasserstein distance" + masked, tu)),
-            "wasserstein_ci_low": (dims4, Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", tu)),
-            "wasserstein_ci_high": (dims4, Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", tu)),
-            "wasserstein_ci_method": (dims4, Wci, _attrs("method of the CI of wasserstein_mean", **ci_flags)),
-            "wasserstein_pooled": (dims4, Wpool, _attrs("Wasserstein distance to the pooled simulated CDF" + masked, tu)),
-            "sim_percentile": (("service", "R", "rho", "replication", "percentile"), xsim,
-                               _attrs("simulated sojourn-time percentile (F linear between grid points, where it first "
-                                      "exceeds p), per replication", tu)),
-            "sim_percentile_mean": (q4, Sm, _attrs("mean over replications of sim_percentile", tu)),
-            "sim_percentile_ci_low": (q4, Slo, _attrs(f"lower end of the {conf:.0%} CI of sim_percentile_mean", tu)),
-            "sim_percentile_ci_high": (q4, Shi, _attrs(f"upper end of the {conf:.0%} CI of sim_percentile_mean", tu)),
-            "sim_percentile_ci_method": (q4, Sci, _attrs("method of the CI of sim_percentile_mean", **ci_flags)),
-            "sim_percentile_pooled": (q4, xsim_pool,
-                                      _attrs("simulated sojourn-time percentile of the pooled CDF", tu)),
-            "tail_customers_per_replication": (
-                q4, tail_n, _attrs("expected number of simulated customers beyond the percentile, n_k (1 - p), in "
-                                   "the replication with the fewest customers (0: not simulated)")),
-            "few_tail_customers": (
-                q4, few, _attrs(f"the simulation has fewer than {threshold:g} customers beyond the percentile "
-                                "(min_tail_customers): the percentile cannot be estimated there and drives no "
-                                "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
-                                "(sum_k n_k (1 - p)) or not simulated",
-                                flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED],
-                                                     np.int8),
-                                flag_meanings="enough few_per_replication few_pooled")),
-            "approx_percentile": (m3 + ("percentile",), xapp,
-                                  _attrs("approximated sojourn-time percentile (F linear between grid points, where it "
-                                         "first exceeds p)" + masked, tu)),
-            "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), err,
-                                 _attrs("approx - sim percentile per replication (negative = optimistic)" + masked, tu)),
-            "percentile_error_mean": (q5, Em, _attrs("mean over replications of percentile_error", tu)),
-            "percentile_error_ci_low": (q5, Elo, _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", tu)),
-            "percentile_error_ci_high": (q5, Ehi, _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", tu)),
-            "percentile_error_ci_method": (q5, Eci, _attrs("method of the CI of percentile_error_mean", **ci_flags)),
-            "percentile_error_pooled": (q5, err_pool, _attrs("approx - pooled sim percentile (negative = optimistic)"
-                                                             + masked, tu)),
-            "relative_percentile_error_mean": (q5, Rm, _attrs("mean over replications of (approx - sim)/sim percentile"
-                                                              + masked)),
-            "relative_percentile_error_ci_low": (q5, Rlo, _attrs("lower end of the CI of relative_percentile_error_mean")),
-            "relative_percentile_error_ci_high": (q5, Rhi, _attrs("upper end of the CI of relative_percentile_error_mean")),
-            "relative_percentile_error_pooled": (q5, rel_pool, _attrs("(approx - pooled sim)/pooled sim percentile"
-                                                                      + masked)),
-            "usable": (m3, usable.astype(np.int8),
-                       _attrs("1 if the method's values may be used at this cell: computed, a CDF on the grid "
-                              "(fit_invalid = 0) and not flagged by the approximation dataset itself"
-                              + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else
-                                 " (it has no verdict of its own)")
-                              + "; every statistic of a method is NaN where 0 and no decision considers it",
-                              flag_values=np.array([0, 1], np.int8), flag_meanings="unusable usable")),
-            "unusable_reason": (m3, reason, _attrs("why usable = 0 (bit mask; 0 = usable)", **UNUSABLE_FLAG_ATTRS)),
-            "best_method": (("service", "R", "rho"), best.astype(str),
-                            _attrs("method with the smallest mean Wasserstein distance (exact and unusable methods "
-                                   "excluded); W weighs the body of the distribution, see recommended for the tail")),
-            "tied_with_best": (dims4, tied, _attrs("1 if the method's Wasserstein CI overlaps the best method's CI "
-                                                   "(0 for unusable methods)",
-                                                   flag_values=np.array([0, 1], np.int8), flag_meanings="no yes")),
-            "best_method_percentile": (q4, best_pct.astype(str),
-                                       _attrs("method with the smallest |pooled percentile error| (exact and unusable "
-                                              "methods excluded)")),
-            "optimistic": (q5, optimistic, _attrs(
-                "1 if the method underestimates the percentile beyond its CI: the whole CI of percentile_error_mean "
+def _assemble(g: _Grid, run_time) -> xr.Dataset:
+    v = _statistics(g)
+    _best_methods(g, v)
+    _recommendations(g, v)
+    variables = {}
+    for part in (_distance_variables, _error_variables, _usable_variables, _decision_variables, _check_variables):
+        variables.update(part(g, v))
+    ds = xr.Dataset(variables, coords={
+        "service": np.asarray(g.services, dtype=str),
+        "R": np.asarray(g.Rs, np.int64),
+        "rho": g.rhos,
+        "approximation": np.asarray(g.methods, dtype=str),
+        "replication": g.reps,
+        "percentile": g.pct,
+    })
+    _finish(ds, g, v, run_time)
+    return ds
+
+
+def _distance_variables(g: _Grid, v: SimpleNamespace) -> dict:
+    """Data variables of the comparison: the simulated percentiles and the Wasserstein distances."""
+    conf = v.conf
+    threshold = v.threshold
+    return {
+        "wasserstein": (_DIMS5, v.W,
+            _attrs("Wasserstein-1 distance between approximated and simulated CDF, per replication" + _MASKED, _TU)),
+        "wasserstein_mean": (_DIMS4, v.Wm, _attrs("mean over replications of the Wasserstein distance" + _MASKED, _TU)),
+        "wasserstein_ci_low": (_DIMS4, v.Wlo, _attrs(f"lower end of the {conf:.0%} CI of wasserstein_mean", _TU)),
+        "wasserstein_ci_high": (_DIMS4, v.Whi, _attrs(f"upper end of the {conf:.0%} CI of wasserstein_mean", _TU)),
+        "wasserstein_ci_method": (_DIMS4, v.Wci, _attrs("method of the CI of wasserstein_mean", **_CI_FLAGS)),
+        "wasserstein_pooled": (_DIMS4, v.Wpool,
+            _attrs("Wasserstein distance to the pooled simulated CDF" + _MASKED, _TU)),
+        "sim_percentile": (
+            ("service", "R", "rho", "replication", "percentile"),
+            v.xsim,
+            _attrs(
+                "simulated sojourn-time percentile (F linear between grid points, where it first "
+                "exceeds p), per replication",
+                _TU,
+            ),
+        ),
+        "sim_percentile_mean": (_Q4, v.Sm, _attrs("mean over replications of sim_percentile", _TU)),
+        "sim_percentile_ci_low": (_Q4, v.Slo, _attrs(f"lower end of the {conf:.0%} CI of sim_percentile_mean", _TU)),
+        "sim_percentile_ci_high": (_Q4, v.Shi, _attrs(f"upper end of the {conf:.0%} CI of sim_percentile_mean", _TU)),
+        "sim_percentile_ci_method": (_Q4, v.Sci, _attrs("method of the CI of sim_percentile_mean", **_CI_FLAGS)),
+        "sim_percentile_pooled": (_Q4, v.xsim_pool, _attrs("simulated sojourn-time percentile of the pooled CDF", _TU)),
+        "tail_customers_per_replication": (
+            _Q4,
+            v.tail_n,
+            _attrs(
+                "expected number of simulated customers beyond the percentile, n_k (1 - p), in "
+                "the replication with the fewest customers (0: not simulated)"
+            ),
+        ),
+        "few_tail_customers": (
+            _Q4,
+            v.few,
+            _attrs(
+                f"the simulation has fewer than {threshold:g} customers beyond the percentile "
+                "(min_tail_customers): the percentile cannot be estimated there and drives no "
+                "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
+                "(sum_k n_k (1 - p)) or not simulated",
+                flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED], np.int8),
+                flag_meanings="enough few_per_replication few_pooled",
+            ),
+        ),
+    }
+
+
+def _error_variables(g: _Grid, v: SimpleNamespace) -> dict:
+    """Data variables of the comparison: the approximated percentiles and their errors against the simulation."""
+    conf = v.conf
+    return {
+        "approx_percentile": (
+            _M3 + ("percentile",),
+            v.xapp,
+            _attrs(
+                "approximated sojourn-time percentile (F linear between grid points, where it "
+                "first exceeds p)" + _MASKED,
+                _TU,
+            ),
+        ),
+        "percentile_error": (("service", "R", "rho", "approximation", "replication", "percentile"), v.err,
+            _attrs("approx - sim percentile per replication (negative = optimistic)" + _MASKED, _TU)),
+        "percentile_error_mean": (_Q5, v.Em, _attrs("mean over replications of percentile_error", _TU)),
+        "percentile_error_ci_low": (_Q5, v.Elo,
+            _attrs(f"lower end of the {conf:.0%} CI of percentile_error_mean", _TU)),
+        "percentile_error_ci_high": (_Q5, v.Ehi,
+            _attrs(f"upper end of the {conf:.0%} CI of percentile_error_mean", _TU)),
+        "percentile_error_ci_method": (_Q5, v.Eci, _attrs("method of the CI of percentile_error_mean", **_CI_FLAGS)),
+        "percentile_error_pooled": (_Q5, v.err_pool,
+            _attrs("approx - pooled sim percentile (negative = optimistic)" + _MASKED, _TU)),
+        "relative_percentile_error_mean": (_Q5, v.Rm,
+            _attrs("mean over replications of (approx - sim)/sim percentile" + _MASKED)),
+        "relative_percentile_error_ci_low": (_Q5, v.Rlo,
+            _attrs("lower end of the CI of relative_percentile_error_mean")),
+        "relative_percentile_error_ci_high": (_Q5, v.Rhi,
+            _attrs("upper end of the CI of relative_percentile_error_mean")),
+        "relative_percentile_error_pooled": (_Q5, v.rel_pool,
+            _attrs("(approx - pooled sim)/pooled sim percentile" + _MASKED)),
+    }
+
+
+def _usable_variables(g: _Grid, v: SimpleNamespace) -> dict:
+    """Data variables of the comparison: usability and the best methods by W and by pooled percentile error."""
+    return {
+        "usable": (
+            _M3,
+            v.usable.astype(np.int8),
+            _attrs(
+                "1 if the method's values may be used at this cell: computed, a CDF on the grid "
+                "(fit_invalid = 0) and not flagged by the approximation dataset itself"
+                + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else " (it has no verdict of its own)")
+                + "; every statistic of a method is NaN where 0 and no decision considers it",
+                flag_values=np.array([0, 1], np.int8),
+                flag_meanings="unusable usable",
+            ),
+        ),
+        "unusable_reason": (_M3, v.reason, _attrs("why usable = 0 (bit mask; 0 = usable)", **UNUSABLE_FLAG_ATTRS)),
+        "best_method": (
+            ("service", "R", "rho"),
+            v.best.astype(str),
+            _attrs(
+                "method with the smallest mean Wasserstein distance (exact and unusable methods "
+                "excluded); W weighs the body of the distribution, see recommended for the tail"
+            ),
+        ),
+        "tied_with_best": (
+            _DIMS4,
+            v.tied,
+            _attrs(
+                "1 if the method's Wasserstein CI overlaps the best method's CI (0 for unusable methods)",
+                flag_values=np.array([0, 1], np.int8),
+                flag_meanings="no yes",
+            ),
+        ),
+        "best_method_percentile": (_Q4, v.best_pct.astype(str),
+            _attrs("method with the smallest |pooled percentile error| (exact and unusable methods excluded)")),
+    }
+
+
+def _decision_variables(g: _Grid, v: SimpleNamespace) -> dict:
+    """Data variables of the comparison: the tail decisions (optimistic verdicts, most accurate and recommended
+    methods)."""
+    return {
+        "optimistic": (
+            _Q5,
+            v.optimistic,
+            _attrs(
+                "1 if the method underestimates the percentile beyond its CI: the whole CI of "
+                "percentile_error_mean "
                 "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
                 "no verdict (unusable, no mean error or no CI)",
                 flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
-                flag_meanings="no_verdict not_optimistic optimistic")),
-            "optimistic_by": (q5, optimistic_by, _attrs(
-                "share by which an optimistic method underestimates the percentile: -relative_percentile_error_mean "
-                "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict")),
-            "most_accurate": (q4, most_accurate.astype(str), _attrs(
+                flag_meanings="no_verdict not_optimistic optimistic",
+            ),
+        ),
+        "optimistic_by": (
+            _Q5,
+            v.optimistic_by,
+            _attrs(
+                "share by which an optimistic method underestimates the percentile: "
+                "-relative_percentile_error_mean "
+                "where optimistic = 1, 0 where optimistic = 0, NaN without a verdict"
+            ),
+        ),
+        "most_accurate": (
+            _Q4,
+            v.most_accurate.astype(str),
+            _attrs(
                 "usable method with the smallest |percentile_error_mean| (absolute: the distance to "
                 "sim_percentile_mean; exact included; first in coordinate order on exact ties); empty where "
-                "few_tail_customers != 0 or nothing usable")),
-            "recommended": (q4, recommended.astype(str), _attrs(
+                "few_tail_customers != 0 or nothing usable"
+            ),
+        ),
+        "recommended": (
+            _Q4,
+            v.recommended.astype(str),
+            _attrs(
                 "the method to use for this percentile: exact where it ran and is usable (exponential service), "
                 "else T where it is preferred (conservative, checked against exact in this comparison: attribute "
                 "tail_preferred), else the most accurate usable method that is not optimistic (optimistic = 0); "
                 "'simulate' where "
                 "none qualifies or the simulation has too few customers beyond the percentile to judge; empty "
-                "where this law was not simulated; see recommendation_status")),
-            "recommendation_status": (q4, status, _attrs("why recommended is what it is", **STATUS_FLAG_ATTRS)),
-            "recommended_relative_error": (q4, at_rec(Rm), _attrs(
+                "where this law was not simulated; see recommendation_status"
+            ),
+        ),
+        "recommendation_status": (_Q4, v.status, _attrs("why recommended is what it is", **STATUS_FLAG_ATTRS)),
+        "recommended_relative_error": (
+            _Q4,
+            _at_rec(v.Rm, v.rec),
+            _attrs(
                 "relative_percentile_error_mean of the recommended method (NaN where it is 'simulate' or empty; "
-                "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)")),
-            "recommended_relative_error_ci_low": (q4, at_rec(Rlo), _attrs(
-                "lower end of the CI of recommended_relative_error")),
-            "recommended_relative_error_ci_high": (q4, at_rec(Rhi), _attrs(
-                "upper end of the CI of recommended_relative_error")),
-            "fit_invalid": (m3, g.fit_invalid,
-                            _attrs(f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
-                                   "0 = valid or not computed", **FIT_FLAG_ATTRS)),
-            "fit_violation": (m3, g.fit_violation,
-                              _attrs("largest excursion of the approximated CDF below 0, above 1 or downwards "
-                                     "between grid points (0 if valid, NaN if not computed)")),
-            "wasserstein_vs_exact": (m3, W_exact,
-                                     _attrs("Wasserstein distance between each method's CDF and the exact CDF (NaN "
-                                            "where either is unusable)", tu)),
-            "percentile_error_vs_exact": (m3 + ("percentile",), err_exact,
-                                          _attrs("method - exact percentile (NaN where either is unusable)", tu)),
-            "not_run": (m3, (((reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
-                        _attrs("1 where the method did not run: not computed, over its budget or its truncation cap "
-                               "not reached (as opposed to a computed result that is not a CDF)",
-                               flag_values=np.array([0, 1], np.int8), flag_meanings="ran not_run")),
-            "sim_noise_wasserstein": (("service", "R", "rho"), g.noise,
-                                      _attrs("the simulation's own noise in the Wasserstein distance: a replication's "
-                                             "estimated W to the true CDF, from the replications alone (the mean of "
-                                             "W(replication, pooled others) times sqrt((K - 1)/K)); a method compared "
-                                             "with the simulation has about this wasserstein_mean even if exact",
-                                             tu, method="sojourn.jsq_ps.compare.simulation_noise")),
-            "wasserstein_vs_exponential_sim": (("service", "R", "rho"), W_vs_exp_sim,
-                                               _attrs("Wasserstein distance between this law's pooled simulated CDF "
-                                                      "and the exponential law's (M/G/R vs M/M/R)", tu)),
-            **{f"raw_{name}": (m3 + ("percentile",) if name == "approx_percentile" else q5 if "percentile" in name
-                               else dims4, x,
-                               _attrs(f"{name} unmasked: also where usable = 0, where values may be meaningless "
-                                      "(e.g. 1e36 or inf from an exploded fit); for the reproduction of the "
-                                      "published tables only, never for decisions",
-                                      tu if not name.startswith("relative") else "1"))
-               for name, x in raw.items()},
+                "for exact where few_tail_customers != 0, against a simulated percentile that is not estimable)"
+            ),
+        ),
+        "recommended_relative_error_ci_low": (_Q4, _at_rec(v.Rlo, v.rec),
+            _attrs("lower end of the CI of recommended_relative_error")),
+        "recommended_relative_error_ci_high": (_Q4, _at_rec(v.Rhi, v.rec),
+            _attrs("upper end of the CI of recommended_relative_error")),
+    }
+
+
+def _check_variables(g: _Grid, v: SimpleNamespace) -> dict:
+    """Data variables of the comparison: the fit checks, the comparisons with exact and with the exponential law,
+    the raw (unmasked) summaries."""
+    return {
+        "fit_invalid": (
+            _M3,
+            g.fit_invalid,
+            _attrs(
+                f"approximated CDF is not a CDF on the grid beyond round-off ({FIT_TOLERANCE:g}); "
+                "0 = valid or not computed",
+                **FIT_FLAG_ATTRS,
+            ),
+        ),
+        "fit_violation": (
+            _M3,
+            g.fit_violation,
+            _attrs(
+                "largest excursion of the approximated CDF below 0, above 1 or downwards "
+                "between grid points (0 if valid, NaN if not computed)"
+            ),
+        ),
+        "wasserstein_vs_exact": (
+            _M3,
+            v.W_exact,
+            _attrs(
+                "Wasserstein distance between each method's CDF and the exact CDF (NaN where either is unusable)",
+                _TU,
+            ),
+        ),
+        "percentile_error_vs_exact": (_M3 + ("percentile",), v.err_exact,
+            _attrs("method - exact percentile (NaN where either is unusable)", _TU)),
+        "not_run": (
+            _M3,
+            (((v.reason & NOT_COMPUTED) != 0) | g.over_budget).astype(np.int8),
+            _attrs(
+                "1 where the method did not run: not computed, over its budget or its truncation cap "
+                "not reached (as opposed to a computed result that is not a CDF)",
+                flag_values=np.array([0, 1], np.int8),
+                flag_meanings="ran not_run",
+            ),
+        ),
+        "sim_noise_wasserstein": (
+            ("service", "R", "rho"),
+            g.noise,
+            _attrs(
+                "the simulation's own noise in the Wasserstein distance: a replication's "
+                "estimated W to the true CDF, from the replications alone (the mean of "
+                "W(replication, pooled others) times sqrt((K - 1)/K)); a method compared "
+                "with the simulation has about this wasserstein_mean even if exact",
+                _TU,
+                method="sojourn.jsq_ps.compare.simulation_noise",
+            ),
+        ),
+        "wasserstein_vs_exponential_sim": (
+            ("service", "R", "rho"),
+            v.W_vs_exp_sim,
+            _attrs(
+                "Wasserstein distance between this law's pooled simulated CDF "
+                "and the exponential law's (M/G/R vs M/M/R)",
+                _TU,
+            ),
+        ),
+        **{
+            f"raw_{name}": (
+                _M3 + ("percentile",) if name == "approx_percentile" else _Q5 if "percentile" in name else _DIMS4,
+                x,
+                _attrs(
+                    f"{name} unmasked: also where usable = 0, where values may be meaningless "
+                    "(e.g. 1e36 or inf from an exploded fit); for the reproduction of the "
+                    "published tables only, never for decisions",
+                    _TU if not name.startswith("relative") else "1",
+                ),
+            )
+            for name, x in v.raw.items()
         },
-        coords={"service": np.asarray(services, dtype=str), "R": np.asarray(Rs, np.int64), "rho": rhos,
-                "approximation": np.asarray(methods, dtype=str), "replication": reps, "percentile": pct},
-    )
+    }
+
+
+def _finish(ds: xr.Dataset, g: _Grid, v: SimpleNamespace, run_time) -> None:
+    """The comparison's run-length verdict, replication counts, run times and the attributes that state its
+    conventions and rules."""
     ds["sim_run_valid"] = (("service", "R", "rho"), g.run_valid, _attrs(
         "the simulation's run-length verdict (its run_valid, sojourn.core.runlength): 1 long enough, 0 too short to "
         "trust (its statistics are kept but judge nothing: no best_method, optimistic verdict or most_accurate "
         "there, recommendation_status run_too_short unless exact or T apply), -1 not simulated or not judged",
         flag_values=np.array([-1, 0, 1], np.int8), flag_meanings="not_judged too_short long_enough"))
-    ds.attrs["run_length"] = (f"{int(short.sum())} of {int((g.run_valid >= 0).sum())} simulated cells too short to "
+    ds.attrs["run_length"] = (f"{int(v.short.sum())} of {int((g.run_valid >= 0).sum())} simulated cells too short to "
                               "trust (sim_run_valid = 0): excluded from every decision")
     label_coords(ds)
     if g.used is not None:
         ds["replications_used"] = (("service", "R", "rho"), g.used.astype(np.int64),
                                    _attrs("replications of the cell (entries beyond are padding: NaN)"))
     if run_time is not None:
-        ds["run_time"] = run_time.transpose("R", "rho", "approximation").reindex(R=Rs, rho=rhos)
+        ds["run_time"] = run_time.transpose("R", "rho", "approximation").reindex(R=g.Rs, rho=g.rhos)
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
     ds.attrs["cdf_convention"] = (
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "
         "(sojourn.core.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
     ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
-    ds.attrs["percentile_definition"] = ("where F, linear between the grid points t_i, first exceeds p (the paper's first "
-                                         "grid t_i with F(t_i) > p is the end of that step, up to dt above); error = "
-                                         "approx - sim (negative = optimistic)")
+    ds.attrs["percentile_definition"] = (
+        "where F, linear between the grid points t_i, first exceeds p (the paper's first "
+        "grid t_i with F(t_i) > p is the end of that step, up to dt above); error = "
+        "approx - sim (negative = optimistic)"
+    )
     ds.attrs["recommendation_rule"] = (
         "per (service, R, rho, percentile), usable methods only: exact where it ran and is usable (exponential "
         "service); else T where tail_preferred = 1 (exponential service, T usable, and not optimistic where "
         "few_tail_customers = 0); else, if few_tail_customers = 0, the usable method with the smallest "
         "|percentile_error_mean| among those with optimistic = 0 (CI of the mean percentile error not entirely "
         "below 0); else 'simulate'")
-    ds.attrs["tail_preferred"] = int(check["preferred"])
-    ds.attrs["tail_checked_points"] = check["checked_points"]
-    ds.attrs["tail_below_exact_points"] = check["below_exact_points"]
-    ds.attrs["tail_largest_below_exact"] = check["largest_below"]
+    ds.attrs["tail_preferred"] = int(v.check["preferred"])
+    ds.attrs["tail_checked_points"] = v.check["checked_points"]
+    ds.attrs["tail_below_exact_points"] = v.check["below_exact_points"]
+    ds.attrs["tail_largest_below_exact"] = v.check["largest_below"]
     ds.attrs["tail_rule"] = (
         "T (conservative by construction) is preferred where exact is not only if, at every (R, rho, percentile) "
         "where both are usable, T's percentile is not below exact's by more than one grid step; "
-        f"{check['checked_points']} such points, {check['below_exact_points']} below")
+        f"{v.check['checked_points']} such points, {v.check['below_exact_points']} below")
     ds.attrs["time_step"] = g.dt  # the t grid's step: a percentile difference below it is within the grid's resolution
-    return ds
 
 
 # ------------------------------------------------------------------------------ against the best reference
@@ -951,6 +1126,35 @@ def comparison_encoding(ds: xr.Dataset) -> dict:
     return enc
 
 
+def _law_dataset(services, Rs, rhos, methods, cfg, p, xapp, xsim, few, marg, ok, present) -> xr.Dataset:
+    """The law methods' comparison dataset from their percentiles and the simulated ones per replication (see
+    :func:`law_comparison`)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = xapp[:, :, :, :, None, :] / xsim[:, :, :, None, :, :] - 1.0  # (S, R, rho, method, rep, q)
+    per = present[:, :, :, None, :, None]
+    Rm, Rlo, Rhi, _ = interval(np.moveaxis(rel, 4, -1), cfg, seed=5,
+        present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1))
+    hide = few[:, :, :, None, :] | (ok[..., None] == 0)
+    Rm, Rlo, Rhi = (np.where(hide, np.nan, x) for x in (Rm, Rlo, Rhi))
+    verdict = np.where(np.isfinite(Rhi), (Rhi < 0).astype(np.int8), np.int8(-1)).astype(np.int8)
+    dims = ("service", "R", "rho", "law_method", "percentile")
+    ds = xr.Dataset(
+        {"law_percentile": (dims, np.where(ok[..., None] == 1, xapp, np.nan),
+                            _attrs("the law method's percentile of the sojourn time", "time units")),
+         "law_relative_error_mean": (dims, Rm, _attrs("mean over replications of the law method's relative "
+                                                      "percentile error (method / simulation - 1)")),
+         "law_relative_error_ci_low": (dims, Rlo, _attrs("lower end of its confidence interval")),
+         "law_relative_error_ci_high": (dims, Rhi, _attrs("upper end of its confidence interval")),
+         "law_optimistic": (dims, verdict, _attrs("1: the error's CI lies below 0 (optimistic beyond the "
+                                                  "simulation's noise); 0: not; -1: no verdict")),
+         "law_margin": (dims, marg, _attrs("the law method's stated margin (relative; numerical steps only)")),
+         "law_valid": (dims[:4], ok, _attrs("1: the law method ran and passed the analytic guards"))},
+        coords={"service": np.asarray(services, dtype=str), "R": Rs, "rho": rhos,
+                "law_method": np.asarray(methods, dtype=str),
+                "percentile": np.asarray(cfg["percentiles"], dtype=float)})
+    return ds
+
+
 def law_comparison(sim_path, law_path, cfg: dict | None = None, lock=None) -> xr.Dataset:
     """The M/G/R cells' law methods (``law_approximation.nc``: T with the law itself,
     :mod:`sojourn.jsq_ps.solve.tail_ph`) against each law's simulation, on (service, R, rho, law_method,
@@ -1019,30 +1223,7 @@ def law_comparison(sim_path, law_path, cfg: dict | None = None, lock=None) -> xr
                         if ok[a, i, j, m]:
                             xapp[a, i, j, m] = quantile(t, F[m], p)
                             marg[a, i, j, m] = [mg[m][int(np.argmin(np.abs(mpct - 100.0 * q)))] for q in p]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rel = xapp[:, :, :, :, None, :] / xsim[:, :, :, None, :, :] - 1.0  # (S, R, rho, method, rep, q)
-        per = present[:, :, :, None, :, None]
-        Rm, Rlo, Rhi, _ = interval(np.moveaxis(rel, 4, -1), cfg, seed=5,
-                                   present=None if present.all() else np.moveaxis(np.broadcast_to(per, rel.shape), 4, -1))
-        hide = few[:, :, :, None, :] | (ok[..., None] == 0)
-        Rm, Rlo, Rhi = (np.where(hide, np.nan, x) for x in (Rm, Rlo, Rhi))
-        verdict = np.where(np.isfinite(Rhi), (Rhi < 0).astype(np.int8), np.int8(-1)).astype(np.int8)
-        dims = ("service", "R", "rho", "law_method", "percentile")
-        ds = xr.Dataset(
-            {"law_percentile": (dims, np.where(ok[..., None] == 1, xapp, np.nan),
-                                _attrs("the law method's percentile of the sojourn time", "time units")),
-             "law_relative_error_mean": (dims, Rm, _attrs("mean over replications of the law method's relative "
-                                                          "percentile error (method / simulation - 1)")),
-             "law_relative_error_ci_low": (dims, Rlo, _attrs("lower end of its confidence interval")),
-             "law_relative_error_ci_high": (dims, Rhi, _attrs("upper end of its confidence interval")),
-             "law_optimistic": (dims, verdict, _attrs("1: the error's CI lies below 0 (optimistic beyond the "
-                                                      "simulation's noise); 0: not; -1: no verdict")),
-             "law_margin": (dims, marg, _attrs("the law method's stated margin (relative; numerical steps only)")),
-             "law_valid": (dims[:4], ok, _attrs("1: the law method ran and passed the analytic guards"))},
-            coords={"service": np.asarray(services, dtype=str), "R": Rs, "rho": rhos,
-                    "law_method": np.asarray(methods, dtype=str),
-                    "percentile": np.asarray(cfg["percentiles"], dtype=float)})
-        return ds
+        return _law_dataset(services, Rs, rhos, methods, cfg, p, xapp, xsim, few, marg, ok, present)
     finally:
         with hold:
             law.close()

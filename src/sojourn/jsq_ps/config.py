@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ..core.config import ConfigError
 from ..core.distributions import parse_law
-from ..core.precision import parse as parse_precision
 from ..core.inputs import check_grid
+from ..core.precision import parse as parse_precision
 from ..core.timegrid import grid_size
 from .naming import ALL_METHODS, DEFAULT_PERCENTILE, EXPONENTIAL, format_rho, table4_L1
 
@@ -281,7 +281,9 @@ def _check(cfg: dict) -> None:
     tg = cfg["time_grid"]
     try:
         grid_size(tg["t_max"], tg["dt"])
-        reps = (sim.get("precision") or {}).get("max_replications", 200) if sim.get("precision") else sim["replications"]
+        reps = (
+            (sim.get("precision") or {}).get("max_replications", 200) if sim.get("precision") else sim["replications"]
+        )
         check_grid(tg["t_max"], tg["dt"], 8.0 * (2 * reps + 6), f"the sojourn histograms of a cell's {reps} "
                    "replications", flags="time_grid.t_max/dt", cli=False)
     except ValueError as exc:

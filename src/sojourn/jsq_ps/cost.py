@@ -53,9 +53,13 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
         procs = max(1, min(int(workers), reps))
         per_event = (CIW_SECONDS_PER_EVENT + CIW_SECONDS_PER_SERVER * R
                      + CIW_SECONDS_PER_PRESENT * _present_per_server(spec))
-        run = Estimate(CIW_SECONDS_STARTUP + events * per_event / procs, 0.0, "servers/horizon/replications",
-                       f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
-                       f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each in Ciw on {procs} process(es)")
+        run = Estimate(
+            CIW_SECONDS_STARTUP + events * per_event / procs,
+            0.0,
+            "servers/horizon/replications",
+            f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
+            f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each in Ciw on {procs} process(es)",
+        )
         customers = float(spec.arrival_rate) * float(horizon)
         state = Estimate(0.0, procs * (CIW_BYTES_PER_WORKER + CIW_BYTES_PER_CUSTOMER * customers), "horizon",
                          f"Ciw's record of each of {customers:.3g} customers per replication, {procs} at a time")

@@ -26,7 +26,6 @@ import numpy as np
 from numba import njit
 
 from ..core.recording import record
-
 from ..core.sampling import EXPONENTIAL, LOGNORMAL, sample_law
 
 # Dispatch codes (sojourn.jsq_ps.model.DISPATCH_CODE)
@@ -126,6 +125,185 @@ def _jsqd_ties(n, R, d, perm, tb, rng):
     return ties
 
 
+@njit(inline="always")
+def _first_min(nd, R):
+    """(first server with the smallest next-departure date, that date); (−1, inf) if all are empty. A branch-free
+    min reduction."""
+    sm = -1
+    tm = np.inf
+    for s in range(R):
+        v = nd[s]
+        lt = v < tm
+        tm = v if lt else tm
+        sm = s if lt else sm
+    return sm, tm
+
+
+@njit(inline="always")
+def _draw_service(scode, sp, s_exp, s_logn, s_mean, rng):
+    """A service requirement: the exponential and lognormal draws inline, the other laws through sample_law."""
+    if s_exp:
+        return rng.exponential(s_mean)
+    if s_logn:
+        return np.exp(sp[0] + sp[1] * rng.standard_normal())  # same draw as sample_law
+    return sample_law(scode, sp, rng)
+
+
+@njit(inline="always")
+def _heap_pop(hk, ha, hx, s, last):
+    """Remove the root of heap row s holding last + 1 entries: the last entry moves to the root and sifts down."""
+    if last <= 0:
+        return
+    hkey = hk[s, last]
+    harr = ha[s, last]
+    hreq = hx[s, last]
+    i = 0
+    while True:
+        ch = 2 * i + 1
+        if ch >= last:
+            break
+        ck = hk[s, ch]
+        if ch + 1 < last and hk[s, ch + 1] < ck:
+            ch += 1
+            ck = hk[s, ch]
+        if hkey <= ck:
+            break
+        hk[s, i] = ck
+        ha[s, i] = ha[s, ch]
+        hx[s, i] = hx[s, ch]
+        i = ch
+    hk[s, i] = hkey
+    ha[s, i] = harr
+    hx[s, i] = hreq
+
+
+@njit(inline="always")
+def _fifo_push(qa, qx, qh, s, q, t, x):
+    """Customer (arrival date t, requirement x) joins the FIFO ring of server s behind q others; returns True if
+    the ring is then full."""
+    qcap = qa.shape[1]
+    jj = qh[s] + q
+    jj = jj if jj < qcap else jj - qcap  # (qh + q) mod qcap, as q < qcap
+    qa[s, jj] = t
+    qx[s, jj] = x
+    return q + 1 == qcap
+
+
+@njit(inline="always")
+def _bin_by_requirement(x, soj, xdx, cx_n, cx_s, cx_ss):
+    """Count, sum and sum of squares of the sojourn in the bin of its service requirement x (if xdx > 0)."""
+    if xdx > 0.0:
+        k = int(x / xdx)
+        if k < cx_n.shape[0]:
+            cx_n[k] += 1
+            cx_s[k] += soj
+            cx_ss[k] += soj * soj
+
+
+@njit(inline="always")
+def _dispatch_general(dispatch, n, R, d, perm, tb, rr, rng):
+    """(server of an arrival, next round-robin position) for the general kernel: a tie among the shortest queues
+    (JSQ, JSQ(d)) is broken by a uniform drawn only when there is one."""
+    if dispatch == JSQ:
+        ties = _jsq_ties(n, R, tb)
+    elif dispatch == RANDOM:
+        s = int(rng.random() * R)
+        return (s if s < R else R - 1), rr
+    elif dispatch == ROUND_ROBIN:
+        return rr, (rr + 1 if rr + 1 < R else 0)
+    else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
+        ties = _jsqd_ties(n, R, d, perm, tb, rng)
+    s = tb[0]
+    if ties > 1:
+        j = int(rng.random() * ties)
+        s = tb[j if j < ties else ties - 1]
+    return s, rr
+
+
+@njit(inline="always")
+def _dispatch_uniform(dispatch, f, n, R, d, perm, tb, rr, rng):
+    """(server of an arrival, next round-robin position) for the exponential kernel, from f uniform on [0, 1)."""
+    if dispatch == RANDOM:
+        s = int(f * R)
+        return (s if s < R else R - 1), rr
+    if dispatch == ROUND_ROBIN:
+        return rr, (rr + 1 if rr + 1 < R else 0)
+    ties = _jsq_ties(n, R, tb) if dispatch == JSQ else _jsqd_ties(n, R, d, perm, tb, rng)
+    j = int(f * ties)
+    return tb[j if j < ties else ties - 1], rr
+
+
+@njit(inline="always")
+def _admit(s, ns, t, x, c, n, V, tl, hk, ha, hx, rt, qa, qx, qh):
+    """A customer (arrival date t, requirement x) joins server s holding ns: into service (heap row s, finish key
+    V + x) or, limited PS, the FIFO. Returns (the server's next departure date, _DONE or the array that filled)."""
+    m = ns if ns < c else c  # number in service before the arrival
+    if m > 0:
+        V[s] += (t - tl[s]) * rt[m]  # per-customer rate rt[m] = θ/max(m, θ)
+    tl[s] = t
+    n[s] = ns + 1
+    status = _DONE
+    if ns < c:  # admitted at once: (V[s] + x, t, x) into heap row s
+        _heap_push(hk, ha, hx, s, m, V[s] + x, t, x)
+        m += 1
+        if m == hk.shape[1]:
+            status = _HEAP_FULL
+    elif _fifo_push(qa, qx, qh, s, ns - c, t, x):  # limited PS: wait FIFO
+        status = _FIFO_FULL
+    rem = hk[s, 0] - V[s]
+    return t + (rem if rem > 0.0 else 0.0) / rt[m], status  # t + (Vfinish_min − V)/rate
+
+
+@njit(inline="always")
+def _depart(s, t, c, n, V, tl, nd, hk, ha, hx, rt, qa, qx, qh):
+    """The customer at the root of heap row s leaves at t: the heap, the clock, the FIFO's head admitted (limited
+    PS) and the server's next departure date. Returns its (arrival date, requirement)."""
+    ns = n[s]
+    m = ns if ns < c else c
+    key = hk[s, 0]
+    a = ha[s, 0]
+    x = hx[s, 0]
+    _heap_pop(hk, ha, hx, s, m - 1)
+    V[s] = key  # the leaver's virtual finish time is the clock now (exactly)
+    tl[s] = t
+    m -= 1
+    n[s] = ns - 1
+    if ns > c:  # limited PS: admit the head of the FIFO with finish key V + x
+        h = qh[s]
+        _heap_push(hk, ha, hx, s, m, V[s] + qx[s, h], qa[s, h], qx[s, h])
+        qh[s] = h + 1 if h + 1 < qa.shape[1] else 0
+        m += 1
+    if m > 0:
+        rem = hk[s, 0] - V[s]
+        nd[s] = t + (rem if rem > 0.0 else 0.0) / rt[m]
+    else:
+        V[s] = 0.0  # empty server: restart the virtual clock (keeps it small)
+        nd[s] = np.inf
+    return a, x
+
+
+@njit(inline="always")
+def _leave_uniform(y, nb, busy, n, A):
+    """Exponential kernel, a departure: y uniform on [0, nb) picks the busy server by its integer part and the
+    leaver by its fractional part (PS + memorylessness: uniform among those present). Returns (the leaver's
+    arrival date, the number of busy servers after)."""
+    b = int(y)
+    if b >= nb:
+        b = nb - 1
+    s = busy[b]
+    ns = n[s]
+    k = int((y - b) * ns)
+    if k >= ns:
+        k = ns - 1
+    a = A[s, k]
+    A[s, k] = A[s, ns - 1]
+    n[s] = ns - 1
+    if ns == 1:
+        busy[b] = busy[nb - 1]  # swap-remove server s from the busy list
+        nb -= 1
+    return a, nb
+
+
 @njit(cache=True)
 def run_general(
     R, acode, ap, scode, sp, theta, limit, dispatch, d,
@@ -195,7 +373,9 @@ def run_general(
     return acc, fst[3], ist[5]
 
 
-@njit(cache=True)
+# _nrt=False (both event loops): they allocate nothing, and without numba's reference counting the array arguments
+# of the inlined helpers cost nothing (with it, a dispatch helper made this loop 35 % slower; benchmarks/kernels.py)
+@njit(cache=True, _nrt=False)
 def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hist, occ,
                 xdx, cx_n, cx_s, cx_ss, rng, n, V, tl, nd, hk, ha, hx, rt, qa, qx, qh,
                 perm, tb, ist, fst):
@@ -208,9 +388,6 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
     """
     inv_dt = 1.0 / dt
     nmax = occ.shape[0] - 1
-    K = cx_n.shape[0]
-    cap = hk.shape[1]
-    qcap = qa.shape[1]
     a_exp = acode == EXPONENTIAL  # inline the common exponential draws (no call into sample_law)
     s_exp = scode == EXPONENTIAL
     s_logn = scode == LOGNORMAL
@@ -227,13 +404,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
     rescan = True
     while True:
         if rescan:
-            sm = -1
-            tm = np.inf
-            for s in range(R):  # branch-free min reduction
-                v = nd[s]
-                lt = v < tm
-                tm = v if lt else tm
-                sm = s if lt else sm
+            sm, tm = _first_min(nd, R)
             rescan = False
         t = t_arr if t_arr <= tm else tm
         if pending == 0 and t >= rec_end:
@@ -244,58 +415,14 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
         events += 1
         if t_arr <= tm:
             # ---- arrival -------------------------------------------------------------
-            # (inline: through a shared dispatch function, even one numba inlines, this kernel ran 35 % slower;
-            # benchmarks/kernels.py)
-            if dispatch == JSQ:
-                ties = _jsq_ties(n, R, tb)
-                s = tb[0]
-                if ties > 1:
-                    j = int(rng.random() * ties)
-                    s = tb[j if j < ties else ties - 1]
-            elif dispatch == RANDOM:
-                s = int(rng.random() * R)
-                if s >= R:
-                    s = R - 1
-            elif dispatch == ROUND_ROBIN:
-                s = rr
-                rr = rr + 1 if rr + 1 < R else 0
-            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                ties = _jsqd_ties(n, R, d, perm, tb, rng)
-                s = tb[0]
-                if ties > 1:
-                    j = int(rng.random() * ties)
-                    s = tb[j if j < ties else ties - 1]
+            s, rr = _dispatch_general(dispatch, n, R, d, perm, tb, rr, rng)
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
                 pending += 1
-            if s_exp:
-                x = rng.exponential(s_mean)
-            elif s_logn:
-                x = np.exp(sp[0] + sp[1] * rng.standard_normal())  # same draw as sample_law
-            else:
-                x = sample_law(scode, sp, rng)
-            m = ns if ns < c else c  # number in service before the arrival
-            if m > 0:
-                V[s] += (t - tl[s]) * rt[m]  # per-customer rate rt[m] = θ/max(m, θ)
-            tl[s] = t
-            n[s] = ns + 1
+            x = _draw_service(scode, sp, s_exp, s_logn, s_mean, rng)
             total += 1
-            if ns < c:  # admitted at once: (V[s] + x, t, x) into heap row s
-                _heap_push(hk, ha, hx, s, m, V[s] + x, t, x)
-                m += 1
-                if m == cap:
-                    status = _HEAP_FULL
-            else:  # limited PS: wait FIFO
-                q = ns - c
-                jj = qh[s] + q
-                jj = jj if jj < qcap else jj - qcap  # (qh + q) mod qcap, as q < qcap
-                qa[s, jj] = t
-                qx[s, jj] = x
-                if q + 1 == qcap:
-                    status = _FIFO_FULL
-            rem = hk[s, 0] - V[s]
-            v = t + (rem if rem > 0.0 else 0.0) / rt[m]  # t + (Vfinish_min − V)/rate
+            v, status = _admit(s, ns, t, x, c, n, V, tl, hk, ha, hx, rt, qa, qx, qh)
             nd[s] = v
             if s == sm:  # still the first smallest unless it moved later
                 rescan = v > tm
@@ -307,63 +434,15 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
             if status != _DONE:
                 break
         else:
-            # ---- departure from server sm: pop the heap root ---------------------------
-            s = sm
+            # ---- departure from server sm ----------------------------------------------
             rescan = True
-            ns = n[s]
-            m = ns if ns < c else c
-            key = hk[s, 0]
-            a = ha[s, 0]
-            x = hx[s, 0]
-            last = m - 1
-            if last > 0:  # move the last entry to the root and sift it down
-                hkey = hk[s, last]
-                harr = ha[s, last]
-                hreq = hx[s, last]
-                i = 0
-                while True:
-                    ch = 2 * i + 1
-                    if ch >= last:
-                        break
-                    ck = hk[s, ch]
-                    if ch + 1 < last and hk[s, ch + 1] < ck:
-                        ch += 1
-                        ck = hk[s, ch]
-                    if hkey <= ck:
-                        break
-                    hk[s, i] = ck
-                    ha[s, i] = ha[s, ch]
-                    hx[s, i] = hx[s, ch]
-                    i = ch
-                hk[s, i] = hkey
-                ha[s, i] = harr
-                hx[s, i] = hreq
-            V[s] = key  # the leaver's virtual finish time is the clock now (exactly)
-            tl[s] = t
-            m -= 1
-            n[s] = ns - 1
+            a, x = _depart(sm, t, c, n, V, tl, nd, hk, ha, hx, rt, qa, qx, qh)
             total -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
                 cnt, over, ssum, ssq, smax = record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)
                 pending -= 1
-                if xdx > 0.0:
-                    k = int(x / xdx)
-                    if k < K:
-                        cx_n[k] += 1
-                        cx_s[k] += soj
-                        cx_ss[k] += soj * soj
-            if ns > c:  # limited PS: admit the head of the FIFO with finish key V + x
-                h = qh[s]
-                _heap_push(hk, ha, hx, s, m, V[s] + qx[s, h], qa[s, h], qx[s, h])
-                qh[s] = h + 1 if h + 1 < qcap else 0
-                m += 1
-            if m > 0:
-                rem = hk[s, 0] - V[s]
-                nd[s] = t + (rem if rem > 0.0 else 0.0) / rt[m]
-            else:
-                V[s] = 0.0  # empty server: restart the virtual clock (keeps it small)
-                nd[s] = np.inf
+                _bin_by_requirement(x, soj, xdx, cx_n, cx_s, cx_ss)
     ist[0], ist[1], ist[2], ist[3], ist[4], ist[5] = rr, cnt, over, total, pending, events
     fst[0], fst[1], fst[2], fst[3], fst[4], fst[5] = ssum, ssq, smax, area, tprev, t_arr
     return status
@@ -412,7 +491,7 @@ def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng
     return acc, fst[3], ist[6]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng,
                 tot, scale, n, A, busy, perm, tb, ist, fst):
     """Event loop of :func:`run_exponential`, state in/out through ``ist`` and ``fst``.
@@ -437,23 +516,7 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
         events += 1
         w = rng.random() * tot[nb]
         if w < lm:
-            f = w * inv_lm  # uniform on [0, 1) given an arrival
-            # (inline, not _dispatch: through it this kernel ran ~5 % slower; benchmarks/kernels.py)
-            if dispatch == JSQ:
-                ties = _jsq_ties(n, R, tb)
-                j = int(f * ties)
-                s = tb[j if j < ties else ties - 1]
-            elif dispatch == RANDOM:
-                s = int(f * R)
-                if s >= R:
-                    s = R - 1
-            elif dispatch == ROUND_ROBIN:
-                s = rr
-                rr = rr + 1 if rr + 1 < R else 0
-            else:  # JSQ_D: d distinct servers by a partial Fisher–Yates shuffle of perm
-                ties = _jsqd_ties(n, R, d, perm, tb, rng)
-                j = int(f * ties)
-                s = tb[j if j < ties else ties - 1]
+            s, rr = _dispatch_uniform(dispatch, w * inv_lm, n, R, d, perm, tb, rr, rng)  # w·μ/Λ: uniform on [0, 1)
             ns = n[s]
             if warmup < t and t < rec_end:
                 occ[ns if ns < nmax else nmax] += 1
@@ -468,24 +531,8 @@ def _exp_events(R, lam, mu, dispatch, d, warmup, rec_end, inv_dt, hist, occ, rng
                 done = False
                 break
         else:
-            # given a departure, y = w − Λ/μ is uniform on [0, nb): its integer part picks the busy
-            # server, its fractional part the leaver (PS + memorylessness: uniform among those present)
-            y = w - lm
-            b = int(y)
-            if b >= nb:
-                b = nb - 1
-            s = busy[b]
-            ns = n[s]
-            k = int((y - b) * ns)
-            if k >= ns:
-                k = ns - 1
-            a = A[s, k]
-            A[s, k] = A[s, ns - 1]
-            n[s] = ns - 1
+            a, nb = _leave_uniform(w - lm, nb, busy, n, A)
             total -= 1
-            if ns == 1:
-                busy[b] = busy[nb - 1]  # swap-remove server s from the busy list
-                nb -= 1
             if warmup < a and a < rec_end:
                 soj = t - a
                 cnt, over, ssum, ssq, smax = record(soj, inv_dt, hist, cnt, over, ssum, ssq, smax)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..core.validate import integer_at_least, positive_finite
 from ..core.distributions import Distribution, Exponential, law_from_dict, parse_law
+from ..core.validate import integer_at_least, positive_finite
 
 DISCIPLINES = ("ps", "limited", "capacitated")
 DISPATCHES = ("jsq", "random", "round-robin", "jsq-d")
@@ -106,7 +106,7 @@ class JSQPS:
         """Poisson arrivals and exponential service: the M/M/R case the analytic methods treat."""
         return isinstance(self.interarrival, Exponential) and isinstance(self.service, Exponential)
 
-    def require_stable(self) -> "JSQPS":
+    def require_stable(self) -> JSQPS:
         """Raise unless ρ < 1 (needed for a steady-state run or an analytic CDF)."""
         if not self.load < 1.0:
             raise ValueError(f"load must be in (0, 1) for a steady-state run; got rho={self.load:.6g}")
@@ -122,7 +122,7 @@ class JSQPS:
         service: Distribution | str | None = None,
         arrivals: Distribution | str | None = None,
         **kwargs,
-    ) -> "JSQPS":
+    ) -> JSQPS:
         """Build the system with R servers at load ρ = Λ/(Rμ) (PS) with mean service 1/μ.
 
         ``service`` (a law or a ``parse_law`` string) is rescaled to mean 1/μ; ``arrivals`` is the
@@ -165,7 +165,7 @@ class JSQPS:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "JSQPS":
+    def from_dict(cls, d: dict) -> JSQPS:
         d = dict(d)
         d.pop("model", None)
         d["interarrival"] = law_from_dict(d["interarrival"])

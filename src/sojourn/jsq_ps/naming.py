@@ -20,15 +20,19 @@ COORD_ATTRS = {
     "service": {"long_name": "service-requirement law (a sojourn.laws spec string)"},
     "R": {"long_name": "number of servers", "units": "1"},
     "rho": {"long_name": "load Lambda/(R mu)", "units": "1"},
-    "approximation": {"long_name": "approximation of the M/M/R-JSQ-PS sojourn-time CDF",
-                      "comment": "A-F: paper-faithful (Palmer & Martin-Perez 2022, section 3.7); A*-F*: the same "
-                                 "with the reference notes' section 8.3 corrections; exact: the tagged-customer "
-                                 "Markov chain (truncated); T: the tagged-customer chain on a spread-capped state "
-                                 "space with a throughput-preserving boundary, conservative (sojourn.jsq_ps.solve.tail)"},
+    "approximation": {
+        "long_name": "approximation of the M/M/R-JSQ-PS sojourn-time CDF",
+        "comment": "A-F: paper-faithful (Palmer & Martin-Perez 2022, section 3.7); A*-F*: the same "
+        "with the reference notes' section 8.3 corrections; exact: the tagged-customer "
+        "Markov chain (truncated); T: the tagged-customer chain on a spread-capped state "
+        "space with a throughput-preserving boundary, conservative (sojourn.jsq_ps.solve.tail)",
+    },
     "replication": {"long_name": "replication index (seed spawn key)", "units": "1"},
     "percentile": {"long_name": "percentile level", "units": "percent"},
-    "t": {"long_name": "sojourn time (grid point)",
-          "units": "time units (1/mu = mean service requirement scale of the spec)"},
+    "t": {
+        "long_name": "sojourn time (grid point)",
+        "units": "time units (1/mu = mean service requirement scale of the spec)",
+    },
     "n": {"long_name": "number of customers at the tagged customer's server", "units": "1"},
 }
 

@@ -33,7 +33,9 @@ def check_run(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max
     occupancy_max = integer_at_least("occupancy_max", occupancy_max, 1, allow_float=False)
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}")
-    exact_ok = isinstance(spec.interarrival, Exponential) and isinstance(spec.service, Exponential) and spec.discipline == "ps"
+    exact_ok = (
+        isinstance(spec.interarrival, Exponential) and isinstance(spec.service, Exponential) and spec.discipline == "ps"
+    )
     if kernel == "exponential" and not exact_ok:
         raise ValueError("kernel='exponential' needs Poisson arrivals, exponential service and discipline='ps'")
     if service_bins is not None:

@@ -39,6 +39,7 @@ import json
 import warnings
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import xarray as xr
@@ -47,13 +48,7 @@ from ..core.figures import serialized
 from ..core.integrity import write_atomic
 from ..core.io import provenance, read_netcdf, write_netcdf
 from ..core.stats import interval
-from .compare import (
-    REF_EXACT,
-    REF_NONE,
-    REF_SIMULATION,
-    reference_usable,
-    ties_with_best,
-)
+from .compare import REF_EXACT, REF_NONE, REF_SIMULATION, reference_usable, ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
 
 #: method families compared with the paper (the paper's own is ``faithful``); exact and T are families of one
@@ -70,6 +65,7 @@ REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
 
 #: ``map_agreement`` values
 from .claims import ABSENT, DISAGREE, SAME, TIE, TOO_SHORT  # noqa: E402
+
 _AGREE_ATTRS = {"flag_values": np.array([TOO_SHORT, ABSENT, DISAGREE, TIE, SAME], np.int8),
                 "flag_meanings": "reference_too_short absent disagree tie same_letter"}
 _TU = "time units (1/mu)"
@@ -248,18 +244,10 @@ def _mean_ci(x: np.ndarray, confidence=0.95):
     return interval(x, {"confidence": confidence, "ci": "t"})[:3]
 
 
-def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
-    """The reproduction Dataset of a comparison dataset (see the module doc and the variables' attrs)."""
-    if service not in cmp["service"].values.tolist():
-        raise ValueError(f"service must be one of {cmp['service'].values.tolist()}; got {service!r}")
-    paper = paper_tables()
-    best_map = paper_best_map()
-    c = _Cells(cmp, service)
-    fams = list(FAMILIES)
+def _percentile_tables(c: _Cells, paper: xr.Dataset, fams: list, fam_idx: dict) -> dict:
+    """§6.1/§6.2: each family's best method per percentile, its signed error against the reference, and the
+    published one's."""
     nF = len(fams)
-    fam_idx = {f: c.family(f) for f in fams}
-
-    # §6.1/§6.2: best method per percentile, per family
     iR, iP = _index(c.R, PCT_TABLE_RS), _index(c.rho, PCT_TABLE_RHOS)
     iQ = _index(c.pct, PCT_TABLE_PERCENTILES)
     shp = (nF, len(PCT_TABLE_PERCENTILES), len(PCT_TABLE_RHOS), len(PCT_TABLE_RS))
@@ -292,8 +280,21 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     paper_pe = paper["pct_error"].values
     in_ci = np.where(np.isfinite(pe[1]) & np.isfinite(pe[2]) & (pe_ref == REF_SIMULATION),
                      ((pe[1] <= paper_pe[None]) & (paper_pe[None] <= pe[2])).astype(np.int8), np.int8(-1))
+    return {
+        "pe": pe,
+        "pe_m": pe_m,
+        "pe_ref": pe_ref,
+        "pe_x": pe_x,
+        "pe_paper_m": pe_paper_m,
+        "pe_beyond": pe_beyond,
+        "paper_pe": paper_pe,
+        "in_ci": in_ci,
+    }
 
-    # §6.3: best-by-W method per family, its relative error; simulated 99.99th percentiles
+
+def _relative_tables(c: _Cells, best_map: dict, fams: list, fam_idx: dict) -> dict:
+    """§6.3: each family's best method by W, its relative percentile errors; the simulated 99.99th percentiles."""
+    nF = len(fams)
     iR3, iP3, iQ3 = _index(c.R, REL_TABLE_RS), _index(c.rho, REL_TABLE_RHOS), _index(c.pct, REL_TABLE_PERCENTILES)
     shp3 = (nF, len(REL_TABLE_PERCENTILES), len(REL_TABLE_RHOS), len(REL_TABLE_RS))
     rel = [np.full(shp3, np.nan) for _ in range(3)]
@@ -321,8 +322,13 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
                         for v in range(3):
                             rel[v][f, a, b, k] = vals[v]
     paper_rel_letter = np.array([[best_map.get((R, round(r, 2)), "") for R in REL_TABLE_RS] for r in REL_TABLE_RHOS])
+    return {"rel": rel, "rel_ref": rel_ref, "rel_m": rel_m, "sim_p": sim_p, "paper_rel_letter": paper_rel_letter}
 
-    # §6.4: best-of-family map on the run's own (R, rho) cells, agreement with the paper's best.csv
+
+def _map_agreement(c: _Cells, best_map: dict, fams: list, fam_idx: dict) -> dict:
+    """§6.4: each family's best method by W on the run's own (R, rho) cells, and the agreement of the faithful
+    family's with the paper's best.csv."""
+    nF = len(fams)
     NR, NP = len(c.R), len(c.rho)
     mp_best = np.full((nF, NR, NP), "", dtype=object)
     mp_w = [np.full((nF, NR, NP), np.nan) for _ in range(3)]
@@ -361,99 +367,218 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
     n_present = int(present.sum())
     share = float(np.isin(agree, (TIE, SAME)).sum() / n_present) if n_present else float("nan")
     share_same = float((agree == SAME).sum() / n_present) if n_present else float("nan")
+    return {
+        "mp_best": mp_best,
+        "mp_w": mp_w,
+        "paper_letter": paper_letter,
+        "agree": agree,
+        "gap": gap,
+        "paper_invalid": paper_invalid,
+        "share": share,
+        "share_same": share_same,
+        "n_present": n_present,
+    }
 
-    coords = _table_coords()
-    coords.update({
-        "family": ("family", np.array(fams, dtype=str), {"long_name": "method family: faithful A-F, corrected A*-F*, exact, T (the conservative tail chain)"}),
-        "R": ("R", c.R.astype(np.int64), {"long_name": "number of servers", "units": "1"}),
-        "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
-    })
+
+def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.1/§6.2 percentile tables."""
     P3 = ("pct_percentile", "pct_rho", "pct_R")
     F4 = ("family",) + P3
-    Q3 = ("rel_percentile", "rel_rho", "rel_R")
-    ds = xr.Dataset(
-        {
-            "paper_percentile_error": (P3, paper_pe, _a("published signed percentile error approx - sim of the best "
-                                                        "method for that percentile (§6.1 99.99th, §6.2 99.999th)", _TU)),
-            "paper_percentile_method": (P3, paper["pct_method"].values, _a("published best method for that percentile "
-                                                                           "(best-percentile-method.csv)")),
-            "percentile_error": (F4, pe[0], _a("our signed percentile error (approx - reference) of the family's best "
-                                               "method for that percentile: against exact where it ran, else the mean "
-                                               "over replications against the simulation (percentile_error_reference)",
-                                               _TU)),
-            "percentile_error_ci_low": (F4, pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
-            "percentile_error_ci_high": (F4, pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
-            "percentile_error_method": (F4, pe_m.astype(str), _a("family's best method for that percentile: smallest "
-                                                                 "|mean error|, fit_invalid excluded ('' = absent)")),
-            "paper_value_in_ci": (F4, in_ci, _a("1 if the published value lies in our 95% CI (against the simulation), "
-                                                "0 if not, -1 absent or against exact (no interval)",
-                                                flag_values=np.array([-1, 0, 1], np.int8),
-                                                flag_meanings="absent outside inside")),
-            "percentile_error_reference": (F4, pe_ref, _a(
+    return {
+        "paper_percentile_error": (
+            P3,
+            v.paper_pe,
+            _a(
+                "published signed percentile error approx - sim of the best "
+                "method for that percentile (§6.1 99.99th, §6.2 99.999th)",
+                _TU,
+            ),
+        ),
+        "paper_percentile_method": (P3, paper["pct_method"].values,
+            _a("published best method for that percentile (best-percentile-method.csv)")),
+        "percentile_error": (
+            F4,
+            v.pe[0],
+            _a(
+                "our signed percentile error (approx - reference) of the family's best "
+                "method for that percentile: against exact where it ran, else the mean "
+                "over replications against the simulation (percentile_error_reference)",
+                _TU,
+            ),
+        ),
+        "percentile_error_ci_low": (F4, v.pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
+        "percentile_error_ci_high": (F4, v.pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
+        "percentile_error_method": (
+            F4,
+            v.pe_m.astype(str),
+            _a(
+                "family's best method for that percentile: smallest "
+                "|mean error|, fit_invalid excluded ('' = absent)"
+            ),
+        ),
+        "paper_value_in_ci": (
+            F4,
+            v.in_ci,
+            _a(
+                "1 if the published value lies in our 95% CI (against the simulation), "
+                "0 if not, -1 absent or against exact (no interval)",
+                flag_values=np.array([-1, 0, 1], np.int8),
+                flag_meanings="absent outside inside",
+            ),
+        ),
+        "percentile_error_reference": (
+            F4,
+            v.pe_ref,
+            _a(
                 "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not in "
-                "this run", flag_values=np.array([-1, 0, 1, 2], np.int8),
-                flag_meanings="absent too_short exact simulation")),
-            "percentile_beyond_grid": (P3, pe_beyond, _a(
+                "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not "
+                "in "
+                "this run",
+                flag_values=np.array([-1, 0, 1, 2], np.int8),
+                flag_meanings="absent too_short exact simulation",
+            ),
+        ),
+        "percentile_beyond_grid": (
+            P3,
+            v.pe_beyond,
+            _a(
                 "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
-                "exists for this reason, not because the simulation is too short", flag_values=np.array([0, 1], np.int8),
-                flag_meanings="within_grid beyond_grid")),
-            "reference_percentile": (P3, pe_x, _a("the reference's percentile there: exact's where it ran, else the "
-                                                  "mean simulated one where usable (NaN: none)", _TU)),
-            "percentile_error_paper_method": (P3, pe_paper_m[0], _a("our mean signed percentile error of the paper's "
-                                                                    "method for that percentile (NaN: letter unknown)", _TU)),
-            "percentile_error_paper_method_ci_low": (P3, pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
-            "percentile_error_paper_method_ci_high": (P3, pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
-            "paper_relative_error": (Q3, paper["rel_error"].values, _a("published relative percentile error "
-                                                                       "|x_sim - x_approx| / x_sim of the best-by-"
-                                                                       "Wasserstein method (§6.3)")),
-            "paper_relative_method": (("rel_rho", "rel_R"), paper_rel_letter.astype(str),
-                                      _a("the paper's best-by-Wasserstein method there (best.csv)")),
-            "relative_error": (("family",) + Q3, rel[0], _a("our signed relative percentile error (approx - reference)/"
-                                                            "reference of the family's best-by-Wasserstein method "
-                                                            "(relative_error_reference)")),
-            "relative_error_ci_low": (("family",) + Q3, rel[1], _a("lower end of the 95% CI of relative_error")),
-            "relative_error_ci_high": (("family",) + Q3, rel[2], _a("upper end of the 95% CI of relative_error")),
-            "relative_error_reference": (("family",) + Q3, rel_ref, _a(
+                "exists for this reason, not because the simulation is too short",
+                flag_values=np.array([0, 1], np.int8),
+                flag_meanings="within_grid beyond_grid",
+            ),
+        ),
+        "reference_percentile": (
+            P3,
+            v.pe_x,
+            _a(
+                "the reference's percentile there: exact's where it ran, else the "
+                "mean simulated one where usable (NaN: none)",
+                _TU,
+            ),
+        ),
+        "percentile_error_paper_method": (
+            P3,
+            v.pe_paper_m[0],
+            _a("our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU),
+        ),
+        "percentile_error_paper_method_ci_low": (P3, v.pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
+        "percentile_error_paper_method_ci_high": (P3, v.pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
+    }
+
+
+def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.3 relative errors and simulated percentiles."""
+    Q3 = ("rel_percentile", "rel_rho", "rel_R")
+    return {
+        "paper_relative_error": (
+            Q3,
+            paper["rel_error"].values,
+            _a(
+                "published relative percentile error "
+                "|x_sim - x_approx| / x_sim of the best-by-"
+                "Wasserstein method (§6.3)"
+            ),
+        ),
+        "paper_relative_method": (("rel_rho", "rel_R"), v.paper_rel_letter.astype(str),
+            _a("the paper's best-by-Wasserstein method there (best.csv)")),
+        "relative_error": (
+            ("family",) + Q3,
+            v.rel[0],
+            _a(
+                "our signed relative percentile error (approx - reference)/"
+                "reference of the family's best-by-Wasserstein method "
+                "(relative_error_reference)"
+            ),
+        ),
+        "relative_error_ci_low": (("family",) + Q3, v.rel[1], _a("lower end of the 95% CI of relative_error")),
+        "relative_error_ci_high": (("family",) + Q3, v.rel[2], _a("upper end of the 95% CI of relative_error")),
+        "relative_error_reference": (
+            ("family",) + Q3,
+            v.rel_ref,
+            _a(
                 "what relative_error is measured against (as percentile_error_reference)",
-                flag_values=np.array([-1, 0, 1, 2], np.int8), flag_meanings="absent too_short exact simulation")),
-            "relative_error_method": (("family", "rel_rho", "rel_R"), rel_m.astype(str),
-                                      _a("family's best method by mean Wasserstein distance (fit_invalid excluded)")),
-            "paper_sim_percentile_9999": (("rel_rho", "rel_R"), paper["sim_p9999"].values,
-                                          _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU)),
-            "sim_percentile_9999": (("rel_rho", "rel_R"), sim_p[0], _a("our simulated 99.99th percentile, mean over "
-                                                                       "replications", _TU)),
-            "sim_percentile_9999_ci_low": (("rel_rho", "rel_R"), sim_p[1], _a("lower end of its 95% CI (Student t)", _TU)),
-            "sim_percentile_9999_ci_high": (("rel_rho", "rel_R"), sim_p[2], _a("upper end of its 95% CI (Student t)", _TU)),
-            "paper_best_method": (("R", "rho"), paper_letter.astype(str), _a("the paper's best of A-F by Wasserstein "
-                                                                             "distance (best.csv; '' = not in its grid)")),
-            "best_method": (("family", "R", "rho"), mp_best.astype(str), _a("our family's best method by mean "
-                                                                            "Wasserstein distance (fit_invalid excluded)")),
-            "best_wasserstein": (("family", "R", "rho"), mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
-            "best_wasserstein_ci_low": (("family", "R", "rho"), mp_w[1], _a("lower end of its 95% CI", _TU)),
-            "best_wasserstein_ci_high": (("family", "R", "rho"), mp_w[2], _a("upper end of its 95% CI", _TU)),
-            "agreement": (("R", "rho"), agree, _a("our best of A-F vs the paper's: same letter, tie (the paper's "
-                                                  "method's W CI overlaps our best's), disagree, absent, or no verdict "
-                                                  "(our simulation too short to trust there)", **_AGREE_ATTRS)),
-            "paper_method_fit_invalid": (("R", "rho"), paper_invalid, _a("1 if the paper's best method is fit_invalid "
-                                                                         "in our run (counted as disagreement)")),
-            "wasserstein_gap": (("R", "rho"), gap, _a("mean W of the paper's best method minus mean W of our best of A-F "
-                                                      "(0 if the same)", _TU)),
-        },
-        coords=coords,
+                flag_values=np.array([-1, 0, 1, 2], np.int8),
+                flag_meanings="absent too_short exact simulation",
+            ),
+        ),
+        "relative_error_method": (("family", "rel_rho", "rel_R"), v.rel_m.astype(str),
+            _a("family's best method by mean Wasserstein distance (fit_invalid excluded)")),
+        "paper_sim_percentile_9999": (("rel_rho", "rel_R"), paper["sim_p9999"].values,
+            _a("published simulated 99.99th sojourn-time percentile (one seed, §6.3)", _TU)),
+        "sim_percentile_9999": (("rel_rho", "rel_R"), v.sim_p[0],
+            _a("our simulated 99.99th percentile, mean over replications", _TU)),
+        "sim_percentile_9999_ci_low": (("rel_rho", "rel_R"), v.sim_p[1],
+            _a("lower end of its 95% CI (Student t)", _TU)),
+        "sim_percentile_9999_ci_high": (("rel_rho", "rel_R"), v.sim_p[2],
+            _a("upper end of its 95% CI (Student t)", _TU)),
+    }
+
+
+def _map_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
+    """Data variables of the reproduction: the §6.4 map."""
+    return {
+        "paper_best_method": (("R", "rho"), v.paper_letter.astype(str),
+            _a("the paper's best of A-F by Wasserstein distance (best.csv; '' = not in its grid)")),
+        "best_method": (("family", "R", "rho"), v.mp_best.astype(str),
+            _a("our family's best method by mean Wasserstein distance (fit_invalid excluded)")),
+        "best_wasserstein": (("family", "R", "rho"), v.mp_w[0], _a("mean Wasserstein distance of best_method", _TU)),
+        "best_wasserstein_ci_low": (("family", "R", "rho"), v.mp_w[1], _a("lower end of its 95% CI", _TU)),
+        "best_wasserstein_ci_high": (("family", "R", "rho"), v.mp_w[2], _a("upper end of its 95% CI", _TU)),
+        "agreement": (
+            ("R", "rho"),
+            v.agree,
+            _a(
+                "our best of A-F vs the paper's: same letter, tie (the paper's "
+                "method's W CI overlaps our best's), disagree, absent, or no verdict "
+                "(our simulation too short to trust there)",
+                **_AGREE_ATTRS,
+            ),
+        ),
+        "paper_method_fit_invalid": (("R", "rho"), v.paper_invalid,
+            _a("1 if the paper's best method is fit_invalid in our run (counted as disagreement)")),
+        "wasserstein_gap": (("R", "rho"), v.gap,
+            _a("mean W of the paper's best method minus mean W of our best of A-F (0 if the same)", _TU)),
+    }
+
+
+def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
+    """The reproduction Dataset of a comparison dataset (see the module doc and the variables' attrs)."""
+    if service not in cmp["service"].values.tolist():
+        raise ValueError(f"service must be one of {cmp['service'].values.tolist()}; got {service!r}")
+    paper = paper_tables()
+    best_map = paper_best_map()
+    c = _Cells(cmp, service)
+    fams = list(FAMILIES)
+    fam_idx = {f: c.family(f) for f in fams}
+    v = SimpleNamespace(**_percentile_tables(c, paper, fams, fam_idx), **_relative_tables(c, best_map, fams, fam_idx),
+                        **_map_agreement(c, best_map, fams, fam_idx))
+    coords = _table_coords()
+    coords.update(
+        {
+            "family": ("family", np.array(fams, dtype=str),
+                {"long_name": "method family: faithful A-F, corrected A*-F*, exact, T (the conservative tail chain)"}),
+            "R": ("R", c.R.astype(np.int64), {"long_name": "number of servers", "units": "1"}),
+            "rho": ("rho", c.rho, {"long_name": "load Lambda/(R mu)", "units": "1"}),
+        }
     )
-    ds.attrs.update({
-        "agreement_share": share,
-        "agreement_share_same_letter": share_same,
-        "agreement_cells": n_present,
-        "agreement_too_short_cells": int((agree == TOO_SHORT).sum()),
-        "paper_cells": 990,
-        "service": service,
-        "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
-                     "geraintpalmer/aggregated-vs-parallel-ps experiments/best.csv",
-        "selection": "percentile tables: smallest |mean signed error| per family; relative errors and map: smallest mean "
-                     "Wasserstein distance per family; fit_invalid methods excluded everywhere",
-    })
+    variables = {**_percentile_variables(v, paper), **_relative_variables(v, paper), **_map_variables(v, paper)}
+    ds = xr.Dataset(variables, coords=coords)
+    ds.attrs.update(
+        {
+            "agreement_share": v.share,
+            "agreement_share_same_letter": v.share_same,
+            "agreement_cells": v.n_present,
+            "agreement_too_short_cells": int((v.agree == TOO_SHORT).sum()),
+            "paper_cells": 990,
+            "service": service,
+            "reference": "jsq_ps_methods.md section 6 (Palmer & Martin-Perez, arXiv 2210.17227); "
+            "geraintpalmer/aggregated-vs-parallel-ps experiments/best.csv",
+            "selection": "percentile tables: smallest |mean signed error| per family; relative errors and map: "
+            "smallest mean "
+            "Wasserstein distance per family; fit_invalid methods excluded everywhere",
+        }
+    )
     return ds
 
 
@@ -467,12 +592,19 @@ def largest_disagreements(rep: xr.Dataset, n: int = 10) -> list[dict]:
     ag = rep["agreement"].values
     gap = rep["wasserstein_gap"].values
     rows = []
-    for i, j in zip(*np.nonzero(ag == DISAGREE)):
+    for i, j in zip(*np.nonzero(ag == DISAGREE), strict=True):
         w = float(rep["best_wasserstein"].values[0, i, j])
-        rows.append({"R": int(rep["R"].values[i]), "rho": float(rep["rho"].values[j]),
-                     "paper": str(rep["paper_best_method"].values[i, j]), "ours": str(rep["best_method"].values[0, i, j]),
-                     "w_ours": w, "w_gap": float(gap[i, j]),
-                     "paper_fit_invalid": bool(rep["paper_method_fit_invalid"].values[i, j])})
+        rows.append(
+            {
+                "R": int(rep["R"].values[i]),
+                "rho": float(rep["rho"].values[j]),
+                "paper": str(rep["paper_best_method"].values[i, j]),
+                "ours": str(rep["best_method"].values[0, i, j]),
+                "w_ours": w,
+                "w_gap": float(gap[i, j]),
+                "paper_fit_invalid": bool(rep["paper_method_fit_invalid"].values[i, j]),
+            }
+        )
     rows.sort(key=lambda r: -r["w_gap"] if np.isfinite(r["w_gap"]) else np.inf)
     return rows[:n]
 
@@ -483,7 +615,7 @@ def largest_table_differences(rep: xr.Dataset, n: int = 5) -> list[dict]:
     paper = rep["paper_percentile_error"].values
     d = np.abs(ours - paper)
     rows = []
-    for a, b, k in zip(*np.nonzero(np.isfinite(d))):
+    for a, b, k in zip(*np.nonzero(np.isfinite(d)), strict=True):
         rows.append({"percentile": float(rep["pct_percentile"].values[a]), "rho": float(rep["pct_rho"].values[b]),
                      "R": int(rep["pct_R"].values[k]), "paper": float(paper[a, b, k]),
                      "paper_method": str(rep["paper_percentile_method"].values[a, b, k]),
@@ -535,12 +667,9 @@ def _heading(text: str, level: int, fmt: str) -> str:
     return text + "\n" + "=-~^"[level - 1] * len(text) + "\n"
 
 
-def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
-    """The reproduction report as reStructuredText (``fmt="rst"``, for the Snakemake report) or markdown."""
-    if fmt not in ("rst", "markdown"):
-        raise ValueError(f"fmt must be 'rst' or 'markdown'; got {fmt!r}")
-    fams = rep["family"].values.tolist()
-    out = [_heading("Reproduction of Palmer & Martín-Pérez (arXiv 2210.17227), §6", 1, fmt), ""]
+def _map_section(rep: xr.Dataset, fmt: str) -> list[str]:
+    """The report's §6.4 paragraph and its largest disagreements."""
+    out = []
     n = int(rep.attrs["agreement_cells"])
     share, same = rep.attrs["agreement_share"], rep.attrs["agreement_share_same_letter"]
     short = int(rep.attrs.get("agreement_too_short_cells", 0))
@@ -554,9 +683,29 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
     dis = largest_disagreements(rep, 10)
     if dis:
         out.append(_heading("Largest disagreements with the paper's best method", 2, fmt))
-        out.append(_table(["R", "ρ", "paper", "ours", "W ours", "W paper − W ours"],
-                          [[str(r["R"]), f"{r['rho']:.2f}", r["paper"] + (" (fit invalid)" if r["paper_fit_invalid"] else ""),
-                            r["ours"], _f(r["w_ours"], "{:.4f}"), _f(r["w_gap"], "{:.4f}")] for r in dis], fmt))
+        out.append(
+            _table(
+                ["R", "ρ", "paper", "ours", "W ours", "W paper − W ours"],
+                [
+                    [
+                        str(r["R"]),
+                        f"{r['rho']:.2f}",
+                        r["paper"] + (" (fit invalid)" if r["paper_fit_invalid"] else ""),
+                        r["ours"],
+                        _f(r["w_ours"], "{:.4f}"),
+                        _f(r["w_gap"], "{:.4f}"),
+                    ]
+                    for r in dis
+                ],
+                fmt,
+            )
+        )
+    return out
+
+
+def _percentile_sections(rep: xr.Dataset, fams: list, fmt: str) -> list[str]:
+    """The report's §6.1/§6.2 tables and their largest differences from the published ones."""
+    out = []
     for a, pct in enumerate(rep["pct_percentile"].values):
         sec = "6.1" if a == 0 else "6.2"
         out.append(_heading(f"§{sec}: {pct:g}th percentile, signed error approx − sim (time units)", 2, fmt))
@@ -573,19 +722,41 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
                 row = [f"{rho:.2f}", str(R), paper]
                 for f in range(len(fams)):
                     m = str(rep["percentile_error_method"].values[f, a, b, k])
-                    s = _ci(rep["percentile_error"].values[f, a, b, k], rep["percentile_error_ci_low"].values[f, a, b, k],
-                            rep["percentile_error_ci_high"].values[f, a, b, k])
+                    s = _ci(
+                        rep["percentile_error"].values[f, a, b, k],
+                        rep["percentile_error_ci_low"].values[f, a, b, k],
+                        rep["percentile_error_ci_high"].values[f, a, b, k],
+                    )
                     row.append(_with_reference(s, m, rep, "percentile_error_reference", (f, a, b, k)))
                 rows.append(row)
         out.append(_table(header, rows, fmt))
     diffs = largest_table_differences(rep, 5)
     if diffs:
         out.append(_heading("Largest differences from the §6.1/§6.2 tables (faithful A–F)", 2, fmt))
-        out.append(_table(["percentile", "ρ", "R", "paper", "ours [95 % CI]", "ours with the paper's method", "ours − paper"],
-                          [[f"{r['percentile']:g}", f"{r['rho']:.2f}", str(r["R"]),
-                            f"{r['paper']:.2f}" + (f" ({r['paper_method']})" if r["paper_method"] else ""),
-                            _ci(r["ours"], *r["ci"]) + f" ({r['ours_method']})",
-                            _f(r["ours_with_paper_method"]), _f(r["difference"])] for r in diffs], fmt))
+        out.append(
+            _table(
+                ["percentile", "ρ", "R", "paper", "ours [95 % CI]", "ours with the paper's method", "ours − paper"],
+                [
+                    [
+                        f"{r['percentile']:g}",
+                        f"{r['rho']:.2f}",
+                        str(r["R"]),
+                        f"{r['paper']:.2f}" + (f" ({r['paper_method']})" if r["paper_method"] else ""),
+                        _ci(r["ours"], *r["ci"]) + f" ({r['ours_method']})",
+                        _f(r["ours_with_paper_method"]),
+                        _f(r["difference"]),
+                    ]
+                    for r in diffs
+                ],
+                fmt,
+            )
+        )
+    return out
+
+
+def _relative_sections(rep: xr.Dataset, fams: list, fmt: str) -> list[str]:
+    """The report's §6.3 tables: relative errors and the simulated 99.99th percentile."""
+    out = []
     out.append(_heading("§6.3: relative percentile error of the best-by-Wasserstein method", 2, fmt))
     out.append("Published: |x_sim − x_approx| / x_sim (the paper's best.csv method in brackets). Ours: signed "
                "(x_approx − x_ref) / x_ref against exact where it ran ('vs exact'), else the mean over replications "
@@ -611,6 +782,18 @@ def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
                  rep["sim_percentile_9999_ci_high"].values[b, k])]
             for b, rho in enumerate(rep["rel_rho"].values) for k, R in enumerate(rep["rel_R"].values)]
     out.append(_table(["ρ", "R", "paper (one seed)", "ours [95 % CI]"], rows, fmt))
+    return out
+
+
+def report_text(rep: xr.Dataset, fmt: str = "rst") -> str:
+    """The reproduction report as reStructuredText (``fmt="rst"``, for the Snakemake report) or markdown."""
+    if fmt not in ("rst", "markdown"):
+        raise ValueError(f"fmt must be 'rst' or 'markdown'; got {fmt!r}")
+    fams = rep["family"].values.tolist()
+    out = [_heading("Reproduction of Palmer & Martín-Pérez (arXiv 2210.17227), §6", 1, fmt), ""]
+    out += _map_section(rep, fmt)
+    out += _percentile_sections(rep, fams, fmt)
+    out += _relative_sections(rep, fams, fmt)
     return "\n".join(out)
 
 

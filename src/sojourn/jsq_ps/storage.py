@@ -8,16 +8,16 @@ simulation's integers and NaN for floats; approximations span the configured met
 attribute of a merged file holds the config sections that produced it."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
 
-from pathlib import Path
-
 from ..core.io import NETCDF_LOCK, provenance, read_netcdf
 from ..core.merge import merge_files
-from .naming import COORD_ATTRS, SHARED_CORRECTED
 from ..core.precision import FILL as PRECISION_FILL
 from ..core.runlength import FILL as RUN_LENGTH_FILL
+from .naming import COORD_ATTRS, SHARED_CORRECTED
 from .solve.guards import OVER_BUDGET
 
 
@@ -33,8 +33,16 @@ SIM_VARS = (
 
 
 #: gaps of an incomplete hypercube (an M/G/R law on a sub-grid): integer variables get these values
-SIM_FILL = {"count": 0, "overflow": 0, "n_customers": 0, "occupancy_at_arrival": 0, "events": -1, "spec_hash": 0,
-            **PRECISION_FILL, **RUN_LENGTH_FILL}  # the same values pad the replications beyond a cell's replications_used
+SIM_FILL = {
+    "count": 0,
+    "overflow": 0,
+    "n_customers": 0,
+    "occupancy_at_arrival": 0,
+    "events": -1,
+    "spec_hash": 0,
+    **PRECISION_FILL,
+    **RUN_LENGTH_FILL,
+}  # the same values pad the replications beyond a cell's replications_used
 
 
 #: histogram-like integer variables stored as int16 when every value fits, else int32
@@ -49,7 +57,7 @@ def simulation_var_encoding(name, dims, shape, dtype, disk=None, complevel: int 
     e = {"zlib": True, "complevel": complevel, "shuffle": True}
     if name in COUNT_VARS:
         e["dtype"] = str(np.dtype(disk if disk is not None else "int32"))
-        e["chunksizes"] = tuple(n if d in ("replication", dims[-1]) else 1 for d, n in zip(dims, shape))
+        e["chunksizes"] = tuple(n if d in ("replication", dims[-1]) else 1 for d, n in zip(dims, shape, strict=True))
     return _small(e, shape, dtype)
 
 
@@ -120,11 +128,13 @@ def to_storage(ds: xr.Dataset) -> xr.Dataset:
     sf = sf.where((sf >= SF_FLOOR) | sf.isnull(), 0.0)  # NaN (a method not run: exact over budget) stays NaN
     out = ds.drop_vars("cdf")
     out["sf"] = sf
-    out["sf"].attrs = {"long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation "
-                                    "adds cdf = 1 - sf)", "units": "1",
-                       "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
-                                  "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
-                                  "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf"}
+    out["sf"].attrs = {
+        "long_name": "approximated survival function 1 - F(t) = P(S >= t) (read_approximation adds cdf = 1 - sf)",
+        "units": "1",
+        "comment": f"float32 with {SF_BITS} mantissa bits (BitRound); values < {SF_FLOOR:g} stored as 0; "
+        "values beyond float32's range (|sf| > 3.4e38: a diverged result, flagged by "
+        "validity_reason; validity_violation holds its excursion in float64) stored as +/-inf",
+    }
     return out
 
 
@@ -144,7 +154,7 @@ def approximation_var_encoding(name, dims, shape, dtype, disk=None, complevel: i
     e = {"zlib": True, "complevel": complevel, "shuffle": True}
     if name == "sf":
         e.update(dtype="float32", significant_digits=SF_BITS, quantize_mode="BitRound",
-                 chunksizes=tuple(n if d in ("approximation", "t") else 1 for d, n in zip(dims, shape)))
+                 chunksizes=tuple(n if d in ("approximation", "t") else 1 for d, n in zip(dims, shape, strict=True)))
     elif name in ("lambda_n", "A_n"):
         e["dtype"] = "float32"
     return _small(e, shape, dtype)

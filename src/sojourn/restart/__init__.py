@@ -15,9 +15,17 @@ from __future__ import annotations
 
 from ..core.exports import lazy
 
-_EXPORTS = {"Network": ".model", "load_model": ".files",
-            "simulate_replication": ".simulate", "concat_replications": ".simulate", "summary": ".simulate",
-            "product_form": ".solve:solve", "optimal_signal_rate": ".solve", "FIGURES": ".plots", "optimise": ".optimise"}
+_EXPORTS = {
+    "Network": ".model",
+    "load_model": ".files",
+    "simulate_replication": ".simulate",
+    "concat_replications": ".simulate",
+    "summary": ".simulate",
+    "product_form": ".solve:solve",
+    "optimal_signal_rate": ".solve",
+    "FIGURES": ".plots",
+    "optimise": ".optimise",
+}
 
 __all__ = [*_EXPORTS]
 __getattr__ = lazy(__name__, _EXPORTS)

@@ -107,8 +107,12 @@ def _model_args(p, output=True):
 def _sim_args(p):
     add_window(p, horizon=200_000.0, unit="jobs")
     add_run(p, dt=0.05, t_max=200.0, what="response-time")
-    p.add_argument("--confidence", type=PROBABILITY_OPEN, default=DEFAULT_CONFIDENCE,
-                   help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})")
+    p.add_argument(
+        "--confidence",
+        type=PROBABILITY_OPEN,
+        default=DEFAULT_CONFIDENCE,
+        help=f"CI level of the printed means and 99th percentile, across replications (default {DEFAULT_CONFIDENCE:g})",
+    )
 
 
 def _window(args) -> None:
@@ -150,9 +154,13 @@ def _grid(args) -> None:
     reps = (args.max_replications or 200) if precision else (args.replications or 10)
     sweeps = len(args.taus) if getattr(args, "taus", None) else 13
     cells = sweeps if args.func is run_optimise else 1
-    check_grid(args.t_max, args.dt, 8.0 * (2 * reps * cells + 6),
-               f"the response-time histogram of each of {reps} replications{f' x {cells} timeouts' if cells > 1 else ''}"
-               " and the summary")
+    check_grid(
+        args.t_max,
+        args.dt,
+        8.0 * (2 * reps * cells + 6),
+        f"the response-time histogram of each of {reps} replications{f' x {cells} timeouts' if cells > 1 else ''}"
+        " and the summary",
+    )
 
 
 def _load(args):
@@ -213,7 +221,10 @@ def run_solve(args) -> int:
     print(f"network    E[T] = {sol.response_time:.8g}, restarts per unit time {sol.restart_rate:.6g}")
     if len(net.queues) == 1 and not net.has_departure_signals:
         cf = closed_form(net, net.queues[0].signal_rate)
-        print(f"closed form E[S_eff] = {cf['effective_service']:.8g}, E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}")
+        print(
+            f"closed form E[S_eff] = {cf['effective_service']:.8g}, "
+            f"E[T] = E[S_eff]/(1 - rho) = {cf['response_time']:.8g}"
+        )
     print(f"output     {args.output}")
     return 0
 
@@ -253,8 +264,8 @@ def run_simulate(args) -> int:
     spec = SimulationSpec(net, args.semantics, timeout)
     reps = None if precision is not None else (10 if args.replications is None else args.replications)
     t0 = time.perf_counter()
-    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
-                  dt=args.dt, t_max=args.t_max, precision=precision)
+    ds = simulate(spec, replications=reps, seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  cooldown=args.cooldown, dt=args.dt, t_max=args.t_max, precision=precision)
     wall = time.perf_counter() - t0
     conf = args.confidence
     s = summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, args.dt, [99.0],
@@ -295,8 +306,8 @@ def run_simulate(args) -> int:
     print(f"run length   {runlength.status(verdict, run_need, what='mean response time')}")
     print(f"output       {args.output}")
     if not verdict.valid:
-        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers are printed "
-                                         "as computed, do not rely on them", what="mean response time"),
+        print(runlength.warning(verdict, f"{run_need} (at --replications {verdict.replications}); its numbers "
+                                         "are printed as computed, do not rely on them", what="mean response time"),
               file=sys.stderr)
     return 0
 
@@ -338,7 +349,9 @@ def run_optimise(args) -> int:
     except ValueError as exc:  # the library's verdicts on the search interval and the sweep, in flag terms
         from ..core.inputs import in_flag_terms
 
-        raise ValueError(in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus", "queue": "--queue"})) from None
+        raise ValueError(
+            in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus", "queue": "--queue"})
+        ) from None
     write_netcdf(ds, args.output)
     print(f"model  {net.describe()}")
     for line in report_lines(ds):

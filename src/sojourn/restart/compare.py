@@ -34,6 +34,83 @@ def _ci(x, confidence):
     return m, h, k
 
 
+def _percentile_variables(out: dict, q, beyond, here, confidence: float, dims: tuple) -> None:
+    """The response-time percentiles over the replications present, with the jobs beyond them (too few: no
+    estimate, sojourn.core.reference)."""
+    qm, qh, _ = _ci(np.moveaxis(np.where(here[..., None], q, np.nan), -1, -2), confidence)  # (sem, rate, percentile)
+    pdims = dims + ("percentile",)
+    # jobs per replication beyond each percentile, over the replications present; too few: no estimate (core.reference)
+    b = np.moveaxis(np.where(here[..., None], beyond.astype(float), np.nan), -1, -2)  # (sem, rate, percentile, rep)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b_mean = np.nanmean(b, axis=-1)
+        too_few = too_few_beyond(b, axis=-1) | ~np.isfinite(b_mean)
+    out["response_time_percentile_beyond"] = (pdims, b_mean, {
+        "long_name": "jobs per replication beyond the percentile (mean over replications)", "units": "1"})
+    out["response_time_percentile_too_few"] = (pdims, np.where(np.isnan(qm), 1, too_few).astype(np.int8), {
+        "long_name": f"1: fewer than {TAIL_MIN} jobs per replication beyond the percentile (or none in some "
+                     "replication, or no estimate): too few to estimate it (sojourn.core.reference); excluded from "
+                     "best_rate_response_time_percentile", "units": "1"})
+    out["response_time_percentile"] = (pdims, qm, {"long_name": "simulated percentile of the response time (mean "
+                                                                "over replications of each one's histogram percentile)",
+                                                   "units": "time"})
+    out["response_time_percentile_half_width"] = (pdims, qh, {
+        "long_name": f"half-width of the {100 * confidence:g}% Student-t CI of response_time_percentile",
+        "units": "time"})
+
+
+def _against_product_form(out: dict, pf: xr.Dataset, rates, k, confidence: float, dims: tuple) -> None:
+    """The product form at signal rate = restart rate beside the simulated mean response time and number: z
+    scores and CI coverage."""
+    pf_at = pf.sel(signal_rate=rates)
+    for name in ("response_time", "mean_number"):
+        val = pf_at[name].values
+        out[f"{name}_pf"] = ("restart_rate", val, {"long_name": f"product form {name} at signal rate = restart rate",
+                                                   "units": pf[name].attrs["units"]})
+        m, h = out[name][1], out[f"{name}_half_width"][1]
+        with np.errstate(all="ignore"):
+            se = h / stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1))
+            out[f"{name}_z"] = (dims, (m - val) / se, {"long_name": f"(simulated - product form)/standard error of "
+                                                                    f"{name}", "units": "1"})
+        out[f"{name}_covered"] = (
+            dims,
+            (np.abs(m - val) <= h).astype(np.int8),
+            {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"},
+        )
+
+
+def _best_rate(out: dict, name: str, short, rates) -> None:
+    """The sweep's best restart rate for ``name`` (smallest simulated value), never from a run too short or a
+    percentile with too few jobs beyond it, and the value there."""
+    m, h = out[name][1], out[f"{name}_half_width"][1]  # (semantics, rate[, percentile])
+    extra = m.shape[2:]
+    m2, h2 = m.reshape(m.shape[:2] + (-1,)), h.reshape(h.shape[:2] + (-1,))
+    m2 = np.where(short[..., None], np.nan, m2)  # never the best from a run too short
+    if extra:  # nor from a percentile with too few jobs beyond it
+        m2 = np.where(out["response_time_percentile_too_few"][1].reshape(m2.shape) != 0, np.nan, m2)
+    best = np.array([[np.nanargmin(m2[i, :, j]) if np.isfinite(m2[i, :, j]).any() else -1
+                      for j in range(m2.shape[2])] for i in range(m2.shape[0])])  # (semantics, levels)
+
+    def pick(a):  # the value at the best rate of each (semantics, level); NaN where none
+        return np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
+                         for i, row in enumerate(best)]).reshape((m.shape[0],) + extra)
+
+    bdims = ("semantics",) + (("percentile",) if extra else ())
+    out[f"best_rate_{name}"] = (
+        bdims,
+        np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape((m.shape[0],) + extra),
+        {
+            "long_name": f"restart rate of the sweep with the smallest {name} (among the "
+            "points whose run is long enough, run_valid = 1, and for a percentile "
+            "with enough jobs beyond it)",
+            "units": "1/time",
+        },
+    )
+    out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
+                                             "units": "time"})
+    out[f"best_{name}_half_width"] = (bdims, pick(h2), {"long_name": "its CI half-width", "units": "time"})
+
+
 def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(99.0,)) -> xr.Dataset:
     """``percentiles``: levels in percent."""
     levels = [float(p) for p in np.atleast_1d(percentiles)]
@@ -65,26 +142,7 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
         out[name] = (dims, m, {"long_name": f"simulated {long_name} (mean over replications)", "units": units})
         out[f"{name}_half_width"] = (dims, h, {"long_name": f"half-width of the {100 * confidence:g}% Student-t CI "
                                                            f"of {name}", "units": units})
-    qm, qh, _ = _ci(np.moveaxis(np.where(here[..., None], q, np.nan), -1, -2), confidence)  # (sem, rate, percentile)
-    pdims = dims + ("percentile",)
-    # jobs per replication beyond each percentile, over the replications present; too few: no estimate (core.reference)
-    b = np.moveaxis(np.where(here[..., None], beyond.astype(float), np.nan), -1, -2)  # (sem, rate, percentile, rep)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        b_mean = np.nanmean(b, axis=-1)
-        too_few = too_few_beyond(b, axis=-1) | ~np.isfinite(b_mean)
-    out["response_time_percentile_beyond"] = (pdims, b_mean, {
-        "long_name": "jobs per replication beyond the percentile (mean over replications)", "units": "1"})
-    out["response_time_percentile_too_few"] = (pdims, np.where(np.isnan(qm), 1, too_few).astype(np.int8), {
-        "long_name": f"1: fewer than {TAIL_MIN} jobs per replication beyond the percentile (or none in some "
-                     "replication, or no estimate): too few to estimate it (sojourn.core.reference); excluded from "
-                     "best_rate_response_time_percentile", "units": "1"})
-    out["response_time_percentile"] = (pdims, qm, {"long_name": "simulated percentile of the response time (mean "
-                                                                "over replications of each one's histogram percentile)",
-                                                   "units": "time"})
-    out["response_time_percentile_half_width"] = (pdims, qh, {
-        "long_name": f"half-width of the {100 * confidence:g}% Student-t CI of response_time_percentile",
-        "units": "time"})
+    _percentile_variables(out, q, beyond, here, confidence, dims)
     out["replications_stable"] = (dims, (~stopped & here).sum(axis=-1).astype(np.int64),
                                   {"long_name": "replications that ran to the end (not stopped as unstable); "
                                                 "measures are NaN unless all did", "units": "1"})
@@ -92,43 +150,16 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
         out["replications_used"] = (dims, sim["replications_used"].transpose(*dims).values.astype(np.int64),
                                     {"long_name": "replications of the point (precision-driven sweep)", "units": "1"})
     rates = sim["restart_rate"].values
-    pf_at = pf.sel(signal_rate=rates)
-    for name in ("response_time", "mean_number"):
-        val = pf_at[name].values
-        out[f"{name}_pf"] = ("restart_rate", val, {"long_name": f"product form {name} at signal rate = restart rate",
-                                                   "units": pf[name].attrs["units"]})
-        m, h = out[name][1], out[f"{name}_half_width"][1]
-        with np.errstate(all="ignore"):
-            se = h / stats.t.ppf(0.5 + confidence / 2, np.maximum(k - 1, 1))
-            out[f"{name}_z"] = (dims, (m - val) / se, {"long_name": f"(simulated - product form)/standard error of "
-                                                                    f"{name}", "units": "1"})
-        out[f"{name}_covered"] = (dims, (np.abs(m - val) <= h).astype(np.int8),
-                                  {"long_name": f"1 if the {100 * confidence:g}% CI covers the product form", "units": "1"})
+    _against_product_form(out, pf, rates, k, confidence, dims)
     # the run-length guard (sojourn.core.runlength): a point too short to trust is kept, marked, and never picked
-    short = (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
+    short = (
+        (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
+    )
     out["run_valid"] = (dims, (~short).astype(np.int8), {
         "long_name": "1 = the point's run is long enough to trust (the simulation's run_valid); 0: its values are "
                      "kept but excluded from best_rate_*", "units": "1"})
     for name in ("response_time", "response_time_percentile"):
-        m, h = out[name][1], out[f"{name}_half_width"][1]  # (semantics, rate[, percentile])
-        extra = m.shape[2:]
-        m2, h2 = m.reshape(m.shape[:2] + (-1,)), h.reshape(h.shape[:2] + (-1,))
-        m2 = np.where(short[..., None], np.nan, m2)  # never the best from a run too short
-        if extra:  # nor from a percentile with too few jobs beyond it
-            m2 = np.where(out["response_time_percentile_too_few"][1].reshape(m2.shape) != 0, np.nan, m2)
-        best = np.array([[np.nanargmin(m2[i, :, j]) if np.isfinite(m2[i, :, j]).any() else -1
-                          for j in range(m2.shape[2])] for i in range(m2.shape[0])])  # (semantics, levels)
-        pick = lambda a: np.array([[a[i, b, j] if b >= 0 else np.nan for j, b in enumerate(row)]
-                                   for i, row in enumerate(best)]).reshape((m.shape[0],) + extra)
-        bdims = ("semantics",) + (("percentile",) if extra else ())
-        out[f"best_rate_{name}"] = (bdims, np.where(best >= 0, rates[np.maximum(best, 0)], np.nan).reshape(
-            (m.shape[0],) + extra), {"long_name": f"restart rate of the sweep with the smallest {name} (among the "
-                                                  "points whose run is long enough, run_valid = 1, and for a percentile "
-                                                  "with enough jobs beyond it)",
-                                     "units": "1/time"})
-        out[f"best_{name}"] = (bdims, pick(m2), {"long_name": f"smallest simulated {name} of the sweep",
-                                                 "units": "time"})
-        out[f"best_{name}_half_width"] = (bdims, pick(h2), {"long_name": "its CI half-width", "units": "time"})
+        _best_rate(out, name, short, rates)
     ds = xr.Dataset(out, coords={"semantics": sim["semantics"], "restart_rate": sim["restart_rate"],
                                  "percentile": ("percentile", np.array(levels),
                                                 {"long_name": "percentile level", "units": "percent"})})

@@ -25,9 +25,15 @@ def restart_rates(spec) -> np.ndarray:
 def sim_kwargs(sim: dict, time_grid: dict, example: dict) -> dict:
     """The simulation keywords of every replication of an example's sweep (run window, grid, stops)."""
     warmup = example.get("warmup")
-    kw = dict(horizon=float(example["horizon"]), warmup=None if warmup is None else float(warmup), dt=float(time_grid["dt"]),
-              t_max=float(time_grid["t_max"]), restart_max=int(sim["restart_max"]), max_jobs=int(sim["max_jobs"]),
-              max_events=int(sim["max_events"]))
+    kw = dict(
+        horizon=float(example["horizon"]),
+        warmup=None if warmup is None else float(warmup),
+        dt=float(time_grid["dt"]),
+        t_max=float(time_grid["t_max"]),
+        restart_max=int(sim["restart_max"]),
+        max_jobs=int(sim["max_jobs"]),
+        max_events=int(sim["max_events"]),
+    )
     if example.get("cooldown") is not None:  # (default: = warmup)
         kw["cooldown"] = float(example["cooldown"])
     return kw

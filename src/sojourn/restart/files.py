@@ -47,7 +47,3 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
 
         solve(net)
     return net
-
-
-def example_names() -> list[str]:
-    return sorted(f.stem for f in EXAMPLES_DIR.glob("*.yaml"))

@@ -82,7 +82,10 @@ class JobClass:
         p = self.path or f"classes[{self.name}]"
         object.__setattr__(self, "path", p)
         _name(f"{p}.name", self.name)
-        rates = tuple(positive_finite(f"{p}.service.rates[{i}]", r) for i, r in enumerate(_vector(f"{p}.service.rates", self.rates)))
+        rates = tuple(
+            positive_finite(f"{p}.service.rates[{i}]", r)
+            for i, r in enumerate(_vector(f"{p}.service.rates", self.rates))
+        )
         P = len(rates)
         entry = (1.0,) + (0.0,) * (P - 1) if self.entry is None else _vector(f"{p}.service.entry", self.entry, P)
         entry = tuple(probability(f"{p}.service.entry[{i}]", x) for i, x in enumerate(entry))
@@ -303,7 +306,7 @@ class Network:
             entry[s, a:a + c.phases] = c.entry
         exit_prob = np.clip(1.0 - phase_move.sum(axis=1), 0.0, 1.0)
         restart_move = np.zeros((J, J))
-        for s, (qi, q, c) in enumerate(stations):
+        for s, (_qi, q, c) in enumerate(stations):
             for target, pr in c.restart_to:
                 t = index[(q.name, target)]
                 for ph in range(c.phases):
@@ -351,14 +354,14 @@ class Network:
                 return i
         raise ValueError(f"queue must be one of {[q.name for q in self.queues]}; got {queue!r}")
 
-    def with_signal_rate(self, rate: float, queue: str | int | None = None) -> "Network":
+    def with_signal_rate(self, rate: float, queue: str | int | None = None) -> Network:
         """The same network with the external signal rate of ``queue`` set to ``rate``."""
         i = self.queue_index(queue)
         qs = list(self.queues)
         qs[i] = replace(qs[i], signal_rate=nonnegative_finite("signal_rate", rate))
         return replace(self, queues=tuple(qs))
 
-    def with_success(self, factor: float) -> "Network":
+    def with_success(self, factor: float) -> Network:
         """Every success probability multiplied by ``factor`` (a deliberately wrong model for power controls)."""
         qs = []
         for q in self.queues:
@@ -378,7 +381,9 @@ class Network:
     def describe(self) -> str:
         parts = []
         for q in self.queues:
-            cls = ", ".join(f"{c.name}(λ={c.arrival_rate:g}, {c.phases} ph, E[S]={c.mean_service:.4g})" for c in q.classes)
+            cls = ", ".join(
+                f"{c.name}(λ={c.arrival_rate:g}, {c.phases} ph, E[S]={c.mean_service:.4g})" for c in q.classes
+            )
             parts.append(f"{q.name}: PS, signals λ⁻={q.signal_rate:g}, restart {q.restart}; {cls}")
         return f"{self.name}: " + " | ".join(parts)
 
@@ -425,7 +430,6 @@ def network(counts: list[tuple[str, int]]) -> Estimate:
                                 f"{TABLES_PER_TYPE_PAIR} tables of {J:.3g} x {J:.3g}")
 
 
-
 def _service(path: str, svc) -> dict:
     """The service block of a model file: {entry, rates, H} or {alpha, T} (PH) or {erlang: k, rate: r}."""
     if not isinstance(svc, dict):
@@ -440,7 +444,9 @@ def _service(path: str, svc) -> dict:
         bad = keys - {"alpha", "T"}
         if bad:
             raise ValueError(f"{path}.service: unknown key(s) {sorted(bad)} (with T: alpha, T)")
-        a, T = phase_type.validate(svc.get("alpha", [1.0] + [0.0] * (len(svc["T"]) - 1)), svc["T"], name=f"{path}.service")
+        a, T = phase_type.validate(
+            svc.get("alpha", [1.0] + [0.0] * (len(svc["T"]) - 1)), svc["T"], name=f"{path}.service"
+        )
         mu = -np.diag(T)
         H = T / mu[:, None] + np.eye(len(mu))
         return {"entry": a.tolist(), "rates": mu.tolist(), "H": H.tolist()}
@@ -476,12 +482,8 @@ def model_from_dict(d: dict) -> Network:
                                     restart_to=cd.get("restart_to", {}), path=cp))
         queues.append(Queue(name=qd["name"], classes=tuple(classes), signal_rate=qd.get("signal_rate", 0.0),
                             restart=qd.get("restart", "anew"), path=qp))
-    routing = tuple((r["from"][0], r["from"][1], r["to"][0], r["to"][1], r["probability"]) for r in d.get("routing", []))
+    routing = tuple(
+        (r["from"][0], r["from"][1], r["to"][0], r["to"][1], r["probability"]) for r in d.get("routing", [])
+    )
     signals = tuple((r["from"][0], r["from"][1], r["to"], r["probability"]) for r in d.get("signals", []))
     return Network(queues=tuple(queues), routing=routing, signals=signals, name=d.get("name", "model"))
-
-
-def model_from_json(text: str) -> Network:
-    d = json.loads(text)
-    d.pop("model", None)
-    return model_from_dict(d)

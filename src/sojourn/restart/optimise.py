@@ -23,15 +23,15 @@ import time
 import numpy as np
 import xarray as xr
 
+from ..core.config import DEFAULT_CONFIDENCE
 from ..core.distributions import Deterministic, Exponential
 from ..core.io import provenance
-from ..core.config import DEFAULT_CONFIDENCE
 from ..core.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
 from ..core.summary import round_up
 from ..core.validate import integer_at_least, positive_finite, probability_open
 from .model import Network
-from .solve import optimal_signal_rate, solve
 from .simulate import SimulationSpec, simulate
+from .solve import optimal_signal_rate, solve
 
 #: the bin width of :func:`sojourn.restart.simulate.simulate` when ``sim`` does not give one
 SIM_DT = inspect.signature(simulate).parameters["dt"].default
@@ -116,6 +116,131 @@ def _seconds(x: float) -> str:
     return f"{x:.0f} s" if x < 120 else f"{x / 60:.0f} min"
 
 
+def _check_taus(taus: np.ndarray) -> None:
+    """Each timeout a deterministic law's mean within what a law takes, none given twice."""
+    for t in taus.tolist():  # each is a deterministic timeout law's mean: within what a law takes
+        try:
+            Deterministic(float(t))
+        except ValueError as exc:
+            raise ValueError(f"taus: {t:g}: {exc}") from None
+    if len(set(taus.tolist())) != len(taus):
+        dup = next(t for t in taus.tolist() if taus.tolist().count(t) > 1)
+        raise ValueError(f"taus: {dup:g} is given twice in {' '.join(f'{t:g}' for t in taus)}; give each timeout once")
+
+
+def _run_points(points, replications, seed, max_jobs, sim, confidence, percentile, predicted, progress) -> list:
+    """The simulated statistics (:func:`_sim_stats`) of every point, one progress line a point (what it took, the
+    time left: from the pilot's shares where there was one)."""
+    stats, t_start, spent = [], time.perf_counter(), 0.0
+    for i, (label, spec) in enumerate(points):
+        t0 = time.perf_counter()
+        ds = simulate(spec, replications=replications, seed=seed, max_jobs=max_jobs, **sim)
+        stats.append(_sim_stats(ds, confidence, percentile))
+        took = time.perf_counter() - t0
+        spent += took
+        if progress is not None:
+            left = ""
+            if i + 1 < len(points):
+                if predicted is not None:  # the pilot's shares, scaled by how this machine keeps up with them now
+                    rest = spent / max(float(predicted[:i + 1].sum()), 1e-9) * float(predicted[i + 1:].sum())
+                else:
+                    rest = spent / (i + 1) * (len(points) - i - 1)
+                left = f", about {_seconds(rest)} left"
+            bad = f" (unstable in {int(stats[-1][5])} of {replications})" if stats[-1][5] else ""
+            progress(f"[{i + 1}/{len(points)}] {label}: {took:.1f} s{bad}; "
+                     f"elapsed {_seconds(time.perf_counter() - t_start)}{left}")
+    return stats
+
+
+def _point_variables(opt, point: dict) -> dict:
+    """Data variables at g*: the product form's optimum and the simulated values under both semantics."""
+    g, sem = opt.signal_rate, list(point)
+    return {
+        "g_star": ((), g, {"long_name": "optimal signal rate of the product form", "units": "1/time"}),
+        "response_time_pf": ((), opt.response_time, {"long_name": "product-form E[T] at g*", "units": "time"}),
+        "response_time_pf_no_restart": ((), opt.response_time_without,
+            {"long_name": "product-form E[T] without signals", "units": "time"}),
+        "sim_response_time": ("semantics", [point[s][0] for s in sem],
+            {"long_name": "simulated mean response time at rate g*", "units": "time"}),
+        "sim_response_time_half_width": ("semantics", [point[s][1] for s in sem],
+            {"long_name": "half-width of its Student-t CI", "units": "time"}),
+        "sim_percentile": ("semantics", [point[s][2] for s in sem],
+            {"long_name": "simulated response-time percentile at rate g*", "units": "time"}),
+        "sim_percentile_half_width": ("semantics", [point[s][3] for s in sem],
+            {"long_name": "half-width of its CI (replications)", "units": "time"}),
+    }
+
+
+def _sweep_variables(point: dict, sweep, taus, best_mean, best_pct, needed) -> dict:
+    """Data variables of the τ sweep (and the horizons that would give each point enough jobs in the tail)."""
+    sem = list(point)
+    return {
+        "tau_response_time": ("tau", sweep[:, 0],
+            {"long_name": "mean response time, deterministic timeout tau", "units": "time"}),
+        "tau_response_time_half_width": ("tau", sweep[:, 1], {"long_name": "CI half-width", "units": "time"}),
+        "tau_percentile": ("tau", sweep[:, 2], {"long_name": "response-time percentile, timeout tau", "units": "time"}),
+        "tau_percentile_half_width": ("tau", sweep[:, 3], {"long_name": "CI half-width", "units": "time"}),
+        "sim_percentile_beyond": (
+            "semantics",
+            [point[s][4] for s in sem],
+            {
+                "long_name": "jobs per replication at or beyond the percentile (mean; 0 if "
+                "none in some replication)",
+                "units": "1",
+            },
+        ),
+        "tau_percentile_beyond": (
+            "tau",
+            sweep[:, 4],
+            {
+                "long_name": "jobs per replication at or beyond the "
+                "percentile (mean; 0 if none in some "
+                "replication)",
+                "units": "1",
+            },
+        ),
+        "tau_best_mean": ((), float(taus[best_mean]),
+            {"long_name": "tau of the sweep with the smallest mean response time", "units": "time"}),
+        "tau_best_percentile": (
+            (),
+            np.nan if best_pct is None else float(taus[best_pct]),
+            {
+                "long_name": "tau of the sweep with the smallest percentile, among those with "
+                f">= {TAIL_MIN} jobs per replication beyond it (NaN: none)",
+                "units": "time",
+            },
+        ),
+        "tau_unstable": (
+            "tau",
+            sweep[:, 5].astype(np.int64),
+            {
+                "long_name": "replications stopped with more than max_jobs jobs present (or too "
+                "many events): the timeout restarts jobs faster than they finish",
+                "units": "1",
+            },
+        ),
+        "tau_recorded": ("tau", sweep[:, 6], {"long_name": "recorded jobs per replication (mean)", "units": "1"}),
+        "sim_percentile_needed_horizon": (
+            "semantics",
+            needed[:2],
+            {
+                "long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
+                "beyond the percentile (NaN: has them, or unstable)",
+                "units": "time",
+            },
+        ),
+        "tau_percentile_needed_horizon": (
+            "tau",
+            needed[2:],
+            {
+                "long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
+                "beyond the percentile (NaN: has them, or unstable)",
+                "units": "time",
+            },
+        ),
+    }
+
+
 def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replications: int = 10, seed: int = 0,
              confidence: float = DEFAULT_CONFIDENCE, percentile: float = 0.99, sim: dict | None = None,
              max_jobs: int | None = None, cost_check=None, progress=None) -> xr.Dataset:
@@ -137,14 +262,7 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     if not g > 0:
         raise ValueError(f"bounds: the optimal signal rate is {g:g} (no restarts); nothing to compare with timeouts")
     taus = default_taus(g) if taus is None else np.asarray([positive_finite("taus", float(t)) for t in taus])
-    for t in taus.tolist():  # each is a deterministic timeout law's mean: within what a law takes
-        try:
-            Deterministic(float(t))
-        except ValueError as exc:
-            raise ValueError(f"taus: {t:g}: {exc}") from None
-    if len(set(taus.tolist())) != len(taus):
-        dup = next(t for t in taus.tolist() if taus.tolist().count(t) > 1)
-        raise ValueError(f"taus: {dup:g} is given twice in {' '.join(f'{t:g}' for t in taus)}; give each timeout once")
+    _check_taus(taus)
     if max_jobs is None:
         arrivals = float(net.layout.arrival.sum()) * float(sim.get("horizon", 200_000.0))
         max_jobs = default_max_jobs(float(solve(net.with_signal_rate(g, queue)).mean_number.sum()), arrivals)
@@ -162,25 +280,8 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
         cost_check(float(predicted.sum()),
                    f"{len(points)} runs x {replications} replications of horizon {sim.get('horizon', 200_000.0):g}, "
                    f"timed on a pilot; slowest " + ", ".join(f"{points[i][0]} ~{_seconds(predicted[i])}" for i in slow))
-    stats, t_start, spent = [], time.perf_counter(), 0.0
-    for i, (label, spec) in enumerate(points):
-        t0 = time.perf_counter()
-        ds = simulate(spec, replications=replications, seed=seed, max_jobs=max_jobs, **sim)
-        stats.append(_sim_stats(ds, confidence, percentile))
-        took = time.perf_counter() - t0
-        spent += took
-        if progress is not None:
-            left = ""
-            if i + 1 < len(points):
-                if predicted is not None:  # the pilot's shares, scaled by how this machine keeps up with them now
-                    rest = spent / max(float(predicted[:i + 1].sum()), 1e-9) * float(predicted[i + 1:].sum())
-                else:
-                    rest = spent / (i + 1) * (len(points) - i - 1)
-                left = f", about {_seconds(rest)} left"
-            bad = f" (unstable in {int(stats[-1][5])} of {replications})" if stats[-1][5] else ""
-            progress(f"[{i + 1}/{len(points)}] {label}: {took:.1f} s{bad}; "
-                     f"elapsed {_seconds(time.perf_counter() - t_start)}{left}")
-    point = {label: st for (label, _), st in zip(points[:2], stats[:2])}
+    stats = _run_points(points, replications, seed, max_jobs, sim, confidence, percentile, predicted, progress)
+    point = {label: st for (label, _), st in zip(points[:2], stats[:2], strict=True)}
     sweep = np.array(stats[2:])
     if not np.isfinite(sweep[:, 0]).any():
         raise ValueError("taus: the timeout semantics was unstable (or the percentile beyond t_max) at every tau")
@@ -193,56 +294,15 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     allst = np.array(stats)
     short = np.isfinite(allst[:, 2]) & (allst[:, 4] < TAIL_MIN)  # (NaN: unstable, or beyond t_max: not a length)
     needed = np.array([round_up(H * 1.2 * TAIL_MIN / (1.0 - percentile) / r) if sh and r > 0 else np.nan
-                       for sh, r in zip(short, allst[:, 6])])
+                       for sh, r in zip(short, allst[:, 6], strict=True)])
     sem = list(point)
     ds = xr.Dataset(
-        {
-            "g_star": ((), g, {"long_name": "optimal signal rate of the product form", "units": "1/time"}),
-            "response_time_pf": ((), opt.response_time, {"long_name": "product-form E[T] at g*", "units": "time"}),
-            "response_time_pf_no_restart": ((), opt.response_time_without,
-                                            {"long_name": "product-form E[T] without signals", "units": "time"}),
-            "sim_response_time": ("semantics", [point[s][0] for s in sem],
-                                  {"long_name": "simulated mean response time at rate g*", "units": "time"}),
-            "sim_response_time_half_width": ("semantics", [point[s][1] for s in sem],
-                                             {"long_name": "half-width of its Student-t CI", "units": "time"}),
-            "sim_percentile": ("semantics", [point[s][2] for s in sem],
-                               {"long_name": "simulated response-time percentile at rate g*", "units": "time"}),
-            "sim_percentile_half_width": ("semantics", [point[s][3] for s in sem],
-                                          {"long_name": "half-width of its CI (replications)", "units": "time"}),
-            "tau_response_time": ("tau", sweep[:, 0], {"long_name": "mean response time, deterministic timeout tau",
-                                                        "units": "time"}),
-            "tau_response_time_half_width": ("tau", sweep[:, 1], {"long_name": "CI half-width", "units": "time"}),
-            "tau_percentile": ("tau", sweep[:, 2], {"long_name": "response-time percentile, timeout tau", "units": "time"}),
-            "tau_percentile_half_width": ("tau", sweep[:, 3], {"long_name": "CI half-width", "units": "time"}),
-            "sim_percentile_beyond": ("semantics", [point[s][4] for s in sem],
-                                      {"long_name": "jobs per replication at or beyond the percentile (mean; 0 if "
-                                                    "none in some replication)", "units": "1"}),
-            "tau_percentile_beyond": ("tau", sweep[:, 4], {"long_name": "jobs per replication at or beyond the "
-                                                                        "percentile (mean; 0 if none in some "
-                                                                        "replication)", "units": "1"}),
-            "tau_best_mean": ((), float(taus[best_mean]), {"long_name": "tau of the sweep with the smallest mean "
-                                                                        "response time", "units": "time"}),
-            "tau_best_percentile": ((), np.nan if best_pct is None else float(taus[best_pct]),
-                                    {"long_name": "tau of the sweep with the smallest percentile, among those with "
-                                                  f">= {TAIL_MIN} jobs per replication beyond it (NaN: none)",
-                                     "units": "time"}),
-            "tau_unstable": ("tau", sweep[:, 5].astype(np.int64),
-                             {"long_name": f"replications stopped with more than max_jobs jobs present (or too "
-                                           f"many events): the timeout restarts jobs faster than they finish",
-                              "units": "1"}),
-            "tau_recorded": ("tau", sweep[:, 6], {"long_name": "recorded jobs per replication (mean)", "units": "1"}),
-            "sim_percentile_needed_horizon": ("semantics", needed[:2],
-                                              {"long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
-                                                            "beyond the percentile (NaN: has them, or unstable)",
-                                               "units": "time"}),
-            "tau_percentile_needed_horizon": ("tau", needed[2:],
-                                              {"long_name": f"--horizon giving >= {TAIL_MIN} jobs per replication "
-                                                            "beyond the percentile (NaN: has them, or unstable)",
-                                               "units": "time"}),
+        {**_point_variables(opt, point), **_sweep_variables(point, sweep, taus, best_mean, best_pct, needed)},
+        coords={
+            "semantics": ("semantics", sem,
+                {"long_name": "restart semantics at rate g*: signals of rate g*, exponential timeouts of rate g*"}),
+            "tau": ("tau", np.asarray(taus, float), {"long_name": "deterministic timeout", "units": "time"}),
         },
-        coords={"semantics": ("semantics", sem, {"long_name": "restart semantics at rate g*: signals of rate g*, "
-                                                              "exponential timeouts of rate g*"}),
-                "tau": ("tau", np.asarray(taus, float), {"long_name": "deterministic timeout", "units": "time"})},
     )
     ds.attrs.update(provenance(net.to_dict(), title=f"Optimal restart rate of {net.name}", model=net.describe(),
                                spec=net.to_json(), queue=opt.queue, bounds=list(opt.bounds), replications=replications,
@@ -288,8 +348,10 @@ def report_lines(ds: xr.Dataset) -> list[str]:
            f"needs >= {TAIL_MIN} jobs per replication beyond it"]
     for s in ds["semantics"].values.tolist():
         d = ds.sel(semantics=s)
-        out.append(f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'sim', dt)}")
+        out.append(
+            f"simulated {s:<20} E[T] = {_pm(float(d['sim_response_time']), float(d['sim_response_time_half_width']))}"
+            f"   p{pct:g} = {_pct(d, 'sim', dt)}"
+        )
     max_jobs = ds.attrs.get("max_jobs")
     out.append("deterministic timeouts tau:")
     for t in ds["tau"].values:
@@ -299,8 +361,10 @@ def report_lines(ds: xr.Dataset) -> list[str]:
                        f"(more than {max_jobs} jobs present, see --max-jobs): timeouts restart jobs faster than "
                        "they finish")
             continue
-        out.append(f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
-                   f"   p{pct:g} = {_pct(d, 'tau', dt)}")
+        out.append(
+            f"  tau = {t:9.4g}   E[T] = {_pm(float(d['tau_response_time']), float(d['tau_response_time_half_width']))}"
+            f"   p{pct:g} = {_pct(d, 'tau', dt)}"
+        )
     tm = float(ds["tau_best_mean"])
     out.append(f"best tau for the mean: {tm:.4g} (restart rate 1/tau = {1 / tm:.4g}, g*/(1/tau) = {g * tm:.3g})")
     tp = float(ds["tau_best_percentile"])
@@ -309,7 +373,9 @@ def report_lines(ds: xr.Dataset) -> list[str]:
     lacking = (f"tau = {_tau_list(ds['tau'].values[short])} have fewer than {TAIL_MIN} jobs per replication beyond "
                f"p{pct:g}; --horizon >= {np.nanmax(need):,.0f} would give them enough") if short.any() else ""
     if np.isfinite(tp):
-        out.append(f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else ""))
+        out.append(
+            f"best tau for p{pct:g}: {tp:.4g}" + (f" among the tau with enough jobs ({lacking})" if lacking else "")
+        )
     else:
         out.append(f"best tau for p{pct:g}: none reported: " + (lacking or "no stable tau has it within --t-max"))
     if any("(bin)" in line for line in out):

@@ -10,6 +10,8 @@ from __future__ import annotations
 _NAME = {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"}
 _NONNEG = {"type": "number", "minimum": 0}
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
+_NUMBERS = {"type": "array", "items": {"type": "number"}}
+_MATRIX = {"type": "array", "items": _NUMBERS}
 
 
 def _list_of(required: list, properties: dict) -> dict:
@@ -53,17 +55,17 @@ MODEL_SCHEMA = {
                                         {"required": ["rates"], "additionalProperties": False, "properties": {
                                             "rates": {"type": "array", "minItems": 1, "items": {"type": "number"}},
                                             "entry": {"type": "array", "items": {"type": "number"}},
-                                            "H": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}}},
+                                            "H": _MATRIX}},
                                         {"required": ["T"], "additionalProperties": False, "properties": {
                                             "alpha": {"type": "array", "items": {"type": "number"}},
-                                            "T": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}}},
+                                            "T": _MATRIX}},
                                         {"required": ["erlang", "rate"], "additionalProperties": False, "properties": {
                                             "erlang": {"type": "integer", "minimum": 1},
                                             "rate": {"type": "number"}}},
                                     ],
                                 },
                                 "success": {"description": "restart success probability per phase (or one number)",
-                                            "oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]},
+                                            "oneOf": [{"type": "number"}, _NUMBERS]},
                                 "restart_to": {"description": "class map on a successful restart: "
                                                               "{class name: probability} or one class name",
                                                "oneOf": [_NAME, {"type": "object",

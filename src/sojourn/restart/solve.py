@@ -122,7 +122,7 @@ class Solution:
             xi, ri = x[sel], self.rho[sel]
             n = int(xi.sum())
             logp = np.log1p(-ri.sum()) + lgamma(n + 1)
-            for xv, rv in zip(xi, ri):
+            for xv, rv in zip(xi, ri, strict=True):
                 if xv:
                     logp += xv * np.log(rv) - lgamma(xv + 1)
             out *= float(np.exp(logp))
@@ -140,25 +140,25 @@ class Solution:
         one = "1"
         ds = xr.Dataset(
             {
-                "rho": ("type", self.rho, {"long_name": "load rho_i^(k,p) of (queue, class, phase) (eqs. 1-4)", "units": one}),
-                "mean_number_type": ("type", self.mean_number_type,
-                                     {"long_name": "mean number of jobs in (queue, class, phase)", "units": one}),
-                "mean_number_station": ("station", self.mean_number_station,
-                                        {"long_name": "mean number of jobs of (queue, class)", "units": one}),
-                "arrival_flow": ("station", self.arrival_flow,
-                                 {"long_name": "external + routed arrival rate of (queue, class) (eq. 3)", "units": "1/time"}),
-                "restart_flow": ("station", self.restart_flow,
-                                 {"long_name": "successful restarts into (queue, class) per unit time (eq. 2)", "units": "1/time"}),
-                "time_per_entry": ("station", self.station_time_per_entry,
-                                   {"long_name": "mean time per entry into (queue, class), by arrival or restart", "units": "time"}),
-                "utilisation": ("queue", self.queue_load, {"long_name": "utilisation P(N_i > 0) = sum of loads", "units": one}),
-                "mean_number": ("queue", self.mean_number, {"long_name": "mean number of jobs at the queue", "units": one}),
-                "queue_response_time": ("queue", self.queue_response_time,
-                                        {"long_name": "mean response time per visit to the queue", "units": "time"}),
-                "signal_rate": ("queue", self.signal_rate,
-                                {"long_name": "total restart-signal rate at the queue (external + departures)", "units": "1/time"}),
-                "response_time": ((), self.response_time, {"long_name": "network mean response time E[T]", "units": "time"}),
-                "restart_rate": ((), self.restart_rate, {"long_name": "successful restarts per unit time", "units": "1/time"}),
+                "rho": _var("type", self.rho, "load rho_i^(k,p) of (queue, class, phase) (eqs. 1-4)", one),
+                "mean_number_type": _var("type", self.mean_number_type, "mean number of jobs in (queue, class, phase)",
+                                         one),
+                "mean_number_station": _var("station", self.mean_number_station,
+                                            "mean number of jobs of (queue, class)", one),
+                "arrival_flow": _var("station", self.arrival_flow,
+                                     "external + routed arrival rate of (queue, class) (eq. 3)", "1/time"),
+                "restart_flow": _var("station", self.restart_flow,
+                                     "successful restarts into (queue, class) per unit time (eq. 2)", "1/time"),
+                "time_per_entry": _var("station", self.station_time_per_entry,
+                                       "mean time per entry into (queue, class), by arrival or restart", "time"),
+                "utilisation": _var("queue", self.queue_load, "utilisation P(N_i > 0) = sum of loads", one),
+                "mean_number": _var("queue", self.mean_number, "mean number of jobs at the queue", one),
+                "queue_response_time": _var("queue", self.queue_response_time,
+                                            "mean response time per visit to the queue", "time"),
+                "signal_rate": _var("queue", self.signal_rate,
+                                    "total restart-signal rate at the queue (external + departures)", "1/time"),
+                "response_time": _var((), self.response_time, "network mean response time E[T]", "time"),
+                "restart_rate": _var((), self.restart_rate, "successful restarts per unit time", "1/time"),
             },
             coords={"type": ("type", list(L.labels), {"long_name": "queue/class/phase"}),
                     "station": ("station", list(L.station_labels), {"long_name": "queue/class"}),
@@ -167,6 +167,11 @@ class Solution:
         ds.attrs.update(provenance(net.to_dict(), title=f"Product-form measures of {net.name}", model=net.describe(),
                                    spec=net.to_json(), fixed_point_iterations=int(self.iterations)))
         return ds
+
+
+def _var(dims, values, long_name: str, units: str) -> tuple:
+    """A data variable with its CF attributes."""
+    return dims, values, {"long_name": long_name, "units": units}
 
 
 def _linear_loads(net: Network, G: np.ndarray) -> np.ndarray:
@@ -178,9 +183,9 @@ def _linear_loads(net: Network, G: np.ndarray) -> np.ndarray:
         j = int(np.argmin(resolved))
         q = net.queues[int(L.type_queue[j])]
         raise ValueError(f"queues[{q.name}].signal_rate {G[L.type_queue[j]]:g} is more than 2^52 times the service "
-                         f"rate {L.mu[j]:g} of {L.labels[j]} (restart success {L.alpha[j]:g}): the service rate is lost "
-                         "to round-off in the traffic equations (eqs. 1-4), which cannot be solved; the load grows "
-                         "with the signal rate, so a network this far out is unstable")
+                         f"rate {L.mu[j]:g} of {L.labels[j]} (restart success {L.alpha[j]:g}): the service rate is "
+                         "lost to round-off in the traffic equations (eqs. 1-4), which cannot be solved; the load "
+                         "grows with the signal rate, so a network this far out is unstable")
     d = L.mu + g * L.alpha
     F = (L.mu[:, None] * L.phase_move + (g * L.alpha)[:, None] * L.restart_move
          + (L.mu * L.exit_prob)[:, None] * (L.routing[L.type_station] @ L.entry))
@@ -225,7 +230,7 @@ def solve(net: Network, *, tol: float = 1e-14, max_iterations: int = 10_000, dam
     if net.has_departure_signals:
         omega = damping
         last = np.inf
-        for it in range(1, max_iterations + 1):
+        for it in range(1, max_iterations + 1):  # noqa: B007 (it counts the iterations, read after the loop)
             new = ext + _departure_signals(net, rho)
             step = float(np.max(np.abs(new - G)))
             G = (1.0 - omega) * G + omega * new

@@ -18,10 +18,10 @@ from ..core.io import provenance
 from ..core.runlength import describe, format_length
 from ..core.stats import mean_ci
 from ..core.validate import integer_at_least, positive_finite, probability_open
-from .solve import exact_results
 from .model import SplitMerge, as_law
 from .order_stats import order_statistic_moments
 from .simulate import simulate
+from .solve import exact_results
 from .summary import percentile_per_replication
 
 
@@ -140,15 +140,34 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
             "quorum": ("rank", col(1, np.int64), {"long_name": "quorum q", "units": "1"}),
             "load": ("rank", col(2), {"long_name": "load lambda E[S_q:r]/floor(n/r)", "units": "1"}),
             "latency": ("rank", col(3), {"long_name": name, "units": U}),
-            "half_width": ("rank", col(4), {"long_name": f"half-width of the {100 * confidence:g}% t-interval "
-                                                         "across replications (0 for exact values)", "units": U}),
+            "half_width": (
+                "rank",
+                col(4),
+                {
+                    "long_name": f"half-width of the {100 * confidence:g}% t-interval "
+                    "across replications (0 for exact values)",
+                    "units": U,
+                },
+            ),
             "is_exact": ("rank", col(5, np.int8), {"long_name": "1 exact, 0 simulated", "units": "1"}),
-            "method": ("rank", np.array([row[6] for row in rows], dtype=object), {"long_name": "how the value was obtained"}),
-            "run_valid": ("rank", col(7, np.int8), {
-                "long_name": "1: exact, or simulated long enough to trust; 0: simulated too short (the run-length "
-                             "guard, sojourn.core.runlength; method says what it needs)", "units": "1"}),
+            "method": (
+                "rank",
+                np.array([row[6] for row in rows], dtype=object),
+                {"long_name": "how the value was obtained"},
+            ),
+            "run_valid": (
+                "rank",
+                col(7, np.int8),
+                {
+                    "long_name": "1: exact, or simulated long enough to trust; 0: simulated too short (the run-length "
+                    "guard, sojourn.core.runlength; method says what it needs)",
+                    "units": "1",
+                },
+            ),
         },
-        coords={"rank": ("rank", np.arange(1, len(rows) + 1), {"long_name": "rank (1 = lowest latency)", "units": "1"})},
+        coords={
+            "rank": ("rank", np.arange(1, len(rows) + 1), {"long_name": "rank (1 = lowest latency)", "units": "1"})
+        },
     )
     ds.attrs.update(provenance(
         {"hosts": hosts, "arrival_rate": arrival_rate, "replica_law": law.to_dict(), "quorum_min": quorum_min,

@@ -42,9 +42,14 @@ def _system_args(p, replicas=True):
         g = p.add_mutually_exclusive_group(required=True)
         g.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, help="Poisson arrival rate lambda")
         g.add_argument("--load", type=PROBABILITY_OPEN, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
-    p.add_argument("--replica-law", dest="replica_law", type=LAW, default="exponential",
-                   help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
-                        " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)")
+    p.add_argument(
+        "--replica-law",
+        dest="replica_law",
+        type=LAW,
+        default="exponential",
+        help="replica time law NAME[:k=v,...], e.g. exponential, hyperexponential:probs=0.5/0.5,rates=2/0.667,"
+        " phasetype:alpha=0.5/0.5,T=-2/1|0/-1 (default exponential, rate 1)",
+    )
 
 
 #: the model's and the library's field names -> the flags of these commands (errors speak of what was typed)
@@ -137,8 +142,10 @@ def run_exact(args) -> int:
               "near load 1): use `sojourn split-merge simulate`")
     else:
         print("mean delay    not available exactly for this system: use `sojourn split-merge simulate`")
-    for pc, v in zip(ds.percentile.values, ds.latency_percentile.values):
-        txt = f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
+    for pc, v in zip(ds.percentile.values, ds.latency_percentile.values, strict=True):
+        txt = (
+            f"{v:.6g}  (exact: {ds.latency_percentile.attrs['method']})" if np.isfinite(v) else "not available exactly"
+        )
         print(f"latency p{100 * pc:g}".ljust(14) + txt)
     if args.output:
         write_netcdf(ds, args.output)
@@ -178,27 +185,8 @@ _SIM_FLAGS = {"workunits": "--workunits", "horizon": "--horizon", "warmup_workun
               "seed": "--seed"}
 
 
-def run_simulate(args) -> int:
-    import numpy as np
-
-    from ..core.inputs import check_output, in_flag_terms
-    from ..core.io import write_netcdf
-    from ..core.precision import from_flags as precision_from_flags
-    from ..core.precision import summary as precision_summary
-    from ..core.runlength import format_length, from_dataset, status, warning
-    from ..core.summary import (
-        ci_header,
-        mean_text,
-        percentile_text,
-        round_up,
-        summary_dataset,
-    )
-    from ..core.validate import positive_finite
-    from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
-    from .solve import exact_results
-
-    _hosts_cost(args.hosts, args.replicas)
-    spec = _spec(args, args.model)
+def _run_length(args) -> dict:
+    """The run length keywords of simulate from --horizon/--warmup or --workunits/--warmup."""
     kw = {}
     if args.horizon is not None:
         kw.update(horizon=args.horizon, warmup_time=args.warmup)
@@ -208,30 +196,19 @@ def run_simulate(args) -> int:
             raise ValueError(f"--warmup must be a whole number of workunits with --workunits; got {w!r}")
         kw.update(workunits=500_000 if args.workunits is None else args.workunits,
                   warmup_workunits=None if w is None else int(w))
-    ps = _percentiles(args.percentiles)
-    for flag, v in (("--dt", args.dt), ("--t-max", args.t_max)):
-        positive_finite(flag, v)
-    try:  # every run-length and grid check before any compute
-        plan = _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
-                     args.dt, args.t_max)
-    except ValueError as exc:
-        raise ValueError(in_flag_terms(str(exc), _SIM_FLAGS)) from None
-    precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
-    if args.replications is not None and args.replications < 1:
-        raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
-    reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
-    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
-    admit_cost(spec, plan, reps)  # the API admits the same estimate (sojourn.split_merge.cost.simulate)
-    t0 = time.perf_counter()
-    reps = None if precision is not None else (10 if args.replications is None else args.replications)
-    ds = simulate(spec, replications=reps, seed=args.seed, dt=args.dt, t_max=args.t_max, precision=precision, **kw)
-    wall = time.perf_counter() - t0
-    s = summary_dataset(ds["latency_count"].values, ds["latency_overflow"].values, ds["t"].values, args.dt,
-                        [100 * p for p in ps], prefix="latency", replication=ds["replication"].values,
-                        means={v: ds[v].values for v in ("mean_delay", "mean_latency", "host_utilisation",
-                                                         "host_computing", "throughput")},
-                        what="workunits")
-    write_netcdf(ds.merge(s), args.output)
+    return kw
+
+
+def _report(args, spec, ds, s, plan, ps, wall) -> None:
+    """The run's summary on stdout (its run-length warning on stderr): means and percentiles beside the exact
+    values, utilisation, throughput, the run-length verdict."""
+    import numpy as np
+
+    from ..core.precision import summary as precision_summary
+    from ..core.runlength import format_length, from_dataset, status, warning
+    from ..core.summary import ci_header, mean_text, percentile_text, round_up
+    from .solve import exact_results
+
     e = exact_results(spec, ps)
     k = int(ds.sizes["replication"])
     workunits, horizon, warm_n, warm_t = plan[:4]
@@ -243,9 +220,12 @@ def run_simulate(args) -> int:
               f"replication after {warm_n:,} discarded ({share:.3g}% of those simulated"
               f"{', warm-up default: 10% of --workunits' if args.warmup is None else ''})")
     else:
-        print(f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
-              f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
-              f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})")
+        print(
+            f"run           {k} replication{'s' * (k > 1)}, seed {args.seed}; "
+            f"recorded: {100 * (horizon - warm_t) / horizon:.3g}% "
+            f"of the horizon, {int(ds.workunits.sum()):,} workunits ({per_rep:,.0f} per replication"
+            f"{'; warm-up default: 10% of --horizon' if args.warmup is None else ''})"
+        )
     if "stop_reason" in ds:
         print(f"precision     {precision_summary(ds)} (latency)")
     ci = f"  ({100 * DEFAULT_CONFIDENCE:g}% Student-t CI across replications)" if k > 1 else ""
@@ -285,6 +265,44 @@ def run_simulate(args) -> int:
     if not verdict.valid:
         print(warning(verdict, f"{needed()} (at --replications {verdict.replications}); its numbers are printed as "
                                "computed, do not rely on them", what="mean latency"), file=sys.stderr)
+
+
+def run_simulate(args) -> int:
+    from ..core.inputs import check_output, in_flag_terms
+    from ..core.io import write_netcdf
+    from ..core.precision import from_flags as precision_from_flags
+    from ..core.summary import summary_dataset
+    from ..core.validate import positive_finite
+    from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
+
+    _hosts_cost(args.hosts, args.replicas)
+    spec = _spec(args, args.model)
+    kw = _run_length(args)
+    ps = _percentiles(args.percentiles)
+    for flag, v in (("--dt", args.dt), ("--t-max", args.t_max)):
+        positive_finite(flag, v)
+    try:  # every run-length and grid check before any compute
+        plan = _plan(spec, kw.get("workunits"), kw.get("horizon"), kw.get("warmup_workunits"), kw.get("warmup_time"),
+                     args.dt, args.t_max)
+    except ValueError as exc:
+        raise ValueError(in_flag_terms(str(exc), _SIM_FLAGS)) from None
+    precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
+    if args.replications is not None and args.replications < 1:
+        raise ValueError(f"--replications must be an integer >= 1; got {args.replications}")
+    reps = (args.max_replications or 200) if precision is not None else (args.replications or 10)
+    check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
+    admit_cost(spec, plan, reps)  # the API admits the same estimate (sojourn.split_merge.cost.simulate)
+    t0 = time.perf_counter()
+    reps = None if precision is not None else (10 if args.replications is None else args.replications)
+    ds = simulate(spec, replications=reps, seed=args.seed, dt=args.dt, t_max=args.t_max, precision=precision, **kw)
+    wall = time.perf_counter() - t0
+    s = summary_dataset(ds["latency_count"].values, ds["latency_overflow"].values, ds["t"].values, args.dt,
+                        [100 * p for p in ps], prefix="latency", replication=ds["replication"].values,
+                        means={v: ds[v].values for v in ("mean_delay", "mean_latency", "host_utilisation",
+                                                         "host_computing", "throughput")},
+                        what="workunits")
+    write_netcdf(ds.merge(s), args.output)
+    _report(args, spec, ds, s, plan, ps, wall)
     return 0
 
 
@@ -293,7 +311,9 @@ def _best(sub):
     _system_args(p, replicas=False)
     p.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, required=True,
                    help="Poisson arrival rate lambda")
-    p.add_argument("--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)")
+    p.add_argument(
+        "--quorum-min", dest="quorum_min", type=Int(1), default=1, help="smallest acceptable quorum (default 1)"
+    )
     p.add_argument("--max-replicas", dest="max_replicas", type=Int(1), default=10, help="largest r tried (default 10)")
     p.add_argument("--criterion", type=Text("criterion", "mean or pNN"), default="mean",
                    help="mean (default) or a latency percentile pNN, e.g. p99")

@@ -9,8 +9,8 @@ precision target, and the cross-field checks JSON schema cannot express (ConfigE
 from __future__ import annotations
 
 from ..core.config import DEFAULT_PERCENTILE, ConfigError
-from ..core.replications import WARMUP_FRACTION
 from ..core.inputs import check_grid
+from ..core.replications import WARMUP_FRACTION
 from ..core.timegrid import grid_size
 from .model import SplitMerge
 

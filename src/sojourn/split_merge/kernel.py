@@ -48,7 +48,6 @@ from ..core.recording import record
 from ..core.sampling import sample_law
 from ..core.sfc64 import fill_standard_exponential, load, standard_exponential, store
 
-
 # layout of the accumulator returned by run()
 ACC_FIELDS = ("recorded", "delay_overflow", "latency_overflow", "delay_sum", "delay_sumsq", "latency_sum",
               "latency_sumsq", "latency_max", "held", "computing", "first_arrival", "last_arrival", "simulated")

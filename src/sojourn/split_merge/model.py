@@ -99,7 +99,7 @@ class SplitMerge:
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def from_load(cls, hosts, replicas, quorum, load, replica_law="exponential", model="split_merge") -> "SplitMerge":
+    def from_load(cls, hosts, replicas, quorum, load, replica_law="exponential", model="split_merge") -> SplitMerge:
         """λ = load · ⌊n/r⌋ / E[S_{q:r}] (the seed's setting with load 0.9); load in (0, 1)."""
         load = positive_finite("load", load)
         if load >= 1.0:
@@ -107,7 +107,7 @@ class SplitMerge:
         probe = cls(hosts, replicas, quorum, 1e-300, replica_law, model)  # validates everything but λ
         return cls(hosts, replicas, quorum, load * probe.max_throughput, probe.replica_law, model)
 
-    def with_model(self, model: str) -> "SplitMerge":
+    def with_model(self, model: str) -> SplitMerge:
         return SplitMerge(self.hosts, self.replicas, self.quorum, self.arrival_rate, self.replica_law, model)
 
     # -- serialisation ---------------------------------------------------------------------
@@ -119,7 +119,7 @@ class SplitMerge:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SplitMerge":
+    def from_dict(cls, d: dict) -> SplitMerge:
         d = dict(d)
         d["replica_law"] = law_from_dict(d["replica_law"])
         return cls(**d)

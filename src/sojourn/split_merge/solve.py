@@ -258,8 +258,11 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
         out.update(mean_delay=C / gap, delay_method="erlang-c", p_wait=C, exact=True)
         wa, wT = np.array([C]), np.array([[-gap]])
         la, lT = ph.convolution(wa, wT, np.ones(1), np.array([[-nu]]))
-        out.update(delay_percentile=_quantiles(wa, wT, ps, expm=True), latency_percentile=_quantiles(la, lT, ps, expm=True),
-                   percentile_method="erlang-c delay law")
+        out.update(
+            delay_percentile=_quantiles(wa, wT, ps, expm=True),
+            latency_percentile=_quantiles(la, lT, ps, expm=True),
+            percentile_method="erlang-c delay law",
+        )
     elif law_ph is not None:
         res = mphc_qbd(lam, c, *law_ph, max_phases=qbd_max_phases)
         if res is not None:
@@ -325,7 +328,7 @@ def _quantiles(a, T, ps, expm=False):
         lo, hi = 0.0, scale
         while sf(hi) > 1.0 - p:
             lo, hi = hi, 2.0 * hi
-        out[i] = brentq(lambda x: sf(x) - (1.0 - p), lo, hi, xtol=1e-10 * hi, rtol=1e-12)
+        out[i] = brentq(lambda x, p: sf(x) - (1.0 - p), lo, hi, args=(p,), xtol=1e-10 * hi, rtol=1e-12)
     return out
 
 
@@ -341,25 +344,56 @@ def exact_dataset(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
     mom = e["moments_method"]
     ds = xr.Dataset(
         {
-            "mean_service": ((), e["mean_service"], {"long_name": "E[S_q:r], mean workunit service time",
-                                                      "units": U, "method": mom}),
-            "service_second_moment": ((), e["service_second_moment"], {"long_name": "E[S_q:r^2]",
-                                                                        "units": "time units squared", "method": mom}),
-            "max_throughput": ((), e["max_throughput"], {"long_name": "maximal throughput floor(n/r)/E[S_q:r]",
-                                                         "units": "1/" + U, "method": mom}),
+            "mean_service": (
+                (),
+                e["mean_service"],
+                {"long_name": "E[S_q:r], mean workunit service time", "units": U, "method": mom},
+            ),
+            "service_second_moment": (
+                (),
+                e["service_second_moment"],
+                {"long_name": "E[S_q:r^2]", "units": "time units squared", "method": mom},
+            ),
+            "max_throughput": (
+                (),
+                e["max_throughput"],
+                {"long_name": "maximal throughput floor(n/r)/E[S_q:r]", "units": "1/" + U, "method": mom},
+            ),
             "load": ((), e["load"], {"long_name": "load per super-server lambda E[S_q:r]/floor(n/r)", "units": "1"}),
-            "mean_delay": ((), e["mean_delay"], {"long_name": "mean delay (waiting time before service)",
-                                                 "units": U, "method": e["delay_method"]}),
-            "mean_latency": ((), e["mean_latency"], {"long_name": "mean latency (delay + service)", "units": U,
-                                                     "method": e["delay_method"]}),
-            "p_wait": ((), e["p_wait"], {"long_name": "probability that a workunit waits", "units": "1",
-                                         "method": e["delay_method"]}),
-            "latency_percentile": (("percentile",), e["latency_percentile"],
-                                   {"long_name": "latency percentile", "units": U, "method": e["percentile_method"]}),
-            "delay_percentile": (("percentile",), e["delay_percentile"],
-                                 {"long_name": "delay percentile", "units": U, "method": e["percentile_method"]}),
-            "is_exact": ((), np.int8(e["exact"]), {"long_name": "1 if mean_delay/mean_latency are exact, 0 if "
-                                                                "unavailable here (NaN; simulate instead)", "units": "1"}),
+            "mean_delay": (
+                (),
+                e["mean_delay"],
+                {"long_name": "mean delay (waiting time before service)", "units": U, "method": e["delay_method"]},
+            ),
+            "mean_latency": (
+                (),
+                e["mean_latency"],
+                {"long_name": "mean latency (delay + service)", "units": U, "method": e["delay_method"]},
+            ),
+            "p_wait": (
+                (),
+                e["p_wait"],
+                {"long_name": "probability that a workunit waits", "units": "1", "method": e["delay_method"]},
+            ),
+            "latency_percentile": (
+                ("percentile",),
+                e["latency_percentile"],
+                {"long_name": "latency percentile", "units": U, "method": e["percentile_method"]},
+            ),
+            "delay_percentile": (
+                ("percentile",),
+                e["delay_percentile"],
+                {"long_name": "delay percentile", "units": U, "method": e["percentile_method"]},
+            ),
+            "is_exact": (
+                (),
+                np.int8(e["exact"]),
+                {
+                    "long_name": "1 if mean_delay/mean_latency are exact, 0 if "
+                    "unavailable here (NaN; simulate instead)",
+                    "units": "1",
+                },
+            ),
         },
         coords={"percentile": ("percentile", e["percentiles"], {"long_name": "probability level", "units": "1"})},
     )

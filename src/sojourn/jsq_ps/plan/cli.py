@@ -30,21 +30,34 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help=help_, description=DESCRIPTION)
     g = p.add_argument_group("arrivals (one of)")
     g.add_argument("--arrival-rate", type=RATE, metavar="RATE", help="Poisson arrival rate with a unit: 9000/s, 9/ms")
-    g.add_argument("--load", type=POSITIVE, metavar="RHO", help="the load at --servers (instead of --arrival-rate); may be >= 1")
-    g.add_argument("--servers", "-R", type=Int(1), metavar="R", help="the number of servers at which --load is measured")
+    g.add_argument(
+        "--load", type=POSITIVE, metavar="RHO", help="the load at --servers (instead of --arrival-rate); may be >= 1"
+    )
+    g.add_argument(
+        "--servers", "-R", type=Int(1), metavar="R", help="the number of servers at which --load is measured"
+    )
     g = p.add_argument_group("service (one of)")
-    g.add_argument("--mean-service", type=TIME, metavar="TIME", help="mean service requirement with a unit: 1.2ms, 800us")
+    g.add_argument(
+        "--mean-service", type=TIME, metavar="TIME", help="mean service requirement with a unit: 1.2ms, 800us"
+    )
     g.add_argument("--service-rate", type=RATE, metavar="RATE", help="service rate 1/E[S] with a unit: 833/s")
     p.add_argument("--service-law", type=LAW, default="exponential", metavar="LAW",
                    help="service law NAME[:k=v,...] as for `sojourn simulate --service`, rescaled to the mean "
                         "(default exponential; any other law is simulated)")
     g = p.add_argument_group("deadline (one of)")
     g.add_argument("--deadline", type=TIME, metavar="TIME", help="sojourn-time deadline d with a unit: 72ms")
-    g.add_argument("--budget", type=TIME, metavar="TIME", help="end-to-end latency budget (with --network-latency): 100ms")
+    g.add_argument(
+        "--budget", type=TIME, metavar="TIME", help="end-to-end latency budget (with --network-latency): 100ms"
+    )
     g.add_argument("--network-latency", type=TIME, metavar="TIME", help="network latency taken from the budget: 28ms")
     p.add_argument("--reliability", type=Text("probability", "a probability"), required=True, metavar="P",
                    help="required P(T <= d), in (0, 1): 0.9999 or 99.99%%")
-    p.add_argument("--dispatch", type=Text("dispatch", "a dispatch policy"), default="jsq", help="dispatch policy: only jsq is modelled")
+    p.add_argument(
+        "--dispatch",
+        type=Text("dispatch", "a dispatch policy"),
+        default="jsq",
+        help="dispatch policy: only jsq is modelled",
+    )
     p.add_argument("--max-servers", type=Int(1), default=64, metavar="N", help="the largest R considered (default 64)")
     p.add_argument("--confirm", action="store_true",
                    help="simulate R-1, R, R+1 and never answer an R the simulation shows to fail")
@@ -52,7 +65,12 @@ def register(subparsers) -> None:
                    help="replications per simulated R (default 10): with --confirm, or a --service-law that is not "
                         "exponential (where every R is simulated)")
     p.add_argument("--seed", type=SEED, default=0, help="base seed of the simulations (default 0)")
-    p.add_argument("--unit", type=Text("unit", "a time unit"), default=None, help="time unit of the answer: s, ms, us, ns (default: the deadline's)")
+    p.add_argument(
+        "--unit",
+        type=Text("unit", "a time unit"),
+        default=None,
+        help="time unit of the answer: s, ms, us, ns (default: the deadline's)",
+    )
     p.add_argument("--accuracy", type=Text("path", "a file path"), default=None, metavar="CSV",
                    help="an accuracy table (the pipeline's <results>/jsq_ps/accuracy.csv) instead of the shipped one")
     p.add_argument("--format", type=Choice("table", "json"), default="table", help="table (default) or json")

@@ -2,13 +2,14 @@
 evidence and its intervals, and the replications run on the cell runner's local executor (forked processes)."""
 from __future__ import annotations
 
-import math
 import contextlib
+import math
 import multiprocessing
 import os
 from dataclasses import dataclass
 
 from .request import SIMULATION, TAIL_METHOD
+
 
 # -- evaluations ------------------------------------------------------------------------------------
 @dataclass

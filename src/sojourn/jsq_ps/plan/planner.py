@@ -7,17 +7,42 @@ import multiprocessing
 import time
 
 from ...core.units import format_time
-from .evaluation import (Engine, Evaluation, NoServers, Simulated, _clopper_pearson, _interp_percentile,
-                         available_cores, fork_pool, simulate_counts)
-from .request import (EXACT_MAX_LOAD, EXACT_MAX_T, EXACT_SECONDS, FIRST_STAGE, SCREEN_METHOD, SIMULATION,
-                      TAIL_LAW_METHOD, TAIL_LAW_SECONDS, TAIL_METHOD, TAIL_REACH, TAIL_SECONDS, Request, _pct,
-                      run_length, run_model)
+from .evaluation import (
+    Engine,
+    Evaluation,
+    NoServers,
+    Simulated,
+    _clopper_pearson,
+    _interp_percentile,
+    available_cores,
+    fork_pool,
+    simulate_counts,
+)
+from .request import (
+    EXACT_MAX_LOAD,
+    EXACT_MAX_T,
+    EXACT_SECONDS,
+    FIRST_STAGE,
+    SCREEN_METHOD,
+    SIMULATION,
+    TAIL_LAW_METHOD,
+    TAIL_LAW_SECONDS,
+    TAIL_METHOD,
+    TAIL_REACH,
+    TAIL_SECONDS,
+    Request,
+    _pct,
+    run_length,
+    run_model,
+)
 
 #: the method of a row decided by a bound, without computing a sojourn-time law (:meth:`Planner.bound`)
 BOUND_METHOD = "bound"
-BOUND_REASON = ("a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an arrival finds a customer) − P(another arrives "
-                "within d), and Markov's P(T > d) ≤ E[T]/d, with E[N] ≤ a/(1 − ρ) and E[T] ≤ E[S]/(1 − ρ) (JSQ keeps no "
-                "more customers than random routing's M/M/1-PS servers with exponential service)")
+BOUND_REASON = (
+    "a bound, no method needed: P(T ≤ d) ≥ P(S ≤ d) − P(an arrival finds a customer) − P(another arrives "
+    "within d), and Markov's P(T > d) ≤ E[T]/d, with E[N] ≤ a/(1 − ρ) and E[T] ≤ E[S]/(1 − ρ) (JSQ keeps no "
+    "more customers than random routing's M/M/1-PS servers with exponential service)"
+)
 
 #: the row's reason where T decides
 TAIL_REASON = ("T, the tagged-customer chain on a spread-capped state space (sojourn.jsq_ps.solve.tail): "
@@ -207,9 +232,7 @@ class Planner:
         if b is not None:
             ev = Evaluation(R, self.load(R), Engine(BOUND_METHOD, BOUND_REASON, short="bound", details={"tail": b[2]}),
                             b[0], b[1], probability_high=1.0, probability_low=b[0])
-            ev.seconds = time.perf_counter() - t0
-            self.evaluated[R] = ev
-            return ev
+            return self._keep(R, ev, t0)
         guess = self.screen(R)[1]
         t_hi = max(2.0 * self.q.d, 1.5 * guess if math.isfinite(guess) else 8.0 * self.q.d)
         eng = self.engine(R, t_hi)
@@ -228,29 +251,17 @@ class Planner:
                 # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
                 # release stopped there with the error)
                 why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
-                if law:  # the accuracy table's methods model M/M/R: simulation
-                    self.notes.append(f"R = {R}: {why}; simulated")
-                    eng = Engine(SIMULATION, why, short="T-law failed")
+                eng, final = self._instead(R, eng, why, law, "failed")
+                if final:
                     break
-                if eng.method == TAIL_METHOD:  # the accuracy table's choice, else simulation
-                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
-                    eng = self.table_engine(R)
-                    continue
-                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} failed")
-                break
+                continue
             if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
                 why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.load(R):.4g}): "
                        f"{describe(flags)}")
-                if law:
-                    self.notes.append(f"R = {R}: {why}; simulated")
-                    eng = Engine(SIMULATION, why, short="T-law invalid here")
+                eng, final = self._instead(R, eng, why, law, "invalid here")
+                if final:
                     break
-                if eng.method == TAIL_METHOD:
-                    self.notes.append(f"R = {R}: {why}; the accuracy table decides")
-                    eng = self.table_engine(R)
-                    continue
-                eng = Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} invalid here")
-                break
+                continue
             high = low = math.nan
             if eng.method == "exact":  # the true P(T ≤ d) lies within its certified bounds (solve.exact)
                 low, high = float(details.pop("cdf_low")[k]), float(details.pop("cdf_high")[k])
@@ -263,19 +274,40 @@ class Planner:
                 eng = Engine(TAIL_METHOD, eng.reason, tail_error(details["margin"]), None, eng.short, details)
             x = _interp_percentile(t, F, self.p)
             if math.isfinite(x) or tries == 2 or tail:
-                ev = Evaluation(R, self.load(R), eng, float(F[k]), x, float(t[-1]) if not math.isfinite(x) else math.nan,
-                                probability_high=high, probability_low=low)
-                ev.seconds = time.perf_counter() - t0
-                self.evaluated[R] = ev
-                return ev
+                ev = Evaluation(
+                    R,
+                    self.load(R),
+                    eng,
+                    float(F[k]),
+                    x,
+                    float(t[-1]) if not math.isfinite(x) else math.nan,
+                    probability_high=high,
+                    probability_low=low,
+                )
+                return self._keep(R, ev, t0)
             t_hi *= 4.0
             tries += 1
         sim = self.simulate(R)
         ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
                         sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)
+        return self._keep(R, ev, t0)
+
+    def _keep(self, R: int, ev: Evaluation, t0: float) -> Evaluation:
+        """The evaluation of R, timed from t0, remembered."""
         ev.seconds = time.perf_counter() - t0
         self.evaluated[R] = ev
         return ev
+
+    def _instead(self, R: int, eng: Engine, why: str, law: bool, what: str):
+        """(the engine after ``eng`` failed at R, True if it is final): simulation after T with the law (the accuracy
+        table's methods model M/M/R), the accuracy table's choice after T, else simulation."""
+        if law:
+            self.notes.append(f"R = {R}: {why}; simulated")
+            return Engine(SIMULATION, why, short=f"T-law {what}"), True
+        if eng.method == TAIL_METHOD:
+            self.notes.append(f"R = {R}: {why}; the accuracy table decides")
+            return self.table_engine(R), False
+        return Engine(SIMULATION, why, table=eng.table, short=f"{eng.method} {what}"), True
 
     # -- simulation ----------------------------------------------------------------------------------------
     def simulate(self, R: int, full: bool = False) -> Simulated:
@@ -308,9 +340,11 @@ class Planner:
             rho = self.load(R)
             run = run_length(R, rho, self.p, q.law.scv)
             if run["guard_lengthened"]:
-                self.notes.append(f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
-                                  "times per replication, more than its 100 customers beyond the percentile need: "
-                                  "the run-length guard's minimum (sojourn.core.runlength)")
+                self.notes.append(
+                    f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
+                    "times per replication, more than its 100 customers beyond the percentile need: "
+                    "the run-length guard's minimum (sojourn.core.runlength)"
+                )
             per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
             dt = d / per_d
             guess = self.screen(R)[1]
@@ -410,8 +444,11 @@ class Planner:
     def _no_R(self, R: int, ev: Evaluation, via: str):
         q = self.q
         x = ev.percentile
-        where = (f"the {_pct(self.p)} percentile is {format_time(x * q.mean_service, q.unit)}" if math.isfinite(x)
-                 else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}")
+        where = (
+            f"the {_pct(self.p)} percentile is {format_time(x * q.mean_service, q.unit)}"
+            if math.isfinite(x)
+            else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}"
+        )
         return NoServers(f"no R ≤ {q.max_servers} meets P(T ≤ {format_time(q.deadline, q.unit)}) ≥ {self.p:g}: at "
                          f"R = {R} (load {ev.load:.3g}) {where} ({via}, P(T ≤ d) = {ev.probability:.6g}); raise it, or "
                          "relax the deadline or the reliability")

@@ -190,25 +190,8 @@ def _service_quantile(law, p: float) -> float:
     return hi
 
 
-def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=None, service_rate=None,
-                  service_law="exponential", deadline=None, budget=None, network_latency=None, reliability=None,
-                  dispatch="jsq", max_servers=DEFAULT_MAX_SERVERS, confirm=False, replications=None, seed=0,
-                  unit=None, accuracy=None, names=FIELDS) -> Request:
-    """Every input checked (ValueError naming the field as ``names`` spells it) before any compute."""
-    n = names
-    texts = {}
-    disp = str(dispatch).strip().lower() if isinstance(dispatch, str) else dispatch
-    if disp != "jsq":
-        from ...core.inputs import did_you_mean
-
-        raise ValueError(f"{n['dispatch']} {dispatch!r}: only jsq is modelled (the approximations and the exact chain "
-                         "are for join-the-shortest-queue); other dispatch policies can be simulated with "
-                         f"`sojourn simulate --dispatch …`{did_you_mean(str(dispatch), ['jsq'])}")
-    if reliability is None:
-        raise ValueError(f"{n['reliability']} is required: the share of customers that must meet the deadline, "
-                         "e.g. 0.9999")
-    p = _reliability(reliability, n["reliability"])
-    # service
+def _check_service(mean_service, service_rate, n, texts) -> float:
+    """The mean service time in seconds, from exactly one of the mean and the rate."""
     if (mean_service is None) == (service_rate is None):
         raise ValueError(f"give exactly one of {n['mean_service']} (e.g. 1.2ms) and {n['service_rate']} "
                          "(e.g. 833/s)")
@@ -220,7 +203,12 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
         q = parse_rate(service_rate, n["service_rate"])
         mean = 1.0 / q.si
         texts["service"] = f"service rate {q.text} (mean {format_time(mean)})"
-    # arrivals
+    return mean
+
+
+def _check_arrivals(arrival_rate, load, servers, mean, n, texts):
+    """(total arrival rate per second, the servers run now or None), from the rate or from a load at a number of
+    servers."""
     current = None
     if arrival_rate is not None:
         if load is not None or servers is not None:
@@ -243,7 +231,11 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
             raise ValueError(f"{n['load']} must be a number > 0 (it may be >= 1: an overloaded system); got {load!r}")
         Lam = float(rho) * current / mean
         texts["arrivals"] = f"load {float(rho):g} at {current} servers (arrival rate {Lam:.6g}/s)"
-    # the service law, rescaled to mean 1 (time in mean service times)
+    return Lam, current
+
+
+def _check_law(service_law, n):
+    """The service law, rescaled to mean 1 (time in mean service times)."""
     from ...core.distributions import parse_law
 
     if not isinstance(service_law, str):
@@ -252,7 +244,11 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
         law = parse_law(service_law).scaled_to_mean(1.0)
     except ValueError as exc:
         raise ValueError(f"{n['service_law']}: {exc}") from None
-    # deadline
+    return law
+
+
+def _check_deadline(deadline, budget, network_latency, n, texts):
+    """(deadline d in seconds, budget or None, network latency or None, the unit the input was given in or None)."""
     if deadline is not None:
         if budget is not None or network_latency is not None:
             raise ValueError(f"give either {n['deadline']} or {n['budget']} with {n['network_latency']}, not both")
@@ -271,23 +267,11 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
         d, B, net = bq.si - nq.si, bq.si, nq.si
         unit_default = bq.unit if isinstance(budget, str) else None
         texts["deadline"] = f"budget {bq.text} − network latency {nq.text}"
-    unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
-    maxR = integer_at_least(n["max_servers"], max_servers, 1)
-    reps = replications_for(p) if replications is None else integer_at_least(n["replications"], replications, 2)
-    from ...core.guard import SEED
+    return d, B, net, unit_default
 
-    seed = SEED.check(n["seed"], seed)
-    if not isinstance(confirm, bool):
-        raise ValueError(f"{n['confirm'] if 'confirm' in n else 'confirm'} must be True or False; got {confirm!r}")
-    if replications is not None and not confirm and law.name == "exponential":
-        raise ValueError(f"{n['replications']} applies only where plan simulates: with {n['confirm']}, or with a "
-                         f"{n['service_law']} that is not exponential; give {n['confirm']}, or leave "
-                         f"{n['replications']} out")
-    if accuracy is not None:  # read and checked in full now, not when T first fails
-        from ..accuracy import check_accuracy
 
-        check_accuracy(accuracy, n["accuracy"])
-    # impossible targets: the service requirement alone, then stability within max_servers
+def _check_feasible(law, d, mean, p, B, unit, Lam, confirm, arrival_rate, maxR, n) -> None:
+    """Impossible targets refused: the service requirement alone, then stability within max_servers."""
     dn = d / mean
     if _service_cdf(law, dn) <= p:
         xq = _service_quantile(law, p) * mean
@@ -310,6 +294,47 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
         raise ValueError(f"{n['max_servers']} {maxR} is below the {Rmin if Rmin < 1e15 else f'{Rmin:.3g}'} servers the "
                          "load needs to be stable "
                          f"(arrival rate × mean service = {a:.4g} busy servers on average); raise {n['max_servers']}")
+
+
+def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=None, service_rate=None,
+                  service_law="exponential", deadline=None, budget=None, network_latency=None, reliability=None,
+                  dispatch="jsq", max_servers=DEFAULT_MAX_SERVERS, confirm=False, replications=None, seed=0,
+                  unit=None, accuracy=None, names=FIELDS) -> Request:
+    """Every input checked (ValueError naming the field as ``names`` spells it) before any compute."""
+    n = names
+    texts = {}
+    disp = str(dispatch).strip().lower() if isinstance(dispatch, str) else dispatch
+    if disp != "jsq":
+        from ...core.inputs import did_you_mean
+
+        raise ValueError(f"{n['dispatch']} {dispatch!r}: only jsq is modelled (the approximations and the exact chain "
+                         "are for join-the-shortest-queue); other dispatch policies can be simulated with "
+                         f"`sojourn simulate --dispatch …`{did_you_mean(str(dispatch), ['jsq'])}")
+    if reliability is None:
+        raise ValueError(f"{n['reliability']} is required: the share of customers that must meet the deadline, "
+                         "e.g. 0.9999")
+    p = _reliability(reliability, n["reliability"])
+    mean = _check_service(mean_service, service_rate, n, texts)
+    Lam, current = _check_arrivals(arrival_rate, load, servers, mean, n, texts)
+    law = _check_law(service_law, n)
+    d, B, net, unit_default = _check_deadline(deadline, budget, network_latency, n, texts)
+    unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
+    maxR = integer_at_least(n["max_servers"], max_servers, 1)
+    reps = replications_for(p) if replications is None else integer_at_least(n["replications"], replications, 2)
+    from ...core.guard import SEED
+
+    seed = SEED.check(n["seed"], seed)
+    if not isinstance(confirm, bool):
+        raise ValueError(f"{n['confirm'] if 'confirm' in n else 'confirm'} must be True or False; got {confirm!r}")
+    if replications is not None and not confirm and law.name == "exponential":
+        raise ValueError(f"{n['replications']} applies only where plan simulates: with {n['confirm']}, or with a "
+                         f"{n['service_law']} that is not exponential; give {n['confirm']}, or leave "
+                         f"{n['replications']} out")
+    if accuracy is not None:  # read and checked in full now, not when T first fails
+        from ..accuracy import check_accuracy
+
+        check_accuracy(accuracy, n["accuracy"])
+    _check_feasible(law, d, mean, p, B, unit, Lam, confirm, arrival_rate, maxR, n)
     return Request(Lam, mean, service_law, law, d, p, maxR, confirm, reps, seed, unit, B, net, current,
                    None if accuracy is None else str(accuracy), texts)
 
@@ -335,9 +360,15 @@ def plan_cost(q: Request):
         run = run_length(R, rho, q.reliability, q.law.scv)
         events = 2.0 * run["customers"] * (run["horizon"] / run["window"]) * q.replications * simulated
         per = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * R
-        parts.append(Estimate(events * per, 0.0, "replications/reliability",
-                              f"{simulated} simulated R of {q.replications} replications of about "
-                              f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event"))
+        parts.append(
+            Estimate(
+                events * per,
+                0.0,
+                "replications/reliability",
+                f"{simulated} simulated R of {q.replications} replications of about "
+                f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event",
+            )
+        )
         parts.append(Estimate(0.0, 8.0 * 2 * 100_000 * q.replications * simulated + 512.0 * R,
                               "replications", f"the histograms of {q.replications * simulated} replications"))
     if q.exponential:  # T at the least stable R (a few evaluations near it)

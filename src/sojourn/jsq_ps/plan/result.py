@@ -10,8 +10,18 @@ from dataclasses import dataclass
 from ...core.units import SECONDS, format_time
 from .evaluation import NoServers
 from .planner import BOUND_METHOD, BOUND_REASON, Planner
-from .request import (DEFAULT_MAX_SERVERS, FIELDS, SIMULATION, TAIL_CUSTOMERS, TAIL_LAW_METHOD, TAIL_METHOD, Request,
-                      _pct, check_request)
+from .request import (
+    DEFAULT_MAX_SERVERS,
+    FIELDS,
+    SIMULATION,
+    TAIL_CUSTOMERS,
+    TAIL_LAW_METHOD,
+    TAIL_METHOD,
+    Request,
+    _pct,
+    check_request,
+)
+
 
 # -- the result -------------------------------------------------------------------------------------
 def _num(x):
@@ -164,15 +174,21 @@ class PlanResult:
             lines.append(cells)
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         for row in lines:
-            out.append("  " + "  ".join(c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                       .rstrip())
+            out.append(
+                "  "
+                + "  ".join(
+                    c.ljust(w) if i >= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                ).rstrip()
+            )
         if star:
             out.append("  * beyond the accuracy table: its nearest point used (extrapolated)")
         if any(r.get("margin") not in (None, "clear") for r in self.rows):
             out.append("  ? the verdict is within the uncertainty of its evidence (see the notes)")
         if any("(bin)" in c for row in lines for c in row):  # core.stats.format_with_ci
-            out.append("  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
-                       "the error (the percentile interpolates the CDF linearly within its bin)")
+            out.append(
+                "  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
+                "the error (the percentile interpolates the CDF linearly within its bin)"
+            )
         if self.notes:
             out.append("")
             out.extend(f"  - {n}" for n in self.notes)
@@ -226,7 +242,8 @@ def _sim_text(r: dict, u: str, resolution: float) -> str:
     from ...core.stats import format_with_ci
 
     lo, hi = r.get("simulated_percentile_ci_low"), r.get("simulated_percentile_ci_high")
-    return f"{format_with_ci(x, math.nan if lo is None else lo, math.nan if hi is None else hi, resolution=resolution)} {u}"
+    lo, hi = math.nan if lo is None else lo, math.nan if hi is None else hi
+    return f"{format_with_ci(x, lo, hi, resolution=resolution)} {u}"
 
 
 def _row(planner: Planner, R: int, confirmed: bool) -> dict:
@@ -240,11 +257,20 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
         return row
     ev = planner.evaluate(R)
     e = ev.engine
-    row.update(method=e.method, method_reason=e.reason, method_short=e.short, probability=ev.probability,
-               percentile=ev.percentile * k if math.isfinite(ev.percentile) else None,
-               percentile_above=ev.percentile_above * k if math.isfinite(ev.percentile_above) else None,
-               meets=ev.meets(planner.p), margin=ev.margin(planner.p, q.d), method_error_mean=e.error[0], method_error_ci_low=e.error[1],
-               method_error_ci_high=e.error[2], seconds=ev.seconds)
+    row.update(
+        method=e.method,
+        method_reason=e.reason,
+        method_short=e.short,
+        probability=ev.probability,
+        percentile=ev.percentile * k if math.isfinite(ev.percentile) else None,
+        percentile_above=ev.percentile_above * k if math.isfinite(ev.percentile_above) else None,
+        meets=ev.meets(planner.p),
+        margin=ev.margin(planner.p, q.d),
+        method_error_mean=e.error[0],
+        method_error_ci_low=e.error[1],
+        method_error_ci_high=e.error[2],
+        seconds=ev.seconds,
+    )
     if e.method == TAIL_METHOD:
         row.update(probability_high=ev.probability_high, tail_D=(e.details or {}).get("D"),
                    tail_levels=(e.details or {}).get("M"))
@@ -270,6 +296,95 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
                    customers_per_replication=s.customers, simulation_seconds=s.wall_time,
                    simulated_run_valid=s.run_valid, simulated_run_relative_se=s.run_relative_se)
     return row
+
+
+def _margin_notes(rows: list, confirm: bool) -> list[str]:
+    """Notes on the rows whose answer lies within their method's error, or where it is not measured."""
+    notes = []
+    for r in rows if not confirm else ():  # under --confirm the simulation decides (its notes above)
+        m = r.get("margin")
+        if m == "within_method_error" and r.get("method") == TAIL_METHOD:
+            notes.append(f"R = {r['servers']}: T says it fails the target, but T is conservative and its bound admits "
+                         f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['servers']} may suffice; "
+                         "--confirm settles it by simulation")
+        elif m == "within_method_error" and r.get("method") == "exact":
+            notes.append(f"R = {r['servers']}: the target lies within exact's certified bounds of P(T ≤ d) "
+                         f"(± {r['probability_high'] - r['probability']:.1g}): the answer hangs on the last digits; "
+                         "--confirm cannot settle it either")
+        elif m == "within_method_error":
+            notes.append(f"R = {r['servers']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
+                         f"but within {r['method']}'s measured error (the true percentile may lie on the other side of "
+                         f"the deadline{'; R = ' + str(r['servers']) + ' may suffice' if not r['meets'] else ''}): "
+                         "--confirm settles it by simulation")
+        elif m == "unmeasured":
+            notes.append(f"R = {r['servers']}: {r['method']}'s error is not measured at this point of the accuracy "
+                         "table; --confirm checks it by simulation")
+    return notes
+
+
+def _simulation_notes(pl: Planner, q, rows: list, confirm: bool) -> list[str]:
+    """A note on the simulations behind the rows: which R, how many replications of how many customers."""
+    p = q.reliability
+    sims = [r["servers"] for r in rows if r.get("method") == SIMULATION or (confirm and r["servers"] in pl.simulated)]
+    if not sims:
+        return []
+    s = pl.simulated[sims[0]]
+    reps = [pl.simulated[r].replications for r in sims]
+    staged = "" if confirm or min(reps) == q.replications else (
+        " (fewer where the verdict was already clear: --confirm runs all of them)")
+    return [f"simulated R = {', '.join(map(str, sims))}: "
+            + (f"{reps[0]}" if len(set(reps)) == 1 else "/".join(map(str, reps)))
+            + f" replications{staged} of about {s.customers:,.0f} customers each (about {TAIL_CUSTOMERS} "
+            f"beyond the {_pct(p)} percentile), seed {s.seed}"]
+
+
+def _notes(pl: Planner, q, R: int, rows: list, confirm: bool, sim_R, sim_below) -> list[str]:
+    """The answer's notes: noise, bounds, T's conservatism, the method errors, the simulations, the table's
+    reach and the servers run now."""
+    p = q.reliability
+    notes = list(pl.notes)
+    if sim_R is not None and sim_R.verdict(p) == "meets_within_noise":
+        notes.append(f"R = {R} meets the target only within the simulation noise: its 95 % interval of "
+                     f"P(T ≤ d) [{sim_R.probability_low:.6g}, {sim_R.probability_high:.6g}] contains {p:g}"
+                     + (f"; R = {R + 1} meets it with a margin beyond the noise"
+                        if (R + 1) in pl.simulated and pl.simulated[R + 1].verdict(p) == "meets" else ""))
+    if sim_below is not None and sim_below.verdict(p) == "fails_within_noise":
+        notes.append(f"R = {R - 1} fails only within the simulation noise (95 % interval of P(T ≤ d) "
+                     f"[{sim_below.probability_low:.6g}, {sim_below.probability_high:.6g}] contains {p:g}): "
+                     f"R = {R - 1} may suffice")
+    bound_rows = [r["servers"] for r in rows if r.get("method") == BOUND_METHOD]
+    if bound_rows:
+        notes.append(f"R = {', '.join(map(str, bound_rows))}: by {BOUND_REASON}; its percentile is an upper bound")
+    tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
+    if tail_rows:
+        notes.append(
+            f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
+            "below the true one (its P(T ≤ d) never above): a 'yes' from T is safe; its error column states "
+            "by how much it may exceed the true percentile (its margin between two spread caps)"
+        )
+    notes += _margin_notes(rows, confirm)
+    if R == q.min_stable:
+        notes.append(f"R = {R} is also the least stable number of servers (offered load {q.offered:.4g})")
+    if not q.exponential:
+        law_rows = [r["servers"] for r in rows if r.get("method") == TAIL_LAW_METHOD]
+        other = [r["servers"] for r in rows if r.get("method") == SIMULATION]
+        if law_rows:
+            from ..solve.tail_ph import model_error_text
+
+            notes.append(f"R = {', '.join(map(str, law_rows))}: by T with the {q.law.name} law itself "
+                         f"(sojourn.jsq_ps.solve.tail_ph, no simulation needed): {model_error_text(q.law)}")
+        if other:
+            notes.append(f"R = {', '.join(map(str, other))}: simulated, T with the {q.law.name} law could not answer "
+                         "there (see the notes above)")
+    notes += _simulation_notes(pl, q, rows, confirm)
+    if any("R" in (r.get("table_extrapolated") or []) for r in rows):
+        notes.append(f"R beyond the accuracy table (largest R = {pl.table.Rs[-1]}): the errors are those measured at "
+                     "that R (extrapolated)")
+    if q.current_servers is not None:
+        diff = R - q.current_servers
+        notes.append(f"you run {q.current_servers} servers: "
+                     + (f"{diff} more needed" if diff > 0 else "enough" if diff == 0 else f"{-diff} fewer would do"))
+    return notes
 
 
 def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=None, service_rate=None, load=None,
@@ -335,72 +450,7 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
            else f"by {ans.engine.method}, R - 1 by simulation",
            "confirmed": "confirmed by simulation", "within_noise": "by simulation, within its noise"}[status]
     message = f"R = {R} servers: the least number with P(T ≤ {d_text}) ≥ {p:g} ({how})"
-    notes = list(pl.notes)
-    if sim_R is not None and sim_R.verdict(p) == "meets_within_noise":
-        notes.append(f"R = {R} meets the target only within the simulation noise: its 95 % interval of "
-                     f"P(T ≤ d) [{sim_R.probability_low:.6g}, {sim_R.probability_high:.6g}] contains {p:g}"
-                     + (f"; R = {R + 1} meets it with a margin beyond the noise"
-                        if (R + 1) in pl.simulated and pl.simulated[R + 1].verdict(p) == "meets" else ""))
-    if sim_below is not None and sim_below.verdict(p) == "fails_within_noise":
-        notes.append(f"R = {R - 1} fails only within the simulation noise (95 % interval of P(T ≤ d) "
-                     f"[{sim_below.probability_low:.6g}, {sim_below.probability_high:.6g}] contains {p:g}): "
-                     f"R = {R - 1} may suffice")
-    bound_rows = [r["servers"] for r in rows if r.get("method") == BOUND_METHOD]
-    if bound_rows:
-        notes.append(f"R = {', '.join(map(str, bound_rows))}: by {BOUND_REASON}; its percentile is an upper bound")
-    tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
-    if tail_rows:
-        notes.append(f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
-                     "below the true one (its P(T ≤ d) never above): a 'yes' from T is safe; its error column states "
-                     "by how much it may exceed the true percentile (its margin between two spread caps)")
-    for r in rows if not confirm else ():  # under --confirm the simulation decides (its notes above)
-        m = r.get("margin")
-        if m == "within_method_error" and r.get("method") == TAIL_METHOD:
-            notes.append(f"R = {r['servers']}: T says it fails the target, but T is conservative and its bound admits "
-                         f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['servers']} may suffice; "
-                         "--confirm settles it by simulation")
-        elif m == "within_method_error" and r.get("method") == "exact":
-            notes.append(f"R = {r['servers']}: the target lies within exact's certified bounds of P(T ≤ d) "
-                         f"(± {r['probability_high'] - r['probability']:.1g}): the answer hangs on the last digits; "
-                         "--confirm cannot settle it either")
-        elif m == "within_method_error":
-            notes.append(f"R = {r['servers']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
-                         f"but within {r['method']}'s measured error (the true percentile may lie on the other side of "
-                         f"the deadline{'; R = ' + str(r['servers']) + ' may suffice' if not r['meets'] else ''}): "
-                         "--confirm settles it by simulation")
-        elif m == "unmeasured":
-            notes.append(f"R = {r['servers']}: {r['method']}'s error is not measured at this point of the accuracy "
-                         "table; --confirm checks it by simulation")
-    if R == q.min_stable:
-        notes.append(f"R = {R} is also the least stable number of servers (offered load {q.offered:.4g})")
-    if not q.exponential:
-        law_rows = [r["servers"] for r in rows if r.get("method") == TAIL_LAW_METHOD]
-        other = [r["servers"] for r in rows if r.get("method") == SIMULATION]
-        if law_rows:
-            from ..solve.tail_ph import model_error_text
-
-            notes.append(f"R = {', '.join(map(str, law_rows))}: by T with the {q.law.name} law itself "
-                         f"(sojourn.jsq_ps.solve.tail_ph, no simulation needed): {model_error_text(q.law)}")
-        if other:
-            notes.append(f"R = {', '.join(map(str, other))}: simulated, T with the {q.law.name} law could not answer "
-                         "there (see the notes above)")
-    sims = [r["servers"] for r in rows if r.get("method") == SIMULATION or (confirm and r["servers"] in pl.simulated)]
-    if sims:
-        s = pl.simulated[sims[0]]
-        reps = [pl.simulated[r].replications for r in sims]
-        staged = "" if confirm or min(reps) == q.replications else (
-            " (fewer where the verdict was already clear: --confirm runs all of them)")
-        notes.append(f"simulated R = {', '.join(map(str, sims))}: "
-                     + (f"{reps[0]}" if len(set(reps)) == 1 else "/".join(map(str, reps)))
-                     + f" replications{staged} of about {s.customers:,.0f} customers each (about {TAIL_CUSTOMERS} "
-                     f"beyond the {_pct(p)} percentile), seed {s.seed}")
-    if any("R" in (r.get("table_extrapolated") or []) for r in rows):
-        notes.append(f"R beyond the accuracy table (largest R = {pl.table.Rs[-1]}): the errors are those measured at "
-                     "that R (extrapolated)")
-    if q.current_servers is not None:
-        diff = R - q.current_servers
-        notes.append(f"you run {q.current_servers} servers: "
-                     + (f"{diff} more needed" if diff > 0 else "enough" if diff == 0 else f"{-diff} fewer would do"))
+    notes = _notes(pl, q, R, rows, confirm, sim_R, sim_below)
     res = PlanResult(R, status, message, q.unit, rows, notes, q, bool(confirm))
     res.wall_time = time.perf_counter() - t0
     return res

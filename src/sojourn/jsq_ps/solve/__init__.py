@@ -23,12 +23,12 @@ Every result is checked by :mod:`sojourn.jsq_ps.solve.guards` (``valid``, ``vali
 """
 from __future__ import annotations
 
-from .exact import exact_sojourn_cdf
-from .tail import tail_sojourn
 from ...core.timegrid import time_grid
 from ..naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
+from .exact import exact_sojourn_cdf
 from .methods import Cell, all_methods, method_cdf
 from .mm1ps import mm1ps_sojourn_cdf, mm1ps_sojourn_sf
+from .tail import tail_sojourn
 
 __all__ = [
     "time_grid",

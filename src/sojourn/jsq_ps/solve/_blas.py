@@ -76,5 +76,5 @@ def single_threaded_blas():
         with _LOCK:
             _DEPTH -= 1
             if _DEPTH == 0:
-                for (_, s), n in zip(libs, _SAVED):
+                for (_, s), n in zip(libs, _SAVED, strict=True):
                     s(n)

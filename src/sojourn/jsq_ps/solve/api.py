@@ -91,7 +91,8 @@ def _grid(t, hyper):
     return t
 
 
-def _check_hyper(method_set, spec, hyper):
+def _allowed_hyper(method_set, spec) -> set:
+    """The hyper-parameters the methods of ``method_set`` take."""
     allowed = set(_GRID_HYPER)
     if any(m not in ("exact", "T") for m in method_set):
         allowed |= _APPROX_HYPER
@@ -101,9 +102,20 @@ def _check_hyper(method_set, spec, hyper):
         allowed |= _TAIL_HYPER
         if not spec.is_markovian:
             allowed |= _TAIL_LAW_HYPER
+    return allowed
+
+
+#: integer hyper-parameters and their least value
+_AT_LEAST = {"state_budget": 1, "M": 2, "D": 0, "tail_D": 2, "tail_cstar": 0}
+
+
+def _check_hyper(method_set, spec, hyper):
+    allowed = _allowed_hyper(method_set, spec)
     unknown = set(hyper) - allowed
     if unknown:
-        raise ValueError(f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}")
+        raise ValueError(
+            f"unknown hyper-parameter(s) {sorted(unknown)}; allowed for {sorted(method_set)}: {sorted(allowed)}"
+        )
     out = dict(hyper)
     if "L1" in out:
         out["L1"] = integer_at_least("L1", out["L1"], 2)
@@ -118,18 +130,13 @@ def _check_hyper(method_set, spec, hyper):
             if v >= 1:
                 raise ValueError(f"{name} must be in (0, 1); got {v!r}")
             out[name] = v
-    if "state_budget" in out:
-        out["state_budget"] = integer_at_least("state_budget", out["state_budget"], 1)
+    for name, least in _AT_LEAST.items():
+        if name in out:
+            out[name] = integer_at_least(name, out[name], least)
     if "max_states" in out:
         out["max_states"] = integer_at_least("max_states", out["max_states"], 1)
         if out.get("exact_budget") is not None:
             raise ValueError("give max_states or exact_budget (whose max_states caps exact in budget mode), not both")
-    if "M" in out:
-        out["M"] = integer_at_least("M", out["M"], 2)
-    if "D" in out:
-        out["D"] = integer_at_least("D", out["D"], 0)
-    if "tail_D" in out:
-        out["tail_D"] = integer_at_least("tail_D", out["tail_D"], 2)
     if "tail_seconds" in out:
         out["tail_seconds"] = positive_finite("tail_seconds", out["tail_seconds"])
     if "tail_h" in out:
@@ -137,8 +144,6 @@ def _check_hyper(method_set, spec, hyper):
         if out["tail_h"] > 0.25:
             raise ValueError(f"tail_h must be in (0, 0.25] (the finest stage width, a fraction of the mean service "
                              f"time; the coarsest of its three is 4 tail_h); got {out['tail_h']!r}")
-    if "tail_cstar" in out:
-        out["tail_cstar"] = integer_at_least("tail_cstar", out["tail_cstar"], 0)
     if out.get("exact_budget") is not None:
         out["exact_budget"] = check_budget(out["exact_budget"])
     if "clamp_gupta" in out and not isinstance(out["clamp_gupta"], bool):
@@ -291,8 +296,10 @@ def approximate(spec, method, t=None, **hyper) -> xr.Dataset:
     admit_cost(spec, [method], t, hyper)
     r = _run(spec, [method], t, hyper)[method]
     n = np.arange(max(r["lambda_n"].size, r["A_n"].size))
-    lam = np.full(n.size, np.nan); lam[: r["lambda_n"].size] = r["lambda_n"]
-    A = np.zeros(n.size); A[: r["A_n"].size] = r["A_n"]
+    lam = np.full(n.size, np.nan)
+    lam[: r["lambda_n"].size] = r["lambda_n"]
+    A = np.zeros(n.size)
+    A[: r["A_n"].size] = r["A_n"]
     if r["reason"] & OVER_BUDGET:
         A[:] = np.nan
     attrs = _base_attrs(spec, hyper)
@@ -340,14 +347,31 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
     attrs = _base_attrs(spec, hyper)
     attrs["total_run_time"] = total
     if "exact" in res:
-        attrs["exact_plan"] = json.dumps({k: v for k, v in res["exact"]["info"].items()
-                                          if k.startswith("plan_") or k in ("over_budget", "M", "D", "n_system_states",
-                                                                            "poisson_terms", "shared_system_chain",
-                                                                            "boundary_mass_min", "boundary_mass_spread",
-                                                                            "truncation_tolerance", "truncation_reached",
-                                                                            "max_states", "cdf_error_bound",
-                                                                            "tagged_states_kept")},
-                                         sort_keys=True, default=float)
+        attrs["exact_plan"] = json.dumps(
+            {
+                k: v
+                for k, v in res["exact"]["info"].items()
+                if k.startswith("plan_")
+                or k
+                in (
+                    "over_budget",
+                    "M",
+                    "D",
+                    "n_system_states",
+                    "poisson_terms",
+                    "shared_system_chain",
+                    "boundary_mass_min",
+                    "boundary_mass_spread",
+                    "truncation_tolerance",
+                    "truncation_reached",
+                    "max_states",
+                    "cdf_error_bound",
+                    "tagged_states_kept",
+                )
+            },
+            sort_keys=True,
+            default=float,
+        )
     data = {
         "cdf": (("approximation", "t"), np.stack([res[m]["cdf"] for m in methods])),
         "lambda_n": (("approximation", "n"), lam),
@@ -356,8 +380,15 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
         "L1": ("approximation", np.array([res[m]["L1"] for m in methods], dtype=np.int64)),
         "L2": ("approximation", np.array([res[m]["L2"] for m in methods], dtype=np.int64)),
         "faithful": ("approximation", np.array([int(res[m]["faithful"]) for m in methods], dtype=np.int8)),
-        "truncation_mass": ("approximation", np.array([float(res[m]["info"].get("truncated_mass", res[m]["info"].get("truncation_mass", np.nan)))
-                                                for m in methods])),
+        "truncation_mass": (
+            "approximation",
+            np.array(
+                [
+                    float(res[m]["info"].get("truncated_mass", res[m]["info"].get("truncation_mass", np.nan)))
+                    for m in methods
+                ]
+            ),
+        ),
     }
     data["valid"] = ("approximation", np.array([res[m]["reason"] == 0 for m in methods], dtype=np.int8), valid_attrs())
     data["validity_reason"] = ("approximation", np.array([res[m]["reason"] for m in methods], dtype=np.int16),
@@ -378,6 +409,6 @@ def summary(t: np.ndarray, cdf: np.ndarray, probs=(0.99, 0.999, 0.9999, 0.99999)
     F = np.asarray(cdf, dtype=float)
     out = {"mean": float(np.trapezoid(1.0 - F, t))}
     x = quantile(t, F, np.asarray(probs, dtype=float))
-    for p, v in zip(probs, x):
+    for p, v in zip(probs, x, strict=True):
         out[p] = float(v)
     return out

@@ -33,7 +33,8 @@ about 2 ns per kept transition, plus the system chain's sparse LU (a third of th
 s for 617 000 states). The state set is near its limit: pruning by the stationary law keeps 24–35 % of the
 states for a bound 1.3–1.6× the box's, and the tagged chain's own occupation measure (the ideal set, known
 only after the run) still needed half the box's states for the box's bound at R = 4, ρ = 0.95; the 3× more
-that R = 6, ρ = 0.95 would need to fit 10 s is not in the truncation's shape. Krylov projections were measured and rejected: Arnoldi
+that R = 6, ρ = 0.95 would need to fit 10 s is not in the truncation's shape. Krylov projections were measured and
+rejected: Arnoldi
 reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
 (m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
 accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).

@@ -58,21 +58,44 @@ def approximate_law_cell(law: str, R, rho, mu, methods, t, hyper=None) -> xr.Dat
         ds = approximate(spec, m, t=t, **(hyper or {}))
         a = ds.attrs
         extra = {
-            "margin": (("percentile",), np.array([float(a.get(f"margin_{p:g}", np.nan)) for p in MARGIN_PERCENTILES]),
-                       {"long_name": "the method's stated margin at the percentile (relative; numerical steps only)",
-                        "units": "1"}),
-            "extrapolation": (("percentile",), np.array([float(a.get(f"extrapolation_{p:g}", np.nan))
-                                                          for p in MARGIN_PERCENTILES]),
-                              {"long_name": "how far the percentile moves between the two- and three-width "
-                                            "extrapolations of the law's stage family (relative; 0 for a phase-type "
-                                            "law)", "units": "1"}),
+            "margin": (
+                ("percentile",),
+                np.array([float(a.get(f"margin_{p:g}", np.nan)) for p in MARGIN_PERCENTILES]),
+                {
+                    "long_name": "the method's stated margin at the percentile (relative; numerical steps only)",
+                    "units": "1",
+                },
+            ),
+            "extrapolation": (
+                ("percentile",),
+                np.array([float(a.get(f"extrapolation_{p:g}", np.nan)) for p in MARGIN_PERCENTILES]),
+                {
+                    "long_name": "how far the percentile moves between the two- and three-width "
+                    "extrapolations of the law's stage family (relative; 0 for a phase-type "
+                    "law)",
+                    "units": "1",
+                },
+            ),
             "D": ((), int(a.get("D", -1)), {"long_name": "spread cap of the tagged chain", "units": "1"}),
-            "h": ((), float(a.get("h", np.nan)), {"long_name": "finest stage width of the law's representation "
-                                                                "(a fraction of the mean; 0: exact phase-type)",
-                                                   "units": "1"}),
-            "cstar": ((), int(a.get("cstar", -1)), {"long_name": "co-residents whose phases are tracked", "units": "1"}),
-            "predicted_seconds": ((), float(a.get("predicted_seconds", np.nan)),
-                                  {"long_name": "the method's predicted CPU seconds (its budget's choice)", "units": "s"}),
+            "h": (
+                (),
+                float(a.get("h", np.nan)),
+                {
+                    "long_name": "finest stage width of the law's representation "
+                    "(a fraction of the mean; 0: exact phase-type)",
+                    "units": "1",
+                },
+            ),
+            "cstar": (
+                (),
+                int(a.get("cstar", -1)),
+                {"long_name": "co-residents whose phases are tracked", "units": "1"},
+            ),
+            "predicted_seconds": (
+                (),
+                float(a.get("predicted_seconds", np.nan)),
+                {"long_name": "the method's predicted CPU seconds (its budget's choice)", "units": "s"},
+            ),
         }
         ds = ds.drop_vars([v for v in ("lambda_n", "A_n") if v in ds]).drop_dims("n", errors="ignore")
         ds = ds.assign(**{k: v for k, v in extra.items()}).assign_coords(percentile=np.array(MARGIN_PERCENTILES))

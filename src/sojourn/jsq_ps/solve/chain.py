@@ -97,14 +97,20 @@ def system_generator(arrival_rate: float, service_rate: float, servers: int, L: 
             first &= X[:, i] != X[:, i - 1]
         Y = X[first].copy()
         Y[:, i] -= 1
-        rows.append(idx[first]); cols.append(S.rank(Y)); vals.append(mu * cnt[first, i])
+        rows.append(idx[first])
+        cols.append(S.rank(Y))
+        vals.append(mu * cnt[first, i])
     # arrivals: last minimum (position c(s)−1) goes up, if it stays ≤ L−1  (§3.2: Λ/c to each of the c minima)
     pos = cnt[:, 0] - 1
     ok = X[:, 0] + 1 <= L - 1
     Y = X[ok].copy()
     Y[np.arange(Y.shape[0]), pos[ok]] += 1
-    rows.append(idx[ok]); cols.append(S.rank(Y)); vals.append(np.full(ok.sum(), lam))
-    r = np.concatenate(rows); c = np.concatenate(cols); v = np.concatenate(vals)
+    rows.append(idx[ok])
+    cols.append(S.rank(Y))
+    vals.append(np.full(ok.sum(), lam))
+    r = np.concatenate(rows)
+    c = np.concatenate(cols)
+    v = np.concatenate(vals)
     Q = sparse.coo_matrix((v, (r, c)), shape=(n, n)).tocsr()
     Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
     return S, Q.tocsr()

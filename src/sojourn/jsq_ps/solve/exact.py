@@ -116,11 +116,15 @@ def system_chain(lam, mu, R, M, D):
         Y = X[first].copy()
         Y[:, i] -= 1
         ok = S.admissible(Y)
-        rows.append(idx[first][ok]); cols.append(S.index(Y[ok])); vals.append(mu * cnt[first, i][ok])
+        rows.append(idx[first][ok])
+        cols.append(S.index(Y[ok]))
+        vals.append(mu * cnt[first, i][ok])
     Y = X.copy()  # arrival: the last minimum goes up (re-sorted automatically)
     Y[np.arange(n), cnt[:, 0] - 1] += 1
     ok = S.admissible(Y)
-    rows.append(idx[ok]); cols.append(S.index(Y[ok])); vals.append(np.full(ok.sum(), lam))
+    rows.append(idx[ok])
+    cols.append(S.index(Y[ok]))
+    vals.append(np.full(ok.sum(), lam))
     Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
     Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
     return S, Q.tocsr()

@@ -82,7 +82,6 @@ FLAGS = {
 FLAG_MASKS = np.array(list(FLAGS.values()), dtype=np.int16)
 FLAG_MEANINGS = " ".join(FLAGS)
 #: the CDF bits (the comparison's ``fit_invalid``)
-CDF_BITS = BELOW_ZERO | ABOVE_ONE | NON_MONOTONE | NON_FINITE
 
 
 def reason_attrs() -> dict:

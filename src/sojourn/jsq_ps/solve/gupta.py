@@ -40,7 +40,9 @@ def gupta_lambdas(load: float, service_rate: float, servers: int, size: int, cla
 
 def _lambda1(lam0, lam2, rho, mu, R):
     """Gupta (9): the λ_1 that makes the birth–death law with λ_0, λ_1, λ_2, μρ^R, … have p_0 = 1 − ρ."""
-    return mu * ((mu / lam0) * (rho - rho ** (R + 1)) / (1 - rho) + rho**R - 1) / (1 + lam2 / mu - rho**R)  # §3.3, Gupta (9)
+    return (
+        mu * ((mu / lam0) * (rho - rho ** (R + 1)) / (1 - rho) + rho**R - 1) / (1 + lam2 / mu - rho**R)
+    )  # §3.3, Gupta (9)
 
 
 def admissible_gupta_lambdas(load: float, service_rate: float, servers: int, size: int):

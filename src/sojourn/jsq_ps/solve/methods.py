@@ -53,10 +53,10 @@ import numpy as np
 from ..naming import CORRECTED_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
 from ._blas import single_threaded_blas
 from .chain import ChainResult, extend_lambdas, n_sorted_states, solve_chain
+from .conditional_survival import expm_tails, recurrence_survival_faithful, uniformized_survival
 from .exact import SpreadStates, boundary_masses, spread_chain, truncation_reached
 from .gupta import admissible_gupta_lambdas, gupta_lambdas
 from .occupancy import birth_death_occupancy
-from .tails import expm_tails, recurrence_survival_faithful, uniformized_survival
 
 _SPEC = {  # method -> (λ source, A source, w option, sum range)
     "A": ("chain", "chain", "expm", "L1"),
@@ -78,33 +78,9 @@ def _largest_L_within(servers, state_budget, lo):
     return L
 
 
-def choose_L1(arrival_rate, service_rate, servers, chain_eps=1e-10, state_budget=20_000, start=4):
-    """Smallest-ish L1 whose chain puts mass < chain_eps on its boundary (max server = L1−1).
-
-    The boundary mass decays geometrically in L1, so after two solves the next L1 is extrapolated
-    on a log scale (then verified); otherwise L1 grows by a third. Never exceeds ``state_budget``
-    sorted states: if the criterion cannot be met, the largest L1 within the budget is used and its
-    boundary mass reported. Returns (L1, ChainResult).
-    """
-    L_max = _largest_L_within(servers, state_budget, 2)
-    L = max(2, min(start, L_max))
-    history = []
-    while True:
-        res = solve_chain(arrival_rate, service_rate, servers, L)
-        history.append((L, res.boundary_mass))
-        if res.boundary_mass < chain_eps or L >= L_max:
-            return L, res
-        nxt = L + max(1, L // 3)
-        if len(history) >= 2:
-            (L1_, b1), (L2_, b2) = history[-2], history[-1]
-            if 0 < b2 < b1:
-                rate = (np.log(b2) - np.log(b1)) / (L2_ - L1_)
-                guess = int(np.ceil(L2_ + (np.log(chain_eps) - np.log(b2)) / rate)) + 1
-                nxt = max(L + 1, min(guess, 2 * L + 8))
-        L = min(nxt, L_max)
-
-
-def corrected_size(lambdas_tail: float, service_rate: float, L1: int, tail_eps=TAIL_EPS, minimum=DEFAULT_L2, maximum=6000):
+def corrected_size(
+    lambdas_tail: float, service_rate: float, L1: int, tail_eps=TAIL_EPS, minimum=DEFAULT_L2, maximum=6000
+):
     """N for the corrected tagged chain: birth–death tail (λ_∞/μ)^m < tail_eps beyond L1, at most
     ``maximum`` (then the tail may stay above ``tail_eps``: :func:`tail_mass` says)."""
     r = lambdas_tail / service_rate

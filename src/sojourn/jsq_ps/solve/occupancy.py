@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def birth_death_occupancy(lambdas: np.ndarray, service_rate: float, size: int, arrival_weighted: bool = False) -> np.ndarray:
+def birth_death_occupancy(
+    lambdas: np.ndarray, service_rate: float, size: int, arrival_weighted: bool = False
+) -> np.ndarray:
     """A_0..A_{size−1} of the birth–death chain with birth λ_i, death μ (§3.5).
 
     Faithful (§3.5): A_n = Π_{i<n} λ_i/μ / Σ_{m<size} Π_{i<m} λ_i/μ (time-stationary law).

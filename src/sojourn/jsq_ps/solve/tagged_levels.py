@@ -1,7 +1,8 @@
 """The exact method's tagged-customer chain stepped level by level (a numba kernel, no stored matrix).
 
 The chain is the exact method's (:mod:`sojourn.jsq_ps.solve.exact`, module doc; until 5291e32 it was built
-state by state and stepped as a CSR matrix): the tagged server's occupancy k (with the tagged customer) and the sorted occupancies of the other R−1 servers, inside the spread truncation (least
+state by state and stepped as a CSR matrix): the tagged server's occupancy k (with the tagged customer) and the sorted
+occupancies of the other R−1 servers, inside the spread truncation (least
 occupancy m ≤ M−1, max − min ≤ D), moves leaving it suppressed. Written relative to the least occupancy m of
 all R servers — level m, phase (k − m, the others' offsets) — every state of the truncation is a (level, phase)
 pair, the same phases on every level (only k ≥ 1 removes the phases with k = m on level 0), and every move

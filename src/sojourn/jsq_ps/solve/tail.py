@@ -1,102 +1,7 @@
 """Method T: the tagged-customer chain on a spread-capped state space whose boundary keeps the throughput.
 
-Built for the tail of the M/M/R-JSQ-PS sojourn time (99th to 99.999th percentile) at any R and load, within
-about a second, with a conservative side. Method name ``"T"`` in :func:`sojourn.jsq_ps.solve.approximate`.
-
-**The chain.** As in :mod:`sojourn.jsq_ps.solve.exact`: the state is the tagged server's occupancy k
-(including the tagged customer) and the sorted occupancies X of the other R−1 servers; arrivals (Λ) join a
-least-loaded server uniformly, every busy server completes at μ, a customer at the tagged server is the tagged
-one with probability 1/k (PS with exponential work), so the tagged customer leaves at μ/k (absorption). The
-initial law is PASTA + JSQ on the system's stationary law. P(T > t) = p0·exp(Qt)·1, by uniformisation.
-
-Here the state is written relative to the least occupancy g of all R servers: level g, the tagged server's
-offset k − g and the other servers' offsets X − g (a *phase*). For g ≥ 1 every server is busy and the phase
-moves independently of g, apart from the split μ(k−1)/k : μ/k at the tagged server, so one table of phase
-moves serves every level (:class:`TaggedPhases`, :class:`SystemPhases`).
-
-**The truncation.** Levels g ≤ M−1; other servers' offsets ≤ D; the tagged server's offset ≤ D + 2 (its own
-excursions matter most: at R = 4, 5, ρ = 0.9, 0.95, D + 3 instead moved no percentile by more than 0.06 % at
-D = 2 and 0.01 % at D = 3). JSQ keeps the servers close, since the least-loaded server receives every
-arrival: at R = 6, ρ = 0.9 the stationary spread (max − min) is ≥ 3 with probability 7.3e-2, ≥ 5 with
-9.5e-4, about ten times less per unit beyond 3; so a small D holds nearly all the mass, with C(D+R−1, R−1)
-configurations per level (55 at R = 10, D = 2) instead of the exact method's thousands.
-
-**The boundary keeps the throughput.** A spread can only grow when a least-loaded server loses a customer
-(every other offset moves up by one). When that would push some other server beyond D (or the tagged one
-beyond D + 2), the customer leaves from the *fullest other server* instead. The total departure rate stays
-μ per busy server, so the number in system — the slow variable whose excursions make the tail — evolves
-exactly as in the real system whenever all servers are busy (these moves happen only at g ≥ 1); only the
-rare spreads beyond D are folded back. Suppressing the move instead (the exact method's rule, harmless when
-its D leaves 1e-10 on the boundary) takes service capacity away at every boundary visit: at R = 3, ρ = 0.8
-it made every percentile 7–11 % too long with D = 3 and the 99th eleven times too long with D = 1, and at
-ρ = 0.9 with D = 1 the system chain had no stationary law (singular). With the
-throughput kept, the percentiles converge fast in D: against ``exact`` on the 41 reference cells where it ran
-(R = 2–8, ρ = 0.1–0.95, the 99th to 99.999th percentile; ``python benchmarks/tail_method.py --convergence``)
-the largest |error| is 4.1 % at D = 1, 1.25 % at D = 2, 0.44 % at D = 3, 0.15 % at D = 4, 0.06 % at D = 5,
-about 3× less per unit of D. The system chain that gives π is truncated and folded the same way
-(:func:`system_law`); its least occupancy's law decays by exactly ρ^R per level whatever D (the number in
-system is an M/M/1 queue of rate Rμ while all servers are busy), as in the untruncated chain.
-
-Level cap: the least M whose top level holds stationary mass < ε (arrivals that would lift the least
-occupancy to M are lost). A pilot solve (D = 1, ε = 1e-9; cheap) gives P(T > t_max) and the number of steps
-the survival needs; ε = 1e-9 unless the grid only shows survivals ≥ s = max(1e-5, P(T > t_max)): then
-ε = min(1e-6, max(1e-9, 1e-4·s)) (the cap moves P(T > t) by ≲ 10ε, measured at R = 2–10, ρ = 0.99), which
-saves a quarter of the levels at ρ = 0.99, where P(T > 182.32) is 8e-4 (R = 10) to 6e-2 (R = 2).
-
-**Two caps, a conservative answer.** T solves the chain with caps D−1 and D (D as large as the CPU budget
-allows, :data:`DEFAULT_SECONDS`, up to :data:`MAX_D`; cost model :func:`predicted_seconds`) and reports
-
-    S_T(t) = S_D(t) + |S_D(t) − S_{D−1}(t)| + FLOOR·S_D(t),   made non-increasing, capped at 1,
-
-and F_T = 1 − S_T. If the error of S_D is at most the last increment (geometric convergence in D with a ratio
-≤ 1/2: where the increments keep their sign, successive ones shrink by 0.1–0.35) and what is left — the level
-cap, the tagged-offset cap, round-off, and increments that change sign (at D = 2, 3 and R = 4–8, ρ = 0.7–0.9
-the error exceeded the last increment by at most 0.10 % of the percentile, at D ≥ 4 by 0.01 %) — stays below
-FLOOR = 1 % of the survival (0.1–0.4 % of a percentile), then S_T ≥ P(T > t): **T's percentiles are never
-optimistic**, and they
-exceed the truncated chain's own percentiles by the stated margin (``margin`` in the result: relative, per
-percentile), which bounds how pessimistic they are: x_p(true) ∈ [x_p(D)·(1 − margin), x_p(T)]. The price
-is paid everywhere, the body included: T's mean is about 1 % above the true mean (FLOOR), so T is a method
-for percentiles and tail probabilities, not for distances between whole CDFs (``sf_best`` is the estimate).
-At R = 1 there is no other server and no D: the chain is M/M/1-PS, exact up to its level cap, whose lost
-arrivals move P(T > t) by less than 10ε (measured ≤ 4e-10 against the closed form at ε = 1e-9): S_T = S + 10ε.
-
-**Measured** (``python benchmarks/tail_method.py``, record in ``benchmarks/tail_method.jsonl``) against
-``benchmarks/tail_reference.csv`` — R ∈ {1, 2, 3, 4, 5, 6, 8, 10} × ρ ∈ {0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95,
-0.99}: exact (truncation reached) in 41 cells, long simulation in 23 (10 × ~1e8 customers, interpolated
-histogram percentiles, 95 % t-intervals; checked against exact at R = 4, 6, ρ = 0.9: all eight inside) —
-on the paper grid (t ≤ 182.32; a percentile beyond it is left out), median |relative error| of T's
-percentile, share of cells where T is below the reference (beyond its CI), CPU seconds per cell:
-
-    band            99th    99.9th  99.99th 99.999th  optimistic   CPU per cell (median, max)
-    ρ ≤ 0.5         0.22 %  0.15 %  0.11 %  0.09 %    0 of 96     0.09 s, 0.27 s
-    0.5 < ρ ≤ 0.9   0.29 %  0.21 %  0.17 %  0.14 %    0 of 93     0.20 s, 0.58 s
-    ρ > 0.9         0.46 %  0.32 %  0.28 %  0.32 %    0 of 29     0.24 s, 0.69 s
-
-On all 990 cells of the paper grid (``--sweep``): CPU median 0.22 s, max 0.80 s (2-core machine shared with
-other jobs), no result flagged by the guards.
-(A* and C* on the same cells, 99.99th: 0.10 % / 0.52 % below ρ = 0.5 but optimistic in 83 % / 42 % of the
-cells, 9.8 % / 10.4 % for 0.5 < ρ ≤ 0.9 and 12 % above, optimistic in 91–100 %.) The largest error is
-+1.8 % (R = 10, ρ = 0.9, 99th: the budget leaves D = 2 there and the margin is the D = 1 → 2 step). Beyond
-the paper grid (``--extended``: ρ = 0.95, 0.99 at R ≤ 4, t up to the 99.999th percentile, against exact) T is
-+0.00 % to +0.02 % at R = 1 and +0.15 % to +0.37 % at R = 2–4 on every percentile of the seven cells (A*, C*
-there: −10 % to +2 %).
-
-**Which direction, and why.** Of the routes considered for issue 24 this is "exact's tagged chain with a
-controlled coarser truncation and an aggregated boundary". Measured before choosing it: the exact method's
-own box (spread cap D with suppressed moves) needs D = 13–16 for its 1e-10 tolerance, hundreds of thousands
-to millions of states at R ≥ 5, ρ ≥ 0.9, and with a small D it is far too pessimistic (above); pruning its
-states by stationary mass keeps the CDF within 1e-12 only down to ~45 % of them (R = 4, 5, ρ = 0.9: error
-≈ 0.27 × the mass dropped), no route to one second at R = 10. Summaries of the other servers coarser than
-their configuration within spread D, and the far tail from a decay rate, were not needed: with the
-throughput-preserving fold the configuration itself is cheap enough (235 phases per level at R = 10, D = 2).
-The fold and the D − 1/D margin are this module's; the chain is the exact method's
-(:mod:`sojourn.jsq_ps.solve.exact`; the model of Palmer & Martín-Pérez, arXiv:2210.17227), solved by
-uniformisation (Jensen 1953; Grassmann 1977) with the states in reverse Cuthill–McKee order (1969).
-
-Cost: K = Poisson cut of (Λ + Rμ)·t_max uniformised steps (≈ 4 000 at R = 10 on the paper grid) of a sparse
-vector–matrix product with about M·(phases) states; the steps stop once the remaining survival is < 1e-15
-(so a low load costs a fraction). Solving the spread-capped system chain (sparse LU, level order) is small.
+The method, its truncation and boundary, why its percentiles are never optimistic and what was measured:
+``docs/tail_method.md``.
 """
 from __future__ import annotations
 
@@ -135,7 +40,7 @@ class PhaseTable:
 
 
 def _table(parts):
-    cols = list(zip(*parts))
+    cols = list(zip(*parts, strict=True))
     return PhaseTable(*(np.concatenate(c) if len(c) else np.zeros(0) for c in cols))
 
 
@@ -181,8 +86,16 @@ class SystemPhases:
                     parts.append((src[over], self.index(Z), np.zeros(over.sum(), np.int64), rate[over],
                                   np.full(over.sum(), DEPART_MIN), np.ones(over.sum(), bool)))
                 ok = ~over
-                parts.append((src[ok], self.index(H[ok]), np.full(ok.sum(), -1), rate[ok], np.full(ok.sum(), DEPART_MIN),
-                              np.zeros(ok.sum(), bool)))
+                parts.append(
+                    (
+                        src[ok],
+                        self.index(H[ok]),
+                        np.full(ok.sum(), -1),
+                        rate[ok],
+                        np.full(ok.sum(), DEPART_MIN),
+                        np.zeros(ok.sum(), bool),
+                    )
+                )
             else:
                 H = F[first].copy()
                 H[:, i] -= 1
@@ -199,10 +112,10 @@ class TaggedPhases:
     def __init__(self, R: int, D: int, Dt: int):
         self.R, self.D, self.Dt = int(R), int(D), int(Dt)
         self.others = SortedStates(self.D + 1, self.R - 1)
-        O = self.others.states
+        occ = self.others.states
         no = self.others.size
         ot = np.repeat(np.arange(self.Dt + 1), no)
-        OO = np.tile(O, (self.Dt + 1, 1))
+        OO = np.tile(occ, (self.Dt + 1, 1))
         valid = (ot == 0) | (OO[:, 0] == 0 if self.R > 1 else np.zeros(ot.size, bool))
         self.ot, self.O = ot[valid], OO[valid]
         self.size = self.ot.size
@@ -210,14 +123,14 @@ class TaggedPhases:
         self._lut[np.flatnonzero(valid)] = np.arange(self.size)
         self._no = no
 
-    def index(self, ot, O):
-        return self._lut[np.asarray(ot, np.int64) * self._no + self.others.rank(O)]
+    def index(self, ot, occ):
+        return self._lut[np.asarray(ot, np.int64) * self._no + self.others.rank(occ)]
 
     def table(self, lam: float, mu: float) -> PhaseTable:
-        ot, O, R, D, Dt = self.ot, self.O, self.R, self.D, self.Dt
+        ot, occ, R, D, Dt = self.ot, self.O, self.R, self.D, self.Dt
         n = self.size
         ph = np.arange(n)
-        c0o = (O == 0).sum(axis=1) if R > 1 else np.zeros(n, np.int64)
+        c0o = (occ == 0).sum(axis=1) if R > 1 else np.zeros(n, np.int64)
         c = (ot == 0).astype(np.int64) + c0o
         parts = []
         z = lambda m: np.zeros(int(np.sum(m)), bool)
@@ -225,14 +138,14 @@ class TaggedPhases:
         m = ot == 0
         up = m & (c == 1)
         st = m & (c > 1)
-        parts.append((ph[up], self.index(np.zeros(up.sum(), np.int64), O[up] - 1), np.ones(up.sum(), np.int64),
+        parts.append((ph[up], self.index(np.zeros(up.sum(), np.int64), occ[up] - 1), np.ones(up.sum(), np.int64),
                       lam / c[up], np.full(up.sum(), ARRIVAL), z(up)))
-        parts.append((ph[st], self.index(np.ones(st.sum(), np.int64), O[st]), np.zeros(st.sum(), np.int64),
+        parts.append((ph[st], self.index(np.ones(st.sum(), np.int64), occ[st]), np.zeros(st.sum(), np.int64),
                       lam / c[st], np.full(st.sum(), ARRIVAL), z(st)))
         # arrival to another least-loaded server: Λ·c0o/c, its last zero goes up
         if R > 1:
             m = c0o > 0
-            P = O[m].copy()
+            P = occ[m].copy()
             P[np.arange(P.shape[0]), c0o[m] - 1] += 1
             lift = c[m] == 1  # that server was the unique minimum (ot ≥ 1): the level goes up
             ot2 = ot[m] - lift
@@ -241,11 +154,11 @@ class TaggedPhases:
                           np.full(m.sum(), ARRIVAL), z(m)))
         # a customer other than the tagged one leaves the tagged server: μ(k−1)/k (rate column = μ, kind TAGGED_OTHER)
         m = ot >= 1
-        parts.append((ph[m], self.index(ot[m] - 1, O[m]), np.zeros(m.sum(), np.int64), np.full(m.sum(), mu),
+        parts.append((ph[m], self.index(ot[m] - 1, occ[m]), np.zeros(m.sum(), np.int64), np.full(m.sum(), mu),
                       np.full(m.sum(), TAGGED_OTHER), z(m)))
         m = ot == 0  # the tagged server is least loaded: the level drops, every other server moves up one
         src = ph[m]
-        Om = O[m]
+        Om = occ[m]
         if R > 1:
             over = Om[:, -1] + 1 > D
         else:
@@ -261,18 +174,18 @@ class TaggedPhases:
                           np.full(over.sum(), mu), np.full(over.sum(), TAGGED_OTHER), np.ones(over.sum(), bool)))
         # departures at the other servers: μ·(number holding v), the first one holding v goes down
         if R > 1:
-            cnt = value_counts(O)
+            cnt = value_counts(occ)
             for i in range(R - 1):
-                first = np.ones(n, bool) if i == 0 else O[:, i] != O[:, i - 1]
-                pos = first & (O[:, i] >= 1)  # above the minimum: level unchanged
-                P = O[pos].copy()
+                first = np.ones(n, bool) if i == 0 else occ[:, i] != occ[:, i - 1]
+                pos = first & (occ[:, i] >= 1)  # above the minimum: level unchanged
+                P = occ[pos].copy()
                 P[:, i] -= 1
                 parts.append((ph[pos], self.index(ot[pos], P), np.zeros(pos.sum(), np.int64), mu * cnt[pos, i],
                               np.full(pos.sum(), DEPART), z(pos)))
                 if i == 0:  # a least-loaded other server (busy only if g ≥ 1): the level drops, the rest move up
-                    mn = first & (O[:, 0] == 0)
+                    mn = first & (occ[:, 0] == 0)
                     src = ph[mn]
-                    P = O[mn] + 1
+                    P = occ[mn] + 1
                     P[:, 0] = 0
                     ot2 = ot[mn] + 1
                     over = (P[:, -1] > D) | (ot2 > Dt)
@@ -280,13 +193,21 @@ class TaggedPhases:
                     parts.append((src[ok], self.index(ot2[ok], P[ok]), np.full(ok.sum(), -1), mu * cnt[mn, 0][ok],
                                   np.full(ok.sum(), DEPART_MIN), z(ok)))
                     if over.any():  # boundary: the fullest other server loses the customer instead
-                        Z = O[mn][over].copy()
+                        Z = occ[mn][over].copy()
                         can = Z[:, -1] >= 1
                         Z[:, -1] -= np.where(can, 1, 0)
                         Z.sort(axis=1)
                         s2 = src[over][can]
-                        parts.append((s2, self.index(ot[mn][over][can], Z[can]), np.zeros(s2.size, np.int64),
-                                      (mu * cnt[mn, 0][over])[can], np.full(s2.size, DEPART_MIN), np.ones(s2.size, bool)))
+                        parts.append(
+                            (
+                                s2,
+                                self.index(ot[mn][over][can], Z[can]),
+                                np.zeros(s2.size, np.int64),
+                                (mu * cnt[mn, 0][over])[can],
+                                np.full(s2.size, DEPART_MIN),
+                                np.ones(s2.size, bool),
+                            )
+                        )
         return _table(parts)
 
 
@@ -470,7 +391,8 @@ SECONDS_PER_STEP_ENTRY = 1.1e-9
 SECONDS_PER_STATE = 2e-6
 SECONDS_FIXED = 0.03
 #: default CPU seconds of one cell on the paper grid (t ≤ 182.32), all included: the caps D − 1, D are chosen to
-#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps do)
+#: fit what the pilot (predicted) and the final mix leave of it; a longer grid scales it with t_max/182.32 (the steps
+#: do)
 DEFAULT_SECONDS = 0.85
 #: what the final Poisson mix of both caps on the paper grid and the read-off cost (measured 0.06–0.08 s)
 SECONDS_MIX = 0.08
