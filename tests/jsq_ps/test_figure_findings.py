@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-from support.synthetic import jsq_run
 
 from sojourn.core.claims import verify
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare, w_against_reference
+from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
 

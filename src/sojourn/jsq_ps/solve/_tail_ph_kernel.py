@@ -113,7 +113,8 @@ def masses_by_group(x, ptr, src, rate, keep, group, ngroups, K, stop):
 
 @njit(cache=True, boundscheck=False)
 def poisson_mix(q, t, G):
-    """out[i, :] = Σ_k Pois(k; q·t_i)·G[k, :] over k < K = len(G), as :func:`sojourn.jsq_ps.solve.uniformization.poisson_mix`
+    """out[i, :] = Σ_k Pois(k; q·t_i)·G[k, :] over k < K = len(G), as
+    :func:`sojourn.jsq_ps.solve.uniformization.poisson_mix`
     (the same window of k: mean ± (10·sqrt(mean) + 25), outside which the Poisson mass is < 1e-20), the pmf by its
     ratio recursion from the mode both ways (one multiplication per term instead of an exponential: 7 times faster
     on the paper's grid, and closer to the exact pmf than the log-space form: relative error ~1e-13 against ~1e-11)."""
