@@ -749,3 +749,19 @@ def test_confirm_checks_T_by_simulation():
     rows = {r["servers"]: r for r in res.rows}
     assert rows[res.servers]["simulated_probability"] >= 0.99
     assert "confirmed by simulation" in res.message or "within its noise" in res.message
+
+
+def test_the_estimate_of_a_service_law_counts_t_law_and_a_fallback_simulation_is_admitted_when_decided():
+    """A non-exponential law is answered by T-law: the up-front estimate counts its evaluations, not simulations
+    (which only --confirm or a failure of T-law brings; the latter is admitted when decided, Planner.evaluate)."""
+    from sojourn.jsq_ps.plan.request import SEARCH_EVALUATIONS, TAIL_LAW_SECONDS, plan_cost, simulation_cost
+
+    q = P.check_request(arrival_rate="9/ms", mean_service="1.2ms", deadline="72ms", reliability=0.9999,
+                        service_law="gamma:shape=2")
+    parts = plan_cost(q)
+    assert [p.what.split(" ")[0] for p in parts] == ["T"] and "gamma" in parts[0].what
+    assert parts[0].seconds == SEARCH_EVALUATIONS * TAIL_LAW_SECONDS
+    qc = P.check_request(arrival_rate="9/ms", mean_service="1.2ms", deadline="72ms", reliability=0.9999,
+                         service_law="gamma:shape=2", confirm=True)
+    sim = simulation_cost(qc, qc.min_stable, 3)
+    assert plan_cost(qc)[:2] == sim and sim[0].seconds > parts[0].seconds

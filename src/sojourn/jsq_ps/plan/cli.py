@@ -43,7 +43,8 @@ def register(subparsers) -> None:
     g.add_argument("--service-rate", type=RATE, metavar="RATE", help="service rate 1/E[S] with a unit: 833/s")
     p.add_argument("--service-law", type=LAW, default="exponential", metavar="LAW",
                    help="service law NAME[:k=v,...] as for `sojourn simulate --service`, rescaled to the mean "
-                        "(default exponential; any other law is simulated)")
+                        "(default exponential; any other law is answered by T with the law itself, simulated only "
+                        "where it fails)")
     g = p.add_argument_group("deadline (one of)")
     g.add_argument("--deadline", type=TIME, metavar="TIME", help="sojourn-time deadline d with a unit: 72ms")
     g.add_argument(
@@ -63,7 +64,7 @@ def register(subparsers) -> None:
                    help="simulate R-1, R, R+1 and never answer an R the simulation shows to fail")
     p.add_argument("--replications", type=Int(2), default=None, metavar="K",
                    help="replications per simulated R (default 10): with --confirm, or a --service-law that is not "
-                        "exponential (where every R is simulated)")
+                        "exponential (where an R is simulated if T with the law fails there)")
     p.add_argument("--seed", type=SEED, default=0, help="base seed of the simulations (default 0)")
     p.add_argument(
         "--unit",

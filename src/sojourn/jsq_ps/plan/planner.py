@@ -287,6 +287,12 @@ class Planner:
                 return self._keep(R, ev, t0)
             t_hi *= 4.0
             tries += 1
+        if R not in self._runs:  # the analytic methods could not answer: this simulation's cost, admitted now
+            from ...core.guard import admit_parts
+
+            from .request import simulation_cost
+
+            admit_parts(simulation_cost(self.q, R, 1))
         sim = self.simulate(R)
         ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
                         sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)

@@ -339,45 +339,46 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
                    None if accuracy is None else str(accuracy), texts)
 
 
+def simulation_cost(q: Request, R: int, simulated: int) -> list:
+    """The predicted cost of simulating ``simulated`` numbers of servers near ``R`` with ``q.replications``
+    replications each, run to the rule of :func:`run_length` at ``R`` (:func:`sojourn.core.guard.admit_parts`)."""
+    from ...core.guard import Estimate
+    from ..cost import SECONDS_PER_EVENT, SECONDS_PER_SCANNED_SERVER
+
+    rho = q.offered / R
+    run = run_length(R, rho, q.reliability, q.law.scv)
+    events = 2.0 * run["customers"] * (run["horizon"] / run["window"]) * q.replications * simulated
+    per = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * R
+    return [Estimate(events * per, 0.0, "replications/reliability",
+                     f"{simulated} simulated R of {q.replications} replications of about "
+                     f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event"),
+            Estimate(0.0, 8.0 * 2 * 100_000 * q.replications * simulated + 512.0 * R,
+                     "replications", f"the histograms of {q.replications * simulated} replications")]
+
+
 def plan_cost(q: Request):
     """What answering ``q`` is predicted to take, from the request alone (:func:`sojourn.core.guard.admit_parts`):
-    the simulations (with ``confirm`` R − 1, R, R + 1; a law that is not exponential: every R the search
-    evaluates, about :data:`SEARCH_EVALUATIONS`) of ``replications`` replications each, run to the rule of
-    :func:`run_length` at the least stable R; and, for exponential service, method T's phase tables there. R
-    is taken as the least stable one (the answer is at least that; above it the cost grows)."""
+    with ``confirm``, the simulations of R − 1, R, R + 1; and the analytic search: method T's phase tables for
+    exponential service, T with the law itself (at most :data:`TAIL_LAW_SECONDS` each) for any other, at about
+    :data:`SEARCH_EVALUATIONS` numbers of servers. R is taken as the least stable one (the answer is at least that;
+    above it the cost grows). A simulation the search falls back to (where the analytic methods fail) is admitted
+    when it is decided (:meth:`sojourn.jsq_ps.plan.planner.Planner.evaluate`)."""
     from ...core.guard import Estimate
-    from ..cost import (
-        SECONDS_PER_EVENT,
-        SECONDS_PER_SCANNED_SERVER,
-        T_SECONDS_PER_CUBED_SERVER,
-    )
+    from ..cost import T_SECONDS_PER_CUBED_SERVER
 
     R = q.min_stable
-    rho = q.offered / R
-    parts = []
-    simulated = 3 if q.confirm else (0 if q.exponential else SEARCH_EVALUATIONS)
-    if simulated:
-        run = run_length(R, rho, q.reliability, q.law.scv)
-        events = 2.0 * run["customers"] * (run["horizon"] / run["window"]) * q.replications * simulated
-        per = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * R
-        parts.append(
-            Estimate(
-                events * per,
-                0.0,
-                "replications/reliability",
-                f"{simulated} simulated R of {q.replications} replications of about "
-                f"{run['customers']:.3g} customers each at R = {R} (load {rho:.3g}), ~{per:.2g} s per event",
-            )
-        )
-        parts.append(Estimate(0.0, 8.0 * 2 * 100_000 * q.replications * simulated + 512.0 * R,
-                              "replications", f"the histograms of {q.replications * simulated} replications"))
-    if q.exponential:  # T at the least stable R (a few evaluations near it)
-        from ..solve.tail import peak_bytes
+    parts = simulation_cost(q, R, 3) if q.confirm else []
+    from ..solve.tail import peak_bytes  # T-law's own memory guard uses it too (solve.tail_ph)
 
-        given = ("load/servers" if q.current_servers is not None else "arrival_rate") + (
-            "/mean_service" if "mean service" in q.texts.get("service", "") else "/service_rate")
+    given = ("load/servers" if q.current_servers is not None else "arrival_rate") + (
+        "/mean_service" if "mean service" in q.texts.get("service", "") else "/service_rate")
+    if q.exponential:  # T at the least stable R (a few evaluations near it)
         parts.append(Estimate(SEARCH_EVALUATIONS * T_SECONDS_PER_CUBED_SERVER * float(R) ** 3, peak_bytes(R),
                               given, f"method T at R = {R} servers, the least stable number"))
+    else:  # T-law: its own CPU budget per evaluation (tail_ph's max_seconds)
+        parts.append(Estimate(SEARCH_EVALUATIONS * TAIL_LAW_SECONDS, peak_bytes(R), given,
+                              f"T with the {q.law.name} law at about {SEARCH_EVALUATIONS} numbers of servers from "
+                              f"R = {R}, at most {TAIL_LAW_SECONDS:g} s each"))
     return parts or [Estimate()]
 
 
