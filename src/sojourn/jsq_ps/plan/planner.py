@@ -289,7 +289,6 @@ class Planner:
             tries += 1
         if R not in self._runs:  # the analytic methods could not answer: this simulation's cost, admitted now
             from ...core.guard import admit_parts
-
             from .request import simulation_cost
 
             admit_parts(simulation_cost(self.q, R, 1))
