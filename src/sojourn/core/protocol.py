@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import runner
 
@@ -43,13 +44,15 @@ class Layout:
     """How a step's result is stored: ``dims`` the grid dims (each cell one coordinate of each, its ``coords``);
     ``record`` the variables a stored result keeps (None: all); ``fill`` the gap values of integer variables
     where cells stop at different replication counts or a grid is incomplete (floats: NaN); ``units`` of the
-    precision variables; ``replicated``: False for a deterministic step (one task per cell)."""
+    precision variables; ``replicated``: False for a deterministic step (one task per cell); ``coords``: the
+    attributes of the grid coordinates (long_name, units)."""
 
     dims: tuple[str, ...]
     record: tuple[str, ...] | None = None
     fill: Mapping[str, Any] = field(default_factory=dict)
     units: str = "1"
     replicated: bool = True
+    coords: Mapping[str, dict] = field(default_factory=dict)  # attributes of the grid coordinates
 
 
 @runtime_checkable
@@ -129,6 +132,8 @@ def run_step(step: Step, executor, *, cache=None, output=None, replications: int
                                         precision if lay.replicated else None)
         parts.append(ds)
     block = combine(parts, [c.coords for c in cells], lay.dims, lay.fill)
+    for d, a in lay.coords.items():
+        block[d].attrs = dict(a)
     block.attrs = {**step.attrs(cells, cell_attrs),
                    "cell_attrs": json.dumps(cell_attrs, sort_keys=True, default=str)}  # sojourn.core.cache
     if precision is not None and lay.replicated:
@@ -159,12 +164,22 @@ def _split(part, layout) -> dict:
     return {int(k): part.sel(replication=[k]) for k in part["replication"].values.tolist() if k < used}
 
 
+def _record(step, cell, k, result):
+    """A fresh result as stored; a replicated step's record is at replication ``k``."""
+    rec = step.record(cell, result)
+    if step.layout.replicated and "replication" not in rec.dims:
+        rec = rec.expand_dims(replication=[k])
+    elif step.layout.replicated and "replication" not in rec.coords:
+        rec = rec.assign_coords(replication=[k])
+    return rec
+
+
 def _cell(step, cell, outcome, have: dict, cached_attrs, precision):
     """A cell's dataset (its records joined, finished, with its precision variables and its grid coordinates) and
     its attributes (kept per cell in the stored file)."""
     import xarray as xr
 
-    records = [r if k in have else step.record(cell, r) for k, r in enumerate(outcome.results)]
+    records = [r if k in have else _record(step, cell, k, r) for k, r in enumerate(outcome.results)]
     fresh = [r for k, r in enumerate(records) if k not in have]
     attrs = dict(fresh[0].attrs) if fresh else dict(cached_attrs or {})
     for r in records:  # cached records come from this step's own entries (same content key): the same attrs
