@@ -99,7 +99,7 @@ def test_the_driver_refuses_what_is_not_a_step():
 def test_replicate_is_the_same_loop_with_a_count_and_with_a_target():
     from sojourn.core.precision import parse
 
-    run = lambda requests: [10 * i + k for i, k in requests]  # noqa: E731
+    run = lambda requests: [10 * i + k for i, k in requests]
     raws, decisions = replicate(run, [1, 2], replications=3, offset=4)
     assert raws == [[14, 15, 16], [24, 25, 26]] and decisions == [None, None]
     target = parse({"statistic": "mean", "relative_half_width": 0.5, "max_replications": 6})

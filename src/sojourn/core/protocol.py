@@ -93,6 +93,29 @@ class Study(Protocol):
     def figures(self, **inputs) -> Any: ...
 
 
+@dataclass(eq=False)
+class StepFields:
+    """The members of a :class:`Step` a study's step sets in its ``__post_init__`` from the rule's parameters
+    (a base for its dataclass: ``class SimulationBlock(StepFields)``)."""
+
+    layout: Layout = field(init=False, repr=False)
+    task: Callable = field(init=False, repr=False)
+    shared: dict = field(init=False, repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A study's :class:`Study`: its steps, its analytic step's name, its replication task, its comparison and its
+    figures (the functions its jobs call)."""
+
+    name: str
+    steps: Mapping[str, type]
+    analytic: str
+    replication: Callable
+    compare: Callable
+    figures: Callable
+
+
 def members(protocol) -> tuple[str, ...]:
     """The names a class must provide to satisfy ``protocol`` (its annotations and its methods)."""
     names = set(getattr(protocol, "__annotations__", {}))

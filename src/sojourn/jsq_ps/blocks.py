@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..core.protocol import Layout
+from ..core.protocol import Layout, StepFields
 from ..core.runner import cell_key
 from .storage import grid_cell
 
@@ -33,7 +33,7 @@ def run_window(simulation: dict, time_grid: dict) -> dict:
 
 
 @dataclass(eq=False)
-class SimulationBlock:
+class SimulationBlock(StepFields):
     """Simulated cells (service, R, ρ), ρ in ``rhos``: every replication one task
     (:func:`sojourn.jsq_ps.simulate.simulate_replication`), a fixed count or to the precision target."""
 
@@ -46,9 +46,6 @@ class SimulationBlock:
     time_grid: dict
     code: str
     name: str = "replications"
-    layout: Layout = field(init=False)
-    task: object = field(init=False)
-    shared: dict = field(init=False)
 
     def __post_init__(self):
         from ..core import precision as P

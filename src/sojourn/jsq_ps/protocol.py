@@ -4,35 +4,14 @@ law approximation cells (:mod:`sojourn.jsq_ps.solve.blocks`), each cell at typed
 the study object :data:`STUDY` the registry names (:mod:`sojourn.studies`)."""
 from __future__ import annotations
 
-from typing import ClassVar
-
+from ..core.protocol import Declaration
 from .blocks import SimulationBlock
+from .compare import write_comparison
+from .plots import all_figures
+from .simulate import simulate_replication
 from .solve.blocks import ApproximationBlock, LawApproximationBlock
 
-
-class JSQPSStudy:
-    """The JSQ-PS study to the core (:class:`sojourn.core.protocol.Study`)."""
-
-    name = "jsq_ps"
-    steps: ClassVar[dict] = {"simulate": SimulationBlock, "approximate": ApproximationBlock,
-             "approximate_laws": LawApproximationBlock}
-    analytic = "approximate"
-
-    @property
-    def replication(self):
-        from .simulate import simulate_replication
-
-        return simulate_replication
-
-    def compare(self, **inputs):
-        from .compare import write_comparison
-
-        return write_comparison(**inputs)
-
-    def figures(self, **inputs):
-        from .plots import all_figures
-
-        return all_figures(**inputs)
-
-
-STUDY = JSQPSStudy()
+STUDY = Declaration("jsq_ps", {"simulate": SimulationBlock, "approximate": ApproximationBlock,
+                               "approximate_laws": LawApproximationBlock},
+                    analytic="approximate", replication=simulate_replication, compare=write_comparison,
+                    figures=all_figures)

@@ -4,10 +4,9 @@ The job :func:`sojourn.restart.jobs.solve` builds them from its rule's parameter
 :func:`sojourn.core.protocol.run_step`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
 
-from ..core.protocol import Layout
+from ..core.protocol import Layout, StepFields
 from ..core.runner import Cell, cell_key
 
 
@@ -28,10 +27,8 @@ PF_VARS = {"response_time": ("product-form network mean response time E[T]", "ti
            "mean_number_station": ("product-form mean number of jobs of (queue, class)", "1")}
 
 
-class _Deterministic:
+class _Deterministic(StepFields):
     """What the product-form steps share: one task per cell, nothing replicated."""
-
-    shared: ClassVar[dict] = {}
 
     def cells(self):
         return self._cells
@@ -59,12 +56,11 @@ class ProductForm(_Deterministic):
     analytic: dict
     code: str
     name: str = "product-form points"
-    layout: Layout = field(init=False, default=Layout(("signal_rate",), replicated=False, coords={
-        "signal_rate": {"long_name": "restart signal rate g", "units": "1/time"}}))
-    task: object = field(init=False)
 
     def __post_init__(self):
         self.task = product_form_point
+        self.layout = Layout(("signal_rate",), replicated=False,
+                             coords={"signal_rate": {"long_name": "restart signal rate g", "units": "1/time"}})
         import numpy as np
 
         from .config import restart_rates
@@ -108,11 +104,9 @@ class GStar(_Deterministic):
     analytic: dict
     code: str
     name: str = "g*"
-    layout: Layout = field(init=False, default=Layout((), replicated=False))
-    task: object = field(init=False)
 
     def __post_init__(self):
-        self.task = optimum
+        self.task, self.layout = optimum, Layout((), replicated=False)
         from .files import load_model
 
         self.net = load_model(self.example["model"])

@@ -4,34 +4,12 @@ at each signal rate of a grid and g* (:mod:`sojourn.restart.product_form`) — a
 registry names (:mod:`sojourn.studies`)."""
 from __future__ import annotations
 
-from typing import ClassVar
-
+from ..core.protocol import Declaration
+from .compare import write_comparison
+from .plots import all_figures
 from .product_form import GStar, ProductForm
+from .simulate import simulate_replication
 from .sweep import Sweep
 
-
-class RestartStudy:
-    """The restart study to the core (:class:`sojourn.core.protocol.Study`)."""
-
-    name = "restart"
-    steps: ClassVar[dict] = {"simulate": Sweep, "solve": ProductForm, "g_star": GStar}
-    analytic = "solve"
-
-    @property
-    def replication(self):
-        from .simulate import simulate_replication
-
-        return simulate_replication
-
-    def compare(self, **inputs):
-        from .compare import write_comparison
-
-        return write_comparison(**inputs)
-
-    def figures(self, **inputs):
-        from .plots import all_figures
-
-        return all_figures(**inputs)
-
-
-STUDY = RestartStudy()
+STUDY = Declaration("restart", {"simulate": Sweep, "solve": ProductForm, "g_star": GStar}, analytic="solve",
+                    replication=simulate_replication, compare=write_comparison, figures=all_figures)

@@ -4,9 +4,9 @@ sweep's attributes. The job :func:`sojourn.restart.jobs.simulate` builds it from
 to :func:`sojourn.core.protocol.run_step`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..core.protocol import Layout
+from ..core.protocol import Layout, StepFields
 from ..core.runner import Cell, cell_key
 
 #: per-replication variables kept in the sweep file (the rest is recomputable)
@@ -27,7 +27,7 @@ def point_label(semantics: str, rate: float) -> str:
 
 
 @dataclass(eq=False)
-class Sweep:
+class Sweep(StepFields):
     """An example's restart-rate sweep: for each semantics s and restart rate r
     (:func:`sojourn.restart.simulate.spec_for`) every replication one task, a fixed count or to the precision
     target (the statistic is of the response time)."""
@@ -38,9 +38,6 @@ class Sweep:
     time_grid: dict
     code: str
     name: str = "replications"
-    layout: Layout = field(init=False)
-    task: object = field(init=False)
-    shared: dict = field(init=False)
 
     def __post_init__(self):
         from ..core import precision as P

@@ -8,9 +8,12 @@ precision target, and the cross-field checks JSON schema cannot express (ConfigE
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.config import DEFAULT_PERCENTILE, ConfigError
 from ..core.replications import WARMUP_FRACTION
 from ..core.inputs import check_grid
+from ..core.protocol import StepFields
 from ..core.timegrid import grid_size
 from .model import SplitMerge
 
@@ -139,7 +142,8 @@ def cell_label(c: dict) -> str:
     return f"{c['law']}/{c['model']}/q{c['quorum']}/r{c['replicas']}"
 
 
-class ExperimentCells:
+@dataclass(eq=False)
+class ExperimentCells(StepFields):
     """What both steps of an experiment share: its cells (``experiment`` 'a' | 'b' | 'c' of the study's config
     section ``settings``) along dim ``cell`` (a cell's label: law/model/quorum/replicas)."""
 

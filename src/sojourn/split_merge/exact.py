@@ -4,7 +4,7 @@ comparison. The job :func:`sojourn.split_merge.jobs.exact` builds it from its ru
 :func:`sojourn.core.protocol.run_step`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core.protocol import Layout
 from ..core.runner import Cell, cell_key
@@ -30,12 +30,9 @@ class Exact(ExperimentCells):
     settings: dict
     code: str
     name: str = "exact values"
-    layout: Layout = field(init=False, default=Layout(("cell",), replicated=False))
-    task: object = field(init=False)
-    shared: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self):
-        self.task = exact_values
+        self.task, self.layout = exact_values, Layout(("cell",), replicated=False)
         self._setup()
         self._cells = [Cell(lab, cell_key("exact", c["spec"].to_dict(), self.ps.tolist(), self.code),
                             (c["spec"], self.ps), {"cell": lab}) for lab, c in zip(self.labels, self.cs)]

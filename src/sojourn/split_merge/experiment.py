@@ -4,7 +4,7 @@ The job :func:`sojourn.split_merge.jobs.experiment` builds it from its rule's pa
 :func:`sojourn.core.protocol.run_step`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..core.protocol import Layout
 from ..core.runner import Cell, cell_key
@@ -25,9 +25,6 @@ class Replications(ExperimentCells):
     settings: dict
     code: str
     name: str = "replications"
-    layout: Layout = field(init=False)
-    task: object = field(init=False)
-    shared: dict = field(init=False)
 
     def __post_init__(self):
         from ..core.precision import FILL

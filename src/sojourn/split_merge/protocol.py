@@ -4,34 +4,12 @@ replications (:class:`sojourn.split_merge.experiment.Replications`) and its cell
 (:mod:`sojourn.studies`)."""
 from __future__ import annotations
 
-from typing import ClassVar
-
+from ..core.protocol import Declaration
+from .compare import experiment_dataset
 from .exact import Exact
 from .experiment import Replications
+from .plots import all_figures
+from .simulate import replication_summary
 
-
-class SplitMergeStudy:
-    """The split-merge study to the core (:class:`sojourn.core.protocol.Study`)."""
-
-    name = "split_merge"
-    steps: ClassVar[dict] = {"simulate": Replications, "exact": Exact}
-    analytic = "exact"
-
-    @property
-    def replication(self):
-        from .simulate import replication_summary
-
-        return replication_summary
-
-    def compare(self, **inputs):
-        from .compare import experiment_dataset
-
-        return experiment_dataset(**inputs)
-
-    def figures(self, **inputs):
-        from .plots import all_figures
-
-        return all_figures(**inputs)
-
-
-STUDY = SplitMergeStudy()
+STUDY = Declaration("split_merge", {"simulate": Replications, "exact": Exact}, analytic="exact",
+                    replication=replication_summary, compare=experiment_dataset, figures=all_figures)

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
 
-from ...core.protocol import Layout
+from ...core.protocol import Layout, StepFields
 from ...core.runner import cell_key
 from ..storage import grid_cell
 
 LOG = logging.getLogger("sojourn.jsq_ps.jobs")
 
 
-class _Approximations:
+class _Approximations(StepFields):
     """What the two approximation blocks share: deterministic cells (one task each), stored as a survival
     function, the block's provenance and pipeline config."""
 
     name = "approximation cells"
-    shared: ClassVar[dict] = {}
-
     def cells(self):
         return self._cells
 
@@ -60,8 +57,6 @@ class ApproximationBlock(_Approximations):
     code: str
     share_corrected: bool
     exact_budget: dict
-    layout: Layout = field(init=False, default=Layout(("R", "rho"), replicated=False))
-    task: object = field(init=False)
 
     def __post_init__(self):
         from ...core.timegrid import time_grid as grid
@@ -75,7 +70,7 @@ class ApproximationBlock(_Approximations):
         tg = {k: self.time_grid[k] for k in sorted(self.time_grid)}
         budget = ({k: self.exact_budget[k] for k in sorted(self.exact_budget)}
                   if "exact" in self.methods and self.exact_budget else None)
-        self.task = approximate_cell
+        self.task, self.layout = approximate_cell, Layout(("R", "rho"), replicated=False)
         self.config = {"L1": int(self.L1), "L2": int(self.L2), "methods": list(self.methods), "code": self.code,
                        "time_grid": self.time_grid, "share_corrected": bool(self.share_corrected),
                        "exact_budget": self.exact_budget}
@@ -119,8 +114,6 @@ class LawApproximationBlock(_Approximations):
     methods: list
     time_grid: dict
     code: str
-    layout: Layout = field(init=False, default=Layout(("service", "R", "rho"), replicated=False))
-    task: object = field(init=False)
 
     def __post_init__(self):
         from ...core.timegrid import time_grid as grid
@@ -129,7 +122,7 @@ class LawApproximationBlock(_Approximations):
         self.rhos = [str(r) for r in self.rhos]
         t = grid(float(self.time_grid["t_max"]), float(self.time_grid["dt"]))
         tg = {k: self.time_grid[k] for k in sorted(self.time_grid)}
-        self.task = approximate_law_cell
+        self.task, self.layout = approximate_law_cell, Layout(("service", "R", "rho"), replicated=False)
         self.config = {"law": self.law, "methods": list(self.methods), "code": self.code, "time_grid": self.time_grid}
         self._cells = [grid_cell(rho, cell_key("law approximation", str(self.law), int(self.R), str(rho), float(self.mu),
                                            list(self.methods), tg, self.code),
