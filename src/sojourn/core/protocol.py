@@ -8,7 +8,8 @@ an experiment, a product form over a grid of rates — and says only what is par
 * its cells (:class:`sojourn.core.runner.Cell`: a content key, the task's arguments, and ``coords``, the typed
   values the cell sits at in the stored file, e.g. ``{"rho": 0.8}``; nothing is parsed back from a label);
 * its task (``task(*cell.args, k, **shared)``, or ``task(*cell.args, **shared)`` for a deterministic step),
-  and for a replicated step its precision estimate ``estimate(cell, k, result)``;
+  and for a replicated step its precision estimate ``estimate(cell, k, result)`` (``result``: the task's, or a
+  replication from the cache: its record);
 * ``record(cell, result)``: one task's result as it is stored (a replicated step: a length-1 ``replication``
   dim);
 * ``finish(cell, ds)``: the cell's dataset once its replications are joined (e.g. the run-length guard);

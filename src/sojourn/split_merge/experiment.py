@@ -46,6 +46,10 @@ class Replications(ExperimentCells):
     def estimate(self, cell, k, r):
         from ..core.precision import histogram_statistic
 
+        if not isinstance(r, tuple):  # a replication from the cache: its record
+            return float(histogram_statistic(self.precision, r["latency_count"].values[0],
+                                             int(r["latency_overflow"].values[0]), self.edges,
+                                             float(r["mean_latency"].values[0])))
         return float(histogram_statistic(self.precision, r[1], r[2], self.edges, r[0]["mean_latency"]))
 
     def record(self, cell, r):
