@@ -106,6 +106,48 @@ def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):
     )
 
 
+def _product_form_counts(log: str) -> tuple[int, int, int]:
+    """(signal rates, computed, from the cache) of a product-form job's log (sojourn.restart.jobs.solve)."""
+    m = re.search(r"product form at (\d+) signal rates \((\d+) computed, (\d+) from the cache\)", log)
+    assert m, log
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def test_each_step_recomputes_only_what_its_keys_change(run):
+    """Every step is cached through its content keys (sojourn.core.protocol.run_step): after the run above nothing
+    is to be done; more replications rerun the sweeps only; a finer product-form grid reruns the product form only,
+    which computes only the rates it did not hold (each rate a cell) and takes g* from its cache, the values at
+    the rates both grids share bit-identical."""
+    pf_path = run / "results" / "restart" / "example1" / "product_form.nc"
+    log = run / "results" / "restart" / "logs" / "solve" / "example1.log"
+    total, computed, reused = _product_form_counts(log.read_text())
+    assert computed == total and reused == 0  # the first run computed every rate
+    more = yaml.safe_load(yaml.safe_dump(TINY))
+    more["restart"]["simulation"]["replications"] = 3
+    dry = snakemake(run, more, "-n").stdout
+    assert re.search(r"restart_simulate\s+2\b", dry) and "restart_solve" not in dry, dry
+    finer = yaml.safe_load(yaml.safe_dump(TINY))
+    finer["restart"]["analytic"] = {"points": 401}
+    dry = snakemake(run, finer, "-n").stdout
+    assert re.search(r"restart_solve\s+2\b", dry) and "restart_simulate" not in dry, dry
+    before = read_netcdf(pf_path)
+    proc = snakemake(run, finer)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = log.read_text()
+    total, computed, reused = _product_form_counts(text)
+    # the sweep's own three rates (two of them the grid's ends) are in both grids: taken, not computed
+    assert total == 401 + 1 and reused == 3 and computed == total - 3, text
+    assert re.search(r"g\*: key \w+; cached", text), text
+    after = read_netcdf(pf_path)
+    shared = np.intersect1d(before["signal_rate"].values, after["signal_rate"].values)
+    assert len(shared) == 3
+    for v in ("response_time", "mean_number", "mean_number_station", "g_star"):
+        np.testing.assert_array_equal(before[v].sel(signal_rate=shared).values if "signal_rate" in before[v].dims
+                                      else before[v].values,
+                                      after[v].sel(signal_rate=shared).values if "signal_rate" in after[v].dims
+                                      else after[v].values, err_msg=v)
+
+
 def _log_counts(log: str) -> tuple[int, int]:
     """(simulated, reused) replications of a sweep job's log (sojourn.restart.jobs.simulate's last line)."""
     m = re.search(r"(\d+) replications simulated, (\d+) from the cache", log)
@@ -129,6 +171,9 @@ def test_adding_a_rate_simulates_only_that_rates_replications(tmp_path):
     proc = snakemake(tmp_path, cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _log_counts(log.read_text()) == (6, 18)
+    # the product form computes the added rate alone (its grid of 400 rates and the other rates are cached)
+    solve_log = (tmp_path / "results" / "restart" / "logs" / "solve" / "example2.log").read_text()
+    assert _product_form_counts(solve_log)[1:] == (1, 401), solve_log
     grown = read_netcdf(tmp_path / "results" / "restart" / "example2" / "simulation.nc")
     fresh_dir = tmp_path / "fresh"
     fresh_dir.mkdir()

@@ -31,13 +31,16 @@ def _settings():
 def test_a_killed_worker_is_retried_and_the_experiment_completes(tmp_path):
     with dask_client({"kind": "local"}, 2) as client:
         client.wait_for_workers(2, timeout=60)
+        exact = run("sojourn.split_merge.jobs:exact", tmp_path / "exact.log", client=client, experiment="b",
+                    settings=_settings(), output=tmp_path / "exact_b.nc", code="test", cache=tmp_path / "cache-exact")
         out, killed = kill_a_worker_while(client, lambda: run(
             "sojourn.split_merge.jobs:experiment", tmp_path / "killed.log", client=client, experiment="b",
-            settings=_settings(), output=tmp_path / "killed.nc", code="test", cache=tmp_path / "cache-killed"),
-            after=1.0)
+            settings=_settings(), exact=exact, output=tmp_path / "killed.nc", code="test",
+            cache=tmp_path / "cache-killed"), after=1.0)
         assert killed, "no worker was killed while the job ran"
         ref = run("sojourn.split_merge.jobs:experiment", tmp_path / "ref.log", client=client, experiment="b",
-                  settings=_settings(), output=tmp_path / "ref.nc", code="test", cache=tmp_path / "cache-ref")
+                  settings=_settings(), exact=exact, output=tmp_path / "ref.nc", code="test",
+                  cache=tmp_path / "cache-ref")
     a, b = read_netcdf(out), read_netcdf(ref)
     for v in a.data_vars:
         if v != "wall_time":

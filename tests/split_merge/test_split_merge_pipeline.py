@@ -123,6 +123,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
     log = (res / "logs" / "experiment_c.log").read_text()
     assert re.search(r"20 cells x 3 replications = 60 Dask tasks", log)
+    # the exact values are their own step, one cached cell each (sojourn.split_merge.exact)
+    assert re.search(r"20 cells computed, 0 from the cache", (res / "logs" / "exact_c.log").read_text())
     # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only
     assert "Nothing to be done" in _snakemake(tmp_path, "-n").stdout
     tiny = copy.deepcopy(TINY)
@@ -154,8 +156,25 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (res / "logs" / "experiment_c.log").read_text()
     assert re.search(r"20 replications simulated, 60 from the cache", log), log
+    # ... and the exact values, whose keys hold no run settings, are not recomputed: their jobs do not even run
+    assert "split_merge_exact" not in proc.stdout + proc.stderr
     after = read_netcdf(res / "experiment_c.nc")
     np.testing.assert_array_equal(after["rep_mean_latency"].values[..., :3], before["rep_mean_latency"].values)
+    _a_changed_run_recomputes_no_exact_value(tmp_path, res, more)
+
+
+def _a_changed_run_recomputes_no_exact_value(tmp_path, res, cfg):
+    """A changed run of experiment (b) reruns its exact-values job, which takes every cell from its cache (their
+    content keys are unchanged), and simulates (b) anew; (a) and (c) are not touched."""
+    tiny = copy.deepcopy(cfg)
+    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    proc = _snakemake(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    exact_b = (res / "logs" / "exact_b.log").read_text()
+    assert re.search(r"(\d+) cells computed", exact_b).group(1) == "0", exact_b
+    assert re.search(r"\d+ replications simulated, 0 from the cache", (res / "logs" / "experiment_b.log").read_text())
+    assert "experiment_a" not in proc.stdout + proc.stderr and "exact_c" not in proc.stdout + proc.stderr
 
 
 def _merged():

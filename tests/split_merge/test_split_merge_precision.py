@@ -56,10 +56,21 @@ def client():
         yield c
 
 
+def _exact(client, tmp_path, settings):
+    """The experiment's exact values (their own job, as in the pipeline), computed once per folder."""
+    path = tmp_path / "exact_b.nc"
+    if not path.exists():
+        run("sojourn.split_merge.jobs:exact", tmp_path / "exact_b.log", client=client, experiment="b",
+            settings=settings, output=path, code="test", cache=tmp_path / "cache-exact")
+    return path
+
+
 def _run(client, tmp_path, rel, cache, name):
     log = tmp_path / f"{name}.log"
-    out = run("sojourn.split_merge.jobs:experiment", log, client=client, experiment="b", settings=_settings(rel),
-              output=tmp_path / f"{name}.nc", code="test", cache=tmp_path / cache)
+    settings = _settings(rel)
+    out = run("sojourn.split_merge.jobs:experiment", log, client=client, experiment="b", settings=settings,
+              exact=_exact(client, tmp_path, settings), output=tmp_path / f"{name}.nc", code="test",
+              cache=tmp_path / cache)
     return read_netcdf(out), log.read_text()
 
 

@@ -98,7 +98,7 @@ def test_every_registered_study_has_a_package_rules_and_a_schema():
 def _rules(text: str):
     """(name, {directive: body lines}) of every rule in a .smk file."""
     out = []
-    for m in re.finditer(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", text, flags=re.M):
+    for m in re.finditer(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", text, flags=re.MULTILINE):
         body = m.group(2).split("\n")
         directives, cur = {}, None
         for line in body:
@@ -125,7 +125,7 @@ def test_rules_are_thin_and_logged(path):
         if path.stem == "common" or name == "all":
             continue
         body = " ".join(line.strip() for line in directives.get("run", []))
-        m = re.fullmatch(r'job\("(\w+)\.(\w+)", log\b.*\)', body)
+        m = re.fullmatch(r'job\(\s*"(\w+)\.(\w+)", log\b.*\)', body)  # (snakefmt may break after the bracket)
         assert m, f"{path.name}: rule {name}'s run: is not one job(...) call: {body[:120]}"
         assert m.group(1) == path.stem and m.group(2) in JOBS[path.stem], f"{path.name}: rule {name} runs {m.group(0)[:60]}"
         assert f'code("{m.group(1)}.{m.group(2)}")' in "".join(directives.get("params", [])), \
@@ -220,7 +220,7 @@ ROLES = ("model", "kernel", "simulate", "solve", "config", "jobs", "compare", "p
 #: the jobs (functions of sojourn.<study>.jobs) of each study's rules
 JOBS = {"jsq_ps": ("simulate", "approximate", "approximate_laws", "merge_simulation", "merge_approximation",
                    "merge_law_approximation", "compare", "accuracy", "figures", "reproduction"),
-        "split_merge": ("experiment", "figures"),
+        "split_merge": ("exact", "experiment", "figures"),
         "restart": ("solve", "simulate", "compare", "figures")}
 
 
@@ -252,6 +252,90 @@ def test_no_study_submits_to_dask_itself():
             continue
         hits = [i + 1 for i, line in enumerate(path.read_text().splitlines()) if pattern.search(line)]
         assert not hits, f"{path.relative_to(ROOT)} lines {hits} submit to Dask: use sojourn.core.runner"
+
+
+@pytest.mark.parametrize("study", names())
+def test_every_study_satisfies_the_protocol(study):
+    """Each registered study provides an object of the core's study protocol (sojourn.core.protocol.Study, checked
+    by isinstance on the runtime-checkable Protocol), whose cached steps are classes providing every member of
+    sojourn.core.protocol.Step; its analytic step is one of them, and its simulation step is the job of that name
+    (each job of a step hands it to sojourn.core.protocol.run_step, which checks the instance by isinstance)."""
+    from sojourn.core import protocol
+    from sojourn.studies import get
+
+    obj = get(study).protocol()
+    assert isinstance(obj, protocol.Study), f"sojourn.{study}.protocol.STUDY is not a sojourn.core.protocol.Study"
+    assert obj.name == study and obj.analytic in obj.steps and "simulate" in obj.steps
+    assert callable(obj.replication)
+    for name, cls in obj.steps.items():
+        assert isinstance(cls, type) and not protocol.missing(cls), f"{study}: step {name} lacks {protocol.missing(cls)}"
+
+
+def test_the_protocol_check_can_fail():
+    from sojourn.core import protocol
+
+    class NoStudy:
+        name, steps, analytic, replication = "x", {}, "", print
+
+        def figures(self, **inputs):
+            return []
+
+    class HalfStep:
+        name = "x"
+
+        def cells(self):
+            return []
+
+    assert not isinstance(NoStudy(), protocol.Study)  # no compare
+    assert set(protocol.missing(HalfStep)) == {"attrs", "encoding", "estimate", "finish", "layout", "record",
+                                               "shared", "task"}
+    with pytest.raises(TypeError, match="not a sojourn.core.protocol.Step"):
+        protocol.run_step(HalfStep(), None)
+
+
+#: what only the core does: the cache lookup and store, running cells and the precision loop over replications, and
+#: joining replications (sojourn.core.protocol.run_step, sojourn.core.replications.replicate)
+CORE_ONLY = {
+    "the cell runner's run_cells, lookup or store": re.compile(
+        r"\brun_cells\b|\brunner\s*\.\s*(lookup|store)\s*\(|core\.runner import[^\n]*\b(lookup|store)\b"),
+    "the cache's cached_cells": re.compile(r"\bcached_cells\b"),
+    "the precision loop over replications": re.compile(r"precision\s*\.\s*run_replications|"
+                                                       r"core\.precision import[^\n]*\brun_replications\b"),
+    "a join of replications": re.compile(r"\bconcat\((?:(?!\n\n).){0,400}?dim\s*=\s*[\"']replication[\"']", re.DOTALL),
+    "a call of concat_replications": re.compile(r"(?<!def )\bconcat_replications\s*\("),
+}
+
+
+def _core_only_hits(text: str) -> list[str]:
+    return [what for what, pattern in CORE_ONLY.items() if pattern.search(text)]
+
+
+def test_assembly_and_replication_loops_live_in_the_core():
+    """One place assembles a study's results (sojourn.core.protocol.run_step: lookup, run, join, assemble, store) and
+    one place loops over replications (sojourn.core.replications.replicate): no study module does any of it
+    itself."""
+    for path in PKG.rglob("*.py"):
+        if _owner(_module_name(path)) not in names():
+            continue
+        hits = _core_only_hits(path.read_text())
+        assert not hits, f"{path.relative_to(ROOT)} does {hits} itself: declare a step (sojourn.core.protocol)"
+
+
+def test_the_assembly_check_can_fail():
+    """What the studies did before the protocol (main 77a9db7) is caught, each kind of it."""
+    old = {
+        "have, cached_attrs = runner.lookup(cache, cells, select, split)": 1,
+        "done = runner.run_cells(runner.DaskExecutor(client), cells, simulate_replication)": 1,
+        "runner.store(block, cache, cells, 'cells', output)": 1,
+        "done = _precision.run_replications([0], run, precision=precision, estimate=estimate)[0]": 1,
+        "row = [xr.concat([p[list(SIM_VARS)].drop_attrs() for p in by_point[(s, r)].results], dim=\"replication\",\n"
+        "                 data_vars='all') for r in rates]": 1,
+        "ds = with_guard(concat_replications(parts) if len(parts) > 1 else parts[0], spec)": 1,
+        "def concat_replications(datasets) -> xr.Dataset:": 0,
+        "out = xr.concat(parts, dim='approximation')": 0,
+    }
+    for text, n in old.items():
+        assert len(_core_only_hits(text)) == n, text
 
 
 @pytest.mark.parametrize("study", names())

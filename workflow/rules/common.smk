@@ -12,12 +12,68 @@ RESULTS = config["results"]
 TARGETS = {}  # study name -> its final outputs (rule all)
 
 
+def study_config(name):
+    """The one preamble of every study's rules (.smk) file, returning (its config section, checked by its config
+    module's check_config before any job; that module, sojourn.<name>.config; its results folder)."""
+    import importlib
+
+    checks = importlib.import_module(f"sojourn.{name}.config")
+    try:
+        checks.check_config(config[name])
+    except ConfigError as exc:
+        raise WorkflowError(f"invalid config: {exc}")
+    return config[name], checks, f"{RESULTS}/{name}"
+
+
+def logs(study, name):
+    """The log of a study's job ``name`` (a path under its results folder; wildcards allowed)."""
+    return f"{RESULTS}/{study}/logs/{name}.log"
+
+
+def benchmarks(study, name):
+    """The benchmark record of a study's job ``name`` (Snakemake's ``benchmark:``; wildcards allowed)."""
+    return f"{RESULTS}/{study}/benchmarks/{name}.tsv"
+
+
+def file_fingerprint(path):
+    """Rerun trigger for a data file a job reads by name (e.g. a model file that is package data, which code
+    fingerprints do not see): the file's content, or the name itself where there is no such file."""
+    path = Path(str(path))
+    return data_fingerprint(path.parent, path.name) if path.is_file() else str(path)
+
+
 #: command-line flags with which Snakemake runs no job (whether the run executes is decided after this file
 #: is parsed, so the command line is the only place to read it from)
-_NO_JOBS = {"-n", "--dry-run", "--dryrun", "--just-print", "--report", "--summary", "-S", "--detailed-summary",
-            "-D", "--list-changes", "--lc", "--unlock", "--lint", "--dag", "--rulegraph", "--filegraph",
-            "--touch", "-t", "--list-rules", "-l", "--list-target-rules", "--lt", "--delete-all-output",
-            "--delete-temp-output", "--cleanup-metadata", "--cm", "--containerize", "--archive"}
+_NO_JOBS = {
+    "-n",
+    "--dry-run",
+    "--dryrun",
+    "--just-print",
+    "--report",
+    "--summary",
+    "-S",
+    "--detailed-summary",
+    "-D",
+    "--list-changes",
+    "--lc",
+    "--unlock",
+    "--lint",
+    "--dag",
+    "--rulegraph",
+    "--filegraph",
+    "--touch",
+    "-t",
+    "--list-rules",
+    "-l",
+    "--list-target-rules",
+    "--lt",
+    "--delete-all-output",
+    "--delete-temp-output",
+    "--cleanup-metadata",
+    "--cm",
+    "--containerize",
+    "--archive",
+}
 
 
 def _executes():
@@ -48,8 +104,10 @@ def _special_results():
         return
     path, what = found[0]
     more = f" ({len(found) - 1} more such entries under {RESULTS})" if len(found) > 1 else ""
-    text = (f"results: {path} is {what}, not a regular file{more}; the pipeline writes its results there and never "
-            "replaces one: move it away, or choose another results folder (config key results)")
+    text = (
+        f"results: {path} is {what}, not a regular file{more}; the pipeline writes its results there and never "
+        "replaces one: move it away, or choose another results folder (config key results)"
+    )
     if _executes():
         _stop(text)
     print(f"sojourn: warning: {text}", file=sys.stderr)
@@ -76,8 +134,9 @@ def _damaged_results():
     for study in ENABLED:
         DAMAGED.extend(set_aside_before(Path(RESULTS) / study.name))  # e.g. by a merge that found one inconsistent
         try:
-            found = scan(Path(RESULTS) / study.name, move=move,
-                         log=lambda text: print(f"sojourn: {text}", file=sys.stderr))
+            found = scan(
+                Path(RESULTS) / study.name, move=move, log=lambda text: print(f"sojourn: {text}", file=sys.stderr)
+            )
         except Unmovable as exc:
             _stop(str(exc))
         for path, reason in found:
@@ -120,11 +179,16 @@ def _rebuild_damaged():
         try:
             discard(f)
         except OSError as exc:
-            _stop(f"{f} was made from a damaged result and could not be removed: {exc.strerror or exc}; make "
-                  f"{os.path.dirname(f) or '.'} writable, or remove it yourself, then rerun")
+            _stop(
+                f"{f} was made from a damaged result and could not be removed: {exc.strerror or exc}; make "
+                f"{os.path.dirname(f) or '.'} writable, or remove it yourself, then rerun"
+            )
     what = "removed; they are rebuilt with them" if move else "they would be rebuilt with them"
-    print(f"sojourn: {len(stale)} result file(s) made from damaged results ({', '.join(stale[:3])}"
-          f"{' …' if len(stale) > 3 else ''}): {what}", file=sys.stderr)
+    print(
+        f"sojourn: {len(stale)} result file(s) made from damaged results ({', '.join(stale[:3])}"
+        f"{' …' if len(stale) > 3 else ''}): {what}",
+        file=sys.stderr,
+    )
 
 
 def _walltime_warnings():
@@ -159,6 +223,11 @@ def generated_caption(path):
     return os.path.abspath(path)
 
 
+def in_report(path, caption, category, subcategory):
+    """``path`` as an output the HTML report shows (Snakemake's ``report()``), with its generated caption."""
+    return report(path, caption=caption, category=category, subcategory=subcategory)
+
+
 def figure_outputs(study, files, folder, formats):
     """The output files of a figure job: every figure ``files`` lists (the study's registry,
     ``sojourn.<study>.plots.figures``) in every format, and its caption ``<stem>.rst``, which the job writes from
@@ -174,8 +243,8 @@ def figure_outputs(study, files, folder, formats):
         for fmt in formats:
             path = f"{folder}/{f.stem}.{fmt}"
             key = re.sub(r"\W", "_", f"{f.stem}_{fmt}")
-            out[key] = report(path, caption=generated_caption(rst), category=get(study).category,
-                              subcategory="2 figures") if fmt == "png" else path
+            png = fmt == "png"
+            out[key] = in_report(path, generated_caption(rst), get(study).category, "2 figures") if png else path
     return out
 
 
@@ -186,9 +255,13 @@ def key_results(study, stem, key=""):
     name). ``key``: a suffix of the output names (several tables in one job)."""
     from sojourn.studies import get
 
-    return {f"key_csv{key}": f"{stem}.csv", f"key_rst{key}": f"{stem}.rst",
-            f"key_html{key}": report(f"{stem}.html", caption=generated_caption(f"{stem}.rst"),
-                                     category=get(study).category, subcategory="1 key results")}
+    return {
+        f"key_csv{key}": f"{stem}.csv",
+        f"key_rst{key}": f"{stem}.rst",
+        f"key_html{key}": in_report(
+            f"{stem}.html", generated_caption(f"{stem}.rst"), get(study).category, "1 key results"
+        ),
+    }
 
 
 def finished():
@@ -202,12 +275,16 @@ def finished():
     targets = [str(p) for s in ENABLED for p in TARGETS[s.name]]
     figures = sorted({os.path.dirname(p) for p in targets if p.endswith(".png")})
     tables = [p for p in targets if p.endswith("key_results.html")]
-    options = "".join(f" --configfile {os.path.relpath(f) if not os.path.relpath(f).startswith('..') else f}"
-                      for f in (getattr(workflow, "overwrite_configfiles", None) or []))
+    options = "".join(
+        f" --configfile {os.path.relpath(f) if not os.path.relpath(f).startswith('..') else f}"
+        for f in (getattr(workflow, "overwrite_configfiles", None) or [])
+    )
     n = sum(p.endswith(".png") for p in targets)
-    logger.info(f"Figures ({n}, PNG and PDF): {', '.join(f + '/' for f in figures)}\n"
-                f"Key-result tables: {', '.join(tables)}\n"
-                f"All of them on one page, with captions: snakemake --report report.html{options}, then open report.html")
+    logger.info(
+        f"Figures ({n}, PNG and PDF): {', '.join(f + '/' for f in figures)}\n"
+        f"Key-result tables: {', '.join(tables)}\n"
+        f"All of them on one page, with captions: snakemake --report report.html{options}, then open report.html"
+    )
 
 
 def code(entry):
@@ -274,11 +351,15 @@ def _close_dask():
     close_shared()
 
 
-onstart:
-    # after Snakemake has installed its SIGTERM handler, which could deadlock in the main thread
+def _sigterm_in_a_thread():
+    """After Snakemake has installed its SIGTERM handler, which could deadlock in the main thread (onstart)."""
     from sojourn.core.io import sigterm_handler_in_a_thread
 
     sigterm_handler_in_a_thread()
+
+
+onstart:
+    _sigterm_in_a_thread()
 
 
 onsuccess:

@@ -62,3 +62,35 @@ def concat_replications(datasets, keys) -> xr.Dataset:
     if len(np.unique(reps)) != len(reps):
         raise ValueError(f"duplicate replication indices: {sorted(reps.tolist())}")
     return out.sortby("replication")
+
+
+def replicate(run, items, *, replications: int | None = None, offset: int = 0, precision=None, estimate=None):
+    """The Python API's loop over replications, the same in every study: each of ``items`` (specs, or indices
+    of them) to ``replications`` replications offset, offset + 1, … or to its ``precision`` target
+    (:func:`sojourn.core.precision.run_replications`; ``estimate(item, k, raw) -> float``).
+    ``run([(item, k), …]) -> [raw, …]`` computes the requests in order. Returns ([raws of each item],
+    [its :class:`sojourn.core.precision.Decision` or None])."""
+    items = list(items)
+    if precision is None:
+        reps = list(range(offset, offset + replications))
+        flat = run([(i, k) for i in items for k in reps])
+        return [flat[j * len(reps):(j + 1) * len(reps)] for j in range(len(items))], [None] * len(items)
+    from .precision import run_replications
+
+    done = run_replications(items, run, precision=precision, estimate=estimate)
+    return [done[i].results for i in items], [done[i].decision for i in items]
+
+
+def with_precision(ds: xr.Dataset, decision, precision, units: str, of: str | None = None) -> xr.Dataset:
+    """``ds`` (one spec's replications) with the precision variables of its ``decision`` and the target's
+    attributes (``of``: what the statistic is of); unchanged without a target."""
+    if decision is None or precision is None:
+        return ds
+    from .precision import attrs, variables
+
+    for name, (dims, values, a) in variables(decision, (), precision, units).items():
+        ds[name] = (dims, values, a)
+    ds.attrs.update(attrs(precision))
+    if of is not None:
+        ds.attrs["precision_statistic_of"] = of
+    return ds

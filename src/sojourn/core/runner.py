@@ -39,7 +39,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -58,11 +58,13 @@ LOG = logging.getLogger("sojourn.runner")
 class Cell:
     """One grid point of a job: ``label`` names it (unique within the job: logs, task names, the cache),
     ``key`` is the content key of everything that changes its values except the number of replications,
-    ``args`` are the task's arguments before the replication index."""
+    ``args`` are the task's arguments before the replication index, ``coords`` the typed values it sits at in
+    the stored file ({dim: value}, :class:`sojourn.core.protocol.Layout`; never parsed back from the label)."""
 
     label: str
     key: str
     args: tuple = ()
+    coords: dict = field(default_factory=dict)
 
 
 def cell_key(*parts) -> str:

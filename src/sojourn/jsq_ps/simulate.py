@@ -20,6 +20,7 @@ from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.io import provenance
 from ..core.progress import steps
 from ..core.timegrid import grid_size, time_grid
@@ -208,31 +209,21 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
                   *plans[i][:3], plans[i][3], grid_size(plans[i][4], plans[i][3]), plans[i][5]) for i, k in requests]
         return run_replications(tasks, max_workers=max_workers)
 
-    if precision is None:
-        reps = list(range(replication_offset, replication_offset + replications))
-        flat = run([(i, k) for i in range(len(specs)) for k in reps])
-        raws = [flat[i * len(reps) : (i + 1) * len(reps)] for i in range(len(specs))]
-        decisions = [None] * len(specs)
-    else:
-        def estimate(i, k, raw):
-            dt_ = plans[i][3]
-            edges = time_grid(plans[i][4], dt_) + dt_
-            acc = raw["acc"]
-            mean = acc[2] / acc[0] if acc[0] > 0 else np.nan
-            return float(_precision.histogram_statistic(precision, raw["hist"], acc[1], edges, mean))
+    def estimate(i, k, raw):
+        dt_ = plans[i][3]
+        edges = time_grid(plans[i][4], dt_) + dt_
+        acc = raw["acc"]
+        mean = acc[2] / acc[0] if acc[0] > 0 else np.nan
+        return float(_precision.histogram_statistic(precision, raw["hist"], acc[1], edges, mean))
 
-        done = _precision.run_replications(range(len(specs)), run, precision=precision, estimate=estimate)
-        raws = [done[i].results for i in range(len(specs))]
-        decisions = [done[i].decision for i in range(len(specs))]
+    raws, decisions = replicate(run, range(len(specs)), replications=replications, offset=replication_offset,
+                                precision=precision, estimate=estimate)
     out = []
     for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans):
         ds = _dataset(spec, raw, list(range(replication_offset, replication_offset + len(raw))), seed=seed, horizon=H,
                       warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om, backend=backend, kernel=kern,
                       service_bins=sb)
-        if d is not None:
-            for name, (dims, values, attrs) in _precision.variables(d, (), precision, UNITS).items():
-                ds[name] = (dims, values, attrs)
-            ds.attrs.update(_precision.attrs(precision))
+        ds = with_precision(ds, d, precision, UNITS)
         out.append(with_guard(ds, spec))
     return out
 

@@ -21,9 +21,11 @@ from .naming import COORD_ATTRS, SHARED_CORRECTED
 from .solve.guards import OVER_BUDGET
 
 
-def select_rho(ds: xr.Dataset, rho: str) -> xr.Dataset:
-    """Cell ρ of a block file (the cache's cell selector, :func:`sojourn.core.cache.cached_cells`)."""
-    return ds.sel(rho=[float(rho)])
+def grid_cell(rho, key: str, args: tuple, **grid):
+    """A block's cell at ρ (label ``rho=<ρ>``) and the other grid values ``grid`` (service, R), typed."""
+    from ..core.runner import Cell
+
+    return Cell(f"rho={rho}", key, args, {**grid, "rho": float(rho)})
 
 
 SIM_VARS = (

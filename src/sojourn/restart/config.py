@@ -112,3 +112,13 @@ def _check_cost(key: str, net, ex: dict, sim: dict, tg: dict) -> None:
                       float(tg["dt"]), float(tg["t_max"]), int(sim["max_jobs"]), float(sim["max_events"]))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def model_path(model):
+    """The file an example's ``model`` names: the path itself, or a built-in example's package file."""
+    from pathlib import Path
+
+    from .files import EXAMPLES_DIR
+
+    m = Path(str(model))
+    return m if m.exists() else EXAMPLES_DIR / f"{m.name}.yaml"

@@ -26,6 +26,7 @@ from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core.replications import check_window
 from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
 from ..core.io import provenance
 from ..core.progress import steps
@@ -265,34 +266,24 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
     admit_cost([spec], H, replications if precision is None else precision.max_replications, dt, t_max, max_jobs,
                max_events)
     run = lambda k: _run(spec, _seeds.replication_rng(seed, spec, k), W, H - C, dt, nbins, rmax, max_jobs, max_events)
-    decision = None
-    if precision is None:
-        reps = list(range(replication_offset, replication_offset + replications))
-        raw = [run(k) for k in steps(reps, "replications")]
-    else:
-        from . import kernel as K
+    from . import kernel as K
 
-        edges = time_grid(t_max, dt) + dt
+    edges = time_grid(t_max, dt) + dt
 
-        def estimate(_, k, r):
-            acc = r["acc"]
-            if acc[K.A_UNSTABLE] > 0:
-                return np.nan  # stopped: no stationary measures
-            mean = acc[K.A_SUM] / acc[K.A_COUNT] if acc[K.A_COUNT] > 0 else np.nan
-            return float(_precision.histogram_statistic(precision, r["hist"], acc[K.A_OVERFLOW], edges, mean))
+    def estimate(_, k, r):
+        acc = r["acc"]
+        if acc[K.A_UNSTABLE] > 0:
+            return np.nan  # stopped: no stationary measures
+        mean = acc[K.A_SUM] / acc[K.A_COUNT] if acc[K.A_COUNT] > 0 else np.nan
+        return float(_precision.histogram_statistic(precision, r["hist"], acc[K.A_OVERFLOW], edges, mean))
 
-        done = _precision.run_replications([0], lambda req: [run(k) for _, k in steps(req, "replications")],
-                                           precision=precision,
-                                           estimate=estimate)[0]
-        raw, decision = done.results, done.decision
-        reps = list(range(len(raw)))
+    (raw,), (decision,) = replicate(lambda req: [run(k) for _, k in steps(req, "replications")], [0],
+                                    replications=replications, offset=replication_offset, precision=precision,
+                                    estimate=estimate)
+    reps = list(range(replication_offset, replication_offset + len(raw)))
     ds = _dataset(spec, raw, reps, seed=seed, horizon=H, warmup=W, cooldown=C, dt=dt, t_max=t_max,
                   restart_max=rmax, max_jobs=max_jobs, max_events=max_events)
-    if decision is not None:
-        for name, (dims, values, attrs) in _precision.variables(decision, (), precision, "time").items():
-            ds[name] = (dims, values, attrs)
-        ds.attrs.update(_precision.attrs(precision))
-        ds.attrs["precision_statistic_of"] = "response time"
+    ds = with_precision(ds, decision, precision, "time", of="response time")
     return with_guard(ds, spec)
 
 

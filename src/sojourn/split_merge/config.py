@@ -8,8 +8,11 @@ precision target, and the cross-field checks JSON schema cannot express (ConfigE
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.config import DEFAULT_PERCENTILE, ConfigError
 from ..core.inputs import check_grid
+from ..core.protocol import StepFields
 from ..core.replications import WARMUP_FRACTION
 from ..core.timegrid import grid_size
 from .model import SplitMerge
@@ -133,3 +136,31 @@ def precision_for(cfg: dict, x: str):
     e = cfg[f"experiment_{x}"]
     return parse((cfg["simulation"] or {}).get("precision"), field="simulation.precision",
                  t_max=float(e["time_grid"]["t_max"]), default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+
+
+def cell_label(c: dict) -> str:
+    return f"{c['law']}/{c['model']}/q{c['quorum']}/r{c['replicas']}"
+
+
+@dataclass(eq=False)
+class ExperimentCells(StepFields):
+    """What both steps of an experiment share: its cells (``experiment`` 'a' | 'b' | 'c' of the study's config
+    section ``settings``) along dim ``cell`` (a cell's label: law/model/quorum/replicas)."""
+
+    def _setup(self):
+        import numpy as np
+
+        self.cfg = self.settings[f"experiment_{self.experiment}"]
+        self.dt, self.t_max = float(self.cfg["time_grid"]["dt"]), float(self.cfg["time_grid"]["t_max"])
+        self.ps = np.asarray(self.settings["comparison"]["percentiles"], dtype=float) / 100.0
+        self.cs = cells(self.settings, self.experiment)
+        self.labels = [cell_label(c) for c in self.cs]
+
+    def cells(self):
+        return self._cells
+
+    def finish(self, cell, ds):
+        return ds
+
+    def attrs(self, cells, cell_attrs):
+        return {"code_fingerprint": self.code, "experiment": self.experiment}

@@ -25,6 +25,7 @@ from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core import sfc64
 from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.ph_walk import walk_tables
 from ..core.phase_type import lumped_levels
 from ..core.io import provenance
@@ -206,11 +207,6 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     admit_cost(spec, plan, replications if precision is None else precision.max_replications)
-    if precision is None:
-        reps = list(range(offset, offset + replications))
-        raws = [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
-                for k in steps(reps, "replications")]
-        return with_guard(_dataset(spec, raws, reps, seed=seed, plan=plan), spec)
     from .kernel import ACC_FIELDS
 
     edges = time_grid(plan[5], plan[4]) + plan[4]
@@ -221,15 +217,14 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         mean = acc[i_sum] / acc[i_n] if acc[i_n] > 0 else np.nan
         return float(_precision.histogram_statistic(precision, raw["hl"], acc[i_over], edges, mean))
 
-    done = _precision.run_replications(
-        [0], lambda req: [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
-                          for _, k in steps(req, "replications")],
-        precision=precision, estimate=estimate)[0]
-    ds = _dataset(spec, done.results, list(range(done.replications)), seed=seed, plan=plan)
-    for name, (dims, values, attrs) in _precision.variables(done.decision, (), precision, TIME_UNITS).items():
-        ds[name] = (dims, values, attrs)
-    ds.attrs.update(_precision.attrs(precision))
-    ds.attrs["precision_statistic_of"] = "latency"
+    def run(requests):
+        return [_run(spec, _seeds.replication_rng(seed, spec, k, BIT_GENERATOR), plan)
+                for _, k in steps(requests, "replications")]
+
+    (raws,), (decision,) = replicate(run, [0], replications=replications, offset=offset, precision=precision,
+                                     estimate=estimate)
+    ds = _dataset(spec, raws, list(range(offset, offset + len(raws))), seed=seed, plan=plan)
+    ds = with_precision(ds, decision, precision, TIME_UNITS, of="latency")
     return with_guard(ds, spec)
 
 

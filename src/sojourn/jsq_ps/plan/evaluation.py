@@ -132,26 +132,30 @@ def _replication(spec, k, *, seed, horizon, warmup, dt, t_max):
 def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float,
                     workers: int = 1, first: int = 0, pool=None):
     """(count (replication, t), overflow (replication,), t) of replications first..first+replications−1 of
-    ``spec``, on the cell runner (:func:`sojourn.core.runner.run_cells`) with a local executor: ``workers``
+    ``spec`` (:func:`sojourn.core.replications.replicate`) on a local executor of the cell runner: ``workers``
     forked processes when there are several cores (else this one). Replication k's stream depends only on
     (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever ``workers`` and whatever batches
     the replications are run in. ``pool``: a fork-context process pool to run them in (kept across calls by
     :class:`Planner`), else one made for this call. The replications before ``first`` are the caller's (its
-    earlier stages): the runner is told they exist and only the new ones run."""
+    earlier stages): only the new ones run."""
     import numpy as np
 
-    from ...core.runner import Cell, LocalExecutor, run_cells
+    from ...core.replications import replicate
+    from ...core.runner import LocalExecutor
     from ...core.timegrid import time_grid
 
     workers = max(1, min(int(workers), replications))
     fork = workers > 1 and "fork" in multiprocessing.get_all_start_methods()
     own = fork_pool(workers, spec, seed, dt, t_max) if fork and pool is None else None
     with own if own is not None else contextlib.nullcontext():  # an exception (Ctrl-C) kills its workers
-        cell = Cell("plan", "plan", (spec,))
-        done = run_cells(LocalExecutor((pool or own) if fork else None), [cell], _replication,
-                         replications=first + replications, have={"plan": dict.fromkeys(range(first))},
-                         shared=dict(seed=seed, horizon=horizon, warmup=warmup, dt=dt, t_max=t_max), prefix="plan")
-    parts = done["plan"].results[first:]
+        executor = LocalExecutor((pool or own) if fork else None)
+        shared = dict(seed=seed, horizon=horizon, warmup=warmup, dt=dt, t_max=t_max)
+
+        def run(requests):
+            return executor.map(_replication, [(spec, k) for _, k in requests],
+                                [f"plan-rep{k}" for _, k in requests], "replications", kwargs=shared)
+
+        (parts,), _ = replicate(run, [0], replications=replications, offset=first)
     return (np.stack([c for c, _ in parts]), np.array([o for _, o in parts], np.int64), time_grid(t_max, dt))
 
 
