@@ -39,6 +39,18 @@ def test_cdf_headline_names_the_tie_and_the_tail_direction():
     assert head[0].startswith("closest of A–F: A and B, nearly tied") and "(all conservative)" in head[1]
 
 
+def test_cdf_headline_states_the_corrected_chains_deep_tail():
+    """The title states the corrected chains' and T's error at the deepest percentile against exact, with its
+    direction, computed: A* with a lighter tail (scale 0.9: optimistic by 10 %), T heavier (+5 %: conservative), and a
+    chain on exact 'within ±0.5 %'."""
+    head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "B*": 0.999, "exact": 1.0, "T": 1.05})
+    tail = next(h for h in head if h.startswith("their 99.9th vs exact"))
+    assert "A* -10 % (optimistic)" in tail and "T +5 % (conservative)" in tail and "B* within ±0.5 %" in tail, tail
+    assert any(t.startswith("At the 99.9th percentile the corrected chains and T against exact: ") for t in texts)
+    head, _ = _cdf_findings({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0})
+    assert "A* -3 % (optimistic)" in head[-1] and "T within ±0.5 %" in head[-1], head
+
+
 def test_cdf_headline_changes_with_the_data():
     """One clear winner (A at 0.95), the others far, one lighter-tailed (optimistic) and one heavier: a single name
     and no common verdict on the tails."""
@@ -115,7 +127,13 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     (fig, cap), = figs
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
-    assert not any(t.startswith("exact") for t in texts)
+    # exact, the reference, has its own entry; the lines on it share one; no simulated tail beyond its reference reach
+    assert [t for t in texts if t.startswith("exact")] == ["exact (the reference; wide, light)"]
+    assert not any("too few customers" in t for t in texts)
+    # the tail-ratio panel (exact is the reference): every separately drawn line divided by exact's, 1 drawn
+    ratio = fig.get_axes()[2]
+    assert ratio.get_yscale() == "log" and "exact's" in ratio.get_ylabel()
+    assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ratio.get_lines())
     body = fig.get_axes()[0]
     x1 = body.get_xlim()[1]
     t = sim["t"].values

@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
@@ -189,6 +190,12 @@ def _legend_entries(axes) -> tuple[list, list]:
                 handles.append(h)
                 labels.append(lab)
     return handles, labels
+
+
+def _balanced_ncol(n, choices=(4, 3, 5, 2)) -> int:
+    """A legend's number of columns (of ``choices``, in order of preference) leaving the fewest empty slots in the
+    last row (matplotlib fills column by column: even columns read as a table)."""
+    return min(choices, key=lambda k: ((-n) % k, choices.index(k))) if n > 1 else 1
 
 
 def _legend_below(fig, handles, labels, ncol=4, fontsize=8, y=0.0):
@@ -1456,7 +1463,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     are left out and named. ``sim``/``approx`` may be lazily opened files.
     """
     c = _cdf_data(sim, approx, R, rho, service, cmp)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
+    fig, axes = plt.subplots(1, 3 if c.use_exact else 2, figsize=(15.5 if c.use_exact else 11.5, 4.4))
+    ax1, ax2 = axes[:2]
     x2 = min(max(1.1 * c.q(0.99999), 5 * float(c.t[1])), float(c.t[-1]))
     n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
     full = {sr.method: c.Fa[c.methods.index(sr.method)] - c.F_ref for sr in c.lines}
@@ -1470,16 +1478,20 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     order = [sr for sr in order if sr.method not in c.same]
     covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
-    for ax in (ax1, ax2):
+    if c.use_exact:
+        _cdf_ratio(axes[2], c, n2, x2)
+    for ax in axes:
         ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, h, lab, ncol=3, fontsize=9.5)
+    _legend_below(fig, h, lab, ncol=_balanced_ncol(len(lab)), fontsize=9.5)
     shown = [m for sr in c.lines for m in sr.members]
     hidden = [m for m in c.methods if c.ok[m] and m not in shown]
     not_run = [m for m in c.methods if not c.ran[m]]
     cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
-    head = "; ".join(_cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0]) if cmp is not None else ""
+    head = _cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0] if cmp is not None else []
+    k = next((i for i, h in enumerate(head) if h.startswith("corrected")), len(head))
+    head = "\n".join("; ".join(part) for part in (head[:k], head[k:]) if part)  # A–F, then the corrected chains
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
                  + (f"\n{head}" if head else ""), fontsize=10.5, y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
@@ -1612,18 +1624,15 @@ def _smooth(y, n):
 
 
 def _cdf_body(ax, c, body, n1, x1) -> float:
-    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`),
-    the pooled simulation where it is a reference (thin, no CI: the methods are judged against exact, which has no
-    noise); the y-range follows what is drawn. Returns the half-span of the y-range."""
-    t, good = c.t[:n1], c.reliable[:n1]
-    sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
-    if c.use_exact:  # light: a check on exact, not the reference the methods are judged against
-        ax.plot(t, sim, color="0.6", lw=0.7, zorder=2)
+    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`);
+    the simulation is not drawn there (the methods are judged against exact, which has no noise: the simulation is a
+    check on exact, in the tail and ratio panels); the y-range follows the methods. Returns the y-range's half-span."""
+    t = c.t[:n1]
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
     drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
     for sr in drawn:
         ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = [body[sr.method] for sr in drawn] + ([sim] if c.use_exact else [])
+    vals = [body[sr.method] for sr in drawn]
     lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
     hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
     pad = 0.12 * max(hi - lo, 2e-3)
@@ -1639,23 +1648,28 @@ def _cdf_body(ax, c, body, n1, x1) -> float:
 _SIM_GREY = "0.2"
 
 
+def _sim_tail(ax, c, t, y, ci=None) -> list:
+    """The pooled simulation where it is a reference (at least TAIL_MIN customers per replication beyond t; nothing
+    beyond): a near-black line with open circles (visible on top of exact) and its 95 % CI band; the handles."""
+    good = c.reliable[:len(t)]
+    out = [ax.plot(t, np.where(good, y, np.nan), color=_SIM_GREY, lw=1.0, marker="o", ms=3.2, mfc="white",
+                   mew=0.8, markevery=0.045, zorder=6)[0]]
+    if ci is not None and c.k > 1:
+        lo, hi = (np.where(good, v, np.nan) for v in ci)
+        out.append(ax.fill_between(t, lo, hi, color="0.55", alpha=0.3, lw=0, zorder=1))
+    return out
+
+
 def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     """The tail panel: P(T > t) on a log scale, exact wide and light underneath (T dash-dot on it where they are drawn
-    as one: one legend entry), the other methods on top, the pooled simulation solid with its 95 % CI where it is a
-    reference, dotted beyond. Returns the legend's (handles, labels)."""
-    t, good = c.t[:n2], c.reliable[:n2]
+    as one: one legend entry), the other methods on top, the pooled simulation with its 95 % CI where it is a
+    reference (:func:`_sim_tail`). Returns the legend's (handles, labels)."""
+    t = c.t[:n2]
     sf = 1 - c.Fp[:n2]
     ci = c.ci[:n2]
-    handles = [ax.plot(t, np.where(good, sf, np.nan), color=_SIM_GREY, lw=1.1, zorder=5)[0]]
-    names = ["simulation (pooled)"]
-    if c.k > 1:
-        handles.append(ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan),
-                                       np.where(good, sf + ci, np.nan), color="0.55", alpha=0.3, lw=0))
-        names.append(f"simulation's 95 % CI ({c.k} replications)")
-    if (~good).any():
-        handles.append(ax.plot(t, np.where(~good, sf, np.nan), color="0.35", lw=0.9, ls=":", alpha=0.8,
-                               zorder=4)[0])
-        names.append("simulation, too few customers beyond t (not a reference)")
+    handles = _sim_tail(ax, c, t, sf, (np.clip(sf - ci, 1e-7, None), sf + ci))
+    names = ["simulation (pooled), where it is a reference", f"simulation's 95 % CI ({c.k} replications)"][
+        :len(handles)]
     group = []
     for sr in c.lines:
         if sr.method in c.same and sr.method != TAIL:
@@ -1663,9 +1677,12 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
         wide = sr.method == "exact"
         ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
                       lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        if wide:
+            handles.append(ln)
+            names.append("exact (the reference; wide, light)" if c.same else labels[sr.method])
         if c.same and (wide or sr.method in c.same):
             group.append(ln)
-        else:
+        elif not wide:
             handles.append(ln)
             names.append(labels[sr.method])
     if group:
@@ -1677,6 +1694,44 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     ax.set_ylabel("P(T > t)", fontsize=9.5)
     ax.set_title(f"tail: P(T > t); the simulation is a reference up to t ≈ {c.t_end:.3g}", fontsize=10)
     return handles, names
+
+
+#: the ratio panel's y-range: at most this factor either side of 1
+_RATIO_SPAN = 30.0
+
+
+def _cdf_ratio(ax, c, n2, x2) -> None:
+    """The tail-ratio panel (exact is the reference): each separately drawn method's P(T > t) over exact's, on a log
+    scale, where exact's survival is at least 1e-6; the simulation's (with its CI) where it is a reference. Lines
+    that are near-identical in the tail panel come apart here."""
+    t = c.t[:n2]
+    ex = 1 - c.Fa[c.methods.index("exact")][:n2]
+    keep = ex >= 1e-6
+    ratio = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for sr in c.lines:
+            if sr.method == "exact" or (sr.method in c.same and sr.method != TAIL):
+                continue
+            ratio[sr] = np.where(keep, (1 - c.Fa[c.methods.index(sr.method)][:n2]) / ex, np.nan)
+        sim = np.where(keep, (1 - c.Fp[:n2]) / ex, np.nan)
+        ci = c.ci[:n2] / ex
+    ax.axhline(1.0, color=_EXACT_COLOR, lw=4.0, alpha=0.45, zorder=2)
+    for sr, r in ratio.items():
+        ax.plot(t, np.clip(r, 1e-9, None), ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+    _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
+    vals = np.concatenate([r[np.isfinite(r) & (r > 0)] for r in ratio.values()] + [np.ones(1)])
+    lo = max(float(vals.min()), 1 / _RATIO_SPAN) / 1.25
+    hi = min(float(vals.max()), _RATIO_SPAN) * 1.25
+    ax.set_yscale("log")
+    lo, hi = min(lo, 0.8), max(hi, 1.25)
+    ax.set_ylim(lo, hi)
+    fine = (0.8, 1.25) if hi / lo < 4 else ()
+    ticks = [v for v in (0.03, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) + fine if lo <= v <= hi]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
+    ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)
+    ax.set_title("tail ratio to exact: above 1 = conservative", fontsize=10)
 
 
 def _cdf_label(c, sr, covered) -> str:
@@ -1769,7 +1824,49 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
                             wmax, Q.query(f"{wq}.sel(approximation={Q.names(corr)})", (("max", None),), None, sel),
                             W_FLOOR if wmax < W_FLOOR else sig_tol(wmax, 2)))
         head.append(f"corrected chains and T: W {'<' if wmax < W_FLOOR else '≤'} {_g(max(wmax, W_FLOOR))}")
+        if ref == "exact":
+            h, cl = _cdf_corrected_tail(c, sel, corr)
+            head += h
+            claims += cl
     return head, claims
+
+
+def _cdf_corrected_tail(c, sel, corr) -> tuple[list, list]:
+    """The corrected chains' and T's error at the deepest percentile exact has, against exact: the direction of their
+    deep tails (the tail panel cannot show a few per cent). Methods with the same rounded error are named together."""
+    ap = c["approx_percentile"]
+    if "exact" not in ap["approximation"].values:
+        return [], []
+    ok = [float(p) for p in c["percentile"].values if np.isfinite(float(ap.sel(approximation="exact", percentile=p)))]
+    if not ok:
+        return [], []
+    p = ok[-1]
+    e = {m: float(ap.sel(approximation=m, percentile=p) / ap.sel(approximation="exact", percentile=p) - 1)
+         for m in corr}
+    e = {m: v for m, v in e.items() if np.isfinite(v)}
+    if not e:
+        return [], []
+    groups: dict[str, list] = {}
+    for m, v in e.items():
+        groups.setdefault(_pct(v) if abs(v) >= 0.005 else "within ±0.5 %", []).append(m)
+    words = "; ".join(f"{_span_names(ms)} {w}" for w, ms in groups.items())
+    side = lambda ms: ("optimistic" if all(e[m] <= -0.005 for m in ms) else "conservative"
+                       if all(e[m] >= 0.005 for m in ms) else "")
+    head = [f"their {p:g}th vs exact: " + "; ".join(
+        f"{_span_names(ms)} {w}" + (f" ({side(ms)})" if side(ms) else "") for w, ms in groups.items())]
+    claim = Claim(f"At the {p:g}th percentile the corrected chains and T against exact: {words}.", list(e.values()),
+                  [Q.query(f"approx_percentile.sel(approximation={m!r}) / approx_percentile.sel(approximation='exact')"
+                           " - 1", (("max", None),), None, {**sel, "percentile": p}) for m in e],
+                  half_unit(0, 100))
+    return head, [claim]
+
+
+def _span_names(ms) -> str:
+    """'A*–F*' for all six corrected chains, else their names joined by '='."""
+    star = [f"{m}*" for m in FAITHFUL]
+    if [m for m in ms if m in star] == star:
+        return "A*–F*" + "".join(f", {m}" for m in ms if m not in star)
+    return "=".join(ms)
 
 
 def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
@@ -1784,15 +1881,20 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
     ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
     same = [sr.label for sr in c.lines if sr.method in c.same]
-    how = [(f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
+    how = [(f"First panel: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
            f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
            f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
            "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
-           "rounding would show as steps. The pooled simulation is the thin light grey line there, without its CI: the "
-           "methods are judged against exact, which has no noise; the simulation is only a check on exact."),
-           ("Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
-           f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
-           "lie beyond t, dotted beyond (no reference there).")]
+           "rounding would show as steps. The simulation is not drawn there: the methods are judged against exact, "
+           "which has no noise; the simulation is only a check on exact (tail panels)."),
+           ("Second panel: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled "
+           f"simulation (open circles) with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} "
+           "customers per replication lie beyond t; it ends there (no reference beyond).")]
+    if c.use_exact:
+        how.append("Third panel: each line's P(T > t) divided by exact's, on a log scale (1 = exact, below 1 = "
+                   "optimistic), where exact's P(T > t) is at least 1e-6: tails that look alike in the second panel "
+                   f"come apart there; the y-range is at most ×{_RATIO_SPAN:g} either side of 1, a tail that drops "
+                   "to 0 leaves through the bottom.")
     if same:
         how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
                    f"decades of its survival down to 1e-6): {listing(same)}.")
@@ -1815,8 +1917,8 @@ def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
     allp = [float(p) for p in ru["percentile"].values]
     words = f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good else "none"
     out = [Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation here can "
-                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail is dotted "
-                 f"where it cannot (beyond t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
+                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail ends "
+                 f"where it cannot (at t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
                                                                              Q.REF_SIM, sel))]
     if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
         p = good[-1]
