@@ -158,6 +158,27 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
     assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"
 
 
+def test_percentile_map_says_counts_by_number_style_not_frames():
+    """A map cell whose (pale, +2 %) difference counts carries a bold number and no frame (a frame reads as a
+    highlight); one within the noise a grey italic number; the check panel fills its significant cell with its own
+    colour (off the error scale) in a bold frame."""
+    err = np.array([2.0, 0.3]).reshape(1, 2, 1)
+    sig, ref = np.array([True, False]).reshape(1, 2, 1), np.ones((1, 2, 1), int)
+    status = np.full((1, 2, 1), "", object)
+    norm, cmap = plots._error_norm(20.0), plots.plt.get_cmap("RdBu")
+    for flag in (False, True):
+        fig, ax = plots.plt.subplots()
+        plots._error_map(ax, err, sig, ref, status, [(0, 0)], 2, cmap, norm, True, [], {"text": 7, "mark": 4,
+                                                                                       "flag": flag}, corners=False)
+        bold, noise = ax.texts
+        assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
+        assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
+        assert len(ax.patches) == int(flag)
+        rgb = ax.images[0].get_array()[0, 0]
+        assert np.allclose(rgb, plots._rgb(plots.CHECK_FILL)) == flag
+        plots.plt.close(fig)
+
+
 def _pct_rep(ref):
     """A §6.1/§6.2 dataset of one percentile, two loads × two R's: our reference kind per cell ``ref`` (1 exact,
     2 simulation, 0 none, -1 not in this run), the same for every family; the second cell without a reference lies

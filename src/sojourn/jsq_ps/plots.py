@@ -925,8 +925,9 @@ def _status(name: str) -> int:
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
-#: a map cell whose difference counts gets a frame below this |error| (%), where its colour is too pale to tell
-PALE_PCT = 10.0
+#: the check panel's fill where exact and the simulation differ beyond the CI: its own colour, off the error scale
+#: (there the sign says which of the two is higher, not whether a method is optimistic)
+CHECK_FILL = "#f2c14e"
 
 
 def _error_norm(clip=REL_CLIP):
@@ -980,8 +981,8 @@ def _error_text(v: float) -> str:
 
 def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
-    shows its error (black on its colour, in a dark frame, where it counts; grey on white where it lies within the
-    noise); a cell set against the simulation gets a small dot in its corner; status cells a grey fill and their mark
+    shows its error (bold, black or white on its colour, where it counts; grey italic on white where it lies within
+    the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and their mark
     (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
     kinds = set()
     rgb = np.ones((len(rows), ncols, 3))
@@ -993,7 +994,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
             elif st in ("not_run", "invalid"):
                 rgb[r, j] = _rgb("0.62")  # mid-grey: unlike the white "within noise" and the light "too short"
             elif ref[i, j, m] and sig[i, j, m]:
-                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
+                rgb[r, j] = _rgb(CHECK_FILL) if sizes.get("flag") else norm_rgb(cmap, norm, err[i, j, m])
             else:
                 rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
     ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
@@ -1013,22 +1014,26 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 
 
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
-    """A map cell's marks: its frame where the difference counts, the dot of a cell set against the simulation, its
-    number (and CI)."""
-    if significant and (abs(v) < PALE_PCT or sizes.get("flag")):  # a frame: it counts (though its colour is pale)
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1",
-                                   lw=2.2 if sizes.get("flag") else 0.9, zorder=3))
-    if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
-        ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
+    """A map cell's marks: the check panel's bold frame where the difference counts, the dot of a cell set against
+    the simulation, its number (bold where it counts, grey italic within the noise) and CI."""
+    if significant and sizes.get("flag"):  # the check panel: a bold frame on its own fill colour
+        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1", lw=2.2, zorder=3))
+    if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
+        ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
     if not (small and np.isfinite(v)):
         return
     txt = _error_text(v)
     if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
         txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
-    style = {"color": "w" if abs(norm(v) - 0.5) > 0.33 else "k"} if significant else {"color": "0.55",
-                                                                                       "style": "italic"}
+    dark = significant and not sizes.get("flag") and abs(norm(v) - 0.5) > 0.33
+    style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
+             {"color": "0.5", "style": "italic"})
     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
             linespacing=0.95, **style)
+
+
+#: the corner dot of a map cell set against the simulation: large enough to see on a coloured cell, a white ring
+_SIM_DOT = {"marker": "o", "ls": "none", "color": "0.1", "mec": "w", "mew": 1.2, "ms": 5.0}
 
 
 def norm_rgb(cmap, norm, v):
@@ -1125,8 +1130,9 @@ def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes
                  loc="left", color="0.1", fontweight="bold")
     more = [P[x] for x in check[1:]]
     n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
-    note = (f"bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
-            f"{'' if n_sig == 1 else 's'}); grey italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
+    note = (f"amber, bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
+            f"{'' if n_sig == 1 else 's'}; its own colour, not the error scale above: + = exact higher); grey "
+            "italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
     note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
             f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
             "beyond it are needed)")
@@ -1140,8 +1146,8 @@ def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
     ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure",
-                 fontsize=8.5)
+    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
+                 f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
     cb.ax.tick_params(labelsize=7.5)
     cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
     for y in (-LIN_PCT, LIN_PCT):
@@ -1156,16 +1162,16 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
 
     handles, labels = [], []
     if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
-        handles.append(Patch(facecolor="#f4d6c8", edgecolor="0.2", lw=0.9))
-        labels.append("coloured, black or white number: the difference counts (beyond the CI, or beyond one time step "
-                      f"of exact); framed where its colour is pale (|error| < {PALE_PCT:g} %)")
+        handles.append(Patch(facecolor="#f4d6c8", edgecolor="none"))
+        labels.append("coloured cell, bold number: the difference counts (beyond the CI, or beyond one time step "
+                      "of exact), however pale its colour")
     if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
         handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append(f"white, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
+        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
                       f"the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % counts at a long "
                       "percentile and not at a short one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
-        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.6, ms=3))
+        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
     for h in sh:
@@ -1212,14 +1218,14 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both (a bold frame where they differ beyond the "
-           "simulation's 95% CI)." if check else "."), findings,
+        + ("; below, exact against the simulation, the check of both (an amber cell in a bold frame where they "
+           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."), findings,
         _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
          "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
          "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
-         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise; \"<0.1\": "
+         "the method promises shorter sojourns than the reference, optimistic; blue: longer; the number in bold, "
+         "however pale the colour), grey italic on white where it lies within the reference's noise; \"<0.1\": "
          f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
          f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
