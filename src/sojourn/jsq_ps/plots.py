@@ -2467,8 +2467,8 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
                        factor=100.0, symlog=False, values=False):
     """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
-    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), a thin line from the
-    paper's bar to our best of A–F; where our reference is too short, a mark in the strip above the panel instead of
+    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), each panel its own
+    y-range; where our reference is too short, a mark in the strip above the panel instead of
     a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
     under each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
@@ -2478,7 +2478,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
     fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
-                                                 + 0.4), squeeze=False, sharex=True, sharey=True)
+                                                 + 0.4), squeeze=False, sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -2509,11 +2509,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
             missing[fam] = rk == 0
-            if first is None:  # the pair: a thin line from the paper's bar to our first family
+            if first is None:  # our first family's values, printed under the cells (``values``)
                 first = np.abs(vals[0]) if absolute else vals[0]
-                both = np.isfinite(first) & np.isfinite(paper)
-                ax.vlines(xs[both], paper[both], first[both], color=_FAMILY_STYLE.get(fam, ("0.4",))[0], lw=1.0,
-                          alpha=0.45, zorder=2)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
@@ -2529,7 +2526,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
         axes[-1].xaxis.labelpad = 44
-    fig.tight_layout(h_pad=3.5 if values else 1.5)
+    fig.tight_layout(h_pad=1.0)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
@@ -2610,14 +2607,17 @@ def _signed_log_axis(ax, linthresh=0.1) -> None:
     signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
     from matplotlib.ticker import FixedLocator
 
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.6)
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.3)
     lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
     dec = [linthresh * 10.0 ** k for k in range(7)]
     top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
     bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
     ax.set_ylim(bot * 1.15, top * 1.15)
+    ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
+    ax.text(1.005, 0.0, f"linear\nwithin\n±{linthresh:g}", transform=ax.get_yaxis_transform(), fontsize=6.5,
+            color="0.45", va="center", ha="left", linespacing=0.9)
     tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.set_yticks(tk, ["0" if v == 0 else "" if abs(v) == linthresh else f"{v:+g}".replace("-", "−") for v in tk])
     ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
                                              if bot <= sign * m * d <= top]))
     ax.grid(alpha=0.15, axis="y", which="minor")
