@@ -223,7 +223,8 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Arrows on the bottom edge (W < 0.001) of two methods at one load stand side by side, not one on another."""
+    fails. Two methods with W < 0.001 at one load get one arrow on the bottom edge, their letters above it (in their
+    colours)."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -244,5 +245,8 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
     xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert len(xs) >= 2 and len(set(np.round(xs, 6))) == len(xs), "two arrows at one load drawn apart"
+    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up)"
+    letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
+    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
+    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)

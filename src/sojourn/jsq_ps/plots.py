@@ -106,7 +106,7 @@ W_FLOOR = 1e-3
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
 #: the Wasserstein figure's noise: a filled area (fill_between) in this colour, named so in its legend and caption
-NOISE_FILL = "0.9"
+NOISE_FILL = "0.8"
 NOISE_WORDS = "a light grey area"
 NOISE_LABEL = (f"{NOISE_WORDS.removeprefix('a ')}: the simulation's own noise, where a method is set against it (no "
                "method can look closer)")
@@ -303,8 +303,13 @@ def _w_panel(ax, cmp, c, d, lines, i):
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = floor_hit = noise_drawn = False
-    offset = _arrow_offsets(W[i], methods, lines, rho)
+    shown = noise_drawn = False
+    cols = [methods.index(sr.method) for sr in lines]
+    below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
+    if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
+        best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
+        ax.plot(rho, np.clip(best, W_FLOOR, None), color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round",
+                zorder=1)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
@@ -318,11 +323,6 @@ def _w_panel(ax, cmp, c, d, lines, i):
                 ax.plot(rho[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
                         ls="none", zorder=4)
         vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
-        below = ok & (y < W_FLOOR)
-        if below.any():
-            floor_hit = True
-            ax.plot(rho[below] + offset[sr.method][below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK,
-                    color=sr.color, clip_on=False, zorder=4, label=sr.label if not above.any() else None)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
     if "sim_noise_wasserstein" in c:
@@ -331,7 +331,7 @@ def _w_panel(ax, cmp, c, d, lines, i):
         sel = vs_sim & np.isfinite(noise)
         if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
             x = rho[sel]
-            x = np.repeat(x, 2) + np.tile([-0.012, 0.012], x.size) if x.size == 1 else x
+            x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
             ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
                             lw=0.6, zorder=1)
             noise_drawn = True
@@ -341,19 +341,28 @@ def _w_panel(ax, cmp, c, d, lines, i):
     ax.grid(alpha=0.3)
     pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
     ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
-    low = not shown and bool(np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]]).any())
+    low = not shown and bool(np.isfinite(W[i][:, cols]).any())
+    floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
+    if floor_hit:
+        _floor_arrows(ax, rho, below_all, lines)
     return strip, floor_hit, noise_drawn, low
 
 
-def _arrow_offsets(W, methods, lines, rho) -> dict:
-    """{method: x offset per ρ} of the Wasserstein figure's bottom-edge arrows (W < :data:`W_FLOOR`): at each ρ the
-    lines with an arrow there side by side, centred on ρ (one arrow under another would hide it)."""
-    dx = 0.022 * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
-    below = np.array([np.isfinite(W[:, methods.index(sr.method)]) & (W[:, methods.index(sr.method)] < W_FLOOR)
-                      for sr in lines])
-    rank = np.cumsum(below, 0) - 1
-    n = below.sum(0)
-    return {sr.method: np.where(below[j], (rank[j] - (n - 1) / 2) * dx, 0.0) for j, sr in enumerate(lines)}
+#: the Wasserstein figure's wide line under A–F: the closest of them at each load
+_ENVELOPE = "0.78"
+
+
+def _floor_arrows(ax, rho, below, lines) -> None:
+    """One arrow on the bottom edge at each load where a line has W < :data:`W_FLOOR`, the letters of those lines
+    above it, each in its line's colour (one arrow per line would pile up)."""
+    for j, x in enumerate(rho):
+        who = [sr for sr, b in zip(lines, below[j]) if b]
+        if not who:
+            continue
+        ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
+        for k, sr in enumerate(who):
+            ax.annotate(sr.method, (x, W_FLOOR), xytext=(0, 9 + 7.5 * k), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=6.5, color=sr.color, fontweight="bold", zorder=5)
 
 
 def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
@@ -369,6 +378,9 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
+    if any(len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines) for _, lines in rows):
+        h.append(Line2D([], [], color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round"))
+        lab.append("wide grey line: the closest of A–F at each load")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
@@ -381,7 +393,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             lab.append(ll)
     if floor_hit:
         h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact")
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact, for the letters above it")
     return h, lab
 
 
@@ -455,9 +467,10 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓, side by side per method; a panel "
-         "with nothing above it says so in its strip). The strip above a panel marks loads "
-         "without a value, one row per method: – not run (over budget), × not a CDF, ◇ reference too short "
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (one ↓ per load, the letters of the "
+         "methods there above it; a panel with nothing above it says so in its strip instead). In the top row a wide "
+         "grey line under the others follows the closest of A–F at each load. The strip above a panel marks loads "
+         "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
 
@@ -1182,7 +1195,7 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
     _legend_below(fig, handles + sh, labels + sl, ncol=1, fontsize=7.5)
 
 
-_MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF",
+_MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
                REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
                "beyond the time grid (t_max)"}
 
