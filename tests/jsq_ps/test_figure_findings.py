@@ -250,3 +250,22 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
     assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)
+
+
+def test_mgr_error_panel_titles_state_their_finding():
+    """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
+    conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
+    law methods are told apart."""
+    y = np.array([10.0, 185.0, np.nan])
+    vals = {"deterministic": {None: (y, y - 5, y + 5), "T": (np.array([-1.0, 8.0, np.nan]),) * 3},
+            "uniform": {None: (np.array([90.0, 95.0, np.nan]),) * 3, "T": (np.array([3.0, 4.0, np.nan]),) * 3}}
+    assert plots._law_panel_finding(vals, True) == "\n+10 to +185 % (conservative)"
+    assert plots._law_panel_finding(vals, False) == "\n-1 to +8 % (3 of 4 within ±5 %)"
+    assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
+
+
+def test_mgr_letter_boxes_at_one_load_are_set_apart():
+    """Letter boxes of the M/G/R figure closer than the gap (in decades) at one load sit side by side, centred; a
+    box far from the others stays on its point."""
+    assert plots._letter_offsets([0.0, 0.05, 1.0]) == [-6.0, 6.0, 0.0]
+    assert plots._letter_offsets([0.3]) == [0.0]

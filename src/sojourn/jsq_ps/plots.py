@@ -2093,12 +2093,37 @@ def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
     """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
     law's colour on a white disc (the name is the marker)."""
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
+    at: dict = {}  # rho → [(log10 y, letter, law index)]
     for k, svc in enumerate(services):
         for r, m in closest_methods(cmp, svc, R, cand).items():
             y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
-            ax.annotate(m, (r, y), ha="center", va="center", fontsize=7, color=cmap(k), fontweight="bold",
-                        zorder=6, bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k),
-                                        "lw": 0.6})
+            at.setdefault(r, []).append((np.log10(y), m, k))
+    for r, marks in at.items():
+        for dx, (ly, m, k) in zip(_letter_offsets([v[0] for v in marks]), marks):
+            ax.annotate(m, (r, 10.0 ** ly), xytext=(dx, 0), textcoords="offset points", ha="center", va="center",
+                        fontsize=7, color=cmap(k), fontweight="bold", zorder=6,
+                        bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k), "lw": 0.6},
+                        arrowprops={"arrowstyle": "-", "color": cmap(k), "lw": 0.6} if dx else None)
+
+
+#: letter boxes at one load closer than this (decades) are set side by side
+_LETTER_GAP = 0.16
+
+
+def _letter_offsets(logy) -> list:
+    """Horizontal offsets (points) of the M/G/R figure's letter boxes at one load: those within
+    :data:`_LETTER_GAP` decades of a neighbour form a cluster, set side by side (12 pt apart, centred on the load)."""
+    order = np.argsort(logy)
+    out = [0.0] * len(logy)
+    cluster: list = []
+    for i in list(order) + [None]:
+        if cluster and (i is None or logy[i] - logy[cluster[-1]] > _LETTER_GAP):
+            for j, c in enumerate(cluster):
+                out[c] = (j - (len(cluster) - 1) / 2) * 12.0
+            cluster = []
+        if i is not None:
+            cluster.append(i)
+    return out
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -2288,19 +2313,21 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
             if which == "law":
                 ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
             ax.axhline(0.0, color="0.5", lw=0.8)
+            dodge = _LAW_DODGE * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
             for k, s in enumerate(services):
                 for m, (y, lo, hi) in vals[s].items():
                     if (m is None) != (which is None) or not np.isfinite(y).any():
                         continue
-                    ok = np.isfinite(y)
-                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
+                    ok = np.isfinite(y)  # the laws side by side at each load: their CIs apart
+                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
                                 color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
                                 else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
             if which == "law":
                 lo_, hi_ = ax.get_ylim()
                 ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
             kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
-                "T for exponential service" if which is None else f"{listing(methods)} with the law itself"))
+                "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
+                + _law_panel_finding(vals, which is None))
             ax.set_xlabel("load ρ")
             ax.grid(alpha=0.3)
             ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
@@ -2312,6 +2339,27 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
         handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
         labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
     return handles, labels, kinds
+
+
+#: the M/G/R error row's laws side by side at each load, this share of the ρ range apart
+_LAW_DODGE = 0.018
+
+
+def _law_panel_finding(vals, exponential) -> str:
+    """An error-row panel's finding for its title (a new line), from the values it draws: the range of the mean
+    errors (%) over the laws and loads and its verdict — conservative / optimistic where every CI lies above / below
+    0, else how many of the points lie within ±5 %."""
+    pts = [(y, lo, hi) for v in vals.values() for m, (y, lo, hi) in v.items() if (m is None) == exponential]
+    if not pts:
+        return ""
+    y, lo, hi = (np.concatenate([p[k] for p in pts]) for k in range(3))
+    ok = np.isfinite(y)
+    if not ok.any():
+        return ""
+    y, lo, hi = y[ok], lo[ok], hi[ok]
+    verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
+               else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
+    return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
 
 
 def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
