@@ -868,7 +868,9 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
     n = int(sum(counts.values()))
     order = sorted(counts, key=lambda m: -counts[m])
     findings.append(Claim(f"Of the {n} (R, ρ, percentile) points, the method to use is "
-                          + listing([f"{m} at {counts[m]}" for m in order]) + ".", counts,
+                          + listing([f"{m} at {counts[m]}" for m in order if m != SIMULATE])
+                          + (f"; no method at {counts[SIMULATE]} ({_simulate_words(rec, beyond)})"
+                             if SIMULATE in counts else "") + ".", counts,
                           Q.query("recommended", (("unique", None),), None, sel)))
     if TAIL in methods and "exact" in methods:
         dt = float(cmp.attrs.get("time_step", 0.01))
@@ -896,8 +898,8 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
             limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
                                 "time grid"
                                 + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
-                                + listing([f"{m} at {got[m]}" for m in got]) + " instead"
-                                + (" (a run with a larger t_max would give exact's value)." if SIMULATE in got else "."),
+                                + listing([f"{m} at {got[m]}" if m != SIMULATE else f"no method at {got[m]} (simulate "
+                                           "longer, or rerun exact with a larger t_max)" for m in got]) + " instead.",
                                 [kb, got], [Q.query(ex, (("count", None),), None, sel),
                                             Q.query("recommended", (("unique", None),), ex, sel)]))
     if short.any():
@@ -923,6 +925,17 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
         "method whose 95% CI of the percentile error does not lie entirely below 0.", findings, limits,
         [("Exact and T need no simulation to be trusted; every other method is judged against the simulation, so "
          "where its reference is too short nothing else can be recommended.")])
+
+
+def _simulate_words(rec, beyond) -> str:
+    """What the recommended map's legend says at its points without a method, in the caption's words."""
+    from .compare import SIMULATE
+
+    at = rec == SIMULATE
+    if beyond is not None and at.any() and beyond[at].all():
+        return "simulate longer, or rerun exact with a larger t_max: ▸"
+    return "simulate" + (", or rerun exact with a larger t_max where ▸" if beyond is not None and (beyond & at).any()
+                         else "")
 
 
 def _status(name: str) -> int:
