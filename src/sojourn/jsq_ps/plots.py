@@ -1368,14 +1368,15 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     ax.minorticks_off()
     ax.set_xlabel("servers R")
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
-                 "fastest to slowest cell)", fontsize=9.5)
+    ax.set_title("Run time of each method family per cell, where it ran (median over its methods and loads; whisker: "
+                 "fastest to slowest cell)\nmedians: " + ", ".join(f"{lab.split(' (')[0]} {_g(v, 1)} s"
+                                                              for lab, (_, v) in meds.items()), fontsize=9.5)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
         bw = _budget_words(cmp)
-        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
+        labels.append(f"hollow, k/{n_rho} beside it: ran at only k of the {n_rho} loads (the rest over budget"
                       + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
@@ -1383,11 +1384,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
 
 
 def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
-    """The run-time figure's marks per family and R: the median (hollow, with k/n at the panel's foot, where the
-    family did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)},
-    whether a hollow mark is drawn)."""
-    from matplotlib.transforms import blended_transform_factory
-
+    """The run-time figure's marks per family and R: the median (hollow, with k/n next to it, where the family
+    did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)}, whether a
+    hollow mark is drawn)."""
     meds, partial = {}, False
     for k, (label, ms, color) in enumerate(fams):
         d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
@@ -1407,10 +1406,12 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
             partial |= not whole
             ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if whole else "white", mec=color, mew=1.8,
                     zorder=4)
-            if not whole:  # in a row of its own at the panel's foot (one row per family), clear of every whisker
-                ax.text(xi, 0.015 + 0.045 * k, f"{int(f_)}/{n_rho}", transform=blended_transform_factory(
-                    ax.transData, ax.transAxes), fontsize=7.5, color=color, fontweight="bold", ha="center",
-                    va="bottom", bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.5}, zorder=6)
+            if not whole:  # next to its hollow marker, in its colour: under it, above it for every other family
+                up = k % 2 == 1  # (neighbouring families' labels would touch)
+                ax.annotate(f"{int(f_)}/{n_rho}", (xi, m_), xytext=(0, 7 if up else -7), textcoords="offset points",
+                            fontsize=8, color=color, fontweight="bold", ha="center", va="bottom" if up else "top",
+                            zorder=6,
+                            bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.4})
     return meds, partial
 
 
