@@ -107,7 +107,7 @@ AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
 #: the Wasserstein figure's noise: a filled area (fill_between) in this colour, named so in its legend and caption
 NOISE_FILL = "0.8"
-NOISE_WORDS = "a light grey area"
+NOISE_WORDS = "a grey area"
 NOISE_LABEL = (f"{NOISE_WORDS.removeprefix('a ')}: the simulation's own noise, where a method is set against it (no "
                "method can look closer)")
 RULE = rule_words("customers")
@@ -249,7 +249,7 @@ _CLIP_MARK = {"marker": r"$\downarrow$", "ms": 10}
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
     ρ, one column per R that ran (at most five), one row per family; where a method is set against the simulation,
-    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a light grey area; status
+    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a grey area; status
     marks in a strip above each panel, one labelled row per method (every panel keeps the same strip height)."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
@@ -294,9 +294,10 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 def _w_panel(ax, cmp, c, d, lines, i):
     """One panel of the Wasserstein figure (R index ``i``): each line's W (filled against exact, hollow against the
-    simulation, an arrow on the bottom edge below :data:`W_FLOOR`), the simulation's noise as a light grey area where
-    a line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
-    arrow is drawn, whether the noise is drawn)."""
+    simulation; below :data:`W_FLOOR`, one arrow per load on the bottom edge: :func:`_floor_arrows`), in the A–F row
+    the closest of them at each load as a wide grey line underneath, the simulation's noise as a grey area where a
+    line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
+    arrow is drawn, whether the noise is drawn, whether every line lies below the floor)."""
     from ..core.figures import METHOD_MARKERS
 
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
