@@ -646,7 +646,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
     ii, jj = np.nonzero(vs_sim)  # a dot in the corner (as in the percentile maps): hides no label, reads as no value
-    ax.plot(jj + 0.38, ii - 0.32, "o", color="0.15", mec="w", mew=0.8, ms=4, ls="none", zorder=7)
+    ax.plot(jj + 0.37, ii - 0.3, **_SIM_DOT, zorder=7)
     handles = [Patch(color=method_color(m)) for m in winners]
     labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
               _label(m, joined) + " (clear winner)" for m in winners]
@@ -659,7 +659,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     if vs_sim.any():
         from matplotlib.lines import Line2D
 
-        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.8, ms=4))
+        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
                       "exact")
     if too_short.any():
