@@ -39,6 +39,18 @@ def test_cdf_headline_names_the_tie_and_the_tail_direction():
     assert head[0].startswith("closest of A–F: A and B, nearly tied") and "(all conservative)" in head[1]
 
 
+def test_cdf_headline_states_the_corrected_chains_deep_tail():
+    """The title states the corrected chains' and T's error at the deepest percentile against exact, with its
+    direction, computed: A* with a lighter tail (scale 0.9: optimistic by 10 %), T heavier (+5 %: conservative), and a
+    chain on exact 'within ±0.5 %'."""
+    head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "B*": 0.999, "exact": 1.0, "T": 1.05})
+    tail = next(h for h in head if h.startswith("their 99.9th vs exact"))
+    assert "A* -10 % (optimistic)" in tail and "T +5 % (conservative)" in tail and "B* within ±0.5 %" in tail, tail
+    assert any(t.startswith("At the 99.9th percentile the corrected chains and T against exact: ") for t in texts)
+    head, _ = _cdf_findings({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0})
+    assert "A* -3 % (optimistic)" in head[-1] and "T within ±0.5 %" in head[-1], head
+
+
 def test_cdf_headline_changes_with_the_data():
     """One clear winner (A at 0.95), the others far, one lighter-tailed (optimistic) and one heavier: a single name
     and no common verdict on the tails."""
@@ -115,7 +127,13 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     (fig, cap), = figs
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
-    assert not any(t.startswith("exact") for t in texts)
+    # exact, the reference, has its own entry; the lines on it share one; no simulated tail beyond its reference reach
+    assert [t for t in texts if t.startswith("exact")] == ["exact (the reference; wide, light)"]
+    assert not any("too few customers" in t for t in texts)
+    # the tail-ratio panel (exact is the reference): every separately drawn line divided by exact's, 1 drawn
+    ratio = fig.get_axes()[2]
+    assert ratio.get_yscale() == "log" and "exact's" in ratio.get_ylabel()
+    assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ratio.get_lines())
     body = fig.get_axes()[0]
     x1 = body.get_xlim()[1]
     t = sim["t"].values
@@ -138,6 +156,27 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
          "ref": np.ones((1, n + 1, 1, 1), int)}
     assert plots._colour_range(m, [(0, 0)], [0]) == clip
     assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"
+
+
+def test_percentile_map_says_counts_by_number_style_not_frames():
+    """A map cell whose (pale, +2 %) difference counts carries a bold number and no frame (a frame reads as a
+    highlight); one within the noise a grey italic number; the check panel fills its significant cell with its own
+    colour (off the error scale) in a bold frame."""
+    err = np.array([2.0, 0.3]).reshape(1, 2, 1)
+    sig, ref = np.array([True, False]).reshape(1, 2, 1), np.ones((1, 2, 1), int)
+    status = np.full((1, 2, 1), "", object)
+    norm, cmap = plots._error_norm(20.0), plots.plt.get_cmap("RdBu")
+    for flag in (False, True):
+        fig, ax = plots.plt.subplots()
+        plots._error_map(ax, err, sig, ref, status, [(0, 0)], 2, cmap, norm, True, [], {"text": 7, "mark": 4,
+                                                                                       "flag": flag}, corners=False)
+        bold, noise = ax.texts
+        assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
+        assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
+        assert len(ax.patches) == int(flag)
+        rgb = ax.images[0].get_array()[0, 0]
+        assert np.allclose(rgb, plots._rgb(plots.CHECK_FILL)) == flag
+        plots.plt.close(fig)
 
 
 def _pct_rep(ref):
@@ -184,7 +223,8 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Arrows on the bottom edge (W < 0.001) of two methods at one load stand side by side, not one on another."""
+    fails. Two methods with W < 0.001 at one load get one arrow on the bottom edge, their letters above it (in their
+    colours)."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -205,5 +245,27 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
     xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert len(xs) >= 2 and len(set(np.round(xs, 6))) == len(xs), "two arrows at one load drawn apart"
+    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up)"
+    letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
+    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
+    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)
+
+
+def test_mgr_error_panel_titles_state_their_finding():
+    """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
+    conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
+    law methods are told apart."""
+    y = np.array([10.0, 185.0, np.nan])
+    vals = {"deterministic": {None: (y, y - 5, y + 5), "T": (np.array([-1.0, 8.0, np.nan]),) * 3},
+            "uniform": {None: (np.array([90.0, 95.0, np.nan]),) * 3, "T": (np.array([3.0, 4.0, np.nan]),) * 3}}
+    assert plots._law_panel_finding(vals, True) == "\n+10 to +185 % (conservative)"
+    assert plots._law_panel_finding(vals, False) == "\n-1 to +8 % (3 of 4 within ±5 %)"
+    assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
+
+
+def test_mgr_letter_boxes_at_one_load_are_set_apart():
+    """Letter boxes of the M/G/R figure closer than the gap (in decades) at one load sit side by side, centred; a
+    box far from the others stays on its point."""
+    assert plots._letter_offsets([0.0, 0.05, 1.0]) == [-6.0, 6.0, 0.0]
+    assert plots._letter_offsets([0.3]) == [0.0]

@@ -12,11 +12,12 @@ import matplotlib.colors as mcolors
 import numpy as np
 import pytest
 import xarray as xr
+from support.synthetic import jsq_run
 
+from sojourn.core.figures import STATUS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.reproduction import reproduce
-from support.synthetic import jsq_run
 
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
@@ -142,8 +143,8 @@ def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):
     check = [ax for ax in fig.get_axes() if ax.get_title(loc="left").startswith("the check")]
     assert len(check) == 1
     marks = [ln for ln in check[0].get_lines() if ln.get_linestyle() == "None"]
-    assert marks and {ln.get_marker() for ln in marks} == {"_"}
-    assert "not run (over budget / truncation cap)" in _legend_texts(fig)
+    assert marks and {ln.get_marker() for ln in marks} == {STATUS["not_run"].marker}
+    assert "∅: not run (over budget / truncation cap)" in _legend_texts(fig)
     assert "invalid fit (not a CDF)" not in _legend_texts(fig)
 
 

@@ -187,7 +187,9 @@ ESTIMATE_TOO_SHORT = Status("estimate_too_short", "D", "simulation too short to 
 STATUS = {s.key: s for s in (
     REFERENCE_TOO_SHORT,
     ESTIMATE_TOO_SHORT,
-    Status("not_run", "_", "not run (over budget / truncation cap)"),  # a dash: unlike any data marker
+    # ∅ (nothing computed): a dash read as a dashed-line legend sample beside a row's name; letters ("n/r") do not fit
+    # between neighbouring loads
+    Status("not_run", r"$\varnothing$", "∅: not run (over budget / truncation cap)"),
     Status("invalid", "x", "invalid fit (not a CDF)"),
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
     Status("unstable", "X", "unstable: stopped, no steady state"),
@@ -205,7 +207,8 @@ def status_style(key: str, color=None, ms=5.0) -> dict:
     """Line2D keyword arguments of status ``key``'s mark (in ``color`` where the status has no colour of its own)."""
     s = STATUS[key]
     c = s.color or color or "0.3"
-    style = {"marker": s.marker, "ls": "none", "color": c, "ms": ms, "mew": 1.2}
+    text = s.marker.startswith("$")  # a mark in letters: wider, thin strokes
+    style = {"marker": s.marker, "ls": "none", "color": c, "ms": ms * 1.3 if text else ms, "mew": 0.2 if text else 1.2}
     if not s.filled:
         style.update(mfc="none", mec=c)
     return style

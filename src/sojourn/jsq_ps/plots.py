@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
@@ -105,8 +106,8 @@ W_FLOOR = 1e-3
 AGAINST_EXACT = "filled: against exact"
 AGAINST_SIMULATION = "hollow: against the simulation (exact did not run)"
 #: the Wasserstein figure's noise: a filled area (fill_between) in this colour, named so in its legend and caption
-NOISE_FILL = "0.9"
-NOISE_WORDS = "a light grey area"
+NOISE_FILL = "0.8"
+NOISE_WORDS = "a grey area"
 NOISE_LABEL = (f"{NOISE_WORDS.removeprefix('a ')}: the simulation's own noise, where a method is set against it (no "
                "method can look closer)")
 RULE = rule_words("customers")
@@ -191,6 +192,12 @@ def _legend_entries(axes) -> tuple[list, list]:
     return handles, labels
 
 
+def _balanced_ncol(n, choices=(4, 3, 5, 2)) -> int:
+    """A legend's number of columns (of ``choices``, in order of preference) leaving the fewest empty slots in the
+    last row (matplotlib fills column by column: even columns read as a table)."""
+    return min(choices, key=lambda k: ((-n) % k, choices.index(k))) if n > 1 else 1
+
+
 def _legend_below(fig, handles, labels, ncol=4, fontsize=8, y=0.0):
     """One legend under the figure with every entry (never over the data, never cut)."""
     if handles:
@@ -242,7 +249,7 @@ _CLIP_MARK = {"marker": r"$\downarrow$", "ms": 10}
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
     ρ, one column per R that ran (at most five), one row per family; where a method is set against the simulation,
-    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a light grey area; status
+    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a grey area; status
     marks in a strip above each panel, one labelled row per method (every panel keeps the same strip height)."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
@@ -287,17 +294,23 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 def _w_panel(ax, cmp, c, d, lines, i):
     """One panel of the Wasserstein figure (R index ``i``): each line's W (filled against exact, hollow against the
-    simulation, an arrow on the bottom edge below :data:`W_FLOOR`), the simulation's noise as a light grey area where
-    a line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
-    arrow is drawn, whether the noise is drawn)."""
+    simulation; below :data:`W_FLOOR`, one arrow per load on the bottom edge: :func:`_floor_arrows`), in the A–F row
+    the closest of them at each load as a wide grey line underneath, the simulation's noise as a grey area where a
+    line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
+    arrow is drawn, whether the noise is drawn, whether every line lies below the floor)."""
     from ..core.figures import METHOD_MARKERS
 
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = floor_hit = noise_drawn = False
-    offset = _arrow_offsets(W[i], methods, lines, rho)
+    shown = noise_drawn = False
+    cols = [methods.index(sr.method) for sr in lines]
+    below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
+    if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
+        best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
+        ax.plot(rho, np.clip(best, W_FLOOR, None), color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round",
+                zorder=1)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
@@ -311,11 +324,6 @@ def _w_panel(ax, cmp, c, d, lines, i):
                 ax.plot(rho[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
                         ls="none", zorder=4)
         vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
-        below = ok & (y < W_FLOOR)
-        if below.any():
-            floor_hit = True
-            ax.plot(rho[below] + offset[sr.method][below], np.full(below.sum(), W_FLOOR), ls="none", **_CLIP_MARK,
-                    color=sr.color, clip_on=False, zorder=4, label=sr.label if not above.any() else None)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
     if "sim_noise_wasserstein" in c:
@@ -324,7 +332,7 @@ def _w_panel(ax, cmp, c, d, lines, i):
         sel = vs_sim & np.isfinite(noise)
         if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
             x = rho[sel]
-            x = np.repeat(x, 2) + np.tile([-0.012, 0.012], x.size) if x.size == 1 else x
+            x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
             ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
                             lw=0.6, zorder=1)
             noise_drawn = True
@@ -334,19 +342,28 @@ def _w_panel(ax, cmp, c, d, lines, i):
     ax.grid(alpha=0.3)
     pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
     ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
-    low = not shown and bool(np.isfinite(W[i][:, [methods.index(sr.method) for sr in lines]]).any())
+    low = not shown and bool(np.isfinite(W[i][:, cols]).any())
+    floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
+    if floor_hit:
+        _floor_arrows(ax, rho, below_all, lines)
     return strip, floor_hit, noise_drawn, low
 
 
-def _arrow_offsets(W, methods, lines, rho) -> dict:
-    """{method: x offset per ρ} of the Wasserstein figure's bottom-edge arrows (W < :data:`W_FLOOR`): at each ρ the
-    lines with an arrow there side by side, centred on ρ (one arrow under another would hide it)."""
-    dx = 0.022 * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
-    below = np.array([np.isfinite(W[:, methods.index(sr.method)]) & (W[:, methods.index(sr.method)] < W_FLOOR)
-                      for sr in lines])
-    rank = np.cumsum(below, 0) - 1
-    n = below.sum(0)
-    return {sr.method: np.where(below[j], (rank[j] - (n - 1) / 2) * dx, 0.0) for j, sr in enumerate(lines)}
+#: the Wasserstein figure's wide line under A–F: the closest of them at each load
+_ENVELOPE = "0.78"
+
+
+def _floor_arrows(ax, rho, below, lines) -> None:
+    """One arrow on the bottom edge at each load where a line has W < :data:`W_FLOOR`, the letters of those lines
+    above it, each in its line's colour (one arrow per line would pile up)."""
+    for j, x in enumerate(rho):
+        who = [sr for sr, b in zip(lines, below[j]) if b]
+        if not who:
+            continue
+        ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
+        for k, sr in enumerate(who):
+            ax.annotate(sr.method, (x, W_FLOOR), xytext=(0, 9 + 7.5 * k), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=6.5, color=sr.color, fontweight="bold", zorder=5)
 
 
 def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
@@ -362,6 +379,9 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
+    if any(len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines) for _, lines in rows):
+        h.append(Line2D([], [], color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round"))
+        lab.append("wide grey line: the closest of A–F at each load")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
@@ -374,7 +394,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             lab.append(ll)
     if floor_hit:
         h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact")
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact, for the letters above it")
     return h, lab
 
 
@@ -448,9 +468,10 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (↓, side by side per method; a panel "
-         "with nothing above it says so in its strip). The strip above a panel marks loads "
-         "without a value, one row per method: – not run (over budget), × not a CDF, ◇ reference too short "
+         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (one ↓ per load, the letters of the "
+         "methods there above it; a panel with nothing above it says so in its strip instead). In the top row a wide "
+         "grey line under the others follows the closest of A–F at each load. The strip above a panel marks loads "
+         "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
 
@@ -625,7 +646,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
     ii, jj = np.nonzero(vs_sim)  # a dot in the corner (as in the percentile maps): hides no label, reads as no value
-    ax.plot(jj + 0.38, ii - 0.32, "o", color="0.15", mec="w", mew=0.8, ms=4, ls="none", zorder=7)
+    ax.plot(jj + 0.37, ii - 0.3, **_SIM_DOT, zorder=7)
     handles = [Patch(color=method_color(m)) for m in winners]
     labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
               _label(m, joined) + " (clear winner)" for m in winners]
@@ -638,7 +659,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     if vs_sim.any():
         from matplotlib.lines import Line2D
 
-        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.8, ms=4))
+        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
                       "exact")
     if too_short.any():
@@ -848,7 +869,9 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
     n = int(sum(counts.values()))
     order = sorted(counts, key=lambda m: -counts[m])
     findings.append(Claim(f"Of the {n} (R, ρ, percentile) points, the method to use is "
-                          + listing([f"{m} at {counts[m]}" for m in order]) + ".", counts,
+                          + listing([f"{m} at {counts[m]}" for m in order if m != SIMULATE])
+                          + (f"; no method at {counts[SIMULATE]} ({_simulate_words(rec, beyond)})"
+                             if SIMULATE in counts else "") + ".", counts,
                           Q.query("recommended", (("unique", None),), None, sel)))
     if TAIL in methods and "exact" in methods:
         dt = float(cmp.attrs.get("time_step", 0.01))
@@ -876,8 +899,8 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
             limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
                                 "time grid"
                                 + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
-                                + listing([f"{m} at {got[m]}" for m in got]) + " instead"
-                                + (" (a run with a larger t_max would give exact's value)." if SIMULATE in got else "."),
+                                + listing([f"{m} at {got[m]}" if m != SIMULATE else f"no method at {got[m]} (simulate "
+                                           "longer, or rerun exact with a larger t_max)" for m in got]) + " instead.",
                                 [kb, got], [Q.query(ex, (("count", None),), None, sel),
                                             Q.query("recommended", (("unique", None),), ex, sel)]))
     if short.any():
@@ -905,6 +928,17 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
          "where its reference is too short nothing else can be recommended.")])
 
 
+def _simulate_words(rec, beyond) -> str:
+    """What the recommended map's legend says at its points without a method, in the caption's words."""
+    from .compare import SIMULATE
+
+    at = rec == SIMULATE
+    if beyond is not None and at.any() and beyond[at].all():
+        return "simulate longer, or rerun exact with a larger t_max: ▸"
+    return "simulate" + (", or rerun exact with a larger t_max where ▸" if beyond is not None and (beyond & at).any()
+                         else "")
+
+
 def _status(name: str) -> int:
     from . import compare
 
@@ -918,8 +952,9 @@ def _status(name: str) -> int:
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
-#: a map cell whose difference counts gets a frame below this |error| (%), where its colour is too pale to tell
-PALE_PCT = 10.0
+#: the check panel's fill where exact and the simulation differ beyond the CI: its own colour, off the error scale
+#: (there the sign says which of the two is higher, not whether a method is optimistic)
+CHECK_FILL = "#f2c14e"
 
 
 def _error_norm(clip=REL_CLIP):
@@ -973,8 +1008,8 @@ def _error_text(v: float) -> str:
 
 def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
-    shows its error (black on its colour, in a dark frame, where it counts; grey on white where it lies within the
-    noise); a cell set against the simulation gets a small dot in its corner; status cells a grey fill and their mark
+    shows its error (bold, black or white on its colour, where it counts; grey italic on white where it lies within
+    the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and their mark
     (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
     kinds = set()
     rgb = np.ones((len(rows), ncols, 3))
@@ -986,7 +1021,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
             elif st in ("not_run", "invalid"):
                 rgb[r, j] = _rgb("0.62")  # mid-grey: unlike the white "within noise" and the light "too short"
             elif ref[i, j, m] and sig[i, j, m]:
-                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
+                rgb[r, j] = _rgb(CHECK_FILL) if sizes.get("flag") else norm_rgb(cmap, norm, err[i, j, m])
             else:
                 rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
     ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
@@ -1006,22 +1041,26 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 
 
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
-    """A map cell's marks: its frame where the difference counts, the dot of a cell set against the simulation, its
-    number (and CI)."""
-    if significant and (abs(v) < PALE_PCT or sizes.get("flag")):  # a frame: it counts (though its colour is pale)
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1",
-                                   lw=2.2 if sizes.get("flag") else 0.9, zorder=3))
-    if against_sim:  # a small dot in the corner: against the simulation (exact did not run)
-        ax.plot([j + 0.36], [r - 0.26], "o", color="0.15", mec="w", mew=0.6, ms=3, zorder=4)
+    """A map cell's marks: the check panel's bold frame where the difference counts, the dot of a cell set against
+    the simulation, its number (bold where it counts, grey italic within the noise) and CI."""
+    if significant and sizes.get("flag"):  # the check panel: a bold frame on its own fill colour
+        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1", lw=2.2, zorder=3))
+    if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
+        ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
     if not (small and np.isfinite(v)):
         return
     txt = _error_text(v)
     if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
         txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
-    style = {"color": "w" if abs(norm(v) - 0.5) > 0.33 else "k"} if significant else {"color": "0.55",
-                                                                                       "style": "italic"}
+    dark = significant and not sizes.get("flag") and abs(norm(v) - 0.5) > 0.33
+    style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
+             {"color": "0.5", "style": "italic"})
     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
             linespacing=0.95, **style)
+
+
+#: the corner dot of a map cell set against the simulation: large enough to see on a coloured cell, a white ring
+_SIM_DOT = {"marker": "o", "ls": "none", "color": "0.1", "mec": "w", "mew": 1.2, "ms": 5.0}
 
 
 def norm_rgb(cmap, norm, v):
@@ -1118,8 +1157,9 @@ def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes
                  loc="left", color="0.1", fontweight="bold")
     more = [P[x] for x in check[1:]]
     n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
-    note = (f"bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
-            f"{'' if n_sig == 1 else 's'}); grey italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
+    note = (f"amber, bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
+            f"{'' if n_sig == 1 else 's'}; its own colour, not the error scale above: + = exact higher); grey "
+            "italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
     note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
             f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
             "beyond it are needed)")
@@ -1133,8 +1173,8 @@ def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
     ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure",
-                 fontsize=8.5)
+    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
+                 f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
     cb.ax.tick_params(labelsize=7.5)
     cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
     for y in (-LIN_PCT, LIN_PCT):
@@ -1149,16 +1189,16 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
 
     handles, labels = [], []
     if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
-        handles.append(Patch(facecolor="#f4d6c8", edgecolor="0.2", lw=0.9))
-        labels.append("coloured, black or white number: the difference counts (beyond the CI, or beyond one time step "
-                      f"of exact); framed where its colour is pale (|error| < {PALE_PCT:g} %)")
+        handles.append(Patch(facecolor="#f4d6c8", edgecolor="none"))
+        labels.append("coloured cell, bold number: the difference counts (beyond the CI, or beyond one time step "
+                      "of exact), however pale its colour")
     if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
         handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append(f"white, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
+        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
                       f"the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % counts at a long "
                       "percentile and not at a short one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
-        handles.append(Line2D([], [], ls="none", marker="o", color="0.15", mec="w", mew=0.6, ms=3))
+        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
     for h in sh:
@@ -1169,7 +1209,7 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
     _legend_below(fig, handles + sh, labels + sl, ncol=1, fontsize=7.5)
 
 
-_MARK_WORDS = {"not_run": "– not run (over budget)", "invalid": "× not a CDF",
+_MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
                REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
                "beyond the time grid (t_max)"}
 
@@ -1205,14 +1245,14 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both (a bold frame where they differ beyond the "
-           "simulation's 95% CI)." if check else "."), findings,
+        + ("; below, exact against the simulation, the check of both (an amber cell in a bold frame where they "
+           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."), findings,
         _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
          "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
          "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer; framed where the colour "
-         f"is pale, below ±{PALE_PCT:g} %), grey italic on white where it lies within the reference's noise; \"<0.1\": "
+         "the method promises shorter sojourns than the reference, optimistic; blue: longer; the number in bold, "
+         "however pale the colour), grey italic on white where it lies within the reference's noise; \"<0.1\": "
          f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
          f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
@@ -1329,14 +1369,15 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     ax.minorticks_off()
     ax.set_xlabel("servers R")
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell, where it ran\n(median over its methods and loads; whisker: "
-                 "fastest to slowest cell)", fontsize=9.5)
+    ax.set_title("Run time of each method family per cell, where it ran (median over its methods and loads; whisker: "
+                 "fastest to slowest cell)\nmedians: " + ", ".join(f"{lab.split(' (')[0]} {_g(v, 1)} s"
+                                                              for lab, (_, v) in meds.items()), fontsize=9.5)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
         bw = _budget_words(cmp)
-        labels.append(f"hollow, k/{n_rho} (at the foot): ran at only k of the {n_rho} loads (the rest over budget"
+        labels.append(f"hollow, k/{n_rho} beside it: ran at only k of the {n_rho} loads (the rest over budget"
                       + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
     ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
@@ -1344,11 +1385,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
 
 
 def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
-    """The run-time figure's marks per family and R: the median (hollow, with k/n at the panel's foot, where the
-    family did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)},
-    whether a hollow mark is drawn)."""
-    from matplotlib.transforms import blended_transform_factory
-
+    """The run-time figure's marks per family and R: the median (hollow, with k/n next to it, where the family
+    did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)}, whether a
+    hollow mark is drawn)."""
     meds, partial = {}, False
     for k, (label, ms, color) in enumerate(fams):
         d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
@@ -1368,10 +1407,12 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
             partial |= not whole
             ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if whole else "white", mec=color, mew=1.8,
                     zorder=4)
-            if not whole:  # in a row of its own at the panel's foot (one row per family), clear of every whisker
-                ax.text(xi, 0.015 + 0.045 * k, f"{int(f_)}/{n_rho}", transform=blended_transform_factory(
-                    ax.transData, ax.transAxes), fontsize=7.5, color=color, fontweight="bold", ha="center",
-                    va="bottom", bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.5}, zorder=6)
+            if not whole:  # next to its hollow marker, in its colour: under it, above it for every other family
+                up = k % 2 == 1  # (neighbouring families' labels would touch)
+                ax.annotate(f"{int(f_)}/{n_rho}", (xi, m_), xytext=(0, 7 if up else -7), textcoords="offset points",
+                            fontsize=8, color=color, fontweight="bold", ha="center", va="bottom" if up else "top",
+                            zorder=6,
+                            bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.4})
     return meds, partial
 
 
@@ -1456,7 +1497,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     are left out and named. ``sim``/``approx`` may be lazily opened files.
     """
     c = _cdf_data(sim, approx, R, rho, service, cmp)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
+    fig, axes = plt.subplots(1, 3 if c.use_exact else 2, figsize=(15.5 if c.use_exact else 11.5, 4.4))
+    ax1, ax2 = axes[:2]
     x2 = min(max(1.1 * c.q(0.99999), 5 * float(c.t[1])), float(c.t[-1]))
     n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
     full = {sr.method: c.Fa[c.methods.index(sr.method)] - c.F_ref for sr in c.lines}
@@ -1470,16 +1512,20 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     order = [sr for sr in order if sr.method not in c.same]
     covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
-    for ax in (ax1, ax2):
+    if c.use_exact:
+        _cdf_ratio(axes[2], c, n2, x2)
+    for ax in axes:
         ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, h, lab, ncol=3, fontsize=9.5)
+    _legend_below(fig, h, lab, ncol=_balanced_ncol(len(lab)), fontsize=9.5)
     shown = [m for sr in c.lines for m in sr.members]
     hidden = [m for m in c.methods if c.ok[m] and m not in shown]
     not_run = [m for m in c.methods if not c.ran[m]]
     cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
-    head = "; ".join(_cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0]) if cmp is not None else ""
+    head = _cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0] if cmp is not None else []
+    k = next((i for i, h in enumerate(head) if h.startswith("corrected")), len(head))
+    head = "\n".join("; ".join(part) for part in (head[:k], head[k:]) if part)  # A–F, then the corrected chains
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
                  + (f"\n{head}" if head else ""), fontsize=10.5, y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
@@ -1612,18 +1658,15 @@ def _smooth(y, n):
 
 
 def _cdf_body(ax, c, body, n1, x1) -> float:
-    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`),
-    the pooled simulation where it is a reference (thin, no CI: the methods are judged against exact, which has no
-    noise); the y-range follows what is drawn. Returns the half-span of the y-range."""
-    t, good = c.t[:n1], c.reliable[:n1]
-    sim = np.where(good, c.Fp[:n1] - c.F_ref[:n1], np.nan)
-    if c.use_exact:  # light: a check on exact, not the reference the methods are judged against
-        ax.plot(t, sim, color="0.6", lw=0.7, zorder=2)
+    """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`);
+    the simulation is not drawn there (the methods are judged against exact, which has no noise: the simulation is a
+    check on exact, in the tail and ratio panels); the y-range follows the methods. Returns the y-range's half-span."""
+    t = c.t[:n1]
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
     drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
     for sr in drawn:
         ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = [body[sr.method] for sr in drawn] + ([sim] if c.use_exact else [])
+    vals = [body[sr.method] for sr in drawn]
     lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
     hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
     pad = 0.12 * max(hi - lo, 2e-3)
@@ -1639,23 +1682,28 @@ def _cdf_body(ax, c, body, n1, x1) -> float:
 _SIM_GREY = "0.2"
 
 
+def _sim_tail(ax, c, t, y, ci=None) -> list:
+    """The pooled simulation where it is a reference (at least TAIL_MIN customers per replication beyond t; nothing
+    beyond): a near-black line with open circles (visible on top of exact) and its 95 % CI band; the handles."""
+    good = c.reliable[:len(t)]
+    out = [ax.plot(t, np.where(good, y, np.nan), color=_SIM_GREY, lw=1.0, marker="o", ms=3.2, mfc="white",
+                   mew=0.8, markevery=0.045, zorder=6)[0]]
+    if ci is not None and c.k > 1:
+        lo, hi = (np.where(good, v, np.nan) for v in ci)
+        out.append(ax.fill_between(t, lo, hi, color="0.55", alpha=0.3, lw=0, zorder=1))
+    return out
+
+
 def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     """The tail panel: P(T > t) on a log scale, exact wide and light underneath (T dash-dot on it where they are drawn
-    as one: one legend entry), the other methods on top, the pooled simulation solid with its 95 % CI where it is a
-    reference, dotted beyond. Returns the legend's (handles, labels)."""
-    t, good = c.t[:n2], c.reliable[:n2]
+    as one: one legend entry), the other methods on top, the pooled simulation with its 95 % CI where it is a
+    reference (:func:`_sim_tail`). Returns the legend's (handles, labels)."""
+    t = c.t[:n2]
     sf = 1 - c.Fp[:n2]
     ci = c.ci[:n2]
-    handles = [ax.plot(t, np.where(good, sf, np.nan), color=_SIM_GREY, lw=1.1, zorder=5)[0]]
-    names = ["simulation (pooled)"]
-    if c.k > 1:
-        handles.append(ax.fill_between(t, np.where(good, np.clip(sf - ci, 1e-7, None), np.nan),
-                                       np.where(good, sf + ci, np.nan), color="0.55", alpha=0.3, lw=0))
-        names.append(f"simulation's 95 % CI ({c.k} replications)")
-    if (~good).any():
-        handles.append(ax.plot(t, np.where(~good, sf, np.nan), color="0.35", lw=0.9, ls=":", alpha=0.8,
-                               zorder=4)[0])
-        names.append("simulation, too few customers beyond t (not a reference)")
+    handles = _sim_tail(ax, c, t, sf, (np.clip(sf - ci, 1e-7, None), sf + ci))
+    names = ["simulation (pooled), where it is a reference", f"simulation's 95 % CI ({c.k} replications)"][
+        :len(handles)]
     group = []
     for sr in c.lines:
         if sr.method in c.same and sr.method != TAIL:
@@ -1663,9 +1711,12 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
         wide = sr.method == "exact"
         ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
                       lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        if wide:
+            handles.append(ln)
+            names.append("exact (the reference; wide, light)" if c.same else labels[sr.method])
         if c.same and (wide or sr.method in c.same):
             group.append(ln)
-        else:
+        elif not wide:
             handles.append(ln)
             names.append(labels[sr.method])
     if group:
@@ -1677,6 +1728,44 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     ax.set_ylabel("P(T > t)", fontsize=9.5)
     ax.set_title(f"tail: P(T > t); the simulation is a reference up to t ≈ {c.t_end:.3g}", fontsize=10)
     return handles, names
+
+
+#: the ratio panel's y-range: at most this factor either side of 1
+_RATIO_SPAN = 30.0
+
+
+def _cdf_ratio(ax, c, n2, x2) -> None:
+    """The tail-ratio panel (exact is the reference): each separately drawn method's P(T > t) over exact's, on a log
+    scale, where exact's survival is at least 1e-6; the simulation's (with its CI) where it is a reference. Lines
+    that are near-identical in the tail panel come apart here."""
+    t = c.t[:n2]
+    ex = 1 - c.Fa[c.methods.index("exact")][:n2]
+    keep = ex >= 1e-6
+    ratio = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for sr in c.lines:
+            if sr.method == "exact" or (sr.method in c.same and sr.method != TAIL):
+                continue
+            ratio[sr] = np.where(keep, (1 - c.Fa[c.methods.index(sr.method)][:n2]) / ex, np.nan)
+        sim = np.where(keep, (1 - c.Fp[:n2]) / ex, np.nan)
+        ci = c.ci[:n2] / ex
+    ax.axhline(1.0, color=_EXACT_COLOR, lw=4.0, alpha=0.45, zorder=2)
+    for sr, r in ratio.items():
+        ax.plot(t, np.clip(r, 1e-9, None), ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+    _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
+    vals = np.concatenate([r[np.isfinite(r) & (r > 0)] for r in ratio.values()] + [np.ones(1)])
+    lo = max(float(vals.min()), 1 / _RATIO_SPAN) / 1.25
+    hi = min(float(vals.max()), _RATIO_SPAN) * 1.25
+    ax.set_yscale("log")
+    lo, hi = min(lo, 0.8), max(hi, 1.25)
+    ax.set_ylim(lo, hi)
+    fine = (0.8, 1.25) if hi / lo < 4 else ()
+    ticks = [v for v in (0.03, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) + fine if lo <= v <= hi]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
+    ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)
+    ax.set_title("tail ratio to exact: above 1 = conservative", fontsize=10)
 
 
 def _cdf_label(c, sr, covered) -> str:
@@ -1769,7 +1858,49 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
                             wmax, Q.query(f"{wq}.sel(approximation={Q.names(corr)})", (("max", None),), None, sel),
                             W_FLOOR if wmax < W_FLOOR else sig_tol(wmax, 2)))
         head.append(f"corrected chains and T: W {'<' if wmax < W_FLOOR else '≤'} {_g(max(wmax, W_FLOOR))}")
+        if ref == "exact":
+            h, cl = _cdf_corrected_tail(c, sel, corr)
+            head += h
+            claims += cl
     return head, claims
+
+
+def _cdf_corrected_tail(c, sel, corr) -> tuple[list, list]:
+    """The corrected chains' and T's error at the deepest percentile exact has, against exact: the direction of their
+    deep tails (the tail panel cannot show a few per cent). Methods with the same rounded error are named together."""
+    ap = c["approx_percentile"]
+    if "exact" not in ap["approximation"].values:
+        return [], []
+    ok = [float(p) for p in c["percentile"].values if np.isfinite(float(ap.sel(approximation="exact", percentile=p)))]
+    if not ok:
+        return [], []
+    p = ok[-1]
+    e = {m: float(ap.sel(approximation=m, percentile=p) / ap.sel(approximation="exact", percentile=p) - 1)
+         for m in corr}
+    e = {m: v for m, v in e.items() if np.isfinite(v)}
+    if not e:
+        return [], []
+    groups: dict[str, list] = {}
+    for m, v in e.items():
+        groups.setdefault(_pct(v) if abs(v) >= 0.005 else "within ±0.5 %", []).append(m)
+    words = "; ".join(f"{_span_names(ms)} {w}" for w, ms in groups.items())
+    side = lambda ms: ("optimistic" if all(e[m] <= -0.005 for m in ms) else "conservative"
+                       if all(e[m] >= 0.005 for m in ms) else "")
+    head = [f"their {p:g}th vs exact: " + "; ".join(
+        f"{_span_names(ms)} {w}" + (f" ({side(ms)})" if side(ms) else "") for w, ms in groups.items())]
+    claim = Claim(f"At the {p:g}th percentile the corrected chains and T against exact: {words}.", list(e.values()),
+                  [Q.query(f"approx_percentile.sel(approximation={m!r}) / approx_percentile.sel(approximation='exact')"
+                           " - 1", (("max", None),), None, {**sel, "percentile": p}) for m in e],
+                  half_unit(0, 100))
+    return head, [claim]
+
+
+def _span_names(ms) -> str:
+    """'A*–F*' for all six corrected chains, else their names joined by '='."""
+    star = [f"{m}*" for m in FAITHFUL]
+    if [m for m in ms if m in star] == star:
+        return "A*–F*" + "".join(f", {m}" for m in ms if m not in star)
+    return "=".join(ms)
 
 
 def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
@@ -1784,15 +1915,20 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
     ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
     same = [sr.label for sr in c.lines if sr.method in c.same]
-    how = [(f"Left: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
+    how = [(f"First panel: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
            f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
            f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
            "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
-           "rounding would show as steps. The pooled simulation is the thin light grey line there, without its CI: the "
-           "methods are judged against exact, which has no noise; the simulation is only a check on exact."),
-           ("Right: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled simulation "
-           f"with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} customers per replication "
-           "lie beyond t, dotted beyond (no reference there).")]
+           "rounding would show as steps. The simulation is not drawn there: the methods are judged against exact, "
+           "which has no noise; the simulation is only a check on exact (tail panels)."),
+           ("Second panel: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled "
+           f"simulation (open circles) with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} "
+           "customers per replication lie beyond t; it ends there (no reference beyond).")]
+    if c.use_exact:
+        how.append("Third panel: each line's P(T > t) divided by exact's, on a log scale (1 = exact, below 1 = "
+                   "optimistic), where exact's P(T > t) is at least 1e-6: tails that look alike in the second panel "
+                   f"come apart there; the y-range is at most ×{_RATIO_SPAN:g} either side of 1, a tail that drops "
+                   "to 0 leaves through the bottom.")
     if same:
         how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
                    f"decades of its survival down to 1e-6): {listing(same)}.")
@@ -1815,8 +1951,8 @@ def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
     allp = [float(p) for p in ru["percentile"].values]
     words = f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good else "none"
     out = [Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation here can "
-                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail is dotted "
-                 f"where it cannot (beyond t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
+                 f"estimate {words} ({TAIL_MIN} or more customers per replication beyond it); its tail ends "
+                 f"where it cannot (at t ≈ {t_end:.3g}).", good, Q.query("percentile", (("list", None),),
                                                                              Q.REF_SIM, sel))]
     if "exact" in c["approximation"].values.tolist() and good and bool(c["usable"].sel(approximation="exact")):
         p = good[-1]
@@ -1972,12 +2108,37 @@ def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
     """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
     law's colour on a white disc (the name is the marker)."""
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
+    at: dict = {}  # rho → [(log10 y, letter, law index)]
     for k, svc in enumerate(services):
         for r, m in closest_methods(cmp, svc, R, cand).items():
             y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
-            ax.annotate(m, (r, y), ha="center", va="center", fontsize=7, color=cmap(k), fontweight="bold",
-                        zorder=6, bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k),
-                                        "lw": 0.6})
+            at.setdefault(r, []).append((np.log10(y), m, k))
+    for r, marks in at.items():
+        for dx, (ly, m, k) in zip(_letter_offsets([v[0] for v in marks]), marks):
+            ax.annotate(m, (r, 10.0 ** ly), xytext=(dx, 0), textcoords="offset points", ha="center", va="center",
+                        fontsize=7, color=cmap(k), fontweight="bold", zorder=6,
+                        bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k), "lw": 0.6},
+                        arrowprops={"arrowstyle": "-", "color": cmap(k), "lw": 0.6} if dx else None)
+
+
+#: letter boxes at one load closer than this (decades) are set side by side
+_LETTER_GAP = 0.16
+
+
+def _letter_offsets(logy) -> list:
+    """Horizontal offsets (points) of the M/G/R figure's letter boxes at one load: those within
+    :data:`_LETTER_GAP` decades of a neighbour form a cluster, set side by side (12 pt apart, centred on the load)."""
+    order = np.argsort(logy)
+    out = [0.0] * len(logy)
+    cluster: list = []
+    for i in list(order) + [None]:
+        if cluster and (i is None or logy[i] - logy[cluster[-1]] > _LETTER_GAP):
+            for j, c in enumerate(cluster):
+                out[c] = (j - (len(cluster) - 1) / 2) * 12.0
+            cluster = []
+        if i is not None:
+            cluster.append(i)
+    return out
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -2167,19 +2328,21 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
             if which == "law":
                 ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
             ax.axhline(0.0, color="0.5", lw=0.8)
+            dodge = _LAW_DODGE * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
             for k, s in enumerate(services):
                 for m, (y, lo, hi) in vals[s].items():
                     if (m is None) != (which is None) or not np.isfinite(y).any():
                         continue
-                    ok = np.isfinite(y)
-                    ax.errorbar(rho[ok], y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
+                    ok = np.isfinite(y)  # the laws side by side at each load: their CIs apart
+                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
                                 color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
                                 else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
             if which == "law":
                 lo_, hi_ = ax.get_ylim()
                 ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
             kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
-                "T for exponential service" if which is None else f"{listing(methods)} with the law itself"))
+                "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
+                + _law_panel_finding(vals, which is None))
             ax.set_xlabel("load ρ")
             ax.grid(alpha=0.3)
             ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
@@ -2191,6 +2354,27 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
         handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
         labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
     return handles, labels, kinds
+
+
+#: the M/G/R error row's laws side by side at each load, this share of the ρ range apart
+_LAW_DODGE = 0.018
+
+
+def _law_panel_finding(vals, exponential) -> str:
+    """An error-row panel's finding for its title (a new line), from the values it draws: the range of the mean
+    errors (%) over the laws and loads and its verdict — conservative / optimistic where every CI lies above / below
+    0, else how many of the points lie within ±5 %."""
+    pts = [(y, lo, hi) for v in vals.values() for m, (y, lo, hi) in v.items() if (m is None) == exponential]
+    if not pts:
+        return ""
+    y, lo, hi = (np.concatenate([p[k] for p in pts]) for k in range(3))
+    ok = np.isfinite(y)
+    if not ok.any():
+        return ""
+    y, lo, hi = y[ok], lo[ok], hi[ok]
+    verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
+               else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
+    return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
 
 
 def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
@@ -2359,8 +2543,8 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
                        factor=100.0, symlog=False, values=False):
     """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
-    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), a thin line from the
-    paper's bar to our best of A–F; where our reference is too short, a mark in the strip above the panel instead of
+    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), each panel its own
+    y-range; where our reference is too short, a mark in the strip above the panel instead of
     a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
     under each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
@@ -2370,7 +2554,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
     fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
-                                                 + 0.4), squeeze=False, sharex=True, sharey=True)
+                                                 + 0.4), squeeze=False, sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -2401,11 +2585,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
             missing[fam] = rk == 0
-            if first is None:  # the pair: a thin line from the paper's bar to our first family
+            if first is None:  # our first family's values, printed under the cells (``values``)
                 first = np.abs(vals[0]) if absolute else vals[0]
-                both = np.isfinite(first) & np.isfinite(paper)
-                ax.vlines(xs[both], paper[both], first[both], color=_FAMILY_STYLE.get(fam, ("0.4",))[0], lw=1.0,
-                          alpha=0.45, zorder=2)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
@@ -2421,7 +2602,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
         axes[-1].xaxis.labelpad = 44
-    fig.tight_layout(h_pad=3.5 if values else 1.5)
+    fig.tight_layout(h_pad=1.0)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
@@ -2502,14 +2683,17 @@ def _signed_log_axis(ax, linthresh=0.1) -> None:
     signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
     from matplotlib.ticker import FixedLocator
 
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.6)
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.3)
     lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
     dec = [linthresh * 10.0 ** k for k in range(7)]
     top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
     bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
     ax.set_ylim(bot * 1.15, top * 1.15)
+    ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
+    ax.text(1.005, 0.0, f"linear\nwithin\n±{linthresh:g}", transform=ax.get_yaxis_transform(), fontsize=6.5,
+            color="0.45", va="center", ha="left", linespacing=0.9)
     tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.set_yticks(tk, ["0" if v == 0 else "" if abs(v) == linthresh else f"{v:+g}".replace("-", "−") for v in tk])
     ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
                                              if bot <= sign * m * d <= top]))
     ax.grid(alpha=0.15, axis="y", which="minor")

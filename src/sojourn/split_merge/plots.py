@@ -193,7 +193,7 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=7.5, loc="lower left")
+    a1.legend(fontsize=7.5, loc="upper right")  # the curve runs from top left to bottom right: the empty corner
     a1.set_title("latency tail", fontsize=10)
     return t_est, dotted
 
@@ -379,7 +379,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     return save(fig, stem, formats, dpi, caption=cap)
 
 
-_EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("X", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
+_EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("^", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
 
 
 def _lowest(mean, hw, rs):
@@ -604,7 +604,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
             "workunits)" if FJ in ds["model"].values.tolist() else "") + ". "
          + ("Exact values as open markers beside the simulated point: " + listing(
              [{2: "Erlang C (stars: q = 1 with exponential replicas, M/M/⌊n/r⌋ at rate rμ)",
-               3: "the M/PH/c QBD (crosses) where its state space is small enough",
+               3: "the M/PH/c QBD (triangles) where its state space is small enough",
                1: "Pollaczek–Khinchine (diamonds)"}[c] for c in used])
             + "; no marker means no exact value (never an approximation). " if used else
             "No exact value exists in this sweep. ")
