@@ -14,7 +14,6 @@ MAX_LINES = 100
 RESERVED = {
     "sojourn/core/merge.py",
     "sojourn/jsq_ps/plots.py",
-    "sojourn/jsq_ps/solve/tail_ph.py",
     "sojourn/restart/jobs.py",
     "sojourn/split_merge/plots.py",
 }

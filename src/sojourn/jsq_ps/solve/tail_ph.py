@@ -295,130 +295,175 @@ class Environment:
         return int(self.src.size)
 
 
-def environment(moves, co_alpha, co_S, mu: float, cstar: int) -> Environment:
-    """The :class:`Environment` on T's tagged moves ``moves`` (:class:`~.tail.TaggedMoves`) with the co-residents'
-    law PH(co_alpha, co_S) tracked for up to ``cstar`` of them (module doc, 2.)."""
-    from scipy import sparse
+class _EnvironmentBuilder:
+    """The moves of an :class:`Environment`, collected as (source, target, rate, change) blocks in a fixed order:
+    T's moves from the states with 0, 1, … co-residents, then the tracked co-residents' own phase moves. The
+    configurations of c co-residents at a T state with occupancy c + 1 are the count vectors ``comps[c]`` over the
+    co-residents' phases while c ≤ ``cstar``, else one; the states of T state e are ``off[e]`` onwards."""
 
-    a_c = np.asarray(co_alpha, float)
-    S_c = np.asarray(co_S, float)
-    m = a_c.size
-    s_c = np.maximum(-S_c.sum(axis=1), 0.0)
-    pe = _equilibrium_phase(a_c, S_c)
-    k = moves.k.astype(np.int64)
-    n_base = k.size
-    cmax = int(k.max()) - 1
-    cstar = int(min(cstar, cmax))
-    comps = [_compositions(c, m) for c in range(cstar + 1)]
-    index = [{tuple(r): i for i, r in enumerate(cc)} for cc in comps]
-    L = np.array([comps[c].shape[0] if c <= cstar else 1 for c in range(cmax + 2)], np.int64)
-    nloc = L[k - 1]
-    off = np.concatenate([[0], np.cumsum(nloc)]).astype(np.int64)
-    n = int(off[-1])
-    rows_l, cols_l, vals_l, change_l = [], [], [], []
+    def __init__(self, moves, co_alpha, co_S, cstar: int):
+        self.a_c = np.asarray(co_alpha, float)
+        self.S_c = np.asarray(co_S, float)
+        m = self.m = self.a_c.size
+        self.s_c = np.maximum(-self.S_c.sum(axis=1), 0.0)
+        self.pe = _equilibrium_phase(self.a_c, self.S_c)
+        k = self.k = moves.k.astype(np.int64)
+        self.cmax = int(k.max()) - 1
+        self.cstar = cstar = int(min(cstar, self.cmax))
+        self.comps = [_compositions(c, m) for c in range(cstar + 1)]
+        self.index = [{tuple(r): i for i, r in enumerate(cc)} for cc in self.comps]
+        self.L = np.array([self.comps[c].shape[0] if c <= cstar else 1 for c in range(self.cmax + 2)], np.int64)
+        self.nloc = self.L[k - 1]
+        self.off = np.concatenate([[0], np.cumsum(self.nloc)]).astype(np.int64)
+        self.n = int(self.off[-1])
+        self.eye = np.eye(m, dtype=np.int64)
+        self.rows_l, self.cols_l, self.vals_l, self.change_l = [], [], [], []
 
-    def add(r, c_, v, change=False):
+    def add(self, r, c_, v, change=False):
         """Moves r → c_ at v; ``change``: the move adds or removes a customer at the tagged server."""
-        rows_l.append(np.asarray(r, np.int64).ravel())
-        cols_l.append(np.asarray(c_, np.int64).ravel())
-        vals_l.append(np.asarray(v, float).ravel())
-        change_l.append(np.full(rows_l[-1].size, bool(change)))
+        self.rows_l.append(np.asarray(r, np.int64).ravel())
+        self.cols_l.append(np.asarray(c_, np.int64).ravel())
+        self.vals_l.append(np.asarray(v, float).ravel())
+        self.change_l.append(np.full(self.rows_l[-1].size, bool(change)))
 
-    R0, C0, V0, KD = moves.rows, moves.cols, moves.rate, moves.kind
-    kr, kc = k[R0], k[C0]
-    tagged_other = KD == TAGGED_OTHER
-    eye = np.eye(m, dtype=np.int64)
-    for c in range(cmax + 1):
-        sel = kr - 1 == c
-        if not sel.any():
-            continue
-        r0, c0, v0, kcc, tg = R0[sel], C0[sel], V0[sel], kc[sel], tagged_other[sel]
-        kk = c + 1
-        tracked = c <= cstar
-        Lc = int(L[c])
+    def _targets(self, c: int, rows) -> np.ndarray:
+        """The indices among the configurations of c co-residents of the count vectors ``rows``."""
+        return np.array([self.index[c][tuple(row)] for row in rows], np.int64)
+
+    def tagged_moves(self, moves):
+        """T's moves, each from every configuration of its source state."""
+        R0, C0, V0 = moves.rows, moves.cols, moves.rate
+        kr, kc = self.k[R0], self.k[C0]
+        tagged_other = moves.kind == TAGGED_OTHER
+        for c in range(self.cmax + 1):
+            sel = kr - 1 == c
+            if sel.any():
+                self._moves_from(c, R0[sel], C0[sel], V0[sel], kc[sel], tagged_other[sel])
+
+    def _moves_from(self, c, r0, c0, v0, kcc, tg):
+        """T's moves r0 → c0 at v0 out of states with c co-residents (target occupancy ``kcc``, ``tg``: a
+        co-resident's departure redirected by T's boundary)."""
+        off, kk = self.off, c + 1
+        tracked = c <= self.cstar
+        Lc = int(self.L[c])
         loc = np.arange(Lc)
         same = kcc == kk
         m1 = same & ~tg  # the other servers' events: configuration kept
         if m1.any():
-            add(off[r0[m1]][:, None] + loc[None, :], off[c0[m1]][:, None] + loc[None, :],
-                np.repeat(v0[m1], Lc).reshape(-1, Lc))
+            self.add(off[r0[m1]][:, None] + loc[None, :], off[c0[m1]][:, None] + loc[None, :],
+                     np.repeat(v0[m1], Lc).reshape(-1, Lc))
         m2 = same & tg  # a co-resident's departure, redirected by T's boundary (its configuration kept)
         if m2.any():
-            dep = comps[c] @ s_c / kk if tracked else np.full(Lc, np.nan)  # tracked: rate Σ c_i s_i / k
+            dep = self.comps[c] @ self.s_c / kk if tracked else np.full(Lc, np.nan)  # tracked: rate Σ c_i s_i / k
             vals = np.broadcast_to(dep[None, :], (m2.sum(), Lc)) if tracked else np.repeat(v0[m2], Lc).reshape(-1, Lc)
-            add(off[r0[m2]][:, None] + loc[None, :], off[c0[m2]][:, None] + loc[None, :], vals, True)
+            self.add(off[r0[m2]][:, None] + loc[None, :], off[c0[m2]][:, None] + loc[None, :], vals, True)
         up = kcc == kk + 1
         if up.any():
-            if tracked and c + 1 <= cstar:
-                for i in range(m):
-                    if a_c[i] <= 0:
-                        continue
-                    tgt = np.array([index[c + 1][tuple(row)] for row in comps[c] + eye[i]], np.int64)
-                    add(off[r0[up]][:, None] + loc[None, :], off[c0[up]][:, None] + tgt[None, :],
-                        np.repeat(v0[up] * a_c[i], Lc).reshape(-1, Lc), True)
-            else:  # into an untracked configuration (one per T state)
-                add(off[r0[up]][:, None] + loc[None, :], np.repeat(off[c0[up]], Lc).reshape(-1, Lc),
-                    np.repeat(v0[up], Lc).reshape(-1, Lc), True)
+            self._joins(c, r0[up], c0[up], v0[up], loc)
         dn = kcc == kk - 1
         if dn.any():
-            if tracked:
-                for i in range(m):
-                    if s_c[i] <= 0:
-                        continue
-                    has = comps[c][:, i] > 0
-                    if not has.any():
-                        continue
-                    tgt = np.array([index[c - 1][tuple(row)] for row in comps[c][has] - eye[i]], np.int64)
-                    rr = comps[c][has, i] * s_c[i] / kk
-                    add(off[r0[dn]][:, None] + loc[has][None, :], off[c0[dn]][:, None] + tgt[None, :],
-                        np.broadcast_to(rr[None, :], (dn.sum(), has.sum())), True)
-            elif c - 1 == cstar:  # the count falls to cstar: the phases drawn from the equilibrium law
-                w = _multinomial(comps[cstar], pe)
-                add(np.repeat(off[r0[dn]], w.size).reshape(-1, w.size), off[c0[dn]][:, None] + np.arange(w.size)[None, :],
-                    v0[dn][:, None] * w[None, :], True)
-            else:
-                add(off[r0[dn]], off[c0[dn]], v0[dn], True)
-    # the tracked co-residents' own phase moves (count vectors)
-    for c in range(1, cstar + 1):
-        es = np.flatnonzero(k - 1 == c)
-        if not es.size:
-            continue
-        kk = c + 1
-        for i in range(m):
-            for j in range(m):
-                if i == j or S_c[i, j] <= 0:
+            self._leaves(c, r0[dn], c0[dn], v0[dn], loc)
+
+    def _joins(self, c, r, col, v, loc):
+        """A customer joins the c co-residents: in the arrival's phase α if still tracked."""
+        off, Lc = self.off, loc.size
+        if c <= self.cstar and c + 1 <= self.cstar:
+            for i in range(self.m):
+                if self.a_c[i] <= 0:
                     continue
-                has = comps[c][:, i] > 0
+                tgt = self._targets(c + 1, self.comps[c] + self.eye[i])
+                self.add(off[r][:, None] + loc[None, :], off[col][:, None] + tgt[None, :],
+                         np.repeat(v * self.a_c[i], Lc).reshape(-1, Lc), True)
+        else:  # into an untracked configuration (one per T state)
+            self.add(off[r][:, None] + loc[None, :], np.repeat(off[col], Lc).reshape(-1, Lc),
+                     np.repeat(v, Lc).reshape(-1, Lc), True)
+
+    def _leaves(self, c, r, col, v, loc):
+        """One of the c co-residents leaves: from its phase if tracked; phases drawn when the count falls to cstar."""
+        off, kk, cstar = self.off, c + 1, self.cstar
+        if c <= cstar:
+            for i in range(self.m):
+                if self.s_c[i] <= 0:
+                    continue
+                has = self.comps[c][:, i] > 0
                 if not has.any():
                     continue
-                tgt = np.array([index[c][tuple(row)] for row in comps[c][has] - eye[i] + eye[j]], np.int64)
-                rr = comps[c][has, i] * S_c[i, j] / kk
-                add(off[es][:, None] + np.flatnonzero(has)[None, :], off[es][:, None] + tgt[None, :],
-                    np.broadcast_to(rr[None, :], (es.size, has.sum())))
-    rows = np.concatenate(rows_l)
-    cols = np.concatenate(cols_l)
-    vals = np.concatenate(vals_l)
-    change = np.concatenate(change_l)
-    out = np.bincount(rows, weights=vals, minlength=n)
+                tgt = self._targets(c - 1, self.comps[c][has] - self.eye[i])
+                rr = self.comps[c][has, i] * self.s_c[i] / kk
+                self.add(off[r][:, None] + loc[has][None, :], off[col][:, None] + tgt[None, :],
+                         np.broadcast_to(rr[None, :], (r.size, has.sum())), True)
+        elif c - 1 == cstar:  # the count falls to cstar: the phases drawn from the equilibrium law
+            w = _multinomial(self.comps[cstar], self.pe)
+            self.add(np.repeat(off[r], w.size).reshape(-1, w.size), off[col][:, None] + np.arange(w.size)[None, :],
+                     v[:, None] * w[None, :], True)
+        else:
+            self.add(off[r], off[col], v, True)
 
-    def by_target(sel):
-        A = sparse.coo_matrix((vals[sel], (cols[sel], rows[sel])), shape=(n, n)).tocsr()
-        A.sum_duplicates()
-        return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float)
+    def co_phase_moves(self):
+        """The tracked co-residents' own phase moves i → j (count vectors), at the tagged server's share."""
+        off, m = self.off, self.m
+        for c in range(1, self.cstar + 1):
+            es = np.flatnonzero(self.k - 1 == c)
+            if not es.size:
+                continue
+            kk = c + 1
+            for i in range(m):
+                for j in range(m):
+                    if i == j or self.S_c[i, j] <= 0:
+                        continue
+                    has = self.comps[c][:, i] > 0
+                    if not has.any():
+                        continue
+                    tgt = self._targets(c, self.comps[c][has] - self.eye[i] + self.eye[j])
+                    rr = self.comps[c][has, i] * self.S_c[i, j] / kk
+                    self.add(off[es][:, None] + np.flatnonzero(has)[None, :], off[es][:, None] + tgt[None, :],
+                             np.broadcast_to(rr[None, :], (es.size, has.sum())))
 
-    base = np.repeat(np.arange(n_base), nloc)
-    kx = k[base]
-    p0 = np.zeros(n)
-    for c in range(cmax + 1):
-        es = np.flatnonzero(k - 1 == c)
-        if not es.size:
-            continue
-        w = _multinomial(comps[c], pe) if c <= cstar else np.ones(1)
-        p0[(off[es][:, None] + np.arange(w.size)[None, :]).ravel()] = (moves.p0[es][:, None] * w[None, :]).ravel()
-    full = Environment(*by_target(np.ones(rows.size, bool)), out, kx, p0, base, cstar, moves.lost)
-    # the same chain with every move that changes the tagged server's population killed (its rate left in ``out``)
-    unchanged = Environment(*by_target(~change), out, kx, p0, base, cstar, moves.lost)
-    return full, unchanged
+    def initial_law(self, p0_base) -> np.ndarray:
+        """T's initial law ``p0_base`` with the co-residents found in the equilibrium phase (multinomially)."""
+        p0 = np.zeros(self.n)
+        for c in range(self.cmax + 1):
+            es = np.flatnonzero(self.k - 1 == c)
+            if not es.size:
+                continue
+            w = _multinomial(self.comps[c], self.pe) if c <= self.cstar else np.ones(1)
+            at = (self.off[es][:, None] + np.arange(w.size)[None, :]).ravel()
+            p0[at] = (p0_base[es][:, None] * w[None, :]).ravel()
+        return p0
+
+    def environments(self, moves) -> tuple[Environment, Environment]:
+        """The chain of the moves collected, and the same with every move that changes the tagged server's
+        population killed (its rate left in ``out``)."""
+        from scipy import sparse
+
+        n = self.n
+        rows = np.concatenate(self.rows_l)
+        cols = np.concatenate(self.cols_l)
+        vals = np.concatenate(self.vals_l)
+        change = np.concatenate(self.change_l)
+        out = np.bincount(rows, weights=vals, minlength=n)
+
+        def by_target(sel):
+            A = sparse.coo_matrix((vals[sel], (cols[sel], rows[sel])), shape=(n, n)).tocsr()
+            A.sum_duplicates()
+            return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float)
+
+        base = np.repeat(np.arange(self.k.size), self.nloc)
+        kx = self.k[base]
+        p0 = self.initial_law(moves.p0)
+        full = Environment(*by_target(np.ones(rows.size, bool)), out, kx, p0, base, self.cstar, moves.lost)
+        unchanged = Environment(*by_target(~change), out, kx, p0, base, self.cstar, moves.lost)
+        return full, unchanged
+
+
+def environment(moves, co_alpha, co_S, mu: float, cstar: int) -> tuple[Environment, Environment]:
+    """The :class:`Environment` on T's tagged moves ``moves`` (:class:`~.tail.TaggedMoves`) with the co-residents'
+    law PH(co_alpha, co_S) tracked for up to ``cstar`` of them (module doc, 2.), and the same chain with every move
+    that changes the tagged server's population killed."""
+    b = _EnvironmentBuilder(moves, co_alpha, co_S, cstar)
+    b.tagged_moves(moves)
+    b.co_phase_moves()
+    return b.environments(moves)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -590,7 +635,7 @@ def mixed_survivals(t: np.ndarray, solves) -> list:
     once per distinct q."""
     out = [None] * len(solves)
     groups = {}
-    for n, (g, steps, q) in enumerate(solves):
+    for n, (g, _steps, q) in enumerate(solves):
         groups.setdefault((float(q), len(g)), []).append(n)
     for (q, K), members in groups.items():
         G = np.empty((K, len(members)))
@@ -613,116 +658,175 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
     (0..:data:`MAX_CSTAR`). Defaults: chosen by predicted cost within ``max_seconds`` CPU seconds (:func:`_plan`).
     Returns a :class:`TailPHResult` (``cdf`` with T's allowance, ``sf_best`` the estimate, ``lower`` the other side
     of the allowance, λ_n and A_n of T's system law, ``info``)."""
-    from ...core.inputs import format_bytes, limits
-    from .tail import peak_bytes
-
     t0 = time.process_time()
     lam, R = float(arrival_rate), int(servers)
     mu = 1.0 / float(law.mean)
     t = np.asarray(t, dtype=float)
     t_max = float(t.max()) if t.size else 0.0
+    _check_memory(R, D)
+    with single_threaded_blas():
+        M, pi, ph = _levels(lam, mu, R, eps)
+        plan = _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop)
+        widths = plan["widths"]
+        rep = representation(law, widths)
+        co_reps = (None if (rep.exact or co_factor == 1)
+                   else representation(law, tuple(co_factor * w for w in widths)).reps)
+        Dlist, sols = _chains(lam, mu, R, M, plan, pi, ph)
+        cell = _Cell(t, t_max, mu, stop, rep, co_reps, plan, sols)
+        est = cell.estimate(Dlist, R)
+        mv_best, pi_best, ph_best = sols[Dlist[-1]]
+        best = _monotone(np.clip(est.best, 0.0, 1.0))
+        sf_c = np.minimum(1.0, best + est.env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
+        low = np.maximum(0.0, best - est.env_incr - floor * best)
+        lam_n, A_n = per_server_rates(pi_best, ph_best, lam)
+        top = float(pi_best.sum(axis=1)[-1])
+        info = {"D": plan["D"], "M": M, "h": plan["h"], "cstar": plan["cstar"], "stage_phases": rep.phases,
+                "stage_widths": len(rep.widths),
+                "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
+                "states": est.states, "steps": est.steps, "uniformization_rate": est.q, "widths_at": est.widths_at,
+                "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
+                "truncation_reached": int(top < eps), "predicted_seconds": plan["predicted"],
+                "stop": stop}
+        info["margin_parts"] = (est.env_incr, est.rich_incr)
+        for p in (0.99, 0.999, 0.9999, 0.99999):  # the extrapolation's own change from two to three widths
+            info[f"extrapolation_{100 * p:g}"] = _relative_shift(t, best, est.rich_incr, p)
+        return TailPHResult(1.0 - _monotone(sf_c), best, low, plan["D"], M, est.states, lam_n, A_n,
+                            time.process_time() - t0, info)
+
+
+def _check_memory(R: int, D):
+    """MemoryError, before any compute, where T's chain at R servers (spread cap D, default 2) needs more memory than
+    the limit."""
+    from ...core.inputs import format_bytes, limits
+    from .tail import peak_bytes
+
     need, (mem_limit, mem_src, _, _) = peak_bytes(R, 2 if D is None else int(D)), limits()
     if need > mem_limit:
         raise MemoryError(f"method T at R = {R} needs about {format_bytes(need)}, above the limit "
                           f"{format_bytes(mem_limit)} ({mem_src})")
-    with single_threaded_blas():
-        if R == 1:  # no other server: T's chain is M/M/1-PS (level = the occupancy)
-            M, pi, ph = level_cap(lam, mu, R, 0, eps)
-        else:
-            _, pi1, _ = level_cap(lam, mu, R, 1, eps)
-            M = max(8, _levels_for(pi1.sum(axis=1), eps / 3))
-        plan = _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop)
-        D_, h_, cstar_ = plan["D"], plan["h"], plan["cstar"]  # h: the finest width (0: a phase-type law)
-        widths = plan["widths"]
-        rep = representation(law, widths)
-        co_reps = None if (rep.exact or co_factor == 1) else representation(law, tuple(co_factor * w for w in widths)).reps
-        Dlist = [0] if R == 1 else [D_ - 1, D_]
-        sols = {}
-        for d in Dlist:
-            if R > 1 and d == 1:  # the pilot's chain
-                sols[d] = (plan["pilot"]["moves"], None, None)
-                continue
-            if R > 1:
-                ph, pi = system_law(lam, mu, R, M, d)
-            sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
-        mv_best, pi_best, ph_best = sols[Dlist[-1]]
+
+
+def _levels(lam, mu, R, eps):
+    """(M, π, phases): T's level cap; at R = 1 also the system law of T's chain, M/M/1-PS (level = the occupancy);
+    at R > 1 the law depends on the spread cap (None, None)."""
+    if R == 1:  # no other server
+        return level_cap(lam, mu, R, 0, eps)
+    _, pi1, _ = level_cap(lam, mu, R, 1, eps)
+    return max(8, _levels_for(pi1.sum(axis=1), eps / 3)), None, None
+
+
+def _chains(lam, mu, R, M, plan, pi, ph):
+    """The spread caps solved ([0] at R = 1, else [D − 1, D]) and per cap T's tagged moves and system law (π,
+    phases); the pilot's chain reused for D − 1 = 1. ``pi``, ``ph``: the system law at R = 1."""
+    Dlist = [0] if R == 1 else [plan["D"] - 1, plan["D"]]
+    sols = {}
+    for d in Dlist:
+        if R > 1 and d == 1:  # the pilot's chain
+            sols[d] = (plan["pilot"]["moves"], None, None)
+            continue
+        if R > 1:
+            ph, pi = system_law(lam, mu, R, M, d)
+        sols[d] = (tagged_moves(lam, mu, R, M, d, d + TAGGED_EXTRA if R > 1 else 0, pi, ph), pi, ph)
+    return Dlist, sols
+
+
+@dataclass
+class _Estimate:
+    """The survival estimate of a cell before clipping (``best``), the spread cap's increment (``env_incr``), the
+    extrapolation's change from one width fewer (``rich_incr``), and what the margin's width was solved on."""
+
+    best: np.ndarray
+    env_incr: np.ndarray
+    rich_incr: np.ndarray
+    widths_at: str
+    states: int
+    steps: int
+    q: float
+
+
+@dataclass
+class _Cell:
+    """One cell's solves: the grid, the law's representations (tagged, co-residents'), the plan (:func:`_plan`) and
+    T's chains per spread cap (:func:`_chains`)."""
+
+    t: np.ndarray
+    t_max: float
+    mu: float
+    stop: float
+    rep: Representation
+    co_reps: list | None
+    plan: dict
+    sols: dict
+
+    def solves(self, d, which):
+        """On the chain of spread cap ``d``: per representation rep.reps[i], i in ``which`` (each with its own
+        co-residents' representation), the uniformised masses (g, steps, q) of the chain and, unless the law is
+        phase-type, of its sub-chain with every change at the tagged server killed (the chain's own value of the
+        unchanged paths, module doc 3.); the exact value of those paths (None if phase-type); the states per i."""
+        rep, plan, cstar = self.rep, self.plan, self.plan["cstar"]
         plain = rep.exact  # a phase-type law is its own representation: no smoothing to undo (module doc, 3.)
         pilot = plan["pilot"]["solve"]
-        fine_i = len(rep.reps) - 1
+        mv = self.sols[d][0]
+        ex = None
+        if not plain:
+            a = unchanged_mass(mv, self.t)
+            ex = unchanged_survival(a, self.t, rep.sf, rep.sf_eq if rep.sf_eq is not None else
+                                    _ph_equilibrium_sf(rep.reps[-1]))
+        raw, sizes = {}, {}
+        for i in which:
+            al, S = rep.reps[i]
+            co = self.co_reps[i] if self.co_reps is not None else (al, S)
+            env, still = environment(mv, co[0], co[1], self.mu, cstar)
+            if pilot is not None and d == 1 and i == 0 and cstar == 0 and plan["family"] == 0:
+                full = pilot  # the planner's pilot solved this very chain (_plan)
+            else:
+                full = product_masses(env, al, S, self.t_max, self.stop)
+            raw[i] = [full] if plain else [full, product_masses(still, al, S, self.t_max, self.stop, full[2])]
+            sizes[i] = env.size * al.size
+        return raw, ex, sizes
 
-        def solves(d, which):
-            """On the chain of spread cap ``d``: per representation rep.reps[i], i in ``which`` (each with its own
-            co-residents' representation), the uniformised masses (g, steps, q) of the chain and, unless ``plain``,
-            of its sub-chain with every change at the tagged server killed (the chain's own value of the unchanged
-            paths, module doc 3.); the exact value of those paths (None if ``plain``); the states per i."""
-            mv = sols[d][0]
-            ex = None
-            if not plain:
-                a = unchanged_mass(mv, t)
-                ex = unchanged_survival(a, t, rep.sf, rep.sf_eq if rep.sf_eq is not None else
-                                        _ph_equilibrium_sf(rep.reps[-1]))
-            raw, sizes = {}, {}
-            for i in which:
-                al, S = rep.reps[i]
-                co = co_reps[i] if co_reps is not None else (al, S)
-                env, still = environment(mv, co[0], co[1], mu, cstar_)
-                if pilot is not None and d == 1 and i == 0 and cstar_ == 0 and plan["family"] == 0:
-                    full = pilot  # the planner's pilot solved this very chain (_plan)
-                else:
-                    full = product_masses(env, al, S, t_max, stop)
-                raw[i] = [full] if plain else [full, product_masses(still, al, S, t_max, stop, full[2])]
-                sizes[i] = env.size * al.size
-            return raw, ex, sizes
-
-        at_D = plan["at_D"]  # None: every width at D; else only width at_D there, every width at D − 1
-        every = list(range(len(rep.reps)))
-        w = fine_i if at_D is None else at_D  # the width whose change from D − 1 to D is the margin
-        raw_D, ex_D, sizes = solves(Dlist[-1], every if at_D is None else [at_D])
-        raw_p, ex_p, _ = solves(Dlist[0], [fine_i] if at_D is None else every) if R > 1 else ({}, None, {})
+    def rests(self, raw_D, raw_p) -> dict:
+        """Per chain ("D": the spread cap D, "p": D − 1) and width, the survival less the chain's own value of the
+        unchanged paths, all mixed in one pass (:func:`mixed_survivals`)."""
         order = [(which, i) for which, raw in (("D", raw_D), ("p", raw_p)) for i in sorted(raw)]
-        mixed = iter(mixed_survivals(t, [m for which, i in order for m in (raw_D if which == "D" else raw_p)[i]]))
+        mixed = iter(mixed_survivals(self.t, [m for which, i in order for m in (raw_D if which == "D" else raw_p)[i]]))
         rests = {"D": {}, "p": {}}
-        for which, i in order:  # each survival less the chain's own value of the unchanged paths
+        for which, i in order:
             sf = next(mixed)
-            rests[which][i] = sf if plain else sf - next(mixed)
+            rests[which][i] = sf if self.rep.exact else sf - next(mixed)
+        return rests
 
-        def extrapolated(by_width):
-            """The survivals at the widths extrapolated to h → 0, and the extrapolation's change from one width
-            fewer."""
-            v = [by_width[i] for i in every]
-            if len(v) == 1:
-                return v[0], np.zeros(t.size)
-            r = phase_fit.richardson(v)
-            return r, np.abs(r - phase_fit.richardson(v[1:]))
+    def extrapolated(self, by_width):
+        """The survivals at the widths extrapolated to h → 0, and the extrapolation's change from one width fewer."""
+        v = [by_width[i] for i in range(len(self.rep.reps))]
+        if len(v) == 1:
+            return v[0], np.zeros(self.t.size)
+        r = phase_fit.richardson(v)
+        return r, np.abs(r - phase_fit.richardson(v[1:]))
 
+    def estimate(self, Dlist, R) -> _Estimate:
+        """The survival extrapolated in h plus the exact value of the unchanged paths, and the spread cap's
+        increment at the margin's width (module doc, "the stated margin" and "cost")."""
+        plain, at_D = self.rep.exact, self.plan["at_D"]  # at_D None: every width at D; else only at_D there
+        fine_i = len(self.rep.reps) - 1
+        every = list(range(len(self.rep.reps)))
+        w = fine_i if at_D is None else at_D  # the width whose change from D − 1 to D is the margin
+        raw_D, ex_D, sizes = self.solves(Dlist[-1], every if at_D is None else [at_D])
+        raw_p, ex_p, _ = self.solves(Dlist[0], [fine_i] if at_D is None else every) if R > 1 else ({}, None, {})
+        rests = self.rests(raw_D, raw_p)
         if at_D is None:
-            rest, rich_incr = extrapolated(rests["D"])
+            rest, rich_incr = self.extrapolated(rests["D"])
         else:  # the extrapolation on the D − 1 chain, plus width w's change from D − 1 to D
-            r_p, rich_incr = extrapolated(rests["p"])
+            r_p, rich_incr = self.extrapolated(rests["p"])
             rest = r_p + (rests["D"][w] - rests["p"][w])
         best = rest if plain else ex_D + rest
-        env_incr = np.zeros(t.size)
+        env_incr = np.zeros(self.t.size)
         if R > 1:  # the spread cap's increment, at width w (module doc, "the stated margin")
             at = rests["D"][w] if plain else ex_D + rests["D"][w]
             env_incr = np.abs(at - (rests["p"][w] if plain else ex_p + rests["p"][w]))
         widths_at = "D" if at_D is None else ("D-1, finest at D" if at_D == fine_i else "D-1, coarsest at D")
-        _, steps_fine, q = raw_D[w][0]
-        best = _monotone(np.clip(best, 0.0, 1.0))
-        sf_c = np.minimum(1.0, best + env_incr + floor * best)  # T's allowance (module doc, "the stated bound")
-        low = np.maximum(0.0, best - env_incr - floor * best)
-        lam_n, A_n = per_server_rates(pi_best, ph_best, lam)
-        top = float(pi_best.sum(axis=1)[-1])
-        info = {"D": D_, "M": M, "h": h_, "cstar": cstar_, "stage_phases": rep.phases, "stage_widths": len(rep.widths),
-                "representation": "exact phase-type" if rep.exact else "stage family, extrapolated",
-                "states": sizes[w], "steps": steps_fine, "uniformization_rate": q, "widths_at": widths_at,
-                "initial_mass_lost": mv_best.lost, "top_level_mass": top, "truncation_tolerance": eps,
-                "truncation_reached": int(top < eps), "predicted_seconds": plan["predicted"],
-                "stop": stop}
-        info["margin_parts"] = (env_incr, rich_incr)
-        for p in (0.99, 0.999, 0.9999, 0.99999):  # the extrapolation's own change from two to three widths
-            info[f"extrapolation_{100 * p:g}"] = _relative_shift(t, best, rich_incr, p)
-        return TailPHResult(1.0 - _monotone(sf_c), best, low, D_, M, sizes[w], lam_n, A_n,
-                            time.process_time() - t0, info)
+        _, steps, q = raw_D[w][0]
+        return _Estimate(best, env_incr, rich_incr, widths_at, sizes[w], steps, q)
 
 
 def _relative_shift(t, sf, incr, p) -> float:
@@ -773,66 +877,39 @@ def upper_bounded(law) -> bool:
     return phase_fit.upper_end(law) is not None
 
 
-def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
-    """The stage family, spread cap D and tracked co-residents of a cell (given ones kept), upgraded in the order
-    cstar 0 → 1, the next family of :data:`FAMILIES`, D 2 → 3, the finest family, cstar → 2, D → MAX_D, cstar →
-    MAX_CSTAR while the predicted CPU seconds of the solves (:func:`chain_size` × uniformised steps, at the
-    survival's decay measured by a pilot: the coarsest stage representation, D = 1, no co-resident tracked) stay
-    within ``max_seconds`` — predicted, not measured, so the same choice on any machine; the least choice runs
-    however long it takes (the cheapest family, D = 2)."""
+def _pilot_moves(lam, mu, R, M, eps):
+    """T's tagged moves of the planner's pilot: at R = 1 the M/M/1-PS chain, else the chain with spread cap 1 on the
+    final levels (the final D − 1 when D = 2)."""
     if R == 1:
         _, pi, ph = level_cap(lam, mu, R, 0, eps)
         mv = tagged_moves(lam, mu, R, M, 0, 0, pi, ph) if pi.shape[0] == M else None
         if mv is None:
             M0, pi, ph = level_cap(lam, mu, R, 0, eps)
             mv = tagged_moves(lam, mu, R, M0, 0, 0, pi, ph)
-    else:  # the pilot is the chain with spread cap 1 on the final levels: the final D − 1 when D = 2
-        ph, pi = system_law(lam, mu, R, M, 1)
-        mv = tagged_moves(lam, mu, R, M, 1, 1 + TAGGED_EXTRA, pi, ph)
-    exact = phase_fit.exact_representation(law) is not None
+        return mv
+    ph, pi = system_law(lam, mu, R, M, 1)
+    return tagged_moves(lam, mu, R, M, 1, 1 + TAGGED_EXTRA, pi, ph)
+
+
+def _stage_families(law, h, exact: bool) -> list:
+    """The stage families the planner may choose from: none for a phase-type law, the family of a given finest
+    width h, else :data:`FAMILIES` (only the three-width ones for a bounded law)."""
     families = [None] if exact else ([family(float(h))] if h is not None else list(FAMILIES))
     if upper_bounded(law) and h is None:  # two widths leave a bounded law's edge 12 % off (FAMILIES)
         families = [f for f in families if len(f) == 3]
-    reps = {i: representation(law, f) for i, f in enumerate(families)}
-    coarse = reps[0].reps[0]
-    env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
-    pilot_g, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
-    t_stop = steps / _q  # where the pilot's survival fell below ``stop`` (or t_max)
-    co = {i: (reps[i].phases if exact else representation(law, tuple(CO_FACTOR * w for w in families[i])).phases)
-          for i in reps}
-    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "family": 0,
-              "cstar": 0 if cstar is None else int(cstar), "at_D": None}
+    return families
 
-    def seconds(c):
-        ms, cos = reps[c["family"]].phases, co[c["family"]]
-        own_max = max(float(np.max(-np.diag(S))) for _, S in reps[c["family"]].reps)
-        co_max = own_max if exact else own_max / CO_FACTOR
-        qq = lam + R * mu + own_max + (co_max if c["cstar"] else 0.0)
-        w = c["at_D"]
-        if w is None:  # every width at D, the finest at D − 1 (the margin)
-            solves = [(c["D"], m, mc) for m, mc in zip(ms, cos)] + ([(c["D"] - 1, ms[-1], cos[-1])] if R > 1 else [])
-        else:  # width w at D, every width at D − 1 (the extrapolation taken there)
-            solves = [(c["D"], ms[w], cos[w])] + [(c["D"] - 1, m, mc) for m, mc in zip(ms, cos)]
-        total = SECONDS_FIXED
-        for d, m, mc in solves:
-            st, mo = chain_size(R, M, d, c["cstar"], mc)
-            total += predicted_seconds(st, mo, m, qq * t_stop)
-        return total
 
-    if R > 1 and len(reps[0].phases) > 1 and seconds(choice) > max_seconds:
-        # the least choice does not fit: the extrapolation on the D − 1 chain (module doc, "cost"), with the finest
-        # width at D, or the coarsest if even that is predicted beyond OVER_BUDGET times the budget
-        choice["at_D"] = len(reps[0].phases) - 1
-        if seconds(choice) > OVER_BUDGET * max_seconds:
-            choice["at_D"] = 0
+def _upgrades(R: int, M: int, D, cstar, n_families: int) -> list:
+    """The planner's upgrades (key, value) in order (:func:`_plan`), those of the choices not given."""
     upgrades = []
     if cstar is None:
         upgrades.append(("cstar", 1))
-    if len(families) > 1:
+    if n_families > 1:
         upgrades.append(("family", 1))
     if D is None and R > 1:
         upgrades.append(("D", 3))
-    if len(families) > 2:
+    if n_families > 2:
         upgrades.append(("family", 2))
     if cstar is None:
         upgrades.append(("cstar", 2))
@@ -842,7 +919,70 @@ def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
         upgrades += [("cstar", c) for c in range(3, MAX_CSTAR + 1)]
         if R == 1:  # every co-resident tracked: the exact M/PH/1-PS chain for a phase-type law (module doc, 2.)
             upgrades.append(("cstar", M))
-    for key, val in upgrades:
+    return upgrades
+
+
+@dataclass
+class _CostModel:
+    """Predicted CPU seconds of a choice (:func:`_plan`): the solves it implies (:func:`chain_size` × uniformised
+    steps up to ``t_stop``, where the pilot's survival fell below ``stop``). ``reps``: per family its
+    :class:`Representation`; ``co_phases``: per family the co-residents' phases per width."""
+
+    lam: float
+    mu: float
+    R: int
+    M: int
+    reps: dict
+    co_phases: dict
+    exact: bool
+    t_stop: float
+
+    def seconds(self, c: dict) -> float:
+        """Predicted CPU seconds of the choice ``c`` (keys D, family, cstar, at_D)."""
+        ms, cos = self.reps[c["family"]].phases, self.co_phases[c["family"]]
+        own_max = max(float(np.max(-np.diag(S))) for _, S in self.reps[c["family"]].reps)
+        co_max = own_max if self.exact else own_max / CO_FACTOR
+        qq = self.lam + self.R * self.mu + own_max + (co_max if c["cstar"] else 0.0)
+        w, D = c["at_D"], c["D"]
+        if w is None:  # every width at D, the finest at D − 1 (the margin)
+            solves = [(D, m, mc) for m, mc in zip(ms, cos, strict=True)]
+            solves += [(D - 1, ms[-1], cos[-1])] if self.R > 1 else []
+        else:  # width w at D, every width at D − 1 (the extrapolation taken there)
+            solves = [(D, ms[w], cos[w])] + [(D - 1, m, mc) for m, mc in zip(ms, cos, strict=True)]
+        total = SECONDS_FIXED
+        for d, m, mc in solves:
+            st, mo = chain_size(self.R, self.M, d, c["cstar"], mc)
+            total += predicted_seconds(st, mo, m, qq * self.t_stop)
+        return total
+
+
+def _plan(lam, mu, R, M, law, t_max, D, h, cstar, max_seconds, eps, stop):
+    """The stage family, spread cap D and tracked co-residents of a cell (given ones kept), upgraded in the order
+    cstar 0 → 1, the next family of :data:`FAMILIES`, D 2 → 3, the finest family, cstar → 2, D → MAX_D, cstar →
+    MAX_CSTAR while the predicted CPU seconds of the solves (:func:`chain_size` × uniformised steps, at the
+    survival's decay measured by a pilot: the coarsest stage representation, D = 1, no co-resident tracked) stay
+    within ``max_seconds`` — predicted, not measured, so the same choice on any machine; the least choice runs
+    however long it takes (the cheapest family, D = 2)."""
+    mv = _pilot_moves(lam, mu, R, M, eps)
+    exact = phase_fit.exact_representation(law) is not None
+    families = _stage_families(law, h, exact)
+    reps = {i: representation(law, f) for i, f in enumerate(families)}
+    coarse = reps[0].reps[0]
+    env, _ = environment(mv, coarse[0], coarse[1], mu, 0)
+    pilot_g, steps, _q = product_masses(env, coarse[0], coarse[1], t_max, stop)
+    t_stop = steps / _q  # where the pilot's survival fell below ``stop`` (or t_max)
+    co = {i: (reps[i].phases if exact else representation(law, tuple(CO_FACTOR * w for w in families[i])).phases)
+          for i in reps}
+    seconds = _CostModel(lam, mu, R, M, reps, co, exact, t_stop).seconds
+    choice = {"D": 0 if R == 1 else (2 if D is None else int(D)), "family": 0,
+              "cstar": 0 if cstar is None else int(cstar), "at_D": None}
+    if R > 1 and len(reps[0].phases) > 1 and seconds(choice) > max_seconds:
+        # the least choice does not fit: the extrapolation on the D − 1 chain (module doc, "cost"), with the finest
+        # width at D, or the coarsest if even that is predicted beyond OVER_BUDGET times the budget
+        choice["at_D"] = len(reps[0].phases) - 1
+        if seconds(choice) > OVER_BUDGET * max_seconds:
+            choice["at_D"] = 0
+    for key, val in _upgrades(R, M, D, cstar, len(families)):
         trial = {**choice, key: val}
         if key == "D" and choice["D"] != val - 1:
             continue  # D grows one step at a time
