@@ -2516,7 +2516,8 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
 # =========================================================================== reproduction of the paper's §6
 REP_SOURCE = "reproduction.nc"
 _FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"), "corrected": ("tab:orange", "s", "ours: best of A*–F*"),
-                 "exact": (_EXACT_COLOR, "^", "ours: exact"), TAIL: (_TAIL_COLOR, "v", f"ours: {TAIL_LABEL}")}
+                 "exact": (_EXACT_COLOR, "P", "ours: exact"),
+                 TAIL: (_TAIL_COLOR, "^", f"ours: {TAIL_LABEL}")}  # T never ▼: it reads "below", T lies above
 
 
 def _rq(expr, reduce=(("count", None),), where=None, sel=None) -> Claim:
@@ -2553,7 +2554,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (4.0 if values else 3.1) * len(P)
                                                  + 0.4), squeeze=False, sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
@@ -2576,7 +2577,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
-        missing, first = {}, None
+        missing, table = {}, {}
         for f, fam in enumerate(fams):
             fi = rep["family"].values.tolist().index(fam)
             vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
@@ -2585,8 +2586,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
             missing[fam] = rk == 0
-            if first is None:  # our first family's values, printed under the cells (``values``)
-                first = np.abs(vals[0]) if absolute else vals[0]
+            table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
@@ -2598,10 +2598,10 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
         if values:
-            _value_rows(ax, x, paper, first, fams[0])
+            _value_rows(ax, x, paper, table)
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
-        axes[-1].xaxis.labelpad = 44
+        axes[-1].xaxis.labelpad = 70
     fig.tight_layout(h_pad=1.0)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
@@ -2623,19 +2623,28 @@ def _no_value_marks(strip, fams, missing, x, bg) -> None:
         strip.mark(row, x, miss & bg, "beyond_grid", color, label)
 
 
-def _value_rows(ax, x, paper, ours, fam) -> None:
-    """Under each cell of a reproduction panel, the paper's value (black) and ours (the family ``fam``'s colour), two
-    significant digits, '·' where there is none: the numbers the log axis makes hard to read off."""
+def _value_rows(ax, x, paper, ours) -> None:
+    """Under each cell of a reproduction panel, the paper's value (black) and each family's of ours (``ours``:
+    {family: values}, in its colour), two significant digits, '·' where there is none: the numbers the log axis makes
+    hard to read off."""
     import matplotlib.transforms as mtransforms
 
     tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    color, _, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
-    for y, vals, c, name in ((-0.3, paper, "k", "paper"), (-0.4, ours, color, label.replace("ours: ", "ours, "))):
-        ax.text(-0.02, y, name, transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
+    rows = [("paper", paper, "k")] + [(_FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "ours, "), v,
+                                        _FAMILY_STYLE.get(f, ("0.4", "d", f))[0]) for f, v in ours.items()]
+    for r, (name, vals, c) in enumerate(rows):
+        y = -0.3 - 0.085 * r
+        ax.text(-0.02, y, name.split(" (")[0], transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
                 fontweight="bold")
-        for xi, v in zip(x, vals):
-            ax.text(xi, y, _g(v).replace("-", "−") if np.isfinite(v) else "·", transform=tr, ha="center",
-                    va="center", fontsize=7.5, color=c)
+        for xi, v in zip(x, vals, strict=True):
+            ax.text(xi, y, _table_number(v), transform=tr, ha="center", va="center", fontsize=7.5, color=c)
+
+
+def _table_number(v) -> str:
+    """A value-table entry: two significant digits, '0' below 0.001 in size (no 6.7e-05), '·' where there is none."""
+    if not np.isfinite(v):
+        return "·"
+    return "0" if abs(v) < 1e-3 else _g(v).replace("-", "−")
 
 
 def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
@@ -2678,22 +2687,23 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
 
 
 def _signed_log_axis(ax, linthresh=0.1) -> None:
-    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits),
-    its limits on labelled decade ticks beyond the data (a tick above the highest point, one below the lowest),
-    signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
+    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits; the
+    band shaded and its edges labelled on the axis), its limits on labelled decade ticks beyond the data (a tick above
+    the highest point, one below the lowest), signed labels (+1, −10) and unlabelled minor ticks at 2 and 5."""
     from matplotlib.ticker import FixedLocator
 
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.3)
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.8)
     lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
     dec = [linthresh * 10.0 ** k for k in range(7)]
     top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
     bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
     ax.set_ylim(bot * 1.15, top * 1.15)
     ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
-    ax.text(1.005, 0.0, f"linear\nwithin\n±{linthresh:g}", transform=ax.get_yaxis_transform(), fontsize=6.5,
-            color="0.45", va="center", ha="left", linespacing=0.9)
     tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else "" if abs(v) == linthresh else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    for lab, v in zip(ax.get_yticklabels(), tk, strict=True):
+        if abs(v) == linthresh:  # the band's edges: where the axis turns from linear to log
+            lab.set(fontsize=7, color="0.35")
     ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
                                              if bot <= sign * m * d <= top]))
     ax.grid(alpha=0.15, axis="y", which="minor")
@@ -2725,7 +2735,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT}; symmetric log)", absolute=False, kw=kw,
+        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1", absolute=False, kw=kw,
         symlog=True, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
@@ -2744,12 +2754,21 @@ def _paper_where_ours_missing(rep) -> dict:
 
 
 def _pct_title(rep) -> str:
-    """The §6.1/§6.2 figure's title: what it shows, in two lines; its findings (how often the paper's error is the
-    larger one, and where we have no value) are the caption's claims."""
+    """The §6.1/§6.2 figure's title: what it shows, and its headline — how often the paper's error is the larger one,
+    and whether we lack a value where the paper's errors are largest (the same numbers as the caption's claims)."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
+    head = []
+    kl, nl = _paper_larger(rep)
+    if nl:
+        head.append(f"the paper's error is the larger at {kl} of {nl} points")
+    (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
+    if km and kh:
+        head.append(f"no value of ours at {km} points, where the paper's errors are "
+                    + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
+                       f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
     return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
             f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
-            "of ours)")
+            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}" + ("." if h == head[-1] else ";") for h in head))
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
