@@ -267,16 +267,19 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             strips.append((strip, R, low))
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
     reserve = max(len(s.rows) for s, _, _ in strips)
-    for strip, R, low in strips:  # every panel the same strip height: the rows line up
-        shown = strip.finish(title=f"R = {R}", reserve=max(reserve, 1 if low else 0), label_size=9)
-        if low and shown is not None:  # the panel's only news, in its strip (the arrows below say the same)
-            shown.text(0.5, 0.5, f"every line: W < {W_FLOOR:g} (= exact)", transform=shown.transAxes, ha="center",
-                       va="center", fontsize=8.5, color="0.25")
+    for (strip, R, low), ax in zip(strips, axes.ravel(), strict=True):  # every strip the same height: rows line up
+        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
+        if low:  # the panel's only news, in a box where its lines would be
+            ax.text(0.5, 0.5, f"every line here:\nW < {W_FLOOR:g} at every load\n(on exact)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="0.2",
+                    bbox={"boxstyle": "round,pad=0.6", "fc": "white", "ec": "0.6"})
+    rho = c["rho"].values
+    axes[0, 0].set_xticks(np.arange(rho.size), [f"{r:g}" for r in rho])
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
-        ax.tick_params(axis="x", labelbottom=True)
+        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
     for ax in axes[0, :]:
-        ax.tick_params(axis="x", labelbottom=True)
+        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
     h, lab = _w_legend(rows, d, Rv, all_R, c["approximation"].values.tolist(), noise_drawn, floor_hit)
@@ -293,76 +296,127 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def _w_panel(ax, cmp, c, d, lines, i):
-    """One panel of the Wasserstein figure (R index ``i``): each line's W (filled against exact, hollow against the
-    simulation; below :data:`W_FLOOR`, one arrow per load on the bottom edge: :func:`_floor_arrows`), in the A–F row
-    the closest of them at each load as a wide grey line underneath, the simulation's noise as a grey area where a
-    line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
-    arrow is drawn, whether the noise is drawn, whether every line lies below the floor)."""
+    """One panel of the Wasserstein figure (R index ``i``) on an equally spaced load axis (position k = the k-th load
+    of the grid): each line's W (filled against exact, hollow against the simulation; the line broken where W drops
+    below :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`), in the A–F row the
+    closest of them at each load as a wide grey line underneath and the lines that coincide named
+    (:func:`_coincident`), the simulation's noise as a grey area where a line is set against it, the status marks in
+    the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise is drawn,
+    whether every line lies below the floor)."""
     from ..core.figures import METHOD_MARKERS
 
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
+    xp = np.arange(rho.size, dtype=float)
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = noise_drawn = False
+    shown = False
     cols = [methods.index(sr.method) for sr in lines]
     below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
     if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
         best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
-        ax.plot(rho, np.clip(best, W_FLOOR, None), color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round",
-                zorder=1)
+        ax.plot(xp, np.where(best >= W_FLOOR, best, np.nan), color=_ENVELOPE, lw=7, alpha=0.55,
+                solid_capstyle="round", zorder=1)
+        _coincident_notes(ax, xp, W[i][:, cols], lines)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
         ok = np.isfinite(y)
         above = ok & (y >= W_FLOOR)
         if above.any():
-            shown = True
-            ax.plot(rho[ok], np.maximum(y, W_FLOOR)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
+            shown = True  # below the floor the line breaks (no segment along the bottom edge)
+            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
+                    zorder=3)
             for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
                 sel = above & (ref[i, :, m] == rk)
-                ax.plot(rho[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+                ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
                         ls="none", zorder=4)
         vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
         for key in ("not_run", "invalid"):
-            strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
-    if "sim_noise_wasserstein" in c:
-        noise = c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=c["service"].item())).transpose(
-            "R", "rho").values[i]
-        sel = vs_sim & np.isfinite(noise)
-        if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
-            x = rho[sel]
-            x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
-            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
-                            lw=0.6, zorder=1)
-            noise_drawn = True
+            strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
+    noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
-    strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
+    strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
-    ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
+    ax.set_xlim(-0.5, rho.size - 0.5)
     low = not shown and bool(np.isfinite(W[i][:, cols]).any())
     floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
     if floor_hit:
-        _floor_arrows(ax, rho, below_all, lines)
+        _floor_arrows(ax, xp, below_all, lines)
     return strip, floor_hit, noise_drawn, low
+
+
+def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
+    """The simulation's noise (``sim_noise_wasserstein``) as a light area from the bottom up, at the load positions
+    ``xp`` where a line is set against the simulation: no line can be told apart from exact in it. Returns whether
+    it is drawn."""
+    if "sim_noise_wasserstein" not in c:
+        return False
+    noise = c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=c["service"].item())).transpose(
+        "R", "rho").values[i]
+    sel = vs_sim & np.isfinite(noise)
+    if not sel.any():
+        return False
+    x = xp[sel]
+    x = np.repeat(x, 2) + np.tile([-0.2, 0.2], x.size) if x.size == 1 else x
+    ax.fill_between(x, W_FLOOR, np.interp(x, xp[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7", lw=0.6,
+                    zorder=1)
+    return True
+
+
+#: lines whose W differ by less than this share are drawn on top of each other (one hides the others)
+W_COINCIDE = 0.10
+
+
+def _coincident(W, names) -> list[tuple[int, list[str]]]:
+    """Where lines hide each other: (first load index, names) of each group of at least two lines whose W lie within
+    :data:`W_COINCIDE` of the group's lowest, above :data:`W_FLOOR`, at two or more consecutive loads (the same
+    group), or of three or more lines at one load; in load order. ``W``: (load, line)."""
+    per_load = []
+    for row in W:
+        order = [k for k in np.argsort(row) if np.isfinite(row[k]) and row[k] >= W_FLOOR]
+        groups, group = [], []
+        for k in order:
+            if group and row[k] > row[group[0]] * (1 + W_COINCIDE):
+                groups.append(group)
+                group = []
+            group.append(k)
+        groups.append(group)
+        per_load.append({tuple(sorted(names[g] for g in gr)) for gr in groups if len(gr) > 1})
+    out = []
+    for j, groups in enumerate(per_load):
+        for g in sorted(groups):
+            run = j + 1 < len(per_load) and g in per_load[j + 1]
+            if (run or len(g) > 2) and not (j and g in per_load[j - 1]):
+                out.append((j, list(g)))
+    return out
+
+
+def _coincident_notes(ax, xp, W, lines) -> None:
+    """Name each group of lines that hide each other (:func:`_coincident`) where it starts: 'A = B = C'."""
+    for j, group in _coincident(W, [sr.method for sr in lines]):
+        y = float(np.nanmin(W[j][[k for k, sr in enumerate(lines) if sr.method in group]]))
+        ax.annotate(" = ".join(group), (xp[j], y), xytext=(6, -9), textcoords="offset points", ha="left", va="top",
+                    fontsize=7, color="0.2", zorder=6, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                                                             "alpha": 0.8})
 
 
 #: the Wasserstein figure's wide line under A–F: the closest of them at each load
 _ENVELOPE = "0.78"
 
 
-def _floor_arrows(ax, rho, below, lines) -> None:
-    """One arrow on the bottom edge at each load where a line has W < :data:`W_FLOOR`, the letters of those lines
-    above it, each in its line's colour (one arrow per line would pile up)."""
-    for j, x in enumerate(rho):
-        who = [sr for sr, b in zip(lines, below[j]) if b]
+def _floor_arrows(ax, xp, below, lines) -> None:
+    """One arrow on the bottom edge at each load position where a line has W < :data:`W_FLOOR`, the letters of those
+    lines stacked to its right, each in its line's colour (one arrow per line would pile up; beside it, not above,
+    the letters stay clear of a marker just above the edge)."""
+    for j, x in enumerate(xp):
+        who = [sr for sr, b in zip(lines, below[j], strict=True) if b]
         if not who:
             continue
         ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
         for k, sr in enumerate(who):
-            ax.annotate(sr.method, (x, W_FLOOR), xytext=(0, 9 + 7.5 * k), textcoords="offset points", ha="center",
+            ax.annotate(sr.method, (x, W_FLOOR), xytext=(6, 0.5 + 7 * k), textcoords="offset points", ha="left",
                         va="bottom", fontsize=6.5, color=sr.color, fontweight="bold", zorder=5)
 
 
@@ -394,7 +448,8 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             lab.append(ll)
     if floor_hit:
         h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact, for the letters above it")
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact (the line breaks), for the letters "
+                   "beside it")
     return h, lab
 
 
@@ -468,9 +523,11 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (one ↓ per load, the letters of the "
-         "methods there above it; a panel with nothing above it says so in its strip instead). In the top row a wide "
-         "grey line under the others follows the closest of A–F at each load. The strip above a panel marks loads "
+         + f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
+         "letters of the methods there beside it (a panel with nothing above it says so in a box). The loads are "
+         "the grid's, equally spaced. In the top row a wide grey line under the others follows the closest of A–F at "
+         f"each load, and lines that hide each other (W within {W_COINCIDE:.0%}, at two loads in a row or three lines "
+         "at one) are named where they start ('A = B = C'). The strip above a panel marks loads "
          "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
@@ -2735,7 +2792,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1", absolute=False, kw=kw,
+        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1",
+        absolute=False, kw=kw,
         symlog=True, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
