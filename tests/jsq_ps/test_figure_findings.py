@@ -44,11 +44,20 @@ def test_cdf_headline_states_the_corrected_chains_deep_tail():
     direction, computed: A* with a lighter tail (scale 0.9: optimistic by 10 %), T heavier (+5 %: conservative), and a
     chain on exact 'within ±0.5 %'."""
     head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "B*": 0.999, "exact": 1.0, "T": 1.05})
-    tail = next(h for h in head if h.startswith("their 99.9th vs exact"))
+    tail = next(h for h in head if h.startswith("corrected at the 99.9th vs exact: "))
     assert "A* -10 % (optimistic)" in tail and "T +5 % (conservative)" in tail and "B* within ±0.5 %" in tail, tail
     assert any(t.startswith("At the 99.9th percentile the corrected chains and T against exact: ") for t in texts)
     head, _ = _cdf_findings({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0})
-    assert "A* -3 % (optimistic)" in head[-1] and "T within ±0.5 %" in head[-1], head
+    assert head[-1] == "corrected at the 99.9th vs exact: -3 % (optimistic); T within ±0.5 %", head
+
+
+def test_cdf_headline_gives_same_side_chains_as_one_range():
+    """Chains all on one side are one range without names ('-12 to -9 % (optimistic)'): the short title line the
+    reader asked for; the caption's claim still names each."""
+    head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "C*": 0.92, "exact": 1.0, "T": 1.0})
+    assert head[-1] == "corrected at the 99.9th vs exact: -10 to -8 % (optimistic); T within ±0.5 %", head
+    claim = next(t for t in texts if t.startswith("At the 99.9th percentile the corrected chains"))
+    assert "A* -10 %" in claim and "C* -8 %" in claim, claim
 
 
 def test_cdf_headline_changes_with_the_data():

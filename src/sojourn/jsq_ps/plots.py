@@ -1513,13 +1513,13 @@ def _runtime_caption(cmp, nr, meds, partial) -> Caption:
 
 
 # =========================================================================== one cell's distribution
-def _cdf_lw(sr, lines) -> float:
-    """A line's width in the CDF figures: the paper's methods wider the earlier they are drawn (A widest), so that a
-    line lying on a later one (E under F) still shows as its border."""
-    faithful = [x.method for x in lines if x.method in FAITHFUL]
-    if sr.method in faithful:
-        return 1.1 + 0.5 * (len(faithful) - 1 - faithful.index(sr.method))
-    return max(1.1, sr.lw * 0.8)
+def _cdf_style(sr, c) -> dict:
+    """A method line's width, alpha and layer in the CDF figures, the same in every panel: one width for all, except
+    a line that a later one covers (``c.under``, :func:`_under`; its legend entry says "under …"): wide and faint
+    underneath (solid: a wide dashed line would break up), so both show where they coincide; also its line style."""
+    if sr.method in getattr(c, "under", ()):
+        return {"ls": "-", "lw": 5.0, "alpha": 0.45, "zorder": 2, "solid_capstyle": "butt"}
+    return {"ls": sr.style, "lw": 1.5, "alpha": 1.0, "zorder": 3}
 
 
 #: the corrected chains' line styles in the CDF figures: dashed, each distinct chain with its own dash pattern
@@ -1564,10 +1564,13 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     x1 = _body_window(c, full, x2)
     n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
     body = {m: _smooth(v[:n1], n1) for m, v in full.items()}
-    span = _cdf_body(ax1, c, body, n1, x1)
     order = [sr for sr in c.lines if sr.method == "exact"] + [sr for sr in c.lines if sr.method != "exact"]
     order = [sr for sr in order if sr.method not in c.same]
-    covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
+    lo, hi, pad = _body_range(c, body)
+    covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * ((hi - lo) / 2 + pad), 0.02),
+                     ("body", "tail"))
+    c.under = {m for m in covered if m != "exact"}  # exact is the wide light line anyway
+    _cdf_body(ax1, c, body, n1, x1)
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     if c.use_exact:
         _cdf_ratio(axes[2], c, n2, x2)
@@ -1714,25 +1717,28 @@ def _smooth(y, n):
     return uniform_filter1d(y, size, mode="nearest")
 
 
-def _cdf_body(ax, c, body, n1, x1) -> float:
+def _cdf_body(ax, c, body, n1, x1) -> None:
     """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`);
     the simulation is not drawn there (the methods are judged against exact, which has no noise: the simulation is a
-    check on exact, in the tail and ratio panels); the y-range follows the methods. Returns the y-range's half-span."""
+    check on exact, in the tail and ratio panels); the y-range follows the methods (:func:`_body_range`)."""
     t = c.t[:n1]
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
-    drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
-    for sr in drawn:
-        ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = [body[sr.method] for sr in drawn]
-    lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
-    hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
-    pad = 0.12 * max(hi - lo, 2e-3)
+    for sr in (sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same):
+        ax.plot(t, body[sr.method], color=sr.color, **_cdf_style(sr, c))
+    lo, hi, pad = _body_range(c, body)
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
     ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
     ax.set_title(f"body: each CDF minus {ref}'s (area to 0 = W)", fontsize=10)
-    return (hi - lo) / 2 + pad
+
+
+def _body_range(c, body) -> tuple[float, float, float]:
+    """The body panel's data range (lo, hi) over the separately drawn lines, and its padding."""
+    vals = [body[sr.method] for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
+    lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
+    hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
+    return lo, hi, 0.12 * max(hi - lo, 2e-3)
 
 
 #: the pooled simulation's colour in the CDF figures (near black: the methods, not it, carry the colours)
@@ -1766,8 +1772,8 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
         if sr.method in c.same and sr.method != TAIL:
             continue
         wide = sr.method == "exact"
-        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
-                      lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], color=sr.color,
+                      **({"ls": sr.style, "lw": 4.0, "alpha": 0.45, "zorder": 2} if wide else _cdf_style(sr, c)))
         if wide:
             handles.append(ln)
             names.append("exact (the reference; wide, light)" if c.same else labels[sr.method])
@@ -1808,7 +1814,7 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
         ci = c.ci[:n2] / ex
     ax.axhline(1.0, color=_EXACT_COLOR, lw=4.0, alpha=0.45, zorder=2)
     for sr, r in ratio.items():
-        ax.plot(t, np.clip(r, 1e-9, None), ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+        ax.plot(t, np.clip(r, 1e-9, None), color=sr.color, **_cdf_style(sr, c))
     _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
     vals = np.concatenate([r[np.isfinite(r) & (r > 0)] for r in ratio.values()] + [np.ones(1)])
     lo = max(float(vals.min()), 1 / _RATIO_SPAN) / 1.25
@@ -1914,8 +1920,7 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
         claims.append(Claim(f"The corrected chains and T ({listing(corr)}): W to {ref} {words} {TIME_UNIT}.",
                             wmax, Q.query(f"{wq}.sel(approximation={Q.names(corr)})", (("max", None),), None, sel),
                             W_FLOOR if wmax < W_FLOOR else sig_tol(wmax, 2)))
-        head.append(f"corrected chains and T: W {'<' if wmax < W_FLOOR else '≤'} {_g(max(wmax, W_FLOOR))}")
-        if ref == "exact":
+        if ref == "exact":  # the title states their deep tails (their W is in the legend)
             h, cl = _cdf_corrected_tail(c, sel, corr)
             head += h
             claims += cl
@@ -1941,15 +1946,38 @@ def _cdf_corrected_tail(c, sel, corr) -> tuple[list, list]:
     for m, v in e.items():
         groups.setdefault(_pct(v) if abs(v) >= 0.005 else "within ±0.5 %", []).append(m)
     words = "; ".join(f"{_span_names(ms)} {w}" for w, ms in groups.items())
-    side = lambda ms: ("optimistic" if all(e[m] <= -0.005 for m in ms) else "conservative"
-                       if all(e[m] >= 0.005 for m in ms) else "")
-    head = [f"their {p:g}th vs exact: " + "; ".join(
-        f"{_span_names(ms)} {w}" + (f" ({side(ms)})" if side(ms) else "") for w, ms in groups.items())]
+    head = [f"corrected at the {p:g}th vs exact: " + _deep_tail_words(e)]
     claim = Claim(f"At the {p:g}th percentile the corrected chains and T against exact: {words}.", list(e.values()),
                   [Q.query(f"approx_percentile.sel(approximation={m!r}) / approx_percentile.sel(approximation='exact')"
                            " - 1", (("max", None),), None, {**sel, "percentile": p}) for m in e],
                   half_unit(0, 100))
     return head, [claim]
+
+
+def _deep_tail_words(e) -> str:
+    """The title's short form of the corrected chains' and T's errors ``e`` at the deepest percentile: the chains as
+    one range where all lie on the same side ('−12 to −11 % (optimistic)'), else per group of equal rounded error
+    with their names; then T's ('T within ±0.5 %')."""
+    def side(v) -> str:
+        return "optimistic" if all(x <= -0.005 for x in v) else "conservative" if all(x >= 0.005 for x in v) else ""
+
+    def size(v) -> str:
+        return "within ±0.5 %" if abs(v) < 0.005 else _pct(v)
+
+    chains = {m: v for m, v in e.items() if m != TAIL}
+    parts = []
+    if chains and side(chains.values()):
+        lo, hi = _pct(min(chains.values())), _pct(max(chains.values()))
+        parts.append((lo if lo == hi else f"{lo.removesuffix(' %')} to {hi}") + f" ({side(chains.values())})")
+    elif chains:
+        groups: dict[str, list] = {}
+        for m, v in chains.items():
+            groups.setdefault(size(v), []).append(m)
+        parts += [f"{_span_names(ms)} {w}" + (f" ({side([chains[m] for m in ms])})" if side([chains[m] for m in ms])
+                                              else "") for w, ms in groups.items()]
+    if TAIL in e:
+        parts.append(f"{TAIL} {size(e[TAIL])}" + (f" ({side([e[TAIL]])})" if side([e[TAIL]]) else ""))
+    return "; ".join(parts)
 
 
 def _span_names(ms) -> str:
