@@ -2071,9 +2071,9 @@ def _scv_of(laws) -> dict:
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, its letter as
-    the marker of each cell); colour = law; the simulations' own noise shaded grey. Below, where the comparison has
-    methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
+    law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
+    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
     own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
     a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
@@ -2085,8 +2085,8 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
     ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
-    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1)))
-    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.5)
+    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.9)  # room for the closest-method tables
     top = gs[0].subgridspec(1, ncol, wspace=0.32)
     axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
@@ -2102,7 +2102,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
-    fig.subplots_adjust(left=0.07, right=0.97, top=0.9, bottom=0.08)
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.07 if law_rows else 0.3)
     if slot is not None:
         note = _empty_law_row_note(cmp, services, empty) if empty else ""
         if note:
@@ -2112,15 +2112,18 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
                     frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
     else:
         _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
+    head = _mgr_headline(cmp, services) if law_rows else ""
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time\nupper row — solid: vs the M/M/R simulation; dashed: vs the closest analytic "
-                 "method (its letter at each load)", y=0.99, va="top", fontsize=10.5)
+                 "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
+                 "dashed: vs the closest analytic method (named in the table under each panel)", y=0.995, va="top",
+                 fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, named per cell: :func:`_closest_letters`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, hollow markers; named in a table under the panel:
+    :func:`_closest_table`), the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -2138,7 +2141,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             if ok1.any():
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1)  # markers: the methods' names
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -2160,8 +2163,8 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     for ax, x, y in noise_fill:
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
-    for ax, R in zip(axes, Rv):
-        _closest_letters(ax, cmp, R, services, cand, cmap)
+    for ax, R in zip(axes, Rv, strict=True):
+        _closest_table(ax, cmp, R, services, cand, cmap)
     return kinds, bool(noise_fill)
 
 
@@ -2189,41 +2192,36 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
-    """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
-    law's colour on a white disc (the name is the marker)."""
-    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
-    at: dict = {}  # rho → [(log10 y, letter, law index)]
+def _closest_table(ax, cmp, R, services, cand, cmap) -> None:
+    """Under an upper-row panel, a small table of the closest method (:func:`closest_methods`) per law (a row, in the
+    law's colour) and load (under that load's tick): the dashed lines' method named apart from the data."""
+    import matplotlib.transforms as mtransforms
+
+    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.text(0.5, -0.2, "closest method (dashed line)", transform=ax.transAxes, ha="center", va="top", fontsize=7.5,
+            color="0.3")
     for k, svc in enumerate(services):
+        y = -0.3 - 0.08 * k
+        ax.text(-0.02, y, svc, transform=ax.transAxes, ha="right", va="center", fontsize=7, color=cmap(k))
         for r, m in closest_methods(cmp, svc, R, cand).items():
-            y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
-            at.setdefault(r, []).append((np.log10(y), m, k))
-    for r, marks in at.items():
-        for dx, (ly, m, k) in zip(_letter_offsets([v[0] for v in marks]), marks):
-            ax.annotate(m, (r, 10.0 ** ly), xytext=(dx, 0), textcoords="offset points", ha="center", va="center",
-                        fontsize=7, color=cmap(k), fontweight="bold", zorder=6,
-                        bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k), "lw": 0.6},
-                        arrowprops={"arrowstyle": "-", "color": cmap(k), "lw": 0.6} if dx else None)
+            ax.text(r, y, m, transform=tr, ha="center", va="center", fontsize=7.5, color=cmap(k), fontweight="bold")
 
 
-#: letter boxes at one load closer than this (decades) are set side by side
-_LETTER_GAP = 0.16
-
-
-def _letter_offsets(logy) -> list:
-    """Horizontal offsets (points) of the M/G/R figure's letter boxes at one load: those within
-    :data:`_LETTER_GAP` decades of a neighbour form a cluster, set side by side (12 pt apart, centred on the load)."""
-    order = np.argsort(logy)
-    out = [0.0] * len(logy)
-    cluster: list = []
-    for i in list(order) + [None]:
-        if cluster and (i is None or logy[i] - logy[cluster[-1]] > _LETTER_GAP):
-            for j, c in enumerate(cluster):
-                out[c] = (j - (len(cluster) - 1) / 2) * 12.0
-            cluster = []
-        if i is not None:
-            cluster.append(i)
-    return out
+def _mgr_headline(cmp, services) -> str:
+    """The M/G/R figure's main finding, for its title: the range of the exponential model's T's mean percentile error
+    against the laws' simulations (its verdict where every cell lies on one side), and that of each method with the
+    law itself (the numbers of :func:`_law_method_claims`)."""
+    q = _law_row_percentile(cmp)
+    parts = []
+    e = _law_errors(cmp, services)
+    if e.size:
+        side = " (conservative)" if (e > 0).all() else " (optimistic)" if (e < 0).all() else ""
+        parts.append(f"the exponential model's T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
+    for m in cmp["law_method"].values.tolist():
+        e = _law_errors(cmp, services, m)
+        if e.size:
+            parts.append(f"{m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
+    return f"At the {q:g}th percentile " + "; ".join(parts) if parts else ""
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -2234,9 +2232,9 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="$T$", ms=6)]
+                Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
     labels += ["upper row, solid: vs the M/M/R simulation",
-               "upper row, dashed: vs the closest analytic\nmethod (its letter at each load)"]
+               "upper row, dashed: vs the closest analytic\nmethod (named in the table under the panel)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
         labels.append("upper row, grey: the solid lines' own noise")
@@ -2409,7 +2407,7 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     for j, R in enumerate(Rv):
         pair = axes[2 * j: 2 * j + 2]
         vals = {s: _law_row_series(cmp, s, R, q) for s in services}
-        for ax, which in zip(pair, (None, "law")):
+        for ax, which in zip(pair, (None, "law"), strict=True):
             if which == "law":
                 ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
             ax.axhline(0.0, color="0.5", lw=0.8)
@@ -2425,14 +2423,14 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
             if which == "law":
                 lo_, hi_ = ax.get_ylim()
                 ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
+            shown = rho[np.array([np.isfinite(v[0]) for d in vals.values() for v in d.values()]).any(0)]
+            _linear_rho_axis(ax, shown)  # only the loads with a value: those without are named in the strip
             kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
                 "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
-                + _law_panel_finding(vals, which is None))
+                + _law_panel_finding(vals, which is None), shown)
             ax.set_xlabel("load ρ")
             ax.grid(alpha=0.3)
-            ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
-            _linear_rho_axis(ax, rho[np.isfinite(ran).any(0)])
-        pair[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+            ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
     labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
     if TAIL in cmp["approximation"].values.tolist():
@@ -2462,21 +2460,27 @@ def _law_panel_finding(vals, exponential) -> str:
     return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
 
 
-def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
+def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title, shown) -> set:
     """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
-    same, else a row per law in its colour). Returns the status kinds drawn."""
+    same, else a row per law in its colour); such loads outside the panel's x-range (``shown``: the loads with a
+    value) named in the strip in words. Returns the status kinds drawn."""
     rho = cmp["rho"].values
     simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
     masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
              for s in services}
+    outside = [float(r) for r in rho[np.any([masks[s] for s in services], 0)] if r not in shown]
+    masks = {s: m & np.isin(rho, shown) for s, m in masks.items()}  # a mark beyond the x-range would spill over
     strip = status_strip(ax)
     if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
         strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
     else:
         for k, s in enumerate(services):
             strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
-    strip.finish(title=title, fontsize=9.5)
-    return strip.kinds
+    box = strip.finish(title=title, fontsize=9.5, reserve=1 if outside else 0)
+    if outside and box is not None:
+        box.text(0.01, 0.5, f"◇ reference too short at ρ = {listing([f'{r:g}' for r in outside])} (not drawn)",
+                 transform=box.transAxes, ha="left", va="center", fontsize=8, color="0.3")
+    return strip.kinds | ({REFERENCE_TOO_SHORT.key} if outside else set())
 
 
 def _law_method_claims(cmp, services) -> list:
