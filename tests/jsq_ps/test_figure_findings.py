@@ -44,11 +44,20 @@ def test_cdf_headline_states_the_corrected_chains_deep_tail():
     direction, computed: A* with a lighter tail (scale 0.9: optimistic by 10 %), T heavier (+5 %: conservative), and a
     chain on exact 'within ±0.5 %'."""
     head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "B*": 0.999, "exact": 1.0, "T": 1.05})
-    tail = next(h for h in head if h.startswith("their 99.9th vs exact"))
+    tail = next(h for h in head if h.startswith("corrected at the 99.9th vs exact: "))
     assert "A* -10 % (optimistic)" in tail and "T +5 % (conservative)" in tail and "B* within ±0.5 %" in tail, tail
     assert any(t.startswith("At the 99.9th percentile the corrected chains and T against exact: ") for t in texts)
     head, _ = _cdf_findings({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0})
-    assert "A* -3 % (optimistic)" in head[-1] and "T within ±0.5 %" in head[-1], head
+    assert head[-1] == "corrected at the 99.9th vs exact: -3 % (optimistic); T within ±0.5 %", head
+
+
+def test_cdf_headline_gives_same_side_chains_as_one_range():
+    """Chains all on one side are one range without names ('-12 to -9 % (optimistic)'): the short title line the
+    reader asked for; the caption's claim still names each."""
+    head, texts = _cdf_findings({"A": 1.3, "A*": 0.9, "C*": 0.92, "exact": 1.0, "T": 1.0})
+    assert head[-1] == "corrected at the 99.9th vs exact: -10 to -8 % (optimistic); T within ±0.5 %", head
+    claim = next(t for t in texts if t.startswith("At the 99.9th percentile the corrected chains"))
+    assert "A* -10 %" in claim and "C* -8 %" in claim, claim
 
 
 def test_cdf_headline_changes_with_the_data():
@@ -216,6 +225,17 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     (fig,) = figs
     texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
     assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
+    rows = [t for t in texts if t.startswith("ours, ") or t == "paper"]
+    assert rows == ["paper", "ours, best of A–F", "ours, best of A*–F*", "ours, T"], rows  # every family's values
+    assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
+    title = fig._suptitle.get_text().splitlines()
+    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
+    assert title[2] == "The paper's error is the larger at 2 of 2 points;", title
+    assert title[3] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
+                        "2)."), title
+    tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
+                  if ln.get_color() == plots._TAIL_COLOR]
+    assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
     plots.plt.close(fig)
 
 
@@ -245,9 +265,10 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
     xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up)"
+    assert xs == [0.0], "one arrow per load (arrows side by side per method piled up), at the load's position"
+    assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
-    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
+    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.0 for t in letters)
     assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)
 
@@ -264,8 +285,43 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_letter_boxes_at_one_load_are_set_apart():
-    """Letter boxes of the M/G/R figure closer than the gap (in decades) at one load sit side by side, centred; a
-    box far from the others stays on its point."""
-    assert plots._letter_offsets([0.0, 0.05, 1.0]) == [-6.0, 6.0, 0.0]
-    assert plots._letter_offsets([0.3]) == [0.0]
+def test_mgr_closest_methods_stand_in_a_table_not_on_the_markers(monkeypatch):
+    """The M/G/R figure names the closest method per (law, load) in a table under the panel (texts below the axes,
+    one per cell the dashed line draws), not as boxed letters on the data."""
+    cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
+    fig, ax = plots.plt.subplots()
+    plots._closest_table(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"))
+    cells = [(t.get_position()[0], t.get_text()) for t in ax.texts if t.get_text() in ("A", "D", "T")]
+    assert cells == [(0.5, "D"), (0.8, "T")], cells  # the last load's run is unusable: no entry
+    assert all(t.get_position()[1] < 0 for t in ax.texts) and not any(t.get_bbox_patch() for t in ax.texts)
+    plots.plt.close(fig)
+
+
+def test_mgr_headline_states_both_ranges():
+    """The M/G/R title's finding: the exponential model's T's error range with its verdict, and each law method's."""
+    q = 99.9
+    sh = ("service", "R", "rho")
+    cmp = xr.Dataset(
+        {"relative_percentile_error_mean": (sh + ("approximation", "percentile"),
+                                            np.array([0.08, 1.86, np.nan]).reshape(1, 1, 3, 1, 1)),
+         "few_tail_customers": (sh + ("percentile",), np.zeros((1, 1, 3, 1), np.int8)),
+         "law_relative_error_mean": (sh + ("law_method", "percentile"),
+                                     np.array([-0.01, 0.08, np.nan]).reshape(1, 1, 3, 1, 1)),
+         "sim_run_valid": (sh, np.ones((1, 1, 3), np.int8))},
+        coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
+                "law_method": ["T"], "percentile": [q]})
+    assert plots._mgr_headline(cmp, ["deterministic"]) == (
+        "At the 99.9th percentile the exponential model's T errs by +8 to +186 % (conservative); T with the law "
+        "itself by -1 to +8 %")
+
+
+def test_wasserstein_names_coinciding_lines():
+    """Lines whose W lie within 10 % of each other at two loads in a row (or three at one load) are named where they
+    start; a pair at one load only, or lines apart, are not."""
+    names = ["A", "B", "C", "D"]
+    W = np.array([[9.0, 9.0, np.nan, 0.05],   # A = B starts here, runs on
+                  [2.2, 2.2, 3.0, 0.1],
+                  [0.7, 0.71, 0.72, 0.14],    # A = B = C: three at one load
+                  [0.3, 0.2, 0.105, 0.1]])    # C and D at one load only
+    assert plots._coincident(W, names) == [(0, ["A", "B"]), (2, ["A", "B", "C"])]
+    assert plots._coincident(np.array([[1.0, 2.0, 4.0, 8.0]]), names) == []

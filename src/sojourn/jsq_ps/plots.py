@@ -267,16 +267,19 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             strips.append((strip, R, low))
         axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
     reserve = max(len(s.rows) for s, _, _ in strips)
-    for strip, R, low in strips:  # every panel the same strip height: the rows line up
-        shown = strip.finish(title=f"R = {R}", reserve=max(reserve, 1 if low else 0), label_size=9)
-        if low and shown is not None:  # the panel's only news, in its strip (the arrows below say the same)
-            shown.text(0.5, 0.5, f"every line: W < {W_FLOOR:g} (= exact)", transform=shown.transAxes, ha="center",
-                       va="center", fontsize=8.5, color="0.25")
+    for (strip, R, low), ax in zip(strips, axes.ravel(), strict=True):  # every strip the same height: rows line up
+        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
+        if low:  # the panel's only news, in a box where its lines would be
+            ax.text(0.5, 0.5, f"every line here:\nW < {W_FLOOR:g} at every load\n(on exact)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="0.2",
+                    bbox={"boxstyle": "round,pad=0.6", "fc": "white", "ec": "0.6"})
+    rho = c["rho"].values
+    axes[0, 0].set_xticks(np.arange(rho.size), [f"{r:g}" for r in rho])
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
-        ax.tick_params(axis="x", labelbottom=True)
+        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
     for ax in axes[0, :]:
-        ax.tick_params(axis="x", labelbottom=True)
+        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
     h, lab = _w_legend(rows, d, Rv, all_R, c["approximation"].values.tolist(), noise_drawn, floor_hit)
@@ -293,76 +296,127 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def _w_panel(ax, cmp, c, d, lines, i):
-    """One panel of the Wasserstein figure (R index ``i``): each line's W (filled against exact, hollow against the
-    simulation; below :data:`W_FLOOR`, one arrow per load on the bottom edge: :func:`_floor_arrows`), in the A–F row
-    the closest of them at each load as a wide grey line underneath, the simulation's noise as a grey area where a
-    line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
-    arrow is drawn, whether the noise is drawn, whether every line lies below the floor)."""
+    """One panel of the Wasserstein figure (R index ``i``) on an equally spaced load axis (position k = the k-th load
+    of the grid): each line's W (filled against exact, hollow against the simulation; the line broken where W drops
+    below :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`), in the A–F row the
+    closest of them at each load as a wide grey line underneath and the lines that coincide named
+    (:func:`_coincident`), the simulation's noise as a grey area where a line is set against it, the status marks in
+    the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise is drawn,
+    whether every line lies below the floor)."""
     from ..core.figures import METHOD_MARKERS
 
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
+    xp = np.arange(rho.size, dtype=float)
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = noise_drawn = False
+    shown = False
     cols = [methods.index(sr.method) for sr in lines]
     below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
     if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
         best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
-        ax.plot(rho, np.clip(best, W_FLOOR, None), color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round",
-                zorder=1)
+        ax.plot(xp, np.where(best >= W_FLOOR, best, np.nan), color=_ENVELOPE, lw=7, alpha=0.55,
+                solid_capstyle="round", zorder=1)
+        _coincident_notes(ax, xp, W[i][:, cols], lines)
     for sr in lines:
         m = methods.index(sr.method)
         y = W[i, :, m]
         ok = np.isfinite(y)
         above = ok & (y >= W_FLOOR)
         if above.any():
-            shown = True
-            ax.plot(rho[ok], np.maximum(y, W_FLOOR)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
+            shown = True  # below the floor the line breaks (no segment along the bottom edge)
+            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
+                    zorder=3)
             for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
                 sel = above & (ref[i, :, m] == rk)
-                ax.plot(rho[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+                ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
                         ls="none", zorder=4)
         vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
         for key in ("not_run", "invalid"):
-            strip.mark(sr.method, rho, status[i, :, m] == key, key, sr.color, sr.method)
-    if "sim_noise_wasserstein" in c:
-        noise = c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=c["service"].item())).transpose(
-            "R", "rho").values[i]
-        sel = vs_sim & np.isfinite(noise)
-        if sel.any():  # a light area from the bottom up to the noise: no line can be told apart from exact in it
-            x = rho[sel]
-            x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
-            ax.fill_between(x, W_FLOOR, np.interp(x, rho[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7",
-                            lw=0.6, zorder=1)
-            noise_drawn = True
+            strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
+    noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
-    strip.mark("reference", rho, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
+    strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    pad = 0.05 * float(np.ptp(rho)) if rho.size > 1 else 0.05
-    ax.set_xlim(float(rho.min()) - pad, float(rho.max()) + pad)
+    ax.set_xlim(-0.5, rho.size - 0.5)
     low = not shown and bool(np.isfinite(W[i][:, cols]).any())
     floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
     if floor_hit:
-        _floor_arrows(ax, rho, below_all, lines)
+        _floor_arrows(ax, xp, below_all, lines)
     return strip, floor_hit, noise_drawn, low
+
+
+def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
+    """The simulation's noise (``sim_noise_wasserstein``) as a light area from the bottom up, at the load positions
+    ``xp`` where a line is set against the simulation: no line can be told apart from exact in it. Returns whether
+    it is drawn."""
+    if "sim_noise_wasserstein" not in c:
+        return False
+    noise = c["sim_noise_wasserstein"].where(run_usable(cmp).sel(service=c["service"].item())).transpose(
+        "R", "rho").values[i]
+    sel = vs_sim & np.isfinite(noise)
+    if not sel.any():
+        return False
+    x = xp[sel]
+    x = np.repeat(x, 2) + np.tile([-0.2, 0.2], x.size) if x.size == 1 else x
+    ax.fill_between(x, W_FLOOR, np.interp(x, xp[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7", lw=0.6,
+                    zorder=1)
+    return True
+
+
+#: lines whose W differ by less than this share are drawn on top of each other (one hides the others)
+W_COINCIDE = 0.10
+
+
+def _coincident(W, names) -> list[tuple[int, list[str]]]:
+    """Where lines hide each other: (first load index, names) of each group of at least two lines whose W lie within
+    :data:`W_COINCIDE` of the group's lowest, above :data:`W_FLOOR`, at two or more consecutive loads (the same
+    group), or of three or more lines at one load; in load order. ``W``: (load, line)."""
+    per_load = []
+    for row in W:
+        order = [k for k in np.argsort(row) if np.isfinite(row[k]) and row[k] >= W_FLOOR]
+        groups, group = [], []
+        for k in order:
+            if group and row[k] > row[group[0]] * (1 + W_COINCIDE):
+                groups.append(group)
+                group = []
+            group.append(k)
+        groups.append(group)
+        per_load.append({tuple(sorted(names[g] for g in gr)) for gr in groups if len(gr) > 1})
+    out = []
+    for j, groups in enumerate(per_load):
+        for g in sorted(groups):
+            run = j + 1 < len(per_load) and g in per_load[j + 1]
+            if (run or len(g) > 2) and not (j and g in per_load[j - 1]):
+                out.append((j, list(g)))
+    return out
+
+
+def _coincident_notes(ax, xp, W, lines) -> None:
+    """Name each group of lines that hide each other (:func:`_coincident`) where it starts: 'A = B = C'."""
+    for j, group in _coincident(W, [sr.method for sr in lines]):
+        y = float(np.nanmin(W[j][[k for k, sr in enumerate(lines) if sr.method in group]]))
+        ax.annotate(" = ".join(group), (xp[j], y), xytext=(6, -9), textcoords="offset points", ha="left", va="top",
+                    fontsize=7, color="0.2", zorder=6, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                                                             "alpha": 0.8})
 
 
 #: the Wasserstein figure's wide line under A–F: the closest of them at each load
 _ENVELOPE = "0.78"
 
 
-def _floor_arrows(ax, rho, below, lines) -> None:
-    """One arrow on the bottom edge at each load where a line has W < :data:`W_FLOOR`, the letters of those lines
-    above it, each in its line's colour (one arrow per line would pile up)."""
-    for j, x in enumerate(rho):
-        who = [sr for sr, b in zip(lines, below[j]) if b]
+def _floor_arrows(ax, xp, below, lines) -> None:
+    """One arrow on the bottom edge at each load position where a line has W < :data:`W_FLOOR`, the letters of those
+    lines stacked to its right, each in its line's colour (one arrow per line would pile up; beside it, not above,
+    the letters stay clear of a marker just above the edge)."""
+    for j, x in enumerate(xp):
+        who = [sr for sr, b in zip(lines, below[j], strict=True) if b]
         if not who:
             continue
         ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
         for k, sr in enumerate(who):
-            ax.annotate(sr.method, (x, W_FLOOR), xytext=(0, 9 + 7.5 * k), textcoords="offset points", ha="center",
+            ax.annotate(sr.method, (x, W_FLOOR), xytext=(6, 0.5 + 7 * k), textcoords="offset points", ha="left",
                         va="bottom", fontsize=6.5, color=sr.color, fontweight="bold", zorder=5)
 
 
@@ -394,7 +448,8 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
             lab.append(ll)
     if floor_hit:
         h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact, for the letters above it")
+        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact (the line breaks), for the letters "
+                   "beside it")
     return h, lab
 
 
@@ -468,9 +523,11 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + f" Values below {W_FLOOR:g} against exact sit on the bottom edge (one ↓ per load, the letters of the "
-         "methods there above it; a panel with nothing above it says so in its strip instead). In the top row a wide "
-         "grey line under the others follows the closest of A–F at each load. The strip above a panel marks loads "
+         + f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
+         "letters of the methods there beside it (a panel with nothing above it says so in a box). The loads are "
+         "the grid's, equally spaced. In the top row a wide grey line under the others follows the closest of A–F at "
+         f"each load, and lines that hide each other (W within {W_COINCIDE:.0%}, at two loads in a row or three lines "
+         "at one) are named where they start ('A = B = C'). The strip above a panel marks loads "
          "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
@@ -1456,13 +1513,13 @@ def _runtime_caption(cmp, nr, meds, partial) -> Caption:
 
 
 # =========================================================================== one cell's distribution
-def _cdf_lw(sr, lines) -> float:
-    """A line's width in the CDF figures: the paper's methods wider the earlier they are drawn (A widest), so that a
-    line lying on a later one (E under F) still shows as its border."""
-    faithful = [x.method for x in lines if x.method in FAITHFUL]
-    if sr.method in faithful:
-        return 1.1 + 0.5 * (len(faithful) - 1 - faithful.index(sr.method))
-    return max(1.1, sr.lw * 0.8)
+def _cdf_style(sr, c) -> dict:
+    """A method line's width, alpha and layer in the CDF figures, the same in every panel: one width for all, except
+    a line that a later one covers (``c.under``, :func:`_under`; its legend entry says "under …"): wide and faint
+    underneath (solid: a wide dashed line would break up), so both show where they coincide; also its line style."""
+    if sr.method in getattr(c, "under", ()):
+        return {"ls": "-", "lw": 5.0, "alpha": 0.45, "zorder": 2, "solid_capstyle": "butt"}
+    return {"ls": sr.style, "lw": 1.5, "alpha": 1.0, "zorder": 3}
 
 
 #: the corrected chains' line styles in the CDF figures: dashed, each distinct chain with its own dash pattern
@@ -1507,10 +1564,13 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     x1 = _body_window(c, full, x2)
     n1 = min(len(c.t), int(np.searchsorted(c.t, x1, side="right")) + 1)
     body = {m: _smooth(v[:n1], n1) for m, v in full.items()}
-    span = _cdf_body(ax1, c, body, n1, x1)
     order = [sr for sr in c.lines if sr.method == "exact"] + [sr for sr in c.lines if sr.method != "exact"]
     order = [sr for sr in order if sr.method not in c.same]
-    covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * span, 0.02), ("body", "tail"))
+    lo, hi, pad = _body_range(c, body)
+    covered = _under(order, {m: [body[m], tail[m]] for m in body}, (0.01 * 2.4 * ((hi - lo) / 2 + pad), 0.02),
+                     ("body", "tail"))
+    c.under = {m for m in covered if m != "exact"}  # exact is the wide light line anyway
+    _cdf_body(ax1, c, body, n1, x1)
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     if c.use_exact:
         _cdf_ratio(axes[2], c, n2, x2)
@@ -1657,25 +1717,28 @@ def _smooth(y, n):
     return uniform_filter1d(y, size, mode="nearest")
 
 
-def _cdf_body(ax, c, body, n1, x1) -> float:
+def _cdf_body(ax, c, body, n1, x1) -> None:
     """The body panel: each separately drawn method's CDF minus the reference's (smoothed: :data:`_SMOOTH_SHARE`);
     the simulation is not drawn there (the methods are judged against exact, which has no noise: the simulation is a
-    check on exact, in the tail and ratio panels); the y-range follows the methods. Returns the y-range's half-span."""
+    check on exact, in the tail and ratio panels); the y-range follows the methods (:func:`_body_range`)."""
     t = c.t[:n1]
     ax.axhline(0.0, color=_EXACT_COLOR if c.use_exact else _SIM_GREY, lw=2.2, alpha=0.8, zorder=1)
-    drawn = [sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
-    for sr in drawn:
-        ax.plot(t, body[sr.method], ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
-    vals = [body[sr.method] for sr in drawn]
-    lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
-    hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
-    pad = 0.12 * max(hi - lo, 2e-3)
+    for sr in (sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same):
+        ax.plot(t, body[sr.method], color=sr.color, **_cdf_style(sr, c))
+    lo, hi, pad = _body_range(c, body)
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
     ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
     ax.set_title(f"body: each CDF minus {ref}'s (area to 0 = W)", fontsize=10)
-    return (hi - lo) / 2 + pad
+
+
+def _body_range(c, body) -> tuple[float, float, float]:
+    """The body panel's data range (lo, hi) over the separately drawn lines, and its padding."""
+    vals = [body[sr.method] for sr in c.lines if sr.method != "exact" and sr.method not in c.same]
+    lo = min(float(np.nanmin(v, initial=0.0)) for v in vals)
+    hi = max(float(np.nanmax(v, initial=0.0)) for v in vals)
+    return lo, hi, 0.12 * max(hi - lo, 2e-3)
 
 
 #: the pooled simulation's colour in the CDF figures (near black: the methods, not it, carry the colours)
@@ -1709,8 +1772,8 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
         if sr.method in c.same and sr.method != TAIL:
             continue
         wide = sr.method == "exact"
-        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], ls=sr.style, color=sr.color,
-                      lw=4.0 if wide else _cdf_lw(sr, c.lines), alpha=0.45 if wide else 1.0, zorder=2 if wide else 3)
+        ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], color=sr.color,
+                      **({"ls": sr.style, "lw": 4.0, "alpha": 0.45, "zorder": 2} if wide else _cdf_style(sr, c)))
         if wide:
             handles.append(ln)
             names.append("exact (the reference; wide, light)" if c.same else labels[sr.method])
@@ -1751,7 +1814,7 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
         ci = c.ci[:n2] / ex
     ax.axhline(1.0, color=_EXACT_COLOR, lw=4.0, alpha=0.45, zorder=2)
     for sr, r in ratio.items():
-        ax.plot(t, np.clip(r, 1e-9, None), ls=sr.style, color=sr.color, lw=_cdf_lw(sr, c.lines), zorder=3)
+        ax.plot(t, np.clip(r, 1e-9, None), color=sr.color, **_cdf_style(sr, c))
     _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
     vals = np.concatenate([r[np.isfinite(r) & (r > 0)] for r in ratio.values()] + [np.ones(1)])
     lo = max(float(vals.min()), 1 / _RATIO_SPAN) / 1.25
@@ -1857,8 +1920,7 @@ def _cdf_findings(cmp, w_ref, R, rho, service, drawn) -> tuple[list, list]:
         claims.append(Claim(f"The corrected chains and T ({listing(corr)}): W to {ref} {words} {TIME_UNIT}.",
                             wmax, Q.query(f"{wq}.sel(approximation={Q.names(corr)})", (("max", None),), None, sel),
                             W_FLOOR if wmax < W_FLOOR else sig_tol(wmax, 2)))
-        head.append(f"corrected chains and T: W {'<' if wmax < W_FLOOR else '≤'} {_g(max(wmax, W_FLOOR))}")
-        if ref == "exact":
+        if ref == "exact":  # the title states their deep tails (their W is in the legend)
             h, cl = _cdf_corrected_tail(c, sel, corr)
             head += h
             claims += cl
@@ -1884,15 +1946,38 @@ def _cdf_corrected_tail(c, sel, corr) -> tuple[list, list]:
     for m, v in e.items():
         groups.setdefault(_pct(v) if abs(v) >= 0.005 else "within ±0.5 %", []).append(m)
     words = "; ".join(f"{_span_names(ms)} {w}" for w, ms in groups.items())
-    side = lambda ms: ("optimistic" if all(e[m] <= -0.005 for m in ms) else "conservative"
-                       if all(e[m] >= 0.005 for m in ms) else "")
-    head = [f"their {p:g}th vs exact: " + "; ".join(
-        f"{_span_names(ms)} {w}" + (f" ({side(ms)})" if side(ms) else "") for w, ms in groups.items())]
+    head = [f"corrected at the {p:g}th vs exact: " + _deep_tail_words(e)]
     claim = Claim(f"At the {p:g}th percentile the corrected chains and T against exact: {words}.", list(e.values()),
                   [Q.query(f"approx_percentile.sel(approximation={m!r}) / approx_percentile.sel(approximation='exact')"
                            " - 1", (("max", None),), None, {**sel, "percentile": p}) for m in e],
                   half_unit(0, 100))
     return head, [claim]
+
+
+def _deep_tail_words(e) -> str:
+    """The title's short form of the corrected chains' and T's errors ``e`` at the deepest percentile: the chains as
+    one range where all lie on the same side ('−12 to −11 % (optimistic)'), else per group of equal rounded error
+    with their names; then T's ('T within ±0.5 %')."""
+    def side(v) -> str:
+        return "optimistic" if all(x <= -0.005 for x in v) else "conservative" if all(x >= 0.005 for x in v) else ""
+
+    def size(v) -> str:
+        return "within ±0.5 %" if abs(v) < 0.005 else _pct(v)
+
+    chains = {m: v for m, v in e.items() if m != TAIL}
+    parts = []
+    if chains and side(chains.values()):
+        lo, hi = _pct(min(chains.values())), _pct(max(chains.values()))
+        parts.append((lo if lo == hi else f"{lo.removesuffix(' %')} to {hi}") + f" ({side(chains.values())})")
+    elif chains:
+        groups: dict[str, list] = {}
+        for m, v in chains.items():
+            groups.setdefault(size(v), []).append(m)
+        parts += [f"{_span_names(ms)} {w}" + (f" ({side([chains[m] for m in ms])})" if side([chains[m] for m in ms])
+                                              else "") for w, ms in groups.items()]
+    if TAIL in e:
+        parts.append(f"{TAIL} {size(e[TAIL])}" + (f" ({side([e[TAIL]])})" if side([e[TAIL]]) else ""))
+    return "; ".join(parts)
 
 
 def _span_names(ms) -> str:
@@ -1986,9 +2071,9 @@ def _scv_of(laws) -> dict:
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, its letter as
-    the marker of each cell); colour = law; the simulations' own noise shaded grey. Below, where the comparison has
-    methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
+    law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
+    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
     own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
     a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
@@ -2000,8 +2085,8 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
     ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
-    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1)))
-    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.5)
+    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.9)  # room for the closest-method tables
     top = gs[0].subgridspec(1, ncol, wspace=0.32)
     axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
@@ -2017,7 +2102,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
-    fig.subplots_adjust(left=0.07, right=0.97, top=0.9, bottom=0.08)
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.07 if law_rows else 0.3)
     if slot is not None:
         note = _empty_law_row_note(cmp, services, empty) if empty else ""
         if note:
@@ -2027,15 +2112,18 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
                     frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
     else:
         _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
+    head = _mgr_headline(cmp, services) if law_rows else ""
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time\nupper row — solid: vs the M/M/R simulation; dashed: vs the closest analytic "
-                 "method (its letter at each load)", y=0.99, va="top", fontsize=10.5)
+                 "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
+                 "dashed: vs the closest analytic method (named in the table under each panel)", y=0.995, va="top",
+                 fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, named per cell: :func:`_closest_letters`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, hollow markers; named in a table under the panel:
+    :func:`_closest_table`), the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -2053,7 +2141,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             if ok1.any():
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1)  # markers: the methods' names
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -2075,8 +2163,8 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     for ax, x, y in noise_fill:
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
-    for ax, R in zip(axes, Rv):
-        _closest_letters(ax, cmp, R, services, cand, cmap)
+    for ax, R in zip(axes, Rv, strict=True):
+        _closest_table(ax, cmp, R, services, cand, cmap)
     return kinds, bool(noise_fill)
 
 
@@ -2104,41 +2192,36 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_letters(ax, cmp, R, services, cand, cmap) -> None:
-    """Each law's dashed line's markers: the closest method's name (:func:`closest_methods`) at each load, in the
-    law's colour on a white disc (the name is the marker)."""
-    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0)
-    at: dict = {}  # rho → [(log10 y, letter, law index)]
+def _closest_table(ax, cmp, R, services, cand, cmap) -> None:
+    """Under an upper-row panel, a small table of the closest method (:func:`closest_methods`) per law (a row, in the
+    law's colour) and load (under that load's tick): the dashed lines' method named apart from the data."""
+    import matplotlib.transforms as mtransforms
+
+    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.text(0.5, -0.2, "closest method (dashed line)", transform=ax.transAxes, ha="center", va="top", fontsize=7.5,
+            color="0.3")
     for k, svc in enumerate(services):
+        y = -0.3 - 0.08 * k
+        ax.text(-0.02, y, svc, transform=ax.transAxes, ha="right", va="center", fontsize=7, color=cmap(k))
         for r, m in closest_methods(cmp, svc, R, cand).items():
-            y = float(w.sel(service=svc, R=R, approximation=m).sel(rho=r, method="nearest"))
-            at.setdefault(r, []).append((np.log10(y), m, k))
-    for r, marks in at.items():
-        for dx, (ly, m, k) in zip(_letter_offsets([v[0] for v in marks]), marks):
-            ax.annotate(m, (r, 10.0 ** ly), xytext=(dx, 0), textcoords="offset points", ha="center", va="center",
-                        fontsize=7, color=cmap(k), fontweight="bold", zorder=6,
-                        bbox={"boxstyle": "round,pad=0.12", "facecolor": "white", "edgecolor": cmap(k), "lw": 0.6},
-                        arrowprops={"arrowstyle": "-", "color": cmap(k), "lw": 0.6} if dx else None)
+            ax.text(r, y, m, transform=tr, ha="center", va="center", fontsize=7.5, color=cmap(k), fontweight="bold")
 
 
-#: letter boxes at one load closer than this (decades) are set side by side
-_LETTER_GAP = 0.16
-
-
-def _letter_offsets(logy) -> list:
-    """Horizontal offsets (points) of the M/G/R figure's letter boxes at one load: those within
-    :data:`_LETTER_GAP` decades of a neighbour form a cluster, set side by side (12 pt apart, centred on the load)."""
-    order = np.argsort(logy)
-    out = [0.0] * len(logy)
-    cluster: list = []
-    for i in list(order) + [None]:
-        if cluster and (i is None or logy[i] - logy[cluster[-1]] > _LETTER_GAP):
-            for j, c in enumerate(cluster):
-                out[c] = (j - (len(cluster) - 1) / 2) * 12.0
-            cluster = []
-        if i is not None:
-            cluster.append(i)
-    return out
+def _mgr_headline(cmp, services) -> str:
+    """The M/G/R figure's main finding, for its title: the range of the exponential model's T's mean percentile error
+    against the laws' simulations (its verdict where every cell lies on one side), and that of each method with the
+    law itself (the numbers of :func:`_law_method_claims`)."""
+    q = _law_row_percentile(cmp)
+    parts = []
+    e = _law_errors(cmp, services)
+    if e.size:
+        side = " (conservative)" if (e > 0).all() else " (optimistic)" if (e < 0).all() else ""
+        parts.append(f"the exponential model's T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
+    for m in cmp["law_method"].values.tolist():
+        e = _law_errors(cmp, services, m)
+        if e.size:
+            parts.append(f"{m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
+    return f"At the {q:g}th percentile " + "; ".join(parts) if parts else ""
 
 
 def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
@@ -2149,9 +2232,9 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="$T$", ms=6)]
+                Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
     labels += ["upper row, solid: vs the M/M/R simulation",
-               "upper row, dashed: vs the closest analytic\nmethod (its letter at each load)"]
+               "upper row, dashed: vs the closest analytic\nmethod (named in the table under the panel)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
         labels.append("upper row, grey: the solid lines' own noise")
@@ -2324,7 +2407,7 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
     for j, R in enumerate(Rv):
         pair = axes[2 * j: 2 * j + 2]
         vals = {s: _law_row_series(cmp, s, R, q) for s in services}
-        for ax, which in zip(pair, (None, "law")):
+        for ax, which in zip(pair, (None, "law"), strict=True):
             if which == "law":
                 ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
             ax.axhline(0.0, color="0.5", lw=0.8)
@@ -2340,14 +2423,14 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
             if which == "law":
                 lo_, hi_ = ax.get_ylim()
                 ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
+            shown = rho[np.array([np.isfinite(v[0]) for d in vals.values() for v in d.values()]).any(0)]
+            _linear_rho_axis(ax, shown)  # only the loads with a value: those without are named in the strip
             kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
                 "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
-                + _law_panel_finding(vals, which is None))
+                + _law_panel_finding(vals, which is None), shown)
             ax.set_xlabel("load ρ")
             ax.grid(alpha=0.3)
-            ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services, R=R).values
-            _linear_rho_axis(ax, rho[np.isfinite(ran).any(0)])
-        pair[0].set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)")
+            ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
     labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
     if TAIL in cmp["approximation"].values.tolist():
@@ -2377,21 +2460,27 @@ def _law_panel_finding(vals, exponential) -> str:
     return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
 
 
-def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title) -> set:
+def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title, shown) -> set:
     """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
-    same, else a row per law in its colour). Returns the status kinds drawn."""
+    same, else a row per law in its colour); such loads outside the panel's x-range (``shown``: the loads with a
+    value) named in the strip in words. Returns the status kinds drawn."""
     rho = cmp["rho"].values
     simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
     masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
              for s in services}
+    outside = [float(r) for r in rho[np.any([masks[s] for s in services], 0)] if r not in shown]
+    masks = {s: m & np.isin(rho, shown) for s, m in masks.items()}  # a mark beyond the x-range would spill over
     strip = status_strip(ax)
     if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
         strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
     else:
         for k, s in enumerate(services):
             strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
-    strip.finish(title=title, fontsize=9.5)
-    return strip.kinds
+    box = strip.finish(title=title, fontsize=9.5, reserve=1 if outside else 0)
+    if outside and box is not None:
+        box.text(0.01, 0.5, f"◇ reference too short at ρ = {listing([f'{r:g}' for r in outside])} (not drawn)",
+                 transform=box.transAxes, ha="left", va="center", fontsize=8, color="0.3")
+    return strip.kinds | ({REFERENCE_TOO_SHORT.key} if outside else set())
 
 
 def _law_method_claims(cmp, services) -> list:
@@ -2516,7 +2605,8 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
 # =========================================================================== reproduction of the paper's §6
 REP_SOURCE = "reproduction.nc"
 _FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"), "corrected": ("tab:orange", "s", "ours: best of A*–F*"),
-                 "exact": (_EXACT_COLOR, "^", "ours: exact"), TAIL: (_TAIL_COLOR, "v", f"ours: {TAIL_LABEL}")}
+                 "exact": (_EXACT_COLOR, "P", "ours: exact"),
+                 TAIL: (_TAIL_COLOR, "^", f"ours: {TAIL_LABEL}")}  # T never ▼: it reads "below", T lies above
 
 
 def _rq(expr, reduce=(("count", None),), where=None, sel=None) -> Claim:
@@ -2553,7 +2643,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (3.5 if values else 3.1) * len(P)
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (4.0 if values else 3.1) * len(P)
                                                  + 0.4), squeeze=False, sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
@@ -2576,7 +2666,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.axhline(0, color="0.5", lw=0.7)
         ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
-        missing, first = {}, None
+        missing, table = {}, {}
         for f, fam in enumerate(fams):
             fi = rep["family"].values.tolist().index(fam)
             vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
@@ -2585,8 +2675,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
             drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
             missing[fam] = rk == 0
-            if first is None:  # our first family's values, printed under the cells (``values``)
-                first = np.abs(vals[0]) if absolute else vals[0]
+            table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
         ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
@@ -2598,10 +2687,10 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             _signed_log_axis(ax)
         strip.finish(title=f"{p:g}th percentile")
         if values:
-            _value_rows(ax, x, paper, first, fams[0])
+            _value_rows(ax, x, paper, table)
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
-        axes[-1].xaxis.labelpad = 44
+        axes[-1].xaxis.labelpad = 70
     fig.tight_layout(h_pad=1.0)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
@@ -2623,19 +2712,28 @@ def _no_value_marks(strip, fams, missing, x, bg) -> None:
         strip.mark(row, x, miss & bg, "beyond_grid", color, label)
 
 
-def _value_rows(ax, x, paper, ours, fam) -> None:
-    """Under each cell of a reproduction panel, the paper's value (black) and ours (the family ``fam``'s colour), two
-    significant digits, '·' where there is none: the numbers the log axis makes hard to read off."""
+def _value_rows(ax, x, paper, ours) -> None:
+    """Under each cell of a reproduction panel, the paper's value (black) and each family's of ours (``ours``:
+    {family: values}, in its colour), two significant digits, '·' where there is none: the numbers the log axis makes
+    hard to read off."""
     import matplotlib.transforms as mtransforms
 
     tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    color, _, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
-    for y, vals, c, name in ((-0.3, paper, "k", "paper"), (-0.4, ours, color, label.replace("ours: ", "ours, "))):
-        ax.text(-0.02, y, name, transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
+    rows = [("paper", paper, "k")] + [(_FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "ours, "), v,
+                                        _FAMILY_STYLE.get(f, ("0.4", "d", f))[0]) for f, v in ours.items()]
+    for r, (name, vals, c) in enumerate(rows):
+        y = -0.3 - 0.085 * r
+        ax.text(-0.02, y, name.split(" (")[0], transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
                 fontweight="bold")
-        for xi, v in zip(x, vals):
-            ax.text(xi, y, _g(v).replace("-", "−") if np.isfinite(v) else "·", transform=tr, ha="center",
-                    va="center", fontsize=7.5, color=c)
+        for xi, v in zip(x, vals, strict=True):
+            ax.text(xi, y, _table_number(v), transform=tr, ha="center", va="center", fontsize=7.5, color=c)
+
+
+def _table_number(v) -> str:
+    """A value-table entry: two significant digits, '0' below 0.001 in size (no 6.7e-05), '·' where there is none."""
+    if not np.isfinite(v):
+        return "·"
+    return "0" if abs(v) < 1e-3 else _g(v).replace("-", "−")
 
 
 def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
@@ -2678,22 +2776,23 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
 
 
 def _signed_log_axis(ax, linthresh=0.1) -> None:
-    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits),
-    its limits on labelled decade ticks beyond the data (a tick above the highest point, one below the lowest),
-    signed labels (+1, −10) and unlabelled minor ticks at 2 and 5 of each decade."""
+    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits; the
+    band shaded and its edges labelled on the axis), its limits on labelled decade ticks beyond the data (a tick above
+    the highest point, one below the lowest), signed labels (+1, −10) and unlabelled minor ticks at 2 and 5."""
     from matplotlib.ticker import FixedLocator
 
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.3)
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.8)
     lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
     dec = [linthresh * 10.0 ** k for k in range(7)]
     top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
     bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
     ax.set_ylim(bot * 1.15, top * 1.15)
     ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
-    ax.text(1.005, 0.0, f"linear\nwithin\n±{linthresh:g}", transform=ax.get_yaxis_transform(), fontsize=6.5,
-            color="0.45", va="center", ha="left", linespacing=0.9)
     tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else "" if abs(v) == linthresh else f"{v:+g}".replace("-", "−") for v in tk])
+    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
+    for lab, v in zip(ax.get_yticklabels(), tk, strict=True):
+        if abs(v) == linthresh:  # the band's edges: where the axis turns from linear to log
+            lab.set(fontsize=7, color="0.35")
     ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
                                              if bot <= sign * m * d <= top]))
     ax.grid(alpha=0.15, axis="y", which="minor")
@@ -2725,7 +2824,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference\n({TIME_UNIT}; symmetric log)", absolute=False, kw=kw,
+        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1",
+        absolute=False, kw=kw,
         symlog=True, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
@@ -2744,12 +2844,21 @@ def _paper_where_ours_missing(rep) -> dict:
 
 
 def _pct_title(rep) -> str:
-    """The §6.1/§6.2 figure's title: what it shows, in two lines; its findings (how often the paper's error is the
-    larger one, and where we have no value) are the caption's claims."""
+    """The §6.1/§6.2 figure's title: what it shows, and its headline — how often the paper's error is the larger one,
+    and whether we lack a value where the paper's errors are largest (the same numbers as the caption's claims)."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
+    head = []
+    kl, nl = _paper_larger(rep)
+    if nl:
+        head.append(f"the paper's error is the larger at {kl} of {nl} points")
+    (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
+    if km and kh:
+        head.append(f"no value of ours at {km} points, where the paper's errors are "
+                    + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
+                       f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
     return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
             f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
-            "of ours)")
+            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}" + ("." if h == head[-1] else ";") for h in head))
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):

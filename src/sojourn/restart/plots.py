@@ -67,8 +67,8 @@ def _status(cmp, var):
 #: how each semantics' markers differ, since all three sit at the same (true) rate: signals filled and small on
 #: top (they must lie on the product form's line), the timeouts open and larger around them — never shifted along r
 MARKER = {"signal": {"ms": 4.5, "mfc": None, "zorder": 6},
-          "timeout_exponential": {"ms": 8.5, "mfc": "none", "zorder": 5},
-          "timeout_deterministic": {"ms": 10.5, "mfc": "none", "zorder": 4}}
+          "timeout_exponential": {"ms": 7.0, "mfc": "none", "zorder": 5},
+          "timeout_deterministic": {"ms": 9.0, "mfc": "none", "zorder": 4}}
 
 
 def _marker_kw(s: str, color) -> dict:
@@ -93,6 +93,10 @@ def _sim(ax, strip, cmp, var, status, estimate=False, join=False):
         kw = _marker_kw(s, color)
         ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt=marker, color=color, mec=color, capsize=2 + i, lw=1.0, mew=1.2,
                     label=label if ok.any() else None, **kw)
+        # the CI once more on top, its caps wider than the marker: a tiny CI shows as caps beside an open marker,
+        # not as nothing inside it
+        ax.errorbar(r[ok], m[ok], yerr=h[ok], fmt="none", ecolor=color, capsize=kw["ms"] / 2 + 2.5, lw=1.0,
+                    capthick=1.0, zorder=kw["zorder"] + 0.5)
         if join and ok.sum() > 1:
             ax.plot(r[ok], m[ok], color=color, lw=0.8, alpha=0.55, zorder=1)
         strip.mark(s, r, status[i] == "unstable", "unstable", color, NAMES.get(s, s))
