@@ -230,7 +230,7 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
     title = fig._suptitle.get_text().splitlines()
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
-    assert title[2] == "The paper's error is the larger at 2 of 2 points;", title
+    assert title[2] == "The paper's error is the larger at 2 of 2 points.", title
     assert title[3] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
                         "2)."), title
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()

@@ -2858,7 +2858,7 @@ def _pct_title(rep) -> str:
                        f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
     return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
             f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
-            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}" + ("." if h == head[-1] else ";") for h in head))
+            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}." for h in head))  # one sentence a line
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
