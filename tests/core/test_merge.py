@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.config import Blocks, block_label, blocks
 from sojourn.core.merge import merge_files
+from sojourn.jsq_ps.config import Blocks, block_label, blocks
 
 
 def _block(service, R, rhos, n_max, seed, reps=2, nt=7):

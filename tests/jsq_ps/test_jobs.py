@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve.cell import SHARED_CORRECTED, approximate_cell as _approximate_task
+from sojourn.jsq_ps.solve.cell import SHARED_CORRECTED
+from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 
 
 def test_shared_corrected_methods_equal_their_own_routes():

@@ -5,11 +5,11 @@ import pytest
 
 from sojourn.core.stats import mean_ci
 from sojourn.split_merge import kernel as K
-from support import split_merge_reference as REF
-from sojourn.split_merge.solve import erlang_c, exact_results
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments
 from sojourn.split_merge.simulate import concat_replications, simulate, simulate_replication
+from sojourn.split_merge.solve import erlang_c, exact_results
+from support import split_merge_reference as REF
 
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 CONF = 0.99
@@ -216,10 +216,8 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
 def _kernel_draws(law, n, r, q, lam, seed, N):
     """Reproduce the streaming kernel's draws: per chunk, CHUNK inter-arrival times, then CHUNK workunits'
     (S_{q:r}, computing time) — from the inline SFC64 stream (phase-type laws) or the Generator (others)."""
-    from sojourn.core import sfc64
+    from sojourn.core import ph_walk, sfc64
     from sojourn.split_merge.simulate import _walk
-
-    from sojourn.core import ph_walk
 
     code, p = law.kernel_spec()
     walk = _walk(law, q, r)

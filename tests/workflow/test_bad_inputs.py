@@ -23,15 +23,15 @@ import pytest
 import yaml
 
 import sojourn.core.io as core_io
-import sojourn.jsq_ps.solve.api as analytic_api
 import sojourn.jsq_ps.config as G
 import sojourn.jsq_ps.simulate as simulate_module
+import sojourn.jsq_ps.solve.api as analytic_api
 from sojourn.cli import main
 from sojourn.core.config import ConfigError, load_schema, validate_config
 from sojourn.core.distributions import parse_law
-from sojourn.jsq_ps.solve.api import approximate
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
+from sojourn.jsq_ps.solve.api import approximate
 from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from support import fuzz
 from support.configs import deep_update
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from support import fuzz
-from support.configs import deep_update
 
 from sojourn.cli import main
 from sojourn.core import guard
 from sojourn.core.config import ConfigError
+from support import fuzz
+from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[2]
 C = ["-R", "2", "--load", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10",

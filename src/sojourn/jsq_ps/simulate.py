@@ -19,16 +19,17 @@ import xarray as xr
 from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
 from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least
 from .naming import DEFAULT_PERCENTILE
 from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
 from .raw import check_run as _check
 from .raw import run_fast as _run_fast
+
 UNITS = "time units (1/mu = mean service requirement scale of the spec)"
 
 

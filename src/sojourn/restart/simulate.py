@@ -24,18 +24,15 @@ import xarray as xr
 from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
-from ..core.replications import check_window
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
+from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # the project's defaults
 from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
 from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import check_window, replicate, with_precision
+from ..core.replications import concat_replications as _concat
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
-
-#: the response-time percentile level (percent) of a precision target ``statistic: percentile`` without ``at``
-from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's defaults)
 
 SEMANTICS = ("signal", "timeout")
 #: the sweeps' semantics: how a restart rate r is applied (signal g = r; timeout rate r; timeout 1/r)
@@ -70,7 +67,7 @@ class SimulationSpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SimulationSpec":
+    def from_dict(cls, d: dict) -> SimulationSpec:
         net = dict(d["network"])
         net.pop("model", None)
         return cls(model_from_dict(net), d["semantics"], None if d.get("timeout") is None else law_from_dict(d["timeout"]))

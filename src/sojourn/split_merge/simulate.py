@@ -24,12 +24,12 @@ from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core import sfc64
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
+from ..core.io import provenance
 from ..core.ph_walk import walk_tables
 from ..core.phase_type import lumped_levels
-from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
 from .model import TIME_UNITS, SplitMerge
