@@ -114,7 +114,7 @@ def test_concat_rejects_mismatch_and_duplicates():
 
 def test_simulate_many_equals_simulate():
     both = simulate_many(SPECS, replications=2, seed=3, **SMALL)
-    for spec, ds in zip(SPECS, both):
+    for spec, ds in zip(SPECS, both, strict=True):
         xr.testing.assert_identical(_strip(ds), _strip(simulate(spec, replications=2, seed=3, **SMALL)))
 
 

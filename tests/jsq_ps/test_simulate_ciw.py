@@ -38,7 +38,7 @@ CASES = {
 def ciw_runs():
     dss = simulate_many(list(CASES.values()), replications=CIW_REPS, seed=123, backend="ciw", max_workers=2,
                         **WINDOW)
-    return dict(zip(CASES, dss))
+    return dict(zip(CASES, dss, strict=True))
 
 
 def summaries(ds):

@@ -204,7 +204,7 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
     rng = np.random.Generator(np.random.SFC64(5))
     args = (n, r, q, spec.arrival_rate, code, p, 0, 0.0, N, np.inf, dt, hd, hl, rng)
     acc = K.run_fork_join(*args) if walk is None else K.run_fork_join(*args, sfc64.state_of(rng.bit_generator), walk)
-    fields = dict(zip(K.ACC_FIELDS, acc))
+    fields = dict(zip(K.ACC_FIELDS, acc, strict=True))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref[0].sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx(ref[1].sum(), rel=1e-12)
@@ -266,7 +266,7 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
 
         acc = K.run_split_merge(*args, sfc64.state_of(rng.bit_generator), walk)
     ref = REF.mgc_delays(inter, svc, n // r)
-    fields = dict(zip(K.ACC_FIELDS, acc))
+    fields = dict(zip(K.ACC_FIELDS, acc, strict=True))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx((ref + svc).sum(), rel=1e-12)

@@ -299,13 +299,13 @@ def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, refere
     work = tmp_path / "work"
     shutil.copytree(ref, work, symlinks=True)
     blocks = sorted(c for c in cells if "/simulation/exponential/" in c)[:3]
-    cases = list(zip(blocks, ("truncated", "garbage", "altered"), ("garbage", "altered", "truncated")))
+    cases = list(zip(blocks, ("truncated", "garbage", "altered"), ("garbage", "altered", "truncated"), strict=True))
     for block, how_block, how_cache in cases:
         entries = list((work / block.replace("/blocks/", "/cache/")[: -len(".nc")]).glob("*.nc"))
         assert len(entries) == 1, entries
         damage(work / block, how_block)
         damage(entries[0], how_cache)
-    for name, how in zip(MERGED, ("truncated", "altered", "garbage")):
+    for name, how in zip(MERGED, ("truncated", "altered", "garbage"), strict=True):
         damage(work / RES / name, how)
     proc = snakemake(setup, work)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -314,7 +314,7 @@ def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, refere
     rules = sorted(r for r, _ in started_jobs(out).values())
     assert rules == sorted(["jsq_ps_simulate"] * 3 + ["jsq_ps_merge_simulation", "jsq_ps_merge_approximation",
                                                         "jsq_ps_compare"]), rules
-    for block, how_block, how_cache in cases:
+    for block, _, _ in cases:
         log = (work / block.replace("/blocks/simulation/", "/logs/simulate/")).with_suffix(".log").read_text()
         assert re.search(r"cache entry \S+ not used \(sha256 .* differs", log), log
         assert re.search(r": .*0 replications cached, 2 to simulate", log), log  # recomputed, not reused

@@ -45,7 +45,7 @@ queues:
         service: {erlang: 2, rate: 1}
 """
 BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['1'] * 9)}]\n"
-               for p, c in zip([None, *"abcdefgh"], "abcdefghi")) + "queues: *i\n"
+               for p, c in zip([None, *"abcdefgh"], "abcdefghi", strict=True)) + "queues: *i\n"
 WILD_RATES = """name: m
 queues:
   - name: q

@@ -59,6 +59,11 @@ def _unavailable(reason: str):
 
 @pytest.fixture(scope="module")
 def slurm() -> dict:
+    """The running cluster's node (:func:`slurm_node`)."""
+    return slurm_node()
+
+
+def slurm_node() -> dict:
     """The running cluster's node (name, CPUs, memory in MiB); skip/fail if there is none."""
     if shutil.which("sinfo") is None:
         _unavailable("SLURM is not installed (no `sinfo` on PATH)")

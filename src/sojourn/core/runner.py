@@ -202,7 +202,7 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
             LOG.info(f"{c.label}: key {c.key}; {'to compute' if c.label in fresh_labels else 'cached'}")
         results = executor.map(task, [c.args for c in todo], [_task_name(prefix, c, None) for c in todo],
                                f"{len(todo)} {what}", _progress(what, t0), shared) if todo else []
-        new = dict(zip([c.label for c in todo], results))
+        new = dict(zip([c.label for c in todo], results, strict=True))
         out = {}
         for c in cells:
             fresh = c.label in new

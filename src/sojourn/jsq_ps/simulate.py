@@ -220,7 +220,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     raws, decisions = replicate(run, range(len(specs)), replications=replications, offset=replication_offset,
                                 precision=precision, estimate=estimate)
     out = []
-    for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans):
+    for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans, strict=True):
         ds = _dataset(spec, raw, list(range(replication_offset, replication_offset + len(raw))), seed=seed, horizon=H,
                       warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om, backend=backend, kernel=kern,
                       service_bins=sb)
@@ -239,7 +239,7 @@ def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) 
 
     workers = 1 if backend != "ciw" or max_workers == 0 else (max_workers or os.cpu_count() or 1)
     parts = []
-    for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans):
+    for spec, (H, _, _, dt_, tm, om, _, sb) in zip(specs, plans, strict=True):
         parts += cost.simulate(spec, H, replications, backend, dt_, tm, workers)
         parts.append(Estimate(0.0, 8.0 * replications * ((om + 1) + (3 * sb[1] if sb is not None else 0)),
                               "occupancy_max" if sb is None else "service_bins", "the occupancy and service histograms"))

@@ -73,7 +73,7 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     if not valid.all():
         needed = out["needed_window"].values.ravel()[valid == 0]
         need = needed[np.isfinite(needed)].max() if np.isfinite(needed).any() else float("nan")
-        short = [c.label for c, ok in zip(step.cells(), valid) if not ok]
+        short = [c.label for c, ok in zip(step.cells(), valid, strict=True) if not ok]
         LOG.warning(f"{name}: {len(short)} of {len(valid)} points too short to trust (run_valid = 0, "
                     f"sojourn.core.runlength; kept, never the best rate): {', '.join(short)}; needs "
                     f"examples.{name}.horizon >= {format_length(need + _warm(step))} at "

@@ -155,7 +155,7 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     flag = acc[:, K.A_UNSTABLE].astype(np.int8)
     unstable = flag > 0
     acc[unstable, :K.A_EVENTS] = np.nan  # a stopped run has no stationary measures
-    for r, u in zip(raw, unstable):
+    for r, u in zip(raw, unstable, strict=True):
         if u:
             r["area"] = np.full_like(r["area"], np.nan)
             r["hist"][:] = 0
@@ -306,7 +306,7 @@ def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.
         sol = solve(net)
         scv = _service_scv(net, sol)
         stations = tuple(_runlength.Station(float(lam), 1, float(rho), 1.0, float(c))
-                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv) if lam > 0 and rho > 0)
+                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv, strict=True) if lam > 0 and rho > 0)
         return _runlength.RunModel(stations, net.arrival_rate, scv_service=float(scv.max()),
                                    mean_sojourn=sol.response_time)
     if ds is None:

@@ -88,7 +88,7 @@ class ApproximationBlock(_Approximations):
         from ..storage import APPROX_ATTRS, fixed_n, to_storage
         from .guards import describe
 
-        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
+        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values, strict=True):
             if int(reason):
                 LOG.info(f"  warning: {m} not valid at R={self.R} {cell.label}: {describe(int(reason))}")
         ds = ds.drop_sel(approximation=list(self.copies))  # each distinct chain stored once: the merge copies it
