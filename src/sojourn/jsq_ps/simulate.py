@@ -242,7 +242,8 @@ def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) 
     for spec, (H, _, _, dt_, tm, om, _, sb) in zip(specs, plans, strict=True):
         parts += cost.simulate(spec, H, replications, backend, dt_, tm, workers)
         parts.append(Estimate(0.0, 8.0 * replications * ((om + 1) + (3 * sb[1] if sb is not None else 0)),
-                              "occupancy_max" if sb is None else "service_bins", "the occupancy and service histograms"))
+                              "occupancy_max" if sb is None else "service_bins",
+                              "the occupancy and service histograms"))
     admit_parts(parts)
 
 
@@ -304,5 +305,6 @@ def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float |
     confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
                            percentiles, prefix="sojourn", replication=ds["replication"].values,
-                           means={"mean": ds["mean"].values, "mean_number_per_server": ds["mean_number_per_server"].values},
+                           means={"mean": ds["mean"].values,
+                                  "mean_number_per_server": ds["mean_number_per_server"].values},
                            confidence=confidence, units=ds["t"].attrs.get("units", ""))

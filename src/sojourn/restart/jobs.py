@@ -109,7 +109,8 @@ def figures(*, product_form, comparison, outdir, examples, settings: dict, code:
 
     out = []
     for k, name in enumerate(examples):
-        out += all_figures(product_form[k], comparison[k], outdir, name, formats=settings["formats"], dpi=settings["dpi"])
+        out += all_figures(product_form[k], comparison[k], outdir, name, formats=settings["formats"],
+                           dpi=settings["dpi"])
         if key_results is not None:  # the report's opening table of the example (stem: <key_results>.csv/.html)
             out += table(read_netcdf(product_form[k]), read_netcdf(comparison[k]), key_results[k], name)
     return out

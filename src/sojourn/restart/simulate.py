@@ -70,7 +70,8 @@ class SimulationSpec:
     def from_dict(cls, d: dict) -> SimulationSpec:
         net = dict(d["network"])
         net.pop("model", None)
-        return cls(model_from_dict(net), d["semantics"], None if d.get("timeout") is None else law_from_dict(d["timeout"]))
+        return cls(model_from_dict(net), d["semantics"],
+                   None if d.get("timeout") is None else law_from_dict(d["timeout"]))
 
     def describe(self) -> str:
         if self.semantics == "signal":
@@ -185,7 +186,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
             "restart_count": (("replication", "restarts"), np.array([r["rhist"] for r in raw], np.int64),
                               {"long_name": "recorded jobs by number of successful restarts (last bin: >= restart_max)",
                                "units": "1"}),
-            "mean_restarts": (R, mean_restarts, {"long_name": "mean successful restarts per recorded job", "units": "1"}),
+            "mean_restarts": (R, mean_restarts,
+                              {"long_name": "mean successful restarts per recorded job", "units": "1"}),
             "mean_number_type": (("replication", "type"), area,
                                  {"long_name": "time-average number of jobs of (queue, class, phase)", "units": "1"}),
             "mean_number_station": (("replication", "station"), station,
@@ -211,7 +213,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
             "replication": ("replication", np.asarray(reps, np.int64),
                             {"long_name": "replication index (seed spawn key)", "units": "1"}),
             "t": ("t", time_grid(t_max, dt), {"long_name": "response time, left edge of histogram bin", "units": tu}),
-            "restarts": ("restarts", np.arange(restart_max + 1), {"long_name": "successful restarts of a job", "units": "1"}),
+            "restarts": ("restarts", np.arange(restart_max + 1),
+                         {"long_name": "successful restarts of a job", "units": "1"}),
             "type": ("type", list(L.labels), {"long_name": "queue/class/phase"}),
             "station": ("station", list(L.station_labels), {"long_name": "queue/class"}),
             "queue": ("queue", [q.name for q in net.queues], {"long_name": "queue"}),
@@ -255,7 +258,8 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
     ``replications_used`` replications.
     """
     precision, replications, replication_offset, seed = _precision.resolve(
-        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE,
+        default_statistic="mean")
     H, W, C, dt, t_max, rmax = _check(spec, horizon, warmup, cooldown, dt, t_max, restart_max)
     nbins = grid_size(t_max, dt)
     max_jobs = integer_at_least("max_jobs", max_jobs, 1, allow_float=False)
@@ -306,7 +310,8 @@ def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.
         sol = solve(net)
         scv = _service_scv(net, sol)
         stations = tuple(_runlength.Station(float(lam), 1, float(rho), 1.0, float(c))
-                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv, strict=True) if lam > 0 and rho > 0)
+                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv, strict=True)
+                         if lam > 0 and rho > 0)
         return _runlength.RunModel(stations, net.arrival_rate, scv_service=float(scv.max()),
                                    mean_sojourn=sol.response_time)
     if ds is None:

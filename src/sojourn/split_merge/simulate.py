@@ -48,7 +48,8 @@ def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
         raise ValueError("give exactly one of workunits (recorded workunits) and horizon (simulated time)")
     if workunits is not None:
         workunits = integer_at_least("workunits", workunits, 1)
-        warm_n = workunits // 10 if warmup_workunits is None else integer_at_least("warmup_workunits", warmup_workunits, 0)
+        warm_n = (workunits // 10 if warmup_workunits is None
+                  else integer_at_least("warmup_workunits", warmup_workunits, 0))
         warm_t = 0.0 if warmup_time is None else nonnegative_finite("warmup_time", warmup_time)
         horizon_ = math.inf
     else:
@@ -204,7 +205,8 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         ``replications_used`` replications.
     """
     precision, replications, offset, seed = _precision.resolve(
-        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE,
+        default_statistic="mean")
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     admit_cost(spec, plan, replications if precision is None else precision.max_replications)
     from .kernel import ACC_FIELDS
