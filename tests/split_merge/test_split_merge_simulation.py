@@ -209,7 +209,8 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
     assert fields["delay_sum"] == pytest.approx(ref[0].sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx(ref[1].sum(), rel=1e-12)
     assert fields["computing"] == pytest.approx(ref[2].sum(), rel=1e-12)
-    np.testing.assert_array_equal(hl, np.bincount(np.minimum((ref[1] * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
+    np.testing.assert_array_equal(hl, np.bincount(np.minimum((ref[1] * (1.0 / dt)).astype(int), nb),
+                                                  minlength=nb + 1)[:nb])
     assert (ref[0] > 0).mean() > 0.05
 
 
@@ -271,7 +272,8 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
     assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx((ref + svc).sum(), rel=1e-12)
     assert (ref > 0).mean() > 0.1  # the queue is loaded: many workunits wait
-    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
+    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref * (1.0 / dt)).astype(int), nb),
+                                                  minlength=nb + 1)[:nb])
 
 
 def test_replication_is_reproducible_alone_and_histograms_are_complete():
