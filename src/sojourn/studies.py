@@ -2,9 +2,9 @@
 
 A study is a package ``sojourn.<name>`` that imports the core (``sojourn.core``) and never another
 study, and declares one object satisfying the core's study protocol (:class:`sojourn.core.protocol.Study`:
-``sojourn.<name>.protocol.STUDY``); its workflow rules are ``workflow/rules/<name>.smk``, its config section ``<name>:`` is checked by
-``workflow/schemas/<name>.schema.yaml``, its results go under ``<results>/<name>/``. The Snakefile
-includes the rule file of every enabled study and the CLI registers each study's commands.
+``sojourn.<name>.protocol.STUDY``); its workflow rules are ``workflow/rules/<name>.smk``, its config section
+``<name>:`` is checked by ``workflow/schemas/<name>.schema.yaml``, its results go under ``<results>/<name>/``. The
+Snakefile includes the rule file of every enabled study and the CLI registers each study's commands.
 """
 from __future__ import annotations
 

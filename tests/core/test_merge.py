@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.jsq_ps.config import Blocks, block_label, blocks
 from sojourn.core.merge import merge_files
+from sojourn.jsq_ps.config import Blocks, block_label, blocks
 
 
 def _block(service, R, rhos, n_max, seed, reps=2, nt=7):
@@ -90,7 +90,8 @@ def test_method_order_and_nan_gaps(tmp_path):
     assert got["approximation"].values.tolist() == ["exact", "A", "B"]
     assert got["L1"].sel({"R": 1, "approximation": "exact"}).item() == 7
     assert np.isnan(got["L1"].sel({"R": 3, "approximation": "exact"}).item())
-    assert np.isnan(got["sf"].sel({"approximation": "B"})).all() and float(got["sf"].sel({"R": 3, "approximation": "A"}).max()) == 0.5
+    assert np.isnan(got["sf"].sel({"approximation": "B"})).all()
+    assert float(got["sf"].sel({"R": 3, "approximation": "A"}).max()) == 0.5
 
 
 def test_values_stored_once_are_written_under_each_name(tmp_path):

@@ -39,7 +39,8 @@ def test_only_missing_replications_are_computed_and_values_do_not_depend_on_the_
     done = run_cells(LocalExecutor(), cells, task, replications=3, shared={"seed": 7})
     assert len(CALLS) == 6
     store(_dataset(cells, done), tmp_path / "cache", cells, 3, tmp_path / "out.nc")
-    have, _ = lookup(tmp_path / "cache", cells + [Cell("c", "key-c", (3.0,))], lambda ds, c: ds.sel(cell=c.label), _split)
+    have, _ = lookup(tmp_path / "cache", cells + [Cell("c", "key-c", (3.0,))], lambda ds, c: ds.sel(cell=c.label),
+                     _split)
     assert set(have) == {"a", "b"} and list(have["a"]) == [0, 1, 2]
     CALLS.clear()
     more = run_cells(LocalExecutor(), cells + [Cell("c", "key-c", (3.0,))], task, replications=5, have=have,

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sojourn.core.timegrid import time_grid
-from sojourn.jsq_ps.solve.cell import SHARED_CORRECTED, approximate_cell as _approximate_task
+from sojourn.jsq_ps.solve.cell import SHARED_CORRECTED
+from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 
 
 def test_shared_corrected_methods_equal_their_own_routes():
@@ -19,9 +20,11 @@ def test_shared_corrected_methods_equal_their_own_routes():
     own = _approximate_task(2, 0.8, 1.0, methods, t, {"L1": 22, "L2": 130}, share_corrected=False)
     assert shared["approximation"].values.tolist() == list(methods)
     for m, src in SHARED_CORRECTED.items():
-        np.testing.assert_array_equal(shared["cdf"].sel({"approximation": m}).values, shared["cdf"].sel({"approximation": src}).values)
+        np.testing.assert_array_equal(shared["cdf"].sel({"approximation": m}).values,
+                                      shared["cdf"].sel({"approximation": src}).values)
     np.testing.assert_allclose(shared["cdf"].values, own["cdf"].values, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(shared["cdf"].sel({"approximation": "A"}).values, own["cdf"].sel({"approximation": "A"}).values)
+    np.testing.assert_array_equal(shared["cdf"].sel({"approximation": "A"}).values,
+                                  own["cdf"].sel({"approximation": "A"}).values)
     assert json.loads(shared.attrs["shared_corrected"]) == SHARED_CORRECTED
     assert "shared_corrected" not in own.attrs
 
@@ -36,7 +39,8 @@ def test_a_cell_of_T_alone_or_with_exact_takes_the_config_truncations_without_co
     assert both["approximation"].values.tolist() == ["exact", "T", "A"]
     np.testing.assert_array_equal(alone["cdf"].sel({"approximation": "T"}).values,
                                   both["cdf"].sel({"approximation": "T"}).values)
-    assert np.all(both["cdf"].sel({"approximation": "T"}).values <= both["cdf"].sel({"approximation": "exact"}).values + 1e-12)
+    assert np.all(both["cdf"].sel({"approximation": "T"}).values
+                  <= both["cdf"].sel({"approximation": "exact"}).values + 1e-12)
 
 
 def _environ(name):

@@ -12,9 +12,9 @@ from sojourn import JSQPS, Exponential, Lognormal
 from sojourn.cli import main
 from sojourn.core.io import read_netcdf, write_netcdf
 from sojourn.core.seeds import replication_seed_sequence, spec_hash
+from sojourn.core.stats import cdf_from_histogram, quantile
 from sojourn.core.timegrid import grid_size as n_bins
 from sojourn.jsq_ps.simulate import concat_replications, simulate, simulate_many, simulate_replication
-from sojourn.core.stats import cdf_from_histogram, quantile
 
 SMALL = dict(horizon=4_000.0, warmup=200.0, dt=0.125, t_max=40.0, occupancy_max=20)
 
@@ -114,7 +114,7 @@ def test_concat_rejects_mismatch_and_duplicates():
 
 def test_simulate_many_equals_simulate():
     both = simulate_many(SPECS, replications=2, seed=3, **SMALL)
-    for spec, ds in zip(SPECS, both):
+    for spec, ds in zip(SPECS, both, strict=True):
         xr.testing.assert_identical(_strip(ds), _strip(simulate(spec, replications=2, seed=3, **SMALL)))
 
 

@@ -13,8 +13,8 @@ import pytest
 from scipy import stats as st
 
 from sojourn import JSQPS
-from sojourn.jsq_ps.simulate import simulate, simulate_many
 from sojourn.core.stats import cdf_from_histogram, quantile
+from sojourn.jsq_ps.simulate import simulate, simulate_many
 
 WINDOW = dict(horizon=900.0, warmup=100.0, dt=0.125, t_max=100.0, occupancy_max=40)
 CIW_REPS = 24
@@ -38,7 +38,7 @@ CASES = {
 def ciw_runs():
     dss = simulate_many(list(CASES.values()), replications=CIW_REPS, seed=123, backend="ciw", max_workers=2,
                         **WINDOW)
-    return dict(zip(CASES, dss))
+    return dict(zip(CASES, dss, strict=True))
 
 
 def summaries(ds):

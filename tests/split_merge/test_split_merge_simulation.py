@@ -5,11 +5,11 @@ import pytest
 
 from sojourn.core.stats import mean_ci
 from sojourn.split_merge import kernel as K
-from support import split_merge_reference as REF
-from sojourn.split_merge.solve import erlang_c, exact_results
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments
 from sojourn.split_merge.simulate import concat_replications, simulate, simulate_replication
+from sojourn.split_merge.solve import erlang_c, exact_results
+from support import split_merge_reference as REF
 
 PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 CONF = 0.99
@@ -204,22 +204,21 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
     rng = np.random.Generator(np.random.SFC64(5))
     args = (n, r, q, spec.arrival_rate, code, p, 0, 0.0, N, np.inf, dt, hd, hl, rng)
     acc = K.run_fork_join(*args) if walk is None else K.run_fork_join(*args, sfc64.state_of(rng.bit_generator), walk)
-    fields = dict(zip(K.ACC_FIELDS, acc))
+    fields = dict(zip(K.ACC_FIELDS, acc, strict=True))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref[0].sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx(ref[1].sum(), rel=1e-12)
     assert fields["computing"] == pytest.approx(ref[2].sum(), rel=1e-12)
-    np.testing.assert_array_equal(hl, np.bincount(np.minimum((ref[1] * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
+    np.testing.assert_array_equal(hl, np.bincount(np.minimum((ref[1] * (1.0 / dt)).astype(int), nb),
+                                                  minlength=nb + 1)[:nb])
     assert (ref[0] > 0).mean() > 0.05
 
 
 def _kernel_draws(law, n, r, q, lam, seed, N):
     """Reproduce the streaming kernel's draws: per chunk, CHUNK inter-arrival times, then CHUNK workunits'
     (S_{q:r}, computing time) — from the inline SFC64 stream (phase-type laws) or the Generator (others)."""
-    from sojourn.core import sfc64
+    from sojourn.core import ph_walk, sfc64
     from sojourn.split_merge.simulate import _walk
-
-    from sojourn.core import ph_walk
 
     code, p = law.kernel_spec()
     walk = _walk(law, q, r)
@@ -268,12 +267,13 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
 
         acc = K.run_split_merge(*args, sfc64.state_of(rng.bit_generator), walk)
     ref = REF.mgc_delays(inter, svc, n // r)
-    fields = dict(zip(K.ACC_FIELDS, acc))
+    fields = dict(zip(K.ACC_FIELDS, acc, strict=True))
     assert fields["recorded"] == N
     assert fields["delay_sum"] == pytest.approx(ref.sum(), rel=1e-12)
     assert fields["latency_sum"] == pytest.approx((ref + svc).sum(), rel=1e-12)
     assert (ref > 0).mean() > 0.1  # the queue is loaded: many workunits wait
-    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref * (1.0 / dt)).astype(int), nb), minlength=nb + 1)[:nb])
+    np.testing.assert_array_equal(hd, np.bincount(np.minimum((ref * (1.0 / dt)).astype(int), nb),
+                                                  minlength=nb + 1)[:nb])
 
 
 def test_replication_is_reproducible_alone_and_histograms_are_complete():

@@ -23,15 +23,15 @@ import pytest
 import yaml
 
 import sojourn.core.io as core_io
-import sojourn.jsq_ps.solve.api as analytic_api
 import sojourn.jsq_ps.config as G
 import sojourn.jsq_ps.simulate as simulate_module
+import sojourn.jsq_ps.solve.api as analytic_api
 from sojourn.cli import main
 from sojourn.core.config import ConfigError, load_schema, validate_config
 from sojourn.core.distributions import parse_law
-from sojourn.jsq_ps.solve.api import approximate
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
+from sojourn.jsq_ps.solve.api import approximate
 from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,10 +149,12 @@ CLI = [
     Case("precision-mean-with-at", _sim("--precision", "mean:3"), ("--precision mean:AT", "does not apply")),
     Case("precision-and-replications", _sim("--precision", "mean", "--replications", "3"),
          ("--replications", "--precision")),
-    Case("half-width-without-precision", _sim("--relative-half-width", "0.1"), ("--relative-half-width", "--precision")),
+    Case("half-width-without-precision", _sim("--relative-half-width", "0.1"),
+         ("--relative-half-width", "--precision")),
     Case("half-width-zero", _sim("--precision", "mean", "--relative-half-width", "0"), ("--relative-half-width",)),
     Case("max-replications-one", _sim("--precision", "mean", "--max-replications", "1"), ("--max-replications",)),
-    Case("min-above-max-replications", _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
+    Case("min-above-max-replications",
+         _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
          ("--min-replications", "--max-replications")),
     # issue 26: predicted memory and time refused before any allocation, naming the flag and the override
     Case("servers-memory", _sim("-R", "100000000"), ("--servers", "GiB of memory", "--max-memory")),
@@ -171,7 +173,8 @@ CLI = [
     Case("approximate-L1-memory", _apx("-R", "8", "--L1", "200", "--L2", "200"), ("--L1", "memory")),
     # issue 26: laws
     Case("service-param-twice", _sim("--service", "lognormal:sigma=1,sigma=5"), ("--service", "'sigma'", "twice")),
-    Case("service-gamma-shape-tiny", _sim("--service", "gamma:shape=1e-300"), ("--service", "gamma.shape", ">= 0.00651")),
+    Case("service-gamma-shape-tiny", _sim("--service", "gamma:shape=1e-300"),
+         ("--service", "gamma.shape", ">= 0.00651")),
 ]
 
 # split-merge and restart commands (issue 26): the flag named, never only the model's field
@@ -201,7 +204,8 @@ OTHER_CLI = [
     Case("sm-top-zero", [*SMB, "--top", "0"], ("--top", ">= 1")),
     Case("sm-quorum-min-above-max-replicas", [*SMB, "--quorum-min", "5", "--max-replicas", "3"],
          ("--quorum-min", "--max-replicas = 3", "no pair (r, q)"), absent=("unstable",)),
-    Case("sm-quorum-min-above-hosts", [*SMB, "--quorum-min", "5"], ("--quorum-min", "--hosts = 4"), absent=("unstable",)),
+    Case("sm-quorum-min-above-hosts", [*SMB, "--quorum-min", "5"], ("--quorum-min", "--hosts = 4"),
+         absent=("unstable",)),
     Case("sm-best-workunits-zero", [*SMB, "--workunits", "0"], ("--workunits", ">= 1")),
     Case("sm-replicas-above-hosts", [*SM, "exact", "-n", "3", "-r", "4", "-q", "1", "--load", "0.5"],
          ("--replicas must", "--hosts=3")),
@@ -372,8 +376,10 @@ API = [
     Case("api-backend", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, backend="simpy"), ("backend",)),
     Case("api-method", lambda: approximate(GOOD, "Z"), ("method",)),
     Case("api-precision-and-replications", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, replications=3,
-                                                            precision={"statistic": "mean"}), ("replications", "precision")),
-    Case("api-precision-statistic", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, precision={"statistic": "median"}),
+                                                            precision={"statistic": "mean"}),
+         ("replications", "precision")),
+    Case("api-precision-statistic", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0,
+                                                     precision={"statistic": "median"}),
          ("precision.statistic",), "mean"),
     Case("api-precision-key-misspelt", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0,
                                                         precision={"relative_halfwidth": 0.1}),
@@ -446,14 +452,19 @@ CONFIG = [
     Case("slurm-walltime", S(walltime="1h"), ("cluster.slurm.walltime", "HH:MM:SS")),
     Case("slurm-processes-not-dividing", S(cores=4, processes=3), ("cluster.slurm.processes", "divide cores (4)")),
     Case("slurm-jobs-and-maximum", S(jobs=2, maximum_jobs=4), ("cluster.slurm.jobs", "not both")),
-    Case("slurm-maximum-below-minimum", S(minimum_jobs=3, maximum_jobs=2), ("cluster.slurm.maximum_jobs", ">= minimum_jobs (3)")),
+    Case("slurm-maximum-below-minimum", S(minimum_jobs=3, maximum_jobs=2),
+         ("cluster.slurm.maximum_jobs", ">= minimum_jobs (3)")),
     Case("slurm-minimum-zero", S(minimum_jobs=0), ("cluster.slurm.minimum_jobs", ">= 1")),
     Case("slurm-directive-with-sbatch", S(job_extra_directives=["#SBATCH --qos=long"]),
          ("cluster.slurm.job_extra_directives[0]", "--constraint")),
-    Case("slurm-worker-arg-misspelt", S(worker_extra_args=["--lifetim", "50m"]), ("cluster.slurm.worker_extra_args", "--lifetim")),
-    Case("slurm-worker-arg-value", S(worker_extra_args=["--lifetime"]), ("cluster.slurm.worker_extra_args", "requires an argument")),
-    Case("slurm-scheduler-option-misspelt", S(scheduler_options={"prot": 8786}), ("cluster.slurm.scheduler_options.prot",), "port"),
-    Case("slurm-scheduler-port", S(scheduler_options={"port": 70000}), ("cluster.slurm.scheduler_options.port", "0..65535")),
+    Case("slurm-worker-arg-misspelt", S(worker_extra_args=["--lifetim", "50m"]),
+         ("cluster.slurm.worker_extra_args", "--lifetim")),
+    Case("slurm-worker-arg-value", S(worker_extra_args=["--lifetime"]),
+         ("cluster.slurm.worker_extra_args", "requires an argument")),
+    Case("slurm-scheduler-option-misspelt", S(scheduler_options={"prot": 8786}),
+         ("cluster.slurm.scheduler_options.prot",), "port"),
+    Case("slurm-scheduler-port", S(scheduler_options={"port": 70000}),
+         ("cluster.slurm.scheduler_options.port", "0..65535")),
     Case("slurm-interface-missing", S(interface="nosuchif0"), ("cluster.slurm.interface", "no network interface")),
     Case("slurm-key-misspelt", S(acount="proj"), ("cluster.slurm.acount", "unknown key"), "account"),
     Case("local-memory-limit", {"cluster": {"memory_limit": "lots"}}, ("cluster.memory_limit", "2GB")),

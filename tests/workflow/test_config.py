@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 import sojourn.jsq_ps.config as G
 from sojourn.core.config import ConfigError, validate_config
 from support.configs import deep_update

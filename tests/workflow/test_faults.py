@@ -3,9 +3,9 @@
 and merged levels, then rerun. After each, the rerun redoes exactly what was not finished and the data equal
 an undisturbed run of the same config bit for bit.
 
-The config is config/test.yaml with a third ρ (14 cell jobs: 13 and the M/G/R law method's block; JSQ-PS only) and the target is comparison.nc
-(the figures and the reproduction tables, slow to draw and not part of the data, are left out). The
-signal is sent once the run's output shows a cell job finished (two for SIGKILL) and one running."""
+The config is config/test.yaml with a third ρ (14 cell jobs: 13 and the M/G/R law method's block; JSQ-PS only) and
+the target is comparison.nc (the figures and the reproduction tables, slow to draw and not part of the data, are left
+out). The signal is sent once the run's output shows a cell job finished (two for SIGKILL) and one running."""
 from __future__ import annotations
 
 import base64
@@ -43,7 +43,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """A frozen copy of the package (others may edit src/ meanwhile; copying keeps numba's cache valid) and
-    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs, and the law method one."""
+    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs, and the law method
+    one."""
     base = tmp_path_factory.mktemp("faults")
     shutil.copytree(ROOT / "src" / "sojourn", base / "src" / "sojourn")
     cfg = base / "faults.yaml"
@@ -54,7 +55,8 @@ def setup(tmp_path_factory):
 def command(setup, work, *args):
     # --logger-sojourn-jobs: every job on the terminal (the default shows a summary), read live by run_and_signal
     return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work), TARGET,
-            "--cores", "2", "--logger-sojourn-jobs", *args, "--configfile", str(ROOT / "config" / "test.yaml"), str(setup["cfg"])]
+            "--cores", "2", "--logger-sojourn-jobs", *args, "--configfile", str(ROOT / "config" / "test.yaml"),
+            str(setup["cfg"])]
 
 
 def snakemake(setup, work, *args):
@@ -299,13 +301,13 @@ def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, refere
     work = tmp_path / "work"
     shutil.copytree(ref, work, symlinks=True)
     blocks = sorted(c for c in cells if "/simulation/exponential/" in c)[:3]
-    cases = list(zip(blocks, ("truncated", "garbage", "altered"), ("garbage", "altered", "truncated")))
+    cases = list(zip(blocks, ("truncated", "garbage", "altered"), ("garbage", "altered", "truncated"), strict=True))
     for block, how_block, how_cache in cases:
         entries = list((work / block.replace("/blocks/", "/cache/")[: -len(".nc")]).glob("*.nc"))
         assert len(entries) == 1, entries
         damage(work / block, how_block)
         damage(entries[0], how_cache)
-    for name, how in zip(MERGED, ("truncated", "altered", "garbage")):
+    for name, how in zip(MERGED, ("truncated", "altered", "garbage"), strict=True):
         damage(work / RES / name, how)
     proc = snakemake(setup, work)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -314,7 +316,7 @@ def test_damaged_blocks_cache_entries_and_merged_files_are_rebuilt(setup, refere
     rules = sorted(r for r, _ in started_jobs(out).values())
     assert rules == sorted(["jsq_ps_simulate"] * 3 + ["jsq_ps_merge_simulation", "jsq_ps_merge_approximation",
                                                         "jsq_ps_compare"]), rules
-    for block, how_block, how_cache in cases:
+    for block, _, _ in cases:
         log = (work / block.replace("/blocks/simulation/", "/logs/simulate/")).with_suffix(".log").read_text()
         assert re.search(r"cache entry \S+ not used \(sha256 .* differs", log), log
         assert re.search(r": .*0 replications cached, 2 to simulate", log), log  # recomputed, not reused
@@ -343,7 +345,8 @@ def test_result_files_without_their_checksum_are_read_and_rebuilt_or_sealed(setu
     proc = subprocess.run(cmd, capture_output=True, text=True, env=setup["env"], cwd=work)
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = proc.stdout + proc.stderr
-    assert re.search(rf"sojourn: damaged result \S*{re.escape(damaged)} \(unreadable without a checksum", out), out[-4000:]
+    assert re.search(rf"sojourn: damaged result \S*{re.escape(damaged)} \(unreadable without a checksum", out), \
+        out[-4000:]
     assert out.count("sojourn: damaged result") == 1, out[-4000:]
     assert out.count("had no checksum; it reads in full and is sealed anew") == 2, out[-4000:]
     jobs = started_jobs(out).values()
@@ -446,7 +449,8 @@ def test_a_block_altered_without_any_checksum_is_named_at_the_merge_then_rebuilt
     out = first.stdout + first.stderr
     assert first.returncode != 0, out[-4000:]
     line = (f"{block} holds rho = {after:g} where its job wrote {before:g}: damaged, although it reads in full (its "
-            f"checksum was missing); moved aside to {Path(block).name}.damaged with its cache entry: rerun to rebuild it")
+            f"checksum was missing); moved aside to {Path(block).name}.damaged with its cache entry: "
+            "rerun to rebuild it")
     assert line in out, out[-4000:]
     assert "KeyError" not in out, out[-4000:]
     log = (work / RES / "logs" / "merge_simulation.log").read_text()

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from support import fuzz
 from support.configs import deep_update
 
@@ -92,7 +93,7 @@ TEST_CONFIG = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
 
 def test_every_config_key_has_a_strategy():
     assert len(LEAVES) > 100
-    for path, schema in LEAVES:
+    for _, schema in LEAVES:
         fuzz.key_strategy(schema)
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from support import fuzz
-from support.configs import deep_update
 
 from sojourn.cli import main
 from sojourn.core import guard
 from sojourn.core.config import ConfigError
+from support import fuzz
+from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[2]
 C = ["-R", "2", "--load", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10",
@@ -45,7 +45,7 @@ queues:
         service: {erlang: 2, rate: 1}
 """
 BOMB = "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['1'] * 9)}]\n"
-               for p, c in zip([None, *"abcdefgh"], "abcdefghi")) + "queues: *i\n"
+               for p, c in zip([None, *"abcdefgh"], "abcdefghi", strict=True)) + "queues: *i\n"
 WILD_RATES = """name: m
 queues:
   - name: q
@@ -92,7 +92,8 @@ CASES = [
     ("plan-accuracy-empty", [*PLAN, "--accuracy", "{file:EMPTY_CSV}"], ["--accuracy", "header"]),
     ("plan-accuracy-wrong-columns", [*PLAN, "--accuracy", "{file:WRONG_CSV}"], ["--accuracy", "header"]),
     ("plan-accuracy-nan", [*PLAN, "--accuracy", "{file:NAN_CSV}"], ["--accuracy", "finite relative errors"]),
-    ("duplicate-key-model", ["restart", "solve", "-m", "{file:DUPLICATE}"], ["--model", "'arrival_rate' is given twice"]),
+    ("duplicate-key-model", ["restart", "solve", "-m", "{file:DUPLICATE}"],
+     ["--model", "'arrival_rate' is given twice"]),
     ("restart-horizon-1e300", ["restart", "simulate", "-m", "example1", "--horizon", "1e300"],
      ["--horizon", "more than", "stopped"]),
     # found by probing beyond the issue's list (the held-out kinds), kept
@@ -227,7 +228,8 @@ def _checked(cfg):
 
 
 CONFIG_CASES = [
-    ("seed-1e30", {"jsq_ps": {"simulation": {"seed": 1.0e30}}}, "jsq_ps.simulation.seed: must be <= 18446744073709551615"),
+    ("seed-1e30", {"jsq_ps": {"simulation": {"seed": 1.0e30}}},
+     "jsq_ps.simulation.seed: must be <= 18446744073709551615"),
     ("rho-step-1e-9", {"jsq_ps": {"grid": {"rho": None, "rho_range": {"start": 0.01, "stop": 0.99, "step": 1e-9}}}},
      "jsq_ps.grid.rho_range.step: 1e-09 is below one unit"),
     ("scheduler-file-missing", {"cluster": {"kind": "scheduler_file", "scheduler_file": "nosuch.json"}},

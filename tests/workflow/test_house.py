@@ -127,7 +127,8 @@ def test_rules_are_thin_and_logged(path):
         body = " ".join(line.strip() for line in directives.get("run", []))
         m = re.fullmatch(r'job\(\s*"(\w+)\.(\w+)", log\b.*\)', body)  # (snakefmt may break after the bracket)
         assert m, f"{path.name}: rule {name}'s run: is not one job(...) call: {body[:120]}"
-        assert m.group(1) == path.stem and m.group(2) in JOBS[path.stem], f"{path.name}: rule {name} runs {m.group(0)[:60]}"
+        assert m.group(1) == path.stem and m.group(2) in JOBS[path.stem], \
+            f"{path.name}: rule {name} runs {m.group(0)[:60]}"
         assert f'code("{m.group(1)}.{m.group(2)}")' in "".join(directives.get("params", [])), \
             f"{path.name}: rule {name}'s code fingerprint is not its job's"
 
@@ -162,7 +163,8 @@ def test_fingerprint_follows_imports_at_module_and_function_level(tmp_path):
 
 
 def test_fingerprint_ignores_comments_docstrings_and_layout_but_not_code(tmp_path):
-    root = _package(tmp_path, {"__init__.py": "", "m.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n'})
+    root = _package(tmp_path, {"__init__.py": "",
+                               "m.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n'})
     before = fp.fingerprint("sojourn.m", root=root)
     (root / "m.py").write_text('"""Other doc."""\n# a comment\nX = 1  # one\n\n\ndef f(a):\n    """More."""\n'
                                '    return (a +\n            X)\n')
@@ -268,7 +270,8 @@ def test_every_study_satisfies_the_protocol(study):
     assert obj.name == study and obj.analytic in obj.steps and "simulate" in obj.steps
     assert callable(obj.replication)
     for name, cls in obj.steps.items():
-        assert isinstance(cls, type) and not protocol.missing(cls), f"{study}: step {name} lacks {protocol.missing(cls)}"
+        assert isinstance(cls, type) and not protocol.missing(cls), \
+            f"{study}: step {name} lacks {protocol.missing(cls)}"
 
 
 def test_the_protocol_check_can_fail():
@@ -352,7 +355,8 @@ def test_figures_are_declared_once(study):
     # (each study's pipeline test checks that every figure of a real run has its caption, and every claim in it)
     assert not (ROOT / "workflow" / "report" / study).exists(), "captions are generated, not written by hand"
     smk = (ROOT / "workflow" / "rules" / f"{study}.smk").read_text()
-    assert "figure_outputs(" in smk and "key_results(" in smk and callable(plots.key_results) and "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]
+    assert "figure_outputs(" in smk and "key_results(" in smk and callable(plots.key_results)
+    assert "def _" not in smk.split("figure_outputs")[0].split("rule ")[-1]
 
 
 # -- one job convention, seen in a real run ----------------------------------------------------------------

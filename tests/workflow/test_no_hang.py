@@ -119,7 +119,8 @@ def test_a_scheduler_that_dies_mid_run_fails_the_job_and_the_next_at_once(extern
             ex.map(time.sleep, [(30,), (30,)], ["a", "b"], "test cells")
         assert time.monotonic() - t0 < 30, err.value
         msg = str(err.value)
-        assert msg.startswith("test cells: 2 of 2 unfinished, and the Dask cluster cannot run them: ") and "\n" not in msg
+        assert msg.startswith("test cells: 2 of 2 unfinished, and the Dask cluster cannot run them: ")
+        assert "\n" not in msg
         assert "Dask scheduler" in msg or "cancelled" in msg, msg
         t0 = time.monotonic()
         with pytest.raises(RuntimeError, match=r"^next cells: the Dask cluster cannot run them: lost the connection "

@@ -52,8 +52,8 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
         with dask_client(cluster, 1) as client:
             client.wait_for_workers(1, timeout=120)
             path = simulate_block(client, service="exponential", law="exponential", R=1, rhos=["0.50"], mu=1.0,
-                                 simulation=sim, time_grid=cfg["jsq_ps"]["time_grid"], code="test", output=tmp_path / f"{name}.nc",
-                                 cache=tmp_path / f"cache-{name}")
+                                 simulation=sim, time_grid=cfg["jsq_ps"]["time_grid"], code="test",
+                                 output=tmp_path / f"{name}.nc", cache=tmp_path / f"cache-{name}")
         out[name] = read_netcdf(path)
     for var in out["local"].data_vars:
         if var != "wall_time":

@@ -136,7 +136,8 @@ def signal_when_computing(argv, sig, ready: dict, cwd, *, group=False, env=None,
 
 def _command(name, tmp_path):
     argv, ready = COMMANDS[name]
-    return [sys.executable, "-m", "sojourn.cli", *argv, *(["-o", str(tmp_path / "out.nc")] if name in WRITES else [])], ready
+    out = ["-o", str(tmp_path / "out.nc")] if name in WRITES else []
+    return [sys.executable, "-m", "sojourn.cli", *argv, *out], ready
 
 
 def _check_ended(proc, sig, tmp_path, name, seconds):

@@ -59,6 +59,11 @@ def _unavailable(reason: str):
 
 @pytest.fixture(scope="module")
 def slurm() -> dict:
+    """The running cluster's node (:func:`slurm_node`)."""
+    return slurm_node()
+
+
+def slurm_node() -> dict:
     """The running cluster's node (name, CPUs, memory in MiB); skip/fail if there is none."""
     if shutil.which("sinfo") is None:
         _unavailable("SLURM is not installed (no `sinfo` on PATH)")
@@ -464,7 +469,8 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     p = _snakemake(hpc, *args)
     out = p.stdout + p.stderr
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
-    assert len(job_ids) == (2 if full else 1), job_ids  # cell blocks grouped (group-components jsq_ps_cells per SLURM job)
+    # cell blocks grouped (group-components jsq_ps_cells per SLURM job)
+    assert len(job_ids) == (2 if full else 1), job_ids
     recs = _sacct(ids=job_ids)
     assert set(recs) == set(job_ids), (job_ids, recs)
     assert {r["state"] for r in recs.values()} == {"COMPLETED"}, recs

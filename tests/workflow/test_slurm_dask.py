@@ -10,8 +10,9 @@
   replacement worker job is submitted, the run completes with results identical to a local run, and every other
   worker job (the replacement too) ends COMPLETED in ``sacct``: retired, not cancelled.
 
-The helpers, the ``slurm`` fixture (skip outside CI, fail in CI when SLURM is not up) and the comparison of result
-files (data and attributes identical but for timings and the code version) are tests/workflow/test_slurm.py's.
+The helpers, the check behind the ``slurm`` fixture (skip outside CI, fail in CI when SLURM is not up) and the
+comparison of result files (data and attributes identical but for timings and the code version) are
+tests/workflow/test_slurm.py's.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_slurm import (  # noqa: F401  (slurm is a fixture)
+from test_slurm import (
     GUARD_S,
     PARTITION,
     REPO,
@@ -37,13 +38,19 @@ from test_slurm import (  # noqa: F401  (slurm is a fixture)
     _snakemake,
     _squeue,
     _tail,
-    slurm,
+    slurm_node,
 )
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SBATCH = REPO / "workflow" / "slurm" / "pipeline.sbatch"
 UNTIL = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
+
+
+@pytest.fixture(scope="module")
+def slurm() -> dict:
+    """The running cluster's node (test_slurm.py's :func:`slurm_node`); skip/fail if there is none."""
+    return slurm_node()
 
 
 def _env() -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +76,7 @@ def _read(path, lock, data=True) -> dict:
     import netCDF4
 
     out = {"coords": {}, "vars": {}}
-    with (lock or contextlib.nullcontext()):
+    with _held(lock):
         with netCDF4.Dataset(path, "r") as nc:
             nc.set_auto_maskandscale(False)
             for d in nc.dimensions:
@@ -170,20 +171,64 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     under the target's name too (results an input stores once, e.g. identical methods); expect: {input path:
     {dim: values}} the coordinates its job wrote into it — an input that holds others is damaged although it reads
     (it had lost its checksum, and was sealed anew): it is set aside with its cache entries
-    (:func:`sojourn.core.integrity.set_aside`: the next run rebuilds it) and :class:`sojourn.core.integrity.Inconsistent`
-    names it, before anything is written.
+    (:func:`sojourn.core.integrity.set_aside`: the next run rebuilds it) and
+    :class:`sojourn.core.integrity.Inconsistent` names it, before anything is written.
     """
     import netCDF4
 
     paths = [str(p) for p in paths]
     if not paths:
         raise ValueError("merge_files: no input files")
-    order = dict(order or {})
     fill = dict(fill or {})
-    # pass 1: coordinates and variables (no data)
+    cube = _layout(paths, stack, fill, dict(order or {}), lock, copies, expect, Path(output).parent)
+    written = np.zeros(tuple(cube.sizes[d] for d in cube.stack), dtype=bool)
+
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    with _held(lock):
+        nc = netCDF4.Dataset(tmp, "w", format="NETCDF4")
+    try:
+        with _held(lock):
+            _create(nc, cube, encoding, attrs, coord_attrs)
+        for p in paths:  # pass 2: place every input
+            _place(p, cube, written, fill, lock, copies)
+        # gaps: the points of the stack dims no input covered
+        with _held(lock):
+            _fill_gaps(cube.vars_meta, cube.stack, cube.sizes, written, fill)
+            nc.close()
+        seal(tmp, output)  # sidecar checksum, umask permissions, then the rename
+    except BaseException as exc:
+        full = _discard(exc, nc, tmp, output, paths, lock)
+        if full is not None:
+            raise full from None
+        raise
+    return output
+
+
+def _held(lock):
+    """``lock``, or a context that holds nothing when there is none."""
+    return lock or contextlib.nullcontext()
+
+
+@dataclass
+class _Cube:
+    """The merged file's layout, from every input's coordinates and variables (pass 1)."""
+
+    union: dict[str, np.ndarray]  # {dim: the output's coordinate values}
+    index: dict[str, dict]  # {dim: {value: its position in union[dim]}}
+    stack: tuple[str, ...]  # the stack dimensions the inputs have, in the caller's order
+    sizes: dict[str, int]  # {dim: len(union[dim])}
+    coord_meta: dict[str, tuple]  # {dim: (dtype, attributes)} of the first input that has it
+    vars_meta: dict[str, dict] = field(default_factory=dict)  # {name: {"dims", "disk", "attrs"}}: see _variables
+
+
+def _layout(paths, stack, fill, order, lock, copies, expect, root: Path) -> _Cube:
+    """Pass 1 (coordinates and variables, no data): the merged cube's layout; an input whose coordinates are not
+    what its job wrote is set aside first (:func:`_as_expected`)."""
     metas = [_with_copies(_read(p, lock, data=False), copies) for p in paths]
-    for p, meta in zip(paths, metas):
-        _as_expected(p, meta, (expect or {}).get(p), Path(output).parent)
+    for p, meta in zip(paths, metas, strict=True):
+        _as_expected(p, meta, (expect or {}).get(p), root)
     coords: dict[str, list] = {}
     coord_meta: dict[str, tuple] = {}
     for meta in metas:
@@ -194,14 +239,23 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
     index = {d: {v: i for i, v in enumerate(u.tolist())} for d, u in union.items()}
     stack = tuple(d for d in stack if d in union)
     sizes = {d: len(u) for d, u in union.items()}
+    cube = _Cube(union, index, stack, sizes, coord_meta)
+    cube.vars_meta = _variables(cube, paths, metas, fill)
+    return cube
+
+
+def _variables(cube: _Cube, paths, metas, fill) -> dict[str, dict]:
+    """Each variable's dims, attributes and on-disk dtype: the widest of the inputs' (promoted across kinds), and
+    float where an integer variable without a fill value has gaps (NaN there, as in an outer join)."""
     vars_meta: dict[str, dict] = {}
-    for p, meta in zip(paths, metas):
+    for p, meta in zip(paths, metas, strict=True):
         for name, v in meta["vars"].items():
             m = vars_meta.setdefault(name, {"dims": v["dims"], "disk": v["disk"], "attrs": v["attrs"]})
             if m["dims"] != v["dims"]:
                 raise ValueError(f"{p}: variable {name!r} has dims {v['dims']}, elsewhere {m['dims']}")
             disk = v["disk"]
-            gaps = any(d not in stack and not np.array_equal(meta["coords"][d][0], union[d]) for d in v["dims"])
+            gaps = any(d not in cube.stack and not np.array_equal(meta["coords"][d][0], cube.union[d])
+                       for d in v["dims"])
             if gaps and disk.kind in "iu" and name not in fill:
                 disk = np.dtype(np.float64)  # an outer join turns an int variable with NaN gaps into float
             if m["disk"].kind == disk.kind:
@@ -209,98 +263,99 @@ def merge_files(paths, output, *, stack=("service", "R", "rho"), fill: dict | No
             else:
                 m["disk"] = np.promote_types(m["disk"], disk)
     for name, m in vars_meta.items():
-        if m["disk"].kind in "iu" and name not in fill and any(d in stack for d in m["dims"]):
-            cover = np.zeros(tuple(sizes[d] for d in stack), dtype=bool)
+        if m["disk"].kind in "iu" and name not in fill and any(d in cube.stack for d in m["dims"]):
+            cover = np.zeros(tuple(cube.sizes[d] for d in cube.stack), dtype=bool)
             for meta in metas:
-                cover[np.ix_(*[[index[d][v] for v in meta["coords"][d][0].tolist()] for d in stack])] = True
+                cover[np.ix_(*[[cube.index[d][v] for v in meta["coords"][d][0].tolist()] for d in cube.stack])] = True
             if not cover.all():
                 m["disk"] = np.dtype(np.float64)
-    del metas
-    written = np.zeros(tuple(sizes[d] for d in stack), dtype=bool)
+    return vars_meta
 
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp")
-    with (lock or contextlib.nullcontext()):
-        nc = netCDF4.Dataset(tmp, "w", format="NETCDF4")
-    try:
-        with (lock or contextlib.nullcontext()):
-            for d, u in union.items():
-                nc.createDimension(d, len(u))
-            for d, u in union.items():
-                dtype, a = coord_meta[d]
-                a = {**a, **(coord_attrs or {}).get(d, {})}
-                if u.dtype.kind in "OU" or dtype is str:
-                    v = nc.createVariable(d, str, (d,))
-                    for i, s in enumerate(u.tolist()):
-                        v[i] = str(s)
-                else:
-                    v = nc.createVariable(d, dtype, (d,), **(
-                        {"zlib": True, "complevel": 5, "shuffle": True} if len(u) > 1000 else {}))
-                    v[:] = u
-                v.setncatts(a)
-            for name, m in vars_meta.items():
-                shape = tuple(sizes[d] for d in m["dims"])
-                enc = encoding(name, m["dims"], shape, m["disk"], m["disk"]) if encoding else {}
-                disk = np.dtype(enc.get("dtype", m["disk"]))
-                if m["disk"].kind == "f" and disk.kind != "f":
-                    disk = m["disk"]
-                fv = np.array(np.nan, dtype=disk) if disk.kind == "f" else None  # ints: gaps written below
-                kw = _nc_kwargs(enc)
-                if "chunksizes" in kw:
-                    kw["chunksizes"] = tuple(min(c, s) for c, s in zip(kw["chunksizes"], shape))
-                v = nc.createVariable(name, disk, m["dims"], fill_value=fv, **kw)
-                v.setncatts(m["attrs"])
-                m["nc"], m["disk_dtype"] = v, disk
-            nc.setncatts(dict(attrs or {}))
-        # pass 2: place every input
-        for p in paths:
-            f = _with_copies(_read(p, lock), copies)
-            fc = {d: c[0] for d, c in f["coords"].items()}
-            pos = {d: np.array([index[d][v] for v in fc[d].tolist()]) for d in stack if d in fc}
-            runs = {d: _runs(pos[d]) for d in pos}
-            with (lock or contextlib.nullcontext()):
-                for name, v in f["vars"].items():
-                    m = vars_meta[name]
-                    vals = _conform(v["values"], v["dims"], fc, union, stack, fill.get(name, np.nan))
-                    for combo in itertools.product(*[runs[d] for d in v["dims"] if d in stack]):
-                        src, dst, k = [], [], 0
-                        for d in v["dims"]:
-                            if d in stack:
-                                off, a, b = combo[k]
-                                k += 1
-                                src.append(slice(off, off + b - a))
-                                dst.append(slice(a, b))
-                            else:
-                                src.append(slice(None))
-                                dst.append(slice(None))
-                        m["nc"][tuple(dst)] = vals[tuple(src)].astype(m["disk_dtype"], copy=False)
-            sel = np.ix_(*[pos[d] for d in stack])
-            if written[sel].any():
-                raise ValueError(f"{p}: overlaps cells written by another input")
-            written[sel] = True
-            del f
-        # gaps: the points of the stack dims no input covered
-        with (lock or contextlib.nullcontext()):
-            _fill_gaps(vars_meta, stack, sizes, written, fill)
-            nc.close()
-        seal(tmp, output)  # sidecar checksum, umask permissions, then the rename
-    except BaseException as exc:
-        with contextlib.suppress(Exception), (lock or contextlib.nullcontext()):
-            nc.close()
-        # a full device (HDF5 says "NetCDF: HDF error"): one line naming the file; the output holds what the
-        # inputs hold, recompressed alike, so their sizes (plus 1 MiB of metadata) bound what it still needed
-        full = None
-        if isinstance(exc, Exception):
-            full = no_space(exc, output, need=sum(os.path.getsize(p) for p in paths if os.path.exists(p)) + (1 << 20))
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        with (lock or contextlib.nullcontext()):
-            release(tmp)  # a handle HDF5 could not close keeps the space taken (sojourn.core.integrity.release)
-        if full is not None:
-            raise full from None
-        raise
-    return output
+
+def _create(nc, cube: _Cube, encoding, attrs, coord_attrs) -> None:
+    """The output's dimensions, its coordinates (written), its variables (created; each gets ``"nc"``, the netCDF
+    variable, and ``"disk_dtype"`` in ``cube.vars_meta``) and its global attributes."""
+    for d, u in cube.union.items():
+        nc.createDimension(d, len(u))
+    for d, u in cube.union.items():
+        dtype, a = cube.coord_meta[d]
+        a = {**a, **(coord_attrs or {}).get(d, {})}
+        if u.dtype.kind in "OU" or dtype is str:
+            v = nc.createVariable(d, str, (d,))
+            for i, s in enumerate(u.tolist()):
+                v[i] = str(s)
+        else:
+            v = nc.createVariable(d, dtype, (d,), **(
+                {"zlib": True, "complevel": 5, "shuffle": True} if len(u) > 1000 else {}))
+            v[:] = u
+        v.setncatts(a)
+    for name, m in cube.vars_meta.items():
+        shape = tuple(cube.sizes[d] for d in m["dims"])
+        enc = encoding(name, m["dims"], shape, m["disk"], m["disk"]) if encoding else {}
+        disk = np.dtype(enc.get("dtype", m["disk"]))
+        if m["disk"].kind == "f" and disk.kind != "f":
+            disk = m["disk"]
+        fv = np.array(np.nan, dtype=disk) if disk.kind == "f" else None  # ints: gaps written by _fill_gaps
+        kw = _nc_kwargs(enc)
+        if "chunksizes" in kw:
+            kw["chunksizes"] = tuple(min(c, s) for c, s in zip(kw["chunksizes"], shape, strict=True))
+        v = nc.createVariable(name, disk, m["dims"], fill_value=fv, **kw)
+        v.setncatts(m["attrs"])
+        m["nc"], m["disk_dtype"] = v, disk
+    nc.setncatts(dict(attrs or {}))
+
+
+def _place(path, cube: _Cube, written: np.ndarray, fill: dict, lock, copies) -> None:
+    """Pass 2 for one input: each of its variables written into its hyperslabs of the output, and its points of the
+    stack dims marked in ``written`` (points another input wrote already: an error)."""
+    f = _with_copies(_read(path, lock), copies)
+    fc = {d: c[0] for d, c in f["coords"].items()}
+    pos = {d: np.array([cube.index[d][v] for v in fc[d].tolist()]) for d in cube.stack if d in fc}
+    runs = {d: _runs(pos[d]) for d in pos}
+    with _held(lock):
+        for name, v in f["vars"].items():
+            m = cube.vars_meta[name]
+            vals = _conform(v["values"], v["dims"], fc, cube.union, cube.stack, fill.get(name, np.nan))
+            for src, dst in _slabs(v["dims"], cube.stack, runs):
+                m["nc"][dst] = vals[src].astype(m["disk_dtype"], copy=False)
+    sel = np.ix_(*[pos[d] for d in cube.stack])
+    if written[sel].any():
+        raise ValueError(f"{path}: overlaps cells written by another input")
+    written[sel] = True
+
+
+def _slabs(dims, stack, runs: dict):
+    """(source key, output key) of each piece of an input's variable over ``dims``: one piece per combination of
+    its runs (:func:`_runs`) along the stack dims, whole along the others."""
+    for combo in itertools.product(*[runs[d] for d in dims if d in stack]):
+        src, dst, k = [], [], 0
+        for d in dims:
+            if d in stack:
+                off, a, b = combo[k]
+                k += 1
+                src.append(slice(off, off + b - a))
+                dst.append(slice(a, b))
+            else:
+                src.append(slice(None))
+                dst.append(slice(None))
+        yield tuple(src), tuple(dst)
+
+
+def _discard(exc: BaseException, nc, tmp: Path, output: Path, paths, lock):
+    """After a failed merge: the temporary output closed and removed; the error to raise instead of ``exc`` when
+    the device is full (else None)."""
+    with contextlib.suppress(Exception), _held(lock):
+        nc.close()
+    # a full device (HDF5 says "NetCDF: HDF error"): one line naming the file; the output holds what the
+    # inputs hold, recompressed alike, so their sizes (plus 1 MiB of metadata) bound what it still needed
+    full = None
+    if isinstance(exc, Exception):
+        full = no_space(exc, output, need=sum(os.path.getsize(p) for p in paths if os.path.exists(p)) + (1 << 20))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    with _held(lock):
+        release(tmp)  # a handle HDF5 could not close keeps the space taken (sojourn.core.integrity.release)
+    return full
 
 
 def _fill_gaps(vars_meta, stack, sizes, written, fill):

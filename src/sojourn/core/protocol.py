@@ -234,7 +234,7 @@ def combine(parts: list, coords: list, dims: Sequence[str], fill: Mapping):
     if not dims or len(parts) == 1:
         return parts[0]
     groups: dict = {}
-    for p, c in zip(parts, coords):
+    for p, c in zip(parts, coords, strict=True):
         groups.setdefault(c[dims[0]], []).append((p, c))
     rows = [combine([p for p, _ in g], [c for _, c in g], dims[1:], fill) for g in groups.values()]
     if len(rows) == 1:

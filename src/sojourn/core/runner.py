@@ -39,9 +39,10 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .integrity import discard, recorded, seal, sidecar
 
@@ -84,7 +85,7 @@ class DaskExecutor:
         self.client = client
 
     def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
-              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> Pending:
         """Submit ``fn(*call, **kwargs)`` for every call now; the results come from ``.result()``."""
         from .cluster import cluster_dead
         from .io import TASK_RETRIES, report_progress
@@ -114,7 +115,7 @@ class LocalExecutor:
         self.pool = pool
 
     def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
-              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> "Pending":
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> Pending:
         kwargs = kwargs or {}
         calls = list(calls)
         if self.pool is not None:
@@ -201,7 +202,7 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
             LOG.info(f"{c.label}: key {c.key}; {'to compute' if c.label in fresh_labels else 'cached'}")
         results = executor.map(task, [c.args for c in todo], [_task_name(prefix, c, None) for c in todo],
                                f"{len(todo)} {what}", _progress(what, t0), shared) if todo else []
-        new = dict(zip([c.label for c in todo], results))
+        new = dict(zip([c.label for c in todo], results, strict=True))
         out = {}
         for c in cells:
             fresh = c.label in new

@@ -19,16 +19,17 @@ import xarray as xr
 from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
 from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least
 from .naming import DEFAULT_PERCENTILE
 from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
 from .raw import check_run as _check
 from .raw import run_fast as _run_fast
+
 UNITS = "time units (1/mu = mean service requirement scale of the spec)"
 
 
@@ -219,7 +220,7 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
     raws, decisions = replicate(run, range(len(specs)), replications=replications, offset=replication_offset,
                                 precision=precision, estimate=estimate)
     out = []
-    for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans):
+    for spec, raw, d, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, raws, decisions, plans, strict=True):
         ds = _dataset(spec, raw, list(range(replication_offset, replication_offset + len(raw))), seed=seed, horizon=H,
                       warmup=W, cooldown=C, dt=dt_, t_max=tm, occupancy_max=om, backend=backend, kernel=kern,
                       service_bins=sb)
@@ -238,10 +239,11 @@ def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) 
 
     workers = 1 if backend != "ciw" or max_workers == 0 else (max_workers or os.cpu_count() or 1)
     parts = []
-    for spec, (H, W, C, dt_, tm, om, kern, sb) in zip(specs, plans):
+    for spec, (H, _, _, dt_, tm, om, _, sb) in zip(specs, plans, strict=True):
         parts += cost.simulate(spec, H, replications, backend, dt_, tm, workers)
         parts.append(Estimate(0.0, 8.0 * replications * ((om + 1) + (3 * sb[1] if sb is not None else 0)),
-                              "occupancy_max" if sb is None else "service_bins", "the occupancy and service histograms"))
+                              "occupancy_max" if sb is None else "service_bins",
+                              "the occupancy and service histograms"))
     admit_parts(parts)
 
 
@@ -303,5 +305,6 @@ def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float |
     confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),
                            percentiles, prefix="sojourn", replication=ds["replication"].values,
-                           means={"mean": ds["mean"].values, "mean_number_per_server": ds["mean_number_per_server"].values},
+                           means={"mean": ds["mean"].values,
+                                  "mean_number_per_server": ds["mean_number_per_server"].values},
                            confidence=confidence, units=ds["t"].attrs.get("units", ""))

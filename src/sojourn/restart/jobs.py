@@ -73,7 +73,7 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
     if not valid.all():
         needed = out["needed_window"].values.ravel()[valid == 0]
         need = needed[np.isfinite(needed)].max() if np.isfinite(needed).any() else float("nan")
-        short = [c.label for c, ok in zip(step.cells(), valid) if not ok]
+        short = [c.label for c, ok in zip(step.cells(), valid, strict=True) if not ok]
         LOG.warning(f"{name}: {len(short)} of {len(valid)} points too short to trust (run_valid = 0, "
                     f"sojourn.core.runlength; kept, never the best rate): {', '.join(short)}; needs "
                     f"examples.{name}.horizon >= {format_length(need + _warm(step))} at "
@@ -109,7 +109,8 @@ def figures(*, product_form, comparison, outdir, examples, settings: dict, code:
 
     out = []
     for k, name in enumerate(examples):
-        out += all_figures(product_form[k], comparison[k], outdir, name, formats=settings["formats"], dpi=settings["dpi"])
+        out += all_figures(product_form[k], comparison[k], outdir, name, formats=settings["formats"],
+                           dpi=settings["dpi"])
         if key_results is not None:  # the report's opening table of the example (stem: <key_results>.csv/.html)
             out += table(read_netcdf(product_form[k]), read_netcdf(comparison[k]), key_results[k], name)
     return out

@@ -78,7 +78,8 @@ class ProductForm(_Deterministic):
 
         ds = xr.Dataset({k: (("station",) if k == "mean_number_station" else (), r[k], {"long_name": n, "units": u})
                          for k, (n, u) in PF_VARS.items()},
-                        coords={"station": ("station", list(self.net.layout.station_labels), {"long_name": "queue/class"})})
+                        coords={"station": ("station", list(self.net.layout.station_labels),
+                                            {"long_name": "queue/class"})})
         return ds
 
 

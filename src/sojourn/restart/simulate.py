@@ -24,18 +24,15 @@ import xarray as xr
 from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
-from ..core.replications import check_window
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
+from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # the project's defaults
 from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
 from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import check_window, replicate, with_precision
+from ..core.replications import concat_replications as _concat
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, positive_finite
 from .model import Network, model_from_dict
-
-#: the response-time percentile level (percent) of a precision target ``statistic: percentile`` without ``at``
-from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's defaults)
 
 SEMANTICS = ("signal", "timeout")
 #: the sweeps' semantics: how a restart rate r is applied (signal g = r; timeout rate r; timeout 1/r)
@@ -70,10 +67,11 @@ class SimulationSpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SimulationSpec":
+    def from_dict(cls, d: dict) -> SimulationSpec:
         net = dict(d["network"])
         net.pop("model", None)
-        return cls(model_from_dict(net), d["semantics"], None if d.get("timeout") is None else law_from_dict(d["timeout"]))
+        return cls(model_from_dict(net), d["semantics"],
+                   None if d.get("timeout") is None else law_from_dict(d["timeout"]))
 
     def describe(self) -> str:
         if self.semantics == "signal":
@@ -158,7 +156,7 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     flag = acc[:, K.A_UNSTABLE].astype(np.int8)
     unstable = flag > 0
     acc[unstable, :K.A_EVENTS] = np.nan  # a stopped run has no stationary measures
-    for r, u in zip(raw, unstable):
+    for r, u in zip(raw, unstable, strict=True):
         if u:
             r["area"] = np.full_like(r["area"], np.nan)
             r["hist"][:] = 0
@@ -188,7 +186,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
             "restart_count": (("replication", "restarts"), np.array([r["rhist"] for r in raw], np.int64),
                               {"long_name": "recorded jobs by number of successful restarts (last bin: >= restart_max)",
                                "units": "1"}),
-            "mean_restarts": (R, mean_restarts, {"long_name": "mean successful restarts per recorded job", "units": "1"}),
+            "mean_restarts": (R, mean_restarts,
+                              {"long_name": "mean successful restarts per recorded job", "units": "1"}),
             "mean_number_type": (("replication", "type"), area,
                                  {"long_name": "time-average number of jobs of (queue, class, phase)", "units": "1"}),
             "mean_number_station": (("replication", "station"), station,
@@ -214,7 +213,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
             "replication": ("replication", np.asarray(reps, np.int64),
                             {"long_name": "replication index (seed spawn key)", "units": "1"}),
             "t": ("t", time_grid(t_max, dt), {"long_name": "response time, left edge of histogram bin", "units": tu}),
-            "restarts": ("restarts", np.arange(restart_max + 1), {"long_name": "successful restarts of a job", "units": "1"}),
+            "restarts": ("restarts", np.arange(restart_max + 1),
+                         {"long_name": "successful restarts of a job", "units": "1"}),
             "type": ("type", list(L.labels), {"long_name": "queue/class/phase"}),
             "station": ("station", list(L.station_labels), {"long_name": "queue/class"}),
             "queue": ("queue", [q.name for q in net.queues], {"long_name": "queue"}),
@@ -258,7 +258,8 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
     ``replications_used`` replications.
     """
     precision, replications, replication_offset, seed = _precision.resolve(
-        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE,
+        default_statistic="mean")
     H, W, C, dt, t_max, rmax = _check(spec, horizon, warmup, cooldown, dt, t_max, restart_max)
     nbins = grid_size(t_max, dt)
     max_jobs = integer_at_least("max_jobs", max_jobs, 1, allow_float=False)
@@ -309,7 +310,8 @@ def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.
         sol = solve(net)
         scv = _service_scv(net, sol)
         stations = tuple(_runlength.Station(float(lam), 1, float(rho), 1.0, float(c))
-                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv) if lam > 0 and rho > 0)
+                         for lam, rho, c in zip(sol.queue_arrival_flow, sol.queue_load, scv, strict=True)
+                         if lam > 0 and rho > 0)
         return _runlength.RunModel(stations, net.arrival_rate, scv_service=float(scv.max()),
                                    mean_sojourn=sol.response_time)
     if ds is None:

@@ -35,7 +35,7 @@ class Exact(ExperimentCells):
         self.task, self.layout = exact_values, Layout(("cell",), replicated=False)
         self._setup()
         self._cells = [Cell(lab, cell_key("exact", c["spec"].to_dict(), self.ps.tolist(), self.code),
-                            (c["spec"], self.ps), {"cell": lab}) for lab, c in zip(self.labels, self.cs)]
+                            (c["spec"], self.ps), {"cell": lab}) for lab, c in zip(self.labels, self.cs, strict=True)]
 
     def estimate(self, cell, k, result):
         raise TypeError("exact values have no replications")

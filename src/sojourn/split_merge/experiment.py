@@ -41,7 +41,7 @@ class Replications(ExperimentCells):
         self.task, self.shared = replication_summary, {"seed": self.seed, "dt": self.dt, "t_max": self.t_max}
         self._cells = [Cell(lab, cell_key(c["spec"].to_dict(), c["workunits"], c["warmup"], self.dt, self.t_max,
                                           self.seed, self.code), (c["spec"], c["workunits"], c["warmup"]),
-                            {"cell": lab}) for lab, c in zip(self.labels, self.cs)]
+                            {"cell": lab}) for lab, c in zip(self.labels, self.cs, strict=True)]
 
     def estimate(self, cell, k, r):
         from ..core.precision import histogram_statistic
@@ -58,8 +58,8 @@ class Replications(ExperimentCells):
         from .simulate import SUMMARY_SCALARS
 
         data = {v: ((), r[0][v]) for v in SUMMARY_SCALARS}
-        data.update({v: (("t",), r[i]) for v, i in zip(COUNTS, (1, 3))})
-        data.update({v: ((), int(r[i])) for v, i in zip(OVERFLOWS, (2, 4))})
+        data.update({v: (("t",), r[i]) for v, i in zip(COUNTS, (1, 3), strict=True)})
+        data.update({v: ((), int(r[i])) for v, i in zip(OVERFLOWS, (2, 4), strict=True)})
         return xr.Dataset(data)  # the driver puts it at its replication
 
     def encoding(self, ds):

@@ -24,12 +24,12 @@ from ..core import precision as _precision
 from ..core import runlength as _runlength
 from ..core import seeds as _seeds
 from ..core import sfc64
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
+from ..core.io import provenance
 from ..core.ph_walk import walk_tables
 from ..core.phase_type import lumped_levels
-from ..core.io import provenance
 from ..core.progress import steps
+from ..core.replications import concat_replications as _concat
+from ..core.replications import replicate, with_precision
 from ..core.timegrid import grid_size, time_grid
 from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
 from .model import TIME_UNITS, SplitMerge
@@ -48,7 +48,8 @@ def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
         raise ValueError("give exactly one of workunits (recorded workunits) and horizon (simulated time)")
     if workunits is not None:
         workunits = integer_at_least("workunits", workunits, 1)
-        warm_n = workunits // 10 if warmup_workunits is None else integer_at_least("warmup_workunits", warmup_workunits, 0)
+        warm_n = (workunits // 10 if warmup_workunits is None
+                  else integer_at_least("warmup_workunits", warmup_workunits, 0))
         warm_t = 0.0 if warmup_time is None else nonnegative_finite("warmup_time", warmup_time)
         horizon_ = math.inf
     else:
@@ -204,7 +205,8 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
         ``replications_used`` replications.
     """
     precision, replications, offset, seed = _precision.resolve(
-        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE, default_statistic="mean")
+        precision, replications, replication_offset, seed, t_max=t_max, default_at=DEFAULT_PERCENTILE,
+        default_statistic="mean")
     plan = _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max)
     admit_cost(spec, plan, replications if precision is None else precision.max_replications)
     from .kernel import ACC_FIELDS

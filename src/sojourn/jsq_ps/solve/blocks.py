@@ -88,7 +88,7 @@ class ApproximationBlock(_Approximations):
         from ..storage import APPROX_ATTRS, fixed_n, to_storage
         from .guards import describe
 
-        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values):
+        for m, reason in zip(ds["approximation"].values, ds["validity_reason"].values, strict=True):
             if int(reason):
                 LOG.info(f"  warning: {m} not valid at R={self.R} {cell.label}: {describe(int(reason))}")
         ds = ds.drop_sel(approximation=list(self.copies))  # each distinct chain stored once: the merge copies it
@@ -124,8 +124,8 @@ class LawApproximationBlock(_Approximations):
         tg = {k: self.time_grid[k] for k in sorted(self.time_grid)}
         self.task, self.layout = approximate_law_cell, Layout(("service", "R", "rho"), replicated=False)
         self.config = {"law": self.law, "methods": list(self.methods), "code": self.code, "time_grid": self.time_grid}
-        self._cells = [grid_cell(rho, cell_key("law approximation", str(self.law), int(self.R), str(rho), float(self.mu),
-                                           list(self.methods), tg, self.code),
+        self._cells = [grid_cell(rho, cell_key("law approximation", str(self.law), int(self.R), str(rho),
+                                           float(self.mu), list(self.methods), tg, self.code),
                              (str(self.law), int(self.R), float(rho), float(self.mu), tuple(self.methods), t),
                              service=self.service, R=int(self.R)) for rho in self.rhos]
         self.name = "law approximation cells"
