@@ -185,7 +185,7 @@ def _legend_entries(axes) -> tuple[list, list]:
     """(handles, labels) of every panel of ``axes``, each label once, in the order first seen."""
     handles, labels = [], []
     for ax in np.asarray(axes).flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             if lab not in labels and not lab.startswith("_"):
                 handles.append(h)
                 labels.append(lab)
@@ -442,7 +442,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
     rh, rl = _reference_handles()
     ref = d["reference"].values
     sub = ref[:, :, [methods.index(sr.method) for _, lines in rows for sr in lines]][np.isin(all_R, Rv)]
-    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION)):
+    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION), strict=True):
         if (sub == k).any():
             h.append(hh)
             lab.append(ll)
@@ -486,7 +486,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             ec = f"({w}).sel(approximation={Q.names(corr)}).min('approximation')"
             where = f"isfinite({ef}) & isfinite({ec})"
             findings.append(Q.k_of_n(f"The closest corrected method (A*–F* or T) is closer than the closest of A–F at "
-                                     f"{k} of {int(both.sum())} cells.", k, int(both.sum()), f"{ec} < {ef}", where, sel))
+                                     f"{k} of {int(both.sum())} cells.", k, int(both.sum()), f"{ec} < {ef}", where,
+                                     sel))
             ratio = float(np.median(bf[both] / bc[both]))
             findings.append(Claim(f"Over those cells the closest of A–F is a median {_g(ratio)} times farther from "
                                   f"the reference than the closest corrected method.", ratio,
@@ -498,9 +499,9 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             med = float(np.nanmedian(v))
             i, j = np.unravel_index(int(np.nanargmax(v)), v.shape)
             loc = {"R": int(nz["R"].values[i]), "rho": float(nz["rho"].values[j]), "value": float(v[i, j])}
-            findings.append(Claim(f"The simulation itself lies a median W = {_g(med)} {TIME_UNIT} from exact, and up to "
-                                  f"W = {_g(loc['value'])} at R = {loc['R']}, ρ = {loc['rho']:g}: at high load a run "
-                                  "this long cannot rank the methods, exact can.", [med, loc],
+            findings.append(Claim(f"The simulation itself lies a median W = {_g(med)} {TIME_UNIT} from exact, and up "
+                                  f"to W = {_g(loc['value'])} at R = {loc['R']}, ρ = {loc['rho']:g}: at high load a "
+                                  "run this long cannot rank the methods, exact can.", [med, loc],
                                   [Q.query("wasserstein_mean.sel(approximation='exact')", (("median", None),), Q.RUN_OK,
                                            sel),
                                    Q.query("wasserstein_mean.sel(approximation='exact')", (("argmax", None),),
@@ -517,8 +518,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
         f"time CDF and its reference, against the load ρ, one column per number of servers R; top: the paper's A–F, "
         f"bottom: the corrected chains (one line per group of identical CDFs) and T.",
         findings, limits,
-        [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; the "
-         "mean W over replications)."
+        [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; "
+         "the mean W over replications)."
          + (f" {NOISE_WORDS[0].upper()}{NOISE_WORDS[1:]} from the bottom edge up to the simulation's own noise, "
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
@@ -564,8 +565,10 @@ def _outline(ax, mask, color="k", lw=1.6):
         for j in range(m):
             if not mask[i, j]:
                 continue
-            for di, dj, seg in ((-1, 0, ([j - .5, j + .5], [i - .5, i - .5])), (1, 0, ([j - .5, j + .5], [i + .5, i + .5])),
-                                (0, -1, ([j - .5, j - .5], [i - .5, i + .5])), (0, 1, ([j + .5, j + .5], [i - .5, i + .5]))):
+            for di, dj, seg in ((-1, 0, ([j - .5, j + .5], [i - .5, i - .5])),
+                                (1, 0, ([j - .5, j + .5], [i + .5, i + .5])),
+                                (0, -1, ([j - .5, j - .5], [i - .5, i + .5])),
+                                (0, 1, ([j + .5, j + .5], [i - .5, i + .5]))):
                 if not pad[i + 1 + di, j + 1 + dj]:
                     ax.plot(*seg, color=color, lw=lw, solid_capstyle="projecting", zorder=5)
 
@@ -754,8 +757,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
                               Q.query(f"where({tie_q}, '', {Wr}.idxmin('approximation'))", (("unique", None),), has,
                                       sel)))
         k = int(tie[best != ""].sum())
-        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie: the methods named there are "
-                                 "within the CI of the closest, or against exact within "
+        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie: the methods named there "
+                                 "are within the CI of the closest, or against exact within "
                                  f"{b['w_tie']:g} {TIME_UNIT}).", k, n, tie_q, has, sel))
         Rv = cmp["R"].values
         rows = _exact_rows(b, Rv)
@@ -779,13 +782,14 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dot in the corner); exact "
-        "itself is the reference and no candidate.", findings, limits,
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dot in the "
+        "corner); exact itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
-         f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never a candidate. W weighs the body "
-         "of the distribution; for the tail, see the recommendation and percentile figures.")])
+         f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never "
+         "a candidate. W weighs the body of the distribution; for the tail, see the recommendation and percentile "
+         "figures.")])
 
 
 def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -825,7 +829,7 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             elif m in names:
                 rgb[i, j] = _rgb(method_color(m))
         _cell_map(ax, rgb, rho, Rv, title=title, ylabel=n_panel % ncols == 0, max_xticks=8 if not wide else 10)
-        for i, j in zip(*np.nonzero(none[..., k])):
+        for i, j in zip(*np.nonzero(none[..., k]), strict=True):
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", lw=0, color="0.35"))
         mark_cells(ax, short[..., k] & ~beyond[..., k], REFERENCE_TOO_SHORT.key, ms=4.5 if not wide else 2.5)
         mark_cells(ax, beyond[..., k], "beyond_grid", ms=6 if not wide else 3)
@@ -964,8 +968,8 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
         from .compare import STATUS_RUN_TOO_SHORT, STATUS_TOO_FEW
 
         k = int(short.sum())
-        limits.append(Claim(f"At {k} points no method is exact or T and the simulation is too short to judge the others "
-                            f"({RULE}): simulate, longer.", k,
+        limits.append(Claim(f"At {k} points no method is exact or T and the simulation is too short to judge the "
+                            f"others ({RULE}): simulate, longer.", k,
                             Q.query(f"(recommendation_status == {STATUS_TOO_FEW}) | (recommendation_status == "
                                     f"{STATUS_RUN_TOO_SHORT})", (("count", None),),
                                     "~((usable.sel(approximation='exact') != 0) & ~isfinite(approx_percentile.sel("
@@ -1066,8 +1070,8 @@ def _error_text(v: float) -> str:
 def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
     shows its error (bold, black or white on its colour, where it counts; grey italic on white where it lies within
-    the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and their mark
-    (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
+    the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and
+    their mark (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
     kinds = set()
     rgb = np.ones((len(rows), ncols, 3))
     for r, (m, i) in enumerate(rows):
@@ -1092,7 +1096,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
         for j in np.nonzero(ref[i, :, m] != 0)[0]:
             _error_cell(ax, r, j, err[i, j, m], bool(sig[i, j, m]), corners and ref[i, j, m] == REF_SIMULATION, norm,
                         small, sizes, None if ci is None else (ci[0][i, j, m], ci[1][i, j, m]))
-    for g, color in group_colors:
+    for g, _ in group_colors:
         ax.axhline(g - 0.5, color="k", lw=1.0)
     return kinds
 
@@ -1168,7 +1172,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     clip = _colour_range(m, rows + ([(e_idx, i) for i in range(len(Rv))] if check else []), shown)
     norm, cmap = _error_norm(clip), plt.get_cmap("RdBu")
     kinds = set()
-    for ax, k in zip(axes, shown):
+    for ax, k in zip(axes, shown, strict=True):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
                             len(rho), cmap, norm, small, [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g],
                             sizes)
@@ -1251,9 +1255,9 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
                       "of exact), however pale its colour")
     if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
         handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or (against exact) "
-                      f"the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % counts at a long "
-                      "percentile and not at a short one)")
+        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or "
+                      f"(against exact) the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % "
+                      "counts at a long percentile and not at a short one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
         handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
@@ -1271,7 +1275,8 @@ _MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF"
                "beyond the time grid (t_max)"}
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP) -> Caption:
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check,
+                              clip=REL_CLIP) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
@@ -1303,14 +1308,14 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
         + ("; below, exact against the simulation, the check of both (an amber cell in a bold frame where they "
-           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."), findings,
-        _pe_limits(cmp, status, sel, without, rest),
-        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
-         "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
-         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer; the number in bold, "
-         "however pale the colour), grey italic on white where it lies within the reference's noise; \"<0.1\": "
-         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."),
+        findings, _pe_limits(cmp, status, sel, without, rest),
+        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) "
+         "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% "
+         "CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
+         "counts (red: the method promises shorter sojourns than the reference, optimistic; blue: longer; the number "
+         "in bold, however pale the colour), grey italic on white where it lies within the reference's noise; "
+         f"\"<0.1\": |error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
          f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
 
@@ -1326,7 +1331,8 @@ def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
             continue
         idx = np.unravel_index(int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v)), v.shape)
         loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
-                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x]))) for d, x in zip(dims, idx)}
+                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x])))
+               for d, x in zip(dims, idx, strict=True)}
         loc["value"] = float(v[idx])
         if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
             continue
@@ -1457,7 +1463,7 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
         meds[label] = (ms, float(np.nanmedian(d.values)))
         x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)  # side by side by a constant factor: even on the log axis
         ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=2.2, alpha=0.55)
-        for xi, m_, f_ in zip(x, med, full):
+        for xi, m_, f_ in zip(x, med, full, strict=True):
             if not np.isfinite(m_):
                 continue
             whole = f_ == n_rho
@@ -1494,7 +1500,8 @@ def _runtime_caption(cmp, nr, meds, partial) -> Caption:
             "(run_time == run_time)"
         findings.append(Claim(f"On the {n_common} cells where both ran, the fastest family ({fast}) is a median "
                               f"{_g(r)} times faster than the slowest ({slow}).", r,
-                              Q.query(f"where({cq}, run_time, nan).sel(approximation={Q.names(meds[slow][0])}).median() "
+                              Q.query(f"where({cq}, run_time, nan).sel(approximation={Q.names(meds[slow][0])})"
+                                      ".median() "
                                       f"/ where({cq}, run_time, nan).sel(approximation={Q.names(meds[fast][0])})"
                                       ".median()", (("max", None),), None, {}), sig_tol(r, 2)))
     if partial:
@@ -1534,9 +1541,9 @@ def _under(lines, curves, tol, panels) -> dict:
     for i, sr in enumerate(lines):
         for top in reversed(lines[i + 1:]):
             on = [np.nanmax(np.abs(a - b), initial=0.0) <= e for a, b, e in zip(curves[sr.method],
-                                                                               curves[top.method], tol)]
+                                                                               curves[top.method], tol, strict=True)]
             if any(on):
-                where = "" if all(on) else " in the " + " and ".join(p for p, o in zip(panels, on) if o)
+                where = "" if all(on) else " in the " + " and ".join(p for p, o in zip(panels, on, strict=True) if o)
                 out[sr.method] = top.label.split(" (")[0] + where
                 break
     return out
@@ -1655,8 +1662,8 @@ def _cdf_data(sim, approx, R, rho, service, cmp):
     c.ci = (stats.t.ppf(0.975, c.k - 1) * np.std(rows, axis=0, ddof=1) / np.sqrt(c.k) if c.k > 1
             else np.full(c.t.size, np.nan))
     flags, _ = fit_validity(c.Fa)
-    c.ran = {m: bool(np.isfinite(F).any()) for m, F in zip(c.methods, c.Fa)}
-    c.ok = {m: c.ran[m] and not f for m, f in zip(c.methods, flags)}
+    c.ran = {m: bool(np.isfinite(F).any()) for m, F in zip(c.methods, c.Fa, strict=True)}
+    c.ok = {m: c.ran[m] and not f for m, f in zip(c.methods, flags, strict=True)}
     c.omitted = [m for m in c.methods if c.ran[m] and not c.ok[m]]
     c.faithful = [m for m in FAITHFUL if m in c.methods and c.ok[m]]
     c.w_ref = None
@@ -2000,10 +2007,10 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
     ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"
     same = [sr.label for sr in c.lines if sr.method in c.same]
-    how = [(f"First panel: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th percentile "
-           f"and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area between a "
-           f"line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' curves "
-           "there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
+    how = [(f"First panel: the body, each CDF minus {ref}, from t = 0 to {x1:.3g}: at least the simulated 99th "
+           f"percentile and far enough that {100 * _BODY_SHARE:.0f} % of each drawn line's W lies inside. The area "
+           f"between a line and 0 over all t is its Wasserstein distance W ({TIME_UNIT}, in the legend). The methods' "
+           "curves there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
            "rounding would show as steps. The simulation is not drawn there: the methods are judged against exact, "
            "which has no noise; the simulation is only a check on exact (tail panels)."),
            ("Second panel: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled "
@@ -2032,7 +2039,7 @@ def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
     c = cmp.sel(service=service).sel(R=R).sel(rho=rho, method="nearest")
     sel = {"service": service, "R": R, "rho": float(c["rho"])}
     ru = reference_usable(cmp).sel(service=service, R=R).sel(rho=rho, method="nearest")
-    good = [float(p) for p, v in zip(ru["percentile"].values, ru.values) if v]
+    good = [float(p) for p, v in zip(ru["percentile"].values, ru.values, strict=True) if v]
     allp = [float(p) for p in ru["percentile"].values]
     words = f"the {listing([f'{p:g}th' for p in good])} percentile{'s' if len(good) > 1 else ''}" if good else "none"
     out = [Claim(f"Of the comparison's percentiles ({', '.join(f'{p:g}th' for p in allp)}), the simulation here can "
@@ -2073,8 +2080,8 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
     analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
     law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
-    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
-    own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
+    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
+    exponential model's T's, each in a panel of its own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
     a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
@@ -2131,7 +2138,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
     kinds, noise_fill = set(), []
-    for ax, R in zip(axes, Rv):
+    for ax, R in zip(axes, Rv, strict=True):
         strip = status_strip(ax)
         for k, svc in enumerate(services):
             ok_run = run_ok.sel(service=svc, R=R).values
@@ -2266,8 +2273,8 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
             med[s] = float(np.median(v))
     if med:
         order = sorted(med, key=lambda s: -med[s])
-        findings.append(Claim("Median distance of each law's sojourn time to the exponential case over the cells that ran: "
-                              + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
+        findings.append(Claim("Median distance of each law's sojourn time to the exponential case over the cells "
+                              "that ran: " + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
                               + (f" ({order[0]} is farthest, {order[-1]} closest)." if len(order) > 1 else "."),
                               med, Q.query("wasserstein_vs_exponential_sim", (("median", ["R", "rho"]),), Q.RUN_OK,
                                            {"service": order}), max(sig_tol(v, 2) for v in med.values())))
@@ -2279,8 +2286,8 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
             if w.size:
                 b[s] = float(np.median(w))
         if b:
-            findings.append(Claim("Median distance of each law's simulation to the closest analytic method: " + listing([f"{s} {_g(b[s])}" for s in order if s in b])
-                                  + f" {TIME_UNIT}.", b,
+            findings.append(Claim("Median distance of each law's simulation to the closest analytic method: "
+                                  + listing([f"{s} {_g(b[s])}" for s in order if s in b]) + f" {TIME_UNIT}.", b,
                                   Q.query(f"where(usable != 0, wasserstein_mean, nan).sel(approximation="
                                           f"{Q.names(cand)}).min('approximation')", (("median", ["R", "rho"]),),
                                           Q.RUN_OK, {"service": [s for s in order if s in b]}),
@@ -2302,19 +2309,20 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
                if (few != 0).all() else "no cell there has a value")
         sel = {"service": services, "percentile": q}
         limits.append(Claim(
-            f"The {q:g}th-percentile error row shows R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the R's that "
-            f"ran ({listing([f'{r:g}' for r in ran_r])}): at R = {listing([f'{float(r):g}' for r in empty])} {why}.",
+            f"The {q:g}th-percentile error row shows R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the R's "
+            f"that ran ({listing([f'{r:g}' for r in ran_r])}): at R = {listing([f'{float(r):g}' for r in empty])} "
+            f"{why}.",
             [has_r, ran_r],
             [Q.query(f"where({Q.RUN_OK} & (few_tail_customers == 0) & isfinite(law_relative_error_mean), R, nan)",
                      (("list", None),), None, sel),
              Q.query("where(isfinite(wasserstein_vs_exponential_sim), R, nan)", (("list", None),), None,
                      {"service": services})]))
     return Caption(
-        "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein distance "
-        f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
-        "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact, "
-        "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise; "
-        "the closest method's name is the marker at each load), against ρ, one panel per R that ran"
+        "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
+        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and "
+        "between it and the closest analytic method's CDF (dashed: the smallest over every method of the comparison "
+        "but exact, which is the exponential M/M/R law itself and would repeat the solid line without its simulation "
+        "noise; the closest method's name is the marker at each load), against ρ, one panel per R that ran"
         + (f"; below, for each R with a value, the error of the {_law_row_percentile(cmp):g}th percentile against "
            "each law's simulation of T for exponential service (dash-dot, ✕) and of T with the law itself (filled "
            "markers, solid, the ±5 % band shaded), each with its 95 % CI, in two panels with their own y-ranges"
@@ -2324,7 +2332,8 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
           "tell; a distance far above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
              f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel "
-             "(one row for every law where their marks are the same), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             "(one row for every law where their marks are the same), not drawn."
+             if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -2417,9 +2426,10 @@ def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
                     if (m is None) != (which is None) or not np.isfinite(y).any():
                         continue
                     ok = np.isfinite(y)  # the laws side by side at each load: their CIs apart
-                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
-                                else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
+                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok],
+                                yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]], color=cmap(k),
+                                fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None else 3.5,
+                                marker="x" if m is None else marks[methods.index(m) % len(marks)])
             if which == "law":
                 lo_, hi_ = ax.get_ylim()
                 ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
@@ -2500,7 +2510,8 @@ def _law_method_claims(cmp, services) -> list:
                          f"{inside} of {e.size} cells (overall {e.min():+.1f} % to {e.max():+.1f} %"
                          + ("; per law below)." if per_law else ")."),
                          [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
-                         [Q.query(expr, (("min", None),), Q.RUN_OK, sel), Q.query(expr, (("max", None),), Q.RUN_OK, sel),
+                         [Q.query(expr, (("min", None),), Q.RUN_OK, sel),
+                          Q.query(expr, (("max", None),), Q.RUN_OK, sel),
                           Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
                           Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
     if _law_errors(cmp, services).size:  # the exponential model's verdict first, the law methods' ranges per law last
@@ -2604,7 +2615,8 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
 
 # =========================================================================== reproduction of the paper's §6
 REP_SOURCE = "reproduction.nc"
-_FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"), "corrected": ("tab:orange", "s", "ours: best of A*–F*"),
+_FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"),
+                 "corrected": ("tab:orange", "s", "ours: best of A*–F*"),
                  "exact": (_EXACT_COLOR, "P", "ours: exact"),
                  TAIL: (_TAIL_COLOR, "^", f"ours: {TAIL_LABEL}")}  # T never ▼: it reads "below", T lies above
 
@@ -2640,7 +2652,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
-    present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho", f"{prefix}_R").values
+    present = (ref.sel(family="faithful") != -1).any(f"{prefix}_percentile").transpose(f"{prefix}_rho",
+                                                                                         f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
     fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (4.0 if values else 3.1) * len(P)
@@ -2649,7 +2662,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     axes = axes[:, 0]
     kinds, drawn = set(), set()
     x = np.arange(len(pts))
-    for a, (ax, p) in enumerate(zip(axes, P)):
+    for a, (ax, p) in enumerate(zip(axes, P, strict=True)):
         if not pts:
             _message_panel(ax, "this run's grid shares no (R, ρ) cell\nwith the paper's table")
             continue
@@ -2870,7 +2883,8 @@ def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
         refvar="relative_error_reference", fams=fams, relative_from=None,
         title="Paper §6.3: |relative percentile error| of the best method by Wasserstein distance, the paper's beside "
               "ours\n(sizes only: the paper publishes them without sign; "
-              + "{} of the table's {} cells are in this run)".format(*_cells_in_run(rep, "rel", "relative_error_reference")),
+              + "{} of the table's {} cells are in this run)".format(
+                  *_cells_in_run(rep, "rel", "relative_error_reference")),
         what="|method − reference| / reference (%)", absolute=True, kw=kw)
     return save(fig, stem, caption=_reproduction_caption(rep, "rel", "relative_error_reference", pts,
                                                          "§6.3 (99th, 99.9th and 99.99th percentiles)"), **kw)
@@ -2948,8 +2962,8 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
         "cells of its table this run has: the paper's value (black bars) and, per family, the best method of "
         "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
-        [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else our "
-         "mean simulated percentile (hollow, with its 95% CI); "
+        [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else "
+         "our mean simulated percentile (hollow, with its 95% CI); "
          + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
             "also where we have no reference. " if prefix == "pct" else
             "both are shown as a share of that reference percentile, the paper's too. ")
@@ -3039,9 +3053,11 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
     more = [(Patch(color=method_color(m)), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
     if (~short & ((paper == "") | (ours == ""))).any():
-        more.append((Patch(facecolor="0.93", edgecolor="0.6"), "light grey: not in this run, or not in the paper's grid"))
+        more.append((Patch(facecolor="0.93", edgecolor="0.6"),
+                     "light grey: not in this run, or not in the paper's grid"))
     if (agree == 0).any():
-        more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6), "ours differs from the paper's beyond a tie"))
+        more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6),
+                     "ours differs from the paper's beyond a tie"))
     if tie.any():
         more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
                      "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
@@ -3080,7 +3096,7 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     im = ax.imshow(np.ma.masked_invalid(np.where(noise, np.nan, lr)), aspect="auto", origin="lower",
                    cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
                    norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
-    for i, j in zip(*np.nonzero(noise)):
+    for i, j in zip(*np.nonzero(noise), strict=True):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=NO_DIFFERENCE_CELL, hatch="....",
                                    edgecolor="0.75", lw=0))
     mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
@@ -3104,8 +3120,8 @@ def _reproduction_map_caption(rep) -> Caption:
     ag = rep["agreement"].values
     n = int(((ag != -1) & (ag != TOO_SHORT)).sum())
     k = [int((ag == v).sum()) for v in (SAME, TIE, DISAGREE)]
-    findings = [Claim(f"Of the {n} cells in both the paper's grid and this run (our simulation long enough), ours is the "
-                      f"paper's method in {k[0]}, ties with it within the 95% CI in {k[1]} and differs in {k[2]}.",
+    findings = [Claim(f"Of the {n} cells in both the paper's grid and this run (our simulation long enough), ours is "
+                      f"the paper's method in {k[0]}, ties with it within the 95% CI in {k[1]} and differs in {k[2]}.",
                       [n] + k, [_rq("(agreement >= 0)"), _rq("agreement == 2"), _rq("agreement == 1"),
                                 _rq("agreement == 0")])]
     ratio, side = ratio_beyond_noise(rep)
@@ -3125,8 +3141,8 @@ def _reproduction_map_caption(rep) -> Caption:
     limits = []
     ks = int((ag == TOO_SHORT).sum())
     if ks:
-        limits.append(Claim(f"At {_cells_text(ks)} our simulation is too short to trust (run-length guard): no verdict there "
-                            "(◇), left out of the counts.", ks, _rq("agreement == -2")))
+        limits.append(Claim(f"At {_cells_text(ks)} our simulation is too short to trust (run-length guard): no "
+                            "verdict there (◇), left out of the counts.", ks, _rq("agreement == -2")))
     return Caption(
         "Paper §6.4, best of the paper's methods A–F by Wasserstein distance per (R, ρ) cell. Top: the authors' "
         "published map (experiments/best.csv, one seed). Middle: ours, the best of A–F by mean Wasserstein distance "
@@ -3137,8 +3153,8 @@ def _reproduction_map_caption(rep) -> Caption:
         "such a cell is white and dotted, its ratio in grey italics (the simulation's own noise there is as large as "
         "the gap between the two methods' distances). The Wasserstein figure, which uses exact where it ran, is the "
         "sharper comparison.", findings, limits,
-        [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our run "
-         "the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
+        [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our "
+         "run the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
 
 
 # =========================================================================== key results (report tables)
@@ -3192,13 +3208,13 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
              "(another method within the CI, or within a tenth of the grid step of exact) and cells without a "
              "reference are counted apart and in no share. "
              + ("; ".join(f"{k} stands for {v}" for k, v in joined.items()) + " (identical CDFs)." if joined else ""),
-             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below exact; "
-             "else the most accurate method that does not underestimate the percentile beyond its CI) and, as a check, "
-             "the recommended method's median / largest |relative error| (%) against the simulated percentile at the "
-             f"cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at none. "
-             "Exact's own error is its computed truncation bound; T's is at most its stated margin."),
-             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the best "
-             "reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
+             ("Table 2: the recommendation (exact where it ran; else T where the comparison found it never below "
+             "exact; else the most accurate method that does not underestimate the percentile beyond its CI) and, as a "
+             "check, the recommended method's median / largest |relative error| (%) against the simulated percentile "
+             f"at the cells where the simulation is a usable reference ({RULE}); 'reference too short' where it is at "
+             "none. Exact's own error is its computed truncation bound; T's is at most its stated margin."),
+             ("Table 3: each method's median |relative percentile error| / its most negative error (%) against the "
+             "best reference: exact's percentile where exact ran (no noise), else the simulated one where usable; the "
              "points of each kind in brackets; exact is set against the simulation. 'reference too short': no point "
              "with a reference.")]
     more = [("When to trust which method (all R)",
@@ -3220,7 +3236,7 @@ def _key_band_rows(b, rb, pb) -> list:
         row = [rl]
         for _, pm, _ in pb:
             sub, t, sh = best[np.ix_(rm, pm)], tie[np.ix_(rm, pm)], too_short[np.ix_(rm, pm)]
-            clear = [m for m, x in zip(sub.ravel(), t.ravel()) if m and not x]
+            clear = [m for m, x in zip(sub.ravel(), t.ravel(), strict=True) if m and not x]
             n = int((sub != "").sum())
             if clear:
                 u, k = np.unique(clear, return_counts=True)

@@ -145,7 +145,8 @@ def describe_plainly(pf) -> str:
             parts.append(f"one processor-sharing server; jobs arrive at rate {arr}; classes "
                          f"{classes[0]['name']}–{classes[-1]['name']} with mean service times "
                          + ", ".join(f"{m:.2g}" for m in means) + f" ({ph}-phase laws)"
-                         + ("; a restart moves a job on to the next class" if moves else "; a restart changes its class"))
+                         + ("; a restart moves a job on to the next class" if moves
+                            else "; a restart changes its class"))
     return "; ".join(parts)
 
 
@@ -280,7 +281,7 @@ def _means_caption(pf, cmp, name) -> Caption:
                                         "best_response_time_half_width, 0)) < response_time_at_g_star",
                                         {"semantics": s}, None, [])))
     for i, s in enumerate(sems):
-        un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i]) if x == "unstable"]
+        un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i], strict=True) if x == "unstable"]
         if un:
             limits.append(Claim(f"Under {NAMES.get(s, s)} the run was stopped as unstable (more jobs than max_jobs: no "
                                 f"steady state) at r = {listing([_g(r) for r in un])}: no value there (✕ above the "
@@ -299,8 +300,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
          "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
          "restart. ▼ in the strip above the panel, in each semantics' row: the rate of the sweep's smallest "
-         "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard "
-         "judged too short.")])
+         "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
+         "marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard judged too short.")])
 
 
 def percentile(pf, cmp, stem, name, formats, dpi) -> list:
@@ -316,7 +317,7 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
     fig, axs = plt.subplots(1, len(levels), figsize=(min(8.5 * len(levels), 10.5), 5.0), squeeze=False)
     st_all = _status(cmp, "response_time_percentile")
     kinds = set()
-    for k, (ax, level) in enumerate(zip(axs[0], levels)):
+    for k, (ax, level) in enumerate(zip(axs[0], levels, strict=True)):
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
         strip = status_strip(ax)
@@ -375,9 +376,10 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
             med = float(np.median(fin)) if fin.size else float("nan")
             where = (f"~({stopped}) & ((run_valid == 0) | (response_time_percentile_too_few != 0) | "
                      "~isfinite(response_time_percentile))")
-            limits.append(Claim(f"The {level:g}th percentile has too few jobs beyond it ({RULE}) at {kf} of {n} (semantics, "
-                                f"rate) points" + (f" (there a median {med:.0f} jobs per replication lie beyond it)"
-                                                   if np.isfinite(med) else "") + ": not drawn (◇ above the panel).",
+            limits.append(Claim(f"The {level:g}th percentile has too few jobs beyond it ({RULE}) at {kf} of {n} "
+                                f"(semantics, rate) points"
+                                + (f" (there a median {med:.0f} jobs per replication lie beyond it)"
+                                   if np.isfinite(med) else "") + ": not drawn (◇ above the panel).",
                                 [kf, n], [Query(cs, where, {"percentile": level}, None, [["count"]]),
                                           Query(cs, "isfinite(restart_rate) & (semantics == semantics)", {}, None,
                                                 [["count"]])]))
@@ -429,7 +431,8 @@ def key_results(pf, cmp, stem, name: str) -> list:
         rb = float(cmp["best_rate_response_time"].sel(semantics=s))
         tb = float(cmp["best_response_time"].sel(semantics=s))
         hw = cmp["best_response_time_half_width"].sel(semantics=s) if "best_response_time_half_width" in cmp else None
-        at = (f"τ = 1/r = {1 / rb:.4g}" if s == "timeout_deterministic" else f"r = {rb:.4g}") if np.isfinite(rb) else "—"
+        at = ((f"τ = 1/r = {1 / rb:.4g}" if s == "timeout_deterministic" else f"r = {rb:.4g}") if np.isfinite(rb)
+              else "—")
         reach = _reach(cmp, i)
         rows.append([STYLE.get(s, (None, None, s))[2], at,
                      f"{tb:.4g}" + (f" ± {float(hw):.2g}" if hw is not None and np.isfinite(float(hw)) else ""),

@@ -57,7 +57,8 @@ FIGURES = (
 SM, FJ = "split_merge", "fork_join"
 RULE = rule_words("workunits")
 #: workunits per replication expected beyond each percentile (law, model, quorum, replicas, percentile), and where a
-#: simulated percentile or mean is a usable estimate (the claims' expressions; :func:`_beyond`, :func:`_pct_ok` the same)
+#: simulated percentile or mean is a usable estimate (the claims' expressions; :func:`_beyond`, :func:`_pct_ok` the
+#: same)
 BEYOND = "((latency_count.sum('t') + latency_overflow) / rep_mean_latency.count('replication') * (1 - percentile))"
 PCT_OK = f"(({BEYOND} >= {TAIL_MIN}) & (run_valid != 0))"
 MEAN_OK = "(run_valid != 0)"
@@ -133,7 +134,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     strip.mark("sim", x, ~ok, REFERENCE_TOO_SHORT.key)
     a2.plot(x + 0.08, ex, "D", color="tab:red", label="exact")
     a2.set_xticks(x, [f"{lab}\nexact {e_:.4g}\n" + (f"sim {s_:.4g}\n±{h_:.2g}" if k else "sim: too short")
-                      for lab, s_, h_, e_, k in zip(labels, sim, hw, ex, ok)], fontsize=7.5)
+                      for lab, s_, h_, e_, k in zip(labels, sim, hw, ex, ok, strict=True)], fontsize=7.5)
     a2.set_xlim(-0.5, len(labels) - 0.2)
     a2.set_ylabel(f"latency ({TIME_UNITS})")
     a2.legend(fontsize=8, loc="upper left")
@@ -210,17 +211,17 @@ def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotte
                               [Query(src, "abs(sim_mean_latency - exact_mean_latency) <= sim_mean_latency_hw", q_sel,
                                      f"{MEAN_OK} & isfinite(exact_mean_latency)", [["count"]]),
                                Query(src, "abs(sim_latency_percentile - exact_latency_percentile) <= "
-                                     "sim_latency_percentile_hw", q_sel, f"{PCT_OK} & isfinite(exact_latency_percentile)",
-                                     [["count"]]),
+                                     "sim_latency_percentile_hw", q_sel,
+                                     f"{PCT_OK} & isfinite(exact_latency_percentile)", [["count"]]),
                                Query(src, f"{MEAN_OK} & isfinite(exact_mean_latency)", q_sel, None, [["count"]]),
                                Query(src, f"{PCT_OK} & isfinite(exact_latency_percentile)", q_sel, None, [["count"]])]))
     if not ok[0]:
         limits.append(Claim("The run-length guard judged this simulation too short to trust: no simulated value is "
                             "drawn.", 0, Query(src, "run_valid", q_sel, None, [])))
     elif (~ok[1:]).any():
-        bad = [lab for lab, k in zip(labels[1:], ok[1:]) if not k]
+        bad = [lab for lab, k in zip(labels[1:], ok[1:], strict=True) if not k]
         limits.append(Claim(f"The simulation is too short to estimate {listing(bad)} ({RULE}).",
-                            [float(p) for p, k in zip(ds["percentile"].values, ok[1:]) if not k],
+                            [float(p) for p, k in zip(ds["percentile"].values, ok[1:], strict=True) if not k],
                             Query(src, "percentile", q_sel, f"~{PCT_OK}", [["list"]])))
     cap = Caption(
         f"Experiment (a) of the split-merge study: one system, {system}; the arrival rate λ = {spec.arrival_rate:.4g} "
@@ -268,9 +269,6 @@ def short_load_words(load, hosts) -> str:
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
     exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
-    from matplotlib.colors import LogNorm
-    from matplotlib.patches import Patch
-
     full = read_netcdf(path)
     law = full["law"].values[0]
     ds = full.sel(law=law, model=SM)
@@ -284,6 +282,40 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     short = ~ok & ~outside & np.isfinite(sim)  # judged too short by the run-length guard
     miss = cells & ~inside
     fig, ax = plt.subplots(figsize=(8.6, 5.6))
+    _figure_b_map(fig, ax, ds, outside, short, miss)
+    _figure_b_legend(fig, ds, cells, miss, short)
+    e = json.loads(full.attrs["config"])["settings"]
+    nn = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
+    k_in = int((inside & cells).sum())
+    findings, limits, head = _figure_b_claims(ds, law, k_in, cells)
+    check = (f"exact inside the simulated {_level(ds)} CI in {k_in} of {int(cells.sum())} cells" if cells.any() else
+             "no simulated cell long enough to check the exact values")
+    import textwrap
+
+    fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
+                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['load'], e['hosts'])}",
+                                            125)), fontsize=9, y=1.0, va="bottom")
+    cap = Caption(
+        f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
+        + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
+           "the exact value is the M/PH/c QBD where its state space is small enough, '—' otherwise") + ").",
+        findings, limits,
+        [("Colour and first line: the exact mean latency; second line: the simulated mean ± its CI across "
+         "replications. A red outline marks a cell whose exact value lies outside the simulated CI; elsewhere the two "
+         f"agree within what this run can show. Latency in {TIME_UNITS} ({law_words(e['replica_law'])}). "
+         f"The load is held fixed: {load_words(e['load'], e['hosts'])}.")])
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _figure_b_map(fig, ax, ds, outside, short, miss) -> None:
+    """Figure (b)'s map on ``ax``: colour = the exact mean latency (the simulated one where there is no exact value),
+    each cell's two values written in it, q > r hatched, a cell in ``miss`` outlined in red, ``short`` marked ◇."""
+    from matplotlib.colors import LogNorm
+
+    rs, qs = ds["replicas"].values, ds["quorum"].values
+    ex = ds["exact_mean_latency"].values  # (quorum, replicas)
+    sim, hw = ds["sim_mean_latency"].values, ds["sim_mean_latency_hw"].values
+    ok = _mean_ok(ds)
     vals = np.where(outside, np.nan, np.where(np.isfinite(ex), ex, np.where(ok, sim, np.nan)))
     fin = vals[np.isfinite(vals)]
     im = ax.imshow(vals, origin="lower", cmap="viridis", norm=LogNorm(float(fin.min()), float(fin.max())),
@@ -313,6 +345,13 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
     ax.grid(which="minor", color="0.85", lw=0.6)
     ax.tick_params(which="minor", length=0)
+
+
+def _figure_b_legend(fig, ds, cells, miss, short) -> None:
+    """Figure (b)'s legend under the map (after laying the figure out): the hatch, the red outline with its count,
+    the too-short mark where one is drawn."""
+    from matplotlib.patches import Patch
+
     handles = [Patch(facecolor="w", edgecolor="0.8", hatch="///")]
     labels = ["q > r: no such system"]
     if cells.any():
@@ -325,16 +364,21 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         labels += sl
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.45, 0.0), frameon=False, fontsize=8, ncol=2)
-    e = json.loads(full.attrs["config"])["settings"]
-    nn = "n = r" if e["hosts"] is None else f"n = {e['hosts']}"
-    k_in = int((inside & cells).sum())
+
+
+def _figure_b_claims(ds, law, k_in, cells) -> tuple[list, list, str]:
+    """Figure (b)'s findings (exact inside the CI in ``k_in`` of the ``cells``; where the exact mean is lowest) and
+    limits (the cells judged too short), and the title's words on the lowest exact mean."""
+    rs, qs = ds["replicas"].values, ds["quorum"].values
+    ex = ds["exact_mean_latency"].values  # (quorum, replicas)
+    ok = _mean_ok(ds)
     src = "experiment_b.nc"
     qsel = {"law": str(law), "model": SM}
     findings, limits = [], []
     if cells.any():
         findings.append(Claim(f"The exact mean latency lies inside the simulated {_level(ds)} CI in {k_in} of "
-                              f"{int(cells.sum())} cells (at {_level(ds)} confidence about one in 20 would lie outside by "
-                              "chance).", [k_in, int(cells.sum())],
+                              f"{int(cells.sum())} cells (at {_level(ds)} confidence about one in 20 would lie "
+                              "outside by chance).", [k_in, int(cells.sum())],
                               [Query(src, "abs(sim_mean_latency - exact_mean_latency) <= sim_mean_latency_hw", qsel,
                                      f"isfinite(exact_mean_latency) & isfinite(sim_mean_latency) & {MEAN_OK}",
                                      [["count"]]),
@@ -348,7 +392,8 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                               f"{TIME_UNITS}).", loc, Query(src, "exact_mean_latency", qsel, None, [["argmin"]]),
                               sig_tol(ex[i, j], 3)))
         head = f"lowest exact mean latency at r = {rs[j]}, q = {qs[i]}; "
-        best_r = {str(int(q)): int(rs[int(np.nanargmin(ex[k]))]) for k, q in enumerate(qs) if np.isfinite(ex[k]).any()}
+        best_r = {str(int(q)): int(rs[int(np.nanargmin(ex[k]))]) for k, q in enumerate(qs)
+                  if np.isfinite(ex[k]).any()}
         same = len(set(best_r.values())) == 1
         findings.append(Claim("At every quorum q the exact mean latency is lowest at r = "
                               f"{next(iter(best_r.values()))}, the most replicas of the sweep." if same and
@@ -357,26 +402,10 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
                                                                                  best_r.items()]) + ".", best_r,
                               Query(src, "exact_mean_latency.idxmin('replicas')", qsel, None, [])))
     if not ok.all():
-        limits.append(Claim(f"The run-length guard judged {int((~ok & (qs[:, None] <= rs[None, :])).sum())} cells too "
-                            "short: their simulated value is not shown (◇).", int((~ok & (qs[:, None] <= rs[None, :])).sum()),
-                            Query(src, "run_valid == 0", qsel, None, [["count"]])))
-    check = (f"exact inside the simulated {_level(ds)} CI in {k_in} of {int(cells.sum())} cells" if cells.any() else
-             "no simulated cell long enough to check the exact values")
-    import textwrap
-
-    fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
-                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['load'], e['hosts'])}",
-                                            125)), fontsize=9, y=1.0, va="bottom")
-    cap = Caption(
-        f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
-        + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
-           "the exact value is the M/PH/c QBD where its state space is small enough, '—' otherwise") + ").",
-        findings, limits,
-        [("Colour and first line: the exact mean latency; second line: the simulated mean ± its CI across "
-         "replications. A red outline marks a cell whose exact value lies outside the simulated CI; elsewhere the two "
-         f"agree within what this run can show. Latency in {TIME_UNITS} ({law_words(e['replica_law'])}). "
-         f"The load is held fixed: {load_words(e['load'], e['hosts'])}.")])
-    return save(fig, stem, formats, dpi, caption=cap)
+        n_short = int((~ok & (qs[:, None] <= rs[None, :])).sum())
+        limits.append(Claim(f"The run-length guard judged {n_short} cells too short: their simulated value is not "
+                            "shown (◇).", n_short, Query(src, "run_valid == 0", qsel, None, [["count"]])))
+    return findings, limits, head
 
 
 _EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("^", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
@@ -394,8 +423,6 @@ def _lowest(mean, hw, rs):
 
 
 def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
-    from matplotlib.lines import Line2D
-
     full = read_netcdf(path)
     ds = full.sel(law=law)
     rs, qs = ds["replicas"].values, ds["quorum"].values
@@ -407,44 +434,11 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     pct_ok = _pct_ok(ds)[..., pi]  # (model, quorum, replicas)
     mean_ok = _mean_ok(ds)
     models = ds["model"].values.tolist()
-    drawn = {a1: False, a2: False}
     # a model none of whose percentiles the run can estimate gets a note in the panel's title, not a strip of marks
     pct_all = {model: ds.sel(model=model)["sim_latency_percentile"].values[..., pi] for model in models}
     silent = [model for mi, model in enumerate(models) if np.isfinite(pct_all[model]).any()
               and not (np.isfinite(pct_all[model]) & pct_ok[mi]).any()]
-    for qi, q in enumerate(qs):
-        col = colors(qi)
-        for mi, model in enumerate(models):
-            d = ds.sel(model=model, quorum=q)
-            ls, mk = ("-", "o") if model == SM else ("--", "s")
-            m, h = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values
-            ok = np.isfinite(m) & mean_ok[mi, qi]
-            drawn[a1] |= bool(ok.any())
-            a1.errorbar(rs[ok], m[ok], yerr=h[ok], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
-            pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
-            okp = np.isfinite(pv) & pct_ok[mi, qi]
-            drawn[a2] |= bool(okp.any())
-            a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
-            name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
-            if model not in silent:
-                s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi] & ((rs > 1) if model == FJ else True),
-                        ESTIMATE_TOO_SHORT.key, col, name)
-            # fork-join at r = 1 is split-merge itself (one replica, nothing to cancel): no mark of its own there
-            own = (rs > 1) if model == FJ else np.ones(rs.shape, bool)
-            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi] & own, ESTIMATE_TOO_SHORT.key, col, name)
-        d = ds.sel(model=SM, quorum=q)
-        meth, exm = d["exact_method"].values, d["exact_mean_latency"].values
-        for code, (marker, name) in _EXACT_MARK.items():
-            sel = meth == code
-            if not sel.any():
-                continue
-            style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
-            a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
-            drawn[a1] |= bool(np.isfinite(exm[sel]).any())
-            if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
-                ep = d["exact_latency_percentile"].values[:, pi]
-                a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
-                drawn[a2] |= bool(np.isfinite(ep[sel]).any())
+    drawn = _figure_c_curves((a1, a2), (s1, s2), ds, pi, (mean_ok, pct_ok), silent, colors)
     for ax, what in ((a1, "mean latency"), (a2, f"{100 * p:g}th percentile")):
         if drawn[ax]:
             ax.set_yscale("log")
@@ -468,6 +462,67 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
         + listing(["split-merge" if m_ == SM else "fork-join" for m_ in silent])
         + " run is too short to estimate it anywhere)" if silent and only else ""), fontsize=10)
     fig.tight_layout()
+    used = _figure_c_legend(fig, ds, colors, silent, s1.kinds | s2.kinds)
+    hosts = int(np.nanmax(ds["hosts"].values))
+    e = json.loads(full.attrs["config"])["settings"]
+    law_str = json.loads(full.attrs["law_strings"])[law]
+    cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used, silent)
+    import textwrap
+
+    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
+                 + "\n".join(textwrap.wrap(short_load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
+    return save(fig, stem, formats, dpi, caption=cap)
+
+
+def _figure_c_curves(axes, strips, ds, pi, oks, silent, colors) -> dict:
+    """Figure (c)'s lines, one colour per quorum: per model the simulated mean (``axes[0]``) and percentile ``pi``
+    (``axes[1]``) ± CI where the run can estimate them (``oks``: the mean's and the percentile's), the other points
+    marked in ``strips``, and beside them the exact values. Returns {axis: whether anything is drawn on it}."""
+    (a1, a2), (s1, s2), (mean_ok, pct_ok) = axes, strips, oks
+    rs, qs = ds["replicas"].values, ds["quorum"].values
+    drawn = {a1: False, a2: False}
+    for qi, q in enumerate(qs):
+        col = colors(qi)
+        for mi, model in enumerate(ds["model"].values.tolist()):
+            d = ds.sel(model=model, quorum=q)
+            ls, mk = ("-", "o") if model == SM else ("--", "s")
+            m, h = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values
+            ok = np.isfinite(m) & mean_ok[mi, qi]
+            drawn[a1] |= bool(ok.any())
+            a1.errorbar(rs[ok], m[ok], yerr=h[ok], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
+            pv, ph_ = d["sim_latency_percentile"].values[:, pi], d["sim_latency_percentile_hw"].values[:, pi]
+            okp = np.isfinite(pv) & pct_ok[mi, qi]
+            drawn[a2] |= bool(okp.any())
+            a2.errorbar(rs[okp], pv[okp], yerr=ph_[okp], ls=ls, marker=mk, ms=3.5, color=col, capsize=2.5, lw=1.1)
+            name = f"{'split-merge' if model == SM else 'fork-join'}, q = {q}"
+            if model not in silent:
+                s2.mark(f"{model} {q}", rs, np.isfinite(pv) & ~pct_ok[mi, qi] & ((rs > 1) if model == FJ else True),
+                        ESTIMATE_TOO_SHORT.key, col, name)
+            # fork-join at r = 1 is split-merge itself (one replica, nothing to cancel): no mark of its own there
+            own = (rs > 1) if model == FJ else np.ones(rs.shape, bool)
+            s1.mark(f"{model} {q}", rs, np.isfinite(m) & ~mean_ok[mi, qi] & own, ESTIMATE_TOO_SHORT.key, col, name)
+        d = ds.sel(model=SM, quorum=q)
+        meth, exm = d["exact_method"].values, d["exact_mean_latency"].values
+        for code, (marker, _) in _EXACT_MARK.items():
+            sel = meth == code
+            if not sel.any():
+                continue
+            style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
+            a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
+            drawn[a1] |= bool(np.isfinite(exm[sel]).any())
+            if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
+                ep = d["exact_latency_percentile"].values[:, pi]
+                a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
+                drawn[a2] |= bool(np.isfinite(ep[sel]).any())
+    return drawn
+
+
+def _figure_c_legend(fig, ds, colors, silent, kinds) -> list:
+    """Figure (c)'s legend under the panels: the quorums' colours, the models' line styles, the exact methods drawn
+    and the status ``kinds``. Returns the exact method codes drawn."""
+    from matplotlib.lines import Line2D
+
+    rs, qs, models = ds["replicas"].values, ds["quorum"].values, ds["model"].values.tolist()
     codes = ds.sel(model=SM)["exact_method"].values
     used = sorted({int(v) for v in np.unique(codes[np.isfinite(codes)]) if int(v) in _EXACT_MARK})
     handles = [Line2D([], [], color=colors(qi), lw=2.5) for qi in range(len(qs))]
@@ -478,20 +533,13 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
         handles.append(Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5))
         labels.append(f"fork-join with cancellation (simulation ± {_level(ds)} CI)"
                       + (", left panel only" if FJ in silent else ""))
-    handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5) for c in used]
+    handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5)
+                for c in used]
     labels += [_EXACT_MARK[c][1] + " (beside the simulated point" + _exact_where(codes, c, rs) + ")" for c in used]
-    sh, sl = status_handles(s1.kinds | s2.kinds)
+    sh, sl = status_handles(kinds)
     fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
                frameon=False)
-    hosts = int(np.nanmax(ds["hosts"].values))
-    e = json.loads(full.attrs["config"])["settings"]
-    law_str = json.loads(full.attrs["law_strings"])[law]
-    cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used, silent)
-    import textwrap
-
-    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
-                 + "\n".join(textwrap.wrap(short_load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
-    return save(fig, stem, formats, dpi, caption=cap)
+    return used
 
 
 def _exact_where(codes, code, rs) -> str:
@@ -569,7 +617,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
         bad = np.isfinite(mv) & ~mean_ok[mi] & own
         if bad.any():
             name = "split-merge" if model == SM else "fork-join"
-            pts = [f"q = {qs[i]}, r = {rs[j]}" for i, j in zip(*np.nonzero(bad))]
+            pts = [f"q = {qs[i]}, r = {rs[j]}" for i, j in zip(*np.nonzero(bad), strict=True)]
             limits.append(Claim(f"The run-length guard judged the {name} run too short at {listing(pts)}: no mean "
                                 "drawn there (◇ above the left panel).", int(bad.sum()),
                                 Query(src, f"isfinite(sim_mean_latency) & ~{MEAN_OK}"
@@ -680,7 +728,8 @@ def key_results(inputs: dict, stem) -> list:
             if best_all is not None:
                 i, j = best_all
                 var = "exact_mean_latency" if use_exact else "where(run_valid != 0, sim_mean_latency, nan)"
-                findings.append(Claim(f"({x}) {law_strings.get(law, law)}: the lowest {'exact' if use_exact else 'simulated'} "
+                findings.append(Claim(f"({x}) {law_strings.get(law, law)}: the lowest "
+                                      f"{'exact' if use_exact else 'simulated'} "
                                       f"mean latency is at r = {rs[j]}, q = {ds['quorum'].values[i]}.",
                                       {"quorum": int(ds["quorum"].values[i]), "replicas": int(rs[j]),
                                        "value": float(score[i, j])},
