@@ -12,12 +12,12 @@ import matplotlib.colors as mcolors
 import numpy as np
 import pytest
 import xarray as xr
-from support.synthetic import jsq_run
 
 from sojourn.core.figures import STATUS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.reproduction import reproduce
+from support.synthetic import jsq_run
 
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
