@@ -2082,7 +2082,8 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
     shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
     exponential model's T's, each in a panel of its own (own y-range), for each R with a value
-    (:func:`_law_method_row`); the legend and the note on the R's without a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
+    (:func:`_law_method_row`); the legend and the note on the R's without a value fill the row's first slot.
+    ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
