@@ -265,10 +265,10 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
     xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert xs == [0.0], "one arrow per load (arrows side by side per method piled up), at the load's position"
+    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up), at the load itself"
     assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
-    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.0 for t in letters)
+    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
     assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)
 
@@ -315,13 +315,35 @@ def test_mgr_headline_states_both_ranges():
         "itself by -1 to +8 %")
 
 
-def test_wasserstein_names_coinciding_lines():
-    """Lines whose W lie within 10 % of each other at two loads in a row (or three at one load) are named where they
-    start; a pair at one load only, or lines apart, are not."""
+def test_wasserstein_closest_letters_are_computed():
+    """The A–F row's bold line carries, per load, the closest method's letter with those within 10 % of it; nothing
+    where no W is finite or the closest lies below the axis floor (there the arrow on the bottom edge names it)."""
     names = ["A", "B", "C", "D"]
-    W = np.array([[9.0, 9.0, np.nan, 0.05],   # A = B starts here, runs on
+    W = np.array([[9.0, 9.5, np.nan, 0.05],
                   [2.2, 2.2, 3.0, 0.1],
-                  [0.7, 0.71, 0.72, 0.14],    # A = B = C: three at one load
-                  [0.3, 0.2, 0.105, 0.1]])    # C and D at one load only
-    assert plots._coincident(W, names) == [(0, ["A", "B"]), (2, ["A", "B", "C"])]
-    assert plots._coincident(np.array([[1.0, 2.0, 4.0, 8.0]]), names) == []
+                  [0.7, 0.71, 0.72, 0.9],
+                  [np.nan] * 4,
+                  [0.3, 0.2, 0.105, 0.0001]])
+    assert plots.closest_letters(W, names) == ["D", "D", "A=B=C", "", ""]
+
+
+def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
+    """In the A–F row every method is a thin grey line and the closest of them one bold line, its letter above each
+    point (computed); the load axis is linear (the markers at the loads themselves)."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "B": 1.05, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
+                           0.8: {"A": 1.02, "B": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    top = figs[0].get_axes()[0]
+    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots._CLOSEST["lw"]]
+    grey = [ln for ln in top.get_lines() if ln.get_color() == plots._UNDERLAY["color"]]
+    assert len(bold) == 1 and len(grey) >= 2
+    assert list(bold[0].get_xdata()) == [0.5, 0.8]
+    d = plots.w_against_reference(cmp, "exponential")
+    m = d["approximation"].values.tolist()
+    W = d["W"].values[0][:, [m.index(x) for x in plots.FAITHFUL if x in m]]
+    want = [t for t in plots.closest_letters(W, [x for x in plots.FAITHFUL if x in m]) if t]
+    assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
+    plots.plt.close(figs[0])

@@ -256,7 +256,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     all_R = c["R"].values
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
-    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.5 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
+    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(3.0 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
                              sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
     kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for r, (title, lines) in enumerate(rows):
@@ -273,8 +273,6 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             ax.text(0.5, 0.5, f"every line here:\nW < {W_FLOOR:g} at every load\n(on exact)", transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="0.2",
                     bbox={"boxstyle": "round,pad=0.6", "fc": "white", "ec": "0.6"})
-    rho = c["rho"].values
-    axes[0, 0].set_xticks(np.arange(rho.size), [f"{r:g}" for r in rho])
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
         ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
@@ -296,55 +294,103 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def _w_panel(ax, cmp, c, d, lines, i):
-    """One panel of the Wasserstein figure (R index ``i``) on an equally spaced load axis (position k = the k-th load
-    of the grid): each line's W (filled against exact, hollow against the simulation; the line broken where W drops
-    below :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`), in the A–F row the
-    closest of them at each load as a wide grey line underneath and the lines that coincide named
-    (:func:`_coincident`), the simulation's noise as a grey area where a line is set against it, the status marks in
+    """One panel of the Wasserstein figure (R index ``i``) on a linear load axis (ticks at the grid loads): each
+    line's W (filled against exact, hollow against the simulation; the line broken where W drops below
+    :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F row the six lines
+    are thin and grey, and the closest of them at each load is one bold line with its letter at each point
+    (:func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the status marks in
     the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise is drawn,
     whether every line lies below the floor)."""
-    from ..core.figures import METHOD_MARKERS
-
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
-    xp = np.arange(rho.size, dtype=float)
+    xp = np.asarray(rho, dtype=float)
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = False
     cols = [methods.index(sr.method) for sr in lines]
     below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
-    if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
-        best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
-        ax.plot(xp, np.where(best >= W_FLOOR, best, np.nan), color=_ENVELOPE, lw=7, alpha=0.55,
-                solid_capstyle="round", zorder=1)
-        _coincident_notes(ax, xp, W[i][:, cols], lines)
+    under = all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1  # A–F: grey underlay, the closest bold
+    shown = False
     for sr in lines:
         m = methods.index(sr.method)
-        y = W[i, :, m]
-        ok = np.isfinite(y)
-        above = ok & (y >= W_FLOOR)
-        if above.any():
-            shown = True  # below the floor the line breaks (no segment along the bottom edge)
-            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
-                    zorder=3)
-            for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
-                sel = above & (ref[i, :, m] == rk)
-                ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
-                        ls="none", zorder=4)
-        vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
+        shown = _w_line(ax, xp, W[i, :, m], ref[i, :, m], sr, under) or shown
+        vs_sim |= np.isfinite(W[i, :, m]) & (ref[i, :, m] == REF_SIMULATION)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
+    if under:
+        _closest_line(ax, xp, W[i][:, cols], ref[i][:, cols], [sr.method for sr in lines])
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
     strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    ax.set_xlim(-0.5, rho.size - 0.5)
+    _linear_rho_axis(ax, xp)
     low = not shown and bool(np.isfinite(W[i][:, cols]).any())
     floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
     if floor_hit:
         _floor_arrows(ax, xp, below_all, lines)
     return strip, floor_hit, noise_drawn, low
+
+
+#: the Wasserstein figure's A–F row: each method thin and light grey behind the closest of them (bold)
+_UNDERLAY = {"color": "0.8", "lw": 0.8, "zorder": 2}
+_CLOSEST = {"color": "0.1", "lw": 2.4, "zorder": 4}
+
+
+def _w_line(ax, xp, y, ref, sr, under) -> bool:
+    """One method's W line (broken below :data:`W_FLOOR`), markers filled against exact, hollow against the
+    simulation; ``under``: thin light grey without markers (the closest line is drawn over it). Returns whether any
+    point lies above the floor."""
+    from ..core.figures import METHOD_MARKERS
+
+    ok = np.isfinite(y)
+    above = ok & (y >= W_FLOOR)
+    if not above.any():
+        return False
+    yy = np.where(above, y, np.nan)[ok]
+    if under:
+        ax.plot(xp[ok], yy, "-", **_UNDERLAY)
+        return True
+    ax.plot(xp[ok], yy, sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
+    for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
+        sel = above & (ref == rk)
+        ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+                ls="none", zorder=4)
+    return True
+
+
+def closest_letters(W, names, tol=None) -> list[str]:
+    """Per load (row of ``W``: (load, method)): the closest method's letter with those within ``tol`` of it
+    ('B=C'), '' where no W is finite or the closest lies below :data:`W_FLOOR`."""
+    tol = W_COINCIDE if tol is None else tol
+    out = []
+    for row in W:
+        fin = np.isfinite(row)
+        if not fin.any() or np.nanmin(row) < W_FLOOR:
+            out.append("")
+            continue
+        best = np.nanmin(row)
+        out.append("=".join(n for n, v in zip(names, row, strict=True) if np.isfinite(v) and v <= best * (1 + tol)))
+    return out
+
+
+def _closest_line(ax, xp, W, ref, names) -> None:
+    """The closest of ``names`` at each load as one bold line (filled marker against exact, hollow against the
+    simulation), its letter (and those within :data:`W_COINCIDE`) above each point."""
+    with np.errstate(all="ignore"):
+        k = np.argmin(np.where(np.isfinite(W), W, np.inf), axis=1)
+    best = W[np.arange(len(xp)), k]
+    on = np.isfinite(best) & (best >= W_FLOOR)
+    if not on.any():
+        return
+    ax.plot(xp, np.where(on, best, np.nan), "-", **_CLOSEST)
+    vs_exact = on & (ref[np.arange(len(xp)), k] == REF_EXACT)
+    ax.plot(xp[vs_exact], best[vs_exact], "o", ms=5, color=_CLOSEST["color"], zorder=5)
+    ax.plot(xp[on & ~vs_exact], best[on & ~vs_exact], "o", ms=5, mfc="white", mec=_CLOSEST["color"], zorder=5)
+    for x, y, text in zip(xp, best, closest_letters(W, names), strict=True):
+        if text:
+            ax.annotate(text, (x, y), xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=7.5, fontweight="bold", color=_CLOSEST["color"], zorder=6,
+                        bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.7})
 
 
 def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
@@ -359,51 +405,14 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     if not sel.any():
         return False
     x = xp[sel]
-    x = np.repeat(x, 2) + np.tile([-0.2, 0.2], x.size) if x.size == 1 else x
+    x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
     ax.fill_between(x, W_FLOOR, np.interp(x, xp[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7", lw=0.6,
                     zorder=1)
     return True
 
 
-#: lines whose W differ by less than this share are drawn on top of each other (one hides the others)
+#: lines whose W differ by less than this share are named together as the closest ('B=C')
 W_COINCIDE = 0.10
-
-
-def _coincident(W, names) -> list[tuple[int, list[str]]]:
-    """Where lines hide each other: (first load index, names) of each group of at least two lines whose W lie within
-    :data:`W_COINCIDE` of the group's lowest, above :data:`W_FLOOR`, at two or more consecutive loads (the same
-    group), or of three or more lines at one load; in load order. ``W``: (load, line)."""
-    per_load = []
-    for row in W:
-        order = [k for k in np.argsort(row) if np.isfinite(row[k]) and row[k] >= W_FLOOR]
-        groups, group = [], []
-        for k in order:
-            if group and row[k] > row[group[0]] * (1 + W_COINCIDE):
-                groups.append(group)
-                group = []
-            group.append(k)
-        groups.append(group)
-        per_load.append({tuple(sorted(names[g] for g in gr)) for gr in groups if len(gr) > 1})
-    out = []
-    for j, groups in enumerate(per_load):
-        for g in sorted(groups):
-            run = j + 1 < len(per_load) and g in per_load[j + 1]
-            if (run or len(g) > 2) and not (j and g in per_load[j - 1]):
-                out.append((j, list(g)))
-    return out
-
-
-def _coincident_notes(ax, xp, W, lines) -> None:
-    """Name each group of lines that hide each other (:func:`_coincident`) where it starts: 'A = B = C'."""
-    for j, group in _coincident(W, [sr.method for sr in lines]):
-        y = float(np.nanmin(W[j][[k for k, sr in enumerate(lines) if sr.method in group]]))
-        ax.annotate(" = ".join(group), (xp[j], y), xytext=(6, -9), textcoords="offset points", ha="left", va="top",
-                    fontsize=7, color="0.2", zorder=6, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
-                                                             "alpha": 0.8})
-
-
-#: the Wasserstein figure's wide line under A–F: the closest of them at each load
-_ENVELOPE = "0.78"
 
 
 def _floor_arrows(ax, xp, below, lines) -> None:
@@ -429,20 +438,22 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
 
     h, lab = [], []
     for _, lines in rows:
+        if len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines):  # drawn as the closest over grey lines
+            h += [Line2D([], [], marker="o", ms=5, **_CLOSEST), Line2D([], [], **_UNDERLAY)]
+            lab += [f"bold: the closest of A–F at each load (its letter; B=C: within {W_COINCIDE:.0%})",
+                    "thin grey: each of " + "–".join([lines[0].method, lines[-1].method])]
+            continue
         for sr in lines:
             h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
-    if any(len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines) for _, lines in rows):
-        h.append(Line2D([], [], color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round"))
-        lab.append("wide grey line: the closest of A–F at each load")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
     rh, rl = _reference_handles()
     ref = d["reference"].values
     sub = ref[:, :, [methods.index(sr.method) for _, lines in rows for sr in lines]][np.isin(all_R, Rv)]
-    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION)):
+    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION), strict=True):
         if (sub == k).any():
             h.append(hh)
             lab.append(ll)
@@ -524,10 +535,10 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
          + f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
-         "letters of the methods there beside it (a panel with nothing above it says so in a box). The loads are "
-         "the grid's, equally spaced. In the top row a wide grey line under the others follows the closest of A–F at "
-         f"each load, and lines that hide each other (W within {W_COINCIDE:.0%}, at two loads in a row or three lines "
-         "at one) are named where they start ('A = B = C'). The strip above a panel marks loads "
+         "letters of the methods there beside it (a panel with nothing above it says so in a box). The load axis "
+         "is linear, ticked at the grid's loads. In the top row each of A–F is a thin grey line and the closest of "
+         "them at each load one bold line, its letter above each point (with those within "
+         f"{W_COINCIDE:.0%} of it: 'B=C'). The strip above a panel marks loads "
          "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
@@ -2334,9 +2345,11 @@ def _linear_rho_axis(ax, ticks) -> None:
 
     ticks = np.asarray(ticks, float)
     if ticks.size:
-        pad = 0.04 + 0.05 * (ticks.max() - ticks.min())
+        span = ticks.max() - ticks.min()
+        pad = 0.04 + 0.05 * span
         ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
-        ax.set_xticks(ticks)
+        close = ticks.size > 1 and np.diff(np.sort(ticks)).min() < 0.08 * max(span, 1e-9)  # 0.9, 0.95: upright
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=90 if close else 0)
     ax.xaxis.set_minor_locator(MultipleLocator(0.1))
     ax.tick_params(axis="x", which="minor", length=3)
 
