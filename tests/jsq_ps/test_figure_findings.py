@@ -230,9 +230,15 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
     title = fig._suptitle.get_text().splitlines()
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
-    assert title[2] == "The paper's error is the larger at 2 of 2 points.", title
-    assert title[3] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
+    assert title[1] == "The paper's error is the larger at 2 of 2 points.", title
+    assert title[2] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
                         "2)."), title
+    # "larger" is visible as higher: a plain log axis of sizes, every drawn point's sign beside it (computed)
+    ax = fig.get_axes()[0]
+    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
+    signs = sorted(t.get_text() for t in ax.texts if t.get_text() in ("+", "−"))
+    paper_and_ours = [-3.0, 1.0] + [-0.5] * 3 * 2  # paper at the two cells with a value of ours; ours −0.5 there
+    assert signs == sorted("+" if v > 0 else "−" for v in paper_and_ours + [-100.0, -50.0]), signs
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
                   if ln.get_color() == plots._TAIL_COLOR]
     assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"

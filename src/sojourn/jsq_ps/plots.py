@@ -2644,12 +2644,13 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 
 
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0, symlog=False, values=False):
+                       factor=100.0, floor=None, values=False):
     """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%), each panel its own
     y-range; where our reference is too short, a mark in the strip above the panel instead of
-    a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
-    under each cell (:func:`_value_rows`)."""
+    a value (one row where every family's marks agree). ``floor``: sizes on a log axis from there up, each sign as
+    + or − beside its point (:func:`_magnitude_axis`). ``values``: the paper's and our values printed (signed) under
+    each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
@@ -2674,10 +2675,12 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = factor * paper / sc
         else:
             paper = factor * paper
-        if absolute:
+        signed = {"paper": (x, paper)}
+        if absolute or floor:
             paper = np.abs(paper)
-        ax.axhline(0, color="0.5", lw=0.7)
-        ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
+        if not floor:
+            ax.axhline(0, color="0.5", lw=0.7)
+        ax.plot(x, paper if not floor else np.maximum(paper, floor), **_PAPER_MARK, zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
@@ -2686,7 +2689,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                               else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
+            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute or bool(floor), floor)
+            signed[fam] = (xs, vals[0])
             missing[fam] = rk == 0
             table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
@@ -2696,11 +2700,11 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=8.5)
-        if symlog:
-            _signed_log_axis(ax)
+        if floor:
+            _magnitude_axis(ax, signed, floor)
         strip.finish(title=f"{p:g}th percentile")
         if values:
-            _value_rows(ax, x, paper, table)
+            _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
         axes[-1].xaxis.labelpad = 70
@@ -2749,16 +2753,18 @@ def _table_number(v) -> str:
     return "0" if abs(v) < 1e-3 else _g(v).replace("-", "−")
 
 
-def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
+def _ours_family(ax, fam, xs, vals, rk, absolute, floor=None) -> set:
     """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
-    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0). Returns the reference
-    kinds drawn."""
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0; ``floor``: a log axis's
+    bottom, a smaller value drawn on it). Returns the reference kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     if absolute:
         a_, b_ = np.abs(lo), np.abs(hi)
         straddle = (lo <= 0) & (hi >= 0)
         lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
+    if floor:
+        lo, hi, m = (np.maximum(v, floor) for v in (lo, hi, m))
     ok = np.isfinite(m)
     drawn = set()
     for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
@@ -2788,27 +2794,27 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
     return h, lab
 
 
-def _signed_log_axis(ax, linthresh=0.1) -> None:
-    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits; the
-    band shaded and its edges labelled on the axis), its limits on labelled decade ticks beyond the data (a tick above
-    the highest point, one below the lowest), signed labels (+1, −10) and unlabelled minor ticks at 2 and 5."""
-    from matplotlib.ticker import FixedLocator
-
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.8)
-    lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
-    dec = [linthresh * 10.0 ** k for k in range(7)]
-    top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
-    bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
-    ax.set_ylim(bot * 1.15, top * 1.15)
-    ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
-    tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
-    for lab, v in zip(ax.get_yticklabels(), tk, strict=True):
-        if abs(v) == linthresh:  # the band's edges: where the axis turns from linear to log
-            lab.set(fontsize=7, color="0.35")
-    ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
-                                             if bot <= sign * m * d <= top]))
-    ax.grid(alpha=0.15, axis="y", which="minor")
+def _magnitude_axis(ax, signed, floor) -> None:
+    """A log y axis of sizes from ``floor`` (its tick '<floor': a smaller size sits on it) to the decade above the
+    largest, each point's sign as + or − beside it (``signed``: {'paper' or family: (x, signed values)}; the paper's
+    left of its bar, ours above the marker; none on the floor, where the sign means nothing)."""
+    ax.set_yscale("log")
+    hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
+    top = 10.0 ** math.ceil(math.log10(hi * 1.2))
+    ax.set_ylim(floor / 1.6, top)
+    dec = [floor * 10.0 ** k for k in range(round(math.log10(top / floor)) + 1)]
+    ax.set_yticks(dec, [f"<{floor:g}" if d == floor else f"{d:g}" for d in dec])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.axhline(floor, color="0.6", lw=0.7, ls=":")
+    for name, (xs, v) in signed.items():
+        color = "k" if name == "paper" else _FAMILY_STYLE.get(name, ("0.4",))[0]
+        paper = name == "paper"  # its sign boxed left of the bar: a bare '−' there reads as the bar going on
+        off, ha, va = ((-11, 0), "right", "center") if paper else ((0, 4), "center", "bottom")
+        box = {"boxstyle": "round,pad=0.12", "fc": "white", "ec": "0.4", "lw": 0.6} if paper else None
+        for xi, vi in zip(xs, v, strict=True):
+            if np.isfinite(vi) and abs(vi) >= floor:
+                ax.annotate("+" if vi > 0 else "−", (xi, abs(vi)), xytext=off, textcoords="offset points", ha=ha,
+                            va=va, fontsize=7.5, fontweight="bold", color=color, zorder=6, bbox=box)
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -2827,6 +2833,10 @@ def _cells_in_run(rep, prefix, refvar) -> tuple[int, int]:
     return int(have.sum()), int(have.size)
 
 
+#: the §6.1/§6.2 figure's log axis starts here (a size below it is drawn on the bottom edge; the table prints 0)
+PCT_FLOOR = 1e-3
+
+
 def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     """§6.1/§6.2: the paper's signed percentile error of the best method for that percentile beside ours per family,
     as a share of the reference percentile (exact's where it ran, else our mean simulated one)."""
@@ -2837,9 +2847,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1",
-        absolute=False, kw=kw,
-        symlog=True, values=True)
+        title=_pct_title(rep), what=f"|method − reference| ({TIME_UNIT})\nlog; sign beside each point",
+        absolute=False, kw=kw, floor=PCT_FLOOR, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
 
@@ -2869,9 +2878,10 @@ def _pct_title(rep) -> str:
         head.append(f"no value of ours at {km} points, where the paper's errors are "
                     + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
                        f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
-    return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
-            f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
-            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}." for h in head))  # one sentence a line
+    lines = [f"{h[0].upper()}{h[1:]}." for h in head]  # one sentence a line
+    return ("\n".join(["Paper §6.1/§6.2, percentile error of the best method"] + lines)
+            + f"\n(higher = larger error; − optimistic, + conservative; {have} of the table's {total} cells "
+               "in this run)")
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -2964,7 +2974,9 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else our "
          "mean simulated percentile (hollow, with its 95% CI); "
          + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
-            "also where we have no reference. " if prefix == "pct" else
+            "also where we have no reference. The axis is logarithmic in the size |method − reference| (higher = "
+            "larger error), each sign beside its point (− optimistic, + conservative; the paper's boxed left of its "
+            f"bar); a size below {PCT_FLOOR:g} sits on the bottom edge. " if prefix == "pct" else
             "both are shown as a share of that reference percentile, the paper's too. ")
          + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
          "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
