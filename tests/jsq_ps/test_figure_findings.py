@@ -169,23 +169,45 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
 
 def test_percentile_map_says_counts_by_number_style_not_frames():
     """A map cell whose (pale, +2 %) difference counts carries a bold number and no frame (a frame reads as a
-    highlight); one within the noise a grey italic number; the check panel fills its significant cell with its own
-    colour (off the error scale) in a bold frame."""
-    err = np.array([2.0, 0.3]).reshape(1, 2, 1)
-    sig, ref = np.array([True, False]).reshape(1, 2, 1), np.ones((1, 2, 1), int)
-    status = np.full((1, 2, 1), "", object)
+    highlight); one within the noise a grey italic number; ∅ not run and × not a CDF on fills of their own."""
+    err = np.array([2.0, 0.3, np.nan, np.nan]).reshape(1, 4, 1)
+    sig, ref = np.array([True, False, False, False]).reshape(1, 4, 1), np.array([1, 1, 0, 0]).reshape(1, 4, 1)
+    status = np.array(["", "", "not_run", "invalid"], object).reshape(1, 4, 1)
     norm, cmap = plots._error_norm(20.0), plots.plt.get_cmap("RdBu")
-    for flag in (False, True):
-        fig, ax = plots.plt.subplots()
-        plots._error_map(ax, err, sig, ref, status, [(0, 0)], 2, cmap, norm, True, [], {"text": 7, "mark": 4,
-                                                                                       "flag": flag}, corners=False)
-        bold, noise = ax.texts
-        assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
-        assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
-        assert len(ax.patches) == int(flag)
-        rgb = ax.images[0].get_array()[0, 0]
-        assert np.allclose(rgb, plots._rgb(plots.CHECK_FILL)) == flag
-        plots.plt.close(fig)
+    fig, ax = plots.plt.subplots()
+    kinds = plots._error_map(ax, err, sig, ref, status, [(0, 0)], 4, cmap, norm, True, [], {"text": 7, "mark": 4},
+                             corners=False)
+    bold, noise = ax.texts
+    assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
+    assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
+    assert not ax.patches and kinds == {"not_run", "invalid"}
+    rgb = ax.images[0].get_array()[0]
+    assert np.allclose(rgb[2], plots._rgb(plots.STATUS_FILL["not_run"]))
+    assert np.allclose(rgb[3], plots._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
+    plots.plt.close(fig)
+
+
+def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatch):
+    """The A–F map (±1000 %) and the corrected map (±20 %) use different palettes, each named with its range in the
+    title; the corrected map's title states from the data whether T is ever optimistic and the others' worst; no
+    check panel (its numbers are in the caption)."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
+                           0.6: {"A": 0.6, "A*": 0.9, "exact": 1.0, "T": 1.004}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.percentile_error_vs_rho(cmp, "unused")
+    plots.percentile_error_vs_rho_corrected(cmp, "unused")
+    (faith, _), (corr, cap) = figs
+    assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
+    t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
+    assert "colour range ±" in t1 and "red: optimistic" in t1 and "orange: optimistic" in t2
+    a = plots.against_reference(cmp, "exponential").sel(approximation="T")
+    below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
+    assert ("T is never optimistic" in t2) == (below == 0)
+    assert not any(ax.get_title(loc="left").startswith("the check") for ax in corr.get_axes())
+    for f, _ in figs:
+        plots.plt.close(f)
 
 
 def _pct_rep(ref):

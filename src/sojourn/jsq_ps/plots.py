@@ -1020,9 +1020,11 @@ def _status(name: str) -> int:
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
-#: the check panel's fill where exact and the simulation differ beyond the CI: its own colour, off the error scale
-#: (there the sign says which of the two is higher, not whether a method is optimistic)
-CHECK_FILL = "#f2c14e"
+#: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF dark grey (the same in every map)
+STATUS_FILL = {"not_run": "0.72", "invalid": "0.42"}
+#: the two percentile-error maps' palettes (colour map, word for below, word for above): each its own, so that a shade
+#: of one (±1000 %) is never read on the other's scale (±20 %)
+PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("PuOr", "orange", "purple")}
 
 
 def _error_norm(clip=REL_CLIP):
@@ -1086,10 +1088,10 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
             st = status[i, j, m]
             if st in ("too_short", "beyond_grid"):
                 rgb[r, j] = _rgb(TOO_SHORT_CELL)
-            elif st in ("not_run", "invalid"):
-                rgb[r, j] = _rgb("0.62")  # mid-grey: unlike the white "within noise" and the light "too short"
+            elif st in STATUS_FILL:  # unlike the white "within noise", the light "too short" and each other
+                rgb[r, j] = _rgb(STATUS_FILL[st])
             elif ref[i, j, m] and sig[i, j, m]:
-                rgb[r, j] = _rgb(CHECK_FILL) if sizes.get("flag") else norm_rgb(cmap, norm, err[i, j, m])
+                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
             else:
                 rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
     ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
@@ -1109,10 +1111,8 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 
 
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
-    """A map cell's marks: the check panel's bold frame where the difference counts, the dot of a cell set against
-    the simulation, its number (bold where it counts, grey italic within the noise) and CI."""
-    if significant and sizes.get("flag"):  # the check panel: a bold frame on its own fill colour
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1", lw=2.2, zorder=3))
+    """A map cell's marks: the dot of a cell set against the simulation, its number (bold where it counts, grey
+    italic within the noise) and CI."""
     if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
         ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
     if not (small and np.isfinite(v)):
@@ -1120,7 +1120,7 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     txt = _error_text(v)
     if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
         txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
-    dark = significant and not sizes.get("flag") and abs(norm(v) - 0.5) > 0.33
+    dark = significant and abs(norm(v) - 0.5) > 0.33
     style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
              {"color": "0.5", "style": "italic"})
     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
@@ -1144,12 +1144,12 @@ def _row_label(label: str) -> str:
     return " =\n".join(lines) + (f"\n({tail}" if tail else "")
 
 
-def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, **kw):
+def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, palette="faithful", **kw):
     """Maps of each method's relative percentile error against its reference: one panel per shown percentile (the
-    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; red = optimistic (below
-    the reference), blue = above, framed where it counts, white with a grey number = no difference (within the CI,
-    or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: a panel below with exact
-    against the simulation (with its CI) at the percentiles where the simulation can tell (the check of both)."""
+    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; coloured by ``palette``
+    (:data:`PALETTES`: its first colour optimistic, below the reference), white with a grey number = no difference
+    (within the CI, or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: exact against
+    the simulation where the simulation can tell (the check of both), stated in the caption."""
     if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
         fig, ax = plt.subplots(figsize=(6.5, 2.0))
         _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
@@ -1161,7 +1161,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     methods = c["approximation"].values.tolist()
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     m = {"err": 100 * a["error"].values, "sig": a["significant"].values, "ref": a["reference"].values,
-         "status": a["status"].values, "ci": (100 * a["low"].values, 100 * a["high"].values)}
+         "status": a["status"].values}
     rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
     have = [any(m["ref"][i, :, j, k].any() for j, i in rows) for k in range(len(P))]
     shown = _shown_percentiles(P, have)
@@ -1170,16 +1170,14 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     small = len(rho) <= 12 and len(rows) <= 40
     rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
     sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
-    top_h, bot_h = rh * len(rows) + 0.6, ((0.34 * len(Rv) + 0.9) if check else 0.0)
     width = len(shown) * ((0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))) * len(rho) + 0.35) + 2.6
-    fig = plt.figure(figsize=(width, top_h + bot_h + 1.5))
-    gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
-                          hspace=0.28, wspace=0.08)
-    axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
-    clip = _colour_range(m, rows + ([(e_idx, i) for i in range(len(Rv))] if check else []), shown)
-    norm, cmap = _error_norm(clip), plt.get_cmap("RdBu")
+    fig, axes = plt.subplots(1, len(shown), figsize=(width, rh * len(rows) + 2.3), squeeze=False,
+                             gridspec_kw={"wspace": 0.08})
+    axes = list(axes[0])
+    clip = _colour_range(m, rows, shown)
+    norm, cmap = _error_norm(clip), plt.get_cmap(PALETTES[palette][0])
     kinds = set()
-    for ax, k in zip(axes, shown):
+    for ax, k in zip(axes, shown, strict=True):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
                             len(rho), cmap, norm, small, [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g],
                             sizes)
@@ -1194,54 +1192,49 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
         axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
                          xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
                          fontweight="bold", color=sr.color)
-    if check:
-        kinds |= _exact_check_panel(fig.add_subplot(gs[1, 0]), m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes)
-    _error_colorbar(fig, norm, cmap, clip)
+    _error_colorbar(fig, norm, cmap, clip, PALETTES[palette][1])
     fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
                         bottom=0.6 / fig.get_figheight())
     _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
-    fig.suptitle(f"Tail-percentile error of {what} against the best reference ({service} service)"
-                 + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} not "
-                    "drawn: see the caption)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
-                                    [P[k] for k in check], clip)
+                                    [P[k] for k in check], clip, PALETTES[palette])
+    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown], clip, PALETTES[palette][1]), fontsize=10,
+                 y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
 
 
-def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes) -> set:
-    """The percentile-error figure's check: exact against the simulation at the first percentile the simulation can
-    tell, each value with its 95 % CI; returns the status kinds drawn."""
-    k = check[0]
-    sl = lambda x: x[..., k]
-    big = {**sizes, "text": sizes["text"] + 1.2, "flag": True}  # only the error, a bold frame where it counts
-    kinds = _error_map(ax, sl(m["err"]), sl(m["sig"]), sl(m["ref"]), sl(m["status"]), [(e_idx, i) for i in
-                       range(len(Rv))], len(rho), cmap, norm, small, [], big, corners=False)
-    ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
-    ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
-    ax.set_xlabel("load ρ", fontsize=9)
-    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile (%)", fontsize=9.5,
-                 loc="left", color="0.1", fontweight="bold")
-    more = [P[x] for x in check[1:]]
-    n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
-    note = (f"amber, bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
-            f"{'' if n_sig == 1 else 's'}; its own colour, not the error scale above: + = exact higher); grey "
-            "italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
-    note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
-            f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
-            "beyond it are needed)")
-    ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True, color="0.3")
-    return kinds
+def _pe_title(a, lines, what, service, shown, clip, below) -> str:
+    """The percentile-error map's title: what it shows with its colour range, and its finding from the drawn points —
+    T never (or k times) significantly below its reference, the others' most optimistic error and where."""
+    A = a.sel(approximation=[sr.method for sr in lines], percentile=shown)
+    err, sig = 100 * A["error"].values, A["significant"].values & (A["reference"].values != 0)
+    names = A["approximation"].values.tolist()
+    head = []
+    if TAIL in names:
+        t = names.index(TAIL)
+        below_t = int((sig[:, :, t] & (err[:, :, t] < 0)).sum())
+        head.append("T is never optimistic" if below_t == 0 else f"T is optimistic at {below_t} points")
+    others = [k for k, n in enumerate(names) if n != TAIL]
+    v = np.where(sig[:, :, others] & (err[:, :, others] < 0), err[:, :, others], np.nan)
+    if np.isfinite(v).any():
+        idx = np.unravel_index(int(np.nanargmin(v)), v.shape)
+        word = "the others" if TAIL in names else "the methods"
+        head.append(f"{word} optimistic by up to {_pct(v[idx] / 100, 0)} (at the {shown[idx[3]]:g}th percentile)")
+    return (f"Tail-percentile error of {what} against the best reference ({service} service); "
+            f"colour range ±{clip:g} %, {below}: optimistic"
+            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else ""))
 
 
-def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
-    """The maps' colour bar to ±``clip`` (its range named), its linear band (±LIN_PCT) marked."""
+def _error_colorbar(fig, norm, cmap, clip=REL_CLIP, below="red") -> None:
+    """The maps' colour bar to ±``clip`` (its range named; ``below``: the colour of optimistic), its linear band
+    (±LIN_PCT) marked."""
     cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
     ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
+    cb.set_label(f"error (%), {below}: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
                  f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
     cb.ax.tick_params(labelsize=7.5)
     cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
@@ -1282,7 +1275,8 @@ _MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF"
                "beyond the time grid (t_max)"}
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP) -> Caption:
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
+                              palette=PALETTES["faithful"]) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
@@ -1313,17 +1307,20 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both (an amber cell in a bold frame where they "
-           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."), findings,
+        + ("; the check of both, exact against the simulation, is not drawn: its numbers are the last finding."
+           if check else "."), findings,
         _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) and "
          "the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% CI of "
-         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts (red: "
-         "the method promises shorter sojourns than the reference, optimistic; blue: longer; the number in bold, "
-         "however pale the colour), grey italic on white where it lies within the reference's noise; \"<0.1\": "
+         "the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it counts "
+         f"({palette[1]}: the method promises shorter sojourns than the reference, optimistic; {palette[2]}: longer; "
+         "the number in bold, however pale the colour), grey italic on white where it lies within the reference's "
+         "noise; \"<0.1\": "
          f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
-         f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
+         f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
+         "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
+         + (f" Marks: {marks}; ∅ on mid-grey, × on dark grey." if marks else ""))])
 
 
 def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
@@ -1403,10 +1400,11 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Relative percentile error of the corrected chains and T against the best reference (maps, one panel per
-    shown percentile), and below, exact against the simulation where the simulation can tell (the check)."""
+    shown percentile), in their own palette; exact against the simulation where the simulation can tell (the
+    check) in the caption."""
     lines = [s for s in series(cmp, "corrected") if s.method != "exact"]
     return _percentile_error_figure(cmp, stem, lines, "the corrected methods and T", service,
-                                    exact_check=service == EXPONENTIAL, **kw)
+                                    exact_check=service == EXPONENTIAL, palette="corrected", **kw)
 
 
 # =========================================================================== run time
