@@ -313,15 +313,16 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_closest_methods_stand_in_a_table_not_on_the_markers(monkeypatch):
-    """The M/G/R figure names the closest method per (law, load) in a table under the panel (texts below the axes,
-    one per cell the dashed line draws), not as boxed letters on the data."""
+def test_mgr_closest_method_stands_at_its_marker(monkeypatch):
+    """The M/G/R figure names the closest method per (law, load) at the dashed line's marker (small, unboxed, in the
+    law's colour): one name per cell the dashed line draws, at that cell's (ρ, W)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
     fig, ax = plots.plt.subplots()
-    plots._closest_table(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"))
-    cells = [(t.get_position()[0], t.get_text()) for t in ax.texts if t.get_text() in ("A", "D", "T")]
-    assert cells == [(0.5, "D"), (0.8, "T")], cells  # the last load's run is unusable: no entry
-    assert all(t.get_position()[1] < 0 for t in ax.texts) and not any(t.get_bbox_patch() for t in ax.texts)
+    y = np.array([0.1, 0.1, np.nan])
+    plots._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"), {"uniform": y})
+    cells = [(t.xy, t.get_text()) for t in ax.texts]
+    assert cells == [((0.5, 0.1), "D"), ((0.8, 0.1), "T")], cells  # the last load's run is unusable: no entry
+    assert not any(t.get_bbox_patch() for t in ax.texts)
     plots.plt.close(fig)
 
 

@@ -2081,10 +2081,11 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
     analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
-    law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
-    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the exponential model's T's, each in a panel of its
-    own (own y-range), for each R with a value (:func:`_law_method_row`); the legend and the note on the R's without
-    a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the legend)."""
+    law and load at the dashed line's marker: :func:`_closest_letters`); colour = law; the simulations' own noise
+    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
+    exponential model's T's side by side in one panel of (R, ρ) cells (:func:`_law_cells_panel`); the legend and the
+    note on the R's without a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the
+    legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
@@ -2093,9 +2094,9 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
-    ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
+    ncol = max(len(Rv), 3) if law_rows else len(Rv)
     fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
-    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.9)  # room for the closest-method tables
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.45)
     top = gs[0].subgridspec(1, ncol, wspace=0.32)
     axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
@@ -2106,8 +2107,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         low = gs[1].subgridspec(1, ncol, wspace=0.38)
         slot = fig.add_subplot(low[0, 0])
         slot.set_axis_off()
-        err_axes = [fig.add_subplot(low[0, 1 + j]) for j in range(2 * len(full))]
-        row_h, row_l, row_kinds = _law_method_row(err_axes, cmp, services, full, cmap)
+        row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
@@ -2124,23 +2124,23 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     head = _mgr_headline(cmp, services) if law_rows else ""
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
-                 "dashed: vs the closest analytic method (named in the table under each panel)", y=0.995, va="top",
+                 "dashed: vs the closest analytic method (its name at each marker)", y=0.995, va="top",
                  fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, hollow markers; named in a table under the panel:
-    :func:`_closest_table`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, hollow markers; its name at each marker: :func:`_closest_letters`),
+    the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
     rho, run_ok = cmp["rho"].values, run_usable(cmp)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
-    kinds, noise_fill = set(), []
-    for ax, R in zip(axes, Rv):
+    kinds, noise_fill, dashed = set(), [], {}
+    for ax, R in zip(axes, Rv, strict=True):
         strip = status_strip(ax)
         for k, svc in enumerate(services):
             ok_run = run_ok.sel(service=svc, R=R).values
@@ -2151,6 +2151,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
                 ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
+            dashed[R, svc] = y2
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -2173,7 +2174,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
     for ax, R in zip(axes, Rv, strict=True):
-        _closest_table(ax, cmp, R, services, cand, cmap)
+        _closest_letters(ax, cmp, R, services, cand, cmap, {svc: dashed[R, svc] for svc in services})
     return kinds, bool(noise_fill)
 
 
@@ -2201,19 +2202,15 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_table(ax, cmp, R, services, cand, cmap) -> None:
-    """Under an upper-row panel, a small table of the closest method (:func:`closest_methods`) per law (a row, in the
-    law's colour) and load (under that load's tick): the dashed lines' method named apart from the data."""
-    import matplotlib.transforms as mtransforms
-
-    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    ax.text(0.5, -0.2, "closest method (dashed line)", transform=ax.transAxes, ha="center", va="top", fontsize=7.5,
-            color="0.3")
+def _closest_letters(ax, cmp, R, services, cand, cmap, y) -> None:
+    """At each marker of a law's dashed line (``y``: {law: W per ρ}), the closest method's name
+    (:func:`closest_methods`): small, unboxed, in the law's colour, just right of the marker."""
     for k, svc in enumerate(services):
-        y = -0.3 - 0.08 * k
-        ax.text(-0.02, y, svc, transform=ax.transAxes, ha="right", va="center", fontsize=7, color=cmap(k))
         for r, m in closest_methods(cmp, svc, R, cand).items():
-            ax.text(r, y, m, transform=tr, ha="center", va="center", fontsize=7.5, color=cmap(k), fontweight="bold")
+            j = int(np.argmin(np.abs(cmp["rho"].values - r)))
+            if np.isfinite(y[svc][j]):
+                ax.annotate(m, (r, y[svc][j]), xytext=(4, -1), textcoords="offset points", ha="left", va="top",
+                            fontsize=7, color=cmap(k), fontweight="bold", zorder=6)
 
 
 def _mgr_headline(cmp, services) -> str:
@@ -2243,13 +2240,13 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
     labels += ["upper row, solid: vs the M/M/R simulation",
-               "upper row, dashed: vs the closest analytic\nmethod (named in the table under the panel)"]
+               "upper row, dashed: vs the closest analytic\nmethod (its name at each marker)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
         labels.append("upper row, grey: the solid lines' own noise")
     if law_rows:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
-        labels.append("lower row, grey band: ±5 % error")
+        labels.append("lower panel, grey band: ±5 % error")
     return handles, labels
 
 
@@ -2323,17 +2320,17 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
         f"(in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and between it "
         "and the closest analytic method's CDF (dashed: the smallest over every method of the comparison but exact, "
         "which is the exponential M/M/R law itself and would repeat the solid line without its simulation noise; "
-        "the closest method's name is the marker at each load), against ρ, one panel per R that ran"
-        + (f"; below, for each R with a value, the error of the {_law_row_percentile(cmp):g}th percentile against "
-           "each law's simulation of T for exponential service (dash-dot, ✕) and of T with the law itself (filled "
-           "markers, solid, the ±5 % band shaded), each with its 95 % CI, in two panels with their own y-ranges"
+        "the closest method's name beside its marker at each load), against ρ, one panel per R that ran"
+        + (f"; below, one panel of the (R, ρ) cells with a value (a category each, not a load axis): the error of the "
+           f"{_law_row_percentile(cmp):g}th percentile against each law's simulation of T for exponential service (✕) "
+           "and beside it of T with the law itself (filled markers; the ±5 % band shaded), each with its 95 % CI"
            if law_rows else "") + ".", findings, limits,
         [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
           "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
           "tell; a distance far above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel "
-             "(one row for every law where their marks are the same), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
+             "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -2401,57 +2398,52 @@ def _law_row_has_values(cmp, services, R) -> bool:
     return any(np.isfinite(v[0]).any() for s in services for v in _law_row_series(cmp, s, R, q).values())
 
 
-def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's second row: per R of ``Rv`` two panels, each with its own linear y-range — the error of
-    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) against ρ of the
-    exponential model's T (dash-dot, ✕) and of each method that takes the law itself (``law_method``: solid, filled
-    markers, the ±5 % band shaded); colour = law. A simulated cell whose run is too short, or has too few customers
-    beyond the percentile, is marked ◇ in the strip above the panels (one row where every law has the same marks).
-    Returns the legend's (handles, labels) for the methods and the status kinds drawn."""
+def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
+    """The M/G/R figure's lower panel: the error of :func:`_law_row_percentile` (method / simulation − 1, mean over
+    replications with its 95 % CI) at each (R, ρ) cell with a value (categorical x, no load axis): per law (colour)
+    the exponential model's T (✕) and beside it each method that takes the law itself (``law_method``: filled
+    markers), the ±5 % band shaded; the title states both ranges (:func:`_law_panel_finding`). Cells without a value
+    are named in the title. Returns the legend's (handles, labels) and the status kinds drawn."""
     from matplotlib.lines import Line2D
 
-    q = _law_row_percentile(cmp)
-    rho = cmp["rho"].values
+    q, rho = _law_row_percentile(cmp), cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
     marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
-    kinds = set()
-    for j, R in enumerate(Rv):
-        pair = axes[2 * j: 2 * j + 2]
-        vals = {s: _law_row_series(cmp, s, R, q) for s in services}
-        for ax, which in zip(pair, (None, "law"), strict=True):
-            if which == "law":
-                ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
-            ax.axhline(0.0, color="0.5", lw=0.8)
-            dodge = _LAW_DODGE * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
-            for k, s in enumerate(services):
-                for m, (y, lo, hi) in vals[s].items():
-                    if (m is None) != (which is None) or not np.isfinite(y).any():
-                        continue
-                    ok = np.isfinite(y)  # the laws side by side at each load: their CIs apart
-                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok], yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]],
-                                color=cmap(k), fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None
-                                else 3.5, marker="x" if m is None else marks[methods.index(m) % len(marks)])
-            if which == "law":
-                lo_, hi_ = ax.get_ylim()
-                ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
-            shown = rho[np.array([np.isfinite(v[0]) for d in vals.values() for v in d.values()]).any(0)]
-            _linear_rho_axis(ax, shown)  # only the loads with a value: those without are named in the strip
-            kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
-                "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
-                + _law_panel_finding(vals, which is None), shown)
-            ax.set_xlabel("load ρ")
-            ax.grid(alpha=0.3)
-            ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
-    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
-    labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
-    if TAIL in cmp["approximation"].values.tolist():
-        handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
-        labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
-    return handles, labels, kinds
-
-
-#: the M/G/R error row's laws side by side at each load, this share of the ρ range apart
-_LAW_DODGE = 0.018
+    vals = {R: {s: _law_row_series(cmp, s, R, q) for s in services} for R in Rv}
+    cells = [(R, j) for R in Rv for j in range(rho.size)
+             if any(np.isfinite(v[0][j]) for d in vals[R].values() for v in d.values())]
+    keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
+    width = 0.8 / max(1, len(services) * len(keys))
+    ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    for x, (R, j) in enumerate(cells):
+        for k, s in enumerate(services):
+            for n, m in enumerate(keys):
+                y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
+                if np.isfinite(y):
+                    xx = x - 0.4 + width * (k * len(keys) + n + 0.5)
+                    ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=2,
+                                marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=5, lw=1.1)
+        if x:
+            ax.axvline(x - 0.5, color="0.8", lw=0.8)
+    ax.set_xticks(range(len(cells)), [f"R = {R}\nρ = {rho[j]:g}" for R, j in cells], fontsize=8.5)
+    ax.set_xlim(-0.5, len(cells) - 0.5)
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
+    merged = {(R, s): v for R in Rv for s, v in vals[R].items()}
+    missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
+               and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
+    ax.set_title(f"{q:g}th-percentile error\nT for exponential service (✕):"
+                 + _law_panel_finding(merged, True).replace("\n", " ") + f"\n{listing(methods)} with the law itself:"
+                 + _law_panel_finding(merged, False).replace("\n", " ")
+                 + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
+                    if missing else ""), fontsize=9, loc="left")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=5, ls="none") for j in range(len(methods))]
+    labels = [f"lower panel: {m} with the law itself (95 % CI)" for m in methods]
+    if None in keys:
+        handles.append(Line2D([], [], color="0.3", marker="x", ms=5, ls="none"))
+        labels.append("lower panel: T for exponential service\n(the M/M/R model; 95 % CI)")
+    return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
 
 
 def _law_panel_finding(vals, exponential) -> str:
@@ -2469,29 +2461,6 @@ def _law_panel_finding(vals, exponential) -> str:
     verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
                else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
     return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
-
-
-def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title, shown) -> set:
-    """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
-    same, else a row per law in its colour); such loads outside the panel's x-range (``shown``: the loads with a
-    value) named in the strip in words. Returns the status kinds drawn."""
-    rho = cmp["rho"].values
-    simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
-    masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
-             for s in services}
-    outside = [float(r) for r in rho[np.any([masks[s] for s in services], 0)] if r not in shown]
-    masks = {s: m & np.isin(rho, shown) for s, m in masks.items()}  # a mark beyond the x-range would spill over
-    strip = status_strip(ax)
-    if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
-        strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
-    else:
-        for k, s in enumerate(services):
-            strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
-    box = strip.finish(title=title, fontsize=9.5, reserve=1 if outside else 0)
-    if outside and box is not None:
-        box.text(0.01, 0.5, f"◇ reference too short at ρ = {listing([f'{r:g}' for r in outside])} (not drawn)",
-                 transform=box.transAxes, ha="left", va="center", fontsize=8, color="0.3")
-    return strip.kinds | ({REFERENCE_TOO_SHORT.key} if outside else set())
 
 
 def _law_method_claims(cmp, services) -> list:
