@@ -1320,7 +1320,9 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
          f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
          "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
-         + (f" Marks: {marks}; ∅ on mid-grey, × on dark grey." if marks else ""))])
+         + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
+                                                                 ("invalid", "× on dark grey")) if k in kinds)
+            + "." if marks else ""))])
 
 
 def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
