@@ -169,23 +169,45 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
 
 def test_percentile_map_says_counts_by_number_style_not_frames():
     """A map cell whose (pale, +2 %) difference counts carries a bold number and no frame (a frame reads as a
-    highlight); one within the noise a grey italic number; the check panel fills its significant cell with its own
-    colour (off the error scale) in a bold frame."""
-    err = np.array([2.0, 0.3]).reshape(1, 2, 1)
-    sig, ref = np.array([True, False]).reshape(1, 2, 1), np.ones((1, 2, 1), int)
-    status = np.full((1, 2, 1), "", object)
+    highlight); one within the noise a grey italic number; ∅ not run and × not a CDF on fills of their own."""
+    err = np.array([2.0, 0.3, np.nan, np.nan]).reshape(1, 4, 1)
+    sig, ref = np.array([True, False, False, False]).reshape(1, 4, 1), np.array([1, 1, 0, 0]).reshape(1, 4, 1)
+    status = np.array(["", "", "not_run", "invalid"], object).reshape(1, 4, 1)
     norm, cmap = plots._error_norm(20.0), plots.plt.get_cmap("RdBu")
-    for flag in (False, True):
-        fig, ax = plots.plt.subplots()
-        plots._error_map(ax, err, sig, ref, status, [(0, 0)], 2, cmap, norm, True, [], {"text": 7, "mark": 4,
-                                                                                       "flag": flag}, corners=False)
-        bold, noise = ax.texts
-        assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
-        assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
-        assert len(ax.patches) == int(flag)
-        rgb = ax.images[0].get_array()[0, 0]
-        assert np.allclose(rgb, plots._rgb(plots.CHECK_FILL)) == flag
-        plots.plt.close(fig)
+    fig, ax = plots.plt.subplots()
+    kinds = plots._error_map(ax, err, sig, ref, status, [(0, 0)], 4, cmap, norm, True, [], {"text": 7, "mark": 4},
+                             corners=False)
+    bold, noise = ax.texts
+    assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
+    assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
+    assert not ax.patches and kinds == {"not_run", "invalid"}
+    rgb = ax.images[0].get_array()[0]
+    assert np.allclose(rgb[2], plots._rgb(plots.STATUS_FILL["not_run"]))
+    assert np.allclose(rgb[3], plots._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
+    plots.plt.close(fig)
+
+
+def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatch):
+    """The A–F map (±1000 %) and the corrected map (±20 %) use different palettes, each named with its range in the
+    title; the corrected map's title states from the data whether T is ever optimistic and the others' worst; no
+    check panel (its numbers are in the caption)."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
+                           0.6: {"A": 0.6, "A*": 0.9, "exact": 1.0, "T": 1.004}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.percentile_error_vs_rho(cmp, "unused")
+    plots.percentile_error_vs_rho_corrected(cmp, "unused")
+    (faith, _), (corr, cap) = figs
+    assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
+    t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
+    assert "colour range ±" in t1 and "red: optimistic" in t1 and "orange: optimistic" in t2
+    a = plots.against_reference(cmp, "exponential").sel(approximation="T")
+    below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
+    assert ("T is never optimistic" in t2) == (below == 0)
+    assert not any(ax.get_title(loc="left").startswith("the check") for ax in corr.get_axes())
+    for f, _ in figs:
+        plots.plt.close(f)
 
 
 def _pct_rep(ref):
@@ -230,9 +252,15 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
     title = fig._suptitle.get_text().splitlines()
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
-    assert title[2] == "The paper's error is the larger at 2 of 2 points.", title
-    assert title[3] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
+    assert title[1] == "The paper's error is the larger at 2 of 2 points.", title
+    assert title[2] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
                         "2)."), title
+    # "larger" is visible as higher: a plain log axis of sizes, every drawn point's sign beside it (computed)
+    ax = fig.get_axes()[0]
+    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
+    signs = sorted(t.get_text() for t in ax.texts if t.get_text() in ("+", "−"))
+    paper_and_ours = [-3.0, 1.0] + [-0.5] * 3 * 2  # paper at the two cells with a value of ours; ours −0.5 there
+    assert signs == sorted("+" if v > 0 else "−" for v in paper_and_ours + [-100.0, -50.0]), signs
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
                   if ln.get_color() == plots._TAIL_COLOR]
     assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
@@ -265,10 +293,10 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
     xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert xs == [0.0], "one arrow per load (arrows side by side per method piled up), at the load's position"
+    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up), at the load itself"
     assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
-    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.0 for t in letters)
+    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
     assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
     plots.plt.close(fig)
 
@@ -285,15 +313,16 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_closest_methods_stand_in_a_table_not_on_the_markers(monkeypatch):
-    """The M/G/R figure names the closest method per (law, load) in a table under the panel (texts below the axes,
-    one per cell the dashed line draws), not as boxed letters on the data."""
+def test_mgr_closest_method_stands_at_its_marker(monkeypatch):
+    """The M/G/R figure names the closest method per (law, load) at the dashed line's marker (small, unboxed, in the
+    law's colour): one name per cell the dashed line draws, at that cell's (ρ, W)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
     fig, ax = plots.plt.subplots()
-    plots._closest_table(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"))
-    cells = [(t.get_position()[0], t.get_text()) for t in ax.texts if t.get_text() in ("A", "D", "T")]
-    assert cells == [(0.5, "D"), (0.8, "T")], cells  # the last load's run is unusable: no entry
-    assert all(t.get_position()[1] < 0 for t in ax.texts) and not any(t.get_bbox_patch() for t in ax.texts)
+    y = np.array([0.1, 0.1, np.nan])
+    plots._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"), {"uniform": y})
+    cells = [(t.xy, t.get_text()) for t in ax.texts]
+    assert cells == [((0.5, 0.1), "D"), ((0.8, 0.1), "T")], cells  # the last load's run is unusable: no entry
+    assert not any(t.get_bbox_patch() for t in ax.texts)
     plots.plt.close(fig)
 
 
@@ -315,13 +344,35 @@ def test_mgr_headline_states_both_ranges():
         "itself by -1 to +8 %")
 
 
-def test_wasserstein_names_coinciding_lines():
-    """Lines whose W lie within 10 % of each other at two loads in a row (or three at one load) are named where they
-    start; a pair at one load only, or lines apart, are not."""
+def test_wasserstein_closest_letters_are_computed():
+    """The A–F row's bold line carries, per load, the closest method's letter with those within 10 % of it; nothing
+    where no W is finite or the closest lies below the axis floor (there the arrow on the bottom edge names it)."""
     names = ["A", "B", "C", "D"]
-    W = np.array([[9.0, 9.0, np.nan, 0.05],   # A = B starts here, runs on
+    W = np.array([[9.0, 9.5, np.nan, 0.05],
                   [2.2, 2.2, 3.0, 0.1],
-                  [0.7, 0.71, 0.72, 0.14],    # A = B = C: three at one load
-                  [0.3, 0.2, 0.105, 0.1]])    # C and D at one load only
-    assert plots._coincident(W, names) == [(0, ["A", "B"]), (2, ["A", "B", "C"])]
-    assert plots._coincident(np.array([[1.0, 2.0, 4.0, 8.0]]), names) == []
+                  [0.7, 0.71, 0.72, 0.9],
+                  [np.nan] * 4,
+                  [0.3, 0.2, 0.105, 0.0001]])
+    assert plots.closest_letters(W, names) == ["D", "D", "A=B=C", "", ""]
+
+
+def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
+    """In the A–F row every method is a thin grey line and the closest of them one bold line, its letter above each
+    point (computed); the load axis is linear (the markers at the loads themselves)."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "B": 1.05, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
+                           0.8: {"A": 1.02, "B": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    top = figs[0].get_axes()[0]
+    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots._CLOSEST["lw"]]
+    grey = [ln for ln in top.get_lines() if ln.get_color() == plots._UNDERLAY["color"]]
+    assert len(bold) == 1 and len(grey) >= 2
+    assert list(bold[0].get_xdata()) == [0.5, 0.8]
+    d = plots.w_against_reference(cmp, "exponential")
+    m = d["approximation"].values.tolist()
+    W = d["W"].values[0][:, [m.index(x) for x in plots.FAITHFUL if x in m]]
+    want = [t for t in plots.closest_letters(W, [x for x in plots.FAITHFUL if x in m]) if t]
+    assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
+    plots.plt.close(figs[0])

@@ -256,7 +256,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     all_R = c["R"].values
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
-    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(2.5 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
+    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(3.0 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
                              sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
     kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for r, (title, lines) in enumerate(rows):
@@ -273,8 +273,6 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
             ax.text(0.5, 0.5, f"every line here:\nW < {W_FLOOR:g} at every load\n(on exact)", transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="0.2",
                     bbox={"boxstyle": "round,pad=0.6", "fc": "white", "ec": "0.6"})
-    rho = c["rho"].values
-    axes[0, 0].set_xticks(np.arange(rho.size), [f"{r:g}" for r in rho])
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ", fontsize=9)
         ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
@@ -296,55 +294,103 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def _w_panel(ax, cmp, c, d, lines, i):
-    """One panel of the Wasserstein figure (R index ``i``) on an equally spaced load axis (position k = the k-th load
-    of the grid): each line's W (filled against exact, hollow against the simulation; the line broken where W drops
-    below :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`), in the A–F row the
-    closest of them at each load as a wide grey line underneath and the lines that coincide named
-    (:func:`_coincident`), the simulation's noise as a grey area where a line is set against it, the status marks in
+    """One panel of the Wasserstein figure (R index ``i``) on a linear load axis (ticks at the grid loads): each
+    line's W (filled against exact, hollow against the simulation; the line broken where W drops below
+    :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F row the six lines
+    are thin and grey, and the closest of them at each load is one bold line with its letter at each point
+    (:func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the status marks in
     the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise is drawn,
     whether every line lies below the floor)."""
-    from ..core.figures import METHOD_MARKERS
-
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
-    xp = np.arange(rho.size, dtype=float)
+    xp = np.asarray(rho, dtype=float)
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    shown = False
     cols = [methods.index(sr.method) for sr in lines]
     below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
-    if all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1:  # the closest of A–F at each load: wide, under
-        best = _best_of(W[i][None], methods, [sr.method for sr in lines])[0]
-        ax.plot(xp, np.where(best >= W_FLOOR, best, np.nan), color=_ENVELOPE, lw=7, alpha=0.55,
-                solid_capstyle="round", zorder=1)
-        _coincident_notes(ax, xp, W[i][:, cols], lines)
+    under = all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1  # A–F: grey underlay, the closest bold
+    shown = False
     for sr in lines:
         m = methods.index(sr.method)
-        y = W[i, :, m]
-        ok = np.isfinite(y)
-        above = ok & (y >= W_FLOOR)
-        if above.any():
-            shown = True  # below the floor the line breaks (no segment along the bottom edge)
-            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], sr.style, color=sr.color, lw=sr.lw, label=sr.label,
-                    zorder=3)
-            for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
-                sel = above & (ref[i, :, m] == rk)
-                ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
-                        ls="none", zorder=4)
-        vs_sim |= ok & (ref[i, :, m] == REF_SIMULATION)
+        shown = _w_line(ax, xp, W[i, :, m], ref[i, :, m], sr, under) or shown
+        vs_sim |= np.isfinite(W[i, :, m]) & (ref[i, :, m] == REF_SIMULATION)
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
+    if under:
+        _closest_line(ax, xp, W[i][:, cols], ref[i][:, cols], [sr.method for sr in lines])
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
     strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    ax.set_xlim(-0.5, rho.size - 0.5)
+    _linear_rho_axis(ax, xp)
     low = not shown and bool(np.isfinite(W[i][:, cols]).any())
     floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
     if floor_hit:
         _floor_arrows(ax, xp, below_all, lines)
     return strip, floor_hit, noise_drawn, low
+
+
+#: the Wasserstein figure's A–F row: each method thin and light grey behind the closest of them (bold)
+_UNDERLAY = {"color": "0.8", "lw": 0.8, "zorder": 2}
+_CLOSEST = {"color": "0.1", "lw": 2.4, "zorder": 4}
+
+
+def _w_line(ax, xp, y, ref, sr, under) -> bool:
+    """One method's W line (broken below :data:`W_FLOOR`), markers filled against exact, hollow against the
+    simulation; ``under``: thin light grey without markers (the closest line is drawn over it). Returns whether any
+    point lies above the floor."""
+    from ..core.figures import METHOD_MARKERS
+
+    ok = np.isfinite(y)
+    above = ok & (y >= W_FLOOR)
+    if not above.any():
+        return False
+    yy = np.where(above, y, np.nan)[ok]
+    if under:
+        ax.plot(xp[ok], yy, "-", **_UNDERLAY)
+        return True
+    ax.plot(xp[ok], yy, sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
+    for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
+        sel = above & (ref == rk)
+        ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+                ls="none", zorder=4)
+    return True
+
+
+def closest_letters(W, names, tol=None) -> list[str]:
+    """Per load (row of ``W``: (load, method)): the closest method's letter with those within ``tol`` of it
+    ('B=C'), '' where no W is finite or the closest lies below :data:`W_FLOOR`."""
+    tol = W_COINCIDE if tol is None else tol
+    out = []
+    for row in W:
+        fin = np.isfinite(row)
+        if not fin.any() or np.nanmin(row) < W_FLOOR:
+            out.append("")
+            continue
+        best = np.nanmin(row)
+        out.append("=".join(n for n, v in zip(names, row, strict=True) if np.isfinite(v) and v <= best * (1 + tol)))
+    return out
+
+
+def _closest_line(ax, xp, W, ref, names) -> None:
+    """The closest of ``names`` at each load as one bold line (filled marker against exact, hollow against the
+    simulation), its letter (and those within :data:`W_COINCIDE`) above each point."""
+    with np.errstate(all="ignore"):
+        k = np.argmin(np.where(np.isfinite(W), W, np.inf), axis=1)
+    best = W[np.arange(len(xp)), k]
+    on = np.isfinite(best) & (best >= W_FLOOR)
+    if not on.any():
+        return
+    ax.plot(xp, np.where(on, best, np.nan), "-", **_CLOSEST)
+    vs_exact = on & (ref[np.arange(len(xp)), k] == REF_EXACT)
+    ax.plot(xp[vs_exact], best[vs_exact], "o", ms=5, color=_CLOSEST["color"], zorder=5)
+    ax.plot(xp[on & ~vs_exact], best[on & ~vs_exact], "o", ms=5, mfc="white", mec=_CLOSEST["color"], zorder=5)
+    for x, y, text in zip(xp, best, closest_letters(W, names), strict=True):
+        if text:
+            ax.annotate(text, (x, y), xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=7.5, fontweight="bold", color=_CLOSEST["color"], zorder=6,
+                        bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.7})
 
 
 def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
@@ -359,51 +405,14 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     if not sel.any():
         return False
     x = xp[sel]
-    x = np.repeat(x, 2) + np.tile([-0.2, 0.2], x.size) if x.size == 1 else x
+    x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
     ax.fill_between(x, W_FLOOR, np.interp(x, xp[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7", lw=0.6,
                     zorder=1)
     return True
 
 
-#: lines whose W differ by less than this share are drawn on top of each other (one hides the others)
+#: lines whose W differ by less than this share are named together as the closest ('B=C')
 W_COINCIDE = 0.10
-
-
-def _coincident(W, names) -> list[tuple[int, list[str]]]:
-    """Where lines hide each other: (first load index, names) of each group of at least two lines whose W lie within
-    :data:`W_COINCIDE` of the group's lowest, above :data:`W_FLOOR`, at two or more consecutive loads (the same
-    group), or of three or more lines at one load; in load order. ``W``: (load, line)."""
-    per_load = []
-    for row in W:
-        order = [k for k in np.argsort(row) if np.isfinite(row[k]) and row[k] >= W_FLOOR]
-        groups, group = [], []
-        for k in order:
-            if group and row[k] > row[group[0]] * (1 + W_COINCIDE):
-                groups.append(group)
-                group = []
-            group.append(k)
-        groups.append(group)
-        per_load.append({tuple(sorted(names[g] for g in gr)) for gr in groups if len(gr) > 1})
-    out = []
-    for j, groups in enumerate(per_load):
-        for g in sorted(groups):
-            run = j + 1 < len(per_load) and g in per_load[j + 1]
-            if (run or len(g) > 2) and not (j and g in per_load[j - 1]):
-                out.append((j, list(g)))
-    return out
-
-
-def _coincident_notes(ax, xp, W, lines) -> None:
-    """Name each group of lines that hide each other (:func:`_coincident`) where it starts: 'A = B = C'."""
-    for j, group in _coincident(W, [sr.method for sr in lines]):
-        y = float(np.nanmin(W[j][[k for k, sr in enumerate(lines) if sr.method in group]]))
-        ax.annotate(" = ".join(group), (xp[j], y), xytext=(6, -9), textcoords="offset points", ha="left", va="top",
-                    fontsize=7, color="0.2", zorder=6, bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
-                                                             "alpha": 0.8})
-
-
-#: the Wasserstein figure's wide line under A–F: the closest of them at each load
-_ENVELOPE = "0.78"
 
 
 def _floor_arrows(ax, xp, below, lines) -> None:
@@ -429,13 +438,15 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
 
     h, lab = [], []
     for _, lines in rows:
+        if len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines):  # drawn as the closest over grey lines
+            h += [Line2D([], [], marker="o", ms=5, **_CLOSEST), Line2D([], [], **_UNDERLAY)]
+            lab += [f"bold: the closest of A–F at each load (its letter; B=C: within {W_COINCIDE:.0%})",
+                    "thin grey: each of " + "–".join([lines[0].method, lines[-1].method])]
+            continue
         for sr in lines:
             h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
                             ms=5, mfc=sr.color))
             lab.append(sr.label)
-    if any(len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines) for _, lines in rows):
-        h.append(Line2D([], [], color=_ENVELOPE, lw=7, alpha=0.55, solid_capstyle="round"))
-        lab.append("wide grey line: the closest of A–F at each load")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
@@ -525,10 +536,10 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
          + f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
-         "letters of the methods there beside it (a panel with nothing above it says so in a box). The loads are "
-         "the grid's, equally spaced. In the top row a wide grey line under the others follows the closest of A–F at "
-         f"each load, and lines that hide each other (W within {W_COINCIDE:.0%}, at two loads in a row or three lines "
-         "at one) are named where they start ('A = B = C'). The strip above a panel marks loads "
+         "letters of the methods there beside it (a panel with nothing above it says so in a box). The load axis "
+         "is linear, ticked at the grid's loads. In the top row each of A–F is a thin grey line and the closest of "
+         "them at each load one bold line, its letter above each point (with those within "
+         f"{W_COINCIDE:.0%} of it: 'B=C'). The strip above a panel marks loads "
          "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
          f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])
@@ -1013,9 +1024,11 @@ def _status(name: str) -> int:
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
-#: the check panel's fill where exact and the simulation differ beyond the CI: its own colour, off the error scale
-#: (there the sign says which of the two is higher, not whether a method is optimistic)
-CHECK_FILL = "#f2c14e"
+#: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF dark grey (the same in every map)
+STATUS_FILL = {"not_run": "0.72", "invalid": "0.42"}
+#: the two percentile-error maps' palettes (colour map, word for below, word for above): each its own, so that a shade
+#: of one (±1000 %) is never read on the other's scale (±20 %)
+PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("PuOr", "orange", "purple")}
 
 
 def _error_norm(clip=REL_CLIP):
@@ -1079,10 +1092,10 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
             st = status[i, j, m]
             if st in ("too_short", "beyond_grid"):
                 rgb[r, j] = _rgb(TOO_SHORT_CELL)
-            elif st in ("not_run", "invalid"):
-                rgb[r, j] = _rgb("0.62")  # mid-grey: unlike the white "within noise" and the light "too short"
+            elif st in STATUS_FILL:  # unlike the white "within noise", the light "too short" and each other
+                rgb[r, j] = _rgb(STATUS_FILL[st])
             elif ref[i, j, m] and sig[i, j, m]:
-                rgb[r, j] = _rgb(CHECK_FILL) if sizes.get("flag") else norm_rgb(cmap, norm, err[i, j, m])
+                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
             else:
                 rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
     ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
@@ -1102,10 +1115,8 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
 
 
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
-    """A map cell's marks: the check panel's bold frame where the difference counts, the dot of a cell set against
-    the simulation, its number (bold where it counts, grey italic within the noise) and CI."""
-    if significant and sizes.get("flag"):  # the check panel: a bold frame on its own fill colour
-        ax.add_patch(plt.Rectangle((j - 0.46, r - 0.44), 0.92, 0.88, fill=False, edgecolor="0.1", lw=2.2, zorder=3))
+    """A map cell's marks: the dot of a cell set against the simulation, its number (bold where it counts, grey
+    italic within the noise) and CI."""
     if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
         ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
     if not (small and np.isfinite(v)):
@@ -1113,7 +1124,7 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     txt = _error_text(v)
     if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
         txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
-    dark = significant and not sizes.get("flag") and abs(norm(v) - 0.5) > 0.33
+    dark = significant and abs(norm(v) - 0.5) > 0.33
     style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
              {"color": "0.5", "style": "italic"})
     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
@@ -1137,12 +1148,12 @@ def _row_label(label: str) -> str:
     return " =\n".join(lines) + (f"\n({tail}" if tail else "")
 
 
-def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, **kw):
+def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, palette="faithful", **kw):
     """Maps of each method's relative percentile error against its reference: one panel per shown percentile (the
-    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; red = optimistic (below
-    the reference), blue = above, framed where it counts, white with a grey number = no difference (within the CI,
-    or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: a panel below with exact
-    against the simulation (with its CI) at the percentiles where the simulation can tell (the check of both)."""
+    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; coloured by ``palette``
+    (:data:`PALETTES`: its first colour optimistic, below the reference), white with a grey number = no difference
+    (within the CI, or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: exact against
+    the simulation where the simulation can tell (the check of both), stated in the caption."""
     if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
         fig, ax = plt.subplots(figsize=(6.5, 2.0))
         _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
@@ -1154,7 +1165,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     methods = c["approximation"].values.tolist()
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     m = {"err": 100 * a["error"].values, "sig": a["significant"].values, "ref": a["reference"].values,
-         "status": a["status"].values, "ci": (100 * a["low"].values, 100 * a["high"].values)}
+         "status": a["status"].values}
     rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
     have = [any(m["ref"][i, :, j, k].any() for j, i in rows) for k in range(len(P))]
     shown = _shown_percentiles(P, have)
@@ -1163,14 +1174,12 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     small = len(rho) <= 12 and len(rows) <= 40
     rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
     sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
-    top_h, bot_h = rh * len(rows) + 0.6, ((0.34 * len(Rv) + 0.9) if check else 0.0)
     width = len(shown) * ((0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))) * len(rho) + 0.35) + 2.6
-    fig = plt.figure(figsize=(width, top_h + bot_h + 1.5))
-    gs = fig.add_gridspec(2 if check else 1, len(shown), height_ratios=[top_h, bot_h] if check else [1],
-                          hspace=0.28, wspace=0.08)
-    axes = [fig.add_subplot(gs[0, n]) for n in range(len(shown))]
-    clip = _colour_range(m, rows + ([(e_idx, i) for i in range(len(Rv))] if check else []), shown)
-    norm, cmap = _error_norm(clip), plt.get_cmap("RdBu")
+    fig, axes = plt.subplots(1, len(shown), figsize=(width, rh * len(rows) + 2.3), squeeze=False,
+                             gridspec_kw={"wspace": 0.08})
+    axes = list(axes[0])
+    clip = _colour_range(m, rows, shown)
+    norm, cmap = _error_norm(clip), plt.get_cmap(PALETTES[palette][0])
     kinds = set()
     for ax, k in zip(axes, shown, strict=True):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
@@ -1187,54 +1196,49 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
         axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
                          xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
                          fontweight="bold", color=sr.color)
-    if check:
-        kinds |= _exact_check_panel(fig.add_subplot(gs[1, 0]), m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes)
-    _error_colorbar(fig, norm, cmap, clip)
+    _error_colorbar(fig, norm, cmap, clip, PALETTES[palette][1])
     fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
                         bottom=0.6 / fig.get_figheight())
     _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
-    fig.suptitle(f"Tail-percentile error of {what} against the best reference ({service} service)"
-                 + (f"\n(the {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} not "
-                    "drawn: see the caption)" if rest else ""), fontsize=10, y=1.0, va="bottom")
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
-                                    [P[k] for k in check], clip)
+                                    [P[k] for k in check], clip, PALETTES[palette])
+    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown], clip, PALETTES[palette][1]), fontsize=10,
+                 y=1.0, va="bottom")
     return save(fig, stem, caption=cap, **kw)
 
 
-def _exact_check_panel(ax, m, e_idx, Rv, rho, P, check, cmap, norm, small, sizes) -> set:
-    """The percentile-error figure's check: exact against the simulation at the first percentile the simulation can
-    tell, each value with its 95 % CI; returns the status kinds drawn."""
-    k = check[0]
-    sl = lambda x: x[..., k]
-    big = {**sizes, "text": sizes["text"] + 1.2, "flag": True}  # only the error, a bold frame where it counts
-    kinds = _error_map(ax, sl(m["err"]), sl(m["sig"]), sl(m["ref"]), sl(m["status"]), [(e_idx, i) for i in
-                       range(len(Rv))], len(rho), cmap, norm, small, [], big, corners=False)
-    ax.set_xticks(range(len(rho)), [f"{x:g}" for x in rho], fontsize=7.5)
-    ax.set_yticks(range(len(Rv)), [f"R = {R}" for R in Rv], fontsize=7.5)
-    ax.set_xlabel("load ρ", fontsize=9)
-    ax.set_title(f"the check: (exact − simulation) / simulation, {P[k]:g}th percentile (%)", fontsize=9.5,
-                 loc="left", color="0.1", fontweight="bold")
-    more = [P[x] for x in check[1:]]
-    n_sig = int((sl(m["sig"])[:, :, e_idx] & (sl(m["ref"])[:, :, e_idx] != 0)).sum())
-    note = (f"amber, bold frame: exact and the simulation differ beyond the simulation's 95 % CI ({n_sig} cell"
-            f"{'' if n_sig == 1 else 's'}; its own colour, not the error scale above: + = exact higher); grey "
-            "italic: within it\n") if n_sig else "every cell within the simulation's 95 % CI\n"
-    note += (f"(also checked at the {listing([f'{p:g}th' for p in more])}: see the caption)" if more else
-            f"(the simulation is too short to check any higher percentile: {TAIL_MIN} customers per replication "
-            "beyond it are needed)")
-    ax.text(1.04, 0.5, note, transform=ax.transAxes, fontsize=8, va="center", ha="left", wrap=True, color="0.3")
-    return kinds
+def _pe_title(a, lines, what, service, shown, clip, below) -> str:
+    """The percentile-error map's title: what it shows with its colour range, and its finding from the drawn points —
+    T never (or k times) significantly below its reference, the others' most optimistic error and where."""
+    A = a.sel(approximation=[sr.method for sr in lines], percentile=shown)
+    err, sig = 100 * A["error"].values, A["significant"].values & (A["reference"].values != 0)
+    names = A["approximation"].values.tolist()
+    head = []
+    if TAIL in names:
+        t = names.index(TAIL)
+        below_t = int((sig[:, :, t] & (err[:, :, t] < 0)).sum())
+        head.append("T is never optimistic" if below_t == 0 else f"T is optimistic at {below_t} points")
+    others = [k for k, n in enumerate(names) if n != TAIL]
+    v = np.where(sig[:, :, others] & (err[:, :, others] < 0), err[:, :, others], np.nan)
+    if np.isfinite(v).any():
+        idx = np.unravel_index(int(np.nanargmin(v)), v.shape)
+        word = "the others" if TAIL in names else "the methods"
+        head.append(f"{word} optimistic by up to {_pct(v[idx] / 100, 0)} (at the {shown[idx[3]]:g}th percentile)")
+    return (f"Tail-percentile error of {what} against the best reference ({service} service); "
+            f"colour range ±{clip:g} %, {below}: optimistic"
+            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else ""))
 
 
-def _error_colorbar(fig, norm, cmap, clip=REL_CLIP) -> None:
-    """The maps' colour bar to ±``clip`` (its range named), its linear band (±LIN_PCT) marked."""
+def _error_colorbar(fig, norm, cmap, clip=REL_CLIP, below="red") -> None:
+    """The maps' colour bar to ±``clip`` (its range named; ``below``: the colour of optimistic), its linear band
+    (±LIN_PCT) marked."""
     cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
     ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.set_label(f"error (%), red: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
+    cb.set_label(f"error (%), {below}: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
                  f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
     cb.ax.tick_params(labelsize=7.5)
     cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
@@ -1275,8 +1279,8 @@ _MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF"
                "beyond the time grid (t_max)"}
 
 
-def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check,
-                              clip=REL_CLIP) -> Caption:
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
+                              palette=PALETTES["faithful"]) -> Caption:
     dt = float(cmp.attrs.get("time_step", 0.01))
     methods = [sr.method for sr in lines]
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
@@ -1307,17 +1311,22 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
-        + ("; below, exact against the simulation, the check of both (an amber cell in a bold frame where they "
-           "differ beyond the simulation's 95% CI: a colour of its own, not the error scale)." if check else "."),
-        findings, _pe_limits(cmp, status, sel, without, rest),
+        + ("; the check of both, exact against the simulation, is not drawn: its numbers are the last finding."
+           if check else "."), findings,
+        _pe_limits(cmp, status, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) "
-         "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the 95% "
-         "CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
-         "counts (red: the method promises shorter sojourns than the reference, optimistic; blue: longer; the number "
-         "in bold, however pale the colour), grey italic on white where it lies within the reference's noise; "
-         f"\"<0.1\": |error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+         "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the "
+         "95% CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
+         f"counts ({palette[1]}: the method promises shorter sojourns than the reference, optimistic; "
+         f"{palette[2]}: longer; the number in bold, however pale the colour), grey italic on white where it lies "
+         "within the reference's noise; \"<0.1\": "
+         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
-         f"±{LIN_PCT:g} %, logarithmic beyond." + (f" Marks: {marks}." if marks else ""))])
+         f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
+         "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
+         + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
+                                                                 ("invalid", "× on dark grey")) if k in kinds)
+            + "." if marks else ""))])
 
 
 def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
@@ -1398,10 +1407,11 @@ def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Relative percentile error of the corrected chains and T against the best reference (maps, one panel per
-    shown percentile), and below, exact against the simulation where the simulation can tell (the check)."""
+    shown percentile), in their own palette; exact against the simulation where the simulation can tell (the
+    check) in the caption."""
     lines = [s for s in series(cmp, "corrected") if s.method != "exact"]
     return _percentile_error_figure(cmp, stem, lines, "the corrected methods and T", service,
-                                    exact_check=service == EXPONENTIAL, **kw)
+                                    exact_check=service == EXPONENTIAL, palette="corrected", **kw)
 
 
 # =========================================================================== run time
@@ -2079,11 +2089,11 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
     Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
     analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
-    law and load in a table under the panel: :func:`_closest_table`); colour = law; the simulations' own noise
+    law and load at the dashed line's marker: :func:`_closest_letters`); colour = law; the simulations' own noise
     shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
-    exponential model's T's, each in a panel of its own (own y-range), for each R with a value
-    (:func:`_law_method_row`); the legend and the note on the R's without a value fill the row's first slot.
-    ``laws``: the config's law strings (their SCV in the legend)."""
+    exponential model's T's side by side in one panel of (R, ρ) cells (:func:`_law_cells_panel`); the legend and the
+    note on the R's without a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the
+    legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
@@ -2092,9 +2102,9 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
-    ncol = max(len(Rv), 2 * len(full) + 1) if law_rows else len(Rv)
+    ncol = max(len(Rv), 3) if law_rows else len(Rv)
     fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
-    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.9)  # room for the closest-method tables
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.45)
     top = gs[0].subgridspec(1, ncol, wspace=0.32)
     axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
@@ -2105,8 +2115,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         low = gs[1].subgridspec(1, ncol, wspace=0.38)
         slot = fig.add_subplot(low[0, 0])
         slot.set_axis_off()
-        err_axes = [fig.add_subplot(low[0, 1 + j]) for j in range(2 * len(full))]
-        row_h, row_l, row_kinds = _law_method_row(err_axes, cmp, services, full, cmap)
+        row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
@@ -2123,22 +2132,22 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     head = _mgr_headline(cmp, services) if law_rows else ""
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
                  "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
-                 "dashed: vs the closest analytic method (named in the table under each panel)", y=0.995, va="top",
+                 "dashed: vs the closest analytic method (its name at each marker)", y=0.995, va="top",
                  fontsize=10.5)
     return save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, hollow markers; named in a table under the panel:
-    :func:`_closest_table`), the solid lines' noise shaded.
+    (solid) and to the closest method (dashed, hollow markers; its name at each marker: :func:`_closest_letters`),
+    the solid lines' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
     rho, run_ok = cmp["rho"].values, run_usable(cmp)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
-    kinds, noise_fill = set(), []
+    kinds, noise_fill, dashed = set(), [], {}
     for ax, R in zip(axes, Rv, strict=True):
         strip = status_strip(ax)
         for k, svc in enumerate(services):
@@ -2150,6 +2159,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
                 ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
             if ok2.any():
                 ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
+            dashed[R, svc] = y2
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -2172,7 +2182,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         ax.set_autoscale_on(False)
         ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
     for ax, R in zip(axes, Rv, strict=True):
-        _closest_table(ax, cmp, R, services, cand, cmap)
+        _closest_letters(ax, cmp, R, services, cand, cmap, {svc: dashed[R, svc] for svc in services})
     return kinds, bool(noise_fill)
 
 
@@ -2200,19 +2210,15 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_table(ax, cmp, R, services, cand, cmap) -> None:
-    """Under an upper-row panel, a small table of the closest method (:func:`closest_methods`) per law (a row, in the
-    law's colour) and load (under that load's tick): the dashed lines' method named apart from the data."""
-    import matplotlib.transforms as mtransforms
-
-    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    ax.text(0.5, -0.2, "closest method (dashed line)", transform=ax.transAxes, ha="center", va="top", fontsize=7.5,
-            color="0.3")
+def _closest_letters(ax, cmp, R, services, cand, cmap, y) -> None:
+    """At each marker of a law's dashed line (``y``: {law: W per ρ}), the closest method's name
+    (:func:`closest_methods`): small, unboxed, in the law's colour, just right of the marker."""
     for k, svc in enumerate(services):
-        y = -0.3 - 0.08 * k
-        ax.text(-0.02, y, svc, transform=ax.transAxes, ha="right", va="center", fontsize=7, color=cmap(k))
         for r, m in closest_methods(cmp, svc, R, cand).items():
-            ax.text(r, y, m, transform=tr, ha="center", va="center", fontsize=7.5, color=cmap(k), fontweight="bold")
+            j = int(np.argmin(np.abs(cmp["rho"].values - r)))
+            if np.isfinite(y[svc][j]):
+                ax.annotate(m, (r, y[svc][j]), xytext=(4, -1), textcoords="offset points", ha="left", va="top",
+                            fontsize=7, color=cmap(k), fontweight="bold", zorder=6)
 
 
 def _mgr_headline(cmp, services) -> str:
@@ -2242,13 +2248,13 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
                 Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
     labels += ["upper row, solid: vs the M/M/R simulation",
-               "upper row, dashed: vs the closest analytic\nmethod (named in the table under the panel)"]
+               "upper row, dashed: vs the closest analytic\nmethod (its name at each marker)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
         labels.append("upper row, grey: the solid lines' own noise")
     if law_rows:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
-        labels.append("lower row, grey band: ±5 % error")
+        labels.append("lower panel, grey band: ±5 % error")
     return handles, labels
 
 
@@ -2323,18 +2329,17 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
         f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and "
         "between it and the closest analytic method's CDF (dashed: the smallest over every method of the comparison "
         "but exact, which is the exponential M/M/R law itself and would repeat the solid line without its simulation "
-        "noise; the closest method's name is the marker at each load), against ρ, one panel per R that ran"
-        + (f"; below, for each R with a value, the error of the {_law_row_percentile(cmp):g}th percentile against "
-           "each law's simulation of T for exponential service (dash-dot, ✕) and of T with the law itself (filled "
-           "markers, solid, the ±5 % band shaded), each with its 95 % CI, in two panels with their own y-ranges"
+        "noise; the closest method's name beside its marker at each load), against ρ, one panel per R that ran"
+        + (f"; below, one panel of the (R, ρ) cells with a value (a category each, not a load axis): the error of the "
+           f"{_law_row_percentile(cmp):g}th percentile against each law's simulation of T for exponential service (✕) "
+           "and beside it of T with the law itself (filled markers; the ±5 % band shaded), each with its 95 % CI"
            if law_rows else "") + ".", findings, limits,
         [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
           "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
           "tell; a distance far above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ in the strip above its panel "
-             "(one row for every law where their marks are the same), not drawn."
-             if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
+             "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _linear_rho_axis(ax, ticks) -> None:
@@ -2344,9 +2349,11 @@ def _linear_rho_axis(ax, ticks) -> None:
 
     ticks = np.asarray(ticks, float)
     if ticks.size:
-        pad = 0.04 + 0.05 * (ticks.max() - ticks.min())
+        span = ticks.max() - ticks.min()
+        pad = 0.04 + 0.05 * span
         ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
-        ax.set_xticks(ticks)
+        close = ticks.size > 1 and np.diff(np.sort(ticks)).min() < 0.08 * max(span, 1e-9)  # 0.9, 0.95: upright
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=90 if close else 0)
     ax.xaxis.set_minor_locator(MultipleLocator(0.1))
     ax.tick_params(axis="x", which="minor", length=3)
 
@@ -2400,58 +2407,52 @@ def _law_row_has_values(cmp, services, R) -> bool:
     return any(np.isfinite(v[0]).any() for s in services for v in _law_row_series(cmp, s, R, q).values())
 
 
-def _law_method_row(axes, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's second row: per R of ``Rv`` two panels, each with its own linear y-range — the error of
-    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) against ρ of the
-    exponential model's T (dash-dot, ✕) and of each method that takes the law itself (``law_method``: solid, filled
-    markers, the ±5 % band shaded); colour = law. A simulated cell whose run is too short, or has too few customers
-    beyond the percentile, is marked ◇ in the strip above the panels (one row where every law has the same marks).
-    Returns the legend's (handles, labels) for the methods and the status kinds drawn."""
+def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
+    """The M/G/R figure's lower panel: the error of :func:`_law_row_percentile` (method / simulation − 1, mean over
+    replications with its 95 % CI) at each (R, ρ) cell with a value (categorical x, no load axis): per law (colour)
+    the exponential model's T (✕) and beside it each method that takes the law itself (``law_method``: filled
+    markers), the ±5 % band shaded; the title states both ranges (:func:`_law_panel_finding`). Cells without a value
+    are named in the title. Returns the legend's (handles, labels) and the status kinds drawn."""
     from matplotlib.lines import Line2D
 
-    q = _law_row_percentile(cmp)
-    rho = cmp["rho"].values
+    q, rho = _law_row_percentile(cmp), cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
     marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
-    kinds = set()
-    for j, R in enumerate(Rv):
-        pair = axes[2 * j: 2 * j + 2]
-        vals = {s: _law_row_series(cmp, s, R, q) for s in services}
-        for ax, which in zip(pair, (None, "law"), strict=True):
-            if which == "law":
-                ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
-            ax.axhline(0.0, color="0.5", lw=0.8)
-            dodge = _LAW_DODGE * (float(np.ptp(rho)) if rho.size > 1 else 1.0)
-            for k, s in enumerate(services):
-                for m, (y, lo, hi) in vals[s].items():
-                    if (m is None) != (which is None) or not np.isfinite(y).any():
-                        continue
-                    ok = np.isfinite(y)  # the laws side by side at each load: their CIs apart
-                    ax.errorbar(rho[ok] + (k - (len(services) - 1) / 2) * dodge, y[ok],
-                                yerr=[np.maximum(y - lo, 0)[ok], np.maximum(hi - y, 0)[ok]], color=cmap(k),
-                                fmt="-." if m is None else "-", lw=1.2, capsize=2, ms=4 if m is None else 3.5,
-                                marker="x" if m is None else marks[methods.index(m) % len(marks)])
-            if which == "law":
-                lo_, hi_ = ax.get_ylim()
-                ax.set_ylim(min(lo_, -7.0), max(hi_, 7.0))
-            shown = rho[np.array([np.isfinite(v[0]) for d in vals.values() for v in d.values()]).any(0)]
-            _linear_rho_axis(ax, shown)  # only the loads with a value: those without are named in the strip
-            kinds |= _law_row_strip(ax, cmp, services, R, q, vals, cmap, f"R = {R}: " + (
-                "T for exponential service" if which is None else f"{listing(methods)} with the law itself")
-                + _law_panel_finding(vals, which is None), shown)
-            ax.set_xlabel("load ρ")
-            ax.grid(alpha=0.3)
-            ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
-    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=4) for j in range(len(methods))]
-    labels = [f"lower row: {m} with the law itself (95 % CI)" for m in methods]
-    if TAIL in cmp["approximation"].values.tolist():
-        handles.append(Line2D([], [], color="0.3", ls="-.", marker="x", ms=4))
-        labels.append("lower row: T for exponential service\n(the M/M/R model; 95 % CI)")
-    return handles, labels, kinds
-
-
-#: the M/G/R error row's laws side by side at each load, this share of the ρ range apart
-_LAW_DODGE = 0.018
+    vals = {R: {s: _law_row_series(cmp, s, R, q) for s in services} for R in Rv}
+    cells = [(R, j) for R in Rv for j in range(rho.size)
+             if any(np.isfinite(v[0][j]) for d in vals[R].values() for v in d.values())]
+    keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
+    width = 0.8 / max(1, len(services) * len(keys))
+    ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    for x, (R, j) in enumerate(cells):
+        for k, s in enumerate(services):
+            for n, m in enumerate(keys):
+                y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
+                if np.isfinite(y):
+                    xx = x - 0.4 + width * (k * len(keys) + n + 0.5)
+                    ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=2,
+                                marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=5, lw=1.1)
+        if x:
+            ax.axvline(x - 0.5, color="0.8", lw=0.8)
+    ax.set_xticks(range(len(cells)), [f"R = {R}\nρ = {rho[j]:g}" for R, j in cells], fontsize=8.5)
+    ax.set_xlim(-0.5, len(cells) - 0.5)
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
+    merged = {(R, s): v for R in Rv for s, v in vals[R].items()}
+    missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
+               and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
+    ax.set_title(f"{q:g}th-percentile error\nT for exponential service (✕):"
+                 + _law_panel_finding(merged, True).replace("\n", " ") + f"\n{listing(methods)} with the law itself:"
+                 + _law_panel_finding(merged, False).replace("\n", " ")
+                 + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
+                    if missing else ""), fontsize=9, loc="left")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=5, ls="none") for j in range(len(methods))]
+    labels = [f"lower panel: {m} with the law itself (95 % CI)" for m in methods]
+    if None in keys:
+        handles.append(Line2D([], [], color="0.3", marker="x", ms=5, ls="none"))
+        labels.append("lower panel: T for exponential service\n(the M/M/R model; 95 % CI)")
+    return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
 
 
 def _law_panel_finding(vals, exponential) -> str:
@@ -2469,29 +2470,6 @@ def _law_panel_finding(vals, exponential) -> str:
     verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
                else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
     return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
-
-
-def _law_row_strip(ax, cmp, services, R, q, vals, cmap, title, shown) -> set:
-    """The ◇ strip above an error-row panel: the simulated cells with no reference (one row if every law's are the
-    same, else a row per law in its colour); such loads outside the panel's x-range (``shown``: the loads with a
-    value) named in the strip in words. Returns the status kinds drawn."""
-    rho = cmp["rho"].values
-    simulated = {s: np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=s, R=R).values) for s in services}
-    masks = {s: simulated[s] & ~np.isfinite(vals[s][None][0] if None in vals[s] else np.full(rho.size, np.nan))
-             for s in services}
-    outside = [float(r) for r in rho[np.any([masks[s] for s in services], 0)] if r not in shown]
-    masks = {s: m & np.isin(rho, shown) for s, m in masks.items()}  # a mark beyond the x-range would spill over
-    strip = status_strip(ax)
-    if all(np.array_equal(masks[s], masks[services[0]]) for s in services):
-        strip.mark("all", rho, masks[services[0]], REFERENCE_TOO_SHORT.key)
-    else:
-        for k, s in enumerate(services):
-            strip.mark(s, rho, masks[s], REFERENCE_TOO_SHORT.key, cmap(k))
-    box = strip.finish(title=title, fontsize=9.5, reserve=1 if outside else 0)
-    if outside and box is not None:
-        box.text(0.01, 0.5, f"◇ reference too short at ρ = {listing([f'{r:g}' for r in outside])} (not drawn)",
-                 transform=box.transAxes, ha="left", va="center", fontsize=8, color="0.3")
-    return strip.kinds | ({REFERENCE_TOO_SHORT.key} if outside else set())
 
 
 def _law_method_claims(cmp, services) -> list:
@@ -2644,12 +2622,13 @@ _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
 
 
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0, symlog=False, values=False):
+                       factor=100.0, floor=None, values=False):
     """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
     the paper's table that this run has (x, in order of R then ρ), as relative errors (%), each panel its own
     y-range; where our reference is too short, a mark in the strip above the panel instead of
-    a value (one row where every family's marks agree). ``values``: the paper's and our best of A–F's values printed
-    under each cell (:func:`_value_rows`)."""
+    a value (one row where every family's marks agree). ``floor``: sizes on a log axis from there up, each sign as
+    + or − beside its point (:func:`_magnitude_axis`). ``values``: the paper's and our values printed (signed) under
+    each cell (:func:`_value_rows`)."""
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
@@ -2675,10 +2654,12 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = factor * paper / sc
         else:
             paper = factor * paper
-        if absolute:
+        signed = {"paper": (x, paper)}
+        if absolute or floor:
             paper = np.abs(paper)
-        ax.axhline(0, color="0.5", lw=0.7)
-        ax.plot(x, paper, **_PAPER_MARK, label="paper (one simulation seed)", zorder=5)
+        if not floor:
+            ax.axhline(0, color="0.5", lw=0.7)
+        ax.plot(x, paper if not floor else np.maximum(paper, floor), **_PAPER_MARK, zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
@@ -2687,7 +2668,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                               else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
             xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
-            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute)
+            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute or bool(floor), floor)
+            signed[fam] = (xs, vals[0])
             missing[fam] = rk == 0
             table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
@@ -2697,11 +2679,11 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=8.5)
-        if symlog:
-            _signed_log_axis(ax)
+        if floor:
+            _magnitude_axis(ax, signed, floor)
         strip.finish(title=f"{p:g}th percentile")
         if values:
-            _value_rows(ax, x, paper, table)
+            _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
     if values:
         axes[-1].xaxis.labelpad = 70
@@ -2750,16 +2732,18 @@ def _table_number(v) -> str:
     return "0" if abs(v) < 1e-3 else _g(v).replace("-", "−")
 
 
-def _ours_family(ax, fam, xs, vals, rk, absolute) -> set:
+def _ours_family(ax, fam, xs, vals, rk, absolute, floor=None) -> set:
     """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
-    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0). Returns the reference
-    kinds drawn."""
+    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0; ``floor``: a log axis's
+    bottom, a smaller value drawn on it). Returns the reference kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     if absolute:
         a_, b_ = np.abs(lo), np.abs(hi)
         straddle = (lo <= 0) & (hi >= 0)
         lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
+    if floor:
+        lo, hi, m = (np.maximum(v, floor) for v in (lo, hi, m))
     ok = np.isfinite(m)
     drawn = set()
     for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
@@ -2789,27 +2773,27 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
     return h, lab
 
 
-def _signed_log_axis(ax, linthresh=0.1) -> None:
-    """A symmetric-log y axis, linear within ±``linthresh`` (ours near 0 stay apart, the paper's −125 still fits; the
-    band shaded and its edges labelled on the axis), its limits on labelled decade ticks beyond the data (a tick above
-    the highest point, one below the lowest), signed labels (+1, −10) and unlabelled minor ticks at 2 and 5."""
-    from matplotlib.ticker import FixedLocator
-
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.8)
-    lo_, hi_ = ax.dataLim.y0, ax.dataLim.y1
-    dec = [linthresh * 10.0 ** k for k in range(7)]
-    top = next((d for d in dec if d >= hi_), dec[-1]) if hi_ > 0 else linthresh
-    bot = -next((d for d in dec if d >= -lo_), dec[-1]) if lo_ < 0 else -linthresh
-    ax.set_ylim(bot * 1.15, top * 1.15)
-    ax.axhspan(-linthresh, linthresh, color="0.93", lw=0, zorder=0)  # the linear band, marked
-    tk = [-d for d in reversed(dec) if -d >= bot] + [0.0] + [d for d in dec if d <= top]
-    ax.set_yticks(tk, ["0" if v == 0 else f"{v:+g}".replace("-", "−") for v in tk])
-    for lab, v in zip(ax.get_yticklabels(), tk, strict=True):
-        if abs(v) == linthresh:  # the band's edges: where the axis turns from linear to log
-            lab.set(fontsize=7, color="0.35")
-    ax.yaxis.set_minor_locator(FixedLocator([sign * m * d for d in dec for m in (2, 5) for sign in (-1, 1)
-                                             if bot <= sign * m * d <= top]))
-    ax.grid(alpha=0.15, axis="y", which="minor")
+def _magnitude_axis(ax, signed, floor) -> None:
+    """A log y axis of sizes from ``floor`` (its tick '<floor': a smaller size sits on it) to the decade above the
+    largest, each point's sign as + or − beside it (``signed``: {'paper' or family: (x, signed values)}; the paper's
+    left of its bar, ours above the marker; none on the floor, where the sign means nothing)."""
+    ax.set_yscale("log")
+    hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
+    top = 10.0 ** math.ceil(math.log10(hi * 1.2))
+    ax.set_ylim(floor / 1.6, top)
+    dec = [floor * 10.0 ** k for k in range(round(math.log10(top / floor)) + 1)]
+    ax.set_yticks(dec, [f"<{floor:g}" if d == floor else f"{d:g}" for d in dec])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.axhline(floor, color="0.6", lw=0.7, ls=":")
+    for name, (xs, v) in signed.items():
+        color = "k" if name == "paper" else _FAMILY_STYLE.get(name, ("0.4",))[0]
+        paper = name == "paper"  # its sign boxed left of the bar: a bare '−' there reads as the bar going on
+        off, ha, va = ((-11, 0), "right", "center") if paper else ((0, 4), "center", "bottom")
+        box = {"boxstyle": "round,pad=0.12", "fc": "white", "ec": "0.4", "lw": 0.6} if paper else None
+        for xi, vi in zip(xs, v, strict=True):
+            if np.isfinite(vi) and abs(vi) >= floor:
+                ax.annotate("+" if vi > 0 else "−", (xi, abs(vi)), xytext=off, textcoords="offset points", ha=ha,
+                            va=va, fontsize=7.5, fontweight="bold", color=color, zorder=6, bbox=box)
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -2828,6 +2812,10 @@ def _cells_in_run(rep, prefix, refvar) -> tuple[int, int]:
     return int(have.sum()), int(have.size)
 
 
+#: the §6.1/§6.2 figure's log axis starts here (a size below it is drawn on the bottom edge; the table prints 0)
+PCT_FLOOR = 1e-3
+
+
 def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     """§6.1/§6.2: the paper's signed percentile error of the best method for that percentile beside ours per family,
     as a share of the reference percentile (exact's where it ran, else our mean simulated one)."""
@@ -2838,9 +2826,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"method − reference ({TIME_UNIT})\nsymmetric log, linear within ±0.1",
-        absolute=False, kw=kw,
-        symlog=True, values=True)
+        title=_pct_title(rep), what=f"|method − reference| ({TIME_UNIT})\nlog; sign beside each point",
+        absolute=False, kw=kw, floor=PCT_FLOOR, values=True)
     return save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
 
@@ -2870,9 +2857,10 @@ def _pct_title(rep) -> str:
         head.append(f"no value of ours at {km} points, where the paper's errors are "
                     + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
                        f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
-    return ("Paper §6.1/§6.2: percentile error of the best method (smallest |error| at that percentile), the paper's "
-            f"beside ours\n({have} of the table's {total} cells are in this run; below 0: optimistic; ◇/▸: no value "
-            "of ours)" + "".join(f"\n{h[0].upper()}{h[1:]}." for h in head))  # one sentence a line
+    lines = [f"{h[0].upper()}{h[1:]}." for h in head]  # one sentence a line
+    return ("\n".join(["Paper §6.1/§6.2, percentile error of the best method"] + lines)
+            + f"\n(higher = larger error; − optimistic, + conservative; {have} of the table's {total} cells "
+               "in this run)")
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -2966,7 +2954,9 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else "
          "our mean simulated percentile (hollow, with its 95% CI); "
          + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
-            "also where we have no reference. " if prefix == "pct" else
+            "also where we have no reference. The axis is logarithmic in the size |method − reference| (higher = "
+            "larger error), each sign beside its point (− optimistic, + conservative; the paper's boxed left of its "
+            f"bar); a size below {PCT_FLOOR:g} sits on the bottom edge. " if prefix == "pct" else
             "both are shown as a share of that reference percentile, the paper's too. ")
          + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
          "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
