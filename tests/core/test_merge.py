@@ -1,12 +1,12 @@
-"""sojourn.core.merge.merge_files: streaming merge of block files = xarray's outer-join combine, atomically."""
+"""sojourn.core.files.merge.merge_files: streaming merge of block files = xarray's outer-join combine, atomically."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import xarray as xr
 
+from sojourn.core.files.merge import merge_files
 from sojourn.jsq_ps.config import Blocks, block_label, blocks
-from sojourn.core.merge import merge_files
 
 
 def _block(service, R, rhos, n_max, seed, reps=2, nt=7):

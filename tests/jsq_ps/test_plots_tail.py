@@ -12,12 +12,12 @@ import matplotlib.colors as mcolors
 import numpy as np
 import pytest
 import xarray as xr
-from support.synthetic import jsq_run
 
-from sojourn.core.figures import STATUS
+from sojourn.core.present.figures import STATUS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.reproduction import reproduce
+from support.synthetic import jsq_run
 
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
@@ -160,7 +160,7 @@ def test_key_results_tables(data, tmp_path):
 def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
     """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load, where exact did
     not run), the Wasserstein figure and the best-method map mark that load as "reference too short", one mark and
-    one legend entry (sojourn.core.figures.REFERENCE_TOO_SHORT); without the verdict, nothing."""
+    one legend entry (sojourn.core.present.figures.REFERENCE_TOO_SHORT); without the verdict, nothing."""
     cmp = data[2].copy()
     cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
                                         coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})

@@ -12,8 +12,8 @@ from scipy import stats as st
 from scipy.linalg import expm
 
 from sojourn import JSQPS
+from sojourn.core.estimates.stats import cdf_from_histogram
 from sojourn.jsq_ps.simulate import simulate
-from sojourn.core.stats import cdf_from_histogram
 
 DT = 0.125
 TMAX = 60.0

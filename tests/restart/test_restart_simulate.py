@@ -8,12 +8,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sojourn.core.distributions import Exponential
+from sojourn.core.laws.distributions import Exponential
 from sojourn.restart.files import load_model
 from sojourn.restart.model import Network
+from sojourn.restart.simulate import (
+    SimulationSpec,
+    concat_replications,
+    simulate,
+    simulate_replication,
+    spec_for,
+    summary,
+)
 from sojourn.restart.solve import solve
-from sojourn.restart.simulate import (SimulationSpec, simulate, simulate_replication, concat_replications,
-                                      spec_for, summary)
 
 CONF = 0.99
 REPS = 10

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import special
 
-import sojourn.core.io as core_io
+import sojourn.core.files.io as core_io
 from sojourn.cli import build_parser, command_paths, main
+from support import special
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = "{out}"

@@ -22,8 +22,11 @@ import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
-from ..core.claims import Caption, Claim, half_unit, listing, sig_tol
-from ..core.figures import (
+from ..core.estimates.reference import rule_words
+from ..core.estimates.stats import TAIL_MIN, cdf_at_left_edges
+from ..core.files.io import NETCDF_LOCK, read_netcdf
+from ..core.present.claims import Caption, Claim, half_unit, listing, sig_tol
+from ..core.present.figures import (
     METHOD_COLORS,
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
@@ -40,9 +43,6 @@ from ..core.figures import (
     status_strip,
     status_style,
 )
-from ..core.io import NETCDF_LOCK, read_netcdf
-from ..core.reference import rule_words
-from ..core.stats import TAIL_MIN, cdf_at_left_edges
 from . import claims as Q
 from .compare import (
     REF_EXACT,
@@ -298,7 +298,7 @@ def _w_panel(ax, cmp, c, d, lines, i):
     the closest of them at each load as a wide grey line underneath, the simulation's noise as a grey area where a
     line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether an
     arrow is drawn, whether the noise is drawn, whether every line lies below the floor)."""
-    from ..core.figures import METHOD_MARKERS
+    from ..core.present.figures import METHOD_MARKERS
 
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
@@ -371,7 +371,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ..core.figures import METHOD_MARKERS
+    from ..core.present.figures import METHOD_MARKERS
 
     h, lab = [], []
     for _, lines in rows:
@@ -1971,7 +1971,7 @@ def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
 _BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
 def _scv_of(laws) -> dict:
     """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
-    from ..core.distributions import parse_law
+    from ..core.laws.distributions import parse_law
 
     out = {}
     for spec in laws or ():
@@ -2520,7 +2520,7 @@ _FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"), "correcte
 
 
 def _rq(expr, reduce=(("count", None),), where=None, sel=None) -> Claim:
-    from ..core.claims import Query
+    from ..core.present.claims import Query
 
     return Query(REP_SOURCE, expr, dict(sel or {}), where, [list(x) for x in reduce])
 
@@ -3064,7 +3064,7 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
     per load band and percentile (the recommendation and how the simulation checks it); and each method's error
     against the best reference per percentile. Points without a reference ("reference too short") count in no
     statistic."""
-    from ..core.tables import write_table
+    from ..core.present.tables import write_table
 
     c = cmp.sel(service=service)
     b = best_by_reference(cmp, service)
@@ -3242,7 +3242,7 @@ def _key_caption(cmp, service, b, rec, ru, trust, per) -> Caption:
 def page_caption(rep: xr.Dataset):
     """The caption of the reproduction page (:class:`sojourn.core.claims.Caption`): how much of the paper's §6 this
     run reproduces, from ``rep``."""
-    from ..core.claims import Caption, Claim
+    from ..core.present.claims import Caption, Claim
     findings = list(_reproduction_map_caption(rep).findings[:1])
     limits = []
     ref = rep["percentile_error_reference"].sel(family="faithful").values

@@ -16,19 +16,20 @@ import json
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
-from ..core.io import provenance
-from ..core.progress import steps
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.estimates.replications import replicate, with_precision
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.runs.progress import steps
 from .naming import DEFAULT_PERCENTILE
 from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
 from .raw import check_run as _check
 from .raw import run_fast as _run_fast
+
 UNITS = "time units (1/mu = mean service requirement scale of the spec)"
 
 
@@ -233,7 +234,7 @@ def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) 
     is allocated (:func:`sojourn.core.guard.admit_parts`; :func:`sojourn.jsq_ps.cost.simulate`)."""
     import os
 
-    from ..core.guard import Estimate, admit_parts
+    from ..core.checks.guard import Estimate, admit_parts
     from . import cost
 
     workers = 1 if backend != "ciw" or max_workers == 0 else (max_workers or os.cpu_count() or 1)
@@ -297,8 +298,8 @@ def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float |
     (:func:`sojourn.core.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
     ``_ci_high``, ``_ci_method``, ``_too_few``; ``sojourn_beyond``; ``mean_ci_low`` …); merge it into ``ds``
     to store it beside the histograms. ``confidence``: the CIs' level (default ``DEFAULT_CONFIDENCE``)."""
-    from ..core.config import DEFAULT_CONFIDENCE
-    from ..core.summary import summary_dataset
+    from ..core.checks.config import DEFAULT_CONFIDENCE
+    from ..core.estimates.summary import summary_dataset
 
     confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),

@@ -21,21 +21,19 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core.replications import check_window
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
-from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
-from ..core.io import provenance
-from ..core.progress import steps
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least, positive_finite
-from .model import Network, model_from_dict
-
 #: the response-time percentile level (percent) of a precision target ``statistic: percentile`` without ``at``
-from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's defaults)
+from ..core.checks.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's defaults)
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least, positive_finite
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import check_window, replicate, with_precision
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.laws.distributions import Deterministic, Distribution, Exponential, law_from_dict
+from ..core.runs.progress import steps
+from .model import Network, model_from_dict
 
 SEMANTICS = ("signal", "timeout")
 #: the sweeps' semantics: how a restart rate r is applied (signal g = r; timeout rate r; timeout 1/r)
@@ -331,7 +329,7 @@ def _service_scv(net: Network, sol) -> np.ndarray:
     included (the single-queue construction of :func:`sojourn.restart.solve.effective_service` at each queue's
     total signal rate G_i, routing to other queues counted as leaving; entries weighted by the stations' arrival
     flows). A queue nobody enters: 1."""
-    from ..core import phase_type
+    from ..core.laws import phase_type
 
     L = net.layout
     G = sol.signal_rate[L.type_queue]
@@ -387,7 +385,7 @@ def concat_replications(datasets) -> xr.Dataset:
 def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:
     """The p-quantile of each replication's response-time histogram (interpolated within its bin,
     :func:`sojourn.core.stats.histogram_quantile`; NaN past t_max)."""
-    from ..core.stats import cdf_from_histogram, histogram_quantile
+    from ..core.estimates.stats import cdf_from_histogram, histogram_quantile
 
     F = cdf_from_histogram(count, overflow)
     return np.asarray(histogram_quantile(F, t, dt, p))
@@ -399,7 +397,7 @@ def summary(ds: xr.Dataset, confidence: float = DEFAULT_CONFIDENCE, percentile: 
     at or beyond the percentile, on average) and ``percentile_too_few`` (True where fewer than
     ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some replication, lie beyond: too few to
     estimate the percentile, whatever its half-width says)."""
-    from ..core.stats import TAIL_MIN, mean_ci, percentiles_per_replication
+    from ..core.estimates.stats import TAIL_MIN, mean_ci, percentiles_per_replication
 
     out = {}
     q, beyond = percentiles_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values,

@@ -20,25 +20,25 @@ import time
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core import sfc64
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
-from ..core.ph_walk import walk_tables
-from ..core.phase_type import lumped_levels
-from ..core.io import provenance
-from ..core.progress import steps
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.estimates.replications import replicate, with_precision
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.laws import sfc64
+from ..core.laws.ph_walk import walk_tables
+from ..core.laws.phase_type import lumped_levels
+from ..core.runs.progress import steps
 from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph, ph_representation
 
 #: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
 BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
-from ..core.config import DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's one default)
+from ..core.checks.config import DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's one default)
 
 
 def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
@@ -231,7 +231,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
 def admit_cost(spec, plan, replications: int) -> None:
     """The predicted time and memory of ``replications`` replications of ``plan`` (:func:`_plan`) admitted before
     anything is allocated (:func:`sojourn.split_merge.cost.simulate`)."""
-    from ..core.guard import admit_parts
+    from ..core.checks.guard import admit_parts
     from .cost import simulate as simulate_cost
 
     workunits, horizon, warm_n = plan[:3]
