@@ -71,6 +71,67 @@ def test_the_cycle_finder_finds_cycles():
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
+# -- the core's rooms: each a sub-package, on floors from the ground up ---------------------------------------------
+#: the core's rooms, lowest first: a module imports only its own room and the rooms below it (docs/development.md)
+ROOMS = ("files", "checks", "laws", "estimates", "cluster", "runs", "present")
+#: core modules beside the rooms, leaves every floor may import: the version and the package's lazy exports
+CORE_FLOOR = ("sojourn.core", "sojourn.core.version", "sojourn.core.exports")
+
+
+def _room(module: str) -> str | None:
+    """The room of a core module (``sojourn.core.<room>.<module>``), or None outside the rooms."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["sojourn", "core"] and parts[2] in ROOMS else None
+
+
+def _climbs(graph) -> list[str]:
+    """Every import (module level or inside a function) of a core module from a higher room, or from outside the
+    rooms, as 'a (room) -> b (room)'."""
+    out = []
+    for m in sorted(graph):
+        if not m.startswith("sojourn.core"):
+            continue
+        here = _room(m)
+        for d in sorted(graph[m]):
+            if not d.startswith("sojourn.core") or d in CORE_FLOOR[1:]:  # leaves below every room
+                continue
+            there = _room(d)
+            if here is None or there is None or ROOMS.index(there) > ROOMS.index(here):
+                out.append(f"{m} ({here}) -> {d} ({there})")
+    return out
+
+
+def test_every_core_module_lives_in_a_room():
+    core = PKG / "core"
+    assert sorted(p.name for p in core.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(ROOMS)
+    loose = [m for m in MODULES if m.startswith("sojourn.core") and _room(m) is None and m not in CORE_FLOOR]
+    assert not loose, f"core modules outside the rooms {ROOMS}: {loose}"
+
+
+def test_no_core_import_climbs_to_a_higher_room():
+    assert not _climbs(GRAPH), "imports that climb back up a floor:\n" + "\n".join(_climbs(GRAPH))
+
+
+def test_the_climb_check_can_fail(tmp_path):
+    """The files room (the ground) importing the runner inside a function, as io once reached for the cluster: a
+    climb; the runner importing a file helper is the way down and passes."""
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "core/__init__.py": "",
+        "core/files/__init__.py": "",
+        "core/files/io.py": "def wait():\n    from ..runs.runner import go\n    return go\n",
+        "core/runs/__init__.py": "",
+        "core/runs/runner.py": "from ..files import io\n\ndef go():\n    return io\n",
+        "core/version.py": "V = 1\n",
+    })
+    names = ["sojourn.core.files.io", "sojourn.core.runs.runner", "sojourn.core.version"]
+    graph = {m: fp._imports(m, fp.module_path(m, root), root) for m in names}
+    assert _climbs(graph) == ["sojourn.core.files.io (files) -> sojourn.core.runs.runner (runs)"]
+    assert _climbs({"sojourn.core.runs.runner": {"sojourn.core.files.io", "sojourn.core.version"}}) == []
+    assert _climbs({"sojourn.core.version": {"sojourn.core.files.io"}}) == [
+        "sojourn.core.version (None) -> sojourn.core.files.io (files)"]
+
+
 def _owner(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
@@ -311,7 +372,8 @@ def _core_only_hits(text: str) -> list[str]:
 
 
 def test_assembly_and_replication_loops_live_in_the_core():
-    """One place assembles a study's results (sojourn.core.runs.protocol.run_step: lookup, run, join, assemble, store) and
+    """One place assembles a study's results (sojourn.core.runs.protocol.run_step: lookup, run, join, assemble, store)
+    and
     one place loops over replications (sojourn.core.estimates.replications.replicate): no study module does any of it
     itself."""
     for path in PKG.rglob("*.py"):
@@ -341,7 +403,8 @@ def test_the_assembly_check_can_fail():
 @pytest.mark.parametrize("study", names())
 def test_figures_are_declared_once(study):
     """Each study's figures are its plots.FIGURES: every draw function exists; each writes its caption from the data
-    it draws (sojourn.core.present.claims.Caption, through sojourn.core.present.figures.save), so no caption is written by hand and
+    it draws (sojourn.core.present.claims.Caption, through sojourn.core.present.figures.save), so no caption is written
+    by hand and
     there is no static caption folder; the rule file takes the outputs and captions from the registry
     (figure_outputs, key_results)."""
     import importlib
