@@ -6,8 +6,8 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
-from sojourn.core.cluster import check_cluster
-from sojourn.core.config import ConfigError, check_config_files, validate_config
+from sojourn.core.cluster.cluster import check_cluster
+from sojourn.core.checks.config import ConfigError, check_config_files, validate_config
 
 min_version("9.19")  # the auto-loaded workflow profile is a profile.yaml (read from 9.19 on)
 
@@ -19,7 +19,7 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 # JSON schema with defaults filled in; an error names the key path and the reason in one line (no schema dump)
 _SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 try:
-    # every config file read the guard's way first: duplicate keys, alias bombs, empty overrides (sojourn.core.config)
+    # every config file read the guard's way first: duplicate keys, alias bombs, empty overrides (sojourn.core.checks.config)
     check_config_files(workflow.configfiles, Path(workflow.basedir) / "config" / "config.yaml")
     validate_config(config, _SCHEMAS / "config.schema.yaml")
     check_cluster(config["cluster"])  # what the schema cannot say (SLURM sizes, times, options), before any job
@@ -40,7 +40,7 @@ report: "workflow/report/workflow.rst"
 
 
 # `run:` jobs execute as threads of this Snakemake process and share one Dask cluster
-# (sojourn.core.cluster.shared_client): `force-use-threads: true` in workflow/profiles/default/profile.yaml,
+# (sojourn.core.cluster.cluster.shared_client): `force-use-threads: true` in workflow/profiles/default/profile.yaml,
 # auto-loaded through the `profiles -> workflow/profiles` link next to this file. Without it every job
 # would spawn a new Snakemake process that re-parses this file and starts its own cluster.
 

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.jsq_ps.solve.methods import Cell

@@ -9,7 +9,7 @@ run's warm-up (a bias of the replications' percentiles, visible as a mean over m
 and the interval across replications (coverage below 95 % with an unbiased mean). For each cell it simulates N
 replications with the default config's horizon, warm-up and cool-down (and with a ten times longer warm-up), splits
 them into groups of k = 5, 10, 20 (the comparison's replication counts), and counts how often each group's interval
-(``sojourn.core.stats.interval``: Student t, and the BCa bootstrap the comparison's 'auto' rule used below ten
+(``sojourn.core.estimates.stats.interval``: Student t, and the BCa bootstrap the comparison's 'auto' rule used below ten
 replications) covers exact's percentile (``sojourn.jsq_ps.solve``, exact method) and the mean over all N.
 
 Measured on 7 Dec 2026 (seed 7, N = 400, the default run length): the mean over 400 replications lies within
@@ -17,7 +17,7 @@ Measured on 7 Dec 2026 (seed 7, N = 400, the default run length): the mean over 
 relaxation times, bias a p99 slightly low; a ten times longer warm-up gives −2.8 %, so the warm-up is not the
 cause), while the 95 % intervals of groups of 5 cover exact 74–89 % of the time as BCa and 91–99 % as Student t. The
 fix: 'auto' bootstraps only
-from 20 replications up (sojourn.core.stats.BOOTSTRAP_FROM). Results are appended as JSON lines to
+from 20 replications up (sojourn.core.estimates.stats.BOOTSTRAP_FROM). Results are appended as JSON lines to
 benchmarks/ci_coverage.jsonl.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ CELLS = ((2, 0.95), (3, 0.95), (1, 0.9), (2, 0.9), (3, 0.7), (2, 0.3), (5, 0.8))
 
 
 def main(argv=None) -> int:
-    from sojourn.core.stats import interval, percentiles_per_replication
+    from sojourn.core.estimates.stats import interval, percentiles_per_replication
     from sojourn.jsq_ps.model import JSQPS
     from sojourn.jsq_ps.simulate import simulate
     from sojourn.jsq_ps.solve import approximate

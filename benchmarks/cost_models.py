@@ -1,4 +1,4 @@
-"""Calibration of the guard's cost models (sojourn.core.guard, check 3): each model's prediction beside what its
+"""Calibration of the guard's cost models (sojourn.core.checks.guard, check 3): each model's prediction beside what its
 request measures, in a fresh process per case (the peak memory is that process's own), the ratio recorded.
 
     python benchmarks/cost_models.py            # every case; appends to benchmarks/cost_models.jsonl
@@ -51,7 +51,7 @@ CHILD = r"""
 import json, resource, sys, time
 case = json.loads(sys.argv[1])
 kind = case[0]
-from sojourn.core.guard import set_limits
+from sojourn.core.checks.guard import set_limits
 set_limits(memory=float("inf"), seconds=float("inf"))
 
 def peak():
@@ -94,7 +94,7 @@ elif kind == "best":
     run = lambda: best(n, 1.0, law, max_replicas=rmax, workunits=workunits, replications=3)
 elif kind == "rs":
     _, example, semantics, horizon = case
-    from sojourn.core.distributions import Exponential
+    from sojourn.core.laws.distributions import Exponential
     from sojourn.restart.files import load_model
     from sojourn.restart.simulate import SimulationSpec, simulate
     from sojourn.restart import cost

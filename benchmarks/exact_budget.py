@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve import budget
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 

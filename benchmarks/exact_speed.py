@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve import exact as current
 
 REFERENCE = "5291e32"

@@ -6,7 +6,7 @@ Each round runs every case once in a fresh process per checkout (``PYTHONPATH=<c
 two checkouts, so that the machine's load falls on both alike; a case's figure is the median over rounds of the
 kernel's own time (CPU seconds of the process during the run) per event, and the ratio is the median of the
 per-round ratios (this / other). Compilation is excluded by a short warm-up run of every case first. Used to
-check that one shared recording helper (sojourn.core.recording.record, inlined into the kernels) costs nothing
+check that one shared recording helper (sojourn.core.estimates.recording.record, inlined into the kernels) costs nothing
 against the release that repeated it in each kernel (issue 22):
 
 * JSQ-PS, general kernel: R = 10, ρ = 0.9, lognormal service (events: arrivals + departures);
@@ -42,8 +42,8 @@ def timed(fn):
 
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.raw import check_run, run_fast
-from sojourn.core import seeds
-from sojourn.core.timegrid import grid_size
+from sojourn.core.laws import seeds
+from sojourn.core.checks.timegrid import grid_size
 
 def jsq(law, kernel):
     spec = JSQPS.from_load(10, 0.9, service=law)

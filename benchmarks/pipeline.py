@@ -118,7 +118,7 @@ def bench_slice():
     """Paper settings (160 000 time units, 10 replications, all methods) on R = 1..10 x SLICE_RHO."""
     import numpy as np
 
-    from sojourn.core.io import read_netcdf
+    from sojourn.core.files.io import read_netcdf
 
     with tempfile.TemporaryDirectory() as work:
         cfgfile, cfg = _paper_cfg(work)
@@ -163,7 +163,7 @@ def bench_slice():
 
 def bench_overhead():
     """Per Snakemake job (threads sharing one cluster) and per Dask task, with trivial work."""
-    from sojourn.core.cluster import dask_client
+    from sojourn.core.cluster.cluster import dask_client
 
     with dask_client({"kind": "local"}, 2) as client:
         client.submit(sum, [1]).result()
@@ -233,7 +233,7 @@ def bench_paper():
 
     import numpy as np
 
-    from sojourn.core.io import read_netcdf
+    from sojourn.core.files.io import read_netcdf
 
     with tempfile.TemporaryDirectory() as work:
         paper = ROOT / "config" / "paper.yaml"

@@ -10,7 +10,7 @@ study's default precision statistic (JSQ-PS: the 99.99th sojourn percentile; spl
 restart: the mean response time E[T]):
 
 1. fixed: 10 replications per cell; each cell's relative half-width of the 95 % Student-t interval of the
-   statistic across replications (sojourn.core.precision.decide); H = the worst cell's;
+   statistic across replications (sojourn.core.estimates.precision.decide); H = the worst cell's;
 2. precision: the same cells with ``precision: {relative_half_width: H, max_replications: 200}`` — every cell
    stops once its own half-width is <= H (none before 5 replications), so the worst cell is no wider than with
    fixed ten;
@@ -39,8 +39,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from sojourn.core.config import validate_config  # noqa: E402
-from sojourn.core.precision import STOP_REASONS, TARGET_MET, decide, histogram_statistic, parse  # noqa: E402
+from sojourn.core.checks.config import validate_config  # noqa: E402
+from sojourn.core.estimates.precision import STOP_REASONS, TARGET_MET, decide, histogram_statistic, parse  # noqa: E402
 
 FIXED = 10
 CAP = 200

@@ -71,7 +71,7 @@ def paper_replication() -> None:
 
 
 def ciw_rate(spec, horizon: float, seed: int = 1):
-    from sojourn.core.timegrid import grid_size
+    from sojourn.core.checks.timegrid import grid_size
     from sojourn.jsq_ps.ciw_backend import run_replication
 
     run_replication(spec.to_json(), seed, 10.0, 0.0, 0.0, 0.01, 100, 10)  # imports outside the timing

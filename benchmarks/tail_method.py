@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sojourn.core.stats import quantile
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
+from sojourn.core.estimates.stats import quantile
 from sojourn.jsq_ps.solve.tail import tail_sojourn
 
 REF = Path(__file__).with_name("tail_reference.csv")

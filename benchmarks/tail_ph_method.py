@@ -49,9 +49,9 @@ def reference():
 
 
 def evaluate(law_key, law_text, R, rho, refs, variant="method"):
-    from sojourn.core.distributions import parse_law
-    from sojourn.core.stats import quantile
-    from sojourn.core.timegrid import time_grid
+    from sojourn.core.checks.timegrid import time_grid
+    from sojourn.core.estimates.stats import quantile
+    from sojourn.core.laws.distributions import parse_law
     from sojourn.jsq_ps.solve.tail import margin_at, tail_sojourn
     from sojourn.jsq_ps.solve.tail_ph import tail_ph_sojourn, variability_class
 

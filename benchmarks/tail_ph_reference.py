@@ -19,7 +19,7 @@ relaxation times of the
 run-length guard's model, :func:`sojourn.jsq_ps.simulate.run_model`), histogram dt = 0.01 to t = 2000. The
 percentile is the pooled histogram's (linear inside the crossing bin, as benchmarks/tail_reference.py); the
 95 % Student-t interval is across the replications' own percentiles. Recorded per cell: the run-length guard's
-verdict on the window (``run_valid``, ``relative_se``: :func:`sojourn.core.runlength.assess`) and the fewest
+verdict on the window (``run_valid``, ``relative_se``: :func:`sojourn.core.estimates.runlength.assess`) and the fewest
 customers beyond the percentile in any replication (``min_beyond``; the project's rule asks >= 100).
 Measured speed of the kernel on this machine: ~100 ns per customer (M/G/3 and M/G/10, rho = 0.9), so a cell of
 10 x 3e7 customers is ~30 s of CPU; the whole grid ~1 h of CPU (at the ~20 % of a core a niced job gets on this
@@ -102,7 +102,7 @@ def hist_percentile(hist, overflow, p, dt=DT):
 def run_cell(law, R, rho, replications, customers=None):
     from scipy import stats
 
-    from sojourn.core.runlength import assess
+    from sojourn.core.estimates.runlength import assess
     from sojourn.jsq_ps import raw
     from sojourn.jsq_ps.simulate import run_model
 

@@ -78,7 +78,7 @@ def hist_percentile(hist: np.ndarray, overflow: int, p: float, dt: float = DT) -
 
 
 def run_exact(R, rho, limit, states):
-    from sojourn.core.timegrid import time_grid
+    from sojourn.core.checks.timegrid import time_grid
     from sojourn.jsq_ps.solve.exact import exact_plan, exact_sojourn_cdf
 
     # the state cap bounds the memory (R = 10, rho = 0.9 with no cap grew past 20 GB in the plan's search)

@@ -11,7 +11,7 @@ from .core.version import __version__
 
 _LAWS = ("Exponential", "Deterministic", "Uniform", "Erlang", "HyperExponential", "Gamma", "Lognormal",
          "Triangular", "PhaseType", "parse_law")
-_EXPORTS = {**{name: "sojourn.core.distributions" for name in _LAWS},
+_EXPORTS = {**{name: "sojourn.core.laws.distributions" for name in _LAWS},
             "JSQPS": "sojourn.jsq_ps.model", "mm_jsq_ps": "sojourn.jsq_ps.model",
             "simulate": "sojourn.jsq_ps.simulate", "approximate": "sojourn.jsq_ps.solve.api",
             "plan": "sojourn.jsq_ps.plan"}

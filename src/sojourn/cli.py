@@ -3,7 +3,7 @@
 Errors end in one line ``sojourn <command>: error: <flag or field>: <reason>`` and an exit status:
 2 for invalid input (a bad flag value, an unknown flag or command, flags that need or exclude each other, an
 output that cannot be written, a request predicted above the time or memory limits: all detected before any
-compute, by :mod:`sojourn.core.guard`), 1 for an operating-system error while running (disk full, …), 3 for a
+compute, by :mod:`sojourn.core.checks.guard`), 1 for an operating-system error while running (disk full, …), 3 for a
 run stopped by the watchdog past the limits its flags or the environment set.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import importlib
 import re
 import sys
 
-from .core.guard import check_relations, relations
-from .core.inputs import did_you_mean
+from .core.checks.guard import check_relations, relations
+from .core.checks.inputs import did_you_mean
 from .studies import STUDIES
 
 _NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -41,7 +41,7 @@ class Parser(argparse.ArgumentParser):
             except ValueError as exc:
                 self.error(str(exc))
             namespace.given_flags = frozenset(self._given)
-            # the command's fields in the user's terms (sojourn.core.guard.naming): t_max -> --t-max
+            # the command's fields in the user's terms (sojourn.core.checks.guard.naming): t_max -> --t-max
             namespace.flag_names = {a.dest: _long(a) for a in self._actions if a.option_strings
                                     and a.dest not in ("help", "version")}
         return namespace, extras
@@ -148,8 +148,8 @@ def command_paths(parser: argparse.ArgumentParser | None = None) -> list[list[st
 def main(argv=None) -> int:
     """Run ``sojourn`` with ``argv`` (default: the command line); return the exit status. From the command line
     (``argv`` None) Ctrl-C, SIGTERM and SIGHUP end it at once, its worker processes with it
-    (:mod:`sojourn.core.processes`), and the run is held to the limits the flags or the environment set, once it
-    has started (:func:`sojourn.core.guard.watchdog`: a request the cost models admitted that then runs past
+    (:mod:`sojourn.core.cluster.processes`), and the run is held to the limits the flags or the environment set, once it
+    has started (:func:`sojourn.core.checks.guard.watchdog`: a request the cost models admitted that then runs past
     ``--max-time`` or grows past ``--max-memory`` ends in one line, status 3)."""
     console = argv is None
     if console:  # the program itself (not a caller's in-process use)
@@ -160,9 +160,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (status 2), --help and --version (status 0)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    from .core.guard import naming
-    from .core.inputs import in_flag_terms
-    from .core.progress import enabled
+    from .core.checks.guard import naming
+    from .core.checks.inputs import in_flag_terms
+    from .core.runs.progress import enabled
 
     names = {**getattr(args, "flag_names", {}), **getattr(args, "extra_names", {})}
     group = getattr(args, f"{args.command.replace('-', '_')}_command", None)  # split-merge exact, restart solve …
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         # the library's refusals name this command's flags; long runs show their progress on stderr
         import contextlib
 
-        from .core.guard import watchdog
+        from .core.checks.guard import watchdog
 
         with naming(names, "cli"), enabled(), (watchdog(command) if console else contextlib.nullcontext()):
             return int(args.func(args) or 0)
@@ -183,14 +183,14 @@ def main(argv=None) -> int:
         print(f"sojourn {command}: error: {message}", file=sys.stderr)
         return 2
     except OSError as exc:
-        if exc.errno == errno.ENOSPC:  # a full device: one line naming the file (sojourn.core.integrity.NoSpace)
+        if exc.errno == errno.ENOSPC:  # a full device: one line naming the file (sojourn.core.files.integrity.NoSpace)
             print(f"sojourn {command}: error: no space left on device: {exc.filename or '?'}", file=sys.stderr)
             return 1
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"sojourn {command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     finally:  # the limits were this command's: a later call in the same process (a test, a script) starts afresh
-        from .core.guard import set_limits
+        from .core.checks.guard import set_limits
 
         set_limits(None, None)
 
@@ -198,7 +198,8 @@ def main(argv=None) -> int:
 def _default_signals() -> None:
     """Ctrl-C (SIGINT) ends the process at once, as SIGTERM and SIGHUP do by default: Python would hold the
     KeyboardInterrupt until a numba kernel returns, minutes into a long replication, and a pool's shutdown would
-    wait for its queued tasks. Worker processes end with the process (:class:`sojourn.core.processes.OwnedPool`).
+    wait for its queued tasks. Worker processes end with the process
+    (:class:`sojourn.core.cluster.processes.OwnedPool`).
     A signal the process was started with ignored (``nohup``, a background job) stays ignored. Only for the
     program itself: the Python API keeps KeyboardInterrupt."""
     import signal
@@ -212,7 +213,7 @@ def _default_signals() -> None:
 
 def _limits(args) -> None:
     """``--max-memory`` / ``--max-time`` of the command (where it has them) as this process's cost limits."""
-    from .core.inputs import parse_duration, parse_size, set_limits
+    from .core.checks.inputs import parse_duration, parse_size, set_limits
 
     mem, sec = getattr(args, "max_memory", None), getattr(args, "max_time", None)
     set_limits(None if mem is None else parse_size("--max-memory", mem),

@@ -1,7 +1,7 @@
 """The registry of studies: which exist, where their code, rules, schema and commands live.
 
 A study is a package ``sojourn.<name>`` that imports the core (``sojourn.core``) and never another
-study, and declares one object satisfying the core's study protocol (:class:`sojourn.core.protocol.Study`:
+study, and declares one object satisfying the core's study protocol (:class:`sojourn.core.runs.protocol.Study`:
 ``sojourn.<name>.protocol.STUDY``); its workflow rules are ``workflow/rules/<name>.smk``, its config section
 ``<name>:`` is checked by ``workflow/schemas/<name>.schema.yaml``, its results go under ``<results>/<name>/``. The
 Snakefile includes the rule file of every enabled study and the CLI registers each study's commands.
@@ -25,7 +25,8 @@ class Study:
         return f"sojourn.{self.name}"
 
     def protocol(self):
-        """The study's object satisfying :class:`sojourn.core.protocol.Study` (``sojourn.<name>.protocol.STUDY``)."""
+        """The study's object satisfying :class:`sojourn.core.runs.protocol.Study`
+        (``sojourn.<name>.protocol.STUDY``)."""
         import importlib
 
         return importlib.import_module(f"{self.package}.protocol").STUDY

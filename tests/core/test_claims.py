@@ -1,4 +1,5 @@
-"""Words from data (sojourn.core.claims): claims that carry the query re-deriving them, the caption files that carry
+"""Words from data (sojourn.core.present.claims): claims that carry the query re-deriving them, the caption files that
+carry
 the claims, and what a Snakemake report makes of them (Jinja, then docutils)."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.claims import (
+from sojourn.core.present.claims import (
     Caption,
     Claim,
     Query,

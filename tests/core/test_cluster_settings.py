@@ -1,4 +1,4 @@
-"""sojourn.core.cluster's reading of a SLURM allocation and of ``cluster.slurm`` (no cluster started).
+"""sojourn.core.cluster.cluster's reading of a SLURM allocation and of ``cluster.slurm`` (no cluster started).
 
 The allocation is read from the variables SLURM sets in a job (given here as an environment mapping, as a job
 would see them); tests/workflow/test_slurm_dask.py checks the same on a real SLURM job. Bad ``cluster.slurm``
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from sojourn.core.cluster import (
+from sojourn.core.checks.config import ConfigError
+from sojourn.core.cluster.cluster import (
     allocation,
     local_size,
     slurm_jobs,
@@ -16,7 +17,6 @@ from sojourn.core.cluster import (
     walltime_warnings,
     worker_lifetime,
 )
-from sojourn.core.config import ConfigError
 
 MiB = 2**20
 

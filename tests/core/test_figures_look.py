@@ -1,4 +1,5 @@
-"""The shared look of the figures (sojourn.core.figures) and the report's key-result tables (sojourn.core.tables):
+"""The shared look of the figures (sojourn.core.present.figures) and the report's key-result tables
+(sojourn.core.present.tables):
 readable log ticks, signed-log ticks without "−10⁰", one colour per method, tables as CSV and HTML."""
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from sojourn.core.figures import (  # noqa: E402
+from sojourn.core.present.figures import (  # noqa: E402
     METHOD_COLORS,
     log_ticks,
     method_color,
     signed_log_ticks,
 )
-from sojourn.core.tables import write_table  # noqa: E402
+from sojourn.core.present.tables import write_table  # noqa: E402
 
 
 def _labels(ax, axis="y"):

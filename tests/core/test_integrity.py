@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core import integrity
-from sojourn.core.cache import cached_cells
-from sojourn.core.io import read_netcdf, write_netcdf
-from sojourn.core.runner import Cell, store
+from sojourn.core.files import integrity
+from sojourn.core.files.cache import cached_cells
+from sojourn.core.files.io import read_netcdf, write_netcdf
+from sojourn.core.runs.runner import Cell, store
 
 
 def _ds(n=5, value=0):
@@ -169,11 +169,12 @@ def test_scan_seals_a_sound_file_without_sidecar(tmp_path):
 def _writers():
     import matplotlib.pyplot as plt
 
-    from sojourn.core import figures, job, tables
+    from sojourn.core.present import figures, tables
+    from sojourn.core.runs import job
     from sojourn.jsq_ps.accuracy import write_accuracy
 
     def log(path):  # a job's log
-        job.run("sojourn.core.integrity:digest", path, path=__file__)
+        job.run("sojourn.core.files.integrity:digest", path, path=__file__)
 
     return {
         "write_netcdf": lambda path: write_netcdf(_ds(), path),
@@ -296,7 +297,7 @@ def test_a_file_that_crashes_the_reader_is_damaged_not_a_crash(tmp_path, monkeyp
 def test_a_merge_names_an_input_that_does_not_hold_what_its_job_wrote(tmp_path):
     """A block altered while it had no checksum, sealed anew: the merge compares its cells with the ones its job
     wrote, sets it aside (with its cache entry) and names it in one line, writing nothing."""
-    from sojourn.core.merge import merge_files
+    from sojourn.core.files.merge import merge_files
 
     root, block, entry = _linked(tmp_path)
     with netCDF4.Dataset(block, "a") as nc:

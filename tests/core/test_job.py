@@ -1,4 +1,4 @@
-"""sojourn.core.job: every rule's run goes through run(): its log opened, the sojourn loggers of its thread routed
+"""sojourn.core.runs.job: every rule's run goes through run(): its log opened, the sojourn loggers of its thread routed
 to it, the job timed, a failure's traceback recorded (and raised); jobs in concurrent threads keep their own logs."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sojourn.core import job
+from sojourn.core.runs import job
 
 LOG = logging.getLogger("sojourn.test_job")
 
@@ -38,7 +38,7 @@ def test_a_failure_is_recorded_with_its_traceback_and_raised(tmp_path):
 
 
 def interrupted():
-    from sojourn.core.io import Interrupted
+    from sojourn.core.files.io import Interrupted
 
     raise Interrupted("interrupted (SIGINT): waiting for 1 of 2 cells stopped; a rerun redoes it")
 
@@ -46,7 +46,7 @@ def interrupted():
 def test_an_interrupt_is_one_line_without_a_traceback(tmp_path):
     """Ctrl-C stops a job on purpose: its log (printed on the terminal when a job fails, show-failed-logs) says so in
     one line, no traceback that would read as a crash."""
-    from sojourn.core.io import Interrupted
+    from sojourn.core.files.io import Interrupted
 
     with pytest.raises(Interrupted):
         job.run("test_job:interrupted", tmp_path / "i.log")

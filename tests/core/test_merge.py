@@ -1,11 +1,11 @@
-"""sojourn.core.merge.merge_files: streaming merge of block files = xarray's outer-join combine, atomically."""
+"""sojourn.core.files.merge.merge_files: streaming merge of block files = xarray's outer-join combine, atomically."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.merge import merge_files
+from sojourn.core.files.merge import merge_files
 from sojourn.jsq_ps.config import Blocks, block_label, blocks
 
 

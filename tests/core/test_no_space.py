@@ -15,8 +15,8 @@ import pytest
 import xarray as xr
 
 from sojourn.cli import main
-from sojourn.core.integrity import NoSpace
-from sojourn.core.io import write_netcdf
+from sojourn.core.files.integrity import NoSpace
+from sojourn.core.files.io import write_netcdf
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,9 @@
 item 3).
 
 Exact cases, each simulated the way the CLIs summarise it (every replication's own percentile from its
-histogram, interpolated within its bin by :func:`sojourn.core.stats.percentiles_per_replication`; the Student-t
-interval across the replications, :func:`sojourn.core.stats.mean_ci`):
+histogram, interpolated within its bin by :func:`sojourn.core.estimates.stats.percentiles_per_replication`; the
+Student-t
+interval across the replications, :func:`sojourn.core.estimates.stats.mean_ci`):
 
 * M/M/1-PS (``jsq_ps``, R = 1): the sojourn law of :mod:`sojourn.jsq_ps.solve.mm1ps`;
 * M/M/1 FCFS and Erlang C M/M/c (``split_merge`` with r = 1, and n = 10, r = 2, q = 1: c = 5 servers of
@@ -32,7 +33,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from sojourn.core.stats import cdf_from_histogram, mean_ci, percentiles_per_replication
+from sojourn.core.estimates.stats import cdf_from_histogram, mean_ci, percentiles_per_replication
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate as simulate_ps
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf

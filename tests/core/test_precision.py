@@ -1,4 +1,5 @@
-"""Precision-driven replications (issue 14 part 5, sojourn.core.precision): the stopping rule and the batch rule,
+"""Precision-driven replications (issue 14 part 5, sojourn.core.estimates.precision): the stopping rule and the batch
+rule,
 intervals over each cell's own replications, and — on real JSQ-PS simulations — cells of very different variance
 reaching the requested half-width, the cap with its status, bit-identity with the fixed-count run of the same
 count, and the cache supplying every replication a looser target already simulated (real Dask cluster)."""
@@ -14,9 +15,8 @@ from scipy import stats as st
 
 from sojourn import JSQPS
 from sojourn.cli import main
-from sojourn.core.cluster import dask_client
-from sojourn.core.io import read_netcdf
-from sojourn.core.precision import (
+from sojourn.core.cluster.cluster import dask_client
+from sojourn.core.estimates.precision import (
     MAX_REPLICATIONS,
     STOP_REASONS,
     TARGET_MET,
@@ -28,7 +28,8 @@ from sojourn.core.precision import (
     parse,
     run_replications,
 )
-from sojourn.core.stats import cdf_from_histogram, interval, mean_ci, percentiles_per_replication
+from sojourn.core.estimates.stats import cdf_from_histogram, interval, mean_ci, percentiles_per_replication
+from sojourn.core.files.io import read_netcdf
 from sojourn.jsq_ps.simulate import simulate, simulate_many
 
 RUN = dict(horizon=10_000.0, warmup=200.0, dt=0.1, t_max=600.0)
@@ -222,8 +223,8 @@ def test_undefined_statistic_stops_at_once():
 
 # -- the pipeline's cell job: padding, and the cache under a tighter target (real Dask) -----------
 def _block(client, tmp_path, rel, cache, name):
-    """The JSQ-PS simulation job as a rule runs it (sojourn.core.job.run: its log)."""
-    from sojourn.core.job import run
+    """The JSQ-PS simulation job as a rule runs it (sojourn.core.runs.job.run: its log)."""
+    from sojourn.core.runs.job import run
 
     sim = {"horizon": 5000, "warmup": 200, "cooldown": 200, "replications": 2, "seed": 0, "backend": "fast",
            "precision": {**MEAN, "relative_half_width": rel}}

@@ -1,6 +1,7 @@
-"""The core's study protocol and its driver (sojourn.core.protocol.run_step) on a toy study of a few lines: the
+"""The core's study protocol and its driver (sojourn.core.runs.protocol.run_step) on a toy study of a few lines: the
 cache per (cell, replication), the join of replications, the assembly over an incomplete two-dimensional grid with
-its gap values, the stored file, and the Python loop over replications (sojourn.core.replications.replicate)."""
+its gap values, the stored file, and the Python loop over replications
+(sojourn.core.estimates.replications.replicate)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.protocol import Layout, Step, missing, run_step
-from sojourn.core.replications import replicate
-from sojourn.core.runner import Cell, LocalExecutor, cell_key
+from sojourn.core.estimates.replications import replicate
+from sojourn.core.runs.protocol import Layout, Step, missing, run_step
+from sojourn.core.runs.runner import Cell, LocalExecutor, cell_key
 
 
 def toy_replication(level: float, k: int, *, seed: int) -> dict:
@@ -97,7 +98,7 @@ def test_the_driver_refuses_what_is_not_a_step():
 
 
 def test_replicate_is_the_same_loop_with_a_count_and_with_a_target():
-    from sojourn.core.precision import parse
+    from sojourn.core.estimates.precision import parse
 
     run = lambda requests: [10 * i + k for i, k in requests]
     raws, decisions = replicate(run, [1, 2], replications=3, offset=4)

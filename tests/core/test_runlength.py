@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from sojourn.cli import main
-from sojourn.core import runlength as RL
-from sojourn.core.io import read_netcdf
+from sojourn.core.estimates import runlength as RL
+from sojourn.core.files.io import read_netcdf
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import run_model as jsq_model
 from sojourn.jsq_ps.simulate import simulate as jsq_simulate
@@ -106,7 +106,7 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
 
 # -- ordinary runs are not flagged ----------------------------------------------------------------------------------
 def test_default_split_merge_and_restart_runs_are_not_flagged():
-    from sojourn.core.replications import check_window
+    from sojourn.core.estimates.replications import check_window
     from sojourn.restart.config import restart_rates
     from sojourn.restart.files import load_model
     from sojourn.restart.simulate import run_model as restart_model

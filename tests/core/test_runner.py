@@ -1,4 +1,4 @@
-"""sojourn.core.runner on a local executor: a cell's replications are the same whether computed now, taken from the
+"""sojourn.core.runs.runner on a local executor: a cell's replications are the same whether computed now, taken from the
 cache or run in another order; only the missing (cell, replication) pairs are computed; deterministic cells run once;
 the stored result is one file under two sealed names."""
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from sojourn.core import integrity
-from sojourn.core.precision import Precision
-from sojourn.core.runner import Cell, LocalExecutor, lookup, run_cells, store
+from sojourn.core.estimates.precision import Precision
+from sojourn.core.files import integrity
+from sojourn.core.runs.runner import Cell, LocalExecutor, lookup, run_cells, store
 
 CALLS: list = []
 

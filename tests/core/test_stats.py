@@ -1,11 +1,11 @@
-"""sojourn.core.stats: histogram CDF conventions, the interpolated percentile, t-intervals, eq. (27)."""
+"""sojourn.core.estimates.stats: histogram CDF conventions, the interpolated percentile, t-intervals, eq. (27)."""
 import math
 
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from sojourn.core.stats import (
+from sojourn.core.estimates.stats import (
     cdf_at_left_edges,
     cdf_from_histogram,
     histogram_quantile,

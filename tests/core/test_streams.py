@@ -1,5 +1,5 @@
-"""The inline SFC64 stream (sojourn.core.sfc64) is NumPy's, and the alias-table phase-type walk
-(sojourn.core.ph_walk) draws the law it is given: exact words and uniforms, exponentials to round-off with the
+"""The inline SFC64 stream (sojourn.core.laws.sfc64) is NumPy's, and the alias-table phase-type walk
+(sojourn.core.laws.ph_walk) draws the law it is given: exact words and uniforms, exponentials to round-off with the
 same number of words consumed, moments and reward integrals within 99 % CIs, Kolmogorov-Smirnov against the
 exact CDF with a power control that must be rejected."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from numba import njit
 from scipy import linalg, stats
 
-from sojourn.core import ph_walk, sfc64
-from sojourn.core import phase_type as ph
-from sojourn.core.seeds import replication_rng
+from sojourn.core.laws import ph_walk, sfc64
+from sojourn.core.laws import phase_type as ph
+from sojourn.core.laws.seeds import replication_rng
 from sojourn.split_merge.model import SplitMerge
 
 PH3 = (np.array([0.5, 0.3, 0.2]), np.array([[-2.0, 1.0, 0.5], [0.3, -1.5, 0.2], [0.0, 0.4, -3.0]]))

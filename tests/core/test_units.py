@@ -1,11 +1,11 @@
-"""sojourn.core.units: times and rates as people write them, and back."""
+"""sojourn.core.checks.units: times and rates as people write them, and back."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from sojourn.core.units import format_time, in_unit, parse_rate, parse_time, readable_unit, time_unit
+from sojourn.core.checks.units import format_time, in_unit, parse_rate, parse_time, readable_unit, time_unit
 
 
 @pytest.mark.parametrize("text, seconds, unit", [

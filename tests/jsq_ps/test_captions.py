@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sojourn.core.claims import read_claims, verify
-from sojourn.core.io import read_netcdf, write_netcdf
+from sojourn.core.files.io import read_netcdf, write_netcdf
+from sojourn.core.present.claims import read_claims, verify
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import against_reference, compare
 from support.synthetic import jsq_run

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from sojourn.cli import main
-from sojourn.core.io import read_netcdf
-from sojourn.core.replications import WARMUP_FRACTION
-from sojourn.core.stats import TAIL_MIN, format_with_ci, percentiles_per_replication
+from sojourn.core.estimates.replications import WARMUP_FRACTION
+from sojourn.core.estimates.stats import TAIL_MIN, format_with_ci, percentiles_per_replication
+from sojourn.core.files.io import read_netcdf
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate, summary
 from sojourn.jsq_ps.solve.api import approximate

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
 from sojourn.jsq_ps.compare import compare, compare_files, interval
 from sojourn.jsq_ps.storage import read_approximation
 
@@ -121,7 +121,7 @@ def test_auto_bootstraps_only_from_enough_replications():
     """'auto' gives Student t below ``bootstrap_from`` replications (the bootstrap's intervals are too narrow there:
     benchmarks/ci_coverage.py), and BCa for a skewed sample from that many on; Student t's interval at five
     replications is the wider one."""
-    from sojourn.core.stats import BOOTSTRAP_FROM, CI_BOOTSTRAP, CI_T
+    from sojourn.core.estimates.stats import BOOTSTRAP_FROM, CI_BOOTSTRAP, CI_T
 
     rng = np.random.default_rng(5)
     cfg = {"confidence": 0.95, "ci": "auto", "skew_threshold": 1.0, "n_resamples": 300}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.claims import verify
+from sojourn.core.present.claims import verify
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare, w_against_reference
 from support.synthetic import jsq_run

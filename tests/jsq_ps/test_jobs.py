@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.cell import SHARED_CORRECTED
 from sojourn.jsq_ps.solve.cell import approximate_cell as _approximate_task
 
@@ -52,7 +52,7 @@ def _environ(name):
 def test_local_workers_keep_glibcs_adaptive_malloc():
     """LocalCluster workers do not get Dask's MALLOC_TRIM_THRESHOLD_=65536 (it made large temporary
     arrays page-fault on every allocation); the other pre-spawn settings (single-threaded BLAS) stay."""
-    from sojourn.core.cluster import dask_client
+    from sojourn.core.cluster.cluster import dask_client
 
     with dask_client({"kind": "local"}, 1) as client:
         assert client.submit(_environ, "MALLOC_TRIM_THRESHOLD_", pure=False).result() is None
@@ -60,7 +60,7 @@ def test_local_workers_keep_glibcs_adaptive_malloc():
 
 
 def test_slurm_scheduler_listens_where_the_workers_can_reach_it():
-    from sojourn.core.cluster import scheduler_host
+    from sojourn.core.cluster.cluster import scheduler_host
 
     assert scheduler_host("10.1.2.3", ["n1", "n2"], {"login"}) == "10.1.2.3"  # routable: as the name resolves
     assert scheduler_host("127.0.1.1", ["vm"], {"vm", "localhost"}) == "127.0.0.1"  # single-node cluster

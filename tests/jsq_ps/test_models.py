@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sojourn import JSQPS, parse_law
-from sojourn.core.distributions import (
+from sojourn.core.laws.distributions import (
     Deterministic,
     Erlang,
     Exponential,

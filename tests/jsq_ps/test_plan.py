@@ -29,7 +29,7 @@ import xarray as xr
 
 import sojourn
 from sojourn.cli import main
-from sojourn.core.stats import mean_ci
+from sojourn.core.estimates.stats import mean_ci
 from sojourn.jsq_ps import plan as P
 from sojourn.jsq_ps.accuracy import (
     COLUMNS,
@@ -369,7 +369,7 @@ def test_table_output(capsys):
     assert out.startswith("R = 3 servers: the least number with P(T ≤ 10 ms) ≥ 0.99 (by exact)")
     assert "99th pct" in out and "unstable" in out and "exact" in out
     # exact is the reference: its error is its certified truncation bound, never its distance to a simulation (the
-    # accuracy table's noise; sojourn.core.reference)
+    # accuracy table's noise; sojourn.core.estimates.reference)
     rows = [line for line in out.splitlines() if " exact " in line and "yes" in line]
     assert rows and all("none: the exact chain" in line and "%" not in line for line in rows)
 
@@ -502,7 +502,7 @@ def test_build_accuracy_rows_and_flags(tmp_path):
     # customers beyond the 99.9th per replication: rho R 1e5 * 1e-3 >= 100 everywhere here
     assert all(r["usable"] for k, r in by.items() if k[3] != "A" or k[:2] != (4, 0.5))
     # too short a window: 4 * 0.8 * 5e3 * 1e-3 = 16 < 100 customers per replication beyond the 99.9th at R = 4,
-    # rho = 0.8, and 160 beyond the 99th (the rule is per replication: sojourn.core.reference)
+    # rho = 0.8, and 160 beyond the 99th (the rule is per replication: sojourn.core.estimates.reference)
     short = {(r["R"], r["rho"], r["percentile"], r["approximation"]): r
              for r in build_accuracy(_comparison(rel, err_hi, fit), window=5e3)}
     assert short[(4, 0.8, 99.9, "C*")]["usable"] == 0 and short[(4, 0.8, 99.0, "C*")]["usable"] == 1

@@ -156,7 +156,7 @@ def test_key_results_tables(data, tmp_path):
 def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
     """With the run-length guard's verdict in the comparison (sim_run_valid = 0 at the second load, where exact did
     not run), the Wasserstein figure and the best-method map mark that load as "reference too short", one mark and
-    one legend entry (sojourn.core.figures.REFERENCE_TOO_SHORT); without the verdict, nothing."""
+    one legend entry (sojourn.core.present.figures.REFERENCE_TOO_SHORT); without the verdict, nothing."""
     cmp = data[2].copy()
     cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
                                         coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from sojourn.core.io import read_netcdf
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
+from sojourn.core.files.io import read_netcdf
 from sojourn.jsq_ps.compare import compare
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.plots import FIGURES

@@ -10,10 +10,10 @@ from scipy import stats as st
 
 from sojourn import JSQPS, Exponential, Lognormal
 from sojourn.cli import main
-from sojourn.core.io import read_netcdf, write_netcdf
-from sojourn.core.seeds import replication_seed_sequence, spec_hash
-from sojourn.core.stats import cdf_from_histogram, quantile
-from sojourn.core.timegrid import grid_size as n_bins
+from sojourn.core.checks.timegrid import grid_size as n_bins
+from sojourn.core.estimates.stats import cdf_from_histogram, quantile
+from sojourn.core.files.io import read_netcdf, write_netcdf
+from sojourn.core.laws.seeds import replication_seed_sequence, spec_hash
 from sojourn.jsq_ps.simulate import concat_replications, simulate, simulate_many, simulate_replication
 
 SMALL = dict(horizon=4_000.0, warmup=200.0, dt=0.125, t_max=40.0, occupancy_max=20)
@@ -23,7 +23,7 @@ def _strip(ds, guard=False):
     """Drop what legitimately differs between two identical runs: wall time, and the git commit (other
     engineers commit while the suite runs); with ``guard``, the run-length verdict too (it judges the run's
     replication count, which differs between a replication alone and the batch it belongs to)."""
-    from sojourn.core.runlength import VARIABLES
+    from sojourn.core.estimates.runlength import VARIABLES
 
     out = ds.drop_vars(["wall_time", *(VARIABLES if guard else ())])
     out.attrs = {k: v for k, v in out.attrs.items() if k != "git_commit"}

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as st
 
 from sojourn import JSQPS
-from sojourn.core.stats import cdf_from_histogram, quantile
+from sojourn.core.estimates.stats import cdf_from_histogram, quantile
 from sojourn.jsq_ps.simulate import simulate, simulate_many
 
 WINDOW = dict(horizon=900.0, warmup=100.0, dt=0.125, t_max=100.0, occupancy_max=40)

@@ -12,7 +12,7 @@ from scipy import stats as st
 from scipy.linalg import expm
 
 from sojourn import JSQPS
-from sojourn.core.stats import cdf_from_histogram
+from sojourn.core.estimates.stats import cdf_from_histogram
 from sojourn.jsq_ps.simulate import simulate
 
 DT = 0.125

@@ -6,7 +6,7 @@ import xarray as xr
 import sojourn
 from sojourn import JSQPS
 from sojourn.cli import main
-from sojourn.core.distributions import Exponential
+from sojourn.core.laws.distributions import Exponential
 from sojourn.jsq_ps.solve import time_grid
 from sojourn.jsq_ps.solve.api import approximate, approximate_all, summary
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import extend_lambdas, solve_chain
 from sojourn.jsq_ps.solve.conditional_survival import expm_tails, recurrence_survival_faithful
 from sojourn.jsq_ps.solve.methods import method_cdf

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import solve_chain, stationary
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf, system_chain
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf

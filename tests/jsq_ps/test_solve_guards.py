@@ -9,7 +9,7 @@ import pytest
 
 import sojourn
 from sojourn.cli import main
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.naming import ALL_METHODS, CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.solve import approximate_all

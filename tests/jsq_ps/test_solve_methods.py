@@ -3,7 +3,7 @@ special cases (R=1) and structural facts. References: jsq_ps_methods.md §3, §8
 import numpy as np
 import pytest
 
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.naming import CORRECTED_METHODS, FAITHFUL_METHODS
 from sojourn.jsq_ps.solve.chain import n_sorted_states, solve_chain
 from sojourn.jsq_ps.solve.gupta import gupta_lambdas

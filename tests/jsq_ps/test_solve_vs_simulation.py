@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import sojourn
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.simulate import simulate
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 

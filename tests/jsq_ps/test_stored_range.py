@@ -13,8 +13,8 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from sojourn.core.io import write_netcdf
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
+from sojourn.core.files.io import write_netcdf
 from sojourn.jsq_ps.solve.cell import approximate_cell
 from sojourn.jsq_ps.solve.guards import describe
 from sojourn.jsq_ps.storage import approximation_encoding, fixed_n, to_storage

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sojourn.core.stats import quantile
-from sojourn.core.timegrid import time_grid
+from sojourn.core.checks.timegrid import time_grid
+from sojourn.core.estimates.stats import quantile
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import approximate, approximate_all
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf

@@ -1,5 +1,5 @@
 """Method T with a general service law (sojourn.jsq_ps.solve.tail_ph) and the phase-type representations it uses
-(sojourn.core.phase_fit): exact checks (exponential service is T; M/PH/1-PS exact; the M/G/1-PS mean insensitive;
+(sojourn.core.laws.phase_fit): exact checks (exponential service is T; M/PH/1-PS exact; the M/G/1-PS mean insensitive;
 Erlang-2 at R = 2 against the full chain with every customer's phase), simulation checks where the method's
 parts matter (a bounded law at low load, a law more variable than the exponential), the API, the CLI and the
 measured model error stated by the planner. CI-sized: each test a few seconds."""
@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from sojourn.core import phase_fit
-from sojourn.core import phase_type as PH
-from sojourn.core.distributions import parse_law
-from sojourn.core.stats import mean_ci, quantile
+from sojourn.core.estimates.stats import mean_ci, quantile
+from sojourn.core.laws import phase_fit
+from sojourn.core.laws import phase_type as PH
+from sojourn.core.laws.distributions import parse_law
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.solve import tail_ph as TP
 from sojourn.jsq_ps.solve.tail import tail_sojourn
@@ -317,8 +317,8 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     it), the figure's error row draws it, and every claim its caption writes is re-derived from the file."""
     import xarray as xr
 
-    from sojourn.core.claims import read_claims, verify
-    from sojourn.core.io import read_netcdf, write_netcdf
+    from sojourn.core.files.io import read_netcdf, write_netcdf
+    from sojourn.core.present.claims import read_claims, verify
     from sojourn.jsq_ps import plots
     from sojourn.jsq_ps.compare import compare, law_comparison
     from support.synthetic import jsq_run

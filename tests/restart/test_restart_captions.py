@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from sojourn.core.claims import verify
+from sojourn.core.present.claims import verify
 from sojourn.restart import plots
 
 SEMS = ["signal", "timeout_exponential", "timeout_deterministic"]
@@ -68,7 +68,7 @@ def test_best_rates_sit_in_the_strip_not_in_the_data_area():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sojourn.core.figures import status_strip
+    from sojourn.core.present.figures import status_strip
 
     fig, ax = plt.subplots()
     ax.plot(RATES, [1.0, 2.0, 3.0])

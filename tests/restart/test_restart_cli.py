@@ -5,7 +5,7 @@ import numpy as np
 import yaml
 
 from sojourn.cli import main
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
 
 
 def test_solve_writes_product_form(tmp_path, capsys):

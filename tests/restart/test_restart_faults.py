@@ -1,14 +1,14 @@
 """A worker killed during a restart sweep job is retried as in every study (the cell runner's retries,
-sojourn.core.runner.DaskExecutor): the job completes and its data equal an undisturbed run's. Real LocalCluster,
+sojourn.core.runs.runner.DaskExecutor): the job completes and its data equal an undisturbed run's. Real LocalCluster,
 real SIGKILL."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sojourn.core.cluster import dask_client
-from sojourn.core.io import read_netcdf
-from sojourn.core.job import run
+from sojourn.core.cluster.cluster import dask_client
+from sojourn.core.files.io import read_netcdf
+from sojourn.core.runs.job import run
 from support.faults import kill_a_worker_while
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sojourn.cli import main
-from sojourn.core.io import read_netcdf
-from sojourn.core.stats import TAIL_MIN
+from sojourn.core.estimates.stats import TAIL_MIN
+from sojourn.core.files.io import read_netcdf
 from sojourn.restart.files import load_model
 from sojourn.restart.optimise import default_max_jobs, optimise
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
 from support.captions import check_captions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def _product_form_counts(log: str) -> tuple[int, int, int]:
 
 
 def test_each_step_recomputes_only_what_its_keys_change(run):
-    """Every step is cached through its content keys (sojourn.core.protocol.run_step): after the run above nothing
+    """Every step is cached through its content keys (sojourn.core.runs.protocol.run_step): after the run above nothing
     is to be done; more replications rerun the sweeps only; a finer product-form grid reruns the product form only,
     which computes only the rates it did not hold (each rate a cell) and takes g* from its cache, the values at
     the rates both grids share bit-identical."""

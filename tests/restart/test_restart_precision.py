@@ -1,4 +1,5 @@
-"""Precision-driven replications in the restart study (sojourn.core.precision on the response time): the simulate
+"""Precision-driven replications in the restart study (sojourn.core.estimates.precision on the response time): the
+simulate
 API stops at the requested half-width and equals the fixed-count run of the same count; the sweep job (real Dask)
 pads points that stop at different counts, the comparison counts each point's own replications, and a tighter
 target simulates only the replications the cache does not hold."""
@@ -10,11 +11,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sojourn.core.cluster import dask_client
-from sojourn.core.io import read_netcdf
-from sojourn.core.job import run
-from sojourn.core.precision import TARGET_MET
-from sojourn.core.stats import mean_ci
+from sojourn.core.cluster.cluster import dask_client
+from sojourn.core.estimates.precision import TARGET_MET
+from sojourn.core.estimates.stats import mean_ci
+from sojourn.core.files.io import read_netcdf
+from sojourn.core.runs.job import run
 from sojourn.restart.compare import comparison
 from sojourn.restart.files import load_model
 from sojourn.restart.simulate import simulate, spec_for

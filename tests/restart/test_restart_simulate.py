@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sojourn.core.distributions import Exponential
+from sojourn.core.laws.distributions import Exponential
 from sojourn.restart.files import load_model
 from sojourn.restart.model import Network
 from sojourn.restart.simulate import (

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sojourn.cli import main
-from sojourn.core.stats import mean_ci
+from sojourn.core.estimates.stats import mean_ci
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 from sojourn.split_merge.solve import REDUCTION, exact_results, fork_join_is_split_merge

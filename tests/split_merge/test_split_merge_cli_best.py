@@ -4,7 +4,7 @@ import argparse
 import numpy as np
 import pytest
 
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
 from sojourn.split_merge import cli
 from sojourn.split_merge.best import best, candidates, parse_criterion
 from sojourn.split_merge.model import SplitMerge
@@ -61,7 +61,7 @@ def test_simulate_command(tmp_path, capsys):
      r"^--replica-law: phasetype\.T must have negative diagonal"),
 ])
 def test_bad_inputs_are_rejected_before_compute(tmp_path, argv, match, capsys):
-    """Through the command line (a flag's kind refuses -q 0 as argparse parses it, sojourn.core.guard)."""
+    """Through the command line (a flag's kind refuses -q 0 as argparse parses it, sojourn.core.checks.guard)."""
     from sojourn.cli import main
 
     out = tmp_path / "never.nc"
@@ -122,7 +122,8 @@ def test_output_folder_is_checked_before_compute(tmp_path):
 
 
 def test_half_width_column_never_claims_more_than_the_histogram_bin():
-    """A simulated percentile's interval narrower than its histogram's bin prints as the bin (core.stats rule);
+    """A simulated percentile's interval narrower than its histogram's bin prints as the bin (core.estimates.stats
+    rule);
     exact values and means print as before."""
     from sojourn.split_merge.best import half_width_text
 

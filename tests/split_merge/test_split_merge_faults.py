@@ -1,5 +1,5 @@
 """A worker killed during a split-merge experiment job is retried as in every study (the cell runner's retries,
-sojourn.core.runner.DaskExecutor): the job completes and its data equal an undisturbed run's. Real LocalCluster,
+sojourn.core.runs.runner.DaskExecutor): the job completes and its data equal an undisturbed run's. Real LocalCluster,
 real SIGKILL."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import yaml
 
-from sojourn.core.cluster import dask_client
-from sojourn.core.config import validate_config
-from sojourn.core.io import read_netcdf
-from sojourn.core.job import run
+from sojourn.core.checks.config import validate_config
+from sojourn.core.cluster.cluster import dask_client
+from sojourn.core.files.io import read_netcdf
+from sojourn.core.runs.job import run
 from support.faults import kill_a_worker_while
 
 pytestmark = pytest.mark.slow

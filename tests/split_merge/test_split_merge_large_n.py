@@ -8,7 +8,7 @@ import pytest
 
 import sojourn.split_merge.solve as S
 from sojourn.cli import main
-from sojourn.core import phase_type as ph
+from sojourn.core.laws import phase_type as ph
 from sojourn.split_merge.model import SplitMerge
 
 

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from sojourn.core import phase_type as ph
+from sojourn.core.laws import phase_type as ph
 
 # the arbitrary 3-phase test law of split_merge.md §4 (not the paper's, which is missing)
 BETA = np.array([0.5, 0.3, 0.2])

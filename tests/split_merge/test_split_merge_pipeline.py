@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from sojourn.core.config import ConfigError, validate_config
-from sojourn.core.io import read_netcdf
+from sojourn.core.checks.config import ConfigError, validate_config
+from sojourn.core.files.io import read_netcdf
 from sojourn.split_merge.config import cells, check_config
 from sojourn.split_merge.plots import figures
 from support.captions import check_captions

@@ -1,4 +1,5 @@
-"""Precision-driven replications in the split-merge study (sojourn.core.precision on the latency): the simulate
+"""Precision-driven replications in the split-merge study (sojourn.core.estimates.precision on the latency): the
+simulate
 API stops at the requested half-width and equals the fixed-count run of the same count; the experiment job
 (real Dask) pads cells that stop at different counts, summarises each over its own replications, and under a
 tighter target simulates only the replications its cache does not hold."""
@@ -13,12 +14,12 @@ import pytest
 import xarray as xr
 import yaml
 
-from sojourn.core.cluster import dask_client
-from sojourn.core.config import validate_config
-from sojourn.core.io import read_netcdf
-from sojourn.core.job import run
-from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
-from sojourn.core.stats import mean_ci
+from sojourn.core.checks.config import validate_config
+from sojourn.core.cluster.cluster import dask_client
+from sojourn.core.estimates.precision import MAX_REPLICATIONS, TARGET_MET
+from sojourn.core.estimates.stats import mean_ci
+from sojourn.core.files.io import read_netcdf
+from sojourn.core.runs.job import run
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate
 

@@ -3,7 +3,7 @@ must be rejected by the same test), the n-host = ⌊n/r⌋-server equivalence on
 import numpy as np
 import pytest
 
-from sojourn.core.stats import mean_ci
+from sojourn.core.estimates.stats import mean_ci
 from sojourn.split_merge import kernel as K
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments
@@ -158,8 +158,8 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
     Generator (lognormal)."""
     from numba import njit
 
-    from sojourn.core import ph_walk, sfc64
-    from sojourn.core.sampling import sample_law
+    from sojourn.core.laws import ph_walk, sfc64
+    from sojourn.core.laws.sampling import sample_law
     from sojourn.split_merge.simulate import _replica_walk
 
     @njit
@@ -217,7 +217,7 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
 def _kernel_draws(law, n, r, q, lam, seed, N):
     """Reproduce the streaming kernel's draws: per chunk, CHUNK inter-arrival times, then CHUNK workunits'
     (S_{q:r}, computing time) — from the inline SFC64 stream (phase-type laws) or the Generator (others)."""
-    from sojourn.core import ph_walk, sfc64
+    from sojourn.core.laws import ph_walk, sfc64
     from sojourn.split_merge.simulate import _walk
 
     code, p = law.kernel_spec()
@@ -263,7 +263,7 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
     if walk is None:
         acc = K.run_split_merge(*args)
     else:
-        from sojourn.core import sfc64
+        from sojourn.core.laws import sfc64
 
         acc = K.run_split_merge(*args, sfc64.state_of(rng.bit_generator), walk)
     ref = REF.mgc_delays(inter, svc, n // r)

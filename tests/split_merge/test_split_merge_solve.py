@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from sojourn.core import phase_type as ph
+from sojourn.core.laws import phase_type as ph
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.order_stats import order_statistic_moments, order_statistic_ph
 from sojourn.split_merge.solve import erlang_c, exact_results, mph1_delay_ph, mphc_qbd, pollaczek_khinchine

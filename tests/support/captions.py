@@ -1,12 +1,13 @@
-"""Checks of a run's generated captions (sojourn.core.claims): every figure has one, every claim in it is re-derived
+"""Checks of a run's generated captions (sojourn.core.present.claims): every figure has one, every claim in it is
+re-derived
 from the file it names, and every figure fits the report page."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from sojourn.core.claims import caption_sentences, read_claims, verify
-from sojourn.core.figures import MAX_WIDTH_PX
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
+from sojourn.core.present.claims import caption_sentences, read_claims, verify
+from sojourn.core.present.figures import MAX_WIDTH_PX
 
 
 def check_captions(study_dir) -> int:

@@ -2,7 +2,7 @@
 and every key of every config section, derived from the argparse parsers and the JSON schemas themselves, and how one
 drawn input is run and judged.
 
-Flags: each flag's kind (:class:`sojourn.core.guard.Kind`, its ``family``) says what it takes; :data:`FAMILIES`
+Flags: each flag's kind (:class:`sojourn.core.checks.guard.Kind`, its ``family``) says what it takes; :data:`FAMILIES`
 gives each family its valid values, and every flag also draws the hostile values of :data:`HOSTILE`. A flag whose
 family has no strategy fails :func:`flag_strategy` (a new flag kind needs one here). Keys: each leaf of the
 schemas (its type, enum, bounds) gets a strategy by :func:`key_strategy`; an unknown form fails it.
@@ -43,10 +43,10 @@ NUMBERS = ["0", "-1", "1e300", "-1e300", "1e-300", "inf", "nan", "1e9", "1e-9", 
 
 @st.composite
 def hostile_laws(draw):
-    """A law of the registry (sojourn.core.distributions.LAWS: new laws are drawn too) with hostile parameters."""
+    """A law of the registry (sojourn.core.laws.distributions.LAWS: new laws are drawn too) with hostile parameters."""
     from dataclasses import fields
 
-    from sojourn.core.distributions import LAWS
+    from sojourn.core.laws.distributions import LAWS
 
     name = draw(st.sampled_from(sorted(LAWS)))
     params = [f.name for f in fields(LAWS[name])] + ["mean"]
@@ -161,13 +161,13 @@ def flags_of(parser) -> list:
 
 def flag_strategy(action):
     """The texts drawn for one flag: its family's valid values and the hostile ones (a list for nargs)."""
-    from sojourn.core.guard import Choice, kind_of
+    from sojourn.core.checks.guard import Choice, kind_of
 
     if action.nargs == 0:
         return st.just(None)  # a switch: given or not
     kind = kind_of(action)
     if kind is None:
-        raise AssertionError(f"{'/'.join(action.option_strings)} has no kind (sojourn.core.guard): give it one")
+        raise AssertionError(f"{'/'.join(action.option_strings)} has no kind (sojourn.core.checks.guard): give it one")
     if isinstance(kind, Choice):
         valid = st.sampled_from(list(kind.choices))
     else:

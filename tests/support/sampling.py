@@ -1,11 +1,11 @@
-"""Many draws from one law through the kernels' own sampler (:func:`sojourn.core.sampling.sample_law`), for testing
+"""Many draws from one law through the kernels' own sampler (:func:`sojourn.core.laws.sampling.sample_law`), for testing
 it against the law's CDF."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from sojourn.core.sampling import sample_law
+from sojourn.core.laws.sampling import sample_law
 
 
 @njit(cache=True)

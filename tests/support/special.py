@@ -8,7 +8,7 @@ import socket
 import stat
 from pathlib import Path
 
-#: the kinds :func:`make` knows, in the words of sojourn.core.integrity.not_regular
+#: the kinds :func:`make` knows, in the words of sojourn.core.files.integrity.not_regular
 KINDS = {
     "device": "a character device",
     "fifo": "a FIFO (named pipe)",

@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-import sojourn.core.io as core_io
+import sojourn.core.files.io as core_io
 import sojourn.jsq_ps.config as G
 import sojourn.jsq_ps.simulate as simulate_module
 import sojourn.jsq_ps.solve.api as analytic_api
 from sojourn.cli import main
-from sojourn.core.config import ConfigError, load_schema, validate_config
-from sojourn.core.distributions import parse_law
+from sojourn.core.checks.config import ConfigError, load_schema, validate_config
+from sojourn.core.laws.distributions import parse_law
 from sojourn.jsq_ps.model import JSQPS
 from sojourn.jsq_ps.simulate import simulate
 from sojourn.jsq_ps.solve.api import approximate
@@ -403,7 +403,7 @@ def test_api_rejects(case):
 # -- config --------------------------------------------------------------------------------------
 def checked(cfg):
     """What the Snakefile and the study's rule file do, in order."""
-    from sojourn.core.cluster import check_cluster
+    from sojourn.core.cluster.cluster import check_cluster
 
     validate_config(cfg, SCHEMAS / "config.schema.yaml")
     check_cluster(cfg["cluster"])
@@ -632,7 +632,7 @@ def test_validate_config_fills_defaults_like_snakemake(tmp_path):
         validate_config(ours, SCHEMAS / "config.schema.yaml")
         validate_config(ours["jsq_ps"], SCHEMAS / "jsq_ps.schema.yaml", "jsq_ps")
         # the study schemas take the shared blocks of common.schema.yaml by $ref with keys beside it, which our
-        # loader inlines (sojourn.core.config.load_schema): Snakemake's validator is given the inlined schema
+        # loader inlines (sojourn.core.checks.config.load_schema): Snakemake's validator is given the inlined schema
         validate(theirs, str(inlined["config"]))
         validate(theirs["jsq_ps"], str(inlined["jsq_ps"]))
         assert repr(ours) == repr(theirs)  # same values, same key order: no rerun from the switch

@@ -1,7 +1,7 @@
 """One confidence level across the commands, printed with every interval (issue 25 item 4: `split-merge best`
 printed ± at 99 % while `simulate` printed 95 %). Every command that prints a ± interval is run small, the way a
 user runs it; each line with an interval must state the level (the project's one default,
-sojourn.core.config.DEFAULT_CONFIDENCE) on the line itself or in the header of its block, and no other level may
+sojourn.core.checks.config.DEFAULT_CONFIDENCE) on the line itself or in the header of its block, and no other level may
 appear."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from sojourn.cli import main
-from sojourn.core.config import DEFAULT_CONFIDENCE
+from sojourn.core.checks.config import DEFAULT_CONFIDENCE
 
 LEVEL = f"{100 * DEFAULT_CONFIDENCE:g}%"
 

@@ -2,7 +2,7 @@
 dask or any other heavy library (issue 25: each answers in well under 0.5 s; the time is measured in
 benchmarks/cli_help.py, never here). Structural: each help runs in a fresh interpreter, which then lists what it
 imported. Also: no rendered help shows a literal '%%', and every level a help states is the project's one default
-(sojourn.core.config.DEFAULT_CONFIDENCE)."""
+(sojourn.core.checks.config.DEFAULT_CONFIDENCE)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import pytest
 
 #: what parsing arguments must not import (each costs 0.1–1 s at start-up)
 HEAVY = ("numpy", "scipy", "xarray", "dask", "distributed", "pandas", "numba", "matplotlib", "netCDF4", "ciw",
-         "snakemake", "jsonschema", "yaml", "tqdm", "sojourn.core.precision", "sojourn.core.stats")
+         "snakemake", "jsonschema", "yaml", "tqdm", "sojourn.core.estimates.precision", "sojourn.core.estimates.stats")
 
 #: a fresh interpreter: the command paths of the full parser, and what building it imported
 WALK = textwrap.dedent("""
@@ -76,7 +76,7 @@ def test_every_help_renders_and_shows_no_literal_percent_escape(helps):
 
 
 def test_every_confidence_level_in_the_help_is_the_one_default(helps):
-    from sojourn.core.config import DEFAULT_CONFIDENCE
+    from sojourn.core.checks.config import DEFAULT_CONFIDENCE
 
     level = f"{100 * DEFAULT_CONFIDENCE:g}"
     said = {}

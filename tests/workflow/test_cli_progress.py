@@ -1,4 +1,4 @@
-"""Long command-line runs show progress on stderr through one mechanism (sojourn.core.progress: tqdm bars on a
+"""Long command-line runs show progress on stderr through one mechanism (sojourn.core.runs.progress: tqdm bars on a
 terminal, one line per step elsewhere; issue 25 item 4, issue 31 item 5). SOJOURN_PROGRESS=always shows it at once
 whatever stderr is, so a short run shows it here; by default off a terminal (as here) a run says its progress in
 lines once it has lasted two seconds; in the Python API nothing is shown, and stdout never holds progress."""

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import sojourn.jsq_ps.config as G
-from sojourn.core.config import ConfigError, validate_config
+from sojourn.core.checks.config import ConfigError, validate_config
 from support.configs import deep_update
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_defaults_come_from_the_schema():
     assert cfg["approximation"]["L2"] == 130
     assert cfg["time_grid"] == {"dt": 0.01, "t_max": 182.32}
     assert top["cluster"]["kind"] == "local" and top["cluster"]["slurm"]["jobs"] is None
-    from sojourn.core.cluster import slurm_jobs
+    from sojourn.core.cluster.cluster import slurm_jobs
 
     assert slurm_jobs(top["cluster"]["slurm"]) == (1, 2)  # adaptive between 1 and 2 worker jobs by default
     assert cfg["comparison"]["percentiles"] == [99, 99.9, 99.99, 99.999]
@@ -120,7 +120,7 @@ def test_exact_at_every_R_within_its_budget():
     ],
 )
 def test_schema_rejects_and_names_the_key(change, key):
-    """The message starts with the full key path (sojourn.core.config.validate_config, which the Snakefile
+    """The message starts with the full key path (sojourn.core.checks.config.validate_config, which the Snakefile
     calls; snakemake.utils.validate named only the last key, after the schema dump)."""
     cfg = merged("config.yaml")
     deep_update(cfg, change)

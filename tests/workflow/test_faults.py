@@ -25,8 +25,8 @@ import pytest
 import xarray as xr
 import yaml
 
-from sojourn.core import integrity
-from sojourn.core.io import read_netcdf
+from sojourn.core.files import integrity
+from sojourn.core.files.io import read_netcdf
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "results/jsq_ps/comparison.nc"

@@ -77,7 +77,7 @@ def test_every_command_keeps_the_property_under_hostile_flags(drawn, folder):
 
 # -- config keys ---------------------------------------------------------------------------------------------------
 def _leaves():
-    from sojourn.core.config import load_schema
+    from sojourn.core.checks.config import load_schema
 
     top = load_schema(SCHEMAS / "config.schema.yaml")
     out = [(p, s) for p, s in fuzz.schema_leaves(top) if p.split(".")[0] not in ("jsq_ps", "split_merge", "restart")]
@@ -100,8 +100,8 @@ def test_every_config_key_has_a_strategy():
 def parse_like_the_snakefile(cfg: dict) -> None:
     """What the Snakefile and its rule files compute from a config before any job: the checks, then each enabled
     study's cells, blocks and targets (a dry run's work)."""
-    from sojourn.core.cluster import check_cluster
-    from sojourn.core.config import validate_config
+    from sojourn.core.checks.config import validate_config
+    from sojourn.core.cluster.cluster import check_cluster
 
     validate_config(cfg, SCHEMAS / "config.schema.yaml")
     check_cluster(cfg["cluster"])
@@ -135,7 +135,7 @@ def test_every_config_key_keeps_the_property_under_hostile_values(drawn, base):
     """A config with one key set to a drawn value is either accepted by every check the Snakefile runs (and its
     cells and blocks computed), or refused by a ConfigError whose first line starts with a key path; nothing else,
     within the bounds."""
-    from sojourn.core.config import ConfigError
+    from sojourn.core.checks.config import ConfigError
 
     key, value = drawn
     cfg = copy.deepcopy(DEFAULT)

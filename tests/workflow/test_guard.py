@@ -1,4 +1,5 @@
-"""One guard for every entry point (issue 32, sojourn.core.guard): the cases the issue lists, the defects the fuzzer
+"""One guard for every entry point (issue 32, sojourn.core.checks.guard): the cases the issue lists, the defects the
+fuzzer
 found (tests/workflow/test_fuzz.py), each kept as an explicit case, and the guard's parts — kinds, relations, cost
 admission, strict YAML, derived quantities, the watchdog, progress with the time left.
 
@@ -17,8 +18,8 @@ import pytest
 import yaml
 
 from sojourn.cli import main
-from sojourn.core import guard
-from sojourn.core.config import ConfigError
+from sojourn.core.checks import guard
+from sojourn.core.checks.config import ConfigError
 from support import fuzz
 from support.configs import deep_update
 
@@ -284,7 +285,7 @@ def test_fuzz_warmup_null_is_the_default_five_percent():
     ("jsq_ps:\n  grid:\n    R: &r [1, 2]\n  mgr:\n    R: *r\n", None),  # a small alias is fine
 ])
 def test_config_files_are_read_the_guards_way(text, wanted, tmp_path):
-    from sojourn.core.config import check_config_files
+    from sojourn.core.checks.config import check_config_files
 
     f = tmp_path / "override.yaml"
     f.write_text(text)
@@ -376,7 +377,7 @@ def test_admit_names_the_drivers_in_the_callers_terms_and_how_to_raise_the_limit
 
 
 def test_derived_quantities_are_checked_where_computed():
-    from sojourn.core.distributions import Exponential, parse_law
+    from sojourn.core.laws.distributions import Exponential, parse_law
 
     with pytest.raises(ValueError, match="lognormal: the mean of .* not a finite double"):
         parse_law("lognormal:sigma=40")
@@ -390,7 +391,7 @@ def test_the_watchdog_ends_a_run_past_its_limit_in_one_line():
     """A run admitted on a prediction that then runs long is stopped (status 3) with one line saying what."""
     script = textwrap.dedent("""
         import time
-        from sojourn.core import guard
+        from sojourn.core.checks import guard
         guard.set_limits(seconds=0.2)
         guard.GRACE_SECONDS = 0.1
         with guard.watchdog("simulate", interval=0.05):
@@ -425,7 +426,7 @@ def test_ciw_announces_its_estimate_before_it_starts(tmp_path):
 
 
 def test_the_estimate_of_a_long_run_gives_the_time_left_before_its_first_step(monkeypatch):
-    from sojourn.core import progress
+    from sojourn.core.runs import progress
 
     monkeypatch.setenv("SOJOURN_PROGRESS", "always")
     est = guard.Estimate(100.0, 0.0, "horizon", "a long run")

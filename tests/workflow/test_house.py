@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.core import fingerprint as fp
+from sojourn.core.files import fingerprint as fp
 from sojourn.studies import STUDIES, names
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,11 +29,11 @@ GRAPH = {m: fp._imports(m, fp.module_path(m), fp.ROOT) for m in MODULES}
 
 
 def test_every_module_is_seen():
-    assert "sojourn.core.io" in MODULES and "sojourn.jsq_ps.kernel" in MODULES and "sojourn.core.runner" in MODULES
+    assert {"sojourn.core.files.io", "sojourn.jsq_ps.kernel", "sojourn.core.runs.runner"} <= set(MODULES)
     # the kernel is called through sojourn.jsq_ps.raw (no xarray): a direct edge there, transitive from simulate
-    assert GRAPH["sojourn.jsq_ps.raw"] >= {"sojourn.jsq_ps.kernel", "sojourn.core.seeds"}
+    assert GRAPH["sojourn.jsq_ps.raw"] >= {"sojourn.jsq_ps.kernel", "sojourn.core.laws.seeds"}
     assert "sojourn.jsq_ps.raw" in GRAPH["sojourn.jsq_ps.simulate"]
-    assert {"sojourn.jsq_ps.kernel", "sojourn.core.seeds"} <= set(fp.closure("sojourn.jsq_ps.simulate"))
+    assert {"sojourn.jsq_ps.kernel", "sojourn.core.laws.seeds"} <= set(fp.closure("sojourn.jsq_ps.simulate"))
 
 
 def _cycle(graph):
@@ -69,6 +69,67 @@ def test_no_import_cycles():
 def test_the_cycle_finder_finds_cycles():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+# -- the core's rooms: each a sub-package, on floors from the ground up ---------------------------------------------
+#: the core's rooms, lowest first: a module imports only its own room and the rooms below it (docs/development.md)
+ROOMS = ("files", "checks", "laws", "estimates", "cluster", "runs", "present")
+#: core modules beside the rooms, leaves every floor may import: the version and the package's lazy exports
+CORE_FLOOR = ("sojourn.core", "sojourn.core.version", "sojourn.core.exports")
+
+
+def _room(module: str) -> str | None:
+    """The room of a core module (``sojourn.core.<room>.<module>``), or None outside the rooms."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["sojourn", "core"] and parts[2] in ROOMS else None
+
+
+def _climbs(graph) -> list[str]:
+    """Every import (module level or inside a function) of a core module from a higher room, or from outside the
+    rooms, as 'a (room) -> b (room)'."""
+    out = []
+    for m in sorted(graph):
+        if not m.startswith("sojourn.core"):
+            continue
+        here = _room(m)
+        for d in sorted(graph[m]):
+            if not d.startswith("sojourn.core") or d in CORE_FLOOR[1:]:  # leaves below every room
+                continue
+            there = _room(d)
+            if here is None or there is None or ROOMS.index(there) > ROOMS.index(here):
+                out.append(f"{m} ({here}) -> {d} ({there})")
+    return out
+
+
+def test_every_core_module_lives_in_a_room():
+    core = PKG / "core"
+    assert sorted(p.name for p in core.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(ROOMS)
+    loose = [m for m in MODULES if m.startswith("sojourn.core") and _room(m) is None and m not in CORE_FLOOR]
+    assert not loose, f"core modules outside the rooms {ROOMS}: {loose}"
+
+
+def test_no_core_import_climbs_to_a_higher_room():
+    assert not _climbs(GRAPH), "imports that climb back up a floor:\n" + "\n".join(_climbs(GRAPH))
+
+
+def test_the_climb_check_can_fail(tmp_path):
+    """The files room (the ground) importing the runner inside a function, as io once reached for the cluster: a
+    climb; the runner importing a file helper is the way down and passes."""
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "core/__init__.py": "",
+        "core/files/__init__.py": "",
+        "core/files/io.py": "def wait():\n    from ..runs.runner import go\n    return go\n",
+        "core/runs/__init__.py": "",
+        "core/runs/runner.py": "from ..files import io\n\ndef go():\n    return io\n",
+        "core/version.py": "V = 1\n",
+    })
+    names = ["sojourn.core.files.io", "sojourn.core.runs.runner", "sojourn.core.version"]
+    graph = {m: fp._imports(m, fp.module_path(m, root), root) for m in names}
+    assert _climbs(graph) == ["sojourn.core.files.io (files) -> sojourn.core.runs.runner (runs)"]
+    assert _climbs({"sojourn.core.runs.runner": {"sojourn.core.files.io", "sojourn.core.version"}}) == []
+    assert _climbs({"sojourn.core.version": {"sojourn.core.files.io"}}) == [
+        "sojourn.core.version (None) -> sojourn.core.files.io (files)"]
 
 
 def _owner(module: str) -> str:
@@ -118,7 +179,7 @@ SMK = sorted((ROOT / "workflow" / "rules").glob("*.smk"))
 @pytest.mark.parametrize("path", SMK, ids=[p.name for p in SMK])
 def test_rules_are_thin_and_logged(path):
     """Every rule has a log and a benchmark, and its run: is one call of the job helper (common.smk's job(): the
-    log opened, routed, timed and closed by sojourn.core.job.run) naming a job of the study's jobs module."""
+    log opened, routed, timed and closed by sojourn.core.runs.job.run) naming a job of the study's jobs module."""
     for name, directives in _rules(path.read_text()):
         assert "log" in directives, f"{path.name}: rule {name} has no log:"
         assert "benchmark" in directives, f"{path.name}: rule {name} has no benchmark:"
@@ -185,8 +246,8 @@ def test_rule_fingerprints_separate_the_rules():
     assert "sojourn.jsq_ps.solve.tail_ph" in laws and "sojourn.jsq_ps.kernel" not in laws
     assert "sojourn.jsq_ps.compare" not in laws
     assert "sojourn.jsq_ps.compare" not in sim | approx
-    assert "sojourn.core.cluster" not in sim | approx  # where replications run never changes results
-    assert "sojourn.core.io" in sim & approx & cmp_ & figs
+    assert "sojourn.core.cluster.cluster" not in sim | approx  # where replications run never changes results
+    assert "sojourn.core.files.io" in sim & approx & cmp_ & figs
     for s in ("split_merge", "restart"):
         simulate = jobs[s]["experiment" if s == "split_merge" else "simulate"]
         assert f"sojourn.{s}.kernel" in simulate and f"sojourn.{s}.plots" not in simulate
@@ -245,7 +306,7 @@ def test_every_study_has_the_same_roles(study):
 
 
 def test_no_study_submits_to_dask_itself():
-    """Only the core (sojourn.core.runner, sojourn.core.cluster) talks to a Dask client: retries, the
+    """Only the core (sojourn.core.runs.runner, sojourn.core.cluster.cluster) talks to a Dask client: retries, the
     watchdog and progress are the runner's, the same for every study."""
     pattern = re.compile(r"\b(client|self\.client)\s*\.\s*(map|submit|gather|compute|scatter)\s*\(")
     for path in PKG.rglob("*.py"):
@@ -253,20 +314,20 @@ def test_no_study_submits_to_dask_itself():
         if owner == "core":
             continue
         hits = [i + 1 for i, line in enumerate(path.read_text().splitlines()) if pattern.search(line)]
-        assert not hits, f"{path.relative_to(ROOT)} lines {hits} submit to Dask: use sojourn.core.runner"
+        assert not hits, f"{path.relative_to(ROOT)} lines {hits} submit to Dask: use sojourn.core.runs.runner"
 
 
 @pytest.mark.parametrize("study", names())
 def test_every_study_satisfies_the_protocol(study):
-    """Each registered study provides an object of the core's study protocol (sojourn.core.protocol.Study, checked
+    """Each registered study provides an object of the core's study protocol (sojourn.core.runs.protocol.Study, checked
     by isinstance on the runtime-checkable Protocol), whose cached steps are classes providing every member of
-    sojourn.core.protocol.Step; its analytic step is one of them, and its simulation step is the job of that name
-    (each job of a step hands it to sojourn.core.protocol.run_step, which checks the instance by isinstance)."""
-    from sojourn.core import protocol
+    sojourn.core.runs.protocol.Step; its analytic step is one of them, and its simulation step is the job of that name
+    (each job of a step hands it to sojourn.core.runs.protocol.run_step, which checks the instance by isinstance)."""
+    from sojourn.core.runs import protocol
     from sojourn.studies import get
 
     obj = get(study).protocol()
-    assert isinstance(obj, protocol.Study), f"sojourn.{study}.protocol.STUDY is not a sojourn.core.protocol.Study"
+    assert isinstance(obj, protocol.Study), f"sojourn.{study}.protocol.STUDY is not a sojourn.core.runs.protocol.Study"
     assert obj.name == study and obj.analytic in obj.steps and "simulate" in obj.steps
     assert callable(obj.replication)
     for name, cls in obj.steps.items():
@@ -275,7 +336,7 @@ def test_every_study_satisfies_the_protocol(study):
 
 
 def test_the_protocol_check_can_fail():
-    from sojourn.core import protocol
+    from sojourn.core.runs import protocol
 
     class NoStudy:
         name, steps, analytic, replication = "x", {}, "", print
@@ -292,12 +353,12 @@ def test_the_protocol_check_can_fail():
     assert not isinstance(NoStudy(), protocol.Study)  # no compare
     assert set(protocol.missing(HalfStep)) == {"attrs", "encoding", "estimate", "finish", "layout", "record",
                                                "shared", "task"}
-    with pytest.raises(TypeError, match="not a sojourn.core.protocol.Step"):
+    with pytest.raises(TypeError, match="not a sojourn.core.runs.protocol.Step"):
         protocol.run_step(HalfStep(), None)
 
 
 #: what only the core does: the cache lookup and store, running cells and the precision loop over replications, and
-#: joining replications (sojourn.core.protocol.run_step, sojourn.core.replications.replicate)
+#: joining replications (sojourn.core.runs.protocol.run_step, sojourn.core.estimates.replications.replicate)
 CORE_ONLY = {
     "the cell runner's run_cells, lookup or store": re.compile(
         r"\brun_cells\b|\brunner\s*\.\s*(lookup|store)\s*\(|core\.runner import[^\n]*\b(lookup|store)\b"),
@@ -314,14 +375,15 @@ def _core_only_hits(text: str) -> list[str]:
 
 
 def test_assembly_and_replication_loops_live_in_the_core():
-    """One place assembles a study's results (sojourn.core.protocol.run_step: lookup, run, join, assemble, store) and
-    one place loops over replications (sojourn.core.replications.replicate): no study module does any of it
+    """One place assembles a study's results (sojourn.core.runs.protocol.run_step: lookup, run, join, assemble, store)
+    and
+    one place loops over replications (sojourn.core.estimates.replications.replicate): no study module does any of it
     itself."""
     for path in PKG.rglob("*.py"):
         if _owner(_module_name(path)) not in names():
             continue
         hits = _core_only_hits(path.read_text())
-        assert not hits, f"{path.relative_to(ROOT)} does {hits} itself: declare a step (sojourn.core.protocol)"
+        assert not hits, f"{path.relative_to(ROOT)} does {hits} itself: declare a step (sojourn.core.runs.protocol)"
 
 
 def test_the_assembly_check_can_fail():
@@ -344,7 +406,8 @@ def test_the_assembly_check_can_fail():
 @pytest.mark.parametrize("study", names())
 def test_figures_are_declared_once(study):
     """Each study's figures are its plots.FIGURES: every draw function exists; each writes its caption from the data
-    it draws (sojourn.core.claims.Caption, through sojourn.core.figures.save), so no caption is written by hand and
+    it draws (sojourn.core.present.claims.Caption, through sojourn.core.present.figures.save), so no caption is written
+    by hand and
     there is no static caption folder; the rule file takes the outputs and captions from the registry
     (figure_outputs, key_results)."""
     import importlib
@@ -378,7 +441,7 @@ TINY_ALL = {
 @pytest.mark.slow
 def test_every_job_writes_its_log(tmp_path):
     """A real Snakemake run of all three studies (tiny): every rule's log exists, names the job function it ran
-    on its first line and ends with its duration (sojourn.core.job.run), and every benchmark file exists."""
+    on its first line and ends with its duration (sojourn.core.runs.job.run), and every benchmark file exists."""
     import subprocess
     import sys
 

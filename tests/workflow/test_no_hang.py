@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from sojourn.core.cluster import dask_client
-from sojourn.core.io import report_progress
+from sojourn.core.cluster.cluster import dask_client, report_progress
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +106,7 @@ def test_a_scheduler_that_dies_mid_run_fails_the_job_and_the_next_at_once(extern
     """SIGKILL of the scheduler at `cluster.address` while a job waits: it fails at once with one line (its tasks
     are lost with the scheduler), and so does the next job (the client would retry for 30 s, then fail with
     `FutureCancelledError … reason: unknown`)."""
-    from sojourn.core.runner import DaskExecutor
+    from sojourn.core.runs.runner import DaskExecutor
 
     external["add_worker"]()
     with dask_client({"kind": "address", "address": external["address"], "no_workers_timeout": 300}) as client:
@@ -148,7 +147,7 @@ def test_local_workers_killed_twice_come_back():
     issue's fault): new workers come back each time; the tasks in flight finish or, having died with their
     workers too often, fail with KilledWorker (the scheduler's allowed-failures), never wait for the watchdog;
     and the cluster runs new tasks."""
-    from sojourn.core.runner import DaskExecutor
+    from sojourn.core.runs.runner import DaskExecutor
 
     with dask_client({"kind": "local", "no_workers_timeout": 300}, 2) as client:
         client.wait_for_workers(2, timeout=120)
@@ -191,7 +190,7 @@ def test_a_local_worker_whose_nanny_stopped_for_good_is_replaced():
     """Both nannies shut down for good while tasks wait (what distributed does when the scheduler drops a
     worker a loaded machine kept from answering, or a worker dies at some moments of a restart): nothing in
     distributed starts new ones; the watchdog does, and every task finishes."""
-    from sojourn.core.runner import DaskExecutor
+    from sojourn.core.runs.runner import DaskExecutor
 
     with dask_client({"kind": "local", "no_workers_timeout": 300}, 2) as client:
         client.wait_for_workers(2, timeout=120)

@@ -16,8 +16,8 @@ import pytest
 import xarray as xr
 import yaml
 
-from sojourn.core.io import read_netcdf
-from sojourn.core.stats import cdf_at_left_edges
+from sojourn.core.estimates.stats import cdf_at_left_edges
+from sojourn.core.files.io import read_netcdf
 from support.captions import check_captions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_simulation_file(run):
     uni = sim.sel(service="uniform")
     assert int(uni["n_customers"].sel(R=1, rho=0.8).min()) > 100
     assert int(uni["n_customers"].sel(R=2).sum()) == 0
-    # the run-length guard's verdict per cell (sojourn.core.runlength); gaps: -1, not judged
+    # the run-length guard's verdict per cell (sojourn.core.estimates.runlength); gaps: -1, not judged
     assert (uni["run_valid"].sel(R=2) == -1).all() and set(np.unique(expo["run_valid"].values)) <= {0, 1}
     assert (expo["needed_window"] > 0).all() and (expo["relaxation_time"] > 0).all()
     F = cdf_at_left_edges(expo["count"].values.astype(float), expo["overflow"].values.astype(float))
@@ -162,7 +162,8 @@ def test_comparison_values(run):
     # its CI reaches down to the best one's CI (recomputed here from the stored interval ends)
     # ... where the simulation is long enough to judge by: the run-length guard flags this tiny config's ρ = 0.8
     # cells (2 replications of 1600 time units; predicted relative standard error of the mean 19 % at R = 1, 12 % at
-    # R = 2, 15 % for the uniform law at R = 1), and there no method is ranked or judged (sojourn.core.runlength)
+    # R = 2, 15 % for the uniform law at R = 1), and there no method is ranked or judged
+    # (sojourn.core.estimates.runlength)
     short = {(R, rho) for R in (1, 2) for rho in (0.5, 0.8) if int(e["sim_run_valid"].sel(R=R, rho=rho)) == 0}
     assert short == {(1, 0.8), (2, 0.8)}
     assert int(sim["run_valid"].sel(service="exponential", R=1, rho=0.8)) == 0
@@ -238,7 +239,8 @@ def test_figures_and_report(run):
 def test_accuracy_table(run):
     """The jsq_ps_accuracy rule: accuracy.csv holds the comparison's relative percentile errors of the M/M/R system
     for every computed method, its optimism verdict and usability (a usable method with an estimate, at least 100
-    simulated customers beyond the percentile in every replication and a run long enough: sojourn.core.reference);
+    simulated customers beyond the percentile in every replication and a run long enough:
+    sojourn.core.estimates.reference);
     `sojourn plan --accuracy` reads it."""
     from sojourn.jsq_ps.accuracy import read_accuracy
 
@@ -361,7 +363,7 @@ DOWNSTREAM = {"jsq_ps_compare": 1, "jsq_ps_accuracy": 1, "jsq_ps_figures": 1, "j
 
 def test_comment_and_docstring_edits_rerun_nothing(edited):
     """Code fingerprints hash the parse tree without docstrings: comments, docstrings, layout change nothing."""
-    assert edited("core/io.py", "import threading\n", "import threading  # a new comment\n\n\n") == {}
+    assert edited("core/files/io.py", "import threading\n", "import threading  # a new comment\n\n\n") == {}
     assert edited("jsq_ps/kernel.py", '"""General-law event kernel', '"""The general-law event kernel') == {}
 
 
@@ -382,7 +384,7 @@ def test_analytic_edit_reruns_approximations_and_what_depends_on_them(edited):
 
 
 def test_core_edit_used_by_everything_reruns_everything(edited):
-    counts = edited("core/io.py", "def log_line(", "_EDITED = 1\n\n\ndef log_line(")
+    counts = edited("core/files/io.py", "def log_line(", "_EDITED = 1\n\n\ndef log_line(")
     assert counts == JOBS
 
 
@@ -457,7 +459,7 @@ def test_precision_target_reuses_the_cache_and_compares_each_cell_over_its_own_r
     its own count, the cache supplying replications 0 and 1; the merged cube is padded beyond each cell's
     replications_used; the comparison's means are over each cell's own replications; a second run has nothing to
     do, and a tighter target simulates only the replications beyond those cached."""
-    from sojourn.core.precision import MAX_REPLICATIONS, TARGET_MET
+    from sojourn.core.estimates.precision import MAX_REPLICATIONS, TARGET_MET
 
     work = tmp_path / "work"
     shutil.copytree(run, work, symlinks=True)
@@ -546,7 +548,7 @@ def test_results_do_not_depend_on_the_cluster(tmp_path, scheduler_file):
     aside)."""
     from distributed import Client
 
-    from sojourn.core.cluster import dask_client
+    from sojourn.core.cluster.cluster import dask_client
     from sojourn.jsq_ps.jobs import simulate as simulate_block
 
     clusters = {"local1": ({"kind": "local"}, 1), "local2": ({"kind": "local"}, 2),

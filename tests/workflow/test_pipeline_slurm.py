@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from sojourn.core.io import read_netcdf
+from sojourn.core.files.io import read_netcdf
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 REQUIRED = (os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
@@ -39,7 +39,7 @@ def test_slurm_cluster_gives_the_local_results(tmp_path):
         pytest.skip("no SLURM controller answering sinfo (start it with `bash .ci/slurm/up.sh` as root)")
     from pathlib import Path
 
-    from sojourn.core.cluster import dask_client
+    from sojourn.core.cluster.cluster import dask_client
     from sojourn.jsq_ps.jobs import simulate as simulate_block
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "test.yaml").read_text())

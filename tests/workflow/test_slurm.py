@@ -7,7 +7,7 @@ daemons with ``bash .ci/slurm/down.sh``.
 * dask-jobqueue: a ``SLURMCluster`` whose workers are SLURM batch jobs runs replications of an
   M/M/2-JSQ-PS model; the results are bit-identical to the same replications run in this process, and
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
-  same through the pipeline's ``sojourn.core.cluster.dask_client({"kind": "slurm", ...})``.
+  same through the pipeline's ``sojourn.core.cluster.cluster.dask_client({"kind": "slurm", ...})``.
 * Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
   --configfile config/test.yaml`` on every cell block (one SLURM group job; the merge too with
   ``SOJOURN_SLURM_FULL=1``): ``scancel`` of the running job ends the run within a minute of sacct reporting
@@ -238,11 +238,11 @@ def test_dask_slurmcluster_replications_bit_identical_to_local(slurm, tmp_path):
 
 
 def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, tmp_path):
-    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.core.cluster.dask_client) on the real cluster."""
+    """The pipeline's ``cluster: {kind: slurm}`` (sojourn.core.cluster.cluster.dask_client) on the real cluster."""
     api = _simulate_api()
     import xarray as xr
 
-    from sojourn.core.cluster import dask_client
+    from sojourn.core.cluster.cluster import dask_client
 
     spec = _mm2_jsq_ps()
     n_jobs = min(2, slurm["cpus"])
@@ -256,7 +256,7 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
         job_of = client.run(os.getenv, "SLURM_JOB_ID")
         assert set(job_of.values()) == ids and len(ids) == n_jobs, (job_of, ids)
         # the workers run with sojourn's malloc settings, not the nanny's MALLOC_TRIM_THRESHOLD_=65536
-        from sojourn.core.cluster import SLURM_MALLOC_ENV
+        from sojourn.core.cluster.cluster import SLURM_MALLOC_ENV
 
         for name, value in SLURM_MALLOC_ENV.items():
             assert set(client.run(os.getenv, name).values()) == {value}, name

@@ -94,7 +94,7 @@ def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
     confine jobs: TaskPlugin=task/none, so affinity and cgroups still show the whole machine)."""
     out = tmp_path / "sizes.json"
     code = ("import json, sys\n"
-            "from sojourn.core.cluster import dask_client\n"
+            "from sojourn.core.cluster.cluster import dask_client\n"
             "if __name__ == '__main__':  # the nannies spawn their workers, which import this file\n"
             "    with dask_client({'kind': 'local'}, n_workers=2) as c:\n"
             "        c.wait_for_workers(1, timeout=120)\n"

@@ -1,7 +1,7 @@
 """The SLURM executor route's profile (workflow/profiles/slurm) planned on the paper config, without a cluster:
 ``snakemake -n --executor slurm --workflow-profile workflow/profiles/slurm --configfile config/paper.yaml``
 plans at most 40 SLURM jobs (issue 23: one SLURM job per cell block was ~340 jobs of seconds each).
-The sojourn side of the route (sojourn.core.snakemake_slurm) is tested here on its pure parts; its behaviour on
+The sojourn side of the route (sojourn.core.cluster.snakemake_slurm) is tested here on its pure parts; its behaviour on
 a real cluster (grouped jobs, scancel, rerun) in tests/workflow/test_slurm.py."""
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_profile_names_no_site_partition_or_account():
 
 
 def test_ended_states():
-    from sojourn.core.snakemake_slurm import ended, parse_states, state_word
+    from sojourn.core.cluster.snakemake_slurm import ended, parse_states, state_word
 
     sacct = parse_states("11|CANCELLED by 0\n12|RUNNING\n13|TIMEOUT\n14|OUT_OF_MEMORY\n15|PREEMPTED\n"
                          "16|PREEMPTED\n17|COMPLETED\n18|NODE_FAIL\n19|FAILED\n")

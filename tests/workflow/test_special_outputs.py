@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import sojourn.core.io as core_io
+import sojourn.core.files.io as core_io
 from sojourn.cli import build_parser, command_paths, main
 from support import special
 

@@ -1,12 +1,12 @@
 # Shared by every study's rules: the results root, code fingerprints (rerun triggers for package code,
-# computed from what each rule's entry module imports: sojourn.core.fingerprint), the final targets of
+# computed from what each rule's entry module imports: sojourn.core.files.fingerprint), the final targets of
 # each study, and the process-wide Dask client every run: block submits to (profile force-use-threads).
 import os
 import sys
 from pathlib import Path
 
-from sojourn.core.config import ConfigError, canonical
-from sojourn.core.fingerprint import data_fingerprint, fingerprint
+from sojourn.core.checks.config import ConfigError, canonical
+from sojourn.core.files.fingerprint import data_fingerprint, fingerprint
 
 RESULTS = config["results"]
 TARGETS = {}  # study name -> its final outputs (rule all)
@@ -97,7 +97,7 @@ def _special_results():
     """Nothing under a study's results folder may be a FIFO, a socket, a device or a link to one: the run would
     replace it with a result (or hang reading it). Refused before the DAG is built, in one line naming the first
     (a dry run or a report only warns)."""
-    from sojourn.core.integrity import special_files
+    from sojourn.core.files.integrity import special_files
 
     found = [hit for study in ENABLED for hit in special_files(Path(RESULTS) / study.name)]
     if not found:
@@ -124,11 +124,11 @@ DAMAGED = []
 
 def _damaged_results():
     """Result files that no longer match their checksum, or that have none and neither match their cache entry nor
-    read in full (sojourn.core.integrity.scan), are moved aside before the DAG is built, and so are their cache
+    read in full (sojourn.core.files.integrity.scan), are moved aside before the DAG is built, and so are their cache
     entries (the same bytes), so that this run rebuilds them and what depends on them (a dry run only reports);
     sound files without a checksum are sealed anew. A damaged file that cannot be moved aside (a read-only folder)
     ends the run in one line saying what to do."""
-    from sojourn.core.integrity import Unmovable, scan, set_aside_before
+    from sojourn.core.files.integrity import Unmovable, scan, set_aside_before
 
     move = workflow.is_main_process and _executes()
     for study in ENABLED:
@@ -154,7 +154,7 @@ def _rebuild_damaged():
     on down) is removed, so that the run rebuilds the damaged file with it: Snakemake never rebuilds a missing
     intermediate file under intact files made from it ("Nothing to be done"). A dry run only says so. Called by the
     Snakefile once every study's rules are known."""
-    from sojourn.core.integrity import discard
+    from sojourn.core.files.integrity import discard
 
     if not DAMAGED:
         return
@@ -196,7 +196,7 @@ def _walltime_warnings():
     ``config.predicted_task_seconds``; a study without one is named as unchecked)."""
     import importlib
 
-    from sojourn.core.cluster import walltime_warnings
+    from sojourn.core.cluster.cluster import walltime_warnings
 
     predicted, unpredicted = [], []
     for study in ENABLED:
@@ -217,7 +217,7 @@ if workflow.is_main_process and _executes():
 
 def generated_caption(path):
     """The report caption of an output: the caption file its job writes from the same data (``<stem>.rst`` next to
-    it, sojourn.core.claims.Caption), absolute (the report reads it relative to the rule file otherwise)."""
+    it, sojourn.core.present.claims.Caption), absolute (the report reads it relative to the rule file otherwise)."""
     import os
 
     return os.path.abspath(path)
@@ -249,7 +249,7 @@ def figure_outputs(study, files, folder, formats):
 
 
 def key_results(study, stem, key=""):
-    """The outputs of a study's key-result table (sojourn.core.tables): ``<stem>.csv``, ``<stem>.html`` and its caption
+    """The outputs of a study's key-result table (sojourn.core.present.tables): ``<stem>.csv``, ``<stem>.html`` and its caption
     ``<stem>.rst`` (written by the same job from the same data); the page in the report first in the study's
     category (subcategory "1 key results", before the figures' "2 figures"; the report sorts subcategories by
     name). ``key``: a suffix of the output names (several tables in one job)."""
@@ -300,8 +300,8 @@ def _entry(entry):
 
 def job(entry, log, params=None, **arguments):
     """Every rule's ``run:``: the job function ``"<study>.<job>"`` called with the rule's ``params`` and
-    ``arguments``, its log opened, routed, timed and closed by sojourn.core.job.run (the traceback on failure)."""
-    from sojourn.core.job import run
+    ``arguments``, its log opened, routed, timed and closed by sojourn.core.runs.job.run (the traceback on failure)."""
+    from sojourn.core.runs.job import run
 
     return run(_entry(entry), log[0], **{**dict(params.items() if params is not None else {}), **arguments})
 
@@ -309,19 +309,19 @@ def job(entry, log, params=None, **arguments):
 # Dask (and dask_jobqueue, which installs a signal handler) imported once by the main thread: jobs run in
 # threads, and concurrent first imports of dask raced.
 # Ctrl-C (SIGINT): Snakemake waits for its running job threads, so they stop waiting for their Dask tasks
-# and new jobs fail at once (sojourn.core.io.INTERRUPTED); the local workers ignore it (worker_plugins).
+# and new jobs fail at once (sojourn.core.files.io.INTERRUPTED); the local workers ignore it (worker_plugins).
 if workflow.is_main_process:
-    from sojourn.core.cluster import import_in_main_thread
-    from sojourn.core.io import stop_waiting_on_interrupt
+    from sojourn.core.cluster.cluster import import_in_main_thread
+    from sojourn.core.files.io import stop_waiting_on_interrupt
 
     import_in_main_thread(config["cluster"])
     stop_waiting_on_interrupt()
 
-# SLURM executor route (sojourn.core.snakemake_slurm): the main process fails a job that SLURM cancelled, timed
+# SLURM executor route (sojourn.core.cluster.snakemake_slurm): the main process fails a job that SLURM cancelled, timed
 # out, killed for memory or preempted (the plugin polled forever on "CANCELLED by 0"); a Snakemake started
 # inside a SLURM job takes the allocation's CPUs as its cores and runs a group's jobs as threads (one Dask
 # cluster per SLURM job).
-from sojourn.core.snakemake_slurm import (
+from sojourn.core.cluster.snakemake_slurm import (
     end_jobs_slurm_ended,
     fit_cores_to_allocation,
     jobs_in_the_batch_step,
@@ -338,22 +338,22 @@ else:
 
 def dask():
     """The Dask client shared by all jobs of this Snakemake process (started on first use)."""
-    from sojourn.core.cluster import shared_client
-    from sojourn.core.io import check_interrupted
+    from sojourn.core.cluster.cluster import shared_client
+    from sojourn.core.files.io import check_interrupted
 
     check_interrupted("the job")  # Ctrl-C: start nothing new
     return shared_client(config["cluster"], config["cluster"].get("n_workers") or workflow.cores)
 
 
 def _close_dask():
-    from sojourn.core.cluster import close_shared
+    from sojourn.core.cluster.cluster import close_shared
 
     close_shared()
 
 
 def _sigterm_in_a_thread():
     """After Snakemake has installed its SIGTERM handler, which could deadlock in the main thread (onstart)."""
-    from sojourn.core.io import sigterm_handler_in_a_thread
+    from sojourn.core.files.io import sigterm_handler_in_a_thread
 
     sigterm_handler_in_a_thread()
 

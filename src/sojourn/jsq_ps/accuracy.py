@@ -18,7 +18,7 @@ and is kept so that the reader knows the table's ρ grid: a load between rows is
     simulation's noise), 0 if not, −1 without a verdict (the comparison's ``optimistic`` when it has one);
 ``usable``: 1 if the method may be trusted there at all: computed, its CDF a CDF (``fit_invalid`` = 0,
     and not flagged by the comparison's ``usable``), a finite mean and CI, and a simulated percentile that is a
-    reference (:mod:`sojourn.core.reference`): at least ``min_tail_customers`` (100) customers beyond it in
+    reference (:mod:`sojourn.core.estimates.reference`): at least ``min_tail_customers`` (100) customers beyond it in
     every replication (``few_tail_customers`` = 0 in the comparison) and a run the run-length guard did not judge
     too short (``sim_run_valid`` ≠ 0). Below that a replication's percentile is biased towards its largest values
     and the row's error measures the simulation, not the method. The customers beyond the percentile are counted
@@ -160,7 +160,7 @@ _ROUNDED = {"relative_error_mean", "relative_error_ci_low", "relative_error_ci_h
 
 def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
     """Write ``rows`` as CSV to ``output`` atomically (a temporary file, then rename), ``#`` lines first."""
-    from ..core.integrity import write_atomic
+    from ..core.files.integrity import write_atomic
 
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -178,10 +178,10 @@ def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
 def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
     """The pipeline rule's body: ``accuracy.csv`` from ``comparison.nc``. ``settings``: ``simulation``
     (horizon, warmup, cooldown), ``mu``, optionally ``min_tail_customers``."""
-    from ..core.io import read_netcdf
+    from ..core.files.io import read_netcdf
 
     sim = settings["simulation"]
-    from ..core.replications import check_window
+    from ..core.estimates.replications import check_window
 
     H, W, C = check_window(float(sim["horizon"]), sim.get("warmup"), sim.get("cooldown"))  # null: the defaults
     window = H - W - C

@@ -1,15 +1,16 @@
-"""The JSQ-PS simulation block as a step of the core's study protocol (:class:`sojourn.core.protocol.Step`): the cells
+"""The JSQ-PS simulation block as a step of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`): the
+cells
 (service law, R, the ρ of one interval) at typed grid values, every replication one task, the run-length guard of
 each cell, the block's attributes and encoding. The job :func:`sojourn.jsq_ps.jobs.simulate` builds it from its rule's
-parameters and hands it to :func:`sojourn.core.protocol.run_step`."""
+parameters and hands it to :func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass
 
-from ..core.protocol import Layout, StepFields
-from ..core.runner import cell_key
+from ..core.runs.protocol import Layout, StepFields
+from ..core.runs.runner import cell_key
 from .storage import grid_cell
 
 LOG = logging.getLogger("sojourn.jsq_ps.jobs")
@@ -48,7 +49,7 @@ class SimulationBlock(StepFields):
     name: str = "replications"
 
     def __post_init__(self):
-        from ..core import precision as P
+        from ..core.estimates import precision as P
         from .model import JSQPS
         from .naming import DEFAULT_PERCENTILE
         from .simulate import UNITS, simulate_replication
@@ -70,7 +71,7 @@ class SimulationBlock(StepFields):
         return self._cells
 
     def estimate(self, cell, k, ds):
-        from ..core import precision as P
+        from ..core.estimates import precision as P
 
         edges = ds["t"].values + float(self.time_grid["dt"])
         return float(P.histogram_statistic(self.precision, ds["count"].values[0], ds["overflow"].values[0], edges,
@@ -82,17 +83,18 @@ class SimulationBlock(StepFields):
     def finish(self, cell, ds):
         import numpy as np
 
-        from ..core.runlength import format_length, from_dataset
+        from ..core.estimates.runlength import format_length, from_dataset
         from .simulate import with_guard
 
         ds = with_guard(ds, self.specs[cell.label])
-        if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): said, not hidden
+        if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): said, not hidden
             v = from_dataset(ds)
             need = format_length(v.needed_window + float(ds.attrs["warmup"]) + float(ds.attrs["cooldown"]))
             LOG.warning(f"{self.service} R={self.R} {cell.label}: run too short to trust ({v.describe()}; predicted "
                         f"relative standard error of the mean {100 * v.relative_se:.2g} %); needs "
                         f"jsq_ps.simulation.horizon >= {need} (same warm-up and cool-down) at {v.replications} "
-                        "replications, or more replications (sojourn.core.runlength; the cell is kept, marked "
+                        "replications, or more replications (sojourn.core.estimates.runlength; the cell is kept, "
+                        "marked "
                         "run_valid = 0)")
         ds["spec_hash"] = ((), np.uint64(int(json.loads(ds.attrs["seed_entropy"])[1])), {
             "long_name": "64-bit hash of the cell's spec (second entropy word of every replication's SeedSequence)",

@@ -140,13 +140,13 @@ def run_replications(tasks: list[tuple], max_workers: int | None = None) -> list
     cannot start processes, e.g. daemonic workers); that is reproducible only if no other thread of the
     process draws from Python's global ``random`` meanwhile (ecosystem.md §0.1).
     """
-    from ..core.progress import steps
+    from ..core.runs.progress import steps
 
     if max_workers == 0:
         return [run_replication(*task) for task in steps(tasks, "replications (Ciw)")]
     import os
 
-    from ..core.processes import OwnedPool
+    from ..core.cluster.processes import OwnedPool
 
     if max_workers is None:
         max_workers = max(1, min(len(tasks), os.cpu_count() or 1))

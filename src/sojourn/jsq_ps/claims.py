@@ -2,11 +2,11 @@
 
 The figures and tables compute what they state with numpy from the arrays they draw
 (:func:`sojourn.jsq_ps.compare.against_reference`, the maps' choices); the queries here state the same rules as
-expressions over the file's variables (:mod:`sojourn.core.claims`), so that a test evaluating them independently
+expressions over the file's variables (:mod:`sojourn.core.present.claims`), so that a test evaluating them independently
 catches a caption the data contradict. The rules, once in words:
 
 * a simulated percentile is a usable reference where every replication has ≥ 100 customers beyond it and the run
-  was not judged too short (``few_tail_customers == 0 & sim_run_valid != 0``, :mod:`sojourn.core.reference`);
+  was not judged too short (``few_tail_customers == 0 & sim_run_valid != 0``, :mod:`sojourn.core.estimates.reference`);
 * a method is set against exact where exact ran and is usable (exponential service), else against the simulation
   where its reference is usable; exact itself against the simulation;
 * a difference counts (is "significant") against exact when the percentiles differ by more than one grid step,
@@ -14,7 +14,7 @@ catches a caption the data contradict. The rules, once in words:
 """
 from __future__ import annotations
 
-from ..core.claims import Claim, Query
+from ..core.present.claims import Claim, Query
 
 SOURCE = "comparison.nc"
 #: ``agreement`` values of the reproduction's best-of-A–F map (sojourn.jsq_ps.reproduction)

@@ -6,11 +6,11 @@ import math
 import sys
 import time
 
-from ..core import validate as V
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import LAW, add_limits, add_output, add_precision, add_run, add_window
-from ..core.guard import POSITIVE, PROBABILITY_OPEN, Choice, Int, Text
-from ..core.inputs import (
+from ..core.checks import validate as V
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.checks.flags import LAW, add_limits, add_output, add_precision, add_run, add_window
+from ..core.checks.guard import POSITIVE, PROBABILITY_OPEN, Choice, Int, Text
+from ..core.checks.inputs import (
     check_output,
     choice,
     did_you_mean,
@@ -82,7 +82,7 @@ def _discipline(text: str) -> dict:
 
 
 def _law(flag: str, text: str):
-    from ..core.distributions import parse_law
+    from ..core.laws.distributions import parse_law
 
     try:
         return parse_law(text)
@@ -91,7 +91,7 @@ def _law(flag: str, text: str):
 
 
 def _time_grid(args) -> None:
-    from ..core.timegrid import grid_size
+    from ..core.checks.timegrid import grid_size
 
     V.positive_finite("--dt", args.dt)
     V.positive_finite("--t-max", args.t_max)
@@ -157,8 +157,8 @@ def _register_simulate(subparsers) -> None:
 
 def _check_simulate(args):
     """Every flag of ``simulate`` in flag terms, then the output file: all before any compute."""
-    from ..core.precision import from_flags as precision_from_flags
-    from ..core.replications import WARMUP_FRACTION
+    from ..core.estimates.precision import from_flags as precision_from_flags
+    from ..core.estimates.replications import WARMUP_FRACTION
     from .model import JSQPS
     from .simulate import BACKENDS
 
@@ -195,7 +195,7 @@ def _simulate_cost(args, spec) -> None:
     estimate the API admits)."""
     import os
 
-    from ..core.guard import admit_parts
+    from ..core.checks.guard import admit_parts
     from . import cost
 
     precision = getattr(args, "precision", None)
@@ -207,12 +207,12 @@ def _simulate_cost(args, spec) -> None:
 
 
 def run_simulate(args) -> int:
-    from ..core import runlength
-    from ..core.io import write_netcdf
-    from ..core.precision import from_flags as precision_from_flags
-    from ..core.precision import summary as precision_summary
-    from ..core.replications import WARMUP_FRACTION
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up
+    from ..core.estimates import runlength
+    from ..core.estimates.precision import from_flags as precision_from_flags
+    from ..core.estimates.precision import summary as precision_summary
+    from ..core.estimates.replications import WARMUP_FRACTION
+    from ..core.estimates.summary import ci_header, mean_text, percentile_text, round_up
+    from ..core.files.io import write_netcdf
     from .simulate import SUMMARY_PERCENTILES, simulate, summary
 
     defaults = (args.warmup is None, args.cooldown is None)
@@ -267,9 +267,9 @@ def run_simulate(args) -> int:
 
 
 def _needed_horizon(verdict, W: float, C: float, default_warmup: bool) -> str:
-    """The --horizon whose window is the guard's ``needed_window`` (sojourn.core.runlength)."""
-    from ..core.replications import WARMUP_FRACTION
-    from ..core.runlength import format_length, horizon_for
+    """The --horizon whose window is the guard's ``needed_window`` (sojourn.core.estimates.runlength)."""
+    from ..core.estimates.replications import WARMUP_FRACTION
+    from ..core.estimates.runlength import format_length, horizon_for
 
     H = horizon_for(verdict.needed_window, W, C, WARMUP_FRACTION if default_warmup else None)
     return f"--horizon >= {format_length(H)}"
@@ -368,7 +368,7 @@ def _hyper(args) -> dict:
 def _approximate_cost(args, spec) -> None:
     """Predicted memory and time of ``approximate`` from the flags that size it, admitted before anything is
     allocated: the estimate the API admits (:func:`sojourn.jsq_ps.cost.approximate`), named in flags."""
-    from ..core.guard import admit_parts
+    from ..core.checks.guard import admit_parts
     from . import cost
 
     points = float(args.t_max) / float(args.dt) + 1.0
@@ -436,7 +436,7 @@ def beyond_t_max(t, cdf, tolerance: float = BEYOND_TOLERANCE) -> dict:
 
 
 def _length(x: float) -> str:
-    from ..core.runlength import format_length
+    from ..core.estimates.runlength import format_length
 
     return format_length(x) if math.isfinite(x) else "(unknown: the tail does not decay on the grid)"
 
@@ -453,8 +453,8 @@ def beyond_text(b: dict, mean: float, t_max: float) -> str:
 
 
 def run_approximate(args) -> int:
-    from ..core.io import write_netcdf
-    from ..core.progress import working
+    from ..core.files.io import write_netcdf
+    from ..core.runs.progress import working
     from .solve.api import approximate, summary
     from .solve.guards import TRUNCATION_NOT_REACHED
 

@@ -4,10 +4,11 @@ and which approximation to trust at each percentile.
 Convention (explicit, as in the paper): every CDF is evaluated on the grid t_i = i·dt, i = 0..N
 (``t`` coordinate of both files). The simulated CDF is the empirical P(S < t_i), i.e. the paper's
 ``percentileofscore(kind='strict')/100``, which from the histogram (bin i = [t_i, t_i + dt)) is
-:func:`sojourn.core.stats.cdf_at_left_edges`. The approximations' ``cdf`` is F(t_i). Then
+:func:`sojourn.core.estimates.stats.cdf_at_left_edges`. The approximations' ``cdf`` is F(t_i). Then
 
 * Wasserstein (paper eq. 27): W = dt · Σ_i |F_sim(t_i) − F_approx(t_i)|;
-* percentile x_p: where F, linear between the grid points, first exceeds p (:func:`sojourn.core.stats.quantile`),
+* percentile x_p: where F, linear between the grid points, first exceeds p
+(:func:`sojourn.core.estimates.stats.quantile`),
   for the simulation and the approximations alike. The paper's x_p, the first grid t_i with F(t_i) > p, is the
   right end of that step: up to dt above, so a simulated one carried the bin's bias into every CI (issue 26);
   interpolated, the simulated percentile is the histogram's with customers uniform within the bin, and the
@@ -88,9 +89,8 @@ from types import SimpleNamespace
 import numpy as np
 import xarray as xr
 
-from ..core.io import NETCDF_LOCK, provenance, write_netcdf
-from ..core.precision import present as replications_present
-from ..core.stats import (
+from ..core.estimates.precision import present as replications_present
+from ..core.estimates.stats import (
     CI_BOOTSTRAP,
     CI_T,
     TAIL_MIN,
@@ -99,6 +99,7 @@ from ..core.stats import (
     quantile,
     wasserstein,
 )
+from ..core.files.io import NETCDF_LOCK, provenance, write_netcdf
 from .naming import EXPONENTIAL, label_coords
 from .solve.guards import ABOVE_ONE as FIT_ABOVE_ONE
 from .solve.guards import BELOW_ZERO as FIT_BELOW_ZERO
@@ -115,7 +116,7 @@ DEFAULTS = {
     "skew_threshold": 1.0,
     "n_resamples": 2000,
     "against_exact": True,
-    "min_tail_customers": TAIL_MIN,  # the CLIs' rule too (sojourn.core.stats.TAIL_MIN)
+    "min_tail_customers": TAIL_MIN,  # the CLIs' rule too (sojourn.core.estimates.stats.TAIL_MIN)
 }
 
 
@@ -179,7 +180,7 @@ TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED = 0, 1, 2
  STATUS_NO_VERDICT,       # "simulate": no usable method with a mean error and a CI
  STATUS_NO_SIMULATION,    # "": no simulation of this law at this cell
  STATUS_TAIL,             # "T": exponential service, exact not usable, T preferred (tail_check)
- STATUS_RUN_TOO_SHORT,    # "simulate": the simulation's run is too short to trust (sojourn.core.runlength)
+ STATUS_RUN_TOO_SHORT,    # "simulate": the simulation's run is too short to trust (sojourn.core.estimates.runlength)
  ) = range(8)
 STATUS_FLAG_ATTRS = {
     "flag_values": np.arange(8, dtype=np.int8),
@@ -221,7 +222,8 @@ def tail_decisions(err_mean, err_high, rel_mean, usable, few, simulated, exact_p
     ``tail_preferred`` (..., 1 or percentile): index of ``T`` where it may be preferred (exponential service,
     usable, its percentile on the grid, :func:`tail_check` passed), else −1 (None: nowhere);
     ``short`` (..., 1): the simulation's run is too short to trust there (its ``run_valid`` = 0,
-    :mod:`sojourn.core.runlength`; None: nowhere) — its percentiles then judge nothing, like too few customers:
+    :mod:`sojourn.core.estimates.runlength`; None: nowhere) — its percentiles then judge nothing, like too few
+    customers:
     no optimistic verdict, no most accurate method, and "simulate" (run_too_short) unless exact or T apply.
 
     * optimistic = 1 where err_high < 0 (the whole CI below 0: an underestimate beyond the simulation's
@@ -317,7 +319,7 @@ class _Grid:
         self.Rs = sim["R"].values.tolist()
         self.rhos = sim["rho"].values
         self.reps = sim["replication"].values
-        # a precision-driven run: cells with different replication counts, padded (sojourn.core.precision)
+        # a precision-driven run: cells with different replication counts, padded (sojourn.core.estimates.precision)
         self.used = sim["replications_used"].transpose("service", "R", "rho").values \
             if "replications_used" in sim else None
         self.methods = approx["approximation"].values.tolist()
@@ -343,7 +345,8 @@ class _Grid:
         self.fit_violation = np.full((NR, NP, NM), np.nan)
         self.err_exact = np.full((NR, NP, NM, NQ), np.nan)
         self.n_customers = np.zeros((S, NR, NP, NK))  # customers recorded per replication (from the histograms)
-        # the simulation's run-length verdict (sojourn.core.runlength): 0 = too short to trust; -1 / absent: none
+        # the simulation's run-length verdict (sojourn.core.estimates.runlength): 0 = too short to trust; -1 / absent:
+        # none
         self.run_valid = sim["run_valid"].transpose("service", "R", "rho").values.astype(np.int8) \
             if "run_valid" in sim else np.full((S, NR, NP), -1, np.int8)
         # the approximation dataset's own verdict (analytic guards) on the comparison's grid; None: it has none
@@ -416,7 +419,7 @@ def simulation_noise(count, overflow, F_rep, dt: float) -> float:
     |F_k − F| for independent, roughly normal errors. A method compared with the simulation has a mean W over
     replications of about this value even if it is the truth (``wasserstein_mean`` of exact, where it ran, is the
     same quantity measured against the truth). ``count`` (replication, t) and ``overflow`` (replication,) as
-    recorded; ``F_rep`` their CDFs (:func:`sojourn.core.stats.cdf_at_left_edges`). NaN with fewer than two
+    recorded; ``F_rep`` their CDFs (:func:`sojourn.core.estimates.stats.cdf_at_left_edges`). NaN with fewer than two
     replications holding customers (a precision-driven run's padding holds none)."""
     n = count.sum(axis=-1) + overflow
     have = np.nonzero(n > 0)[0]
@@ -567,7 +570,7 @@ def _statistics(g: _Grid) -> SimpleNamespace:
 
     # the intervals of every method, usable or not (the raw_ summaries), with the random streams they always had
     # a precision-driven run pads each cell's replications beyond replications_used: only its own count
-    # (sojourn.core.precision; None = every entry present)
+    # (sojourn.core.estimates.precision; None = every entry present)
     here = None if g.used is None else replications_present(g.reps, g.used)[:, :, :, None, :]  # (S,R,rho,1,rep)
     Wm, Wlo, Whi, Wci = interval(W, cfg, seed=1, present=here)
     per_q = None if here is None else here[:, :, :, :, None, :]
@@ -946,7 +949,8 @@ def _finish(ds: xr.Dataset, g: _Grid, v: SimpleNamespace, run_time) -> None:
     """The comparison's run-length verdict, replication counts, run times and the attributes that state its
     conventions and rules."""
     ds["sim_run_valid"] = (("service", "R", "rho"), g.run_valid, _attrs(
-        "the simulation's run-length verdict (its run_valid, sojourn.core.runlength): 1 long enough, 0 too short to "
+        "the simulation's run-length verdict (its run_valid, sojourn.core.estimates.runlength): 1 long enough, "
+        "0 too short to "
         "trust (its statistics are kept but judge nothing: no best_method, optimistic verdict or most_accurate "
         "there, recommendation_status run_too_short unless exact or T apply), -1 not simulated or not judged",
         flag_values=np.array([-1, 0, 1], np.int8), flag_meanings="not_judged too_short long_enough"))
@@ -961,7 +965,7 @@ def _finish(ds: xr.Dataset, g: _Grid, v: SimpleNamespace, run_time) -> None:
         ds["run_time"].attrs = _attrs("run time of the approximation method (not reproducible)", "s")
     ds.attrs["cdf_convention"] = (
         "grid t_i = i*dt; simulated F(t_i) = P(S < t_i) from histogram bins [t_i, t_i + dt) "
-        "(sojourn.core.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
+        "(sojourn.core.estimates.stats.cdf_at_left_edges); approximated F(t_i) = cdf at t_i")
     ds.attrs["wasserstein_definition"] = "dt * sum_i |F_sim(t_i) - F_approx(t_i)| (paper eq. 27)"
     ds.attrs["percentile_definition"] = (
         "where F, linear between the grid points t_i, first exceeds p (the paper's first "
@@ -993,7 +997,8 @@ REFERENCE_NAMES = {REF_NONE: "none", REF_EXACT: "exact", REF_SIMULATION: "simula
 
 def reference_usable(c: xr.Dataset) -> xr.DataArray:
     """(service, R, rho, percentile) True where the simulated percentile is a usable reference
-    (:mod:`sojourn.core.reference`): simulated, at least ``min_tail_customers`` (100) customers beyond it in every
+    (:mod:`sojourn.core.estimates.reference`): simulated, at least ``min_tail_customers`` (100) customers beyond it in
+    every
     replication (``few_tail_customers`` = 0) and the run not judged too short (``sim_run_valid`` ≠ 0)."""
     ok = c["few_tail_customers"] == TAIL_ENOUGH
     if "sim_run_valid" in c:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..core.config import ConfigError
-from ..core.distributions import parse_law
-from ..core.inputs import check_grid
-from ..core.precision import parse as parse_precision
-from ..core.timegrid import grid_size
+from ..core.checks.config import ConfigError
+from ..core.checks.inputs import check_grid
+from ..core.checks.timegrid import grid_size
+from ..core.estimates.precision import parse as parse_precision
+from ..core.laws.distributions import parse_law
 from .naming import ALL_METHODS, DEFAULT_PERCENTILE, EXPONENTIAL, format_rho, table4_L1
 
 #: the key path of this study's config section, prefixed to every ConfigError
@@ -207,11 +207,11 @@ SECONDS_PER_JOB, BYTES_PER_JOB = 0.01, 100e3
 
 
 def _check_cost(cfg: dict) -> None:
-    """Each Dask task of the section admitted by the guard before any job (:func:`sojourn.core.guard.admit`,
+    """Each Dask task of the section admitted by the guard before any job (:func:`sojourn.core.checks.guard.admit`,
     limits from SOJOURN_MAX_TIME / SOJOURN_MAX_MEMORY or the defaults): one replication of every simulation cell
     and the methods of every approximation cell (exact keeps to its own ``exact_budget``), and Snakemake's DAG of
     the blocks; a refusal names the config keys that drive it."""
-    from ..core.guard import Estimate, admit, admit_parts, naming
+    from ..core.checks.guard import Estimate, admit, admit_parts, naming
     from . import cost
     from .model import JSQPS
 
@@ -268,7 +268,7 @@ def check_config(cfg: dict) -> None:
 
 def _check(cfg: dict) -> None:
     sim = cfg["simulation"]
-    from ..core.replications import WARMUP_FRACTION
+    from ..core.estimates.replications import WARMUP_FRACTION
 
     horizon = float(sim["horizon"])
     warmup = float(sim["warmup"]) if sim.get("warmup") is not None else WARMUP_FRACTION * horizon  # null: 5 %

@@ -1,7 +1,7 @@
-"""What a JSQ-PS request will cost, predicted from its inputs alone (:mod:`sojourn.core.guard`, check 3): the
+"""What a JSQ-PS request will cost, predicted from its inputs alone (:mod:`sojourn.core.checks.guard`, check 3): the
 simulation (numba kernels or Ciw) and the analytic methods. Each function returns a
-:class:`~sojourn.core.guard.Estimate` in the API's field names; the command line, the Python API and the
-pipeline's jobs all admit the same estimate (:func:`sojourn.core.guard.admit`), each naming the inputs in its
+:class:`~sojourn.core.checks.guard.Estimate` in the API's field names; the command line, the Python API and the
+pipeline's jobs all admit the same estimate (:func:`sojourn.core.checks.guard.admit`), each naming the inputs in its
 own terms.
 
 The constants are fitted on this project's 2-core machine and checked by ``python benchmarks/cost_models.py``,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.guard import Estimate
+from ..core.checks.guard import Estimate
 
 #: seconds per event of the fast kernels: a fixed part and, for JSQ, a part per server scanned (R = 10, load 0.9:
 #: 9.4e-8 s/event; R = 1000: 4.8e-7 s/event; one replication of horizon 20 000)

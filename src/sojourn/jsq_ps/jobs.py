@@ -1,10 +1,10 @@
 """Every rule of the JSQ-PS study (``workflow/rules/jsq_ps.smk``) calls one function here, through
-:func:`sojourn.core.job.run` (its log, timing and traceback). Each function is its own rerun trigger: its code
-fingerprint (:func:`sojourn.core.fingerprint.fingerprint` of ``sojourn.jsq_ps.jobs:<name>``) covers the function,
+:func:`sojourn.core.runs.job.run` (its log, timing and traceback). Each function is its own rerun trigger: its code
+fingerprint (:func:`sojourn.core.files.fingerprint.fingerprint` of ``sojourn.jsq_ps.jobs:<name>``) covers the function,
 the definitions of this module it uses and the modules they import — so imports stay inside the functions.
 
 * ``simulate``: a block of cells (one service law, one R, the ρ of one interval), every replication of every
-  cell one Dask task on the cell runner (:mod:`sojourn.core.runner`), cached per (cell, replication);
+  cell one Dask task on the cell runner (:mod:`sojourn.core.runs.runner`), cached per (cell, replication);
 * ``approximate``: a block of M/M/R cells (one R, the ρ of one interval), one Dask task per cell running all
   its methods, cached per cell;
 * ``approximate_laws``: a block of M/G/R cells (one law, one R, the ρ of one interval) by the methods that take a
@@ -15,7 +15,7 @@ the definitions of this module it uses and the modules they import — so import
 * ``compare``, ``accuracy``, ``figures``, ``reproduction``: the comparison and what is made from it.
 
 Replication k of a cell is bit-identical whether computed now or earlier, in any worker, because its random
-stream depends only on (seed, spec, k) (:mod:`sojourn.core.seeds`).
+stream depends only on (seed, spec, k) (:mod:`sojourn.core.laws.seeds`).
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ LOG = logging.getLogger(__name__)
 def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulation: dict, time_grid: dict,
              code: str, output, cache):
     """Simulate the cells (service, R, ρ), ρ in ``rhos``: ``simulation['replications']`` replications each, or
-    with ``simulation['precision']`` as many as each cell's target needs (:mod:`sojourn.core.precision`), into
+    with ``simulation['precision']`` as many as each cell's target needs (:mod:`sojourn.core.estimates.precision`), into
     one file ``output`` (dims service, R, rho, replication, t, n). Cells that stop at different counts share the
     ``replication`` axis, padded (count 0, floats NaN, events -1) beyond each cell's ``replications_used``.
-    ``cache``: this block's cache folder (:mod:`sojourn.core.runner`)."""
-    from ..core.protocol import run_step
-    from ..core.runner import DaskExecutor
+    ``cache``: this block's cache folder (:mod:`sojourn.core.runs.runner`)."""
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor
     from .blocks import SimulationBlock
 
     step = SimulationBlock(service, law, R, rhos, mu, simulation, time_grid, code)
@@ -48,8 +48,8 @@ def approximate(client, *, R: int, rhos, mu: float, methods, L1: int, L2: int, t
     chain once (with ``share_corrected`` the copies B*, D*, E*, F* are left out and the merge writes them back:
     :func:`sojourn.jsq_ps.storage.stored_once`); cells stored before under the same content key in ``cache`` are
     reused."""
-    from ..core.protocol import run_step
-    from ..core.runner import DaskExecutor
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor
     from .solve.blocks import ApproximationBlock
 
     step = ApproximationBlock(R, rhos, mu, methods, L1, L2, time_grid, code, share_corrected, exact_budget)
@@ -64,8 +64,8 @@ def approximate_laws(client, *, service: str, law: str, R: int, rhos, mu: float,
     (:func:`sojourn.jsq_ps.solve.cell.approximate_law_cell`), one file ``output`` (dims service, R, rho,
     approximation, t, percentile), the CDF stored as its survival function like the M/M/R approximations; cells
     stored before under the same content key in ``cache`` are reused."""
-    from ..core.protocol import run_step
-    from ..core.runner import DaskExecutor
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor
     from .solve.blocks import LawApproximationBlock
 
     step = LawApproximationBlock(service, law, R, rhos, mu, methods, time_grid, code)
@@ -117,7 +117,7 @@ def figures(*, comparison, simulation, approximation, outdir, settings: dict, co
     out = all_figures(comparison, simulation, approximation, outdir, settings,
                       formats=settings["figures"]["formats"], dpi=settings["figures"]["dpi"])
     if key_results is not None:  # the report's opening table (stem: <key_results>.csv/.html)
-        from ..core.io import read_netcdf
+        from ..core.files.io import read_netcdf
         from .plots import key_results as table
 
         out += table(read_netcdf(comparison), key_results)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..core.recording import record
-from ..core.sampling import EXPONENTIAL, LOGNORMAL, sample_law
+from ..core.estimates.recording import record
+from ..core.laws.sampling import EXPONENTIAL, LOGNORMAL, sample_law
 
 # Dispatch codes (sojourn.jsq_ps.model.DISPATCH_CODE)
 JSQ = 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..core.distributions import Distribution, Exponential, law_from_dict, parse_law
-from ..core.validate import integer_at_least, positive_finite
+from ..core.checks.validate import integer_at_least, positive_finite
+from ..core.laws.distributions import Distribution, Exponential, law_from_dict, parse_law
 
 DISCIPLINES = ("ps", "limited", "capacitated")
 DISPATCHES = ("jsq", "random", "round-robin", "jsq-d")

@@ -49,8 +49,8 @@ def label_coords(ds):
 EXPONENTIAL = "exponential"
 
 #: the percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``: the
-#: project's one default (sojourn.core.config)
-from ..core.config import DEFAULT_PERCENTILE  # noqa: E402,F401
+#: project's one default (sojourn.core.checks.config)
+from ..core.checks.config import DEFAULT_PERCENTILE  # noqa: E402,F401
 
 
 def table4_L1(servers: int) -> int:

@@ -1,11 +1,11 @@
 """Figures of the JSQ-PS study (matplotlib, Agg backend): one function per figure, each saved in every format with its
-caption (``<stem>.rst``, :class:`sojourn.core.claims.Caption`) written from the data it draws.
+caption (``<stem>.rst``, :class:`sojourn.core.present.claims.Caption`) written from the data it draws.
 
-Every comparison is against the best reference there (:func:`sojourn.jsq_ps.compare.against_reference`): exact where
-it ran, else the simulation where it can tell (enough customers beyond the percentile, a run long enough), else none —
-drawn as "reference too short" (:data:`sojourn.core.figures.REFERENCE_TOO_SHORT`), never as a value, and left out of
-every statistic a caption or table states. A difference counts only beyond its CI (against the simulation) or beyond
-the grid's resolution (against exact); the colour maps draw the rest as "no difference". Status marks (not run,
+Every comparison is against the best reference there (:func:`sojourn.jsq_ps.compare.against_reference`): exact where it
+ran, else the simulation where it can tell (enough customers beyond the percentile, a run long enough), else none —
+drawn as "reference too short" (:data:`sojourn.core.present.figures.REFERENCE_TOO_SHORT`), never as a value, and left
+out of every statistic a caption or table states. A difference counts only beyond its CI (against the simulation) or
+beyond the grid's resolution (against exact); the colour maps draw the rest as "no difference". Status marks (not run,
 invalid fit, reference too short) sit in a strip above a panel or inside a map cell, never at a y that reads as data.
 """
 from __future__ import annotations
@@ -22,8 +22,11 @@ import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
-from ..core.claims import Caption, Claim, half_unit, listing, sig_tol
-from ..core.figures import (
+from ..core.estimates.reference import rule_words
+from ..core.estimates.stats import TAIL_MIN, cdf_at_left_edges
+from ..core.files.io import NETCDF_LOCK, read_netcdf
+from ..core.present.claims import Caption, Claim, half_unit, listing, sig_tol
+from ..core.present.figures import (
     METHOD_COLORS,
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
@@ -40,9 +43,6 @@ from ..core.figures import (
     status_strip,
     status_style,
 )
-from ..core.io import NETCDF_LOCK, read_netcdf
-from ..core.reference import rule_words
-from ..core.stats import TAIL_MIN, cdf_at_left_edges
 from . import claims as Q
 from .compare import (
     REF_EXACT,
@@ -73,9 +73,9 @@ FIGURES = (
 
 
 def figures(settings: dict, job: str = "figures") -> list:
-    """The figures (:class:`sojourn.core.figures.FigureFile`) the study's config section ``settings`` produces in
-    job ``job``: every figure of :data:`FIGURES`, a CDF figure per ``figures.cdf_cells`` entry, the M/G/R figure
-    only with ``mgr.laws``."""
+    """The figures (:class:`sojourn.core.present.figures.FigureFile`) the study's config section ``settings``
+    produces in job ``job``: every figure of :data:`FIGURES`, a CDF figure per ``figures.cdf_cells`` entry, the M/G/R
+    figure only with ``mgr.laws``."""
     dec = int(settings["grid"].get("rho_decimals", 2))
     out = []
     for f in FIGURES:
@@ -340,7 +340,7 @@ def _w_line(ax, xp, y, ref, sr, under) -> bool:
     """One method's W line (broken below :data:`W_FLOOR`), markers filled against exact, hollow against the
     simulation; ``under``: thin light grey without markers (the closest line is drawn over it). Returns whether any
     point lies above the floor."""
-    from ..core.figures import METHOD_MARKERS
+    from ..core.present.figures import METHOD_MARKERS
 
     ok = np.isfinite(y)
     above = ok & (y >= W_FLOOR)
@@ -434,7 +434,7 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ..core.figures import METHOD_MARKERS
+    from ..core.present.figures import METHOD_MARKERS
 
     h, lab = [], []
     for _, lines in rows:
@@ -2073,7 +2073,7 @@ def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:
 _BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
 def _scv_of(laws) -> dict:
     """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
-    from ..core.distributions import parse_law
+    from ..core.laws.distributions import parse_law
 
     out = {}
     for spec in laws or ():
@@ -2601,7 +2601,7 @@ _FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"),
 
 
 def _rq(expr, reduce=(("count", None),), where=None, sel=None) -> Claim:
-    from ..core.claims import Query
+    from ..core.present.claims import Query
 
     return Query(REP_SOURCE, expr, dict(sel or {}), where, [list(x) for x in reduce])
 
@@ -3180,7 +3180,7 @@ def key_results(cmp: xr.Dataset, stem, service=EXPONENTIAL) -> list:
     per load band and percentile (the recommendation and how the simulation checks it); and each method's error
     against the best reference per percentile. Points without a reference ("reference too short") count in no
     statistic."""
-    from ..core.tables import write_table
+    from ..core.present.tables import write_table
 
     c = cmp.sel(service=service)
     b = best_by_reference(cmp, service)
@@ -3356,9 +3356,9 @@ def _key_caption(cmp, service, b, rec, ru, trust, per) -> Caption:
 
 
 def page_caption(rep: xr.Dataset):
-    """The caption of the reproduction page (:class:`sojourn.core.claims.Caption`): how much of the paper's §6 this
-    run reproduces, from ``rep``."""
-    from ..core.claims import Caption, Claim
+    """The caption of the reproduction page (:class:`sojourn.core.present.claims.Caption`): how much of the paper's
+    §6 this run reproduces, from ``rep``."""
+    from ..core.present.claims import Caption, Claim
     findings = list(_reproduction_map_caption(rep).findings[:1])
     limits = []
     ref = rep["percentile_error_reference"].sel(family="faithful").values

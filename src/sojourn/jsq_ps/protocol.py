@@ -1,10 +1,10 @@
-"""JSQ-PS as the core's study protocol (:mod:`sojourn.core.protocol`): its cached steps — a block of simulation
+"""JSQ-PS as the core's study protocol (:mod:`sojourn.core.runs.protocol`): its cached steps — a block of simulation
 cells (:class:`sojourn.jsq_ps.blocks.SimulationBlock`), a block of M/M/R approximation cells and a block of M/G/R
 law approximation cells (:mod:`sojourn.jsq_ps.solve.blocks`), each cell at typed grid values (service, R, ρ) — and
 the study object :data:`STUDY` the registry names (:mod:`sojourn.studies`)."""
 from __future__ import annotations
 
-from ..core.protocol import Declaration
+from ..core.runs.protocol import Declaration
 from .blocks import SimulationBlock
 from .compare import write_comparison
 from .plots import all_figures

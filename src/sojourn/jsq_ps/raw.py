@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 
-from ..core import seeds as _seeds
-from ..core.distributions import Exponential
-from ..core.replications import check_window
-from ..core.timegrid import grid_size
-from ..core.validate import finite_real, integer_at_least
+from ..core.checks.timegrid import grid_size
+from ..core.checks.validate import finite_real, integer_at_least
+from ..core.estimates.replications import check_window
+from ..core.laws import seeds as _seeds
+from ..core.laws.distributions import Exponential
 from .model import DISPATCH_CODE, JSQPS
 
 BACKENDS = ("fast", "ciw")

@@ -44,10 +44,10 @@ from types import SimpleNamespace
 import numpy as np
 import xarray as xr
 
-from ..core.figures import serialized
-from ..core.integrity import write_atomic
-from ..core.io import provenance, read_netcdf, write_netcdf
-from ..core.stats import interval
+from ..core.estimates.stats import interval
+from ..core.files.integrity import write_atomic
+from ..core.files.io import provenance, read_netcdf, write_netcdf
+from ..core.present.figures import serialized
 from .compare import REF_EXACT, REF_NONE, REF_SIMULATION, reference_usable, ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
 
@@ -431,7 +431,8 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
             v.pe_ref,
             _a(
                 "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                "percentile is a usable reference), 0 none: reference too short (sojourn.core.reference), -1 not "
+                "percentile is a usable reference), 0 none: reference too short (sojourn.core.estimates.reference), "
+                "-1 not "
                 "in "
                 "this run",
                 flag_values=np.array([-1, 0, 1, 2], np.int8),
@@ -643,7 +644,7 @@ def _ci(m, lo, hi, fmt="{:.2f}"):
 
 def _with_reference(text: str, method: str, rep, var: str, idx) -> str:
     """A table cell of ours: the value and its method, 'vs exact' where exact is the reference, and 'reference too
-    short' where we have none (sojourn.core.reference)."""
+    short' where we have none (sojourn.core.estimates.reference)."""
     ref = int(rep[var].values[idx]) if var in rep else REF_SIMULATION
     if ref == REF_NONE:
         return "reference too short"

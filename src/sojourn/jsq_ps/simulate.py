@@ -7,7 +7,7 @@ bins, only with ``service_bins``).
 
 The unit of work for a distributed pipeline is :func:`simulate_replication` (cheap to call, only
 picklable arguments); :func:`concat_replications` joins its results. A replication's random stream
-depends only on (seed, spec, replication index) (:mod:`sojourn.core.seeds`).
+depends only on (seed, spec, replication index) (:mod:`sojourn.core.laws.seeds`).
 """
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ import json
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core.io import provenance
-from ..core.progress import steps
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.estimates.replications import replicate, with_precision
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.runs.progress import steps
 from .naming import DEFAULT_PERCENTILE
 from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
 from .raw import check_run as _check
@@ -137,11 +137,11 @@ def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=N
     or as many as a ``precision`` target needs.
 
     horizon, warmup, cooldown
-        Run length T, warm-up W (default 5 % of T, ``sojourn.core.replications.WARMUP_FRACTION``) and
+        Run length T, warm-up W (default 5 % of T, ``sojourn.core.estimates.replications.WARMUP_FRACTION``) and
         cool-down C (default C = W); customers arriving in (W, T − C) are recorded and followed to departure.
     seed, replication_offset
         Replication k (k = replication_offset, …, replication_offset + replications − 1) uses the stream
-        ``sojourn.core.seeds.replication_seed_sequence(seed, spec, k)``.
+        ``sojourn.core.laws.seeds.replication_seed_sequence(seed, spec, k)``.
     backend
         ``"fast"`` (numba kernels) or ``"ciw"`` (Ciw 3.2, replications in spawned worker processes,
         ``max_workers`` at a time, default min(replications, CPUs); scripts must use the
@@ -149,7 +149,7 @@ def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=N
         reproducible if no other thread draws from Python's global ``random``).
     dt, t_max
         Histogram bin width and last left edge (a multiple of dt): t_max/dt + 1 bins
-        (:func:`sojourn.core.timegrid.time_grid`).
+        (:func:`sojourn.core.checks.timegrid.time_grid`).
     occupancy_max
         Last bin of the occupancy-at-arrival histogram (collects n ≥ occupancy_max).
     kernel
@@ -159,11 +159,11 @@ def simulate(spec, horizon=160_000.0, warmup=None, cooldown=None, replications=N
         ``(width, number)``: also stream sojourn count/sum/sumsq by service-requirement bin
         (general kernel only; for the E[S | x] = x/(1 − ρ) check).
     precision
-        A :class:`sojourn.core.precision.Precision` or a dict like the config block
+        A :class:`sojourn.core.estimates.precision.Precision` or a dict like the config block
         ``{statistic: percentile|mean|cdf, at: 99.99, relative_half_width: 0.05, max_replications: 200}``
         (percentile level in percent, default 99.99; ``cdf``: F at time ``at``): replications 0, 1, … are
         added in batches until the t-interval of the statistic across replications is that narrow, or
-        the cap is reached (:mod:`sojourn.core.precision`). Replaces ``replications``; the dataset gains
+        the cap is reached (:mod:`sojourn.core.estimates.precision`). Replaces ``replications``; the dataset gains
         ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
         ``achieved_relative_half_width`` and ``stop_reason``, and its data equal a fixed-count run of
         ``replications_used`` replications.
@@ -231,10 +231,10 @@ def simulate_many(specs, horizon=160_000.0, warmup=None, cooldown=None, replicat
 
 def admit_cost(specs, plans, replications: int, backend: str, max_workers=None) -> None:
     """The predicted time and memory of simulating ``specs`` (their checked run ``plans``) admitted before anything
-    is allocated (:func:`sojourn.core.guard.admit_parts`; :func:`sojourn.jsq_ps.cost.simulate`)."""
+    is allocated (:func:`sojourn.core.checks.guard.admit_parts`; :func:`sojourn.jsq_ps.cost.simulate`)."""
     import os
 
-    from ..core.guard import Estimate, admit_parts
+    from ..core.checks.guard import Estimate, admit_parts
     from . import cost
 
     workers = 1 if backend != "ciw" or max_workers == 0 else (max_workers or os.cpu_count() or 1)
@@ -259,7 +259,7 @@ def concat_replications(datasets) -> xr.Dataset:
 
 
 def run_model(spec) -> _runlength.RunModel:
-    """The run-length guard's view of a JSQ-PS spec (:mod:`sojourn.core.runlength`). JSQ (and JSQ(d), d ≥ 2)
+    """The run-length guard's view of a JSQ-PS spec (:mod:`sojourn.core.estimates.runlength`). JSQ (and JSQ(d), d ≥ 2)
     pools its servers: one c = R station, like M/G/R. Random dispatch (and JSQ(1)) splits the stream into R
     independent single servers, each fed by a thinned stream (SCV 1 − 1/R + c_a²/R); round-robin feeds each
     server every R-th arrival (SCV c_a²/R). The service SCV enters as for FCFS: PS is insensitive in its mean,
@@ -296,11 +296,11 @@ SUMMARY_PERCENTILES = (99.0, 99.9, 99.99, 99.999)
 def summary(ds: xr.Dataset, percentiles=SUMMARY_PERCENTILES, confidence: float | None = None) -> xr.Dataset:
     """Sojourn-time percentiles (in percent) of a :func:`simulate` dataset with CIs across its replications and
     the customers beyond each, and the CIs of the mean sojourn and of the mean number per server
-    (:func:`sojourn.core.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
+    (:func:`sojourn.core.estimates.summary.summary_dataset`: ``sojourn_percentile`` and its ``_mean``, ``_ci_low``,
     ``_ci_high``, ``_ci_method``, ``_too_few``; ``sojourn_beyond``; ``mean_ci_low`` …); merge it into ``ds``
     to store it beside the histograms. ``confidence``: the CIs' level (default ``DEFAULT_CONFIDENCE``)."""
-    from ..core.config import DEFAULT_CONFIDENCE
-    from ..core.summary import summary_dataset
+    from ..core.checks.config import DEFAULT_CONFIDENCE
+    from ..core.estimates.summary import summary_dataset
 
     confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
     return summary_dataset(ds["count"].values, ds["overflow"].values, ds["t"].values, float(ds.attrs["dt"]),

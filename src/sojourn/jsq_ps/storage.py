@@ -2,7 +2,7 @@
 form of the approximations (shared by the cell jobs and the merges), and the merges of the block files into
 ``simulation.nc`` and ``approximation.nc``.
 
-Merging streams (:func:`sojourn.core.merge.merge_files`: memory is one input file, whatever the grid). Gaps of
+Merging streams (:func:`sojourn.core.files.merge.merge_files`: memory is one input file, whatever the grid). Gaps of
 the hypercube (an M/G/R law on a sub-grid; ``exact`` only for small R) hold :data:`SIM_FILL` for the
 simulation's integers and NaN for floats; approximations span the configured method axis. The ``config``
 attribute of a merged file holds the config sections that produced it."""
@@ -13,17 +13,17 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..core.io import NETCDF_LOCK, provenance, read_netcdf
-from ..core.merge import merge_files
-from ..core.precision import FILL as PRECISION_FILL
-from ..core.runlength import FILL as RUN_LENGTH_FILL
+from ..core.estimates.precision import FILL as PRECISION_FILL
+from ..core.estimates.runlength import FILL as RUN_LENGTH_FILL
+from ..core.files.io import NETCDF_LOCK, provenance, read_netcdf
+from ..core.files.merge import merge_files
 from .naming import COORD_ATTRS, SHARED_CORRECTED
 from .solve.guards import OVER_BUDGET
 
 
 def grid_cell(rho, key: str, args: tuple, **grid):
     """A block's cell at ρ (label ``rho=<ρ>``) and the other grid values ``grid`` (service, R), typed."""
-    from ..core.runner import Cell
+    from ..core.runs.runner import Cell
 
     return Cell(f"rho={rho}", key, args, {**grid, "rho": float(rho)})
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import time
 
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import (
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.checks.flags import (
     LAW,
     add_group,
     add_limits,
@@ -18,7 +18,7 @@ from ..core.flags import (
     add_run,
     add_window,
 )
-from ..core.guard import (
+from ..core.checks.guard import (
     NONNEGATIVE,
     POSITIVE,
     PROBABILITY_OPEN,
@@ -118,8 +118,8 @@ def _sim_args(p):
 def _window(args) -> None:
     """--horizon, --warmup (default 5 % of --horizon), --cooldown (default the warm-up) and --confidence checked in
     flag terms before any compute; the default warm-up resolved in ``args``."""
-    from ..core import validate as V
-    from ..core.replications import WARMUP_FRACTION
+    from ..core.checks import validate as V
+    from ..core.estimates.replications import WARMUP_FRACTION
 
     horizon = V.positive_finite("--horizon", args.horizon)
     args.warmup_default = args.warmup is None
@@ -139,10 +139,10 @@ def _window(args) -> None:
 
 def _grid(args) -> None:
     """--dt and --t-max in flag terms, and the memory of the response-time histograms over that grid checked
-    before any of it exists (:func:`sojourn.core.inputs.check_grid`)."""
-    from ..core import validate as V
-    from ..core.inputs import check_grid, in_flag_terms
-    from ..core.timegrid import grid_size
+    before any of it exists (:func:`sojourn.core.checks.inputs.check_grid`)."""
+    from ..core.checks import validate as V
+    from ..core.checks.inputs import check_grid, in_flag_terms
+    from ..core.checks.timegrid import grid_size
 
     V.positive_finite("--dt", args.dt)
     V.positive_finite("--t-max", args.t_max)
@@ -167,7 +167,7 @@ def _load(args):
     """The model of --model with --signal-rate applied; a model that this rate makes unsolvable or unstable is
     refused here, before any compute, naming the flag (the model's own errors name its keys). Every command that
     loads a model writes --output: it is checked first, before the model is even solved for its stability."""
-    from ..core.inputs import check_output
+    from ..core.checks.inputs import check_output
     from .files import load_model
     from .solve import solve
 
@@ -196,13 +196,13 @@ def _load(args):
 
 
 def _flag_terms(message: str) -> str:
-    from ..core.inputs import in_flag_terms
+    from ..core.checks.inputs import in_flag_terms
 
     return in_flag_terms(message, {"signal_rate": "--signal-rate", "queue": "--queue"})
 
 
 def run_solve(args) -> int:
-    from ..core.io import write_netcdf
+    from ..core.files.io import write_netcdf
     from .solve import closed_form, solve
 
     net = _load(args)
@@ -230,19 +230,19 @@ def run_solve(args) -> int:
 
 
 def run_simulate(args) -> int:
-    from ..core import runlength
-    from ..core.distributions import parse_law
-    from ..core.io import write_netcdf
-    from ..core.precision import from_flags as precision_from_flags
-    from ..core.precision import summary as precision_summary
-    from ..core.replications import WARMUP_FRACTION
-    from ..core.summary import (
+    from ..core.estimates import runlength
+    from ..core.estimates.precision import from_flags as precision_from_flags
+    from ..core.estimates.precision import summary as precision_summary
+    from ..core.estimates.replications import WARMUP_FRACTION
+    from ..core.estimates.summary import (
         ci_header,
         mean_text,
         percentile_text,
         round_up,
         summary_dataset,
     )
+    from ..core.files.io import write_netcdf
+    from ..core.laws.distributions import parse_law
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
     from .solve import solve
 
@@ -315,9 +315,9 @@ def run_simulate(args) -> int:
 def run_optimise(args) -> int:
     import math
 
-    from ..core import validate as V
-    from ..core.inputs import limits
-    from ..core.io import write_netcdf
+    from ..core.checks import validate as V
+    from ..core.checks.inputs import limits
+    from ..core.files.io import write_netcdf
     from .optimise import optimise, report_lines
 
     lo = V.nonnegative_finite("--bounds LO", args.bounds[0])
@@ -333,7 +333,7 @@ def run_optimise(args) -> int:
     cost = None
     if math.isfinite(limits()[2]):  # a pilot times the sweep; refused over --max-time (none: no pilot)
         def cost(seconds: float, what: str) -> None:  # the request's own estimate: checked whatever its size
-            from ..core.guard import Estimate, admit
+            from ..core.checks.guard import Estimate, admit
 
             admit(Estimate(seconds, 0.0, "--horizon/--replications/--taus", what))
 
@@ -347,7 +347,7 @@ def run_optimise(args) -> int:
                       progress=progress, sim=dict(horizon=args.horizon, warmup=args.warmup, cooldown=args.cooldown,
                                                   dt=args.dt, t_max=args.t_max))
     except ValueError as exc:  # the library's verdicts on the search interval and the sweep, in flag terms
-        from ..core.inputs import in_flag_terms
+        from ..core.checks.inputs import in_flag_terms
 
         raise ValueError(
             in_flag_terms(str(exc), {"bounds": "--bounds", "taus": "--taus", "queue": "--queue"})

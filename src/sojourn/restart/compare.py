@@ -15,10 +15,10 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..core.io import provenance, read_netcdf, write_netcdf
-from ..core.precision import present
-from ..core.reference import too_few_beyond
-from ..core.stats import TAIL_MIN, percentiles_per_replication
+from ..core.estimates.precision import present
+from ..core.estimates.reference import too_few_beyond
+from ..core.estimates.stats import TAIL_MIN, percentiles_per_replication
+from ..core.files.io import provenance, read_netcdf, write_netcdf
 
 
 def _ci(x, confidence):
@@ -36,10 +36,11 @@ def _ci(x, confidence):
 
 def _percentile_variables(out: dict, q, beyond, here, confidence: float, dims: tuple) -> None:
     """The response-time percentiles over the replications present, with the jobs beyond them (too few: no
-    estimate, sojourn.core.reference)."""
+    estimate, sojourn.core.estimates.reference)."""
     qm, qh, _ = _ci(np.moveaxis(np.where(here[..., None], q, np.nan), -1, -2), confidence)  # (sem, rate, percentile)
     pdims = dims + ("percentile",)
-    # jobs per replication beyond each percentile, over the replications present; too few: no estimate (core.reference)
+    # jobs per replication beyond each percentile, over the replications present; too few: no estimate
+    # (core.estimates.reference)
     b = np.moveaxis(np.where(here[..., None], beyond.astype(float), np.nan), -1, -2)  # (sem, rate, percentile, rep)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -49,7 +50,8 @@ def _percentile_variables(out: dict, q, beyond, here, confidence: float, dims: t
         "long_name": "jobs per replication beyond the percentile (mean over replications)", "units": "1"})
     out["response_time_percentile_too_few"] = (pdims, np.where(np.isnan(qm), 1, too_few).astype(np.int8), {
         "long_name": f"1: fewer than {TAIL_MIN} jobs per replication beyond the percentile (or none in some "
-                     "replication, or no estimate): too few to estimate it (sojourn.core.reference); excluded from "
+                     "replication, or no estimate): too few to estimate it (sojourn.core.estimates.reference); "
+                     "excluded from "
                      "best_rate_response_time_percentile", "units": "1"})
     out["response_time_percentile"] = (pdims, qm, {"long_name": "simulated percentile of the response time (mean "
                                                                 "over replications of each one's histogram percentile)",
@@ -119,7 +121,7 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
     overflow = sim["overflow"].transpose("semantics", "restart_rate", "replication").values
     q, beyond = percentiles_per_replication(count, overflow, sim["t"].values, dt, np.array(levels) / 100.0)
     # (semantics, restart_rate, replication, percentile): each replication's percentile and the jobs beyond it
-    # a precision-driven sweep: points with different replication counts, padded (sojourn.core.precision)
+    # a precision-driven sweep: points with different replication counts, padded (sojourn.core.estimates.precision)
     here = present(sim["replication"].values, sim["replications_used"].transpose("semantics", "restart_rate").values) \
         if "replications_used" in sim else np.ones(overflow.shape, bool)
     stopped = (sim["unstable"].transpose("semantics", "restart_rate", "replication").values > 0) & here
@@ -151,7 +153,8 @@ def comparison(pf: xr.Dataset, sim: xr.Dataset, confidence: float, percentiles=(
                                     {"long_name": "replications of the point (precision-driven sweep)", "units": "1"})
     rates = sim["restart_rate"].values
     _against_product_form(out, pf, rates, k, confidence, dims)
-    # the run-length guard (sojourn.core.runlength): a point too short to trust is kept, marked, and never picked
+    # the run-length guard (sojourn.core.estimates.runlength): a point too short to trust is kept, marked, and never
+    # picked
     short = (
         (sim["run_valid"].transpose(*dims).values == 0) if "run_valid" in sim else np.zeros(overflow.shape[:2], bool)
     )
@@ -177,6 +180,6 @@ def write_comparison(pf_path, sim_path, output, settings: dict):
     ds.attrs = provenance(settings, title=f"Restart study, {sim.attrs.get('example', '')}: simulation vs product form",
                           model=sim.attrs.get("model", ""), example=sim.attrs.get("example", ""),
                           run_length=f"{flagged} of {ds['run_valid'].size} points too short to trust (run_valid = 0, "
-                                     "sojourn.core.runlength): kept, excluded from best_rate_*")
+                                     "sojourn.core.estimates.runlength): kept, excluded from best_rate_*")
     write_netcdf(ds, output)
     return output

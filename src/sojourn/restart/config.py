@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.config import DEFAULT_PERCENTILE, ConfigError
-from ..core.inputs import check_grid
-from ..core.timegrid import grid_size
+from ..core.checks.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.checks.inputs import check_grid
+from ..core.checks.timegrid import grid_size
 
 
 def restart_rates(spec) -> np.ndarray:
@@ -41,7 +41,7 @@ def sim_kwargs(sim: dict, time_grid: dict, example: dict) -> dict:
 
 def precision_for(sim: dict, time_grid: dict):
     """The sweeps' precision target (None: a fixed count); ValueError naming the key."""
-    from ..core.precision import parse
+    from ..core.estimates.precision import parse
 
     return parse(sim.get("precision"), field="simulation.precision", t_max=float(time_grid["t_max"]),
                  default_at=DEFAULT_PERCENTILE, default_statistic="mean")
@@ -100,7 +100,7 @@ def _check_cost(key: str, net, ex: dict, sim: dict, tg: dict) -> None:
     """Each Dask task of an example's sweep (one replication at one rate and semantics) admitted by the guard
     before any job, and a replication that would run into the kernel's event cap refused (it would report
     'stopped', not a measurement), naming the config keys."""
-    from ..core.guard import naming
+    from ..core.checks.guard import naming
     from .cost import Run, admit
 
     names = {"horizon": f"{key}.horizon", "horizon/replications": f"{key}.horizon",

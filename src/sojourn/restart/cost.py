@@ -1,4 +1,4 @@
-"""What a restart request will cost, predicted from its inputs alone (:mod:`sojourn.core.guard`, check 3): a
+"""What a restart request will cost, predicted from its inputs alone (:mod:`sojourn.core.checks.guard`, check 3): a
 network's phase tables (model files: the phase counts), a simulation (events from the product form's flows) and
 ``optimise``'s sweep. Estimates in the API's field names; the command line, the API and the pipeline's jobs admit
 the same ones. Constants checked by ``python benchmarks/cost_models.py``."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..core.guard import Estimate
+from ..core.checks.guard import Estimate
 
 #: seconds per event of the restart kernel: a fixed part, a part per type (its rates and areas are summed over
 #: the types at every event) and, under timeouts, a part per job present (the next expiry is searched); about
@@ -80,10 +80,10 @@ class Run:
 def admit(specs, horizon: float, replications: int, dt: float, t_max: float, max_jobs: int = 500,
           max_events: float = 200_000_000) -> None:
     """The predicted time and memory of simulating ``specs`` admitted before anything is allocated
-    (:func:`sojourn.core.guard.admit_parts`), and a replication that would need more events than ``max_events``
+    (:func:`sojourn.core.checks.guard.admit_parts`), and a replication that would need more events than ``max_events``
     refused: it would stop at the cap and report "stopped", not a measurement (issue 32: --horizon 1e300 ran 34 s
     into the cap, exit 0)."""
-    from ..core.guard import admit_parts, term
+    from ..core.checks.guard import admit_parts, term
 
     parts = []
     for spec in specs:

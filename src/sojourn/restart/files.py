@@ -30,7 +30,7 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
     if not found:
         known = sorted(f.stem for f in EXAMPLES_DIR.glob("*.yaml"))
         raise ValueError(f"model must be a YAML model file or one of {known}; got {str(path_or_name)!r}")
-    from ..core.guard import load_yaml
+    from ..core.checks.guard import load_yaml
 
     size = p.stat().st_size
     if size > MAX_MODEL_BYTES:
@@ -40,7 +40,7 @@ def load_model(path_or_name, check_stable: bool = True) -> Network:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"model file {p}: not a text (YAML) file") from None
-    d = load_yaml(text, f"model file {p}")  # duplicate keys and alias bombs refused (sojourn.core.guard)
+    d = load_yaml(text, f"model file {p}")  # duplicate keys and alias bombs refused (sojourn.core.checks.guard)
     net = model_from_dict(d)
     if check_stable:
         from .solve import solve

@@ -1,12 +1,12 @@
 """Every rule of the restart study (``workflow/rules/restart.smk``) calls one function here, through
-:func:`sojourn.core.job.run`; each function is its own rerun trigger (``sojourn.restart.jobs:<name>``), so
+:func:`sojourn.core.runs.job.run`; each function is its own rerun trigger (``sojourn.restart.jobs:<name>``), so
 imports stay inside the functions.
 
 * ``solve``: one example's product form over a fine grid of signal rates, and g*, each rate and g* a cell of
   the cell runner cached by content key (a finer grid computes only its new rates);
 * ``simulate``: one example's restart-rate sweep: for each semantics s (``signal``, ``timeout_exponential``,
   ``timeout_deterministic``) and restart rate r (:func:`sojourn.restart.simulate.spec_for`), every replication one
-  Dask task on the cell runner (:mod:`sojourn.core.runner`), cached per (point, replication) — a rate added to an
+  Dask task on the cell runner (:mod:`sojourn.core.runs.runner`), cached per (point, replication) — a rate added to an
   explicit list of rates simulates only that rate's replications; one file with dims (semantics, restart_rate,
   replication, t, restarts, type, station, queue);
 * ``compare``: the sweep beside the product form (CIs, coverage, optima);
@@ -26,9 +26,9 @@ def solve(*, name: str, example: dict, analytic: dict, code: str, output, cache,
     and g* a cell cached by content key under ``cache`` (a finer grid computes only its new rates)."""
     import json
 
-    from ..core.io import provenance, write_netcdf
-    from ..core.protocol import run_step
-    from ..core.runner import LocalExecutor
+    from ..core.files.io import provenance, write_netcdf
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import LocalExecutor
     from .product_form import GStar, ProductForm
 
     points = ProductForm(example, analytic, code)
@@ -50,15 +50,16 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
              model: str = ""):
     """Simulate ``example`` (config entry: model, rates, semantics, run window) into ``output``:
     ``simulation['replications']`` replications per point, or with ``simulation['precision']`` as many as each
-    point's target needs (:mod:`sojourn.core.precision`; the statistic is of the response time). Points that stop
+    point's target needs (:mod:`sojourn.core.estimates.precision`; the statistic is of the response time). Points that
+    stop
     at different counts share the ``replication`` axis, padded beyond each point's ``replications_used``."""
     import time
 
     import numpy as np
 
-    from ..core.protocol import run_step
-    from ..core.runlength import format_length
-    from ..core.runner import DaskExecutor, outcome_counts
+    from ..core.estimates.runlength import format_length
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor, outcome_counts
     from .sweep import Sweep
 
     step = Sweep(name, example, simulation, time_grid, code)
@@ -75,7 +76,7 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
         need = needed[np.isfinite(needed)].max() if np.isfinite(needed).any() else float("nan")
         short = [c.label for c, ok in zip(step.cells(), valid, strict=True) if not ok]
         LOG.warning(f"{name}: {len(short)} of {len(valid)} points too short to trust (run_valid = 0, "
-                    f"sojourn.core.runlength; kept, never the best rate): {', '.join(short)}; needs "
+                    f"sojourn.core.estimates.runlength; kept, never the best rate): {', '.join(short)}; needs "
                     f"examples.{name}.horizon >= {format_length(need + _warm(step))} at "
                     "this replication count")
     simulated, reused = outcome_counts(done)
@@ -86,7 +87,7 @@ def simulate(client, *, name: str, example: dict, simulation: dict, time_grid: d
 
 def _warm(step) -> float:
     """The warm-up plus cool-down of a sweep's replications (what a run adds to its recording window)."""
-    from ..core.replications import check_window
+    from ..core.estimates.replications import check_window
 
     _, W, C = check_window(step.kw["horizon"], step.kw.get("warmup"), step.kw.get("cooldown"))
     return W + C
@@ -103,7 +104,7 @@ def figures(*, product_form, comparison, outdir, examples, settings: dict, code:
     """Every example's figures (:data:`sojourn.restart.plots.FIGURES`) into ``outdir``, each with its caption, and its
     key-result table: ``product_form``, ``comparison``, ``key_results`` (stems) are lists in the order of
     ``examples``."""
-    from ..core.io import read_netcdf
+    from ..core.files.io import read_netcdf
     from .plots import all_figures
     from .plots import key_results as table
 

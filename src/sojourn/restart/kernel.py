@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..core.recording import record
-from ..core.sampling import sample_law
+from ..core.estimates.recording import record
+from ..core.laws.sampling import sample_law
 
 # acc layout (returned by run)
 A_COUNT, A_OVERFLOW, A_SUM, A_SUMSQ, A_MAX = 0, 1, 2, 3, 4

@@ -24,9 +24,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..core import phase_type
-from ..core.guard import Estimate
-from ..core.validate import nonnegative_finite, positive_finite, probability
+from ..core.checks.guard import Estimate
+from ..core.checks.validate import nonnegative_finite, positive_finite, probability
+from ..core.laws import phase_type
 
 RESTART_MODES = ("anew", "keep_phase")
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -111,12 +111,12 @@ class JobClass:
             phase_type.validate(entry, T, name=f"{p}.service")
         except ValueError as exc:
             raise ValueError(f"{exc} (phase routing H of {p} never ends service from some phase)") from None
-        from ..core.distributions import MEAN_RANGE
-        from ..core.guard import derived
+        from ..core.checks.guard import derived
+        from ..core.laws.distributions import MEAN_RANGE
 
         mean = derived(f"{p}.service", lambda: float(phase_type.mean(entry, T)), "the mean service time",
                        "the phase rates are too large or too small")
-        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:  # the rule every law keeps (sojourn.core.distributions)
+        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:  # the rule every law keeps (sojourn.core.laws.distributions)
             raise ValueError(f"{p}.service: the mean service time is {mean:.3g}; it must be within "
                              f"[{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}] (its square and 1/mean² stay finite doubles)")
         for i, r in enumerate(rates):
@@ -465,7 +465,7 @@ def _service(path: str, svc) -> dict:
 
 def model_from_dict(d: dict) -> Network:
     """Build a :class:`Network` from the model-file mapping (schema: :data:`sojourn.restart.schema.MODEL_SCHEMA`)."""
-    from ..core.guard import admit
+    from ..core.checks.guard import admit
     from .schema import check_model_dict
 
     check_model_dict(d)

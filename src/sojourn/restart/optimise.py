@@ -23,12 +23,12 @@ import time
 import numpy as np
 import xarray as xr
 
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.distributions import Deterministic, Exponential
-from ..core.io import provenance
-from ..core.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
-from ..core.summary import round_up
-from ..core.validate import integer_at_least, positive_finite, probability_open
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.checks.validate import integer_at_least, positive_finite, probability_open
+from ..core.estimates.stats import BIN_NOTE, TAIL_MIN, format_with_ci, mean_ci, percentiles_per_replication
+from ..core.estimates.summary import round_up
+from ..core.files.io import provenance
+from ..core.laws.distributions import Deterministic, Exponential
 from .model import Network
 from .simulate import SimulationSpec, simulate
 from .solve import optimal_signal_rate, solve
@@ -250,7 +250,7 @@ def optimise(net: Network, *, queue=None, bounds=(0.0, 100.0), taus=None, replic
     The timeouts of the sweep are deterministic; ``taus`` defaults to :func:`default_taus` (g*).
     ``max_jobs``: a run with more jobs present is stopped and its point reported unstable (default
     :func:`default_max_jobs` of the product form at g*). ``cost_check(seconds, what)``: called before the sweep
-    with the time :func:`predict` gives it (it raises to refuse, e.g. :func:`sojourn.core.inputs.check_cost`;
+    with the time :func:`predict` gives it (it raises to refuse, e.g. :func:`sojourn.core.checks.inputs.check_cost`;
     None: no pilot). ``progress``: called with one line per finished point (what it took, the time left).
     """
     sim = dict(sim or {})

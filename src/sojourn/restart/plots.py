@@ -1,6 +1,6 @@
 """The pipeline's figures of the restart study, per example: mean response time and mean number of jobs vs restart
 rate (the product form's line with g* marked, the three simulated semantics with CI bars), and the response-time
-percentile vs restart rate; each saved with its caption (``<stem>.rst``, :class:`sojourn.core.claims.Caption`)
+percentile vs restart rate; each saved with its caption (``<stem>.rst``, :class:`sojourn.core.present.claims.Caption`)
 written from the data it draws. Points without a value — a run stopped as unstable, a run the run-length guard judged
 too short, a percentile with fewer than 100 jobs per replication beyond it — are marked in a strip above the panel,
 never drawn at a y."""
@@ -10,8 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.claims import Caption, Claim, Query, listing, sig_tol
-from ..core.figures import (
+from ..core.estimates.reference import rule_words
+from ..core.estimates.stats import TAIL_MIN
+from ..core.files.io import read_netcdf
+from ..core.present.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.present.figures import (
     ESTIMATE_TOO_SHORT,
     FIGURE_LOCK,
     REFERENCE_TOO_SHORT,
@@ -22,9 +25,6 @@ from ..core.figures import (
     status_handles,
     status_strip,
 )
-from ..core.io import read_netcdf
-from ..core.reference import rule_words
-from ..core.stats import TAIL_MIN
 
 STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
          "timeout_exponential": ("C1", "s", "simulation, exponential timeouts (rate r)"),
@@ -42,7 +42,7 @@ FIGURES = (
 
 
 def figures(example: str) -> list:
-    """The figures (:class:`sojourn.core.figures.FigureFile`) of one example of the sweep."""
+    """The figures (:class:`sojourn.core.present.figures.FigureFile`) of one example of the sweep."""
     return [instance(f, example=example) for f in FIGURES]
 
 
@@ -421,7 +421,7 @@ def key_results(pf, cmp, stem, name: str) -> list:
     """The example's key result as a table (``<stem>.csv``/``.html``) with its caption (``<stem>.rst``): g* and E[T]
     there against no restart (product form), and per simulated semantics the best swept rate (for deterministic
     timeouts: τ = 1/r), its E[T] ± CI, the rates whose CI reaches it, and the gain over no restart."""
-    from ..core.tables import write_table
+    from ..core.present.tables import write_table
 
     g, tg, t0 = float(pf["g_star"]), float(pf["response_time_at_g_star"]), float(pf["response_time_no_restart"])
     gain = (lambda t: f"{100 * (t - t0) / t0:+.1f}%" if np.isfinite(t0) and t0 > 0 and np.isfinite(t) else "—")

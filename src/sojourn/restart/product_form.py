@@ -1,13 +1,13 @@
-"""An example's product form as steps of the core's study protocol (:class:`sojourn.core.protocol.Step`): E[T],
+"""An example's product form as steps of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`): E[T],
 E[N], utilisation and restarts per unit time at each signal rate of a grid (one cell per rate), and g* (one cell).
 The job :func:`sojourn.restart.jobs.solve` builds them from its rule's parameters and hands them to
-:func:`sojourn.core.protocol.run_step`."""
+:func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.protocol import Layout, StepFields
-from ..core.runner import Cell, cell_key
+from ..core.runs.protocol import Layout, StepFields
+from ..core.runs.runner import Cell, cell_key
 
 
 def product_form_point(net, rate: float) -> dict:

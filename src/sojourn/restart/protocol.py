@@ -1,10 +1,10 @@
-"""The restart study as the core's study protocol (:mod:`sojourn.core.protocol`): its cached steps — an example's
+"""The restart study as the core's study protocol (:mod:`sojourn.core.runs.protocol`): its cached steps — an example's
 restart-rate sweep (:class:`sojourn.restart.sweep.Sweep`, cells at typed (semantics, restart rate)), its product form
 at each signal rate of a grid and g* (:mod:`sojourn.restart.product_form`) — and the study object :data:`STUDY` the
 registry names (:mod:`sojourn.studies`)."""
 from __future__ import annotations
 
-from ..core.protocol import Declaration
+from ..core.runs.protocol import Declaration
 from .compare import write_comparison
 from .plots import all_figures
 from .product_form import GStar, ProductForm

@@ -2,13 +2,13 @@
 
 A :class:`SimulationSpec` is a network plus the semantics: ``signal`` (the G-network: Poisson restart
 signals at the model's signal rates, each restarting a uniformly chosen job) or ``timeout`` (every job
-carries its own timeout, drawn from ``timeout`` — a :mod:`sojourn.core.distributions` law, e.g.
+carries its own timeout, drawn from ``timeout`` — a :mod:`sojourn.core.laws.distributions` law, e.g.
 ``Deterministic(τ)`` or ``Exponential(θ)`` — at each (re)start; external signals are then off).
 :func:`spec_for` maps one *restart rate* r onto the three semantics of the sweeps: signal rate g = r,
 exponential timeouts of rate θ = r, deterministic timeouts τ = 1/r.
 
 Dimensions of a result: ``replication`` (the seed spawn key), ``t`` (left edges of the response-time
-histogram, :func:`sojourn.core.timegrid.time_grid`), ``restarts`` (restart count of a recorded job,
+histogram, :func:`sojourn.core.checks.timegrid.time_grid`), ``restarts`` (restart count of a recorded job,
 the last bin collecting ≥ restart_max), ``type`` (queue/class/phase), ``station`` (queue/class),
 ``queue``. :func:`simulate_replication` is the Dask unit; :func:`concat_replications` joins its results.
 """
@@ -21,17 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # the project's defaults
-from ..core.distributions import Deterministic, Distribution, Exponential, law_from_dict
-from ..core.io import provenance
-from ..core.progress import steps
-from ..core.replications import check_window, replicate, with_precision
-from ..core.replications import concat_replications as _concat
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least, positive_finite
+from ..core.checks.config import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILE  # the project's defaults
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least, positive_finite
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import check_window, replicate, with_precision
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.laws.distributions import Deterministic, Distribution, Exponential, law_from_dict
+from ..core.runs.progress import steps
 from .model import Network, model_from_dict
 
 SEMANTICS = ("signal", "timeout")
@@ -239,20 +239,20 @@ def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 
              restart_max: int = 50, replication_offset: int = 0, max_jobs: int = 500,
              max_events: int = 200_000_000, precision=None) -> xr.Dataset:
     """Replications ``replication_offset`` … of ``spec``; replication k uses
-    ``sojourn.core.seeds.replication_rng(seed, spec, k)`` (independent of order and process).
+    ``sojourn.core.laws.seeds.replication_rng(seed, spec, k)`` (independent of order and process).
 
     Jobs arriving in (warmup, horizon − cooldown) are recorded (warmup defaults to 5 % of the horizon,
-    ``sojourn.core.replications.WARMUP_FRACTION``, cooldown to warmup); time
+    ``sojourn.core.estimates.replications.WARMUP_FRACTION``, cooldown to warmup); time
     averages are over that window. The response-time histogram has bins of width dt up to t_max.
     A replication in which more than ``max_jobs`` jobs are present at once, or that needs more than
     ``max_events`` events, is stopped and flagged ``unstable`` (1 resp. 2; its measures are NaN):
     timeout semantics can be unstable where signals are not.
 
-    ``replications`` (default 1) or ``precision``: a :class:`sojourn.core.precision.Precision` or a dict
+    ``replications`` (default 1) or ``precision``: a :class:`sojourn.core.estimates.precision.Precision` or a dict
     ``{statistic: mean|percentile|cdf, at: …, relative_half_width: 0.05, max_replications: 200}`` on the
     response time (default the mean E[T]; a percentile at level ``at`` percent, default 99; the CDF at time
     ``at``): replications are added in batches until the t-interval across replications is that narrow, or
-    the cap (:mod:`sojourn.core.precision`; an unstable replication stops it as ``statistic_undefined``).
+    the cap (:mod:`sojourn.core.estimates.precision`; an unstable replication stops it as ``statistic_undefined``).
     Adds ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
     ``achieved_relative_half_width`` and ``stop_reason``; the data equal a fixed-count run of
     ``replications_used`` replications.
@@ -298,7 +298,7 @@ def admit_cost(specs, horizon: float, replications: int, dt: float, t_max: float
 
 
 def run_model(spec: SimulationSpec, ds: xr.Dataset | None = None) -> _runlength.RunModel | None:
-    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`). Signals: every queue is a
+    """The run-length guard's view of a spec (:mod:`sojourn.core.estimates.runlength`). Signals: every queue is a
     station with its product-form load ρ_i and arrival flow Λ_i (its number in system is that of M/M/1 at ρ_i,
     Property 1), the network's mean response time the product form's. Timeouts have no product form: the whole
     network is one station built from the run's own measured throughput and mean number (ρ = L/(1 + L)),
@@ -333,7 +333,7 @@ def _service_scv(net: Network, sol) -> np.ndarray:
     included (the single-queue construction of :func:`sojourn.restart.solve.effective_service` at each queue's
     total signal rate G_i, routing to other queues counted as leaving; entries weighted by the stations' arrival
     flows). A queue nobody enters: 1."""
-    from ..core import phase_type
+    from ..core.laws import phase_type
 
     L = net.layout
     G = sol.signal_rate[L.type_queue]
@@ -388,8 +388,8 @@ def concat_replications(datasets) -> xr.Dataset:
 
 def percentile_per_replication(count, overflow, t, dt, p: float) -> np.ndarray:
     """The p-quantile of each replication's response-time histogram (interpolated within its bin,
-    :func:`sojourn.core.stats.histogram_quantile`; NaN past t_max)."""
-    from ..core.stats import cdf_from_histogram, histogram_quantile
+    :func:`sojourn.core.estimates.stats.histogram_quantile`; NaN past t_max)."""
+    from ..core.estimates.stats import cdf_from_histogram, histogram_quantile
 
     F = cdf_from_histogram(count, overflow)
     return np.asarray(histogram_quantile(F, t, dt, p))
@@ -399,9 +399,9 @@ def summary(ds: xr.Dataset, confidence: float = DEFAULT_CONFIDENCE, percentile: 
     """Means over replications with Student-t half-widths: response time, its ``percentile`` quantile,
     total mean number of jobs, throughput and restarts per job; with ``percentile_beyond`` (jobs per replication
     at or beyond the percentile, on average) and ``percentile_too_few`` (True where fewer than
-    ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some replication, lie beyond: too few to
+    ``sojourn.core.estimates.stats.TAIL_MIN`` per replication, or none in some replication, lie beyond: too few to
     estimate the percentile, whatever its half-width says)."""
-    from ..core.stats import TAIL_MIN, mean_ci, percentiles_per_replication
+    from ..core.estimates.stats import TAIL_MIN, mean_ci, percentiles_per_replication
 
     out = {}
     q, beyond = percentiles_per_replication(ds["count"].values, ds["overflow"].values, ds["t"].values,

@@ -18,7 +18,7 @@ from math import lgamma
 
 import numpy as np
 
-from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..core.checks.validate import integer_at_least, nonnegative_finite, positive_finite
 from .model import Network
 
 
@@ -132,7 +132,7 @@ class Solution:
         """The measures as an ``xarray.Dataset`` (dims queue, station, type) with CF attrs and provenance."""
         import xarray as xr
 
-        from ..core.io import provenance
+        from ..core.files.io import provenance
 
         net = self.network
         L = net.layout

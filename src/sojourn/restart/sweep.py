@@ -1,13 +1,14 @@
-"""An example's restart-rate sweep as a step of the core's study protocol (:class:`sojourn.core.protocol.Step`): the
+"""An example's restart-rate sweep as a step of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`):
+the
 points at typed (semantics, restart rate), every replication one task, the run-length guard of each point, the
 sweep's attributes. The job :func:`sojourn.restart.jobs.simulate` builds it from its rule's parameters and hands it
-to :func:`sojourn.core.protocol.run_step`."""
+to :func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.protocol import Layout, StepFields
-from ..core.runner import Cell, cell_key
+from ..core.runs.protocol import Layout, StepFields
+from ..core.runs.runner import Cell, cell_key
 
 #: per-replication variables kept in the sweep file (the rest is recomputable)
 SIM_VARS = ("count", "overflow", "n_customers", "sum", "sumsq", "mean", "max", "restart_count", "mean_restarts",
@@ -40,8 +41,8 @@ class Sweep(StepFields):
     name: str = "replications"
 
     def __post_init__(self):
-        from ..core import precision as P
-        from ..core.timegrid import time_grid as grid
+        from ..core.checks.timegrid import time_grid as grid
+        from ..core.estimates import precision as P
         from .config import precision_for, restart_rates, sim_kwargs
         from .files import load_model
         from .simulate import simulate_replication, spec_for
@@ -68,7 +69,7 @@ class Sweep(StepFields):
     def estimate(self, cell, k, ds):
         import numpy as np
 
-        from ..core.precision import histogram_statistic
+        from ..core.estimates.precision import histogram_statistic
 
         if int(ds["unstable"].values[0]) > 0:
             return np.nan  # stopped: no stationary measures, no interval
@@ -81,19 +82,20 @@ class Sweep(StepFields):
         return ds
 
     def finish(self, cell, ds):
-        from ..core.replications import check_window
-        from ..core.runlength import variables
+        from ..core.estimates.replications import check_window
+        from ..core.estimates.runlength import variables
         from .simulate import guard
 
         H, W, C = check_window(self.kw["horizon"], self.kw.get("warmup"), self.kw.get("cooldown"))
-        verdict = guard(self.specs[cell.label], ds, H - W - C)  # the run-length guard (sojourn.core.runlength)
+        # the run-length guard (sojourn.core.estimates.runlength)
+        verdict = guard(self.specs[cell.label], ds, H - W - C)
         for v, (_, value, a) in variables(verdict).items():
             ds[v] = ((), value, {k: x for k, x in a.items() if k not in ("window", "replications")})
         return ds
 
     def attrs(self, cells, cell_attrs):
-        from ..core.io import provenance
-        from ..core.precision import attrs as precision_attrs
+        from ..core.estimates.precision import attrs as precision_attrs
+        from ..core.files.io import provenance
 
         ref = next((a for a in cell_attrs.values() if "seed_recipe" in a), cell_attrs[cells[0].label])
         n_rep = int(self.simulation["replications"])
@@ -106,7 +108,7 @@ class Sweep(StepFields):
             model=self.net.describe(), spec=self.net.to_json(), code_fingerprint=self.code, example=self.example_name,
             seed_recipe=ref["seed_recipe"], histogram_convention=ref["histogram_convention"],
             spec_recipe="spec = sojourn.restart.simulate.spec_for(model, semantics, restart_rate); replication k "
-                        "uses sojourn.core.seeds.replication_rng(seed, spec, k)", seed=self.seed, **extra,
+                        "uses sojourn.core.laws.seeds.replication_rng(seed, spec, k)", seed=self.seed, **extra,
             **dict(self.kw))
 
     def encoding(self, ds):

@@ -13,11 +13,11 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.io import provenance
-from ..core.runlength import describe, format_length
-from ..core.stats import mean_ci
-from ..core.validate import integer_at_least, positive_finite, probability_open
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.checks.validate import integer_at_least, positive_finite, probability_open
+from ..core.estimates.runlength import describe, format_length
+from ..core.estimates.stats import mean_ci
+from ..core.files.io import provenance
 from .model import SplitMerge, as_law
 from .order_stats import order_statistic_moments
 from .simulate import simulate
@@ -50,7 +50,7 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
         raise ValueError(f"quorum_min must be <= {limit}: no pair (r, q) with q <= r exists for q >= {qmin}; "
                          f"got quorum_min = {qmin}")
     law = as_law(replica_law)
-    from ..core.guard import Estimate, admit
+    from ..core.checks.guard import Estimate, admit
     from .cost import SECONDS_PER_EXACT_PAIR, SECONDS_PER_QUADRATURE, pairs
 
     n_pairs = pairs(qmin, rmax)  # each pair's moments, before any of them is computed
@@ -70,8 +70,8 @@ def candidates(hosts, arrival_rate, replica_law, quorum_min=1, max_replicas=10):
 
 def admit_cost(hosts, replica_law, quorum_min, max_replicas, workunits, replications, model, dt, t_max) -> None:
     """The ranking's predicted time and memory (every pair simulated at worst: :func:`sojourn.split_merge.cost.best`)
-    admitted before any pair is looked at (:func:`sojourn.core.guard.admit_parts`)."""
-    from ..core.guard import Int, admit_parts
+    admitted before any pair is looked at (:func:`sojourn.core.checks.guard.admit_parts`)."""
+    from ..core.checks.guard import Int, admit_parts
     from .cost import best as best_cost
 
     n = integer_at_least("hosts", hosts, 1)
@@ -85,7 +85,7 @@ def admit_cost(hosts, replica_law, quorum_min, max_replicas, workunits, replicat
 def half_width_text(half_width: float, exact: bool, resolution: float) -> str:
     """The ± column of ``split-merge best``: ``exact``, the half-width, or — for a simulated percentile whose
     interval is narrower than its histogram's bin (``resolution``) — ``"dt (bin)"``: the bin bounds the error
-    (:func:`sojourn.core.stats.format_with_ci`'s rule)."""
+    (:func:`sojourn.core.estimates.stats.format_with_ci`'s rule)."""
     if exact:
         return "exact"
     if 0 < resolution and half_width < resolution:
@@ -113,7 +113,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
             x = ds["mean_latency"].values if p is None else percentile_per_replication(ds, "latency", [p])[:, 0]
             m, h = mean_ci(x, confidence=confidence)
             how = f"simulation ({replications} x {workunits} workunits)"
-            if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.runlength): marked, said
+            if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): marked, said
                 need = format_length(float(ds["needed_window"]) * spec.arrival_rate)
                 how += f", TOO SHORT to trust ({describe(int(ds['run_validity_reason']))}; needs --workunits >= {need})"
             rows.append((r, q, load, float(m), float(h), 0, how, int(ds["run_valid"])))
@@ -128,7 +128,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
     within = False
     if len(rows) >= 2:
         (_, _, _, v1, h1, x1, _, _), (_, _, _, v2, h2, x2, _, _) = rows[0], rows[1]
-        # a simulated percentile is known to its histogram's bin dt at best (core.stats.format_with_ci)
+        # a simulated percentile is known to its histogram's bin dt at best (core.estimates.stats.format_with_ci)
         res = (lambda h, exact: h if exact or p is None else max(h, dt))
         within = bool(not (x1 and x2) and abs(v2 - v1) <= (res(h1, x1) if np.isfinite(h1) else math.inf) + (
             res(h2, x2) if np.isfinite(h2) else math.inf))
@@ -160,7 +160,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
                 col(7, np.int8),
                 {
                     "long_name": "1: exact, or simulated long enough to trust; 0: simulated too short (the run-length "
-                    "guard, sojourn.core.runlength; method says what it needs)",
+                    "guard, sojourn.core.estimates.runlength; method says what it needs)",
                     "units": "1",
                 },
             ),

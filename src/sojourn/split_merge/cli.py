@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 import time
 
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.flags import LAW, add_group, add_limits, add_output, add_precision, add_run
-from ..core.guard import (
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.checks.flags import LAW, add_group, add_limits, add_output, add_precision, add_run
+from ..core.checks.guard import (
     NONNEGATIVE,
     POSITIVE,
     PROBABILITY_OPEN,
@@ -61,7 +61,7 @@ FLAGS = {"hosts": "--hosts", "replicas": "--replicas", "quorum": "--quorum", "ar
 
 
 def _in_flag_terms(message: str) -> str:
-    from ..core.inputs import in_flag_terms
+    from ..core.checks.inputs import in_flag_terms
 
     return in_flag_terms(message, FLAGS)
 
@@ -79,8 +79,8 @@ def _spec(args, model="split_merge"):
 
 def _hosts_cost(hosts, replicas) -> None:
     """The hosts' state (a winner tree over floor(n/r) super-servers, fork-join's per-host clocks) checked for
-    memory before anything is built (:func:`sojourn.core.inputs.check_cost`)."""
-    from ..core.inputs import check_cost
+    memory before anything is built (:func:`sojourn.core.checks.inputs.check_cost`)."""
+    from ..core.checks.inputs import check_cost
 
     if isinstance(hosts, int) and hosts >= 1:
         check_cost("--hosts", memory=32.0 * hosts, what=f"the state of {hosts:,} hosts")
@@ -121,8 +121,8 @@ def _exact(sub):
 def run_exact(args) -> int:
     import numpy as np
 
-    from ..core.inputs import check_output
-    from ..core.io import write_netcdf
+    from ..core.checks.inputs import check_output
+    from ..core.files.io import write_netcdf
     from .solve import exact_dataset
 
     spec = _spec(args)
@@ -204,9 +204,9 @@ def _report(args, spec, ds, s, plan, ps, wall) -> None:
     values, utilisation, throughput, the run-length verdict."""
     import numpy as np
 
-    from ..core.precision import summary as precision_summary
-    from ..core.runlength import format_length, from_dataset, status, warning
-    from ..core.summary import ci_header, mean_text, percentile_text, round_up
+    from ..core.estimates.precision import summary as precision_summary
+    from ..core.estimates.runlength import format_length, from_dataset, status, warning
+    from ..core.estimates.summary import ci_header, mean_text, percentile_text, round_up
     from .solve import exact_results
 
     e = exact_results(spec, ps)
@@ -268,11 +268,11 @@ def _report(args, spec, ds, s, plan, ps, wall) -> None:
 
 
 def run_simulate(args) -> int:
-    from ..core.inputs import check_output, in_flag_terms
-    from ..core.io import write_netcdf
-    from ..core.precision import from_flags as precision_from_flags
-    from ..core.summary import summary_dataset
-    from ..core.validate import positive_finite
+    from ..core.checks.inputs import check_output, in_flag_terms
+    from ..core.checks.validate import positive_finite
+    from ..core.estimates.precision import from_flags as precision_from_flags
+    from ..core.estimates.summary import summary_dataset
+    from ..core.files.io import write_netcdf
     from .simulate import DEFAULT_PERCENTILE, _plan, admit_cost, simulate
 
     _hosts_cost(args.hosts, args.replicas)
@@ -328,10 +328,10 @@ def _best(sub):
 
 
 def run_best(args) -> int:
-    from ..core.inputs import check_output
-    from ..core.io import write_netcdf
-    from ..core.progress import reporter
-    from ..core.validate import integer_at_least
+    from ..core.checks.inputs import check_output
+    from ..core.checks.validate import integer_at_least
+    from ..core.files.io import write_netcdf
+    from ..core.runs.progress import reporter
     from .best import admit_cost, best, candidates, half_width_text, parse_criterion
 
     integer_at_least("--top", args.top, 1)

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import xarray as xr
 
-from ..core.precision import variables as precision_variables
-from ..core.runlength import FILL
-from ..core.runlength import variables as run_variables
-from ..core.stats import cdf_from_histogram, histogram_quantile, mean_ci
-from ..core.timegrid import grid_size, time_grid
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.estimates.precision import variables as precision_variables
+from ..core.estimates.runlength import FILL
+from ..core.estimates.runlength import variables as run_variables
+from ..core.estimates.stats import cdf_from_histogram, histogram_quantile, mean_ci
 from .simulate import guard, recording_window
 
 EXACT_METHODS = ("none", "pollaczek-khinchine", "erlang-c", "qbd")
@@ -104,7 +104,7 @@ def _guard_variables(ds: xr.Dataset, G: dict, verdict, cs, at) -> None:
     short = [f"{c['law']}/{c['model']}/r={c['replicas']}/q={c['quorum']} (needs workunits >= "
              f"{int(G['needed_workunits'][at(c)]):,})" for c in cs if G["run_valid"][at(c)] == 0]
     ds.attrs["run_length"] = (f"{len(short)} of {len(cs)} cells too short to trust (run_valid = 0, "
-                              "sojourn.core.runlength; their sim_* values are kept, marked)"
+                              "sojourn.core.estimates.runlength; their sim_* values are kept, marked)"
                               + (": " + ", ".join(short) if short else ""))
 
 

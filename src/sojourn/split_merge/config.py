@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.config import DEFAULT_PERCENTILE, ConfigError
-from ..core.inputs import check_grid
-from ..core.protocol import StepFields
-from ..core.replications import WARMUP_FRACTION
-from ..core.timegrid import grid_size
+from ..core.checks.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.checks.inputs import check_grid
+from ..core.checks.timegrid import grid_size
+from ..core.estimates.replications import WARMUP_FRACTION
+from ..core.runs.protocol import StepFields
 from .model import SplitMerge
 
 EXPERIMENTS = ("a", "b", "c")
@@ -59,7 +59,7 @@ SECONDS_PER_CELL, BYTES_PER_CELL = 1e-3, 20e3
 def _check_cells(key: str, x: str, e: dict) -> None:
     """The number of cells of experiment ``x`` (every q <= r of each r, for each law and model) admitted before any
     is listed (issue 32's fuzzer: ``replicas: [1.0e9]`` listed a billion pairs)."""
-    from ..core.guard import Estimate, admit, naming
+    from ..core.checks.guard import Estimate, admit, naming
 
     if x == "a":
         return
@@ -77,7 +77,7 @@ def _check_cells(key: str, x: str, e: dict) -> None:
 def _check_cost(key: str, e: dict, found: list) -> None:
     """Each Dask task of experiment ``key`` (one replication of one cell) admitted by the guard before any job
     (limits from SOJOURN_MAX_TIME / SOJOURN_MAX_MEMORY or the defaults), naming the config keys."""
-    from ..core.guard import admit_parts, naming
+    from ..core.checks.guard import admit_parts, naming
     from .cost import simulate as simulate_cost
 
     names = {"workunits": f"{key}.workunits", "horizon": f"{key}.workunits", "replications": f"{key}.workunits",
@@ -131,7 +131,7 @@ def cells(cfg: dict, x: str) -> list[dict]:
 
 def precision_for(cfg: dict, x: str):
     """The precision target of experiment ``x`` (None: a fixed count); ValueError naming the key."""
-    from ..core.precision import parse
+    from ..core.estimates.precision import parse
 
     e = cfg[f"experiment_{x}"]
     return parse((cfg["simulation"] or {}).get("precision"), field="simulation.precision",

@@ -1,9 +1,9 @@
-"""What a split-merge request will cost, predicted from its inputs alone (:mod:`sojourn.core.guard`, check 3): a
+"""What a split-merge request will cost, predicted from its inputs alone (:mod:`sojourn.core.checks.guard`, check 3): a
 simulation and the ranking of ``best``. Estimates in the API's field names; the command line, the API and the
 pipeline's jobs admit the same ones. Constants checked by ``python benchmarks/cost_models.py``."""
 from __future__ import annotations
 
-from ..core.guard import Estimate
+from ..core.checks.guard import Estimate
 
 #: seconds per simulated workunit, and per replica of it: about twice the CPU seconds benchmarks/cost_models.py
 #: measures (split-merge n = 10, r = 2, 1.1 million workunits: 1.9e-8 s of CPU each; fork-join n = 100, r = 10,
@@ -59,7 +59,7 @@ def best(hosts: int, law, quorum_min: int, max_replicas: int, workunits: int, re
     phase counts), else a simulation of ``replications`` × ``workunits`` (1.1 × with the warm-up)."""
     from math import comb
 
-    from ..core.phase_type import lumped_size
+    from ..core.laws.phase_type import lumped_size
     from .model import as_law
     from .order_stats import ph_representation
     from .solve import QBD_MAX_PHASES

@@ -1,13 +1,13 @@
-"""An experiment's exact values as a step of the core's study protocol (:class:`sojourn.core.protocol.Step`): one
+"""An experiment's exact values as a step of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`): one
 task per cell (:func:`sojourn.split_merge.solve.exact_results`) along dim ``cell``, and their reading back for the
 comparison. The job :func:`sojourn.split_merge.jobs.exact` builds it from its rule's parameters and hands it to
-:func:`sojourn.core.protocol.run_step`."""
+:func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.protocol import Layout
-from ..core.runner import Cell, cell_key
+from ..core.runs.protocol import Layout
+from ..core.runs.runner import Cell, cell_key
 from .config import ExperimentCells
 
 #: the exact values an experiment's comparison uses (:func:`sojourn.split_merge.solve.exact_results`)
@@ -57,7 +57,7 @@ class Exact(ExperimentCells):
 def read_exact(path, labels) -> list[dict]:
     """The exact values of the cells ``labels`` from an :class:`Exact` step's file, as
     :func:`sojourn.split_merge.solve.exact_results` returns them (the keys the comparison uses)."""
-    from ..core.io import read_netcdf
+    from ..core.files.io import read_netcdf
 
     ds = read_netcdf(path)
     out = []

@@ -1,13 +1,13 @@
-"""An experiment's replications as a step of the core's study protocol (:class:`sojourn.core.protocol.Step`): every
+"""An experiment's replications as a step of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`): every
 replication of every cell one task, stored as its per-replication means, counts and overflows along dim ``cell``.
 The job :func:`sojourn.split_merge.jobs.experiment` builds it from its rule's parameters and hands it to
-:func:`sojourn.core.protocol.run_step`."""
+:func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.protocol import Layout
-from ..core.runner import Cell, cell_key
+from ..core.runs.protocol import Layout
+from ..core.runs.runner import Cell, cell_key
 from .config import ExperimentCells
 
 #: per-replication counts and overflows (the rest of a replication is :data:`SUMMARY_SCALARS` floats)
@@ -27,8 +27,8 @@ class Replications(ExperimentCells):
     name: str = "replications"
 
     def __post_init__(self):
-        from ..core.precision import FILL
-        from ..core.timegrid import time_grid
+        from ..core.checks.timegrid import time_grid
+        from ..core.estimates.precision import FILL
         from .config import precision_for
         from .simulate import replication_summary
 
@@ -44,7 +44,7 @@ class Replications(ExperimentCells):
                             {"cell": lab}) for lab, c in zip(self.labels, self.cs, strict=True)]
 
     def estimate(self, cell, k, r):
-        from ..core.precision import histogram_statistic
+        from ..core.estimates.precision import histogram_statistic
 
         if not isinstance(r, tuple):  # a replication from the cache: its record
             return float(histogram_statistic(self.precision, r["latency_count"].values[0],

@@ -1,9 +1,9 @@
 """Every rule of the split-merge study (``workflow/rules/split_merge.smk``) calls one function here, through
-:func:`sojourn.core.job.run`; each function is its own rerun trigger (``sojourn.split_merge.jobs:<name>``), so
+:func:`sojourn.core.runs.job.run`; each function is its own rerun trigger (``sojourn.split_merge.jobs:<name>``), so
 imports stay inside the functions.
 
 * ``exact``: the exact values of one of the seed's experiments (a), (b), (c) (:mod:`sojourn.split_merge.config`),
-  one Dask task per cell on the core's driver (:func:`sojourn.core.protocol.run_step`), cached per cell;
+  one Dask task per cell on the core's driver (:func:`sojourn.core.runs.protocol.run_step`), cached per cell;
 * ``experiment``: the experiment's simulation: every replication of every cell one Dask task, cached per (cell,
   replication) under ``cache``; beside the exact values, one netCDF hypercube
   (:func:`sojourn.split_merge.compare.experiment_dataset`).
@@ -20,8 +20,8 @@ def exact(client, *, experiment: str, settings: dict, output, cache, code: str =
     """The exact values of every cell of experiment ``experiment`` (``settings``: the sections experiment_<x> and
     comparison) into ``output`` (dim ``cell``): one Dask task per cell, cached by the cell's content key (its
     spec and the percentiles), so that a change of the run or of the replications recomputes none."""
-    from ..core.protocol import run_step
-    from ..core.runner import DaskExecutor
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor
     from .exact import Exact
 
     step = Exact(experiment, settings, code)
@@ -41,10 +41,10 @@ def experiment(client, *, experiment: str, settings: dict, exact, output, cache,
     not stored before."""
     import time
 
-    from ..core.io import provenance, write_netcdf
-    from ..core.precision import attrs as precision_attrs
-    from ..core.protocol import run_step
-    from ..core.runner import DaskExecutor, outcome_counts
+    from ..core.estimates.precision import attrs as precision_attrs
+    from ..core.files.io import provenance, write_netcdf
+    from ..core.runs.protocol import run_step
+    from ..core.runs.runner import DaskExecutor, outcome_counts
     from .compare import experiment_dataset
     from .exact import read_exact
     from .experiment import Replications
@@ -63,7 +63,7 @@ def experiment(client, *, experiment: str, settings: dict, exact, output, cache,
     ds = experiment_dataset(x, step.cs, step.summaries(block, done), read_exact(exact, step.labels), step.ps, conf,
                             step.dt, step.t_max, decisions=[done[lab].decision for lab in step.labels],
                             precision=precision)
-    if int((ds["run_valid"] == 0).sum()):  # the run-length guard (sojourn.core.runlength): said, not hidden
+    if int((ds["run_valid"] == 0).sum()):  # the run-length guard (sojourn.core.estimates.runlength): said, not hidden
         LOG.warning(f"experiment {x}: {ds.attrs['run_length']}")
     extra = {"replications": nrep} if precision is None else {
         "replications": "precision-driven: see replications_used", **precision_attrs(precision),
@@ -74,7 +74,7 @@ def experiment(client, *, experiment: str, settings: dict, exact, output, cache,
         result_kind="simulation (sim_*: mean and t-interval across replications) beside exact values (exact_*, "
                     "is_exact, exact_method; NaN and 'none' where no exact value exists)",
         seed=step.seed, dt=step.dt, t_max=step.t_max, confidence=conf, **extra,
-        seed_recipe="replication k of a cell: sojourn.core.seeds.replication_rng(seed, cell spec, k, \"sfc64\")"))
+        seed_recipe="replication k of a cell: sojourn.core.laws.seeds.replication_rng(seed, cell spec, k, \"sfc64\")"))
     write_netcdf(ds, output)
     simulated, reused = outcome_counts(done)
     LOG.info(f"wrote {output} ({time.perf_counter() - t0:.2f} s; {simulated} replications simulated, {reused} "

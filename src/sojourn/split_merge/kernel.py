@@ -2,11 +2,11 @@
 
 Workunits arrive as a Poisson stream; each needs S_{q:r}, the q-th smallest of r replica times. A replica law
 with a phase-type form (exponential, Erlang, hyperexponential, phase-type) draws S_{q:r} and the replicas'
-computing time in one walk of the lumped PH(β_{q:r}, B_{q:r}) by alias tables (:mod:`sojourn.core.ph_walk`:
+computing time in one walk of the lumped PH(β_{q:r}, B_{q:r}) by alias tables (:mod:`sojourn.core.laws.ph_walk`:
 exponential and hyperexponential replicas draw a whole path of it at once, one pick and q exponentials, inside
 the queue loop; other phase-type laws a chunk of walks at a time), from NumPy's SFC64 stream stepped inline
-(:mod:`sojourn.core.sfc64`); any other law draws its r replicas through
-:func:`sojourn.core.sampling.sample_law` from a ``numpy.random.Generator`` and takes the q-th smallest.
+(:mod:`sojourn.core.laws.sfc64`); any other law draws its r replicas through
+:func:`sojourn.core.laws.sampling.sample_law` from a ``numpy.random.Generator`` and takes the q-th smallest.
 
 Split-merge (FCFS, concurrent release)
     Every workunit takes r hosts and releases them together, so the n hosts act as c = ⌊n/r⌋ super-servers
@@ -42,11 +42,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..core.ph_walk import closed_draw, path_shape
-from ..core.ph_walk import fill as ph_fill
-from ..core.recording import record
-from ..core.sampling import sample_law
-from ..core.sfc64 import fill_standard_exponential, load, standard_exponential, store
+from ..core.estimates.recording import record
+from ..core.laws.ph_walk import closed_draw, path_shape
+from ..core.laws.ph_walk import fill as ph_fill
+from ..core.laws.sampling import sample_law
+from ..core.laws.sfc64 import fill_standard_exponential, load, standard_exponential, store
 
 # layout of the accumulator returned by run()
 ACC_FIELDS = ("recorded", "delay_overflow", "latency_overflow", "delay_sum", "delay_sumsq", "latency_sum",
@@ -56,7 +56,8 @@ ACC_FIELDS = ("recorded", "delay_overflow", "latency_overflow", "delay_sum", "de
 @njit(inline="always")
 def _record_workunit(delay, latency, hold, inv_dt, hist_delay, hist_latency, rec, over_d, over_l, sd, sdd, sl, sll,
                      mx, held):
-    """A recorded workunit's delay and latency into their histograms and sums (:func:`sojourn.core.recording.record`;
+    """A recorded workunit's delay and latency into their histograms and sums
+    (:func:`sojourn.core.estimates.recording.record`;
     the maximum is the latency's), and the host-time it held."""
     _, over_d, sd, sdd, _ = record(delay, inv_dt, hist_delay, 0, over_d, sd, sdd, 0.0)
     rec, over_l, sl, sll, mx = record(latency, inv_dt, hist_latency, rec, over_l, sl, sll, mx)
@@ -129,10 +130,10 @@ def fill_order_stats(r, q, code, p, service, work, rng, st, walk):
     """service[i] = S_{q:r} and work[i] = Σ_j min(X_j, S_{q:r}) (host-time computing) for every i.
 
     ``walk`` non-empty (a phase-type replica law: exponential, Erlang, hyperexponential, phase-type): the
-    alias tables (:func:`sojourn.core.ph_walk.walk_tables`) of the lumped PH(β_{q:r}, B_{q:r}) with the live
+    alias tables (:func:`sojourn.core.laws.ph_walk.walk_tables`) of the lumped PH(β_{q:r}, B_{q:r}) with the live
     replicas of each phase as its reward, so one walk of the lumped chain gives S_{q:r} and the computing time
     at once (exact: the lumped chain is S_{q:r}'s own, by exchangeability); drawn from the inline SFC64 state
-    ``st`` (:mod:`sojourn.core.sfc64`). Exponential replicas hold r, r−1, …, r−q+1 live replicas on a
+    ``st`` (:mod:`sojourn.core.laws.sfc64`). Exponential replicas hold r, r−1, …, r−q+1 live replicas on a
     single path: q exponential draws, no pick.
     Otherwise: r draws of the law (code, p) from ``rng`` through ``sample_law`` and the q-th smallest by
     partial selection.
@@ -165,9 +166,9 @@ def run_split_merge(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt
     and returns the accumulator (ACC_FIELDS).
 
     With ``walk`` (a phase-type replica law, :func:`fill_order_stats`) the inter-arrival times and the replicas
-    draw from the inline SFC64 state ``st`` (:mod:`sojourn.core.sfc64`), otherwise everything from ``rng``.
-    A walk of closed paths (:func:`sojourn.core.ph_walk.path_shape`) draws each workunit in the loop — its
-    inter-arrival time, then :func:`sojourn.core.ph_walk.closed_draw` — so the draws overlap the winner tree's
+    draw from the inline SFC64 state ``st`` (:mod:`sojourn.core.laws.sfc64`), otherwise everything from ``rng``.
+    A walk of closed paths (:func:`sojourn.core.laws.ph_walk.path_shape`) draws each workunit in the loop — its
+    inter-arrival time, then :func:`sojourn.core.laws.ph_walk.closed_draw` — so the draws overlap the winner tree's
     latency (5–10 % faster here than a chunk of draws, then a chunk of queue steps); others a chunk at a time.
     held: host-time held by recorded workunits (r·S_{q:r} each); computing: host-time spent computing
     replicas until the q-th result (the r−q others are cancelled then, the q−1 earlier ones idle).
@@ -305,7 +306,7 @@ def run_fork_join(n, r, q, lam, code, p, warm_n, warm_t, n_record, horizon, dt, 
     """One fork-join-with-cancellation replication (see the module docstring); same outputs as
     :func:`run_split_merge` (held = computing: a host is held exactly while it computes a replica).
 
-    ``walk``: the tables (:func:`sojourn.core.ph_walk.walk_tables`) of the replica law itself (each replica
+    ``walk``: the tables (:func:`sojourn.core.laws.ph_walk.walk_tables`) of the replica law itself (each replica
     runs on its own), drawn from the inline SFC64 state ``st``: closed paths (exponential, Erlang,
     hyperexponential) per workunit in the loop — its inter-arrival time, then its r replicas —, other
     phase-type laws a chunk at a time (CHUNK inter-arrival times, then CHUNK·r replicas, workunit by

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..core.distributions import Distribution, law_from_dict, parse_law
-from ..core.validate import integer_at_least, positive_finite
+from ..core.checks.validate import integer_at_least, positive_finite
+from ..core.laws.distributions import Distribution, law_from_dict, parse_law
 from .order_stats import order_statistic_moments
 
 #: the unit of every time of the study (latencies, horizons): the replica law's own

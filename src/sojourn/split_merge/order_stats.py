@@ -1,7 +1,7 @@
 """The workunit's service time S_{q:r}: the q-th smallest of r iid replica times (split_merge.md §2(a)).
 
 For a replica law with a phase-type form (exponential, Erlang, hyperexponential, phase-type) S_{q:r} is
-PH(β_{q:r}, B_{q:r}) (lumped construction of :mod:`sojourn.core.phase_type`), and its moments, sf and
+PH(β_{q:r}, B_{q:r}) (lumped construction of :mod:`sojourn.core.laws.phase_type`), and its moments, sf and
 quantiles are exact. For any other law the moments come from numerical quadrature of
 P(S_{q:r} > x) = Σ_{i<q} C(r,i) F(x)^i (1 − F(x))^{r−i} (the paper's (1)); ``exact`` says which.
 """
@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ..core import phase_type as ph
-from ..core.distributions import Deterministic, Distribution, Erlang, Exponential, HyperExponential, PhaseType
+from ..core.laws import phase_type as ph
+from ..core.laws.distributions import Deterministic, Distribution, Erlang, Exponential, HyperExponential, PhaseType
 
 
 def ph_representation(law: Distribution):
@@ -24,7 +24,7 @@ def ph_representation(law: Distribution):
         return np.ones(1), np.array([[-law.rate]])
     if isinstance(law, Erlang):
         k = int(law.k)
-        from ..core.guard import Estimate, admit
+        from ..core.checks.guard import Estimate, admit
 
         admit(Estimate(0.0, 8.0 * 4 * float(k) ** 2, "replica_law", f"the phase-type form of {law}: a {k:,} x {k:,} "
                        "sub-generator and its order statistics' tables"), record=False)

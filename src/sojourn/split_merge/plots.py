@@ -1,5 +1,5 @@
 """Figures of the split-merge experiments (matplotlib, Agg): one function per figure, saved in every format with its
-caption (``<stem>.rst``, :class:`sojourn.core.claims.Caption`) written from the data it draws.
+caption (``<stem>.rst``, :class:`sojourn.core.present.claims.Caption`) written from the data it draws.
 
 (a) ``experiment_a_latency``: the latency CDF (pooled simulation vs the exact M/PH/1 law) and the mean and
     percentiles, exact beside simulated with their CIs (at the section's comparison.confidence).
@@ -22,9 +22,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..core import phase_type as ph
-from ..core.claims import Caption, Claim, Query, listing, sig_tol
-from ..core.figures import (
+from ..core.estimates.reference import rule_words
+from ..core.estimates.stats import (
+    TAIL_MIN,
+    cdf_from_histogram,
+)
+from ..core.files.io import read_netcdf
+from ..core.laws import phase_type as ph
+from ..core.present.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.present.figures import (
     ESTIMATE_TOO_SHORT,
     REFERENCE_TOO_SHORT,
     Figure,
@@ -35,12 +41,6 @@ from ..core.figures import (
     serialized,
     status_handles,
     status_strip,
-)
-from ..core.io import read_netcdf
-from ..core.reference import rule_words
-from ..core.stats import (
-    TAIL_MIN,
-    cdf_from_histogram,
 )
 from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph
@@ -65,7 +65,7 @@ MEAN_OK = "(run_valid != 0)"
 
 
 def figures(cfg: dict) -> list:
-    """The figures (:class:`sojourn.core.figures.FigureFile`) of the enabled experiments of the study's config
+    """The figures (:class:`sojourn.core.present.figures.FigureFile`) of the enabled experiments of the study's config
     section: (a), (b), and one (c) figure per replica law."""
     from .config import laws
 
@@ -243,7 +243,7 @@ def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotte
 
 def law_words(spec: str) -> str:
     """A replica law in plain words: its family, mean and SCV (the study's time unit is the law's own)."""
-    from ..core.distributions import parse_law
+    from ..core.laws.distributions import parse_law
 
     try:
         law = parse_law(spec)
@@ -684,7 +684,7 @@ def key_results(inputs: dict, stem) -> list:
     the lowest mean latency of split-merge (exact where it exists at every r of the sweep, else simulated, with the r
     whose CI reaches it), its mean and 99th percentile (or 'reference too short'); the best (r, q) of the experiment
     marked."""
-    from ..core.tables import write_table
+    from ..core.present.tables import write_table
 
     rows, findings = [], []
     level = None

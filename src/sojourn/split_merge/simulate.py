@@ -1,13 +1,13 @@
 """``simulate``: replications of a :class:`SplitMerge` spec as an ``xarray.Dataset`` of streamed statistics.
 
 Dimensions: ``replication`` (the replication index = the seed spawn key) and ``t`` (left edges of the
-delay and latency histogram bins, :func:`sojourn.core.timegrid.time_grid`). Memory is O(1) in the run
+delay and latency histogram bins, :func:`sojourn.core.checks.timegrid.time_grid`). Memory is O(1) in the run
 length: histograms, sums, sums of squares.
 
 Run length: ``workunits`` recorded workunits after ``warmup_workunits`` discarded ones, or every workunit
 arriving in [``warmup_time``, ``horizon``]. The Dask unit of a pipeline is :func:`simulate_replication`
 (picklable arguments only); :func:`concat_replications` joins its results. Replication k's random stream
-is ``sojourn.core.seeds.replication_rng(seed, spec, k, "sfc64")``: the same numbers alone, in a batch or on another
+is ``sojourn.core.laws.seeds.replication_rng(seed, spec, k, "sfc64")``: the same numbers alone, in a batch or on another
 worker.
 """
 from __future__ import annotations
@@ -20,25 +20,25 @@ import time
 import numpy as np
 import xarray as xr
 
-from ..core import precision as _precision
-from ..core import runlength as _runlength
-from ..core import seeds as _seeds
-from ..core import sfc64
-from ..core.io import provenance
-from ..core.ph_walk import walk_tables
-from ..core.phase_type import lumped_levels
-from ..core.progress import steps
-from ..core.replications import concat_replications as _concat
-from ..core.replications import replicate, with_precision
-from ..core.timegrid import grid_size, time_grid
-from ..core.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..core.checks.timegrid import grid_size, time_grid
+from ..core.checks.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..core.estimates import precision as _precision
+from ..core.estimates import runlength as _runlength
+from ..core.estimates.replications import concat_replications as _concat
+from ..core.estimates.replications import replicate, with_precision
+from ..core.files.io import provenance
+from ..core.laws import seeds as _seeds
+from ..core.laws import sfc64
+from ..core.laws.ph_walk import walk_tables
+from ..core.laws.phase_type import lumped_levels
+from ..core.runs.progress import steps
 from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph, ph_representation
 
 #: the bit generator of every replication's stream (exponential and phase-type replicas step it inline)
 BIT_GENERATOR = "sfc64"
 #: the latency percentile level (percent) of a precision target ``statistic: percentile`` given without ``at``
-from ..core.config import DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's one default)
+from ..core.checks.config import DEFAULT_PERCENTILE  # noqa: E402,F401  (the project's one default)
 
 
 def _plan(spec, workunits, horizon, warmup_workunits, warmup_time, dt, t_max):
@@ -196,10 +196,10 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
     seed, replication_offset
         Replication k (k = offset … offset + replications − 1) uses ``replication_rng(seed, spec, k, "sfc64")``.
     precision
-        A :class:`sojourn.core.precision.Precision` or a dict ``{statistic: mean|percentile|cdf, at: …,
+        A :class:`sojourn.core.estimates.precision.Precision` or a dict ``{statistic: mean|percentile|cdf, at: …,
         relative_half_width: 0.05, max_replications: 200}`` on the latency (mean latency; its percentile at
         level ``at`` percent, default 99; its CDF at time ``at``): replications are added in batches until
-        the t-interval across replications is that narrow, or the cap (:mod:`sojourn.core.precision`).
+        the t-interval across replications is that narrow, or the cap (:mod:`sojourn.core.estimates.precision`).
         Replaces ``replications``; adds ``replications_used``, ``precision_estimate``, ``achieved_half_width``,
         ``achieved_relative_half_width`` and ``stop_reason``; the data equal a fixed-count run of
         ``replications_used`` replications.
@@ -233,7 +233,7 @@ def simulate(spec: SplitMerge, workunits=None, horizon=None, *, warmup_workunits
 def admit_cost(spec, plan, replications: int) -> None:
     """The predicted time and memory of ``replications`` replications of ``plan`` (:func:`_plan`) admitted before
     anything is allocated (:func:`sojourn.split_merge.cost.simulate`)."""
-    from ..core.guard import admit_parts
+    from ..core.checks.guard import admit_parts
     from .cost import simulate as simulate_cost
 
     workunits, horizon, warm_n = plan[:3]
@@ -242,7 +242,7 @@ def admit_cost(spec, plan, replications: int) -> None:
 
 
 def run_model(spec: SplitMerge) -> _runlength.RunModel:
-    """The run-length guard's view of a spec (:mod:`sojourn.core.runlength`). Split-merge is M/G/c with
+    """The run-length guard's view of a spec (:mod:`sojourn.core.estimates.runlength`). Split-merge is M/G/c with
     c = ⌊n/r⌋ and G = S_{q:r} (split_merge.md §2(b)), Poisson workunits. Fork-join's hosts are n single
     servers fed λr replicas, each holding its host until it ends or is cancelled at the q-th result: for replicas
     started together min(X_i, S_{q:r}), of mean (Σ_{j≤q} E[S_{j:r}] + (r − q) E[S_{q:r}])/r, the replica law's SCV

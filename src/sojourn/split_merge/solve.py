@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from ..core import phase_type as ph
-from ..core.distributions import Exponential
+from ..core.laws import phase_type as ph
+from ..core.laws.distributions import Exponential
 from .model import SplitMerge
 from .order_stats import order_statistic_moments, order_statistic_ph
 
@@ -337,7 +337,7 @@ def exact_dataset(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
     ``method`` attribute how it was obtained, and ``is_exact`` (1/0) whether the mean delay is exact."""
     import xarray as xr
 
-    from ..core.io import provenance
+    from ..core.files.io import provenance
 
     e = exact_results(spec, percentiles, qbd_max_phases)
     U = "time units of the replica law"

@@ -8,13 +8,19 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..core.config import DEFAULT_CONFIDENCE
-from ..core.stats import TAIL_MIN, cdf_from_histogram, histogram_quantile, mean_ci, percentiles_per_replication
+from ..core.checks.config import DEFAULT_CONFIDENCE
+from ..core.estimates.stats import (
+    TAIL_MIN,
+    cdf_from_histogram,
+    histogram_quantile,
+    mean_ci,
+    percentiles_per_replication,
+)
 
 
 def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
     """(replication, p) percentiles of ``var`` ('delay' | 'latency') from each replication's histogram
-    (interpolated within the bin where F first exceeds p, :func:`sojourn.core.stats.histogram_quantile`; NaN
+    (interpolated within the bin where F first exceeds p, :func:`sojourn.core.estimates.stats.histogram_quantile`; NaN
     beyond t_max)."""
     F = cdf_from_histogram(ds[f"{var}_count"].values, ds[f"{var}_overflow"].values)
     return histogram_quantile(F, ds["t"].values, float(ds.attrs["dt"]), np.atleast_1d(np.asarray(p, dtype=float)))
@@ -23,7 +29,8 @@ def percentile_per_replication(ds: xr.Dataset, var: str, p) -> np.ndarray:
 def summarize(ds: xr.Dataset, percentiles=(0.99,), confidence: float = DEFAULT_CONFIDENCE) -> dict:
     """Means (delay, latency, utilisation, throughput) and latency percentiles, each (mean, half-width); with
     ``latency_beyond`` (workunits per replication at or beyond each percentile, on average) and
-    ``latency_too_few`` (True where fewer than ``sojourn.core.stats.TAIL_MIN`` per replication, or none in some
+    ``latency_too_few`` (True where fewer than ``sojourn.core.estimates.stats.TAIL_MIN`` per replication, or none in
+    some
     replication, lie beyond: too few to estimate the percentile, whatever its half-width says)."""
     out = {"replications": int(ds.sizes["replication"]), "confidence": float(confidence)}
     for v in ("mean_delay", "mean_latency", "host_utilisation", "host_computing", "throughput"):

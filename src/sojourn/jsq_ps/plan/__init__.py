@@ -34,7 +34,7 @@ How R is found.
    measured error interval could put the true percentile on the other side of d, or T's bound admits a true
    P(T ≤ d) ≥ p where T fails).
 3. ``confirm``: simulate R − 1, R, R + 1 (the numba kernel; replication k of each R from
-   ``sojourn.core.seeds``, the replications spread over forked processes, one per core) and move R until the
+   ``sojourn.core.laws.seeds``, the replications spread over forked processes, one per core) and move R until the
    simulation agrees: the answer is never an R whose simulated P(T ≤ d) is below p, and goes down where the
    method was pessimistic; where a 95 % interval contains p the answer says that the margin is inside the
    simulation noise.

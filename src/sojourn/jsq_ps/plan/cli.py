@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from ...core.flags import LAW, add_limits
-from ...core.guard import POSITIVE, SEED, Choice, Int, Text
+from ...core.checks.flags import LAW, add_limits
+from ...core.checks.guard import POSITIVE, SEED, Choice, Int, Text
 
 EXAMPLE = ("sojourn plan --arrival-rate 9000/s --mean-service 1.2ms --budget 100ms --network-latency 28ms "
            "--reliability 0.9999")
@@ -20,7 +20,7 @@ DESCRIPTION = ("The least number of processor-sharing servers behind join-the-sh
                f"Example: {EXAMPLE}")
 
 
-#: a rate or a time with a unit (sojourn.core.units)
+#: a rate or a time with a unit (sojourn.core.checks.units)
 RATE = Text("rate", "a rate with a unit such as 9000/s")
 TIME = Text("time", "a time with a unit such as 72ms")
 
@@ -80,8 +80,8 @@ def register(subparsers) -> None:
 
 
 def run_plan(args) -> int:
-    from ...core.inputs import choice
-    from ...core.progress import working
+    from ...core.checks.inputs import choice
+    from ...core.runs.progress import working
     from .request import FLAGS
     from .result import plan
 

@@ -44,7 +44,8 @@ class Simulated:
     seed: int
     #: the lower 95 % bound of the geometric mean of the replications' P(T > d) (NaN if one saw none beyond d)
     tail_geometric_low: float = math.nan
-    #: the run-length guard's verdict (sojourn.core.runlength) and its predicted relative standard error of the mean
+    #: the run-length guard's verdict (sojourn.core.estimates.runlength) and its predicted relative standard error of
+    #: the mean
     run_valid: bool = True
     run_relative_se: float = math.nan
 
@@ -107,9 +108,10 @@ class Evaluation:
 
 
 def _interp_percentile(t, F, p) -> float:
-    """First crossing of p by F on the grid t, linear within the crossing step (:func:`sojourn.core.stats.quantile`,
+    """First crossing of p by F on the grid t, linear within the crossing step
+    (:func:`sojourn.core.estimates.stats.quantile`,
     the simulated percentile's rule too); inf if F never exceeds p."""
-    from ...core.stats import quantile
+    from ...core.estimates.stats import quantile
 
     x = float(quantile(t, F, p))
     return x if x == x else math.inf
@@ -132,17 +134,17 @@ def _replication(spec, k, *, seed, horizon, warmup, dt, t_max):
 def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float,
                     workers: int = 1, first: int = 0, pool=None):
     """(count (replication, t), overflow (replication,), t) of replications first..first+replications−1 of
-    ``spec`` (:func:`sojourn.core.replications.replicate`) on a local executor of the cell runner: ``workers``
+    ``spec`` (:func:`sojourn.core.estimates.replications.replicate`) on a local executor of the cell runner: ``workers``
     forked processes when there are several cores (else this one). Replication k's stream depends only on
-    (seed, spec, k) (``sojourn.core.seeds``): the counts are the same whatever ``workers`` and whatever batches
+    (seed, spec, k) (``sojourn.core.laws.seeds``): the counts are the same whatever ``workers`` and whatever batches
     the replications are run in. ``pool``: a fork-context process pool to run them in (kept across calls by
     :class:`Planner`), else one made for this call. The replications before ``first`` are the caller's (its
     earlier stages): only the new ones run."""
     import numpy as np
 
-    from ...core.replications import replicate
-    from ...core.runner import LocalExecutor
-    from ...core.timegrid import time_grid
+    from ...core.checks.timegrid import time_grid
+    from ...core.estimates.replications import replicate
+    from ...core.runs.runner import LocalExecutor
 
     workers = max(1, min(int(workers), replications))
     fork = workers > 1 and "fork" in multiprocessing.get_all_start_methods()
@@ -162,8 +164,8 @@ def simulate_counts(spec, replications: int, seed: int, horizon: float, warmup: 
 def fork_pool(workers: int, spec, seed: int, dt: float, t_max: float):
     """A pool of ``workers`` forked processes that start with the numba kernel loaded: it is loaded here first (a
     tiny run of ``spec``), and forked workers inherit it instead of each loading numba's cache. They end with this
-    process (:class:`sojourn.core.processes.OwnedPool`)."""
-    from ...core.processes import OwnedPool
+    process (:class:`sojourn.core.cluster.processes.OwnedPool`)."""
+    from ...core.cluster.processes import OwnedPool
 
     _replication(spec, 0, seed=seed, horizon=2.0 / spec.arrival_rate, warmup=0.0, dt=dt, t_max=t_max)
     return OwnedPool(workers, "fork")

@@ -6,7 +6,7 @@ import math
 import multiprocessing
 import time
 
-from ...core.units import format_time
+from ...core.checks.units import format_time
 from .evaluation import (
     Engine,
     Evaluation,
@@ -193,7 +193,7 @@ class Planner:
             return Engine(TAIL_LAW_METHOD, TAIL_LAW_REASON, short=f"T with the {q.law.name} law")
         if self.exact_fits(R, t_hi):
             # exact is the reference: its error is its computed truncation bound, never its distance to a noisy
-            # simulation (which the accuracy table measures; sojourn.core.reference)
+            # simulation (which the accuracy table measures; sojourn.core.estimates.reference)
             return Engine("exact", "the exact tagged-customer chain runs within the planner's budget here",
                           short="exact chain")
         return self.tail_engine(R)
@@ -288,7 +288,7 @@ class Planner:
             t_hi *= 4.0
             tries += 1
         if R not in self._runs:  # the analytic methods could not answer: this simulation's cost, admitted now
-            from ...core.guard import admit_parts
+            from ...core.checks.guard import admit_parts
             from .request import simulation_cost
 
             admit_parts(simulation_cost(self.q, R, 1))
@@ -348,7 +348,7 @@ class Planner:
                 self.notes.append(
                     f"the simulation of R = {R} (load {rho:.4g}) records {run['window']:.3g} mean service "
                     "times per replication, more than its 100 customers beyond the percentile need: "
-                    "the run-length guard's minimum (sojourn.core.runlength)"
+                    "the run-length guard's minimum (sojourn.core.estimates.runlength)"
                 )
             per_d = 1000  # histogram bins per deadline: d is an edge, the percentile within d/1000
             dt = d / per_d
@@ -380,7 +380,7 @@ class Planner:
         """P(T ≤ d) and the percentile of R's replications so far, with their 95 % intervals."""
         import numpy as np
 
-        from ...core.stats import cdf_from_histogram, histogram_quantile, mean_ci
+        from ...core.estimates.stats import cdf_from_histogram, histogram_quantile, mean_ci
 
         r, p = self._runs[R], self.p
         count, overflow = np.concatenate(r["counts"]), np.concatenate(r["overflows"])
@@ -405,7 +405,7 @@ class Planner:
         if np.all(tail > 0):
             gm, gh = mean_ci(np.log(tail))
             g_lo = float(np.exp(gm - gh))
-        from ...core.runlength import assess
+        from ...core.estimates.runlength import assess
 
         guard = assess(run_model(R, self.load(R), self.q.law.scv), r["run"]["window"], r["done"])
         return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...core.units import (
+from ...core.checks.units import (
     SECONDS,
     format_time,
     parse_rate,
@@ -13,7 +13,7 @@ from ...core.units import (
     readable_unit,
     time_unit,
 )
-from ...core.validate import integer_at_least
+from ...core.checks.validate import integer_at_least
 
 DEFAULT_MAX_SERVERS = 64
 #: replications of a simulated R: at most (see the module doc and :func:`replications_for`), and the first
@@ -66,7 +66,7 @@ def replications_for(reliability: float) -> int:
 def run_model(servers: int, load: float, scv_service: float = 1.0):
     """The run-length guard's model of R JSQ servers at ``load`` (μ = 1, Poisson arrivals;
     :func:`sojourn.jsq_ps.simulate.run_model`, without its imports)."""
-    from ...core.runlength import RunModel, Station
+    from ...core.estimates.runlength import RunModel, Station
 
     rate = servers * load
     return RunModel((Station(rate, servers, load, 1.0, scv_service),), rate, scv_service=scv_service)
@@ -74,7 +74,7 @@ def run_model(servers: int, load: float, scv_service: float = 1.0):
 
 def run_length(servers: int, load: float, reliability: float, scv_service: float = 1.0) -> dict:
     """Horizon, warm-up and recorded customers of one simulated replication, in mean service times (the
-    rule of the module doc), the window lengthened where the run-length guard (:mod:`sojourn.core.runlength`)
+    rule of the module doc), the window lengthened where the run-length guard (:mod:`sojourn.core.estimates.runlength`)
     asks for more at the first stage's :data:`FIRST_STAGE` replications (``guard_lengthened``)."""
     customers = max(math.ceil(TAIL_CUSTOMERS / (1.0 - reliability) - 1e-9), MIN_CUSTOMERS)
     rate = servers * load  # arrivals per mean service time
@@ -127,7 +127,7 @@ class Request:
 
     @property
     def exponential(self) -> bool:
-        from ...core.distributions import Exponential
+        from ...core.laws.distributions import Exponential
 
         return isinstance(self.law, Exponential)
 
@@ -163,7 +163,7 @@ def _reliability(value, name: str) -> float:
 
 def _service_cdf(law, x: float) -> float:
     """P(S ≤ x) for a law of mean 1 (exponential in closed form: no scipy.stats import on the fast path)."""
-    from ...core.distributions import Exponential
+    from ...core.laws.distributions import Exponential
 
     if isinstance(law, Exponential):
         return -math.expm1(-law.rate * x)
@@ -172,7 +172,7 @@ def _service_cdf(law, x: float) -> float:
 
 def _service_quantile(law, p: float) -> float:
     """The p-quantile of a law of mean 1: bisection on its CDF (every law here has one)."""
-    from ...core.distributions import Exponential
+    from ...core.laws.distributions import Exponential
 
     if isinstance(law, Exponential):
         return -math.log1p(-p) / law.rate
@@ -236,7 +236,7 @@ def _check_arrivals(arrival_rate, load, servers, mean, n, texts):
 
 def _check_law(service_law, n):
     """The service law, rescaled to mean 1 (time in mean service times)."""
-    from ...core.distributions import parse_law
+    from ...core.laws.distributions import parse_law
 
     if not isinstance(service_law, str):
         raise ValueError(f"{n['service_law']} must be a law string such as 'lognormal:sigma=0.69'; got {service_law!r}")
@@ -305,7 +305,7 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
     texts = {}
     disp = str(dispatch).strip().lower() if isinstance(dispatch, str) else dispatch
     if disp != "jsq":
-        from ...core.inputs import did_you_mean
+        from ...core.checks.inputs import did_you_mean
 
         raise ValueError(f"{n['dispatch']} {dispatch!r}: only jsq is modelled (the approximations and the exact chain "
                          "are for join-the-shortest-queue); other dispatch policies can be simulated with "
@@ -321,7 +321,7 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
     unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
     maxR = integer_at_least(n["max_servers"], max_servers, 1)
     reps = replications_for(p) if replications is None else integer_at_least(n["replications"], replications, 2)
-    from ...core.guard import SEED
+    from ...core.checks.guard import SEED
 
     seed = SEED.check(n["seed"], seed)
     if not isinstance(confirm, bool):
@@ -341,8 +341,9 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
 
 def simulation_cost(q: Request, R: int, simulated: int) -> list:
     """The predicted cost of simulating ``simulated`` numbers of servers near ``R`` with ``q.replications``
-    replications each, run to the rule of :func:`run_length` at ``R`` (:func:`sojourn.core.guard.admit_parts`)."""
-    from ...core.guard import Estimate
+    replications each, run to the rule of :func:`run_length` at ``R``
+    (:func:`sojourn.core.checks.guard.admit_parts`)."""
+    from ...core.checks.guard import Estimate
     from ..cost import SECONDS_PER_EVENT, SECONDS_PER_SCANNED_SERVER
 
     rho = q.offered / R
@@ -357,13 +358,14 @@ def simulation_cost(q: Request, R: int, simulated: int) -> list:
 
 
 def plan_cost(q: Request):
-    """What answering ``q`` is predicted to take, from the request alone (:func:`sojourn.core.guard.admit_parts`):
+    """What answering ``q`` is predicted to take, from the request alone
+    (:func:`sojourn.core.checks.guard.admit_parts`):
     with ``confirm``, the simulations of R − 1, R, R + 1; and the analytic search: method T's phase tables for
     exponential service, T with the law itself (at most :data:`TAIL_LAW_SECONDS` each) for any other, at about
     :data:`SEARCH_EVALUATIONS` numbers of servers. R is taken as the least stable one (the answer is at least that;
     above it the cost grows). A simulation the search falls back to (where the analytic methods fail) is admitted
     when it is decided (:meth:`sojourn.jsq_ps.plan.planner.Planner.evaluate`)."""
-    from ...core.guard import Estimate
+    from ...core.checks.guard import Estimate
     from ..cost import T_SECONDS_PER_CUBED_SERVER
 
     R = q.min_stable
@@ -383,7 +385,7 @@ def plan_cost(q: Request):
 
 
 #: the least offered load (servers) a simulation takes: inter-arrival times of mean below 1e100 mean service times
-#: (sojourn.core.distributions.MEAN_RANGE)
+#: (sojourn.core.laws.distributions.MEAN_RANGE)
 MIN_SIMULATED_LOAD = 1e-99
 #: R evaluated by the search about the answer (screening aside): a bracket, its bisection, R − 1 and R + 1
 SEARCH_EVALUATIONS = 6

@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from ...core.units import SECONDS, format_time
+from ...core.checks.units import SECONDS, format_time
 from .evaluation import NoServers
 from .planner import BOUND_METHOD, BOUND_REASON, Planner
 from .request import (
@@ -184,7 +184,7 @@ class PlanResult:
             out.append("  * beyond the accuracy table: its nearest point used (extrapolated)")
         if any(r.get("margin") not in (None, "clear") for r in self.rows):
             out.append("  ? the verdict is within the uncertainty of its evidence (see the notes)")
-        if any("(bin)" in c for row in lines for c in row):  # core.stats.format_with_ci
+        if any("(bin)" in c for row in lines for c in row):  # core.estimates.stats.format_with_ci
             out.append(
                 "  '± dt (bin)': the CI is narrower than the histogram's bin width dt = d/1000, which then bounds "
                 "the error (the percentile interpolates the CDF linearly within its bin)"
@@ -233,13 +233,13 @@ def _error_text(r: dict) -> str:
 
 
 def _sim_text(r: dict, u: str, resolution: float) -> str:
-    """The simulated percentile with no more digits than its CI supports (``core.stats.format_with_ci``)."""
+    """The simulated percentile with no more digits than its CI supports (``core.estimates.stats.format_with_ci``)."""
     if r.get("simulated_probability") is None:
         return "-"
     x = r.get("simulated_percentile")
     if x is None or not math.isfinite(x):
         return f"> {r['simulated_t_max']:.4g} {u}"
-    from ...core.stats import format_with_ci
+    from ...core.estimates.stats import format_with_ci
 
     lo, hi = r.get("simulated_percentile_ci_low"), r.get("simulated_percentile_ci_high")
     lo, hi = math.nan if lo is None else lo, math.nan if hi is None else hi
@@ -407,7 +407,7 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         The largest R to consider (default 64); only ``"jsq"`` is modelled.
     confirm, replications, seed
         Simulate R − 1, R, R + 1 (``replications`` each, default :func:`replications_for`, seeds from
-        ``sojourn.core.seeds`` under ``seed``) and never answer an R that the simulation shows to fail.
+        ``sojourn.core.laws.seeds`` under ``seed``) and never answer an R that the simulation shows to fail.
     unit
         Unit of the answers (default: the deadline's or budget's).
     accuracy
@@ -419,7 +419,7 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
                       network_latency=network_latency, reliability=reliability, dispatch=dispatch,
                       max_servers=max_servers, confirm=confirm, replications=replications, seed=seed, unit=unit,
                       accuracy=accuracy, names=_names)
-    from ...core.guard import admit_parts
+    from ...core.checks.guard import admit_parts
     from .request import plan_cost
 
     admit_parts(plan_cost(q))  # before any compute: refused above the limits, naming what drives the cost

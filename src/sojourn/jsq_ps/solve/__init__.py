@@ -17,13 +17,13 @@ method_cdf / all_methods, Cell
 Building blocks: :func:`chain.solve_chain` (λ_n §3.2, A_n §3.4), :func:`gupta.gupta_lambdas` (§3.3),
 :func:`occupancy.birth_death_occupancy` (§3.5), :mod:`tails` (w_n §3.6a/b).
 time_grid(t_max=182.32, dt=0.01)
-    the shared grid round(i·dt, 10) (:mod:`sojourn.core.timegrid`).
+    the shared grid round(i·dt, 10) (:mod:`sojourn.core.checks.timegrid`).
 Every result is checked by :mod:`sojourn.jsq_ps.solve.guards` (``valid``, ``validity_reason``); where
 ``exact`` runs by default is :mod:`sojourn.jsq_ps.solve.budget`.
 """
 from __future__ import annotations
 
-from ...core.timegrid import time_grid
+from ...core.checks.timegrid import time_grid
 from ..naming import CORRECTED_METHODS, FAITHFUL_METHODS, table4_L1
 from .exact import exact_sojourn_cdf
 from .methods import Cell, all_methods, method_cdf

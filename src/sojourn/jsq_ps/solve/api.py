@@ -27,10 +27,10 @@ import time
 import numpy as np
 import xarray as xr
 
-from ...core.distributions import Exponential
-from ...core.io import provenance
-from ...core.timegrid import DT, T_MAX, time_grid
-from ...core.validate import integer_at_least, positive_finite
+from ...core.checks.timegrid import DT, T_MAX, time_grid
+from ...core.checks.validate import integer_at_least, positive_finite
+from ...core.files.io import provenance
+from ...core.laws.distributions import Exponential
 from ..model import JSQPS
 from ..naming import ALL_METHODS as METHODS
 from ..naming import DEFAULT_L2, FAITHFUL_METHODS, label_coords, table4_L1
@@ -183,7 +183,7 @@ def _exact(spec, hyper, t, system=None) -> dict:
 def admit_cost(spec, methods, t, hyper) -> None:
     """The methods' predicted time and memory on grid ``t`` admitted before anything is computed
     (:func:`sojourn.jsq_ps.cost.approximate`; exact's time by its own budget, :func:`_exact_within_limits`)."""
-    from ...core.guard import admit_parts
+    from ...core.checks.guard import admit_parts
     from .. import cost
 
     admit_parts([p for m in methods for p in cost.approximate(spec, m, t.size, float(t.max()), hyper)])
@@ -191,15 +191,15 @@ def admit_cost(spec, methods, t, hyper) -> None:
 
 def _exact_within_limits(spec, t, system, kw):
     """``exact`` asked for by name (no ``exact_budget``): its truncation searched within the guard's limits
-    (:func:`sojourn.core.guard.limits`: the time, and the tagged states the memory holds) and the state cap
+    (:func:`sojourn.core.checks.guard.limits`: the time, and the tagged states the memory holds) and the state cap
     ``max_states`` (:func:`sojourn.jsq_ps.solve.exact.exact_plan`: small solves only). Where the limits stop the
-    search before the truncation reaches its tolerance, the request is refused (:func:`sojourn.core.guard.admit`)
+    search before the truncation reaches its tolerance, the request is refused (:func:`sojourn.core.checks.guard.admit`)
     with the prediction of the truncation refused; else its prediction is admitted (progress counts the time left
     from it) and exact runs as it always has — where the state cap stops its search first, at the largest caps
     within it, flagged ``truncation_not_reached``."""
     import math
 
-    from ...core.guard import Estimate, admit, limits
+    from ...core.checks.guard import Estimate, admit, limits
     from .budget import BYTES_PER_TAGGED_STATE
     from .exact import exact_plan
 
@@ -400,10 +400,10 @@ def approximate_all(spec, methods=FAITHFUL_METHODS, t=None, **hyper) -> xr.Datas
 
 def summary(t: np.ndarray, cdf: np.ndarray, probs=(0.99, 0.999, 0.9999, 0.99999)) -> dict:
     """Mean ∫(1−F)dt on the grid (trapezoid; mass beyond the grid ignored) and percentiles x_p where F,
-    linear between the grid points, first exceeds p (:func:`sojourn.core.stats.quantile`, as the comparison's;
+    linear between the grid points, first exceeds p (:func:`sojourn.core.estimates.stats.quantile`, as the comparison's;
     §3.8's first grid t with F(t) > p is the end of that step, up to dt above); NaN if F never exceeds p on
     the grid."""
-    from ...core.stats import quantile
+    from ...core.estimates.stats import quantile
 
     t = np.asarray(t, dtype=float)
     F = np.asarray(cdf, dtype=float)

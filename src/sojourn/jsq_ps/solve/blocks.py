@@ -1,16 +1,16 @@
-"""The JSQ-PS approximation blocks as steps of the core's study protocol (:class:`sojourn.core.protocol.Step`): the
+"""The JSQ-PS approximation blocks as steps of the core's study protocol (:class:`sojourn.core.runs.protocol.Step`): the
 M/M/R cells (R, ρ) by every configured method and the M/G/R cells (service law, R, ρ) by the methods that take a
 general service law, one task per cell (:mod:`sojourn.jsq_ps.solve.cell`), stored as survival functions. The jobs
 :func:`sojourn.jsq_ps.jobs.approximate` and :func:`~sojourn.jsq_ps.jobs.approximate_laws` build them from their rules'
-parameters and hand them to :func:`sojourn.core.protocol.run_step`."""
+parameters and hand them to :func:`sojourn.core.runs.protocol.run_step`."""
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass
 
-from ...core.protocol import Layout, StepFields
-from ...core.runner import cell_key
+from ...core.runs.protocol import Layout, StepFields
+from ...core.runs.runner import cell_key
 from ..storage import grid_cell
 
 LOG = logging.getLogger("sojourn.jsq_ps.jobs")
@@ -31,7 +31,7 @@ class _Approximations(StepFields):
         return ds
 
     def attrs(self, cells, cell_attrs):
-        from ...core.io import provenance
+        from ...core.files.io import provenance
 
         return {**provenance(None), "pipeline_config": json.dumps(self.config, sort_keys=True)}
 
@@ -59,7 +59,7 @@ class ApproximationBlock(_Approximations):
     exact_budget: dict
 
     def __post_init__(self):
-        from ...core.timegrid import time_grid as grid
+        from ...core.checks.timegrid import time_grid as grid
         from ..storage import stored_once
         from .cell import approximate_cell
 
@@ -116,7 +116,7 @@ class LawApproximationBlock(_Approximations):
     code: str
 
     def __post_init__(self):
-        from ...core.timegrid import time_grid as grid
+        from ...core.checks.timegrid import time_grid as grid
         from .cell import approximate_law_cell
 
         self.rhos = [str(r) for r in self.rhos]

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ...core.validate import nonnegative_finite, positive_finite
+from ...core.checks.validate import nonnegative_finite, positive_finite
 from .uniformization import poisson_cutoff, poisson_mix
 
 

@@ -470,7 +470,7 @@ def tail_sojourn(arrival_rate, service_rate, servers, t, D=None, max_seconds=DEF
     relative allowance added to the survival. Returns a :class:`TailResult`: ``cdf`` (T), ``sf_best`` and
     ``sf_previous`` (the chains with caps D and D − 1), λ_n and A_n read off the capped system law, and ``info``
     (caps, sizes, steps, the level cap's ``truncation_reached``)."""
-    from sojourn.core.inputs import format_bytes, limits
+    from sojourn.core.checks.inputs import format_bytes, limits
 
     t0 = time.process_time()
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
@@ -565,7 +565,7 @@ MARGIN_LEVELS = (0.99, 0.999, 0.9999, 0.99999)
 def margin_at(t, result: TailResult, p: float) -> float:
     """The stated bound at level ``p``: x_p(T)/x_p(D) − 1, x_p the first crossing of p on the grid ``t`` (NaN
     beyond the grid). The true percentile lies in [x_p(D)·(1 − margin), x_p(T)] (module doc)."""
-    from sojourn.core.stats import quantile  # the one percentile rule (F linear between grid points)
+    from sojourn.core.estimates.stats import quantile  # the one percentile rule (F linear between grid points)
 
     a, b = float(quantile(t, result.cdf, p)), float(quantile(t, 1.0 - result.sf_best, p))
     return (a / b - 1.0) if (math.isfinite(a) and math.isfinite(b) and b > 0) else float("nan")

@@ -10,9 +10,9 @@ independent of everything else: P(T > t) = E[Ḡ(C(t))]. So the model is T's cha
 phase-type representation PH(α, S) of G, moving at the speed 1/k of its share: own phase i → j at S_ij/k,
 completion at s_i/k. For a phase-type law (exponential, Erlang, gamma with an integer shape, hyperexponential, a
 given PH) the representation is the law. For any other law it is the stage Coxian of
-:func:`sojourn.core.phase_fit.stage_representation` at the stage widths h, h/2, h/4 (relative resolution h: equal
+:func:`sojourn.core.laws.phase_fit.stage_representation` at the stage widths h, h/2, h/4 (relative resolution h: equal
 stages up to the upper end of a bounded law or the mean, then growing by 1 + 2h), and the survival is extrapolated
-to h → 0 (:func:`sojourn.core.phase_fit.richardson`); the difference between the two- and three-point
+to h → 0 (:func:`sojourn.core.laws.phase_fit.richardson`); the difference between the two- and three-point
 extrapolations is the stated error of that step. Why not a moment fit: a PH matched to three moments puts an
 exponential tail behind a bounded law and fixes no more of the shape, and the sojourn tail under PS follows the
 size's own tail (a job's sojourn is at least its size, and grows with it): measured against simulation, the
@@ -39,7 +39,7 @@ every co-resident must still be there, and that probability is exact in law:
     P(T > t, no change) = Σ_k a_k(t) Ḡ(t/k) Ḡ_e(t/k)^(k−1),
 
 a_k(t) = P(the arrival finds k − 1 others and no arrival joins them by t) from T's chain without the co-residents'
-departures, Ḡ_e the equilibrium residual law (:func:`sojourn.core.phase_fit.equilibrium_survival`). The method
+departures, Ḡ_e the equilibrium residual law (:func:`sojourn.core.laws.phase_fit.equilibrium_survival`). The method
 replaces the chain's own value of these paths (the same sum with the representation's survivals) by this one and
 extrapolates only the rest, which is smooth in t (a mixture over the times of the first change). At R = 3,
 ρ = 0.1, uniform service, the 99.99th percentile goes from 32 % low (extrapolating everything) to 1.8 % low.
@@ -88,8 +88,8 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-from ...core import distributions as Dist
-from ...core import phase_fit
+from ...core.laws import distributions as Dist
+from ...core.laws import phase_fit
 from ._blas import single_threaded_blas
 from .tail import (
     FLOOR,
@@ -203,7 +203,8 @@ class Representation:
 
 
 def representation(law, widths=None) -> Representation:
-    """:class:`Representation` of ``law`` (a :class:`sojourn.core.distributions.Distribution`): its exact PH if it is
+    """:class:`Representation` of ``law`` (a :class:`sojourn.core.laws.distributions.Distribution`): its exact PH if it
+    is
     one, else the stage family at ``widths`` (coarsest first; default the finest of :data:`FAMILIES`)."""
     ex = phase_fit.exact_representation(law)
     sf = phase_fit.survival(law)
@@ -697,7 +698,7 @@ def tail_ph_sojourn(arrival_rate, law, servers, t, D=None, h=None, cstar=None, m
 def _check_memory(R: int, D):
     """MemoryError, before any compute, where T's chain at R servers (spread cap D, default 2) needs more memory than
     the limit."""
-    from ...core.inputs import format_bytes, limits
+    from ...core.checks.inputs import format_bytes, limits
     from .tail import peak_bytes
 
     need, (mem_limit, mem_src, _, _) = peak_bytes(R, 2 if D is None else int(D)), limits()
@@ -832,7 +833,7 @@ class _Cell:
 def _relative_shift(t, sf, incr, p) -> float:
     """x_p(sf + incr)/x_p(sf) − 1: how far the percentile moves when the survival rises by ``incr`` (NaN beyond the
     grid; 0 where ``incr`` is 0)."""
-    from ...core.stats import quantile
+    from ...core.estimates.stats import quantile
 
     if not np.any(incr):
         return 0.0

@@ -1,0 +1,657 @@
+"""Service-requirement and inter-arrival laws with one vocabulary.
+
+Every law is a frozen dataclass with ``mean``, ``variance``, ``scv``, ``sample(rng, size)``,
+``cdf(x)``, ``scaled_to_mean(m)`` (all families here are scale families, which is how a law is
+fitted to a service rate μ), ``to_ciw()`` and ``kernel_spec()``. ``kernel_spec`` returns
+``(code, params)``: an integer law code and a float64 parameter vector, the form the numba kernels
+sample from (see :func:`sojourn.core.laws.sampling.sample_law` for the reading side).
+
+``parse_law("lognormal:sigma=0.6931")`` builds a law from the CLI/config string form.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+import numpy as np
+
+from ..checks.inputs import did_you_mean
+from ..checks.validate import integer_at_least, nonnegative_finite, positive_finite
+from . import phase_type
+
+# Law codes understood by the numba kernels (sojourn.core.laws.sampling reads them from here).
+EXPONENTIAL = 0
+DETERMINISTIC = 1
+UNIFORM = 2
+ERLANG = 3
+HYPEREXPONENTIAL = 4
+GAMMA = 5
+LOGNORMAL = 6
+TRIANGULAR = 7
+PHASETYPE = 8
+
+
+#: a law's mean must lie within this range: then its square and reciprocal square (variances, 1/rate², the
+#: products of rates the kernels and the cost models form) stay finite doubles (issue 32: ``--mu 1e-300`` made
+#: 1/rate² divide by zero)
+MEAN_RANGE = (1e-100, 1e100)
+
+
+class Distribution:
+    """Base class: subclasses are frozen dataclasses and define the moments and samplers. Every law checks its
+    derived quantities where they are computed, once its parameters are checked (:meth:`_check_derived`): mean
+    within :data:`MEAN_RANGE`, variance and squared coefficient of variation finite."""
+
+    name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "checks_derived", False):
+            def __post_init__(self, _own=own):
+                _own(self)
+                self._check_derived()
+
+            __post_init__.checks_derived = True
+            cls.__post_init__ = __post_init__
+
+    def _check_derived(self) -> None:
+        from ..checks.guard import derived
+
+        mean = derived(self.name, lambda: float(self.mean), f"the mean of {self}",
+                       f"a law's mean must be within [{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}]")
+        if not MEAN_RANGE[0] <= mean <= MEAN_RANGE[1]:
+            raise ValueError(f"{self.name}: the mean of {self} is {mean:.3g}; a law's mean must be within "
+                             f"[{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}] (its square and 1/mean² stay finite doubles)")
+        derived(self.name, lambda: float(self.variance), f"the variance of {self}",
+                "a parameter is too large or too small for it")
+        derived(self.name, lambda: float(self.scv), f"the squared coefficient of variation of {self}",
+                "a parameter is too large or too small for it")
+
+    # -- moments ---------------------------------------------------------------------------
+    @property
+    def mean(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def variance(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def scv(self) -> float:
+        """Squared coefficient of variation, Var/mean²."""
+        return self.variance / self.mean**2
+
+    # -- sampling and law ------------------------------------------------------------------
+    def sample(self, rng: np.random.Generator, size=None):
+        return self._frozen().rvs(size=size, random_state=rng)
+
+    def cdf(self, x):
+        return self._frozen().cdf(x)
+
+    def sf(self, x):
+        return self._frozen().sf(x)
+
+    def _frozen(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
+
+    def scaled_to_mean(self, mean: float) -> Distribution:
+        """The same family and shape, rescaled so that its mean is ``mean``."""
+        mean = positive_finite("mean", mean)
+        return self._scaled(mean / self.mean)
+
+    def _scaled(self, c: float) -> Distribution:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def kernel_spec(self) -> tuple[int, np.ndarray]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_ciw(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        out = {"law": self.name}
+        for k, v in self.__dict__.items():
+            out[k] = np.asarray(v).tolist() if isinstance(v, (tuple, np.ndarray)) else v
+        return out
+
+    def __str__(self) -> str:
+        parts = []
+        for k, v in self.__dict__.items():
+            if isinstance(v, tuple) and v and isinstance(v[0], tuple):  # matrix: rows by '|'
+                v = "|".join("/".join(f"{y!r}" for y in row) for row in v)
+            elif isinstance(v, tuple):
+                v = "/".join(f"{x!r}" for x in v)
+            elif isinstance(v, float):
+                v = repr(v)
+            parts.append(f"{k}={v}")
+        return f"{self.name}:" + ",".join(parts)
+
+
+@dataclass(frozen=True, eq=True)
+class Exponential(Distribution):
+    rate: float
+    name: ClassVar[str] = "exponential"
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", positive_finite("exponential.rate", self.rate))
+
+    mean = property(lambda self: 1.0 / self.rate)
+    variance = property(lambda self: 1.0 / self.rate**2)
+
+    def sample(self, rng, size=None):
+        return rng.exponential(1.0 / self.rate, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        return stats.expon(scale=1.0 / self.rate)
+
+    def _scaled(self, c):
+        return Exponential(self.rate / c)
+
+    def kernel_spec(self):
+        return EXPONENTIAL, np.array([self.rate])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Exponential(rate=self.rate)
+
+
+@dataclass(frozen=True, eq=True)
+class Deterministic(Distribution):
+    value: float
+    name: ClassVar[str] = "deterministic"
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", positive_finite("deterministic.value", self.value))
+
+    mean = property(lambda self: self.value)
+    variance = property(lambda self: 0.0)
+
+    def sample(self, rng, size=None):
+        return np.full(size, self.value) if size is not None else self.value
+
+    def cdf(self, x):
+        return np.where(np.asarray(x) >= self.value, 1.0, 0.0)
+
+    def sf(self, x):
+        return 1.0 - self.cdf(x)
+
+    def _scaled(self, c):
+        return Deterministic(self.value * c)
+
+    def kernel_spec(self):
+        return DETERMINISTIC, np.array([self.value])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Deterministic(value=self.value)
+
+
+@dataclass(frozen=True, eq=True)
+class Uniform(Distribution):
+    low: float
+    high: float
+    name: ClassVar[str] = "uniform"
+
+    def __post_init__(self):
+        lo = nonnegative_finite("uniform.low", self.low)
+        hi = positive_finite("uniform.high", self.high)
+        if hi <= lo:
+            raise ValueError(f"uniform.high must be > uniform.low={lo:g}; got {hi:g}")
+        object.__setattr__(self, "low", lo)
+        object.__setattr__(self, "high", hi)
+
+    mean = property(lambda self: 0.5 * (self.low + self.high))
+    variance = property(lambda self: (self.high - self.low) ** 2 / 12.0)
+
+    def sample(self, rng, size=None):
+        return rng.uniform(self.low, self.high, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        return stats.uniform(loc=self.low, scale=self.high - self.low)
+
+    def _scaled(self, c):
+        return Uniform(self.low * c, self.high * c)
+
+    def kernel_spec(self):
+        return UNIFORM, np.array([self.low, self.high])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Uniform(lower=self.low, upper=self.high)
+
+
+@dataclass(frozen=True, eq=True)
+class Erlang(Distribution):
+    """Sum of ``k`` exponential phases, each with rate ``rate`` (mean k/rate)."""
+
+    k: int
+    rate: float
+    name: ClassVar[str] = "erlang"
+
+    def __post_init__(self):
+        object.__setattr__(self, "k", integer_at_least("erlang.k", self.k, 1))
+        object.__setattr__(self, "rate", positive_finite("erlang.rate", self.rate))
+
+    mean = property(lambda self: self.k / self.rate)
+    variance = property(lambda self: self.k / self.rate**2)
+
+    def sample(self, rng, size=None):
+        return rng.gamma(self.k, 1.0 / self.rate, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        return stats.gamma(a=self.k, scale=1.0 / self.rate)
+
+    def _scaled(self, c):
+        return Erlang(self.k, self.rate / c)
+
+    def kernel_spec(self):
+        return ERLANG, np.array([float(self.k), self.rate])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Erlang(rate=self.rate, num_phases=self.k)
+
+
+@dataclass(frozen=True, eq=True)
+class HyperExponential(Distribution):
+    """Mixture: with probability ``probs[i]`` an exponential with rate ``rates[i]``."""
+
+    probs: tuple
+    rates: tuple
+    name: ClassVar[str] = "hyperexponential"
+
+    def __post_init__(self):
+        p = tuple(float(x) for x in np.atleast_1d(self.probs))
+        r = tuple(positive_finite("hyperexponential.rates", x) for x in np.atleast_1d(self.rates))
+        if len(p) != len(r) or len(p) == 0:
+            raise ValueError("hyperexponential.probs and hyperexponential.rates must be non-empty and of equal length")
+        if any((not math.isfinite(x)) or x < 0 for x in p) or abs(sum(p) - 1.0) > 1e-9:
+            raise ValueError(f"hyperexponential.probs must be in [0, 1] and sum to 1; got {p}")
+        object.__setattr__(self, "probs", p)
+        object.__setattr__(self, "rates", r)
+
+    @property
+    def mean(self):
+        return float(sum(p / r for p, r in zip(self.probs, self.rates, strict=True)))
+
+    @property
+    def variance(self):
+        m2 = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates, strict=True))
+        return float(m2 - self.mean**2)
+
+    def sample(self, rng, size=None):
+        n = 1 if size is None else size
+        idx = rng.choice(len(self.probs), size=n, p=self.probs)
+        out = rng.exponential(1.0, n) / np.asarray(self.rates)[idx]
+        return out if size is not None else float(out[0])
+
+    def cdf(self, x):
+        x = np.asarray(x, dtype=float)
+        return sum(p * (1.0 - np.exp(-r * np.maximum(x, 0.0))) for p, r in zip(self.probs, self.rates, strict=True))
+
+    def sf(self, x):
+        return 1.0 - self.cdf(x)
+
+    def _scaled(self, c):
+        return HyperExponential(self.probs, tuple(r / c for r in self.rates))
+
+    def kernel_spec(self):
+        m = len(self.probs)
+        return HYPEREXPONENTIAL, np.array([float(m), *np.cumsum(self.probs), *self.rates])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.HyperExponential(rates=list(self.rates), probs=list(self.probs))
+
+
+#: the largest share of a gamma law's draws allowed below the smallest normal double (its scale's units)
+GAMMA_UNDERFLOW_SHARE = 0.01
+
+
+def _gamma_min_shape() -> float:
+    """The smallest shape with at most that share, a ln(tiny) − ln Γ(a+1) = ln share (fixed point from
+    a = ln(1/share)/708.4), rounded up to 3 significant digits so that the number printed is itself allowed."""
+    a = 0.0
+    for _ in range(50):
+        a = (math.log(GAMMA_UNDERFLOW_SHARE) + math.lgamma(a + 1.0)) / math.log(sys.float_info.min)
+    digits = 10 ** (math.floor(math.log10(a)) - 2)
+    return math.ceil(a / digits) * digits
+
+
+#: the smallest gamma shape allowed (0.00651): P(X < 2.2e-308 · scale) ≈ x^a/Γ(a+1) (the incomplete gamma's
+#: leading term at x → 0) is then 1 %
+GAMMA_MIN_SHAPE = _gamma_min_shape()
+
+
+@dataclass(frozen=True, eq=True)
+class Gamma(Distribution):
+    shape: float
+    scale: float
+    name: ClassVar[str] = "gamma"
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", positive_finite("gamma.shape", self.shape))
+        object.__setattr__(self, "scale", positive_finite("gamma.scale", self.scale))
+        if self.shape < GAMMA_MIN_SHAPE:
+            raise ValueError(f"gamma.shape must be >= {GAMMA_MIN_SHAPE:.3g}: below it more than "
+                             f"{100 * GAMMA_UNDERFLOW_SHARE:g} % of draws are smaller than the smallest normal double "
+                             f"(2.2e-308 times the scale), so the law cannot be drawn or integrated in floating point "
+                             f"(squared coefficient of variation 1/shape = {1 / self.shape:.3g}); got {self.shape!r}")
+
+    mean = property(lambda self: self.shape * self.scale)
+    variance = property(lambda self: self.shape * self.scale**2)
+
+    def sample(self, rng, size=None):
+        return rng.gamma(self.shape, self.scale, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        return stats.gamma(a=self.shape, scale=self.scale)
+
+    def _scaled(self, c):
+        return Gamma(self.shape, self.scale * c)
+
+    def kernel_spec(self):
+        return GAMMA, np.array([self.shape, self.scale])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Gamma(shape=self.shape, scale=self.scale)
+
+
+@dataclass(frozen=True, eq=True)
+class Lognormal(Distribution):
+    """exp(N(mu, sigma²)); the paper's law is sigma = ln 2 rescaled to mean 1/μ."""
+
+    mu: float
+    sigma: float
+    name: ClassVar[str] = "lognormal"
+
+    def __post_init__(self):
+        m = float(self.mu)
+        if not math.isfinite(m):
+            raise ValueError(f"lognormal.mu must be finite; got {self.mu!r}")
+        object.__setattr__(self, "mu", m)
+        object.__setattr__(self, "sigma", positive_finite("lognormal.sigma", self.sigma))
+
+    mean = property(lambda self: math.exp(self.mu + 0.5 * self.sigma**2))
+    variance = property(lambda self: (math.exp(self.sigma**2) - 1.0) * math.exp(2 * self.mu + self.sigma**2))
+
+    def sample(self, rng, size=None):
+        return rng.lognormal(self.mu, self.sigma, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        return stats.lognorm(s=self.sigma, scale=math.exp(self.mu))
+
+    def _scaled(self, c):
+        return Lognormal(self.mu + math.log(c), self.sigma)
+
+    def kernel_spec(self):
+        return LOGNORMAL, np.array([self.mu, self.sigma])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Lognormal(mean=self.mu, sd=self.sigma)
+
+
+@dataclass(frozen=True, eq=True)
+class Triangular(Distribution):
+    low: float
+    mode: float
+    high: float
+    name: ClassVar[str] = "triangular"
+
+    def __post_init__(self):
+        lo = nonnegative_finite("triangular.low", self.low)
+        md = nonnegative_finite("triangular.mode", self.mode)
+        hi = positive_finite("triangular.high", self.high)
+        if not (lo <= md <= hi) or hi <= lo:
+            raise ValueError(f"triangular needs low <= mode <= high and low < high; got {lo:g}, {md:g}, {hi:g}")
+        object.__setattr__(self, "low", lo)
+        object.__setattr__(self, "mode", md)
+        object.__setattr__(self, "high", hi)
+
+    mean = property(lambda self: (self.low + self.mode + self.high) / 3.0)
+
+    @property
+    def variance(self):
+        a, c, b = self.low, self.mode, self.high
+        return (a * a + b * b + c * c - a * b - a * c - b * c) / 18.0
+
+    def sample(self, rng, size=None):
+        return rng.triangular(self.low, self.mode, self.high, size)
+
+    def _frozen(self):
+        from scipy import stats
+
+        w = self.high - self.low
+        return stats.triang(c=(self.mode - self.low) / w, loc=self.low, scale=w)
+
+    def _scaled(self, c):
+        return Triangular(self.low * c, self.mode * c, self.high * c)
+
+    def kernel_spec(self):
+        return TRIANGULAR, np.array([self.low, self.mode, self.high])
+
+    def to_ciw(self):
+        import ciw
+
+        return ciw.dists.Triangular(lower=self.low, mode=self.mode, upper=self.high)
+
+
+@dataclass(frozen=True, eq=True)
+class PhaseType(Distribution):
+    """Continuous phase-type law PH(alpha, T): absorption time of a CTMC with sub-generator T.
+
+    ``alpha`` must sum to 1 (no atom at zero); ``T`` must have negative diagonal, non-negative
+    off-diagonal entries, non-positive row sums and be non-singular (absorption is certain).
+    """
+
+    alpha: tuple
+    T: tuple
+    name: ClassVar[str] = "phasetype"
+
+    def __post_init__(self):
+        a, T = phase_type.validate(self.alpha, self.T, name="phasetype")
+        object.__setattr__(self, "alpha", tuple(a.tolist()))
+        object.__setattr__(self, "T", tuple(tuple(r) for r in T.tolist()))
+
+    @property
+    def _a(self):
+        return np.asarray(self.alpha)
+
+    @property
+    def _T(self):
+        return np.asarray(self.T)
+
+    def moment(self, k: int) -> float:
+        return phase_type.moment(self._a, self._T, k)
+
+    mean = property(lambda self: self.moment(1))
+    variance = property(lambda self: phase_type.variance(self._a, self._T))
+
+    def sf(self, x):
+        return phase_type.sf(self._a, self._T, np.atleast_1d(np.asarray(x, dtype=float)))
+
+    def cdf(self, x):
+        return 1.0 - self.sf(x)
+
+    def sample(self, rng, size=None):
+        out = phase_type.sample(self._a, self._T, 1 if size is None else size, rng)
+        return out if size is not None else float(out[0])
+
+    def _scaled(self, c):
+        return PhaseType(self.alpha, self._T / c)
+
+    def kernel_spec(self):
+        # Layout: [m, cumsum(alpha) (m), then for each phase i: total rate -T_ii,
+        #          cumulative jump probabilities to phases 0..m-1 (m entries; exit is the remainder)]
+        a, T = self._a, self._T
+        m = a.size
+        rows = []
+        for i in range(m):
+            tot = -T[i, i]
+            p = np.where(np.arange(m) == i, 0.0, T[i] / tot)
+            rows.append(np.concatenate([[tot], np.cumsum(p)]))
+        return PHASETYPE, np.concatenate([[float(m)], np.cumsum(a), *rows])
+
+    def to_ciw(self):
+        import ciw
+
+        T = self._T
+        exit_rates = -T.sum(axis=1)
+        m = len(self.alpha)
+        absorbing = [list(row) + [float(e)] for row, e in zip(T.tolist(), exit_rates, strict=True)] + [[0.0] * (m + 1)]
+        return ciw.dists.PhaseType(initial_state=list(self.alpha) + [0.0], absorbing_matrix=absorbing)
+
+
+LAWS: dict[str, type[Distribution]] = {
+    cls.name: cls
+    for cls in (Exponential, Deterministic, Uniform, Erlang, HyperExponential, Gamma, Lognormal, Triangular, PhaseType)
+}
+
+# Shapes used when a law is named without parameters (each is then rescaled to the wanted mean).
+# The paper's M/G/R laws: Uniform(0, 2/μ), Deterministic(1/μ), Lognormal(σ = ln 2), Gamma, Triangular.
+DEFAULT_SHAPES: dict[str, dict] = {
+    "exponential": {"rate": 1.0},
+    "deterministic": {"value": 1.0},
+    "uniform": {"low": 0.0, "high": 2.0},
+    "erlang": {"k": 2, "rate": 2.0},
+    "hyperexponential": {"probs": (0.5, 0.5), "rates": (2.0 / 3.0, 2.0)},
+    "gamma": {"shape": 2.0, "scale": 0.5},
+    "lognormal": {"mu": 0.0, "sigma": math.log(2.0)},
+    "triangular": {"low": 0.0, "mode": 1.0, "high": 2.0},
+}
+
+
+def _parse_value(text: str):
+    if "|" in text:  # matrix rows separated by '|', entries by '/'
+        return tuple(tuple(float(x) for x in row.split("/")) for row in text.split("|"))
+    if "/" in text:
+        return tuple(float(x) for x in text.split("/"))
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+#: the law name of a phase-type law given by its first three moments (``moments:m1=1,m2=2.5,m3=10``): the least-order
+#: acyclic PH matching them (sojourn.core.laws.phase_fit.three_moment_representation)
+MOMENTS = "moments"
+
+
+def _derived_phase_type(name: str, rest: str, text: str) -> PhaseType:
+    """The PhaseType of ``moments:m1=..,m2=..,m3=..`` (fitted) or ``phasetype:file=PATH`` (a JSON file
+    {"alpha": [...], "T": [[...], ...]}); ValueError naming the key."""
+    items = dict(item.strip().partition("=")[::2] for item in rest.split(",") if item.strip())
+    if name == MOMENTS:
+        keys = ("m1", "m2", "m3")
+        unknown = sorted(set(items) - set(keys))
+        if unknown or any(k not in items for k in keys):
+            raise ValueError(f"law 'moments' takes m1, m2, m3 (the first three moments of the size); got {text!r}"
+                             + (f" (unknown {', '.join(unknown)})" if unknown else ""))
+        try:
+            m = [float(items[k]) for k in keys]
+        except ValueError:
+            raise ValueError(f"law 'moments': m1, m2, m3 must be numbers; got {text!r}") from None
+        a, T = phase_type.three_moment_representation(*m)
+        return PhaseType(tuple(a.tolist()), tuple(tuple(r) for r in T.tolist()))
+    unknown = sorted(set(items) - {"file"})
+    if unknown:
+        raise ValueError(f"law 'phasetype:file=PATH' takes only file; got {', '.join(unknown)} in {text!r}")
+    import json
+
+    path = items["file"]
+    try:
+        with open(path) as fh:
+            d = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"phasetype file {path!r}: cannot read a JSON object {{'alpha': [...], 'T': [[...]]}} "
+                         f"({exc})") from None
+    if not isinstance(d, dict) or set(d) != {"alpha", "T"}:
+        raise ValueError(f"phasetype file {path!r} must hold exactly the keys 'alpha' and 'T'; got "
+                         f"{sorted(d) if isinstance(d, dict) else type(d).__name__}")
+    return PhaseType(tuple(d["alpha"]), tuple(tuple(r) for r in d["T"]))
+
+
+def parse_law(text: str, mean: float | None = None) -> Distribution:
+    """Build a law from ``NAME[:key=value,...]``.
+
+    Lists use ``/`` (``hyperexponential:probs=0.5/0.5,rates=2/0.667``); PH matrices use ``|``
+    between rows (``phasetype:alpha=1/0,T=-2/2|0/-2``). A law named without parameters takes the
+    shape in ``DEFAULT_SHAPES``. With ``mean`` given, the law is rescaled to that mean, which is
+    how the service law is matched to a service rate μ; a ``mean=`` key does the same.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"a law must be a string NAME[:key=value,...] (e.g. 'lognormal:sigma=0.69'); got {text!r}")
+    name, _, rest = text.strip().partition(":")
+    name = name.strip().lower()
+    if name == MOMENTS or (name == "phasetype" and "file=" in rest.replace(" ", "")):
+        law = _derived_phase_type(name, rest, text)
+        return law.scaled_to_mean(mean) if mean is not None else law
+    if name not in LAWS:
+        raise ValueError(f"unknown law {name!r}; allowed: {', '.join(sorted(LAWS))}{did_you_mean(name, LAWS)}")
+    params = [f.name for f in fields(LAWS[name])]
+    kwargs: dict = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, val = item.partition("=")
+        if not eq:
+            raise ValueError(f"law parameter {item!r} in {text!r} must look like key=value")
+        key = key.strip()
+        if key not in params and key != "mean":
+            raise ValueError(f"law {name!r} takes parameters {', '.join(params)} (and mean=M to rescale it); "
+                             f"got unknown parameter {key!r} in {text!r}{did_you_mean(key, [*params, 'mean'])}")
+        if key in kwargs:
+            raise ValueError(f"law parameter {key!r} is given twice in {text!r}; give it once")
+        try:
+            kwargs[key] = _parse_value(val.strip())
+        except ValueError:
+            raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be a number "
+                             "(lists: a/b/c, matrices: rows a/b|c/d)") from None
+        listed = {f.name: str(f.type) == "tuple" for f in fields(LAWS[name])}
+        if isinstance(kwargs[key], tuple) and not listed.get(key, False):  # a list where one number belongs
+            raise ValueError(f"law parameter {key}={val.strip()!r} in {text!r} must be one number")
+    want_mean = kwargs.pop("mean", None)
+    if want_mean is not None:
+        mean = float(want_mean)
+    if name not in DEFAULT_SHAPES and not kwargs:
+        raise ValueError(f"law {name!r} needs explicit parameters {', '.join(params)} "
+                         "(e.g. 'phasetype:alpha=1/0,T=-2/2|0/-2')")
+    kwargs = {**DEFAULT_SHAPES.get(name, {}), **kwargs}  # missing shape keys take the defaults
+    try:
+        law = LAWS[name](**kwargs)
+    except TypeError as exc:
+        missing = [p for p in params if p not in kwargs]
+        raise ValueError(f"law {name!r} takes parameters {', '.join(params)}; "
+                         f"missing {', '.join(missing) or '(none)'} in {text!r}") from exc
+    return law.scaled_to_mean(mean) if mean is not None else law
+
+
+def law_from_dict(d: dict) -> Distribution:
+    """Inverse of ``Distribution.to_dict``."""
+    d = dict(d)
+    name = d.pop("law")
+    if name not in LAWS:
+        raise ValueError(f"unknown law {name!r}; allowed: {', '.join(sorted(LAWS))}")
+    return LAWS[name](**d)

@@ -1,0 +1,270 @@
+"""The cell runner: cells × replications on an executor, cached, the one way every study computes its grid.
+
+A *cell* is one point of a study's grid (one spec and the settings that change its values); a *replication*
+is one independent run of it, whose random stream depends only on (seed, spec, k)
+(:mod:`sojourn.core.laws.seeds`), so replication k is the same whenever and wherever it runs. A deterministic
+cell (an analytic method) is a cell with a single replication.
+
+What a study supplies, and nothing else:
+
+* the replication task ``task(*cell.args, k, **shared)`` (deterministic cells: ``task(*cell.args, **shared)``;
+  ``shared``: keyword arguments every cell of the job passes): one Dask task, picklable arguments, a small
+  result;
+* its estimate for a precision target, ``estimate(cell, k, result) -> float``
+  (:func:`sojourn.core.estimates.precision.histogram_statistic` of the result);
+* how a stored file holds cells: ``select(stored, cell)`` cuts a cell out of it and ``split(part, cell)``
+  returns its replications as ``{k: result}`` in the form the task returns;
+* the assembly of the job's results into one dataset (its own code, before :func:`store`).
+
+What the runner owns, the same for every study: the cells' content keys and the cache lookup per
+(cell, replication) (:func:`lookup`); submission with retries and the no-workers watchdog, progress, the
+precision loop and the replication join (:func:`run_cells`); and the atomic, checksummed store of the
+result under its cells' keys (:func:`store`). Executors: :class:`DaskExecutor` (the pipeline: a shared
+Dask cluster) and :class:`LocalExecutor` (this process, or a pool of forked processes: the Python API and
+``sojourn plan``). A study module never calls ``client.map`` itself (``tests/workflow/test_house.py``).
+
+Storage. A job's result file is written once into its cache folder, under a key made of its cells' keys and
+their counts, and the job's output is a hard link to it (a copy where the filesystem has no links): each
+replication is stored once, with the sha256 sidecar of :mod:`sojourn.core.files.integrity` on both names. When the
+job runs again — a cell added, replications added, a tighter target — :func:`lookup` reads the cells whose
+key is unchanged back from the cache (Snakemake removes a job's outputs before it runs, the cache stays),
+and only the missing (cell, replication) pairs are computed. Other entries of the folder are removed once the
+new one is stored, so a folder holds one job's current data.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..files.integrity import discard, recorded, seal, sidecar
+
+if TYPE_CHECKING:
+    from ..estimates.precision import Outcome, Precision
+
+# xarray, scipy and distributed are imported where they are needed, not here: ``sojourn plan`` runs its
+# replications on a LocalExecutor and must start fast
+
+LOG = logging.getLogger("sojourn.runner")
+
+
+@dataclass(frozen=True, eq=False)
+class Cell:
+    """One grid point of a job: ``label`` names it (unique within the job: logs, task names, the cache),
+    ``key`` is the content key of everything that changes its values except the number of replications,
+    ``args`` are the task's arguments before the replication index, ``coords`` the typed values it sits at in
+    the stored file ({dim: value}, :class:`sojourn.core.runs.protocol.Layout`; never parsed back from the label)."""
+
+    label: str
+    key: str
+    args: tuple = ()
+    coords: dict = field(default_factory=dict)
+
+
+def cell_key(*parts) -> str:
+    """The content key of a cell (:func:`sojourn.core.files.cache.content_key` of its spec, settings, seed, code)."""
+    from ..files.cache import content_key
+
+    return content_key(*parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# executors
+class DaskExecutor:
+    """Tasks on a Dask cluster: retried ``TASK_RETRIES`` times (a lost worker), watched for a cluster with no
+    worker at all (``cluster.no_workers_timeout``), gathered in submission order."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> Pending:
+        """Submit ``fn(*call, **kwargs)`` for every call now; the results come from ``.result()``."""
+        from ..cluster.cluster import cluster_dead, report_progress
+        from ..files.io import TASK_RETRIES
+
+        reason = cluster_dead(self.client)  # a scheduler already lost: fail now, not when the client gives up
+        if reason is not None:
+            raise RuntimeError(f"{what}: the Dask cluster cannot run them: {reason}")
+        n = len(calls)
+        futures = self.client.map(_call, [fn] * n, list(calls), [kwargs or {}] * n, pure=False,
+                                  retries=TASK_RETRIES, key=list(names))
+
+        def result():
+            report_progress(futures, progress, self.client, what=what)
+            return self.client.gather(futures)
+
+        return Pending(result)
+
+    def map(self, fn, calls, names, what, progress=None, kwargs=None) -> list:
+        """The results of ``fn(*call, **kwargs)`` for every call, in order."""
+        return self.start(fn, calls, names, what, progress, kwargs).result()
+
+
+class LocalExecutor:
+    """Tasks in this process, or in ``pool`` (a ``concurrent.futures`` executor, e.g. forked processes)."""
+
+    def __init__(self, pool=None):
+        self.pool = pool
+
+    def start(self, fn: Callable, calls: Sequence[tuple], names: Sequence[str], what: str,
+              progress: Callable[[int, int], None] | None = None, kwargs: dict | None = None) -> Pending:
+        kwargs = kwargs or {}
+        calls = list(calls)
+        if self.pool is not None:
+            futures = [self.pool.submit(_call, fn, c, kwargs) for c in calls]
+            return Pending(lambda: [f.result() for f in futures])
+
+        def result():
+            out = []
+            for i, c in enumerate(calls):
+                out.append(fn(*c, **kwargs))
+                if progress is not None:
+                    progress(i + 1, len(calls))
+            return out
+
+        return Pending(result)
+
+    def map(self, fn, calls, names, what, progress=None, kwargs=None) -> list:
+        return self.start(fn, calls, names, what, progress, kwargs).result()
+
+
+class Pending:
+    """Tasks started by an executor; ``result()`` waits for them (once) and returns their results in order."""
+
+    def __init__(self, wait: Callable[[], list]):
+        self._wait, self._done, self._value = wait, False, None
+
+    def result(self) -> list:
+        if not self._done:
+            self._value, self._done = self._wait(), True
+        return self._value
+
+
+def _call(fn, args, kwargs):
+    return fn(*args, **kwargs)
+
+
+def _task_name(prefix: str, cell: Cell, k: int | None) -> str:
+    label = re.sub(r"[^A-Za-z0-9_.=~-]+", "_", cell.label)
+    return f"{prefix}-{label}" + ("" if k is None else f"-rep{k}") + f"-{cell.key}"
+
+
+def _progress(what: str, t0: float):
+    """A progress line every ~5 % of the tasks (and at the last)."""
+    def report(i: int, n: int) -> None:
+        if i == n or i % max(1, n // 20) == 0:
+            LOG.info(f"  [{i}/{n}] {what} done ({time.perf_counter() - t0:.2f} s)")
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# the three steps of a job
+def lookup(cache_dir, cells: Sequence[Cell], select: Callable, split: Callable) -> tuple[dict, dict]:
+    """({label: {k: result}}, {label: stored attrs}) of the cells whose key an earlier entry of ``cache_dir``
+    holds (damaged entries are reported, removed and recomputed: :func:`sojourn.core.files.cache.cached_cells`)."""
+    if cache_dir is None:
+        return {}, {}
+    from ..files.cache import cached_cells
+
+    by_label = {c.label: c for c in cells}
+    found = cached_cells(cache_dir, {c.label: c.key for c in cells}, lambda ds, lab: select(ds, by_label[lab]))
+    have = {lab: split(part, by_label[lab]) for lab, (part, _) in found.items()}
+    return have, {lab: attrs for lab, (_, attrs) in found.items()}
+
+
+def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: int | None = None,
+              precision: Precision | None = None, estimate: Callable | None = None, have: dict | None = None,
+              shared: dict | None = None, what: str = "replications", prefix: str = "task") -> dict[str, Outcome]:
+    """Every cell to ``replications`` replications, or to its precision target, or (both None) one
+    deterministic task per cell; ``have`` {label: {k: result}} are taken instead of computed; ``shared``:
+    keyword arguments of every task. Returns {label: :class:`sojourn.core.estimates.precision.Outcome`} (results in
+    replication order)."""
+    from ..estimates.precision import Outcome, run_replications
+
+    cells = list(cells)
+    by_label = {c.label: c for c in cells}
+    if len(by_label) != len(cells):
+        raise ValueError("cell labels must be unique within a job")
+    have = have or {}
+    t0 = time.perf_counter()
+    if replications is None and precision is None:  # deterministic cells: one task each
+        todo = [c for c in cells if 0 not in have.get(c.label, {})]
+        fresh_labels = {c.label for c in todo}
+        for c in cells:
+            LOG.info(f"{c.label}: key {c.key}; {'to compute' if c.label in fresh_labels else 'cached'}")
+        results = executor.map(task, [c.args for c in todo], [_task_name(prefix, c, None) for c in todo],
+                               f"{len(todo)} {what}", _progress(what, t0), shared) if todo else []
+        new = dict(zip([c.label for c in todo], results, strict=True))
+        out = {}
+        for c in cells:
+            fresh = c.label in new
+            out[c.label] = Outcome([new[c.label] if fresh else have[c.label][0]], None, int(fresh), int(not fresh))
+        return out
+    for c in cells:
+        n = sum(1 for k in have.get(c.label, {}) if precision is not None or k < replications)
+        todo = (f"precision target: {precision.describe()}" if precision is not None
+                else f"{replications - n} to simulate")
+        LOG.info(f"{c.label}: key {c.key}; {n} replications cached, {todo}")
+
+    def submit(requests):
+        return executor.map(task, [by_label[lab].args + (k,) for lab, k in requests],
+                            [_task_name(prefix, by_label[lab], k) for lab, k in requests],
+                            f"{what} of {len({lab for lab, _ in requests})} cell(s)", _progress(what, t0), shared)
+
+    return run_replications([c.label for c in cells], submit, precision=precision, replications=replications,
+                            estimate=(lambda lab, k, r: estimate(by_label[lab], k, r)) if estimate else None,
+                            have=have, log=LOG.info if precision is not None else None)
+
+
+def store(ds, cache_dir, cells: Sequence[Cell], count, output=None, encoding=None) -> Path:
+    """Write ``ds`` (the job's result, holding ``cells``) to its cache folder, sealed, under a key made of the
+    cells' keys and ``count`` (the replications, or the precision target); ``output`` (optional) becomes a
+    hard link to it (a sealed copy where links fail). Other entries of the folder are removed. Without a
+    cache folder, ``ds`` is written to ``output``. Returns the path written (``output`` if given)."""
+    from ..files.cache import content_key
+    from ..files.io import write_netcdf
+
+    keys = {c.label: c.key for c in cells}
+    ds.attrs["cell_keys"] = json.dumps(keys, sort_keys=True)
+    if cache_dir is None:
+        return None if output is None else write_netcdf(ds, output, encoding=encoding)
+    cache_dir = Path(cache_dir)
+    entry = cache_dir / f"{content_key(keys, count.to_dict() if hasattr(count, 'to_dict') else count)}.nc"
+    write_netcdf(ds, entry, encoding=encoding)
+    for other in cache_dir.glob("*.nc"):
+        if other != entry:
+            discard(other)
+    if output is None:
+        return entry
+    return link(entry, output)
+
+
+def link(entry: Path, output) -> Path:
+    """``output`` as a second name of the sealed file ``entry`` (with its own sidecar), or a sealed copy."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.link.tmp")
+    for stale in (tmp, Path(sidecar(tmp))):
+        if stale.exists():
+            stale.unlink()
+    try:
+        os.link(entry, tmp)
+        known = recorded(entry)  # the same bytes: the entry's digest, not read again
+    except OSError:  # no hard links here (another filesystem, or none supported): a copy
+        shutil.copyfile(entry, tmp)
+        known = None
+    seal(tmp, output, known)
+    return output
+
+
+def outcome_counts(done: dict) -> tuple[int, int]:
+    """(simulated, reused) replications over the outcomes of :func:`run_cells`."""
+    return sum(o.simulated for o in done.values()), sum(o.reused for o in done.values())
