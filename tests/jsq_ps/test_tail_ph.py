@@ -362,7 +362,7 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     assert any("T with the law itself" in c.text for c in claims)
     # the seed's question per law: the exponential model's T is 2 % long (conservative), the law method 1 % short
     expo = next(c for c in claims if c.text.startswith("The exponential model's"))
-    assert "is conservative (its CI above the law's simulated value) in all 2 cells" in expo.text, expo
+    assert "is conservative (its CI above the law's simulated value) at all 2 (law, cell) points" in expo.text, expo
     assert 0.01 < min(expo.value[0].values()), expo
     law_range = next(c for c in claims if c.text.startswith("T with the law itself:"))
     assert -0.02 < law_range.value[0] <= law_range.value[1] < 0.0, law_range

@@ -2486,7 +2486,7 @@ def _law_method_claims(cmp, services) -> list:
         inside = int(np.sum(np.abs(e) <= 5.0))
         per_law = sum(np.isfinite(_law_errors(cmp, [s], m)).any() for s in services) > 1  # ranges per law follow
         out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
-                         f"{inside} of {e.size} cells (overall {e.min():+.1f} % to {e.max():+.1f} %"
+                         f"{inside} of {e.size} (law, cell) points (overall {e.min():+.1f} % to {e.max():+.1f} %"
                          + ("; per law below)." if per_law else ")."),
                          [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
                          [Q.query(expr, (("min", None),), Q.RUN_OK, sel),
@@ -2523,7 +2523,7 @@ def _exponential_model_claims(cmp, services, q) -> list:
     red = (("min", ["R", "rho"]),)
     if all(cons[s] == n[s] for s in laws):  # one verdict for every law: said once
         head = (f"The exponential model's {q:g}th percentile is conservative (its CI above the law's simulated value) "
-                f"in all {sum(n.values())} cells: ")
+                f"at all {sum(n.values())} (law, cell) points: ")
         parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} %" for s in laws]
     else:
         head = (f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
