@@ -5,13 +5,14 @@ count of cells where the corrected methods are closer beyond both CIs. Synthetic
 exponential CDFs of chosen scales as the methods (support.synthetic), or small hand-made datasets."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import xarray as xr
 
 from sojourn.core.present.claims import verify
 from sojourn.jsq_ps import plots
-from sojourn.jsq_ps.compare import compare, w_against_reference
+from sojourn.jsq_ps.compare import against_reference, compare, w_against_reference
 from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
@@ -22,7 +23,7 @@ def _cdf_findings(scales):
     cmp = compare(sim, approx, CFG)
     w_ref = w_against_reference(cmp).sel(R=2, rho=0.5)
     drawn = sorted((m for m in "ABCDEF" if m in scales), key=lambda m: float(w_ref["W"].sel(approximation=m)))[:3]
-    head, claims = plots._cdf_findings(cmp, w_ref, 2, 0.5, "exponential", drawn)
+    head, claims = plots.cdf._cdf_findings(cmp, w_ref, 2, 0.5, "exponential", drawn)
     for claim in claims:
         ok, derived = verify(claim, lambda source: cmp)
         assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
@@ -111,7 +112,7 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
     rep = _rep({"faithful": [(0.1, 0.2, 0.3), (0.11, 0.15, 0.2), (0.1, 0.2, 0.3)], "corrected": corrected})
     _, side = plots.ratio_beyond_noise(rep)
     assert side.ravel().tolist() == sides
-    cap = plots._reproduction_map_caption(rep)
+    cap = plots.reproduction._reproduction_map_caption(rep)
     claim = next(c for c in cap.findings if "beyond both 95% CIs" in c.text)
     k = [sides.count(-1), sides.count(1), 3]
     assert claim.value == k and f"at {k[0]} of 3 cells, farther at {k[1]}" in claim.text
@@ -131,7 +132,8 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     sim, approx = jsq_run({0.5: scales})
     cmp = compare(sim, approx, CFG)
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
     plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
     (fig, cap), = figs
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -151,7 +153,7 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
             d = np.abs(np.exp(-t / s) - np.exp(-t)) * (t[1] - t[0])
             assert d[t <= x1 + 1e-9].sum() >= 0.95 * d.sum() - 1e-12
     assert f"to {x1:.3g}:" in " ".join(cap.how)
-    plots.plt.close(fig)
+    plt.close(fig)
 
 
 @pytest.mark.parametrize(("errors", "clip"), [([-18.0, 0.3, 4.0], 20.0), ([-18.0, 0.3, 800.0], 1000.0),
@@ -163,8 +165,8 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
     m = {"err": np.array(errors + [5000.0], float).reshape(1, n + 1, 1, 1),
          "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
          "ref": np.ones((1, n + 1, 1, 1), int)}
-    assert plots._colour_range(m, [(0, 0)], [0]) == clip
-    assert plots._error_text(-0.03) == plots._error_text(0.04) == "<0.1"
+    assert plots.errors._colour_range(m, [(0, 0)], [0]) == clip
+    assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"
 
 
 def test_percentile_map_says_counts_by_number_style_not_frames():
@@ -173,18 +175,19 @@ def test_percentile_map_says_counts_by_number_style_not_frames():
     err = np.array([2.0, 0.3, np.nan, np.nan]).reshape(1, 4, 1)
     sig, ref = np.array([True, False, False, False]).reshape(1, 4, 1), np.array([1, 1, 0, 0]).reshape(1, 4, 1)
     status = np.array(["", "", "not_run", "invalid"], object).reshape(1, 4, 1)
-    norm, cmap = plots._error_norm(20.0), plots.plt.get_cmap("RdBu")
-    fig, ax = plots.plt.subplots()
-    kinds = plots._error_map(ax, err, sig, ref, status, [(0, 0)], 4, cmap, norm, True, [], {"text": 7, "mark": 4},
+    norm, cmap = plots.errors._error_norm(20.0), plt.get_cmap("RdBu")
+    fig, ax = plt.subplots()
+    kinds = plots.errors._error_map(ax, err, sig, ref, status, [(0, 0)], 4, cmap, norm, True, [],
+                                    {"text": 7, "mark": 4},
                              corners=False)
     bold, noise = ax.texts
     assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
     assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
     assert not ax.patches and kinds == {"not_run", "invalid"}
     rgb = ax.images[0].get_array()[0]
-    assert np.allclose(rgb[2], plots._rgb(plots.STATUS_FILL["not_run"]))
-    assert np.allclose(rgb[3], plots._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
-    plots.plt.close(fig)
+    assert np.allclose(rgb[2], plots.common._rgb(plots.STATUS_FILL["not_run"]))
+    assert np.allclose(rgb[3], plots.common._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
+    plt.close(fig)
 
 
 def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatch):
@@ -195,19 +198,20 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
                            0.6: {"A": 0.6, "A*": 0.9, "exact": 1.0, "T": 1.004}})
     cmp = compare(sim, approx, CFG)
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
     plots.percentile_error_vs_rho(cmp, "unused")
     plots.percentile_error_vs_rho_corrected(cmp, "unused")
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
     assert "colour range ±" in t1 and "red: optimistic" in t1 and "orange: optimistic" in t2
-    a = plots.against_reference(cmp, "exponential").sel(approximation="T")
+    a = against_reference(cmp, "exponential").sel(approximation="T")
     below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
     assert ("T is never optimistic" in t2) == (below == 0)
     assert not any(ax.get_title(loc="left").startswith("the check") for ax in corr.get_axes())
     for f, _ in figs:
-        plots.plt.close(f)
+        plt.close(f)
 
 
 def _pct_rep(ref):
@@ -232,7 +236,8 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     32 add up); the figure prints the paper's and our values under the cells, and marks the missing ones in one strip
     row where every family agrees."""
     rep = _pct_rep([1, 2, 0, 0])
-    cap = plots._reproduction_caption(rep, "pct", "percentile_error_reference", [(0, 0), (0, 1), (1, 0), (1, 1)],
+    cap = plots.reproduction._reproduction_caption(rep, "pct", "percentile_error_reference",
+                                                   [(0, 0), (0, 1), (1, 0), (1, 1)],
                                       "§6.1")
     first = cap.findings[0]
     n, k_ex, k_sim, k_none = first.value
@@ -242,7 +247,7 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
         ok, derived = verify(c, lambda source: rep)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = figs
     texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
@@ -262,9 +267,9 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     paper_and_ours = [-3.0, 1.0] + [-0.5] * 3 * 2  # paper at the two cells with a value of ours; ours −0.5 there
     assert signs == sorted("+" if v > 0 else "−" for v in paper_and_ours + [-100.0, -50.0]), signs
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
-                  if ln.get_color() == plots._TAIL_COLOR]
+                  if ln.get_color() == plots.common._TAIL_COLOR]
     assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
-    plots.plt.close(fig)
+    plt.close(fig)
 
 
 def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
@@ -280,7 +285,8 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
                            0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
     cmp = compare(sim, approx, CFG)
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
     plots.wasserstein_vs_rho(cmp, "unused")
     (fig, cap), = figs
     noise = mcolors.to_rgba(plots.NOISE_FILL)
@@ -291,14 +297,15 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert plots.NOISE_WORDS in how.lower() and "bar" not in how.lower()
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
-    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == plots._CLIP_MARK["marker"]]
+    clip = plots.wasserstein._CLIP_MARK["marker"]
+    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == clip]
     xs = [x for ln in arrows for x in ln.get_xdata()]
     assert xs == [0.5], "one arrow per load (arrows side by side per method piled up), at the load itself"
     assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
     assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
-    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots._TAIL_COLOR]
-    plots.plt.close(fig)
+    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots.common._TAIL_COLOR]
+    plt.close(fig)
 
 
 def test_mgr_error_panel_titles_state_their_finding():
@@ -308,22 +315,22 @@ def test_mgr_error_panel_titles_state_their_finding():
     y = np.array([10.0, 185.0, np.nan])
     vals = {"deterministic": {None: (y, y - 5, y + 5), "T": (np.array([-1.0, 8.0, np.nan]),) * 3},
             "uniform": {None: (np.array([90.0, 95.0, np.nan]),) * 3, "T": (np.array([3.0, 4.0, np.nan]),) * 3}}
-    assert plots._law_panel_finding(vals, True) == "\n+10 to +185 % (conservative)"
-    assert plots._law_panel_finding(vals, False) == "\n-1 to +8 % (3 of 4 within ±5 %)"
-    assert plots._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
+    assert plots.laws._law_panel_finding(vals, True) == "\n+10 to +185 % (conservative)"
+    assert plots.laws._law_panel_finding(vals, False) == "\n-1 to +8 % (3 of 4 within ±5 %)"
+    assert plots.laws._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
 def test_mgr_closest_method_stands_at_its_marker(monkeypatch):
     """The M/G/R figure names the closest method per (law, load) at the dashed line's marker (small, unboxed, in the
     law's colour): one name per cell the dashed line draws, at that cell's (ρ, W)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
-    fig, ax = plots.plt.subplots()
+    fig, ax = plt.subplots()
     y = np.array([0.1, 0.1, np.nan])
-    plots._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plots.plt.get_cmap("tab10"), {"uniform": y})
+    plots.laws._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"), {"uniform": y})
     cells = [(t.xy, t.get_text()) for t in ax.texts]
     assert cells == [((0.5, 0.1), "D"), ((0.8, 0.1), "T")], cells  # the last load's run is unusable: no entry
     assert not any(t.get_bbox_patch() for t in ax.texts)
-    plots.plt.close(fig)
+    plt.close(fig)
 
 
 def test_mgr_headline_states_both_ranges():
@@ -339,7 +346,7 @@ def test_mgr_headline_states_both_ranges():
          "sim_run_valid": (sh, np.ones((1, 1, 3), np.int8))},
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
-    assert plots._mgr_headline(cmp, ["deterministic"]) == (
+    assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
         "At the 99.9th percentile the exponential model's T errs by +8 to +186 % (conservative); T with the law "
         "itself by -1 to +8 %")
 
@@ -363,16 +370,16 @@ def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
                            0.8: {"A": 1.02, "B": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
     cmp = compare(sim, approx, CFG)
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.wasserstein_vs_rho(cmp, "unused")
     top = figs[0].get_axes()[0]
-    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots._CLOSEST["lw"]]
-    grey = [ln for ln in top.get_lines() if ln.get_color() == plots._UNDERLAY["color"]]
+    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots.wasserstein._CLOSEST["lw"]]
+    grey = [ln for ln in top.get_lines() if ln.get_color() == plots.wasserstein._UNDERLAY["color"]]
     assert len(bold) == 1 and len(grey) >= 2
     assert list(bold[0].get_xdata()) == [0.5, 0.8]
-    d = plots.w_against_reference(cmp, "exponential")
+    d = w_against_reference(cmp, "exponential")
     m = d["approximation"].values.tolist()
     W = d["W"].values[0][:, [m.index(x) for x in plots.FAITHFUL if x in m]]
     want = [t for t in plots.closest_letters(W, [x for x in plots.FAITHFUL if x in m]) if t]
     assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
-    plots.plt.close(figs[0])
+    plt.close(figs[0])

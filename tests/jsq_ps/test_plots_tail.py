@@ -9,6 +9,7 @@ recommendation at the second. Each figure is drawn into memory (``save`` replace
 from __future__ import annotations
 
 import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import xarray as xr
@@ -20,7 +21,7 @@ from support.synthetic import jsq_run
 
 SCALES = {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}}
-TAIL_RGBA = mcolors.to_rgba(plots._TAIL_COLOR)
+TAIL_RGBA = mcolors.to_rgba(plots.common._TAIL_COLOR)
 
 
 def _data():
@@ -37,10 +38,10 @@ def data():
 def drawn(monkeypatch):
     """The figures a drawing function makes, kept open instead of saved."""
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     yield figs
     for f in figs:
-        plots.plt.close(f)
+        plt.close(f)
 
 
 def _axes(fig):
@@ -69,7 +70,7 @@ def _has_tail_line(fig):
 def test_T_is_a_series_of_its_own():
     sr = plots.tail_series()
     assert (sr.members, sr.label, sr.style) == (["T"], "T (conservative tail chain)", "-.")
-    assert plots.method_color("T") == plots._TAIL_COLOR
+    assert plots.common.method_color("T") == plots.common._TAIL_COLOR
 
 
 @pytest.mark.parametrize("draw", ["wasserstein_vs_rho", "runtime_vs_R"])
@@ -126,7 +127,7 @@ def test_T_family_in_the_reproduction_panels(data, drawn):
     synthetic run (R = 2) shares no cell with the paper's tables: the panels say so instead of drawing empty axes."""
     rep = reproduce(data[2])
     assert rep["family"].values.tolist() == ["faithful", "corrected", "exact", "T"]
-    color, _, label = plots._FAMILY_STYLE["T"]
+    color, _, label = plots.reproduction._FAMILY_STYLE["T"]
     assert mcolors.to_rgba(color) == TAIL_RGBA and label == "ours: T (conservative tail chain)"
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = drawn
@@ -164,14 +165,14 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
     plots.best_method_map(cmp, "unused")
     plots.wasserstein_vs_rho(data[2], "unused")
     lines, best, plain = drawn
-    label = plots.REFERENCE_TOO_SHORT.label
+    label = plots.errors.REFERENCE_TOO_SHORT.label
     assert label in _legend_texts(lines) and label in _legend_texts(best)
     assert label not in _legend_texts(plain)
     # the mark sits in the strip above the panel, never at a y of the data
     marks = [ln for ax in lines.get_axes() for child in ax.child_axes for ln in child.get_lines()
-             if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]
+             if ln.get_marker() == plots.errors.REFERENCE_TOO_SHORT.marker]
     assert marks and not [ln for ax in lines.get_axes() for ln in ax.get_lines()
-                          if ln.get_marker() == plots.REFERENCE_TOO_SHORT.marker]
+                          if ln.get_marker() == plots.errors.REFERENCE_TOO_SHORT.marker]
 
 
 def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
@@ -183,7 +184,7 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     slow["run_time"].loc[{"approximation": "exact", "rho": 0.6}] = 1e-6
     plots.runtime_vs_R(slow, "unused")
     (fig,) = drawn
-    exact = mcolors.to_rgba(plots.METHOD_COLORS["exact"])
+    exact = mcolors.to_rgba(plots.common.METHOD_COLORS["exact"])
     pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == exact]
     assert len(pts) == 1 and pts[0].get_mfc() == "white"
     assert np.isclose(pts[0].get_ydata()[0], cmp["run_time"].sel(approximation="exact", rho=0.5).values.item())

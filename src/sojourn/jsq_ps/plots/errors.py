@@ -1,0 +1,420 @@
+"""The percentile-error maps: each method's relative error at each percentile against the best reference."""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+
+from ...core.present.claims import Caption, Claim, half_unit, listing
+from ...core.present.figures import (
+    NO_DIFFERENCE_CELL,
+    REFERENCE_TOO_SHORT,
+    TOO_SHORT_CELL,
+    status_handles,
+    status_style,
+)
+from .. import claims as Q
+from ..compare import (
+    REF_EXACT,
+    REF_SIMULATION,
+    against_reference,
+)
+from . import common  # save, looked up when called: tests replace common.save
+from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _legend_below, _message_panel, _pct, _rgb, series
+
+# =========================================================================== percentile errors
+#: the colour scale of both percentile-error maps, in %: signed-logarithmic (linear within ±LIN_PCT, then
+#: logarithmic to ±REL_CLIP, beyond which it saturates), so +100 % and +800 % differ in colour and a shade means the
+#: same error in both figures
+REL_CLIP = 1000.0
+LIN_PCT = 5.0
+REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
+#: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF dark grey (the same in every map)
+STATUS_FILL = {"not_run": "0.72", "invalid": "0.42"}
+#: the two percentile-error maps' palettes (colour map, word for below, word for above): each its own, so that a shade
+#: of one (±1000 %) is never read on the other's scale (±20 %)
+PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("PuOr", "orange", "purple")}
+
+
+def _error_norm(clip=REL_CLIP):
+    """The maps' colour norm to ±``clip`` (%): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + clip/LIN_PCT)."""
+    from matplotlib.colors import FuncNorm
+
+    top = np.log1p(clip / LIN_PCT)
+
+    def fwd(x):
+        x = np.clip(np.asarray(x, dtype=float), -clip, clip)
+        return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / top
+
+    def inv(y):
+        y = np.asarray(y, dtype=float)
+        return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * top)
+
+    return FuncNorm((fwd, inv), vmin=-clip, vmax=clip)
+
+
+#: the colour ranges a percentile-error map may take (%): the smallest that holds every error that counts
+_CLIP_STEPS = (10.0, 20.0, 50.0, 100.0, 200.0, 500.0, REL_CLIP)
+
+
+def _colour_range(m, rows, panels) -> float:
+    """The map's colour range: the smallest of :data:`_CLIP_STEPS` that holds every drawn error that counts (rows
+    ``rows``, percentile indices ``panels``), so that a figure of small errors is not all pale."""
+    vals = [abs(m["err"][i, :, j, k][m["sig"][i, :, j, k] & (m["ref"][i, :, j, k] != 0)]) for j, i in rows
+            for k in panels]
+    top = max((float(np.nanmax(v)) for v in vals if v.size and np.isfinite(v).any()), default=0.0)
+    return next((c for c in _CLIP_STEPS if top <= c), REL_CLIP)
+
+
+def _shown_percentiles(P, have) -> list:
+    """The panels of a percentile-error map: the lowest and the highest percentile with a reference somewhere (all
+    of them if two or fewer), so that each panel stays readable."""
+    idx = [k for k in range(len(P)) if have[k]] or list(range(len(P)))
+    return idx if len(idx) <= 2 else [idx[0], idx[-1]]
+
+
+def _error_text(v: float) -> str:
+    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" where it rounds to zero
+    (|error| below 0.05 %), "0" where it is zero."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 0.95:
+        return f"{v:+.0f}"
+    if abs(v) < 0.05:
+        return "<0.1"
+    return f"{v:+.1f}"
+
+
+def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
+    """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
+    shows its error (bold, black or white on its colour, where it counts; grey italic on white where it lies within
+    the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and
+    their mark (in black). ``ci``: (low, high) in % — each value's CI printed under it (the check panel)."""
+    kinds = set()
+    rgb = np.ones((len(rows), ncols, 3))
+    for r, (m, i) in enumerate(rows):
+        for j in range(ncols):
+            st = status[i, j, m]
+            if st in ("too_short", "beyond_grid"):
+                rgb[r, j] = _rgb(TOO_SHORT_CELL)
+            elif st in STATUS_FILL:  # unlike the white "within noise", the light "too short" and each other
+                rgb[r, j] = _rgb(STATUS_FILL[st])
+            elif ref[i, j, m] and sig[i, j, m]:
+                rgb[r, j] = norm_rgb(cmap, norm, err[i, j, m])
+            else:
+                rgb[r, j] = _rgb(NO_DIFFERENCE_CELL)
+    ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
+    for r, (m, i) in enumerate(rows):
+        for key, st in (("not_run", "not_run"), ("invalid", "invalid"), (REFERENCE_TOO_SHORT.key, "too_short"),
+                        ("beyond_grid", "beyond_grid")):
+            jj = np.nonzero(status[i, :, m] == st)[0]
+            if jj.size:
+                kinds.add(key)
+                ax.plot(jj, np.full(jj.size, r), **status_style(key, "0.15", ms=sizes["mark"]))
+        for j in np.nonzero(ref[i, :, m] != 0)[0]:
+            _error_cell(ax, r, j, err[i, j, m], bool(sig[i, j, m]), corners and ref[i, j, m] == REF_SIMULATION, norm,
+                        small, sizes, None if ci is None else (ci[0][i, j, m], ci[1][i, j, m]))
+    for g, _ in group_colors:
+        ax.axhline(g - 0.5, color="k", lw=1.0)
+    return kinds
+
+
+def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
+    """A map cell's marks: the dot of a cell set against the simulation, its number (bold where it counts, grey
+    italic within the noise) and CI."""
+    if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
+        ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
+    if not (small and np.isfinite(v)):
+        return
+    txt = _error_text(v)
+    if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
+        txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
+    dark = significant and abs(norm(v) - 0.5) > 0.33
+    style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
+             {"color": "0.5", "style": "italic"})
+    ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
+            linespacing=0.95, **style)
+
+
+def norm_rgb(cmap, norm, v):
+    return np.asarray(cmap(norm(v)))[:3]
+
+
+def _row_label(label: str) -> str:
+    """A method row's name in the maps: at most two names a line, broken after ' = ' (never inside a name), and a
+    parenthesis on its own line."""
+    head, _, tail = label.partition(" (")
+    names = head.split(" = ")
+    lines = [" = ".join(names[k:k + 2]) for k in range(0, len(names), 2)]
+    return " =\n".join(lines) + (f"\n({tail}" if tail else "")
+
+
+def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False, palette="faithful", **kw):
+    """Maps of each method's relative percentile error against its reference: one panel per shown percentile (the
+    lowest and the highest: :func:`_shown_percentiles`), rows = (method, R), columns = ρ; coloured by ``palette``
+    (:data:`PALETTES`: its first colour optimistic, below the reference), white with a grey number = no difference
+    (within the CI, or within the grid step of exact), grey ◇ = reference too short. ``exact_check``: exact against
+    the simulation where the simulation can tell (the check of both), stated in the caption."""
+    if not lines:  # the run computed none of these methods (approximation.methods): say so, draw no empty map
+        fig, ax = plt.subplots(figsize=(6.5, 2.0))
+        _message_panel(ax, f"this run computed none of {what}\n(approximation.methods in the config)")
+        return common.save(fig, stem, caption=Caption(
+            f"Relative percentile error of {what} against the best reference ({service} service).", [],
+            [f"This run computed none of {what} (approximation.methods in the config): nothing to draw."], []), **kw)
+    c = cmp.sel(service=service)
+    a = against_reference(cmp, service)
+    methods = c["approximation"].values.tolist()
+    P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
+    m = {"err": 100 * a["error"].values, "sig": a["significant"].values, "ref": a["reference"].values,
+         "status": a["status"].values}
+    rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
+    have = [any(m["ref"][i, :, j, k].any() for j, i in rows) for k in range(len(P))]
+    shown = _shown_percentiles(P, have)
+    e_idx = methods.index("exact") if (exact_check and "exact" in methods) else None
+    check = [k for k in range(len(P)) if e_idx is not None and (m["ref"][:, :, e_idx, k] == REF_SIMULATION).any()]
+    small = len(rho) <= 12 and len(rows) <= 40
+    rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
+    sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
+    width = len(shown) * ((0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))) * len(rho) + 0.35) + 2.6
+    fig, axes = plt.subplots(1, len(shown), figsize=(width, rh * len(rows) + 2.3), squeeze=False,
+                             gridspec_kw={"wspace": 0.08})
+    axes = list(axes[0])
+    clip = _colour_range(m, rows, shown)
+    norm, cmap = _error_norm(clip), plt.get_cmap(PALETTES[palette][0])
+    kinds = set()
+    for ax, k in zip(axes, shown, strict=True):
+        kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
+                            len(rho), cmap, norm, small, [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g],
+                            sizes)
+        step = max(1, math.ceil(len(rho) / 8))
+        ax.set_xticks(range(0, len(rho), step), [f"{x:g}" for x in rho[::step]], fontsize=7.5,
+                      rotation=0 if len(rho) <= 12 else 90)
+        ax.set_xlabel("load ρ", fontsize=9)
+        ax.set_title(f"{P[k]:g}th percentile", fontsize=10)
+        ax.set_yticks(range(len(rows)), [f"R = {Rv[i]}" for _, i in rows] if ax is axes[0] else [],
+                      fontsize=7 if len(rows) > 20 else 7.5)
+    for g, sr in enumerate(lines):
+        axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
+                         xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
+                         fontweight="bold", color=sr.color)
+    _error_colorbar(fig, norm, cmap, clip, PALETTES[palette][1])
+    fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
+                        bottom=0.6 / fig.get_figheight())
+    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
+    rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
+    cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
+                                    [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
+                                    [P[k] for k in check], clip, PALETTES[palette])
+    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown], clip, PALETTES[palette][1]), fontsize=10,
+                 y=1.0, va="bottom")
+    return common.save(fig, stem, caption=cap, **kw)
+
+
+def _pe_title(a, lines, what, service, shown, clip, below) -> str:
+    """The percentile-error map's title: what it shows with its colour range, and its finding from the drawn points —
+    T never (or k times) significantly below its reference, the others' most optimistic error and where."""
+    A = a.sel(approximation=[sr.method for sr in lines], percentile=shown)
+    err, sig = 100 * A["error"].values, A["significant"].values & (A["reference"].values != 0)
+    names = A["approximation"].values.tolist()
+    head = []
+    if TAIL in names:
+        t = names.index(TAIL)
+        below_t = int((sig[:, :, t] & (err[:, :, t] < 0)).sum())
+        head.append("T is never optimistic" if below_t == 0 else f"T is optimistic at {below_t} points")
+    others = [k for k, n in enumerate(names) if n != TAIL]
+    v = np.where(sig[:, :, others] & (err[:, :, others] < 0), err[:, :, others], np.nan)
+    if np.isfinite(v).any():
+        idx = np.unravel_index(int(np.nanargmin(v)), v.shape)
+        word = "the others" if TAIL in names else "the methods"
+        head.append(f"{word} optimistic by up to {_pct(v[idx] / 100, 0)} (at the {shown[idx[3]]:g}th percentile)")
+    return (f"Tail-percentile error of {what} against the best reference ({service} service); "
+            f"colour range ±{clip:g} %, {below}: optimistic"
+            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else ""))
+
+
+def _error_colorbar(fig, norm, cmap, clip=REL_CLIP, below="red") -> None:
+    """The maps' colour bar to ±``clip`` (its range named; ``below``: the colour of optimistic), its linear band
+    (±LIN_PCT) marked."""
+    cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
+    ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
+    cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
+    cb.set_label(f"error (%), {below}: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
+                 f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
+    cb.ax.tick_params(labelsize=7.5)
+    cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
+    for y in (-LIN_PCT, LIN_PCT):
+        cb.ax.axhline(y, color="k", lw=1.0)
+
+
+def _error_legend(fig, m, rows, kinds, dt) -> None:
+    """The maps' legend: the frame, the white "no difference" cell (with the grid-step rule), the corner dot and
+    the status marks drawn."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles, labels = [], []
+    if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
+        handles.append(Patch(facecolor="#f4d6c8", edgecolor="none"))
+        labels.append("coloured cell, bold number: the difference counts (beyond the CI, or beyond one time step "
+                      "of exact), however pale its colour")
+    if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
+        handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
+        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or "
+                      f"(against exact) the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % "
+                      "counts at a long percentile and not at a short one)")
+    if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
+        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
+        labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
+    sh, sl = status_handles(kinds)
+    for h in sh:
+        h.set_color("0.15")
+        if h.get_markerfacecolor() != "none":
+            h.set_markerfacecolor("0.15")
+        h.set_markeredgecolor("0.15")
+    _legend_below(fig, handles + sh, labels + sl, ncol=1, fontsize=7.5)
+
+
+_MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
+               REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
+               "beyond the time grid (t_max)"}
+
+
+def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
+                              palette=PALETTES["faithful"]) -> Caption:
+    dt = float(cmp.attrs.get("time_step", 0.01))
+    methods = [sr.method for sr in lines]
+    rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
+    sel = {"service": service, "approximation": methods, "percentile": [float(p) for p in shown]}
+    A = a.sel(approximation=methods, percentile=shown)
+    err, sig, ref, status = A["error"].values, A["significant"].values, A["reference"].values, A["status"].values
+    findings = []
+    n_ref = int((ref != 0).sum())
+    pw = listing([f"{p:g}th" for p in shown])
+    if n_ref:
+        k = int(sig.sum())
+        findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
+                                 f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
+                                 "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
+    findings += _pe_extreme_claims(A, rel, sig_q, sel)
+    if TAIL in methods:
+        m = methods.index(TAIL)
+        has = ref[:, :, m, :] != 0
+        if has.any():
+            s1 = {**sel, "approximation": TAIL}
+            below = int((sig[:, :, m, :] & (err[:, :, m, :] < 0)).sum())
+            text = (f"T is significantly below its reference at {below} of its {int(has.sum())} points"
+                    + (": it errs on the safe side." if below == 0 else "."))
+            findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
+    if check:
+        findings.append(_pe_check_claim(cmp, a, service, check))
+    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
+    return Caption(
+        f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
+        "number of servers R (rows, grouped by method) and load ρ (columns)"
+        + ("; the check of both, exact against the simulation, is not drawn: its numbers are the last finding."
+           if check else "."), findings,
+        _pe_limits(cmp, status, sel, without, rest),
+        [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) "
+         "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the "
+         "95% CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
+         f"counts ({palette[1]}: the method promises shorter sojourns than the reference, optimistic; "
+         f"{palette[2]}: longer; the number in bold, however pale the colour), grey italic on white where it lies "
+         "within the reference's noise; \"<0.1\": "
+         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+         f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
+         f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
+         "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
+         + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
+                                                                 ("invalid", "× on dark grey")) if k in kinds)
+            + "." if marks else ""))])
+
+
+def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
+    """The percentile-error caption's most optimistic and most conservative significant point (if on that side)."""
+    err, sig, ref = A["error"].values, A["significant"].values, A["reference"].values
+    dims = A["error"].dims
+    out = []
+    for op, word in (("argmin", "Most below its reference (optimistic)"), ("argmax", "Most above")):
+        v = np.where(sig, err, np.nan)
+        if not np.isfinite(v).any():
+            continue
+        idx = np.unravel_index(int(np.nanargmin(v) if op == "argmin" else np.nanargmax(v)), v.shape)
+        loc = {d: (float(A[d].values[x]) if A[d].dtype.kind == "f" else
+                   (int(A[d].values[x]) if A[d].dtype.kind in "iu" else str(A[d].values[x])))
+               for d, x in zip(dims, idx, strict=True)}
+        loc["value"] = float(v[idx])
+        if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
+            continue
+        out.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
+                         f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
+                         f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'}).", loc,
+                         Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+    return out
+
+
+def _pe_check_claim(cmp, a, service, check) -> Claim:
+    """The check's claim: at how many points exact differs from the simulation beyond its CI, and by how much."""
+    dt = float(cmp.attrs.get("time_step", 0.01))
+    rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
+    E = a.sel(approximation="exact", percentile=check)
+    has = E["reference"].values != 0
+    sg = E["significant"].values & has
+    e = E["error"].values[sg]
+    s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
+    text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
+            f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
+            + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
+               f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
+    cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
+    if e.size:
+        cl.value += [float(e.min()), float(e.max())]
+        cl.query += [Q.query(rel, ((op, None),), f"({kind_q} != 0) & ({sig_q})", s1) for op in ("min", "max")]
+        cl.tol = half_unit(0, 100)
+    return cl
+
+
+def _pe_limits(cmp, status, sel, without, rest) -> list:
+    """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
+    without any reference or left out."""
+    kind_q = Q.ref_kind(cmp)
+    everywhere = "(usable >= 0) & (percentile > 0)"
+    limits = []
+    n_short = int((status == "too_short").sum())
+    if n_short:
+        limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points drawn: exact did not run "
+                               f"there and the simulation is too short ({RULE}); grey ◇.", n_short, int(status.size),
+                               f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere, sel))
+    n_beyond = int((status == "beyond_grid").sum())
+    if n_beyond:
+        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn the percentile lies beyond the "
+                               "time grid (t_max) and no reference remains (▸).", n_beyond, int(status.size),
+                               f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
+    if without:
+        limits.append(f"No method has a reference at the {listing([f'{p:g}th' for p in without])} percentile"
+                      f"{'s' if len(without) > 1 else ''} in this run: "
+                      f"{'it is' if len(without) == 1 else 'they are'} not drawn.")
+    if rest:
+        limits.append(f"The {listing([f'{p:g}th' for p in rest])} percentile{'s are' if len(rest) > 1 else ' is'} "
+                      "left out of the figure to keep it readable: comparison.nc and accuracy.csv hold "
+                      f"{'them' if len(rest) > 1 else 'it'}.")
+    return limits
+
+
+def percentile_error_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
+    """Relative percentile error of the paper's A–F against the best reference (maps, one panel per percentile)."""
+    return _percentile_error_figure(cmp, stem, series(cmp, "faithful"), "the paper's methods A–F", service, **kw)
+
+
+def percentile_error_vs_rho_corrected(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
+    """Relative percentile error of the corrected chains and T against the best reference (maps, one panel per
+    shown percentile), in their own palette; exact against the simulation where the simulation can tell (the
+    check) in the caption."""
+    lines = [s for s in series(cmp, "corrected") if s.method != "exact"]
+    return _percentile_error_figure(cmp, stem, lines, "the corrected methods and T", service,
+                                    exact_check=service == EXPONENTIAL, palette="corrected", **kw)

@@ -1,0 +1,509 @@
+"""The M/G/R figure: how far each service law's sojourn time is from the exponential case, and the methods."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+
+from ...core.estimates.stats import TAIL_MIN
+from ...core.present.claims import Caption, Claim, listing, sig_tol
+from ...core.present.figures import (
+    REFERENCE_TOO_SHORT,
+    TIME_UNIT,
+    log_ticks,
+    status_handles,
+    status_strip,
+)
+from .. import claims as Q
+from ..compare import (
+    run_usable,
+)
+from . import common  # save, looked up when called: tests replace common.save
+from .common import EXPONENTIAL, TAIL, _g, _legend_below
+
+# =========================================================================== M/G/R laws
+_BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
+def _scv_of(laws) -> dict:
+    """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
+    from ...core.laws.distributions import parse_law
+
+    out = {}
+    for spec in laws or ():
+        try:
+            law = parse_law(spec)
+        except ValueError:
+            continue
+        out[law.name] = float(law.scv)
+    return out
+
+
+def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
+    """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
+    Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
+    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
+    law and load at the dashed line's marker: :func:`_closest_letters`); colour = law; the simulations' own noise
+    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
+    exponential model's T's side by side in one panel of (R, ρ) cells (:func:`_law_cells_panel`); the legend and the
+    note on the R's without a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the
+    legend)."""
+    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    have = np.isfinite(vs.values).any(axis=(0, 2))
+    Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
+    cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
+    law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
+    full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
+    empty = [R for R in Rv if R not in full] if law_rows else []
+    ncol = max(len(Rv), 3) if law_rows else len(Rv)
+    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
+    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.45)
+    top = gs[0].subgridspec(1, ncol, wspace=0.32)
+    axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
+    cmap = plt.get_cmap("tab10")
+    kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
+    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
+    slot = None
+    if law_rows:
+        low = gs[1].subgridspec(1, ncol, wspace=0.38)
+        slot = fig.add_subplot(low[0, 0])
+        slot.set_axis_off()
+        row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
+        handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
+    sh, sl = status_handles(kinds)
+    handles, labels = handles + sh, labels + sl
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.07 if law_rows else 0.3)
+    if slot is not None:
+        note = _empty_law_row_note(cmp, services, empty) if empty else ""
+        if note:
+            slot.text(0.0, 1.12, note, transform=slot.transAxes, ha="left", va="top", fontsize=8.5, color="0.25",
+                      bbox={"facecolor": "0.97", "edgecolor": "0.75"})
+        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.12, 0.86 if note else 1.12),
+                    frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
+    else:
+        _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
+    head = _mgr_headline(cmp, services) if law_rows else ""
+    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
+                 "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
+                 "dashed: vs the closest analytic method (its name at each marker)", y=0.995, va="top",
+                 fontsize=10.5)
+    return common.save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
+
+
+def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
+    """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
+    (solid) and to the closest method (dashed, hollow markers; its name at each marker: :func:`_closest_letters`),
+    the solid lines' noise shaded.
+    Returns (the status kinds drawn, whether the noise is drawn)."""
+    for ax in axes[1:]:
+        ax.sharey(axes[0])
+    rho, run_ok = cmp["rho"].values, run_usable(cmp)
+    vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
+    kinds, noise_fill, dashed = set(), [], {}
+    for ax, R in zip(axes, Rv, strict=True):
+        strip = status_strip(ax)
+        for k, svc in enumerate(services):
+            ok_run = run_ok.sel(service=svc, R=R).values
+            y1 = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
+            y2 = np.where(ok_run, w.sel(service=svc, R=R).min("approximation", skipna=True).values, np.nan)
+            ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
+            if ok1.any():
+                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
+            if ok2.any():
+                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
+            dashed[R, svc] = y2
+            simulated = np.isfinite(vs.sel(service=svc, R=R).values)
+            strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
+        noise = _mgr_noise(cmp, R, services)
+        okn = np.isfinite(noise) & np.isfinite(vs.sel(R=R).values).any(0)
+        if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
+            noise_fill.append((ax, rho[okn], noise[okn]))
+            ax.plot(rho[okn], noise[okn], ":", color="0.45", lw=1.4, zorder=1)
+        kinds |= strip.kinds
+        ax.set_xlabel("load ρ")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
+        strip.finish(title=f"R = {R}")
+    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
+    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
+    e = 10.0 ** np.floor(np.log10(hi))
+    axes[0].set_ylim(lo, 1.5 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
+    log_ticks(axes[0].yaxis)
+    for ax, x, y in noise_fill:
+        ax.set_autoscale_on(False)
+        ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
+    for ax, R in zip(axes, Rv, strict=True):
+        _closest_letters(ax, cmp, R, services, cand, cmap, {svc: dashed[R, svc] for svc in services})
+    return kinds, bool(noise_fill)
+
+
+def _mgr_noise(cmp, R, services):
+    """The solid lines' noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each, about
+    sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise); NaN without sim_noise_wasserstein."""
+    if "sim_noise_wasserstein" not in cmp:
+        return np.full(cmp.sizes["rho"], np.nan)
+    nz = cmp["sim_noise_wasserstein"].sel(R=R)
+    k_rep = max(1, cmp.sizes.get("replication", 1))
+    return (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
+            / np.sqrt(k_rep))
+
+
+def closest_methods(cmp, svc, R, cand) -> dict:
+    """{ρ: the method of ``cand`` with the smallest W to the law ``svc``'s simulation at (R, ρ)} over the cells the
+    M/G/R figure's dashed line draws (the simulation's run usable, some method with a value)."""
+    ok_run = run_usable(cmp).sel(service=svc, R=R).values
+    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(service=svc, R=R, approximation=cand)
+    out = {}
+    for i, r in enumerate(cmp["rho"].values):
+        v = w.isel(rho=i).values
+        if ok_run[i] and np.isfinite(v).any():
+            out[float(r)] = cand[int(np.nanargmin(v))]
+    return out
+
+
+def _closest_letters(ax, cmp, R, services, cand, cmap, y) -> None:
+    """At each marker of a law's dashed line (``y``: {law: W per ρ}), the closest method's name
+    (:func:`closest_methods`): small, unboxed, in the law's colour, just right of the marker."""
+    for k, svc in enumerate(services):
+        for r, m in closest_methods(cmp, svc, R, cand).items():
+            j = int(np.argmin(np.abs(cmp["rho"].values - r)))
+            if np.isfinite(y[svc][j]):
+                ax.annotate(m, (r, y[svc][j]), xytext=(4, -1), textcoords="offset points", ha="left", va="top",
+                            fontsize=7, color=cmap(k), fontweight="bold", zorder=6)
+
+
+def _mgr_headline(cmp, services) -> str:
+    """The M/G/R figure's main finding, for its title: the range of the exponential model's T's mean percentile error
+    against the laws' simulations (its verdict where every cell lies on one side), and that of each method with the
+    law itself (the numbers of :func:`_law_method_claims`)."""
+    q = _law_row_percentile(cmp)
+    parts = []
+    e = _law_errors(cmp, services)
+    if e.size:
+        side = " (conservative)" if (e > 0).all() else " (optimistic)" if (e < 0).all() else ""
+        parts.append(f"the exponential model's T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
+    for m in cmp["law_method"].values.tolist():
+        e = _law_errors(cmp, services, m)
+        if e.size:
+            parts.append(f"{m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
+    return f"At the {q:g}th percentile " + "; ".join(parts) if parts else ""
+
+
+def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
+    """The M/G/R figure's legend entries for the laws and the upper row."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
+    labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
+    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
+                Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
+    labels += ["upper row, solid: vs the M/M/R simulation",
+               "upper row, dashed: vs the closest analytic\nmethod (its name at each marker)"]
+    if noise_drawn:
+        handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
+        labels.append("upper row, grey: the solid lines' own noise")
+    if law_rows:
+        handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
+        labels.append("lower panel, grey band: ±5 % error")
+    return handles, labels
+
+
+def _empty_law_row_note(cmp, services, empty) -> str:
+    """The one note for the M/G/R figure's lower-row panels left out (R's ``empty``): why they have no value."""
+    q = _law_row_percentile(cmp)
+    few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
+    rs = listing([f"{r:g}" for r in empty])
+    if (few != 0).all():
+        return (f"R = {rs}: no {q:g}th-percentile error:\nthe simulation is too short (fewer than {TAIL_MIN}\n"
+                f"customers per replication beyond it),\nfor every law at every load")
+    return f"R = {rs}: no {q:g}th-percentile error at any load"
+
+
+def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Caption:
+    findings, limits = [], []
+    run_ok = run_usable(cmp)
+    med = {}
+    for s in services:
+        v = cmp["wasserstein_vs_exponential_sim"].sel(service=s).where(run_ok.sel(service=s)).values
+        v = v[np.isfinite(v)]
+        if v.size:
+            med[s] = float(np.median(v))
+    if med:
+        order = sorted(med, key=lambda s: -med[s])
+        findings.append(Claim("Median distance of each law's sojourn time to the exponential case over the cells "
+                              "that ran: " + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
+                              + (f" ({order[0]} is farthest, {order[-1]} closest)." if len(order) > 1 else "."),
+                              med, Q.query("wasserstein_vs_exponential_sim", (("median", ["R", "rho"]),), Q.RUN_OK,
+                                           {"service": order}), max(sig_tol(v, 2) for v in med.values())))
+        b = {}
+        for s in services:
+            w = cmp["wasserstein_mean"].sel(service=s).where(cmp["usable"] != 0).sel(approximation=cand).min(
+                "approximation", skipna=True).where(run_ok.sel(service=s)).values
+            w = w[np.isfinite(w)]
+            if w.size:
+                b[s] = float(np.median(w))
+        if b:
+            findings.append(Claim("Median distance of each law's simulation to the closest analytic method: "
+                                  + listing([f"{s} {_g(b[s])}" for s in order if s in b]) + f" {TIME_UNIT}.", b,
+                                  Q.query(f"where(usable != 0, wasserstein_mean, nan).sel(approximation="
+                                          f"{Q.names(cand)}).min('approximation')", (("median", ["R", "rho"]),),
+                                          Q.RUN_OK, {"service": [s for s in order if s in b]}),
+                                  max(sig_tol(v, 2) for v in b.values())))
+    if law_rows:
+        findings += _law_method_claims(cmp, services)
+    ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    cells = int(np.isfinite(ran.values).any(0).sum())
+    limits.append(Claim(f"The laws ran on a sub-grid of {cells} (R, ρ) cells (mgr in the config): the figure shows no "
+                        "other.", cells, Q.query(f"isfinite(wasserstein_vs_exponential_sim.sel(service="
+                                                 f"{Q.names(services)})).any('service')",
+                                                 (("count", None),), None, {})))
+    if empty:  # the lower row's panels left out: the R's that have a value and the R's that ran, from the data
+        q = _law_row_percentile(cmp)
+        few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
+        ran_r = [float(r) for r in cmp["R"].values if np.isfinite(ran.sel(R=r).values).any()]
+        has_r = [r for r in ran_r if r not in [float(e) for e in empty]]
+        why = (f"fewer than {TAIL_MIN} customers per replication lie beyond the {q:g}th percentile in every cell there"
+               if (few != 0).all() else "no cell there has a value")
+        sel = {"service": services, "percentile": q}
+        limits.append(Claim(
+            f"The {q:g}th-percentile error row shows R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the R's "
+            f"that ran ({listing([f'{r:g}' for r in ran_r])}): at R = {listing([f'{float(r):g}' for r in empty])} "
+            f"{why}.",
+            [has_r, ran_r],
+            [Q.query(f"where({Q.RUN_OK} & (few_tail_customers == 0) & isfinite(law_relative_error_mean), R, nan)",
+                     (("list", None),), None, sel),
+             Q.query("where(isfinite(wasserstein_vs_exponential_sim), R, nan)", (("list", None),), None,
+                     {"service": services})]))
+    return Caption(
+        "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
+        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and "
+        "between it and the closest analytic method's CDF (dashed: the smallest over every method of the comparison "
+        "but exact, which is the exponential M/M/R law itself and would repeat the solid line without its simulation "
+        "noise; the closest method's name beside its marker at each load), against ρ, one panel per R that ran"
+        + (f"; below, one panel of the (R, ρ) cells with a value (a category each, not a load axis): the error of the "
+           f"{_law_row_percentile(cmp):g}th percentile against each law's simulation of T for exponential service (✕) "
+           "and beside it of T with the law itself (filled markers; the ±5 % band shaded), each with its 95 % CI"
+           if law_rows else "") + ".", findings, limits,
+        [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
+          "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
+          "tell; a distance far above it is a real change of the sojourn-time law."
+          + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
+             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
+             "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+
+
+def _linear_rho_axis(ax, ticks) -> None:
+    """A linear load axis over ``ticks`` (the loads that ran, labelled) with minor ticks every 0.1, so that unequal
+    gaps between the loads read as such."""
+    from matplotlib.ticker import MultipleLocator
+
+    ticks = np.asarray(ticks, float)
+    if ticks.size:
+        span = ticks.max() - ticks.min()
+        pad = 0.04 + 0.05 * span
+        ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
+        close = ticks.size > 1 and np.diff(np.sort(ticks)).min() < 0.08 * max(span, 1e-9)  # 0.9, 0.95: upright
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=90 if close else 0)
+    ax.xaxis.set_minor_locator(MultipleLocator(0.1))
+    ax.tick_params(axis="x", which="minor", length=3)
+
+
+def _law_row_percentile(cmp) -> float:
+    """The percentile the M/G/R figure's error row shows: the highest of the comparison's at 99.99 or below where some
+    law method's error has a value (the simulation estimates it somewhere), else the highest at 99.99 or below."""
+    pct = sorted((float(q) for q in cmp["percentile"].values if float(q) <= 99.99 + 1e-9), reverse=True)
+    for q in pct:
+        if np.isfinite(cmp["law_relative_error_mean"].sel(percentile=q).values).any():
+            return q
+    return pct[0] if pct else float(cmp["percentile"].values[-1])
+
+
+def _law_errors(cmp, services, method=None):
+    """(relative errors, in %, of a law method — or, with ``method`` None, of the exponential model's T — at the
+    row's percentile over (service, R, rho), where the simulation's run is usable and the error has a value)."""
+    q = _law_row_percentile(cmp)
+    ok = run_usable(cmp).sel(service=services)
+    if method is None:
+        if "T" not in cmp["approximation"].values.tolist():
+            return np.array([])
+        e = cmp["relative_percentile_error_mean"].sel(service=services, approximation="T", percentile=q)
+        e = e.where(cmp["few_tail_customers"].sel(service=services, percentile=q) == 0)
+    else:
+        e = cmp["law_relative_error_mean"].sel(service=services, law_method=method, percentile=q)
+    v = 100.0 * e.where(ok).values
+    return v[np.isfinite(v)]
+
+
+def _law_row_series(cmp, svc, R, q) -> dict:
+    """The M/G/R error row's values of law ``svc`` at R: {law method, or None for the exponential model's T:
+    (mean, CI low, CI high) in % per ρ}, NaN where the simulation's run is unusable (or, for T, too few customers lie
+    beyond the percentile ``q``)."""
+    ok_run = run_usable(cmp).sel(service=svc, R=R).values
+    few = cmp["few_tail_customers"].sel(service=svc, R=R, percentile=q).values
+    out = {}
+    for m in cmp["law_method"].values.tolist():
+        d = cmp.sel(service=svc, R=R, law_method=m, percentile=q)
+        out[m] = tuple(100.0 * np.where(ok_run, d[v].values, np.nan) for v in (
+            "law_relative_error_mean", "law_relative_error_ci_low", "law_relative_error_ci_high"))
+    if TAIL in cmp["approximation"].values.tolist():
+        d = cmp.sel(service=svc, R=R, approximation=TAIL, percentile=q)
+        out[None] = tuple(100.0 * np.where(ok_run & (few == 0), d[v].values, np.nan) for v in (
+            "relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high"))
+    return out
+
+
+def _law_row_has_values(cmp, services, R) -> bool:
+    q = _law_row_percentile(cmp)
+    return any(np.isfinite(v[0]).any() for s in services for v in _law_row_series(cmp, s, R, q).values())
+
+
+def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
+    """The M/G/R figure's lower panel: the error of :func:`_law_row_percentile` (method / simulation − 1, mean over
+    replications with its 95 % CI) at each (R, ρ) cell with a value (categorical x, no load axis): per law (colour)
+    the exponential model's T (✕) and beside it each method that takes the law itself (``law_method``: filled
+    markers), the ±5 % band shaded; the title states both ranges (:func:`_law_panel_finding`). Cells without a value
+    are named in the title. Returns the legend's (handles, labels) and the status kinds drawn."""
+    from matplotlib.lines import Line2D
+
+    q, rho = _law_row_percentile(cmp), cmp["rho"].values
+    methods = cmp["law_method"].values.tolist()
+    marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
+    vals = {R: {s: _law_row_series(cmp, s, R, q) for s in services} for R in Rv}
+    cells = [(R, j) for R in Rv for j in range(rho.size)
+             if any(np.isfinite(v[0][j]) for d in vals[R].values() for v in d.values())]
+    keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
+    width = 0.8 / max(1, len(services) * len(keys))
+    ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    for x, (R, j) in enumerate(cells):
+        for k, s in enumerate(services):
+            for n, m in enumerate(keys):
+                y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
+                if np.isfinite(y):
+                    xx = x - 0.4 + width * (k * len(keys) + n + 0.5)
+                    ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=2,
+                                marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=5, lw=1.1)
+        if x:
+            ax.axvline(x - 0.5, color="0.8", lw=0.8)
+    ax.set_xticks(range(len(cells)), [f"R = {R}\nρ = {rho[j]:g}" for R, j in cells], fontsize=8.5)
+    ax.set_xlim(-0.5, len(cells) - 0.5)
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
+    merged = {(R, s): v for R in Rv for s, v in vals[R].items()}
+    missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
+               and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
+    ax.set_title(f"{q:g}th-percentile error\nT for exponential service (✕):"
+                 + _law_panel_finding(merged, True).replace("\n", " ") + f"\n{listing(methods)} with the law itself:"
+                 + _law_panel_finding(merged, False).replace("\n", " ")
+                 + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
+                    if missing else ""), fontsize=9, loc="left")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=5, ls="none") for j in range(len(methods))]
+    labels = [f"lower panel: {m} with the law itself (95 % CI)" for m in methods]
+    if None in keys:
+        handles.append(Line2D([], [], color="0.3", marker="x", ms=5, ls="none"))
+        labels.append("lower panel: T for exponential service\n(the M/M/R model; 95 % CI)")
+    return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
+
+
+def _law_panel_finding(vals, exponential) -> str:
+    """An error-row panel's finding for its title (a new line), from the values it draws: the range of the mean
+    errors (%) over the laws and loads and its verdict — conservative / optimistic where every CI lies above / below
+    0, else how many of the points lie within ±5 %."""
+    pts = [(y, lo, hi) for v in vals.values() for m, (y, lo, hi) in v.items() if (m is None) == exponential]
+    if not pts:
+        return ""
+    y, lo, hi = (np.concatenate([p[k] for p in pts]) for k in range(3))
+    ok = np.isfinite(y)
+    if not ok.any():
+        return ""
+    y, lo, hi = y[ok], lo[ok], hi[ok]
+    verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
+               else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
+    return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
+
+
+def _law_method_claims(cmp, services) -> list:
+    """The M/G/R caption's claims on its error row: each law method's error range and how many cells lie within
+    ±5 %, and the exponential model's T's range."""
+    q = _law_row_percentile(cmp)
+    out = []
+    sel = {"service": services, "percentile": q}
+    for m in cmp["law_method"].values.tolist():
+        e = _law_errors(cmp, services, m)
+        if not e.size:
+            continue
+        expr = f"law_relative_error_mean.sel(law_method={m!r})"
+        inside = int(np.sum(np.abs(e) <= 5.0))
+        per_law = sum(np.isfinite(_law_errors(cmp, [s], m)).any() for s in services) > 1  # ranges per law follow
+        out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
+                         f"{inside} of {e.size} (law, cell) points (overall {e.min():+.1f} % to {e.max():+.1f} %"
+                         + ("; per law below)." if per_law else ")."),
+                         [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
+                         [Q.query(expr, (("min", None),), Q.RUN_OK, sel),
+                          Q.query(expr, (("max", None),), Q.RUN_OK, sel),
+                          Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
+                          Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
+    if _law_errors(cmp, services).size:  # the exponential model's verdict first, the law methods' ranges per law last
+        expo = _exponential_model_claims(cmp, services, q)
+        out = expo[:1] + out + expo[1:]
+    return out
+
+
+def _exponential_model_claims(cmp, services, q) -> list:
+    """The seed's question per law (issue 34): where the exponential model's percentile (T) is conservative (its CI
+    against the law's simulation above 0) or optimistic (below 0), in how many cells and by how much, and, with
+    several laws, each law method's range per law beside it."""
+    pre = "sel(approximation='T')"
+    where = f"{Q.RUN_OK} & (few_tail_customers == 0) & isfinite(relative_percentile_error_mean.{pre})"
+    ok = run_usable(cmp).sel(service=services) & (cmp["few_tail_customers"].sel(service=services, percentile=q) == 0)
+    d = cmp.sel(service=services, approximation="T", percentile=q)
+    m = d["relative_percentile_error_mean"].where(ok)
+    laws = [s for s in services if np.isfinite(m.sel(service=s).values).any()]
+    if not laws:
+        return []
+    sel = {"service": laws, "percentile": q}
+    m = m.sel(service=laws)
+    n = {s: int(np.isfinite(m.sel(service=s).values).sum()) for s in laws}
+    cons = {s: int(((d["relative_percentile_error_ci_low"].sel(service=s) > 0) & np.isfinite(m.sel(service=s))).sum())
+            for s in laws}
+    opt = {s: int(((d["relative_percentile_error_ci_high"].sel(service=s) < 0) & np.isfinite(m.sel(service=s))).sum())
+           for s in laws}
+    lo = {s: float(m.sel(service=s).min()) for s in laws}
+    hi = {s: float(m.sel(service=s).max()) for s in laws}
+    red = (("min", ["R", "rho"]),)
+    if all(cons[s] == n[s] for s in laws):  # one verdict for every law: said once
+        head = (f"The exponential model's {q:g}th percentile is conservative (its CI above the law's simulated value) "
+                f"at all {sum(n.values())} (law, cell) points: ")
+        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} %" for s in laws]
+    else:
+        head = (f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
+                "above the simulation's value, optimistic: below): ")
+        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in "
+                 f"{opt[s]} of {n[s]} cells)" for s in laws]
+    out = [Claim(head + listing(parts) + ".",
+                 [lo, hi, cons, opt, n],
+                 [Q.query(f"relative_percentile_error_mean.{pre}", red, where, sel),
+                  Q.query(f"relative_percentile_error_mean.{pre}", (("max", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_low.{pre} > 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"relative_percentile_error_ci_high.{pre} < 0", (("count", ["R", "rho"]),), where, sel),
+                  Q.query(f"isfinite(relative_percentile_error_mean.{pre})", (("count", ["R", "rho"]),), where, sel)],
+                 0.0006)]
+    for meth in cmp["law_method"].values.tolist() if len(laws) > 1 else []:  # one law: the range above says it
+        e = cmp["law_relative_error_mean"].sel(service=laws, law_method=meth, percentile=q).where(
+            run_usable(cmp).sel(service=laws))
+        have = [s for s in laws if np.isfinite(e.sel(service=s).values).any()]
+        if not have:
+            continue
+        lo2 = {s: float(e.sel(service=s).min()) for s in have}
+        hi2 = {s: float(e.sel(service=s).max()) for s in have}
+        expr = f"law_relative_error_mean.sel(law_method={meth!r})"
+        sel2 = {"service": have, "percentile": q}
+        out.append(Claim(f"{meth} with the law itself, per law: " + listing(
+            [f"{s} {100 * lo2[s]:+.1f} % to {100 * hi2[s]:+.1f} %" for s in have]) + ".", [lo2, hi2],
+            [Q.query(expr, red, Q.RUN_OK, sel2), Q.query(expr, (("max", ["R", "rho"]),), Q.RUN_OK, sel2)], 0.0006))
+    return out
