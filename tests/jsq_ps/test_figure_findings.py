@@ -320,16 +320,52 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots.laws._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_closest_method_stands_at_its_marker(monkeypatch):
-    """The M/G/R figure names the closest method per (law, load) at the dashed line's marker (small, unboxed, in the
-    law's colour): one name per cell the dashed line draws, at that cell's (ρ, W)."""
+def test_mgr_closest_method_table_under_its_panel():
+    """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
+    one column per load at the load's x (so no two names meet), a dash where the law has no hollow marker there,
+    every letter at a legible size (≥ 9 pt)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
-    fig, ax = plt.subplots()
-    y = np.array([0.1, 0.1, np.nan])
-    plots.laws._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"), {"uniform": y})
-    cells = [(t.xy, t.get_text()) for t in ax.texts]
-    assert cells == [((0.5, 0.1), "D"), ((0.8, 0.1), "T")], cells  # the last load's run is unusable: no entry
-    assert not any(t.get_bbox_patch() for t in ax.texts)
+    fig, (ax, tab) = plt.subplots(2)
+    ax.set_xticks([0.5, 0.8, 0.9])
+    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"))
+    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
+    assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
+    assert "uniform" in [t.get_text() for t in tab.texts]
+    assert min(t.get_fontsize() for t in tab.texts) >= 9
+    plt.close(fig)
+
+
+def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
+    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
+    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
+    line styles) tell the two distances apart."""
+    rho = [0.5, 0.8, 0.9]
+    sh = ("service", "R", "rho")
+    laws = ["exponential", "deterministic", "uniform"]
+    vs = np.array([np.nan, 0.8, 0.4])[:, None, None] * np.array([1.0, 1.5, 2.0])[None, None, :]
+    w = np.stack([vs * 0.8, vs * 1.2], -1)
+    cmp = xr.Dataset({"wasserstein_vs_exponential_sim": (sh, vs),
+                      "wasserstein_mean": (sh + ("approximation",), w),
+                      "usable": (sh + ("approximation",), np.ones(w.shape, np.int8)),
+                      "sim_run_valid": (sh, np.ones(vs.shape, np.int8))},
+                     coords={"service": laws, "R": [3], "rho": rho, "approximation": ["A", "T"]})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.mgr_laws(cmp, tmp_path / "x")
+    fig = figs[0]
+    fig.canvas.draw()
+    texts = [t for ax in fig.get_axes() for t in ax.texts + [ax.title, ax._left_title, ax.xaxis.label,
+                                                                ax.yaxis.label] + ax.get_xticklabels()
+             + ax.get_yticklabels() if t.get_text() and t.get_visible()]
+    assert texts and min(t.get_fontsize() for t in texts) >= 9, sorted((t.get_fontsize(), t.get_text())
+                                                                        for t in texts)[:3]
+    top = fig.get_axes()[0]
+    lo, hi = top.get_ylim()
+    drawn = np.concatenate([ln.get_ydata() for ln in top.get_lines() if ln.get_marker() == "o"])
+    assert drawn.min() / lo < 2 and hi / drawn.max() < 2, (lo, hi, drawn)
+    faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
+    assert "white" in faces and len(faces) > 1
+    assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
     plt.close(fig)
 
 
