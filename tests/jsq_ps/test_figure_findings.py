@@ -256,19 +256,45 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     assert rows == ["paper", "ours, best of A–F", "ours, best of A*–F*", "ours, T"], rows  # every family's values
     assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
     title = fig._suptitle.get_text().splitlines()
-    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
-    assert title[1] == "The paper's error is the larger at 2 of 2 points.", title
-    assert title[2] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
-                        "2)."), title
-    # "larger" is visible as higher: a plain log axis of sizes, every drawn point's sign beside it (computed)
+    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
+    # two lines, the key count first
+    assert title == ["The paper's error is the larger at 2 of 2 points (§6.1/§6.2, percentile error of the best "
+                     "method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
+                     "75 vs 2); 4 of the table's 4 cells in this run"], title
+    # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
+    # optimistic), the paper's bar and ours alike, no sign glyphs
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    signs = sorted(t.get_text() for t in ax.texts if t.get_text() in ("+", "−"))
-    paper_and_ours = [-3.0, 1.0] + [-0.5] * 3 * 2  # paper at the two cells with a value of ours; ours −0.5 there
-    assert signs == sorted("+" if v > 0 else "−" for v in paper_and_ours + [-100.0, -50.0]), signs
+    assert not [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("+", "−")]
+    bar = plots.reproduction._PAPER_BAR["marker"]
+    paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
+    assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
+    ours = [ln for ln in ax.get_lines() if ln.get_marker() in ("o", "s", "^") and len(ln.get_xdata())]
+    assert ours and all(ln.get_markerfacecolor() == "white" for ln in ours), "ours −0.5 everywhere: hollow"
+    assert min(t.get_fontsize() for ax in fig.get_axes() for t in ax.texts + ax.get_xticklabels()) >= 9
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
                   if ln.get_color() == plots.common._TAIL_COLOR]
     assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
+    plt.close(fig)
+
+
+def test_reproduction_zero_points_have_their_own_mark(monkeypatch):
+    """A size below the log axis's floor (an exact zero here) is drawn as a "0" on the floor, named in the legend,
+    not as a marker that reads as data at 0.001; a conservative value of ours is filled, with its CI whisker where
+    the reference is our simulation."""
+    rep = _pct_rep([1, 2, 0, 0])
+    rep["percentile_error"].loc[{"family": "faithful"}] = np.where(np.array([[[1, 2], [0, 0]]]) == 1, 0.0, np.nan)
+    rep["percentile_error"].loc[{"family": "corrected", "pct_rho": 0.5, "pct_R": 3}] = 0.2
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    ax = fig.get_axes()[0]
+    zero = [ln for ln in ax.get_lines() if ln.get_marker() == plots.reproduction._ZERO_MARK["marker"]]
+    assert len(zero) == 1 and list(zero[0].get_ydata()) == [plots.PCT_FLOOR], "the faithful 0 on the floor"
+    assert any(t.get_text().startswith("0 (below 0.001)") for lg in fig.legends for t in lg.get_texts())
+    filled = [ln for ln in ax.get_lines() if ln.get_marker() == "s" and ln.get_markerfacecolor() != "white"]
+    assert len(filled) == 1 and list(filled[0].get_ydata()) == [0.2]
     plt.close(fig)
 
 
