@@ -92,15 +92,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         signed = {"paper": (x, paper)}
         if absolute or floor:
             paper = np.abs(paper)
-        if not floor:
-            ax.axhline(0, color="0.5", lw=0.7)
-        if floor:  # the sign by the fill: filled conservative, hollow optimistic
-            sp = signed["paper"][1]
-            for pos, face in ((True, "k"), (False, "white")):
-                k = np.isfinite(sp) & ((sp > 0) == pos)
-                ax.plot(x[k], np.maximum(paper[k], floor), **{**_PAPER_BAR, "mfc": face}, zorder=4)
-        else:
-            ax.plot(x, paper, **_PAPER_MARK, zorder=5)
+        _paper_values(ax, x, paper, signed["paper"][1], floor)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
@@ -135,6 +127,18 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=9.5)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
+
+
+def _paper_values(ax, x, paper, signed, floor) -> None:
+    """The paper's values in a reproduction panel: black bars at ``paper``; with ``floor`` (a log axis of sizes) the
+    sign by the fill — filled conservative, hollow optimistic (``signed``: the signed values)."""
+    if not floor:
+        ax.axhline(0, color="0.5", lw=0.7)
+        ax.plot(x, paper, **_PAPER_MARK, zorder=5)
+        return
+    for pos, face in ((True, "k"), (False, "white")):
+        k = np.isfinite(signed) & ((signed > 0) == pos)
+        ax.plot(x[k], np.maximum(paper[k], floor), **{**_PAPER_BAR, "mfc": face}, zorder=4)
 
 
 def _no_value_marks(strip, fams, missing, x, bg) -> None:
