@@ -334,6 +334,35 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     plt.close(fig)
 
 
+def test_wasserstein_layout_is_legible(monkeypatch):
+    """The Wasserstein figure on a load axis that spreads the high loads (−log(1 − ρ): 0.9 to 0.95 three quarters
+    as wide as 0.5 to 0.8, not a sixth), ticks upright, one row per R and one column per family; every letter ≥ 9 pt
+    and no two letters' boxes meet (placed by computation); a family whose every line lies below the floor is a
+    note, not an empty panel; the legend holds line styles only."""
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.9995, "exact": 1.0, "T": 1.0005}
+                           for r in (0.5, 0.8, 0.9, 0.95)})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig,) = figs
+    top, low = fig.get_axes()[:2]
+    assert top.get_xscale() == "function"
+    u = top.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
+    assert (u[3] - u[2]) / (u[1] - u[0]) == pytest.approx(np.log10(2) / np.log10(2.5), rel=0.01)  # linear: 1/6
+    assert all(t.get_rotation() == 0 for t in top.get_xticklabels())
+    assert not low.axison and any("every line W < 0.001" in t.get_text() for t in low.texts)
+    renderer = fig.canvas.get_renderer()
+    letters = [t for t in top.texts if t.get_text()]
+    assert [t.get_text() for t in letters] == ["A=B"] * 4
+    assert min(t.get_fontsize() for t in letters) >= 9
+    boxes = [t.get_window_extent(renderer) for t in letters]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any(t.startswith(("filled", "hollow", "arrow")) for t in legend), legend
+    plt.close(fig)
+
+
 def test_mgr_error_panel_titles_state_their_finding():
     """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
     conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
