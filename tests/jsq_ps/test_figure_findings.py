@@ -61,6 +61,16 @@ def test_cdf_headline_gives_same_side_chains_as_one_range():
     assert "A* -10 %" in claim and "C* -8 %" in claim, claim
 
 
+def test_cdf_ratio_range_is_symmetric_in_log():
+    """The CDF figure's ratio panel spans as far below 1 as above (the simulation's CI band is never cut at the top
+    when the methods all lie below), from the data, capped at ×1/30..×30."""
+    lo, hi = plots.cdf._ratio_range([np.array([0.9, 0.5, np.nan]), np.array([0.3, 1.6])])
+    assert lo * hi == pytest.approx(1.0) and hi == pytest.approx(1.25 / 0.3)
+    lo, hi = plots.cdf._ratio_range([np.array([1e-9, 1.0])])
+    assert hi == pytest.approx(30 * 1.25) and lo == pytest.approx(1 / hi)
+    assert plots.cdf._ratio_range([np.array([1.0, 1.0])]) == pytest.approx((0.8, 1.25))  # at least ×1.25
+
+
 def test_cdf_headline_changes_with_the_data():
     """One clear winner (A at 0.95), the others far, one lighter-tailed (optimistic) and one heavier: a single name
     and no common verdict on the tails."""
