@@ -193,7 +193,8 @@ def test_percentile_map_says_counts_by_number_style_not_frames():
     bold, noise = ax.texts
     assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
     assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
-    assert not ax.patches and kinds == {"not_run", "invalid"}
+    assert [pt.get_hatch() for pt in ax.patches] == [plots.errors.INVALID_HATCH["hatch"]], "no frame; × hatched"
+    assert kinds == {"not_run", "invalid"}
     rgb = ax.images[0].get_array()[0]
     assert np.allclose(rgb[2], plots.common._rgb(plots.STATUS_FILL["not_run"]))
     assert np.allclose(rgb[3], plots.common._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
@@ -215,7 +216,13 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
-    assert "colour range ±" in t1 and "red: optimistic" in t1 and "orange: optimistic" in t2
+    assert "red: optimistic" in t1 and "orange: optimistic" in t2
+    # the title's colour range is the colour bar's (−100 % at most below: no error lies below −100 %)
+    bar = next(ax for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None)
+    lo, hi = bar.get_ylim()
+    assert f"colour range {lo:g} to +{hi:g} %" in t1, (t1, lo, hi)
+    # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
+    assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
     below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
     assert ("T is never optimistic" in t2) == (below == 0)
