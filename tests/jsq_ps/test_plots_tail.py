@@ -200,3 +200,24 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
     assert "1/2" in texts
     assert any("not counted as fast" in t for t in _legend_texts(fig))
+
+
+def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypatch):
+    """The run-time figure's header gives each family's median with the caption's rounding (one number, one
+    rounding), the R axis says it is logarithmic, and the y axis ends on a labelled decade above the longest
+    whisker."""
+    got = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: got.append((fig, caption)) or [stem])
+    plots.runtime_vs_R(data[2], "unused")
+    (fig, cap), = got
+    ax = fig.get_axes()[0]
+    title = ax.get_title()
+    medians = [c.text.split("median ")[1].split(" s per cell")[0] for c in cap.findings
+               if " s per cell where it ran" in c.text]
+    assert medians and all(f" {m} s" in title for m in medians), (title, medians)
+    assert "log scale" in ax.get_xlabel()
+    top = ax.get_ylim()[1]
+    whiskers = max(float(np.nanmax(seg[:, 1])) for c in ax.collections for seg in c.get_segments())
+    assert top >= whiskers and np.isclose(np.log10(top), round(np.log10(top)))
+    plt.close(fig)
