@@ -249,19 +249,19 @@ class StatusStrip:
         return True
 
     def height(self, n, row_pt=None) -> float:
-        """The strip's height for ``n`` rows, a share of its panel's: at least ``row_pt`` points a row."""
-        h = 0.045 + 0.055 * n
-        if row_pt:
-            panel_pt = self.ax.get_position().height * self.ax.figure.get_figheight() * 72.0
-            h = max(h, row_pt * (n + 0.4) / max(panel_pt, 1.0))
-        return h
+        """The strip's height for ``n`` rows, a share of its panel's: ``row_pt`` points a row where given (a strip as
+        thin as its marks and names need, whatever the panel's height), else a fixed share a row."""
+        if not row_pt:
+            return 0.045 + 0.055 * n
+        panel_pt = self.ax.get_position().height * self.ax.figure.get_figheight() * 72.0
+        return row_pt * (n + 0.4) / max(panel_pt, 1.0)
 
     def finish(self, title=None, fontsize=9, reserve=0, label_size=7, row_pt=None):
         """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel).
         ``reserve``: rows to keep free even without marks (an empty, invisible strip), so that a panel beside one
         with a strip keeps its plot area and title at the same height; ``label_size``: the rows' names' font size;
-        ``row_pt``: the least height of a row in points (rows of names at ``label_size`` that must not touch), the
-        strip taller where the panel is short."""
+        ``row_pt``: the height of a row in points (rows of names at ``label_size`` that must not touch, and no
+        taller): the strip's height fixed in points, not a share of the panel's."""
         ax = self.ax
         if not self.marks:
             if reserve:
