@@ -61,6 +61,16 @@ def test_cdf_headline_gives_same_side_chains_as_one_range():
     assert "A* -10 %" in claim and "C* -8 %" in claim, claim
 
 
+def test_cdf_ratio_range_is_symmetric_in_log():
+    """The CDF figure's ratio panel spans as far below 1 as above (the simulation's CI band is never cut at the top
+    when the methods all lie below), from the data, capped at ×1/30..×30."""
+    lo, hi = plots.cdf._ratio_range([np.array([0.9, 0.5, np.nan]), np.array([0.3, 1.6])])
+    assert lo * hi == pytest.approx(1.0) and hi == pytest.approx(1.25 / 0.3)
+    lo, hi = plots.cdf._ratio_range([np.array([1e-9, 1.0])])
+    assert hi == pytest.approx(30 * 1.25) and lo == pytest.approx(1 / hi)
+    assert plots.cdf._ratio_range([np.array([1.0, 1.0])]) == pytest.approx((0.8, 1.25))  # at least ×1.25
+
+
 def test_cdf_headline_changes_with_the_data():
     """One clear winner (A at 0.95), the others far, one lighter-tailed (optimistic) and one heavier: a single name
     and no common verdict on the tails."""
@@ -183,7 +193,8 @@ def test_percentile_map_says_counts_by_number_style_not_frames():
     bold, noise = ax.texts
     assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
     assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
-    assert not ax.patches and kinds == {"not_run", "invalid"}
+    assert [pt.get_hatch() for pt in ax.patches] == [plots.errors.INVALID_HATCH["hatch"]], "no frame; × hatched"
+    assert kinds == {"not_run", "invalid"}
     rgb = ax.images[0].get_array()[0]
     assert np.allclose(rgb[2], plots.common._rgb(plots.STATUS_FILL["not_run"]))
     assert np.allclose(rgb[3], plots.common._rgb(plots.STATUS_FILL["invalid"])) and not np.allclose(rgb[2], rgb[3])
@@ -205,7 +216,13 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
-    assert "colour range ±" in t1 and "red: optimistic" in t1 and "orange: optimistic" in t2
+    assert "red: optimistic" in t1 and "orange: optimistic" in t2
+    # the title's colour range is the colour bar's (−100 % at most below: no error lies below −100 %)
+    bar = next(ax for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None)
+    lo, hi = bar.get_ylim()
+    assert f"colour range {lo:g} to +{hi:g} %" in t1, (t1, lo, hi)
+    # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
+    assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
     below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
     assert ("T is never optimistic" in t2) == (below == 0)
@@ -256,19 +273,45 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     assert rows == ["paper", "ours, best of A–F", "ours, best of A*–F*", "ours, T"], rows  # every family's values
     assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
     title = fig._suptitle.get_text().splitlines()
-    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50
-    assert title[1] == "The paper's error is the larger at 2 of 2 points.", title
-    assert title[2] == ("No value of ours at 2 points, where the paper's errors are largest (median |error| 75 vs "
-                        "2)."), title
-    # "larger" is visible as higher: a plain log axis of sizes, every drawn point's sign beside it (computed)
+    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
+    # two lines, the key count first
+    assert title == ["The paper's error is the larger at 2 of 2 points (§6.1/§6.2, percentile error of the best "
+                     "method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
+                     "75 vs 2); 4 of the table's 4 cells in this run"], title
+    # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
+    # optimistic), the paper's bar and ours alike, no sign glyphs
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    signs = sorted(t.get_text() for t in ax.texts if t.get_text() in ("+", "−"))
-    paper_and_ours = [-3.0, 1.0] + [-0.5] * 3 * 2  # paper at the two cells with a value of ours; ours −0.5 there
-    assert signs == sorted("+" if v > 0 else "−" for v in paper_and_ours + [-100.0, -50.0]), signs
+    assert not [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("+", "−")]
+    bar = plots.reproduction._PAPER_BAR["marker"]
+    paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
+    assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
+    ours = [ln for ln in ax.get_lines() if ln.get_marker() in ("o", "s", "^") and len(ln.get_xdata())]
+    assert ours and all(ln.get_markerfacecolor() == "white" for ln in ours), "ours −0.5 everywhere: hollow"
+    assert min(t.get_fontsize() for ax in fig.get_axes() for t in ax.texts + ax.get_xticklabels()) >= 9
     tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
                   if ln.get_color() == plots.common._TAIL_COLOR]
     assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
+    plt.close(fig)
+
+
+def test_reproduction_zero_points_have_their_own_mark(monkeypatch):
+    """A size below the log axis's floor (an exact zero here) is drawn as a "0" on the floor, named in the legend,
+    not as a marker that reads as data at 0.001; a conservative value of ours is filled, with its CI whisker where
+    the reference is our simulation."""
+    rep = _pct_rep([1, 2, 0, 0])
+    rep["percentile_error"].loc[{"family": "faithful"}] = np.where(np.array([[[1, 2], [0, 0]]]) == 1, 0.0, np.nan)
+    rep["percentile_error"].loc[{"family": "corrected", "pct_rho": 0.5, "pct_R": 3}] = 0.2
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    ax = fig.get_axes()[0]
+    zero = [ln for ln in ax.get_lines() if ln.get_marker() == plots.reproduction._ZERO_MARK["marker"]]
+    assert len(zero) == 1 and list(zero[0].get_ydata()) == [plots.PCT_FLOOR], "the faithful 0 on the floor"
+    assert any(t.get_text().startswith("0 (below 0.001)") for lg in fig.legends for t in lg.get_texts())
+    filled = [ln for ln in ax.get_lines() if ln.get_marker() == "s" and ln.get_markerfacecolor() != "white"]
+    assert len(filled) == 1 and list(filled[0].get_ydata()) == [0.2]
     plt.close(fig)
 
 
@@ -308,6 +351,35 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     plt.close(fig)
 
 
+def test_wasserstein_layout_is_legible(monkeypatch):
+    """The Wasserstein figure on a load axis that spreads the high loads (−log(1 − ρ): 0.9 to 0.95 three quarters
+    as wide as 0.5 to 0.8, not a sixth), ticks upright, one row per R and one column per family; every letter ≥ 9 pt
+    and no two letters' boxes meet (placed by computation); a family whose every line lies below the floor is a
+    note, not an empty panel; the legend holds line styles only."""
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.9995, "exact": 1.0, "T": 1.0005}
+                           for r in (0.5, 0.8, 0.9, 0.95)})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig,) = figs
+    top, low = fig.get_axes()[:2]
+    assert top.get_xscale() == "function"
+    u = top.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
+    assert (u[3] - u[2]) / (u[1] - u[0]) == pytest.approx(np.log10(2) / np.log10(2.5), rel=0.01)  # linear: 1/6
+    assert all(t.get_rotation() == 0 for t in top.get_xticklabels())
+    assert not low.axison and any("every line W < 0.001" in t.get_text() for t in low.texts)
+    renderer = fig.canvas.get_renderer()
+    letters = [t for t in top.texts if t.get_text()]
+    assert [t.get_text() for t in letters] == ["A=B"] * 4
+    assert min(t.get_fontsize() for t in letters) >= 9
+    boxes = [t.get_window_extent(renderer) for t in letters]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any(t.startswith(("filled", "hollow", "arrow")) for t in legend), legend
+    plt.close(fig)
+
+
 def test_mgr_error_panel_titles_state_their_finding():
     """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
     conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
@@ -320,16 +392,52 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots.laws._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_closest_method_stands_at_its_marker(monkeypatch):
-    """The M/G/R figure names the closest method per (law, load) at the dashed line's marker (small, unboxed, in the
-    law's colour): one name per cell the dashed line draws, at that cell's (ρ, W)."""
+def test_mgr_closest_method_table_under_its_panel():
+    """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
+    one column per load at the load's x (so no two names meet), a dash where the law has no hollow marker there,
+    every letter at a legible size (≥ 9 pt)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
-    fig, ax = plt.subplots()
-    y = np.array([0.1, 0.1, np.nan])
-    plots.laws._closest_letters(ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"), {"uniform": y})
-    cells = [(t.xy, t.get_text()) for t in ax.texts]
-    assert cells == [((0.5, 0.1), "D"), ((0.8, 0.1), "T")], cells  # the last load's run is unusable: no entry
-    assert not any(t.get_bbox_patch() for t in ax.texts)
+    fig, (ax, tab) = plt.subplots(2)
+    ax.set_xticks([0.5, 0.8, 0.9])
+    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"))
+    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
+    assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
+    assert "uniform" in [t.get_text() for t in tab.texts]
+    assert min(t.get_fontsize() for t in tab.texts) >= 9
+    plt.close(fig)
+
+
+def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
+    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
+    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
+    line styles) tell the two distances apart."""
+    rho = [0.5, 0.8, 0.9]
+    sh = ("service", "R", "rho")
+    laws = ["exponential", "deterministic", "uniform"]
+    vs = np.array([np.nan, 0.8, 0.4])[:, None, None] * np.array([1.0, 1.5, 2.0])[None, None, :]
+    w = np.stack([vs * 0.8, vs * 1.2], -1)
+    cmp = xr.Dataset({"wasserstein_vs_exponential_sim": (sh, vs),
+                      "wasserstein_mean": (sh + ("approximation",), w),
+                      "usable": (sh + ("approximation",), np.ones(w.shape, np.int8)),
+                      "sim_run_valid": (sh, np.ones(vs.shape, np.int8))},
+                     coords={"service": laws, "R": [3], "rho": rho, "approximation": ["A", "T"]})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.mgr_laws(cmp, tmp_path / "x")
+    fig = figs[0]
+    fig.canvas.draw()
+    texts = [t for ax in fig.get_axes() for t in ax.texts + [ax.title, ax._left_title, ax.xaxis.label,
+                                                                ax.yaxis.label] + ax.get_xticklabels()
+             + ax.get_yticklabels() if t.get_text() and t.get_visible()]
+    assert texts and min(t.get_fontsize() for t in texts) >= 9, sorted((t.get_fontsize(), t.get_text())
+                                                                        for t in texts)[:3]
+    top = fig.get_axes()[0]
+    lo, hi = top.get_ylim()
+    drawn = np.concatenate([ln.get_ydata() for ln in top.get_lines() if ln.get_marker() == "o"])
+    assert drawn.min() / lo < 2 and hi / drawn.max() < 2, (lo, hi, drawn)
+    faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
+    assert "white" in faces and len(faces) > 1
+    assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
     plt.close(fig)
 
 

@@ -161,12 +161,21 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
     cmp = data[2].copy()
     cmp["sim_run_valid"] = xr.DataArray(np.array([[[1, 0]]], np.int8), dims=("service", "R", "rho"),
                                         coords={"service": cmp["service"], "R": cmp["R"], "rho": cmp["rho"]})
-    plots.wasserstein_vs_rho(cmp, "unused")
-    plots.best_method_map(cmp, "unused")
-    plots.wasserstein_vs_rho(data[2], "unused")
+    caps = []
+    save = plots.common.save
+    plots.common.save = lambda fig, stem, caption=None, **kw: caps.append(caption) or save(fig, stem, **kw)
+    try:
+        plots.wasserstein_vs_rho(cmp, "unused")
+        plots.best_method_map(cmp, "unused")
+        plots.wasserstein_vs_rho(data[2], "unused")
+    finally:
+        plots.common.save = save
     lines, best, plain = drawn
     label = plots.errors.REFERENCE_TOO_SHORT.label
-    assert label in _legend_texts(lines) and label in _legend_texts(best)
+    assert label in _legend_texts(best)
+    # the Wasserstein figure's legend holds the line styles only: its caption names the strip's ◇ where drawn
+    how = lambda cap: " ".join(cap.how)
+    assert "◇ reference too short" in how(caps[0]) and "◇" not in how(caps[2])
     assert label not in _legend_texts(plain)
     # the mark sits in the strip above the panel, never at a y of the data
     marks = [ln for ax in lines.get_axes() for child in ax.child_axes for ln in child.get_lines()
@@ -191,3 +200,24 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
     assert "1/2" in texts
     assert any("not counted as fast" in t for t in _legend_texts(fig))
+
+
+def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypatch):
+    """The run-time figure's header gives each family's median with the caption's rounding (one number, one
+    rounding), the R axis says it is logarithmic, and the y axis ends on a labelled decade above the longest
+    whisker."""
+    got = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: got.append((fig, caption)) or [stem])
+    plots.runtime_vs_R(data[2], "unused")
+    (fig, cap), = got
+    ax = fig.get_axes()[0]
+    title = ax.get_title()
+    medians = [c.text.split("median ")[1].split(" s per cell")[0] for c in cap.findings
+               if " s per cell where it ran" in c.text]
+    assert medians and all(f" {m} s" in title for m in medians), (title, medians)
+    assert "log scale" in ax.get_xlabel()
+    top = ax.get_ylim()[1]
+    whiskers = max(float(np.nanmax(seg[:, 1])) for c in ax.collections for seg in c.get_segments())
+    assert top >= whiskers and np.isclose(np.log10(top), round(np.log10(top)))
+    plt.close(fig)

@@ -60,26 +60,28 @@ def test_the_caption_changes_with_the_data():
     assert "◇" not in limits and "stopped as unstable" in limits
 
 
-def test_best_rates_sit_in_the_strip_not_in_the_data_area():
-    """The ▼ of each semantics' best rate is a mark of its own strip row (named at the row's end), above the panel,
-    never at a y of the panel's data (issue 31: status marks live outside the data's value range)."""
+def test_best_rates_sit_above_the_panel_not_in_the_data_area():
+    """The ▼ of each semantics' best rate sits above the panel's frame in its colour (no strip row of its own: round
+    9's reader found that strip a fifth of the plot for three marks), stacked where two share a rate, never at a y of
+    the panel's data (issue 31: status marks live outside the data's value range)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
-
-    from sojourn.core.present.figures import status_strip
 
     fig, ax = plt.subplots()
     ax.plot(RATES, [1.0, 2.0, 3.0])
-    strip = status_strip(ax)
-    plots._best_marks(strip, {"signal": 1.0, "timeout_exponential": 0.5})
-    drawn = strip.finish(title="t")
-    assert "best_rate" in strip.kinds and [r for r, _ in strip.rows] == ["signal", "timeout_exponential"]
-    marks = [ln for ln in drawn.get_lines() if ln.get_marker() == "v"]
-    assert sorted(float(x) for ln in marks for x in ln.get_xdata()) == [0.5, 1.0]
-    assert not [ln for ln in ax.get_lines() if ln.get_marker() == "v"]
-    assert {t.get_text() for t in drawn.texts} == {"signals", "exponential timeouts"}
+    marks = plots._best_marks(ax, {"signal": 1.0, "timeout_exponential": 1.0, "timeout_deterministic": 0.5})
+    assert [float(m.get_xdata()[0]) for m in marks] == [1.0, 1.0, 0.5]
+    assert [mcolors.to_hex(m.get_color()) for m in marks] == [mcolors.to_hex(plots.STYLE[s][0]) for s in
+                                                                ("signal", "timeout_exponential",
+                                                                 "timeout_deterministic")]
+    fig.canvas.draw()
+    top = ax.get_window_extent().y1
+    ys = [m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0]))[1] for m in marks]
+    assert all(y > top for y in ys) and ys[1] > ys[0], "above the frame; the second at r = 1 stacked over the first"
+    assert not ax.child_axes
     plt.close(fig)
 
 

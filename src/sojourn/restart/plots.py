@@ -103,12 +103,21 @@ def _sim(ax, strip, cmp, var, status, estimate=False, join=False):
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
 
 
-def _best_marks(strip, r_best: dict) -> None:
-    """In the strip above the panel, in each semantics' own row (named at its right end), a ▼ at its best rate (true
-    r): the rate of the sweep's smallest simulated mean, kept off the data area (no mark at a y that reads as data)."""
+def _best_marks(ax, r_best: dict, above=None) -> list:
+    """On the panel's top axis (or over ``above``: the status strip over the panel, which shares its x), a ▼ per
+    semantics in its colour at its best rate (true r): the rate of the sweep's smallest simulated mean; those at one
+    rate stacked upwards, so none hides another. Above the frame, never at a y that reads as data, and no strip of
+    its own. Returns the marks drawn."""
+    from matplotlib.transforms import blended_transform_factory, offset_copy
+
+    base = blended_transform_factory(ax.transData, (above or ax).transAxes)
+    out, seen = [], {}
     for s, rb in r_best.items():
-        color = STYLE.get(s, ("k",))[0]
-        strip.mark(s, [rb], [True], "best_rate", color, NAMES.get(s, s))
+        k = seen[rb] = seen.get(rb, -1) + 1
+        at = offset_copy(base, fig=ax.figure, y=5.0 + 8.0 * k, units="points")
+        out += ax.plot([rb], [1.0], "v", ms=7, color=STYLE.get(s, ("k",))[0], transform=at, clip_on=False,
+                       zorder=6)
+    return out
 
 
 def describe_plainly(pf) -> str:
@@ -206,7 +215,6 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     if np.isfinite(t0):
         ax.axhline(t0, color="0.35", ls=":", lw=1.3, label=f"no restart: E[T] = {t0:.3g}", zorder=2)
     r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in cmp["semantics"].values.tolist()}
-    _best_marks(strip, {s: rb for s, rb in r_best.items() if np.isfinite(rb)})  # first: the strip's rows in order
     _sim(ax, strip, cmp, var, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
@@ -215,12 +223,20 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     ax.set_xlabel("restart rate r (per model time unit)")
     ax.set_ylabel("mean response time E[T] (model time units)")
     ax.grid(True, which="both", alpha=0.3)
-    strip.finish(title="mean response time against the restart rate", fontsize=10)
+    title = "mean response time against the restart rate"
+    top = strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11)
+    best = _best_marks(ax, {s: rb for s, rb in r_best.items() if np.isfinite(rb)}, top)
+    if best:  # the title above the ▼s
+        stack = max(list(r_best.values()).count(rb) for rb in r_best.values())
+        (top or ax).set_title(title, loc="left", fontsize=10, pad=8 + 8 * stack)
     fig.tight_layout()
     fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
     handles, labels = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], ls="none"))
     labels.append("the three semantics run at the same rates: markers at their true r")
+    if best:
+        handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
+        labels.append("▼ above the panel, in each semantics' colour: the rate of its smallest simulated mean")
     sh, sl = status_handles(strip.kinds)
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -299,7 +315,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
          "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
-         "restart. ▼ in the strip above the panel, in each semantics' row: the rate of the sweep's smallest "
+         "restart. ▼ above the panel (over its strip, if any), in each semantics' colour (stacked where they share a "
+         "rate): the rate of the sweep's smallest "
          "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
          "marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard judged too short.")])
 
@@ -349,7 +366,7 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         low = min(best, key=lambda sm: best[sm][0]) if best else None
         strip.finish(title=f"{name}: the {level:g}th percentile of the response time"
                      + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
-                        if low else ""), fontsize=9.5)
+                        if low else ""), fontsize=9.5, label_size=8.5, row_pt=11)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
     sh, sl = status_handles(kinds)

@@ -263,7 +263,7 @@ def load_words(load, hosts) -> str:
 def short_load_words(load, hosts) -> str:
     """The title's line on the load (the caption has :func:`load_words`): held fixed, so λ changes with r and q."""
     who = "one super-server of r hosts" if hosts is None else f"{hosts} hosts in ⌊n/r⌋ super-servers of r hosts"
-    return f"load fixed at {load} ({who}): the arrival rate λ changes with r and q (see the caption)"
+    return f"load fixed at {load} ({who}): the arrival rate λ changes with r and q"
 
 
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
@@ -335,7 +335,7 @@ def _figure_b_map(fig, ax, ds, outside, short, miss) -> None:
             if miss[i, j]:
                 ax.add_patch(plt.Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, ec="red", lw=2.2))
     mark_cells(ax, short, ESTIMATE_TOO_SHORT.key, ms=7)
-    cb = fig.colorbar(im, ax=ax, shrink=0.9, label=f"exact mean latency ({TIME_UNITS})")
+    cb = fig.colorbar(im, ax=ax, shrink=0.9, label=f"exact mean latency ({TIME_UNITS}; log scale)")
     log_ticks(cb.ax.yaxis)
     ax.set_xticks(range(len(rs)), rs)
     ax.set_yticks(range(len(qs)), qs)
@@ -469,7 +469,9 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     cap = _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str, used, silent)
     import textwrap
 
+    found = _figure_c_finding(ds, rs, mean_ok)
     fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
+                 + (f"{found}\n" if found else "")
                  + "\n".join(textwrap.wrap(short_load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
 
@@ -542,6 +544,41 @@ def _figure_c_legend(fig, ds, colors, silent, kinds) -> list:
     return used
 
 
+def _figure_c_finding(ds, rs, mean_ok) -> str:
+    """Figure (c)'s finding for its header, from the simulated means it draws: over how many quorums q split-merge's
+    mean latency falls with every added replica (r ≥ q, the runs long enough), and where fork-join lies below
+    split-merge beyond both CIs (:func:`_fork_join_counts`)."""
+    sm = ds.sel(model=SM)["sim_mean_latency"].values  # (quorum, replicas)
+    ok = mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(sm)
+    falls = n = 0
+    for qi in range(sm.shape[0]):
+        v = sm[qi][ok[qi]]
+        if v.size > 1:
+            n += 1
+            falls += bool((np.diff(v) < 0).all())
+    parts = []
+    if n:
+        parts.append("split-merge's mean latency falls with every added replica for "
+                     + (f"every q ({n})" if falls == n else f"{falls} of {n} q"))
+    k, m = _fork_join_counts(ds, rs, mean_ok)
+    if m:
+        parts.append(f"fork-join below split-merge beyond both CIs at {k} of {m} (q, r ≥ 2) points")
+    return "; ".join(parts)
+
+
+def _fork_join_counts(ds, rs, mean_ok) -> tuple[int, int]:
+    """(k, n): at k of the n (q, r) points with r ≥ 2 where both ran long enough, fork-join's mean latency lies below
+    split-merge's beyond both CIs (at r = 1 fork-join is split-merge)."""
+    if FJ not in ds["model"].values.tolist():
+        return 0, 0
+    f, s = ds.sel(model=FJ), ds.sel(model=SM)
+    both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
+        mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]
+    below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
+        (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
+    return int((below & both).sum()), int(both.sum())
+
+
 def _exact_where(codes, code, rs) -> str:
     """Where exact method ``code`` has a value in figure (c), in words for its legend entry: means only (the QBD),
     and the replica counts it reaches if not all (elsewhere its state space is over its cap or it did not
@@ -559,12 +596,7 @@ def _fork_join_claims(ds, law, rs, mean_ok, src) -> list:
     """Experiment (c)'s count of the (q, r) points with r ≥ 2 where fork-join's mean latency is below split-merge's
     beyond both CIs (at r = 1 fork-join is split-merge)."""
     out = []
-    f, s = ds.sel(model=FJ), ds.sel(model=SM)
-    both = np.isfinite(f["sim_mean_latency"].values) & np.isfinite(s["sim_mean_latency"].values) & \
-        mean_ok[0] & mean_ok[1] & (rs > 1)[None, :]  # at r = 1 fork-join is split-merge: no comparison
-    below = (f["sim_mean_latency"] + f["sim_mean_latency_hw"]).values < \
-        (s["sim_mean_latency"] - s["sim_mean_latency_hw"]).values
-    k, n = int((below & both).sum()), int(both.sum())
+    k, n = _fork_join_counts(ds, rs, mean_ok)
     w = ("isfinite(sim_mean_latency.sel(model='fork_join')) & isfinite(sim_mean_latency.sel(model='split_merge')) "
          "& (run_valid.sel(model='fork_join') != 0) & (run_valid.sel(model='split_merge') != 0) & (replicas > 1)")
     if n:

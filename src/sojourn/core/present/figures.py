@@ -248,14 +248,24 @@ class StatusStrip:
         self.kinds.add(key)
         return True
 
-    def finish(self, title=None, fontsize=9, reserve=0, label_size=7):
+    def height(self, n, row_pt=None) -> float:
+        """The strip's height for ``n`` rows, a share of its panel's: ``row_pt`` points a row where given (a strip as
+        thin as its marks and names need, whatever the panel's height), else a fixed share a row."""
+        if not row_pt:
+            return 0.045 + 0.055 * n
+        panel_pt = self.ax.get_position().height * self.ax.figure.get_figheight() * 72.0
+        return row_pt * (n + 0.4) / max(panel_pt, 1.0)
+
+    def finish(self, title=None, fontsize=9, reserve=0, label_size=7, row_pt=None):
         """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel).
         ``reserve``: rows to keep free even without marks (an empty, invisible strip), so that a panel beside one
-        with a strip keeps its plot area and title at the same height; ``label_size``: the rows' names' font size."""
+        with a strip keeps its plot area and title at the same height; ``label_size``: the rows' names' font size;
+        ``row_pt``: the height of a row in points (rows of names at ``label_size`` that must not touch, and no
+        taller): the strip's height fixed in points, not a share of the panel's."""
         ax = self.ax
         if not self.marks:
             if reserve:
-                blank = ax.inset_axes([0.0, 1.02, 1.0, 0.045 + 0.055 * reserve])
+                blank = ax.inset_axes([0.0, 1.02, 1.0, self.height(reserve, row_pt)])
                 blank.set_axis_off()
                 if title:
                     blank.set_title(title, fontsize=fontsize, loc="left")
@@ -264,7 +274,7 @@ class StatusStrip:
                 ax.set_title(title, fontsize=fontsize, loc="left")
             return None
         n = max(len(self.rows), reserve)
-        h = 0.045 + 0.055 * n
+        h = self.height(n, row_pt)
         strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
         order = {r: k for k, (r, _) in enumerate(self.rows)}
         for row, x, key, _color in self.marks:  # the mark in its status colour (as in the legend); the row's name

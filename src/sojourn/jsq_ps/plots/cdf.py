@@ -321,8 +321,19 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     return handles, names
 
 
-#: the ratio panel's y-range: at most this factor either side of 1
+#: the ratio panel's y-range: at most this factor either side of 1 (symmetric in log: :func:`_ratio_range`)
 _RATIO_SPAN = 30.0
+
+
+def _ratio_range(series) -> tuple[float, float]:
+    """The ratio panel's y-range, symmetric in log around 1 (as far below as above: conservative and optimistic get
+    the same room): the largest factor away from 1 over the finite positive values of ``series``, at most
+    :data:`_RATIO_SPAN`, at least 1.25, with a margin."""
+    vals = np.concatenate([np.asarray(r, float).ravel() for r in series] + [np.ones(1)])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    span = min(float(np.exp(np.abs(np.log(vals)).max())), _RATIO_SPAN)
+    span = max(span * 1.25, 1.25)
+    return 1.0 / span, span
 
 
 def _cdf_ratio(ax, c, n2, x2) -> None:
@@ -344,15 +355,14 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     for sr, r in ratio.items():
         ax.plot(t, np.clip(r, 1e-9, None), color=sr.color, **_cdf_style(sr, c))
     _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
-    vals = np.concatenate([r[np.isfinite(r) & (r > 0)] for r in ratio.values()] + [np.ones(1)])
-    lo = max(float(vals.min()), 1 / _RATIO_SPAN) / 1.25
-    hi = min(float(vals.max()), _RATIO_SPAN) * 1.25
+    good = c.reliable[:n2] & (c.k > 1)
+    band = [v[good] for v in (sim - ci, sim + ci)]  # the simulation's CI band where drawn: never cut
+    lo, hi = _ratio_range(list(ratio.values()) + band)
     ax.set_yscale("log")
-    lo, hi = min(lo, 0.8), max(hi, 1.25)
     ax.set_ylim(lo, hi)
     fine = (0.8, 1.25) if hi / lo < 4 else ()
-    ticks = [v for v in (0.03, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20) + fine if lo <= v <= hi]
-    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+    ticks = [v for v in (1 / 30, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30) + fine if lo <= v <= hi]
+    ax.set_yticks(ticks, ["1/30" if v == 1 / 30 else f"{v:g}" for v in ticks])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
     ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)

@@ -129,14 +129,6 @@ def _legend_below(fig, handles, labels, ncol=4, fontsize=8, y=0.0):
                    frameon=False, fontsize=fontsize, handlelength=2.2, columnspacing=1.4)
 
 
-def _reference_handles():
-    from matplotlib.lines import Line2D
-
-    return ([Line2D([], [], ls="none", marker="o", color="0.3", ms=4),
-             Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=4)],
-            [AGAINST_EXACT, AGAINST_SIMULATION])
-
-
 def _rho_text(rhos) -> str:
     return ", ".join(f"{r:g}" for r in rhos)
 

@@ -34,8 +34,10 @@ from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _legend_below, _message_p
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
-#: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF dark grey (the same in every map)
-STATUS_FILL = {"not_run": "0.72", "invalid": "0.42"}
+#: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF near white under a light hatch
+#: (:data:`INVALID_HATCH`; a dark fill would pull the eye as if it were an extreme value), the same in every map
+STATUS_FILL = {"not_run": "0.72", "invalid": "0.94"}
+INVALID_HATCH = {"hatch": "////", "edgecolor": "0.62", "facecolor": "none", "lw": 0.0}
 #: the two percentile-error maps' palettes (colour map, word for below, word for above): each its own, so that a shade
 #: of one (±1000 %) is never read on the other's scale (±20 %)
 PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("PuOr", "orange", "purple")}
@@ -119,6 +121,11 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
         for j in np.nonzero(ref[i, :, m] != 0)[0]:
             _error_cell(ax, r, j, err[i, j, m], bool(sig[i, j, m]), corners and ref[i, j, m] == REF_SIMULATION, norm,
                         small, sizes, None if ci is None else (ci[0][i, j, m], ci[1][i, j, m]))
+    from matplotlib.patches import Rectangle
+
+    for r, (m, i) in enumerate(rows):
+        for j in np.nonzero(status[i, :, m] == "invalid")[0]:
+            ax.add_patch(Rectangle((j - 0.5, r - 0.5), 1.0, 1.0, **INVALID_HATCH, zorder=1))
     for g, _ in group_colors:
         ax.axhline(g - 0.5, color="k", lw=1.0)
     return kinds
@@ -227,13 +234,19 @@ def _pe_title(a, lines, what, service, shown, clip, below) -> str:
         below_t = int((sig[:, :, t] & (err[:, :, t] < 0)).sum())
         head.append("T is never optimistic" if below_t == 0 else f"T is optimistic at {below_t} points")
     others = [k for k, n in enumerate(names) if n != TAIL]
-    v = np.where(sig[:, :, others] & (err[:, :, others] < 0), err[:, :, others], np.nan)
-    if np.isfinite(v).any():
-        idx = np.unravel_index(int(np.nanargmin(v)), v.shape)
-        word = "the others" if TAIL in names else "the methods"
-        head.append(f"{word} optimistic by up to {_pct(v[idx] / 100, 0)} (at the {shown[idx[3]]:g}th percentile)")
+    word = "the others" if TAIL in names else "the methods"
+    rho = A["rho"].values
+    ends = []
+    for side, pick in (("conservative", np.nanargmax), ("optimistic", np.nanargmin)):  # both extremes, as drawn
+        keep = sig[:, :, others] & ((err[:, :, others] > 0) if side == "conservative" else (err[:, :, others] < 0))
+        v = np.where(keep, err[:, :, others], np.nan)
+        if np.isfinite(v).any():
+            idx = np.unravel_index(int(pick(v)), v.shape)
+            ends.append(f"{side} by up to {_pct(v[idx] / 100, 0)} (ρ = {rho[idx[1]]:g}, {shown[idx[3]]:g}th)")
+    if ends:
+        head.append(f"{word} " + " and ".join(ends))
     return (f"Tail-percentile error of {what} against the best reference ({service} service); "
-            f"colour range ±{clip:g} %, {below}: optimistic"
+            f"colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic"
             + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else ""))
 
 
@@ -331,7 +344,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
          "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
          + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
-                                                                 ("invalid", "× on dark grey")) if k in kinds)
+                                                                 ("invalid", "× on a light hatch")) if k in kinds)
             + "." if marks else ""))])
 
 

@@ -41,14 +41,14 @@ def _scv_of(laws) -> dict:
 
 
 def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
-    """M/G/R: each law's sojourn time against the exponential case (same mean service time), per R that ran: the
-    Wasserstein distance of the law's simulation to the exponential simulation (solid), and to the closest of the
-    analytic methods (dashed; generic over methods: any method in the comparison except exact counts, named per
-    law and load at the dashed line's marker: :func:`_closest_letters`); colour = law; the simulations' own noise
-    shaded grey. Below, where the comparison has methods that take the law itself, their percentile error and the
-    exponential model's T's side by side in one panel of (R, ρ) cells (:func:`_law_cells_panel`); the legend and the
-    note on the R's without a value fill the row's first slot. ``laws``: the config's law strings (their SCV in the
-    legend)."""
+    """M/G/R: each law's sojourn time against the exponential case (same mean service time), one question per panel.
+    Upper row, one panel per R that ran: per law (colour) the Wasserstein distance of its simulation to the
+    exponential simulation (filled markers) and to the closest of the analytic methods (hollow markers; any method of
+    the comparison but exact counts), the simulations' own noise shaded grey; under each, a table of the closest
+    method per (law, load) (:func:`_closest_table`). Lower row, where the comparison has methods that take the law
+    itself: the exponential model's T's percentile error beside theirs per (law, cell) point
+    (:func:`_law_cells_panel`); the legend and the note on the R's without a value fill the row's first slot.
+    ``laws``: the config's law strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
@@ -58,51 +58,71 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
     ncol = max(len(Rv), 3) if law_rows else len(Rv)
-    fig = plt.figure(figsize=(3.4 * ncol + 1.0, 3.7 * (2 if law_rows else 1) + 2.2))
-    gs = fig.add_gridspec(2 if law_rows else 1, 1, hspace=0.45)
-    top = gs[0].subgridspec(1, ncol, wspace=0.32)
-    axes = [fig.add_subplot(top[0, j]) for j in range(len(Rv))]
+    table_h = 0.26 * (len(services) + 1)
+    heights = [3.1 + table_h + 0.55] + ([3.4] if law_rows else [])
+    fig = plt.figure(figsize=(3.7 * ncol + 0.9, sum(heights) + 2.0))
+    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.22)
+    upper = gs[0].subgridspec(2, ncol, height_ratios=[3.1, table_h], hspace=0.55 / (3.1 + table_h) * 2 + 0.05,
+                              wspace=0.3)
+    axes = [fig.add_subplot(upper[0, j]) for j in range(len(Rv))]
+    tables = [fig.add_subplot(upper[1, j]) for j in range(len(Rv))]
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
+    for j, (tab, ax, R) in enumerate(zip(tables, axes, Rv, strict=True)):
+        _closest_table(tab, ax, cmp, R, services, cand, cmap, names=j == 0)
     handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
     slot = None
     if law_rows:
-        low = gs[1].subgridspec(1, ncol, wspace=0.38)
+        low = gs[1].subgridspec(1, ncol, wspace=0.35)
         slot = fig.add_subplot(low[0, 0])
         slot.set_axis_off()
         row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
-    fig.subplots_adjust(left=0.08, right=0.97, top=0.88, bottom=0.07 if law_rows else 0.3)
+    fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.07 if law_rows else 0.22)
     if slot is not None:
         note = _empty_law_row_note(cmp, services, empty) if empty else ""
         if note:
-            slot.text(0.0, 1.12, note, transform=slot.transAxes, ha="left", va="top", fontsize=8.5, color="0.25",
+            slot.text(-0.2, 1.08, note, transform=slot.transAxes, ha="left", va="top", fontsize=9.5, color="0.2",
                       bbox={"facecolor": "0.97", "edgecolor": "0.75"})
-        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.12, 0.86 if note else 1.12),
-                    frameon=False, fontsize=8, handlelength=2.2, borderaxespad=0.0)
+        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.22, 0.66 if note else 1.08),
+                    frameon=False, fontsize=9.5, handlelength=1.6, borderaxespad=0.0)
     else:
-        _legend_below(fig, handles, labels, ncol=2, fontsize=8.5)
+        _legend_below(fig, handles, labels, ncol=2, fontsize=9.5)
     head = _mgr_headline(cmp, services) if law_rows else ""
     fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time" + (f"\n{head}" if head else "") + "\nupper row — solid: vs the M/M/R simulation; "
-                 "dashed: vs the closest analytic method (its name at each marker)", y=0.995, va="top",
-                 fontsize=10.5)
+                 "service time" + (f"\n{head}" if head else ""), y=0.995, va="top", fontsize=11.5)
     return common.save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
 
 
+#: the M/G/R upper row's markers: filled = W to the exponential (M/M/R) simulation, hollow = W to the closest method
+_LAW_MS = 8.0
+
+
+def _law_dodge(services, rho) -> dict:
+    """{law: its markers' x offset}: the laws side by side around each load, a fifth of the closest loads' gap
+    apart (a law's filled and hollow marker a little left and right of its offset), so that markers of equal W do
+    not hide one another."""
+    r = np.unique(np.asarray(rho, float))
+    gap = float(np.diff(r).min()) if r.size > 1 else 0.1
+    step = 0.2 * gap
+    return {s: step * (k - (len(services) - 1) / 2) for k, s in enumerate(services)}
+
+
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
-    """The M/G/R figure's upper row, one panel per R (a shared log y): per law the W to the exponential simulation
-    (solid) and to the closest method (dashed, hollow markers; its name at each marker: :func:`_closest_letters`),
-    the solid lines' noise shaded.
+    """The M/G/R figure's upper row, one panel per R (a shared log y trimmed to the data): per law (colour, the laws
+    side by side around each load) the W to the exponential simulation (filled markers, joined by a thin line) and
+    to the closest analytic method (hollow markers), the filled markers' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
     rho, run_ok = cmp["rho"].values, run_usable(cmp)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
-    kinds, noise_fill, dashed = set(), [], {}
+    dodge = _law_dodge(services, rho[np.isfinite(vs.values).any(axis=(0, 1))])
+    step = 2 * max(map(abs, dodge.values())) / max(1, len(services) - 1)
+    kinds, noise_fill, drawn = set(), [], []
     for ax, R in zip(axes, Rv, strict=True):
         strip = status_strip(ax)
         for k, svc in enumerate(services):
@@ -110,40 +130,45 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             y1 = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
             y2 = np.where(ok_run, w.sel(service=svc, R=R).min("approximation", skipna=True).values, np.nan)
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
+            x, half = rho + dodge[svc], 0.3 * step
             if ok1.any():
-                ax.plot(rho[ok1], y1[ok1], "-", color=cmap(k), marker="o", ms=3.5, lw=1.6)
+                ax.plot(x[ok1] - half, y1[ok1], "-", color=cmap(k), lw=0.9, alpha=0.55, zorder=2)
+                ax.plot(x[ok1] - half, y1[ok1], "o", color=cmap(k), ms=_LAW_MS, zorder=4)
             if ok2.any():
-                ax.plot(rho[ok2], y2[ok2], "--", color=cmap(k), lw=1.1, marker="o", ms=3.5, mfc="white")
-            dashed[R, svc] = y2
+                ax.plot(x[ok2] + half, y2[ok2], "o", color=cmap(k), ms=_LAW_MS, mfc="white", mew=1.8, zorder=5)
+            drawn += [y1[ok1], y2[ok2]]
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
         okn = np.isfinite(noise) & np.isfinite(vs.sel(R=R).values).any(0)
         if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
             noise_fill.append((ax, rho[okn], noise[okn]))
-            ax.plot(rho[okn], noise[okn], ":", color="0.45", lw=1.4, zorder=1)
         kinds |= strip.kinds
-        ax.set_xlabel("load ρ")
+        ax.set_xlabel("load ρ", fontsize=10)
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)])
-        strip.finish(title=f"R = {R}")
-    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})")
-    lo, hi = axes[0].get_ylim()  # the top on a labelled tick (1, 2, 5 × 10^k)
-    e = 10.0 ** np.floor(np.log10(hi))
-    axes[0].set_ylim(lo, 1.5 * min(v * e for v in (1, 2, 5, 10) if v * e >= hi * (1 - 1e-9)))
-    log_ticks(axes[0].yaxis)
+        ax.tick_params(labelsize=9.5)
+        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)], pad=max(map(abs, dodge.values())) + step)
+        strip.finish(title=f"R = {R}", fontsize=11)
+    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})", fontsize=10)
+    vals = np.concatenate(drawn) if drawn else np.array([])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    lo, hi = (vals.min() / 1.5, vals.max() * 1.5) if vals.size else axes[0].get_ylim()
+    axes[0].set_ylim(lo, hi)  # trimmed to the markers: the noise below the axis is no difference to show
+    log_ticks(axes[0].yaxis, minor_labels=np.log10(hi / lo) < 2.5)
+    seen = False
     for ax, x, y in noise_fill:
-        ax.set_autoscale_on(False)
-        ax.fill_between(x, lo, y, color="0.87", lw=0, zorder=0)
-    for ax, R in zip(axes, Rv, strict=True):
-        _closest_letters(ax, cmp, R, services, cand, cmap, {svc: dashed[R, svc] for svc in services})
-    return kinds, bool(noise_fill)
+        if (y > lo).any():
+            ax.set_autoscale_on(False)
+            ax.fill_between(x, lo, np.minimum(y, hi), color="0.87", lw=0, zorder=0)
+            ax.plot(x, y, ":", color="0.45", lw=1.4, zorder=1)
+            seen = True
+    return kinds, seen
 
 
 def _mgr_noise(cmp, R, services):
-    """The solid lines' noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each, about
-    sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise); NaN without sim_noise_wasserstein."""
+    """The filled markers' noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each,
+    about sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise); NaN without sim_noise_wasserstein."""
     if "sim_noise_wasserstein" not in cmp:
         return np.full(cmp.sizes["rho"], np.nan)
     nz = cmp["sim_noise_wasserstein"].sel(R=R)
@@ -154,7 +179,7 @@ def _mgr_noise(cmp, R, services):
 
 def closest_methods(cmp, svc, R, cand) -> dict:
     """{ρ: the method of ``cand`` with the smallest W to the law ``svc``'s simulation at (R, ρ)} over the cells the
-    M/G/R figure's dashed line draws (the simulation's run usable, some method with a value)."""
+    M/G/R figure's hollow markers draw (the simulation's run usable, some method with a value)."""
     ok_run = run_usable(cmp).sel(service=svc, R=R).values
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(service=svc, R=R, approximation=cand)
     out = {}
@@ -165,15 +190,30 @@ def closest_methods(cmp, svc, R, cand) -> dict:
     return out
 
 
-def _closest_letters(ax, cmp, R, services, cand, cmap, y) -> None:
-    """At each marker of a law's dashed line (``y``: {law: W per ρ}), the closest method's name
-    (:func:`closest_methods`): small, unboxed, in the law's colour, just right of the marker."""
+#: the closest-method table's type size (pt): legible at report size
+_TABLE_PT = 10
+
+
+def _closest_table(tab, ax, cmp, R, services, cand, cmap, names=True) -> None:
+    """Under the upper panel ``ax`` (x shared), a table in ``tab``: one row per law (its name and letters in its
+    colour), one column per load at the load's x, the closest method's name (:func:`closest_methods`) — one cell per
+    (law, load), so no two names can meet; "–" where the law has no hollow marker at that load. ``names``: the
+    laws' names left of the rows (the first panel's table; the others' rows in the same order and colours)."""
+    tab.set_xlim(ax.get_xlim())
+    tab.set_ylim(len(services) - 0.5, -1.3)
+    tab.set_axis_off()
+    tab.text(0.0, -1.0, "closest method (hollow marker):", transform=tab.get_yaxis_transform(), ha="left",
+             va="center", fontsize=_TABLE_PT - 0.5, color="0.25")
+    ticks = ax.get_xticks()
     for k, svc in enumerate(services):
-        for r, m in closest_methods(cmp, svc, R, cand).items():
-            j = int(np.argmin(np.abs(cmp["rho"].values - r)))
-            if np.isfinite(y[svc][j]):
-                ax.annotate(m, (r, y[svc][j]), xytext=(4, -1), textcoords="offset points", ha="left", va="top",
-                            fontsize=7, color=cmap(k), fontweight="bold", zorder=6)
+        best = closest_methods(cmp, svc, R, cand)
+        if names:
+            tab.text(-0.02, k, svc, transform=tab.get_yaxis_transform(), ha="right", va="center",
+                     fontsize=_TABLE_PT - 0.5, color=cmap(k))
+        for r in ticks:
+            m = next((v for key, v in best.items() if abs(key - r) < 1e-9), "–")
+            tab.text(r, k, m, ha="center", va="center", fontsize=_TABLE_PT, color=cmap(k),
+                     fontweight="bold" if m != "–" else "normal")
 
 
 def _mgr_headline(cmp, services) -> str:
@@ -198,18 +238,17 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], color=cmap(k), lw=2.5) for k in range(len(services))]
+    handles = [Line2D([], [], color=cmap(k), ls="none", marker="s", ms=9) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
-    handles += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5),
-                Line2D([], [], color="0.3", ls="--", marker="o", ms=3.5, mfc="white")]
-    labels += ["upper row, solid: vs the M/M/R simulation",
-               "upper row, dashed: vs the closest analytic\nmethod (its name at each marker)"]
+    handles += [Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS),
+                Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS, mfc="white", mew=1.8)]
+    labels += ["upper: W to the M/M/R simulation", "upper: W to the closest analytic\nmethod (named below the panel)"]
     if noise_drawn:
-        handles.append(Patch(facecolor="0.85", edgecolor="0.45", ls=":"))
-        labels.append("upper row, grey: the solid lines' own noise")
+        handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
+        labels.append("upper, grey: the simulations' noise")
     if law_rows:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
-        labels.append("lower panel, grey band: ±5 % error")
+        labels.append("lower, grey band: ±5 % error")
     return handles, labels
 
 
@@ -281,31 +320,34 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
                      {"service": services})]))
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
-        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (solid), and "
-        "between it and the closest analytic method's CDF (dashed: the smallest over every method of the comparison "
-        "but exact, which is the exponential M/M/R law itself and would repeat the solid line without its simulation "
-        "noise; the closest method's name beside its marker at each load), against ρ, one panel per R that ran"
-        + (f"; below, one panel of the (R, ρ) cells with a value (a category each, not a load axis): the error of the "
-           f"{_law_row_percentile(cmp):g}th percentile against each law's simulation of T for exponential service (✕) "
-           "and beside it of T with the law itself (filled markers; the ±5 % band shaded), each with its 95 % CI"
-           if law_rows else "") + ".", findings, limits,
-        [("The load axis is linear. The grey area up to the dotted line (where drawn) is the solid lines' own noise, "
-          "from the replications alone (sim_noise_wasserstein): a solid line in it shows no difference this run can "
-          "tell; a distance far above it is a real change of the sojourn-time law."
+        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (filled markers), "
+        "and between it and the closest analytic method's CDF (hollow markers: the smallest over every method of the "
+        "comparison but exact, which is the exponential M/M/R law itself and would repeat the filled marker without "
+        "its simulation noise), against ρ, one panel per R that ran, the laws side by side around each load (a law's "
+        "filled marker just left of its hollow one); under each panel a table names the closest method per law "
+        "(row) and load (column)"
+        + (f"; below, one category per (law, cell) point with a value (not a load axis): the error of the "
+           f"{_law_row_percentile(cmp):g}th percentile against the law's simulation of T for exponential service (✕, "
+           "left) and of T with the law itself (filled marker, right; the ±5 % band shaded), each with its 95 % CI "
+           "and its mean printed beside it" if law_rows else "") + ".", findings, limits,
+        [("The load axis is linear; the W axis is trimmed to the markers. The grey area up to the dotted line (where "
+          "it reaches the axis) is the filled markers' own noise, from the replications alone "
+          "(sim_noise_wasserstein): a filled marker in it shows no difference this run can tell; a distance far "
+          "above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
              f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
              "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
-def _linear_rho_axis(ax, ticks) -> None:
+def _linear_rho_axis(ax, ticks, pad=0.0) -> None:
     """A linear load axis over ``ticks`` (the loads that ran, labelled) with minor ticks every 0.1, so that unequal
-    gaps between the loads read as such."""
+    gaps between the loads read as such; ``pad``: room beyond the outer loads (markers dodged around them)."""
     from matplotlib.ticker import MultipleLocator
 
     ticks = np.asarray(ticks, float)
     if ticks.size:
         span = ticks.max() - ticks.min()
-        pad = 0.04 + 0.05 * span
+        pad = max(pad, 0.04 + 0.05 * span)
         ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
         close = ticks.size > 1 and np.diff(np.sort(ticks)).min() < 0.08 * max(span, 1e-9)  # 0.9, 0.95: upright
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=90 if close else 0)
@@ -363,50 +405,59 @@ def _law_row_has_values(cmp, services, R) -> bool:
 
 
 def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's lower panel: the error of :func:`_law_row_percentile` (method / simulation − 1, mean over
-    replications with its 95 % CI) at each (R, ρ) cell with a value (categorical x, no load axis): per law (colour)
-    the exponential model's T (✕) and beside it each method that takes the law itself (``law_method``: filled
-    markers), the ±5 % band shaded; the title states both ranges (:func:`_law_panel_finding`). Cells without a value
-    are named in the title. Returns the legend's (handles, labels) and the status kinds drawn."""
+    """The M/G/R figure's lower panel: one category per (law, cell) point with a value (no load axis), the error of
+    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) of the
+    exponential model's T (✕, left) beside each method that takes the law itself (``law_method``: filled markers,
+    right), in the law's colour, each mean printed beside its marker; the ±5 % band shaded; the title states both
+    ranges (:func:`_law_panel_finding`). Cells without a value are named in the title. Returns the legend's
+    (handles, labels) and the status kinds drawn."""
     from matplotlib.lines import Line2D
 
     q, rho = _law_row_percentile(cmp), cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
     marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
     vals = {R: {s: _law_row_series(cmp, s, R, q) for s in services} for R in Rv}
-    cells = [(R, j) for R in Rv for j in range(rho.size)
-             if any(np.isfinite(v[0][j]) for d in vals[R].values() for v in d.values())]
     keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
-    width = 0.8 / max(1, len(services) * len(keys))
+    points = [(R, j, k, s) for R in Rv for j in range(rho.size) for k, s in enumerate(services)
+              if any(np.isfinite(v[0][j]) for v in vals[R][s].values())]
+    width = 0.3 / max(1, len(keys) - 1)
     ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
     ax.axhline(0.0, color="0.5", lw=0.8)
-    for x, (R, j) in enumerate(cells):
-        for k, s in enumerate(services):
-            for n, m in enumerate(keys):
-                y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
-                if np.isfinite(y):
-                    xx = x - 0.4 + width * (k * len(keys) + n + 0.5)
-                    ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=2,
-                                marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=5, lw=1.1)
-        if x:
-            ax.axvline(x - 0.5, color="0.8", lw=0.8)
-    ax.set_xticks(range(len(cells)), [f"R = {R}\nρ = {rho[j]:g}" for R, j in cells], fontsize=8.5)
-    ax.set_xlim(-0.5, len(cells) - 0.5)
+    for x, (R, j, k, s) in enumerate(points):
+        for n, m in enumerate(keys):
+            y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
+            if not np.isfinite(y):
+                continue
+            xx = x + (n - (len(keys) - 1) / 2) * width if len(keys) > 1 else x
+            ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=3, lw=1.3,
+                        marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2)
+            left = n < (len(keys) - 1) / 2  # the outer side of its marker: the pair's labels never meet
+            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, y), xytext=(-7 if left else 7, 0),
+                        textcoords="offset points", ha="right" if left else "left", va="center", fontsize=9.5,
+                        color=cmap(k), bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+        if x and points[x - 1][:2] != (R, j):
+            ax.axvline(x - 0.5, color="0.6", lw=1.0)
+    ax.set_xticks(range(len(points)), [f"{s}\nR = {R}, ρ = {rho[j]:g}" for R, j, _, s in points], fontsize=9.5)
+    for lab, (_, _, k, _) in zip(ax.get_xticklabels(), points, strict=True):
+        lab.set_color(cmap(k))
+    ax.set_xlim(-0.6, len(points) - 0.4)
+    ax.tick_params(axis="y", labelsize=9.5)
     ax.grid(alpha=0.3, axis="y")
-    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=9)
+    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=10)
     merged = {(R, s): v for R in Rv for s, v in vals[R].items()}
+    cells = {(R, j) for R, j, _, _ in points}
     missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
                and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
-    ax.set_title(f"{q:g}th-percentile error\nT for exponential service (✕):"
-                 + _law_panel_finding(merged, True).replace("\n", " ") + f"\n{listing(methods)} with the law itself:"
+    ax.set_title(f"{q:g}th-percentile error per (law, cell): T for exponential service (✕)"
+                 + _law_panel_finding(merged, True).replace("\n", " ") + f";\n{listing(methods)} with the law itself"
                  + _law_panel_finding(merged, False).replace("\n", " ")
                  + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
-                    if missing else ""), fontsize=9, loc="left")
-    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=5, ls="none") for j in range(len(methods))]
-    labels = [f"lower panel: {m} with the law itself (95 % CI)" for m in methods]
+                    if missing else ""), fontsize=10, loc="left")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, ls="none") for j in range(len(methods))]
+    labels = [f"lower: {m} with the law itself (95 % CI)" for m in methods]
     if None in keys:
-        handles.append(Line2D([], [], color="0.3", marker="x", ms=5, ls="none"))
-        labels.append("lower panel: T for exponential service\n(the M/M/R model; 95 % CI)")
+        handles.insert(0, Line2D([], [], color="0.3", marker="x", ms=8, mew=2, ls="none"))
+        labels.insert(0, "lower: T for exponential service\n(the M/M/R model; 95 % CI)")
     return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
 
 

@@ -49,6 +49,11 @@ def _shared_points(present):
 
 #: the paper's value in the reproduction figures: a wide black bar (unlike every status mark and every marker of ours)
 _PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
+#: the paper's value where the sign is told by the fill: a wide black bar, filled (conservative) or hollow
+_PAPER_BAR = {"ls": "none", "marker": [(-1.0, -0.28), (1.0, -0.28), (1.0, 0.28), (-1.0, 0.28), (-1.0, -0.28)],
+              "color": "k", "ms": 18, "mew": 1.6}
+#: a size below the log axis's floor (the value table prints 0): a "0" on the floor, in the family's colour
+_ZERO_MARK = {"marker": "$0$", "ms": 8}
 
 
 def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
@@ -66,7 +71,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                          f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.5 * len(pts) + 1.8), (4.0 if values else 3.1) * len(P)
+    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.66 * len(pts) + 2.0), (3.9 if values else 3.1) * len(P)
                                                  + 0.4), squeeze=False, sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
@@ -87,9 +92,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         signed = {"paper": (x, paper)}
         if absolute or floor:
             paper = np.abs(paper)
-        if not floor:
-            ax.axhline(0, color="0.5", lw=0.7)
-        ax.plot(x, paper if not floor else np.maximum(paper, floor), **_PAPER_MARK, zorder=5)
+        _paper_values(ax, x, paper, signed["paper"][1], floor)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
@@ -104,25 +107,38 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
-        ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=7.5)
+        ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=9)
+        ax.tick_params(axis="y", labelsize=9.5)
         ax.tick_params(axis="x", labelbottom=True)
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
-        ax.set_ylabel(what, fontsize=8.5)
+        ax.set_ylabel(what, fontsize=9.5)
         if floor:
             _magnitude_axis(ax, signed, floor)
-        strip.finish(title=f"{p:g}th percentile")
+        strip.finish(title=f"{p:g}th percentile", fontsize=10.5, label_size=9)
         if values:
             _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
-    axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=8.5)
+    axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=9.5)
     if values:
-        axes[-1].xaxis.labelpad = 70
-    fig.tight_layout(h_pad=1.0)
-    h, lab = _beside_legend(fams, prefix, drawn)
+        axes[-1].xaxis.labelpad = 20 + 14 * (len(fams) + 1)
+    fig.tight_layout(h_pad=0.4)
+    h, lab = _beside_legend(fams, prefix, drawn, signed=bool(floor))
     sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=8)
-    fig.suptitle(title, y=1.0, va="bottom", fontsize=10)
+    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=9.5)
+    fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
+
+
+def _paper_values(ax, x, paper, signed, floor) -> None:
+    """The paper's values in a reproduction panel: black bars at ``paper``; with ``floor`` (a log axis of sizes) the
+    sign by the fill — filled conservative, hollow optimistic (``signed``: the signed values)."""
+    if not floor:
+        ax.axhline(0, color="0.5", lw=0.7)
+        ax.plot(x, paper, **_PAPER_MARK, zorder=5)
+        return
+    for pos, face in ((True, "k"), (False, "white")):
+        k = np.isfinite(signed) & ((signed > 0) == pos)
+        ax.plot(x[k], np.maximum(paper[k], floor), **{**_PAPER_BAR, "mfc": face}, zorder=4)
 
 
 def _no_value_marks(strip, fams, missing, x, bg) -> None:
@@ -144,15 +160,18 @@ def _value_rows(ax, x, paper, ours) -> None:
     hard to read off."""
     import matplotlib.transforms as mtransforms
 
-    tr = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
     rows = [("paper", paper, "k")] + [(_FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "ours, "), v,
                                         _FAMILY_STYLE.get(f, ("0.4", "d", f))[0]) for f, v in ours.items()]
     for r, (name, vals, c) in enumerate(rows):
-        y = -0.3 - 0.085 * r
-        ax.text(-0.02, y, name.split(" (")[0], transform=ax.transAxes, ha="right", va="center", fontsize=7.5, color=c,
+        dy = -42 - 14 * r  # points under the axis: below the two-line tick labels, one 9-pt row each
+        at = mtransforms.offset_copy(mtransforms.blended_transform_factory(ax.transAxes, ax.transAxes), fig=ax.figure,
+                                     y=dy, units="points")
+        ax.text(-0.01, 0.0, name.split(" (")[0], transform=at, ha="right", va="center", fontsize=9, color=c,
                 fontweight="bold")
+        tr = mtransforms.offset_copy(mtransforms.blended_transform_factory(ax.transData, ax.transAxes), fig=ax.figure,
+                                     y=dy, units="points")
         for xi, v in zip(x, vals, strict=True):
-            ax.text(xi, y, _table_number(v), transform=tr, ha="center", va="center", fontsize=7.5, color=c)
+            ax.text(xi, 0.0, _table_number(v), transform=tr, ha="center", va="center", fontsize=9, color=c)
 
 
 def _table_number(v) -> str:
@@ -163,40 +182,72 @@ def _table_number(v) -> str:
 
 
 def _ours_family(ax, fam, xs, vals, rk, absolute, floor=None) -> set:
-    """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs`` (filled against exact,
-    hollow with its CI against the simulation; ``absolute``: |error|, its CI folded at 0; ``floor``: a log axis's
-    bottom, a smaller value drawn on it). Returns the reference kinds drawn."""
+    """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs``. Without ``floor``:
+    filled against exact, hollow with its CI against the simulation (``absolute``: |error|, its CI folded at 0). With
+    ``floor`` (a log axis of sizes from there up): the sign by the fill — filled conservative (above the reference),
+    hollow optimistic — the CI whisker only where the reference is our simulation, and a size below the floor as
+    :data:`_ZERO_MARK` on it. Returns the reference kinds drawn (and "zero" where a size lies below the floor)."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
-    if absolute:
+    signed = np.asarray(m, float)
+    if absolute or floor:
         a_, b_ = np.abs(lo), np.abs(hi)
         straddle = (lo <= 0) & (hi >= 0)
         lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
-    if floor:
-        lo, hi, m = (np.maximum(v, floor) for v in (lo, hi, m))
     ok = np.isfinite(m)
     drawn = set()
+    if floor:
+        zero = ok & (m < floor)
+        if zero.any():
+            ax.plot(xs[zero], np.full(int(zero.sum()), floor), ls="none", color=color, **_ZERO_MARK, zorder=6)
+            drawn.add("zero")
+        lo, hi = np.maximum(lo, floor), np.maximum(hi, floor)
+        for pos, face in ((True, color), (False, "white")):
+            sel = ok & ~zero & ((signed > 0) == pos)
+            if not sel.any():
+                continue
+            for rkind in (REF_EXACT, REF_SIMULATION):
+                k = sel & (rk == rkind)
+                if k.any():
+                    drawn.add(rkind)
+                    err = (np.vstack([np.maximum(m[k] - lo[k], 0), np.maximum(hi[k] - m[k], 0)])
+                           if rkind == REF_SIMULATION else None)
+                    ax.errorbar(xs[k], m[k], yerr=err, fmt=marker, color=color, mfc=face, mew=1.6, ms=7.5, lw=1.2,
+                                capsize=3, zorder=5)
+        return drawn
     for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
         sel = ok & (rk == rkind)
         if sel.any():
             drawn.add(rkind)
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=5, lw=1, capsize=2,
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=6, lw=1, capsize=2,
                         label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
     return drawn
 
 
-def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
-    """The reproduction panels' legend: plain markers (no error-bar glyph: against exact there is no interval)."""
+def _beside_legend(fams, prefix, drawn, signed=False) -> tuple[list, list]:
+    """The reproduction panels' legend: plain markers (no error-bar glyph: against exact there is no interval).
+    ``signed``: the sign by the fill (filled conservative, hollow optimistic; :func:`_ours_family`)."""
     from matplotlib.lines import Line2D
 
-    h = [Line2D([], [], **_PAPER_MARK)]
+    h = [Line2D([], [], **(_PAPER_BAR if signed else _PAPER_MARK))]
     lab = ["paper (one simulation seed): black bar"]
     for fam in fams:
         color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
-        h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=5))
+        h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=7.5 if signed else 5))
         lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method at that percentile)"
                             if prefix == "pct" else " (its best method by W)"))
+    if signed:
+        h += [Line2D([], [], ls="none", marker="s", color="0.3", ms=7.5),
+              Line2D([], [], ls="none", marker="s", color="0.3", mfc="white", mew=1.6, ms=7.5)]
+        lab += ["filled: conservative (above the reference)", "hollow: optimistic (below the reference)"]
+        if "zero" in drawn:
+            h.append(Line2D([], [], ls="none", color="0.3", **_ZERO_MARK))
+            lab.append(f"0 (below {PCT_FLOOR:g}), on the floor")
+        if REF_SIMULATION in drawn:
+            h.append(Line2D([], [], ls="-", marker="|", color="0.3", ms=8))
+            lab.append("with a 95 % CI whisker: against our simulation (exact did not run)")
+        return h, lab
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
         lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
@@ -204,26 +255,16 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
 
 
 def _magnitude_axis(ax, signed, floor) -> None:
-    """A log y axis of sizes from ``floor`` (its tick '<floor': a smaller size sits on it) to the decade above the
-    largest, each point's sign as + or − beside it (``signed``: {'paper' or family: (x, signed values)}; the paper's
-    left of its bar, ours above the marker; none on the floor, where the sign means nothing)."""
+    """A log y axis of sizes from ``floor`` (a smaller size sits on it, drawn as :data:`_ZERO_MARK`) to just above the
+    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades."""
     ax.set_yscale("log")
     hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
-    top = 10.0 ** math.ceil(math.log10(hi * 1.2))
-    ax.set_ylim(floor / 1.6, top)
-    dec = [floor * 10.0 ** k for k in range(round(math.log10(top / floor)) + 1)]
-    ax.set_yticks(dec, [f"<{floor:g}" if d == floor else f"{d:g}" for d in dec])
+    top = hi * 2.0
+    ax.set_ylim(floor / 1.8, top)
+    dec = [floor * 10.0 ** k for k in range(math.floor(math.log10(top / floor) + 1e-9) + 1)]
+    ax.set_yticks(dec, [f"{d:g}" for d in dec])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.axhline(floor, color="0.6", lw=0.7, ls=":")
-    for name, (xs, v) in signed.items():
-        color = "k" if name == "paper" else _FAMILY_STYLE.get(name, ("0.4",))[0]
-        paper = name == "paper"  # its sign boxed left of the bar: a bare '−' there reads as the bar going on
-        off, ha, va = ((-11, 0), "right", "center") if paper else ((0, 4), "center", "bottom")
-        box = {"boxstyle": "round,pad=0.12", "fc": "white", "ec": "0.4", "lw": 0.6} if paper else None
-        for xi, vi in zip(xs, v, strict=True):
-            if np.isfinite(vi) and abs(vi) >= floor:
-                ax.annotate("+" if vi > 0 else "−", (xi, abs(vi)), xytext=off, textcoords="offset points", ha=ha,
-                            va=va, fontsize=7.5, fontweight="bold", color=color, zorder=6, bbox=box)
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -256,7 +297,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         refvar="percentile_error_reference", fams=fams,
         relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
         # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"|method − reference| ({TIME_UNIT})\nlog; sign beside each point",
+        title=_pct_title(rep), what=f"|method − reference|\n({TIME_UNIT}, log scale)",
         absolute=False, kw=kw, floor=PCT_FLOOR, values=True)
     return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                          "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
@@ -287,10 +328,11 @@ def _pct_title(rep) -> str:
         head.append(f"no value of ours at {km} points, where the paper's errors are "
                     + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
                        f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
-    lines = [f"{h[0].upper()}{h[1:]}." for h in head]  # one sentence a line
-    return ("\n".join(["Paper §6.1/§6.2, percentile error of the best method"] + lines)
-            + f"\n(higher = larger error; − optimistic, + conservative; {have} of the table's {total} cells "
-               "in this run)")
+    first = f"{head[0][0].upper()}{head[0][1:]}" if head else "Paper §6.1/§6.2"
+    rest = head[1:] + [f"{have} of the table's {total} cells in this run"]
+    return (first + (" (§6.1/§6.2, percentile error of the best method)" if head else
+                     ": percentile error of the best method") + f"\n{rest[0][0].upper()}{rest[0][1:]}"
+            + "".join(f"; {r}" for r in rest[1:]))
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -381,13 +423,16 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
         "cells of its table this run has: the paper's value (black bars) and, per family, the best method of "
         "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
-        [("Ours is measured against the best reference: exact's percentile where exact ran (filled, no noise), else "
-         "our mean simulated percentile (hollow, with its 95% CI); "
-         + (f"both in {TIME_UNIT}, as the paper's table (method − its simulation), so the paper's value is drawn "
-            "also where we have no reference. The axis is logarithmic in the size |method − reference| (higher = "
-            "larger error), each sign beside its point (− optimistic, + conservative; the paper's boxed left of its "
-            f"bar); a size below {PCT_FLOOR:g} sits on the bottom edge. " if prefix == "pct" else
-            "both are shown as a share of that reference percentile, the paper's too. ")
+        [("Ours is measured against the best reference: exact's percentile where exact ran (no noise), else our "
+          "mean simulated percentile "
+         + (f"(with its 95% CI whisker); both in {TIME_UNIT}, as the paper's table (method − its simulation), so the "
+            "paper's value is drawn also where we have no reference. The axis is logarithmic in the size |method − "
+            "reference| (higher = larger error); the fill tells the sign, the paper's bar and ours alike: filled = "
+            "conservative (above the reference), hollow = optimistic (below); a size below "
+            f"{PCT_FLOOR:g} is drawn as a 0 on the floor (no sign), and the table under each panel prints every "
+            "signed value. " if prefix == "pct" else
+            "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
+            "percentile, the paper's too. ")
          + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
          "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
 

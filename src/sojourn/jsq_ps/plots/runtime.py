@@ -40,15 +40,19 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
     meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho)
     ax.set_yscale("log")
+    lo, hi = ax.dataLim.y0, ax.dataLim.y1  # both ends on a labelled decade: the longest whisker has one above it
+    if 0 < lo < hi:
+        ax.set_ylim(10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi) + 0.02))
     log_ticks(ax.yaxis)
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
-    ax.set_xlabel("servers R")
+    ax.set_xlabel("servers R (log scale)")
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
     ax.set_title("Run time of each method family per cell, where it ran (median over its methods and loads; whisker: "
-                 "fastest to slowest cell)\nmedians: " + ", ".join(f"{lab.split(' (')[0]} {_g(v, 1)} s"
+                 "fastest to slowest cell)\nmedians: " + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s"
                                                               for lab, (_, v) in meds.items()), fontsize=9.5)
+    # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
     if partial:

@@ -13,7 +13,6 @@ from ...core.present.figures import (
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
     log_ticks,
-    status_handles,
     status_strip,
 )
 from .. import claims as Q
@@ -36,12 +35,10 @@ from .common import (
     W_FLOOR,
     _g,
     _legend_below,
-    _reference_handles,
     _shown_note,
     _shown_R,
     series,
 )
-from .laws import _linear_rho_axis
 
 
 # =========================================================================== Wasserstein distance
@@ -54,64 +51,99 @@ def _family_lines(cmp):
 
 
 #: a W below the axis floor, drawn on the bottom edge: an arrow down (no method's marker)
-_CLIP_MARK = {"marker": r"$\downarrow$", "ms": 10}
+_CLIP_MARK = {"marker": r"$\downarrow$", "ms": 11}
+#: the type size (pt) of every letter a reader must read in the Wasserstein figure
+_LETTER_PT = 9.5
+
+
+def _load_forward(rho):
+    """The load axis's scale: −log10(1 − ρ), so that 0.9, 0.95 and 0.99 stand as far apart as 0.1, 0.5 and 0.9
+    (high load, where the methods part, gets the room)."""
+    with np.errstate(all="ignore"):
+        return -np.log10(1.0 - np.minimum(np.asarray(rho, float), 1.0 - 1e-9))
+
+
+def _load_inverse(u):
+    return 1.0 - 10.0 ** (-np.asarray(u, float))
+
+
+def _load_axis(ax, ticks) -> None:
+    """A load axis on the scale −log10(1 − ρ) (:func:`_load_forward`), ticked and labelled at the grid's loads
+    ``ticks`` (horizontal), a margin either side."""
+    ax.set_xscale("function", functions=(_load_forward, _load_inverse))
+    ticks = np.asarray(ticks, float)
+    if ticks.size:
+        u = _load_forward(ticks)
+        pad = 0.07 * max(float(u.max() - u.min()), 0.3)
+        ax.set_xlim(float(_load_inverse(u.min() - pad)), float(_load_inverse(u.max() + pad)))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
 
 
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
-    ρ, one column per R that ran (at most five), one row per family; where a method is set against the simulation,
-    the simulation's own noise (``sim_noise_wasserstein``: no method can look closer) as a grey area; status
-    marks in a strip above each panel, one labelled row per method (every panel keeps the same strip height)."""
+    ρ on a high-load-friendly axis (:func:`_load_axis`), one row per R that ran (at most five), one column per family;
+    where a method is set against the simulation, the simulation's own noise (``sim_noise_wasserstein``: no method
+    can look closer) as a grey area; status marks in a strip above each panel, one labelled row per method (every
+    panel keeps the same strip height); a panel where every line lies below the floor is a note instead. Letters at
+    the points are placed where they meet no other (:func:`_place_letters`)."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
     all_R = c["R"].values
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
-    fig, axes = plt.subplots(len(rows), len(Rv), figsize=(3.0 * len(Rv) + 1.2, 3.2 * len(rows) + 0.4),
-                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.62, "wspace": 0.12})
-    kinds, floor_hit, noise_drawn, strips = set(), False, False, []
-    for r, (title, lines) in enumerate(rows):
+    fig, axes = plt.subplots(len(Rv), len(rows), figsize=(5.6 * len(rows) + 1.4, 2.8 * len(Rv) + 1.9),
+                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.75, "wspace": 0.14})
+    kinds, floor_hit, noise_drawn, strips, letters = set(), False, False, [], []
+    for f, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
-            strip, hit, nz, low = _w_panel(axes[r, k], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]))
+            strip, hit, nz, low = _w_panel(axes[k, f], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]), letters)
             floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
             kinds |= strip.kinds
-            strips.append((strip, R, low))
-        axes[r, 0].set_ylabel(f"{title}\nW ({TIME_UNIT})", fontsize=9)
-    reserve = max(len(s.rows) for s, _, _ in strips)
-    for (strip, R, low), ax in zip(strips, axes.ravel(), strict=True):  # every strip the same height: rows line up
-        strip.finish(title=f"R = {R}", reserve=reserve, label_size=9)
-        if low:  # the panel's only news, in a box where its lines would be
-            ax.text(0.5, 0.5, f"every line here:\nW < {W_FLOOR:g} at every load\n(on exact)", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=9, color="0.2",
-                    bbox={"boxstyle": "round,pad=0.6", "fc": "white", "ec": "0.6"})
+            strips.append((strip, R, low, title, k))
+    fig.subplots_adjust(left=0.09, right=0.95, top=1 - 1.25 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
+    reserve = max(len(s.rows) for s, *_ in strips)
+    first = {title: min((k for _, _, low, t, k in strips if t == title and not low), default=0) for title, _ in rows}
+    for (strip, R, low, title, k), ax in zip(strips, axes.T.ravel(), strict=True):
+        if low:  # nothing above the floor: a note where the panel would be (its lines say nothing more)
+            ax.set_axis_off()
+            ax.text(0.5, 0.45, f"R = {R}, {title}:\nevery line W < {W_FLOOR:g} against exact at every load\n"
+                    "(nothing to draw)", transform=ax.transAxes, ha="center", va="center", fontsize=_LETTER_PT + 0.5,
+                    color="0.2", bbox={"boxstyle": "round,pad=0.6", "fc": "0.97", "ec": "0.6"})
+            continue
+        strip.finish(title=(f"{title} — " if k == first[title] else "") + f"R = {R}", fontsize=10.5,
+                     reserve=reserve, label_size=9, row_pt=10.5)
+    for ax in axes.ravel():
+        ax.tick_params(axis="both", labelsize=_LETTER_PT)
+        ax.tick_params(axis="x", labelbottom=True, rotation=0)
     for ax in axes[-1, :]:
-        ax.set_xlabel("load ρ", fontsize=9)
-        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
-    for ax in axes[0, :]:
-        ax.tick_params(axis="x", labelbottom=True, labelsize=7.5)
+        ax.set_xlabel("load ρ (axis: −log(1 − ρ), so that high loads stand apart)", fontsize=10)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"W ({TIME_UNIT})", fontsize=10)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
-    h, lab = _w_legend(rows, d, Rv, all_R, c["approximation"].values.tolist(), noise_drawn, floor_hit)
-    sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=3, y=0.02)
-    cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn)
+    h, lab = _w_legend(rows, noise_drawn)
+    _legend_below(fig, h, lab, ncol=3, fontsize=_LETTER_PT, y=0.0)
+    _place_letters(fig, letters)
+    cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn, kinds, floor_hit)
     # the title's finding is the caption's (the same claim, from the same data)
     lead = next((getattr(c, "text", "") for c in cap.findings
                  if getattr(c, "text", "").startswith("The closest corrected method")), "")
-    fig.suptitle(f"How far each method's sojourn-time distribution is from the truth ({service} service)\n"
-                 "Wasserstein distance W to exact where it ran (filled), else to the simulation (hollow): lower = "
-                 "closer" + (f"\n{lead}" if lead else ""), y=0.995, va="bottom", fontsize=10.5)
+    fig.suptitle((f"{lead.removesuffix('.')} ({service} service)\n" if lead else
+                  f"How far each method's sojourn-time distribution is from the truth ({service} service)\n")
+                 + "Wasserstein distance W to exact where it ran (filled markers), else to the simulation (hollow): "
+                 "lower = closer", y=0.995, va="top", fontsize=11)
     return common.save(fig, stem, caption=cap, **kw)
 
 
-def _w_panel(ax, cmp, c, d, lines, i):
-    """One panel of the Wasserstein figure (R index ``i``) on a linear load axis (ticks at the grid loads): each
-    line's W (filled against exact, hollow against the simulation; the line broken where W drops below
-    :data:`W_FLOOR`, one arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F row the six lines
-    are thin and grey, and the closest of them at each load is one bold line with its letter at each point
-    (:func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the status marks in
-    the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise is drawn,
-    whether every line lies below the floor)."""
+def _w_panel(ax, cmp, c, d, lines, i, letters):
+    """One panel of the Wasserstein figure (R index ``i``) on the load axis (:func:`_load_axis`): each line's W
+    (filled against exact, hollow against the simulation; the line broken where W drops below :data:`W_FLOOR`, one
+    arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F row the six lines are thin and grey,
+    and the closest of them at each load is one bold line, its letter asked for at each point (appended to
+    ``letters``: :func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the
+    status marks in the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise
+    is drawn, whether every line lies below the floor)."""
     methods, rho = c["approximation"].values.tolist(), c["rho"].values
     xp = np.asarray(rho, dtype=float)
     W, ref, status = d["W"].values, d["reference"].values, d["status"].values
@@ -128,17 +160,17 @@ def _w_panel(ax, cmp, c, d, lines, i):
         for key in ("not_run", "invalid"):
             strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
     if under:
-        _closest_line(ax, xp, W[i][:, cols], ref[i][:, cols], [sr.method for sr in lines])
+        letters += _closest_line(ax, xp, W[i][:, cols], ref[i][:, cols], [sr.method for sr in lines])
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
     strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    _linear_rho_axis(ax, xp)
-    low = not shown and bool(np.isfinite(W[i][:, cols]).any())
-    floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in its strip instead
+    _load_axis(ax, xp)
+    low = not shown and bool(np.isfinite(W[i][:, cols]).any()) and not strip.kinds
+    floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in a note instead
     if floor_hit:
-        _floor_arrows(ax, xp, below_all, lines)
+        letters += _floor_arrows(ax, xp, below_all, lines)
     return strip, floor_hit, noise_drawn, low
 
 
@@ -164,7 +196,7 @@ def _w_line(ax, xp, y, ref, sr, under) -> bool:
     ax.plot(xp[ok], yy, sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
     for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
         sel = above & (ref == rk)
-        ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=5.2, mfc=face, mec=sr.color, mew=1.2,
+        ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=6, mfc=face, mec=sr.color, mew=1.3,
                 ls="none", zorder=4)
     return True
 
@@ -184,24 +216,63 @@ def closest_letters(W, names, tol=None) -> list[str]:
     return out
 
 
-def _closest_line(ax, xp, W, ref, names) -> None:
+def _closest_line(ax, xp, W, ref, names) -> list:
     """The closest of ``names`` at each load as one bold line (filled marker against exact, hollow against the
-    simulation), its letter (and those within :data:`W_COINCIDE`) above each point."""
+    simulation); returns the letters it asks for, one per point (with those within :data:`W_COINCIDE`): (axes, x,
+    y, text, colour, None) for :func:`_place_letters`."""
     with np.errstate(all="ignore"):
         k = np.argmin(np.where(np.isfinite(W), W, np.inf), axis=1)
     best = W[np.arange(len(xp)), k]
     on = np.isfinite(best) & (best >= W_FLOOR)
     if not on.any():
-        return
+        return []
     ax.plot(xp, np.where(on, best, np.nan), "-", **_CLOSEST)
     vs_exact = on & (ref[np.arange(len(xp)), k] == REF_EXACT)
-    ax.plot(xp[vs_exact], best[vs_exact], "o", ms=5, color=_CLOSEST["color"], zorder=5)
-    ax.plot(xp[on & ~vs_exact], best[on & ~vs_exact], "o", ms=5, mfc="white", mec=_CLOSEST["color"], zorder=5)
-    for x, y, text in zip(xp, best, closest_letters(W, names), strict=True):
-        if text:
-            ax.annotate(text, (x, y), xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7.5, fontweight="bold", color=_CLOSEST["color"], zorder=6,
-                        bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.7})
+    ax.plot(xp[vs_exact], best[vs_exact], "o", ms=6, color=_CLOSEST["color"], zorder=5)
+    ax.plot(xp[on & ~vs_exact], best[on & ~vs_exact], "o", ms=6, mfc="white", mec=_CLOSEST["color"], zorder=5)
+    return [(ax, x, y, text, _CLOSEST["color"], None)
+            for x, y, text in zip(xp, best, closest_letters(W, names), strict=True) if text]
+
+
+#: where a point's letter may stand, tried in this order (offset in points, horizontal and vertical alignment)
+_LETTER_SPOTS = (((0, 6), "center", "bottom"), ((0, -7), "center", "top"), ((7, 2), "left", "bottom"),
+                 ((-7, 2), "right", "bottom"), ((7, -2), "left", "top"), ((-7, -2), "right", "top"),
+                 ((0, 17), "center", "bottom"), ((0, -18), "center", "top"))
+
+
+def _place_letters(fig, letters) -> int:
+    """Draw each letter (``letters``: (axes, x, y, text, colour, fixed offset or None)) at the first of
+    :data:`_LETTER_SPOTS` where its box meets no letter placed before it, no point of the letters' own lines and
+    stays inside its panel (the fixed ones — the floor arrows' — first, where they are). Computed with the figure's
+    renderer once the axes' limits are final. Returns how many letters found no free spot (drawn at the first)."""
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()
+    pt = fig.dpi / 72.0
+    points = [ax.transData.transform((x, y)) for ax, x, y, *_ in letters]
+    dots = [Bbox.from_extents(px - 4 * pt, py - 4 * pt, px + 4 * pt, py + 4 * pt) for px, py in points]
+    placed, crowded = [], 0
+    for ax, x, y, text, color, fixed in sorted(letters, key=lambda r: r[5] is None):
+        spots = [fixed] if fixed is not None else _LETTER_SPOTS
+        frame = ax.get_window_extent(renderer).expanded(1.0, 1.0).padded(-1)
+        for n, (off, ha, va) in enumerate(spots):
+            t = ax.annotate(text, (x, y), xytext=off, textcoords="offset points", ha=ha, va=va, fontsize=_LETTER_PT,
+                            fontweight="bold", color=color, zorder=6, annotation_clip=False)
+            box = t.get_window_extent(renderer)
+            free = (fixed is not None or (not any(box.overlaps(b) for b in placed)
+                                          and not any(box.overlaps(b) for b in dots)
+                                          and frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)))
+            if free or n == len(spots) - 1:
+                if not free:
+                    t.remove()
+                    t = ax.annotate(text, (x, y), xytext=spots[0][0], textcoords="offset points", ha=spots[0][1],
+                                    va=spots[0][2], fontsize=_LETTER_PT, fontweight="bold", color=color, zorder=6)
+                    box = t.get_window_extent(renderer)
+                    crowded += 1
+                placed.append(box)
+                break
+            t.remove()
+    return crowded
 
 
 def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
@@ -216,7 +287,7 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     if not sel.any():
         return False
     x = xp[sel]
-    x = np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size) if x.size == 1 else x
+    x = np.minimum(np.repeat(x, 2) + np.tile([-0.02, 0.02], x.size), 0.999) if x.size == 1 else x
     ax.fill_between(x, W_FLOOR, np.interp(x, xp[sel], noise[sel]), color=NOISE_FILL, edgecolor="0.7", lw=0.6,
                     zorder=1)
     return True
@@ -226,22 +297,23 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
 W_COINCIDE = 0.10
 
 
-def _floor_arrows(ax, xp, below, lines) -> None:
-    """One arrow on the bottom edge at each load position where a line has W < :data:`W_FLOOR`, the letters of those
-    lines stacked to its right, each in its line's colour (one arrow per line would pile up; beside it, not above,
-    the letters stay clear of a marker just above the edge)."""
+def _floor_arrows(ax, xp, below, lines) -> list:
+    """One arrow on the bottom edge at each load position where a line has W < :data:`W_FLOOR`; returns the letters
+    of those lines, stacked to its right, each in its line's colour (fixed offsets, for :func:`_place_letters`)."""
+    out = []
     for j, x in enumerate(xp):
         who = [sr for sr, b in zip(lines, below[j], strict=True) if b]
         if not who:
             continue
         ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
-        for k, sr in enumerate(who):
-            ax.annotate(sr.method, (x, W_FLOOR), xytext=(6, 0.5 + 7 * k), textcoords="offset points", ha="left",
-                        va="bottom", fontsize=6.5, color=sr.color, fontweight="bold", zorder=5)
+        out += [(ax, x, W_FLOOR, sr.method, sr.color, ((6, 1 + 11 * k), "left", "bottom"))
+                for k, sr in enumerate(who)]
+    return out
 
 
-def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
-    """The Wasserstein figure's legend entries: the lines, the noise area, the two references, the bottom arrow."""
+def _w_legend(rows, noise_drawn):
+    """The Wasserstein figure's legend: the line styles and the noise area (the markers' and the strip's symbols are
+    explained in the caption)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -261,17 +333,6 @@ def _w_legend(rows, d, Rv, all_R, methods, noise_drawn, floor_hit):
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
-    rh, rl = _reference_handles()
-    ref = d["reference"].values
-    sub = ref[:, :, [methods.index(sr.method) for _, lines in rows for sr in lines]][np.isin(all_R, Rv)]
-    for hh, ll, k in zip(rh, rl, (REF_EXACT, REF_SIMULATION), strict=True):
-        if (sub == k).any():
-            h.append(hh)
-            lab.append(ll)
-    if floor_hit:
-        h.append(Line2D([], [], ls="none", **_CLIP_MARK, color="0.3"))
-        lab.append(f"arrow on the bottom edge: W < {W_FLOOR:g} against exact (the line breaks), for the letters "
-                   "beside it")
     return h, lab
 
 
@@ -284,7 +345,7 @@ def _best_of(W, methods, members):
         return np.where(np.isfinite(sub).any(-1), np.nanmin(np.where(np.isfinite(sub), sub, np.inf), -1), np.nan)
 
 
-def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Caption:
+def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=(), floor_hit=True) -> Caption:
     c = cmp.sel(service=service)
     methods = c["approximation"].values.tolist()
     W = d["W"].values
@@ -337,8 +398,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
         limits.append(f"Panels show {_shown_note(Rv, all_R)} (every R is in comparison.nc).")
     return Caption(
         f"Wasserstein distance W = dt·Σ|F_ref − F_method| (paper eq. 27; in {TIME_UNIT}) between each method's sojourn-"
-        f"time CDF and its reference, against the load ρ, one column per number of servers R; top: the paper's A–F, "
-        f"bottom: the corrected chains (one line per group of identical CDFs) and T.",
+        f"time CDF and its reference, against the load ρ, one row per number of servers R; left: the paper's A–F, "
+        f"right: the corrected chains (one line per group of identical CDFs) and T.",
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; "
          "the mean W over replications)."
@@ -346,11 +407,15 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False) -> Capti
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
-         "letters of the methods there beside it (a panel with nothing above it says so in a box). The load axis "
-         "is linear, ticked at the grid's loads. In the top row each of A–F is a thin grey line and the closest of "
-         "them at each load one bold line, its letter above each point (with those within "
-         f"{W_COINCIDE:.0%} of it: 'B=C'). The strip above a panel marks loads "
-         "without a value, one row per method: ∅ not run (over budget), × not a CDF, ◇ reference too short "
-         f"({RULE}). T lies above the truth in survival by construction (within its stated margin), so its W is no "
+         + (f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
+            "letters of the methods there beside it." if floor_hit else "")
+         + f" A panel where every line lies below W = {W_FLOOR:g} is a note instead. The load axis is drawn on the "
+         "scale −log10(1 − ρ) (high loads, where the methods part, get the room), ticked at the grid's loads. In the "
+         "top row each of A–F is a thin grey line and the closest of them at each load one bold line, its letter at "
+         f"each point (with those within {W_COINCIDE:.0%} of it: 'B=C'; placed where it meets no other)."
+         + (" The strip above a panel marks loads without a value, one row per method: "
+            + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
+                                        (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
+                        if k in set(kinds)) + "." if set(kinds) else "")
+         + " T lies above the truth in survival by construction (within its stated margin), so its W is no "
          "measure of its tail: see the percentile figures.")])

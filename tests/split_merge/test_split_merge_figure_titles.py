@@ -1,0 +1,35 @@
+"""The split-merge figures' headers state their findings computed from the data they draw (issue 31: words from
+data), and carry no "(see the caption)"."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from sojourn.split_merge import plots
+
+
+def _c(sm, fj, hw=0.01):
+    """Experiment (c)'s means for one law: two quorums × three replica counts, split-merge ``sm`` and fork-join
+    ``fj`` ((quorum, replicas) arrays), every run long enough."""
+    mean = np.stack([np.asarray(sm, float), np.asarray(fj, float)])
+    return xr.Dataset({"sim_mean_latency": (("model", "quorum", "replicas"), mean),
+                       "sim_mean_latency_hw": (("model", "quorum", "replicas"), np.full(mean.shape, hw))},
+                      coords={"model": [plots.SM, plots.FJ], "quorum": [1, 2], "replicas": [1, 2, 3]})
+
+
+def test_figure_c_header_states_the_finding():
+    rs = np.array([1, 2, 3])
+    ok = np.ones((2, 2, 3), bool)
+    falling = _c([[1.0, 0.6, 0.4], [np.nan, 1.2, 0.9]], [[1.0, 0.5, 0.3], [np.nan, 1.2, 0.95]])
+    assert plots._figure_c_finding(falling, rs, ok) == (
+        "split-merge's mean latency falls with every added replica for every q (2); fork-join below split-merge "
+        "beyond both CIs at 2 of 4 (q, r ≥ 2) points")
+    rising = _c([[1.0, 0.6, 0.7], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]])
+    assert plots._figure_c_finding(rising, rs, ok) == (
+        "split-merge's mean latency falls with every added replica for 1 of 2 q; fork-join below split-merge "
+        "beyond both CIs at 0 of 4 (q, r ≥ 2) points")
+
+
+def test_no_see_the_caption_in_titles():
+    assert "see the caption" not in plots.short_load_words(0.9, None)
+    assert "see the caption" not in plots.short_load_words(0.9, 100)
