@@ -394,8 +394,8 @@ def test_mgr_error_panel_titles_state_their_finding():
 
 def test_mgr_closest_method_table_under_its_panel():
     """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
-    one column per load at the load's x (so no two names meet), a dash where the law has no hollow marker there,
-    every letter at a legible size (≥ 9 pt)."""
+    one column per load at the load's x (so no two names meet) under a header naming its load, a dash where the law
+    has no hollow marker there, every letter at a legible size (≥ 9 pt)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
     fig, (ax, tab) = plt.subplots(2)
     ax.set_xticks([0.5, 0.8, 0.9])
@@ -403,7 +403,17 @@ def test_mgr_closest_method_table_under_its_panel():
     cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
     assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
     assert "uniform" in [t.get_text() for t in tab.texts]
+    head = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text().startswith("ρ = "))
+    assert head == [(0.5, "ρ = 0.5"), (0.8, "ρ = 0.8"), (0.9, "ρ = 0.9")], head
     assert min(t.get_fontsize() for t in tab.texts) >= 9
+    plt.close(fig)
+    fig, (ax, tab) = plt.subplots(2)  # on a categorical load axis: the column at the slot, its header the load
+    ax.set_xticks([0, 1, 2])
+    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"),
+                              loads=[0.5, 0.8, 0.9])
+    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
+    assert cells == [(0, "D"), (1, "T"), (2, "–")], cells
+    assert (1, "ρ = 0.8") in [(t.get_position()[0], t.get_text()) for t in tab.texts]
     plt.close(fig)
 
 
@@ -438,11 +448,23 @@ def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
     assert "white" in faces and len(faces) > 1
     assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
+    # a categorical load axis: every marker inside its own load's slot (no dodge moves a 0.9 point towards 0.8)
+    assert [t.get_text() for t in top.get_xticklabels()] == ["0.5", "0.8", "0.9"]
+    for ln in top.get_lines():
+        if ln.get_marker() == "o":
+            x = np.asarray(ln.get_xdata(), float)
+            assert np.all(np.abs(x - np.round(x)) < 0.45), x
+    # the filled / hollow meaning is stated right above the row, and every method T is named as a method
+    key = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert any(k.startswith("upper row, filled") for k in key) and any(k.startswith("hollow") for k in key), key
+    words = " ".join(t.get_text() for t in texts) + " ".join(key) + fig._suptitle.get_text()
+    assert "method T" in words or " T " not in words
     plt.close(fig)
 
 
 def test_mgr_headline_states_both_ranges():
-    """The M/G/R title's finding: the exponential model's T's error range with its verdict, and each law method's."""
+    """The M/G/R title's finding: the exponential model's method T's error range with its verdict, and each law
+    method's — "method T", never a bare T (which reads as the sojourn time)."""
     q = 99.9
     sh = ("service", "R", "rho")
     cmp = xr.Dataset(
@@ -455,8 +477,8 @@ def test_mgr_headline_states_both_ranges():
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's T errs by +8 to +186 % (conservative); T with the law "
-        "itself by -1 to +8 %")
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative); method T "
+        "with the law itself by -1 to +8 %")
 
 
 def test_wasserstein_closest_letters_are_computed():
