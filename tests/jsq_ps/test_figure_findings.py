@@ -275,14 +275,20 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     title = fig._suptitle.get_text().splitlines()
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
     # two lines, the key count first
-    assert title == ["The paper's error is the larger at 2 of 2 points (§6.1/§6.2, percentile error of the best "
-                     "method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
+    assert title == ["The paper's error is the larger at 2 of 2 points (arrows pointing down) (§6.1/§6.2, percentile "
+                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
                      "75 vs 2); 4 of the table's 4 cells in this run"], title
     # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
-    # optimistic), the paper's bar and ours alike, no sign glyphs
+    # optimistic) and written beside every value (round 10: the log axis hid it), the paper's bar and ours alike
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    assert not [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("+", "−")]
+    signs = [t for t in ax.texts if t.get_text() in ("+", "−")]
+    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs  # paper −3 +1 −100 −50; ours −0.5
+    assert min(t.get_fontsize() for t in signs) >= 9
+    # an arrow from the paper's bar to ours (best of A–F) at each of the two points with both, pointing down there
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert len(arrows) == 2 and all(t.xy[1] < t.xyann[1] for t in arrows), [(t.xyann, t.xy) for t in arrows]
+    assert all(t.xy[0] - t.xyann[0] > 0.2 for t in arrows), "ours clearly right of the paper's bar"
     bar = plots.reproduction._PAPER_BAR["marker"]
     paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
     assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
