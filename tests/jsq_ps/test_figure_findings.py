@@ -283,7 +283,8 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
     signs = [t for t in ax.texts if t.get_text() in ("+", "−")]
-    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs  # paper −3 +1 −100 −50; ours −0.5
+    # the paper's −3, +1, −100, −50; ours −0.5 at two points, each family
+    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs
     assert min(t.get_fontsize() for t in signs) >= 9
     # an arrow from the paper's bar to ours (best of A–F) at each of the two points with both, pointing down there
     arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]

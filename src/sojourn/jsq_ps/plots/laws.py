@@ -358,7 +358,8 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
            "each with its 95 % CI and its mean printed beside it" if law_rows else "") + ".", findings, limits,
         [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
           "markers. The grey area up to the dotted line (where it reaches the axis) is the filled markers' own "
-          "noise, from the replications alone (sim_noise_wasserstein): a filled marker in it shows no difference this run can tell; a distance far "
+          "noise, from the replications alone (sim_noise_wasserstein): a filled marker in it shows no difference this "
+          "run can tell; a distance far "
           "above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
              f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "

@@ -71,8 +71,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                          f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0), (3.9 if values else 3.1) * len(P)
-                                                 + 0.4), squeeze=False, sharex=True)
+    width = max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0)  # on the log axis: the paper's bar and ours side by side
+    fig, axes = plt.subplots(len(P), 1, figsize=(width, (3.9 if values else 3.1) * len(P) + 0.4), squeeze=False,
+                             sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -89,12 +90,11 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = factor * paper / sc
         else:
             paper = factor * paper
-        signed = {"paper": (x, paper)}
+        px = x - _PAPER_LEFT if floor else x  # on the log axis of sizes: the paper's bar left, ours right of it
+        signed = {"paper": (px, paper)}
         if absolute or floor:
             paper = np.abs(paper)
-        px = x - _PAPER_LEFT if floor else x  # on the log axis of sizes: the paper's bar left, ours right of it
         _paper_values(ax, px, paper, signed["paper"][1], floor)
-        signed["paper"] = (px, signed["paper"][1])
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
