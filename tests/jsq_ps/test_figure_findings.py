@@ -276,8 +276,8 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
     # two lines, the key count first
     assert title == ["The paper's error is the larger at 2 of 2 points (arrows pointing down) (§6.1/§6.2, percentile "
-                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
-                     "75 vs 2); 4 of the table's 4 cells in this run"], title
+                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest "
+                     "(median |error| 75 vs 2); 4 of the table's 4 cells in this run"], title
     # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
     # optimistic) and written beside every value (round 10: the log axis hid it), the paper's bar and ours alike
     ax = fig.get_axes()[0]

@@ -71,7 +71,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                          f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    width = max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0)  # on the log axis: the paper's bar and ours side by side
+    width = max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0)  # log axis: the paper's bar and ours side by side
     fig, axes = plt.subplots(len(P), 1, figsize=(width, (3.9 if values else 3.1) * len(P) + 0.4), squeeze=False,
                              sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
@@ -117,8 +117,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=9.5)
         if floor:
-            _magnitude_axis(ax, signed, floor)
-            _signs_and_arrows(ax, signed, fams, floor)
+            _magnitude_axis(ax, signed, floor, fams)
         strip.finish(title=f"{p:g}th percentile", fontsize=10.5, label_size=9)
         if values:
             _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
@@ -292,9 +291,10 @@ def _beside_legend(fams, prefix, drawn, signed=False) -> tuple[list, list]:
     return h, lab
 
 
-def _magnitude_axis(ax, signed, floor) -> None:
+def _magnitude_axis(ax, signed, floor, fams=()) -> None:
     """A log y axis of sizes from ``floor`` (a smaller size sits on it, drawn as :data:`_ZERO_MARK`) to just above the
-    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades."""
+    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades; the signs and the arrows
+    from the paper's value to ours (:func:`_signs_and_arrows`, ``fams``: ours in order, best of A–F first)."""
     ax.set_yscale("log")
     hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
     top = hi * 2.0
@@ -303,6 +303,7 @@ def _magnitude_axis(ax, signed, floor) -> None:
     ax.set_yticks(dec, [f"{d:g}" for d in dec])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.axhline(floor, color="0.6", lw=0.7, ls=":")
+    _signs_and_arrows(ax, signed, list(fams), floor)
 
 
 def _paper_larger(rep) -> tuple[int, int]:
