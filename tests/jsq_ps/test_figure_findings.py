@@ -387,6 +387,29 @@ def test_wasserstein_layout_is_legible(monkeypatch):
     plt.close(fig)
 
 
+def test_wasserstein_legend_names_every_symbol_and_each_column_has_y_labels(monkeypatch):
+    """Round 10: the strip's ×, ∅ and the floor's ↓ are in the legend (only the ones drawn), and the right column
+    (corrected chains and T) carries its own y labels and tick labels, not just the left one."""
+    rows = plots.wasserstein._family_lines(compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}),
+                                                   CFG))
+    _, lab = plots.wasserstein._w_legend(rows, False, {"not_run", "invalid"}, True)
+    assert any(t.startswith("strip mark: not run") and "named at the strip's right end" in t for t in lab), lab
+    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
+    assert any(t.startswith("on the bottom edge: W < 0.001") for t in lab), lab
+    _, lab = plots.wasserstein._w_legend(rows, False)
+    assert not any(t.startswith(("strip mark", "on the bottom edge")) for t in lab), "nothing drawn, nothing named"
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "A*": 1.05, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(compare(sim, approx, CFG), "unused")
+    (fig,) = figs
+    fig.canvas.draw()
+    right = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"][1]
+    assert right.get_ylabel().startswith("W (") and any(t.get_visible() and t.get_text()
+                                                       for t in right.get_yticklabels())
+    plt.close(fig)
+
+
 def test_mgr_error_panel_titles_state_their_finding():
     """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
     conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
