@@ -163,7 +163,7 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
                    "median over the family's methods and the loads where every family ran (at an R where one skipped "
-                   "some, the others' are left out there too: like with like), the whisker from the fastest to the slowest "
-                   "of those cells.", findings, limits,
+                   "some, the others' are left out there too: like with like), the whisker from the fastest to the "
+                   "slowest of those cells.", findings, limits,
                    [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
                      "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
