@@ -164,8 +164,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     window = horizon - cooldown - warmup
     count = np.nan_to_num(acc[:, K.A_COUNT]).astype(np.int64)
     area = np.array([r["area"] for r in raw]) / window
-    station = np.stack([np.bincount(L.type_station, weights=a, minlength=len(L.station_labels)) for a in area])
-    queue = np.stack([np.bincount(L.type_queue, weights=a, minlength=len(net.queues)) for a in area])
+    station = np.stack([net.totals("type_station", a) for a in area])
+    queue = np.stack([net.totals("type_queue", a) for a in area])
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(count > 0, acc[:, K.A_SUM] / np.maximum(count, 1), np.nan)
         mean_restarts = np.where(count > 0, acc[:, K.A_RESTARTS_RECORDED] / np.maximum(count, 1), np.nan)
