@@ -46,7 +46,8 @@ import xarray as xr
 
 from ..core.estimates.stats import interval
 from ..core.files.integrity import write_atomic
-from ..core.files.io import provenance, read_netcdf, write_netcdf
+from ..core.files.io import cf_attrs as _a
+from ..core.files.io import cf_flags, provenance, read_netcdf, write_netcdf
 from ..core.present.figures import serialized
 from .compare import REF_EXACT, REF_NONE, REF_SIMULATION, reference_usable, ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
@@ -66,9 +67,11 @@ REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
 #: ``map_agreement`` values
 from .claims import ABSENT, DISAGREE, SAME, TIE, TOO_SHORT  # noqa: E402
 
-_AGREE_ATTRS = {"flag_values": np.array([TOO_SHORT, ABSENT, DISAGREE, TIE, SAME], np.int8),
-                "flag_meanings": "reference_too_short absent disagree tie same_letter"}
+_AGREE_ATTRS = cf_flags({TOO_SHORT: "reference_too_short", ABSENT: "absent", DISAGREE: "disagree", TIE: "tie",
+                         SAME: "same_letter"})
 _TU = "time units (1/mu)"
+#: what a percentile or relative error is measured against (-1: not in this run)
+_REF_FLAGS = {-1: "absent", REF_NONE: "too_short", REF_EXACT: "exact", REF_SIMULATION: "simulation"}
 _DECIMALS = 6  # loads are matched to the paper's two-decimal grid after rounding to this many decimals
 
 
@@ -422,8 +425,7 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
             _a(
                 "1 if the published value lies in our 95% CI (against the simulation), "
                 "0 if not, -1 absent or against exact (no interval)",
-                flag_values=np.array([-1, 0, 1], np.int8),
-                flag_meanings="absent outside inside",
+                flags={-1: "absent", 0: "outside", 1: "inside"},
             ),
         ),
         "percentile_error_reference": (
@@ -435,8 +437,7 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
                 "-1 not "
                 "in "
                 "this run",
-                flag_values=np.array([-1, 0, 1, 2], np.int8),
-                flag_meanings="absent too_short exact simulation",
+                flags=_REF_FLAGS,
             ),
         ),
         "percentile_beyond_grid": (
@@ -445,8 +446,7 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
             _a(
                 "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
                 "exists for this reason, not because the simulation is too short",
-                flag_values=np.array([0, 1], np.int8),
-                flag_meanings="within_grid beyond_grid",
+                flags={0: "within_grid", 1: "beyond_grid"},
             ),
         ),
         "reference_percentile": (
@@ -499,8 +499,7 @@ def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
             v.rel_ref,
             _a(
                 "what relative_error is measured against (as percentile_error_reference)",
-                flag_values=np.array([-1, 0, 1, 2], np.int8),
-                flag_meanings="absent too_short exact simulation",
+                flags=_REF_FLAGS,
             ),
         ),
         "relative_error_method": (("family", "rel_rho", "rel_R"), v.rel_m.astype(str),
@@ -581,10 +580,6 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
         }
     )
     return ds
-
-
-def _a(long_name, units="1", **kw):
-    return {"long_name": long_name, "units": units, **kw}
 
 
 # ------------------------------------------------------------------------------------------- summaries
