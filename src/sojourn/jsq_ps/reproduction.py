@@ -388,81 +388,35 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
     P3 = ("pct_percentile", "pct_rho", "pct_R")
     F4 = ("family",) + P3
     return {
-        "paper_percentile_error": (
-            P3,
-            v.paper_pe,
-            _a(
-                "published signed percentile error approx - sim of the best "
-                "method for that percentile (§6.1 99.99th, §6.2 99.999th)",
-                _TU,
-            ),
-        ),
+        "paper_percentile_error": (P3, v.paper_pe, _a(
+            "published signed percentile error approx - sim of the best method for that percentile (§6.1 99.99th, "
+            "§6.2 99.999th)", _TU)),
         "paper_percentile_method": (P3, paper["pct_method"].values,
             _a("published best method for that percentile (best-percentile-method.csv)")),
-        "percentile_error": (
-            F4,
-            v.pe[0],
-            _a(
-                "our signed percentile error (approx - reference) of the family's best "
-                "method for that percentile: against exact where it ran, else the mean "
-                "over replications against the simulation (percentile_error_reference)",
-                _TU,
-            ),
-        ),
+        "percentile_error": (F4, v.pe[0], _a(
+            "our signed percentile error (approx - reference) of the family's best method for that percentile: "
+            "against exact where it ran, else the mean over replications against the simulation "
+            "(percentile_error_reference)", _TU)),
         "percentile_error_ci_low": (F4, v.pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
         "percentile_error_ci_high": (F4, v.pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
-        "percentile_error_method": (
-            F4,
-            v.pe_m.astype(str),
-            _a(
-                "family's best method for that percentile: smallest "
-                "|mean error|, fit_invalid excluded ('' = absent)"
-            ),
-        ),
-        "paper_value_in_ci": (
-            F4,
-            v.in_ci,
-            _a(
-                "1 if the published value lies in our 95% CI (against the simulation), "
-                "0 if not, -1 absent or against exact (no interval)",
-                flags={-1: "absent", 0: "outside", 1: "inside"},
-            ),
-        ),
-        "percentile_error_reference": (
-            F4,
-            v.pe_ref,
-            _a(
-                "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                "percentile is a usable reference), 0 none: reference too short (sojourn.core.estimates.reference), "
-                "-1 not "
-                "in "
-                "this run",
-                flags=_REF_FLAGS,
-            ),
-        ),
-        "percentile_beyond_grid": (
-            P3,
-            v.pe_beyond,
-            _a(
-                "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
-                "exists for this reason, not because the simulation is too short",
-                flags={0: "within_grid", 1: "beyond_grid"},
-            ),
-        ),
-        "reference_percentile": (
-            P3,
-            v.pe_x,
-            _a(
-                "the reference's percentile there: exact's where it ran, else the "
-                "mean simulated one where usable (NaN: none)",
-                _TU,
-            ),
-        ),
-        "percentile_error_paper_method": (
-            P3,
-            v.pe_paper_m[0],
-            _a("our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU),
-        ),
+        "percentile_error_method": (F4, v.pe_m.astype(str), _a(
+            "family's best method for that percentile: smallest |mean error|, fit_invalid excluded ('' = absent)")),
+        "paper_value_in_ci": (F4, v.in_ci, _a(
+            "1 if the published value lies in our 95% CI (against the simulation), 0 if not, -1 absent or against "
+            "exact (no interval)", flags={-1: "absent", 0: "outside", 1: "inside"})),
+        "percentile_error_reference": (F4, v.pe_ref, _a(
+            "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
+            "percentile is a usable reference), 0 none: reference too short (sojourn.core.estimates.reference), "
+            "-1 not in this run", flags=_REF_FLAGS)),
+        "percentile_beyond_grid": (P3, v.pe_beyond, _a(
+            "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
+            "exists for this reason, not because the simulation is too short",
+            flags={0: "within_grid", 1: "beyond_grid"})),
+        "reference_percentile": (P3, v.pe_x, _a(
+            "the reference's percentile there: exact's where it ran, else the mean simulated one where usable "
+            "(NaN: none)", _TU)),
+        "percentile_error_paper_method": (P3, v.pe_paper_m[0], _a(
+            "our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU)),
         "percentile_error_paper_method_ci_low": (P3, v.pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
         "percentile_error_paper_method_ci_high": (P3, v.pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
     }
