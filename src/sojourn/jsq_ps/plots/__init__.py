@@ -12,7 +12,8 @@ The package holds one module per figure family; each family's public functions a
 ``sojourn.jsq_ps.plots``, the pieces they share from :mod:`.common` (series, styles, legends, number words). The
 families: :mod:`.wasserstein`, :mod:`.maps` (best and recommended method), :mod:`.errors` (percentile errors),
 :mod:`.runtime`, :mod:`.cdf` (one cell's distribution), :mod:`.laws` (M/G/R), :mod:`.reproduction` (the paper's §6)
-and :mod:`.tables` (key results). A figure module calls ``common.save``, looked up when it draws, so that a test can replace it (``plots.common.save``).
+and :mod:`.tables` (key results). A figure module calls ``common.save``, looked up when it draws, so that a test
+can replace it (``plots.common.save``).
 """
 from __future__ import annotations
 
