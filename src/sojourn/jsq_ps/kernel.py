@@ -19,6 +19,9 @@ Two kernels, both streaming their output (no per-customer arrays):
 Windows (paper §1 of jsq_ps_methods.md): customers arriving in (warmup, rec_end) are recorded, with
 rec_end = horizon − cooldown; the run goes on past rec_end until the last recorded customer leaves.
 Sojourn s goes to histogram bin floor(s/dt) (bin i covers [i·dt, (i+1)·dt)), else to ``overflow``.
+
+Both entry points release the GIL (``nogil``): replications run in threads side by side, each on its own generator
+(:mod:`sojourn.core.runs.threads`).
 """
 from __future__ import annotations
 
@@ -60,6 +63,14 @@ def _rate_table(theta, cap):
 
 
 @njit(inline="always")
+def _heap_set(hk, ha, hx, s, i, key, arr, req):
+    """Entry i of heap row s := (virtual finish key, arrival date, requirement): one step of both sifts."""
+    hk[s, i] = key
+    ha[s, i] = arr
+    hx[s, i] = req
+
+
+@njit(inline="always")
 def _heap_push(hk, ha, hx, s, i, key, arr, req):
     """Sift-up insertion of (virtual finish key, arrival date, requirement) into heap row s holding i entries."""
     while i > 0:
@@ -67,13 +78,9 @@ def _heap_push(hk, ha, hx, s, i, key, arr, req):
         pk = hk[s, par]
         if pk <= key:
             break
-        hk[s, i] = pk
-        ha[s, i] = ha[s, par]
-        hx[s, i] = hx[s, par]
+        _heap_set(hk, ha, hx, s, i, pk, ha[s, par], hx[s, par])
         i = par
-    hk[s, i] = key
-    ha[s, i] = arr
-    hx[s, i] = req
+    _heap_set(hk, ha, hx, s, i, key, arr, req)
 
 
 @njit(inline="always")
@@ -168,13 +175,9 @@ def _heap_pop(hk, ha, hx, s, last):
             ck = hk[s, ch]
         if hkey <= ck:
             break
-        hk[s, i] = ck
-        ha[s, i] = ha[s, ch]
-        hx[s, i] = hx[s, ch]
+        _heap_set(hk, ha, hx, s, i, ck, ha[s, ch], hx[s, ch])
         i = ch
-    hk[s, i] = hkey
-    ha[s, i] = harr
-    hx[s, i] = hreq
+    _heap_set(hk, ha, hx, s, i, hkey, harr, hreq)
 
 
 @njit(inline="always")
@@ -304,7 +307,7 @@ def _leave_uniform(y, nb, busy, n, A):
     return a, nb
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_general(
     R, acode, ap, scode, sp, theta, limit, dispatch, d,
     warmup, rec_end, dt, hist, occ, xdx, cx_n, cx_s, cx_ss, rng,
@@ -448,7 +451,7 @@ def _gen_events(R, acode, ap, scode, sp, c, dispatch, d, warmup, rec_end, dt, hi
     return status
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_exponential(R, lam, mu, dispatch, d, warmup, rec_end, dt, hist, occ, rng):
     """Exact kernel for Poisson(Λ) arrivals, Exp(μ) service and plain PS (see module docstring).
 
