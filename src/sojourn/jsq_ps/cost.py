@@ -40,15 +40,16 @@ def _present_per_server(spec) -> float:
 def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt: float = 0.01,
              t_max: float = 182.32, workers: int = 1) -> list[Estimate]:
     """The parts of ``replications`` replications of ``spec`` of length ``horizon`` (Ciw on ``workers`` processes
-    at once): the events (time), the histograms over the grid, the servers' state or Ciw's records (memory)."""
+    at once, the fast kernels on ``workers`` threads): the events (time), the histograms over the grid, the servers'
+    state or Ciw's records (memory)."""
     R = spec.servers
     reps = int(replications)
+    procs = max(1, min(int(workers), reps))
     events = 2.0 * float(spec.arrival_rate) * float(horizon) * reps
     histograms = grid(t_max, dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications")
     what = (f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
             f"at arrival rate {spec.arrival_rate:.4g}")
     if backend == "ciw":
-        procs = max(1, min(int(workers), reps))
         per_event = (CIW_SECONDS_PER_EVENT + CIW_SECONDS_PER_SERVER * R
                      + CIW_SECONDS_PER_PRESENT * _present_per_server(spec))
         run = Estimate(CIW_SECONDS_STARTUP + events * per_event / procs, 0.0, "servers/horizon/replications",
@@ -59,8 +60,10 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
     else:
         scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
         per_event = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * scanned
-        run = Estimate(events * per_event, 0.0, "servers/horizon/replications", f"{what}, ~{per_event:.2g} s each")
-        state = Estimate(0.0, SIMULATION_BYTES_PER_SERVER * R, "servers", f"the state of {R:,} servers")
+        run = Estimate(events * per_event / procs, 0.0, "servers/horizon/replications",
+                       f"{what}, ~{per_event:.2g} s each" + (f", {procs} at a time" if procs > 1 else ""))
+        state = Estimate(0.0, procs * SIMULATION_BYTES_PER_SERVER * R, "servers",
+                         f"the state of {R:,} servers" + (f", {procs} replications at a time" if procs > 1 else ""))
     return [run, histograms, state]
 
 

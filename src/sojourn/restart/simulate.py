@@ -370,8 +370,7 @@ def with_guard(ds: xr.Dataset, spec: SimulationSpec | None = None) -> xr.Dataset
     stopped unstable sets the ``unstable`` bit."""
     spec = spec if spec is not None else SimulationSpec.from_dict(json.loads(ds.attrs["spec"]))
     window = float(ds.attrs["horizon"]) - float(ds.attrs["warmup"]) - float(ds.attrs["cooldown"])
-    for name, (dims, values, attrs) in _runlength.variables(guard(spec, ds, window), (), "time").items():
-        ds[name] = (dims, values, attrs)
+    ds.update(_runlength.variables(guard(spec, ds, window), (), "time"))  # one merge, not one per variable
     return ds
 
 
