@@ -2,6 +2,18 @@
 
     python benchmarks/simulate_vs_ciw.py                # full table + paper replication (≈ 1 min)
     python benchmarks/simulate_vs_ciw.py --paper-only   # only the paper replication (fresh process: peak RSS)
+    python benchmarks/simulate_vs_ciw.py --whole-process [--rounds 3] [--against OTHER_CHECKOUT] [--record]
+
+``--whole-process`` (issue 36: ≥ 500×): ``sojourn simulate`` as a user runs it, a fresh process from start-up
+(imports, the kernels' cache load) to the written netCDF file, on the paper's cell (M/M/10-JSQ-PS, ρ = 0.9, the
+default 10 replications of horizon 160 000), against the same command with ``--backend ciw`` (its worker processes
+included) on the same work: Ciw at the paper's length would take ~15 CPU-minutes and keep a record per customer, so
+it runs at two shorter horizons (H and 3H, 10 replications each) and a line through them (seconds = start-up + cost
+per recorded customer × customers) gives its seconds for the fast run's customers. Seconds are CPU seconds of the
+whole process tree (getrusage of the waited-for children: user + sys) and wall seconds; the rounds alternate the
+commands, the fast figures are medians; the load average is printed; ``--record`` appends them to
+benchmarks/simulate_vs_ciw.jsonl. The per-phase CPU breakdown of one fast process (interpreter, imports, the
+kernels' first load, the kernels, Dataset, summary, file) is printed beside it.
 
 Customers/s = recorded customers / CPU time of this process during the simulation (time.process_time;
 the machine is shared, so CPU time is the stable measure; wall-clock rates are printed too). Model build is
@@ -113,12 +125,170 @@ def table(ciw_horizon: float, fast_horizon: float) -> None:
                       f"   ({c_wall:,.0f}, {f_wall:,.0f}, {f_wall / c_wall:.0f}x)", flush=True)
 
 
+#: the CPU seconds of a whole ``sojourn simulate`` by phase, measured inside a fresh process (``--phases``)
+PHASES = r"""
+import json, sys, time
+T = time.process_time
+t0 = T()
+import sojourn.cli as cli
+cli._skip_unused_imports()  # as the program does first (before xarray is imported)
+import numpy, xarray  # noqa: E401,F401
+t1 = T()
+import sojourn.jsq_ps.simulate as sim, sojourn.jsq_ps.raw as raw, sojourn.core.files.io as io
+t2 = T()
+phases = {"interpreter start-up (before this script)": t0, "numpy + xarray (pandas) imports": t1 - t0,
+          "sojourn modules (scipy.special, numba)": t2 - t1}
+def timed(mod, name, label):
+    f = getattr(mod, name)
+    def g(*a, **k):
+        c = T()
+        try:
+            return f(*a, **k)
+        finally:
+            phases[label] = phases.get(label, 0.0) + T() - c
+    setattr(mod, name, g)
+calls = []
+def run_fast(*a, **k):
+    c = T()
+    out = f_run_fast(*a, **k)
+    calls.append(T() - c)
+    return out
+f_run_fast = sim._run_fast
+sim._run_fast = run_fast
+sim.threads_for = lambda tasks, workers: 1  # one thread: CPU time by phase (threads change the wall time only)
+timed(sim, "_dataset", "Dataset")
+timed(sim, "summary", "summary (percentile CIs)")
+timed(io, "write_netcdf", "netCDF file")
+sys.argv = ["sojourn", "simulate", *sys.argv[1:]]
+import contextlib, io as _io
+with contextlib.redirect_stdout(_io.StringIO()):
+    status = cli.main()
+assert status == 0, status
+typical = sorted(calls[1:])[len(calls[1:]) // 2]  # the first call also loads the compiled kernels from the cache
+phases["kernels' first load (numba registries, scipy.linalg)"] = calls[0] - typical
+phases["kernels (replications)"] = sum(calls) - (calls[0] - typical)
+phases["process total"] = T()
+print(json.dumps(phases))
+"""
+
+
+def _sojourn(args: list[str], out: str, checkout=None) -> tuple[float, float, int]:
+    """(CPU seconds of the process tree, wall seconds, recorded customers) of ``sojourn simulate <args>`` (of the
+    checkout ``checkout``, default this one)."""
+    import os
+    import tempfile
+
+    import xarray as xr
+
+    env = None if checkout is None else {**os.environ, "PYTHONPATH": os.path.join(checkout, "src")}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, out)
+        r0, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sojourn.cli", "simulate", *args, "--output", path], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        wall = time.perf_counter() - w0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with xr.open_dataset(path) as ds:
+            n = int(ds["n_customers"].sum())
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), wall, n
+
+
+def _same_work(runs, customers: int) -> tuple[float, float, float, float]:
+    """Ciw's (CPU, wall) seconds for ``customers`` recorded customers, from a least-squares line through its runs
+    at two horizons (seconds = start-up + per customer × customers), and that line's (start-up, per customer) CPU."""
+    import numpy as np
+
+    n = np.array([r[2] for r in runs], float)
+    cpu_b, cpu_a = np.polyfit(n, [r[0] for r in runs], 1)
+    wall_b, wall_a = np.polyfit(n, [r[1] for r in runs], 1)
+    return cpu_a + cpu_b * customers, wall_a + wall_b * customers, cpu_a, cpu_b
+
+
+def whole_process(rounds: int, ciw_horizon: float, record: bool, against=None) -> None:
+    import json
+    import os
+    import statistics
+
+    cell = ["-R", "10", "--load", "0.9"]
+    runs: dict = {"fast": [], "ciw": [], "other": []}
+    _sojourn([*cell, "--horizon", "2000"], "warm.nc")  # the kernels compiled into numba's cache, not timed
+    if against:
+        _sojourn([*cell, "--horizon", "2000"], "warm.nc", against)
+    order = ["fast", "ciw"] + (["other"] if against else [])
+    for k in range(rounds):
+        for who in order[k % len(order):] + order[:k % len(order)]:
+            if who == "ciw":  # two horizons: Ciw's start-up (its spawned workers' imports) apart from its customers
+                for h in (ciw_horizon, 3 * ciw_horizon):
+                    runs["ciw"].append(_sojourn([*cell, "--backend", "ciw", "--horizon", f"{h:g}"], "ciw.nc"))
+            else:
+                runs[who].append(_sojourn(cell, f"{who}.nc", against if who == "other" else None))
+    load = os.getloadavg()
+
+    def median(runs):  # (CPU s, wall s, customers)
+        return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[0][2])
+
+    f = median(runs["fast"])
+    ciw_cpu, ciw_wall, ciw_start, ciw_per = _same_work(runs["ciw"], f[2])
+    rows = [("sojourn simulate (horizon 160000)", f)]
+    o = median(runs["other"]) if against else None
+    if against:
+        rows.append((f"the same, checkout {os.path.basename(os.path.normpath(against))}", o))
+    rows.append(("sojourn simulate --backend ciw, same work", (ciw_cpu, ciw_wall, f[2])))
+    print(f"whole process, M/M/10-JSQ-PS rho = 0.9, 10 replications of horizon 160000; {rounds} rounds alternating; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"Ciw at horizons {ciw_horizon:g} and {3 * ciw_horizon:g} (10 replications each): CPU = {ciw_start:.2f} s "
+          f"start-up + {1e6 * ciw_per:.1f} us per recorded customer ({1 / ciw_per:,.0f} customers per CPU second), "
+          f"taken to the same work")
+    print(f"{'command':44s}{'customers':>12s}{'CPU s':>9s}{'wall s':>9s}{'cust/CPU-s':>13s}{'cust/wall-s':>13s}")
+    for name, r in rows:
+        print(f"{name:44s}{r[2]:12,d}{r[0]:9.2f}{r[1]:9.2f}{r[2] / r[0]:13,.0f}{r[2] / r[1]:13,.0f}")
+    print(f"ratio Ciw/fast on the same work: {ciw_cpu / f[0]:.0f}x CPU seconds, {ciw_wall / f[1]:.0f}x wall seconds "
+          f"(both commands use the machine's {os.cpu_count()} cores: the fast backend's threads, Ciw's worker "
+          f"processes); against Ciw's per-customer CPU alone: {f[2] / f[0] * ciw_per:.0f}x")
+    if against:
+        print(f"the other checkout: {ciw_cpu / o[0]:.0f}x CPU, {ciw_wall / o[1]:.0f}x wall; this / other: CPU seconds "
+              f"{f[0] / o[0]:.3f}, wall {f[1] / o[1]:.3f}")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-c", PHASES, *cell, "--output", os.path.join(tmp, "p.nc")],
+                              capture_output=True, text=True, check=True)
+    phases = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("CPU seconds of one fast process by phase (its replications one after the other):")
+    for name, sec in phases.items():
+        print(f"  {name:56s}{sec:7.3f}")
+    if record:
+        row = {"benchmark": "simulate_vs_ciw whole process", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               "cpus": os.cpu_count(), "load_average": load, "rounds": rounds, "ciw_horizons": [ciw_horizon,
+               3 * ciw_horizon], "fast": {"cpu": f[0], "wall": f[1], "customers": f[2]},
+               "ciw_same_work": {"cpu": ciw_cpu, "wall": ciw_wall, "startup_cpu": ciw_start,
+                                 "cpu_per_customer": ciw_per, "runs": runs["ciw"]},
+               "ratio_cpu": ciw_cpu / f[0], "ratio_wall": ciw_wall / f[1],
+               "ratio_per_customer_cpu": f[2] / f[0] * ciw_per, "phases": phases}
+        if against:
+            row["other"] = {"checkout": str(against), "cpu": o[0], "wall": o[1], "customers": o[2],
+                            "ratio_cpu": ciw_cpu / o[0], "ratio_wall": ciw_wall / o[1]}
+        from pathlib import Path
+
+        with open(Path(__file__).with_name("simulate_vs_ciw.jsonl"), "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--paper-only", action="store_true", help="only the paper-size replication")
     p.add_argument("--ciw-horizon", type=float, default=2_000.0)
     p.add_argument("--fast-horizon", type=float, default=100_000.0)
+    p.add_argument("--whole-process", action="store_true", help="sojourn simulate as whole processes (issue 36)")
+    p.add_argument("--rounds", type=int, default=3, help="--whole-process: rounds of the two commands")
+    p.add_argument("--whole-ciw-horizon", type=float, default=1_000.0,
+                   help="--whole-process: Ciw's shorter horizon H (the other: 3H)")
+    p.add_argument("--record", action="store_true", help="--whole-process: append to simulate_vs_ciw.jsonl")
+    p.add_argument("--against", help="--whole-process: also time `sojourn simulate` of this other checkout")
     args = p.parse_args(argv)
+    if args.whole_process:
+        whole_process(args.rounds, args.whole_ciw_horizon, args.record, args.against)
+        return
     if args.paper_only:
         paper_replication()
         return

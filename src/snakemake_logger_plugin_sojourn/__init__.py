@@ -155,22 +155,9 @@ class LogHandler(LogHandlerBase):
         except Exception:  # noqa: BLE001 -- logging.Handler's contract: report through handleError, never raise
             self.handleError(record)
 
-    @property
-    def writes_to_stream(self) -> bool:
-        return True
-
-    @property
-    def writes_to_file(self) -> bool:
-        return False
-
-    @property
-    def has_filter(self) -> bool:
-        return True
-
-    @property
-    def has_formatter(self) -> bool:
-        return False
-
-    @property
-    def needs_rulegraph(self) -> bool:
-        return False
+    # what the handler is, for Snakemake: LogHandlerBase's abstract properties, constants here, so class attributes
+    writes_to_stream = True  # the terminal only
+    writes_to_file = False
+    has_filter = True  # shown()
+    has_formatter = False
+    needs_rulegraph = False

@@ -154,6 +154,7 @@ def main(argv=None) -> int:
     console = argv is None
     if console:  # the program itself (not a caller's in-process use)
         _default_signals()
+        _skip_unused_imports()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command(argv))
     try:
@@ -193,6 +194,8 @@ def main(argv=None) -> int:
         from .core.checks.guard import set_limits
 
         set_limits(None, None)
+        if console:  # the program ends next (its files are closed): see _skip_final_collection
+            _skip_final_collection()
 
 
 def _default_signals() -> None:
@@ -209,6 +212,35 @@ def _default_signals() -> None:
     # the helper that frees a killed pool's semaphores (multiprocessing's resource tracker, started with these
     # options) would say it did, in a warning under the shell prompt
     sys.warnoptions.append("ignore:resource_tracker:UserWarning")
+
+
+#: optional back-ends that libraries import when they are installed but that no ``sojourn`` command uses in its own
+#: process (the pipeline's Dask runs in Snakemake's jobs, :mod:`sojourn.core.runs.job`): xarray imports dask.array
+#: (and, writing netCDF, dask.distributed) at its first Dataset to recognise dask arrays, numba imports cffi (and
+#: pycparser, which builds its lexer) at its first compile or cache load to type cffi functions. Together about
+#: 0.5 CPU seconds of a 2.5 s ``sojourn simulate`` (benchmarks/simulate_vs_ciw.py --whole-process).
+UNUSED_IMPORTS = {"dask": "xarray", "cffi": "numba"}  # {module: the library that looks for it}
+
+
+def _skip_unused_imports() -> None:
+    """Mark each of :data:`UNUSED_IMPORTS` as absent for this process (``sys.modules[name] = None``: an ``import``
+    of it raises ImportError, which xarray and numba take for "not installed"), unless it or the library that looks
+    for it is imported already (xarray remembers at import whether dask is installed). Only for the program itself:
+    a caller's process (a test, a notebook, a Dask worker) keeps them."""
+    for name, user in UNUSED_IMPORTS.items():
+        if user not in sys.modules:
+            sys.modules.setdefault(name, None)
+
+
+def _skip_final_collection() -> None:
+    """Move every object the program built into the garbage collector's permanent generation (``gc.freeze``):
+    the interpreter's shutdown then stops walking them all in its last collections — numba's registries and
+    compiled kernels, xarray's and pandas' modules: about 0.3 of 2.2 CPU seconds of ``sojourn simulate``
+    (benchmarks/simulate_vs_ciw.py --whole-process). Exit handlers still run; the operating system frees the
+    memory."""
+    import gc
+
+    gc.freeze()
 
 
 def _limits(args) -> None:

@@ -342,14 +342,14 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
                         lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
     plots.wasserstein_vs_rho(cmp, "unused")
     (fig, cap), = figs
-    noise = mcolors.to_rgba(plots.NOISE_FILL)
+    noise = mcolors.to_rgba(plots.common.NOISE_FILL)
     areas = [c for ax in fig.get_axes() for c in ax.collections if isinstance(c, PolyCollection)
              and np.allclose(c.get_facecolor()[0], noise)]
     assert areas, "the noise is drawn as an area"
     how = " ".join(cap.how)
-    assert plots.NOISE_WORDS in how.lower() and "bar" not in how.lower()
+    assert plots.common.NOISE_WORDS in how.lower() and "bar" not in how.lower()
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(t.startswith(plots.NOISE_WORDS.removeprefix("a ")) for t in legend)
+    assert any(t.startswith(plots.common.NOISE_WORDS.removeprefix("a ")) for t in legend)
     clip = plots.wasserstein._CLIP_MARK["marker"]
     arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == clip]
     xs = [x for ln in arrows for x in ln.get_xdata()]
@@ -542,7 +542,7 @@ def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
     assert list(bold[0].get_xdata()) == [0.5, 0.8]
     d = w_against_reference(cmp, "exponential")
     m = d["approximation"].values.tolist()
-    W = d["W"].values[0][:, [m.index(x) for x in plots.FAITHFUL if x in m]]
-    want = [t for t in plots.closest_letters(W, [x for x in plots.FAITHFUL if x in m]) if t]
+    W = d["W"].values[0][:, [m.index(x) for x in plots.common.FAITHFUL if x in m]]
+    want = [t for t in plots.closest_letters(W, [x for x in plots.common.FAITHFUL if x in m]) if t]
     assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
     plt.close(figs[0])

@@ -40,6 +40,21 @@ def test_moments_match_samples(law):
         assert abs(x.var() / law.variance - 1) < 0.05
 
 
+@pytest.mark.parametrize("law, draw", [
+    (Exponential(2.0), lambda g, n: g.exponential(0.5, n)),
+    (Uniform(1.0, 3.0), lambda g, n: g.uniform(1.0, 3.0, n)),
+    (Erlang(3, 2.0), lambda g, n: g.gamma(3, 0.5, n)),
+    (Gamma(2.5, 0.4), lambda g, n: g.gamma(2.5, 0.4, n)),
+    (Lognormal(0.1, 0.7), lambda g, n: g.lognormal(0.1, 0.7, n)),
+    (Triangular(0.0, 1.0, 3.0), lambda g, n: g.triangular(0.0, 1.0, 3.0, n)),
+])
+def test_sample_is_numpys_stream_of_the_family(law, draw):
+    """``sample`` draws numpy's own stream of the family with the law's parameters, bit for bit, for an array and
+    for one draw: the Python API's streams are pinned to numpy's, whatever the law classes' code."""
+    assert np.array_equal(law.sample(np.random.default_rng(3), 40), draw(np.random.default_rng(3), 40))
+    assert law.sample(np.random.default_rng(4)) == draw(np.random.default_rng(4), None)
+
+
 @pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
 def test_scaled_to_mean_keeps_shape(law):
     scaled = law.scaled_to_mean(3.0)

@@ -68,7 +68,7 @@ def _has_tail_line(fig):
 
 
 def test_T_is_a_series_of_its_own():
-    sr = plots.tail_series()
+    sr = plots.common.tail_series()
     assert (sr.members, sr.label, sr.style) == (["T"], "T (conservative tail chain)", "-.")
     assert plots.common.method_color("T") == plots.common._TAIL_COLOR
 

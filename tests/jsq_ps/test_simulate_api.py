@@ -93,6 +93,16 @@ def test_replications_in_other_processes_and_order():
     xr.testing.assert_identical(concat_replications(parts), batch)
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=["mm3", "lognormal-jsq2"])
+def test_replications_in_threads_equal_one_after_the_other(spec):
+    """The fast backend's threads (nogil kernels, sojourn.core.runs.threads) change nothing but the wall time: each
+    replication draws from its own stream, in its own arrays, and the results come back in replication order."""
+    serial = simulate_many([spec, SPECS[0]], replications=5, seed=3, max_workers=1, **SMALL)
+    threads = simulate_many([spec, SPECS[0]], replications=5, seed=3, max_workers=3, **SMALL)
+    for a, b in zip(serial, threads, strict=True):
+        xr.testing.assert_identical(_strip(a), _strip(b))
+
+
 def test_seed_sequence_recipe():
     spec = SPECS[0]
     ss = replication_seed_sequence(4, spec, 7)
@@ -221,6 +231,34 @@ def test_cli_writes_dataset_and_prints_summary(tmp_path, capsys):
     spec = JSQPS.from_dict(json.loads(ds.attrs["spec"]))
     assert (spec.dispatch, spec.choices, spec.discipline, spec.ps_limit) == ("jsq-d", 2, "limited", 4)
     assert isinstance(spec.service, Lognormal) and spec.load == pytest.approx(0.7)
+
+
+#: the program (``main()`` reading sys.argv, as the ``sojourn`` script runs it): what it imported, and its file
+PROGRAM = """
+import sys
+sys.argv = ["sojourn", "simulate", "-R", "3", "--load", "0.95", "--horizon", "3000", "--replications", "3",
+            "--dt", "0.125", "--t-max", "40", "--output", sys.argv[1]]
+from sojourn.cli import main
+status = main()
+print([m for m in ("dask", "distributed", "cffi", "pycparser") if sys.modules.get(m) is not None], status)
+"""
+
+
+def test_program_skips_unused_imports_and_writes_the_same_data(tmp_path):
+    """``sojourn simulate`` as a program never imports dask (xarray's optional back-end) or cffi (numba's): about
+    0.5 CPU s of its start-up (benchmarks/simulate_vs_ciw.py --whole-process); its file holds the same data as the
+    same command run inside a process that has them (a caller's process keeps them)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "program.nc"
+    proc = subprocess.run([sys.executable, "-c", PROGRAM, str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[] 0"
+    inside = tmp_path / "inside.nc"
+    assert main(["simulate", "-R", "3", "--load", "0.95", "--horizon", "3000", "--replications", "3", "--dt",
+                 "0.125", "--t-max", "40", "--output", str(inside)]) == 0
+    xr.testing.assert_identical(_strip(read_netcdf(out)), _strip(read_netcdf(inside)))
 
 
 @pytest.mark.parametrize("argv, field", [

@@ -368,7 +368,7 @@ def test_comment_and_docstring_edits_rerun_nothing(edited):
 
 
 def test_comparison_edit_reruns_compare_and_figures_only(edited):
-    counts = edited("jsq_ps/compare.py", "def _attrs(long_name", "_EDITED = 1\n\n\ndef _attrs(long_name")
+    counts = edited("jsq_ps/compare.py", "class _Grid:", "_EDITED = 1\n\n\nclass _Grid:")
     assert counts == DOWNSTREAM
 
 

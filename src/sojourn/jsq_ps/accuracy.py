@@ -73,17 +73,7 @@ def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
     """
     import numpy as np
 
-    ds = comparison
-    if "approximation" not in ds.dims and "method" in ds.dims:
-        ds = ds.rename({"method": "approximation"})
-    if service not in ds["service"].values.tolist():
-        raise ValueError(f"comparison has no {service!r} service law (laws: {ds['service'].values.tolist()})")
-    ds = ds.sel(service=service)
-    need = ("relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high",
-            "percentile_error_ci_high")
-    missing = [v for v in need if v not in ds]
-    if missing:
-        raise ValueError(f"comparison lacks {', '.join(missing)}: not a sojourn.jsq_ps.compare dataset")
+    ds = _of_service(comparison, service)
     dims = ("R", "rho", "approximation", "percentile")
     rel = ds["relative_percentile_error_mean"].transpose(*dims).values.astype(float)
     lo = ds["relative_percentile_error_ci_low"].transpose(*dims).values.astype(float)
@@ -109,21 +99,7 @@ def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
         verdict = np.isfinite(err_hi) & np.isfinite(rel)
         optimistic = np.where(verdict, np.where(err_hi < 0, OPTIMISTIC, NOT_OPTIMISTIC), NO_VERDICT)
 
-    n = None  # expected customers per replication (R, rho)
-    if window is not None:
-        n = Rs[:, None] * rhos[None, :] * float(mu) * float(window)
-    tail = (np.full(shape, np.nan) if n is None
-            else np.broadcast_to((n[:, :, None] * (1.0 - pct / 100.0)[None, None, :])[:, :, None, :], shape))
-    if "few_tail_customers" in ds:
-        enough = ds["few_tail_customers"].transpose("R", "rho", "percentile").values == 0
-        enough = np.broadcast_to(enough[:, :, None, :], shape)
-    elif n is not None:
-        enough = np.round(tail, 6) >= float(min_tail_customers)
-    else:
-        enough = np.ones(shape, bool)
-    if "sim_run_valid" in ds:  # a run too short to trust is no reference either
-        enough = enough & np.broadcast_to((ds["sim_run_valid"].transpose("R", "rho").values != 0)[:, :, None, None],
-                                          shape)
+    tail, enough = _tail_customers(ds, shape, window, mu, min_tail_customers)
     usable = (valid & enough & np.isfinite(rel) & np.isfinite(lo) & np.isfinite(hi) & (optimistic != NO_VERDICT))
 
     if "fit_violation" in ds:  # NaN where the method was not computed (compare.fit_validity)
@@ -146,6 +122,49 @@ def build_accuracy(comparison, *, window: float | None = None, mu: float = 1.0,
                         "tail_customers": float(tail[i, j, m, q]), "replications": reps,
                     })
     return rows
+
+
+def _of_service(comparison, service: str):
+    """The comparison of one service law (an older one's ``method`` dimension read as ``approximation``);
+    ValueError where the law or the variables the table reads are missing."""
+    ds = comparison
+    if "approximation" not in ds.dims and "method" in ds.dims:
+        ds = ds.rename({"method": "approximation"})
+    if service not in ds["service"].values.tolist():
+        raise ValueError(f"comparison has no {service!r} service law (laws: {ds['service'].values.tolist()})")
+    ds = ds.sel(service=service)
+    need = ("relative_percentile_error_mean", "relative_percentile_error_ci_low", "relative_percentile_error_ci_high",
+            "percentile_error_ci_high")
+    missing = [v for v in need if v not in ds]
+    if missing:
+        raise ValueError(f"comparison lacks {', '.join(missing)}: not a sojourn.jsq_ps.compare dataset")
+    return ds
+
+
+def _tail_customers(ds, shape, window, mu, min_tail_customers):
+    """(expected customers beyond each percentile over all replications' ``window``, NaN without a window;
+    whether there are enough to judge the row: the comparison's ``few_tail_customers`` where it has it, else
+    counted from the window, and its run long enough to trust), each of ``shape`` (R, rho, approximation,
+    percentile)."""
+    import numpy as np
+
+    Rs, rhos, pct = ds["R"].values.astype(int), ds["rho"].values.astype(float), ds["percentile"].values.astype(float)
+    n = None  # expected customers per replication (R, rho)
+    if window is not None:
+        n = Rs[:, None] * rhos[None, :] * float(mu) * float(window)
+    tail = (np.full(shape, np.nan) if n is None
+            else np.broadcast_to((n[:, :, None] * (1.0 - pct / 100.0)[None, None, :])[:, :, None, :], shape))
+    if "few_tail_customers" in ds:
+        enough = ds["few_tail_customers"].transpose("R", "rho", "percentile").values == 0
+        enough = np.broadcast_to(enough[:, :, None, :], shape)
+    elif n is not None:
+        enough = np.round(tail, 6) >= float(min_tail_customers)
+    else:
+        enough = np.ones(shape, bool)
+    if "sim_run_valid" in ds:  # a run too short to trust is no reference either
+        enough = enough & np.broadcast_to((ds["sim_run_valid"].transpose("R", "rho").values != 0)[:, :, None, None],
+                                          shape)
+    return tail, enough
 
 
 def _fmt(v, digits: int = 10) -> str:

@@ -196,11 +196,12 @@ def _simulate_cost(args, spec) -> None:
     import os
 
     from ..core.checks.guard import admit_parts
+    from ..core.runs.threads import threads_for
     from . import cost
 
     precision = getattr(args, "precision", None)
     reps = (args.max_replications or 200) if precision else (args.replications or 10)
-    workers = min(reps, os.cpu_count() or 1) if args.backend == "ciw" else 1
+    workers = min(reps, os.cpu_count() or 1) if args.backend == "ciw" else threads_for(reps, None)
     # Ciw is slow: it says what it will take before it starts, however short (issue 31)
     admit_parts(cost.simulate(spec, args.horizon, reps, args.backend, args.dt, args.t_max, workers),
                 announce=args.backend == "ciw")

@@ -99,7 +99,8 @@ from ..core.estimates.stats import (
     quantile,
     wasserstein,
 )
-from ..core.files.io import NETCDF_LOCK, provenance, write_netcdf
+from ..core.files.io import NETCDF_LOCK, cf_flags, provenance, write_netcdf
+from ..core.files.io import cf_attrs as _attrs
 from .naming import EXPONENTIAL, label_coords
 from .solve.guards import ABOVE_ONE as FIT_ABOVE_ONE
 from .solve.guards import BELOW_ZERO as FIT_BELOW_ZERO
@@ -122,10 +123,8 @@ DEFAULTS = {
 
 #: ``fit_invalid`` bits and round-off tolerance: the analytic guards' CDF checks (imported above), so the
 #: comparison and the approximation's ``validity_reason`` flag a CDF alike
-FIT_FLAG_ATTRS = {
-    "flag_masks": np.array([FIT_BELOW_ZERO, FIT_ABOVE_ONE, FIT_DECREASING, FIT_NON_FINITE], np.int8),
-    "flag_meanings": "below_zero above_one non_monotone non_finite",
-}
+FIT_FLAG_ATTRS = cf_flags({FIT_BELOW_ZERO: "below_zero", FIT_ABOVE_ONE: "above_one", FIT_DECREASING: "non_monotone",
+                           FIT_NON_FINITE: "non_finite"}, masks=True)
 
 
 def ties_with_best(mean, low, high, m: int, best: int) -> bool:
@@ -163,10 +162,8 @@ def approximation_validity(approx: xr.Dataset) -> xr.DataArray | None:
 
 #: ``unusable_reason`` bits (CF flag_masks): why ``usable`` is 0 at (R, rho, approximation)
 NOT_COMPUTED, NOT_A_CDF, FLAGGED_BY_APPROXIMATION = 1, 2, 4
-UNUSABLE_FLAG_ATTRS = {
-    "flag_masks": np.array([NOT_COMPUTED, NOT_A_CDF, FLAGGED_BY_APPROXIMATION], np.int8),
-    "flag_meanings": "not_computed not_a_cdf flagged_by_approximation",
-}
+UNUSABLE_FLAG_ATTRS = cf_flags({NOT_COMPUTED: "not_computed", NOT_A_CDF: "not_a_cdf",
+                                FLAGGED_BY_APPROXIMATION: "flagged_by_approximation"}, masks=True)
 
 #: ``optimistic`` values
 NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC = -1, 0, 1
@@ -182,11 +179,8 @@ TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED = 0, 1, 2
  STATUS_TAIL,             # "T": exponential service, exact not usable, T preferred (tail_check)
  STATUS_RUN_TOO_SHORT,    # "simulate": the simulation's run is too short to trust (sojourn.core.estimates.runlength)
  ) = range(8)
-STATUS_FLAG_ATTRS = {
-    "flag_values": np.arange(8, dtype=np.int8),
-    "flag_meanings": "exact non_optimistic all_optimistic too_few_customers no_verdict no_simulation "
-                     "tail_conservative run_too_short",
-}
+STATUS_FLAG_ATTRS = cf_flags(dict(enumerate("exact non_optimistic all_optimistic too_few_customers no_verdict "
+                                             "no_simulation tail_conservative run_too_short".split())))
 SIMULATE = "simulate"
 #: the method that is conservative by construction (sojourn.jsq_ps.solve.tail)
 TAIL_METHOD = "T"
@@ -294,10 +288,6 @@ def tail_check(err_exact, dt: float) -> dict:
     return {"checked_points": int(points.sum()), "below_exact_points": int(below.sum()),
             "largest_below": float(-d[below].min()) if below.any() else 0.0,
             "preferred": bool(points.any() and not below.any())}
-
-
-def _attrs(long_name, units="1", **kw):
-    return {"long_name": long_name, "units": units, **kw}
 
 
 class _Grid:
@@ -542,8 +532,7 @@ _Q5 = ("service", "R", "rho", "approximation", "percentile")
 _Q4 = ("service", "R", "rho", "percentile")
 _M3 = ("R", "rho", "approximation")
 _TU = "time units (1/mu)"
-_CI_FLAGS = {"flag_values": np.array([CI_NONE, CI_T, CI_BOOTSTRAP], np.int8),
-             "flag_meanings": "no_interval student_t bootstrap_bca"}
+_CI_FLAGS = cf_flags({CI_NONE: "no_interval", CI_T: "student_t", CI_BOOTSTRAP: "bootstrap_bca"})
 _MASKED = " (NaN where usable = 0)"
 
 
@@ -726,8 +715,8 @@ def _distance_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 "(min_tail_customers): the percentile cannot be estimated there and drives no "
                 "recommendation; 1 = in some replication (n_k (1 - p)), 2 = even pooled "
                 "(sum_k n_k (1 - p)) or not simulated",
-                flag_values=np.array([TAIL_ENOUGH, TAIL_FEW_PER_REPLICATION, TAIL_FEW_POOLED], np.int8),
-                flag_meanings="enough few_per_replication few_pooled",
+                flags={TAIL_ENOUGH: "enough", TAIL_FEW_PER_REPLICATION: "few_per_replication",
+                       TAIL_FEW_POOLED: "few_pooled"},
             ),
         ),
     }
@@ -778,8 +767,7 @@ def _usable_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 "(fit_invalid = 0) and not flagged by the approximation dataset itself"
                 + (f" (its '{g.approx_valid_source}')" if g.approx_valid_source else " (it has no verdict of its own)")
                 + "; every statistic of a method is NaN where 0 and no decision considers it",
-                flag_values=np.array([0, 1], np.int8),
-                flag_meanings="unusable usable",
+                flags={0: "unusable", 1: "usable"},
             ),
         ),
         "unusable_reason": (_M3, v.reason, _attrs("why usable = 0 (bit mask; 0 = usable)", **UNUSABLE_FLAG_ATTRS)),
@@ -796,8 +784,7 @@ def _usable_variables(g: _Grid, v: SimpleNamespace) -> dict:
             v.tied,
             _attrs(
                 "1 if the method's Wasserstein CI overlaps the best method's CI (0 for unusable methods)",
-                flag_values=np.array([0, 1], np.int8),
-                flag_meanings="no yes",
+                flags={0: "no", 1: "yes"},
             ),
         ),
         "best_method_percentile": (_Q4, v.best_pct.astype(str),
@@ -817,8 +804,7 @@ def _decision_variables(g: _Grid, v: SimpleNamespace) -> dict:
                 "percentile_error_mean "
                 "is below 0 (percentile_error_ci_high < 0), however small the error (optimistic_by); 0 if not; -1: "
                 "no verdict (unusable, no mean error or no CI)",
-                flag_values=np.array([NO_VERDICT, NOT_OPTIMISTIC, OPTIMISTIC], np.int8),
-                flag_meanings="no_verdict not_optimistic optimistic",
+                flags={NO_VERDICT: "no_verdict", NOT_OPTIMISTIC: "not_optimistic", OPTIMISTIC: "optimistic"},
             ),
         ),
         "optimistic_by": (
@@ -904,8 +890,7 @@ def _check_variables(g: _Grid, v: SimpleNamespace) -> dict:
             _attrs(
                 "1 where the method did not run: not computed, over its budget or its truncation cap "
                 "not reached (as opposed to a computed result that is not a CDF)",
-                flag_values=np.array([0, 1], np.int8),
-                flag_meanings="ran not_run",
+                flags={0: "ran", 1: "not_run"},
             ),
         ),
         "sim_noise_wasserstein": (
@@ -953,7 +938,7 @@ def _finish(ds: xr.Dataset, g: _Grid, v: SimpleNamespace, run_time) -> None:
         "0 too short to "
         "trust (its statistics are kept but judge nothing: no best_method, optimistic verdict or most_accurate "
         "there, recommendation_status run_too_short unless exact or T apply), -1 not simulated or not judged",
-        flag_values=np.array([-1, 0, 1], np.int8), flag_meanings="not_judged too_short long_enough"))
+        flags={-1: "not_judged", 0: "too_short", 1: "long_enough"}))
     ds.attrs["run_length"] = (f"{int(v.short.sum())} of {int((g.run_valid >= 0).sum())} simulated cells too short to "
                               "trust (sim_run_valid = 0): excluded from every decision")
     label_coords(ds)

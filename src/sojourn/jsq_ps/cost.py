@@ -16,19 +16,15 @@ from ..core.checks.guard import Estimate
 
 #: seconds per event of the fast kernels: a fixed part and, for JSQ, a part per server scanned (R = 10, load 0.9:
 #: 9.4e-8 s/event; R = 1000: 4.8e-7 s/event; one replication of horizon 20 000)
-SECONDS_PER_EVENT = 1e-7
-SECONDS_PER_SCANNED_SERVER = 4e-10
+SECONDS_PER_EVENT, SECONDS_PER_SCANNED_SERVER = 1e-7, 4e-10
 #: Ciw's event loop is Python: seconds per event, a part per server its router looks at, and a part per customer
 #: present at the PS node of the event (Ciw's PSNode recomputes every present customer's service end); checked by
 #: benchmarks/cost_models.py (R = 1, 4, 8, load 0.5 to 0.9, exponential and lognormal: CPU 0.75 to 1.0 of the
 #: prediction, its workers' memory 0.82 to 0.87)
-CIW_SECONDS_PER_EVENT = 1.2e-5
-CIW_SECONDS_PER_SERVER = 1.5e-6
-CIW_SECONDS_PER_PRESENT = 2.5e-6
+CIW_SECONDS_PER_EVENT, CIW_SECONDS_PER_SERVER, CIW_SECONDS_PER_PRESENT = 1.2e-5, 1.5e-6, 2.5e-6
 #: Ciw keeps a record of every customer until the replication ends (bytes per customer, measured), plus the
 #: interpreter and Ciw of each worker process
-CIW_BYTES_PER_CUSTOMER = 1500.0
-CIW_BYTES_PER_WORKER = 120e6
+CIW_BYTES_PER_CUSTOMER, CIW_BYTES_PER_WORKER = 1500.0, 120e6
 #: seconds to start Ciw's worker processes (spawned interpreters importing Ciw and numpy)
 CIW_SECONDS_STARTUP = 2.0
 #: bytes per server of the simulation kernels' state (queues of 16 customers to start with, heaps, clocks, counters)
@@ -44,32 +40,30 @@ def _present_per_server(spec) -> float:
 def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt: float = 0.01,
              t_max: float = 182.32, workers: int = 1) -> list[Estimate]:
     """The parts of ``replications`` replications of ``spec`` of length ``horizon`` (Ciw on ``workers`` processes
-    at once): the events (time), the histograms over the grid, the servers' state or Ciw's records (memory)."""
+    at once, the fast kernels on ``workers`` threads): the events (time), the histograms over the grid, the servers'
+    state or Ciw's records (memory)."""
     R = spec.servers
     reps = int(replications)
+    procs = max(1, min(int(workers), reps))
     events = 2.0 * float(spec.arrival_rate) * float(horizon) * reps
     histograms = grid(t_max, dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications")
+    what = (f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
+            f"at arrival rate {spec.arrival_rate:.4g}")
     if backend == "ciw":
-        procs = max(1, min(int(workers), reps))
         per_event = (CIW_SECONDS_PER_EVENT + CIW_SECONDS_PER_SERVER * R
                      + CIW_SECONDS_PER_PRESENT * _present_per_server(spec))
-        run = Estimate(
-            CIW_SECONDS_STARTUP + events * per_event / procs,
-            0.0,
-            "servers/horizon/replications",
-            f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
-            f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each in Ciw on {procs} process(es)",
-        )
+        run = Estimate(CIW_SECONDS_STARTUP + events * per_event / procs, 0.0, "servers/horizon/replications",
+                       f"{what}, ~{per_event:.2g} s each in Ciw on {procs} process(es)")
         customers = float(spec.arrival_rate) * float(horizon)
         state = Estimate(0.0, procs * (CIW_BYTES_PER_WORKER + CIW_BYTES_PER_CUSTOMER * customers), "horizon",
                          f"Ciw's record of each of {customers:.3g} customers per replication, {procs} at a time")
     else:
         scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
         per_event = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * scanned
-        run = Estimate(events * per_event, 0.0, "servers/horizon/replications",
-                       f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
-                       f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each")
-        state = Estimate(0.0, SIMULATION_BYTES_PER_SERVER * R, "servers", f"the state of {R:,} servers")
+        run = Estimate(events * per_event / procs, 0.0, "servers/horizon/replications",
+                       f"{what}, ~{per_event:.2g} s each" + (f", {procs} at a time" if procs > 1 else ""))
+        state = Estimate(0.0, procs * SIMULATION_BYTES_PER_SERVER * R, "servers",
+                         f"the state of {R:,} servers" + (f", {procs} replications at a time" if procs > 1 else ""))
     return [run, histograms, state]
 
 
@@ -83,14 +77,11 @@ def grid(t_max: float, dt: float, per_point: float, what: str) -> Estimate:
 # -- the analytic methods ---------------------------------------------------------------------------------------
 #: seconds of the dense tail of L2 = n phases over P grid points: SECONDS_PER_CUBE n^3 (expm) + SECONDS_PER_STEP
 #: P n^2 (the grid's steps): `sojourn approximate -R 3 --load 0.5 --method A`, --L2 1000: 4.6 s, 3000: 70 s
-SECONDS_PER_CUBE = 1.6e-9
-SECONDS_PER_STEP = 1.7e-10
+SECONDS_PER_CUBE, SECONDS_PER_STEP = 1.6e-9, 1.7e-10
 #: seconds per state of a sorted-occupancy chain's solve (sparse LU), of the corrected methods' spread chain within
 #: its cap (it stops where its truncation is reached, far below the cap at most loads: A* at R = 3, ρ = 0.9, 0.16 s
 #: of CPU), and per transition-step of uniformisation
-SECONDS_PER_CHAIN_STATE = 2e-5
-SECONDS_PER_SPREAD_STATE = 3e-6
-SECONDS_PER_UNIFORMISED_ENTRY = 2e-9
+SECONDS_PER_CHAIN_STATE, SECONDS_PER_SPREAD_STATE, SECONDS_PER_UNIFORMISED_ENTRY = 2e-5, 3e-6, 2e-9
 #: method T: its phase tables' memory is :func:`sojourn.jsq_ps.solve.tail.peak_bytes`; its seconds grow about as
 #: R^3 at D = 2 (CPU: R = 50, ρ = 0.9: 1.45 s; R = 100: 9.4 s; the docs' R = 200: 52 s)
 T_SECONDS_PER_CUBED_SERVER = 1e-5

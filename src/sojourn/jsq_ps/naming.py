@@ -74,9 +74,6 @@ def format_rho(rho, decimals: int) -> str:
 SHARED_CORRECTED = {"B*": "A*", "D*": "A*", "E*": "A*", "F*": "C*"}
 
 
-#: bytes per server of the simulation kernels' state (queues of 16 customers to start with, heaps, clocks, counters)
-SIMULATION_BYTES_PER_SERVER = 512
-
 
 def chain_bytes(L: int, servers: int) -> tuple[float, float]:
     """(states, bytes) of the analytic methods' chain on sorted occupancy vectors with per-server cap L:

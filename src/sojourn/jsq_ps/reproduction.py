@@ -46,7 +46,8 @@ import xarray as xr
 
 from ..core.estimates.stats import interval
 from ..core.files.integrity import write_atomic
-from ..core.files.io import provenance, read_netcdf, write_netcdf
+from ..core.files.io import cf_attrs as _a
+from ..core.files.io import cf_flags, provenance, read_netcdf, write_netcdf
 from ..core.present.figures import serialized
 from .compare import REF_EXACT, REF_NONE, REF_SIMULATION, reference_usable, ties_with_best
 from .naming import CORRECTED_METHODS, EXPONENTIAL, FAITHFUL_METHODS
@@ -66,9 +67,11 @@ REL_TABLE_PERCENTILES = (99.0, 99.9, 99.99)
 #: ``map_agreement`` values
 from .claims import ABSENT, DISAGREE, SAME, TIE, TOO_SHORT  # noqa: E402
 
-_AGREE_ATTRS = {"flag_values": np.array([TOO_SHORT, ABSENT, DISAGREE, TIE, SAME], np.int8),
-                "flag_meanings": "reference_too_short absent disagree tie same_letter"}
+_AGREE_ATTRS = cf_flags({TOO_SHORT: "reference_too_short", ABSENT: "absent", DISAGREE: "disagree", TIE: "tie",
+                         SAME: "same_letter"})
 _TU = "time units (1/mu)"
+#: what a percentile or relative error is measured against (-1: not in this run)
+_REF_FLAGS = {-1: "absent", REF_NONE: "too_short", REF_EXACT: "exact", REF_SIMULATION: "simulation"}
 _DECIMALS = 6  # loads are matched to the paper's two-decimal grid after rounding to this many decimals
 
 
@@ -385,84 +388,35 @@ def _percentile_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
     P3 = ("pct_percentile", "pct_rho", "pct_R")
     F4 = ("family",) + P3
     return {
-        "paper_percentile_error": (
-            P3,
-            v.paper_pe,
-            _a(
-                "published signed percentile error approx - sim of the best "
-                "method for that percentile (§6.1 99.99th, §6.2 99.999th)",
-                _TU,
-            ),
-        ),
+        "paper_percentile_error": (P3, v.paper_pe, _a(
+            "published signed percentile error approx - sim of the best method for that percentile (§6.1 99.99th, "
+            "§6.2 99.999th)", _TU)),
         "paper_percentile_method": (P3, paper["pct_method"].values,
             _a("published best method for that percentile (best-percentile-method.csv)")),
-        "percentile_error": (
-            F4,
-            v.pe[0],
-            _a(
-                "our signed percentile error (approx - reference) of the family's best "
-                "method for that percentile: against exact where it ran, else the mean "
-                "over replications against the simulation (percentile_error_reference)",
-                _TU,
-            ),
-        ),
+        "percentile_error": (F4, v.pe[0], _a(
+            "our signed percentile error (approx - reference) of the family's best method for that percentile: "
+            "against exact where it ran, else the mean over replications against the simulation "
+            "(percentile_error_reference)", _TU)),
         "percentile_error_ci_low": (F4, v.pe[1], _a("lower end of the 95% CI of percentile_error", _TU)),
         "percentile_error_ci_high": (F4, v.pe[2], _a("upper end of the 95% CI of percentile_error", _TU)),
-        "percentile_error_method": (
-            F4,
-            v.pe_m.astype(str),
-            _a(
-                "family's best method for that percentile: smallest "
-                "|mean error|, fit_invalid excluded ('' = absent)"
-            ),
-        ),
-        "paper_value_in_ci": (
-            F4,
-            v.in_ci,
-            _a(
-                "1 if the published value lies in our 95% CI (against the simulation), "
-                "0 if not, -1 absent or against exact (no interval)",
-                flag_values=np.array([-1, 0, 1], np.int8),
-                flag_meanings="absent outside inside",
-            ),
-        ),
-        "percentile_error_reference": (
-            F4,
-            v.pe_ref,
-            _a(
-                "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
-                "percentile is a usable reference), 0 none: reference too short (sojourn.core.estimates.reference), "
-                "-1 not "
-                "in "
-                "this run",
-                flag_values=np.array([-1, 0, 1, 2], np.int8),
-                flag_meanings="absent too_short exact simulation",
-            ),
-        ),
-        "percentile_beyond_grid": (
-            P3,
-            v.pe_beyond,
-            _a(
-                "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
-                "exists for this reason, not because the simulation is too short",
-                flag_values=np.array([0, 1], np.int8),
-                flag_meanings="within_grid beyond_grid",
-            ),
-        ),
-        "reference_percentile": (
-            P3,
-            v.pe_x,
-            _a(
-                "the reference's percentile there: exact's where it ran, else the "
-                "mean simulated one where usable (NaN: none)",
-                _TU,
-            ),
-        ),
-        "percentile_error_paper_method": (
-            P3,
-            v.pe_paper_m[0],
-            _a("our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU),
-        ),
+        "percentile_error_method": (F4, v.pe_m.astype(str), _a(
+            "family's best method for that percentile: smallest |mean error|, fit_invalid excluded ('' = absent)")),
+        "paper_value_in_ci": (F4, v.in_ci, _a(
+            "1 if the published value lies in our 95% CI (against the simulation), 0 if not, -1 absent or against "
+            "exact (no interval)", flags={-1: "absent", 0: "outside", 1: "inside"})),
+        "percentile_error_reference": (F4, v.pe_ref, _a(
+            "what percentile_error is measured against: 1 exact (where it ran), 2 the simulation (where its "
+            "percentile is a usable reference), 0 none: reference too short (sojourn.core.estimates.reference), "
+            "-1 not in this run", flags=_REF_FLAGS)),
+        "percentile_beyond_grid": (P3, v.pe_beyond, _a(
+            "1 where exact ran but its percentile lies beyond the time grid (t_max): there no exact reference "
+            "exists for this reason, not because the simulation is too short",
+            flags={0: "within_grid", 1: "beyond_grid"})),
+        "reference_percentile": (P3, v.pe_x, _a(
+            "the reference's percentile there: exact's where it ran, else the mean simulated one where usable "
+            "(NaN: none)", _TU)),
+        "percentile_error_paper_method": (P3, v.pe_paper_m[0], _a(
+            "our mean signed percentile error of the paper's method for that percentile (NaN: letter unknown)", _TU)),
         "percentile_error_paper_method_ci_low": (P3, v.pe_paper_m[1], _a("lower end of its 95% CI", _TU)),
         "percentile_error_paper_method_ci_high": (P3, v.pe_paper_m[2], _a("upper end of its 95% CI", _TU)),
     }
@@ -499,8 +453,7 @@ def _relative_variables(v: SimpleNamespace, paper: xr.Dataset) -> dict:
             v.rel_ref,
             _a(
                 "what relative_error is measured against (as percentile_error_reference)",
-                flag_values=np.array([-1, 0, 1, 2], np.int8),
-                flag_meanings="absent too_short exact simulation",
+                flags=_REF_FLAGS,
             ),
         ),
         "relative_error_method": (("family", "rel_rho", "rel_R"), v.rel_m.astype(str),
@@ -581,10 +534,6 @@ def reproduce(cmp: xr.Dataset, service: str = EXPONENTIAL) -> xr.Dataset:
         }
     )
     return ds
-
-
-def _a(long_name, units="1", **kw):
-    return {"long_name": long_name, "units": units, **kw}
 
 
 # ------------------------------------------------------------------------------------------- summaries

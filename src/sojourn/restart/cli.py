@@ -229,6 +229,22 @@ def run_solve(args) -> int:
     return 0
 
 
+def _timeout_law(args):
+    """The law of ``--timeout`` (None without it), which ``--semantics timeout`` needs and no other allows."""
+    from ..core.laws.distributions import parse_law
+
+    try:
+        timeout = parse_law(args.timeout) if args.timeout else None
+    except ValueError as exc:
+        raise ValueError(f"--timeout: {exc}") from None
+    if args.semantics == "timeout" and timeout is None:
+        raise ValueError("--timeout is required with --semantics timeout: a law such as deterministic:value=0.5 or "
+                         "exponential:rate=2")
+    if args.semantics != "timeout" and timeout is not None:
+        raise ValueError(f"--timeout applies only with --semantics timeout; got --semantics {args.semantics}")
+    return timeout
+
+
 def run_simulate(args) -> int:
     from ..core.estimates import runlength
     from ..core.estimates.precision import from_flags as precision_from_flags
@@ -242,20 +258,11 @@ def run_simulate(args) -> int:
         summary_dataset,
     )
     from ..core.files.io import write_netcdf
-    from ..core.laws.distributions import parse_law
     from .simulate import DEFAULT_PERCENTILE, SimulationSpec, simulate
     from .solve import solve
 
     net = _load(args)
-    try:
-        timeout = parse_law(args.timeout) if args.timeout else None
-    except ValueError as exc:
-        raise ValueError(f"--timeout: {exc}") from None
-    if args.semantics == "timeout" and timeout is None:
-        raise ValueError("--timeout is required with --semantics timeout: a law such as deterministic:value=0.5 or "
-                         "exponential:rate=2")
-    if args.semantics != "timeout" and timeout is not None:
-        raise ValueError(f"--timeout applies only with --semantics timeout; got --semantics {args.semantics}")
+    timeout = _timeout_law(args)
     precision = precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     _window(args)
     if args.semantics == "timeout":

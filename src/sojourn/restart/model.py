@@ -330,6 +330,13 @@ class Network:
             signal_ext=np.array([q.signal_rate for q in self.queues]), labels=labels,
             station_labels=tuple(f"{q.name}/{c.name}" for _, q, c in stations))
 
+    def totals(self, index: str, values) -> np.ndarray:
+        """Sums of ``values`` within each station or queue; ``index`` names the layout's map from what ``values``
+        are indexed by to where they are summed: ``type_station`` (C,), ``type_queue`` or ``station_queue`` (N,)."""
+        L = self.layout
+        size = len(L.station_queue) if index.endswith("_station") else len(self.queues)
+        return np.bincount(getattr(L, index), weights=values, minlength=size)
+
     @property
     def arrival_rate(self) -> float:
         """Total external arrival rate Σλ."""

@@ -151,7 +151,6 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     from . import kernel as K
 
     net = spec.network
-    L = net.layout
     acc = np.array([r["acc"] for r in raw])
     flag = acc[:, K.A_UNSTABLE].astype(np.int8)
     unstable = flag > 0
@@ -164,8 +163,8 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
     window = horizon - cooldown - warmup
     count = np.nan_to_num(acc[:, K.A_COUNT]).astype(np.int64)
     area = np.array([r["area"] for r in raw]) / window
-    station = np.stack([np.bincount(L.type_station, weights=a, minlength=len(L.station_labels)) for a in area])
-    queue = np.stack([np.bincount(L.type_queue, weights=a, minlength=len(net.queues)) for a in area])
+    station = np.stack([net.totals("type_station", a) for a in area])
+    queue = np.stack([net.totals("type_queue", a) for a in area])
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(count > 0, acc[:, K.A_SUM] / np.maximum(count, 1), np.nan)
         mean_restarts = np.where(count > 0, acc[:, K.A_RESTARTS_RECORDED] / np.maximum(count, 1), np.nan)
@@ -209,19 +208,33 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
             "wall_time": (R, np.array([r["wall_time"] for r in raw]),
                           {"long_name": "wall-clock time of the kernel (not reproducible)", "units": "s"}),
         },
-        coords={
-            "replication": ("replication", np.asarray(reps, np.int64),
-                            {"long_name": "replication index (seed spawn key)", "units": "1"}),
-            "t": ("t", time_grid(t_max, dt), {"long_name": "response time, left edge of histogram bin", "units": tu}),
-            "restarts": ("restarts", np.arange(restart_max + 1),
-                         {"long_name": "successful restarts of a job", "units": "1"}),
-            "type": ("type", list(L.labels), {"long_name": "queue/class/phase"}),
-            "station": ("station", list(L.station_labels), {"long_name": "queue/class"}),
-            "queue": ("queue", [q.name for q in net.queues], {"long_name": "queue"}),
-        },
+        coords=_coords(net, reps, dt, t_max, restart_max),
     )
+    ds.attrs.update(_provenance(spec, seed=seed, horizon=horizon, warmup=warmup, cooldown=cooldown, dt=dt, t_max=t_max,
+                                restart_max=restart_max, max_jobs=max_jobs, max_events=max_events))
+    return ds
+
+
+def _coords(net, reps, dt, t_max, restart_max) -> dict:
+    """The coordinates of a simulation dataset: replications, the histogram's time grid, restart counts, and the
+    network's types, stations and queues."""
+    L = net.layout
+    return {
+        "replication": ("replication", np.asarray(reps, np.int64),
+                        {"long_name": "replication index (seed spawn key)", "units": "1"}),
+        "t": ("t", time_grid(t_max, dt), {"long_name": "response time, left edge of histogram bin", "units": "time"}),
+        "restarts": ("restarts", np.arange(restart_max + 1),
+                     {"long_name": "successful restarts of a job", "units": "1"}),
+        "type": ("type", list(L.labels), {"long_name": "queue/class/phase"}),
+        "station": ("station", list(L.station_labels), {"long_name": "queue/class"}),
+        "queue": ("queue", [q.name for q in net.queues], {"long_name": "queue"}),
+    }
+
+
+def _provenance(spec, *, seed, horizon, warmup, cooldown, dt, t_max, restart_max, max_jobs, max_events) -> dict:
+    """A simulation dataset's attributes: the model, the run's parameters, how each replication's seed is made."""
     entropy = _seeds.seed_entropy(seed, spec)
-    ds.attrs.update(provenance(
+    return provenance(
         spec.to_dict(), title="Simulated restart G-network: " + spec.describe(), model=spec.describe(),
         spec=spec.to_json(), semantics=spec.semantics, horizon=float(horizon), warmup=float(warmup),
         cooldown=float(cooldown), dt=float(dt), t_max=float(t_max), restart_max=int(restart_max), seed=int(seed),
@@ -230,8 +243,7 @@ def _dataset(spec, raw, reps, *, seed, horizon, warmup, cooldown, dt, t_max, res
         seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
                     "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
         histogram_convention="count[i]: response time in [t_i, t_i + dt); CDF at right edges P(T < t_i + dt)",
-    ))
-    return ds
+    )
 
 
 def simulate(spec: SimulationSpec, replications: int | None = None, seed: int = 0, *, horizon: float = 200_000.0,
@@ -358,8 +370,7 @@ def with_guard(ds: xr.Dataset, spec: SimulationSpec | None = None) -> xr.Dataset
     stopped unstable sets the ``unstable`` bit."""
     spec = spec if spec is not None else SimulationSpec.from_dict(json.loads(ds.attrs["spec"]))
     window = float(ds.attrs["horizon"]) - float(ds.attrs["warmup"]) - float(ds.attrs["cooldown"])
-    for name, (dims, values, attrs) in _runlength.variables(guard(spec, ds, window), (), "time").items():
-        ds[name] = (dims, values, attrs)
+    ds.update(_runlength.variables(guard(spec, ds, window), (), "time"))  # one merge, not one per variable
     return ds
 
 

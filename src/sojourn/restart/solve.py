@@ -22,6 +22,12 @@ from ..core.checks.validate import integer_at_least, nonnegative_finite, positiv
 from .model import Network
 
 
+def _summed(index: str, of: str, doc: str) -> property:
+    """A measure of :class:`Solution`: its per-type or per-station measure ``of`` summed within each station or
+    queue (:meth:`sojourn.restart.model.Network.totals` over ``index``)."""
+    return property(lambda self: self.network.totals(index, getattr(self, of)), doc=doc)
+
+
 @dataclass(frozen=True)
 class Solution:
     """Product-form measures of a network (arrays indexed like ``network.layout``)."""
@@ -31,11 +37,7 @@ class Solution:
     signal_rate: np.ndarray  # (N,) total signal rate Λ⁻ at each queue (§3.3)
     iterations: int  # fixed-point iterations (0: linear case)
 
-    @property
-    def queue_load(self) -> np.ndarray:
-        """ρ_i = Σ ρ_i^(k,p): utilisation P(N_i > 0) of each queue."""
-        L = self.network.layout
-        return np.bincount(L.type_queue, weights=self.rho, minlength=len(self.network.queues))
+    queue_load = _summed("type_queue", "rho", "ρ_i = Σ ρ_i^(k,p): utilisation P(N_i > 0) of each queue.")
 
     @property
     def mean_number(self) -> np.ndarray:
@@ -49,11 +51,7 @@ class Solution:
         L = self.network.layout
         return self.rho / (1.0 - self.queue_load[L.type_queue])
 
-    @property
-    def mean_number_station(self) -> np.ndarray:
-        """E[N_i^(k)] per (queue, class) station."""
-        L = self.network.layout
-        return np.bincount(L.type_station, weights=self.mean_number_type, minlength=len(L.station_queue))
+    mean_number_station = _summed("type_station", "mean_number_type", "E[N_i^(k)] per (queue, class) station.")
 
     @property
     def arrival_flow(self) -> np.ndarray:
@@ -68,7 +66,7 @@ class Solution:
         L = self.network.layout
         G = self.signal_rate[L.type_queue]
         into_type = (G * L.alpha * self.rho) @ L.restart_move
-        return np.bincount(L.type_station, weights=into_type, minlength=len(L.station_queue))
+        return self.network.totals("type_station", into_type)
 
     @property
     def restart_rate(self) -> float:
@@ -80,12 +78,9 @@ class Solution:
     def departure_rate(self) -> np.ndarray:
         """Service completions per unit time of each station: Σ_p ρ μ H[p, 0]."""
         L = self.network.layout
-        return np.bincount(L.type_station, weights=self.rho * L.mu * L.exit_prob, minlength=len(L.station_queue))
+        return self.network.totals("type_station", self.rho * L.mu * L.exit_prob)
 
-    @property
-    def queue_arrival_flow(self) -> np.ndarray:
-        L = self.network.layout
-        return np.bincount(L.station_queue, weights=self.arrival_flow, minlength=len(self.network.queues))
+    queue_arrival_flow = _summed("station_queue", "arrival_flow", "Λ_i: the stations' arrival flows within queue i.")
 
     @property
     def queue_response_time(self) -> np.ndarray:

@@ -93,6 +93,35 @@ def half_width_text(half_width: float, exact: bool, resolution: float) -> str:
     return f"{half_width:.3g}"
 
 
+def _value(spec, p, confidence, *, workunits, replications, seed, dt, t_max) -> tuple:
+    """(latency, half-width, is_exact, method, run_valid) of one (r, q): its exact mean or percentile ``p`` where
+    one exists, else simulated (a CI over the replications, marked when the run is too short to trust)."""
+    e = exact_results(spec, percentiles=[p] if p is not None else [0.99])
+    if p is None and e["exact"]:
+        return e["mean_latency"], 0.0, 1, e["delay_method"], 1
+    if p is not None and e["percentile_method"] != "none":
+        return float(e["latency_percentile"][0]), 0.0, 1, e["percentile_method"], 1
+    ds = simulate(spec, workunits=workunits, replications=replications, seed=seed, dt=dt, t_max=t_max)
+    x = ds["mean_latency"].values if p is None else percentile_per_replication(ds, "latency", [p])[:, 0]
+    m, h = mean_ci(x, confidence=confidence)
+    how = f"simulation ({replications} x {workunits} workunits)"
+    if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): marked, said
+        need = format_length(float(ds["needed_window"]) * spec.arrival_rate)
+        how += f", TOO SHORT to trust ({describe(int(ds['run_validity_reason']))}; needs --workunits >= {need})"
+    return float(m), float(h), 0, how, int(ds["run_valid"])
+
+
+def _top_two_within_noise(rows, p, dt) -> bool:
+    """Whether the two best ranked rows differ by less than their half-widths together (not both exact)."""
+    if len(rows) < 2:
+        return False
+    (_, _, _, v1, h1, x1, _, _), (_, _, _, v2, h2, x2, _, _) = rows[0], rows[1]
+    # a simulated percentile is known to its histogram's bin dt at best (core.estimates.stats.format_with_ci)
+    res = (lambda h, exact: h if exact or p is None else max(h, dt))
+    return bool(not (x1 and x2) and abs(v2 - v1) <= (res(h1, x1) if np.isfinite(h1) else math.inf) + (
+        res(h2, x2) if np.isfinite(h2) else math.inf))
+
+
 def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, criterion="mean", workunits=100_000,
          replications=5, seed=0, confidence=DEFAULT_CONFIDENCE, model="split_merge", dt=0.01, t_max=200.0,
          progress=None) -> xr.Dataset:
@@ -101,37 +130,16 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
     admit_cost(hosts, replica_law, quorum_min, max_replicas, workunits, replications, model, dt, t_max)
     law, ok, skipped = candidates(hosts, arrival_rate, replica_law, quorum_min, max_replicas)
     rows = []
+    run = {"workunits": workunits, "replications": replications, "seed": seed, "dt": dt, "t_max": t_max}
     for i, (r, q, load) in enumerate(ok):
         spec = SplitMerge(hosts, r, q, arrival_rate, law, model)
-        e = exact_results(spec, percentiles=[p] if p is not None else [0.99])
-        if p is None and e["exact"]:
-            rows.append((r, q, load, e["mean_latency"], 0.0, 1, e["delay_method"], 1))
-        elif p is not None and e["percentile_method"] != "none":
-            rows.append((r, q, load, float(e["latency_percentile"][0]), 0.0, 1, e["percentile_method"], 1))
-        else:
-            ds = simulate(spec, workunits=workunits, replications=replications, seed=seed, dt=dt, t_max=t_max)
-            x = ds["mean_latency"].values if p is None else percentile_per_replication(ds, "latency", [p])[:, 0]
-            m, h = mean_ci(x, confidence=confidence)
-            how = f"simulation ({replications} x {workunits} workunits)"
-            if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): marked, said
-                need = format_length(float(ds["needed_window"]) * spec.arrival_rate)
-                how += f", TOO SHORT to trust ({describe(int(ds['run_validity_reason']))}; needs --workunits >= {need})"
-            rows.append((r, q, load, float(m), float(h), 0, how, int(ds["run_valid"])))
-            if progress:
-                progress(i + 1, len(ok), rows[-1])
-            continue
+        rows.append((r, q, load, *_value(spec, p, confidence, **run)))
         if progress:
             progress(i + 1, len(ok), rows[-1])
     order = sorted(range(len(rows)), key=lambda k: (math.inf if not np.isfinite(rows[k][3]) else rows[k][3]))
     rows = [rows[k] for k in order]
     col = lambda j, dt_=float: np.array([row[j] for row in rows], dtype=dt_)
-    within = False
-    if len(rows) >= 2:
-        (_, _, _, v1, h1, x1, _, _), (_, _, _, v2, h2, x2, _, _) = rows[0], rows[1]
-        # a simulated percentile is known to its histogram's bin dt at best (core.estimates.stats.format_with_ci)
-        res = (lambda h, exact: h if exact or p is None else max(h, dt))
-        within = bool(not (x1 and x2) and abs(v2 - v1) <= (res(h1, x1) if np.isfinite(h1) else math.inf) + (
-            res(h2, x2) if np.isfinite(h2) else math.inf))
+    within = _top_two_within_noise(rows, p, dt)
     name = "mean latency" if p is None else f"{100 * p:g}th percentile of latency"
     U = "time units of the replica law"
     ds = xr.Dataset(

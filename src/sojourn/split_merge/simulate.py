@@ -280,8 +280,7 @@ def with_guard(ds: xr.Dataset, spec: SplitMerge | None = None) -> xr.Dataset:
     horizon = float(a["horizon"]) if a["horizon"] != "none" else math.inf
     window = recording_window(spec, int(a["workunits"]), horizon, float(a["warmup_time"]))
     k = int(np.asarray(ds["replications_used"]).ravel()[0]) if "replications_used" in ds else ds.sizes["replication"]
-    for name, (dims, values, attrs) in _runlength.variables(guard(spec, window, k), (), TIME_UNITS).items():
-        ds[name] = (dims, values, attrs)
+    ds.update(_runlength.variables(guard(spec, window, k), (), TIME_UNITS))  # one merge, not one per variable
     return ds
 
 

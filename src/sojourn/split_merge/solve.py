@@ -81,26 +81,6 @@ def mph1_delay_ph(lam: float, beta, B):
 
 # ---------------------------------------------------------------------------------------------
 # M/PH/c by a QBD
-def _level_blocks(beta, B, lam, N):
-    """(states, local L_N without −λ) of N busy servers: count vectors over the d phases, phase moves."""
-    d = beta.size
-    states = ph.occupancy_states(d, N)
-    index = {s: i for i, s in enumerate(states)}
-    L = np.zeros((len(states), len(states)))
-    for i, s in enumerate(states):
-        L[i, i] = sum(s[k] * B[k, k] for k in range(d))
-        for k in range(d):
-            if s[k] == 0:
-                continue
-            for j in range(d):
-                if j != k and B[k, j] > 0:
-                    u = list(s)
-                    u[k] -= 1
-                    u[j] += 1
-                    L[i, index[tuple(u)]] += s[k] * B[k, j]
-    return states, index, L
-
-
 def _log_reduction_G(A0, A1, A2, tol=1e-13, max_iter=None):
     """(G, converged): the minimal solution G of A2 + A1 G + A0 G² = 0 (Latouche–Ramaswami logarithmic
     reduction), and whether a stopping rule (rows of G summing to 1, or the remaining increment T, within
@@ -134,7 +114,7 @@ def mphc_qbd(lam: float, c: int, beta, B, max_phases: int = QBD_MAX_PHASES) -> d
     if math.comb(c + d - 1, d - 1) > max_phases or math.comb(c + d, d) > QBD_MAX_BOUNDARY:
         return None
     t = ph.exit_vector(B)
-    levels = [_level_blocks(beta, B, lam, N) for N in range(c + 1)]
+    levels = [ph.occupancy_block(B, N) for N in range(c + 1)]  # (states, index, L_N without −λ)
 
     def up(N):  # N -> N+1 (N < c): a new workunit starts in phase k
         s0, _, _ = levels[N]

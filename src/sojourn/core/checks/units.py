@@ -60,59 +60,67 @@ def _finite(field: str, text: str, num: str) -> float:
     return v
 
 
-def parse_time(value, field: str = "time", *, allow_zero: bool = False) -> Quantity:
-    """A duration: text with a unit (``72ms``, ``0.1 s``, ``250µs``) or a number of seconds (API only).
+def _time_text(value: str, field: str) -> tuple[float, str]:
+    """(seconds, unit) of a duration written as text."""
+    m = _TIME.match(value)
+    if not m:
+        raise ValueError(f"{field} must be a number with a time unit ({TIME_UNITS_TEXT}), e.g. '72ms'; got {value!r}")
+    if m.group("unit") is None:
+        raise ValueError(f"{field} needs a time unit ({TIME_UNITS_TEXT}), e.g. '{m.group('num')}ms'; got {value!r}")
+    unit = time_unit(m.group("unit"), field)
+    return _finite(field, value, m.group("num")) * SECONDS[unit], unit
 
-    Must be > 0 (≥ 0 with ``allow_zero``). ValueError naming ``field``."""
-    if isinstance(value, Quantity):
-        value = value.si if value.unit in SECONDS else value.text
-    if isinstance(value, bool):
-        raise ValueError(f"{field} must be a duration such as '72ms' or a number of seconds; got {value!r}")
-    if isinstance(value, (int, float)):
-        si, unit, text = float(value), "s", f"{value!r} s"
-    elif isinstance(value, str):
-        m = _TIME.match(value)
-        if not m:
-            raise ValueError(f"{field} must be a number with a time unit ({TIME_UNITS_TEXT}), e.g. '72ms'; "
-                             f"got {value!r}")
-        if m.group("unit") is None:
-            raise ValueError(f"{field} needs a time unit ({TIME_UNITS_TEXT}), e.g. '{m.group('num')}ms'; "
-                             f"got {value!r}")
-        unit = time_unit(m.group("unit"), field)
-        si, text = _finite(field, value, m.group("num")) * SECONDS[unit], value.strip()
+
+def _rate_text(value: str, field: str) -> tuple[float, str]:
+    """(per second, /unit) of a rate written as text."""
+    m = _RATE.match(value)
+    if not m:
+        raise ValueError(f"{field} must be a number per time unit, e.g. '9000/s' or '9/ms'; got {value!r}")
+    if m.group("hz"):
+        unit = "s"
+    elif m.group("unit") is None:
+        raise ValueError(f"{field} needs a unit, e.g. '{m.group('num')}/s' or '{m.group('num')}/ms'; got {value!r}")
     else:
-        raise ValueError(f"{field} must be a duration such as '72ms' or a number of seconds; got {value!r}")
+        unit = time_unit(m.group("unit"), field)
+    return _finite(field, value, m.group("num")) / SECONDS[unit], "/" + unit
+
+
+#: what a time and a rate are: how an error names them, the prefix of their units ("ms", "/ms"), how a number of SI
+#: units is written back, how text is read
+_KINDS = {
+    "time": ("a duration such as '72ms' or a number of seconds", "", " s", _time_text),
+    "rate": ("a rate such as '9000/s' or a number per second", "/", "/s", _rate_text),
+}
+
+
+def _parse(kind: str, value, field: str, allow_zero: bool) -> Quantity:
+    what, prefix, si_text, from_text = _KINDS[kind]
+    if isinstance(value, Quantity):  # one of its own kind passes as its SI value, another as its text (refused)
+        own = value.unit.startswith(prefix) and value.unit[len(prefix):] in SECONDS
+        value = value.si if own else value.text
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        si, unit, text = float(value), prefix + "s", f"{value!r}{si_text}"
+    elif isinstance(value, str):
+        si, unit = from_text(value, field)
+        text = value.strip()
+    else:
+        raise ValueError(f"{field} must be {what}; got {value!r}")
     if not math.isfinite(si) or si < 0 or (si == 0 and not allow_zero):
         raise ValueError(f"{field} must be {'>= 0' if allow_zero else '> 0'} (and finite); got {value!r}")
     return Quantity(si, unit, text)
 
 
+def parse_time(value, field: str = "time", *, allow_zero: bool = False) -> Quantity:
+    """A duration: text with a unit (``72ms``, ``0.1 s``, ``250µs``) or a number of seconds (API only).
+
+    Must be > 0 (≥ 0 with ``allow_zero``). ValueError naming ``field``."""
+    return _parse("time", value, field, allow_zero)
+
+
 def parse_rate(value, field: str = "rate") -> Quantity:
     """A rate: text per time unit (``9000/s``, ``9/ms``, ``9000 per s``, ``9000 Hz``) or a number per second
     (API only). Must be > 0. ValueError naming ``field``."""
-    if isinstance(value, Quantity):
-        value = value.si if value.unit.startswith("/") else value.text
-    if isinstance(value, bool):
-        raise ValueError(f"{field} must be a rate such as '9000/s' or a number per second; got {value!r}")
-    if isinstance(value, (int, float)):
-        si, unit, text = float(value), "/s", f"{value!r}/s"
-    elif isinstance(value, str):
-        m = _RATE.match(value)
-        if not m:
-            raise ValueError(f"{field} must be a number per time unit, e.g. '9000/s' or '9/ms'; got {value!r}")
-        if m.group("hz"):
-            unit = "s"
-        elif m.group("unit") is None:
-            raise ValueError(f"{field} needs a unit, e.g. '{m.group('num')}/s' or '{m.group('num')}/ms'; "
-                             f"got {value!r}")
-        else:
-            unit = time_unit(m.group("unit"), field)
-        si, unit, text = _finite(field, value, m.group("num")) / SECONDS[unit], "/" + unit, value.strip()
-    else:
-        raise ValueError(f"{field} must be a rate such as '9000/s' or a number per second; got {value!r}")
-    if not math.isfinite(si) or si <= 0:
-        raise ValueError(f"{field} must be > 0 (and finite); got {value!r}")
-    return Quantity(si, unit, text)
+    return _parse("rate", value, field, False)
 
 
 def in_unit(seconds: float, unit: str) -> float:

@@ -88,8 +88,7 @@ def with_precision(ds: xr.Dataset, decision, precision, units: str, of: str | No
         return ds
     from .precision import attrs, variables
 
-    for name, (dims, values, a) in variables(decision, (), precision, units).items():
-        ds[name] = (dims, values, a)
+    ds.update(variables(decision, (), precision, units))  # one merge, not one per variable
     ds.attrs.update(attrs(precision))
     if of is not None:
         ds.attrs["precision_statistic_of"] = of

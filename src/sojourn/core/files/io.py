@@ -65,6 +65,19 @@ def _jsonable(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
+def cf_flags(meanings: dict, *, masks: bool = False) -> dict:
+    """The CF attributes of a flag variable from ``{value: meaning}``: ``flag_values`` (or ``flag_masks`` for bit
+    masks, int8) and ``flag_meanings``."""
+    return {"flag_masks" if masks else "flag_values": np.array(list(meanings), np.int8),
+            "flag_meanings": " ".join(meanings.values())}
+
+
+def cf_attrs(long_name: str, units: str = "1", *, flags: dict | None = None, **kw) -> dict:
+    """The attributes of a data variable: ``long_name``, ``units``, any others, and a flag variable's
+    ``{value: meaning}`` (:func:`cf_flags`)."""
+    return {"long_name": long_name, "units": units, **kw, **(cf_flags(flags) if flags is not None else {})}
+
+
 def default_encoding(ds: xr.Dataset, complevel: int = 4) -> dict:
     """zlib compression for every numeric data variable (shuffle on)."""
     enc = {}

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, fields
-from typing import ClassVar
+from functools import partial
+from typing import Annotated, ClassVar, NamedTuple, get_origin, get_type_hints
 
 import numpy as np
 
 from ..checks.inputs import did_you_mean
-from ..checks.validate import integer_at_least, nonnegative_finite, positive_finite
+from ..checks.validate import finite_real, integer_at_least, nonnegative_finite, positive_finite
 from . import phase_type
 
 # Law codes understood by the numba kernels (sojourn.core.laws.sampling reads them from here).
@@ -39,23 +40,55 @@ PHASETYPE = 8
 MEAN_RANGE = (1e-100, 1e100)
 
 
+class Forms(NamedTuple):
+    """A law in the three libraries that draw or evaluate it: ``numpy``, the :class:`numpy.random.Generator`
+    method and its positional arguments (before ``size``); ``scipy``, the ``scipy.stats`` family and its keywords;
+    ``ciw``, the ``ciw.dists`` class and its keywords. ``None`` where the law has its own sampler or distribution
+    function."""
+
+    numpy: tuple | None
+    scipy: tuple | None
+    ciw: tuple
+
+
+#: a field's type and its validator (:mod:`sojourn.core.checks.validate`), read by :class:`Distribution`
+Positive = Annotated[float, positive_finite]
+NonNegative = Annotated[float, nonnegative_finite]
+Finite = Annotated[float, finite_real]
+Count = Annotated[int, partial(integer_at_least, minimum=1)]
+
+
 class Distribution:
-    """Base class: subclasses are frozen dataclasses and define the moments and samplers. Every law checks its
-    derived quantities where they are computed, once its parameters are checked (:meth:`_check_derived`): mean
-    within :data:`MEAN_RANGE`, variance and squared coefficient of variation finite."""
+    """Base class: a law is a frozen dataclass that names itself and its kernel code in its class line
+    (``class Gamma(Distribution, name="gamma", code=GAMMA)``), types its fields with their validators
+    (:data:`Positive`, :data:`NonNegative`, :data:`Finite`, :data:`Count`) and defines its moments and its
+    :class:`Forms`; the base checks, samples, evaluates and converts from those. Every law checks its derived
+    quantities once its parameters are checked (:meth:`_check_derived`): mean within :data:`MEAN_RANGE`, variance
+    and squared coefficient of variation finite."""
 
     name: ClassVar[str] = ""
+    #: the kernels' law code (:meth:`kernel_spec`)
+    code: ClassVar[int] = -1
+    #: each validated field's validator, in field order (from the fields' types)
+    _checks: ClassVar[dict] = {}
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, name: str = "", code: int = -1, **kwargs):
         super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("__post_init__")
-        if own is not None and not getattr(own, "checks_derived", False):
-            def __post_init__(self, _own=own):
-                _own(self)
-                self._check_derived()
+        if "__post_init__" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: type the fields and define _check instead of __post_init__ (the base's "
+                            "runs them and then checks the derived quantities)")
+        cls.name, cls.code = name, code
+        hints = get_type_hints(cls, include_extras=True)
+        cls._checks = {k: h.__metadata__[0] for k, h in hints.items() if get_origin(h) is Annotated}
 
-            __post_init__.checks_derived = True
-            cls.__post_init__ = __post_init__
+    def __post_init__(self):
+        for field, check in self._checks.items():
+            object.__setattr__(self, field, check(f"{self.name}.{field}", getattr(self, field)))
+        self._check()
+        self._check_derived()
+
+    def _check(self) -> None:
+        """What the fields' validators cannot see one at a time (an order between fields, a sum to 1)."""
 
     def _check_derived(self) -> None:
         from ..checks.guard import derived
@@ -84,9 +117,13 @@ class Distribution:
         """Squared coefficient of variation, Var/mean²."""
         return self.variance / self.mean**2
 
-    # -- sampling and law ------------------------------------------------------------------
+    # -- sampling, law and the other libraries' forms ------------------------------------------
+    def _forms(self) -> Forms:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def sample(self, rng: np.random.Generator, size=None):
-        return self._frozen().rvs(size=size, random_state=rng)
+        method, args = self._forms().numpy
+        return getattr(rng, method)(*args, size)
 
     def cdf(self, x):
         return self._frozen().cdf(x)
@@ -94,10 +131,22 @@ class Distribution:
     def sf(self, x):
         return self._frozen().sf(x)
 
-    def _frozen(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _frozen(self):
+        # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
+        from scipy import stats
 
-    # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
+        family, kw = self._forms().scipy
+        return getattr(stats, family)(**kw)
+
+    def to_ciw(self):
+        import ciw
+
+        law, kw = self._forms().ciw
+        return getattr(ciw.dists, law)(**kw)
+
+    def kernel_spec(self) -> tuple[int, np.ndarray]:
+        """``(code, params)``: the fields in their order as float64 (laws with lists override it)."""
+        return self.code, np.array([float(getattr(self, f.name)) for f in fields(self)])
 
     def scaled_to_mean(self, mean: float) -> Distribution:
         """The same family and shape, rescaled so that its mean is ``mean``."""
@@ -105,12 +154,6 @@ class Distribution:
         return self._scaled(mean / self.mean)
 
     def _scaled(self, c: float) -> Distribution:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def kernel_spec(self) -> tuple[int, np.ndarray]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def to_ciw(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def to_dict(self) -> dict:
@@ -133,46 +176,29 @@ class Distribution:
 
 
 @dataclass(frozen=True, eq=True)
-class Exponential(Distribution):
-    rate: float
-    name: ClassVar[str] = "exponential"
-
-    def __post_init__(self):
-        object.__setattr__(self, "rate", positive_finite("exponential.rate", self.rate))
+class Exponential(Distribution, name="exponential", code=EXPONENTIAL):
+    rate: Positive
 
     mean = property(lambda self: 1.0 / self.rate)
     variance = property(lambda self: 1.0 / self.rate**2)
 
-    def sample(self, rng, size=None):
-        return rng.exponential(1.0 / self.rate, size)
-
-    def _frozen(self):
-        from scipy import stats
-
-        return stats.expon(scale=1.0 / self.rate)
+    def _forms(self):
+        return Forms(("exponential", (1.0 / self.rate,)), ("expon", {"scale": 1.0 / self.rate}),
+                     ("Exponential", {"rate": self.rate}))
 
     def _scaled(self, c):
         return Exponential(self.rate / c)
 
-    def kernel_spec(self):
-        return EXPONENTIAL, np.array([self.rate])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Exponential(rate=self.rate)
-
 
 @dataclass(frozen=True, eq=True)
-class Deterministic(Distribution):
-    value: float
-    name: ClassVar[str] = "deterministic"
-
-    def __post_init__(self):
-        object.__setattr__(self, "value", positive_finite("deterministic.value", self.value))
+class Deterministic(Distribution, name="deterministic", code=DETERMINISTIC):
+    value: Positive
 
     mean = property(lambda self: self.value)
     variance = property(lambda self: 0.0)
+
+    def _forms(self):
+        return Forms(None, None, ("Deterministic", {"value": self.value}))
 
     def sample(self, rng, size=None):
         return np.full(size, self.value) if size is not None else self.value
@@ -186,96 +212,53 @@ class Deterministic(Distribution):
     def _scaled(self, c):
         return Deterministic(self.value * c)
 
-    def kernel_spec(self):
-        return DETERMINISTIC, np.array([self.value])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Deterministic(value=self.value)
-
 
 @dataclass(frozen=True, eq=True)
-class Uniform(Distribution):
-    low: float
-    high: float
-    name: ClassVar[str] = "uniform"
+class Uniform(Distribution, name="uniform", code=UNIFORM):
+    low: NonNegative
+    high: Positive
 
-    def __post_init__(self):
-        lo = nonnegative_finite("uniform.low", self.low)
-        hi = positive_finite("uniform.high", self.high)
-        if hi <= lo:
-            raise ValueError(f"uniform.high must be > uniform.low={lo:g}; got {hi:g}")
-        object.__setattr__(self, "low", lo)
-        object.__setattr__(self, "high", hi)
+    def _check(self):
+        if self.high <= self.low:
+            raise ValueError(f"uniform.high must be > uniform.low={self.low:g}; got {self.high:g}")
 
     mean = property(lambda self: 0.5 * (self.low + self.high))
     variance = property(lambda self: (self.high - self.low) ** 2 / 12.0)
 
-    def sample(self, rng, size=None):
-        return rng.uniform(self.low, self.high, size)
-
-    def _frozen(self):
-        from scipy import stats
-
-        return stats.uniform(loc=self.low, scale=self.high - self.low)
+    def _forms(self):
+        return Forms(("uniform", (self.low, self.high)), ("uniform", {"loc": self.low, "scale": self.high - self.low}),
+                     ("Uniform", {"lower": self.low, "upper": self.high}))
 
     def _scaled(self, c):
         return Uniform(self.low * c, self.high * c)
 
-    def kernel_spec(self):
-        return UNIFORM, np.array([self.low, self.high])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Uniform(lower=self.low, upper=self.high)
-
 
 @dataclass(frozen=True, eq=True)
-class Erlang(Distribution):
+class Erlang(Distribution, name="erlang", code=ERLANG):
     """Sum of ``k`` exponential phases, each with rate ``rate`` (mean k/rate)."""
 
-    k: int
-    rate: float
-    name: ClassVar[str] = "erlang"
-
-    def __post_init__(self):
-        object.__setattr__(self, "k", integer_at_least("erlang.k", self.k, 1))
-        object.__setattr__(self, "rate", positive_finite("erlang.rate", self.rate))
+    k: Count
+    rate: Positive
 
     mean = property(lambda self: self.k / self.rate)
     variance = property(lambda self: self.k / self.rate**2)
 
-    def sample(self, rng, size=None):
-        return rng.gamma(self.k, 1.0 / self.rate, size)
-
-    def _frozen(self):
-        from scipy import stats
-
-        return stats.gamma(a=self.k, scale=1.0 / self.rate)
+    def _forms(self):
+        return Forms(("gamma", (self.k, 1.0 / self.rate)), ("gamma", {"a": self.k, "scale": 1.0 / self.rate}),
+                     ("Erlang", {"rate": self.rate, "num_phases": self.k}))
 
     def _scaled(self, c):
         return Erlang(self.k, self.rate / c)
 
-    def kernel_spec(self):
-        return ERLANG, np.array([float(self.k), self.rate])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Erlang(rate=self.rate, num_phases=self.k)
-
 
 @dataclass(frozen=True, eq=True)
-class HyperExponential(Distribution):
+class HyperExponential(Distribution, name="hyperexponential", code=HYPEREXPONENTIAL):
     """Mixture: with probability ``probs[i]`` an exponential with rate ``rates[i]``."""
 
     probs: tuple
     rates: tuple
-    name: ClassVar[str] = "hyperexponential"
 
-    def __post_init__(self):
+    def _check(self):
         p = tuple(float(x) for x in np.atleast_1d(self.probs))
         r = tuple(positive_finite("hyperexponential.rates", x) for x in np.atleast_1d(self.rates))
         if len(p) != len(r) or len(p) == 0:
@@ -293,6 +276,9 @@ class HyperExponential(Distribution):
     def variance(self):
         m2 = sum(2.0 * p / r**2 for p, r in zip(self.probs, self.rates, strict=True))
         return float(m2 - self.mean**2)
+
+    def _forms(self):
+        return Forms(None, None, ("HyperExponential", {"rates": list(self.rates), "probs": list(self.probs)}))
 
     def sample(self, rng, size=None):
         n = 1 if size is None else size
@@ -312,12 +298,7 @@ class HyperExponential(Distribution):
 
     def kernel_spec(self):
         m = len(self.probs)
-        return HYPEREXPONENTIAL, np.array([float(m), *np.cumsum(self.probs), *self.rates])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.HyperExponential(rates=list(self.rates), probs=list(self.probs))
+        return self.code, np.array([float(m), *np.cumsum(self.probs), *self.rates])
 
 
 #: the largest share of a gamma law's draws allowed below the smallest normal double (its scale's units)
@@ -340,14 +321,11 @@ GAMMA_MIN_SHAPE = _gamma_min_shape()
 
 
 @dataclass(frozen=True, eq=True)
-class Gamma(Distribution):
-    shape: float
-    scale: float
-    name: ClassVar[str] = "gamma"
+class Gamma(Distribution, name="gamma", code=GAMMA):
+    shape: Positive
+    scale: Positive
 
-    def __post_init__(self):
-        object.__setattr__(self, "shape", positive_finite("gamma.shape", self.shape))
-        object.__setattr__(self, "scale", positive_finite("gamma.scale", self.scale))
+    def _check(self):
         if self.shape < GAMMA_MIN_SHAPE:
             raise ValueError(f"gamma.shape must be >= {GAMMA_MIN_SHAPE:.3g}: below it more than "
                              f"{100 * GAMMA_UNDERFLOW_SHARE:g} % of draws are smaller than the smallest normal double "
@@ -357,80 +335,42 @@ class Gamma(Distribution):
     mean = property(lambda self: self.shape * self.scale)
     variance = property(lambda self: self.shape * self.scale**2)
 
-    def sample(self, rng, size=None):
-        return rng.gamma(self.shape, self.scale, size)
-
-    def _frozen(self):
-        from scipy import stats
-
-        return stats.gamma(a=self.shape, scale=self.scale)
+    def _forms(self):
+        return Forms(("gamma", (self.shape, self.scale)), ("gamma", {"a": self.shape, "scale": self.scale}),
+                     ("Gamma", {"shape": self.shape, "scale": self.scale}))
 
     def _scaled(self, c):
         return Gamma(self.shape, self.scale * c)
 
-    def kernel_spec(self):
-        return GAMMA, np.array([self.shape, self.scale])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Gamma(shape=self.shape, scale=self.scale)
-
 
 @dataclass(frozen=True, eq=True)
-class Lognormal(Distribution):
+class Lognormal(Distribution, name="lognormal", code=LOGNORMAL):
     """exp(N(mu, sigma²)); the paper's law is sigma = ln 2 rescaled to mean 1/μ."""
 
-    mu: float
-    sigma: float
-    name: ClassVar[str] = "lognormal"
-
-    def __post_init__(self):
-        m = float(self.mu)
-        if not math.isfinite(m):
-            raise ValueError(f"lognormal.mu must be finite; got {self.mu!r}")
-        object.__setattr__(self, "mu", m)
-        object.__setattr__(self, "sigma", positive_finite("lognormal.sigma", self.sigma))
+    mu: Finite
+    sigma: Positive
 
     mean = property(lambda self: math.exp(self.mu + 0.5 * self.sigma**2))
     variance = property(lambda self: (math.exp(self.sigma**2) - 1.0) * math.exp(2 * self.mu + self.sigma**2))
 
-    def sample(self, rng, size=None):
-        return rng.lognormal(self.mu, self.sigma, size)
-
-    def _frozen(self):
-        from scipy import stats
-
-        return stats.lognorm(s=self.sigma, scale=math.exp(self.mu))
+    def _forms(self):
+        return Forms(("lognormal", (self.mu, self.sigma)), ("lognorm", {"s": self.sigma, "scale": math.exp(self.mu)}),
+                     ("Lognormal", {"mean": self.mu, "sd": self.sigma}))
 
     def _scaled(self, c):
         return Lognormal(self.mu + math.log(c), self.sigma)
 
-    def kernel_spec(self):
-        return LOGNORMAL, np.array([self.mu, self.sigma])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Lognormal(mean=self.mu, sd=self.sigma)
-
 
 @dataclass(frozen=True, eq=True)
-class Triangular(Distribution):
-    low: float
-    mode: float
-    high: float
-    name: ClassVar[str] = "triangular"
+class Triangular(Distribution, name="triangular", code=TRIANGULAR):
+    low: NonNegative
+    mode: NonNegative
+    high: Positive
 
-    def __post_init__(self):
-        lo = nonnegative_finite("triangular.low", self.low)
-        md = nonnegative_finite("triangular.mode", self.mode)
-        hi = positive_finite("triangular.high", self.high)
+    def _check(self):
+        lo, md, hi = self.low, self.mode, self.high
         if not (lo <= md <= hi) or hi <= lo:
             raise ValueError(f"triangular needs low <= mode <= high and low < high; got {lo:g}, {md:g}, {hi:g}")
-        object.__setattr__(self, "low", lo)
-        object.__setattr__(self, "mode", md)
-        object.__setattr__(self, "high", hi)
 
     mean = property(lambda self: (self.low + self.mode + self.high) / 3.0)
 
@@ -439,29 +379,18 @@ class Triangular(Distribution):
         a, c, b = self.low, self.mode, self.high
         return (a * a + b * b + c * c - a * b - a * c - b * c) / 18.0
 
-    def sample(self, rng, size=None):
-        return rng.triangular(self.low, self.mode, self.high, size)
-
-    def _frozen(self):
-        from scipy import stats
-
+    def _forms(self):
         w = self.high - self.low
-        return stats.triang(c=(self.mode - self.low) / w, loc=self.low, scale=w)
+        return Forms(("triangular", (self.low, self.mode, self.high)),
+                     ("triang", {"c": (self.mode - self.low) / w, "loc": self.low, "scale": w}),
+                     ("Triangular", {"lower": self.low, "mode": self.mode, "upper": self.high}))
 
     def _scaled(self, c):
         return Triangular(self.low * c, self.mode * c, self.high * c)
 
-    def kernel_spec(self):
-        return TRIANGULAR, np.array([self.low, self.mode, self.high])
-
-    def to_ciw(self):
-        import ciw
-
-        return ciw.dists.Triangular(lower=self.low, mode=self.mode, upper=self.high)
-
 
 @dataclass(frozen=True, eq=True)
-class PhaseType(Distribution):
+class PhaseType(Distribution, name="phasetype", code=PHASETYPE):
     """Continuous phase-type law PH(alpha, T): absorption time of a CTMC with sub-generator T.
 
     ``alpha`` must sum to 1 (no atom at zero); ``T`` must have negative diagonal, non-negative
@@ -470,9 +399,8 @@ class PhaseType(Distribution):
 
     alpha: tuple
     T: tuple
-    name: ClassVar[str] = "phasetype"
 
-    def __post_init__(self):
+    def _check(self):
         a, T = phase_type.validate(self.alpha, self.T, name="phasetype")
         object.__setattr__(self, "alpha", tuple(a.tolist()))
         object.__setattr__(self, "T", tuple(tuple(r) for r in T.tolist()))
@@ -490,6 +418,14 @@ class PhaseType(Distribution):
 
     mean = property(lambda self: self.moment(1))
     variance = property(lambda self: phase_type.variance(self._a, self._T))
+
+    def _forms(self):
+        T = self._T
+        exit_rates = -T.sum(axis=1)
+        m = len(self.alpha)
+        absorbing = [list(row) + [float(e)] for row, e in zip(T.tolist(), exit_rates, strict=True)] + [[0.0] * (m + 1)]
+        return Forms(None, None, ("PhaseType", {"initial_state": list(self.alpha) + [0.0],
+                                                "absorbing_matrix": absorbing}))
 
     def sf(self, x):
         return phase_type.sf(self._a, self._T, np.atleast_1d(np.asarray(x, dtype=float)))
@@ -514,16 +450,7 @@ class PhaseType(Distribution):
             tot = -T[i, i]
             p = np.where(np.arange(m) == i, 0.0, T[i] / tot)
             rows.append(np.concatenate([[tot], np.cumsum(p)]))
-        return PHASETYPE, np.concatenate([[float(m)], np.cumsum(a), *rows])
-
-    def to_ciw(self):
-        import ciw
-
-        T = self._T
-        exit_rates = -T.sum(axis=1)
-        m = len(self.alpha)
-        absorbing = [list(row) + [float(e)] for row, e in zip(T.tolist(), exit_rates, strict=True)] + [[0.0] * (m + 1)]
-        return ciw.dists.PhaseType(initial_state=list(self.alpha) + [0.0], absorbing_matrix=absorbing)
+        return self.code, np.concatenate([[float(m)], np.cumsum(a), *rows])
 
 
 LAWS: dict[str, type[Distribution]] = {

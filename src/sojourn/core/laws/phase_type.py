@@ -288,6 +288,28 @@ def occupancy_states(m: int, j: int) -> list[tuple[int, ...]]:
     return out
 
 
+def occupancy_block(T: np.ndarray, j: int) -> tuple[list, dict, np.ndarray]:
+    """``j`` iid PH units with sub-generator ``T`` counted by phase: the count vectors (:func:`occupancy_states`),
+    their index, and the generator block of the units' phase moves among them (a unit in phase i moves to k at
+    rate c_i·T[i,k]; the diagonal is Σ c_i·T[i,i], so the units' exits are left to the caller)."""
+    m = T.shape[0]
+    states = occupancy_states(m, j)
+    index = {c: i for i, c in enumerate(states)}
+    L = np.zeros((len(states), len(states)))
+    for row, c in enumerate(states):
+        L[row, row] = sum(c[i] * T[i, i] for i in range(m))
+        for i in range(m):
+            if c[i] == 0:
+                continue
+            for k in range(m):
+                if k != i and T[i, k] > 0:
+                    d = list(c)
+                    d[i] -= 1
+                    d[k] += 1
+                    L[row, index[tuple(d)]] += c[i] * T[i, k]
+    return states, index, L
+
+
 def lumped_levels(m: int, q: int, r: int) -> np.ndarray:
     """The number of live replicas of each phase of :func:`order_statistic_lumped` (m replica phases), in its
     order: levels r, r−1, …, r−q+1, C(j+m−1, m−1) phases each."""
@@ -331,29 +353,21 @@ def order_statistic_lumped(alpha, T, q: int, r: int, name: str = "replica") -> t
     _check_lumped_size(m, q, r)
     t = exit_vector(T)
     levels = list(range(r, r - q, -1))
-    states = [occupancy_states(m, j) for j in levels]
-    index = [{c: i for i, c in enumerate(s)} for s in states]
+    states, index, moves = zip(*(occupancy_block(T, j) for j in levels), strict=True)
     off = np.concatenate([[0], np.cumsum([len(s) for s in states])]).astype(int)
     n = int(off[-1])
     B = np.zeros((n, n))
     beta = np.zeros(n)
     for li in range(len(levels)):
+        B[off[li]:off[li + 1], off[li]:off[li + 1]] = moves[li]
+        if li + 1 == q:  # the q-th end is absorption
+            continue
         for si, c in enumerate(states[li]):
-            row = off[li] + si
-            B[row, row] = sum(c[i] * T[i, i] for i in range(m))
             for i in range(m):
-                if c[i] == 0:
-                    continue
-                for k in range(m):
-                    if k != i and T[i, k] > 0:
-                        d = list(c)
-                        d[i] -= 1
-                        d[k] += 1
-                        B[row, off[li] + index[li][tuple(d)]] += c[i] * T[i, k]
-                if t[i] > 0 and li + 1 < q:
+                if c[i] > 0 and t[i] > 0:  # a replica ends: one fewer live in phase i, on the next level
                     d = list(c)
                     d[i] -= 1
-                    B[row, off[li + 1] + index[li + 1][tuple(d)]] += c[i] * t[i]
+                    B[off[li] + si, off[li + 1] + index[li + 1][tuple(d)]] += c[i] * t[i]
     log_a = np.log(np.where(a > 0, a, 1.0))
     for z, w in _start_levels(a, q, r):
         if w == 0.0:

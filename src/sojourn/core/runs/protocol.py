@@ -220,8 +220,7 @@ def _cell(step, cell, outcome, have: dict, cached_attrs, precision):
     if precision is not None:
         from ..estimates.precision import variables
 
-        for name, (dims, values, a) in variables(outcome.decision, (), precision, step.layout.units).items():
-            ds[name] = (dims, values, a)
+        ds.update(variables(outcome.decision, (), precision, step.layout.units))  # one merge, not one per variable
     ds.attrs = {}
     return ds.expand_dims({d: [cell.coords[d]] for d in step.layout.dims}), attrs
 

@@ -157,12 +157,37 @@ def _task_name(prefix: str, cell: Cell, k: int | None) -> str:
     return f"{prefix}-{label}" + ("" if k is None else f"-rep{k}") + f"-{cell.key}"
 
 
+#: seconds at least between two progress lines of a job's log (the last line, all done, is always written)
+PROGRESS_EVERY = 5.0
+#: a job of more cells than this logs its cells in one line (each cell's key stays in the stored file's
+#: ``cell_keys``); fewer get a line each, with its key
+CELLS_LISTED = 12
+
+
 def _progress(what: str, t0: float):
-    """A progress line every ~5 % of the tasks (and at the last)."""
+    """A progress line at a tenth of the tasks at most every :data:`PROGRESS_EVERY` seconds, and at the last: a
+    phase of a second logs one line, a long one its pace."""
+    last = [t0]
+
     def report(i: int, n: int) -> None:
-        if i == n or i % max(1, n // 20) == 0:
-            LOG.info(f"  [{i}/{n}] {what} done ({time.perf_counter() - t0:.2f} s)")
+        now = time.perf_counter()
+        if i == n or (i % max(1, n // 10) == 0 and now - last[0] >= PROGRESS_EVERY):
+            last[0] = now
+            LOG.info(f"  [{i}/{n}] {what} done ({now - t0:.2f} s)")
     return report
+
+
+def _log_cells(cells: Sequence[Cell], state: Callable, summary: str, what: str, fresh: Callable) -> None:
+    """Each cell's key and ``state(cell)`` (what is cached, what to compute), one line each for a few cells;
+    for many, one line: ``summary``, and the cells with something to compute (``fresh``) where some are cached."""
+    if len(cells) <= CELLS_LISTED:
+        for c in cells:
+            LOG.info(f"{c.label}: key {c.key}; {state(c)}")
+        return
+    todo = [c.label for c in cells if fresh(c)]
+    named = ("" if len(todo) in (0, len(cells))
+             else f"; to compute: {', '.join(todo[:CELLS_LISTED])}{' …' * (len(todo) > CELLS_LISTED)}")
+    LOG.info(f"{len(cells)} cells of {what} ({cells[0].label} … {cells[-1].label}): {summary}{named}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,8 +223,8 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
     if replications is None and precision is None:  # deterministic cells: one task each
         todo = [c for c in cells if 0 not in have.get(c.label, {})]
         fresh_labels = {c.label for c in todo}
-        for c in cells:
-            LOG.info(f"{c.label}: key {c.key}; {'to compute' if c.label in fresh_labels else 'cached'}")
+        _log_cells(cells, lambda c: "to compute" if c.label in fresh_labels else "cached",
+                   f"{len(todo)} to compute, {len(cells) - len(todo)} cached", what, lambda c: c.label in fresh_labels)
         results = executor.map(task, [c.args for c in todo], [_task_name(prefix, c, None) for c in todo],
                                f"{len(todo)} {what}", _progress(what, t0), shared) if todo else []
         new = dict(zip([c.label for c in todo], results, strict=True))
@@ -208,11 +233,17 @@ def run_cells(executor, cells: Sequence[Cell], task: Callable, *, replications: 
             fresh = c.label in new
             out[c.label] = Outcome([new[c.label] if fresh else have[c.label][0]], None, int(fresh), int(not fresh))
         return out
-    for c in cells:
-        n = sum(1 for k in have.get(c.label, {}) if precision is not None or k < replications)
-        todo = (f"precision target: {precision.describe()}" if precision is not None
-                else f"{replications - n} to simulate")
-        LOG.info(f"{c.label}: key {c.key}; {n} replications cached, {todo}")
+    cached = {c.label: sum(1 for k in have.get(c.label, {}) if precision is not None or k < replications)
+              for c in cells}
+    total = sum(cached.values())
+    if precision is not None:
+        todo = dict.fromkeys(cached, f"precision target: {precision.describe()}")
+        summary = f"{total} replications cached, precision target: {precision.describe()}"
+    else:
+        todo = {lab: f"{replications - n} to simulate" for lab, n in cached.items()}
+        summary = f"{total} replications cached, {replications * len(cells) - total} to simulate"
+    _log_cells(cells, lambda c: f"{cached[c.label]} replications cached, {todo[c.label]}", summary, what,
+               lambda c: precision is not None or cached[c.label] < replications)
 
     def submit(requests):
         return executor.map(task, [by_label[lab].args + (k,) for lab, k in requests],

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing
-import os
 from dataclasses import dataclass
 
 from .request import SIMULATION, TAIL_METHOD
@@ -117,11 +116,6 @@ def _interp_percentile(t, F, p) -> float:
     return x if x == x else math.inf
 
 
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _replication(spec, k, *, seed, horizon, warmup, dt, t_max):

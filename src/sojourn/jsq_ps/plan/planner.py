@@ -7,6 +7,7 @@ import multiprocessing
 import time
 
 from ...core.checks.units import format_time
+from ...core.runs.threads import available_cores
 from .evaluation import (
     Engine,
     Evaluation,
@@ -14,7 +15,6 @@ from .evaluation import (
     Simulated,
     _clopper_pearson,
     _interp_percentile,
-    available_cores,
     fork_pool,
     simulate_counts,
 )

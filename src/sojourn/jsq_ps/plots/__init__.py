@@ -8,11 +8,12 @@ out of every statistic a caption or table states. A difference counts only beyon
 beyond the grid's resolution (against exact); the colour maps draw the rest as "no difference". Status marks (not run,
 invalid fit, reference too short) sit in a strip above a panel or inside a map cell, never at a y that reads as data.
 
-The package, one module per figure family (every name below is importable from ``sojourn.jsq_ps.plots``):
-:mod:`.common` (series, styles, legends, number words), :mod:`.wasserstein`, :mod:`.maps` (best and recommended
-method), :mod:`.errors` (percentile errors), :mod:`.runtime`, :mod:`.cdf` (one cell's distribution), :mod:`.laws`
-(M/G/R), :mod:`.reproduction` (the paper's §6) and :mod:`.tables` (key results). A figure module calls
-``common.save``, looked up when it draws, so that a test can replace it (``plots.common.save``).
+The package holds one module per figure family; each family's public functions are importable from
+``sojourn.jsq_ps.plots``, the pieces they share from :mod:`.common` (series, styles, legends, number words). The
+families: :mod:`.wasserstein`, :mod:`.maps` (best and recommended method), :mod:`.errors` (percentile errors),
+:mod:`.runtime`, :mod:`.cdf` (one cell's distribution), :mod:`.laws` (M/G/R), :mod:`.reproduction` (the paper's §6)
+and :mod:`.tables` (key results). A figure module calls ``common.save``, looked up when it draws, so that a test
+can replace it (``plots.common.save``).
 """
 from __future__ import annotations
 
@@ -24,23 +25,6 @@ import xarray as xr
 from ...core.files.io import NETCDF_LOCK, read_netcdf
 from ...core.present.figures import Figure, instance, save, serialized
 from .cdf import cdf_cell
-from .common import (
-    AGAINST_EXACT,
-    AGAINST_SIMULATION,
-    EXPONENTIAL,
-    FAITHFUL,
-    NOISE_FILL,
-    NOISE_LABEL,
-    NOISE_WORDS,
-    RULE,
-    TAIL,
-    TAIL_LABEL,
-    TIME_UNITS,
-    W_FLOOR,
-    Series,
-    series,
-    tail_series,
-)
 from .errors import (
     LIN_PCT,
     PALETTES,
@@ -66,24 +50,17 @@ from .tables import R_BANDS, RHO_BANDS, key_results, page_caption
 from .wasserstein import W_COINCIDE, closest_letters, wasserstein_vs_rho
 
 __all__ = [
-    "AGAINST_EXACT",
-    "AGAINST_SIMULATION",
     "all_figures",
     "best_by_reference",
     "best_method_map",
     "cdf_cell",
     "closest_letters",
     "closest_methods",
-    "EXPONENTIAL",
-    "FAITHFUL",
     "FIGURES",
     "figures",
     "key_results",
     "LIN_PCT",
     "mgr_laws",
-    "NOISE_FILL",
-    "NOISE_LABEL",
-    "NOISE_WORDS",
     "norm_rgb",
     "page_caption",
     "PALETTES",
@@ -100,18 +77,10 @@ __all__ = [
     "reproduction_percentile_errors",
     "reproduction_relative_errors",
     "RHO_BANDS",
-    "RULE",
     "runtime_vs_R",
     "save",
-    "Series",
-    "series",
     "STATUS_FILL",
-    "TAIL",
-    "TAIL_LABEL",
-    "tail_series",
-    "TIME_UNITS",
     "W_COINCIDE",
-    "W_FLOOR",
     "wasserstein_vs_rho",
 ]
 
