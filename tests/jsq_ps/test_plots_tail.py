@@ -207,7 +207,7 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     assert any("not counted as fast" in t for t in _legend_texts(fig))
     faith = mcolors.to_rgba(_FAITHFUL_BLUE)
     pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == faith]
-    faithful = [m for m in plots.FAITHFUL if m in cmp["approximation"].values.tolist()]
+    faithful = [m for m in plots.common.FAITHFUL if m in cmp["approximation"].values.tolist()]
     want = np.median(cmp["run_time"].sel(approximation=faithful, rho=0.5).values)
     assert len(pts) == 1 and pts[0].get_mfc() == "white" and np.isclose(pts[0].get_ydata()[0], want)
 
