@@ -132,8 +132,10 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
 
 
 @pytest.mark.parametrize(("scales", "one", "apart"), [
-    ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "corrected chains + T ≈ exact: W < 0.001", ["A: W = "]),
-    ({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0005}, "T ≈ exact: W < 0.001", ["A: W = ", "A*: W = "]),
+    ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "exact (the reference) = corrected chains + T: W < 0.001",
+     ["A: W = "]),
+    ({"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.0005}, "exact (the reference) = T: W < 0.001",
+     ["A: W = ", "A*: W = "]),
 ])
 def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart):
     """The CDF figure draws the corrected chains and T that lie on exact in both panels as one line with it, under one
@@ -148,8 +150,9 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     (fig, cap), = figs
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
-    # exact, the reference, has its own entry; the lines on it share one; no simulated tail beyond its reference reach
-    assert [t for t in texts if t.startswith("exact")] == ["exact (the reference; wide, light)"]
+    # exact, the reference, and the lines on it share one entry (round 10: two identical pink swatches read as one
+    # line or as a missing one); no simulated tail beyond its reference reach
+    assert [t for t in texts if t.startswith("exact")] == [one]
     assert not any("too few customers" in t for t in texts)
     # the tail-ratio panel (exact is the reference): every separately drawn line divided by exact's, 1 drawn
     ratio = fig.get_axes()[2]
@@ -275,14 +278,21 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     title = fig._suptitle.get_text().splitlines()
     # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
     # two lines, the key count first
-    assert title == ["The paper's error is the larger at 2 of 2 points (§6.1/§6.2, percentile error of the best "
-                     "method)", "No value of ours at 2 points, where the paper's errors are largest (median |error| "
-                     "75 vs 2); 4 of the table's 4 cells in this run"], title
+    assert title == ["The paper's error is the larger at 2 of 2 points (arrows pointing down) (§6.1/§6.2, percentile "
+                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest "
+                     "(median |error| 75 vs 2); 4 of the table's 4 cells in this run"], title
     # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
-    # optimistic), the paper's bar and ours alike, no sign glyphs
+    # optimistic) and written beside every value (round 10: the log axis hid it), the paper's bar and ours alike
     ax = fig.get_axes()[0]
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    assert not [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("+", "−")]
+    signs = [t for t in ax.texts if t.get_text() in ("+", "−")]
+    # the paper's −3, +1, −100, −50; ours −0.5 at two points, each family
+    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs
+    assert min(t.get_fontsize() for t in signs) >= 9
+    # an arrow from the paper's bar to ours (best of A–F) at each of the two points with both, pointing down there
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert len(arrows) == 2 and all(t.xy[1] < t.xyann[1] for t in arrows), [(t.xyann, t.xy) for t in arrows]
+    assert all(t.xy[0] - t.xyann[0] > 0.2 for t in arrows), "ours clearly right of the paper's bar"
     bar = plots.reproduction._PAPER_BAR["marker"]
     paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
     assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
@@ -380,6 +390,29 @@ def test_wasserstein_layout_is_legible(monkeypatch):
     plt.close(fig)
 
 
+def test_wasserstein_legend_names_every_symbol_and_each_column_has_y_labels(monkeypatch):
+    """Round 10: the strip's ×, ∅ and the floor's ↓ are in the legend (only the ones drawn), and the right column
+    (corrected chains and T) carries its own y labels and tick labels, not just the left one."""
+    rows = plots.wasserstein._family_lines(compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}),
+                                                   CFG))
+    _, lab = plots.wasserstein._w_legend(rows, False, {"not_run", "invalid"}, True)
+    assert any(t.startswith("strip mark: not run") and "named at the strip's right end" in t for t in lab), lab
+    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
+    assert any(t.startswith("on the bottom edge: W < 0.001") for t in lab), lab
+    _, lab = plots.wasserstein._w_legend(rows, False)
+    assert not any(t.startswith(("strip mark", "on the bottom edge")) for t in lab), "nothing drawn, nothing named"
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "A*": 1.05, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.wasserstein_vs_rho(compare(sim, approx, CFG), "unused")
+    (fig,) = figs
+    fig.canvas.draw()
+    right = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"][1]
+    assert right.get_ylabel().startswith("W (") and any(t.get_visible() and t.get_text()
+                                                       for t in right.get_yticklabels())
+    plt.close(fig)
+
+
 def test_mgr_error_panel_titles_state_their_finding():
     """The M/G/R error row's panel titles carry the range of the errors they draw and a verdict from the CIs:
     conservative where every CI lies above 0, else how many points lie within ±5 %; the exponential model's T and the
@@ -394,8 +427,8 @@ def test_mgr_error_panel_titles_state_their_finding():
 
 def test_mgr_closest_method_table_under_its_panel():
     """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
-    one column per load at the load's x (so no two names meet), a dash where the law has no hollow marker there,
-    every letter at a legible size (≥ 9 pt)."""
+    one column per load at the load's x (so no two names meet) under a header naming its load, a dash where the law
+    has no hollow marker there, every letter at a legible size (≥ 9 pt)."""
     cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
     fig, (ax, tab) = plt.subplots(2)
     ax.set_xticks([0.5, 0.8, 0.9])
@@ -403,7 +436,17 @@ def test_mgr_closest_method_table_under_its_panel():
     cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
     assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
     assert "uniform" in [t.get_text() for t in tab.texts]
+    head = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text().startswith("ρ = "))
+    assert head == [(0.5, "ρ = 0.5"), (0.8, "ρ = 0.8"), (0.9, "ρ = 0.9")], head
     assert min(t.get_fontsize() for t in tab.texts) >= 9
+    plt.close(fig)
+    fig, (ax, tab) = plt.subplots(2)  # on a categorical load axis: the column at the slot, its header the load
+    ax.set_xticks([0, 1, 2])
+    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"),
+                              loads=[0.5, 0.8, 0.9])
+    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
+    assert cells == [(0, "D"), (1, "T"), (2, "–")], cells
+    assert (1, "ρ = 0.8") in [(t.get_position()[0], t.get_text()) for t in tab.texts]
     plt.close(fig)
 
 
@@ -438,11 +481,23 @@ def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
     assert "white" in faces and len(faces) > 1
     assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
+    # a categorical load axis: every marker inside its own load's slot (no dodge moves a 0.9 point towards 0.8)
+    assert [t.get_text() for t in top.get_xticklabels()] == ["0.5", "0.8", "0.9"]
+    for ln in top.get_lines():
+        if ln.get_marker() == "o":
+            x = np.asarray(ln.get_xdata(), float)
+            assert np.all(np.abs(x - np.round(x)) < 0.45), x
+    # the filled / hollow meaning is stated right above the row, and every method T is named as a method
+    key = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert any(k.startswith("upper row, filled") for k in key) and any(k.startswith("hollow") for k in key), key
+    words = " ".join(t.get_text() for t in texts) + " ".join(key) + fig._suptitle.get_text()
+    assert "method T" in words or " T " not in words
     plt.close(fig)
 
 
 def test_mgr_headline_states_both_ranges():
-    """The M/G/R title's finding: the exponential model's T's error range with its verdict, and each law method's."""
+    """The M/G/R title's finding: the exponential model's method T's error range with its verdict, and each law
+    method's — "method T", never a bare T (which reads as the sojourn time)."""
     q = 99.9
     sh = ("service", "R", "rho")
     cmp = xr.Dataset(
@@ -455,8 +510,8 @@ def test_mgr_headline_states_both_ranges():
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's T errs by +8 to +186 % (conservative); T with the law "
-        "itself by -1 to +8 %")
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative); method T "
+        "with the law itself by -1 to +8 %")
 
 
 def test_wasserstein_closest_letters_are_computed():

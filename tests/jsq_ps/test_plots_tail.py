@@ -184,9 +184,14 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
                           if ln.get_marker() == plots.errors.REFERENCE_TOO_SHORT.marker]
 
 
+_FAITHFUL_BLUE = "tab:blue"  # the run-time figure's A–F family
+
+
 def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     """Survivorship: exact did not run at the second load (its run_time there is the time to refuse), so its point is
-    the first load's time alone, drawn hollow with "1/2" (ran at one of two loads), and the legend says why."""
+    the first load's time alone, drawn hollow; every other family at that R is compared over the same load (like with
+    like, round 10: exact looked cheaper at R = 10 having skipped its costly loads), hollow too; the rows under the
+    axis say "1/2" loads compared and "exact: 1" skipped, and the legend says why."""
     cmp = data[2]
     assert cmp["not_run"].sel(approximation="exact").values.tolist() == [[0, 1]]
     slow = cmp.copy(deep=True)  # a refusal that looks cheap: a tiny run time where exact did not run
@@ -198,8 +203,13 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     assert len(pts) == 1 and pts[0].get_mfc() == "white"
     assert np.isclose(pts[0].get_ydata()[0], cmp["run_time"].sel(approximation="exact", rho=0.5).values.item())
     texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
-    assert "1/2" in texts
+    assert "1/2" in texts and "exact: 1" in texts
     assert any("not counted as fast" in t for t in _legend_texts(fig))
+    faith = mcolors.to_rgba(_FAITHFUL_BLUE)
+    pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == faith]
+    faithful = [m for m in plots.common.FAITHFUL if m in cmp["approximation"].values.tolist()]
+    want = np.median(cmp["run_time"].sel(approximation=faithful, rho=0.5).values)
+    assert len(pts) == 1 and pts[0].get_mfc() == "white" and np.isclose(pts[0].get_ydata()[0], want)
 
 
 def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypatch):
@@ -214,7 +224,7 @@ def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypat
     ax = fig.get_axes()[0]
     title = ax.get_title()
     medians = [c.text.split("median ")[1].split(" s per cell")[0] for c in cap.findings
-               if " s per cell where it ran" in c.text]
+               if " s per cell over the " in c.text and "where every family ran" in c.text]
     assert medians and all(f" {m} s" in title for m in medians), (title, medians)
     assert "log scale" in ax.get_xlabel()
     top = ax.get_ylim()[1]

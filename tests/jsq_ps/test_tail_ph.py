@@ -364,7 +364,7 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     expo = next(c for c in claims if c.text.startswith("The exponential model's"))
     assert "is conservative (its CI above the law's simulated value) at all 2 (law, cell) points" in expo.text, expo
     assert 0.01 < min(expo.value[0].values()), expo
-    law_range = next(c for c in claims if c.text.startswith("T with the law itself:"))
+    law_range = next(c for c in claims if c.text.startswith("Method T with the law itself:"))
     assert -0.02 < law_range.value[0] <= law_range.value[1] < 0.0, law_range
     for claim in claims:
         ok, derived = verify(claim, lambda source: cmp)

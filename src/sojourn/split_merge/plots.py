@@ -544,26 +544,69 @@ def _figure_c_legend(fig, ds, colors, silent, kinds) -> list:
     return used
 
 
-def _figure_c_finding(ds, rs, mean_ok) -> str:
-    """Figure (c)'s finding for its header, from the simulated means it draws: over how many quorums q split-merge's
-    mean latency falls with every added replica (r ≥ q, the runs long enough), and where fork-join lies below
-    split-merge beyond both CIs (:func:`_fork_join_counts`)."""
-    sm = ds.sel(model=SM)["sim_mean_latency"].values  # (quorum, replicas)
+def replica_steps(ds, rs, mean_ok) -> dict:
+    """{q: (replica counts r whose step from the previous drawn r lowers split-merge's simulated mean beyond both
+    CIs, those within the CIs, those that raise it beyond both CIs)} over the quorums with two or more drawn means
+    (r ≥ q, the runs long enough): whether "falls with every added replica" holds beyond the noise, and where not."""
+    d = ds.sel(model=SM)
+    sm, hw = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values  # (quorum, replicas)
     ok = mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(sm)
-    falls = n = 0
-    for qi in range(sm.shape[0]):
-        v = sm[qi][ok[qi]]
-        if v.size > 1:
-            n += 1
-            falls += bool((np.diff(v) < 0).all())
+    out = {}
+    for qi, q in enumerate(ds["quorum"].values):
+        idx = np.nonzero(ok[qi])[0]
+        if idx.size < 2:
+            continue
+        a, b = idx[:-1], idx[1:]
+        lo_b, hi_b = sm[qi, b] - hw[qi, b], sm[qi, b] + hw[qi, b]
+        lo_a, hi_a = sm[qi, a] - hw[qi, a], sm[qi, a] + hw[qi, a]
+        out[int(q)] = tuple([int(r) for r in rs[b][k]] for k in (hi_b < lo_a, ~(hi_b < lo_a) & ~(lo_b > hi_a),
+                                                                  lo_b > hi_a))
+    return out
+
+
+def _ranges(rs) -> str:
+    """'6–10', '8 and 9', '4, 6–8': a sorted list of integers with runs of three or more as ranges."""
+    runs, out = [], []
+    for r in rs:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    for run in runs:
+        out += [f"{run[0]}–{run[-1]}"] if len(run) > 2 else [str(r) for r in run]
+    return listing(out)
+
+
+def _replica_steps_words(steps) -> str:
+    """Figure (c)'s header on the replica steps (:func:`replica_steps`): whether split-merge's mean falls with every
+    added replica beyond both CIs, and where a step lies within the CIs (or rises beyond them)."""
+    good = [q for q, (_, within, up) in steps.items() if not within and not up]
+    if len(good) == len(steps):
+        return ("split-merge's mean latency falls with every added replica beyond both CIs for each of q = "
+                + listing([str(q) for q in good]))
+    ups = {q: up for q, (_, _, up) in steps.items() if up}
+    within = {q: w for q, (_, w, _) in steps.items() if w}
+    words = ("split-merge's mean latency: each added replica lowers it beyond both CIs"
+             + (f" for q = {listing([str(q) for q in good])}" if good else "")
+             + (" except at " + ", ".join(f"r = {_ranges(w)} for q = {q}" for q, w in within.items())
+                + " (within the CIs there" + ("" if ups else "; none raises it beyond them") + ")" if within else ""))
+    if ups:
+        words += "; it rises beyond both CIs at " + ", ".join(f"r = {_ranges(u)} for q = {q}" for q, u in ups.items())
+    return words
+
+
+def _figure_c_finding(ds, rs, mean_ok) -> str:
+    """Figure (c)'s finding for its header, from the simulated means and CIs it draws: where split-merge's mean latency
+    falls with every added replica beyond both CIs and where not (:func:`replica_steps`), and where fork-join lies
+    below split-merge beyond both CIs (:func:`_fork_join_counts`)."""
+    steps = replica_steps(ds, rs, mean_ok)
     parts = []
-    if n:
-        parts.append("split-merge's mean latency falls with every added replica for "
-                     + (f"every q ({n})" if falls == n else f"{falls} of {n} q"))
+    if steps:
+        parts.append(_replica_steps_words(steps))
     k, m = _fork_join_counts(ds, rs, mean_ok)
     if m:
         parts.append(f"fork-join below split-merge beyond both CIs at {k} of {m} (q, r ≥ 2) points")
-    return "; ".join(parts)
+    return "\n".join(parts)
 
 
 def _fork_join_counts(ds, rs, mean_ok) -> tuple[int, int]:

@@ -286,9 +286,10 @@ def _sim_tail(ax, c, t, y, ci=None) -> list:
 
 
 def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
-    """The tail panel: P(T > t) on a log scale, exact wide and light underneath (T dash-dot on it where they are drawn
-    as one: one legend entry), the other methods on top, the pooled simulation with its 95 % CI where it is a
-    reference (:func:`_sim_tail`). Returns the legend's (handles, labels)."""
+    """The tail panel: P(T > t) on a log scale, exact wide and light underneath (with the lines drawn as one with it —
+    T dash-dot on it — under one legend entry that names them: one pink swatch, one entry), the other methods on top,
+    the pooled simulation with its 95 % CI where it is a reference (:func:`_sim_tail`). Returns the legend's
+    (handles, labels)."""
     t = c.t[:n2]
     sf = 1 - c.Fp[:n2]
     ci = c.ci[:n2]
@@ -302,9 +303,9 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
         wide = sr.method == "exact"
         ln, = ax.plot(t, 1 - c.Fa[c.methods.index(sr.method)][:n2], color=sr.color,
                       **({"ls": sr.style, "lw": 4.0, "alpha": 0.45, "zorder": 2} if wide else _cdf_style(sr, c)))
-        if wide:
+        if wide and not c.same:
             handles.append(ln)
-            names.append("exact (the reference; wide, light)" if c.same else labels[sr.method])
+            names.append(labels[sr.method])
         if c.same and (wide or sr.method in c.same):
             group.append(ln)
         elif not wide:
@@ -378,7 +379,7 @@ def _cdf_label(c, sr, covered) -> str:
         words = ("corrected chains" if chains and all(x.method in c.same for x in chains)
                  else " and ".join(x.label for x in named if x.method != TAIL))
         words = " + ".join(w for w in (words, TAIL if TAIL in c.same else "") if w)
-        return f"{words} ≈ exact: {_w_words(c, c.same)}"
+        return f"exact (the reference) = {words}: {_w_words(c, c.same)}"
     text = sr.label
     w = _w_words(c, [sr.method])
     if w and not (sr.method == "exact" and c.use_exact):
@@ -555,11 +556,16 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     if same:
         how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
                    f"decades of its survival down to 1e-6): {listing(same)}.")
-    how.append("Drawn: the three of A–F closest to the reference by W, each distinct corrected chain (dashed, one "
-               "dash pattern each), exact where it ran and T (dash-dot: the conservative tail chain, whose survival "
-               "lies on or above the true one, so its body curve lies on or below 0). \"under X\": a line that X, "
-               "drawn on top, covers (in the panel named, else in both). A paper method whose tail drops to 0 ends "
-               "where its truncated state space runs out (a property of the method).")
+    chains = [sr for sr in c.lines if sr.method.endswith("*") and sr.method not in c.same]
+    wide = [sr.label for sr in chains if sr.method in c.under]
+    dashed = "dashed, one dash pattern each" + (
+        f"; {listing(wide)}, covered by a line on top, wide, light and solid underneath instead" if wide else "")
+    how.append("Drawn: the three of A–F closest to the reference by W, each distinct corrected chain "
+               f"({dashed if chains else 'each drawn as one with exact'}), exact where it ran and T (dash-dot: the "
+               "conservative tail chain, whose survival lies on or above the true one, so its body curve lies on or "
+               "below 0). \"under X\": a line that X, drawn on top, covers (in the panel named, else in both). A "
+               "paper method whose tail drops to 0 ends where its truncated state space runs out (a property of the "
+               "method).")
     return Caption(f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
                    f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits, how)
 

@@ -58,7 +58,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
     empty = [R for R in Rv if R not in full] if law_rows else []
     ncol = max(len(Rv), 3) if law_rows else len(Rv)
-    table_h = 0.26 * (len(services) + 1)
+    table_h = 0.26 * (len(services) + 2)
     heights = [3.1 + table_h + 0.55] + ([3.4] if law_rows else [])
     fig = plt.figure(figsize=(3.7 * ncol + 0.9, sum(heights) + 2.0))
     gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.22)
@@ -69,7 +69,7 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
     for j, (tab, ax, R) in enumerate(zip(tables, axes, Rv, strict=True)):
-        _closest_table(tab, ax, cmp, R, services, cand, cmap, names=j == 0)
+        _closest_table(tab, ax, cmp, R, services, cand, cmap, names=j == 0, loads=_load_slots(cmp, services))
     handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
     slot = None
     if law_rows:
@@ -80,7 +80,9 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
     sh, sl = status_handles(kinds)
     handles, labels = handles + sh, labels + sl
-    fig.subplots_adjust(left=0.08, right=0.97, top=0.9, bottom=0.07 if law_rows else 0.22)
+    top = 0.9 - 0.5 / fig.get_figheight()  # room for the marker key strip under the title
+    fig.subplots_adjust(left=0.08, right=0.97, top=top, bottom=0.07 if law_rows else 0.22)
+    _marker_key(fig, top + 0.65 / fig.get_figheight())
     if slot is not None:
         note = _empty_law_row_note(cmp, services, empty) if empty else ""
         if note:
@@ -100,14 +102,19 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
 _LAW_MS = 8.0
 
 
-def _law_dodge(services, rho) -> dict:
-    """{law: its markers' x offset}: the laws side by side around each load, a fifth of the closest loads' gap
-    apart (a law's filled and hollow marker a little left and right of its offset), so that markers of equal W do
-    not hide one another."""
-    r = np.unique(np.asarray(rho, float))
-    gap = float(np.diff(r).min()) if r.size > 1 else 0.1
-    step = 0.2 * gap
+def _law_dodge(services) -> dict:
+    """{law: its markers' x offset} on the categorical load axis (one unit per load): the laws side by side inside
+    their load's category, a quarter of it apart (a law's filled and hollow marker a little left and right of its
+    offset), so that markers of equal W do not hide one another and no marker leaves its load's category."""
+    step = 0.25
     return {s: step * (k - (len(services) - 1) / 2) for k, s in enumerate(services)}
+
+
+def _load_slots(cmp, services) -> np.ndarray:
+    """The loads of the M/G/R upper row's categorical axis: those where some law's simulation has a distance."""
+    vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    have = np.isfinite(vs.values).any(axis=(0, 1))
+    return cmp["rho"].values[have] if have.any() else cmp["rho"].values
 
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
@@ -120,8 +127,10 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     rho, run_ok = cmp["rho"].values, run_usable(cmp)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
-    dodge = _law_dodge(services, rho[np.isfinite(vs.values).any(axis=(0, 1))])
+    dodge = _law_dodge(services)
     step = 2 * max(map(abs, dodge.values())) / max(1, len(services) - 1)
+    slots = _load_slots(cmp, services)
+    pos = np.array([int(np.argmin(np.abs(slots - r))) if np.isclose(slots, r).any() else -10 for r in rho], float)
     kinds, noise_fill, drawn = set(), [], []
     for ax, R in zip(axes, Rv, strict=True):
         strip = status_strip(ax)
@@ -130,7 +139,7 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             y1 = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
             y2 = np.where(ok_run, w.sel(service=svc, R=R).min("approximation", skipna=True).values, np.nan)
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
-            x, half = rho + dodge[svc], 0.3 * step
+            x, half = pos + dodge[svc], 0.3 * step
             if ok1.any():
                 ax.plot(x[ok1] - half, y1[ok1], "-", color=cmap(k), lw=0.9, alpha=0.55, zorder=2)
                 ax.plot(x[ok1] - half, y1[ok1], "o", color=cmap(k), ms=_LAW_MS, zorder=4)
@@ -142,13 +151,16 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         noise = _mgr_noise(cmp, R, services)
         okn = np.isfinite(noise) & np.isfinite(vs.sel(R=R).values).any(0)
         if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
-            noise_fill.append((ax, rho[okn], noise[okn]))
+            noise_fill.append((ax, pos[okn], noise[okn]))
         kinds |= strip.kinds
-        ax.set_xlabel("load ρ", fontsize=10)
+        ax.set_xlabel("load ρ (one category each; laws side by side)", fontsize=10)
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=9.5)
-        _linear_rho_axis(ax, rho[np.isfinite(vs.sel(R=R).values).any(0)], pad=max(map(abs, dodge.values())) + step)
+        ax.set_xlim(-0.5, slots.size - 0.5)
+        ax.set_xticks(range(slots.size), [f"{r:g}" for r in slots])
+        for b in range(1, slots.size):
+            ax.axvline(b - 0.5, color="0.6", lw=0.9, zorder=1)
         strip.finish(title=f"R = {R}", fontsize=11)
     axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})", fontsize=10)
     vals = np.concatenate(drawn) if drawn else np.array([])
@@ -160,10 +172,22 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     for ax, x, y in noise_fill:
         if (y > lo).any():
             ax.set_autoscale_on(False)
-            ax.fill_between(x, lo, np.minimum(y, hi), color="0.87", lw=0, zorder=0)
-            ax.plot(x, y, ":", color="0.45", lw=1.4, zorder=1)
+            ax.fill_between(x, lo, np.minimum(y, hi), color="0.87", lw=0, zorder=0, step="mid")
+            ax.plot(x, y, ":", color="0.45", lw=1.4, zorder=1, drawstyle="steps-mid")
             seen = True
     return kinds, seen
+
+
+def _marker_key(fig, y) -> None:
+    """The upper row's filled / hollow meaning, a key strip right above the row (top at figure height ``y``)."""
+    from matplotlib.lines import Line2D
+
+    fig.legend([Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS),
+               Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS, mfc="white", mew=1.8)],
+              ["upper row, filled: W to the exponential (M/M/R) simulation",
+               "hollow: W to the closest analytic method (named in the table below)"],
+              loc="upper center", bbox_to_anchor=(0.5, y), ncol=2, fontsize=10, frameon=True, edgecolor="0.75",
+              handletextpad=0.3, borderaxespad=0.0)
 
 
 def _mgr_noise(cmp, R, services):
@@ -194,25 +218,30 @@ def closest_methods(cmp, svc, R, cand) -> dict:
 _TABLE_PT = 10
 
 
-def _closest_table(tab, ax, cmp, R, services, cand, cmap, names=True) -> None:
+def _closest_table(tab, ax, cmp, R, services, cand, cmap, names=True, loads=None) -> None:
     """Under the upper panel ``ax`` (x shared), a table in ``tab``: one row per law (its name and letters in its
     colour), one column per load at the load's x, the closest method's name (:func:`closest_methods`) — one cell per
-    (law, load), so no two names can meet; "–" where the law has no hollow marker at that load. ``names``: the
-    laws' names left of the rows (the first panel's table; the others' rows in the same order and colours)."""
+    (law, load), so no two names can meet; "–" where the law has no hollow marker at that load; a header row names
+    each column's load. ``names``: the laws' names left of the rows (the first panel's table; the others' rows in
+    the same order and colours). ``loads``: the load at each of ``ax``'s x ticks (default: the ticks themselves)."""
     tab.set_xlim(ax.get_xlim())
-    tab.set_ylim(len(services) - 0.5, -1.3)
+    tab.set_ylim(len(services) - 0.5, -2.3)
     tab.set_axis_off()
-    tab.text(0.0, -1.0, "closest method (hollow marker):", transform=tab.get_yaxis_transform(), ha="left",
+    tab.text(0.0, -2.0, "closest method (hollow marker):", transform=tab.get_yaxis_transform(), ha="left",
              va="center", fontsize=_TABLE_PT - 0.5, color="0.25")
     ticks = ax.get_xticks()
+    loads = ticks if loads is None else loads
+    for x, r in zip(ticks, loads, strict=True):
+        tab.text(x, -0.9, f"ρ = {r:g}", ha="center", va="center", fontsize=_TABLE_PT - 0.5, color="0.25")
+    tab.axhline(-0.5, color="0.6", lw=0.8)
     for k, svc in enumerate(services):
         best = closest_methods(cmp, svc, R, cand)
         if names:
             tab.text(-0.02, k, svc, transform=tab.get_yaxis_transform(), ha="right", va="center",
                      fontsize=_TABLE_PT - 0.5, color=cmap(k))
-        for r in ticks:
+        for x, r in zip(ticks, loads, strict=True):
             m = next((v for key, v in best.items() if abs(key - r) < 1e-9), "–")
-            tab.text(r, k, m, ha="center", va="center", fontsize=_TABLE_PT, color=cmap(k),
+            tab.text(x, k, m, ha="center", va="center", fontsize=_TABLE_PT, color=cmap(k),
                      fontweight="bold" if m != "–" else "normal")
 
 
@@ -225,11 +254,11 @@ def _mgr_headline(cmp, services) -> str:
     e = _law_errors(cmp, services)
     if e.size:
         side = " (conservative)" if (e > 0).all() else " (optimistic)" if (e < 0).all() else ""
-        parts.append(f"the exponential model's T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
+        parts.append(f"the exponential model's method T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
     for m in cmp["law_method"].values.tolist():
         e = _law_errors(cmp, services, m)
         if e.size:
-            parts.append(f"{m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
+            parts.append(f"method {m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
     return f"At the {q:g}th percentile " + "; ".join(parts) if parts else ""
 
 
@@ -240,9 +269,6 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
 
     handles = [Line2D([], [], color=cmap(k), ls="none", marker="s", ms=9) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
-    handles += [Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS),
-                Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS, mfc="white", mew=1.8)]
-    labels += ["upper: W to the M/M/R simulation", "upper: W to the closest analytic\nmethod (named below the panel)"]
     if noise_drawn:
         handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
         labels.append("upper, grey: the simulations' noise")
@@ -324,35 +350,20 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
         "and between it and the closest analytic method's CDF (hollow markers: the smallest over every method of the "
         "comparison but exact, which is the exponential M/M/R law itself and would repeat the filled marker without "
         "its simulation noise), against ρ, one panel per R that ran, the laws side by side around each load (a law's "
-        "filled marker just left of its hollow one); under each panel a table names the closest method per law "
-        "(row) and load (column)"
+        "filled marker just left of its hollow one, every marker inside its load's category); under each panel a "
+        "table names the closest method per law (row) and load (column)"
         + (f"; below, one category per (law, cell) point with a value (not a load axis): the error of the "
-           f"{_law_row_percentile(cmp):g}th percentile against the law's simulation of T for exponential service (✕, "
-           "left) and of T with the law itself (filled marker, right; the ±5 % band shaded), each with its 95 % CI "
-           "and its mean printed beside it" if law_rows else "") + ".", findings, limits,
-        [("The load axis is linear; the W axis is trimmed to the markers. The grey area up to the dotted line (where "
-          "it reaches the axis) is the filled markers' own noise, from the replications alone "
-          "(sim_noise_wasserstein): a filled marker in it shows no difference this run can tell; a distance far "
+           f"{_law_row_percentile(cmp):g}th percentile against the law's simulation of method T for exponential "
+           "service (✕, left) and of method T with the law itself (filled marker, right; the ±5 % band shaded), "
+           "each with its 95 % CI and its mean printed beside it" if law_rows else "") + ".", findings, limits,
+        [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
+          "markers. The grey area up to the dotted line (where it reaches the axis) is the filled markers' own "
+          "noise, from the replications alone (sim_noise_wasserstein): a filled marker in it shows no difference this "
+          "run can tell; a distance far "
           "above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
              f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
              "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
-
-
-def _linear_rho_axis(ax, ticks, pad=0.0) -> None:
-    """A linear load axis over ``ticks`` (the loads that ran, labelled) with minor ticks every 0.1, so that unequal
-    gaps between the loads read as such; ``pad``: room beyond the outer loads (markers dodged around them)."""
-    from matplotlib.ticker import MultipleLocator
-
-    ticks = np.asarray(ticks, float)
-    if ticks.size:
-        span = ticks.max() - ticks.min()
-        pad = max(pad, 0.04 + 0.05 * span)
-        ax.set_xlim(ticks.min() - pad, ticks.max() + pad)
-        close = ticks.size > 1 and np.diff(np.sort(ticks)).min() < 0.08 * max(span, 1e-9)  # 0.9, 0.95: upright
-        ax.set_xticks(ticks, [f"{t:g}" for t in ticks], rotation=90 if close else 0)
-    ax.xaxis.set_minor_locator(MultipleLocator(0.1))
-    ax.tick_params(axis="x", which="minor", length=3)
 
 
 def _law_row_percentile(cmp) -> float:
@@ -432,7 +443,7 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
             ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=3, lw=1.3,
                         marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2)
             left = n < (len(keys) - 1) / 2  # the outer side of its marker: the pair's labels never meet
-            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, y), xytext=(-7 if left else 7, 0),
+            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, y), xytext=(-11 if left else 11, 0),
                         textcoords="offset points", ha="right" if left else "left", va="center", fontsize=9.5,
                         color=cmap(k), bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
         if x and points[x - 1][:2] != (R, j):
@@ -448,16 +459,17 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     cells = {(R, j) for R, j, _, _ in points}
     missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
                and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
-    ax.set_title(f"{q:g}th-percentile error per (law, cell): T for exponential service (✕)"
-                 + _law_panel_finding(merged, True).replace("\n", " ") + f";\n{listing(methods)} with the law itself"
+    ax.set_title(f"{q:g}th-percentile error per (law, cell): method T for exponential service (✕)"
+                 + _law_panel_finding(merged, True).replace("\n", " ") + f";\nmethod {listing(methods)} with the law "
+                 "itself"
                  + _law_panel_finding(merged, False).replace("\n", " ")
                  + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
                     if missing else ""), fontsize=10, loc="left")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, ls="none") for j in range(len(methods))]
-    labels = [f"lower: {m} with the law itself (95 % CI)" for m in methods]
+    labels = [f"lower: method {m} with the law itself (95 % CI)" for m in methods]
     if None in keys:
         handles.insert(0, Line2D([], [], color="0.3", marker="x", ms=8, mew=2, ls="none"))
-        labels.insert(0, "lower: T for exponential service\n(the M/M/R model; 95 % CI)")
+        labels.insert(0, "lower: method T for exponential service\n(the M/M/R model; 95 % CI)")
     return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
 
 
@@ -491,7 +503,7 @@ def _law_method_claims(cmp, services) -> list:
         expr = f"law_relative_error_mean.sel(law_method={m!r})"
         inside = int(np.sum(np.abs(e) <= 5.0))
         per_law = sum(np.isfinite(_law_errors(cmp, [s], m)).any() for s in services) > 1  # ranges per law follow
-        out.append(Claim(f"{m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
+        out.append(Claim(f"Method {m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
                          f"{inside} of {e.size} (law, cell) points (overall {e.min():+.1f} % to {e.max():+.1f} %"
                          + ("; per law below)." if per_law else ")."),
                          [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
@@ -528,12 +540,12 @@ def _exponential_model_claims(cmp, services, q) -> list:
     hi = {s: float(m.sel(service=s).max()) for s in laws}
     red = (("min", ["R", "rho"]),)
     if all(cons[s] == n[s] for s in laws):  # one verdict for every law: said once
-        head = (f"The exponential model's {q:g}th percentile is conservative (its CI above the law's simulated value) "
-                f"at all {sum(n.values())} (law, cell) points: ")
+        head = (f"The exponential model's {q:g}th percentile (method T) is conservative (its CI above the law's "
+                f"simulated value) at all {sum(n.values())} (law, cell) points: ")
         parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} %" for s in laws]
     else:
-        head = (f"The exponential model's {q:g}th percentile against each law's simulation (conservative: its CI "
-                "above the simulation's value, optimistic: below): ")
+        head = (f"The exponential model's {q:g}th percentile (method T) against each law's simulation (conservative: "
+                "its CI above the simulation's value, optimistic: below): ")
         parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in "
                  f"{opt[s]} of {n[s]} cells)" for s in laws]
     out = [Claim(head + listing(parts) + ".",
@@ -554,7 +566,7 @@ def _exponential_model_claims(cmp, services, q) -> list:
         hi2 = {s: float(e.sel(service=s).max()) for s in have}
         expr = f"law_relative_error_mean.sel(law_method={meth!r})"
         sel2 = {"service": have, "percentile": q}
-        out.append(Claim(f"{meth} with the law itself, per law: " + listing(
+        out.append(Claim(f"Method {meth} with the law itself, per law: " + listing(
             [f"{s} {100 * lo2[s]:+.1f} % to {100 * hi2[s]:+.1f} %" for s in have]) + ".", [lo2, hi2],
             [Q.query(expr, red, Q.RUN_OK, sel2), Q.query(expr, (("max", ["R", "rho"]),), Q.RUN_OK, sel2)], 0.0006))
     return out

@@ -71,8 +71,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                          f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    fig, axes = plt.subplots(len(P), 1, figsize=(max(6.5, 0.66 * len(pts) + 2.0), (3.9 if values else 3.1) * len(P)
-                                                 + 0.4), squeeze=False, sharex=True)
+    width = max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0)  # log axis: the paper's bar and ours side by side
+    fig, axes = plt.subplots(len(P), 1, figsize=(width, (3.9 if values else 3.1) * len(P) + 0.4), squeeze=False,
+                             sharex=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -89,10 +90,11 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             paper = factor * paper / sc
         else:
             paper = factor * paper
-        signed = {"paper": (x, paper)}
+        px = x - _PAPER_LEFT if floor else x  # on the log axis of sizes: the paper's bar left, ours right of it
+        signed = {"paper": (px, paper)}
         if absolute or floor:
             paper = np.abs(paper)
-        _paper_values(ax, x, paper, signed["paper"][1], floor)
+        _paper_values(ax, px, paper, signed["paper"][1], floor)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
         missing, table = {}, {}
         for f, fam in enumerate(fams):
@@ -100,7 +102,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
                                                                                               else sc) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
-            xs = x + (f - (len(fams) - 1) / 2) * 0.26  # apart enough that markers at the same y (0) do not overlap
+            xs = (x + _OURS_FROM + f * _OURS_STEP if floor  # right of the paper's bar, clear of it
+                  else x + (f - (len(fams) - 1) / 2) * 0.26)  # apart enough that markers at the same y do not overlap
             drawn |= _ours_family(ax, fam, xs, vals, rk, absolute or bool(floor), floor)
             signed[fam] = (xs, vals[0])
             missing[fam] = rk == 0
@@ -114,7 +117,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=9.5)
         if floor:
-            _magnitude_axis(ax, signed, floor)
+            _magnitude_axis(ax, signed, floor, fams)
         strip.finish(title=f"{p:g}th percentile", fontsize=10.5, label_size=9)
         if values:
             _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
@@ -127,6 +130,38 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=9.5)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
+
+
+#: on the §6.1/§6.2 log axis of sizes: the paper's bar this far left of its cell's centre, ours from _OURS_FROM right
+#: of it, a family every _OURS_STEP (so that no marker of ours sits on the paper's bar)
+_PAPER_LEFT, _OURS_FROM, _OURS_STEP = 0.2, 0.1, 0.17
+
+
+def _sign(v) -> str:
+    return "+" if v > 0 else "−"
+
+
+def _signs_and_arrows(ax, signed, fams, floor) -> None:
+    """On a log axis of sizes, what the axis cannot show: the sign of every value above ``floor`` written beside its
+    mark ("+" conservative, "−" optimistic; the paper's left of its bar, ours right of the marker), and a grey arrow
+    from the paper's bar to ours (best of A–F, the first of ``fams``) where both exist — pointing down where the
+    paper's error is the larger, up where ours is (``signed``: {'paper' or family: (x, signed values)})."""
+    px, pv = signed["paper"]
+    for fam, (xs, v) in signed.items():
+        color = "k" if fam == "paper" else _FAMILY_STYLE.get(fam, ("0.4",))[0]
+        for xi, vi in zip(xs, v, strict=True):
+            if np.isfinite(vi) and abs(vi) >= floor:
+                ax.annotate(_sign(vi), (xi, abs(vi)), xytext=(-11, 0) if fam == "paper" else (6, 0),
+                            textcoords="offset points", ha="right" if fam == "paper" else "left", va="center",
+                            fontsize=10.5, fontweight="bold", color=color, zorder=7)
+    if not fams or fams[0] not in signed:
+        return
+    xs, v = signed[fams[0]]
+    for x0, p, x1, o in zip(px, pv, xs, v, strict=True):
+        if np.isfinite(p) and np.isfinite(o):
+            ax.annotate("", (x1, max(abs(o), floor)), xytext=(x0, max(abs(p), floor)),
+                        arrowprops={"arrowstyle": "-|>", "color": "0.45", "lw": 1.0, "shrinkA": 6, "shrinkB": 6,
+                                    "mutation_scale": 9}, zorder=3)
 
 
 def _paper_values(ax, x, paper, signed, floor) -> None:
@@ -240,7 +275,9 @@ def _beside_legend(fams, prefix, drawn, signed=False) -> tuple[list, list]:
     if signed:
         h += [Line2D([], [], ls="none", marker="s", color="0.3", ms=7.5),
               Line2D([], [], ls="none", marker="s", color="0.3", mfc="white", mew=1.6, ms=7.5)]
-        lab += ["filled: conservative (above the reference)", "hollow: optimistic (below the reference)"]
+        lab += ["filled, \"+\": conservative (above the reference)", "hollow, \"−\": optimistic (below the reference)"]
+        h.append(Line2D([], [], ls="-", color="0.45", lw=1.0, marker=">", ms=5))
+        lab.append("arrow: from the paper's error to ours (best of A–F);\npointing down: the paper's is the larger")
         if "zero" in drawn:
             h.append(Line2D([], [], ls="none", color="0.3", **_ZERO_MARK))
             lab.append(f"0 (below {PCT_FLOOR:g}), on the floor")
@@ -254,9 +291,10 @@ def _beside_legend(fams, prefix, drawn, signed=False) -> tuple[list, list]:
     return h, lab
 
 
-def _magnitude_axis(ax, signed, floor) -> None:
+def _magnitude_axis(ax, signed, floor, fams=()) -> None:
     """A log y axis of sizes from ``floor`` (a smaller size sits on it, drawn as :data:`_ZERO_MARK`) to just above the
-    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades."""
+    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades; the signs and the arrows
+    from the paper's value to ours (:func:`_signs_and_arrows`, ``fams``: ours in order, best of A–F first)."""
     ax.set_yscale("log")
     hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
     top = hi * 2.0
@@ -265,6 +303,7 @@ def _magnitude_axis(ax, signed, floor) -> None:
     ax.set_yticks(dec, [f"{d:g}" for d in dec])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.axhline(floor, color="0.6", lw=0.7, ls=":")
+    _signs_and_arrows(ax, signed, list(fams), floor)
 
 
 def _paper_larger(rep) -> tuple[int, int]:
@@ -322,7 +361,7 @@ def _pct_title(rep) -> str:
     head = []
     kl, nl = _paper_larger(rep)
     if nl:
-        head.append(f"the paper's error is the larger at {kl} of {nl} points")
+        head.append(f"the paper's error is the larger at {kl} of {nl} points (arrows pointing down)")
     (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
     if km and kh:
         head.append(f"no value of ours at {km} points, where the paper's errors are "
@@ -427,8 +466,10 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
           "mean simulated percentile "
          + (f"(with its 95% CI whisker); both in {TIME_UNIT}, as the paper's table (method − its simulation), so the "
             "paper's value is drawn also where we have no reference. The axis is logarithmic in the size |method − "
-            "reference| (higher = larger error); the fill tells the sign, the paper's bar and ours alike: filled = "
-            "conservative (above the reference), hollow = optimistic (below); a size below "
+            "reference| (higher = larger error); the sign is written beside every value and told by the fill, the "
+            "paper's bar and ours alike: \"+\" and filled = conservative (above the reference), \"−\" and hollow = "
+            "optimistic (below); a grey arrow runs from the paper's bar (left in its cell) to ours (best of A–F, "
+            "right of it), pointing down where the paper's error is the larger; a size below "
             f"{PCT_FLOOR:g} is drawn as a 0 on the floor (no sign), and the table under each panel prints every "
             "signed value. " if prefix == "pct" else
             "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "

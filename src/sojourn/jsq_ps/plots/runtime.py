@@ -28,17 +28,27 @@ def _families(cmp):
         (TAIL_LABEL, [m for m in present if m == TAIL], _TAIL_COLOR)) if ms]
 
 
+def _common_cells(nr, fams):
+    """(R, rho) bool: the cells where every method of every drawn family ran (none refused as over budget or at its
+    truncation cap) — the cells on which the families' run times compare like with like."""
+    every = [m for _, ms, _ in fams for m in ms]
+    return (nr.sel(approximation=every) == 0).all("approximation").transpose("R", "rho")
+
+
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
-    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T): the median over the family's
-    methods and the loads where it ran (a cell refused as over budget or at its truncation cap counts nowhere: its
-    time is the time to refuse), the whisker from the fastest to the slowest of those cells; a family that did not
-    run at every load of an R is drawn hollow there with the count of cells that ran."""
+    """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T), over the loads where every drawn
+    family ran (:func:`_common_cells`; a cell refused as over budget or at its truncation cap has the time to refuse,
+    and an R where a costly family skipped its costly loads would otherwise look cheap): the median over the
+    family's methods and those loads, the whisker from the fastest to the slowest of those cells; at an R where some
+    family did not run at every load, every family's marker is hollow and a bold label above the plot says how many
+    loads the comparison covers and which family skipped how many."""
     from matplotlib.lines import Line2D
 
     nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(cmp["run_time"], dtype=np.int8)
-    fig, ax = plt.subplots(figsize=(8.0, 5.0))
+    fig, ax = plt.subplots(figsize=(9.0, 5.4))
     Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
-    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho)
+    common_cells = _common_cells(nr, fams)
+    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho, common_cells)
     ax.set_yscale("log")
     lo, hi = ax.dataLim.y0, ax.dataLim.y1  # both ends on a labelled decade: the longest whisker has one above it
     if 0 < lo < hi:
@@ -47,62 +57,82 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
-    ax.set_xlabel("servers R (log scale)")
+    skip_lines = max((len(t.get_text().splitlines()) for t in ax.texts if t.get_va() == "top"), default=0)
+    ax.set_xlabel("servers R (log scale)", labelpad=26 + 11 * skip_lines if partial else 4)
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    ax.set_title("Run time of each method family per cell, where it ran (median over its methods and loads; whisker: "
-                 "fastest to slowest cell)\nmedians: " + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s"
-                                                              for lab, (_, v) in meds.items()), fontsize=9.5)
+    n_common = int(common_cells.sum())
+    ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
+                 f"fastest to slowest cell)\nmedians over those {n_common} cells: "
+                 + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5)
     # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
         bw = _budget_words(cmp)
-        labels.append(f"hollow, k/{n_rho} beside it: ran at only k of the {n_rho} loads (the rest over budget"
-                      + (f" — {bw} —" if bw else "") + ": left out, not counted as fast)")
-    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+        labels.append(f"hollow: not every family ran at all {n_rho} loads of that R (the rows under the axis count "
+                      "them;\nover budget" + (f": {bw}" if bw else "") + "): every family there over the same "
+                      "loads, the skipped ones not counted as fast")
+    ax.legend(handles, labels, fontsize=8.5, loc="upper center", ncol=2, frameon=False,
+              bbox_to_anchor=(0.5, -0.16 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
-    return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial), **kw)
+    return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells), **kw)
 
 
-def _runtime_families(ax, rt, nr, fams, Rv, n_rho):
-    """The run-time figure's marks per family and R: the median (hollow, with k/n next to it, where the family
-    did not run at every load) and the whisker. Returns ({family: (methods, median over all its cells)}, whether a
-    hollow mark is drawn)."""
+def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
+    """The run-time figure's marks per family and R over the cells ``common_cells`` (every family ran there): the
+    median (hollow at an R where some family skipped a load) and the whisker; above the plot at such an R, a bold
+    label: how many loads the comparison there covers and which family skipped how many. Returns ({family:
+    (methods, median over its common cells)}, whether a hollow mark is drawn)."""
+    import matplotlib.transforms as mtransforms
+
     meds, partial = {}, False
+    n_at = common_cells.sum("rho").values  # loads compared per R
     for k, (label, ms, color) in enumerate(fams):
-        d = rt.sel({"approximation": ms}).where(nr.sel({"approximation": ms}) == 0)
+        d = rt.sel({"approximation": ms}).where(common_cells)
         dims = [x for x in d.dims if x != "R"]
         med = d.median(dims).values
         if not np.isfinite(med).any():
             continue
-        # the loads where every method of the family ran
-        full = (nr.sel({"approximation": ms}) == 0).all("approximation").sum("rho").values
         meds[label] = (ms, float(np.nanmedian(d.values)))
         x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)  # side by side by a constant factor: even on the log axis
         ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=2.2, alpha=0.55)
-        for xi, m_, f_ in zip(x, med, full, strict=True):
-            if not np.isfinite(m_):
-                continue
-            whole = f_ == n_rho
-            partial |= not whole
-            ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if whole else "white", mec=color, mew=1.8,
-                    zorder=4)
-            if not whole:  # next to its hollow marker, in its colour: under it, above it for every other family
-                up = k % 2 == 1  # (neighbouring families' labels would touch)
-                ax.annotate(f"{int(f_)}/{n_rho}", (xi, m_), xytext=(0, 7 if up else -7), textcoords="offset points",
-                            fontsize=8, color=color, fontweight="bold", ha="center", va="bottom" if up else "top",
-                            zorder=6,
-                            bbox={"facecolor": "w", "edgecolor": "none", "pad": 0.4})
+        for xi, m_, n_ in zip(x, med, n_at, strict=True):
+            if np.isfinite(m_):
+                ax.plot([xi], [m_], "o", ms=7, color=color, mfc=color if n_ == n_rho else "white", mec=color, mew=1.8,
+                        zorder=4)
+    if (n_at == n_rho).all():
+        return meds, partial
+    partial = True
+    base = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    rows = (("loads compared", -22), ("skipped (over budget)", -34))
+    for name, dy in rows:  # two rows under the tick labels: how many loads each R compares, who skipped how many
+        ax.text(0.0, 0.0, name, transform=mtransforms.offset_copy(ax.transAxes, fig=ax.figure, x=-6, y=dy + 5,
+                                                                  units="points"),
+                ha="right", va="top", fontsize=8.5, color="0.3")
+    for j, R in enumerate(Rv):
+        full = n_at[j] == n_rho
+        skipped = [(lab.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful "),
+                    int(n_rho - (nr.sel({"approximation": ms, "R": R}) == 0).all("approximation").sum()))
+                   for lab, ms, _ in fams]
+        for (_, dy), text in zip(rows, (f"{int(n_at[j])}/{n_rho}",
+                                        "\n".join(f"{lab}: {n}" for lab, n in skipped if n) or "–"), strict=True):
+            ax.text(R, 0.0, text, transform=mtransforms.offset_copy(base, fig=ax.figure, y=dy + 5, units="points"),
+                    ha="center", va="top", fontsize=9 if dy == rows[0][1] else 8.5,
+                    fontweight="normal" if full else "bold", color="0.45" if full else "0.1")
     return meds, partial
 
 
-def _runtime_caption(cmp, nr, meds, partial) -> Caption:
+def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
     rt = cmp["run_time"]
-    ran_q = "(not_run == 0)" if "not_run" in cmp else "isfinite(run_time)"
+    every = [m for _, ms, _ in fams for m in ms]
+    ran_q = (f"(not_run.sel(approximation={Q.names(every)}).max('approximation') == 0)" if "not_run" in cmp
+             else "isfinite(run_time)")
+    n_common = int(common_cells.sum())
     findings = []
     for label, (ms, med) in meds.items():
-        findings.append(Claim(f"{label}: median {_g(med)} s per cell where it ran.", med,
+        findings.append(Claim(f"{label}: median {_g(med)} s per cell over the {n_common} cells where every family "
+                              "ran.", med,
                               Q.query(f"where({ran_q}, run_time, nan).sel(approximation={Q.names(ms)})",
                                       (("median", None),), None, {}), sig_tol(med, 2)))
     limits = []
@@ -124,14 +154,16 @@ def _runtime_caption(cmp, nr, meds, partial) -> Caption:
                                       ".median()", (("max", None),), None, {}), sig_tol(r, 2)))
     if partial:
         bw = _budget_words(cmp)
-        limits.append("Families drawn hollow did not run at every load of that R (over budget or truncation cap"
-                      + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): their "
-                      "median covers only the cells that ran, the cheaper ones, so it understates the cost of the "
-                      "whole row.")
+        limits.append("At an R drawn hollow some family did not run at every load (over budget or truncation cap"
+                      + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): every "
+                      "family's median there covers only the loads where all ran, the cheaper ones, so it "
+                      "understates the cost of the whole row, most for the family that skipped them (the label above "
+                      "that R counts the skipped loads).")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
-                   "median over the family's methods and the loads where they ran, the whisker from the fastest to the "
+                   "median over the family's methods and the loads where every family ran (at an R where one skipped "
+                   "some, the others' are left out there too: like with like), the whisker from the fastest to the "
                    "slowest of those cells.", findings, limits,
                    [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
                      "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])

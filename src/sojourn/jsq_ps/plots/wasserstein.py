@@ -93,7 +93,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     Rv = _shown_R(all_R)
     rows = _family_lines(cmp)
     fig, axes = plt.subplots(len(Rv), len(rows), figsize=(5.6 * len(rows) + 1.4, 2.8 * len(Rv) + 1.9),
-                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.75, "wspace": 0.14})
+                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.75, "wspace": 0.3})
     kinds, floor_hit, noise_drawn, strips, letters = set(), False, False, [], []
     for f, (title, lines) in enumerate(rows):
         for k, R in enumerate(Rv):
@@ -118,12 +118,13 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.tick_params(axis="x", labelbottom=True, rotation=0)
     for ax in axes[-1, :]:
         ax.set_xlabel("load ρ (axis: −log(1 − ρ), so that high loads stand apart)", fontsize=10)
-    for ax in axes[:, 0]:
+    for ax in axes.ravel():  # every panel its own y labels (the right column's too: shared, but read on its own)
         ax.set_ylabel(f"W ({TIME_UNIT})", fontsize=10)
+        ax.tick_params(axis="y", labelleft=True)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
-    h, lab = _w_legend(rows, noise_drawn)
-    _legend_below(fig, h, lab, ncol=3, fontsize=_LETTER_PT, y=0.0)
+    h, lab = _w_legend(rows, noise_drawn, kinds, floor_hit)
+    _legend_below(fig, h, lab, ncol=2, fontsize=_LETTER_PT, y=0.0)
     _place_letters(fig, letters)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn, kinds, floor_hit)
     # the title's finding is the caption's (the same claim, from the same data)
@@ -311,13 +312,14 @@ def _floor_arrows(ax, xp, below, lines) -> list:
     return out
 
 
-def _w_legend(rows, noise_drawn):
-    """The Wasserstein figure's legend: the line styles and the noise area (the markers' and the strip's symbols are
-    explained in the caption)."""
+def _w_legend(rows, noise_drawn, kinds=(), floor_hit=False):
+    """The Wasserstein figure's legend: the line styles, the noise area, and every symbol drawn — the strip's marks
+    (``kinds``: ×, ∅, ◇; the strip row's method named at its right end) and the arrow on the bottom edge where a W
+    lies below the floor (``floor_hit``; the methods named beside it)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ...core.present.figures import METHOD_MARKERS
+    from ...core.present.figures import METHOD_MARKERS, status_handles
 
     h, lab = [], []
     for _, lines in rows:
@@ -333,6 +335,13 @@ def _w_legend(rows, noise_drawn):
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append(NOISE_LABEL)
+    sh, sl = status_handles(kinds)
+    h += sh
+    lab += [f"strip mark: {t.removeprefix('∅: ')}" + ("\n(its row's method named at the strip's right end)"
+                                                      if i == 0 else "") for i, t in enumerate(sl)]
+    if floor_hit:
+        h.append(Line2D([], [], ls="none", color="0.3", **_CLIP_MARK))
+        lab.append(f"on the bottom edge: W < {W_FLOOR:g} against exact\n(the methods named beside the arrow)")
     return h, lab
 
 
