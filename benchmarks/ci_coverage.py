@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     N = args.replications
     out = []
     for R, rho in CELLS:
-        spec = JSQPS.from_load(R, rho)
+        spec = JSQPS.from_rho(R, rho)
         ex = approximate(spec, "exact", t=None)
         F = 1.0 - ex["sf"].values.ravel() if "sf" in ex else ex["cdf"].values.ravel()
         t_ex = ex["t"].values

@@ -64,7 +64,7 @@ def jsq_ps():
               seed=int(sim["seed"]), dt=float(tg["dt"]), t_max=float(tg["t_max"]))
     out = {}
     for c in cells(cfg):
-        spec = JSQPS.from_load(c.R, float(c.rho), mu=float(cfg["grid"]["mu"]), service=laws[c.service])
+        spec = JSQPS.from_rho(c.R, float(c.rho), mu=float(cfg["grid"]["mu"]), service=laws[c.service])
         out[f"{c.service} R={c.R} rho={c.rho}"] = (lambda s: lambda **k: simulate(s, **kw, **k))(spec)
 
     def values(p, ds):

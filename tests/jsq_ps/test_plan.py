@@ -54,7 +54,7 @@ def simulated_interval(servers, offered, d, p, law="exponential", confidence=0.9
     customers = 50 / (1 - p)
     tau = 1 / (servers * (1 - math.sqrt(rho)) ** 2)
     warmup = 20 * tau
-    spec = JSQPS.from_load(servers, rho, service=law)
+    spec = JSQPS.from_rho(servers, rho, service=law)
     dt = d / 1000
     ds = simulate(spec, horizon=warmup + customers / offered, warmup=warmup, cooldown=0.0, replications=CHECK_REPS,
                   seed=CHECK_SEED, dt=dt, t_max=1000 * dt, occupancy_max=1)
@@ -608,7 +608,7 @@ def test_stability_bound():
 
 def test_simulated_replications_are_the_same_in_one_process_or_several():
     """Replication k's stream depends only on (seed, spec, k): forked workers give the serial run's counts."""
-    spec = JSQPS.from_load(5, 0.8, service="lognormal")
+    spec = JSQPS.from_rho(5, 0.8, service="lognormal")
     serial = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=1)
     forked = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=2)
     for a, b in zip(serial, forked, strict=True):
@@ -661,7 +661,7 @@ def test_T_percentile_is_not_optimistic_and_within_its_bound_in_an_independent_s
     rho = q.offered / 13
     tau = 1 / (13 * (1 - math.sqrt(rho)) ** 2)
     dt = x / 1000
-    ds = simulate(JSQPS.from_load(13, rho), horizon=20 * tau + 200_000 / q.offered, warmup=20 * tau, cooldown=0.0,
+    ds = simulate(JSQPS.from_rho(13, rho), horizon=20 * tau + 200_000 / q.offered, warmup=20 * tau, cooldown=0.0,
                   replications=CHECK_REPS, seed=CHECK_SEED, dt=dt, t_max=1100 * dt, occupancy_max=1)
     count, overflow = ds["count"].values, ds["overflow"].values
     total = count.sum(axis=1) + overflow

@@ -28,7 +28,7 @@ PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 
 
 def test_api_reaches_the_target_and_equals_the_fixed_count_run():
-    spec = SplitMerge.from_load(3, 3, 2, 0.8, PH3)
+    spec = SplitMerge.from_rho(3, 3, 2, 0.8, PH3)
     ds = simulate(spec, workunits=3000, seed=2, precision={"statistic": "mean", "relative_half_width": 0.04})
     n = int(ds["replications_used"])
     assert int(ds["stop_reason"]) == TARGET_MET and n >= 5

@@ -350,7 +350,7 @@ def test_os_error_while_writing_is_one_line_with_status_1(tmp_path, capsys, monk
 
 
 # -- Python API ----------------------------------------------------------------------------------
-GOOD = JSQPS.from_load(2, 0.5)
+GOOD = JSQPS.from_rho(2, 0.5)
 
 API = [
     Case("api-law-unknown", lambda: parse_law("nosuchlaw"), ("unknown law",)),
@@ -365,10 +365,10 @@ API = [
     Case("api-law-rate-negative", lambda: parse_law("exponential:rate=-1"), ("exponential.rate",)),
     Case("api-law-rate-inf", lambda: parse_law("exponential:rate=inf"), ("exponential.rate",)),
     Case("api-law-not-a-string", lambda: parse_law(3), ("NAME[:key=value",)),
-    Case("api-load-one", lambda: JSQPS.from_load(2, 1.0), ("load",)),
-    Case("api-servers-zero", lambda: JSQPS.from_load(0, 0.5), ("servers",)),
-    Case("api-mu-nan", lambda: JSQPS.from_load(2, 0.5, mu=float("nan")), ("mu",)),
-    Case("api-dispatch-unknown", lambda: JSQPS.from_load(2, 0.5, dispatch="fastest"), ("dispatch",)),
+    Case("api-load-one", lambda: JSQPS.from_rho(2, 1.0), ("load",)),
+    Case("api-servers-zero", lambda: JSQPS.from_rho(0, 0.5), ("servers",)),
+    Case("api-mu-nan", lambda: JSQPS.from_rho(2, 0.5, mu=float("nan")), ("mu",)),
+    Case("api-dispatch-unknown", lambda: JSQPS.from_rho(2, 0.5, dispatch="fastest"), ("dispatch",)),
     Case("api-window", lambda: simulate(GOOD, horizon=1000.0, warmup=600.0), ("horizon",)),
     Case("api-dt-zero", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.0), ("dt",)),
     Case("api-tmax-not-multiple", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.03, t_max=1.0),

@@ -55,17 +55,17 @@ class SimulationBlock(StepFields):
         from .simulate import UNITS, simulate_replication
         from .storage import SIM_FILL, SIM_VARS
 
-        self.rhos = [str(r) for r in self.rhos]
+        self.rhos = [float(r) for r in self.rhos]
         self.precision = P.parse(self.simulation.get("precision"), field="simulation.precision",
                                  t_max=float(self.time_grid["t_max"]), default_at=DEFAULT_PERCENTILE)
         window = run_window(self.simulation, self.time_grid)
         self.seed = int(self.simulation["seed"])
-        self.specs = {f"rho={rho}": JSQPS.from_load(int(self.R), float(rho), mu=float(self.mu), service=self.law)
-                      for rho in self.rhos}
+        specs = [JSQPS.from_rho(int(self.R), rho, mu=float(self.mu), service=self.law) for rho in self.rhos]
         self.layout = Layout(("service", "R", "rho"), SIM_VARS, SIM_FILL, UNITS)
         self.task, self.shared = simulate_replication, {"seed": self.seed, **window}
-        self._cells = [grid_cell(rho, cell_key(self.specs[f"rho={rho}"].to_dict(), window, self.seed, self.code),
-                             (self.specs[f"rho={rho}"],), service=self.service, R=int(self.R)) for rho in self.rhos]
+        self._cells = [grid_cell(rho, cell_key(spec.to_dict(), window, self.seed, self.code), (spec,),
+                                 service=self.service, R=int(self.R))
+                       for rho, spec in zip(self.rhos, specs, strict=True)]
 
     def cells(self):
         return self._cells
@@ -86,7 +86,7 @@ class SimulationBlock(StepFields):
         from ..core.estimates.runlength import format_length, from_dataset
         from .simulate import with_guard
 
-        ds = with_guard(ds, self.specs[cell.label])
+        ds = with_guard(ds, cell.args[0])  # the cell's model
         if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): said, not hidden
             v = from_dataset(ds)
             need = format_length(v.needed_window + float(ds.attrs["warmup"]) + float(ds.attrs["cooldown"]))

@@ -37,7 +37,7 @@ SIMULATION_BYTES_PER_SERVER = 512
 
 def _present_per_server(spec) -> float:
     """Mean number of customers at a PS server (M/M/1-PS at the server's load: ρ/(1 − ρ), JSQ holds fewer)."""
-    rho = min(float(spec.load), 0.999999)
+    rho = min(float(spec.rho), 0.999999)
     return rho / (1.0 - rho)
 
 
@@ -45,7 +45,7 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
              t_max: float = 182.32, workers: int = 1) -> list[Estimate]:
     """The parts of ``replications`` replications of ``spec`` of length ``horizon`` (Ciw on ``workers`` processes
     at once): the events (time), the histograms over the grid, the servers' state or Ciw's records (memory)."""
-    R = spec.servers
+    R = spec.R
     reps = int(replications)
     events = 2.0 * float(spec.arrival_rate) * float(horizon) * reps
     histograms = grid(t_max, dt, 8.0 * (2 * reps + 6), f"the sojourn histogram of each of {reps} replications")
@@ -112,7 +112,7 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
         table4_L1,
     )
 
-    R = spec.servers
+    R = spec.R
     P = float(points)
     if method == "T":
         from .solve.tail import peak_bytes
@@ -147,7 +147,7 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
                         "L2", f"a dense {n:,.0f} x {n:,.0f} tail generator, its matrix exponentials and its survival "
                               f"functions at {P:,.0f} grid points")
     else:  # corrected: uniformised birth-death chain of N phases, Poisson cut of (Λ + μ) t_max steps
-        steps = (spec.arrival_rate + spec.servers * spec.service_rate) * float(t_max) + 10.0
+        steps = (spec.arrival_rate + spec.R * spec.service_rate) * float(t_max) + 10.0
         tail = Estimate(SECONDS_PER_UNIFORMISED_ENTRY * (steps * n + P * n), 8.0 * (4 * n + 2 * P),
                         "L2" if "L2" in hyper else "t_max",
                         f"the uniformised tail of {n:,.0f} phases over {steps:.3g} steps")

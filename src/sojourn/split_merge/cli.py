@@ -71,7 +71,7 @@ def _spec(args, model="split_merge"):
 
     try:
         if args.load is not None:
-            return SplitMerge.from_load(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
+            return SplitMerge.from_rho(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
         return SplitMerge(args.hosts, args.replicas, args.quorum, args.arrival_rate, args.replica_law, model)
     except ValueError as exc:
         raise ValueError(_in_flag_terms(str(exc))) from None

@@ -61,7 +61,7 @@ def _fill_cell(V, G, idx, c, reps, ex, conf, grid, dt, ps):
     n = len(reps)
     spec = c["spec"]
     V["arrival_rate"][idx] = spec.arrival_rate
-    V["load"][idx] = spec.load
+    V["load"][idx] = spec.rho
     V["hosts"][idx] = spec.hosts
     V["mean_service"][idx] = ex["mean_service"]
     V["max_throughput"][idx] = ex["max_throughput"]

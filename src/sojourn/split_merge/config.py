@@ -123,7 +123,7 @@ def cells(cfg: dict, x: str) -> list[dict]:
                 pairs = [(r, q) for r in e["replicas"] for q in (e.get("quorums") or range(1, r + 1)) if q <= r]
             for r, q in pairs:
                 hosts = e["hosts"] if e["hosts"] is not None else r
-                spec = SplitMerge.from_load(hosts, r, q, e["load"], law, model)
+                spec = SplitMerge.from_rho(hosts, r, q, e["load"], law, model)
                 out.append({"law": lname, "model": model, "quorum": int(q), "replicas": int(r), "spec": spec,
                             "workunits": int(wu), "warmup": int(warm)})
     return out

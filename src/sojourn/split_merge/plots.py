@@ -114,7 +114,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
            "replicas": ds["replicas"].values[0]}
     c = ds.sel(sel)
     e = json.loads(ds.attrs["config"])["settings"]
-    spec = SplitMerge.from_load(e["hosts"], e["replicas"], e["quorum"], e["load"], e["replica_law"])
+    spec = SplitMerge.from_rho(e["hosts"], e["replicas"], e["quorum"], e["load"], e["replica_law"])
     dt = float(ds.attrs["dt"])
     t = ds["t"].values + dt
     F = cdf_from_histogram(c["latency_count"].values, c["latency_overflow"].values)

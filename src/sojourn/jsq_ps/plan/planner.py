@@ -359,7 +359,7 @@ class Planner:
             bins = int(min(100 * per_d, math.ceil(t_hi / dt)))
             self._runs[R] = {"run": run, "per_d": per_d, "dt": dt, "t_max": bins * dt, "done": 0, "counts": [],
                              "overflows": [], "t": None, "wall": 0.0,
-                             "spec": JSQPS.from_load(R, rho, mu=1.0, service=q.law)}
+                             "spec": JSQPS.from_rho(R, rho, mu=1.0, service=q.law)}
         r = self._runs[R]
         first = r["done"]
         if replications <= first:
