@@ -47,7 +47,7 @@ def _settings(rel):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["split_merge"]
     cfg = validate_config(copy.deepcopy(cfg), ROOT / "workflow" / "schemas" / "split_merge.schema.yaml", "split_merge")
     cfg["simulation"]["precision"] = {"statistic": "mean", "relative_half_width": rel, "max_replications": 60}
-    cfg["experiment_b"].update(replicas=[1, 3], workunits=2000, warmup=200, load=0.5)
+    cfg["experiment_b"].update(replicas=[1, 3], window={"length": 2000, "warmup": 200}, rho=0.5)
     return {k: cfg[k] for k in ("simulation", "comparison", "experiment_b")}
 
 

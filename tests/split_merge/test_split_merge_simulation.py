@@ -33,10 +33,10 @@ def test_split_merge_matches_pollaczek_khinchine_r_equals_n():
     e = exact_results(s)
     m1 = s.mean_service
     # power control: M/M/1 with the same mean service (ignores the order statistic's variability)
-    wrong = s.load / (1 - s.load) * m1
+    wrong = s.rho / (1 - s.rho) * m1
     _check(ds, "mean_delay", e["mean_delay"], wrong)
     _check(ds, "mean_latency", e["mean_latency"], wrong + m1)
-    _check(ds, "host_utilisation", s.load, s.load * 1.02)
+    _check(ds, "host_utilisation", s.rho, s.rho * 1.02)
 
 
 def test_split_merge_matches_erlang_c_q1_exponential():

@@ -72,8 +72,8 @@ def test_paper_config_is_the_paper_grid():
     assert {c.R for c in expo} == set(range(1, 11))
     rhos = sorted({c.rho for c in expo})
     assert rhos[0] == 0.01 and rhos[-1] == 0.99 and len(rhos) == 99
-    assert cfg["simulation"] == {**cfg["simulation"], "horizon": 160000, "warmup": 8000, "cooldown": 8000,
-                                 "replications": 10}
+    assert cfg["simulation"]["window"] == {"length": 160000, "warmup": 8000, "cooldown": 8000}
+    assert cfg["simulation"]["replications"] == 10
     assert [G.L1_for(cfg, R) for R in range(1, 11)] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]
     laws = G.service_laws(cfg)
     assert set(laws) == {"exponential", "uniform", "deterministic", "lognormal", "gamma", "triangular"}
@@ -133,7 +133,8 @@ def test_schema_rejects_and_names_the_key(change, key):
 @pytest.mark.parametrize(
     "change, key",
     [
-        ({"simulation": {"horizon": 1000, "warmup": 500, "cooldown": 500}}, "jsq_ps.simulation.warmup"),
+        ({"simulation": {"window": {"length": 1000, "warmup": 500, "cooldown": 500}}},
+         "jsq_ps.simulation.window.warmup"),
         ({"approximation": {"methods": ["A", "G"]}}, "jsq_ps.approximation.methods"),
         ({"mgr": {"laws": ["weibull"]}}, "jsq_ps.mgr.laws[0]"),
         ({"mgr": {"laws": ["uniform:low=3,high=1"]}}, "jsq_ps.mgr.laws[0]"),

@@ -82,7 +82,7 @@ CASES = [
     ("exact-max-states-1e20", ["approximate", "-R", "20", "--load", "0.95", "--method", "exact", "--max-states",
                                "99999999999999999999"], ["--max-states must be an integer <= 2**63 - 1"]),
     ("exact-max-states-1e16", ["approximate", "-R", "20", "--load", "0.95", "--method", "exact", "--max-states",
-                               "9999999999999999", "--max-time", "20s"], ["--servers/--load", "exact's tagged chain"]),
+                               "9999999999999999", "--max-time", "20s"], ["-R/--rho", "exact's tagged chain"]),
     ("restart-simulate-horizon-1e12", ["restart", "simulate", "-m", "example1", "--horizon", "1e12"],
      ["--horizon", "events", "more than"]),
     ("restart-optimise-horizon-1e12", ["restart", "optimise", "-m", "example1", "--horizon", "1e12"],
@@ -236,17 +236,17 @@ CONFIG_CASES = [
     ("scheduler-file-missing", {"cluster": {"kind": "scheduler_file", "scheduler_file": "nosuch.json"}},
      "cluster.scheduler_file: nosuch.json does not exist"),
     ("n-workers-1000", {"cluster": {"n_workers": 1000}}, "cluster.n_workers: 1000 local workers need"),
-    ("jsq-horizon-1e12", {"jsq_ps": {"simulation": {"horizon": 1e12}}}, "jsq_ps.simulation.horizon"),
-    ("restart-horizon-1e12", {"restart": {"examples": {"example1": {"horizon": 1e12}}}},
-     "restart.examples.example1.horizon"),
+    ("jsq-horizon-1e12", {"jsq_ps": {"simulation": {"window": {"length": 1e12}}}}, "jsq_ps.simulation.window.length"),
+    ("restart-horizon-1e12", {"restart": {"examples": {"example1": {"window": {"length": 1e12}}}}},
+     "restart.examples.example1.window.length"),
     ("exact-budget-beyond-the-limit", {"jsq_ps": {"approximation": {"exact_budget": {"max_seconds": 1e300}}}},
      "jsq_ps.approximation.exact_budget: this request is predicted to take"),
     ("fuzz-replicas-1e9", {"split_merge": {"experiment_b": {"replicas": [6, 1, 1.0e9]}}},
      "split_merge.experiment_b.replicas: this request needs about"),
     ("fuzz-dt-subnormal", {"split_merge": {"experiment_c": {"time_grid": {"dt": 2.225073858507e-311}}}},
      "split_merge.experiment_c.time_grid: dt must be larger"),
-    ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"workunits": 10**11}}},
-     "split_merge.experiment_c.workunits"),
+    ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"window": {"length": 10**11}}}},
+     "split_merge.experiment_c.window.length"),
 ]
 
 
@@ -274,7 +274,7 @@ def test_fuzz_an_integer_written_as_a_float_is_read_as_an_integer():
 def test_fuzz_warmup_null_is_the_default_five_percent():
     """Found by the fuzzer: jsq_ps.simulation.warmup: null (the schema's "5 % of the horizon") raised a TypeError."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    deep_update(cfg, {"jsq_ps": {"simulation": {"warmup": None, "cooldown": None}}})
+    deep_update(cfg, {"jsq_ps": {"simulation": {"window": {"warmup": None, "cooldown": None}}}})
     _checked(cfg)
 
 

@@ -114,7 +114,7 @@ def test_simulation_file(run):
     assert sim["count"].attrs["units"] == "1" and "long_name" in sim["count"].attrs
     # provenance: the whole config as JSON, version, commit, seeds
     cfg = json.loads(sim.attrs["config"])
-    assert cfg["simulation"]["horizon"] == 2000 and cfg["grid"]["R"] == [1, 2]
+    assert cfg["simulation"]["window"]["length"] == 2000 and cfg["grid"]["R"] == [1, 2]
     assert sim.attrs["sojourn_version"] and re.fullmatch(r"[0-9a-f]{40}|unknown", sim.attrs["git_commit"])
     assert int(sim.attrs["seed"]) == 0 and "SeedSequence" in sim.attrs["seed_recipe"]
     assert (sim["spec_hash"].sel(service="exponential") > 0).all()
@@ -313,7 +313,7 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
 
 
 def test_horizon_reruns_simulations_only(run, tmp_path):
-    cfg = write_cfg(tmp_path / "c.yaml", simulation={"horizon": 2500})
+    cfg = write_cfg(tmp_path / "c.yaml", simulation={"window": {"length": 2500}})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
     assert counts.get("jsq_ps_simulate") == 5 and "jsq_ps_approximate" not in counts
 
@@ -422,7 +422,7 @@ def test_a_failing_job_shows_its_error_on_the_terminal(tmp_path):
 
 def test_bad_config_rejected_before_any_job(tmp_path):
     for change, key in (({"simulation": {"horizonn": 10}}, "horizonn"),
-                        ({"simulation": {"horizon": 300}}, "jsq_ps.simulation.warmup")):
+                        ({"simulation": {"window": {"length": 300}}}, "jsq_ps.simulation.window.warmup")):
         work = tmp_path / key
         work.mkdir()
         bad = work / "bad.yaml"

@@ -25,9 +25,11 @@ ENGINE_ATTRS = ("Conventions", "source", "sojourn_version", "git_commit", "model
 
 
 def run_window(simulation: dict, time_grid: dict) -> dict:
-    """The simulation keywords of every replication of a block (the run window, backend and histogram grid)."""
-    cooldown, warmup = simulation.get("cooldown"), simulation.get("warmup")  # null: the project's defaults
-    return {"horizon": float(simulation["horizon"]), "warmup": float(warmup) if warmup is not None else None,
+    """The simulation keywords of every replication of a block: the run window ``simulation.window`` (its length the
+    simulator's horizon), backend and histogram grid."""
+    w = simulation["window"]
+    cooldown, warmup = w.get("cooldown"), w.get("warmup")  # null: the project's defaults
+    return {"horizon": float(w["length"]), "warmup": float(warmup) if warmup is not None else None,
             "cooldown": float(cooldown) if cooldown is not None else None,
             "backend": str(simulation.get("backend", "fast")), "dt": float(time_grid["dt"]),
             "t_max": float(time_grid["t_max"])}
@@ -92,7 +94,7 @@ class SimulationBlock(StepFields):
             need = format_length(v.needed_window + float(ds.attrs["warmup"]) + float(ds.attrs["cooldown"]))
             LOG.warning(f"{self.service} R={self.R} {cell.label}: run too short to trust ({v.describe()}; predicted "
                         f"relative standard error of the mean {100 * v.relative_se:.2g} %); needs "
-                        f"jsq_ps.simulation.horizon >= {need} (same warm-up and cool-down) at {v.replications} "
+                        f"jsq_ps.simulation.window.length >= {need} (same warm-up and cool-down) at {v.replications} "
                         "replications, or more replications (sojourn.core.estimates.runlength; the cell is kept, "
                         "marked "
                         "run_valid = 0)")

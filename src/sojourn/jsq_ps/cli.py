@@ -159,7 +159,7 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--backend", type=Choice("fast", "ciw"), default="fast", help="fast (numba) | ciw")
     add_precision(p, "percentile", DEFAULT_PERCENTILE)
     add_output(p)
-    p.set_defaults(func=run_simulate, extra_names=FLAGS)
+    p.set_defaults(func=run_simulate, extra_names={**FLAGS, "R": "-R"})
 
 
 def _check_simulate(args):
@@ -309,7 +309,7 @@ def _register_approximate(subparsers) -> None:
     p.add_argument("--dt", type=POSITIVE, default=0.01, help="grid step (default 0.01)")
     add_limits(p)
     add_output(p)
-    p.set_defaults(func=run_approximate, extra_names={**FLAGS, "state_budget": "--max-states"})
+    p.set_defaults(func=run_approximate, extra_names={**FLAGS, "R": "-R", "state_budget": "--max-states"})
 
 
 #: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's

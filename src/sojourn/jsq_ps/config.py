@@ -218,7 +218,7 @@ def _check_cost(cfg: dict) -> None:
     from .model import JSQPS
 
     sim, tg, g = cfg["simulation"], cfg["time_grid"], cfg["grid"]
-    names = {"servers": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.horizon", "t_max": "jsq_ps.time_grid.t_max",
+    names = {"R": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.window.length", "t_max": "jsq_ps.time_grid.t_max",
              "dt": "jsq_ps.time_grid.dt", "replications": "jsq_ps.simulation.replications",
              "L1": "jsq_ps.approximation.L1", "L2": "jsq_ps.approximation.L2", "grid": "jsq_ps.grid.R/rho",
              "exact_budget": "jsq_ps.approximation.exact_budget"}
@@ -233,8 +233,8 @@ def _check_cost(cfg: dict) -> None:
             worst = {}
             for c in cells(cfg):  # one Dask task: one replication of one cell
                 spec = JSQPS.from_rho(c.R, c.rho, mu, service=laws[c.service])
-                parts = cost.simulate(spec, float(sim["horizon"]), 1, sim.get("backend", "fast"), float(tg["dt"]),
-                                      float(tg["t_max"]))
+                parts = cost.simulate(spec, float(sim["window"]["length"]), 1, sim.get("backend", "fast"),
+                                      float(tg["dt"]), float(tg["t_max"]))
                 key = (sum(p.seconds for p in parts), sum(p.memory for p in parts))
                 worst = max(worst, {"key": key, "parts": parts}, key=lambda w: w.get("key", (0, 0)))
             if worst:
@@ -272,13 +272,14 @@ def _check(cfg: dict) -> None:
     sim = cfg["simulation"]
     from ..core.estimates.replications import WARMUP_FRACTION
 
-    horizon = float(sim["horizon"])
-    warmup = float(sim["warmup"]) if sim.get("warmup") is not None else WARMUP_FRACTION * horizon  # null: 5 %
-    cooldown = float(sim["cooldown"]) if sim.get("cooldown") is not None else warmup
-    if warmup + cooldown >= horizon:
+    w = sim["window"]
+    length = float(w["length"])
+    warmup = float(w["warmup"]) if w.get("warmup") is not None else WARMUP_FRACTION * length  # null: 5 %
+    cooldown = float(w["cooldown"]) if w.get("cooldown") is not None else warmup
+    if warmup + cooldown >= length:
         raise ConfigError(
-            f"simulation.warmup + simulation.cooldown must be < simulation.horizon; "
-            f"got {warmup:g} + {cooldown:g} >= {horizon:g}"
+            f"simulation.window.warmup + simulation.window.cooldown must be < simulation.window.length; "
+            f"got {warmup:g} + {cooldown:g} >= {length:g}"
         )
     tg = cfg["time_grid"]
     try:

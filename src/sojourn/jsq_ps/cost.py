@@ -56,7 +56,7 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
         run = Estimate(
             CIW_SECONDS_STARTUP + events * per_event / procs,
             0.0,
-            "servers/horizon/replications",
+            "R/horizon/replications",
             f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
             f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each in Ciw on {procs} process(es)",
         )
@@ -66,10 +66,10 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
     else:
         scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
         per_event = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * scanned
-        run = Estimate(events * per_event, 0.0, "servers/horizon/replications",
+        run = Estimate(events * per_event, 0.0, "R/horizon/replications",
                        f"{events:.3g} events over {reps} replication{'s' * (reps > 1)} of horizon {float(horizon):g} "
                        f"at arrival rate {spec.arrival_rate:.4g}, ~{per_event:.2g} s each")
-        state = Estimate(0.0, SIMULATION_BYTES_PER_SERVER * R, "servers", f"the state of {R:,} servers")
+        state = Estimate(0.0, SIMULATION_BYTES_PER_SERVER * R, "R", f"the state of {R:,} servers")
     return [run, histograms, state]
 
 
@@ -117,7 +117,7 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
     if method == "T":
         from .solve.tail import peak_bytes
 
-        return [Estimate(T_SECONDS_PER_CUBED_SERVER * R**3 + 1e-7 * P * R, peak_bytes(R), "servers",
+        return [Estimate(T_SECONDS_PER_CUBED_SERVER * R**3 + 1e-7 * P * R, peak_bytes(R), "R",
                          f"method T's phase tables at its least spread cap D = 2: {R - 1} offsets per tagged phase"),
                 Estimate(0.0, 8.0 * 6 * P, "t_max/dt", f"its survival functions on {P:.3g} grid points")]
     if method == "exact":  # its truncation search starts with a probe chain (min cap 8, spread cap 3 to 6)
@@ -127,19 +127,19 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
         while 1 < R and D < 6 and _spread(8, D + 1, R) <= 20_000:
             D += 1
         probe = _spread(8, D, R)
-        return [Estimate(SECONDS_PER_STATE * probe, BYTES_PER_TAGGED_STATE * probe * R, "servers",
+        return [Estimate(SECONDS_PER_STATE * probe, BYTES_PER_TAGGED_STATE * probe * R, "R",
                          f"exact's first truncation probe: {probe:.3g} system states (min cap 8, spread cap {D}) x R = "
                          f"{R} before it sizes its own truncation"),
                 Estimate(0.0, 8.0 * 6 * P, "t_max/dt", f"exact's certified bounds on {P:.3g} grid points")]
     if method in FAITHFUL_METHODS or "L1" in hyper:
         L1 = int(hyper.get("L1", table4_L1(R) if method in FAITHFUL_METHODS else 2))
         states, memory = chain_bytes(L1, R)
-        chain = Estimate(SECONDS_PER_CHAIN_STATE * states, memory, "L1" if "L1" in hyper else "servers",
+        chain = Estimate(SECONDS_PER_CHAIN_STATE * states, memory, "L1" if "L1" in hyper else "R",
                          f"a chain of C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {R}) and its sparse generator")
     else:  # the corrected methods' spread chain: at most state_budget system states (x R entries each)
         cap = float(hyper.get("state_budget", 60_000))
         chain = Estimate(SECONDS_PER_SPREAD_STATE * cap, cap * (8.0 * R + 24.0 * (R + 2)) * 3,
-                         "max_states" if "state_budget" in hyper else "servers",
+                         "max_states" if "state_budget" in hyper else "R",
                          f"the spread chain within its cap of {cap:.3g} system states")
     n = float(hyper.get("L2", DEFAULT_L2 if method in FAITHFUL_METHODS else CORRECTED_MAX_N))
     if method in FAITHFUL_METHODS or ("L2" in hyper and n + 1 <= 300):

@@ -164,6 +164,13 @@ class JSQPS:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    def seed_json(self) -> str:
+        """The JSON every replication's random stream is derived from (:func:`sojourn.core.laws.seeds.spec_hash`):
+        :meth:`to_json` with R under the name the streams were first derived with, ``servers``. Renaming the field
+        to the project's vocabulary (R, rho, mu; issue 33) thus moved no stream: the results stay those of every
+        release before it."""
+        return json.dumps({("servers" if k == "R" else k): v for k, v in self.to_dict().items()}, sort_keys=True)
+
     @classmethod
     def from_dict(cls, d: dict) -> JSQPS:
         d = dict(d)

@@ -107,7 +107,8 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
             seed=int(seed),
             seed_entropy=json.dumps([str(e) for e in entropy]),
             seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
-                        "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
+                        "seed_entropy = [seed, sha256(spec.seed_json())[:8] as big-endian integer] (the spec JSON "
+                        "with R named servers)",
             histogram_convention="count[i]: sojourn in [t_i, t_i + dt); CDF at right edges P(S < t_i + dt)",
         )
     )

@@ -216,11 +216,11 @@ def _exact_within_limits(spec, t, system, kw):
         need = float(plan.get("refused_states") or 0)
         refused = f"{what} needs more than {need:.3g} states (system states x R) to reach its truncation {eps:g}"
         if plan.get("bound_by") == "seconds":
-            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "servers/load", refused))
+            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "R/rho", refused))
         if mem_cap < cap:  # the memory, not the state cap, stopped it
-            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "servers/load", refused))
+            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "R/rho", refused))
     states = float(plan["system_states"]) * R
-    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "servers/load",
+    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "R/rho",
                    f"{what}: {plan['system_states']:,} system states, {plan['poisson_terms']:,} uniformised steps"))
     # the same call as without the guard (its truncation search again: the results stay those of every release)
     return exact_sojourn_cdf(lam, mu, R, t, system=system, **kw)
