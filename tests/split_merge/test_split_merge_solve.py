@@ -28,13 +28,13 @@ def test_bad_specs_are_rejected_naming_the_field(args, match):
         SplitMerge(*args)
 
 
-def test_from_load_sets_the_seeds_lambda():
+def test_from_rho_sets_the_seeds_lambda():
     s = SplitMerge.from_rho(100, 3, 2, 0.9, "exponential")
     assert s.super_servers == 33
     assert s.mean_service == pytest.approx(1 / 3 + 1 / 2)
     assert s.arrival_rate == pytest.approx(0.9 * 33 / (1 / 3 + 1 / 2))
     assert s.max_throughput == pytest.approx(33 / (1 / 3 + 1 / 2))
-    with pytest.raises(ValueError, match=r"load must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"rho must be in \(0, 1\)"):
         SplitMerge.from_rho(100, 3, 2, 1.0)
 
 
