@@ -102,9 +102,9 @@ CASES = [
                                       "--replica-law", "erlang:k=100000000"], ["--replica-law", "memory"]),
     ("probe-capacitated-theta-1e300", ["simulate", *C, "--discipline", "capacitated:1e300"],
      ["--discipline capacitated:THETA", "inter-arrival"]),
-    ("probe-plan-load-at-a-million-servers", ["plan", "--load", "0.99999", "-R", "1000000", "--mean-service", "1.2ms",
+    ("probe-plan-load-at-a-million-servers", ["plan", "--rho", "0.99999", "-R", "1000000", "--mean-service", "1.2ms",
                                               "--deadline", "72ms", "--reliability", "0.99", "--max-servers",
-                                              "2000000"], ["--load/--servers/--mean-service", "method T"]),
+                                              "2000000"], ["--rho/-R/--mean-service", "method T"]),
     ("probe-split-merge-horizon-1e300", ["split-merge", "simulate", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5",
                                          "--horizon", "1e300"], ["--horizon", "predicted to take"]),
     ("probe-timeout-law-1e-300", ["restart", "simulate", "-m", "example1", "--semantics", "timeout", "--timeout",
@@ -175,11 +175,11 @@ def test_plan_answers_one_server_for_an_empty_system(capsys):
     from sojourn.jsq_ps.plan import plan
 
     res = plan(arrival_rate="1e-300/s", mean_service="1.2ms", deadline="72ms", reliability=0.9999)
-    assert res.servers == 1 and res.rows[0]["method"] == "bound"
+    assert res.R == 1 and res.rows[0]["method"] == "bound"
     assert res.rows[0]["bound_tail"] < 1e-25
     # a deadline far beyond every percentile: the least stable R, by Markov's bound, at once
     res = plan(arrival_rate="9000/s", mean_service="1.2ms", deadline="1e300s", reliability=0.9999)
-    assert res.servers == res.request.min_stable == 11
+    assert res.R == res.request.min_stable == 11
 
 
 def test_the_bound_never_answers_where_a_method_finds_the_target_missed():

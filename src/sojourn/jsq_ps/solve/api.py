@@ -261,7 +261,7 @@ def _run(spec, methods, t, hyper):
 
 def _base_attrs(spec, hyper):
     attrs = provenance(config=spec.to_dict(), hyper=hyper)
-    attrs.update(servers=spec.R, arrival_rate=spec.arrival_rate, service_rate=spec.service_rate, load=spec.rho,
+    attrs.update(R=spec.R, arrival_rate=spec.arrival_rate, service_rate=spec.service_rate, rho=spec.rho,
                  model=spec.describe(), reference="jsq_ps_methods.md (Palmer & Martín-Pérez, arXiv 2210.17227)")
     return attrs
 
