@@ -255,7 +255,7 @@ def test_block_pads_cells_and_a_tighter_target_simulates_only_the_extra_replicat
     tight, log = _block(client, tmp_path, 0.05, "cache", "tight")
     new = tight["replications_used"].sel(service="exponential", R=2).values
     assert (new >= used).all() and new[1] > used[1]
-    for rho, n_old, n_new in zip(("0.10", "0.90"), used, new, strict=True):
+    for rho, n_old, n_new in zip(("0.1", "0.9"), used, new, strict=True):  # a cell's label: rho=<its float>
         m = re.search(rf"cell rho={rho}: \w+ after {n_new} replications.*; (\d+) simulated, (\d+) from the cache", log)
         assert m, log
         assert (int(m.group(1)), int(m.group(2))) == (n_new - n_old, n_old)  # only the extra ones

@@ -297,10 +297,10 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
     proc = snakemake(work, configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (work / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~2" / "rho~0.50-0.60.log").read_text()
-    assert re.search(r"rho=0\.50: .*2 replications cached, 0 to simulate", log), log
+    assert re.search(r"rho=0\.5: .*2 replications cached, 0 to simulate", log), log  # a cell's label: rho=<its float>
     assert re.search(r"rho=0\.55: .*0 replications cached, 2 to simulate", log), log
     alog = (work / "results" / "jsq_ps" / "logs" / "approximate" / "R~2" / "rho~0.50-0.60.log").read_text()
-    assert re.search(r"rho=0\.50: key \w+; cached", alog) and re.search(r"rho=0\.55: key \w+; to compute", alog), alog
+    assert re.search(r"rho=0\.5: key \w+; cached", alog) and re.search(r"rho=0\.55: key \w+; to compute", alog), alog
     after = res(work, "simulation.nc")
     assert after["rho"].values.tolist() == [0.5, 0.55, 0.8]
     for name in ("count", "overflow", "n_customers", "sum", "max", "occupancy_at_arrival"):
@@ -445,7 +445,7 @@ def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
                      "results/jsq_ps/simulation.nc", configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (work / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
-    assert "rho=0.50: " in log and "2 replications cached, 1 to simulate" in log
+    assert "rho=0.5: " in log and "2 replications cached, 1 to simulate" in log
     after = res(work, "simulation.nc")
     assert after["replication"].values.tolist() == [0, 1, 2]
     kept = after.sel(replication=[0, 1])
@@ -514,8 +514,8 @@ def test_precision_target_reuses_the_cache_and_compares_each_cell_over_its_own_r
         for j, rho in enumerate(after["rho"].values):
             old, new = int(n[i, j]), int(after["replications_used"].sel(R=R, rho=rho))
             text = (logs / "exponential" / f"R~{R}").glob("*.log")
-            found = [re.search(rf"cell rho={rho:.2f}: \w+ after {new} replications.*; (\d+) simulated, (\d+) from the "
-                               r"cache", f.read_text()) for f in text]
+            found = [re.search(rf"cell rho={float(rho)!r}: \w+ after {new} replications.*; (\d+) simulated, "
+                               r"(\d+) from the cache", f.read_text()) for f in text]
             m = next(x for x in found if x)
             assert (int(m.group(1)), int(m.group(2))) == (new - old, old), (R, rho)
 
