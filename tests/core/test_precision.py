@@ -226,11 +226,11 @@ def _block(client, tmp_path, rel, cache, name):
     """The JSQ-PS simulation job as a rule runs it (sojourn.core.runs.job.run: its log)."""
     from sojourn.core.runs.job import run
 
-    sim = {"horizon": 5000, "warmup": 200, "cooldown": 200, "replications": 2, "seed": 0, "backend": "fast",
+    sim = {"window": {"length": 5000, "warmup": 200, "cooldown": 200}, "replications": 2, "seed": 0, "backend": "fast",
            "precision": {**MEAN, "relative_half_width": rel}}
     log = tmp_path / f"{name}.log"
     out = run("sojourn.jsq_ps.jobs:simulate", log, client=client, service="exponential", law="exponential", R=2,
-              rhos=["0.10", "0.90"], mu=1.0, simulation=sim, time_grid={"dt": 0.1, "t_max": 300.0}, code="test",
+              rhos=[0.1, 0.9], mu=1.0, simulation=sim, time_grid={"dt": 0.1, "t_max": 300.0}, code="test",
               output=tmp_path / f"{name}.nc", cache=tmp_path / cache)
     return read_netcdf(out), log.read_text()
 

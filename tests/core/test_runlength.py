@@ -85,7 +85,7 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
     flags R = 1, ρ = 0.95 (its 5 replications gave 16.9 against 20) and no other cell, M/G/R laws included."""
     cfg = yaml.safe_load(open("config/config.yaml"))["jsq_ps"]
     sim = cfg["simulation"]
-    window = sim["horizon"] - sim["warmup"] - sim["cooldown"]
+    window = sim["window"]["length"] - sim["window"]["warmup"] - sim["window"]["cooldown"]
     k = sim["replications"]
     cells = [("exponential", R, rho) for R in cfg["grid"]["R"] for rho in cfg["grid"]["rho"]]
     cells += [(law, R, rho) for law in cfg["mgr"]["laws"] for R in cfg["mgr"]["R"] for rho in cfg["mgr"]["rho"]]
@@ -108,6 +108,7 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
 def test_default_split_merge_and_restart_runs_are_not_flagged():
     from sojourn.core.estimates.replications import check_window
     from sojourn.restart.config import restart_rates
+    from sojourn.restart.config import window as run_window
     from sojourn.restart.files import load_model
     from sojourn.restart.simulate import run_model as restart_model
     from sojourn.restart.simulate import spec_for
@@ -128,7 +129,8 @@ def test_default_split_merge_and_restart_runs_are_not_flagged():
     rs = cfg["restart"]
     for name, ex in rs["examples"].items():  # every signal point of the default sweeps
         net = load_model(ex["model"])
-        H, W, C = check_window(float(ex["horizon"]), ex.get("warmup"), ex.get("cooldown"))
+        w = run_window(rs["simulation"], ex)  # the study's window with the example's keys in place
+        H, W, C = check_window(float(w["length"]), w["warmup"], w["cooldown"])
         for r in restart_rates(ex["rates"]):
             v = RL.assess(restart_model(spec_for(net, "signal", float(r))), H - W - C,
                           int(rs["simulation"]["replications"]))
