@@ -50,12 +50,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["jsq_ps"]
-    sim, grid = cfg["simulation"], cfg["time_grid"]
+    sim, grid = cfg["simulation"]["window"], cfg["time_grid"]  # the run window: length, warmup, cooldown
     p = args.percentile / 100.0
     N = args.replications
     out = []
     for R, rho in CELLS:
-        spec = JSQPS.from_load(R, rho)
+        spec = JSQPS.from_rho(R, rho)
         ex = approximate(spec, "exact", t=None)
         F = 1.0 - ex["sf"].values.ravel() if "sf" in ex else ex["cdf"].values.ravel()
         t_ex = ex["t"].values
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         x_exact = float(t_ex[hit[0]]) if hit.size else float("nan")
         row = {"R": R, "rho": rho, "percentile": args.percentile, "exact": x_exact, "replications": N}
         for warm in (float(sim["warmup"]), 10.0 * float(sim["warmup"])):
-            window = float(sim["horizon"]) - float(sim["warmup"]) - float(sim["cooldown"])
+            window = float(sim["length"]) - float(sim["warmup"]) - float(sim["cooldown"])
             t0 = time.perf_counter()
             ds = simulate(spec, horizon=window + warm + float(sim["cooldown"]), warmup=warm,
                           cooldown=float(sim["cooldown"]), replications=N, seed=args.seed, dt=float(grid["dt"]),

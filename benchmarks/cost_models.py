@@ -61,7 +61,7 @@ if kind == "jsq":
     _, backend, R, rho, law, horizon = case
     import sojourn
     from sojourn.jsq_ps import cost
-    spec = sojourn.JSQPS.from_load(R, rho, service=law)
+    spec = sojourn.JSQPS.from_rho(R, rho, service=law)
     reps = 2
     parts = cost.simulate(spec, horizon, reps, backend, 0.01, 182.32, min(reps, 2))
     warm = lambda: sojourn.simulate(spec, horizon=200.0, replications=1, backend=backend, dt=0.01, t_max=182.32)
@@ -81,7 +81,7 @@ elif kind == "sm":
     from sojourn.split_merge.model import SplitMerge
     from sojourn.split_merge.simulate import simulate
     from sojourn.split_merge import cost
-    spec = SplitMerge.from_load(n, r, q, 0.9, "exponential", model)
+    spec = SplitMerge.from_rho(n, r, q, 0.9, "exponential", model)
     parts = cost.simulate(spec, workunits * 1.1, 2, 0.01, 200.0)
     warm = lambda: simulate(spec, workunits=200, replications=1)
     run = lambda: simulate(spec, workunits=workunits, replications=2)

@@ -46,7 +46,7 @@ from sojourn.core.laws import seeds
 from sojourn.core.checks.timegrid import grid_size
 
 def jsq(law, kernel):
-    spec = JSQPS.from_load(10, 0.9, service=law)
+    spec = JSQPS.from_rho(10, 0.9, service=law)
     def run(f):
         H, W, C, dt, tm, om, kern, sb = check_run(
             spec, 100_000.0 * f, 0.0, 0.0, 0.01, 182.32, "fast", 200, kernel, None
@@ -61,7 +61,7 @@ out["jsq_exponential"] = timed(jsq("exponential", "auto"))
 from sojourn.split_merge.model import SplitMerge
 from sojourn.split_merge.simulate import simulate as sm_simulate
 
-spec = SplitMerge.from_load(100, 3, 2, 0.9, "exponential")
+spec = SplitMerge.from_rho(100, 3, 2, 0.9, "exponential")
 def sm(f):
     n = max(1000, int(2_000_000 * f))
     sm_simulate(spec, workunits=n, warmup_workunits=0, seed=0, dt=0.01, t_max=50.0)

@@ -177,7 +177,7 @@ def bench_overhead():
         start = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as work:
         cfgfile, cfg = _paper_cfg(work, rhos=[0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08])
-        cfg["jsq_ps"]["simulation"].update(horizon=60, warmup=5, cooldown=5, replications=1)
+        cfg["jsq_ps"]["simulation"].update(window={"length": 60, "warmup": 5, "cooldown": 5}, replications=1)
         cfg["jsq_ps"]["approximation"]["methods"] = ["F"]
         Path(cfgfile).write_text(yaml.safe_dump(cfg))
         wall, proc = _snakemake(work, "--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation",

@@ -112,7 +112,7 @@ for _ in range({repeats}):
     t0 = time.perf_counter(); r = {EXAMPLE_CALL}; again.append(time.perf_counter() - t0)
 print(json.dumps({{"first_s": round(first, 3), "again_s": [round(x, 3) for x in again], "answer": r.message,
                   "methods": [row.get("method") for row in r.rows],
-                  "seconds_per_R": {{row["servers"]: round(row["seconds"], 3)
+                  "seconds_per_R": {{row["R"]: round(row["seconds"], 3)
                                     for row in r.rows if "seconds" in row}}}}))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}

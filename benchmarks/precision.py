@@ -60,11 +60,12 @@ def jsq_ps():
     cfg = section("jsq_ps")
     sim, tg = cfg["simulation"], cfg["time_grid"]
     laws = service_laws(cfg)
-    kw = dict(horizon=float(sim["horizon"]), warmup=float(sim["warmup"]), cooldown=sim["cooldown"],
+    w = sim["window"]
+    kw = dict(horizon=float(w["length"]), warmup=float(w["warmup"]), cooldown=w["cooldown"],
               seed=int(sim["seed"]), dt=float(tg["dt"]), t_max=float(tg["t_max"]))
     out = {}
     for c in cells(cfg):
-        spec = JSQPS.from_load(c.R, float(c.rho), mu=float(cfg["grid"]["mu"]), service=laws[c.service])
+        spec = JSQPS.from_rho(c.R, c.rho, mu=float(cfg["grid"]["mu"]), service=laws[c.service])
         out[f"{c.service} R={c.R} rho={c.rho}"] = (lambda s: lambda **k: simulate(s, **kw, **k))(spec)
 
     def values(p, ds):

@@ -115,7 +115,7 @@ def table(ciw_horizon: float, fast_horizon: float) -> None:
     print("-" * len(head))
     for law in LAWS:
         for R, rho in CASES:
-            spec = JSQPS.from_load(R, rho, service=law)
+            spec = JSQPS.from_rho(R, rho, service=law)
             c_rate, c_wall = ciw_rate(spec, ciw_horizon)
             kernels = ["exponential", "general"] if law == "exponential" else ["general"]
             for kernel in kernels:

@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     rows = []
     for lawname, law in LAWS:
         for q, r in PAIRS:
-            spec = SplitMerge.from_load(n, r, q, 0.9, law)
+            spec = SplitMerge.from_rho(n, r, q, 0.9, law)
             simulate(spec, workunits=1000, seed=0, t_max=10.0, dt=0.01)  # compile / load the cached kernels
             m = args.kw_workunits
             T = rng.exponential(1 / spec.arrival_rate, m)

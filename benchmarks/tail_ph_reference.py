@@ -75,7 +75,7 @@ def plan(law: str, R: int, rho: float, replications: int, customers: float | Non
     from sojourn.jsq_ps.model import JSQPS
     from sojourn.jsq_ps.simulate import run_model
 
-    spec = JSQPS.from_load(servers=R, load=rho, service=LAWS.get(law, law))
+    spec = JSQPS.from_rho(R=R, rho=rho, service=LAWS.get(law, law))
     n = customers_for(rho) if customers is None else customers
     window = float(math.ceil(n / spec.arrival_rate / 100.0) * 100.0)
     tau = run_model(spec).relaxation_time

@@ -115,7 +115,7 @@ def run_sim(R, rho, replications, customers):
     from sojourn.jsq_ps import raw
     from sojourn.jsq_ps.model import JSQPS
 
-    spec = JSQPS.from_load(servers=R, load=rho)
+    spec = JSQPS.from_rho(R=R, rho=rho)
     horizon, warmup = sim_plan(R, rho, customers)
     c0 = time.process_time()
     hists, overs = [], []

@@ -67,7 +67,7 @@ LONG = [
     r"sojourn plan .*--confirm",        # 3 R x 10 replications of 10^6 customers (3-5 s)
     r"sojourn simulate",                # 10 replications of 160 000 (numba) or Ciw (3-20 s)
     r"sojourn split-merge best",        # ten (r, q) pairs (3-5 s)
-    r"sojourn approximate -R 8 --load 0.95 --method exact",  # the exact chain to its state cap (8-15 s)
+    r"sojourn approximate -R 8 --rho 0.95 --method exact",  # the exact chain to its state cap (8-15 s)
     r"snakemake .*--configfile config/paper\.yaml",  # the paper config's DAG (6 CPU-s)
 ]
 

@@ -104,7 +104,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def _long(action) -> str:
-    """The long form of an action's flag (``-R`` -> ``--servers``): relations and messages name it."""
+    """The flag relations and messages name: the action's ``primary`` (``-R``, whose alias is ``--servers``) if it
+    has one, else its long form."""
+    if getattr(action, "primary", None):
+        return action.primary
     return next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
 
 

@@ -115,17 +115,18 @@ def test_values_stored_once_are_written_under_each_name(tmp_path):
 
 
 def test_block_labels_and_grouping():
-    assert block_label("0.50", 0.1, 2) == "0.50-0.60" and block_label(0.99, 0.1, 2) == "0.90-1.00"
+    assert block_label(0.5, 0.1, 2) == "0.50-0.60" and block_label(0.99, 0.1, 2) == "0.90-1.00"
     assert block_label(0.3, 0.1, 2) == "0.30-0.40" and block_label(0.7, 0.1, 2) == "0.70-0.80"  # float edges
-    assert block_label(0.25, 0.25, 2) == "0.25-0.50" and block_label("0.42", 0.001, 2) == "0.42"
+    assert block_label(0.25, 0.25, 2) == "0.25-0.50" and block_label(0.42, 0.001, 2) == "0.42"
     cfg = {"grid": {"R": [1, 2], "rho": [0.1, 0.15, 0.5], "rho_decimals": 2, "rho_block": 0.1},
            "mgr": {"laws": ["deterministic"], "R": [2], "rho": [0.15]}}
     b = blocks(cfg)
     assert isinstance(b, Blocks)
-    assert b.simulation == {("deterministic", 2, "0.10-0.20"): ["0.15"],
-                            ("exponential", 1, "0.10-0.20"): ["0.10", "0.15"],
-                            ("exponential", 1, "0.50-0.60"): ["0.50"],
-                            ("exponential", 2, "0.10-0.20"): ["0.10", "0.15"],
-                            ("exponential", 2, "0.50-0.60"): ["0.50"]}
-    assert b.approximation == {(1, "0.10-0.20"): ["0.10", "0.15"], (1, "0.50-0.60"): ["0.50"],
-                               (2, "0.10-0.20"): ["0.10", "0.15"], (2, "0.50-0.60"): ["0.50"]}
+    assert b.simulation == {("deterministic", 2, "0.10-0.20"): [0.15],
+                            ("exponential", 1, "0.10-0.20"): [0.1, 0.15],
+                            ("exponential", 1, "0.50-0.60"): [0.5],
+                            ("exponential", 2, "0.10-0.20"): [0.1, 0.15],
+                            ("exponential", 2, "0.50-0.60"): [0.5]}
+    assert b.approximation == {(1, "0.10-0.20"): [0.1, 0.15], (1, "0.50-0.60"): [0.5],
+                               (2, "0.10-0.20"): [0.1, 0.15], (2, "0.50-0.60"): [0.5]}
+    assert all(type(r) is float for rhos in b.simulation.values() for r in rhos)  # typed: no label read back

@@ -81,7 +81,7 @@ def test_pipeline_results_root_on_a_full_device(full_disk, tmp_path):
     mnt = full_disk(96 * 1024)  # room for logs and a few small files, not for the results
     cfg = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
     cfg["results"] = str(mnt / "results")
-    cfg["jsq_ps"]["simulation"]["horizon"] = 20_000  # blocks of ~0.1-1 MB each
+    cfg["jsq_ps"]["simulation"]["window"]["length"] = 20_000  # blocks of ~0.1-1 MB each
     cfg["jsq_ps"]["approximation"]["methods"] = ["A"]
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     work = tmp_path / "work"

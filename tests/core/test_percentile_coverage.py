@@ -64,11 +64,11 @@ def _cases():
         dt, t_max = _grid(1.0 / (1.0 - load))
         horizon = CUSTOMERS / load
         for seed in SEEDS:
-            ds = simulate_ps(JSQPS.from_load(1, load), horizon=1.1 * horizon, warmup=0.1 * horizon, cooldown=0.0,
+            ds = simulate_ps(JSQPS.from_rho(1, load), horizon=1.1 * horizon, warmup=0.1 * horizon, cooldown=0.0,
                              replications=REPLICATIONS, seed=seed, dt=dt, t_max=t_max)
             yield f"M/M/1-PS {load}", exact, dt, (ds["count"].values, ds["overflow"].values, ds["t"].values)
         for n, r, q, law in SPLIT_MERGE:
-            spec = SplitMerge.from_load(n, r, q, load, law)
+            spec = SplitMerge.from_rho(n, r, q, load, law)
             e = exact_results(spec, PS)
             assert e["exact"] and e["delay_method"] in ("erlang-c", "pollaczek-khinchine"), e  # not the QBD
             dt, t_max = _grid(e["mean_latency"])

@@ -169,7 +169,7 @@ def test_parse_defaults_and_errors_name_the_field():
 @pytest.fixture(scope="module")
 def low_high():
     """M/M/2-JSQ-PS at ρ = 0.1 and ρ = 0.95 to the same target on the mean sojourn time."""
-    return simulate_many([JSQPS.from_load(2, 0.1), JSQPS.from_load(2, 0.95)], seed=3, precision=MEAN, **RUN)
+    return simulate_many([JSQPS.from_rho(2, 0.1), JSQPS.from_rho(2, 0.95)], seed=3, precision=MEAN, **RUN)
 
 
 def test_cells_of_very_different_variance_reach_the_requested_half_width(low_high):
@@ -193,12 +193,12 @@ def test_cells_of_very_different_variance_reach_the_requested_half_width(low_hig
 
 def test_precision_run_is_bit_identical_to_the_fixed_count_run(low_high):
     for ds, rho in zip(low_high, (0.1, 0.95), strict=True):
-        fixed = simulate(JSQPS.from_load(2, rho), seed=3, replications=int(ds["replications_used"]), **RUN)
+        fixed = simulate(JSQPS.from_rho(2, rho), seed=3, replications=int(ds["replications_used"]), **RUN)
         xr.testing.assert_equal(_data(ds), _data(fixed))
 
 
 def test_stops_at_the_cap_with_a_clear_status(tmp_path, capsys):
-    ds = simulate(JSQPS.from_load(2, 0.95), seed=3, precision={**MEAN, "relative_half_width": 0.005,
+    ds = simulate(JSQPS.from_rho(2, 0.95), seed=3, precision={**MEAN, "relative_half_width": 0.005,
                                                                "max_replications": 8}, **RUN)
     assert int(ds["stop_reason"]) == MAX_REPLICATIONS and int(ds["replications_used"]) == 8
     assert float(ds["achieved_relative_half_width"]) > 0.005
@@ -215,7 +215,7 @@ def test_stops_at_the_cap_with_a_clear_status(tmp_path, capsys):
 def test_undefined_statistic_stops_at_once():
     """The 99.9th percentile of ρ = 0.95 lies beyond a 20-unit histogram: no interval exists, so no more
     replications are spent on it."""
-    ds = simulate(JSQPS.from_load(2, 0.95), seed=3, horizon=3000.0, warmup=100.0, dt=0.1, t_max=20.0,
+    ds = simulate(JSQPS.from_rho(2, 0.95), seed=3, horizon=3000.0, warmup=100.0, dt=0.1, t_max=20.0,
                   precision={"statistic": "percentile", "at": 99.9})
     assert int(ds["stop_reason"]) == UNDEFINED and int(ds["replications_used"]) == 5
     assert np.isnan(float(ds["achieved_half_width"]))
@@ -226,11 +226,11 @@ def _block(client, tmp_path, rel, cache, name):
     """The JSQ-PS simulation job as a rule runs it (sojourn.core.runs.job.run: its log)."""
     from sojourn.core.runs.job import run
 
-    sim = {"horizon": 5000, "warmup": 200, "cooldown": 200, "replications": 2, "seed": 0, "backend": "fast",
+    sim = {"window": {"length": 5000, "warmup": 200, "cooldown": 200}, "replications": 2, "seed": 0, "backend": "fast",
            "precision": {**MEAN, "relative_half_width": rel}}
     log = tmp_path / f"{name}.log"
     out = run("sojourn.jsq_ps.jobs:simulate", log, client=client, service="exponential", law="exponential", R=2,
-              rhos=["0.10", "0.90"], mu=1.0, simulation=sim, time_grid={"dt": 0.1, "t_max": 300.0}, code="test",
+              rhos=[0.1, 0.9], mu=1.0, simulation=sim, time_grid={"dt": 0.1, "t_max": 300.0}, code="test",
               output=tmp_path / f"{name}.nc", cache=tmp_path / cache)
     return read_netcdf(out), log.read_text()
 
@@ -255,7 +255,7 @@ def test_block_pads_cells_and_a_tighter_target_simulates_only_the_extra_replicat
     tight, log = _block(client, tmp_path, 0.05, "cache", "tight")
     new = tight["replications_used"].sel(service="exponential", R=2).values
     assert (new >= used).all() and new[1] > used[1]
-    for rho, n_old, n_new in zip(("0.10", "0.90"), used, new, strict=True):
+    for rho, n_old, n_new in zip(("0.1", "0.9"), used, new, strict=True):  # a cell's label: rho=<its float>
         m = re.search(rf"cell rho={rho}: \w+ after {n_new} replications.*; (\d+) simulated, (\d+) from the cache", log)
         assert m, log
         assert (int(m.group(1)), int(m.group(2))) == (n_new - n_old, n_old)  # only the extra ones

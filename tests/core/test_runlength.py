@@ -85,13 +85,13 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
     flags R = 1, ρ = 0.95 (its 5 replications gave 16.9 against 20) and no other cell, M/G/R laws included."""
     cfg = yaml.safe_load(open("config/config.yaml"))["jsq_ps"]
     sim = cfg["simulation"]
-    window = sim["horizon"] - sim["warmup"] - sim["cooldown"]
+    window = sim["window"]["length"] - sim["window"]["warmup"] - sim["window"]["cooldown"]
     k = sim["replications"]
     cells = [("exponential", R, rho) for R in cfg["grid"]["R"] for rho in cfg["grid"]["rho"]]
     cells += [(law, R, rho) for law in cfg["mgr"]["laws"] for R in cfg["mgr"]["R"] for rho in cfg["mgr"]["rho"]]
     flagged = []
     for law, R, rho in cells:  # 62 cells
-        v = RL.assess(jsq_model(JSQPS.from_load(R, rho, service=law)), window, k)
+        v = RL.assess(jsq_model(JSQPS.from_rho(R, rho, service=law)), window, k)
         if not v.valid:
             flagged.append((law, R, rho, v))
     assert [(law, R, rho) for law, R, rho, _ in flagged] == [("exponential", 1, 0.95)]
@@ -99,7 +99,7 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
     assert v.reason == RL.IMPRECISE and 0.10 < v.relative_se < 0.2
     assert v.needed_window > window  # the window per replication it asks for at 5 replications
     # and the simulation itself says so, with the same five replications as the pipeline (seed 0)
-    ds = jsq_simulate(JSQPS.from_load(1, 0.95), horizon=20_000, warmup=1000, cooldown=1000, replications=5, seed=0)
+    ds = jsq_simulate(JSQPS.from_rho(1, 0.95), horizon=20_000, warmup=1000, cooldown=1000, replications=5, seed=0)
     assert float(ds["mean"].mean()) == pytest.approx(16.9, abs=0.05)
     assert int(ds["run_valid"]) == 0 and float(ds["needed_window"]) == pytest.approx(v.needed_window)
 
@@ -108,6 +108,7 @@ def test_case4_the_default_pipeline_cell_R1_rho095_is_flagged_and_the_others_are
 def test_default_split_merge_and_restart_runs_are_not_flagged():
     from sojourn.core.estimates.replications import check_window
     from sojourn.restart.config import restart_rates
+    from sojourn.restart.config import window as run_window
     from sojourn.restart.files import load_model
     from sojourn.restart.simulate import run_model as restart_model
     from sojourn.restart.simulate import spec_for
@@ -128,7 +129,8 @@ def test_default_split_merge_and_restart_runs_are_not_flagged():
     rs = cfg["restart"]
     for name, ex in rs["examples"].items():  # every signal point of the default sweeps
         net = load_model(ex["model"])
-        H, W, C = check_window(float(ex["horizon"]), ex.get("warmup"), ex.get("cooldown"))
+        w = run_window(rs["simulation"], ex)  # the study's window with the example's keys in place
+        H, W, C = check_window(float(w["length"]), w["warmup"], w["cooldown"])
         for r in restart_rates(ex["rates"]):
             v = RL.assess(restart_model(spec_for(net, "signal", float(r))), H - W - C,
                           int(rs["simulation"]["replications"]))
@@ -143,7 +145,7 @@ def test_the_flagged_default_fork_join_cell_is_biased():
     from sojourn.split_merge.simulate import simulate as sm_simulate
 
     def bias(law):
-        spec = SplitMerge.from_load(100, 1, 1, 0.9, law, model="fork_join")
+        spec = SplitMerge.from_rho(100, 1, 1, 0.9, law, model="fork_join")
         short = sm_simulate(spec, workunits=5000, warmup_workunits=500, replications=40, seed=1)
         long = sm_simulate(spec, workunits=200_000, replications=4, seed=2)
         a, b = short["mean_latency"].values, long["mean_latency"].values
@@ -167,7 +169,7 @@ def test_predicted_spread_of_jsq_replication_means_agrees_with_the_measured_one(
     """Per-replication relative standard error of the mean sojourn: the guard's prediction against 40 fixed-seed
     replications (the sample sd of 40 is within ±25 % of the true one at ~99 %); the heavy-traffic model may err
     high (conservative) by up to 1.6x at moderate load, and low by no more than 1/1.3."""
-    spec = JSQPS.from_load(R, rho)
+    spec = JSQPS.from_rho(R, rho)
     ds = jsq_simulate(spec, horizon=horizon, replications=40, seed=3)
     window = horizon * 0.9
     predicted = jsq_model(spec).relative_se(window, 1)
@@ -184,7 +186,7 @@ def test_predicted_spread_of_split_merge_and_restart_replication_means():
     from sojourn.split_merge.simulate import run_model as sm_model
     from sojourn.split_merge.simulate import simulate as sm_simulate
 
-    spec = SplitMerge.from_load(4, 2, 1, 0.9, "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254")
+    spec = SplitMerge.from_rho(4, 2, 1, 0.9, "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254")
     ds = sm_simulate(spec, workunits=20_000, replications=40, seed=1)
     predicted = sm_model(spec).relative_se(20_000 / spec.arrival_rate, 1)
     ratio = predicted / _measured_rse(ds["mean_latency"].values)
@@ -200,7 +202,7 @@ def test_predicted_spread_of_split_merge_and_restart_replication_means():
 def test_concatenated_replications_are_judged_for_their_count():
     from sojourn.jsq_ps.simulate import concat_replications, simulate_replication
 
-    spec = JSQPS.from_load(1, 0.95)
+    spec = JSQPS.from_rho(1, 0.95)
     kw = dict(horizon=20_000.0, warmup=1000.0, cooldown=1000.0)
     alone = simulate_replication(spec, 0, 0, **kw)
     joined = concat_replications([simulate_replication(spec, k, 0, **kw) for k in range(20)])

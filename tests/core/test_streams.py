@@ -66,7 +66,7 @@ def test_state_of_refuses_another_bit_generator():
 
 
 def test_replication_rng_picks_the_bit_generator():
-    spec = SplitMerge.from_load(4, 2, 1, 0.5)
+    spec = SplitMerge.from_rho(4, 2, 1, 0.5)
     assert isinstance(replication_rng(0, spec, 3).bit_generator, np.random.PCG64)
     a = replication_rng(0, spec, 3, "sfc64")
     assert isinstance(a.bit_generator, np.random.SFC64)

@@ -51,7 +51,7 @@ def test_percentiles_per_replication_counts_the_customers_beyond():
 
 
 # -- sojourn simulate -----------------------------------------------------------------------------
-SIM = ["simulate", "-R", "2", "--load", "0.5", "--seed", "3", "--dt", "0.05", "--t-max", "60"]
+SIM = ["simulate", "-R", "2", "--rho", "0.5", "--seed", "3", "--dt", "0.05", "--t-max", "60"]
 
 
 def _line(text: str, start: str) -> str:
@@ -94,7 +94,7 @@ def test_simulate_prints_percentiles_with_ci_and_stores_them(tmp_path, capsys):
     assert "95% CI" in _line(text, "percentiles")
     # the interval is a real one: it holds the exact chain's 99th percentile on the same grid (7.8)
     exact = analytic_summary(*(lambda a: (a["t"].values, a["cdf"].values))(
-        approximate(JSQPS.from_load(2, 0.5), "exact", t_max=60, dt=0.05)))
+        approximate(JSQPS.from_rho(2, 0.5), "exact", t_max=60, dt=0.05)))
     assert lo <= exact[0.99] <= hi
     mean_line = _line(text, "mean sojourn")
     assert "±" in mean_line and float(ds["mean_ci_low"]) <= exact["mean"] <= float(ds["mean_ci_high"])
@@ -135,7 +135,7 @@ def test_default_warmup_scales_with_the_horizon(horizon, tmp_path, capsys):
     n = int(ds["n_customers"].sum())
     assert f"recorded     90% of the horizon: {n:,} customers" in text
     # the API's default is the same share
-    api = simulate(JSQPS.from_load(2, 0.5), horizon=horizon, replications=1, seed=3, dt=0.05, t_max=60)
+    api = simulate(JSQPS.from_rho(2, 0.5), horizon=horizon, replications=1, seed=3, dt=0.05, t_max=60)
     assert (api.attrs["warmup"], api.attrs["cooldown"]) == (WARMUP_FRACTION * horizon,) * 2
 
 
@@ -198,7 +198,7 @@ def test_one_replication_prints_no_interval(tmp_path, capsys):
 
 def test_summary_is_reproducible():
     """The BCa bootstrap has a fixed seed: the same dataset gives the same summary, bit for bit."""
-    ds = simulate(JSQPS.from_load(2, 0.5), horizon=8000.0, replications=4, seed=1, dt=0.05, t_max=60)
+    ds = simulate(JSQPS.from_rho(2, 0.5), horizon=8000.0, replications=4, seed=1, dt=0.05, t_max=60)
     a, b = summary(ds), summary(ds)
     assert a.identical(b) and int(a["sojourn_percentile_ci_method"].sel(percentile=99.0)) in (0, 1)
 

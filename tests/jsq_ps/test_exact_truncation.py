@@ -43,7 +43,7 @@ def test_sweep_no_method_is_valid_above_its_truncation_tolerance(R):
     is cheap, else it is over_budget; the corrected chain is capped at 3 000 states so that the cap is hit."""
     flagged = 0
     for rho in (0.5, 0.9, 0.95, 0.99):
-        spec = JSQPS.from_load(R, rho)
+        spec = JSQPS.from_rho(R, rho)
         plan = exact_plan(spec.arrival_rate, 1.0, R, GRID["t_max"], state_budget=SWEEP_BUDGET["max_states"],
                           max_seconds=SWEEP_BUDGET["max_seconds"])
         ds = approximate_all(spec, list(ALL_METHODS), **GRID, state_budget=3_000, exact_budget=SWEEP_BUDGET)
@@ -86,7 +86,7 @@ def test_sweep_no_method_is_valid_above_its_truncation_tolerance(R):
 def test_R8_rho095_is_flagged_not_exact():
     """The issue's cell: the default cap stops at M = 13, D = 7 with 2.7e-3 on the boundary (not 1e-10); it was
     reported valid, 16 % optimistic at the 99.99th percentile against simulation. Now it is flagged."""
-    ds = approximate(JSQPS.from_load(8, 0.95), "exact", **GRID)
+    ds = approximate(JSQPS.from_rho(8, 0.95), "exact", **GRID)
     a = ds.attrs
     assert int(ds["valid"]) == 0 and int(ds["validity_reason"]) == TRUNCATION_NOT_REACHED
     assert describe(int(ds["validity_reason"])) == "truncation_not_reached"
@@ -102,20 +102,20 @@ def test_R8_rho095_raising_the_cap_is_accepted_and_predicted():
     plan = exact_plan(7.6, 1.0, 8, 182.32, state_budget=3_000_000)
     assert not plan["fits"] and "3000000 states" in plan["reason"] and "1e-10" in plan["reason"]
     assert plan["M"] > 13 and plan["system_states"] * 8 <= 3_000_000 and plan["predicted_seconds"] > 10
-    ds = approximate(JSQPS.from_load(8, 0.95), "exact", **GRID,
+    ds = approximate(JSQPS.from_rho(8, 0.95), "exact", **GRID,
                      exact_budget={"max_states": 3_000_000, "max_seconds": 60.0})
     assert int(ds["validity_reason"]) == OVER_BUDGET and np.isnan(ds["cdf"].values).all()
     assert ds.attrs["plan_max_states"] == 3_000_000 and ds.attrs["plan_M"] == plan["M"]
     with pytest.raises(ValueError, match="max_states must be an integer >= 1"):
-        approximate(JSQPS.from_load(8, 0.95), "exact", **GRID, max_states=0)
+        approximate(JSQPS.from_rho(8, 0.95), "exact", **GRID, max_states=0)
     with pytest.raises(ValueError, match="max_states or exact_budget"):
-        approximate(JSQPS.from_load(8, 0.95), "exact", **GRID, max_states=10**6, exact_budget={"max_seconds": 1.0})
+        approximate(JSQPS.from_rho(8, 0.95), "exact", **GRID, max_states=10**6, exact_budget={"max_seconds": 1.0})
 
 
 def test_raising_the_cap_completes_the_truncation():
     """R = 2, rho = 0.99: capped at 10 000 tagged states exact is flagged; at the default cap it reaches 1e-10 and is
     valid; the capped values differ from the exact ones (the cut is not harmless)."""
-    spec = JSQPS.from_load(2, 0.99)
+    spec = JSQPS.from_rho(2, 0.99)
     small = approximate(spec, "exact", **GRID, max_states=10_000)
     full = approximate(spec, "exact", **GRID)
     assert int(small["validity_reason"]) == TRUNCATION_NOT_REACHED and small.attrs["boundary_mass_spread"] > 1e-4
@@ -126,18 +126,18 @@ def test_raising_the_cap_completes_the_truncation():
 
 
 def test_cli_names_the_mass_the_tolerance_and_the_flag(tmp_path, capsys):
-    args = ["approximate", "-R", "2", "--load", "0.99", "--method", "exact", "--t-max", "20", "--dt", "0.5"]
+    args = ["approximate", "-R", "2", "--rho", "0.99", "--method", "exact", "--t-max", "20", "--dt", "0.5"]
     assert main(args + ["--max-states", "10000", "-o", str(tmp_path / "a.nc")]) == 0
     err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning:") and "truncation" in x]
     assert len(err) == 1, err
     line = err[0]
     assert "did not reach its truncation" in line and "tolerance 1e-10" in line and "--max-states" in line
-    a = approximate(JSQPS.from_load(2, 0.99), "exact", **GRID, max_states=10_000).attrs
+    a = approximate(JSQPS.from_rho(2, 0.99), "exact", **GRID, max_states=10_000).attrs
     mass = max(a["boundary_mass_min"], a["boundary_mass_spread"])
     assert f"boundary mass {mass:.2g}" in line and "state cap 10000" in line
     assert main(args + ["-o", str(tmp_path / "b.nc")]) == 0  # the default cap reaches it: no warning
     assert "did not reach its truncation" not in capsys.readouterr().err
-    assert main(["approximate", "-R", "2", "--load", "0.5", "--method", "C", "--max-states", "1000",
+    assert main(["approximate", "-R", "2", "--rho", "0.5", "--method", "C", "--max-states", "1000",
                  "-o", str(tmp_path / "c.nc")]) == 2
     assert "--max-states does not apply to --method C " in capsys.readouterr().err
 
@@ -147,23 +147,23 @@ def test_corrected_chain_and_tail_truncations_are_flagged(tmp_path, capsys):
     where the arrival law (geometric, exactly rho^n there) still has rho^6000 = 2.5e-3 beyond; raising the cut
     (L2) completes it. The faithful A at R = 10 (L1 = 2: the chain's boundary holds nearly everything) reports
     its mass and is not flagged for it: its truncation is the published method."""
-    spec = JSQPS.from_load(3, 0.95)
+    spec = JSQPS.from_rho(3, 0.95)
     capped = approximate(spec, "A*", **GRID, state_budget=500)
     assert int(capped["validity_reason"]) == TRUNCATION_NOT_REACHED and capped.attrs["chain_reached"] == 0
     assert capped.attrs["chain_boundary_mass"] > EPS and capped.attrs["tail_reached"] == 1
     assert int(approximate(spec, "A*", **GRID)["valid"]) == 1
 
-    spec = JSQPS.from_load(1, 0.999)
+    spec = JSQPS.from_rho(1, 0.999)
     t = {"t_max": 5.0, "dt": 0.5}
     c = approximate(spec, "C*", **t)
     assert int(c["validity_reason"]) == TRUNCATION_NOT_REACHED and c.attrs["L2"] == 6000
     assert c.attrs["tail_mass"] == pytest.approx(0.999**6000, rel=1e-6) and c.attrs["tail_reached"] == 0
     longer = approximate(spec, "C*", **t, L2=30_000)
     assert int(longer["valid"]) == 1 and longer.attrs["tail_mass"] == pytest.approx(0.999**30_000, rel=1e-6)
-    assert main(["approximate", "-R", "1", "--load", "0.999", "--method", "C*", "--t-max", "5", "--dt", "0.5",
+    assert main(["approximate", "-R", "1", "--rho", "0.999", "--method", "C*", "--t-max", "5", "--dt", "0.5",
                  "-o", str(tmp_path / "c.nc")]) == 0
     line = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning:") and "truncation" in x]
     assert len(line) == 1 and "beyond the tail cut N=6000" in line[0] and "--L2" in line[0] and "1e-12" in line[0]
 
-    a = approximate(JSQPS.from_load(10, 0.5), "A", **GRID)
+    a = approximate(JSQPS.from_rho(10, 0.5), "A", **GRID)
     assert a.attrs["truncation_mass"] > 0.9 and not int(a["validity_reason"]) & TRUNCATION_NOT_REACHED

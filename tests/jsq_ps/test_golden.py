@@ -25,25 +25,25 @@ VARS = ("count", "overflow", "n_customers", "sum", "sumsq", "max", "occupancy_at
         "mean_number_per_server", "events")
 
 CASES = {
-    "MM3-jsq-0.8": (dict(servers=3, load=0.8), "auto"),
-    "MM10-jsq-0.95": (dict(servers=10, load=0.95), "auto"),
-    "MM1-0.5-general": (dict(servers=1, load=0.5), "general"),
-    "lognormal-R3-0.8": (dict(servers=3, load=0.8, service="lognormal"), "auto"),
-    "uniform-R2-0.9": (dict(servers=2, load=0.9, service="uniform"), "auto"),
-    "deterministic-jsqd2-R4": (dict(servers=4, load=0.7, service="deterministic", dispatch="jsq-d", choices=2), "auto"),
-    "gamma-limited2-R3": (dict(servers=3, load=0.85, service="gamma", discipline="limited", ps_limit=2), "auto"),
-    "hyperexp-capacitated2-R2": (dict(servers=2, load=0.8, service="hyperexponential", discipline="capacitated",
+    "MM3-jsq-0.8": (dict(R=3, rho=0.8), "auto"),
+    "MM10-jsq-0.95": (dict(R=10, rho=0.95), "auto"),
+    "MM1-0.5-general": (dict(R=1, rho=0.5), "general"),
+    "lognormal-R3-0.8": (dict(R=3, rho=0.8, service="lognormal"), "auto"),
+    "uniform-R2-0.9": (dict(R=2, rho=0.9, service="uniform"), "auto"),
+    "deterministic-jsqd2-R4": (dict(R=4, rho=0.7, service="deterministic", dispatch="jsq-d", choices=2), "auto"),
+    "gamma-limited2-R3": (dict(R=3, rho=0.85, service="gamma", discipline="limited", ps_limit=2), "auto"),
+    "hyperexp-capacitated2-R2": (dict(R=2, rho=0.8, service="hyperexponential", discipline="capacitated",
                                       ps_threshold=2.0), "auto"),
-    "erlang-roundrobin-R5": (dict(servers=5, load=0.6, service="erlang", dispatch="round-robin"), "auto"),
-    "MM3-random-0.9": (dict(servers=3, load=0.9, dispatch="random"), "auto"),
-    "phasetype-R2-0.7": (dict(servers=2, load=0.7, service="phasetype:alpha=0.6/0.4,T=-3/1|0.5/-2"), "auto"),
+    "erlang-roundrobin-R5": (dict(R=5, rho=0.6, service="erlang", dispatch="round-robin"), "auto"),
+    "MM3-random-0.9": (dict(R=3, rho=0.9, dispatch="random"), "auto"),
+    "phasetype-R2-0.7": (dict(R=2, rho=0.7, service="phasetype:alpha=0.6/0.4,T=-3/1|0.5/-2"), "auto"),
 }
 
 
 def _run(name):
     kw, kernel = CASES[name]
     kw = dict(kw)
-    spec = JSQPS.from_load(kw.pop("servers"), kw.pop("load"), **kw)
+    spec = JSQPS.from_rho(kw.pop("R"), kw.pop("rho"), **kw)
     ds = simulate(spec, horizon=3_000.0, warmup=100.0, replications=2, seed=7, kernel=kernel, t_max=50.0, dt=0.01)
     out = {}
     for v in VARS:

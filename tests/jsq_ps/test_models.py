@@ -78,10 +78,10 @@ def test_paper_laws_expressible():
     assert parse_law("triangular", mean=1 / mu).mode == pytest.approx(1 / mu)
 
 
-def test_from_load():
-    spec = JSQPS.from_load(4, 0.7, mu=2.0)
+def test_from_rho():
+    spec = JSQPS.from_rho(4, 0.7, mu=2.0)
     assert spec.arrival_rate == pytest.approx(0.7 * 4 * 2.0)
-    assert spec.load == pytest.approx(0.7)
+    assert spec.rho == pytest.approx(0.7)
     assert spec.is_markovian
     assert JSQPS.from_dict(spec.to_dict()) == spec
 
@@ -89,25 +89,25 @@ def test_from_load():
 @pytest.mark.parametrize(
     "kwargs, field",
     [
-        (dict(servers=0, load=0.5), "servers"),
-        (dict(servers=2.5, load=0.5), "servers"),
-        (dict(servers=2, load=1.0), "load"),
-        (dict(servers=2, load=-0.1), "load"),
-        (dict(servers=2, load=float("nan")), "load"),
-        (dict(servers=2, load=0.5, mu=0.0), "mu"),
-        (dict(servers=2, load=0.5, mu=float("inf")), "mu"),
-        (dict(servers=2, load=0.5, service="nosuchlaw"), "unknown law"),
-        (dict(servers=2, load=0.5, dispatch="fastest"), "dispatch"),
-        (dict(servers=2, load=0.5, dispatch="jsq-d", choices=3), "choices"),
-        (dict(servers=2, load=0.5, discipline="limited"), "ps_limit"),
-        (dict(servers=2, load=0.5, discipline="limited", ps_limit=0), "ps_limit"),
-        (dict(servers=2, load=0.5, discipline="capacitated", ps_threshold=-1), "ps_threshold"),
-        (dict(servers=2, load=0.5, discipline="fifo"), "discipline"),
+        (dict(R=0, rho=0.5), "R must"),
+        (dict(R=2.5, rho=0.5), "R must"),
+        (dict(R=2, rho=1.0), "rho"),
+        (dict(R=2, rho=-0.1), "rho"),
+        (dict(R=2, rho=float("nan")), "rho"),
+        (dict(R=2, rho=0.5, mu=0.0), "mu"),
+        (dict(R=2, rho=0.5, mu=float("inf")), "mu"),
+        (dict(R=2, rho=0.5, service="nosuchlaw"), "unknown law"),
+        (dict(R=2, rho=0.5, dispatch="fastest"), "dispatch"),
+        (dict(R=2, rho=0.5, dispatch="jsq-d", choices=3), "choices"),
+        (dict(R=2, rho=0.5, discipline="limited"), "ps_limit"),
+        (dict(R=2, rho=0.5, discipline="limited", ps_limit=0), "ps_limit"),
+        (dict(R=2, rho=0.5, discipline="capacitated", ps_threshold=-1), "ps_threshold"),
+        (dict(R=2, rho=0.5, discipline="fifo"), "discipline"),
     ],
 )
 def test_invalid_spec_names_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
-        JSQPS.from_load(**kwargs)
+        JSQPS.from_rho(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -134,8 +134,8 @@ def test_invalid_law_names_field(make, field):
 
 
 def test_require_stable():
-    spec = JSQPS(servers=1, interarrival=Exponential(2.0), service=Exponential(1.0))
-    with pytest.raises(ValueError, match="load"):
+    spec = JSQPS(R=1, interarrival=Exponential(2.0), service=Exponential(1.0))
+    with pytest.raises(ValueError, match="rho"):
         spec.require_stable()
 
 
@@ -163,7 +163,7 @@ def test_simulate_stays_callable_after_submodule_import():
     import sojourn
     import sojourn.jsq_ps.simulate  # noqa: F401
 
-    spec = JSQPS.from_load(1, 0.5)
+    spec = JSQPS.from_rho(1, 0.5)
     a = sojourn.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
     b = sojourn.jsq_ps.simulate.simulate(spec, horizon=300.0, warmup=50.0, replications=1, seed=3)
     assert int(a["n_customers"].sum()) > 0

@@ -54,7 +54,7 @@ def simulated_interval(servers, offered, d, p, law="exponential", confidence=0.9
     customers = 50 / (1 - p)
     tau = 1 / (servers * (1 - math.sqrt(rho)) ** 2)
     warmup = 20 * tau
-    spec = JSQPS.from_load(servers, rho, service=law)
+    spec = JSQPS.from_rho(servers, rho, service=law)
     dt = d / 1000
     ds = simulate(spec, horizon=warmup + customers / offered, warmup=warmup, cooldown=0.0, replications=CHECK_REPS,
                   seed=CHECK_SEED, dt=dt, t_max=1000 * dt, occupancy_max=1)
@@ -65,7 +65,7 @@ def simulated_interval(servers, offered, d, p, law="exponential", confidence=0.9
 
 
 # (arrival rate, mean service, deadline, reliability, service law): an exact answer (R <= 4), T's region (R > 6),
-# p = 0.999, and a non-exponential law (simulated); the last also with its load given as --load
+# p = 0.999, and a non-exponential law (simulated); the last also with its load given as --rho
 CASES = [
     ("2/ms", "1ms", "10ms", 0.99, "exponential"),
     ("9/ms", "1.2ms", "10ms", 0.99, "exponential"),  # T: R = 12, 13, 14
@@ -79,9 +79,9 @@ CASES = [
 def test_planned_R_meets_the_target_in_simulation_and_R_minus_1_does_not(arrival, service, deadline, p, law):
     res = sojourn.plan(arrival, service, deadline=deadline, reliability=p, service_law=law)
     q = res.request
-    R = res.servers
-    rows = {r["servers"]: r for r in res.rows}
-    assert [r["servers"] for r in res.rows] == [R - 1, R, R + 1]
+    R = res.R
+    rows = {r["R"]: r for r in res.rows}
+    assert [r["R"] for r in res.rows] == [R - 1, R, R + 1]
     assert rows[R]["meets"] and rows[R + 1]["meets"]
     lo, hi = simulated_interval(R, q.offered, q.d, p, law)
     assert hi >= p, (R, lo, hi)  # R is not shown to fail
@@ -99,7 +99,7 @@ def test_planned_R_meets_the_target_in_simulation_and_R_minus_1_does_not(arrival
 
 def test_the_exact_chain_answers_where_it_is_cheap_and_matches_simulation():
     res = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99, confirm=True, replications=10)
-    assert res.servers == 3 and res.status == "confirmed"
+    assert res.R == 3 and res.status == "confirmed"
     assert not res.rows[0]["stable"]  # R = 2 at load 1
     for r in res.rows[1:]:
         assert r["method"] == "exact"
@@ -112,9 +112,9 @@ def test_the_exact_chain_answers_where_it_is_cheap_and_matches_simulation():
 
 def test_load_at_servers_is_the_same_question_as_its_arrival_rate():
     a = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99)
-    b = sojourn.plan(load=0.5, servers=4, mean_service="1ms", deadline="10ms", reliability=0.99)
+    b = sojourn.plan(rho=0.5, R=4, mean_service="1ms", deadline="10ms", reliability=0.99)
     c = sojourn.plan(2000.0, service_rate="1000/s", deadline=0.010, reliability="99%", unit="ms")
-    assert a.servers == b.servers == c.servers
+    assert a.R == b.R == c.R
     pa, pc = [r["percentile"] for r in a.rows], [r["percentile"] for r in c.rows]
     assert [x is None for x in pa] == [x is None for x in pc]  # the unstable R have no percentile
     assert any(x is not None for x in pa)
@@ -125,7 +125,7 @@ def test_load_at_servers_is_the_same_question_as_its_arrival_rate():
 def test_budget_minus_network_latency_and_units_of_the_answer():
     a = sojourn.plan("2/ms", "1ms", budget="40ms", network_latency="30ms", reliability=0.99)
     b = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99)
-    assert a.servers == b.servers and a.unit == "ms"
+    assert a.R == b.R and a.unit == "ms"
     assert a.to_dict()["target"]["budget"] == pytest.approx(40.0) and a.to_dict()["target"][
         "deadline"
     ] == pytest.approx(10.0)
@@ -158,13 +158,13 @@ def test_confirm_raises_R_when_the_trusted_method_is_optimistic(tmp_path, table_
     table = _table_trusting(tmp_path, "A")
     kw = dict(deadline="9.5ms", reliability=0.99, accuracy=table)
     blind = sojourn.plan("6.5/ms", "1ms", **kw)
-    assert blind.rows[1]["method"] == "A" and blind.servers == 7
+    assert blind.rows[1]["method"] == "A" and blind.R == 7
     checked = sojourn.plan("6.5/ms", "1ms", confirm=True, **kw)
-    assert checked.servers > blind.servers
-    assert any(f"the methods' answer R = {blind.servers} fails in simulation" in n for n in checked.notes)
-    rows = {r["servers"]: r for r in checked.rows}
-    assert rows[checked.servers]["simulated_probability"] >= 0.99
-    assert rows[checked.servers - 1]["simulated_probability"] < 0.99
+    assert checked.R > blind.R
+    assert any(f"the methods' answer R = {blind.R} fails in simulation" in n for n in checked.notes)
+    rows = {r["R"]: r for r in checked.rows}
+    assert rows[checked.R]["simulated_probability"] >= 0.99
+    assert rows[checked.R - 1]["simulated_probability"] < 0.99
     assert checked.status in ("confirmed", "within_noise")
 
 
@@ -173,12 +173,12 @@ def test_confirm_lowers_R_when_the_method_was_pessimistic(tmp_path, table_decide
     table = _table_trusting(tmp_path, "D")
     kw = dict(deadline="9ms", reliability=0.99, accuracy=table)
     blind = sojourn.plan("7.5/ms", "1ms", **kw)
-    assert blind.rows[1]["method"] == "D" and blind.servers == 10
+    assert blind.rows[1]["method"] == "D" and blind.R == 10
     checked = sojourn.plan("7.5/ms", "1ms", confirm=True, **kw)
-    assert checked.servers < blind.servers
+    assert checked.R < blind.R
     assert any("was pessimistic" in n for n in checked.notes)
-    rows = {r["servers"]: r for r in checked.rows}
-    assert rows[checked.servers]["simulated_probability"] >= 0.99 > rows[checked.servers - 1]["simulated_probability"]
+    rows = {r["R"]: r for r in checked.rows}
+    assert rows[checked.R]["simulated_probability"] >= 0.99 > rows[checked.R - 1]["simulated_probability"]
 
 
 def test_simulated_run_length_leaves_100_customers_beyond_the_percentile():
@@ -265,16 +265,16 @@ REFUSED = [
     (dict(deadline=None, budget="30ms", network_latency="26ms"), ["budget − network_latency leaves 4 ms"]),
     (dict(arrival_rate="200/ms"), ["max_servers 64 is below the 201 servers the load needs to be stable"]),
     (dict(arrival_rate="3/ms", max_servers=2), ["max_servers 2 is below the 4 servers"]),
-    (dict(load=1.5, servers=2, arrival_rate=None, max_servers=3), ["max_servers 3 is below the 4 servers"]),
+    (dict(rho=1.5, R=2, arrival_rate=None, max_servers=3), ["max_servers 3 is below the 4 servers"]),
     (dict(dispatch="random"), ["dispatch 'random': only jsq is modelled"]),
     (dict(dispatch="jqs"), ["only jsq is modelled", "did you mean 'jsq'"]),
     (dict(deadline="10"), ["deadline needs a time unit"]),
     (dict(arrival_rate="2000"), ["arrival_rate needs a unit"]),
     (dict(mean_service="1 mss"), ["mean_service: unknown time unit 'mss'", "did you mean 'ms'"]),
     (dict(service_rate="1000/s"), ["give exactly one of mean_service", "service_rate"]),
-    (dict(load=0.5, servers=4), ["give either arrival_rate or load with servers"]),
-    (dict(arrival_rate=None, load=0.5), ["give arrival_rate", "load together with servers"]),
-    (dict(arrival_rate=None, load=-0.5, servers=4), ["load must be a number > 0"]),
+    (dict(rho=0.5, R=4), ["give either arrival_rate or rho with R"]),
+    (dict(arrival_rate=None, rho=0.5), ["give arrival_rate", "rho together with R"]),
+    (dict(arrival_rate=None, rho=-0.5, R=4), ["rho must be a number > 0"]),
     (dict(budget="40ms", network_latency="30ms"), ["give either deadline or budget with network_latency"]),
     (dict(deadline=None, budget="40ms", network_latency="40ms"), ["network_latency 40ms must be below budget 40ms"]),
     (dict(deadline=None, budget="40ms"), ["give deadline", "budget with network_latency"]),
@@ -318,7 +318,8 @@ def _cli(*change):
     (_cli("--arrival-rate", "200/ms"), ["--max-servers 64 is below the 201 servers"]),
     (_cli("--dispatch", "round-robin"), ["--dispatch 'round-robin': only jsq is modelled"]),
     (_cli("--arrival-rate", "2000"), ["--arrival-rate needs a unit"]),
-    (_cli("--arrival-rate", None, "--load", "0.5"), ["give --arrival-rate", "--load together with --servers"]),
+    (_cli("--arrival-rate", None, "--rho", "0.5"), ["give --arrival-rate", "--rho together with -R"]),
+    (_cli("--arrival-rate", None, "--load", "0.5"), ["give --arrival-rate", "--rho together with -R"]),  # its alias
     (_cli("--format", "xml"), ["--format must be one of table, json"]),
     (_cli("--service-law", "gama"), ["--service-law: unknown law 'gama'", "did you mean 'gamma'"]),
     (_cli("--unit", "h"), ["--unit: unknown time unit 'h'"]),
@@ -345,13 +346,13 @@ def test_json_output_schema(capsys):
     assert main(_cli("--format", "json")) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"answer", "target", "system", "unit", "rows", "notes", "wall_time_seconds"}
-    assert set(out["answer"]) == {"servers", "status", "confirmed", "message"}
-    assert out["answer"]["servers"] == 3 and out["answer"]["status"] == "predicted" and not out["answer"]["confirmed"]
+    assert set(out["answer"]) == {"R", "status", "confirmed", "message"}
+    assert out["answer"]["R"] == 3 and out["answer"]["status"] == "predicted" and not out["answer"]["confirmed"]
     assert out["unit"] == "ms" and out["target"] == {"deadline": pytest.approx(10.0), "reliability": 0.99,
                                                      "percentile": pytest.approx(99.0), "budget": None,
                                                      "network_latency": None}
     assert out["system"]["offered_load"] == pytest.approx(2.0) and out["system"]["min_stable_servers"] == 3
-    assert [r["servers"] for r in out["rows"]] == [2, 3, 4]
+    assert [r["R"] for r in out["rows"]] == [2, 3, 4]
     unstable, answer, above = out["rows"]
     assert unstable["stable"] is False and unstable["percentile"] is None and unstable["meets"] is False
     for r in (answer, above):
@@ -376,12 +377,12 @@ def test_table_output(capsys):
 
 def test_the_result_object_and_its_dataset():
     res = sojourn.plan("2/ms", "1ms", deadline="10ms", reliability=0.99)
-    assert isinstance(res, P.PlanResult) and res.servers == 3 and str(res) == res.table()
+    assert isinstance(res, P.PlanResult) and res.R == 3 and str(res) == res.table()
     assert json.loads(res.to_json()) == json.loads(json.dumps(res.to_dict()))
     ds = res.dataset
     assert isinstance(ds, xr.Dataset)
-    assert ds["servers"].values.tolist() == [2, 3, 4]
-    assert ds.attrs["answer_servers"] == 3 and ds.attrs["unit"] == "ms" and ds.attrs["reliability"] == 0.99
+    assert ds["R"].values.tolist() == [2, 3, 4]
+    assert ds.attrs["answer_R"] == 3 and ds.attrs["unit"] == "ms" and ds.attrs["reliability"] == 0.99
     assert ds["percentile"].attrs["units"] == "ms"
     assert ds["stable"].values.tolist() == [0, 1, 1] and ds["meets"].values.tolist() == [0, 1, 1]
     assert np.isnan(ds["percentile"].values[0]) and (ds["percentile"].values[1:] > 0).all()
@@ -608,7 +609,7 @@ def test_stability_bound():
 
 def test_simulated_replications_are_the_same_in_one_process_or_several():
     """Replication k's stream depends only on (seed, spec, k): forked workers give the serial run's counts."""
-    spec = JSQPS.from_load(5, 0.8, service="lognormal")
+    spec = JSQPS.from_rho(5, 0.8, service="lognormal")
     serial = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=1)
     forked = P.simulate_counts(spec, 4, 7, 3000.0, 300.0, 0.05, 40.0, workers=2)
     for a, b in zip(serial, forked, strict=True):
@@ -625,7 +626,7 @@ def test_the_issue_example_is_answered_by_T_without_simulation(monkeypatch):
 
     monkeypatch.setattr(P.Planner, "simulate", boom)
     res = sojourn.plan("9000/s", "1.2ms", deadline="72ms", reliability=0.9999)
-    assert res.servers == 12 and res.status == "predicted" and res.message.endswith("(by T)")
+    assert res.R == 12 and res.status == "predicted" and res.message.endswith("(by T)")
     assert [r["method"] for r in res.rows] == ["T", "T", "T"]
     below, answer, above = res.rows
     assert (below["meets"], answer["meets"], above["meets"]) == (False, True, True)
@@ -661,7 +662,7 @@ def test_T_percentile_is_not_optimistic_and_within_its_bound_in_an_independent_s
     rho = q.offered / 13
     tau = 1 / (13 * (1 - math.sqrt(rho)) ** 2)
     dt = x / 1000
-    ds = simulate(JSQPS.from_load(13, rho), horizon=20 * tau + 200_000 / q.offered, warmup=20 * tau, cooldown=0.0,
+    ds = simulate(JSQPS.from_rho(13, rho), horizon=20 * tau + 200_000 / q.offered, warmup=20 * tau, cooldown=0.0,
                   replications=CHECK_REPS, seed=CHECK_SEED, dt=dt, t_max=1100 * dt, occupancy_max=1)
     count, overflow = ds["count"].values, ds["overflow"].values
     total = count.sum(axis=1) + overflow
@@ -687,13 +688,13 @@ def test_T_verdicts_agree_with_exact_where_both_run(monkeypatch, arrival, deadli
     monkeypatch.setattr(P.Planner, "exact_fits", lambda self, R, t_hi: False)
     got = sojourn.plan(arrival, "1ms", deadline=deadline, reliability=p)
     assert {r["method"] for r in got.rows if r["stable"]} == {"T"}
-    assert got.servers == want.servers or (got.servers == want.servers + 1
+    assert got.R == want.R or (got.R == want.R + 1
                                            and got.rows[0]["margin"] == "within_method_error")
-    exact = {r["servers"]: r for r in want.rows}
+    exact = {r["R"]: r for r in want.rows}
     for r in got.rows:
-        if not r["stable"] or r["servers"] not in exact:
+        if not r["stable"] or r["R"] not in exact:
             continue
-        ex = exact[r["servers"]]
+        ex = exact[r["R"]]
         # exact's certified bounds [2·mid − high, high] (solve.exact) hold T's lower bound and meet T's upper one
         ex_low = 2 * ex["probability"] - ex["probability_high"]
         assert 0 <= ex["probability_high"] - ex["probability"] < 1e-9
@@ -746,8 +747,8 @@ def test_confirm_checks_T_by_simulation():
         assert r["replications"] == P.DEFAULT_REPLICATIONS
         if r["percentile"] is not None:
             assert r["percentile"] >= r["simulated_percentile_ci_low"], r
-    rows = {r["servers"]: r for r in res.rows}
-    assert rows[res.servers]["simulated_probability"] >= 0.99
+    rows = {r["R"]: r for r in res.rows}
+    assert rows[res.R]["simulated_probability"] >= 0.99
     assert "confirmed by simulation" in res.message or "within its noise" in res.message
 
 

@@ -266,7 +266,7 @@ def real_comparison():
     for i, R in enumerate(Rs):
         cs, os_ = [], []
         for j, rho in enumerate(rhos):
-            spec = JSQPS.from_load(R, rho)
+            spec = JSQPS.from_rho(R, rho)
             s = simulate(spec, horizon=1500.0, warmup=100.0, replications=3, seed=3)
             cs.append(s["count"].values)
             os_.append(s["overflow"].values)

@@ -32,7 +32,7 @@ def _strip(ds, guard=False):
 
 # -- layout ---------------------------------------------------------------------------------
 def test_dataset_layout_and_attrs():
-    spec = JSQPS.from_load(3, 0.7)
+    spec = JSQPS.from_rho(3, 0.7)
     ds = simulate(spec, replications=2, seed=5, **SMALL)
     assert dict(ds.sizes) == {"replication": 2, "t": n_bins(40.0, 0.125), "n": 21}
     assert n_bins(182.32, 0.01) == 18233  # the paper's grid 0, 0.01, …, 182.32
@@ -57,13 +57,13 @@ def test_dataset_layout_and_attrs():
 
 
 def test_netcdf_roundtrip(tmp_path):
-    ds = simulate(JSQPS.from_load(2, 0.5), replications=2, **SMALL)
+    ds = simulate(JSQPS.from_rho(2, 0.5), replications=2, **SMALL)
     back = read_netcdf(write_netcdf(ds, tmp_path / "sim.nc"))
     xr.testing.assert_identical(back, ds)
 
 
 # -- determinism ----------------------------------------------------------------------------
-SPECS = [JSQPS.from_load(3, 0.8), JSQPS.from_load(3, 0.8, service="lognormal", dispatch="jsq-d", choices=2)]
+SPECS = [JSQPS.from_rho(3, 0.8), JSQPS.from_rho(3, 0.8, service="lognormal", dispatch="jsq-d", choices=2)]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=["mm3", "lognormal-jsq2"])
@@ -151,7 +151,7 @@ def _summaries(ds, t=(0.5, 1.0, 2.0, 5.0, 10.0)):
 @pytest.mark.parametrize("dispatch, extra", [("jsq", {}), ("random", {}), ("round-robin", {}),
                                              ("jsq-d", {"choices": 2})])
 def test_exponential_kernel_same_law_as_general(dispatch, extra):
-    spec = JSQPS.from_load(3, 0.8, dispatch=dispatch, **extra)
+    spec = JSQPS.from_rho(3, 0.8, dispatch=dispatch, **extra)
     # t_max well above every replication's 99th percentile (random dispatch: M/M/1-PS at ρ = 0.8)
     kw = dict(SMALL, horizon=12_000.0, warmup=600.0, replications=20, seed=21, t_max=150.0)
     ex = _summaries(simulate(spec, kernel="exponential", **kw))
@@ -162,17 +162,17 @@ def test_exponential_kernel_same_law_as_general(dispatch, extra):
 def test_kernel_comparison_has_power():
     """The same comparison tells apart ρ = 0.8 and ρ = 0.83 (so it can fail)."""
     kw = dict(SMALL, horizon=12_000.0, warmup=600.0, replications=20, seed=21)
-    ex = _summaries(simulate(JSQPS.from_load(3, 0.8), kernel="exponential", **kw))
-    ge = _summaries(simulate(JSQPS.from_load(3, 0.83), kernel="general", **kw))
+    ex = _summaries(simulate(JSQPS.from_rho(3, 0.8), kernel="exponential", **kw))
+    ge = _summaries(simulate(JSQPS.from_rho(3, 0.83), kernel="general", **kw))
     assert not _welch_ok(ex[:, :2], ge[:, :2], m=ex.shape[1]).any()
 
 
 # -- validation -----------------------------------------------------------------------------
-GOOD = JSQPS.from_load(2, 0.5)
+GOOD = JSQPS.from_rho(2, 0.5)
 BAD_CALLS = [
     ("spec", dict(spec="not a spec")),
-    ("load", dict(spec=JSQPS(servers=1, interarrival=Exponential(2.0), service=Exponential(1.0)))),
-    ("load", dict(spec=JSQPS(servers=2, interarrival=Exponential(2.0), service=Exponential(1.0)))),
+    ("rho", dict(spec=JSQPS(R=1, interarrival=Exponential(2.0), service=Exponential(1.0)))),
+    ("rho", dict(spec=JSQPS(R=2, interarrival=Exponential(2.0), service=Exponential(1.0)))),
     ("horizon", dict(horizon=1000.0, warmup=600.0)),
     ("horizon", dict(horizon=1000.0, warmup=100.0, cooldown=900.0)),
     ("horizon", dict(horizon=float("nan"))),
@@ -191,8 +191,8 @@ BAD_CALLS = [
     ("replication_offset", dict(replication_offset=-2)),
     ("max_workers", dict(max_workers=-1)),
     ("kernel", dict(kernel="gpu")),
-    ("kernel='exponential'", dict(spec=JSQPS.from_load(2, 0.5, service="lognormal"), kernel="exponential")),
-    ("kernel='exponential'", dict(spec=JSQPS.from_load(2, 0.5, discipline="limited", ps_limit=2),
+    ("kernel='exponential'", dict(spec=JSQPS.from_rho(2, 0.5, service="lognormal"), kernel="exponential")),
+    ("kernel='exponential'", dict(spec=JSQPS.from_rho(2, 0.5, discipline="limited", ps_limit=2),
                                   kernel="exponential")),
     ("service_bins", dict(service_bins=(0.1, 10), backend="ciw")),
     ("service_bins", dict(service_bins=0.1)),
@@ -219,7 +219,7 @@ def test_invalid_replication_index():
 # -- CLI ------------------------------------------------------------------------------------
 def test_cli_writes_dataset_and_prints_summary(tmp_path, capsys):
     out = tmp_path / "run.nc"
-    rc = main(["simulate", "--servers", "3", "--load", "0.7", "--service", "lognormal", "--dispatch", "jsq-d:2",
+    rc = main(["simulate", "-R", "3", "--rho", "0.7", "--service", "lognormal", "--dispatch", "jsq-d:2",
                "--discipline", "limited:4", "--horizon", "3000", "--warmup", "100", "--replications", "3",
                "--seed", "4", "--dt", "0.125", "--t-max", "30", "--output", str(out)])
     assert rc == 0
@@ -230,7 +230,7 @@ def test_cli_writes_dataset_and_prints_summary(tmp_path, capsys):
     assert ds.sizes["replication"] == 3 and ds.attrs["dt"] == 0.125
     spec = JSQPS.from_dict(json.loads(ds.attrs["spec"]))
     assert (spec.dispatch, spec.choices, spec.discipline, spec.ps_limit) == ("jsq-d", 2, "limited", 4)
-    assert isinstance(spec.service, Lognormal) and spec.load == pytest.approx(0.7)
+    assert isinstance(spec.service, Lognormal) and spec.rho == pytest.approx(0.7)
 
 
 #: the program (``main()`` reading sys.argv, as the ``sojourn`` script runs it): what it imported, and its file
@@ -262,19 +262,35 @@ def test_program_skips_unused_imports_and_writes_the_same_data(tmp_path):
 
 
 @pytest.mark.parametrize("argv, field", [
-    (["--load", "1.2"], "load"),
-    (["--load", "0.5", "--dispatch", "jsq-d:9"], "choices"),
-    (["--load", "0.5", "--dispatch", "nearest"], "dispatch"),
-    (["--load", "0.5", "--discipline", "limited:x"], "discipline"),
-    (["--load", "0.5", "--service", "cauchy"], "law"),
-    (["--load", "0.5", "--horizon", "100", "--warmup", "50"], "horizon"),
-    (["--load", "0.5", "--backend", "gpu"], "backend"),
-    (["--load", "0.5", "--replications", "0"], "replications"),
-    (["--load", "0.5", "--dt", "0"], "dt"),
+    (["--rho", "1.2"], "rho"),
+    (["--rho", "0.5", "--dispatch", "jsq-d:9"], "choices"),
+    (["--rho", "0.5", "--dispatch", "nearest"], "dispatch"),
+    (["--rho", "0.5", "--discipline", "limited:x"], "discipline"),
+    (["--rho", "0.5", "--service", "cauchy"], "law"),
+    (["--rho", "0.5", "--horizon", "100", "--warmup", "50"], "horizon"),
+    (["--rho", "0.5", "--backend", "gpu"], "backend"),
+    (["--rho", "0.5", "--replications", "0"], "replications"),
+    (["--rho", "0.5", "--dt", "0"], "dt"),
 ])
 def test_cli_invalid_input_exit_2(argv, field, tmp_path, capsys):
     out = tmp_path / "x.nc"
-    rc = main(["simulate", "--servers", "2", *argv, "--output", str(out)])
+    rc = main(["simulate", "-R", "2", *argv, "--output", str(out)])
     assert rc == 2
     assert field in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_cli_aliases_servers_and_load(tmp_path, capsys):
+    """-R and --rho are the flags (the config's and the datasets' names); --servers and --load are accepted as their
+    aliases, with one line each in the help, and an error names the primary flag."""
+    from sojourn.cli import build_parser
+
+    out = tmp_path / "alias.nc"
+    assert main(["simulate", "--servers", "2", "--load", "0.5", "--horizon", "500", "--warmup", "50",
+                 "--replications", "2", "--output", str(out)]) == 0
+    assert JSQPS.from_dict(json.loads(read_netcdf(out).attrs["spec"])).R == 2
+    helptext = build_parser("simulate")._subparsers._group_actions[0].choices["simulate"].format_help()
+    assert "-R R, --servers R" in helptext and "--rho RHO, --load RHO" in helptext
+    capsys.readouterr()
+    assert main(["simulate", "--servers", "2", "--load", "1.5", "--output", str(tmp_path / "bad.nc")]) == 2
+    assert "--rho" in capsys.readouterr().err

@@ -20,16 +20,16 @@ WINDOW = dict(horizon=900.0, warmup=100.0, dt=0.125, t_max=100.0, occupancy_max=
 CIW_REPS = 24
 FAST_REPS = 60
 CASES = {
-    "R1-rho0.6": JSQPS.from_load(1, 0.6),
-    "R2-rho0.5": JSQPS.from_load(2, 0.5),
-    "R2-rho0.8": JSQPS.from_load(2, 0.8),
-    "R3-rho0.5": JSQPS.from_load(3, 0.5),
-    "R3-rho0.8": JSQPS.from_load(3, 0.8),
-    "R2-rho0.8-lognormal": JSQPS.from_load(2, 0.8, service="lognormal"),
-    "R3-rho0.7-limited2-jsq2": JSQPS.from_load(3, 0.7, discipline="limited", ps_limit=2, dispatch="jsq-d",
+    "R1-rho0.6": JSQPS.from_rho(1, 0.6),
+    "R2-rho0.5": JSQPS.from_rho(2, 0.5),
+    "R2-rho0.8": JSQPS.from_rho(2, 0.8),
+    "R3-rho0.5": JSQPS.from_rho(3, 0.5),
+    "R3-rho0.8": JSQPS.from_rho(3, 0.8),
+    "R2-rho0.8-lognormal": JSQPS.from_rho(2, 0.8, service="lognormal"),
+    "R3-rho0.7-limited2-jsq2": JSQPS.from_rho(3, 0.7, discipline="limited", ps_limit=2, dispatch="jsq-d",
                                                choices=2),
-    "R2-rho0.7-roundrobin-uniform": JSQPS.from_load(2, 0.7, service="uniform", dispatch="round-robin"),
-    "R2-rho0.7-capacitated2-random-gamma": JSQPS.from_load(2, 0.7, service="gamma", dispatch="random",
+    "R2-rho0.7-roundrobin-uniform": JSQPS.from_rho(2, 0.7, service="uniform", dispatch="round-robin"),
+    "R2-rho0.7-capacitated2-random-gamma": JSQPS.from_rho(2, 0.7, service="gamma", dispatch="random",
                                                            discipline="capacitated", ps_threshold=2.0),
 }
 
@@ -68,7 +68,7 @@ def test_fast_agrees_with_ciw(name, ciw_runs):
 
 def test_negative_control_detects_wrong_dispatch(ciw_runs):
     """Ciw JSQ vs fast *random* dispatch (R = 3, ρ = 0.8): the same comparison must reject."""
-    f = simulate(JSQPS.from_load(3, 0.8, dispatch="random"), replications=FAST_REPS, seed=7, **WINDOW)
+    f = simulate(JSQPS.from_rho(3, 0.8, dispatch="random"), replications=FAST_REPS, seed=7, **WINDOW)
     assert not welch_ok(summaries(ciw_runs["R3-rho0.8"])[:, :1], summaries(f)[:, :1], m=3).any()
 
 

@@ -65,7 +65,7 @@ def mm1ps_sf(lam, mu, t, K=150):
 @pytest.mark.parametrize("kernel", ["general", "exponential"])
 def test_mm1ps_mean_number_and_pasta(rho, kernel):
     """JSQ-PS with R = 1 is M/M/1-PS: E[S] = 1/(μ−λ), L = ρ/(1−ρ), arrivals see (1−ρ)ρ^n (PASTA)."""
-    spec = JSQPS.from_load(1, rho)
+    spec = JSQPS.from_rho(1, rho)
     ds = run(spec, kernel=kernel)
     assert ds.attrs["kernel"] == kernel
     occ = ds["occupancy_at_arrival"].values
@@ -86,14 +86,14 @@ def test_mm1ps_exact_cdf():
     G, pi = _tagged_chain(lam, 1.0, 150)
     assert pi @ np.linalg.solve(-G, np.ones(len(pi))) == pytest.approx(1 / (1 - rho), rel=1e-9)
     for kernel in ("general", "exponential"):
-        ds = run(JSQPS.from_load(1, rho), kernel=kernel, reps=20)
+        ds = run(JSQPS.from_rho(1, rho), kernel=kernel, reps=20)
         assert within_ci(cdf_at(ds, t), exact, m=len(t)).all(), kernel
 
 
 def test_conditional_mean_given_service_requirement():
     """M/G/1-PS: E[S | x] = x/(1−ρ) (lognormal service), per service-requirement bin."""
     rho = 0.6
-    spec = JSQPS.from_load(1, rho, service="lognormal")
+    spec = JSQPS.from_rho(1, rho, service="lognormal")
     w, K = 0.25, 12
     ds = run(spec, reps=16, service_bins=(w, K), kernel="general")
     cnt = ds["service_count"].values
@@ -118,7 +118,7 @@ def test_conditional_mean_given_service_requirement():
 def test_mg1ps_insensitivity(law):
     """M/G/1-PS: E[S] = E[x]/(1−ρ) and L = ρ/(1−ρ) whatever the service law."""
     rho = 0.7
-    ds = run(JSQPS.from_load(1, rho, service=law))
+    ds = run(JSQPS.from_rho(1, rho, service=law))
     assert within_ci(ds["mean"].values, 1 / (1 - rho), 2).all()
     assert within_ci(ds["mean_number_per_server"].values, rho / (1 - rho), 2).all()
 
@@ -126,7 +126,7 @@ def test_mg1ps_insensitivity(law):
 def test_limited_ps_c1_is_mm1_fcfs():
     """Limited PS with c = 1 is FCFS: M/M/1 sojourn ~ Exp(μ − λ) (mean and CDF)."""
     rho = 0.7
-    ds = run(JSQPS.from_load(1, rho, discipline="limited", ps_limit=1))
+    ds = run(JSQPS.from_rho(1, rho, discipline="limited", ps_limit=1))
     t = np.array([0.5, 1.0, 2.0, 5.0, 10.0])
     assert within_ci(ds["mean"].values, 1 / (1 - rho), 1 + len(t)).all()
     assert within_ci(cdf_at(ds, t), 1 - np.exp(-(1 - rho) * t), 1 + len(t)).all()
@@ -136,7 +136,7 @@ def test_limited_ps_c1_is_mm1_fcfs():
 def test_pollaczek_khinchine(law, ex2):
     """M/G/1-FCFS (limited PS, c = 1): E[S] = E[x] + λE[x²]/(2(1−ρ)) (Pollaczek–Khinchine)."""
     rho = 0.7
-    ds = run(JSQPS.from_load(1, rho, service=law, discipline="limited", ps_limit=1))
+    ds = run(JSQPS.from_rho(1, rho, service=law, discipline="limited", ps_limit=1))
     assert within_ci(ds["mean"].values, 1.0 + rho * ex2 / (2 * (1 - rho))).all()
 
 
@@ -144,7 +144,7 @@ def test_capacitated_ps_number_process_is_mmc():
     """Capacitated PS with θ = c and exponential service: the number in system is the M/M/c chain, so
     E[S] = 1/μ + C(c, a)/(cμ − λ) (Erlang C), L = λE[S], arrivals see the M/M/c law (PASTA)."""
     c, rho = 3, 0.75
-    spec = JSQPS.from_load(1, rho, discipline="capacitated", ps_threshold=float(c))
+    spec = JSQPS.from_rho(1, rho, discipline="capacitated", ps_threshold=float(c))
     lam = spec.arrival_rate
     a = lam
     w = np.array([a**n / math.factorial(n) if n <= c else a**c / math.factorial(c) * rho ** (n - c)
@@ -165,7 +165,7 @@ def test_capacitated_ps_number_process_is_mmc():
 def test_little_law_multi_server(dispatch, extra):
     """R L_server = Λ E[S] (Little) per replication, lognormal service, R = 3: the paired difference
     has mean 0 (window edge effects are O(1/T))."""
-    spec = JSQPS.from_load(3, 0.8, service="lognormal", dispatch=dispatch, **extra)
+    spec = JSQPS.from_rho(3, 0.8, service="lognormal", dispatch=dispatch, **extra)
     ds = run(spec, reps=12, horizon=20_000.0, warmup=1_000.0)
     diff = 3 * ds["mean_number_per_server"].values - spec.arrival_rate * ds["mean"].values
     assert within_ci(diff, 0.0).all()
@@ -175,13 +175,13 @@ def test_random_dispatch_is_independent_mm1():
     """Random dispatch splits Poisson(Λ) into R independent M/M/1-PS queues at load ρ."""
     rho = 0.7
     for kernel in ("general", "exponential"):
-        ds = run(JSQPS.from_load(3, rho, dispatch="random"), kernel=kernel, reps=12, horizon=20_000.0)
+        ds = run(JSQPS.from_rho(3, rho, dispatch="random"), kernel=kernel, reps=12, horizon=20_000.0)
         assert within_ci(ds["mean"].values, 1 / (1 - rho), 2).all(), kernel
 
 
 def test_interval_has_power():
     """The interval used above rejects a 5% error in the exact M/M/1-PS mean (the tests can fail)."""
-    ds = run(JSQPS.from_load(1, 0.6))
+    ds = run(JSQPS.from_rho(1, 0.6))
     assert within_ci(ds["mean"].values, 2.5).all()
     assert not within_ci(ds["mean"].values, 2.5 * 1.05).any()
 
@@ -194,5 +194,5 @@ def test_mm1ps_cdf_against_analytic_module():
     t = np.array([0.5, 1.0, 3.0, 10.0, 30.0])
     exact = mm1ps.mm1ps_sojourn_cdf(lam, 1.0, t)
     np.testing.assert_allclose(exact, 1 - mm1ps_sf(lam, 1.0, t, K=400), atol=1e-8)
-    ds = run(JSQPS.from_load(1, lam), reps=16, horizon=60_000.0, warmup=3_000.0)
+    ds = run(JSQPS.from_rho(1, lam), reps=16, horizon=60_000.0, warmup=3_000.0)
     assert within_ci(cdf_at(ds, t), exact, m=len(t)).all()

@@ -18,7 +18,7 @@ def test_grid_is_the_published_one():
 
 
 def test_dataset_layout_single():
-    spec = JSQPS.from_load(2, 0.5)
+    spec = JSQPS.from_rho(2, 0.5)
     ds = sojourn.approximate(spec, "A", t_max=20.0)
     assert set(ds.data_vars) == {"cdf", "lambda_n", "A_n", "run_time", "valid", "validity_reason", "validity_violation"}
     assert int(ds["valid"]) == 1 and int(ds["validity_reason"]) == 0 and "flag_meanings" in ds["validity_reason"].attrs
@@ -29,7 +29,7 @@ def test_dataset_layout_single():
 
 
 def test_approximate_all_matches_single_and_shares():
-    spec = JSQPS.from_load(3, 0.6)
+    spec = JSQPS.from_rho(3, 0.6)
     t = time_grid(30.0, 0.01)
     methods = ["A", "D", "C*", "exact"]
     ds = approximate_all(spec, methods, t=t)
@@ -59,7 +59,7 @@ def test_approximate_all_matches_single_and_shares():
     ],
 )
 def test_invalid_inputs_name_the_field(kwargs, field):
-    spec = JSQPS.from_load(2, 0.5)
+    spec = JSQPS.from_rho(2, 0.5)
     with pytest.raises(ValueError, match=field):
         approximate(spec, **kwargs)
 
@@ -67,11 +67,11 @@ def test_invalid_inputs_name_the_field(kwargs, field):
 @pytest.mark.parametrize(
     "spec,field",
     [
-        (JSQPS.from_load(2, 0.5, service="deterministic"), "method A needs exponential service.*use method T"),
-        (JSQPS.from_load(2, 0.5, arrivals="deterministic"), "interarrival must be Exponential"),
-        (JSQPS.from_load(2, 0.5, dispatch="random"), "dispatch"),
-        (JSQPS.from_load(2, 0.5, discipline="limited", ps_limit=2), "discipline"),
-        (JSQPS(servers=2, interarrival=Exponential(2.5), service=Exponential(1.0)), "load"),
+        (JSQPS.from_rho(2, 0.5, service="deterministic"), "method A needs exponential service.*use method T"),
+        (JSQPS.from_rho(2, 0.5, arrivals="deterministic"), "interarrival must be Exponential"),
+        (JSQPS.from_rho(2, 0.5, dispatch="random"), "dispatch"),
+        (JSQPS.from_rho(2, 0.5, discipline="limited", ps_limit=2), "discipline"),
+        (JSQPS(R=2, interarrival=Exponential(2.5), service=Exponential(1.0)), "rho must"),
     ],
 )
 def test_invalid_specs(spec, field):
@@ -92,14 +92,14 @@ def test_summary_percentiles():
 def test_cli_writes_netcdf(tmp_path, capsys):
     out = tmp_path / "a.nc"
     assert (
-        main(["approximate", "--servers", "2", "--load", "0.5", "--method", "E", "--t-max", "50", "--output", str(out)])
+        main(["approximate", "-R", "2", "--rho", "0.5", "--method", "E", "--t-max", "50", "--output", str(out)])
         == 0
     )
     text = capsys.readouterr().out
     assert "99.99th percentile" in text and "mean sojourn" in text
     with xr.open_dataset(out) as ds:
         assert ds.sizes["t"] == 5001 and ds.attrs["method"] == "E"
-    assert main(["approximate", "--servers", "2", "--load", "0.5", "--method", "Q", "--output", str(out)]) == 2
+    assert main(["approximate", "-R", "2", "--rho", "0.5", "--method", "Q", "--output", str(out)]) == 2
 
 
 def test_blas_limiter_restores_thread_count_under_concurrency():

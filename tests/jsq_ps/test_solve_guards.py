@@ -49,7 +49,7 @@ def sweep():
     out = {}
     for R in SWEEP_R:
         for rho in SWEEP_RHO:
-            out[(R, rho)] = approximate_all(JSQPS.from_load(R, rho), list(ALL_METHODS), t_max=180.0, dt=0.5,
+            out[(R, rho)] = approximate_all(JSQPS.from_rho(R, rho), list(ALL_METHODS), t_max=180.0, dt=0.5,
                                             state_budget=5_000, exact_budget=SWEEP_BUDGET)
     return out
 
@@ -211,7 +211,7 @@ def test_corrected_within_5_percent_of_exact_at_high_load(R, rho):
     means from independent routes (exact: Little's law on the system chain; X*: its tagged chain's linear
     solve). So W ≤ W_[0,T] + both tails, an upper bound."""
     T = HIGH_LOAD[(R, rho)]
-    spec = JSQPS.from_load(R, rho)
+    spec = JSQPS.from_rho(R, rho)
     ds = approximate_all(spec, list(CORRECTED_METHODS) + ["exact"], t_max=T, dt=0.05)
     t = ds["t"].values
     Fe = ds["cdf"].sel({"approximation": "exact"}).values
@@ -248,7 +248,7 @@ def test_default_budget_covers_R_up_to_4_on_the_default_grid():
 
 
 def test_over_budget_exact_is_nan_and_flagged_not_missing():
-    spec = JSQPS.from_load(3, 0.9)
+    spec = JSQPS.from_rho(3, 0.9)
     ds = approximate_all(spec, ["C*", "exact"], t_max=20.0, dt=0.1, exact_budget={"max_seconds": 1e-3})
     d = ds.sel({"approximation": "exact"})
     assert np.isnan(d["cdf"].values).all() and np.isnan(d["A_n"].values).all()
@@ -264,7 +264,7 @@ def test_over_budget_exact_is_nan_and_flagged_not_missing():
 def test_exact_within_budget_is_the_exact_method():
     """Budget mode, and reusing the corrected methods' spread chain, change nothing but where it runs."""
     t = time_grid(30.0, 0.05)
-    spec = JSQPS.from_load(3, 0.8)
+    spec = JSQPS.from_rho(3, 0.8)
     plain = exact_sojourn_cdf(2.4, 1.0, 3, t).cdf
     ds = approximate_all(spec, ["A*", "exact"], t=t, exact_budget=DEFAULT_BUDGET)
     assert json.loads(ds.attrs["exact_plan"])["shared_system_chain"] == 1
@@ -279,7 +279,7 @@ def test_bad_budget_names_the_field(budget, field):
     with pytest.raises(ValueError, match=field):
         check_budget(budget)
     with pytest.raises(ValueError, match=field):
-        approximate_all(JSQPS.from_load(2, 0.5), ["exact"], t_max=1.0, dt=0.5, exact_budget=budget)
+        approximate_all(JSQPS.from_rho(2, 0.5), ["exact"], t_max=1.0, dt=0.5, exact_budget=budget)
 
 
 # -- where the flags surface: the pipeline's cell task and the CLI ------------------------------------------

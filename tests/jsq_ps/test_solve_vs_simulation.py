@@ -23,7 +23,7 @@ CHECKS = 12
 @pytest.fixture(scope="module", params=[2, 3])
 def sim_and_exact(request):
     R, rho = request.param, 0.7
-    spec = sojourn.JSQPS.from_load(R, rho)
+    spec = sojourn.JSQPS.from_rho(R, rho)
     ds = simulate(spec, horizon=200_000.0, warmup=2_000.0, replications=REPS, seed=2026)
     t = time_grid()
     ex = exact_sojourn_cdf(rho * R, 1.0, R, t)

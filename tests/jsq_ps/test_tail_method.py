@@ -94,7 +94,7 @@ def test_budget_picks_the_spread_cap():
 
 
 def test_api_method_T():
-    spec = JSQPS.from_load(3, 0.9)
+    spec = JSQPS.from_rho(3, 0.9)
     ds = approximate(spec, "T", t_max=60.0, dt=0.05)
     assert int(ds["valid"]) == 1
     assert ds.attrs["D"] >= 2 and ds.attrs["margin_99.9"] >= 0.0
@@ -147,7 +147,7 @@ def test_the_command_line_states_T_margins(tmp_path, capsys):
     from sojourn.cli import main
 
     out = tmp_path / "t.nc"
-    assert main(["approximate", "-R", "4", "--load", "0.8", "--method", "T", "--t-max", "60", "--dt", "0.05",
+    assert main(["approximate", "-R", "4", "--rho", "0.8", "--method", "T", "--t-max", "60", "--dt", "0.05",
                  "--output", str(out)]) == 0
     text = capsys.readouterr().out
     import xarray as xr

@@ -190,7 +190,7 @@ def simulated_percentiles(R, rho, law, customers, reps=6, seed=3401):
     """Per-replication percentiles P of the numba kernel (a seed the other tests do not use)."""
     from sojourn.jsq_ps import raw
 
-    spec = JSQPS.from_load(R, rho, service=law)
+    spec = JSQPS.from_rho(R, rho, service=law)
     window = customers / spec.arrival_rate
     warmup = 0.05 * window + 100.0
     out = []
@@ -252,25 +252,25 @@ def test_reported_percentiles_against_a_stored_long_simulation(law, text, R, rho
 def test_api_takes_a_law_for_T_only():
     from sojourn.jsq_ps.solve.api import approximate
 
-    spec = JSQPS.from_load(2, 0.6, service="gamma:shape=2")
+    spec = JSQPS.from_rho(2, 0.6, service="gamma:shape=2")
     ds = approximate(spec, "T", t_max=60.0, dt=0.01)
     assert int(ds["valid"]) == 1 and ds.attrs["representation"] == "exact phase-type"
     assert ds.attrs["service_law"].startswith("gamma") and 0 < ds.attrs["margin_99.99"] < 0.05
     with pytest.raises(ValueError, match="method exact needs exponential service.*use method T"):
         approximate(spec, "exact", t_max=60.0)
     with pytest.raises(ValueError, match="tail_h must be in"):
-        approximate(JSQPS.from_load(2, 0.6, service="uniform"), "T", t_max=60.0, tail_h=0.5)
+        approximate(JSQPS.from_rho(2, 0.6, service="uniform"), "T", t_max=60.0, tail_h=0.5)
 
 
 def test_cli_approximate_with_a_service_law(tmp_path, capsys):
     from sojourn.cli import main
 
     out = tmp_path / "a.nc"
-    assert main(["approximate", "-R", "2", "--load", "0.6", "--service", "moments:m1=1,m2=1.5,m3=3",
+    assert main(["approximate", "-R", "2", "--rho", "0.6", "--service", "moments:m1=1,m2=1.5,m3=3",
                  "--method", "T", "--t-max", "60", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "99.99th percentile" in text and "the model error is not in them" in text and out.is_file()
-    assert main(["approximate", "-R", "2", "--load", "0.6", "--service", "uniform", "--method", "A*",
+    assert main(["approximate", "-R", "2", "--rho", "0.6", "--service", "uniform", "--method", "A*",
                  "-o", str(out)]) == 2
     assert "--service uniform needs --method T" in capsys.readouterr().err
 

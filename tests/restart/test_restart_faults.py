@@ -12,7 +12,7 @@ from sojourn.core.runs.job import run
 from support.faults import kill_a_worker_while
 
 pytestmark = pytest.mark.slow
-EXAMPLE = {"model": "example2", "rates": [0.2, 2.0, 20.0], "horizon": 40000, "warmup": 1000,
+EXAMPLE = {"model": "example2", "rates": [0.2, 2.0, 20.0], "window": {"length": 40000, "warmup": 1000},
            "semantics": ["signal", "timeout_exponential"]}
 SIM = {"replications": 3, "seed": 0, "restart_max": 50, "max_jobs": 100, "max_events": 50_000_000}
 GRID = {"dt": 0.05, "t_max": 200.0}

@@ -20,10 +20,11 @@ TINY = {
     "split_merge": {"enabled": False},
     "restart": {
         "examples": {
-            "example1": {"model": "example1", "rates": {"start": 0.1, "stop": 5, "num": 3}, "horizon": 100000,
-                         "warmup": 5000, "semantics": ["signal", "timeout_deterministic"]},
-            "example2": {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000,
-                         "warmup": 1000},
+            "example1": {"model": "example1", "rates": {"start": 0.1, "stop": 5, "num": 3},
+                         "window": {"length": 100000, "warmup": 5000},
+                         "semantics": ["signal", "timeout_deterministic"]},
+            "example2": {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3},
+                         "window": {"length": 20000, "warmup": 1000}},
         },
         "simulation": {"replications": 2},
         "figures": {"formats": ["png"]},
@@ -91,11 +92,11 @@ def test_nothing_to_do_after_a_run_and_bad_config_rejected(run):
     proc = snakemake(run, TINY, "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
     bad = yaml.safe_load(yaml.safe_dump(TINY))
-    bad["restart"]["examples"]["example1"]["warmup"] = 60000  # 2 * warmup > horizon
+    bad["restart"]["examples"]["example1"]["window"]["warmup"] = 60000  # 2 * warmup > length
     proc = snakemake(run, bad, "-n")
     assert (
         proc.returncode != 0
-        and "restart.examples.example1: horizon must be > warmup + cooldown" in proc.stdout + proc.stderr
+        and "restart.examples.example1.window: length must be > warmup + cooldown" in proc.stdout + proc.stderr
     )
     bad = yaml.safe_load(yaml.safe_dump(TINY))
     bad["restart"]["examples"]["example1"]["model"] = "nope"
@@ -159,7 +160,7 @@ def test_adding_a_rate_simulates_only_that_rates_replications(tmp_path):
     """A sweep given as a list of rates: one rate added reruns the sweep job, which simulates only the new rate's
     replications (3 semantics x 2 replications) and takes the others from its cache, bit-identical to a fresh
     run of the longer list; the product form and the other example are not rerun."""
-    one = {"model": "example2", "rates": [0.2, 2.0, 20.0], "horizon": 20000, "warmup": 1000}
+    one = {"model": "example2", "rates": [0.2, 2.0, 20.0], "window": {"length": 20000, "warmup": 1000}}
     cfg = {**TINY, "restart": {**TINY["restart"], "examples": {"example2": one}}}
     assert snakemake(tmp_path, cfg).returncode == 0
     log = tmp_path / "results" / "restart" / "logs" / "simulate" / "example2.log"

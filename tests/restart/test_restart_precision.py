@@ -21,7 +21,8 @@ from sojourn.restart.files import load_model
 from sojourn.restart.simulate import simulate, spec_for
 from sojourn.restart.solve import solve
 
-EXAMPLE = {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3}, "horizon": 20000, "warmup": 1000,
+EXAMPLE = {"model": "example2", "rates": {"start": 0.2, "stop": 20, "num": 3},
+           "window": {"length": 20000, "warmup": 1000},
            "semantics": ["signal", "timeout_exponential"]}
 SIM = {"replications": 2, "seed": 0, "restart_max": 50, "max_jobs": 100, "max_events": 50_000_000}
 GRID = {"dt": 0.05, "t_max": 200.0}

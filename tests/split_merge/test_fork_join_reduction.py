@@ -18,7 +18,7 @@ HYPER = "hyperexponential:probs=0.8873/0.1127,rates=1.7746/0.2254"
 
 @pytest.mark.parametrize("n,r,law", [(4, 2, "exponential"), (6, 3, HYPER), (3, 3, HYPER), (5, 1, "exponential")])
 def test_fork_join_takes_split_merge_exact_values_where_they_coincide(n, r, law):
-    fj = SplitMerge.from_load(n, r, 1, 0.8, law, "fork_join")
+    fj = SplitMerge.from_rho(n, r, 1, 0.8, law, "fork_join")
     assert fork_join_is_split_merge(fj)
     a, b = exact_results(fj, [0.5, 0.99]), exact_results(fj.with_model("split_merge"), [0.5, 0.99])
     assert a["exact"] and a["mean_latency"] == b["mean_latency"] and math.isfinite(a["mean_latency"])
@@ -28,7 +28,7 @@ def test_fork_join_takes_split_merge_exact_values_where_they_coincide(n, r, law)
 
 @pytest.mark.parametrize("n,r,q", [(5, 2, 1), (4, 2, 2)])
 def test_no_exact_value_where_fork_join_differs(n, r, q):
-    fj = SplitMerge.from_load(n, r, q, 0.8, "exponential", "fork_join")
+    fj = SplitMerge.from_rho(n, r, q, 0.8, "exponential", "fork_join")
     assert not fork_join_is_split_merge(fj)
     assert exact_results(fj)["delay_method"] == "none" and math.isnan(exact_results(fj)["mean_latency"])
 
@@ -47,7 +47,7 @@ def test_cli_prints_the_split_merge_exact_value_for_fork_join(tmp_path, capsys):
 
 def test_fork_join_simulation_agrees_with_the_exact_mean():
     """8 replications of 20 000 workunits, seed 3: the 99 % t-interval of the mean latency covers the exact one."""
-    fj = SplitMerge.from_load(6, 3, 1, 0.85, HYPER, "fork_join")
+    fj = SplitMerge.from_rho(6, 3, 1, 0.85, HYPER, "fork_join")
     ds = simulate(fj, workunits=20_000, replications=8, seed=3)
     m, h = mean_ci(ds["mean_latency"].values, confidence=0.99)
     assert abs(m - exact_results(fj)["mean_latency"]) <= h, (m, h, exact_results(fj)["mean_latency"])

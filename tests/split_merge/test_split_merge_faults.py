@@ -24,7 +24,7 @@ def _settings():
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["split_merge"]
     cfg = validate_config(copy.deepcopy(cfg), ROOT / "workflow" / "schemas" / "split_merge.schema.yaml", "split_merge")
     cfg["simulation"]["replications"] = 6
-    cfg["experiment_b"].update(replicas=[1, 2, 3], workunits=60_000, warmup=1000)
+    cfg["experiment_b"].update(replicas=[1, 2, 3], window={"length": 60_000, "warmup": 1000})
     return {k: cfg[k] for k in ("simulation", "comparison", "experiment_b")}
 
 

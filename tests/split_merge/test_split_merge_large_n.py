@@ -28,7 +28,7 @@ def test_expm_quantiles_equal_uniformized_ones(C, gap, nu):
 
 
 def test_a_trillion_hosts_answer_exactly(capsys):
-    spec = SplitMerge.from_load(10**12, 1, 1, 0.9)
+    spec = SplitMerge.from_rho(10**12, 1, 1, 0.9)
     e = S.exact_results(spec, [0.5, 0.99])
     assert e["delay_method"] == "erlang-c" and e["p_wait"] < 1e-300  # a queue of 1e12 servers at load 0.9 never waits
     assert e["mean_latency"] == pytest.approx(1.0, rel=1e-12)

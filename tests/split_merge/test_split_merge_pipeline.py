@@ -29,10 +29,11 @@ TINY = {
     "split_merge": {
         "simulation": {"replications": 3, "seed": 0},
         "comparison": {"percentiles": [50, 99]},
-        "experiment_a": {"workunits": 4000, "warmup": 400},
-        "experiment_b": {"replicas": [1, 2, 3], "workunits": 3000, "warmup": 300},
-        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2], "workunits": 3000, "warmup": 300,
-                         "fork_join": {"enabled": True, "workunits": 1000, "warmup": 100}},
+        "experiment_a": {"window": {"length": 4000, "warmup": 400}},
+        "experiment_b": {"replicas": [1, 2, 3], "window": {"length": 3000, "warmup": 300}},
+        "experiment_c": {"hosts": 20, "replicas": [1, 2, 4], "quorums": [1, 2],
+                         "window": {"length": 3000, "warmup": 300},
+                         "fork_join": {"enabled": True, "window": {"length": 1000, "warmup": 100}}},
         "figures": {"formats": ["png"]},
     },
 }
@@ -44,7 +45,7 @@ def test_default_config_cells_are_the_seeds_experiments():
     c = cells(DEFAULT, "c")
     sm = [x for x in c if x["model"] == "split_merge"]
     assert len(sm) == 2 * 27  # q in {1,2,3}, r = 1..10, q <= r; two laws
-    assert all(x["spec"].hosts == 100 and abs(x["spec"].load - 0.9) < 1e-12 for x in sm)
+    assert all(x["spec"].hosts == 100 and abs(x["spec"].rho - 0.9) < 1e-12 for x in sm)
     assert [f.stem for f in figures(DEFAULT)] == ["experiment_a_latency", "experiment_b_heatmap",
                                                   "experiment_c_exponential", "experiment_c_hyperexponential"]
 
@@ -128,23 +129,23 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # nothing to do afterwards; a change of experiment (b) reruns (b) and the figures only
     assert "Nothing to be done" in _snakemake(tmp_path, "-n").stdout
     tiny = copy.deepcopy(TINY)
-    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    tiny["split_merge"]["experiment_b"]["window"]["length"] = 3500
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     out = _snakemake(tmp_path, "-n").stdout
     assert re.search(r"split_merge_experiment\s+1\b", out) and re.search(r"split_merge_figures\s+1\b", out), out
     # an unknown key is rejected by the schema
-    tiny["split_merge"]["experiment_b"]["workunit"] = 1
+    tiny["split_merge"]["experiment_b"]["window"]["lenght"] = 1
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     bad = _snakemake(tmp_path, "-n")
-    assert bad.returncode != 0 and "workunit" in (bad.stdout + bad.stderr)
+    assert bad.returncode != 0 and "lenght" in (bad.stdout + bad.stderr)
     # a key of an earlier release names its new place in one line
-    tiny["split_merge"]["experiment_b"].pop("workunit")
+    tiny["split_merge"]["experiment_b"]["window"].pop("lenght")
     tiny["split_merge"]["simulation"]["warmup_fraction"] = 0.1
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     old = _snakemake(tmp_path, "-n")
     assert old.returncode != 0
     assert (
-        "split_merge.simulation.warmup_fraction: this key has moved: each experiment's warmup"
+        "split_merge.simulation.warmup_fraction: this key has moved: split_merge.simulation.window.warmup"
         in old.stdout + old.stderr
     )
     # one more replication per cell: every experiment reruns, simulating only the new replication of each cell
@@ -167,7 +168,7 @@ def _a_changed_run_recomputes_no_exact_value(tmp_path, res, cfg):
     """A changed run of experiment (b) reruns its exact-values job, which takes every cell from its cache (their
     content keys are unchanged), and simulates (b) anew; (a) and (c) are not touched."""
     tiny = copy.deepcopy(cfg)
-    tiny["split_merge"]["experiment_b"]["workunits"] = 3500
+    tiny["split_merge"]["experiment_b"]["window"]["length"] = 3500
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny))
     proc = _snakemake(tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

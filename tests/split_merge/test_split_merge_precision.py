@@ -28,7 +28,7 @@ PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
 
 
 def test_api_reaches_the_target_and_equals_the_fixed_count_run():
-    spec = SplitMerge.from_load(3, 3, 2, 0.8, PH3)
+    spec = SplitMerge.from_rho(3, 3, 2, 0.8, PH3)
     ds = simulate(spec, workunits=3000, seed=2, precision={"statistic": "mean", "relative_half_width": 0.04})
     n = int(ds["replications_used"])
     assert int(ds["stop_reason"]) == TARGET_MET and n >= 5
@@ -47,7 +47,7 @@ def _settings(rel):
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["split_merge"]
     cfg = validate_config(copy.deepcopy(cfg), ROOT / "workflow" / "schemas" / "split_merge.schema.yaml", "split_merge")
     cfg["simulation"]["precision"] = {"statistic": "mean", "relative_half_width": rel, "max_replications": 60}
-    cfg["experiment_b"].update(replicas=[1, 3], workunits=2000, warmup=200, load=0.5)
+    cfg["experiment_b"].update(replicas=[1, 3], window={"length": 2000, "warmup": 200}, rho=0.5)
     return {k: cfg[k] for k in ("simulation", "comparison", "experiment_b")}
 
 

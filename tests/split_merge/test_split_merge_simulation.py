@@ -28,19 +28,19 @@ def _check(ds, var, exact, wrong):
 
 
 def test_split_merge_matches_pollaczek_khinchine_r_equals_n():
-    s = SplitMerge.from_load(3, 3, 2, 0.75, PH3)
+    s = SplitMerge.from_rho(3, 3, 2, 0.75, PH3)
     ds = simulate(s, workunits=200_000, replications=10, seed=11)
     e = exact_results(s)
     m1 = s.mean_service
     # power control: M/M/1 with the same mean service (ignores the order statistic's variability)
-    wrong = s.load / (1 - s.load) * m1
+    wrong = s.rho / (1 - s.rho) * m1
     _check(ds, "mean_delay", e["mean_delay"], wrong)
     _check(ds, "mean_latency", e["mean_latency"], wrong + m1)
-    _check(ds, "host_utilisation", s.load, s.load * 1.02)
+    _check(ds, "host_utilisation", s.rho, s.rho * 1.02)
 
 
 def test_split_merge_matches_erlang_c_q1_exponential():
-    s = SplitMerge.from_load(11, 2, 1, 0.9, "exponential:rate=1.5")  # c = 5, one host never usable
+    s = SplitMerge.from_rho(11, 2, 1, 0.9, "exponential:rate=1.5")  # c = 5, one host never usable
     ds = simulate(s, workunits=200_000, replications=10, seed=12)
     e = exact_results(s)
     assert e["delay_method"] == "erlang-c"
@@ -53,7 +53,7 @@ def test_split_merge_matches_erlang_c_q1_exponential():
 
 
 def test_split_merge_matches_the_qbd_for_several_super_servers():
-    s = SplitMerge.from_load(7, 2, 2, 0.8, PH3)  # M/PH/3 with 9-phase S_{2:2}
+    s = SplitMerge.from_rho(7, 2, 2, 0.8, PH3)  # M/PH/3 with 9-phase S_{2:2}
     e = exact_results(s)
     assert e["delay_method"] == "qbd"
     ds = simulate(s, workunits=150_000, replications=10, seed=13)
@@ -65,7 +65,7 @@ def test_split_merge_matches_the_qbd_for_several_super_servers():
 
 
 def test_exact_latency_percentile_is_reproduced():
-    s = SplitMerge.from_load(3, 3, 2, 0.75, PH3)
+    s = SplitMerge.from_rho(3, 3, 2, 0.75, PH3)
     e = exact_results(s, percentiles=[0.99])
     ds = simulate(s, workunits=200_000, replications=10, seed=14, dt=0.01, t_max=100.0)
     from sojourn.split_merge.summary import percentile_per_replication
@@ -77,13 +77,13 @@ def test_exact_latency_percentile_is_reproduced():
 
 
 def test_fork_join_r1_is_fcfs_mmn_and_r_equals_n_q1_is_mm1():
-    s = SplitMerge.from_load(5, 1, 1, 0.8, "exponential", model="fork_join")
+    s = SplitMerge.from_rho(5, 1, 1, 0.8, "exponential", model="fork_join")
     ds = simulate(s, workunits=150_000, replications=10, seed=15)
     lam = s.arrival_rate
     exact = erlang_c(5, lam) / (5 - lam)
     _check(ds, "mean_delay", exact, erlang_c(5, lam * 1.02) / (5 - lam * 1.02))
     # r = n, q = 1: every host is free when the winning replica ends, so M/M/1 at rate n·μ
-    s = SplitMerge.from_load(3, 3, 1, 0.8, "exponential", model="fork_join")
+    s = SplitMerge.from_rho(3, 3, 1, 0.8, "exponential", model="fork_join")
     ds = simulate(s, workunits=150_000, replications=10, seed=16)
     exact = exact_results(s.with_model("split_merge"))["mean_latency"]
     _check(ds, "mean_latency", exact, exact * 1.05)
@@ -92,7 +92,7 @@ def test_fork_join_r1_is_fcfs_mmn_and_r_equals_n_q1_is_mm1():
 def test_fork_join_cancellation_beats_split_merge_for_q_below_r():
     """Fork-join lets the replicas of a workunit start as hosts free up: its mean latency is below split-merge's
     (a property, checked with CIs of both)."""
-    sm = SplitMerge.from_load(12, 3, 2, 0.8, "hyperexponential")
+    sm = SplitMerge.from_rho(12, 3, 2, 0.8, "hyperexponential")
     a = simulate(sm, workunits=50_000, replications=6, seed=17)
     b = simulate(sm.with_model("fork_join"), workunits=50_000, replications=6, seed=17)
     ma, ha = mean_ci(a["mean_latency"].values, confidence=CONF)
@@ -173,7 +173,7 @@ def test_fork_join_kernel_equals_the_sequence_recursion_on_its_own_draws(law_tex
         return inter, X
 
     n, r, q, N = 100, 5, 3, 20_000
-    spec = SplitMerge.from_load(n, r, q, 0.95, law_text, model="fork_join")
+    spec = SplitMerge.from_rho(n, r, q, 0.95, law_text, model="fork_join")
     code, p = spec.replica_law.kernel_spec()
     walk = _replica_walk(spec.replica_law)
     scale = 1.0 / spec.arrival_rate
@@ -252,7 +252,7 @@ def _kernel_draws(law, n, r, q, lam, seed, N):
 def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
     """Reproduce the kernel's draws, run the c-server reference on them: the kernel's recorded delay sum and
     histogram equal the reference's (both draw paths: the inline stream and the Generator)."""
-    spec = SplitMerge.from_load(n, r, q, 0.95, law_text)
+    spec = SplitMerge.from_rho(n, r, q, 0.95, law_text)
     law, lam, seed, N = spec.replica_law, spec.arrival_rate, 99, 10_000
     inter, svc, walk = _kernel_draws(law, n, r, q, lam, seed, N)
     code, p = law.kernel_spec()
@@ -277,7 +277,7 @@ def test_streaming_kernel_equals_mgc_on_its_own_draws(law_text, n, r, q):
 
 
 def test_replication_is_reproducible_alone_and_histograms_are_complete():
-    s = SplitMerge.from_load(10, 2, 2, 0.7, "erlang:k=2,rate=2")
+    s = SplitMerge.from_rho(10, 2, 2, 0.7, "erlang:k=2,rate=2")
     ds = simulate(s, workunits=5_000, replications=3, seed=3, t_max=20.0, dt=0.05)
     one = simulate_replication(s, 2, seed=3, workunits=5_000, t_max=20.0, dt=0.05)
     for v in ("latency_count", "delay_sum", "mean_latency", "throughput"):
@@ -303,7 +303,7 @@ def test_replication_is_reproducible_alone_and_histograms_are_complete():
     ({"workunits": 10, "seed": -1}, "seed must be an integer >= 0"),
 ])
 def test_bad_simulation_arguments_are_rejected(kwargs, match):
-    s = SplitMerge.from_load(4, 2, 1, 0.5)
+    s = SplitMerge.from_rho(4, 2, 1, 0.5)
     with pytest.raises(ValueError, match=match):
         simulate(s, **kwargs)
 

@@ -15,7 +15,7 @@ def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     from sojourn.split_merge.solve import QBD_RTOL, erlang_c, exact_dataset, exact_results, mphc_qbd
 
     for load in (0.99, 0.9999, 1 - 1e-7):
-        s = SplitMerge.from_load(6, 2, 1, load, "exponential")
+        s = SplitMerge.from_rho(6, 2, 1, load, "exponential")
         res = mphc_qbd(s.arrival_rate, s.super_servers, *order_statistic_ph(s.replica_law, 1, 2))
         nu = 2 * s.replica_law.rate
         truth = erlang_c(3, s.arrival_rate / nu) / (3 * nu - s.arrival_rate)
@@ -26,7 +26,7 @@ def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     assert not mphc_qbd(s.arrival_rate, 3, *order_statistic_ph(s.replica_law, 1, 2))["exact"]  # 1 - 1e-7: 2 %
 
     PH3 = "phasetype:alpha=0.5/0.3/0.2,T=-2/1/0.5|0.3/-1.5/0.2|0/0.4/-3"
-    near = SplitMerge.from_load(6, 2, 2, 1 - 1e-7, PH3)  # the QBD path (q = 2)
+    near = SplitMerge.from_rho(6, 2, 2, 1 - 1e-7, PH3)  # the QBD path (q = 2)
     e = exact_results(near)
     assert e["delay_method"] == "none" and not e["exact"] and np.isnan(e["mean_delay"]) and e["qbd_phases"] > 0
     assert e["qbd_relative_error"] > QBD_RTOL
@@ -34,7 +34,7 @@ def test_split_merge_qbd_is_exact_only_within_its_tolerance():
     assert (
         int(ds["is_exact"]) == 0 and ds.attrs["qbd_relative_error"] > QBD_RTOL and ds.attrs["qbd_tolerance"] == QBD_RTOL
     )
-    ok = exact_results(SplitMerge.from_load(6, 2, 2, 0.9, PH3))
+    ok = exact_results(SplitMerge.from_rho(6, 2, 2, 0.9, PH3))
     assert ok["delay_method"] == "qbd" and ok["exact"] and ok["qbd_relative_error"] < 1e-11
 
 
@@ -42,7 +42,7 @@ def test_split_merge_qbd_not_converged_is_not_exact(monkeypatch, capsys):
     import sojourn.split_merge.solve as sm
     from sojourn.split_merge.model import SplitMerge
 
-    s = SplitMerge.from_load(6, 2, 2, 0.9, "hyperexponential")
+    s = SplitMerge.from_rho(6, 2, 2, 0.9, "hyperexponential")
     assert sm.exact_results(s)["exact"]
     monkeypatch.setattr(sm, "QBD_MAX_ITERATIONS", 2)  # the reduction stopped short of its tolerance
     e = sm.exact_results(s)

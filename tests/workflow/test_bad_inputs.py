@@ -49,8 +49,8 @@ class Case:
 
 
 # -- command line --------------------------------------------------------------------------------
-SIM = ["simulate", "-R", "2", "--load", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10"]
-APX = ["approximate", "-R", "2", "--load", "0.5", "--method", "A", "--dt", "0.1", "--t-max", "10"]
+SIM = ["simulate", "-R", "2", "--rho", "0.5", "--horizon", "2000", "--warmup", "100", "--dt", "0.1", "--t-max", "10"]
+APX = ["approximate", "-R", "2", "--rho", "0.5", "--method", "A", "--dt", "0.1", "--t-max", "10"]
 OUT = "{out}"  # replaced by a path in the test's temp folder
 
 
@@ -81,18 +81,18 @@ CLI = [
     Case("horizon-nan", _sim("--horizon", "nan"), ("--horizon",)),
     Case("horizon-inf", _sim("--horizon", "inf"), ("--horizon",)),
     Case("horizon-below-warmup-and-default-cooldown",
-         ["simulate", "-R", "2", "--load", "0.5", "--horizon", "100", "--warmup", "50", "--output", OUT],
+         ["simulate", "-R", "2", "--rho", "0.5", "--horizon", "100", "--warmup", "50", "--output", OUT],
          ("--horizon", "--warmup", "--cooldown", "defaults to --warmup")),
     Case("warmup-plus-cooldown-equal-horizon", _sim("--warmup", "1000", "--cooldown", "1000"),
          ("--horizon", "--warmup", "--cooldown")),
     Case("warmup-negative", _sim("--warmup", "-1"), ("--warmup",)),
     Case("cooldown-negative", _sim("--cooldown", "-1"), ("--cooldown",)),
     # system
-    Case("load-one", _sim("--load", "1"), ("--load", "(0, 1)")),
-    Case("load-above-one", _sim("--load", "1.2"), ("--load",)),
-    Case("load-zero", _sim("--load", "0"), ("--load",)),
-    Case("load-negative", _sim("--load", "-0.3"), ("--load",)),
-    Case("load-nan", _sim("--load", "nan"), ("--load",)),
+    Case("load-one", _sim("--rho", "1"), ("--rho", "(0, 1)")),
+    Case("load-above-one", _sim("--rho", "1.2"), ("--rho",)),
+    Case("load-zero", _sim("--rho", "0"), ("--rho",)),
+    Case("load-negative", _sim("--rho", "-0.3"), ("--rho",)),
+    Case("load-nan", _sim("--rho", "nan"), ("--rho",)),
     Case("servers-zero", _sim("-R", "0"), ("--servers",)),
     Case("servers-not-integer", _sim("-R", "two"), ("--servers", "must be an integer")),
     Case("mu-zero", _sim("--mu", "0"), ("--mu",)),
@@ -110,7 +110,7 @@ CLI = [
     Case("backend-misspelt", _sim("--backend", "cwi"), ("--backend",), "ciw"),
     Case("dispatch-unknown", _sim("--dispatch", "nearest"), ("--dispatch",)),
     Case("dispatch-misspelt", _sim("--dispatch", "randm"), ("--dispatch",), "random"),
-    Case("dispatch-choices-too-many", _sim("--dispatch", "jsq-d:9"), ("--dispatch", "choices", "--servers")),
+    Case("dispatch-choices-too-many", _sim("--dispatch", "jsq-d:9"), ("--dispatch", "choices", "-R")),
     Case("dispatch-choices-not-integer", _sim("--dispatch", "jsq-d:x"), ("--dispatch",)),
     Case("discipline-limit-not-integer", _sim("--discipline", "limited:x"), ("--discipline",)),
     Case("discipline-limit-zero", _sim("--discipline", "limited:0"), ("--discipline limited:C",)),
@@ -136,9 +136,9 @@ CLI = [
     Case("L2-below-L1", _apx("--L1", "5", "--L2", "4"), ("--L2", "--L1")),
     Case("L2-below-table4-L1", _apx("--L2", "4"), ("--L2", "--L1", "Table 4")),
     Case("L1-above-default-L2", _apx("--L1", "300"), ("--L2", "--L1")),
-    Case("approximate-load-one", _apx("--load", "1"), ("--load",)),
+    Case("approximate-load-one", _apx("--rho", "1"), ("--rho",)),
     Case("approximate-tmax-nan", _apx("--t-max", "nan"), ("--t-max",)),
-    Case("approximate-flag-misspelt", ["approximate", "-R", "2", "--load", "0.5", "--metod", "A", "--output", OUT],
+    Case("approximate-flag-misspelt", ["approximate", "-R", "2", "--rho", "0.5", "--metod", "A", "--output", OUT],
          ("--metod",), "--method"),
     # precision-driven replications
     Case("precision-statistic-unknown", _sim("--precision", "median"), ("--precision",), "mean"),
@@ -157,19 +157,19 @@ CLI = [
          _sim("--precision", "mean", "--min-replications", "9", "--max-replications", "8"),
          ("--min-replications", "--max-replications")),
     # issue 26: predicted memory and time refused before any allocation, naming the flag and the override
-    Case("servers-memory", _sim("-R", "100000000"), ("--servers", "GiB of memory", "--max-memory")),
+    Case("servers-memory", _sim("-R", "100000000"), ("-R", "GiB of memory", "--max-memory")),
     Case("grid-memory", _sim("--dt", "1e-9", "--t-max", "1e9"), ("--t-max/--dt", "EiB of memory", "--max-memory")),
     Case("events-time", _sim("-R", "1000", "--horizon", "1e9"),
-         ("--servers/--horizon/--replications", "predicted to take", "--max-time")),
+         ("-R/--horizon/--replications", "predicted to take", "--max-time")),
     Case("limit-from-flag", _sim("--max-memory", "1k"), ("--t-max/--dt", "(--max-memory)")),
     Case("max-memory-not-a-size", _sim("--max-memory", "lots"), ("--max-memory", "16G")),
     Case("max-time-unknown-unit", _sim("--max-time", "1ms"), ("--max-time", "30m")),
     Case("approximate-L2-memory", _apx("--L2", "100000000"), ("--L2", "memory", "--max-memory"),
          absent=("--t-max/--dt",)),
     Case("approximate-grid-memory", _apx("--dt", "1e-9", "--t-max", "1e9"), ("--t-max/--dt", "memory")),
-    Case("approximate-servers-memory", _apx("-R", "100000000", "--method", "exact"), ("--servers", "memory")),
+    Case("approximate-servers-memory", _apx("-R", "100000000", "--method", "exact"), ("-R", "memory")),
     # T's phase tables grow as R³ (R − 1 offsets per phase): it built them for minutes, then the OOM killer at 24 GB
-    Case("approximate-T-servers-memory", _apx("-R", "3000", "--method", "T"), ("--servers", "memory", "method T")),
+    Case("approximate-T-servers-memory", _apx("-R", "3000", "--method", "T"), ("-R", "memory", "method T")),
     Case("approximate-L1-memory", _apx("-R", "8", "--L1", "200", "--L2", "200"), ("--L1", "memory")),
     # issue 26: laws
     Case("service-param-twice", _sim("--service", "lognormal:sigma=1,sigma=5"), ("--service", "'sigma'", "twice")),
@@ -350,7 +350,7 @@ def test_os_error_while_writing_is_one_line_with_status_1(tmp_path, capsys, monk
 
 
 # -- Python API ----------------------------------------------------------------------------------
-GOOD = JSQPS.from_load(2, 0.5)
+GOOD = JSQPS.from_rho(2, 0.5)
 
 API = [
     Case("api-law-unknown", lambda: parse_law("nosuchlaw"), ("unknown law",)),
@@ -365,10 +365,10 @@ API = [
     Case("api-law-rate-negative", lambda: parse_law("exponential:rate=-1"), ("exponential.rate",)),
     Case("api-law-rate-inf", lambda: parse_law("exponential:rate=inf"), ("exponential.rate",)),
     Case("api-law-not-a-string", lambda: parse_law(3), ("NAME[:key=value",)),
-    Case("api-load-one", lambda: JSQPS.from_load(2, 1.0), ("load",)),
-    Case("api-servers-zero", lambda: JSQPS.from_load(0, 0.5), ("servers",)),
-    Case("api-mu-nan", lambda: JSQPS.from_load(2, 0.5, mu=float("nan")), ("mu",)),
-    Case("api-dispatch-unknown", lambda: JSQPS.from_load(2, 0.5, dispatch="fastest"), ("dispatch",)),
+    Case("api-rho-one", lambda: JSQPS.from_rho(2, 1.0), ("rho",)),
+    Case("api-R-zero", lambda: JSQPS.from_rho(0, 0.5), ("R must",)),
+    Case("api-mu-nan", lambda: JSQPS.from_rho(2, 0.5, mu=float("nan")), ("mu",)),
+    Case("api-dispatch-unknown", lambda: JSQPS.from_rho(2, 0.5, dispatch="fastest"), ("dispatch",)),
     Case("api-window", lambda: simulate(GOOD, horizon=1000.0, warmup=600.0), ("horizon",)),
     Case("api-dt-zero", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.0), ("dt",)),
     Case("api-tmax-not-multiple", lambda: simulate(GOOD, horizon=1000.0, warmup=10.0, dt=0.03, t_max=1.0),
@@ -420,11 +420,13 @@ def S(**slurm):
 
 
 CONFIG = [
-    Case("key-misspelt", J(simulation={"horizonn": 5}), ("jsq_ps.simulation.horizonn", "unknown key"), "horizon"),
+    Case("key-misspelt", J(simulation={"window": {"lenght": 5}}), ("jsq_ps.simulation.window.lenght", "unknown key"),
+         "length"),
     Case("section-misspelt", J(simulaton={"horizon": 5}), ("jsq_ps.simulaton",), "simulation"),
     Case("top-key-misspelt", {"reslts": "x"}, ("reslts",), "results"),
     Case("cluster-key-misspelt", {"cluster": {"knd": "local"}}, ("cluster.knd",), "kind"),
-    Case("number-as-string", J(simulation={"horizon": "30000"}), ("jsq_ps.simulation.horizon", "--configfile")),
+    Case("number-as-string", J(simulation={"window": {"length": "30000"}}),
+         ("jsq_ps.simulation.window.length", "--configfile")),
     Case("replications-zero", J(simulation={"replications": 0}), ("jsq_ps.simulation.replications", ">= 1")),
     Case("replications-float", J(simulation={"replications": 2.5}), ("jsq_ps.simulation.replications", "integer")),
     Case("backend-unknown", J(simulation={"backend": "simpy"}), ("jsq_ps.simulation.backend", "fast, ciw")),
@@ -436,7 +438,13 @@ CONFIG = [
     Case("dt-zero", J(time_grid={"dt": 0}), ("jsq_ps.time_grid.dt",)),
     Case("tmax-below-dt", J(time_grid={"dt": 0.01, "t_max": 0.005}), ("jsq_ps.time_grid.t_max",)),
     Case("tmax-not-multiple", J(time_grid={"dt": 0.03, "t_max": 1}), ("jsq_ps.time_grid.t_max", "multiple")),
-    Case("window", J(simulation={"horizon": 1000, "warmup": 500, "cooldown": 500}), ("jsq_ps.simulation.warmup",)),
+    Case("window", J(simulation={"window": {"length": 1000, "warmup": 500, "cooldown": 500}}),
+         ("jsq_ps.simulation.window.warmup",)),
+    # the keys of the run window and the load before the vocabulary was one (issue 33): one line, both names
+    Case("old-horizon", J(simulation={"horizon": 30000}),
+         ("jsq_ps.simulation.horizon", "this key has moved: jsq_ps.simulation.window.length")),
+    Case("old-cooldown", J(simulation={"cooldown": 100}),
+         ("jsq_ps.simulation.cooldown", "this key has moved: jsq_ps.simulation.window.cooldown")),
     Case("rho-range-missing-step", J(grid={"rho": None, "rho_range": {"start": 0.1, "stop": 0.5}}),
          ("jsq_ps.grid.rho_range.step", "missing")),
     Case("method-unknown", J(approximation={"methods": ["A", "G"]}), ("jsq_ps.approximation.methods",)),
@@ -497,9 +505,11 @@ CONFIG = [
     Case("precision-cdf-beyond-grid", J(simulation={"precision": {"statistic": "cdf", "at": 500}}),
          ("jsq_ps.simulation.precision.at", "t_max")),
     # every number finite, no list item twice (issue 26): refused before any job, naming the key
-    Case("horizon-inf", J(simulation={"horizon": float("inf")}), ("jsq_ps.simulation.horizon", "finite")),
-    Case("horizon-nan", J(simulation={"horizon": float("nan")}), ("jsq_ps.simulation.horizon",)),
-    Case("warmup-inf", J(simulation={"warmup": float("inf")}), ("jsq_ps.simulation.warmup", "finite")),
+    Case("horizon-inf", J(simulation={"window": {"length": float("inf")}}), ("jsq_ps.simulation.window.length",
+                                                                             "finite")),
+    Case("horizon-nan", J(simulation={"window": {"length": float("nan")}}), ("jsq_ps.simulation.window.length",)),
+    Case("warmup-inf", J(simulation={"window": {"warmup": float("inf")}}), ("jsq_ps.simulation.window.warmup",
+                                                                            "finite")),
     Case("dt-nan", J(time_grid={"dt": float("nan")}), ("jsq_ps.time_grid.dt",)),
     Case("mu-inf", J(grid={"mu": float("inf")}), ("jsq_ps.grid.mu", "finite")),
     Case("rho-twice", J(grid={"rho": [0.5, 0.5]}), ("jsq_ps.grid.rho", "given twice")),
@@ -547,13 +557,22 @@ OTHER_CONFIG = [
          ("split_merge.comparison.percentiles", "twice")),
     Case("sm-quorums-above-every-r", {"split_merge": {"experiment_b": {"replicas": [1, 2], "quorums": [3, 4]}}},
          ("split_merge.experiment_b", "no cell has q <= r")),
-    Case("sm-load-nan", {"split_merge": {"experiment_a": {"load": float("nan")}}}, ("split_merge.experiment_a.load",)),
+    Case("sm-rho-nan", {"split_merge": {"experiment_a": {"rho": float("nan")}}}, ("split_merge.experiment_a.rho",)),
     Case("sm-old-percentiles", {"split_merge": {"percentiles": [50, 99]}},
          ("split_merge.percentiles", "has moved", "split_merge.comparison.percentiles")),
     Case("sm-old-confidence", {"split_merge": {"confidence": 0.99}},
          ("split_merge.confidence", "has moved", "split_merge.comparison.confidence")),
     Case("sm-old-warmup-fraction", {"split_merge": {"simulation": {"warmup_fraction": 0.1}}},
          ("split_merge.simulation.warmup_fraction", "has moved", "warmup")),
+    Case("sm-old-load", {"split_merge": {"experiment_b": {"load": 0.8}}},
+         ("split_merge.experiment_b.load", "this key has moved: split_merge.<experiment>.rho")),
+    Case("sm-old-workunits", {"split_merge": {"experiment_a": {"workunits": 1000, "warmup": 100}}},
+         ("split_merge.experiment_a.workunits", "this key has moved: window.length")),
+    Case("sm-old-fork-join-workunits", {"split_merge": {"experiment_c": {"fork_join": {"workunits": 1000}}}},
+         ("split_merge.experiment_c.fork_join.workunits",
+          "this key has moved: split_merge.experiment_c.fork_join.window.length")),
+    Case("restart-old-horizon", {"restart": {"examples": {"example1": {"horizon": 1000}}}},
+         ("restart.examples.example1.horizon", "this key has moved: restart.examples.<name>.window.length")),
     Case("restart-old-percentile", {"restart": {"comparison": {"percentile": 0.99}}},
          ("restart.comparison.percentile", "has moved", "percentiles")),
     Case("restart-old-dt", {"restart": {"simulation": {"dt": 0.05}}},
@@ -562,8 +581,8 @@ OTHER_CONFIG = [
          ("restart.examples.example1.rates",)),
     Case("restart-rates-descending", {"restart": {"examples": {"example1": {"rates": [1.0, 0.1]}}}},
          ("restart.examples.example1.rates", "ascending")),
-    Case("restart-horizon-inf", {"restart": {"examples": {"example1": {"horizon": float("inf")}}}},
-         ("restart.examples.example1.horizon", "finite")),
+    Case("restart-horizon-inf", {"restart": {"examples": {"example1": {"window": {"length": float("inf")}}}}},
+         ("restart.examples.example1.window.length", "finite")),
     Case("restart-percentiles-twice", {"restart": {"comparison": {"percentiles": [99, 99]}}},
          ("restart.comparison.percentiles", "twice")),
     # issue 26: grids too large for memory, quorums above every r in experiment (c), a law parameter twice
@@ -641,15 +660,15 @@ def test_validate_config_fills_defaults_like_snakemake(tmp_path):
 # -- config through a real Snakemake run -----------------------------------------------------------
 SNAKEMAKE = [
     # (id, override file text or None, extra args, what the first lines must contain)
-    ("override-key-misspelt", "jsq_ps:\n  simulation:\n    horizonn: 5\n", [],
-     ["jsq_ps.simulation.horizonn: unknown key; did you mean 'horizon'?"]),
-    ("nested-config-string", None, ["--config", "jsq_ps={simulation: {horizon: 30000}}"],
-     ["jsq_ps.simulation.horizon: must be a number; got '30000'", "--configfile"]),
-    ("override-malformed-yaml", "jsq_ps:\n  simulation:\n    horizon: [1000\n", [],
+    ("override-key-misspelt", "jsq_ps:\n  simulation:\n    window:\n      lenght: 5\n", [],
+     ["jsq_ps.simulation.window.lenght: unknown key; did you mean 'length'?"]),
+    ("nested-config-string", None, ["--config", "jsq_ps={simulation: {window: {length: 30000}}}"],
+     ["jsq_ps.simulation.window.length: must be a number; got '30000'", "--configfile"]),
+    ("override-malformed-yaml", "jsq_ps:\n  simulation:\n    window: {length: [1000\n", [],
      ["not valid JSON or YAML"]),
     # YAML's own infinity (issue 26: it passed the schema and the dry run, then failed inside Dask tasks)
-    ("override-yaml-inf", "jsq_ps:\n  simulation:\n    horizon: .inf\n", [],
-     ["jsq_ps.simulation.horizon: must be a finite number; got inf"]),
+    ("override-yaml-inf", "jsq_ps:\n  simulation:\n    window:\n      length: .inf\n", [],
+     ["jsq_ps.simulation.window.length: must be a finite number; got inf"]),
 ]
 #  + malformed YAML and YAML's .inf (only through Snakemake)
 CATALOGUE_SIZE = len(CLI) + len(OTHER_CLI) + len(API) + len(CONFIG) + len(OTHER_CONFIG) + 2

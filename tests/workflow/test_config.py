@@ -71,9 +71,9 @@ def test_paper_config_is_the_paper_grid():
     assert len(expo) == 990
     assert {c.R for c in expo} == set(range(1, 11))
     rhos = sorted({c.rho for c in expo})
-    assert rhos[0] == "0.01" and rhos[-1] == "0.99" and len(rhos) == 99
-    assert cfg["simulation"] == {**cfg["simulation"], "horizon": 160000, "warmup": 8000, "cooldown": 8000,
-                                 "replications": 10}
+    assert rhos[0] == 0.01 and rhos[-1] == 0.99 and len(rhos) == 99
+    assert cfg["simulation"]["window"] == {"length": 160000, "warmup": 8000, "cooldown": 8000}
+    assert cfg["simulation"]["replications"] == 10
     assert [G.L1_for(cfg, R) for R in range(1, 11)] == [22, 22, 22, 13, 7, 5, 4, 3, 3, 2]
     laws = G.service_laws(cfg)
     assert set(laws) == {"exponential", "uniform", "deterministic", "lognormal", "gamma", "triangular"}
@@ -82,8 +82,9 @@ def test_paper_config_is_the_paper_grid():
 
 def test_rho_names_are_stable():
     cfg = checked({"jsq_ps": {"grid": {"R": [1], "rho_range": {"start": 0.05, "stop": 0.95, "step": 0.15}}}})
-    names = [c.rho for c in G.cells(cfg)]
-    assert names == ["0.05", "0.20", "0.35", "0.50", "0.65", "0.80", "0.95"]
+    rhos = [c.rho for c in G.cells(cfg)]
+    assert rhos == [0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95]  # each the float nearest its 2-decimal value
+    names = [G.block_label(r, 0.001, 2) for r in rhos]  # one cell per block: the file names
     assert all(re.fullmatch(r"0\.\d\d", n) for n in names)
     from sojourn.jsq_ps.naming import format_rho
 
@@ -132,7 +133,8 @@ def test_schema_rejects_and_names_the_key(change, key):
 @pytest.mark.parametrize(
     "change, key",
     [
-        ({"simulation": {"horizon": 1000, "warmup": 500, "cooldown": 500}}, "jsq_ps.simulation.warmup"),
+        ({"simulation": {"window": {"length": 1000, "warmup": 500, "cooldown": 500}}},
+         "jsq_ps.simulation.window.warmup"),
         ({"approximation": {"methods": ["A", "G"]}}, "jsq_ps.approximation.methods"),
         ({"mgr": {"laws": ["weibull"]}}, "jsq_ps.mgr.laws[0]"),
         ({"mgr": {"laws": ["uniform:low=3,high=1"]}}, "jsq_ps.mgr.laws[0]"),

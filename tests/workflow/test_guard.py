@@ -82,7 +82,7 @@ CASES = [
     ("exact-max-states-1e20", ["approximate", "-R", "20", "--load", "0.95", "--method", "exact", "--max-states",
                                "99999999999999999999"], ["--max-states must be an integer <= 2**63 - 1"]),
     ("exact-max-states-1e16", ["approximate", "-R", "20", "--load", "0.95", "--method", "exact", "--max-states",
-                               "9999999999999999", "--max-time", "20s"], ["--servers/--load", "exact's tagged chain"]),
+                               "9999999999999999", "--max-time", "20s"], ["-R/--rho", "exact's tagged chain"]),
     ("restart-simulate-horizon-1e12", ["restart", "simulate", "-m", "example1", "--horizon", "1e12"],
      ["--horizon", "events", "more than"]),
     ("restart-optimise-horizon-1e12", ["restart", "optimise", "-m", "example1", "--horizon", "1e12"],
@@ -102,9 +102,9 @@ CASES = [
                                       "--replica-law", "erlang:k=100000000"], ["--replica-law", "memory"]),
     ("probe-capacitated-theta-1e300", ["simulate", *C, "--discipline", "capacitated:1e300"],
      ["--discipline capacitated:THETA", "inter-arrival"]),
-    ("probe-plan-load-at-a-million-servers", ["plan", "--load", "0.99999", "-R", "1000000", "--mean-service", "1.2ms",
+    ("probe-plan-load-at-a-million-servers", ["plan", "--rho", "0.99999", "-R", "1000000", "--mean-service", "1.2ms",
                                               "--deadline", "72ms", "--reliability", "0.99", "--max-servers",
-                                              "2000000"], ["--load/--servers/--mean-service", "method T"]),
+                                              "2000000"], ["--rho/-R/--mean-service", "method T"]),
     ("probe-split-merge-horizon-1e300", ["split-merge", "simulate", "-n", "4", "-r", "2", "-q", "1", "--load", "0.5",
                                          "--horizon", "1e300"], ["--horizon", "predicted to take"]),
     ("probe-timeout-law-1e-300", ["restart", "simulate", "-m", "example1", "--semantics", "timeout", "--timeout",
@@ -175,11 +175,11 @@ def test_plan_answers_one_server_for_an_empty_system(capsys):
     from sojourn.jsq_ps.plan import plan
 
     res = plan(arrival_rate="1e-300/s", mean_service="1.2ms", deadline="72ms", reliability=0.9999)
-    assert res.servers == 1 and res.rows[0]["method"] == "bound"
+    assert res.R == 1 and res.rows[0]["method"] == "bound"
     assert res.rows[0]["bound_tail"] < 1e-25
     # a deadline far beyond every percentile: the least stable R, by Markov's bound, at once
     res = plan(arrival_rate="9000/s", mean_service="1.2ms", deadline="1e300s", reliability=0.9999)
-    assert res.servers == res.request.min_stable == 11
+    assert res.R == res.request.min_stable == 11
 
 
 def test_the_bound_never_answers_where_a_method_finds_the_target_missed():
@@ -236,17 +236,17 @@ CONFIG_CASES = [
     ("scheduler-file-missing", {"cluster": {"kind": "scheduler_file", "scheduler_file": "nosuch.json"}},
      "cluster.scheduler_file: nosuch.json does not exist"),
     ("n-workers-1000", {"cluster": {"n_workers": 1000}}, "cluster.n_workers: 1000 local workers need"),
-    ("jsq-horizon-1e12", {"jsq_ps": {"simulation": {"horizon": 1e12}}}, "jsq_ps.simulation.horizon"),
-    ("restart-horizon-1e12", {"restart": {"examples": {"example1": {"horizon": 1e12}}}},
-     "restart.examples.example1.horizon"),
+    ("jsq-horizon-1e12", {"jsq_ps": {"simulation": {"window": {"length": 1e12}}}}, "jsq_ps.simulation.window.length"),
+    ("restart-horizon-1e12", {"restart": {"examples": {"example1": {"window": {"length": 1e12}}}}},
+     "restart.examples.example1.window.length"),
     ("exact-budget-beyond-the-limit", {"jsq_ps": {"approximation": {"exact_budget": {"max_seconds": 1e300}}}},
      "jsq_ps.approximation.exact_budget: this request is predicted to take"),
     ("fuzz-replicas-1e9", {"split_merge": {"experiment_b": {"replicas": [6, 1, 1.0e9]}}},
      "split_merge.experiment_b.replicas: this request needs about"),
     ("fuzz-dt-subnormal", {"split_merge": {"experiment_c": {"time_grid": {"dt": 2.225073858507e-311}}}},
      "split_merge.experiment_c.time_grid: dt must be larger"),
-    ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"workunits": 10**11}}},
-     "split_merge.experiment_c.workunits"),
+    ("split-merge-workunits-1e11", {"split_merge": {"experiment_c": {"window": {"length": 10**11}}}},
+     "split_merge.experiment_c.window.length"),
 ]
 
 
@@ -274,7 +274,7 @@ def test_fuzz_an_integer_written_as_a_float_is_read_as_an_integer():
 def test_fuzz_warmup_null_is_the_default_five_percent():
     """Found by the fuzzer: jsq_ps.simulation.warmup: null (the schema's "5 % of the horizon") raised a TypeError."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    deep_update(cfg, {"jsq_ps": {"simulation": {"warmup": None, "cooldown": None}}})
+    deep_update(cfg, {"jsq_ps": {"simulation": {"window": {"warmup": None, "cooldown": None}}}})
     _checked(cfg)
 
 

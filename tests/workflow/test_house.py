@@ -426,14 +426,14 @@ def test_figures_are_declared_once(study):
 TINY_ALL = {
     "cluster": {"kind": "local", "n_workers": 2},
     "jsq_ps": {"grid": {"R": [1], "rho": [0.5]}, "mgr": {"laws": []},
-               "simulation": {"horizon": 2000, "warmup": 100, "cooldown": 100, "replications": 2},
+               "simulation": {"window": {"length": 2000, "warmup": 100, "cooldown": 100}, "replications": 2},
                "approximation": {"methods": ["A", "exact"]}, "figures": {"formats": ["png"], "cdf_cells": []},
                "comparison": {"n_resamples": 200}},
     "split_merge": {"simulation": {"replications": 2},
-                    "experiment_a": {"workunits": 2000, "warmup": 200}, "experiment_b": {"enabled": False},
+                    "experiment_a": {"window": {"length": 2000, "warmup": 200}}, "experiment_b": {"enabled": False},
                     "experiment_c": {"enabled": False}, "figures": {"formats": ["png"]}},
-    "restart": {"examples": {"example2": {"model": "example2", "rates": [0.5, 5.0], "horizon": 4000, "warmup": 200,
-                                          "semantics": ["signal"]}},
+    "restart": {"examples": {"example2": {"model": "example2", "rates": [0.5, 5.0],
+                                          "window": {"length": 4000, "warmup": 200}, "semantics": ["signal"]}},
                 "simulation": {"replications": 2}, "figures": {"formats": ["png"]}},
 }
 

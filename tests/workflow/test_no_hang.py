@@ -225,7 +225,8 @@ def test_a_block_whose_workers_keep_dying_ends_within_a_bound(tmp_path):
     nanny restarts workers and Dask retries) or failed with an error — within 120 s, never hangs."""
     from sojourn.jsq_ps.jobs import simulate as simulate_block
 
-    sim = {"horizon": 60_000, "warmup": 100, "cooldown": 100, "replications": 4, "seed": 0, "backend": "fast"}
+    sim = {"window": {"length": 60_000, "warmup": 100, "cooldown": 100}, "replications": 4, "seed": 0,
+           "backend": "fast"}
     tg = {"dt": 0.01, "t_max": 50.0}
     stop = threading.Event()
     kills = []

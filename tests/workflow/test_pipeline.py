@@ -114,7 +114,7 @@ def test_simulation_file(run):
     assert sim["count"].attrs["units"] == "1" and "long_name" in sim["count"].attrs
     # provenance: the whole config as JSON, version, commit, seeds
     cfg = json.loads(sim.attrs["config"])
-    assert cfg["simulation"]["horizon"] == 2000 and cfg["grid"]["R"] == [1, 2]
+    assert cfg["simulation"]["window"]["length"] == 2000 and cfg["grid"]["R"] == [1, 2]
     assert sim.attrs["sojourn_version"] and re.fullmatch(r"[0-9a-f]{40}|unknown", sim.attrs["git_commit"])
     assert int(sim.attrs["seed"]) == 0 and "SeedSequence" in sim.attrs["seed_recipe"]
     assert (sim["spec_hash"].sel(service="exponential") > 0).all()
@@ -297,10 +297,10 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
     proc = snakemake(work, configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (work / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~2" / "rho~0.50-0.60.log").read_text()
-    assert re.search(r"rho=0\.50: .*2 replications cached, 0 to simulate", log), log
+    assert re.search(r"rho=0\.5: .*2 replications cached, 0 to simulate", log), log  # a cell's label: rho=<its float>
     assert re.search(r"rho=0\.55: .*0 replications cached, 2 to simulate", log), log
     alog = (work / "results" / "jsq_ps" / "logs" / "approximate" / "R~2" / "rho~0.50-0.60.log").read_text()
-    assert re.search(r"rho=0\.50: key \w+; cached", alog) and re.search(r"rho=0\.55: key \w+; to compute", alog), alog
+    assert re.search(r"rho=0\.5: key \w+; cached", alog) and re.search(r"rho=0\.55: key \w+; to compute", alog), alog
     after = res(work, "simulation.nc")
     assert after["rho"].values.tolist() == [0.5, 0.55, 0.8]
     for name in ("count", "overflow", "n_customers", "sum", "max", "occupancy_at_arrival"):
@@ -313,7 +313,7 @@ def test_new_rho_in_an_existing_block_computes_only_the_new_cell(run, tmp_path):
 
 
 def test_horizon_reruns_simulations_only(run, tmp_path):
-    cfg = write_cfg(tmp_path / "c.yaml", simulation={"horizon": 2500})
+    cfg = write_cfg(tmp_path / "c.yaml", simulation={"window": {"length": 2500}})
     counts = job_counts(snakemake(run, "-n", configfile=cfg))
     assert counts.get("jsq_ps_simulate") == 5 and "jsq_ps_approximate" not in counts
 
@@ -422,7 +422,7 @@ def test_a_failing_job_shows_its_error_on_the_terminal(tmp_path):
 
 def test_bad_config_rejected_before_any_job(tmp_path):
     for change, key in (({"simulation": {"horizonn": 10}}, "horizonn"),
-                        ({"simulation": {"horizon": 300}}, "jsq_ps.simulation.warmup")):
+                        ({"simulation": {"window": {"length": 300}}}, "jsq_ps.simulation.window.warmup")):
         work = tmp_path / key
         work.mkdir()
         bad = work / "bad.yaml"
@@ -445,7 +445,7 @@ def test_more_replications_simulate_only_the_new_ones(run, tmp_path):
                      "results/jsq_ps/simulation.nc", configfile=cfg)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (work / "results" / "jsq_ps" / "logs" / "simulate" / "exponential" / "R~1" / "rho~0.50-0.60.log").read_text()
-    assert "rho=0.50: " in log and "2 replications cached, 1 to simulate" in log
+    assert "rho=0.5: " in log and "2 replications cached, 1 to simulate" in log
     after = res(work, "simulation.nc")
     assert after["replication"].values.tolist() == [0, 1, 2]
     kept = after.sel(replication=[0, 1])
@@ -514,8 +514,8 @@ def test_precision_target_reuses_the_cache_and_compares_each_cell_over_its_own_r
         for j, rho in enumerate(after["rho"].values):
             old, new = int(n[i, j]), int(after["replications_used"].sel(R=R, rho=rho))
             text = (logs / "exponential" / f"R~{R}").glob("*.log")
-            found = [re.search(rf"cell rho={rho:.2f}: \w+ after {new} replications.*; (\d+) simulated, (\d+) from the "
-                               r"cache", f.read_text()) for f in text]
+            found = [re.search(rf"cell rho={float(rho)!r}: \w+ after {new} replications.*; (\d+) simulated, "
+                               r"(\d+) from the cache", f.read_text()) for f in text]
             m = next(x for x in found if x)
             assert (int(m.group(1)), int(m.group(2))) == (new - old, old), (R, rho)
 

@@ -186,7 +186,7 @@ def test_the_python_api_keeps_keyboard_interrupt_and_ends_its_pool(tmp_path):
     script.write_text(
         "import sojourn\n"
         "if __name__ == '__main__':\n"
-        "    spec = sojourn.JSQPS.from_load(servers=2, load=0.9)\n"
+        "    spec = sojourn.JSQPS.from_rho(R=2, rho=0.9)\n"
         "    try:\n"
         "        sojourn.simulate(spec, horizon=1e6, warmup=100, replications=2, backend='ciw', dt=0.1, t_max=10)\n"
         "    except KeyboardInterrupt:\n"

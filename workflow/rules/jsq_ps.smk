@@ -207,7 +207,7 @@ rule jsq_ps_accuracy:
     params:
         settings=canonical(
             {
-                "simulation": {k: JSQ["simulation"].get(k) for k in ("horizon", "warmup", "cooldown")},
+                "window": JSQ["simulation"]["window"],
                 "mu": JSQ["grid"]["mu"],
             }
         ),

@@ -27,7 +27,12 @@ rule split_merge_exact:
     benchmark:
         benchmarks("split_merge", "exact_{experiment}")
     params:
-        settings=lambda wc: canonical({k: SM[k] for k in ("comparison", f"experiment_{wc.experiment}")}),
+        settings=lambda wc: canonical(
+            {
+                "simulation": {"window": SM["simulation"]["window"]},  # the cells' run window (not their count)
+                **{k: SM[k] for k in ("comparison", f"experiment_{wc.experiment}")},
+            }
+        ),
         code=code("split_merge.exact"),
         cache=lambda wc: f"{SM_RES}/cache/exact_{wc.experiment}",
     run:

@@ -195,14 +195,13 @@ def write_accuracy(rows: list[dict], output, header: list[str] = ()) -> Path:
 
 
 def accuracy_from_comparison(comparison_path, output, settings: dict) -> Path:
-    """The pipeline rule's body: ``accuracy.csv`` from ``comparison.nc``. ``settings``: ``simulation``
-    (horizon, warmup, cooldown), ``mu``, optionally ``min_tail_customers``."""
+    """The pipeline rule's body: ``accuracy.csv`` from ``comparison.nc``. ``settings``: ``window`` (the run window
+    ``simulation.window``: length, warmup, cooldown), ``mu``, optionally ``min_tail_customers``."""
+    from ..core.estimates.replications import check_window
     from ..core.files.io import read_netcdf
 
-    sim = settings["simulation"]
-    from ..core.estimates.replications import check_window
-
-    H, W, C = check_window(float(sim["horizon"]), sim.get("warmup"), sim.get("cooldown"))  # null: the defaults
+    w = settings["window"]
+    H, W, C = check_window(float(w["length"]), w.get("warmup"), w.get("cooldown"))  # null: the defaults
     window = H - W - C
     ds = read_netcdf(comparison_path)
     rows = build_accuracy(ds, window=window, mu=float(settings.get("mu", 1.0)),

@@ -25,9 +25,11 @@ ENGINE_ATTRS = ("Conventions", "source", "sojourn_version", "git_commit", "model
 
 
 def run_window(simulation: dict, time_grid: dict) -> dict:
-    """The simulation keywords of every replication of a block (the run window, backend and histogram grid)."""
-    cooldown, warmup = simulation.get("cooldown"), simulation.get("warmup")  # null: the project's defaults
-    return {"horizon": float(simulation["horizon"]), "warmup": float(warmup) if warmup is not None else None,
+    """The simulation keywords of every replication of a block: the run window ``simulation.window`` (its length the
+    simulator's horizon), backend and histogram grid."""
+    w = simulation["window"]
+    cooldown, warmup = w.get("cooldown"), w.get("warmup")  # null: the project's defaults
+    return {"horizon": float(w["length"]), "warmup": float(warmup) if warmup is not None else None,
             "cooldown": float(cooldown) if cooldown is not None else None,
             "backend": str(simulation.get("backend", "fast")), "dt": float(time_grid["dt"]),
             "t_max": float(time_grid["t_max"])}
@@ -55,17 +57,17 @@ class SimulationBlock(StepFields):
         from .simulate import UNITS, simulate_replication
         from .storage import SIM_FILL, SIM_VARS
 
-        self.rhos = [str(r) for r in self.rhos]
+        self.rhos = [float(r) for r in self.rhos]
         self.precision = P.parse(self.simulation.get("precision"), field="simulation.precision",
                                  t_max=float(self.time_grid["t_max"]), default_at=DEFAULT_PERCENTILE)
         window = run_window(self.simulation, self.time_grid)
         self.seed = int(self.simulation["seed"])
-        self.specs = {f"rho={rho}": JSQPS.from_load(int(self.R), float(rho), mu=float(self.mu), service=self.law)
-                      for rho in self.rhos}
+        specs = [JSQPS.from_rho(int(self.R), rho, mu=float(self.mu), service=self.law) for rho in self.rhos]
         self.layout = Layout(("service", "R", "rho"), SIM_VARS, SIM_FILL, UNITS)
         self.task, self.shared = simulate_replication, {"seed": self.seed, **window}
-        self._cells = [grid_cell(rho, cell_key(self.specs[f"rho={rho}"].to_dict(), window, self.seed, self.code),
-                             (self.specs[f"rho={rho}"],), service=self.service, R=int(self.R)) for rho in self.rhos]
+        self._cells = [grid_cell(rho, cell_key(spec.to_dict(), window, self.seed, self.code), (spec,),
+                                 service=self.service, R=int(self.R))
+                       for rho, spec in zip(self.rhos, specs, strict=True)]
 
     def cells(self):
         return self._cells
@@ -86,13 +88,13 @@ class SimulationBlock(StepFields):
         from ..core.estimates.runlength import format_length, from_dataset
         from .simulate import with_guard
 
-        ds = with_guard(ds, self.specs[cell.label])
+        ds = with_guard(ds, cell.args[0])  # the cell's model
         if not int(ds["run_valid"]):  # the run-length guard (sojourn.core.estimates.runlength): said, not hidden
             v = from_dataset(ds)
             need = format_length(v.needed_window + float(ds.attrs["warmup"]) + float(ds.attrs["cooldown"]))
             LOG.warning(f"{self.service} R={self.R} {cell.label}: run too short to trust ({v.describe()}; predicted "
                         f"relative standard error of the mean {100 * v.relative_se:.2g} %); needs "
-                        f"jsq_ps.simulation.horizon >= {need} (same warm-up and cool-down) at {v.replications} "
+                        f"jsq_ps.simulation.window.length >= {need} (same warm-up and cool-down) at {v.replications} "
                         "replications, or more replications (sojourn.core.estimates.runlength; the cell is kept, "
                         "marked "
                         "run_valid = 0)")

@@ -22,7 +22,7 @@ def _routers(spec):
 
     import ciw
 
-    R = spec.servers
+    R = spec.R
     dest = list(range(2, R + 2))
     if spec.dispatch == "jsq":
         # counts customers present (in service or waiting); uniform random tie-break
@@ -59,7 +59,7 @@ def build_simulation(spec):
     """A ``ciw.Simulation`` of ``spec`` (seed Ciw before calling this)."""
     import ciw
 
-    R = spec.servers
+    R = spec.R
     c = spec.ps_limit if spec.discipline == "limited" else float("inf")
     theta = spec.ps_threshold if spec.discipline == "capacitated" else 1
     network = ciw.create_network(
@@ -90,7 +90,7 @@ def run_replication(spec_json: str, py_seed: int, horizon: float, warmup: float,
     ciw.seed(py_seed)
     t0 = time.perf_counter()
     sim = build_simulation(spec)
-    R = spec.servers
+    R = spec.R
     end = horizon
     sim.simulate_until_max_time(end)
     while any(warmup < ind.arrival_date < rec_end for node in sim.nodes[2 : R + 2] for ind in node.all_individuals):

@@ -25,8 +25,7 @@ DISPATCH_FORMS = ("jsq", "random", "round-robin", "jsq-d:D")
 
 # API field names in the messages of the library -> the flags a user of these commands typed
 FLAGS = {
-    "servers": "--servers",
-    "load": "--load",
+    "rho": "--rho",
     "mu": "--mu",
     "horizon": "--horizon",
     "warmup": "--warmup",
@@ -102,11 +101,20 @@ def _time_grid(args) -> None:
 
 
 def _system(args):
-    """servers, load, mu checked in flag terms (cheap; before any compute)."""
-    servers = V.integer_at_least("--servers", args.servers, 1)
-    load = V.probability_open("--load", args.load)
+    """R, rho, mu checked in flag terms (cheap; before any compute)."""
+    R = V.integer_at_least("-R", args.R, 1)
+    rho = V.probability_open("--rho", args.rho)
     mu = V.positive_finite("--mu", args.mu)
-    return servers, load, mu
+    return R, rho, mu
+
+
+def system_flags(p) -> None:
+    """-R and --rho, the project's names (config keys, dataset coordinates); --servers and --load are their aliases."""
+    action = p.add_argument("-R", "--servers", dest="R", metavar="R", type=Int(1), required=True,
+                            help="number of servers R >= 1 (alias --servers)")
+    action.primary = "-R"
+    p.add_argument("--rho", "--load", dest="rho", metavar="RHO", type=PROBABILITY_OPEN, required=True,
+                   help="load rho = Lambda/(R mu) in (0, 1) (alias --load)")
 
 
 def _spec(build):
@@ -135,8 +143,7 @@ SIMULATE = ("Simulate the JSQ-PS system (or a variant) and write an xarray/netCD
 def _register_simulate(subparsers) -> None:
     help_ = "simulate R PS servers behind a dispatcher and write the sojourn-time histogram (netCDF)"
     p = subparsers.add_parser("simulate", help=help_, description=SIMULATE)
-    p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
-    p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
+    system_flags(p)
     p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (1/mean service requirement); default 1")
     p.add_argument(
         "--service", type=LAW, default="exponential", help="service law NAME[:k=v,...], rescaled to mean 1/mu"
@@ -152,7 +159,7 @@ def _register_simulate(subparsers) -> None:
     p.add_argument("--backend", type=Choice("fast", "ciw"), default="fast", help="fast (numba) | ciw")
     add_precision(p, "percentile", DEFAULT_PERCENTILE)
     add_output(p)
-    p.set_defaults(func=run_simulate, extra_names=FLAGS)
+    p.set_defaults(func=run_simulate, extra_names={**FLAGS, "R": "-R"})
 
 
 def _check_simulate(args):
@@ -162,7 +169,7 @@ def _check_simulate(args):
     from .model import JSQPS
     from .simulate import BACKENDS
 
-    servers, load, mu = _system(args)
+    R, rho, mu = _system(args)
     horizon = V.positive_finite("--horizon", args.horizon)
     warmup = (WARMUP_FRACTION * horizon if args.warmup is None else V.nonnegative_finite("--warmup", args.warmup))
     cooldown = warmup if args.cooldown is None else V.nonnegative_finite("--cooldown", args.cooldown)
@@ -178,12 +185,12 @@ def _check_simulate(args):
     _time_grid(args)
     precision_from_flags(args, t_max=args.t_max, default_at=DEFAULT_PERCENTILE)
     kwargs = {**_dispatch(args.dispatch), **_discipline(args.discipline)}
-    if kwargs.get("choices") is not None and not 1 <= kwargs["choices"] <= servers:
-        raise ValueError(f"--dispatch jsq-d:D: the number of choices D must be in [1, --servers = {servers}]; "
+    if kwargs.get("choices") is not None and not 1 <= kwargs["choices"] <= R:
+        raise ValueError(f"--dispatch jsq-d:D: the number of choices D must be in [1, -R = {R}]; "
                          f"got {kwargs['choices']}")
     service = _law("--service", args.service)
     arrivals = _law("--arrivals", args.arrivals)
-    spec = _spec(lambda: JSQPS.from_load(servers, load, mu=mu, service=service, arrivals=arrivals, **kwargs))
+    spec = _spec(lambda: JSQPS.from_rho(R, rho, mu=mu, service=service, arrivals=arrivals, **kwargs))
     check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _simulate_cost(args, spec)
     return spec
@@ -286,8 +293,7 @@ def _register_approximate(subparsers) -> None:
         description="Analytic sojourn-time CDF of M/M/R-JSQ-PS, or with --service LAW of "
         "M/G/R-JSQ-PS by method T; prints the mean and high percentiles.",
     )
-    p.add_argument("--servers", "-R", type=Int(1), required=True, help="number of servers R >= 1")
-    p.add_argument("--load", "--rho", dest="load", type=PROBABILITY_OPEN, required=True, help="load rho in (0, 1)")
+    system_flags(p)
     p.add_argument("--mu", type=POSITIVE, default=1.0, help="service rate (default 1)")
     p.add_argument("--method", type=Choice(*METHODS), required=True, help=f"one of {', '.join(METHODS)}")
     p.add_argument("--service", type=LAW, default="exponential",
@@ -304,7 +310,7 @@ def _register_approximate(subparsers) -> None:
     p.add_argument("--dt", type=POSITIVE, default=0.01, help="grid step (default 0.01)")
     add_limits(p)
     add_output(p)
-    p.set_defaults(func=run_approximate, extra_names={**FLAGS, "state_budget": "--max-states"})
+    p.set_defaults(func=run_approximate, extra_names={**FLAGS, "R": "-R", "state_budget": "--max-states"})
 
 
 #: the methods whose chain has a state cap (``--max-states``): exact's ``max_states``, the corrected chain's
@@ -317,7 +323,7 @@ def _check_approximate(args):
     from .model import JSQPS
     from .naming import ALL_METHODS, DEFAULT_L2, FAITHFUL_METHODS, table4_L1
 
-    servers, load, mu = _system(args)
+    R, rho, mu = _system(args)
     choice("--method", args.method, ALL_METHODS)
     given = [f"--{k}" for k in ("L1", "L2") if getattr(args, k) is not None]
     if args.method in ("exact", "T") and given:
@@ -340,8 +346,8 @@ def _check_approximate(args):
         L1, note = args.L1, ""
         if L1 is None and args.method in FAITHFUL_METHODS:
             L1, note = (
-                table4_L1(servers),
-                f" (the default --L1 of the faithful methods for --servers {servers}, Table 4)",
+                table4_L1(R),
+                f" (the default --L1 of the faithful methods for -R {R}, Table 4)",
             )
         if not (isinstance(args.L2, int) and args.L2 >= max(2, L1 or 2)):
             raise ValueError(f"--L2 must be an integer >= {'--L1 = ' if L1 else ''}{max(2, L1 or 2)}{note}; "
@@ -351,7 +357,7 @@ def _check_approximate(args):
     if service.name != "exponential" and args.method != "T":
         raise ValueError(f"--service {args.service} needs --method T (the other methods solve M/M/R-JSQ-PS, "
                          f"exponential service); got --method {args.method}")
-    spec = _spec(lambda: JSQPS.from_load(servers, load, mu, service=service))
+    spec = _spec(lambda: JSQPS.from_rho(R, rho, mu, service=service))
     check_output(args.output, "--output", mkdir=args.mkdir)  # before the estimate is announced
     _approximate_cost(args, spec)
     return spec
@@ -398,7 +404,7 @@ def _truncation_warning(args, spec, ds) -> str:
             parts.append(f"mass {a['tail_mass']:.2g} beyond the tail cut N={a['L2']} against the tolerance "
                          f"{a['tail_tolerance']:g}; raise the cut with --L2")
         what = "; ".join(parts)
-    return (f"warning: method {args.method} did not reach its truncation at R={spec.servers}, rho={spec.load:g}: "
+    return (f"warning: method {args.method} did not reach its truncation at R={spec.R}, rho={spec.rho:g}: "
             f"{what} (truncation_not_reached; its numbers are printed as computed, do not rely on them)")
 
 
@@ -462,7 +468,7 @@ def run_approximate(args) -> int:
     spec = _check_approximate(args)
     hyper = _hyper(args)
     try:
-        with working(f"method {args.method} at R={spec.servers}, rho={spec.load:g}"):
+        with working(f"method {args.method} at R={spec.R}, rho={spec.rho:g}"):
             ds = approximate(spec, args.method, t_max=args.t_max, dt=args.dt, **hyper)
     except ValueError as exc:  # a check of the analytic API that the flag checks above do not repeat
         raise ValueError(_in_flag_terms(str(exc))) from None
@@ -477,7 +483,7 @@ def run_approximate(args) -> int:
     if reason & ~TRUNCATION_NOT_REACHED:
         from .solve.guards import describe
 
-        print(f"warning: method {args.method} is not valid at R={spec.servers}, rho={spec.load:g}: "
+        print(f"warning: method {args.method} is not valid at R={spec.R}, rho={spec.rho:g}: "
               f"{describe(reason)} (sojourn.jsq_ps.solve.guards); "
               "its numbers are printed as computed, do not rely on them", file=sys.stderr)
     if reason & TRUNCATION_NOT_REACHED:

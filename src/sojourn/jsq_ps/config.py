@@ -1,8 +1,9 @@
 """The JSQ-PS study's grid: cross-field config checks, cells, blocks of cells (the Snakemake jobs), and
 the per-R method lists. Every function takes the study's config section (``config["jsq_ps"]``).
 
-A *cell* is one (service law, R, ρ) point. ρ is written with a fixed number of decimals
-(``grid.rho_decimals``, default 2) so file names are stable: ``rho~0.50``, never ``rho~0.5000000001``.
+A *cell* is one (service law, R, ρ) point, ρ a float rounded once to ``grid.rho_decimals`` (default 2) decimals
+and carried as that float to the model and the dataset coordinate; only the block file names write it, with fixed
+decimals so that they are stable: ``rho~0.50-0.60``, never ``rho~0.5000000001``.
 """
 from __future__ import annotations
 
@@ -58,11 +59,11 @@ def rho_values(grid_cfg: dict, key: str = "grid") -> list[float]:
 # -- cells -------------------------------------------------------------------------------------
 @dataclass(frozen=True, order=True)
 class SimCell:
-    """One simulation cell: a service law (its short name), R servers, load ρ (formatted)."""
+    """One simulation cell: a service law (its short name), R servers, load ρ (rounded to ``rho_decimals``)."""
 
     service: str  # short law name used in file names, e.g. "exponential", "lognormal"
     R: int
-    rho: str  # formatted, e.g. "0.50"
+    rho: float
 
 
 def service_laws(cfg: dict) -> dict[str, str]:
@@ -88,7 +89,7 @@ def cells(cfg: dict) -> list[SimCell]:
     """Every simulation cell: the exponential grid plus the M/G/R laws on their (sub)grid."""
     g = cfg["grid"]
     dec = int(g.get("rho_decimals", 2))
-    main = [SimCell(EXPONENTIAL, int(R), format_rho(r, dec)) for R in g["R"] for r in rho_values(g)]
+    main = [SimCell(EXPONENTIAL, int(R), r) for R in g["R"] for r in rho_values(g)]
     laws = service_laws(cfg)
     out = list(main)
     mgr = cfg.get("mgr") or {}
@@ -101,16 +102,16 @@ def cells(cfg: dict) -> list[SimCell]:
         for name in laws:
             if name == EXPONENTIAL:
                 continue
-            out += [SimCell(name, int(R), format_rho(r, dec)) for R in R_list for r in rhos]
+            out += [SimCell(name, int(R), r) for R in R_list for r in rhos]
     return sorted(set(out))
 
 
-def approximation_cells(cfg: dict) -> list[tuple[int, str]]:
+def approximation_cells(cfg: dict) -> list[tuple[int, float]]:
     """(R, ρ) pairs the analytic methods are evaluated at: every (R, ρ) of any simulation cell."""
     return sorted({(c.R, c.rho) for c in cells(cfg)})
 
 
-def block_label(rho: str | float, width: float, decimals: int) -> str:
+def block_label(rho: float, width: float, decimals: int) -> str:
     """Label of the ρ block holding ``rho``: the interval [k·w, (k+1)·w) of width ``w`` as ``"lo-hi"``.
 
     A block is fixed by ρ alone (not by which other ρ the config lists), so adding a ρ value changes
@@ -127,7 +128,8 @@ def block_label(rho: str | float, width: float, decimals: int) -> str:
 @dataclass(frozen=True)
 class Blocks:
     """The Snakemake jobs of a config: simulation blocks (service, R, label) and approximation blocks
-    (R, label), each mapped to its formatted ρ values (ascending)."""
+    (R, label), each mapped to its ρ values (floats, ascending; the label names the block's file, it is never read
+    back)."""
 
     simulation: dict
     approximation: dict
@@ -216,7 +218,7 @@ def _check_cost(cfg: dict) -> None:
     from .model import JSQPS
 
     sim, tg, g = cfg["simulation"], cfg["time_grid"], cfg["grid"]
-    names = {"servers": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.horizon", "t_max": "jsq_ps.time_grid.t_max",
+    names = {"R": "jsq_ps.grid.R", "horizon": "jsq_ps.simulation.window.length", "t_max": "jsq_ps.time_grid.t_max",
              "dt": "jsq_ps.time_grid.dt", "replications": "jsq_ps.simulation.replications",
              "L1": "jsq_ps.approximation.L1", "L2": "jsq_ps.approximation.L2", "grid": "jsq_ps.grid.R/rho",
              "exact_budget": "jsq_ps.approximation.exact_budget"}
@@ -230,9 +232,9 @@ def _check_cost(cfg: dict) -> None:
                            "cells)"), record=False)
             worst = {}
             for c in cells(cfg):  # one Dask task: one replication of one cell
-                spec = JSQPS.from_load(c.R, float(c.rho), mu, service=laws[c.service])
-                parts = cost.simulate(spec, float(sim["horizon"]), 1, sim.get("backend", "fast"), float(tg["dt"]),
-                                      float(tg["t_max"]))
+                spec = JSQPS.from_rho(c.R, c.rho, mu, service=laws[c.service])
+                parts = cost.simulate(spec, float(sim["window"]["length"]), 1, sim.get("backend", "fast"),
+                                      float(tg["dt"]), float(tg["t_max"]))
                 key = (sum(p.seconds for p in parts), sum(p.memory for p in parts))
                 worst = max(worst, {"key": key, "parts": parts}, key=lambda w: w.get("key", (0, 0)))
             if worst:
@@ -247,7 +249,7 @@ def _check_cost(cfg: dict) -> None:
                                "exact_budget", "exact on one cell at most (its budget: where its prediction fits)"),
                       record=False)
             for R, rho in approximation_cells(cfg):
-                spec = JSQPS.from_load(R, float(rho), mu)
+                spec = JSQPS.from_rho(R, rho, mu)
                 hyper = {"L1": L1_for(cfg, R), "L2": int(cfg["approximation"]["L2"])}
                 admit_parts([p for m in methods for p in cost.approximate(spec, m, points, float(tg["t_max"]),
                                                                          {k: v for k, v in hyper.items()
@@ -270,13 +272,14 @@ def _check(cfg: dict) -> None:
     sim = cfg["simulation"]
     from ..core.estimates.replications import WARMUP_FRACTION
 
-    horizon = float(sim["horizon"])
-    warmup = float(sim["warmup"]) if sim.get("warmup") is not None else WARMUP_FRACTION * horizon  # null: 5 %
-    cooldown = float(sim["cooldown"]) if sim.get("cooldown") is not None else warmup
-    if warmup + cooldown >= horizon:
+    w = sim["window"]
+    length = float(w["length"])
+    warmup = float(w["warmup"]) if w.get("warmup") is not None else WARMUP_FRACTION * length  # null: 5 %
+    cooldown = float(w["cooldown"]) if w.get("cooldown") is not None else warmup
+    if warmup + cooldown >= length:
         raise ConfigError(
-            f"simulation.warmup + simulation.cooldown must be < simulation.horizon; "
-            f"got {warmup:g} + {cooldown:g} >= {horizon:g}"
+            f"simulation.window.warmup + simulation.window.cooldown must be < simulation.window.length; "
+            f"got {warmup:g} + {cooldown:g} >= {length:g}"
         )
     tg = cfg["time_grid"]
     try:

@@ -33,7 +33,7 @@ SIMULATION_BYTES_PER_SERVER = 512
 
 def _present_per_server(spec) -> float:
     """Mean number of customers at a PS server (M/M/1-PS at the server's load: ρ/(1 − ρ), JSQ holds fewer)."""
-    rho = min(float(spec.load), 0.999999)
+    rho = min(float(spec.rho), 0.999999)
     return rho / (1.0 - rho)
 
 
@@ -42,7 +42,7 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
     """The parts of ``replications`` replications of ``spec`` of length ``horizon`` (Ciw on ``workers`` processes
     at once, the fast kernels on ``workers`` threads): the events (time), the histograms over the grid, the servers'
     state or Ciw's records (memory)."""
-    R = spec.servers
+    R = spec.R
     reps = int(replications)
     procs = max(1, min(int(workers), reps))
     events = 2.0 * float(spec.arrival_rate) * float(horizon) * reps
@@ -52,7 +52,7 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
     if backend == "ciw":
         per_event = (CIW_SECONDS_PER_EVENT + CIW_SECONDS_PER_SERVER * R
                      + CIW_SECONDS_PER_PRESENT * _present_per_server(spec))
-        run = Estimate(CIW_SECONDS_STARTUP + events * per_event / procs, 0.0, "servers/horizon/replications",
+        run = Estimate(CIW_SECONDS_STARTUP + events * per_event / procs, 0.0, "R/horizon/replications",
                        f"{what}, ~{per_event:.2g} s each in Ciw on {procs} process(es)")
         customers = float(spec.arrival_rate) * float(horizon)
         state = Estimate(0.0, procs * (CIW_BYTES_PER_WORKER + CIW_BYTES_PER_CUSTOMER * customers), "horizon",
@@ -60,9 +60,9 @@ def simulate(spec, horizon: float, replications: int, backend: str = "fast", dt:
     else:
         scanned = {"jsq": R, "jsq-d": spec.choices or 1}.get(spec.dispatch, 1)
         per_event = SECONDS_PER_EVENT + SECONDS_PER_SCANNED_SERVER * scanned
-        run = Estimate(events * per_event / procs, 0.0, "servers/horizon/replications",
+        run = Estimate(events * per_event / procs, 0.0, "R/horizon/replications",
                        f"{what}, ~{per_event:.2g} s each" + (f", {procs} at a time" if procs > 1 else ""))
-        state = Estimate(0.0, procs * SIMULATION_BYTES_PER_SERVER * R, "servers",
+        state = Estimate(0.0, procs * SIMULATION_BYTES_PER_SERVER * R, "R",
                          f"the state of {R:,} servers" + (f", {procs} replications at a time" if procs > 1 else ""))
     return [run, histograms, state]
 
@@ -103,12 +103,12 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
         table4_L1,
     )
 
-    R = spec.servers
+    R = spec.R
     P = float(points)
     if method == "T":
         from .solve.tail import peak_bytes
 
-        return [Estimate(T_SECONDS_PER_CUBED_SERVER * R**3 + 1e-7 * P * R, peak_bytes(R), "servers",
+        return [Estimate(T_SECONDS_PER_CUBED_SERVER * R**3 + 1e-7 * P * R, peak_bytes(R), "R",
                          f"method T's phase tables at its least spread cap D = 2: {R - 1} offsets per tagged phase"),
                 Estimate(0.0, 8.0 * 6 * P, "t_max/dt", f"its survival functions on {P:.3g} grid points")]
     if method == "exact":  # its truncation search starts with a probe chain (min cap 8, spread cap 3 to 6)
@@ -118,19 +118,19 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
         while 1 < R and D < 6 and _spread(8, D + 1, R) <= 20_000:
             D += 1
         probe = _spread(8, D, R)
-        return [Estimate(SECONDS_PER_STATE * probe, BYTES_PER_TAGGED_STATE * probe * R, "servers",
+        return [Estimate(SECONDS_PER_STATE * probe, BYTES_PER_TAGGED_STATE * probe * R, "R",
                          f"exact's first truncation probe: {probe:.3g} system states (min cap 8, spread cap {D}) x R = "
                          f"{R} before it sizes its own truncation"),
                 Estimate(0.0, 8.0 * 6 * P, "t_max/dt", f"exact's certified bounds on {P:.3g} grid points")]
     if method in FAITHFUL_METHODS or "L1" in hyper:
         L1 = int(hyper.get("L1", table4_L1(R) if method in FAITHFUL_METHODS else 2))
         states, memory = chain_bytes(L1, R)
-        chain = Estimate(SECONDS_PER_CHAIN_STATE * states, memory, "L1" if "L1" in hyper else "servers",
+        chain = Estimate(SECONDS_PER_CHAIN_STATE * states, memory, "L1" if "L1" in hyper else "R",
                          f"a chain of C(L1+R-1, R) = {states:.3g} states (L1 = {L1}, R = {R}) and its sparse generator")
     else:  # the corrected methods' spread chain: at most state_budget system states (x R entries each)
         cap = float(hyper.get("state_budget", 60_000))
         chain = Estimate(SECONDS_PER_SPREAD_STATE * cap, cap * (8.0 * R + 24.0 * (R + 2)) * 3,
-                         "max_states" if "state_budget" in hyper else "servers",
+                         "max_states" if "state_budget" in hyper else "R",
                          f"the spread chain within its cap of {cap:.3g} system states")
     n = float(hyper.get("L2", DEFAULT_L2 if method in FAITHFUL_METHODS else CORRECTED_MAX_N))
     if method in FAITHFUL_METHODS or ("L2" in hyper and n + 1 <= 300):
@@ -138,7 +138,7 @@ def approximate(spec, method: str, points: int, t_max: float, hyper: dict) -> li
                         "L2", f"a dense {n:,.0f} x {n:,.0f} tail generator, its matrix exponentials and its survival "
                               f"functions at {P:,.0f} grid points")
     else:  # corrected: uniformised birth-death chain of N phases, Poisson cut of (Λ + μ) t_max steps
-        steps = (spec.arrival_rate + spec.servers * spec.service_rate) * float(t_max) + 10.0
+        steps = (spec.arrival_rate + spec.R * spec.service_rate) * float(t_max) + 10.0
         tail = Estimate(SECONDS_PER_UNIFORMISED_ENTRY * (steps * n + P * n), 8.0 * (4 * n + 2 * P),
                         "L2" if "L2" in hyper else "t_max",
                         f"the uniformised tail of {n:,.0f} phases over {steps:.3g} steps")

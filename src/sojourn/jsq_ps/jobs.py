@@ -35,7 +35,7 @@ def simulate(client, *, service: str, law: str, R: int, rhos, mu: float, simulat
     from .blocks import SimulationBlock
 
     step = SimulationBlock(service, law, R, rhos, mu, simulation, time_grid, code)
-    LOG.info(f"block {service} R={R} rho={','.join(step.rhos)}: {step.specs[step.cells()[0].label].describe()}")
+    LOG.info(f"block {service} R={R} rho={','.join(f'{r:g}' for r in step.rhos)}: {step.cells()[0].args[0].describe()}")
     run_step(step, DaskExecutor(client), cache=cache, output=output, replications=int(simulation["replications"]),
              precision=step.precision, prefix=f"sim-{service}-R{R}")
     return output

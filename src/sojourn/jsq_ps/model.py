@@ -23,7 +23,7 @@ DISPATCH_CODE = {"jsq": 0, "random": 1, "round-robin": 2, "jsq-d": 3}
 class JSQPS:
     """R processor-sharing servers behind a dispatcher.
 
-    servers
+    R
         R ≥ 1 identical servers.
     interarrival
         Inter-arrival law of the whole stream (``Exponential(Λ)`` = Poisson arrivals at rate Λ;
@@ -41,7 +41,7 @@ class JSQPS:
         uniformly without replacement (power of d choices).
     """
 
-    servers: int
+    R: int
     interarrival: Distribution
     service: Distribution
     discipline: str = "ps"
@@ -51,7 +51,7 @@ class JSQPS:
     choices: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "servers", integer_at_least("servers", self.servers, 1))
+        object.__setattr__(self, "R", integer_at_least("R", self.R, 1))
         if not isinstance(self.interarrival, Distribution):
             raise ValueError(f"interarrival must be a sojourn.distributions law; got {self.interarrival!r}")
         if not isinstance(self.service, Distribution):
@@ -70,8 +70,8 @@ class JSQPS:
             raise ValueError(f"dispatch must be one of {DISPATCHES}; got {self.dispatch!r}")
         if self.dispatch == "jsq-d":
             d = integer_at_least("choices", self.choices, 1)
-            if d > self.servers:
-                raise ValueError(f"choices must be in [1, servers={self.servers}]; got {d}")
+            if d > self.R:
+                raise ValueError(f"choices must be in [1, R={self.R}]; got {d}")
             object.__setattr__(self, "choices", d)
         elif self.choices is not None:
             raise ValueError("choices is only allowed with dispatch='jsq-d'")
@@ -91,13 +91,13 @@ class JSQPS:
     def capacity(self) -> float:
         """Total work the system completes per unit time when every server is busy."""
         if self.discipline == "capacitated":
-            return self.servers * self.ps_threshold
+            return self.R * self.ps_threshold
         if self.discipline == "limited":
-            return float(self.servers)  # a busy limited-PS server still works at total rate 1
-        return float(self.servers)
+            return float(self.R)  # a busy limited-PS server still works at total rate 1
+        return float(self.R)
 
     @property
-    def load(self) -> float:
+    def rho(self) -> float:
         """ρ = Λ E[S] / capacity (= Λ/(Rμ) for PS)."""
         return self.arrival_rate * self.service.mean / self.capacity
 
@@ -108,16 +108,16 @@ class JSQPS:
 
     def require_stable(self) -> JSQPS:
         """Raise unless ρ < 1 (needed for a steady-state run or an analytic CDF)."""
-        if not self.load < 1.0:
-            raise ValueError(f"load must be in (0, 1) for a steady-state run; got rho={self.load:.6g}")
+        if not self.rho < 1.0:
+            raise ValueError(f"rho must be in (0, 1) for a steady-state run; got rho={self.rho:.6g}")
         return self
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def from_load(
+    def from_rho(
         cls,
-        servers: int,
-        load: float,
+        R: int,
+        rho: float,
         mu: float = 1.0,
         service: Distribution | str | None = None,
         arrivals: Distribution | str | None = None,
@@ -129,29 +129,29 @@ class JSQPS:
         inter-arrival law's *shape* (default exponential = Poisson), rescaled to mean 1/Λ.
         ``kwargs`` go to the constructor (discipline, ps_limit, ps_threshold, dispatch, choices).
         """
-        servers = integer_at_least("servers", servers, 1)
+        R = integer_at_least("R", R, 1)
         mu = positive_finite("mu", mu)
-        load = positive_finite("load", load)
-        if load >= 1.0:
-            raise ValueError(f"load must be in (0, 1); got {load!r}")
+        rho = positive_finite("rho", rho)
+        if rho >= 1.0:
+            raise ValueError(f"rho must be in (0, 1); got {rho!r}")
         svc = _scaled(_as_law(service if service is not None else "exponential", "service"), 1.0 / mu,
                       "mu", "the service law rescaled to mean 1/μ")
         theta = 1.0
         if kwargs.get("discipline") == "capacitated":
             theta = positive_finite("ps_threshold", kwargs.get("ps_threshold", 1.0))
-        capacity = servers * theta
-        lam = load * capacity * mu
+        capacity = R * theta
+        lam = rho * capacity * mu
         theta_named = kwargs.get("discipline") == "capacitated"
         arr = _scaled(_as_law(arrivals if arrivals is not None else "exponential", "arrivals"), 1.0 / lam,
-                      "mu/load" + ("/ps_threshold" if theta_named else ""),
+                      "mu/rho" + ("/ps_threshold" if theta_named else ""),
                       "the inter-arrival law rescaled to mean 1/(R ρ μ" + (" θ" if theta_named else "") + ")")
-        return cls(servers=servers, interarrival=arr, service=svc, **kwargs)
+        return cls(R=R, interarrival=arr, service=svc, **kwargs)
 
     # -- serialisation ---------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
             "model": "jsq_ps",
-            "servers": self.servers,
+            "R": self.R,
             "interarrival": self.interarrival.to_dict(),
             "service": self.service.to_dict(),
             "discipline": self.discipline,
@@ -164,10 +164,19 @@ class JSQPS:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    def seed_json(self) -> str:
+        """The JSON every replication's random stream is derived from (:func:`sojourn.core.laws.seeds.spec_hash`):
+        :meth:`to_json` with R under the name the streams were first derived with, ``servers``. Renaming the field
+        to the project's vocabulary (R, rho, mu; issue 33) thus moved no stream: the results stay those of every
+        release before it."""
+        return json.dumps({("servers" if k == "R" else k): v for k, v in self.to_dict().items()}, sort_keys=True)
+
     @classmethod
     def from_dict(cls, d: dict) -> JSQPS:
         d = dict(d)
         d.pop("model", None)
+        if "servers" in d:  # a spec stored before the vocabulary was one (R, rho, mu; issue 33)
+            d["R"] = d.pop("servers")
         d["interarrival"] = law_from_dict(d["interarrival"])
         d["service"] = law_from_dict(d["service"])
         return cls(**d)
@@ -178,8 +187,8 @@ class JSQPS:
         disc = {"ps": "PS", "limited": f"LPS(c={self.ps_limit})", "capacitated": f"CPS(θ={self.ps_threshold:g})"}
         disp = {"jsq": "JSQ", "random": "RND", "round-robin": "RR", "jsq-d": f"JSQ({self.choices})"}
         return (
-            f"{arr}/{svc}/{self.servers}-{disp[self.dispatch]}-{disc[self.discipline]} "
-            f"(Λ={self.arrival_rate:g}, E[S]={self.service.mean:g}, ρ={self.load:.4g}; service {self.service})"
+            f"{arr}/{svc}/{self.R}-{disp[self.dispatch]}-{disc[self.discipline]} "
+            f"(Λ={self.arrival_rate:g}, E[S]={self.service.mean:g}, ρ={self.rho:.4g}; service {self.service})"
         )
 
 
@@ -200,6 +209,6 @@ def _as_law(value, field_name: str) -> Distribution:
     raise ValueError(f"{field_name} must be a law or a law string like 'lognormal:sigma=0.69'; got {value!r}")
 
 
-def mm_jsq_ps(servers: int, load: float, mu: float = 1.0) -> JSQPS:
+def mm_jsq_ps(R: int, rho: float, mu: float = 1.0) -> JSQPS:
     """The paper's M/M/R-JSQ-PS system."""
-    return JSQPS.from_load(servers, load, mu)
+    return JSQPS.from_rho(R, rho, mu)

@@ -67,7 +67,7 @@ def run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, servi
     t0 = time.perf_counter()
     if kernel == "exponential":
         acc, area, events = K.run_exponential(
-            spec.servers, spec.interarrival.rate, spec.service.rate, dispatch, d, warmup, rec_end, dt, hist, occ, rng
+            spec.R, spec.interarrival.rate, spec.service.rate, dispatch, d, warmup, rec_end, dt, hist, occ, rng
         )
     else:
         acode, ap = spec.interarrival.kernel_spec()
@@ -79,7 +79,7 @@ def run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, servi
         cx_s = np.zeros(K_)
         cx_ss = np.zeros(K_)
         acc, area, events = K.run_general(
-            spec.servers, int(acode), np.ascontiguousarray(ap, np.float64), int(scode),
+            spec.R, int(acode), np.ascontiguousarray(ap, np.float64), int(scode),
             np.ascontiguousarray(sp, np.float64), theta, limit, dispatch, d, warmup, rec_end, dt,
             hist, occ, float(xdx), cx_n, cx_s, cx_ss, rng,
         )

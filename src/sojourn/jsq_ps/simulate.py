@@ -58,7 +58,7 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
             "occupancy_at_arrival": (("replication", "n"), np.array([r["occ"] for r in raw], np.int64),
                                      {"long_name": "recorded arrivals that found n customers at the chosen server "
                                                    "(last bin: n >= occupancy_max)", "units": "1"}),
-            "mean_number_per_server": ("replication", np.array([r["area"] for r in raw]) / (spec.servers * window),
+            "mean_number_per_server": ("replication", np.array([r["area"] for r in raw]) / (spec.R * window),
                                        {"long_name": "time-average number of customers per server over the window",
                                         "units": "1"}),
             "events": ("replication", np.array([r["events"] for r in raw], np.int64),
@@ -107,7 +107,8 @@ def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, c
             seed=int(seed),
             seed_entropy=json.dumps([str(e) for e in entropy]),
             seed_recipe="numpy.random.SeedSequence(entropy=seed_entropy, spawn_key=(replication,)); "
-                        "seed_entropy = [seed, sha256(spec JSON)[:8] as big-endian integer]",
+                        "seed_entropy = [seed, sha256(spec.seed_json())[:8] as big-endian integer] (the spec JSON "
+                        "with R named servers)",
             histogram_convention="count[i]: sojourn in [t_i, t_i + dt); CDF at right edges P(S < t_i + dt)",
         )
     )
@@ -270,7 +271,7 @@ def run_model(spec) -> _runlength.RunModel:
     independent single servers, each fed by a thinned stream (SCV 1 − 1/R + c_a²/R); round-robin feeds each
     server every R-th arrival (SCV c_a²/R). The service SCV enters as for FCFS: PS is insensitive in its mean,
     not in its dynamics, so this errs towards longer runs for variable service."""
-    lam, R, rho = spec.arrival_rate, spec.servers, spec.load
+    lam, R, rho = spec.arrival_rate, spec.R, spec.rho
     ca, cs = spec.interarrival.scv, spec.service.scv
     if spec.dispatch == "jsq" or (spec.dispatch == "jsq-d" and spec.choices >= 2):
         station = _runlength.Station(lam, R, rho, ca, cs)

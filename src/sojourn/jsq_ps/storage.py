@@ -21,11 +21,12 @@ from .naming import COORD_ATTRS, SHARED_CORRECTED
 from .solve.guards import OVER_BUDGET
 
 
-def grid_cell(rho, key: str, args: tuple, **grid):
-    """A block's cell at ρ (label ``rho=<ρ>``) and the other grid values ``grid`` (service, R), typed."""
+def grid_cell(rho: float, key: str, args: tuple, **grid):
+    """A block's cell at ρ and the other grid values ``grid`` (service, R), typed: ρ is its coordinate; its label
+    ``rho=<ρ>`` names it in logs, task names and the cache, and is never read back."""
     from ..core.runs.runner import Cell
 
-    return Cell(f"rho={rho}", key, args, {**grid, "rho": float(rho)})
+    return Cell(f"rho={rho!r}", key, args, {**grid, "rho": float(rho)})
 
 
 SIM_VARS = (
@@ -208,12 +209,13 @@ def merge_simulation(paths, output, settings: dict) -> Path:
 
 def _expected(paths, cells: dict) -> dict:
     """{path: the coordinates its block job wrote} for the input ``paths`` whose name ends in a key of ``cells``
-    ({"<service>/R~<R>/rho~<block>.nc" or "R~<R>/rho~<block>.nc": {dim: values}}, from the config); ρ as stored."""
+    ({"<service>/R~<R>/rho~<block>.nc" or "R~<R>/rho~<block>.nc": {dim: values}}, from the config; ρ the floats
+    the block jobs stored)."""
     out = {}
     for p in map(str, paths):
         key = next((k for k in cells if p.endswith("/" + k) or p == k), None)
         if key is not None:
-            out[p] = {d: [float(v) for v in vals] if d == "rho" else vals for d, vals in cells[key].items()}
+            out[p] = cells[key]
     return out
 
 

@@ -1,12 +1,13 @@
 """The restart study's config section (``config["restart"]``): its examples' restart rates and run windows, the
 precision target, and the cross-field checks JSON schema cannot express (ConfigError naming the key path):
 every example's model loads and is stable under signal semantics over its whole sweep, start < stop, warm-up +
-cool-down < horizon, t_max a multiple of dt, bounds ordered."""
+cool-down < window length, t_max a multiple of dt, bounds ordered. An example's run window is
+``simulation.window`` with the keys of its own ``window`` in their place (:func:`window`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.checks.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.checks.config import DEFAULT_PERCENTILE, ConfigError, run_window
 from ..core.checks.inputs import check_grid
 from ..core.checks.timegrid import grid_size
 
@@ -22,11 +23,17 @@ def restart_rates(spec) -> np.ndarray:
     return np.array([float(f"{x:.6g}") for x in r])
 
 
+def window(sim: dict, example: dict) -> dict:
+    """An example's run window: ``simulation.window`` with the keys of the example's ``window`` in their place."""
+    return run_window(sim.get("window"), example.get("window"))
+
+
 def sim_kwargs(sim: dict, time_grid: dict, example: dict) -> dict:
     """The simulation keywords of every replication of an example's sweep (run window, grid, stops)."""
-    warmup = example.get("warmup")
+    w = window(sim, example)
+    warmup = w["warmup"]
     kw = dict(
-        horizon=float(example["horizon"]),
+        horizon=float(w["length"]),
         warmup=None if warmup is None else float(warmup),
         dt=float(time_grid["dt"]),
         t_max=float(time_grid["t_max"]),
@@ -34,8 +41,8 @@ def sim_kwargs(sim: dict, time_grid: dict, example: dict) -> dict:
         max_jobs=int(sim["max_jobs"]),
         max_events=int(sim["max_events"]),
     )
-    if example.get("cooldown") is not None:  # (default: = warmup)
-        kw["cooldown"] = float(example["cooldown"])
+    if w["cooldown"] is not None:  # (default: = warmup)
+        kw["cooldown"] = float(w["cooldown"])
     return kw
 
 
@@ -79,11 +86,13 @@ def check_config(cfg: dict) -> None:
             raise ConfigError(f"{key}.rates: a list of rates must be ascending and distinct; got {list(rates)}")
         if len(set(restart_rates(rates))) != len(restart_rates(rates)):
             raise ConfigError(f"{key}.rates: two rates are equal to 6 significant digits; got {rates}")
-        warm = ex["warmup"] if ex.get("warmup") is not None else 0.05 * ex["horizon"]
-        cool = ex["cooldown"] if ex.get("cooldown") is not None else warm
-        if not ex["horizon"] > warm + cool:
-            raise ConfigError(f"{key}: horizon must be > warmup + cooldown (cooldown null: = warmup); got horizon "
-                              f"{ex['horizon']}, warmup {warm}, cooldown {cool}")
+        w = window(sim, ex)
+        warm = w["warmup"] if w["warmup"] is not None else 0.05 * w["length"]
+        cool = w["cooldown"] if w["cooldown"] is not None else warm
+        if not w["length"] > warm + cool:
+            raise ConfigError(f"{key}.window: length must be > warmup + cooldown (cooldown null: = warmup; keys not "
+                              f"given: restart.simulation.window's); got length {w['length']}, warmup {warm}, "
+                              f"cooldown {cool}")
         try:
             net = load_model(ex["model"])
             if len(net.queues) != 1:
@@ -103,12 +112,13 @@ def _check_cost(key: str, net, ex: dict, sim: dict, tg: dict) -> None:
     from ..core.checks.guard import naming
     from .cost import Run, admit
 
-    names = {"horizon": f"{key}.horizon", "horizon/replications": f"{key}.horizon",
+    names = {"horizon": f"{key}.window.length", "horizon/replications": f"{key}.window.length",
              "t_max": "restart.time_grid.t_max", "dt": "restart.time_grid.dt"}
     try:
+        length = float(window(sim, ex)["length"])
         with naming(names, "config"):
             for r in restart_rates(ex["rates"]):  # signals at each rate (timeouts: the signal-free network's events)
-                admit([Run(net.with_signal_rate(float(r)), "signal"), Run(net, "timeout")], float(ex["horizon"]), 1,
+                admit([Run(net.with_signal_rate(float(r)), "signal"), Run(net, "timeout")], length, 1,
                       float(tg["dt"]), float(tg["t_max"]), int(sim["max_jobs"]), float(sim["max_events"]))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

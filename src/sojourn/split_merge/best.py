@@ -146,7 +146,7 @@ def best(hosts, arrival_rate, replica_law, *, quorum_min=1, max_replicas=10, cri
         {
             "replicas": ("rank", col(0, np.int64), {"long_name": "replicas r", "units": "1"}),
             "quorum": ("rank", col(1, np.int64), {"long_name": "quorum q", "units": "1"}),
-            "load": ("rank", col(2), {"long_name": "load lambda E[S_q:r]/floor(n/r)", "units": "1"}),
+            "rho": ("rank", col(2), {"long_name": "load lambda E[S_q:r]/floor(n/r)", "units": "1"}),
             "latency": ("rank", col(3), {"long_name": name, "units": U}),
             "half_width": (
                 "rank",

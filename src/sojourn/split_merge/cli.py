@@ -41,7 +41,8 @@ def _system_args(p, replicas=True):
         p.add_argument("--quorum", "-q", type=Int(1), required=True, help="results q needed (1 <= q <= r)")
         g = p.add_mutually_exclusive_group(required=True)
         g.add_argument("--arrival-rate", dest="arrival_rate", type=POSITIVE, help="Poisson arrival rate lambda")
-        g.add_argument("--load", type=PROBABILITY_OPEN, help="load in (0, 1): lambda = load floor(n/r) / E[S_q:r]")
+        g.add_argument("--rho", "--load", dest="rho", metavar="RHO", type=PROBABILITY_OPEN,
+                       help="load rho in (0, 1): lambda = rho floor(n/r) / E[S_q:r] (alias --load)")
     p.add_argument(
         "--replica-law",
         dest="replica_law",
@@ -54,7 +55,7 @@ def _system_args(p, replicas=True):
 
 #: the model's and the library's field names -> the flags of these commands (errors speak of what was typed)
 FLAGS = {"hosts": "--hosts", "replicas": "--replicas", "quorum": "--quorum", "arrival_rate": "--arrival-rate",
-         "load": "--load", "replica_law": "--replica-law", "quorum_min": "--quorum-min",
+         "rho": "--rho", "replica_law": "--replica-law", "quorum_min": "--quorum-min",
          "max_replicas": "--max-replicas", "workunits": "--workunits", "replications": "--replications",
          "seed": "--seed", "criterion": "--criterion", "horizon": "--horizon", "warmup_workunits": "--warmup",
          "warmup_time": "--warmup", "dt": "--dt", "t_max": "--t-max"}
@@ -70,8 +71,8 @@ def _spec(args, model="split_merge"):
     from .model import SplitMerge
 
     try:
-        if args.load is not None:
-            return SplitMerge.from_load(args.hosts, args.replicas, args.quorum, args.load, args.replica_law, model)
+        if args.rho is not None:
+            return SplitMerge.from_rho(args.hosts, args.replicas, args.quorum, args.rho, args.replica_law, model)
         return SplitMerge(args.hosts, args.replicas, args.quorum, args.arrival_rate, args.replica_law, model)
     except ValueError as exc:
         raise ValueError(_in_flag_terms(str(exc))) from None
@@ -354,13 +355,13 @@ def run_best(args) -> int:
                   replications=args.replications, seed=args.seed, model=args.model, progress=progress)
     print(ds.attrs["title"])
     level = f"{100 * float(ds.attrs['confidence']):g}%"
-    print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'load':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")
+    print(f"{'rank':>4s} {'r':>3s} {'q':>3s} {'rho':>6s} {'latency':>12s} {'± (' + level + ')':>10s}  method")
     res, binned = float(ds.attrs.get("resolution", 0.0)), False
     for k in range(min(args.top, ds.sizes["rank"])):
         row = ds.isel(rank=k)
         pm = half_width_text(float(row.half_width), bool(int(row.is_exact)), res)
         binned |= pm.endswith("(bin)")
-        print(f"{k + 1:4d} {int(row.replicas):3d} {int(row.quorum):3d} {float(row['load']):6.3f} "
+        print(f"{k + 1:4d} {int(row.replicas):3d} {int(row.quorum):3d} {float(row['rho']):6.3f} "
               f"{float(row.latency):12.6g} {pm:>10s}  {row.method.item()}")
     if binned:
         print(f"'{res:.3g} (bin)': the interval is narrower than the latency histogram's bin width {res:g}, which then "

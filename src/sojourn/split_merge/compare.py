@@ -25,7 +25,7 @@ _DIMS = ("law", "model", "quorum", "replicas")
 #: (long_name, units) of the per-cell variables
 _META = {
     "arrival_rate": ("Poisson arrival rate lambda = load floor(n/r)/E[S_q:r]", "1/" + _U),
-    "load": ("load per super-server lambda E[S_q:r]/floor(n/r)", "1"),
+    "rho": ("load per super-server lambda E[S_q:r]/floor(n/r)", "1"),
     "hosts": ("hosts n", "1"),
     "mean_service": ("E[S_q:r] (exact: phase-type algebra or quadrature)", _U),
     "max_throughput": ("maximal throughput floor(n/r)/E[S_q:r] (exact)", "1/" + _U),
@@ -61,7 +61,7 @@ def _fill_cell(V, G, idx, c, reps, ex, conf, grid, dt, ps):
     n = len(reps)
     spec = c["spec"]
     V["arrival_rate"][idx] = spec.arrival_rate
-    V["load"][idx] = spec.load
+    V["rho"][idx] = spec.rho
     V["hosts"][idx] = spec.hosts
     V["mean_service"][idx] = ex["mean_service"]
     V["max_throughput"][idx] = ex["max_throughput"]
@@ -119,7 +119,7 @@ def experiment_dataset(x, cs, reps_by_cell, exact, ps, conf, dt, t_max, decision
     nrep = max(len(r) for r in reps_by_cell)
     nb = grid_size(t_max, dt)
     f = lambda *extra: np.full(shape + extra, np.nan)
-    V = {k: f() for k in ("arrival_rate", "load", "hosts", "mean_service", "max_throughput", "exact_mean_latency",
+    V = {k: f() for k in ("arrival_rate", "rho", "hosts", "mean_service", "max_throughput", "exact_mean_latency",
                           "exact_mean_delay", "is_exact", "exact_method", "sim_mean_latency", "sim_mean_latency_hw",
                           "sim_mean_delay", "sim_mean_delay_hw", "sim_utilisation", "sim_utilisation_hw",
                           "sim_computing", "sim_throughput", "workunits", "wall_time")}

@@ -1,16 +1,20 @@
 """The split-merge study's config section (``config["split_merge"]``): its experiments' cells and run windows, the
 precision target, and the cross-field checks JSON schema cannot express (ConfigError naming the key path).
 
-(a) ``experiment_a``: one system (default n = r = 3, q = 2, a documented 3-phase PH replica law, load 0.9).
-(b) ``experiment_b``: r = 1..5, q = 1..r at ``hosts`` (null: n = r, the paper's (n, n, q) systems), load 0.9.
-(c) ``experiment_c``: n = 100, q ∈ quorums, r ∈ replicas (q ≤ r), λ = load·⌊n/r⌋/E[S_{q:r}], several replica
+(a) ``experiment_a``: one system (default n = r = 3, q = 2, a documented 3-phase PH replica law, ρ = 0.9).
+(b) ``experiment_b``: r = 1..5, q = 1..r at ``hosts`` (null: n = r, the paper's (n, n, q) systems), ρ = 0.9.
+(c) ``experiment_c``: n = 100, q ∈ quorums, r ∈ replicas (q ≤ r), λ = ρ·⌊n/r⌋/E[S_{q:r}], several replica
     laws; split-merge and (optionally, with its own run window) fork-join with cancellation.
+
+Every experiment's run window is ``simulation.window`` with the keys of its own ``window`` in their place
+(fork-join: its ``fork_join.window`` over those), in workunits (:func:`run_window`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..core.checks.config import DEFAULT_PERCENTILE, ConfigError
+from ..core.checks.config import run_window as study_window
 from ..core.checks.inputs import check_grid
 from ..core.checks.timegrid import grid_size
 from ..core.estimates.replications import WARMUP_FRACTION
@@ -80,7 +84,8 @@ def _check_cost(key: str, e: dict, found: list) -> None:
     from ..core.checks.guard import admit_parts, naming
     from .cost import simulate as simulate_cost
 
-    names = {"workunits": f"{key}.workunits", "horizon": f"{key}.workunits", "replications": f"{key}.workunits",
+    names = {"workunits": f"{key}.window.length", "horizon": f"{key}.window.length",
+             "replications": f"{key}.window.length",
              "hosts": f"{key}.hosts",
              "t_max": f"{key}.time_grid.t_max", "dt": f"{key}.time_grid.dt"}
     tg = e["time_grid"]
@@ -102,12 +107,15 @@ def models(e: dict) -> list[str]:
     return ["split_merge"] + (["fork_join"] if fj.get("enabled", False) else [])
 
 
-def run_window(w: dict) -> tuple[int, int]:
-    """(recorded workunits, discarded warm-up workunits) of an experiment or its fork-join block: ``workunits``, and
-    ``warmup`` (null: ``WARMUP_FRACTION`` of the workunits, the project's rule)."""
-    workunits = int(w["workunits"])
-    warmup = w.get("warmup")
-    return workunits, int(round(WARMUP_FRACTION * workunits)) if warmup is None else int(warmup)
+def run_window(cfg: dict, e: dict, model: str) -> tuple[int, int]:
+    """(recorded workunits, discarded warm-up workunits) of experiment ``e``'s ``model``: ``simulation.window`` with
+    the keys of the experiment's ``window`` (fork-join: and then of its ``fork_join.window``) in their place; a null
+    warmup is ``WARMUP_FRACTION`` of the length, the project's rule."""
+    w = study_window((cfg.get("simulation") or {}).get("window"), e.get("window"))
+    if model == "fork_join":
+        w = study_window(w, e["fork_join"].get("window"))
+    workunits = int(w["length"])
+    return workunits, int(round(WARMUP_FRACTION * workunits)) if w["warmup"] is None else int(w["warmup"])
 
 
 def cells(cfg: dict, x: str) -> list[dict]:
@@ -116,14 +124,14 @@ def cells(cfg: dict, x: str) -> list[dict]:
     out = []
     for lname, law in laws(e).items():
         for model in models(e):
-            wu, warm = run_window(e if model == "split_merge" else e["fork_join"])
+            wu, warm = run_window(cfg, e, model)
             if x == "a":
                 pairs = [(e["replicas"], e["quorum"])]
             else:
                 pairs = [(r, q) for r in e["replicas"] for q in (e.get("quorums") or range(1, r + 1)) if q <= r]
             for r, q in pairs:
                 hosts = e["hosts"] if e["hosts"] is not None else r
-                spec = SplitMerge.from_load(hosts, r, q, e["load"], law, model)
+                spec = SplitMerge.from_rho(hosts, r, q, e["rho"], law, model)
                 out.append({"law": lname, "model": model, "quorum": int(q), "replicas": int(r), "spec": spec,
                             "workunits": int(wu), "warmup": int(warm)})
     return out

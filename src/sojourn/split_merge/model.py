@@ -74,7 +74,7 @@ class SplitMerge:
             raise ValueError(
                 f"arrival_rate must be < floor(hosts/replicas)/E[S_q:r] = {self.super_servers}/{self.mean_service:.6g}"
                 f" = {self.max_throughput:.6g} (the stability limit lambda E[S_q:r] < floor(n/r)); got {lam:g}"
-                f" (load {self.load:.4g})")
+                f" (rho {self.rho:.4g})")
 
     # -- derived quantities ----------------------------------------------------------------
     @property
@@ -93,19 +93,19 @@ class SplitMerge:
         return self.super_servers / self.mean_service
 
     @property
-    def load(self) -> float:
+    def rho(self) -> float:
         """ρ = λ E[S_{q:r}] / ⌊n/r⌋ (per super-server)."""
         return self.arrival_rate / self.max_throughput
 
     # -- constructors ----------------------------------------------------------------------
     @classmethod
-    def from_load(cls, hosts, replicas, quorum, load, replica_law="exponential", model="split_merge") -> SplitMerge:
-        """λ = load · ⌊n/r⌋ / E[S_{q:r}] (the seed's setting with load 0.9); load in (0, 1)."""
-        load = positive_finite("load", load)
-        if load >= 1.0:
-            raise ValueError(f"load must be in (0, 1); got {load!r}")
+    def from_rho(cls, hosts, replicas, quorum, rho, replica_law="exponential", model="split_merge") -> SplitMerge:
+        """λ = ρ · ⌊n/r⌋ / E[S_{q:r}] (the seed's setting with load ρ = 0.9); ρ in (0, 1)."""
+        rho = positive_finite("rho", rho)
+        if rho >= 1.0:
+            raise ValueError(f"rho must be in (0, 1); got {rho!r}")
         probe = cls(hosts, replicas, quorum, 1e-300, replica_law, model)  # validates everything but λ
-        return cls(hosts, replicas, quorum, load * probe.max_throughput, probe.replica_law, model)
+        return cls(hosts, replicas, quorum, rho * probe.max_throughput, probe.replica_law, model)
 
     def with_model(self, model: str) -> SplitMerge:
         return SplitMerge(self.hosts, self.replicas, self.quorum, self.arrival_rate, self.replica_law, model)
@@ -127,4 +127,4 @@ class SplitMerge:
     def describe(self) -> str:
         name = {"split_merge": "split-merge", "fork_join": "fork-join with cancellation"}[self.model]
         return (f"{name} (n={self.hosts}, r={self.replicas}, q={self.quorum}): lambda={self.arrival_rate:.6g}, "
-                f"E[S_q:r]={self.mean_service:.6g}, load={self.load:.4g}; replicas {self.replica_law}")
+                f"E[S_q:r]={self.mean_service:.6g}, rho={self.rho:.4g}; replicas {self.replica_law}")

@@ -114,7 +114,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
            "replicas": ds["replicas"].values[0]}
     c = ds.sel(sel)
     e = json.loads(ds.attrs["config"])["settings"]
-    spec = SplitMerge.from_load(e["hosts"], e["replicas"], e["quorum"], e["load"], e["replica_law"])
+    spec = SplitMerge.from_rho(e["hosts"], e["replicas"], e["quorum"], e["rho"], e["replica_law"])
     dt = float(ds.attrs["dt"])
     t = ds["t"].values + dt
     F = cdf_from_histogram(c["latency_count"].values, c["latency_overflow"].values)
@@ -149,7 +149,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     verdict = (f"the exact value lies inside the simulated {_level(ds)} CI for {m_in + p_in} of {m_n + p_n} statistics"
                if m_n + p_n else "no exact value the simulation can check")
     system = (f"n = {spec.hosts} hosts, each job split into r = {spec.replicas} replicas, done when q = {spec.quorum} "
-              f"finish; load {e['load']}, {law_words(e['replica_law'])}")
+              f"finish; load {e['rho']}, {law_words(e['replica_law'])}")
     fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
                  fontsize=9, y=1.0, va="bottom")
     cap = _figure_a_caption(ds, c, sel, spec, system, labels, ok, (m_in, p_in, m_n, p_n), t_est, dotted)
@@ -293,7 +293,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     import textwrap
 
     fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
-                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['load'], e['hosts'])}",
+                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['rho'], e['hosts'])}",
                                             125)), fontsize=9, y=1.0, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
@@ -303,7 +303,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         [("Colour and first line: the exact mean latency; second line: the simulated mean ± its CI across "
          "replications. A red outline marks a cell whose exact value lies outside the simulated CI; elsewhere the two "
          f"agree within what this run can show. Latency in {TIME_UNITS} ({law_words(e['replica_law'])}). "
-         f"The load is held fixed: {load_words(e['load'], e['hosts'])}.")])
+         f"The load is held fixed: {load_words(e['rho'], e['hosts'])}.")])
     return save(fig, stem, formats, dpi, caption=cap)
 
 
@@ -472,7 +472,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     found = _figure_c_finding(ds, rs, mean_ok)
     fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
                  + (f"{found}\n" if found else "")
-                 + "\n".join(textwrap.wrap(short_load_words(e["load"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
+                 + "\n".join(textwrap.wrap(short_load_words(e["rho"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
 
 
@@ -719,7 +719,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                                        {"law": str(law), "model": model, "percentile": p}, None, [["count"]])]))
     return Caption(
         f"Experiment (c) of the split-merge study for {law_words(law_str)}: n = {hosts} hosts, "
-        f"q ∈ {{{', '.join(map(str, qs))}}}, r = {rs.min()}..{rs.max()} (q ≤ r); {load_words(e['load'], hosts)}. "
+        f"q ∈ {{{', '.join(map(str, qs))}}}, r = {rs.min()}..{rs.max()} (q ≤ r); {load_words(e['rho'], hosts)}. "
         f"Left: mean latency; right: its {100 * p:g}th percentile; both against r, one colour per quorum q.", findings,
         limits,
         [("Simulated with t-intervals across replications (markers with bars): split-merge solid"

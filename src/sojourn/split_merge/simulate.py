@@ -260,7 +260,7 @@ def run_model(spec: SplitMerge) -> _runlength.RunModel:
         return _runlength.RunModel((station,), rate, scv_service=cs)
     m1, m2, _ = order_statistic_moments(law, q, r)
     cs = max(m2 / m1**2 - 1.0, 0.0)
-    station = _runlength.Station(spec.arrival_rate, spec.super_servers, spec.load, 1.0, cs)
+    station = _runlength.Station(spec.arrival_rate, spec.super_servers, spec.rho, 1.0, cs)
     return _runlength.RunModel((station,), spec.arrival_rate, scv_service=cs)
 
 

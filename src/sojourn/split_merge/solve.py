@@ -213,7 +213,7 @@ def exact_results(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
     m1, m2, how = order_statistic_moments(spec.replica_law, q, r)
     ps = np.atleast_1d(np.asarray(percentiles, dtype=float))
     out = {"mean_service": m1, "service_second_moment": m2, "moments_method": how, "super_servers": c,
-           "max_throughput": c / m1, "load": lam * m1 / c, "mean_delay": math.nan, "mean_latency": math.nan,
+           "max_throughput": c / m1, "rho": lam * m1 / c, "mean_delay": math.nan, "mean_latency": math.nan,
            "delay_method": "none", "p_wait": math.nan, "percentiles": ps,
            "latency_percentile": np.full(ps.shape, np.nan), "delay_percentile": np.full(ps.shape, np.nan),
            "percentile_method": "none", "exact": False, "reduction": "", "qbd_phases": 0,
@@ -339,7 +339,7 @@ def exact_dataset(spec: SplitMerge, percentiles=(0.5, 0.9, 0.99), qbd_max_phases
                 e["max_throughput"],
                 {"long_name": "maximal throughput floor(n/r)/E[S_q:r]", "units": "1/" + U, "method": mom},
             ),
-            "load": ((), e["load"], {"long_name": "load per super-server lambda E[S_q:r]/floor(n/r)", "units": "1"}),
+            "rho": ((), e["rho"], {"long_name": "load per super-server lambda E[S_q:r]/floor(n/r)", "units": "1"}),
             "mean_delay": (
                 (),
                 e["mean_delay"],

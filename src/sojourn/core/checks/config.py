@@ -40,6 +40,13 @@ def canonical(value):
     return value
 
 
+def run_window(study: dict | None, override: dict | None = None) -> dict:
+    """The run window of a replication, one block in every study: the study's ``simulation.window`` with the keys an
+    experiment's or example's own ``window`` gives in their place. ``{length, warmup, cooldown}``, a null warmup or
+    cooldown left null (the project's defaults: :func:`sojourn.core.estimates.replications.check_window`)."""
+    return {"length": None, "warmup": None, "cooldown": None, **(study or {}), **(override or {})}
+
+
 def load_schema(schema) -> dict:
     """A JSON schema given as a dict or as the path of a YAML/JSON file. References to another file's
     definitions (``{$ref: "common.schema.yaml#/$defs/simulation", …}``, relative to the referring file) are

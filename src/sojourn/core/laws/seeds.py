@@ -15,8 +15,10 @@ from ..checks.validate import integer_at_least
 
 
 def spec_hash(spec) -> int:
-    """Stable 64-bit integer hash of the spec's canonical JSON (first 8 bytes of its SHA-256)."""
-    text = spec if isinstance(spec, str) else spec.to_json()
+    """Stable 64-bit integer hash of the spec's canonical JSON (first 8 bytes of its SHA-256): its ``seed_json()``
+    where it has one (the form its streams were first derived from, kept when a field is renamed), else
+    ``to_json()``."""
+    text = spec if isinstance(spec, str) else getattr(spec, "seed_json", spec.to_json)()
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 

@@ -54,7 +54,7 @@ streams depend on k alone, so a staged R extended to 10 is exactly a 10-replicat
 exactly at d (a histogram edge), the percentile to 1/1000 of d.
 
 Python: ``sojourn.plan(arrival_rate="9000/s", mean_service="1.2ms", deadline="72ms", reliability=0.9999)``
-→ :class:`PlanResult` (``.servers``, ``.rows``, ``.notes``, ``.dataset`` an ``xarray.Dataset``,
+→ :class:`PlanResult` (``.R``, ``.rows``, ``.notes``, ``.dataset`` an ``xarray.Dataset``,
 ``.to_dict()``, ``.table()``); numbers given for times are seconds, for rates per second.
 """
 from __future__ import annotations

@@ -30,12 +30,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plan", help=help_, description=DESCRIPTION)
     g = p.add_argument_group("arrivals (one of)")
     g.add_argument("--arrival-rate", type=RATE, metavar="RATE", help="Poisson arrival rate with a unit: 9000/s, 9/ms")
-    g.add_argument(
-        "--load", type=POSITIVE, metavar="RHO", help="the load at --servers (instead of --arrival-rate); may be >= 1"
-    )
-    g.add_argument(
-        "--servers", "-R", type=Int(1), metavar="R", help="the number of servers at which --load is measured"
-    )
+    g.add_argument("--rho", "--load", dest="rho", type=POSITIVE, metavar="RHO",
+                   help="the load at -R (instead of --arrival-rate); may be >= 1 (alias --load)")
+    action = g.add_argument("-R", "--servers", dest="R", type=Int(1), metavar="R",
+                            help="the number of servers at which --rho is measured (alias --servers)")
+    action.primary = "-R"
     g = p.add_argument_group("service (one of)")
     g.add_argument(
         "--mean-service", type=TIME, metavar="TIME", help="mean service requirement with a unit: 1.2ms, 800us"
@@ -87,7 +86,7 @@ def run_plan(args) -> int:
 
     choice("--format", args.format, ("table", "json"))
     with working("planning" + (" (simulating to confirm)" if args.confirm else "")):
-        res = plan(arrival_rate=args.arrival_rate, load=args.load, servers=args.servers, mean_service=args.mean_service,
+        res = plan(arrival_rate=args.arrival_rate, rho=args.rho, R=args.R, mean_service=args.mean_service,
                    service_rate=args.service_rate, service_law=args.service_law, deadline=args.deadline,
                    budget=args.budget, network_latency=args.network_latency, reliability=args.reliability,
                    dispatch=args.dispatch, max_servers=args.max_servers, confirm=args.confirm,

@@ -61,8 +61,8 @@ class Simulated:
 
 @dataclass
 class Evaluation:
-    servers: int
-    load: float
+    R: int
+    rho: float
     engine: Engine
     probability: float  # P(T ≤ d): the method's, or the simulated mean
     percentile: float  # mean service times; inf beyond the evaluated range (> percentile_above)

@@ -89,7 +89,7 @@ class Planner:
             self._table = read_accuracy(self.q.accuracy)
         return self._table
 
-    def load(self, R: int) -> float:
+    def rho(self, R: int) -> float:
         return self.q.offered / R
 
     # -- analytic CDFs on a grid through d -----------------------------------------------------------
@@ -148,7 +148,7 @@ class Planner:
         method: the extremes (an arrival rate of 1e-300/s, a deadline of hours at millisecond service) are decided
         here, where the methods' grids and chains lose their digits or their time. None where it does not apply."""
         q, p = self.q, self.p
-        rho = self.load(R)
+        rho = self.rho(R)
         if not q.exponential or not rho < 1.0:
             return None
         a, d = q.offered, q.d
@@ -183,7 +183,7 @@ class Planner:
 
     # -- which method for which R ----------------------------------------------------------------------
     def exact_fits(self, R: int, t_hi: float) -> bool:
-        rho = self.load(R)
+        rho = self.rho(R)
         limit = EXACT_MAX_LOAD.get(R)
         return limit is not None and rho <= limit + 1e-12 and (R <= 2 or t_hi <= EXACT_MAX_T)
 
@@ -205,7 +205,7 @@ class Planner:
     def table_engine(self, R: int) -> Engine:
         """The accuracy table's choice at R where T failed (module doc, step 2): neither exact (a question of cost)
         nor T (it has just failed here) is a candidate."""
-        c = self.table.choose(R, self.load(R), self.p, exclude=("exact", TAIL_METHOD))
+        c = self.table.choose(R, self.rho(R), self.p, exclude=("exact", TAIL_METHOD))
         info = None if c.table_R is None else {"table_R": c.table_R, "table_rho": c.table_rho,
                                                "table_percentile": c.table_percentile, "extrapolated": c.extrapolated}
         if c.simulate:
@@ -214,7 +214,7 @@ class Planner:
 
     def _table_error(self, R, method):
         try:
-            return self.table.error(R, self.load(R), self.p, method)
+            return self.table.error(R, self.rho(R), self.p, method)
         except ValueError:
             return (math.nan,) * 3 + (None, None, None, [])
 
@@ -230,7 +230,7 @@ class Planner:
         t0 = time.perf_counter()
         b = self.bound(R)
         if b is not None:
-            ev = Evaluation(R, self.load(R), Engine(BOUND_METHOD, BOUND_REASON, short="bound", details={"tail": b[2]}),
+            ev = Evaluation(R, self.rho(R), Engine(BOUND_METHOD, BOUND_REASON, short="bound", details={"tail": b[2]}),
                             b[0], b[1], probability_high=1.0, probability_low=b[0])
             return self._keep(R, ev, t0)
         guess = self.screen(R)[1]
@@ -250,13 +250,13 @@ class Planner:
             except (ArithmeticError, ValueError, MemoryError, RuntimeError, np.linalg.LinAlgError) as exc:
                 # RuntimeError: scipy's sparse LU, "Factor is exactly singular" (a chain at R ≈ 50: the previous
                 # release stopped there with the error)
-                why = f"{eng.method} failed at R = {R} (ρ = {self.load(R):.4g}): {exc}"
+                why = f"{eng.method} failed at R = {R} (ρ = {self.rho(R):.4g}): {exc}"
                 eng, final = self._instead(R, eng, why, law, "failed")
                 if final:
                     break
                 continue
             if flags:  # sojourn.jsq_ps.solve.guards: not a sojourn-time law of a JSQ system here
-                why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.load(R):.4g}): "
+                why = (f"{eng.method}'s result fails the analytic guards at R = {R} (ρ = {self.rho(R):.4g}): "
                        f"{describe(flags)}")
                 eng, final = self._instead(R, eng, why, law, "invalid here")
                 if final:
@@ -276,7 +276,7 @@ class Planner:
             if math.isfinite(x) or tries == 2 or tail:
                 ev = Evaluation(
                     R,
-                    self.load(R),
+                    self.rho(R),
                     eng,
                     float(F[k]),
                     x,
@@ -293,7 +293,7 @@ class Planner:
 
             admit_parts(simulation_cost(self.q, R, 1))
         sim = self.simulate(R)
-        ev = Evaluation(R, self.load(R), eng, sim.probability, sim.percentile,
+        ev = Evaluation(R, self.rho(R), eng, sim.probability, sim.percentile,
                         sim.t_max if not math.isfinite(sim.percentile) else math.nan, sim)
         return self._keep(R, ev, t0)
 
@@ -342,7 +342,7 @@ class Planner:
 
         q, d = self.q, self.q.d
         if R not in self._runs:
-            rho = self.load(R)
+            rho = self.rho(R)
             run = run_length(R, rho, self.p, q.law.scv)
             if run["guard_lengthened"]:
                 self.notes.append(
@@ -359,7 +359,7 @@ class Planner:
             bins = int(min(100 * per_d, math.ceil(t_hi / dt)))
             self._runs[R] = {"run": run, "per_d": per_d, "dt": dt, "t_max": bins * dt, "done": 0, "counts": [],
                              "overflows": [], "t": None, "wall": 0.0,
-                             "spec": JSQPS.from_load(R, rho, mu=1.0, service=q.law)}
+                             "spec": JSQPS.from_rho(R, rho, mu=1.0, service=q.law)}
         r = self._runs[R]
         first = r["done"]
         if replications <= first:
@@ -407,7 +407,7 @@ class Planner:
             g_lo = float(np.exp(gm - gh))
         from ...core.estimates.runlength import assess
 
-        guard = assess(run_model(R, self.load(R), self.q.law.scv), r["run"]["window"], r["done"])
+        guard = assess(run_model(R, self.rho(R), self.q.law.scv), r["run"]["window"], r["done"])
         return Simulated(r["done"], float(total.mean()), r["run"]["horizon"], r["run"]["warmup"], float(pm),
                          float(p_lo), float(min(1.0, p_hi)), float(xm), float(xm - xh), float(xm + xh),
                          float(r["t_max"]), r["wall"], self.q.seed, g_lo, guard.valid, guard.relative_se)
@@ -455,7 +455,7 @@ class Planner:
             else f"the {_pct(self.p)} percentile is beyond {format_time(ev.percentile_above * q.mean_service, q.unit)}"
         )
         return NoServers(f"no R ≤ {q.max_servers} meets P(T ≤ {format_time(q.deadline, q.unit)}) ≥ {self.p:g}: at "
-                         f"R = {R} (load {ev.load:.3g}) {where} ({via}, P(T ≤ d) = {ev.probability:.6g}); raise it, or "
+                         f"R = {R} (load {ev.rho:.3g}) {where} ({via}, P(T ≤ d) = {ev.probability:.6g}); raise it, or "
                          "relax the deadline or the reliability")
 
     def search(self) -> int:
@@ -507,7 +507,7 @@ class Planner:
             if R >= top:
                 ev = self.evaluate(R)
                 s = self.simulated[R]
-                ev_sim = Evaluation(R, ev.load, ev.engine, s.probability, s.percentile, s.t_max)
+                ev_sim = Evaluation(R, ev.rho, ev.engine, s.probability, s.percentile, s.t_max)
                 raise self._no_R(R, ev_sim, "simulation")
             R += 1
         while R - 1 >= lo and self.simulate(R - 1, full=True).probability >= p:

@@ -51,10 +51,10 @@ TAIL_LAW_SECONDS = 0.5
 #: the other methods, 1.5 times the screened percentile, 0.72 s)
 TAIL_REACH = 1.25
 #: the names of the request's fields in messages: the API's, or the command line's (``FLAGS``)
-FIELDS = {k: k for k in ("arrival_rate", "load", "servers", "mean_service", "service_rate", "service_law",
+FIELDS = {k: k for k in ("arrival_rate", "rho", "R", "mean_service", "service_rate", "service_law",
                          "deadline", "budget", "network_latency", "reliability", "dispatch", "max_servers",
                          "replications", "seed", "unit", "accuracy", "confirm")}
-FLAGS = {k: "--" + k.replace("_", "-") for k in FIELDS}
+FLAGS = {**{k: "--" + k.replace("_", "-") for k in FIELDS}, "R": "-R"}
 
 
 def replications_for(reliability: float) -> int:
@@ -63,26 +63,26 @@ def replications_for(reliability: float) -> int:
     return DEFAULT_REPLICATIONS
 
 
-def run_model(servers: int, load: float, scv_service: float = 1.0):
-    """The run-length guard's model of R JSQ servers at ``load`` (μ = 1, Poisson arrivals;
+def run_model(R: int, rho: float, scv_service: float = 1.0):
+    """The run-length guard's model of R JSQ servers at load ``rho`` (μ = 1, Poisson arrivals;
     :func:`sojourn.jsq_ps.simulate.run_model`, without its imports)."""
     from ...core.estimates.runlength import RunModel, Station
 
-    rate = servers * load
-    return RunModel((Station(rate, servers, load, 1.0, scv_service),), rate, scv_service=scv_service)
+    rate = R * rho
+    return RunModel((Station(rate, R, rho, 1.0, scv_service),), rate, scv_service=scv_service)
 
 
-def run_length(servers: int, load: float, reliability: float, scv_service: float = 1.0) -> dict:
+def run_length(R: int, rho: float, reliability: float, scv_service: float = 1.0) -> dict:
     """Horizon, warm-up and recorded customers of one simulated replication, in mean service times (the
     rule of the module doc), the window lengthened where the run-length guard (:mod:`sojourn.core.estimates.runlength`)
     asks for more at the first stage's :data:`FIRST_STAGE` replications (``guard_lengthened``)."""
     customers = max(math.ceil(TAIL_CUSTOMERS / (1.0 - reliability) - 1e-9), MIN_CUSTOMERS)
-    rate = servers * load  # arrivals per mean service time
+    rate = R * rho  # arrivals per mean service time
     window = customers / rate
-    needed = run_model(servers, load, scv_service).needed_window(FIRST_STAGE)
+    needed = run_model(R, rho, scv_service).needed_window(FIRST_STAGE)
     lengthened = needed > window
     window = max(window, needed)
-    tau = 1.0 / (servers * (1.0 - math.sqrt(load)) ** 2)  # M/M/R relaxation time (Morse 1955), μ = 1
+    tau = 1.0 / (R * (1.0 - math.sqrt(rho)) ** 2)  # M/M/R relaxation time (Morse 1955), μ = 1
     warmup = max(10.0 * tau, 0.05 * window)
     return {"customers": max(customers, math.ceil(window * rate)), "window": window, "warmup": warmup,
             "horizon": warmup + window, "relaxation_time": tau, "guard_lengthened": lengthened}
@@ -206,29 +206,29 @@ def _check_service(mean_service, service_rate, n, texts) -> float:
     return mean
 
 
-def _check_arrivals(arrival_rate, load, servers, mean, n, texts):
-    """(total arrival rate per second, the servers run now or None), from the rate or from a load at a number of
-    servers."""
+def _check_arrivals(arrival_rate, rho, R, mean, n, texts):
+    """(total arrival rate per second, the servers run now or None), from the rate or from a load ``rho`` at a
+    number ``R`` of servers."""
     current = None
     if arrival_rate is not None:
-        if load is not None or servers is not None:
-            raise ValueError(f"give either {n['arrival_rate']} or {n['load']} with {n['servers']}, not both")
+        if rho is not None or R is not None:
+            raise ValueError(f"give either {n['arrival_rate']} or {n['rho']} with {n['R']}, not both")
         lam = parse_rate(arrival_rate, n["arrival_rate"])
         Lam = lam.si
         texts["arrivals"] = f"arrival rate {lam.text}"
     else:
-        if load is None or servers is None:
-            raise ValueError(f"give {n['arrival_rate']} (e.g. 9000/s), or {n['load']} together with {n['servers']} "
+        if rho is None or R is None:
+            raise ValueError(f"give {n['arrival_rate']} (e.g. 9000/s), or {n['rho']} together with {n['R']} "
                              "(the load at a number of servers you run now)")
-        current = integer_at_least(n["servers"], servers, 1)
-        rho = load
+        current = integer_at_least(n["R"], R, 1)
+        given = rho
         if isinstance(rho, str):
             try:
                 rho = float(rho)
             except ValueError:
-                raise ValueError(f"{n['load']} must be a number > 0; got {load!r}") from None
+                raise ValueError(f"{n['rho']} must be a number > 0; got {given!r}") from None
         if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not math.isfinite(rho) or rho <= 0:
-            raise ValueError(f"{n['load']} must be a number > 0 (it may be >= 1: an overloaded system); got {load!r}")
+            raise ValueError(f"{n['rho']} must be a number > 0 (it may be >= 1: an overloaded system); got {given!r}")
         Lam = float(rho) * current / mean
         texts["arrivals"] = f"load {float(rho):g} at {current} servers (arrival rate {Lam:.6g}/s)"
     return Lam, current
@@ -296,7 +296,7 @@ def _check_feasible(law, d, mean, p, B, unit, Lam, confirm, arrival_rate, maxR, 
                          f"(arrival rate × mean service = {a:.4g} busy servers on average); raise {n['max_servers']}")
 
 
-def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=None, service_rate=None,
+def check_request(*, arrival_rate=None, rho=None, R=None, mean_service=None, service_rate=None,
                   service_law="exponential", deadline=None, budget=None, network_latency=None, reliability=None,
                   dispatch="jsq", max_servers=DEFAULT_MAX_SERVERS, confirm=False, replications=None, seed=0,
                   unit=None, accuracy=None, names=FIELDS) -> Request:
@@ -315,7 +315,7 @@ def check_request(*, arrival_rate=None, load=None, servers=None, mean_service=No
                          "e.g. 0.9999")
     p = _reliability(reliability, n["reliability"])
     mean = _check_service(mean_service, service_rate, n, texts)
-    Lam, current = _check_arrivals(arrival_rate, load, servers, mean, n, texts)
+    Lam, current = _check_arrivals(arrival_rate, rho, R, mean, n, texts)
     law = _check_law(service_law, n)
     d, B, net, unit_default = _check_deadline(deadline, budget, network_latency, n, texts)
     unit = time_unit(unit, n["unit"]) if unit is not None else (unit_default or readable_unit(d))
@@ -372,7 +372,7 @@ def plan_cost(q: Request):
     parts = simulation_cost(q, R, 3) if q.confirm else []
     from ..solve.tail import peak_bytes  # T-law's own memory guard uses it too (solve.tail_ph)
 
-    given = ("load/servers" if q.current_servers is not None else "arrival_rate") + (
+    given = ("rho/R" if q.current_servers is not None else "arrival_rate") + (
         "/mean_service" if "mean service" in q.texts.get("service", "") else "/service_rate")
     if q.exponential:  # T at the least stable R (a few evaluations near it)
         parts.append(Estimate(SEARCH_EVALUATIONS * T_SECONDS_PER_CUBED_SERVER * float(R) ** 3, peak_bytes(R),

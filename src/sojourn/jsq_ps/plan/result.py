@@ -31,11 +31,11 @@ def _num(x):
 
 @dataclass
 class PlanResult:
-    """The answer of :func:`plan`: ``servers`` (the least R), ``status``, the ``rows`` of R − 1, R, R + 1
+    """The answer of :func:`plan`: ``R`` (the least number of servers), ``status``, the ``rows`` of R − 1, R, R + 1
     (dicts, times in ``unit``), ``notes``; ``dataset`` (an ``xarray.Dataset`` of the rows), ``to_dict()``,
     ``to_json()``, ``table()``."""
 
-    servers: int
+    R: int
     status: str  # predicted | simulated | confirmed | within_noise
     message: str
     unit: str
@@ -49,7 +49,7 @@ class PlanResult:
     def to_dict(self) -> dict:
         q = self.request
         return {
-            "answer": {"servers": self.servers, "status": self.status, "confirmed": self.confirmed,
+            "answer": {"R": self.R, "status": self.status, "confirmed": self.confirmed,
                        "message": self.message},
             "target": {"deadline": _num(self._u(q.deadline)), "reliability": q.reliability,
                        "percentile": 100 * q.reliability,
@@ -72,12 +72,12 @@ class PlanResult:
 
     @property
     def dataset(self):
-        """The rows as an ``xarray.Dataset`` on a ``servers`` dimension (times in ``unit``), answer in attrs."""
+        """The rows as an ``xarray.Dataset`` on an ``R`` dimension (times in ``unit``), answer in attrs."""
         import numpy as np
         import xarray as xr
 
         rows = self.rows
-        R = np.array([r["servers"] for r in rows], np.int64)
+        R = np.array([r["R"] for r in rows], np.int64)
 
         def col(key, dtype=float):
             vals = [r.get(key) for r in rows]
@@ -89,7 +89,7 @@ class PlanResult:
 
         u = self.unit
         spec = {
-            "load": ("load Λ E[S] / R", "1", float),
+            "rho": ("load Λ E[S] / R", "1", float),
             "stable": ("1 if the load is below 1", "1", int),
             "method": ("how P(T <= d) was obtained: exact, an approximation, or simulation", None, str),
             "method_reason": ("why that method", None, str),
@@ -124,14 +124,14 @@ class PlanResult:
             attrs = {"long_name": long_name}
             if units is not None:
                 attrs["units"] = units
-            data[key] = ("servers", col(key, dtype), attrs)
+            data[key] = ("R", col(key, dtype), attrs)
         q = self.request
-        attrs = {"answer_servers": int(self.servers), "status": self.status, "message": self.message,
+        attrs = {"answer_R": int(self.R), "status": self.status, "message": self.message,
                  "confirmed": int(self.confirmed), "deadline": q.deadline / SECONDS[u], "reliability": q.reliability,
                  "unit": u, "arrival_rate_per_second": q.arrival_rate, "mean_service": q.mean_service / SECONDS[u],
                  "service_law": q.service_law, "min_stable_servers": q.min_stable, "max_servers": q.max_servers,
                  "notes": "\n".join(self.notes)}
-        return xr.Dataset(data, coords={"servers": ("servers", R, {"long_name": "number of servers R"})},
+        return xr.Dataset(data, coords={"R": ("R", R, {"long_name": "number of servers R"})},
                           attrs=attrs)
 
     def table(self) -> str:
@@ -146,14 +146,14 @@ class PlanResult:
         out.append(f"  system  {q.texts.get('arrivals', '')}, {q.texts.get('service', '')}, {q.law.name} service, "
                    f"JSQ-PS; offered load {q.offered:.4g} servers, stable from R = {q.min_stable}")
         out.append("")
-        head = ["R", "load", f"{pct} pct", "meets", "method", "method's measured error [95% CI] (table point) or bound"]
+        head = ["R", "rho", f"{pct} pct", "meets", "method", "method's measured error [95% CI] (table point) or bound"]
         if self.confirmed:
             head[5:5] = [f"simulated {pct} pct (95% CI)", "verdict"]
         lines = [head]
         star = False
         for r in self.rows:
             if not r["stable"]:
-                cells = [str(r["servers"]), f"{r['load']:.3f}", "unstable", "no", "-", "load >= 1"]
+                cells = [str(r["R"]), f"{r['rho']:.3f}", "unstable", "no", "-", "load >= 1"]
                 if self.confirmed:
                     cells[5:5] = ["-", "-"]
                 lines.append(cells)
@@ -168,7 +168,7 @@ class PlanResult:
             if r.get("table_extrapolated"):
                 star = True
             yes = ("yes" if r["meets"] else "no") + ("" if r.get("margin") == "clear" else "?")
-            cells = [str(r["servers"]), f"{r['load']:.3f}", xs, yes, r["method"], err]
+            cells = [str(r["R"]), f"{r['rho']:.3f}", xs, yes, r["method"], err]
             if self.confirmed:
                 cells[5:5] = [_sim_text(r, u, q.deadline / SECONDS[u] / 1000), r.get("verdict") or "-"]
             lines.append(cells)
@@ -198,7 +198,7 @@ class PlanResult:
         return self.table()
 
     def __repr__(self) -> str:
-        return f"PlanResult(servers={self.servers}, status={self.status!r}, unit={self.unit!r}, rows={len(self.rows)})"
+        return f"PlanResult(R={self.R}, status={self.status!r}, unit={self.unit!r}, rows={len(self.rows)})"
 
 
 def _error_text(r: dict) -> str:
@@ -250,7 +250,7 @@ def _row(planner: Planner, R: int, confirmed: bool) -> dict:
     q = planner.q
     k = q.mean_service / SECONDS[q.unit]  # mean service times -> the user's unit
     rho = q.offered / R
-    row = {"servers": R, "load": rho, "stable": rho < 1.0}
+    row = {"R": R, "rho": rho, "stable": rho < 1.0}
     if not row["stable"]:
         row.update(method=None, method_reason="unstable", probability=None, percentile=None, percentile_above=None,
                    meets=False)
@@ -304,20 +304,20 @@ def _margin_notes(rows: list, confirm: bool) -> list[str]:
     for r in rows if not confirm else ():  # under --confirm the simulation decides (its notes above)
         m = r.get("margin")
         if m == "within_method_error" and r.get("method") == TAIL_METHOD:
-            notes.append(f"R = {r['servers']}: T says it fails the target, but T is conservative and its bound admits "
-                         f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['servers']} may suffice; "
+            notes.append(f"R = {r['R']}: T says it fails the target, but T is conservative and its bound admits "
+                         f"a true P(T ≤ d) up to {r['probability_high']:.6g}: R = {r['R']} may suffice; "
                          "--confirm settles it by simulation")
         elif m == "within_method_error" and r.get("method") == "exact":
-            notes.append(f"R = {r['servers']}: the target lies within exact's certified bounds of P(T ≤ d) "
+            notes.append(f"R = {r['R']}: the target lies within exact's certified bounds of P(T ≤ d) "
                          f"(± {r['probability_high'] - r['probability']:.1g}): the answer hangs on the last digits; "
                          "--confirm cannot settle it either")
         elif m == "within_method_error":
-            notes.append(f"R = {r['servers']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
+            notes.append(f"R = {r['R']}: {r['method']} says it {'meets' if r['meets'] else 'fails'} the target, "
                          f"but within {r['method']}'s measured error (the true percentile may lie on the other side of "
-                         f"the deadline{'; R = ' + str(r['servers']) + ' may suffice' if not r['meets'] else ''}): "
+                         f"the deadline{'; R = ' + str(r['R']) + ' may suffice' if not r['meets'] else ''}): "
                          "--confirm settles it by simulation")
         elif m == "unmeasured":
-            notes.append(f"R = {r['servers']}: {r['method']}'s error is not measured at this point of the accuracy "
+            notes.append(f"R = {r['R']}: {r['method']}'s error is not measured at this point of the accuracy "
                          "table; --confirm checks it by simulation")
     return notes
 
@@ -325,7 +325,7 @@ def _margin_notes(rows: list, confirm: bool) -> list[str]:
 def _simulation_notes(pl: Planner, q, rows: list, confirm: bool) -> list[str]:
     """A note on the simulations behind the rows: which R, how many replications of how many customers."""
     p = q.reliability
-    sims = [r["servers"] for r in rows if r.get("method") == SIMULATION or (confirm and r["servers"] in pl.simulated)]
+    sims = [r["R"] for r in rows if r.get("method") == SIMULATION or (confirm and r["R"] in pl.simulated)]
     if not sims:
         return []
     s = pl.simulated[sims[0]]
@@ -352,10 +352,10 @@ def _notes(pl: Planner, q, R: int, rows: list, confirm: bool, sim_R, sim_below) 
         notes.append(f"R = {R - 1} fails only within the simulation noise (95 % interval of P(T ≤ d) "
                      f"[{sim_below.probability_low:.6g}, {sim_below.probability_high:.6g}] contains {p:g}): "
                      f"R = {R - 1} may suffice")
-    bound_rows = [r["servers"] for r in rows if r.get("method") == BOUND_METHOD]
+    bound_rows = [r["R"] for r in rows if r.get("method") == BOUND_METHOD]
     if bound_rows:
         notes.append(f"R = {', '.join(map(str, bound_rows))}: by {BOUND_REASON}; its percentile is an upper bound")
-    tail_rows = [r["servers"] for r in rows if r.get("method") == TAIL_METHOD]
+    tail_rows = [r["R"] for r in rows if r.get("method") == TAIL_METHOD]
     if tail_rows:
         notes.append(
             f"R = {', '.join(map(str, tail_rows))}: by T (sojourn.jsq_ps.solve.tail), whose percentile is never "
@@ -366,8 +366,8 @@ def _notes(pl: Planner, q, R: int, rows: list, confirm: bool, sim_R, sim_below) 
     if R == q.min_stable:
         notes.append(f"R = {R} is also the least stable number of servers (offered load {q.offered:.4g})")
     if not q.exponential:
-        law_rows = [r["servers"] for r in rows if r.get("method") == TAIL_LAW_METHOD]
-        other = [r["servers"] for r in rows if r.get("method") == SIMULATION]
+        law_rows = [r["R"] for r in rows if r.get("method") == TAIL_LAW_METHOD]
+        other = [r["R"] for r in rows if r.get("method") == SIMULATION]
         if law_rows:
             from ..solve.tail_ph import model_error_text
 
@@ -387,15 +387,15 @@ def _notes(pl: Planner, q, R: int, rows: list, confirm: bool, sim_R, sim_below) 
     return notes
 
 
-def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=None, service_rate=None, load=None,
-         servers=None, service_law="exponential", budget=None, network_latency=None, dispatch="jsq",
+def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=None, service_rate=None, rho=None,
+         R=None, service_law="exponential", budget=None, network_latency=None, dispatch="jsq",
          max_servers=DEFAULT_MAX_SERVERS, confirm=False, replications=None, seed=0, unit=None, accuracy=None,
          _names=FIELDS) -> PlanResult:
     """The least number of JSQ-PS servers R with P(T ≤ deadline) ≥ reliability (module doc).
 
     arrival_rate
-        ``"9000/s"``, ``"9/ms"`` or a number per second; or ``load`` with ``servers``: the load at the number
-        of servers you run now (Λ = load · servers / E[S]).
+        ``"9000/s"``, ``"9/ms"`` or a number per second; or ``rho`` with ``R``: the load at the number
+        of servers you run now (Λ = rho · R / E[S]).
     mean_service / service_rate
         ``"1.2ms"`` (or seconds) / ``"833/s"`` (or per second); ``service_law`` a ``sojourn.laws`` string
         (``"lognormal:sigma=0.69"``), rescaled to that mean (default exponential).
@@ -414,7 +414,7 @@ def plan(arrival_rate=None, mean_service=None, *, deadline=None, reliability=Non
         An accuracy table (CSV, :mod:`sojourn.jsq_ps.accuracy`) instead of the shipped one.
     """
     t0 = time.perf_counter()
-    q = check_request(arrival_rate=arrival_rate, load=load, servers=servers, mean_service=mean_service,
+    q = check_request(arrival_rate=arrival_rate, rho=rho, R=R, mean_service=mean_service,
                       service_rate=service_rate, service_law=service_law, deadline=deadline, budget=budget,
                       network_latency=network_latency, reliability=reliability, dispatch=dispatch,
                       max_servers=max_servers, confirm=confirm, replications=replications, seed=seed, unit=unit,

@@ -67,8 +67,8 @@ def _check_spec(spec, methods=()):
         raise ValueError(f"discipline must be 'ps' for the analytic methods; got {spec.discipline!r}")
     if spec.dispatch != "jsq":
         raise ValueError(f"dispatch must be 'jsq' for the analytic methods; got {spec.dispatch!r}")
-    if not spec.load < 1.0:
-        raise ValueError(f"load must be in (0, 1); got rho={spec.load:.6g}")
+    if not spec.rho < 1.0:
+        raise ValueError(f"rho must be in (0, 1); got rho={spec.rho:.6g}")
 
 
 def _check_method(method):
@@ -120,7 +120,7 @@ def _check_hyper(method_set, spec, hyper):
     if "L1" in out:
         out["L1"] = integer_at_least("L1", out["L1"], 2)
     if "L2" in out:
-        L1 = out.get("L1", table4_L1(spec.servers) if any(m in FAITHFUL_METHODS for m in method_set) else 2)
+        L1 = out.get("L1", table4_L1(spec.R) if any(m in FAITHFUL_METHODS for m in method_set) else 2)
         out["L2"] = integer_at_least("L2", out["L2"], max(L1, 2))
     elif "L1" in out and any(m in FAITHFUL_METHODS for m in method_set) and out["L1"] > DEFAULT_L2:
         raise ValueError(f"L2 must be an integer >= L1={out['L1']}; got the default {DEFAULT_L2}")
@@ -167,7 +167,7 @@ def _exact(spec, hyper, t, system=None) -> dict:
         if budget is None:  # asked for by name: within the limits of the guard, or refused
             res = _exact_within_limits(spec, t, system, kw)
         else:
-            res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.servers, t, system=system, **kw)
+            res = exact_sojourn_cdf(spec.arrival_rate, spec.service_rate, spec.R, t, system=system, **kw)
     except ExactOverBudget as exc:
         info = {"over_budget": str(exc), **{f"plan_{k}": v for k, v in exc.plan.items() if v is not None}}
         return dict(cdf=np.full(t.size, np.nan), lambda_n=np.full(0, np.nan), A_n=np.full(0, np.nan),
@@ -206,21 +206,21 @@ def _exact_within_limits(spec, t, system, kw):
     mem_limit, _, sec_limit, _ = limits()
     cap = int(kw.get("state_budget", 400_000))
     mem_cap = int(min(mem_limit / BYTES_PER_TAGGED_STATE, 2**62)) if math.isfinite(mem_limit) else 2**62
-    lam, mu, R = spec.arrival_rate, spec.service_rate, spec.servers
+    lam, mu, R = spec.arrival_rate, spec.service_rate, spec.R
     eps = kw.get("eps", 1e-10)
     t_max = float(np.max(t)) if np.size(t) else 0.0
     plan = exact_plan(lam, mu, R, t_max, eps, min(cap, mem_cap), sec_limit if math.isfinite(sec_limit) else 1e300,
                       kw.get("M"), kw.get("D"))
-    what = f"exact's tagged chain at R = {R}, rho = {spec.load:.4g}"
+    what = f"exact's tagged chain at R = {R}, rho = {spec.rho:.4g}"
     if not plan["fits"]:
         need = float(plan.get("refused_states") or 0)
         refused = f"{what} needs more than {need:.3g} states (system states x R) to reach its truncation {eps:g}"
         if plan.get("bound_by") == "seconds":
-            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "servers/load", refused))
+            admit(Estimate(float(plan.get("refused_seconds") or math.inf), 0.0, "R/rho", refused))
         if mem_cap < cap:  # the memory, not the state cap, stopped it
-            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "servers/load", refused))
+            admit(Estimate(0.0, need * BYTES_PER_TAGGED_STATE, "R/rho", refused))
     states = float(plan["system_states"]) * R
-    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "servers/load",
+    admit(Estimate(float(plan["predicted_seconds"]), states * BYTES_PER_TAGGED_STATE, "R/rho",
                    f"{what}: {plan['system_states']:,} system states, {plan['poisson_terms']:,} uniformised steps"))
     # the same call as without the guard (its truncation search again: the results stay those of every release)
     return exact_sojourn_cdf(lam, mu, R, t, system=system, **kw)
@@ -237,7 +237,7 @@ def _run(spec, methods, t, hyper):
     for k in ("chain_eps", "state_budget", "clamp_gupta"):
         if k in hyper:
             cellkw[k] = hyper[k]
-    cell = Cell(spec.arrival_rate, spec.service_rate, spec.servers, t, **cellkw)
+    cell = Cell(spec.arrival_rate, spec.service_rate, spec.R, t, **cellkw)
     out = {}
     for m in methods:
         if m == "exact":
@@ -254,14 +254,14 @@ def _run(spec, methods, t, hyper):
                           faithful=r.faithful, info=r.info)
         if "reason" not in out[m]:  # the guards (sojourn.jsq_ps.solve.guards), on every method alike
             out[m]["reason"], out[m]["violation"] = validity(out[m]["cdf"], out[m]["lambda_n"], out[m]["A_n"],
-                                                             spec.arrival_rate, spec.servers, spec.load)
+                                                             spec.arrival_rate, spec.R, spec.rho)
             out[m]["reason"] |= truncation_flags(out[m]["info"])  # a truncation short of its tolerance
     return out
 
 
 def _base_attrs(spec, hyper):
     attrs = provenance(config=spec.to_dict(), hyper=hyper)
-    attrs.update(servers=spec.servers, arrival_rate=spec.arrival_rate, service_rate=spec.service_rate, load=spec.load,
+    attrs.update(R=spec.R, arrival_rate=spec.arrival_rate, service_rate=spec.service_rate, rho=spec.rho,
                  model=spec.describe(), reference="jsq_ps_methods.md (Palmer & Martín-Pérez, arXiv 2210.17227)")
     return attrs
 

@@ -63,7 +63,7 @@ class ApproximationBlock(_Approximations):
         from ..storage import stored_once
         from .cell import approximate_cell
 
-        self.rhos = [str(r) for r in self.rhos]
+        self.rhos = [float(r) for r in self.rhos]
         self.copies = stored_once(self.methods, self.share_corrected)
         t = grid(float(self.time_grid["t_max"]), float(self.time_grid["dt"]))
         hyper = {"L1": int(self.L1), "L2": int(self.L2)}
@@ -76,11 +76,11 @@ class ApproximationBlock(_Approximations):
                        "exact_budget": self.exact_budget}
 
         def key(rho):
-            parts = ["approximation", int(self.R), str(rho), float(self.mu), list(self.methods), int(self.L1),
+            parts = ["approximation", int(self.R), rho, float(self.mu), list(self.methods), int(self.L1),
                      int(self.L2), tg, self.code, bool(self.share_corrected), "stored once"]
             return cell_key(*parts, *([budget] if budget is not None else []))
 
-        self._cells = [grid_cell(rho, key(rho), (int(self.R), float(rho), float(self.mu), tuple(self.methods), t, hyper,
+        self._cells = [grid_cell(rho, key(rho), (int(self.R), rho, float(self.mu), tuple(self.methods), t, hyper,
                                              bool(self.share_corrected), self.exact_budget), R=int(self.R))
                        for rho in self.rhos]
 
@@ -119,14 +119,14 @@ class LawApproximationBlock(_Approximations):
         from ...core.checks.timegrid import time_grid as grid
         from .cell import approximate_law_cell
 
-        self.rhos = [str(r) for r in self.rhos]
+        self.rhos = [float(r) for r in self.rhos]
         t = grid(float(self.time_grid["t_max"]), float(self.time_grid["dt"]))
         tg = {k: self.time_grid[k] for k in sorted(self.time_grid)}
         self.task, self.layout = approximate_law_cell, Layout(("service", "R", "rho"), replicated=False)
         self.config = {"law": self.law, "methods": list(self.methods), "code": self.code, "time_grid": self.time_grid}
-        self._cells = [grid_cell(rho, cell_key("law approximation", str(self.law), int(self.R), str(rho),
+        self._cells = [grid_cell(rho, cell_key("law approximation", str(self.law), int(self.R), rho,
                                            float(self.mu), list(self.methods), tg, self.code),
-                             (str(self.law), int(self.R), float(rho), float(self.mu), tuple(self.methods), t),
+                             (str(self.law), int(self.R), rho, float(self.mu), tuple(self.methods), t),
                              service=self.service, R=int(self.R)) for rho in self.rhos]
         self.name = "law approximation cells"
 

@@ -18,7 +18,7 @@ def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact
     second group.
     ``share_corrected``: B*, D*, E* are copies of A* and F* of C* (their run_time is the source's).
     ``exact_budget``: ``exact`` runs where it fits, else NaN with ``validity_reason`` over_budget."""
-    spec = JSQPS.from_load(int(R), float(rho), mu=float(mu))
+    spec = JSQPS.from_rho(int(R), float(rho), mu=float(mu))
     faithful = [m for m in methods if m in FAITHFUL_METHODS]
     others = [m for m in methods if m not in faithful]
     alias = {m: SHARED_CORRECTED[m] for m in others if share_corrected and m in SHARED_CORRECTED}
@@ -52,7 +52,7 @@ def approximate_law_cell(law: str, R, rho, mu, methods, t, hyper=None) -> xr.Dat
     method made (``D``, ``h``, ``cstar``, ``predicted_seconds``) as variables."""
     from .api import approximate
 
-    spec = JSQPS.from_load(int(R), float(rho), mu=float(mu), service=law)
+    spec = JSQPS.from_rho(int(R), float(rho), mu=float(mu), service=law)
     parts = []
     for m in methods:
         ds = approximate(spec, m, t=t, **(hyper or {}))

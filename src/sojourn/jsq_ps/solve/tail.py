@@ -579,7 +579,7 @@ def margins(t, result: TailResult, levels=MARGIN_LEVELS) -> dict:
 def api_result(spec, hyper, t) -> dict:
     """Method T for :mod:`sojourn.jsq_ps.solve.api` (its per-method dict)."""
     w0 = time.perf_counter()
-    res = tail_sojourn(spec.arrival_rate, spec.service_rate, spec.servers, t, D=hyper.get("tail_D"),
+    res = tail_sojourn(spec.arrival_rate, spec.service_rate, spec.R, t, D=hyper.get("tail_D"),
                        max_seconds=hyper.get("tail_seconds", DEFAULT_SECONDS))
     info = {k: v for k, v in res.info.items()}
     info.update(margins(t, res))

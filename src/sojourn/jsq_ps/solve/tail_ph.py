@@ -1004,7 +1004,7 @@ def api_result(spec, hyper, t) -> dict:
     from .tail import margins
 
     w0 = time.perf_counter()
-    res = tail_ph_sojourn(spec.arrival_rate, spec.service, spec.servers, t, D=hyper.get("tail_D"),
+    res = tail_ph_sojourn(spec.arrival_rate, spec.service, spec.R, t, D=hyper.get("tail_D"),
                           h=hyper.get("tail_h"), cstar=hyper.get("tail_cstar"),
                           max_seconds=hyper.get("tail_seconds", DEFAULT_SECONDS))
     info = {k: v for k, v in res.info.items() if k != "margin_parts"}
