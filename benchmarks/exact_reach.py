@@ -14,6 +14,19 @@ includes the imports the parent holds, about 0.2 GB). The target (issue 36): eve
 its tolerance with a certified bound ≤ 1e-8, in ≤ 10 s wall on 2 cores and ≤ 1 GB. Also checked: the two CDFs
 within 1e-9 (exit status 1 otherwise). Prints the load average (the machine may be shared: wall seconds then
 mean little, CPU seconds still do); appends a JSON line to ``benchmarks/exact_reach.jsonl``.
+
+Where the cost goes (2026-12-07, load average 10-15, CPU seconds; the reference is 5a98ac9, the LU and one thread):
+
+    cell          system  tagged kept  steps  ms/step  search + final system solve        steps  peak
+    R=5 rho=0.90  107 100   182 662    2 053    2.45   0.5 + 0.6 (LU) -> by levels        5.0  0.24 -> 0.23 GB
+    R=5 rho=0.95  333 336   476 518    2 102    4.0    1.5 + 2.6 (LU) -> by levels        8.5  0.75 -> 0.35 GB
+    R=6 rho=0.90  325 584   354 979    2 428    4.5    3.7 (LU, final within) -> levels  10.9  0.85 -> 0.35 GB
+    R=6 rho=0.95  616 896   888 239    2 487    9.1    3.2 + 6.7 (LU) -> 1.7 + 2.6 (lev.) 22.5  1.61 -> 0.52 GB
+
+The whole call, reference -> current: 5.4 -> 4.9, 14.2 -> 11.2, 15.9 -> 13.8, 33.9 -> 27.1 CPU-s, the CDFs within
+9e-16. The steps (K = the Poisson cut of (Λ + Rμ)·t_max: one system event each, nothing to merge) are what is left:
+80 % of the CPU at R = 6, ρ = 0.95, about 2 ns per kept transition, now on two threads (wall about half of their CPU
+on two free cores; the machine was never quiet enough to show it here).
 """
 from __future__ import annotations
 
