@@ -247,6 +247,18 @@ def test_default_budget_covers_R_up_to_4_on_the_default_grid():
     assert not plan["fits"] and plan["reason"].startswith("over budget")
 
 
+def test_default_budget_reaches_R6_at_rho_095():
+    """Issue 36's reach: R = 5, 6 at ρ = 0.9, 0.95 fit the default budget (their truncation reached, predicted
+    from small solves), ρ = 0.96 at R = 6 does not."""
+    for R, rho in ((5, 0.95), (6, 0.95)):
+        plan = exact_plan(rho * R, 1.0, R, 182.32, state_budget=DEFAULT_BUDGET["max_states"],
+                          max_seconds=DEFAULT_BUDGET["max_seconds"])
+        assert plan["fits"], (R, rho, plan)
+    plan = exact_plan(6 * 0.96, 1.0, 6, 182.32, state_budget=DEFAULT_BUDGET["max_states"],
+                      max_seconds=DEFAULT_BUDGET["max_seconds"])
+    assert not plan["fits"]
+
+
 def test_over_budget_exact_is_nan_and_flagged_not_missing():
     spec = JSQPS.from_rho(3, 0.9)
     ds = approximate_all(spec, ["C*", "exact"], t_max=20.0, dt=0.1, exact_budget={"max_seconds": 1e-3})

@@ -25,14 +25,17 @@ TAIL_CUSTOMERS, MIN_CUSTOMERS = 100, 10_000
 #: the screening method: Gupta's λ_n with the birth-death occupancy (no whole-system chain)
 SCREEN_METHOD = "C*"
 #: ``exact`` runs where ρ ≤ this for R servers, and (R ≥ 3) the grid ends within EXACT_MAX_T mean service
-#: times: there one evaluation costs ≲ 0.25 s of CPU (``python benchmarks/plan.py exact``, t ≤ 80: R = 1 at
-#: ρ = 0.99 0.03 s, R = 2 at 0.95 0.06 s, R = 3 at 0.8 0.15 s, R = 4 at 0.6 0.09 s, R = 5 at 0.5 0.20 s, R = 6 at
-#: 0.4 0.24 s, R = 7 at 0.3 0.08 s; the next load step costs 0.22-0.46 s)
-EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.80, 4: 0.60, 5: 0.50, 6: 0.40, 7: 0.30}
+#: times. Up to ρ = 0.4–0.8 at R = 3–6 one evaluation costs ≲ 0.25 s of CPU (``python benchmarks/plan.py exact``,
+#: t ≤ 80: R = 3 at 0.8 0.15 s, R = 6 at 0.4 0.24 s); since issue 36 it runs to ρ = 0.95 at R = 3–6, where its
+#: truncation is reached and certified (bound ≤ 6.6e-10) at a cost that grows to seconds: CPU seconds on the paper
+#: grid t ≤ 182.32 (``benchmarks/exact_reach.py``): R = 5 at 0.9 4.9 s, at 0.95 11.2 s, R = 6 at 0.9 13.8 s, at
+#: 0.95 27.1 s (the steps, most of it, on two threads); at t ≤ EXACT_MAX_T the steps are about 0.6 of that
+EXACT_MAX_LOAD = {1: 0.99, 2: 0.95, 3: 0.95, 4: 0.95, 5: 0.95, 6: 0.95, 7: 0.30}
 EXACT_MAX_T = 100.0
-#: the exact module's own budget (``analytic.budget``, predicted from its truncation before the costly part):
-#: a safety net where a long grid makes a cell of EXACT_MAX_LOAD dearer than measured
-EXACT_SECONDS = 1.0
+#: the exact module's own budget (``analytic.budget``, predicted from its truncation before the costly part, CPU
+#: seconds): a safety net where a long grid makes a cell of EXACT_MAX_LOAD dearer than measured; R = 6, ρ = 0.95
+#: at t ≤ 100 is predicted 23.3 s (1 436 steps)
+EXACT_SECONDS = 25.0
 SIMULATION = "simulation"
 #: the method for every exponential R where exact does not run cheaply: T, the tagged chain on a spread-capped
 #: state space (:mod:`sojourn.jsq_ps.solve.tail`), conservative by construction

@@ -1,13 +1,24 @@
 """The numba kernels of :class:`sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain` (imported only when a chain
-is large enough to need them: importing numba costs ~0.2 s, more than a small chain's whole solve)."""
+is large enough to need them: importing numba costs ~0.2 s, more than a small chain's whole solve).
+
+One uniformised step runs its phase chunks on numba's threads (:func:`_masses`): a barrier per step, 2 000–2 500
+steps per call. OpenMP's default wait policy spins at each barrier, which on a shared machine burns a core for
+nothing and waits on a descheduled thread (R = 5, ρ = 0.9, 500 steps at load average 7: 3.6 CPU-s on two threads
+against 0.9 on one); a passive wait (set here unless the environment sets it, before numba starts its threads)
+costs the same CPU as one thread (0.92 s against 0.90)."""
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402 (after the wait policy, which OpenMP reads when it starts)
+from numba import njit, prange  # noqa: E402
 
 
 @njit(cache=True, boundscheck=False)
-def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc):  # noqa: C901
+def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc,  # noqa: C901
+          p_lo, p_hi):
     # (C901: the four copies of the move loop are the fixed trip counts the compiler vectorises; the timings below)
     """y = x·P for x, y the kept states only, phase by phase, level fastest: phase p holds its levels
     0..mcap[p]−1 from start[p] (a move into a dropped state leaves the chain; compact rows: at R = 6, ρ = 0.9
@@ -22,12 +33,13 @@ def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, h
     The diagonal 1 − out/q of phase p on level m is dconst[p] − dtag[p]·wrow[p, m] − exitq[ot[p], m] (μ/(qk)),
     plus dfirst[p] on level 0 (the departures of idle least-loaded servers). Flat indices, no array views in the
     loops (a view per move costs reference counting: 3× slower at M = 38). Returns (Σ y, Σ x·exitq): the mass
-    left and the mass absorbed by this step (exitq is the tagged completion's rate μ/(kq))."""
-    P = dconst.size
+    left and the mass absorbed by this step (exitq is the tagged completion's rate μ/(kq)). Steps the phases
+    p_lo ≤ p < p_hi only (a chunk: :func:`_masses` runs the chunks on parallel threads; each writes its own phases of
+    y and reads x), with the mass left per level in ``acc`` and the mass absorbed returned."""
     for m in range(M):
         acc[m] = 0.0
     absorbed = 0.0
-    for p in range(P):
+    for p in range(p_lo, p_hi):
         Mp = mcap[p]
         if Mp == 0:
             continue
@@ -75,31 +87,45 @@ def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, h
                         y[b + m] += r * x[o + m]
         for m in range(Mp):
             acc[m] += y[b + m]
-    total = 0.0
-    for m in range(M):
-        total += acc[m]
-    return total, absorbed
+    return absorbed
 
 
-@njit(cache=True, boundscheck=False)
-def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop):
+@njit(cache=True, boundscheck=False, parallel=True)
+def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop,
+            chunks):
     """g_j = p0·P^j·1 for j < K (x = p0 on the kept states, :func:`_step`'s layout, on entry) and a_j, the mass
     absorbed (the tagged completion) in the first j steps, stopping once g_j < ``stop`` (later a_j kept at their
-    last value); returns (g, a, steps computed)."""
+    last value); returns (g, a, steps computed).
+
+    Each step runs the phase chunks [chunks[c], chunks[c+1]) on numba's threads (``prange``; the chunks are fixed
+    by the chain, :meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.set_level_caps`, not by the thread
+    count) and sums their masses in chunk order, so the result is the same bits on any number of threads."""
+    n_chunks = chunks.size - 1
     g = np.zeros(K)
     a = np.zeros(K)
-    acc = np.zeros(M)
+    acc = np.zeros((n_chunks, M))
+    ab = np.zeros(n_chunks)
     total = 0.0
     for i in range(x.size):
         total += x[i]
     g[0] = total
     absorbed = 0.0
     for j in range(1, K):
-        s, ab = _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow,
-                      acc)
+        for c in prange(n_chunks):
+            ab[c] = _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow,
+                          acc[c], chunks[c], chunks[c + 1])
+        s = 0.0
+        for m in range(M):
+            lev = 0.0
+            for c in range(n_chunks):
+                lev += acc[c, m]
+            s += lev
+        step = 0.0
+        for c in range(n_chunks):
+            step += ab[c]
+        absorbed += step
         x, y = y, x
         g[j] = s
-        absorbed += ab
         a[j] = absorbed
         if s < stop:
             for i in range(j + 1, K):

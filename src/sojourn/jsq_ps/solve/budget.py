@@ -11,30 +11,34 @@ K once the caps are known:
     T̂ = S·R·(1.5 + 0.65·R)   (the tagged chain's transitions; within 25 % for R = 1…6, above them at R ≥ 4)
 
 A cell *fits* the budget ``{max_states, max_seconds}`` when its caps reach the truncation tolerance
-with S·R ≤ max_states (about the tagged chain's size; the memory is mostly the system chain's LU: 650 MB peak
-at S·R = 1.2 million, R = 5, ρ = 0.93) and the predicted seconds are ≤ max_seconds. Otherwise ``exact`` is not
-run there: its values are NaN and its ``validity_reason`` is ``over_budget``
-(:mod:`sojourn.jsq_ps.solve.guards`), with the prediction in the attributes.
+with S·R ≤ max_states (about the tagged chain's size) and the predicted CPU seconds are ≤ max_seconds. Otherwise
+``exact`` is not run there: its values are NaN and its ``validity_reason`` is ``over_budget``
+(:mod:`sojourn.jsq_ps.solve.guards`), with the prediction in the attributes. Memory: since issue 36 the system
+chains are solved without a factor (:mod:`sojourn.jsq_ps.solve.level_solve`), and the peak is the tagged chain's
+arrays and the imports: 0.23 GB at S·R = 0.54 million (R = 5, ρ = 0.9), 0.35 GB at 1.67 million (R = 5, ρ = 0.95),
+0.52 GB at 3.7 million (R = 6, ρ = 0.95), against 0.24, 0.75 and 1.61 GB with the sparse LU
+(``benchmarks/exact_reach.py``, the whole process; :data:`BYTES_PER_TAGGED_STATE`).
 
-Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process on this 2-core machine, load
-average ≤ 1; :data:`CALIBRATION`). The tagged chain is pruned (exact.py: 18–51 % of the box's transitions at
+Calibration (``python benchmarks/exact_budget.py``, CPU seconds of one process on this 2-core machine;
+:data:`CALIBRATION`). The tagged chain is pruned (exact.py: 18–51 % of the box's transitions at
 R = 4–6, ρ ≥ 0.8), so the cost per predicted box transition varies by cell; the constants are the largest
-the edge cells need, and predictions there lean pessimistic (R = 5, ρ = 0.94: predicted 11.1 s, measured
-9.9 s; R = 6, ρ = 0.87: 14.2 s, 9.7 s). The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's)
-runs ``exact`` on every cell of R ≤ 4 up to ρ = 0.95 (R = 4, ρ = 0.95: predicted 2.9 s, measured 2.9 s),
-R = 5 up to ρ = 0.93 (9.7 s, 8.9 s) and R = 6 up to ρ = 0.86 (9.5 s, 7.7 s) on the paper grid (``python
-benchmarks/exact_budget.py frontier``; at the start of 2026-12-02 it was ρ = 0.92 and 0.81), and on every other
-cell predicted within the same time and state cap. Measured, R = 5 runs to ρ = 0.94 and R = 6 to 0.87 within
-10 s; beyond it the time binds: R = 5, ρ = 0.95 takes 11.4 s, R = 6, ρ = 0.9 13.3 s, ρ = 0.95 28.9 s (43.8 s
-before pruning, 100 s with the per-state CSR product). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1
-every state leaves at rate q = Λ + Rμ, so a uniformised step is one event of the system and no stepping
-scheme takes fewer — each a pass over the kept tagged states (0.35–0.9 million at R = 6, ρ = 0.9–0.95) at
-about 2 ns per kept transition, plus the system chain's sparse LU (a third of the time at R = 6, ρ = 0.95: 7.8
-s for 617 000 states). The state set is near its limit: pruning by the stationary law keeps 24–35 % of the
-states for a bound 1.3–1.6× the box's, and the tagged chain's own occupation measure (the ideal set, known
-only after the run) still needed half the box's states for the box's bound at R = 4, ρ = 0.95; the 3× more
-that R = 6, ρ = 0.95 would need to fit 10 s is not in the truncation's shape. Krylov projections were measured and
-rejected: Arnoldi
+the edge cells need, and predictions there lean pessimistic. Re-run after issue 36 (the system law by levels, the
+steps on two threads: the same CPU seconds, half the steps' wall time on two free cores): the fit moved little
+(3.1e-10 · K·T̂ + 1.05e-5 · S + 0.04), the shipped constants still bound every cell from above where it matters
+(R = 5, ρ = 0.9: predicted 4.26 s, measured 4.28 s; ρ = 0.95: 13.3 s, 10.6 s; R = 6, ρ = 0.9: 18.1 s, 13.1 s;
+ρ = 0.95: 34.8 s, 26.9 s). The default budget (:data:`DEFAULT_BUDGET`, also config/config.yaml's) runs ``exact``
+on every cell of R ≤ 6 up to ρ = 0.95 (issue 36's reach; ``python benchmarks/exact_budget.py frontier``) and on
+every other cell predicted within the same time and state cap. Its seconds are CPU seconds: the steps, about 80 %
+of them at R ≥ 5, ρ ≥ 0.9, run on numba's threads (two here), so on two free cores the wall time should be about
+0.6 of them (R = 6, ρ = 0.95: about 16 s; not measured on a quiet machine — the load average stayed ≥ 10 while
+this was built). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1 every state leaves at
+rate q = Λ + Rμ, so a uniformised step is one event of the system and no stepping scheme takes fewer — each a
+pass over the kept tagged states (0.35–0.9 million at R = 6, ρ = 0.9–0.95) at about 2 ns per kept transition; the
+system chain's solves are now 15–20 % of the CPU (they were a third with the LU). The state set is near its limit:
+pruning by the stationary law keeps 24–35 % of the states for a bound 1.3–1.6× the box's (a threshold 10× higher
+keeps 24 % fewer at R = 5, ρ = 0.95 for a bound 2.6× larger, 100× higher 44 % fewer for 15×), and the tagged
+chain's own occupation measure (the ideal set, known only after the run) still needed half the box's states for
+the box's bound at R = 4, ρ = 0.95. Krylov projections were measured and rejected: Arnoldi
 reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
 (m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
 accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
@@ -54,16 +58,18 @@ SECONDS_PER_STEP_TRANSITION = 5.5e-10
 SECONDS_PER_STATE = 1.2e-5
 #: CPU seconds of a small cell (grid sums, the truncation search's small solves): same fit (0.03), rounded up
 SECONDS_FIXED = 0.1
-#: peak bytes per tagged-chain state (system states x R: the state cap's unit): the system chain's LU and the
-#: tagged chain's levels (650 MB peak at S·R = 1.2 million, R = 5, ρ = 0.93; benchmarks/cost_models.py checks it)
-BYTES_PER_TAGGED_STATE = 600.0
+#: peak bytes per tagged-chain state (system states x R: the state cap's unit): the tagged chain's levels and the
+#: system chain (no factor since issue 36: 0.35 GB peak at S·R = 1.67 million, R = 5, ρ = 0.95, imports included,
+#: 0.52 GB at 3.7 million; 600 with the LU), rounded up; benchmarks/cost_models.py checks it
+BYTES_PER_TAGGED_STATE = 250.0
 #: what the constants were fitted on (benchmarks/exact_budget.py, appended to benchmarks/exact_budget.jsonl)
 CALIBRATION = ("30 cells R = 1..4 x rho = 0.1..0.95, R = 5, 6 at low load and at rho = 0.8..0.95 (no state cap), "
                "t_max = 182.32, dt = 0.01, the exact method with pruning and certified bounds "
-               "(benchmarks/exact_budget.py, load average <= 1, 2026-12-02)")
+               "(benchmarks/exact_budget.py, load average <= 1, 2026-12-02; checked again with the system law by "
+               "levels and the steps on two threads, CPU seconds at load average 11-13, 2026-12-07)")
 
 #: run ``exact`` where it fits these (the config's ``approximation.exact_budget`` default)
-DEFAULT_BUDGET = {"max_states": 2_000_000, "max_seconds": 10.0}
+DEFAULT_BUDGET = {"max_states": 4_000_000, "max_seconds": 36.0}
 
 
 class ExactOverBudget(Exception):

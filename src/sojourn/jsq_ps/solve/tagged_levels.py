@@ -22,6 +22,12 @@ small (offset, level) tables). Against the CSR product of the same chain, side b
 the chain's construction 11.6 s → 0.2 s at R = 6, ρ = 0.95 (2.8 million tagged states). Same chain, same q,
 same steps: the remaining masses g_j = p0·P^j·1 agree with the CSR route to rounding (≤ 6e-13 after 2 487
 steps at R = 6, ρ = 0.95; the CDFs within 7.3e-14 on the benchmark's cells).
+
+Each step runs :data:`CHUNKS` contiguous phase ranges of about equal work on numba's threads (a phase's row of y is
+written by its chunk alone, x only read), their masses summed in chunk order: the same bits on one thread or two
+(tests/jsq_ps/test_exact_level_solve.py), the same CPU seconds (R = 5, ρ = 0.9, 500 steps: 0.92 s on two threads,
+0.90 on one), and on two free cores about half the wall time of the steps, which are most of ``exact`` at
+R ≥ 5, ρ ≥ 0.9 (2 053–2 487 steps of 0.18–0.89 million kept states: 80 % of its CPU at R = 6, ρ = 0.95).
 """
 from __future__ import annotations
 
@@ -108,6 +114,11 @@ class LevelTaggedChain:
         self._kernel_moves = (np.concatenate([[0], np.cumsum(np.bincount(self.target[live], minlength=P))]).astype(
             np.int64), (self.start[self.src] - d)[live].astype(np.int64), lo[live].astype(np.int64),
             hi[live].astype(np.int64), self.tagged[live], self.rate[live])
+        # the kernel's phase chunks (one step runs them on parallel threads): CHUNKS contiguous ranges of about equal
+        # work, the kept states plus the levels of the moves into them
+        work = np.cumsum(self.mcap + np.bincount(self.target, weights=n, minlength=P))
+        cuts = np.searchsorted(work, work[-1] * np.arange(1, CHUNKS) / CHUNKS) if P and work[-1] > 0 else []
+        self.chunks = np.unique(np.concatenate([[0], cuts, [P]])).astype(np.int64)
         ot = self.ot
         # level-0 states with the tagged server empty (offset 0) are no states: as a source (m = dg) or a target
         src_bad = (ot[self.src] == 0) & (d >= 0) & (lo <= d) & (d < hi)
@@ -168,7 +179,7 @@ class LevelTaggedChain:
         x = np.ascontiguousarray(x.reshape(self.size_phases, self.M)[self._kept])  # the kept states only
         y = np.zeros_like(x)
         return _masses(x, y, self.M, self.mcap, self.start, *self._diag_parts, *self._kernel_moves, self._wrow_kept,
-                       int(K), float(stop))
+                       int(K), float(stop), self.chunks)
 
     def matrix(self):
         """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
@@ -194,6 +205,10 @@ class LevelTaggedChain:
         A = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
         return (A + sparse.diags(diag.ravel())).tocsr()
 
+
+#: the phase chunks of one kernel step, run on numba's threads (fixed, so the sums are the same bits on any number of
+#: threads; a multiple of the 2 cores the method's budget counts)
+CHUNKS = 4
 
 #: phases × levels up to which :meth:`LevelTaggedChain.masses` steps a scipy.sparse matrix instead of the numba
 #: kernel: there a whole solve takes less than importing numba (~0.2 s; `sojourn plan`'s small cells)

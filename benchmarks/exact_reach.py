@@ -1,0 +1,164 @@
+"""The exact method's reach (issue 36 item 4): the current route and a reference revision side by side (not a test).
+
+    python benchmarks/exact_reach.py                           # R = 5, 6 x rho = 0.9, 0.95, both routes
+    python benchmarks/exact_reach.py --cells 4:0.95 5:0.9      # R:rho cells
+    python benchmarks/exact_reach.py --reference 5a98ac9       # the git revision of the reference route
+
+Both routes are loaded into this process: the current package, and the reference's ``exact.py``,
+``tagged_levels.py`` and ``_tagged_kernel.py`` from git (the rest of the solver — the system chain, the
+uniformisation helpers — is shared). Each (route, cell) call runs in a child forked from this process (so each has
+its own peak memory), in alternating order, with no time budget and no state cap (the truncation reaches its
+tolerance, eps = 1e-10), on the paper's grid t = 0..182.32 step 0.01. This process measures the child's wall
+seconds, and the child's CPU seconds (user + system, every thread) and peak resident memory (``os.wait4``; it
+includes the imports the parent holds, about 0.2 GB). The target (issue 36): every R ≤ 6, ρ ≤ 0.95 cell reaches
+its tolerance with a certified bound ≤ 1e-8, in ≤ 10 s wall on 2 cores and ≤ 1 GB. Also checked: the two CDFs
+within 1e-9 (exit status 1 otherwise). Prints the load average (the machine may be shared: wall seconds then
+mean little, CPU seconds still do); appends a JSON line to ``benchmarks/exact_reach.jsonl``.
+
+Where the cost goes (2026-12-07, load average 10-15, CPU seconds; the reference is 5a98ac9, the LU and one thread):
+
+    cell          system  tagged kept  steps  ms/step  search + final system solve        steps  peak
+    R=5 rho=0.90  107 100   182 662    2 053    2.45   0.5 + 0.6 (LU) -> by levels        5.0  0.24 -> 0.23 GB
+    R=5 rho=0.95  333 336   476 518    2 102    4.0    1.5 + 2.6 (LU) -> by levels        8.5  0.75 -> 0.35 GB
+    R=6 rho=0.90  325 584   354 979    2 428    4.5    3.7 (LU, final within) -> levels  10.9  0.85 -> 0.35 GB
+    R=6 rho=0.95  616 896   888 239    2 487    9.1    3.2 + 6.7 (LU) -> 1.7 + 2.6 (lev.) 22.5  1.61 -> 0.52 GB
+
+The whole call, reference -> current: 5.4 -> 4.9, 14.2 -> 11.2, 15.9 -> 13.8, 33.9 -> 27.1 CPU-s, the CDFs within
+9e-16. The steps (K = the Poisson cut of (Λ + Rμ)·t_max: one system event each, nothing to merge) are what is left:
+80 % of the CPU at R = 6, ρ = 0.95, about 2 ns per kept transition, now on two threads (wall about half of their CPU
+on two free cores; the machine was never quiet enough to show it here).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+from sojourn.core.checks.timegrid import time_grid
+from sojourn.jsq_ps.solve import exact as current
+
+REFERENCE = "5a98ac9"  # main before the parallel kernel (issue 36)
+CELLS = ["5:0.9", "5:0.95", "6:0.9", "6:0.95"]
+TOLERANCE = 1e-9  # largest CDF difference allowed between the routes
+TARGET_SECONDS, TARGET_BYTES, TARGET_BOUND = 10.0, 1e9, 1e-8
+OUT = Path(__file__).with_name("exact_reach.jsonl")
+
+
+def load_reference(rev: str):
+    """The reference's exact.py, with its own tagged_levels.py and numba kernel (compiled from a temporary file: numba
+    caches by file)."""
+    repo = Path(__file__).resolve().parents[1]
+
+    def show(name):
+        return subprocess.run(["git", "-C", str(repo), "show", f"{rev}:src/sojourn/jsq_ps/solve/{name}.py"],
+                              capture_output=True, text=True, check=True).stdout
+
+    d = tempfile.mkdtemp(prefix="exact_reach_")
+    kernel = Path(d) / f"exact_reach_kernel_{rev}.py"
+    kernel.write_text(show("_tagged_kernel"))
+    sys.path.insert(0, d)
+    mods = {}
+    for name, src in (("tagged_levels", show("tagged_levels").replace("from ._tagged_kernel import",
+                                                                        f"from {kernel.stem} import")),
+                      ("exact", show("exact").replace("from .tagged_levels import",
+                                                      "from ._reference_tagged_levels import"))):
+        mod = types.ModuleType(f"sojourn.jsq_ps.solve._reference_{name}")
+        mod.__package__ = "sojourn.jsq_ps.solve"
+        mod.__file__ = f"{name}.py@{rev}"
+        sys.modules[mod.__name__] = mod  # dataclasses and the relative import above look it up
+        exec(compile(src, mod.__file__, "exec"), mod.__dict__)
+        mods[name] = mod
+    return mods["exact"]
+
+
+def in_child(fn):
+    """fn() run in a forked child: (its return value, wall s, CPU s of the child, peak RSS bytes of the child)."""
+    fd, path = tempfile.mkstemp(suffix=".npz")
+    os.close(fd)
+    w0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, save, leave without the parent's clean-up
+        code = 0
+        try:
+            np.savez(path, **fn())
+        except BaseException as e:  # noqa: BLE001 (reported by the parent)
+            print(f"child failed: {e!r}", file=sys.stderr, flush=True)
+            code = 1
+        os._exit(code)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - w0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("a child failed (above)")
+    with np.load(path) as z:
+        out = {k: z[k] for k in z.files}
+    os.unlink(path)
+    return out, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def run(mod, R, rho, t):
+    r = mod.exact_sojourn_cdf(rho * R, 1.0, R, t, state_budget=10**9)
+    return dict(cdf=r.cdf, M=r.M, D=r.D, system=r.n_system_states, tagged=r.n_tagged_states,
+                bound=r.info["cdf_error_bound"], reached=int(r.reached), steps=r.info["steps"],
+                truncation_seconds=r.info["truncation_time"], run_time=r.run_time)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", nargs="*", default=CELLS)
+    ap.add_argument("--reference", default=REFERENCE)
+    ap.add_argument("--current-only", action="store_true", help="skip the reference route")
+    a = ap.parse_args(argv)
+    ref = load_reference(a.reference)
+    routes = [("current", current)] + ([] if a.current_only else [("reference", ref)])
+    t = time_grid()
+    for _, mod in routes:  # compile and cache both kernels (in a child: this process starts no OpenMP threads)
+        in_child(lambda mod=mod: run(mod, 3, 0.9, t[:2000]))
+    print(f"load average {os.getloadavg()}, {os.cpu_count()} cpus; reference {a.reference}", flush=True)
+    print(f"{'R':>2} {'rho':>5} {'route':>9} {'M':>3} {'D':>3} {'tagged':>8} {'steps':>5} {'bound':>8} "
+          f"{'cpu s':>6} {'wall s':>6} {'trunc s':>7} {'peak GB':>7} {'target':>6} {'load':>5}")
+    rows, worst = [], 0.0
+    for k, cell in enumerate(a.cells):
+        R, rho = int(cell.split(":")[0]), float(cell.split(":")[1])
+        out = {}
+        for name, mod in (routes if k % 2 == 0 else routes[::-1]):
+            res, wall, cpu, rss = in_child(lambda mod=mod, R=R, rho=rho: run(mod, R, rho, t))
+            ok = (bool(res["reached"]) and res["bound"] <= TARGET_BOUND and wall <= TARGET_SECONDS
+                  and rss <= TARGET_BYTES)
+            load = os.getloadavg()[0]
+            print(f"{R:>2} {rho:>5.2f} {name:>9} {int(res['M']):>3} {int(res['D']):>3} {int(res['tagged']):>8} "
+                  f"{int(res['steps']):>5} {float(res['bound']):>8.1e} {cpu:>6.2f} {wall:>6.2f} "
+                  f"{float(res['truncation_seconds']):>7.2f} {rss / 1e9:>7.2f} {'met' if ok else 'missed':>6} "
+                  f"{load:>5.1f}", flush=True)
+            out[name] = res
+            rows.append(dict(R=R, rho=rho, route=name, M=int(res["M"]), D=int(res["D"]),
+                             system_states=int(res["system"]), tagged_states=int(res["tagged"]),
+                             steps=int(res["steps"]), cdf_error_bound=float(res["bound"]),
+                             reached=bool(res["reached"]), cpu=cpu, wall=wall,
+                             truncation_seconds=float(res["truncation_seconds"]), peak_rss=rss, target_met=ok,
+                             load_average=load))
+        if "reference" in out:
+            dF = float(np.max(np.abs(out["reference"]["cdf"] - out["current"]["cdf"])))
+            worst = max(worst, dF)
+            cpu_of = {r["route"]: r["cpu"] for r in rows[-2:]}
+            ratio = cpu_of["reference"] / cpu_of["current"]
+            print(f"   reference/current CPU {ratio:.2f}, max |dF| {dF:.1e}", flush=True)
+            rows[-1]["max_abs_cdf_difference"] = rows[-2]["max_abs_cdf_difference"] = dF
+    rec = {"what": "exact_reach", "reference": a.reference, "machine": os.uname().nodename, "cpus": os.cpu_count(),
+           "load_average": os.getloadavg(), "rows": rows, "max_abs_cdf_difference": worst, "tolerance": TOLERANCE,
+           "target": {"seconds": TARGET_SECONDS, "bytes": TARGET_BYTES, "bound": TARGET_BOUND}}
+    with open(OUT, "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    print(f"largest CDF difference between the routes: {worst:.1e} (must be <= {TOLERANCE:g})")
+    return 0 if worst <= TOLERANCE else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
