@@ -96,7 +96,7 @@ def test_exact_at_every_R_within_its_budget():
     runs (tests/jsq_ps/test_solve_guards.py); the removed exact_max_servers is an unknown key."""
     cfg = checked(merged("config.yaml"))
     assert all("exact" in G.methods_for(cfg, R) for R in (1, 2, 3, 5, 10))
-    assert G.exact_budget(cfg) == {"max_states": 4_000_000, "max_seconds": 36}
+    assert G.exact_budget(cfg) == {"max_states": 2_000_000, "max_seconds": 10}
     cfg = merged("config.yaml")
     cfg["jsq_ps"]["approximation"]["exact_budget"] = {"max_seconds": 2}
     assert G.exact_budget(checked(cfg)) == {"max_states": 4_000_000, "max_seconds": 2}
