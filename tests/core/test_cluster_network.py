@@ -34,9 +34,9 @@ def _listeners() -> list[tuple[str, int, int]]:
 
 
 def _package_files() -> dict[str, float]:
-    """Every file of the installed package but Python's own byte code (written by any import of a writable install,
-    not by the run): path -> mtime."""
-    return {str(p): p.stat().st_mtime for p in PACKAGE.rglob("*") if p.is_file() and p.suffix != ".pyc"}
+    """Every file of the installed package but its source and Python's byte code (written by any import of a writable
+    install, not by the run): path -> mtime."""
+    return {str(p): p.stat().st_mtime for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".pyc", ".py")}
 
 
 @pytest.fixture

@@ -76,3 +76,32 @@ def test_ended_states():
     assert second == {**first, "15": "PREEMPTED", "18": "NODE_FAIL"}
 
 
+
+
+def test_account_guess_runs_sacct_without_a_shell_pipe():
+    """The plugin's account guess (plugin 2.8.0: ``sacct … | tail -1`` without a shell, "sacct: invalid option --
+    '1'" in every route-1 run) is replaced: sacct alone, its last line taken here; quiet when there is none."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    from sojourn.core.cluster.snakemake_slurm import account_guess_without_shell, guess_account
+
+    assert account_guess_without_shell(plugin) and plugin.get_account.sojourn_wrapped
+    assert guess_account("no-such-user-anywhere") is None
+
+
+def test_workarounds_not_in_force_stop_the_run_naming_the_plugin_version():
+    """A plugin release that renamed what the workarounds wrap is refused with the version, each missing workaround
+    and the release they are tested with (the installed plugin has them all)."""
+    import types
+
+    import pytest
+
+    from sojourn.core.cluster.snakemake_slurm import TESTED_PLUGIN, WorkaroundMissing, require_workarounds
+
+    assert len(require_workarounds()) == 3
+    changed = types.SimpleNamespace(Executor=type("Executor", (), {}))
+    with pytest.raises(WorkaroundMissing) as err:
+        require_workarounds(changed, have="9.9.9")
+    msg = str(err.value)
+    assert msg.startswith("snakemake-executor-plugin-slurm 9.9.9") and f"tested with {TESTED_PLUGIN}" in msg
+    assert "end_jobs_slurm_ended" in msg and "account_guess_without_shell" in msg, msg
