@@ -105,3 +105,29 @@ def test_workarounds_not_in_force_stop_the_run_naming_the_plugin_version():
     msg = str(err.value)
     assert msg.startswith("snakemake-executor-plugin-slurm 9.9.9") and f"tested with {TESTED_PLUGIN}" in msg
     assert "end_jobs_slurm_ended" in msg and "account_guess_without_shell" in msg, msg
+
+
+def test_constraints_pin_every_dependency_and_the_tested_plugin():
+    """envs/constraints.txt (docs/hpc.md, "Installing on a cluster"; written by envs/freeze_constraints.py from a
+    working install) pins every [project] dependency and every test/tls extra at one version within its declared
+    range, and the SLURM executor plugin at the release sojourn's workarounds are tested with."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from sojourn.core.cluster.snakemake_slurm import TESTED_PLUGIN
+
+    pins = {}
+    for line in (REPO / "envs" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version
+    py = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = py["dependencies"] + py["optional-dependencies"]["test"] + py["optional-dependencies"]["tls"]
+    for text in wanted:
+        req = Requirement(text)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not pinned in envs/constraints.txt"
+        assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
+    assert pins["snakemake-executor-plugin-slurm"] == TESTED_PLUGIN
