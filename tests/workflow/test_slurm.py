@@ -444,6 +444,26 @@ def _cancel_once_computing(proc, workdir: Path, log: Path) -> tuple[str, float]:
         time.sleep(0.2)
 
 
+def _rerun_watched(hpc: Path, args, tmp_path: Path) -> str:
+    """Route 1 run again, watched: every socket the run's processes (the group job's Snakemake and its local Dask
+    cluster) listen on is on loopback; the run leaves nothing in Dask's default scratch or the installed package;
+    the account guess prints no "sacct: invalid option"; the profile's ``precommand`` hook runs in the job before
+    its Snakemake (docs/hpc.md, "Installing on a cluster"). Returns the run's output."""
+    from support.listeners import ListenerWatch, new_mark
+
+    mark, files = new_mark(), package_files()
+    env = run_env(tmp_path, mark)
+    with ListenerWatch(mark) as watch:
+        p = _snakemake(hpc, *args, "--precommand", "echo sojourn-precommand-ran", env=env)
+    out = p.stdout + p.stderr
+    assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)  # scheduler + HTTP, 2 × (nanny, worker + HTTP)
+    assert_left_only_in_work_folder(env, files)
+    assert "invalid option" not in out, out[-3000:]
+    logs = [q.read_text(errors="replace") for q in (hpc / ".snakemake" / "slurm_logs").rglob("*.log")]
+    assert any("sojourn-precommand-ran" in text for text in logs), "the precommand did not run in the SLURM job"
+    return out
+
+
 def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local(slurm, tmp_path):
     """The executor route the way an operator meets it (workflow/profiles/slurm as shipped): the test config's
     cell blocks travel in one SLURM group job; ``scancel`` of it while it computes ends the run with an error
@@ -500,19 +520,8 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     assert cancelled_log and re.search(r"^Provided cores: 1\b", cancelled_log[0].read_text(errors="replace"), re.M), \
         cancelled_log
 
-    # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug; meanwhile every socket the
-    # run's processes (the group job's Snakemake and its local Dask cluster) listen on is on loopback, and the run
-    # leaves nothing in Dask's default scratch or the installed package
-    from support.listeners import ListenerWatch, new_mark
-
-    mark, files = new_mark(), package_files()
-    env = run_env(tmp_path, mark)
-    with ListenerWatch(mark) as watch:
-        p = _snakemake(hpc, *args, env=env)
-    out = p.stdout + p.stderr
-    assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)  # scheduler + HTTP, 2 × (nanny, worker + HTTP)
-    assert_left_only_in_work_folder(env, files)
-    assert "invalid option" not in out, out[-3000:]  # the plugin's account guess, without its shell pipe
+    # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug
+    out = _rerun_watched(hpc, args, tmp_path)
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
     # cell blocks grouped (group-components jsq_ps_cells per SLURM job)
     assert len(job_ids) == (2 if full else 1), job_ids
@@ -543,6 +552,7 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     [::]); the worker jobs' logs are in the work folder's .sojourn/slurm-logs, without a traceback at their clean
     retirement; the run leaves nothing in Dask's default scratch or the package, and no TLS file."""
     import yaml
+
     from support.listeners import ListenerWatch, new_mark
 
     cfg = yaml.safe_load(TEST_CONFIG.read_text())

@@ -127,10 +127,11 @@ def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
 def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path):
     """Route 3: the shipped batch script in a 1-CPU allocation with ``cluster.tls: true``, stopped mid-run the way
     SLURM announces the end of an allocation (SIGUSR1 to the batch shell, as ``--signal=B:USR1@300`` or ``scancel
-    --batch --signal=USR1`` send it), then submitted again: the first job stops cleanly (no lock left) and says it can
-    be resumed (sacct: REQUEUED, not FAILED; the job held in the queue), released it resumes, the Dask cluster of each had the one allocated CPU and the job's memory, every
-    socket the allocation's processes listened on was on loopback, the run's TLS files are gone, nothing was left in
-    Dask's default scratch or the package, and the results equal a local run's."""
+    --batch --signal=USR1`` send it): the job stops cleanly (no lock left), says it can be resumed and is recorded so
+    (sacct: REQUEUED, not FAILED; the job held in the queue); released, it resumes and completes. The Dask cluster of
+    each run had the one allocated CPU and the job's memory, every socket the allocation's processes listened on was
+    on loopback, the run's TLS files are gone, nothing was left in Dask's default scratch or the package, and the
+    results equal a local run's."""
     from support.listeners import ListenerWatch, new_mark
 
     work = tmp_path / "route3"

@@ -131,3 +131,11 @@ def test_constraints_pin_every_dependency_and_the_tested_plugin():
         assert name in pins, f"{req.name} is not pinned in envs/constraints.txt"
         assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
     assert pins["snakemake-executor-plugin-slurm"] == TESTED_PLUGIN
+
+
+def test_profile_polls_sacct_gently():
+    """Status checks (one sacct call for all the run's jobs) no more often than every 30 s, as site guides ask; the
+    plugin's growing wait is capped there by sojourn (end_jobs_slurm_ended), so a job's end is seen within it."""
+    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text())
+    assert 30 <= profile["seconds-between-status-checks"] <= 60
+    assert profile["slurm-status-command"] == "sacct"

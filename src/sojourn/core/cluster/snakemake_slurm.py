@@ -97,19 +97,29 @@ def jobs_in_the_batch_step(executor_class=None) -> bool:
             from snakemake_executor_plugin_slurm import Executor as executor_class
         except ImportError:
             return False
-    original = getattr(executor_class, "additional_general_args", None)
+
+    def replacement(original):
+        def additional_general_args(self):
+            if getattr(self.workflow.executor_settings, "array_jobs", None):
+                return original(self)
+            return ""
+
+        return additional_general_args
+
+    return _replace(executor_class, "additional_general_args", replacement)
+
+
+def _replace(owner, name: str, build) -> bool:
+    """``owner.name`` replaced by ``build(original)``, once (marked ``sojourn_wrapped``): False if ``owner`` has no
+    ``name`` (a plugin release without it), True once in force."""
+    original = getattr(owner, name, None)
     if original is None:
         return False
     if getattr(original, "sojourn_wrapped", False):
         return True
-
-    def additional_general_args(self):
-        if getattr(self.workflow.executor_settings, "array_jobs", None):
-            return original(self)
-        return ""
-
-    additional_general_args.sojourn_wrapped = True
-    executor_class.additional_general_args = additional_general_args
+    new = build(original)
+    new.sojourn_wrapped = True
+    setattr(owner, name, new)
     return True
 
 
@@ -278,18 +288,7 @@ def account_guess_without_shell(module=None) -> bool:
             import snakemake_executor_plugin_slurm as module
         except ImportError:
             return False
-    original = getattr(module, "get_account", None)
-    if original is None:
-        return False
-    if getattr(original, "sojourn_wrapped", False):
-        return True
-
-    def get_account(logger=None):
-        return guess_account()
-
-    get_account.sojourn_wrapped = True
-    module.get_account = get_account
-    return True
+    return _replace(module, "get_account", lambda original: lambda logger=None: guess_account())
 
 
 #: the plugin release the workarounds were written against and tested with on the single-node SLURM (.ci/slurm)

@@ -63,7 +63,8 @@ class QuietRetirement(WorkerPlugin):
 
 
 class _DiedAfterClose(logging.Filter):
-    """Drops the nanny pipe's "died unexpectedly" record of a worker that had closed already (:class:`QuietRetirement`)."""
+    """Drops the nanny pipe's "died unexpectedly" record of a worker that had closed already
+    (:class:`QuietRetirement`)."""
 
     def __init__(self, worker_ref):
         super().__init__()
