@@ -156,3 +156,31 @@ def test_worker_jobs_bind_to_one_address_of_their_node():
     assert http_address(None, "10.1.0.5") == "10.1.0.5:0"
     assert http_address(":8787", "10.1.0.5") == "10.1.0.5:8787"
     assert http_address("0.0.0.0:8787", "10.1.0.5") == "0.0.0.0:8787"  # an address that says where is the config's
+
+
+def test_the_listener_watch_catches_a_listener_on_every_interface(tmp_path):
+    """The watch behind the SLURM routes' listener checks (tests/support/listeners.py) can fail: a marked process
+    listening on 0.0.0.0 is reported outside loopback; an unmarked one is not the run's."""
+    import subprocess
+    import sys
+    import time
+
+    from support.listeners import MARK, ListenerWatch, new_mark
+
+    code = "import socket, time; s = socket.socket(); s.bind(('0.0.0.0', 0)); s.listen(); print(1, flush=True); " \
+           "time.sleep(60)"
+    mark = new_mark()
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, MARK: m}) for m in (mark, "another-run")]
+    try:
+        for p in procs:
+            p.stdout.readline()  # listening
+        with ListenerWatch(mark, interval=0.05) as watch:
+            time.sleep(0.3)
+        out = watch.outside({"127.0.0.1"})
+        assert len(out) == 1 and out[0][0] == "0.0.0.0" and out[0][2].startswith(f"pid {procs[0].pid}:"), out
+        assert watch.pids == {procs[0].pid}
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -413,6 +413,9 @@ def assert_listeners_on(watch, allowed: set[str], at_least: int) -> None:
     assert not watch.outside(allowed), f"listeners outside {allowed}: {watch.outside(allowed)}"
 
 
+#: the tests' status checks: every 10 s rather than the profile's 30 (tests/workflow/test_slurm_profile.py checks
+#: that), so that a job's end is seen sooner on the CI's short jobs; nothing else depends on it
+FAST_CHECKS = ("--seconds-between-status-checks", "10")
 #: the issue's bound: once sacct reports a job cancelled, the run ends within this many seconds
 CANCEL_TO_EXIT_S = 60
 
@@ -489,7 +492,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
     targets = [*blocks, merged] if full else blocks
     # (targets first: the options that follow take lists)
-    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
             *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
 
     # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
@@ -615,7 +618,7 @@ def test_sighup_to_snakemake_on_route_1_leaves_no_slurm_job_running(slurm, tmp_p
     out = dry.stdout + dry.stderr
     blocks = sorted(set(re.findall(r"output: (\S+/simulation/\S+\.nc)", out)))[:2]
     assert len(blocks) == 2, out[-3000:]
-    cmd = _snakemake_cmd(work, *blocks, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+    cmd = _snakemake_cmd(work, *blocks, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
                          "--group-components", "jsq_ps_cells=1", "--jobs", "1",
                          *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
     log_path = tmp_path / "sighup.log"

@@ -58,9 +58,7 @@ def use_scratch(root: Path) -> dict[str, str]:
 
     root = Path(root)
     scratch, numba_cache = root / DASK_SCRATCH, Path(os.environ.get("NUMBA_CACHE_DIR") or root / NUMBA_CACHE)
-    for folder in (scratch, numba_cache):
-        folder.mkdir(parents=True, exist_ok=True)
-    os.environ["NUMBA_CACHE_DIR"] = str(numba_cache)
+    os.environ["NUMBA_CACHE_DIR"] = str(numba_cache)  # Dask and numba make the folders when they first write
     import sys
 
     if "numba" in sys.modules:  # kernels decorated from now on cache there (those before keep their place)
