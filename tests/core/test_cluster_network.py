@@ -139,6 +139,9 @@ def test_cluster_tls_where_it_cannot_work_is_refused_naming_the_key(tmp_path):
     with pytest.raises(ConfigError, match=r"cluster\.slurm\.scheduler_options\.protocol: must be tls"):
         check_cluster({"kind": "slurm", "tls": True, "slurm": {"scheduler_options": {"protocol": "tcp"}}})
     check_cluster({"kind": "slurm", "tls": True, "slurm": {}})
+    for bad in ("", "a\x00b", "two\nlines"):
+        with pytest.raises(ConfigError, match=r"^cluster\.scratch: must be a folder path"):
+            check_cluster({"kind": "local", "scratch": bad})
 
 
 def test_worker_jobs_bind_to_one_address_of_their_node():

@@ -121,6 +121,10 @@ def check_cluster(cluster_cfg: dict | None) -> dict:
     if cfg["kind"] == "slurm":
         problems += _slurm_problems(cfg["slurm"])
     problems += _tls_problems(cfg)
+    scratch = cfg.get("scratch")
+    if scratch is not None and (not str(scratch).strip() or any(c in str(scratch) for c in "\0\n\r")):
+        problems.append(f"cluster.scratch: must be a folder path (relative to the work folder, or absolute) on one "
+                        f"line; got {scratch!r}")
     if problems:
         raise ConfigError("\n".join(problems))
     return cfg
