@@ -26,6 +26,12 @@ try:
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 
+# what a run leaves besides its results in one folder of the work folder (cluster.scratch): Dask's scratch and numba's
+# compiled kernels, set before the studies (and their numba kernels) are imported (sojourn.core.cluster.places)
+from sojourn.core.cluster.places import scratch_root, use_scratch
+
+use_scratch(scratch_root(config["cluster"]))
+
 from sojourn.studies import STUDIES
 
 for _study in STUDIES:

@@ -199,8 +199,9 @@ def test_the_python_api_keeps_keyboard_interrupt_and_ends_its_pool(tmp_path):
 @pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 def test_a_signal_to_a_pipeline_run_ends_its_dask_workers(sig, tmp_path):
     """SIGTERM, SIGINT or SIGHUP to the Snakemake process alone (not its group) while a cell job's replications run
-    on the local Dask workers: the run ends (SIGTERM: once the running jobs finish, Snakemake's contract) and every
-    process it started with it."""
+    on the local Dask workers: the run ends (SIGTERM: once the running jobs finish, Snakemake's contract; SIGHUP, a
+    lost login session, the same way since issue 35: it used to kill Snakemake at once, leaving its lock and, on the
+    SLURM executor route, its SLURM jobs) and every process it started with it, its lock removed."""
     cfg = tmp_path / "only_jsq.yaml"
     cfg.write_text(yaml.safe_dump({"jsq_ps": {"grid": {"R": [1, 2], "rho": [0.3, 0.5, 0.8]}},
                                    "split_merge": {"enabled": False}, "restart": {"enabled": False}}))
@@ -210,4 +211,7 @@ def test_a_signal_to_a_pipeline_run_ends_its_dask_workers(sig, tmp_path):
     proc, tree, seconds = signal_when_computing(argv, sig, {"workers": 2}, tmp_path, gone=PIPELINE_GONE)
     assert len(tree) >= 3  # Snakemake and at least two Dask workers, at the signal
     assert proc.returncode != 0, (tmp_path / "output.txt").read_text()[-3000:]
+    if sig != signal.SIGINT:
+        assert proc.returncode != -sig, f"Snakemake died of {sig.name} instead of stopping"
+        assert not list((tmp_path / ".snakemake" / "locks").glob("*")), f"{sig.name} left the run's lock"
     print(f"pipeline: {sig.name}: process tree gone {seconds:.2f} s after the signal")

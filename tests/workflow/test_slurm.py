@@ -359,10 +359,10 @@ def _assert_same_results(a_root: Path, b_root: Path, only=None) -> int:
     return len(a_files)
 
 
-def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def _snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--configfile", str(TEST_CONFIG), "--directory", str(workdir), *args]
-    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env)
     out = p.stdout + p.stderr
     (workdir.parent / f"{workdir.name}.log").write_text(out)
     if p.returncode != 0:
@@ -378,6 +378,44 @@ def _snakemake_cmd(workdir: Path, *args: str) -> list[str]:
             "--configfile", str(TEST_CONFIG), "--directory", str(workdir), *args]
 
 
+def run_env(tmp_path: Path, mark: str) -> dict:
+    """The environment of a run under test: its processes marked (tests/support/listeners.py; SLURM jobs inherit
+    it) and a private system temp folder, where Dask's default scratch would appear (``dask-scratch-space``)."""
+    from support.listeners import MARK
+
+    systmp = tmp_path / "systmp"
+    systmp.mkdir(exist_ok=True)
+    src = str(REPO / "src")
+    return {**os.environ, MARK: mark, "TMPDIR": str(systmp),
+            "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+
+
+def package_files() -> dict[str, float]:
+    """The installed package's files but its source and Python's byte code (any import of a writable install writes
+    that): path -> mtime. numba's cache files (``*.nbi``, ``*.nbc``) used to land here."""
+    import sojourn
+
+    pkg = Path(sojourn.__file__).parent
+    return {str(q): q.stat().st_mtime for q in pkg.rglob("*") if q.is_file() and q.suffix not in (".pyc", ".py")}
+
+
+def assert_left_only_in_work_folder(env: dict, before: dict[str, float]) -> None:
+    """After a run: nothing in the system temp folder's ``dask-scratch-space``, nothing written into the package."""
+    systmp = Path(env["TMPDIR"])
+    assert not (systmp / "dask-scratch-space").exists(), sorted(systmp.rglob("*"))[:20]
+    after = package_files()
+    assert {q: m for q, m in after.items() if before.get(q) != m} == {}, "the run wrote into the installed package"
+
+
+def assert_listeners_on(watch, allowed: set[str], at_least: int) -> None:
+    """Every socket the run's processes listened on is on an allowed address, and the watch saw the run's Dask."""
+    assert len(watch.seen) >= at_least, f"the watch saw too few listeners of the run: {sorted(watch.seen)}"
+    assert not watch.outside(allowed), f"listeners outside {allowed}: {watch.outside(allowed)}"
+
+
+#: the tests' status checks: every 10 s rather than the profile's 30 (tests/workflow/test_slurm_profile.py checks
+#: that), so that a job's end is seen sooner on the CI's short jobs; nothing else depends on it
+FAST_CHECKS = ("--seconds-between-status-checks", "10")
 #: the issue's bound: once sacct reports a job cancelled, the run ends within this many seconds
 CANCEL_TO_EXIT_S = 60
 
@@ -409,6 +447,26 @@ def _cancel_once_computing(proc, workdir: Path, log: Path) -> tuple[str, float]:
         time.sleep(0.2)
 
 
+def _rerun_watched(hpc: Path, args, tmp_path: Path) -> str:
+    """Route 1 run again, watched: every socket the run's processes (the group job's Snakemake and its local Dask
+    cluster) listen on is on loopback; the run leaves nothing in Dask's default scratch or the installed package;
+    the account guess prints no "sacct: invalid option"; the profile's ``precommand`` hook runs in the job before
+    its Snakemake (docs/hpc.md, "Installing on a cluster"). Returns the run's output."""
+    from support.listeners import ListenerWatch, new_mark
+
+    mark, files = new_mark(), package_files()
+    env = run_env(tmp_path, mark)
+    with ListenerWatch(mark) as watch:
+        p = _snakemake(hpc, *args, "--precommand", "echo sojourn-precommand-ran", env=env)
+    out = p.stdout + p.stderr
+    assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)  # scheduler + HTTP, 2 × (nanny, worker + HTTP)
+    assert_left_only_in_work_folder(env, files)
+    assert "invalid option" not in out, out[-3000:]
+    logs = [q.read_text(errors="replace") for q in (hpc / ".snakemake" / "slurm_logs").rglob("*.log")]
+    assert any("sojourn-precommand-ran" in text for text in logs), "the precommand did not run in the SLURM job"
+    return out
+
+
 def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local(slurm, tmp_path):
     """The executor route the way an operator meets it (workflow/profiles/slurm as shipped): the test config's
     cell blocks travel in one SLURM group job; ``scancel`` of it while it computes ends the run with an error
@@ -434,7 +492,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
     targets = [*blocks, merged] if full else blocks
     # (targets first: the options that follow take lists)
-    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE),
+    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
             *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
 
     # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
@@ -466,8 +524,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
         cancelled_log
 
     # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug
-    p = _snakemake(hpc, *args)
-    out = p.stdout + p.stderr
+    out = _rerun_watched(hpc, args, tmp_path)
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
     # cell blocks grouped (group-components jsq_ps_cells per SLURM job)
     assert len(job_ids) == (2 if full else 1), job_ids
@@ -490,28 +547,42 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
 
 
 def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
-    """`cluster: {kind: slurm}` taken the way a user takes it: a whole Snakemake run of the test config whose
-    replications and approximation cells run on dask-jobqueue SLURM worker jobs (Snakemake's job threads
-    share one SLURMCluster), against a plain local run: identical results."""
+    """`cluster: {kind: slurm, tls: true}` taken the way a user takes it: a whole Snakemake run of the test config
+    whose replications and approximation cells run on dask-jobqueue SLURM worker jobs (Snakemake's job threads share
+    one SLURMCluster), over TLS, against a plain local run: identical results. While it runs, every socket its
+    processes (Snakemake's scheduler, the worker jobs' nannies and workers) listen on is on loopback (this
+    single-node cluster's address; Dask's defaults bound the workers and the scheduler's dashboard to 0.0.0.0 and
+    [::]); the worker jobs' logs are in the work folder's .sojourn/slurm-logs, without a traceback at their clean
+    retirement; the run leaves nothing in Dask's default scratch or the package, and no TLS file."""
     import yaml
+
+    from support.listeners import ListenerWatch, new_mark
 
     cfg = yaml.safe_load(TEST_CONFIG.read_text())
     name = f"sojourn-w-{uuid.uuid4().hex[:8]}"
-    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 2,
-                                                 "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB",
-                                                 "walltime": "00:30:00", "job_name": name,
-                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    cfg["cluster"] = {"kind": "slurm", "tls": True,
+                      "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 2,
+                                "memory": f"{min(2000, slurm['mem_mb'] // 2)}MB",
+                                "walltime": "00:30:00", "job_name": name}}
     override = tmp_path / "slurm.yaml"
     override.write_text(yaml.safe_dump(cfg))
     local, hpc = tmp_path / "local", tmp_path / "dask-slurm"
     until = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
     _snakemake(local, "--cores", "2", *until)
-    before = _queued()
-    p = _snakemake(hpc, "--cores", "2", "--configfile", str(override), *until)
+    before, files = _queued(), package_files()
+    mark = new_mark()
+    env = run_env(tmp_path, mark)
+    with ListenerWatch(mark) as watch:
+        p = _snakemake(hpc, "--cores", "2", "--configfile", str(override), *until, env=env)
     out = p.stdout + p.stderr
     assert "signal only works in main thread" not in out
-    logs = sorted((tmp_path / "dask-logs").glob("*"))
-    assert logs, "no SLURM worker job wrote a log: the replications did not run on SLURM"
+    # scheduler + its HTTP server; per worker job a nanny, a worker and its HTTP server
+    assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)
+    logs = sorted((hpc / ".sojourn" / "slurm-logs").glob("*"))
+    assert logs, "no SLURM worker job wrote a log in the work folder: the replications did not run on SLURM"
+    text = "".join(q.read_text(errors="replace") for q in logs)
+    assert "tls://127.0.0.1:" in text and "Registered to" in text, text[-3000:]
+    assert "died unexpectedly" not in text and "Traceback" not in text, text[-6000:]
     # the worker jobs were SLURM jobs, recorded by sacct, and are gone from the queue after the run
     t0 = time.monotonic()
     while (_queued() - before) and time.monotonic() - t0 < GUARD_S:
@@ -524,5 +595,54 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     assert recs, f"no worker job named {name} in sacct"
     ran = {jid: state for jid, state, start in recs if start not in ("None", "Unknown", "")}
     assert ran and set(ran.values()) == {"COMPLETED"}, recs
+    assert not list((hpc / ".sojourn").glob("tls/*")), "the run's TLS files outlived it"
+    assert_left_only_in_work_folder(env, files)
     n = _assert_same_results(local, hpc)
     assert n >= 3
+
+
+def test_sighup_to_snakemake_on_route_1_leaves_no_slurm_job_running(slurm, tmp_path):
+    """A lost login session (SIGHUP to the Snakemake of route 1) is handled as SIGTERM: no new SLURM job is submitted,
+    the running one is waited for, and Snakemake exits with its lock removed; afterwards ``squeue`` holds no job of
+    the run (Snakemake used to die at once, exit 129, leaving its lock and the SLURM job running as an orphan). The
+    account guess prints no "sacct: invalid option" (the plugin's shell pipe without a shell)."""
+    import signal
+
+    import yaml
+
+    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
+    work = tmp_path / "hpc"
+    # two cell blocks, one per SLURM job (group-components 1): SIGHUP while the first runs; the second must never start
+    dry = subprocess.run(_snakemake_cmd(work, "-n", "--until", "jsq_ps_simulate"), cwd=REPO, capture_output=True,
+                         text=True)
+    out = dry.stdout + dry.stderr
+    blocks = sorted(set(re.findall(r"output: (\S+/simulation/\S+\.nc)", out)))[:2]
+    assert len(blocks) == 2, out[-3000:]
+    cmd = _snakemake_cmd(work, *blocks, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
+                         "--group-components", "jsq_ps_cells=1", "--jobs", "1",
+                         *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
+    log_path = tmp_path / "sighup.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            t0, job = time.monotonic(), None
+            while job is None or _squeue_ids([job]).get(job, ("",))[0] != "RUNNING":
+                if proc.poll() is not None or time.monotonic() - t0 > GUARD_S:
+                    pytest.fail(f"the run ended or hung before its SLURM job ran:\n{_tail(log_path, 40)}")
+                m = re.search(r"submitted with SLURM jobid (\d+)", log_path.read_text(errors="replace"))
+                job = m.group(1) if m else None
+                time.sleep(0.3)
+            proc.send_signal(signal.SIGHUP)
+            rc = proc.wait(timeout=GUARD_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = log_path.read_text(errors="replace")
+    assert rc != -signal.SIGHUP and rc != 129, f"Snakemake died of SIGHUP (exit {rc}):\n{text[-3000:]}"
+    ids = re.findall(r"submitted with SLURM jobid (\d+)", text)
+    assert ids == [job], (ids, text[-3000:])  # nothing submitted after the signal
+    assert not _squeue_ids(ids), f"SLURM jobs of the run still queued or running: {_squeue_ids(ids)}"
+    assert not list((work / ".snakemake" / "locks").glob("*")), "the run left its lock"
+    assert "invalid option" not in text, text[-3000:]

@@ -5,7 +5,8 @@
   thread whose memory limit is the job's memory.
 * Route 3: ``workflow/slurm/pipeline.sbatch`` runs the pipeline (the Dask part of ``config/test.yaml``) inside one
   1-CPU allocation, is stopped mid-run as at the end of an allocation and submitted again: its Dask cluster has
-  the one allocated CPU, the first job stops cleanly, the second resumes, and the results equal a local run's.
+  the one allocated CPU, the stopped job is recorded REQUEUED and waits held, released it resumes, and the results
+  equal a local run's.
 * Route 2: ``cluster: {kind: slurm}``; one of its two worker jobs is ``scancel``\\ ed mid-run: the run says so, a
   replacement worker job is submitted, the run completes with results identical to a local run, and every other
   worker job (the replacement too) ends COMPLETED in ``sacct``: retired, not cancelled.
@@ -38,6 +39,10 @@ from test_slurm import (
     _snakemake,
     _squeue,
     _tail,
+    assert_left_only_in_work_folder,
+    assert_listeners_on,
+    package_files,
+    run_env,
     slurm_node,
 )
 
@@ -74,6 +79,12 @@ def _wait_ended(job_id: str) -> dict:
 def _joined(log_dir: Path) -> bool:
     """Some worker of a SLURM worker job has registered with the scheduler (its log says so)."""
     return any("Registered to" in p.read_text(errors="replace") for p in log_dir.glob("*.err"))
+
+
+def _records(job_id: str) -> list[str]:
+    """Every run's sacct state of ``job_id`` (a requeued job has one record per run: ``sacct -D``)."""
+    out = _run("sacct", "-D", "-X", "-n", "-P", "-j", job_id, "-o", "State", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
 def _squeue_has(job_id: str) -> bool:
@@ -114,40 +125,65 @@ def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
 
 
 def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path):
-    """Route 3: the shipped batch script in a 1-CPU allocation, stopped mid-run the way SLURM announces the end
-    of an allocation (SIGUSR1 to the batch shell, as ``--signal=B:USR1@300`` or ``scancel --batch --signal=USR1``
-    send it), then submitted again: the first job stops cleanly (no lock left), the second resumes, the Dask
-    cluster of each had the one allocated CPU and the job's memory, and the results equal a local run's."""
+    """Route 3: the shipped batch script in a 1-CPU allocation with ``cluster.tls: true``, stopped mid-run the way
+    SLURM announces the end of an allocation (SIGUSR1 to the batch shell, as ``--signal=B:USR1@300`` or ``scancel
+    --batch --signal=USR1`` send it): the job stops cleanly (no lock left), says it can be resumed and is recorded so
+    (sacct: REQUEUED, not FAILED; the job held in the queue); released, it resumes and completes. The Dask cluster of
+    each run had the one allocated CPU and the job's memory, every socket the allocation's processes listened on was
+    on loopback, the run's TLS files are gone, nothing was left in Dask's default scratch or the package, and the
+    results equal a local run's."""
+    from support.listeners import ListenerWatch, new_mark
+
     work = tmp_path / "route3"
+    override = tmp_path / "tls.yaml"
+    override.write_text(yaml.safe_dump({"cluster": {"kind": "local", "tls": True}}))
+    mark, files = new_mark(), package_files()
+    env = run_env(tmp_path, mark)
 
     def submit() -> str:
         # from the project folder, as docs/hpc.md says; everything after the script goes to Snakemake
         return subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M",
                                "-t", "00:30:00", "-o", str(tmp_path / "job-%j.out"), str(SBATCH),
-                               "--configfile", str(TEST_CONFIG), "--directory", str(work), *UNTIL],
-                              cwd=REPO, env={**_env(), "SOJOURN_PYTHON": sys.executable}, capture_output=True,
+                               "--configfile", str(TEST_CONFIG), str(override), "--directory", str(work), *UNTIL],
+                              cwd=REPO, env={**env, "SOJOURN_PYTHON": sys.executable}, capture_output=True,
                               text=True, check=True).stdout.strip()
 
     first = submit()
     cache = work / "results" / "jsq_ps" / "cache"
     t0 = time.monotonic()
-    while not (cache.is_dir() and any(cache.rglob("*.nc"))):  # cells are being computed
-        if not _squeue_has(first) or time.monotonic() - t0 > GUARD_S:
-            pytest.fail(f"route-3 job {first} ended or hung before its first cell: "
-                        f"{_tail(tmp_path / f'job-{first}.out', 60)}")
-        time.sleep(0.2)
+    with ListenerWatch(mark) as watch:
+        while not (cache.is_dir() and any(cache.rglob("*.nc"))):  # cells are being computed
+            if not _squeue_has(first) or time.monotonic() - t0 > GUARD_S:
+                pytest.fail(f"route-3 job {first} ended or hung before its first cell: "
+                            f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+            time.sleep(0.2)
+        watch.scan()
+    # the scheduler and its HTTP server, the nanny, the worker and its HTTP server
+    assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)
     _run("scancel", "--batch", "--signal=USR1", first)
-    rec = _wait_ended(first)
+    # the stopped run is recorded as REQUEUED (not FAILED), and the job waits in the queue, held
+    t0 = time.monotonic()
+    while "REQUEUED" not in (states := _records(first)) or not _squeue_has(first):
+        if time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"route-3 job {first} was not requeued held after SIGUSR1: {states}\n"
+                        f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+        time.sleep(0.5)
+    assert "FAILED" not in states, states
+    held = _run("squeue", "-h", "-j", first, "-o", "%T|%r").stdout.strip()
+    assert held.startswith("PENDING|") and "held" in held.lower(), held
     out = (tmp_path / f"job-{first}.out").read_text(errors="replace")
     assert "SLURM signalled SIGUSR1" in out and "Snakemake exited with status 1" in out, out[-6000:]
-    assert rec["state"] == "FAILED", rec  # the script passes on Snakemake's status
+    assert f"stopped, resumable: job {first} is back in the queue, held" in out, out[-6000:]
     assert not list((work / ".snakemake" / "locks").glob("*")), "the stopped run left its lock"
+    assert not list((work / ".sojourn").glob("tls/*")), "the stopped run left its TLS files"
 
-    second = submit()
-    rec = _wait_ended(second)
-    out = (tmp_path / f"job-{second}.out").read_text(errors="replace")
+    # resumed as the job's message says (and at once: SLURM holds a requeued job back 2 minutes otherwise)
+    _run("scontrol", "release", first)
+    _run("scontrol", "update", f"JobId={first}", "StartTime=now")
+    rec = _wait_ended(first)
+    out = (tmp_path / f"job-{first}.out").read_text(errors="replace")  # both runs: --open-mode=append
     assert rec["state"] == "COMPLETED", (rec, out[-6000:])
-    assert "Snakemake exited with status 0" in out, out[-6000:]
+    assert "restart 1 of this job" in out and out.rstrip().endswith("Snakemake exited with status 0"), out[-6000:]
     # the pipeline's Dask cluster, as the first job of each run records it: one worker for the one allocated CPU
     sizing = [line for p in sorted((work / "results" / "jsq_ps" / "logs").rglob("*.log"))
               for line in p.read_text().splitlines() if "local Dask cluster:" in line]
@@ -155,7 +191,23 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
     for line in sizing:
         assert "1 worker process(es) × 1 thread" in line and "SLURM_CPUS_PER_TASK=1" in line, sizing
         assert "SLURM_MEM_PER_NODE=1500" in line and "memory limit 1500 MiB each" in line, sizing
+    assert not list((work / ".sojourn").glob("tls/*")), "the run left its TLS files"
+    assert_left_only_in_work_folder(env, files)
     assert _assert_same_results(local_run, work) >= 3
+
+
+def test_route3_time_limit_within_the_signal_lead_is_refused(slurm, tmp_path):
+    """``--time=5`` leaves no room for the 5-minute stop signal (``--signal=B:USR1@300``): the job refuses to start the
+    run, naming ``--time`` and the least that works, and exits 2 (a usage error), before Snakemake starts."""
+    job = subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=500M", "-t", "5",
+                          "-o", str(tmp_path / "job-%j.out"), str(SBATCH), "--configfile", str(TEST_CONFIG),
+                          "--directory", str(tmp_path / "work")],
+                         cwd=REPO, env=_env(), capture_output=True, text=True, check=True).stdout.strip()
+    rec = _wait_ended(job)
+    out = (tmp_path / f"job-{job}.out").read_text(errors="replace")
+    assert rec["state"] == "FAILED", rec
+    assert "sojourn: --time: the job's time limit (5:00) must be longer than the 300 s lead" in out, out
+    assert "at least 10 minutes" in out and "Snakemake" not in out and not (tmp_path / "work").exists(), out
 
 
 def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path):

@@ -76,3 +76,66 @@ def test_ended_states():
     assert second == {**first, "15": "PREEMPTED", "18": "NODE_FAIL"}
 
 
+
+
+def test_account_guess_runs_sacct_without_a_shell_pipe():
+    """The plugin's account guess (plugin 2.8.0: ``sacct … | tail -1`` without a shell, "sacct: invalid option --
+    '1'" in every route-1 run) is replaced: sacct alone, its last line taken here; quiet when there is none."""
+    import snakemake_executor_plugin_slurm as plugin
+
+    from sojourn.core.cluster.snakemake_slurm import account_guess_without_shell, guess_account
+
+    assert account_guess_without_shell(plugin) and plugin.get_account.sojourn_wrapped
+    assert guess_account("no-such-user-anywhere") is None
+
+
+def test_workarounds_not_in_force_stop_the_run_naming_the_plugin_version():
+    """A plugin release that renamed what the workarounds wrap is refused with the version, each missing workaround
+    and the release they are tested with (the installed plugin has them all)."""
+    import types
+
+    import pytest
+
+    from sojourn.core.cluster.snakemake_slurm import TESTED_PLUGIN, WorkaroundMissing, require_workarounds
+
+    assert len(require_workarounds()) == 3
+    changed = types.SimpleNamespace(Executor=type("Executor", (), {}))
+    with pytest.raises(WorkaroundMissing) as err:
+        require_workarounds(changed, have="9.9.9")
+    msg = str(err.value)
+    assert msg.startswith("snakemake-executor-plugin-slurm 9.9.9") and f"tested with {TESTED_PLUGIN}" in msg
+    assert "end_jobs_slurm_ended" in msg and "account_guess_without_shell" in msg, msg
+
+
+def test_constraints_pin_every_dependency_and_the_tested_plugin():
+    """envs/constraints.txt (docs/hpc.md, "Installing on a cluster"; written by envs/freeze_constraints.py from a
+    working install) pins every [project] dependency and every test/tls extra at one version within its declared
+    range, and the SLURM executor plugin at the release sojourn's workarounds are tested with."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from sojourn.core.cluster.snakemake_slurm import TESTED_PLUGIN
+
+    pins = {}
+    for line in (REPO / "envs" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version
+    py = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = py["dependencies"] + py["optional-dependencies"]["test"] + py["optional-dependencies"]["tls"]
+    for text in wanted:
+        req = Requirement(text)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not pinned in envs/constraints.txt"
+        assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
+    assert pins["snakemake-executor-plugin-slurm"] == TESTED_PLUGIN
+
+
+def test_profile_polls_sacct_gently():
+    """Status checks (one sacct call for all the run's jobs) no more often than every 30 s, as site guides ask; the
+    plugin's growing wait is capped there by sojourn (end_jobs_slurm_ended), so a job's end is seen within it."""
+    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text())
+    assert 30 <= profile["seconds-between-status-checks"] <= 60
+    assert profile["slurm-status-command"] == "sacct"

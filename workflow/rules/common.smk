@@ -321,19 +321,29 @@ if workflow.is_main_process:
 # out, killed for memory or preempted (the plugin polled forever on "CANCELLED by 0"); a Snakemake started
 # inside a SLURM job takes the allocation's CPUs as its cores and runs a group's jobs as threads (one Dask
 # cluster per SLURM job).
+# The plugin's account guess runs without its shell pipe here (no "sacct: invalid option" noise); every workaround
+# is checked to be in force for the installed plugin version, or the run stops naming it.
 from sojourn.core.cluster.snakemake_slurm import (
-    end_jobs_slurm_ended,
+    WorkaroundMissing,
     fit_cores_to_allocation,
-    jobs_in_the_batch_step,
+    require_workarounds,
     threads_in_group_jobs,
 )
 
 threads_in_group_jobs()
+_slurm_workarounds_missing = None
 if workflow.is_main_process:
-    jobs_in_the_batch_step()
-    end_jobs_slurm_ended()
+    try:
+        require_workarounds()
+    except WorkaroundMissing as exc:  # an error where the run submits SLURM jobs (onstart, below)
+        _slurm_workarounds_missing = str(exc)
 else:
     fit_cores_to_allocation(workflow)
+
+
+def _refuse_slurm_without_workarounds():
+    if _slurm_workarounds_missing and getattr(workflow.executor_plugin, "name", None) == "slurm":
+        raise WorkflowError(_slurm_workarounds_missing)
 
 
 def dask():
@@ -359,6 +369,7 @@ def _sigterm_in_a_thread():
 
 
 onstart:
+    _refuse_slurm_without_workarounds()
     _sigterm_in_a_thread()
 
 

@@ -45,6 +45,9 @@ DEFAULTS = {
     "scheduler_file": None,
     "memory_limit": "auto",
     "no_workers_timeout": 300,
+    "tls": False,
+    "dashboard": False,
+    "scratch": None,
     "slurm": {},
 }
 
@@ -117,9 +120,34 @@ def check_cluster(cluster_cfg: dict | None) -> dict:
             problems.append(f"cluster.memory_limit: {exc}")
     if cfg["kind"] == "slurm":
         problems += _slurm_problems(cfg["slurm"])
+    problems += _tls_problems(cfg)
+    scratch = cfg.get("scratch")
+    if scratch is not None and (not str(scratch).strip() or any(c in str(scratch) for c in "\0\n\r")):
+        problems.append(f"cluster.scratch: must be a folder path (relative to the work folder, or absolute) on one "
+                        f"line; got {scratch!r}")
     if problems:
         raise ConfigError("\n".join(problems))
     return cfg
+
+
+def _tls_problems(cfg: dict) -> list[str]:
+    """``cluster.tls`` where it cannot work: on a scheduler sojourn does not start (it has its own security), with
+    a plain-TCP protocol asked of the SLURM scheduler, or without the ``cryptography`` package (the certificates)."""
+    if not cfg.get("tls"):
+        return []
+    if cfg["kind"] in ("address", "scheduler_file"):
+        return [f"cluster.tls: applies to the clusters sojourn starts (kind local or slurm); a scheduler of kind "
+                f"{cfg['kind']} is started by you, with its own security settings"]
+    protocol = (cfg["slurm"].get("scheduler_options") or {}).get("protocol") if cfg["kind"] == "slurm" else None
+    if protocol not in (None, "tls", "tls://"):
+        return [f"cluster.slurm.scheduler_options.protocol: must be tls (or unset) with cluster.tls: true; "
+                f"got {protocol!r}"]
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        return ["cluster.tls: needs the Python package cryptography (pip install cryptography) to make the run's "
+                "certificate"]
+    return []
 
 
 #: resident memory of an idle local worker process (interpreter, numpy, scipy, numba, distributed: 377 MiB
@@ -379,37 +407,50 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
         with Client(scheduler_file=cfg["scheduler_file"], set_as_default=False) as client:
             yield client
         return
-    if kind == "local":
-        from distributed import LocalCluster
+    from .places import DASK_SCRATCH, LOOPBACK, http_address, remove_quietly, run_security, scratch_root, use_scratch
 
-        n, memory, how = local_size(cfg, n_workers)
-        log.info("sojourn: local Dask cluster: %s", how)
-        with glibc_adaptive_malloc():
-            cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                memory_limit=memory,
-                silence_logs=logging.ERROR,
-            )
-    else:  # slurm
-        lo, hi = slurm_jobs(cfg["slurm"])
-        cluster = _slurm_cluster(cfg["slurm"])
-        interval = float(cfg["slurm"].get("adapt_interval") or ADAPT_INTERVAL_S)
-        cluster.adapt(Adaptive=_CLASSES["adaptive"], minimum_jobs=lo, maximum_jobs=hi,
-                      interval=f"{interval}s",
-                      wait_count=max(1, round(ADAPT_INTERVAL_S * ADAPT_WAIT_COUNT / interval)))
-        log.info("sojourn: SLURM Dask cluster: %d to %d worker job(s) of %s core(s), %s, walltime %s; scheduler %s",
-                 lo, hi, cfg["slurm"]["cores"], cfg["slurm"]["memory"], cfg["slurm"]["walltime"],
-                 cluster.scheduler_address)
+    root = scratch_root(cfg)
+    use_scratch(root)  # Dask's scratch and numba's cache under the work folder (or cluster.scratch)
+    security, tls_dir = run_security(root) if cfg["tls"] else (None, None)
     try:
-        with Client(cluster, set_as_default=False) as client:
-            if kind == "local":  # Ctrl-C is for this process, which closes the cluster (see the plugin)
-                from .worker_plugins import IgnoreSigint
+        if kind == "local":
+            from distributed import LocalCluster
 
+            n, memory, how = local_size(cfg, n_workers)
+            log.info("sojourn: local Dask cluster: %s", how)
+            with glibc_adaptive_malloc():
+                cluster = LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    host=LOOPBACK,  # scheduler, nannies, workers and their HTTP servers: loopback only
+                    dashboard_address=http_address(None, LOOPBACK),
+                    scheduler_kwargs={"dashboard": bool(cfg["dashboard"])},
+                    memory_limit=memory,
+                    local_directory=str(root / DASK_SCRATCH),
+                    silence_logs=logging.ERROR,
+                    **({"security": security, "protocol": "tls://"} if security is not None else {}),
+                )
+        else:  # slurm
+            lo, hi = slurm_jobs(cfg["slurm"])
+            cluster = _slurm_cluster(cfg["slurm"], root, security=security, dashboard=bool(cfg["dashboard"]))
+            interval = float(cfg["slurm"].get("adapt_interval") or ADAPT_INTERVAL_S)
+            cluster.adapt(Adaptive=_CLASSES["adaptive"], minimum_jobs=lo, maximum_jobs=hi,
+                          interval=f"{interval}s",
+                          wait_count=max(1, round(ADAPT_INTERVAL_S * ADAPT_WAIT_COUNT / interval)))
+            log.info("sojourn: SLURM Dask cluster: %d to %d worker job(s) of %s core(s), %s, walltime %s; "
+                     "scheduler %s", lo, hi, cfg["slurm"]["cores"], cfg["slurm"]["memory"],
+                     cfg["slurm"]["walltime"], cluster.scheduler_address)
+    except BaseException:
+        remove_quietly(tls_dir)
+        raise
+    try:
+        with Client(cluster, set_as_default=False, security=security) as client:
+            from .worker_plugins import IgnoreSigint, QuietRetirement
+
+            if kind == "local":  # Ctrl-C is for this process, which closes the cluster (see the plugin)
                 client.register_plugin(IgnoreSigint(), name=IgnoreSigint.name)
+            client.register_plugin(QuietRetirement(), name=QuietRetirement.name)  # no traceback at a clean close
             yield client
     finally:
         try:
@@ -418,6 +459,8 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
             # distributed < 2026.8 joins a worker process it had to SIGKILL with whatever is left of the
             # close timeout (nothing, on a loaded machine) and raises; the process is gone or going
             log.warning("closing the Dask cluster timed out; its workers were killed")
+        finally:
+            remove_quietly(tls_dir)
 
 
 def _scheduler_address(path: str) -> str:
@@ -583,9 +626,67 @@ def _lifetime_of(s: dict) -> int | None:
     return None
 
 
-def _slurm_cluster(s: dict):
-    import sys
+def _scheduler_bind_host(s: dict) -> str:
+    """The one address the route-2 scheduler listens on: ``scheduler_options.host``, else the address of
+    ``scheduler_options.interface`` or ``cluster.slurm.interface`` on this machine, else :func:`scheduler_host`."""
+    from .places import interface_address
 
+    opts = s.get("scheduler_options") or {}
+    if opts.get("host"):
+        return str(opts["host"])
+    iface = opts.get("interface") or s.get("interface")
+    if iface:
+        return interface_address(iface)
+    return scheduler_host(_own_address(), _slurm_nodes(), _own_names())
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _worker_binding(s: dict, host: str, python: str, args: list[str], dashboard: bool) -> tuple[list[str], list[str]]:
+    """(prologue lines, ``dask worker`` options) that bind a SLURM worker job's workers, nannies and HTTP servers
+    to one address of its node (``dask worker`` binds to every interface by default, 0.0.0.0 and [::]):
+    ``SOJOURN_DASK_HOST``, computed in the job: loopback when the scheduler is on loopback (a single-node
+    cluster), else the node's address on ``cluster.slurm.interface`` or the address its name resolves to
+    (:func:`sojourn.core.cluster.places.node_address`). A ``--host``/``--interface``/``--listen-address`` or
+    ``--dashboard-address`` in ``worker_extra_args`` is the operator's and is kept."""
+    import shlex
+
+    given = {a.split("=", 1)[0] for a in args}
+    if _is_loopback(host):
+        prologue = ["SOJOURN_DASK_HOST=127.0.0.1"]
+    else:
+        iface = f" --interface {shlex.quote(s['interface'])}" if s.get("interface") else ""
+        prologue = [f"SOJOURN_DASK_HOST=$({shlex.quote(python)} -m sojourn.core.cluster.places{iface})"]
+    out = []
+    if not {"--host", "--interface", "--listen-address"} & given:
+        out += ["--host", '"$SOJOURN_DASK_HOST"']
+    if "--dashboard-address" not in given:
+        out += ["--dashboard-address", '"$SOJOURN_DASK_HOST:0"']
+    if not dashboard and not {"--dashboard", "--no-dashboard"} & given:
+        out.append("--no-dashboard")
+    return prologue, out
+
+
+def _slurm_cluster(s: dict, root=None, security=None, dashboard: bool = False):
+    """dask-jobqueue's cluster for ``cluster.slurm`` (route 2): the scheduler in this process on one address
+    (:func:`_scheduler_bind_host`; its HTTP server there too, the dashboard off unless ``cluster.dashboard``), the
+    worker jobs bound to one address of their node (:func:`_worker_binding`), their logs, Dask scratch and numba
+    cache under ``root`` (the run's scratch folder, :mod:`sojourn.core.cluster.places`) unless
+    ``log_directory``/``local_directory`` say otherwise, and TLS with ``security``."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from .places import DASK_SCRATCH, NUMBA_CACHE, SLURM_LOGS, http_address, scratch_root
+
+    root = Path(root) if root is not None else scratch_root()
     worker_args = [str(a) for a in (s.get("worker_extra_args") or [])]
     wall = walltime_seconds(s["walltime"])
     if _lifetime_of(s) is None and wall:
@@ -593,9 +694,13 @@ def _slurm_cluster(s: dict):
     directives = list(s.get("job_extra_directives") or [])
     if s.get("qos"):
         directives.append(f"--qos={s['qos']}")
-    scheduler_options = {"dashboard_address": ":0", **(s.get("scheduler_options") or {})}
-    if not (s.get("interface") or {"host", "interface"} & set(scheduler_options)):
-        scheduler_options["host"] = scheduler_host(_own_address(), _slurm_nodes(), _own_names())
+    python = s.get("python") or sys.executable
+    host = _scheduler_bind_host(s)
+    scheduler_options = {k: v for k, v in (s.get("scheduler_options") or {}).items() if k != "interface"}
+    scheduler_options.update(host=host, dashboard=dashboard,
+                             dashboard_address=http_address(scheduler_options.get("dashboard_address"), host))
+    bind_prologue, bind_args = _worker_binding(s, host, python, worker_args, dashboard)
+    numba_cache = os.environ.get("NUMBA_CACHE_DIR") or str(root / NUMBA_CACHE)
     kwargs = {
         # threads per worker = cores / processes: keep them equal (one thread per worker process; the
         # engines are single-threaded numba/numpy code)
@@ -604,24 +709,23 @@ def _slurm_cluster(s: dict):
         "memory": str(s["memory"]),
         "walltime": str(s["walltime"]),
         "job_name": str(s.get("job_name") or SLURM_DEFAULTS["job_name"]),
-        "python": s.get("python") or sys.executable,
+        "python": python,
         "job_extra_directives": directives,
-        # ours first, so that a user's prologue can override them
+        # ours first, so that a user's prologue can override them; the binding last (it may need the user's python)
         "job_script_prologue": [f"export {k}={v}" for k, v in SLURM_MALLOC_ENV.items()]
-        + list(s.get("job_script_prologue") or []),
-        "worker_extra_args": worker_args,
+        + [f"export NUMBA_CACHE_DIR={shlex.quote(numba_cache)}"]
+        + list(s.get("job_script_prologue") or []) + bind_prologue,
+        "worker_extra_args": worker_args + bind_args,
         "scheduler_options": scheduler_options,
+        "local_directory": s.get("local_directory") or str(root / DASK_SCRATCH),
+        "log_directory": s.get("log_directory") or str(root / SLURM_LOGS),
     }
+    if security is not None:
+        kwargs["security"] = security  # dask-jobqueue passes the certificate files to the workers (--tls-*)
     if s.get("queue"):
         kwargs["queue"] = s["queue"]
     if s.get("account"):
         kwargs["account"] = s["account"]
-    if s.get("local_directory"):
-        kwargs["local_directory"] = s["local_directory"]
-    if s.get("log_directory"):
-        kwargs["log_directory"] = s["log_directory"]
-    if s.get("interface"):  # network interface of scheduler and workers on a multi-node cluster
-        kwargs["interface"] = s["interface"]
     return _sojourn_slurm_cluster_class()(**kwargs)
 
 

@@ -16,6 +16,12 @@ pipeline adds to Snakemake and to snakemake-executor-plugin-slurm so that the ro
   Up to at least plugin 2.8.0 the plugin compares ``sacct``'s state with exact words, so "CANCELLED by 0"
   (what ``sacct`` prints for an ``scancel``) was never matched and the run polled forever; and PREEMPTED
   is left to SLURM to requeue even where the partition cancels preempted jobs.
+* :func:`account_guess_without_shell` — the plugin's guess of a SLURM account when the profile names none runs
+  ``sacct -nu <user> -o Account%256 | tail -1`` without a shell (plugin 2.8.0), so ``sacct`` reads ``| tail -1``
+  as its own options and every route-1 run printed "sacct: invalid option -- '1'"; here the guess runs ``sacct``
+  alone and takes the last account itself.
+* :func:`require_workarounds` — all of the above applied, or a clear error naming the plugin version and what
+  could not be applied (a plugin release that renamed what they wrap), checked when the workflow starts.
 """
 from __future__ import annotations
 
@@ -91,19 +97,29 @@ def jobs_in_the_batch_step(executor_class=None) -> bool:
             from snakemake_executor_plugin_slurm import Executor as executor_class
         except ImportError:
             return False
-    original = getattr(executor_class, "additional_general_args", None)
+
+    def replacement(original):
+        def additional_general_args(self):
+            if getattr(self.workflow.executor_settings, "array_jobs", None):
+                return original(self)
+            return ""
+
+        return additional_general_args
+
+    return _replace(executor_class, "additional_general_args", replacement)
+
+
+def _replace(owner, name: str, build) -> bool:
+    """``owner.name`` replaced by ``build(original)``, once (marked ``sojourn_wrapped``): False if ``owner`` has no
+    ``name`` (a plugin release without it), True once in force."""
+    original = getattr(owner, name, None)
     if original is None:
         return False
     if getattr(original, "sojourn_wrapped", False):
         return True
-
-    def additional_general_args(self):
-        if getattr(self.workflow.executor_settings, "array_jobs", None):
-            return original(self)
-        return ""
-
-    additional_general_args.sojourn_wrapped = True
-    executor_class.additional_general_args = additional_general_args
+    new = build(original)
+    new.sojourn_wrapped = True
+    setattr(owner, name, new)
     return True
 
 
@@ -246,3 +262,71 @@ def end_jobs_slurm_ended(executor_class=None) -> bool:
     executor_class.check_active_jobs = check_active_jobs
     executor_class.report_job_error = report_job_error
     return True
+
+
+def guess_account(user: str | None = None) -> str | None:
+    """The SLURM account of ``user``'s most recent job (``sacct -nu <user> -o Account%256``, its last line), or None
+    where sacct knows none ("(null)", "none", nothing) or fails. Quiet: no account is what most test clusters and
+    many sites have."""
+    import getpass
+
+    try:
+        p = subprocess.run(["sacct", "-nu", user or getpass.getuser(), "-o", "Account%256"], check=False,
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [x.strip() for x in p.stdout.splitlines() if x.strip()] if p.returncode == 0 else []
+    account = lines[-1].replace("(null)", "").strip() if lines else ""
+    return account if account and account.lower() != "none" else None
+
+
+def account_guess_without_shell(module=None) -> bool:
+    """The plugin's account guess (its module-level ``get_account``) replaced by :func:`guess_account`. Returns
+    False if the plugin is not installed or has no such function. Idempotent."""
+    if module is None:
+        try:
+            import snakemake_executor_plugin_slurm as module
+        except ImportError:
+            return False
+    return _replace(module, "get_account", lambda original: lambda logger=None: guess_account())
+
+
+#: the plugin release the workarounds were written against and tested with on the single-node SLURM (.ci/slurm)
+TESTED_PLUGIN = "2.8.0"
+
+
+class WorkaroundMissing(RuntimeError):
+    """A workaround for snakemake-executor-plugin-slurm could not be applied to the installed plugin."""
+
+
+def require_workarounds(plugin=None, have: str | None = None) -> list[str]:
+    """Apply every workaround of this module in the main Snakemake process and check that each is in force for the
+    installed plugin (nothing to do where the plugin is not installed: route 1 is then unavailable anyway).
+    Raises :class:`WorkaroundMissing` naming the plugin version and each workaround that found nothing to wrap.
+    Returns the names of the workarounds applied."""
+    if plugin is None:
+        try:
+            import snakemake_executor_plugin_slurm as plugin
+        except ImportError:
+            return []
+    if have is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            have = version("snakemake-executor-plugin-slurm")
+        except PackageNotFoundError:  # pragma: no cover - importable but not installed as a distribution
+            have = "unknown"
+    applied = {
+        "jobs_in_the_batch_step (a group's jobs as threads of one Snakemake)": jobs_in_the_batch_step(plugin.Executor),
+        "end_jobs_slurm_ended (CANCELLED/PREEMPTED jobs end the run; status checks capped)":
+            end_jobs_slurm_ended(plugin.Executor),
+        "account_guess_without_shell (no 'sacct: invalid option' noise)": account_guess_without_shell(plugin),
+    }
+    missing = [name for name, ok in applied.items() if not ok]
+    if missing:
+        raise WorkaroundMissing(
+            f"snakemake-executor-plugin-slurm {have} (sojourn's workarounds are tested with {TESTED_PLUGIN}): "
+            f"cannot apply {'; '.join(missing)}: the plugin changed what they wrap. Install the tested release "
+            f"(pip install 'snakemake-executor-plugin-slurm=={TESTED_PLUGIN}', as envs/constraints.txt pins it) "
+            "or run the pipeline by route 2 or 3 (docs/hpc.md)")
+    return list(applied)

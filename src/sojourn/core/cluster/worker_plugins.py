@@ -1,4 +1,4 @@
-"""Dask worker plugins of the local clusters sojourn starts (:func:`sojourn.core.cluster.cluster.dask_client`)."""
+"""Dask worker plugins of the clusters sojourn starts (:func:`sojourn.core.cluster.cluster.dask_client`)."""
 from __future__ import annotations
 
 import logging
@@ -41,3 +41,38 @@ class _HeartbeatAtClose(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Failed to communicate with scheduler during heartbeat")
+
+
+class QuietRetirement(WorkerPlugin):
+    """A worker that closed on purpose (retired at the end of a run, by adaptive scaling or at its ``--lifetime``)
+    logs no "Worker process died unexpectedly" traceback (issue 35).
+
+    After the worker has closed, its process's thread that waits for the nanny's stop message finds the pipe closed
+    (a ``TypeError`` deep in ``multiprocessing``) and distributed logs that as an ERROR with a traceback, in every
+    SLURM worker job's log at every clean retirement. The record is dropped only when the worker had already
+    closed or was closing; a worker process whose nanny vanished while it was running still logs it."""
+
+    name = "sojourn-quiet-retirement"
+
+    def setup(self, worker):
+        import weakref
+
+        log = logging.getLogger("distributed.nanny")
+        if not any(isinstance(f, _DiedAfterClose) for f in log.filters):
+            log.addFilter(_DiedAfterClose(weakref.ref(worker)))
+
+
+class _DiedAfterClose(logging.Filter):
+    """Drops the nanny pipe's "died unexpectedly" record of a worker that had closed already
+    (:class:`QuietRetirement`)."""
+
+    def __init__(self, worker_ref):
+        super().__init__()
+        self.worker_ref = worker_ref
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Worker process died unexpectedly"):
+            return True
+        worker = self.worker_ref()
+        return worker is not None and str(getattr(worker, "status", "")).split(".")[-1] not in (
+            "closing", "closed", "closing_gracefully")

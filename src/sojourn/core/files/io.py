@@ -210,7 +210,12 @@ def sigterm_handler_in_a_thread() -> None:
     which the main thread, where Python runs signal handlers, may be holding when the signal lands (e.g.
     while it logs a finished job): the run then waited forever (seen with Snakemake 9.27). In a thread the
     handler waits for the lock instead. Call from the main thread once Snakemake's scheduler exists (the
-    workflow's ``onstart:``)."""
+    workflow's ``onstart:``).
+
+    SIGHUP (the terminal or ssh session that started Snakemake is gone) gets the same handler, unless it is ignored
+    (``nohup``): Snakemake left SIGHUP at its default, so a lost login session killed it at once (exit 129), leaving
+    its lock and, on the SLURM executor route, its SLURM jobs running as orphans to their end; like SIGTERM it now
+    cancels them (the executor's cancel: ``scancel``) and removes the lock (issue 35)."""
     import signal
 
     handler = signal.getsignal(signal.SIGTERM)
@@ -222,3 +227,5 @@ def sigterm_handler_in_a_thread() -> None:
 
     on_sigterm.in_a_thread = True
     signal.signal(signal.SIGTERM, on_sigterm)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, on_sigterm)
