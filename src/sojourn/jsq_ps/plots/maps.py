@@ -462,7 +462,7 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
             got = {m: int(((rec == m) & beyond).sum()) for m in sorted(set(rec[beyond].tolist()))}
             limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
                                 "time grid"
-                                + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
+                                + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▶): "
                                 + listing([f"{m} at {got[m]}" if m != SIMULATE else f"no method at {got[m]} (simulate "
                                            "longer, or rerun exact with a larger t_max)" for m in got]) + " instead.",
                                 [kb, got], [Q.query(ex, (("count", None),), None, sel),
@@ -498,8 +498,8 @@ def _simulate_words(rec, beyond) -> str:
 
     at = rec == SIMULATE
     if beyond is not None and at.any() and beyond[at].all():
-        return "simulate longer, or rerun exact with a larger t_max: ▸"
-    return "simulate" + (", or rerun exact with a larger t_max where ▸" if beyond is not None and (beyond & at).any()
+        return "simulate longer, or rerun exact with a larger t_max: ▶"
+    return "simulate" + (", or rerun exact with a larger t_max where ▶" if beyond is not None and (beyond & at).any()
                          else "")
 
 
