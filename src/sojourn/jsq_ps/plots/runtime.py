@@ -54,6 +54,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     if 0 < lo < hi:
         ax.set_ylim(10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi) + 0.02))
     log_ticks(ax.yaxis)
+    if _over_budget_marks(ax, nr, fams, Rv, _budget_words(cmp)):  # the data below the line of the skipped cells
+        y0, y1 = ax.get_ylim()
+        ax.set_ylim(y0, 10.0 ** np.ceil(np.log10(y0) + np.log10(max(hi, y0 * 10) / y0) / 0.84))
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
@@ -77,6 +80,32 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
               bbox_to_anchor=(0.5, -0.16 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
     return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells), **kw)
+
+
+def _over_budget_marks(ax, nr, fams, Rv, budget) -> bool:
+    """The cells a family did not run (over budget or at its truncation cap), on a labelled dashed line at the top
+    of the plot: one ▲ per family and R in its colour (at its marker's x) with the count beside it — their cost lies
+    above the budget, never among the cheap medians below. Returns whether any is drawn."""
+    import matplotlib.transforms as mtransforms
+
+    base = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    y, drawn = 0.94, False
+    for k, (_, ms, color) in enumerate(fams):
+        n = (nr.sel(approximation=ms) != 0).any("approximation").sum("rho").sel(R=Rv).values
+        x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)
+        for xi, ni in zip(x, n, strict=True):
+            if ni:
+                ax.plot([xi], [y], "^", ms=9, color=color, mec="k", mew=0.6, transform=base, zorder=6, clip_on=False)
+                ax.annotate(f"{int(ni)}", (xi, y), xycoords=base, xytext=(0, -9), textcoords="offset points",
+                            ha="center", va="top", fontsize=8, color=color, fontweight="bold")
+                drawn = True
+    if drawn:
+        ax.plot([0, 1], [y, y], transform=ax.transAxes, ls="--", lw=1.0, color="0.35", zorder=1)
+        ax.text(0.01, y - 0.02, "▲ not run: over budget" + (f" ({budget})" if budget else "") + "\nor at the "
+                "truncation cap; the number of loads skipped under it\n(their cost is in no median below)",
+                transform=ax.transAxes, ha="left", va="top", fontsize=8, color="0.2",
+                bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.85, "pad": 1.0})
+    return drawn
 
 
 def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
@@ -152,7 +181,9 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
                       + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): every "
                       "family's median there covers only the loads where all ran, the cheaper ones, so it "
                       "understates the cost of the whole row, most for the family that skipped them (the rows under "
-                      "the axis at that R count the skipped loads).")
+                      "the axis at that R count the skipped loads; a ▲ in the family's colour on the dashed line at "
+                      "the top marks them too, with their count: their cost lies above the budget, not among the "
+                      "medians drawn).")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
