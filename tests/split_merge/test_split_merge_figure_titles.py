@@ -26,19 +26,19 @@ def test_figure_c_header_states_the_finding():
     ok = np.ones((2, 2, 3), bool)
     falling = _c([[1.0, 0.6, 0.4], [np.nan, 1.2, 0.9]], [[1.0, 0.5, 0.3], [np.nan, 1.2, 0.95]])
     assert plots._figure_c_finding(falling, rs, ok) == (
-        "each added replica lowers split-merge's mean latency beyond both CIs (all 3 steps); "
-        "fork-join below split-merge beyond both CIs at 2 of 4 (q, r ≥ 2) points")
+        "beyond both CIs: each added replica lowers split-merge's mean latency (all 3 steps); "
+        "fork-join lies below split-merge at 2 of 4 (q, r ≥ 2) points")
     rising = _c([[1.0, 0.6, 0.7], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]])
     assert plots._figure_c_finding(rising, rs, ok) == (
-        "each added replica lowers split-merge's mean latency beyond both CIs at 2 of 3 steps, raises it at 1; "
-        "fork-join below split-merge beyond both CIs at 0 of 4 (q, r ≥ 2) points")
+        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps, raises it at 1; "
+        "fork-join lies below split-merge at 0 of 4 (q, r ≥ 2) points")
     assert plots._replica_steps_words(plots.replica_steps(rising, rs, ok)) == (
         "split-merge's mean latency: each added replica lowers it beyond both CIs for q = 2; it rises beyond both "
         "CIs at r = 3 for q = 1")
     flat = _c([[1.0, 0.6, 0.59], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]], hw=0.02)
     assert plots.replica_steps(flat, rs, ok) == {1: ([2], [3], []), 2: ([3], [], [])}
     assert plots._figure_c_finding(flat, rs, ok).startswith(
-        "each added replica lowers split-merge's mean latency beyond both CIs at 2 of 3 steps; ")
+        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps; ")
     assert plots._replica_steps_words(plots.replica_steps(flat, rs, ok)) == (
         "split-merge's mean latency: each added replica lowers it beyond both CIs for q = 2 except at r = 3 for "
         "q = 1 (within the CIs there; none raises it beyond them)")

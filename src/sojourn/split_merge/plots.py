@@ -607,13 +607,13 @@ def _figure_c_finding(ds, rs, mean_ok) -> str:
     if steps:
         down, n = sum(len(d) for d, _, _ in steps.values()), sum(len(d) + len(w) + len(u) for d, w, u in steps.values())
         up = sum(len(u) for _, _, u in steps.values())
-        parts.append("each added replica lowers split-merge's mean latency beyond both CIs "
+        parts.append("each added replica lowers split-merge's mean latency "
                      + (f"(all {n} steps)" if down == n else f"at {down} of {n} steps")
                      + (f", raises it at {up}" if up else ""))
     k, m = _fork_join_counts(ds, rs, mean_ok)
     if m:
-        parts.append(f"fork-join below split-merge beyond both CIs at {k} of {m} (q, r ≥ 2) points")
-    return "; ".join(parts)
+        parts.append(f"fork-join lies below split-merge at {k} of {m} (q, r ≥ 2) points")
+    return ("beyond both CIs: " + "; ".join(parts)) if parts else ""
 
 
 def _fork_join_counts(ds, rs, mean_ok) -> tuple[int, int]:

@@ -182,8 +182,7 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
                       "family's median there covers only the loads where all ran, the cheaper ones, so it "
                       "understates the cost of the whole row, most for the family that skipped them (the rows under "
                       "the axis at that R count the skipped loads; a ▲ in the family's colour on the dashed line at "
-                      "the top marks them too, with their count: their cost lies above the budget, not among the "
-                      "medians drawn).")
+                      "the top marks them too, with their count: their cost is in no median drawn).")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
