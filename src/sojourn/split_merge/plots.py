@@ -472,7 +472,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     found = _figure_c_finding(ds, rs, mean_ok)
     # the finding first, at most two lines; the exceptions and the fixed-load caveat in the caption (load_words)
     fig.suptitle("\n".join(textwrap.wrap(f"(c) {found}" if found else "(c) latency against the number of replicas r",
-                                          150))
+                                          185))
                  + f"\n{law_words(law_str)}: latency against r, one colour per quorum q", fontsize=9.5, y=1.0,
                  va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
