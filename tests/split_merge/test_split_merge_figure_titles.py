@@ -46,5 +46,5 @@ def test_figure_c_header_states_the_finding():
 
 
 def test_no_see_the_caption_in_titles():
-    assert "see the caption" not in plots.short_load_words(0.9, None)
-    assert "see the caption" not in plots.short_load_words(0.9, 100)
+    assert "see the caption" not in plots.load_words(0.9, None)
+    assert "see the caption" not in plots.load_words(0.9, 100)

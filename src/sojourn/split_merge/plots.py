@@ -260,12 +260,6 @@ def load_words(load, hosts) -> str:
             "λ = load·⌊n/r⌋/E[S_q:r], so the arrival rate λ changes with r and q)")
 
 
-def short_load_words(load, hosts) -> str:
-    """The title's line on the load (the caption has :func:`load_words`): held fixed, so λ changes with r and q."""
-    who = "one super-server of r hosts" if hosts is None else f"{hosts} hosts in ⌊n/r⌋ super-servers of r hosts"
-    return f"load fixed at {load} ({who}): the arrival rate λ changes with r and q"
-
-
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
     exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
@@ -292,9 +286,11 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
              "no simulated cell long enough to check the exact values")
     import textwrap
 
-    fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
-                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['load'], e['hosts'])}",
-                                            125)), fontsize=9, y=1.0, va="bottom")
+    # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), two lines
+    fig.suptitle("\n".join(textwrap.wrap(f"(b) at load {e['load']} held fixed (λ changes with r and q): {head}{check}",
+                                          160))
+                 + f"\nmean latency of split-merge over replicas r and quorum q; {law_words(e['replica_law'])}",
+                 fontsize=9, y=1.0, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
         + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
