@@ -450,20 +450,28 @@ def test_mgr_closest_method_table_under_its_panel():
     plt.close(fig)
 
 
-def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
-    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
-    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
-    line styles) tell the two distances apart."""
-    rho = [0.5, 0.8, 0.9]
+def mgr_two_laws(noise=None) -> xr.Dataset:
+    """A synthetic M/G/R comparison: R = 3, loads 0.5/0.8/0.9, two laws beside the exponential, methods A and T
+    (``noise``: every cell's sim_noise_wasserstein)."""
     sh = ("service", "R", "rho")
-    laws = ["exponential", "deterministic", "uniform"]
     vs = np.array([np.nan, 0.8, 0.4])[:, None, None] * np.array([1.0, 1.5, 2.0])[None, None, :]
     w = np.stack([vs * 0.8, vs * 1.2], -1)
     cmp = xr.Dataset({"wasserstein_vs_exponential_sim": (sh, vs),
                       "wasserstein_mean": (sh + ("approximation",), w),
                       "usable": (sh + ("approximation",), np.ones(w.shape, np.int8)),
                       "sim_run_valid": (sh, np.ones(vs.shape, np.int8))},
-                     coords={"service": laws, "R": [3], "rho": rho, "approximation": ["A", "T"]})
+                     coords={"service": ["exponential", "deterministic", "uniform"], "R": [3], "rho": [0.5, 0.8, 0.9],
+                             "approximation": ["A", "T"]})
+    if noise is not None:
+        cmp["sim_noise_wasserstein"] = (sh, np.full(vs.shape, noise))
+    return cmp
+
+
+def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
+    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
+    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
+    line styles) tell the two distances apart."""
+    cmp = mgr_two_laws()
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.mgr_laws(cmp, tmp_path / "x")

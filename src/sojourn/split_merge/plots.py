@@ -260,12 +260,6 @@ def load_words(load, hosts) -> str:
             "λ = load·⌊n/r⌋/E[S_q:r], so the arrival rate λ changes with r and q)")
 
 
-def short_load_words(load, hosts) -> str:
-    """The title's line on the load (the caption has :func:`load_words`): held fixed, so λ changes with r and q."""
-    who = "one super-server of r hosts" if hosts is None else f"{hosts} hosts in ⌊n/r⌋ super-servers of r hosts"
-    return f"load fixed at {load} ({who}): the arrival rate λ changes with r and q"
-
-
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
     exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
@@ -292,9 +286,11 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
              "no simulated cell long enough to check the exact values")
     import textwrap
 
-    fig.suptitle(f"(b) mean latency of split-merge over replicas r and quorum q: {head}{check}\n"
-                 + "\n".join(textwrap.wrap(f"{law_words(e['replica_law'])}; {short_load_words(e['rho'], e['hosts'])}",
-                                            125)), fontsize=9, y=1.0, va="bottom")
+    # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), two lines
+    fig.suptitle("\n".join(textwrap.wrap(f"(b) at load {e['rho']} held fixed (λ changes with r and q): {head}{check}",
+                                          160))
+                 + f"\nmean latency of split-merge over replicas r and quorum q; {law_words(e['replica_law'])}",
+                 fontsize=9, y=1.0, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
         + ("the exact value is Pollaczek–Khinchine for M/PH/1" if e["hosts"] is None else
@@ -448,7 +444,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             ax.text(0.5, 0.5, f"this run cannot estimate the {what}\nat any (q, r) ({RULE})", wrap=True,
                     transform=ax.transAxes, ha="center", va="center", fontsize=9,
                     bbox={"facecolor": "0.96", "edgecolor": "0.7"})
-        ax.set_xlabel("replicas r")
+        ax.set_xlabel("replicas r (the load held fixed: the arrival rate λ changes with r and q)")
         ax.set_xticks(rs)
         ax.set_xlim(rs.min() - 0.6, rs.max() + 0.6)
         ax.grid(alpha=0.3, which="both")
@@ -470,9 +466,11 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     import textwrap
 
     found = _figure_c_finding(ds, rs, mean_ok)
-    fig.suptitle(f"(c) latency against the number of replicas r, one colour per quorum q: {law_words(law_str)}\n"
-                 + (f"{found}\n" if found else "")
-                 + "\n".join(textwrap.wrap(short_load_words(e["rho"], hosts), 130)), fontsize=9, y=1.0, va="bottom")
+    # the finding first, at most two lines; the exceptions and the fixed-load caveat in the caption (load_words)
+    fig.suptitle("\n".join(textwrap.wrap(f"(c) {found}" if found else "(c) latency against the number of replicas r",
+                                          185))
+                 + f"\n{law_words(law_str)}: latency against r, one colour per quorum q", fontsize=9.5, y=1.0,
+                 va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
 
 
@@ -596,17 +594,22 @@ def _replica_steps_words(steps) -> str:
 
 
 def _figure_c_finding(ds, rs, mean_ok) -> str:
-    """Figure (c)'s finding for its header, from the simulated means and CIs it draws: where split-merge's mean latency
-    falls with every added replica beyond both CIs and where not (:func:`replica_steps`), and where fork-join lies
-    below split-merge beyond both CIs (:func:`_fork_join_counts`)."""
+    """Figure (c)'s finding for its header, one line from the simulated means and CIs it draws: at how many replica
+    steps split-merge's mean latency falls beyond both CIs (and rises, where it does: :func:`replica_steps`; where
+    a step does not, the caption's :func:`_replica_steps_words`), and where fork-join lies below split-merge beyond
+    both CIs (:func:`_fork_join_counts`)."""
     steps = replica_steps(ds, rs, mean_ok)
     parts = []
     if steps:
-        parts.append(_replica_steps_words(steps))
+        down, n = sum(len(d) for d, _, _ in steps.values()), sum(len(d) + len(w) + len(u) for d, w, u in steps.values())
+        up = sum(len(u) for _, _, u in steps.values())
+        parts.append("each added replica lowers split-merge's mean latency "
+                     + (f"(all {n} steps)" if down == n else f"at {down} of {n} steps")
+                     + (f", raises it at {up}" if up else ""))
     k, m = _fork_join_counts(ds, rs, mean_ok)
     if m:
-        parts.append(f"fork-join below split-merge beyond both CIs at {k} of {m} (q, r ≥ 2) points")
-    return "\n".join(parts)
+        parts.append(f"fork-join lies below split-merge at {k} of {m} (q, r ≥ 2) points")
+    return ("beyond both CIs: " + "; ".join(parts)) if parts else ""
 
 
 def _fork_join_counts(ds, rs, mean_ok) -> tuple[int, int]:
@@ -684,6 +687,10 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
                               + ".", {q: b for q, (b, _, _) in sim_q.items()},
                               Query(src, "where(run_valid != 0, sim_mean_latency, nan).idxmin('replicas')",
                                     {**qsel, "quorum": [int(q) for q in sim_q]}, None, [])))
+    steps = replica_steps(ds, rs, mean_ok)
+    if steps:  # the header counts the steps; here where each lies (computed as the header's count)
+        words = _replica_steps_words(steps)
+        findings.append(words[0].upper() + words[1:] + ".")
     if FJ in ds["model"].values.tolist():
         findings += _fork_join_claims(ds, law, rs, mean_ok, src)
     for mi, model in enumerate(ds["model"].values.tolist()):

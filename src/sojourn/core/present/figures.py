@@ -114,14 +114,14 @@ def registry(figures) -> dict:
 #: service times of the experiment's replica law
 TIME_UNIT = "mean service times"
 
-#: the colour of each method in every figure (lines, maps, markers): A–E the first five tab10 colours and F cyan
-#: (tab10's brown beside E's purple read as one colour), the corrected chains their own hues (A* = B* = D* = E* give
-#: one CDF and are drawn in A*'s brown, C* = F* in C*'s navy, unlike C's green; no grey, which reads as "missing"
-#: beside grey ties),
-#: exact pink, T dark teal
+#: the colour of each method in every figure (lines, maps, markers): A–D the first four tab10 colours, E olive (round
+#: 12: tab10's lilac read as exact's pink in the CDF panels) and F cyan (tab10's brown beside E read as one colour),
+#: the corrected chains their own hues (A* = B* = D* = E* give one CDF and are drawn in A*'s brown, C* = F* in C*'s
+#: dark purple, unlike C's green — round 12: navy beside T's dark teal read as one line; no grey, which reads as
+#: "missing" beside grey ties), exact pink, T dark teal
 METHOD_COLORS = {
-    "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#9467bd", "F": "#17becf",
-    "A*": "#8c564b", "B*": "#7570b3", "C*": "#1a237e", "D*": "#a6761d", "E*": "#b2df8a", "F*": "#666600",
+    "A": "#1f77b4", "B": "#ff7f0e", "C": "#2ca02c", "D": "#d62728", "E": "#bcbd22", "F": "#17becf",
+    "A*": "#8c564b", "B*": "#7570b3", "C*": "#6a3d9a", "D*": "#a6761d", "E*": "#b2df8a", "F*": "#666600",
     "exact": "#e377c2", "T": "#00685a",
 }
 #: a marker per method, so that lines of one colour family stay apart where they coincide (the A–F panels)

@@ -294,8 +294,8 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
 
 
 _MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
-               REFERENCE_TOO_SHORT.key: "grey ◇ reference too short", "beyond_grid": "grey ▸ the percentile lies "
-               "beyond the time grid (t_max)"}
+               REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
+               "beyond_grid": "▶ on a light grey cell: the percentile lies beyond the time grid (t_max)"}
 
 
 def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
@@ -406,7 +406,7 @@ def _pe_limits(cmp, status, sel, without, rest) -> list:
     n_beyond = int((status == "beyond_grid").sum())
     if n_beyond:
         limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn the percentile lies beyond the "
-                               "time grid (t_max) and no reference remains (▸).", n_beyond, int(status.size),
+                               "time grid (t_max) and no reference remains (▶).", n_beyond, int(status.size),
                                f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
     if without:
         limits.append(f"No method has a reference at the {listing([f'{p:g}th' for p in without])} percentile"

@@ -77,8 +77,9 @@ def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
         slot = fig.add_subplot(low[0, 0])
         slot.set_axis_off()
         row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
-        handles, labels, kinds = handles + row_h, labels + row_l, kinds | row_kinds
-    sh, sl = status_handles(kinds)
+        handles, labels = handles + row_h, labels + row_l
+    sh, sl = status_handles(kinds)  # legend entries only for marks drawn: the lower row's ◇ is a word in its title
+    kinds = kinds | row_kinds if law_rows else kinds
     handles, labels = handles + sh, labels + sl
     top = 0.9 - 0.5 / fig.get_figheight()  # room for the marker key strip under the title
     fig.subplots_adjust(left=0.08, right=0.97, top=top, bottom=0.07 if law_rows else 0.22)
@@ -119,8 +120,8 @@ def _load_slots(cmp, services) -> np.ndarray:
 
 def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     """The M/G/R figure's upper row, one panel per R (a shared log y trimmed to the data): per law (colour, the laws
-    side by side around each load) the W to the exponential simulation (filled markers, joined by a thin line) and
-    to the closest analytic method (hollow markers), the filled markers' noise shaded.
+    side by side around each load) the W to the exponential simulation (filled markers; not joined: the load axis is
+    categorical) and to the closest analytic method (hollow markers), the filled markers' noise shaded.
     Returns (the status kinds drawn, whether the noise is drawn)."""
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -141,7 +142,6 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
             ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
             x, half = pos + dodge[svc], 0.3 * step
             if ok1.any():
-                ax.plot(x[ok1] - half, y1[ok1], "-", color=cmap(k), lw=0.9, alpha=0.55, zorder=2)
                 ax.plot(x[ok1] - half, y1[ok1], "o", color=cmap(k), ms=_LAW_MS, zorder=4)
             if ok2.any():
                 ax.plot(x[ok2] + half, y2[ok2], "o", color=cmap(k), ms=_LAW_MS, mfc="white", mew=1.8, zorder=5)
@@ -172,8 +172,10 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     for ax, x, y in noise_fill:
         if (y > lo).any():
             ax.set_autoscale_on(False)
-            ax.fill_between(x, lo, np.minimum(y, hi), color="0.87", lw=0, zorder=0, step="mid")
-            ax.plot(x, y, ":", color="0.45", lw=1.4, zorder=1, drawstyle="steps-mid")
+            for xi, yi in zip(x, y, strict=True):  # each load's noise across its whole category slot
+                if yi > lo:
+                    ax.fill_between([xi - 0.5, xi + 0.5], lo, min(yi, hi), color="0.87", lw=0, zorder=0)
+                    ax.hlines(yi, xi - 0.5, xi + 0.5, colors="0.45", linestyles=":", lw=1.4, zorder=1)
             seen = True
     return kinds, seen
 
@@ -362,8 +364,9 @@ def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Cap
           "run can tell; a distance far "
           "above it is a real change of the sojourn-time law."
           + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is marked ◇ (in the strip above an upper "
-             "panel; named in the lower panel's title), not drawn." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+             f"{TAIL_MIN} customers per replication beyond the percentile) is not drawn: in an upper panel it is "
+             "marked ◇ in the strip above, in the lower panel "
+             "named in its title." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
 
 
 def _law_row_percentile(cmp) -> float:
@@ -463,8 +466,8 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
                  + _law_panel_finding(merged, True).replace("\n", " ") + f";\nmethod {listing(methods)} with the law "
                  "itself"
                  + _law_panel_finding(merged, False).replace("\n", " ")
-                 + (f"\n◇ reference too short at {listing([f'R = {R}, ρ = {r:g}' for R, r in missing])} (not drawn)"
-                    if missing else ""), fontsize=10, loc="left")
+                 + ("\nreference too short (no value) at "
+                    + listing([f'R = {R}, ρ = {r:g}' for R, r in missing]) if missing else ""), fontsize=10, loc="left")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, ls="none") for j in range(len(methods))]
     labels = [f"lower: method {m} with the law itself (95 % CI)" for m in methods]
     if None in keys:

@@ -169,10 +169,34 @@ def _tie_text(names: list) -> str:
     return "tie\n" + "\n".join(rows)
 
 
+def _absent(cmp, cand, service) -> np.ndarray:
+    """(R, ρ, candidate) bool: the candidates that did not run there (over budget or at their truncation cap): no
+    competitor, so the cell's winner did not beat them."""
+    if "not_run" not in cmp:
+        return np.zeros((cmp.sizes["R"], cmp.sizes["rho"], len(cand)), bool)
+    nr = cmp["not_run"].sel(approximation=cand)
+    if "service" in nr.dims:
+        nr = nr.sel(service=service)
+    return nr.transpose("R", "rho", "approximation").values != 0
+
+
+def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
+    """"∅ A*" at the top edge of each cell of the best-method map where a candidate did not run (never under the
+    winner's name, moved down there). Returns ((R, ρ) bool: such a cell with a winner, the candidates named)."""
+    absent = _absent(cmp, b["candidates"], service)
+    gone = absent.any(-1) & (b["best"] != "")
+    for i, j in zip(*np.nonzero(gone), strict=True):
+        ax.text(j, i + 0.47, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
+                ha="center", va="top", fontsize=7.5 if small else 5, color="0.1", zorder=7,
+                bbox={"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8, "alpha": 0.9})
+    return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
+
+
 def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Which method is closest to the truth per (R, ρ) cell by W (:func:`best_by_reference`): a clear winner in its
     colour, a tie in light grey with every tied method named, a cell without a reference grey with the
-    reference-too-short mark; the cells set against the simulation (exact did not run) hatched."""
+    reference-too-short mark; the cells set against the simulation (exact did not run) hatched; "∅ A*" on a cell
+    where a candidate did not run (over budget): the winner there is the closest of those that ran."""
     from matplotlib.patches import Patch
 
     c = cmp.sel(service=service)
@@ -194,17 +218,20 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     w = min(11.5, max(6.5, 0.8 * len(rho) + 2.4)) if small else 11.0
     fig, ax = plt.subplots(figsize=(w, 0.55 * len(Rv) + 1.9) if small else (w, 0.3 * len(Rv) + 2.0))
     _cell_map(ax, rgb, rho, Rv)
+    gone, out = _absent_marks(ax, cmp, b, service, small)
     if small:
         for (i, j), m in np.ndenumerate(best):
             if not m or too_short[i, j]:
                 continue
             if tie[i, j]:
-                ax.text(j, i, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=7.5,
+                ax.text(j, i - (0.12 if gone[i, j] else 0.0), _tie_text(b["tied"][i, j].split("·")), ha="center",
+                        va="center", fontsize=7 if gone[i, j] else 7.5,
                         color="0.1", linespacing=0.95, zorder=6,
                         bbox={"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if vs_sim[i, j] else None)
             else:
                 dark = np.mean(_rgb(method_color(m))) < 0.55
-                ax.text(j, i, m, ha="center", va="center", fontsize=9, color="w" if dark else "k", fontweight="bold",
+                ax.text(j, i - (0.12 if gone[i, j] else 0.0), m, ha="center", va="center", fontsize=9,
+                        color="w" if dark else "k", fontweight="bold",
                         zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
                         if vs_sim[i, j] else None)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
@@ -225,6 +252,13 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
                       "exact")
+    if gone.any():
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="none", marker=r"$\varnothing$", ms=8, color="0.1"))
+        labels.append(f"∅ {'·'.join(out)} at a cell's top: did not run there (over budget) — no competitor; the "
+                      "name below is the closest of the methods that ran,\n"
+                      "not one that beat it")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -232,15 +266,15 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     fig.tight_layout()
     _legend_below(fig, handles, labels, ncol=1, fontsize=8)
     n = int((best != "").sum())
-    k_clear = int(((best != "") & ~tie).sum())
+    clear = {m: int(((best == m) & ~tie).sum()) for m in winners}
+    lead = listing([f"{m} at {clear[m]}" for m in sorted(clear, key=lambda m: -clear[m])]) or "none"
     exact_rows = _exact_rows(b, Rv)
-    note = (f"; at R = {listing(exact_rows)} every cell ties: the corrected methods and T are exact there"
-            if exact_rows else "")
-    t_note = (f"\nwhere {TAIL} wins by W, its tail still lies above the truth by construction (safe, not exact: see "
-              "the tail figures)" if TAIL in winners else "")
-    fig.suptitle(f"Which method's sojourn-time CDF is closest to the truth? ({service} service, Wasserstein distance)\n"
-                 f"a clear winner at {k_clear} of {n} cells, a tie at {n - k_clear}{note}{t_note}", fontsize=10, y=1.0,
-                 va="bottom")
+    note = [f"R = {listing(exact_rows)}: all ties (exact there)"] if exact_rows else []
+    n_gone = int(gone.sum())
+    note += [f"∅: a method did not run at {n_gone} cells (no competitor there)"] if n_gone else []
+    # the finding first (the clear winners, as the caption counts them), the caveats in one line under it
+    fig.suptitle(f"Closest sojourn-time CDF by Wasserstein distance ({service} service): {lead} of {n} cells\n"
+                 + "; ".join([f"a tie at {n - sum(clear.values())}"] + note), fontsize=10, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_best_map_caption(cmp, b, service), **kw)
 
 
@@ -277,6 +311,15 @@ def _best_map_caption(cmp, b, service) -> Caption:
                                  "exact did not run there); the rest against exact.", k_sim, n,
                                  "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
+        absent = _absent(cmp, cand, service)
+        gone = absent.any(-1) & (best != "")
+        if gone.any():
+            out = [m for k_, m in enumerate(cand) if absent[..., k_][gone].any()]
+            findings.append(Q.k_of_n(
+                f"At {int(gone.sum())} of the {n} cells {listing(out)} did not run (over budget or at its truncation "
+                "cap; ∅ at the cell's top): no competitor there, so the method named is the closest of those that "
+                "ran, not one that beat it.", int(gone.sum()), n,
+                f"(not_run.sel(approximation={Q.names(cand)}).max('approximation') != 0)", has, sel))
     if too_short.any():
         k = int(too_short.sum())
         limits.append(Claim(f"{_cells_text(k).capitalize()} without exact and with a simulation the run-length guard "
@@ -292,7 +335,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
          f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never "
          "a candidate. W weighs the body of the distribution; for the tail, see the recommendation and percentile "
-         "figures.")])
+         f"figures. Where {TAIL} wins by W, its tail still lies above the truth by construction (safe, not exact).")])
 
 
 def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -462,7 +505,7 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
             got = {m: int(((rec == m) & beyond).sum()) for m in sorted(set(rec[beyond].tolist()))}
             limits.append(Claim(f"At {kb} point{'s' if kb != 1 else ''} exact ran but its percentile lies beyond its "
                                 "time grid"
-                                + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▸): "
+                                + (f" (t_max = {tm:g})" if np.isfinite(tm) else "") + ", so it cannot give it (▶): "
                                 + listing([f"{m} at {got[m]}" if m != SIMULATE else f"no method at {got[m]} (simulate "
                                            "longer, or rerun exact with a larger t_max)" for m in got]) + " instead.",
                                 [kb, got], [Q.query(ex, (("count", None),), None, sel),
@@ -498,8 +541,8 @@ def _simulate_words(rec, beyond) -> str:
 
     at = rec == SIMULATE
     if beyond is not None and at.any() and beyond[at].all():
-        return "simulate longer, or rerun exact with a larger t_max: ▸"
-    return "simulate" + (", or rerun exact with a larger t_max where ▸" if beyond is not None and (beyond & at).any()
+        return "simulate longer, or rerun exact with a larger t_max: ▶"
+    return "simulate" + (", or rerun exact with a larger t_max where ▶" if beyond is not None and (beyond & at).any()
                          else "")
 
 

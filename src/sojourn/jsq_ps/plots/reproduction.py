@@ -177,7 +177,7 @@ def _paper_values(ax, x, paper, signed, floor) -> None:
 
 
 def _no_value_marks(strip, fams, missing, x, bg) -> None:
-    """The reproduction panel's strip: ◇ (or ▸ where ``bg``: the percentile lies beyond the time grid) where ours has
+    """The reproduction panel's strip: ◇ (or ▶ where ``bg``: the percentile lies beyond the time grid) where ours has
     no value — one row for every family where their marks agree, else a row per family."""
     if all(np.array_equal(missing[f], missing[fams[0]]) for f in fams):
         rows = [("ours", missing[fams[0]], None, "no value of ours")]
@@ -343,7 +343,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
 
 
 def _paper_where_ours_missing(rep) -> dict:
-    """The paper's |percentile error| where we have no value of ours (our reference missing: ◇ or ▸) and where we
+    """The paper's |percentile error| where we have no value of ours (our reference missing: ◇ or ▶) and where we
     have one, over the points of the paper's table in this run: {"missing"/"have": (count, median)}."""
     ref = rep["percentile_error_reference"].sel(family="faithful").values
     paper = np.abs(rep["paper_percentile_error"].values)
@@ -405,7 +405,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
         n = int(inrun.sum())
         findings.append(Claim(f"Of the {n} (percentile, cell) points of the paper's table in this run, ours (best of "
                               f"A–F) is measured against exact at {k_ex}, against our simulation at {k_sim}, and has "
-                              f"no value at {k_none} (no reference of ours: ◇ or ▸).", [n, k_ex, k_sim, k_none],
+                              f"no value at {k_none} (no reference of ours: ◇ or ▶).", [n, k_ex, k_sim, k_none],
                               [_rq(f"{refvar} != -1", sel=fam_sel), _rq(f"{refvar} == 1", sel=fam_sel),
                                _rq(f"{refvar} == 2", sel=fam_sel), _rq(f"{refvar} == 0", sel=fam_sel)]))
         bg = (rep["percentile_beyond_grid"].values != 0) & (ref == 0) if (
@@ -417,7 +417,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                     sel=fam_sel)))
         if bg.any():
             limits.append(Claim(f"At {int(bg.sum())} points exact ran but its percentile lies beyond the time grid "
-                                "(t_max), and the simulation is too short: no value of ours there (▸).", int(bg.sum()),
+                                "(t_max), and the simulation is too short: no value of ours there (▶).", int(bg.sum()),
                                 _rq(f"({refvar} == 0) & (percentile_beyond_grid != 0)", sel=fam_sel)))
         if prefix == "pct":
             ours = rep["percentile_error"].sel(family="faithful").values
@@ -474,7 +474,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
             "signed value. " if prefix == "pct" else
             "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
             "percentile, the paper's too. ")
-         + "Where exact did not run (or its percentile lies beyond the time grid, ▸) and our simulation has too few "
+         + "Where exact did not run (or its percentile lies beyond the time grid, ▶) and our simulation has too few "
          "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
 
 

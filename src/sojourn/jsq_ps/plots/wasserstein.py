@@ -140,7 +140,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 def _w_panel(ax, cmp, c, d, lines, i, letters):
     """One panel of the Wasserstein figure (R index ``i``) on the load axis (:func:`_load_axis`): each line's W
     (filled against exact, hollow against the simulation; the line broken where W drops below :data:`W_FLOOR`, one
-    arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F row the six lines are thin and grey,
+    arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F column the six lines are thin and grey,
     and the closest of them at each load is one bold line, its letter asked for at each point (appended to
     ``letters``: :func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the
     status marks in the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise
@@ -401,7 +401,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
     short = (c["sim_run_valid"] == 0).values if "sim_run_valid" in c else np.zeros(W.shape[:2], bool)
     if short.any():
         limits.append(Q.k_of_n(f"The run-length guard judged {int(short.sum())} of {int(short.size)} simulated cells "
-                               "too short: there a method without exact has no reference (◇).", int(short.sum()),
+                               "too short: there a method without exact has no reference"
+                               + (" (◇)." if REFERENCE_TOO_SHORT.key in set(kinds) else "."), int(short.sum()),
                                int(short.size), "sim_run_valid == 0", "isfinite(sim_run_valid)", sel))
     if len(Rv) < len(all_R):
         limits.append(f"Panels show {_shown_note(Rv, all_R)} (every R is in comparison.nc).")
@@ -420,8 +421,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
             "letters of the methods there beside it." if floor_hit else "")
          + f" A panel where every line lies below W = {W_FLOOR:g} is a note instead. The load axis is drawn on the "
          "scale −log10(1 − ρ) (high loads, where the methods part, get the room), ticked at the grid's loads. In the "
-         "top row each of A–F is a thin grey line and the closest of them at each load one bold line, its letter at "
-         f"each point (with those within {W_COINCIDE:.0%} of it: 'B=C'; placed where it meets no other)."
+         "left column each of A–F is a thin grey line and the closest of them at each load one bold line, its letter "
+         f"at each point (with those within {W_COINCIDE:.0%} of it: 'B=C'; placed where it meets no other)."
          + (" The strip above a panel marks loads without a value, one row per method: "
             + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))

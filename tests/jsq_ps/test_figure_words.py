@@ -1,0 +1,126 @@
+"""Words that must match the figure they describe (issue 31, round 12): a caption's place words (the left column, not
+"the top row", after the Wasserstein figure's rows and columns were swapped), a mark's glyph as drawn (▶, not "grey
+▸"), one ratio from one computation (the run-time title's medians and the caption's "times faster"), legend entries
+only for marks drawn, and a method that did not run never reading as beaten (the best-method map's ∅) or as cheap
+(the run-time figure's ▲ on the not-run line). Synthetic data (support.synthetic), figures drawn into memory."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from test_figure_findings import mgr_two_laws
+
+from sojourn.core.present.claims import verify
+from sojourn.core.present.figures import STATUS
+from sojourn.jsq_ps import plots
+from sojourn.jsq_ps.compare import compare
+from support.synthetic import jsq_run
+
+CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
+#: the glyph a word must use for each matplotlib marker the status marks draw
+GLYPH = {">": "▶", "D": "◇", "x": "×", r"$\varnothing$": "∅"}
+
+
+@pytest.fixture(scope="module")
+def cmp():
+    """R = 2, loads 0.5 and 0.6: exact ran at the first only (not_run at the second)."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
+                           0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
+    return compare(sim, approx, CFG)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """(figure, caption) of each figure drawn, kept open instead of saved."""
+    out = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [stem])
+    yield out
+    for fig, _ in out:
+        plt.close(fig)
+
+
+def test_percentile_map_mark_words_use_the_drawn_glyph():
+    """Round 11's caption said "grey ▸" where a ▶ on a grey cell is drawn: each mark's word starts with the glyph
+    of the marker it names, and no word gives the mark a colour."""
+    for key, words in plots.errors._MARK_WORDS.items():
+        assert words.startswith(GLYPH[STATUS[key].marker]), (key, words)
+        assert not words.startswith(("grey", "black")), words
+
+
+def test_wasserstein_caption_places_the_families_where_they_are_drawn(cmp, drawn):
+    """The paper's A–F are the left column (one row per R): the caption says "left column", never "top row"."""
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = drawn
+    panels = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"]
+    faithful, corrected = panels[:2]
+    assert faithful.get_position().x0 < corrected.get_position().x0  # side by side: columns
+    assert np.isclose(faithful.get_position().y0, corrected.get_position().y0)
+    words = " ".join([cap.what, *cap.how])
+    assert "left column each of A–F" in words
+    assert not any(w in words for w in ("top row", "bottom row", "upper row", "lower row"))
+
+
+def test_runtime_ratio_is_the_title_medians_ratio_and_skips_sit_on_the_not_run_line(cmp, drawn):
+    """One computation: the caption's "k times faster" is the ratio of the slowest and fastest medians the title
+    prints (round 11: 6.5× in the title, 11× in the caption). The load exact did not run is a ▲ in exact's colour on
+    the labelled dashed line at the top, with its count, and the caption's words for the skip rows say where they
+    are (under the axis)."""
+    import matplotlib.colors as mcolors
+
+    plots.runtime_vs_R(cmp, "unused")
+    (fig, cap), = drawn
+    ax = fig.get_axes()[0]
+    meds = [float(c.value) for c in cap.findings if " s per cell over the " in c.text]
+    ratio = next(c for c in cap.findings if "times faster" in c.text)
+    assert ratio.value == pytest.approx(max(meds) / min(meds))
+    assert verify(ratio, lambda source: cmp)[0]
+    exact = mcolors.to_rgba(plots.common.METHOD_COLORS["exact"])
+    up = [ln for ln in ax.get_lines() if ln.get_marker() == "^" and mcolors.to_rgba(ln.get_color()) == exact]
+    assert len(up) == 1 and up[0].get_ydata()[0] > 0.9  # axes fraction: above every median
+    assert any(t.get_text() == "1" for t in ax.texts)
+    assert any(t.get_text().startswith("▲ not run") for t in ax.texts)
+    limits = " ".join(c.text if hasattr(c, "text") else c for c in cap.limits)
+    assert "under the axis" in limits and "label above" not in limits
+
+
+def test_best_map_marks_a_method_that_did_not_run(cmp, drawn):
+    """Where a candidate did not run (here A* at ρ = 0.6, over budget) the cell says "∅ A*", the legend explains ∅,
+    the title counts the cells, and a caption finding (re-derived from the data) says the winner there did not beat
+    it; where every candidate ran there is no ∅."""
+    c = cmp.copy(deep=True)
+    c["not_run"].loc[{"approximation": "A*", "rho": 0.6}] = 1
+    plots.best_method_map(c, "unused")
+    plots.best_method_map(cmp, "unused")
+    (fig, cap), (plain, plain_cap) = drawn
+    ax = fig.get_axes()[0]
+    marks = [t for t in ax.texts if t.get_text().startswith("∅")]
+    assert [t.get_text() for t in marks] == ["∅ A*"] and marks[0].get_position()[0] == 1
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert any(t.startswith("∅ A*") and "not one that beat it" in t for t in legend), legend
+    assert "did not run at 1 cells" in fig._suptitle.get_text()
+    finding = next(f for f in cap.findings if "no competitor" in f.text)
+    assert verify(finding, lambda source: c)[0] and finding.value == [1, 2]
+    assert not [t for t in plain.get_axes()[0].texts if t.get_text().startswith("∅")]
+    assert not any("no competitor" in f.text for f in plain_cap.findings)
+    assert fig._suptitle.get_text().count("\n") <= 1  # the title: at most two lines
+
+
+def test_mgr_noise_fills_each_whole_load_slot_and_no_line_joins_categories(drawn, tmp_path):
+    """The M/G/R upper row's noise area covers each load's whole category slot (round 11: a step that stopped half
+    way through the last one), and no line joins markers across the categorical load axis."""
+    c = mgr_two_laws(noise=0.6)
+    plots.mgr_laws(c, tmp_path / "x")
+    (fig, _), = drawn
+    top = fig.get_axes()[0]
+    from matplotlib.collections import PolyCollection
+
+    areas = [p for p in top.collections if isinstance(p, PolyCollection) and len(p.get_paths())]
+    assert len(areas) == 3  # one per load slot
+    for p in areas:
+        x = p.get_paths()[0].vertices[:, 0]
+        assert x.max() - x.min() == pytest.approx(1.0) and np.isclose((x.max() + x.min()) / 2 % 1, 0)
+    for ln in top.get_lines():
+        x = np.asarray(ln.get_xdata(), float)
+        if ln.get_linestyle() == "-" and len(x) > 1:
+            assert np.allclose(x, x[0]), "only the vertical slot separators are solid lines"
