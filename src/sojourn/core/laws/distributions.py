@@ -135,7 +135,10 @@ class Distribution:
         # scipy.stats is imported on first use only: the simulator never needs it, and it costs ~40 MB RSS
         from scipy import stats
 
-        family, kw = self._forms().scipy
+        form = self._forms().scipy
+        if form is None:  # a law without a scipy family (hyperexponential, phase-type) computes its own cdf/sf
+            raise NotImplementedError(f"{self.name} has no scipy distribution")
+        family, kw = form
         return getattr(stats, family)(**kw)
 
     def to_ciw(self):
