@@ -92,13 +92,6 @@ def _mgr(wd):
                       coords={"service": ["uniform"], "R": [3], "rho": [0.5, 0.8, 0.9], "approximation": m})
 
 
-def test_mgr_closest_method_per_cell():
-    cmp = _mgr({"A": [0.3, 0.2, 0.1], "T": [0.1, 0.25, 0.05], "C*": [0.2, 0.3, 0.01]})
-    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "T", 0.8: "A"}  # 0.9: run too short
-    cmp["usable"].loc[{"approximation": "T"}] = 0  # an unusable method is never the closest
-    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "C*", 0.8: "A"}
-
-
 def _rep(ci):
     """A §6.4 dataset of one row, three loads: the best corrected and the best of A–F's W with the CIs ``ci``
     ({family: [(low, mean, high) per load]})."""
@@ -425,31 +418,6 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots.laws._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
 
 
-def test_mgr_closest_method_table_under_its_panel():
-    """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
-    one column per load at the load's x (so no two names meet) under a header naming its load, a dash where the law
-    has no hollow marker there, every letter at a legible size (≥ 9 pt)."""
-    cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
-    fig, (ax, tab) = plt.subplots(2)
-    ax.set_xticks([0.5, 0.8, 0.9])
-    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"))
-    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
-    assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
-    assert "uniform" in [t.get_text() for t in tab.texts]
-    head = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text().startswith("ρ = "))
-    assert head == [(0.5, "ρ = 0.5"), (0.8, "ρ = 0.8"), (0.9, "ρ = 0.9")], head
-    assert min(t.get_fontsize() for t in tab.texts) >= 9
-    plt.close(fig)
-    fig, (ax, tab) = plt.subplots(2)  # on a categorical load axis: the column at the slot, its header the load
-    ax.set_xticks([0, 1, 2])
-    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"),
-                              loads=[0.5, 0.8, 0.9])
-    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
-    assert cells == [(0, "D"), (1, "T"), (2, "–")], cells
-    assert (1, "ρ = 0.8") in [(t.get_position()[0], t.get_text()) for t in tab.texts]
-    plt.close(fig)
-
-
 def mgr_two_laws(noise=None) -> xr.Dataset:
     """A synthetic M/G/R comparison: R = 3, loads 0.5/0.8/0.9, two laws beside the exponential, methods A and T
     (``noise``: every cell's sim_noise_wasserstein)."""
@@ -467,14 +435,14 @@ def mgr_two_laws(noise=None) -> xr.Dataset:
     return cmp
 
 
-def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
-    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
-    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
-    line styles) tell the two distances apart."""
+def test_mgr_distance_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
+    """The M/G/R distance figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the W
+    axis spans the drawn markers within a factor 2 (no empty decade), one kind of marker (no second, hollow
+    distance), every marker inside its own load's category, and no per-cell "closest method" table (issue 31)."""
     cmp = mgr_two_laws()
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.mgr_laws(cmp, tmp_path / "x")
+    plots.mgr_laws_distance(cmp, tmp_path / "x")
     fig = figs[0]
     fig.canvas.draw()
     texts = [t for ax in fig.get_axes() for t in ax.texts + [ax.title, ax._left_title, ax.xaxis.label,
@@ -487,19 +455,51 @@ def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     drawn = np.concatenate([ln.get_ydata() for ln in top.get_lines() if ln.get_marker() == "o"])
     assert drawn.min() / lo < 2 and hi / drawn.max() < 2, (lo, hi, drawn)
     faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
-    assert "white" in faces and len(faces) > 1
-    assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
-    # a categorical load axis: every marker inside its own load's slot (no dodge moves a 0.9 point towards 0.8)
+    assert "white" not in faces
     assert [t.get_text() for t in top.get_xticklabels()] == ["0.5", "0.8", "0.9"]
     for ln in top.get_lines():
         if ln.get_marker() == "o":
             x = np.asarray(ln.get_xdata(), float)
             assert np.all(np.abs(x - np.round(x)) < 0.45), x
-    # the filled / hollow meaning is stated right above the row, and every method T is named as a method
-    key = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(k.startswith("upper row, filled") for k in key) and any(k.startswith("hollow") for k in key), key
-    words = " ".join(t.get_text() for t in texts) + " ".join(key) + fig._suptitle.get_text()
-    assert "method T" in words or " T " not in words
+    words = " ".join(t.get_text() for t in texts) + fig._suptitle.get_text()
+    assert "closest" not in words
+    assert "median W: deterministic" in fig._suptitle.get_text()  # farthest first
+    plt.close(fig)
+
+
+def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
+    """The M/G/R percentile figure: each mean printed above its CI (never on its marker, never across the y axis),
+    inside the axes; the panel title one line; the suptitle the headline's two ranges."""
+    cmp = mgr_two_laws()
+    q = 99.9
+    sh = ("service", "R", "rho")
+    e = np.array([np.nan, 0.9, 1.8])[:, None, None] * np.ones((1, 1, 3))
+    cmp["relative_percentile_error_mean"] = (sh + ("approximation", "percentile"),
+                                             np.stack([e, e], -1)[..., None])
+    for v, d in (("ci_low", -0.1), ("ci_high", 0.1)):
+        cmp[f"relative_percentile_error_{v}"] = cmp["relative_percentile_error_mean"] + d
+    cmp["few_tail_customers"] = (sh + ("percentile",), np.zeros((3, 1, 3, 1), np.int8))
+    cmp = cmp.assign_coords(percentile=[q], law_method=["T"])
+    le = np.array([np.nan, 0.02, -0.01])[:, None, None] * np.ones((1, 1, 3))
+    cmp["law_relative_error_mean"] = (sh + ("law_method", "percentile"), le[..., None, None])
+    cmp["law_relative_error_ci_low"] = cmp["law_relative_error_mean"] - 0.02
+    cmp["law_relative_error_ci_high"] = cmp["law_relative_error_mean"] + 0.02
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.mgr_laws_percentile(cmp, tmp_path / "x")
+    fig = figs[0]
+    fig.canvas.draw()
+    ax = fig.get_axes()[0]
+    r = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(r)
+    labels = [t for t in ax.texts if t.get_text()[:1] in "+−"]
+    assert len(labels) == 12  # two laws × three loads × (T, T with the law)
+    for t in labels:
+        box = t.get_window_extent(r)
+        assert frame.x0 < box.x0 and box.x1 < frame.x1 and box.y1 < frame.y1, t.get_text()
+        assert box.y0 >= ax.transData.transform(t.xy)[1], t.get_text()  # above its CI's top, clear of the marker
+    assert "\n" not in ax.get_title(loc="left")
+    assert "method T errs by" in fig._suptitle.get_text() and "with the law itself" in fig._suptitle.get_text()
     plt.close(fig)
 
 
@@ -518,7 +518,7 @@ def test_mgr_headline_states_both_ranges():
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative); method T "
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\nmethod T "
         "with the law itself by -1 to +8 %")
 
 

@@ -107,10 +107,10 @@ def test_best_map_marks_a_method_that_did_not_run(cmp, drawn):
 
 
 def test_mgr_noise_fills_each_whole_load_slot_and_no_line_joins_categories(drawn, tmp_path):
-    """The M/G/R upper row's noise area covers each load's whole category slot (round 11: a step that stopped half
+    """The M/G/R distance figure's noise area covers each load's whole category slot (round 11: a step that stopped half
     way through the last one), and no line joins markers across the categorical load axis."""
     c = mgr_two_laws(noise=0.6)
-    plots.mgr_laws(c, tmp_path / "x")
+    plots.mgr_laws_distance(c, tmp_path / "x")
     (fig, _), = drawn
     top = fig.get_axes()[0]
     from matplotlib.collections import PolyCollection
