@@ -263,59 +263,59 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = figs
-    texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
-    assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
-    rows = [t for t in texts if t.startswith("ours, ") or t == "paper"]
-    assert rows == ["paper", "ours, best of A–F", "ours, best of A*–F*", "ours, T"], rows  # every family's values
-    assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
-    title = fig._suptitle.get_text().splitlines()
-    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
-    # two lines, the key count first
-    assert title == ["The paper's error is the larger at 2 of 2 points (arrows pointing down) (§6.1/§6.2, percentile "
-                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest "
-                     "(median |error| 75 vs 2); 4 of the table's 4 cells in this run"], title
-    # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
-    # optimistic) and written beside every value (round 10: the log axis hid it), the paper's bar and ours alike
-    ax = fig.get_axes()[0]
-    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    signs = [t for t in ax.texts if t.get_text() in ("+", "−")]
-    # the paper's −3, +1, −100, −50; ours −0.5 at two points, each family
-    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs
-    assert min(t.get_fontsize() for t in signs) >= 9
-    # an arrow from the paper's bar to ours (best of A–F) at each of the two points with both, pointing down there
-    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
-    assert len(arrows) == 2 and all(t.xy[1] < t.xyann[1] for t in arrows), [(t.xyann, t.xy) for t in arrows]
-    assert all(t.xy[0] - t.xyann[0] > 0.2 for t in arrows), "ours clearly right of the paper's bar"
-    bar = plots.reproduction._PAPER_BAR["marker"]
-    paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
-    assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
-    ours = [ln for ln in ax.get_lines() if ln.get_marker() in ("o", "s", "^") and len(ln.get_xdata())]
-    assert ours and all(ln.get_markerfacecolor() == "white" for ln in ours), "ours −0.5 everywhere: hollow"
-    assert min(t.get_fontsize() for ax in fig.get_axes() for t in ax.texts + ax.get_xticklabels()) >= 9
-    tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
-                  if ln.get_color() == plots.common._TAIL_COLOR]
-    assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
+    _check_pct_scatter(fig, rep)
     plt.close(fig)
 
 
-def test_reproduction_zero_points_have_their_own_mark(monkeypatch):
-    """A size below the log axis's floor (an exact zero here) is drawn as a "0" on the floor, named in the legend,
-    not as a marker that reads as data at 0.001; a conservative value of ours is filled, with its CI whisker where
-    the reference is our simulation."""
-    rep = _pct_rep([1, 2, 0, 0])
-    rep["percentile_error"].loc[{"family": "faithful"}] = np.where(np.array([[[1, 2], [0, 0]]]) == 1, 0.0, np.nan)
-    rep["percentile_error"].loc[{"family": "corrected", "pct_rho": 0.5, "pct_R": 3}] = 0.2
+def _pct_points(ax):
+    """(x, y) of every data point of a §6.1/§6.2 scatter panel."""
+    marks = plots.reproduction._R_MARKERS
+    pts = [(x, y) for ln in ax.get_lines() if ln.get_marker() in marks
+           for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)]
+    return np.array(pts, float).reshape(-1, 2)
+
+
+def _check_pct_scatter(fig, rep):
+    """The §6.1/§6.2 scatter against its data: one point per (percentile, cell) with both values per panel, none
+    where we have no value (named once, under the panels); the title's count is the number of points in the first
+    panel's shaded area (|ours| < |paper|), and each panel's title count is its own."""
+    panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
+    assert len(panels) == 3
+    paper = rep["paper_percentile_error"].values
+    for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
+        ours = rep["percentile_error"].sel(family=fam).values
+        both = np.isfinite(ours) & np.isfinite(paper)
+        pts = _pct_points(ax)
+        assert len(pts) == int(both.sum()), (fam, pts)
+        assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
+        k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
+        assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
+        if fam == "faithful":
+            assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
+    note = " ".join(t.get_text() for t in fig.texts)
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    assert f"at {int((ref == 0).sum())} points" in note
+    assert min(t.get_fontsize() for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels()) >= 9
+
+
+def test_reproduction_scatter_title_follows_the_data(monkeypatch):
+    """The same code on two datasets with different outcomes gives different titles: ours −0.5 against the paper's
+    −3 and +1 (the paper's larger at 2 of 2), then ours −5 and +2 (the paper's larger at 0 of 2); each title's count
+    is the points in the first panel's shaded area."""
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    rep = _pct_rep([1, 2, 0, 0])
     plots.reproduction_percentile_errors(rep, "unused")
-    (fig,) = figs
-    ax = fig.get_axes()[0]
-    zero = [ln for ln in ax.get_lines() if ln.get_marker() == plots.reproduction._ZERO_MARK["marker"]]
-    assert len(zero) == 1 and list(zero[0].get_ydata()) == [plots.PCT_FLOOR], "the faithful 0 on the floor"
-    assert any(t.get_text().startswith("0 (below 0.001)") for lg in fig.legends for t in lg.get_texts())
-    filled = [ln for ln in ax.get_lines() if ln.get_marker() == "s" and ln.get_markerfacecolor() != "white"]
-    assert len(filled) == 1 and list(filled[0].get_ydata()) == [0.2]
-    plt.close(fig)
+    rep2 = rep.copy(deep=True)
+    rep2["percentile_error"].loc[{"family": "faithful"}] = np.where(
+        np.isfinite(rep["percentile_error"].sel(family="faithful").values), [[[-5.0, 2.0], [np.nan, np.nan]]], np.nan)
+    plots.reproduction_percentile_errors(rep2, "unused")
+    (f1, f2) = figs
+    assert "larger at 2 of 2 points" in f1._suptitle.get_text()
+    assert "larger at 0 of 2 points" in f2._suptitle.get_text()
+    for fig, data in ((f1, rep), (f2, rep2)):
+        _check_pct_scatter(fig, data)
+        plt.close(fig)
 
 
 def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):

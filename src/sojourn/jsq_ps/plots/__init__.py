@@ -38,7 +38,6 @@ from .errors import (
 from .laws import mgr_laws_distance, mgr_laws_percentile
 from .maps import best_by_reference, best_method_map, recommended_map
 from .reproduction import (
-    PCT_FLOOR,
     REP_SOURCE,
     ratio_beyond_noise,
     reproduction_map,
@@ -64,7 +63,6 @@ __all__ = [
     "norm_rgb",
     "page_caption",
     "PALETTES",
-    "PCT_FLOOR",
     "percentile_error_vs_rho",
     "percentile_error_vs_rho_corrected",
     "R_BANDS",
