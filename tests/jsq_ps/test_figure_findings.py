@@ -554,3 +554,34 @@ def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
     want = [t for t in plots.closest_letters(W, [x for x in plots.common.FAITHFUL if x in m]) if t]
     assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
     plt.close(figs[0])
+
+
+def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
+    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the Okabe–Ito palette (no
+    red–green pair such as D/C), each letter in the ink that reads on its colour, and the ratio panel's title says
+    that both W are against the simulation."""
+    from matplotlib.colors import to_hex
+
+    R, rho = [1, 2], [0.5, 0.9]
+    fams = ["faithful", "corrected"]
+    w = np.array([[[0.1, 0.2], [0.3, 0.4]], [[0.01, 0.2], [0.03, 0.4]]])
+    rep = xr.Dataset({"paper_best_method": (("R", "rho"), np.array([["D", "C"], ["C", "D"]])),
+                      "best_method": (("family", "R", "rho"), np.array([[["D", "C"], ["C", "D"]]] * 2)),
+                      "agreement": (("R", "rho"), np.full((2, 2), 2, np.int8)),
+                      "best_wasserstein": (("family", "R", "rho"), w),
+                      "best_wasserstein_ci_low": (("family", "R", "rho"), w * 0.9),
+                      "best_wasserstein_ci_high": (("family", "R", "rho"), w * 1.1)},
+                     coords={"R": R, "rho": rho, "family": fams}, attrs={"agreement_cells": 4})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    maps = [ax for ax in fig.get_axes() if ax.get_images()]
+    assert len(maps) == 3 and all(ax.get_xlabel() == "load ρ" for ax in maps)
+    okabe_ito = {"#0072b2", "#e69f00", "#56b4e9", "#d55e00", "#009e73", "#cc79a7"}
+    cmap = maps[0].get_images()[0].get_cmap()
+    assert {to_hex(cmap(k)) for k in range(cmap.N)} <= okabe_ito
+    assert "against the simulation" in maps[2].get_title(loc="left")
+    assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
+               for t in maps[0].texts if t.get_text() in "ABCDEF")
+    plt.close(fig)

@@ -18,7 +18,6 @@ from ...core.present.figures import (
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
     mark_cells,
-    method_color,
     status_handles,
     status_strip,
 )
@@ -491,8 +490,8 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                       fontsize=8)
         ax.set_yticks(range(len(R)), [str(r) for r in R], fontsize=8)
         ax.set_ylabel("servers R")
-    axes[-1].set_xlabel("load ρ")
-    fig.subplots_adjust(hspace=0.42, top=0.95, bottom=0.07, left=0.1, right=0.9)
+        ax.set_xlabel("load ρ")
+    fig.subplots_adjust(hspace=0.55, top=0.95, bottom=0.07, left=0.1, right=0.9)
     from matplotlib.patches import Patch
 
     if noise:
@@ -529,7 +528,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     agree = rep["agreement"].values
     tie = agree == TIE
     ours_shown = np.where(short, "", ours)
-    cmap = ListedColormap([method_color(m) for m in letters]).with_extremes(bad="0.93")
+    cmap = ListedColormap([_MAP_COLORS[m] for m in letters]).with_extremes(bad="0.93")
     codes = lambda L: np.vectorize(lambda v: letters.index(v) if v in letters else np.nan, otypes=[float])(L)
     for ax, L, Z, title in ((axes[0], paper, codes(paper), "the paper (the authors' best.csv, one seed)"),
                             (axes[1], ours_shown, codes(np.where(tie, "", ours_shown)),
@@ -544,11 +543,12 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                 ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
                         color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
             elif v:
-                ax.text(j, i, v, ha="center", va="center", fontsize=8.5, color="w", fontweight="bold")
+                ax.text(j, i, v, ha="center", va="center", fontsize=9, color=_ink(_MAP_COLORS.get(v, "0.5")),
+                        fontweight="bold")
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
-    more = [(Patch(color=method_color(m)), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
+    more = [(Patch(color=_MAP_COLORS[m]), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
     if (~short & ((paper == "") | (ours == ""))).any():
         more.append((Patch(facecolor="0.93", edgecolor="0.6"),
                      "light grey: not in this run, or not in the paper's grid"))
@@ -559,6 +559,18 @@ def _rep_best_panels(axes, rep, short, few) -> list:
         more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
                      "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
     return more
+
+
+#: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
+_MAP_COLORS = {"A": "#0072B2", "B": "#E69F00", "C": "#56B4E9", "D": "#D55E00", "E": "#009E73", "F": "#CC79A7"}
+
+
+def _ink(color) -> str:
+    """Black or white, whichever reads better on ``color`` (its relative luminance)."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return "k" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "w"
 
 
 #: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
@@ -606,8 +618,9 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
     cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
     cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
-    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
-                 fontsize=9.5, loc="left")
+    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\nblue = the "
+                 "corrected are closer; white dotted: the simulation's noise hides any difference", fontsize=9.5,
+                 loc="left")
     return bool(noise.any())
 
 
