@@ -322,8 +322,7 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Two methods with W < 0.001 at one load get one arrow on the bottom edge, their letters above it (in their
-    colours)."""
+    fails. Two lines with W < 0.001 at one load get a ▼ each on the bottom edge at that load, in their colours."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -341,69 +340,91 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert areas, "the noise is drawn as an area"
     how = " ".join(cap.how)
     assert plots.common.NOISE_WORDS in how.lower() and "bar" not in how.lower()
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    legend = [t.get_text() for ax in fig.get_axes() if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert any(t.startswith(plots.common.NOISE_WORDS.removeprefix("a ")) for t in legend)
-    clip = plots.wasserstein._CLIP_MARK["marker"]
-    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == clip]
-    xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up), at the load itself"
-    assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
-    letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
-    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
-    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots.common._TAIL_COLOR]
+    floor = [ln for ax in fig.get_axes() for ln in ax.get_lines()
+             if ln.get_marker() == plots.wasserstein._FLOOR_MARK["marker"]]
+    assert sorted(mcolors.to_hex(ln.get_color()) for ln in floor) == sorted(
+        mcolors.to_hex(c) for c in (plots.wasserstein._BEST_CORRECTED["color"], plots.common._TAIL_COLOR))
+    assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
+    assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
+    assert "▼ in its colour on the bottom edge" in how
     plt.close(fig)
 
 
 def test_wasserstein_layout_is_legible(monkeypatch):
     """The Wasserstein figure on a load axis that spreads the high loads (−log(1 − ρ): 0.9 to 0.95 three quarters
-    as wide as 0.5 to 0.8, not a sixth), ticks upright, one row per R and one column per family; every letter ≥ 9 pt
-    and no two letters' boxes meet (placed by computation); a family whose every line lies below the floor is a
-    note, not an empty panel; the legend holds line styles only."""
-    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.9995, "exact": 1.0, "T": 1.0005}
+    as wide as 0.5 to 0.8, not a sixth), ticks upright, one panel per R with the legend in the free slot; every word
+    ≥ 9 pt; no letters scattered over the panels (round 12: ~6 px at display size)."""
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.95, "exact": 1.0, "T": 1.02}
                            for r in (0.5, 0.8, 0.9, 0.95)})
     cmp = compare(sim, approx, CFG)
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.wasserstein_vs_rho(cmp, "unused")
     (fig,) = figs
-    top, low = fig.get_axes()[:2]
-    assert top.get_xscale() == "function"
-    u = top.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
+    fig.canvas.draw()
+    panel = fig.get_axes()[0]
+    assert panel.get_xscale() == "function"
+    u = panel.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
     assert (u[3] - u[2]) / (u[1] - u[0]) == pytest.approx(np.log10(2) / np.log10(2.5), rel=0.01)  # linear: 1/6
-    assert all(t.get_rotation() == 0 for t in top.get_xticklabels())
-    assert not low.axison and any("every line W < 0.001" in t.get_text() for t in low.texts)
-    renderer = fig.canvas.get_renderer()
-    letters = [t for t in top.texts if t.get_text()]
-    assert [t.get_text() for t in letters] == ["A=B"] * 4
-    assert min(t.get_fontsize() for t in letters) >= 9
-    boxes = [t.get_window_extent(renderer) for t in letters]
-    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert not any(t.startswith(("filled", "hollow", "arrow")) for t in legend), legend
+    assert all(t.get_rotation() == 0 for t in panel.get_xticklabels())
+    assert not panel.texts, [t.get_text() for t in panel.texts]
+    panels = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"]
+    assert len(panels) == cmp.sizes["R"]
+    slot = [ax for ax in fig.get_axes() if not ax.axison and ax.get_legend() is not None]
+    assert len(slot) == 1
+    texts = [t for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels() + [ax.xaxis.label]
+             if t.get_text()] + list(slot[0].get_legend().get_texts())
+    assert min(t.get_fontsize() for t in texts) >= 9
     plt.close(fig)
 
 
-def test_wasserstein_legend_names_every_symbol_and_each_column_has_y_labels(monkeypatch):
-    """Round 10: the strip's ×, ∅ and the floor's ↓ are in the legend (only the ones drawn), and the right column
-    (corrected chains and T) carries its own y labels and tick labels, not just the left one."""
-    rows = plots.wasserstein._family_lines(compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}),
-                                                   CFG))
-    _, lab = plots.wasserstein._w_legend(rows, False, {"not_run", "invalid"}, True)
-    assert any(t.startswith("strip mark: not run") and "named at the strip's right end" in t for t in lab), lab
-    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
-    assert any(t.startswith("on the bottom edge: W < 0.001") for t in lab), lab
-    _, lab = plots.wasserstein._w_legend(rows, False)
-    assert not any(t.startswith(("strip mark", "on the bottom edge")) for t in lab), "nothing drawn, nothing named"
-    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "A*": 1.05, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+def _w_lines(ax):
+    """{label of a Wasserstein line: W per load} read back from a panel's drawn lines (the NaN where the line is
+    broken)."""
+    styles = {plots.wasserstein._BEST_FAITHFUL["color"]: "faithful", plots.wasserstein._BEST_CORRECTED["color"]:
+              "corrected", plots.common._TAIL_COLOR: "T"}
+    import matplotlib.colors as mcolors
+
+    out = {}
+    for ln in ax.get_lines():
+        name = next((v for k, v in styles.items() if mcolors.to_hex(k) == mcolors.to_hex(ln.get_color())), None)
+        if name and ln.get_linestyle() not in ("None", "") and len(ln.get_xdata()) > 1:
+            out[name] = np.asarray(ln.get_ydata(), float)
+    return out
+
+
+@pytest.mark.parametrize("scales, k", [({"A": 1.3, "A*": 1.05, "T": 1.02}, 2), ({"A": 1.01, "A*": 1.3, "T": 1.2}, 0)])
+def test_wasserstein_headline_is_read_from_one_panel(monkeypatch, scales, k):
+    """The title's count compares lines drawn on the same axes: at each load the best of A–F (bold grey) against the
+    best corrected line (A*–F* or T). Two datasets with different winners give different titles, and each title's
+    count is what the lines show."""
+    sim, approx = jsq_run({r: {**scales, "exact": 1.0} for r in (0.5, 0.8)})
+    cmp = compare(sim, approx, CFG)
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.wasserstein_vs_rho(compare(sim, approx, CFG), "unused")
+    plots.wasserstein_vs_rho(cmp, "unused")
     (fig,) = figs
-    fig.canvas.draw()
-    right = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"][1]
-    assert right.get_ylabel().startswith("W (") and any(t.get_visible() and t.get_text()
-                                                       for t in right.get_yticklabels())
+    lines = _w_lines(fig.get_axes()[0])
+    assert set(lines) == {"faithful", "corrected", "T"}
+    shown = int((np.fmin(lines["corrected"], lines["T"]) < lines["faithful"]).sum())
+    assert shown == k
+    assert f"closer than the closest of A–F at {k} of 2 cells" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+def test_wasserstein_legend_names_every_symbol():
+    """Round 10: the strip's ×, ∅ and the floor's ▼ are in the legend (only the ones drawn), with the three lines."""
+    cmp = compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}), CFG)
+    _, lab = plots.wasserstein._w_legend(cmp, False, {"not_run", "invalid"}, True)
+    assert any(t.startswith("strip mark: not run") for t in lab), lab
+    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
+    assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
+    assert lab[:3] == [plots.wasserstein._BEST_FAITHFUL["label"], plots.wasserstein._BEST_CORRECTED["label"],
+                       "T (conservative tail chain)"]
+    _, lab = plots.wasserstein._w_legend(cmp, False)
+    assert not any(t.startswith(("strip mark", "▼")) for t in lab), "nothing drawn, nothing named"
 
 
 def test_mgr_error_panel_titles_state_their_finding():
@@ -520,40 +541,6 @@ def test_mgr_headline_states_both_ranges():
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
         "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\nmethod T "
         "with the law itself by -1 to +8 %")
-
-
-def test_wasserstein_closest_letters_are_computed():
-    """The A–F row's bold line carries, per load, the closest method's letter with those within 10 % of it; nothing
-    where no W is finite or the closest lies below the axis floor (there the arrow on the bottom edge names it)."""
-    names = ["A", "B", "C", "D"]
-    W = np.array([[9.0, 9.5, np.nan, 0.05],
-                  [2.2, 2.2, 3.0, 0.1],
-                  [0.7, 0.71, 0.72, 0.9],
-                  [np.nan] * 4,
-                  [0.3, 0.2, 0.105, 0.0001]])
-    assert plots.closest_letters(W, names) == ["D", "D", "A=B=C", "", ""]
-
-
-def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
-    """In the A–F row every method is a thin grey line and the closest of them one bold line, its letter above each
-    point (computed); the load axis is linear (the markers at the loads themselves)."""
-    sim, approx = jsq_run({0.5: {"A": 1.3, "B": 1.05, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
-                           0.8: {"A": 1.02, "B": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
-    cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.wasserstein_vs_rho(cmp, "unused")
-    top = figs[0].get_axes()[0]
-    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots.wasserstein._CLOSEST["lw"]]
-    grey = [ln for ln in top.get_lines() if ln.get_color() == plots.wasserstein._UNDERLAY["color"]]
-    assert len(bold) == 1 and len(grey) >= 2
-    assert list(bold[0].get_xdata()) == [0.5, 0.8]
-    d = w_against_reference(cmp, "exponential")
-    m = d["approximation"].values.tolist()
-    W = d["W"].values[0][:, [m.index(x) for x in plots.common.FAITHFUL if x in m]]
-    want = [t for t in plots.closest_letters(W, [x for x in plots.common.FAITHFUL if x in m]) if t]
-    assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
-    plt.close(figs[0])
 
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):

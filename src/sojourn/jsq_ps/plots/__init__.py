@@ -46,14 +46,13 @@ from .reproduction import (
 )
 from .runtime import runtime_vs_R
 from .tables import R_BANDS, RHO_BANDS, key_results, page_caption
-from .wasserstein import W_COINCIDE, closest_letters, wasserstein_vs_rho
+from .wasserstein import wasserstein_vs_rho
 
 __all__ = [
     "all_figures",
     "best_by_reference",
     "best_method_map",
     "cdf_cell",
-    "closest_letters",
     "FIGURES",
     "figures",
     "key_results",
@@ -78,7 +77,6 @@ __all__ = [
     "runtime_vs_R",
     "save",
     "STATUS_FILL",
-    "W_COINCIDE",
     "wasserstein_vs_rho",
 ]
 
