@@ -442,8 +442,8 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
             f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
             "cells of its table this run has: the paper's value (hollow black circle) and, per family, the best "
             "method of ours (blue A–F, orange A*–F*, teal T).")
-    if prefix == "pct":  # each panel's count, the title's first
-        for fam in [f for f, _ in _PCT_PANELS if f in rep["family"].values.tolist()]:
+    if prefix == "pct":  # each other panel's count (the first panel's is the finding above)
+        for fam in [f for f, _ in _PCT_PANELS[1:] if f in rep["family"].values.tolist()]:
             kl, nl = _paper_larger(rep, fam)
             if nl:
                 w = (f"(percentile_error_reference.sel(family={fam!r}) > 0) & isfinite(paper_percentile_error) & "
