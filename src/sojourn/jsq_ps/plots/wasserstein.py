@@ -118,7 +118,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     ncol = 2 if len(Rv) > 1 else 1
     nrow = -(-(len(Rv) + 1) // ncol) if ncol == 2 else 2
     fig, axes = plt.subplots(nrow, ncol, figsize=(5.4 * ncol + 0.8, 3.3 * nrow + 1.3), sharex=True, sharey=True,
-                             squeeze=False, gridspec_kw={"hspace": 0.55, "wspace": 0.12})
+                             squeeze=False, gridspec_kw={"hspace": 0.55, "wspace": 0.2})
     flat = list(axes.ravel())
     kinds, floor_hit, noise_drawn, strips = set(), False, False, []
     for ax, R in zip(flat, Rv, strict=False):
@@ -140,7 +140,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     slot = flat[len(Rv)]
     for ax in flat[len(Rv):]:
         ax.set_axis_off()
-    fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.35 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
+    fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.0 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
     h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit)
     slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn, kinds, floor_hit)
@@ -189,7 +189,11 @@ def _w_panel(ax, cmp, c, d, i):
             strip.mark(name, xp, mask, key, style["color"], name)
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     status = d["status"].values[i]
-    strip.mark("reference", xp, (status == "too_short").any(1), REFERENCE_TOO_SHORT.key, "0.3", "every line")
+    drawn_cols = [k for k, m in enumerate(c["approximation"].values.tolist()) if m != "exact"]
+    # ◇ where a method lacks a reference and no line has a value (a line drawn there would contradict the mark)
+    valueless = ~np.any([np.isfinite(y) for _, y, *_ in lines], axis=0)
+    strip.mark("reference", xp, valueless & (status[:, drawn_cols] == "too_short").any(1), REFERENCE_TOO_SHORT.key,
+               "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     _load_axis(ax, xp)
