@@ -572,3 +572,25 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
     plt.close(fig)
+
+
+def test_mgr_distance_title_is_its_caption_claim_and_percentile_figure_says_when_it_has_nothing(monkeypatch):
+    """The distance figure's title prints the medians of the caption's claim (one computation, re-derived from the
+    data); without a method that takes the law itself the percentile figure is a message, and its caption says so."""
+    cmp = mgr_two_laws()
+    out = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [stem])
+    plots.mgr_laws_distance(cmp, "unused")
+    plots.mgr_laws_percentile(cmp, "unused")
+    (fig, cap), (msg, msg_cap) = out
+    med = next(c for c in cap.findings if c.text.startswith("Median distance"))
+    assert verify(med, lambda source: cmp)[0]
+    title = fig._suptitle.get_text()
+    for law, v in med.value.items():
+        assert f"{law} {plots.common._g(v)}" in title
+    assert not msg.get_axes()[0].axison
+    assert any("no method that takes the service law itself" in t.get_text() for t in msg.get_axes()[0].texts)
+    assert any("No method that takes the service law itself ran" in str(x) for x in msg_cap.limits)
+    for f in (fig, msg):
+        plt.close(f)
