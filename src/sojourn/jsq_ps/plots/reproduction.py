@@ -243,8 +243,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
                         mec="k", mew=0.6, zorder=4)
         kl, nl = _paper_larger(rep, fam)
         ax.set_title(f"{title}\nsmaller than the paper's at {kl} of {nl} points", fontsize=10.5, loc="left")
-        ax.set_xlabel(f"paper's error ({TIME_UNIT})", fontsize=10.5)
-    axes[0].set_ylabel(f"our error: method − reference ({TIME_UNIT})", fontsize=10.5)
+        ax.set_xlabel(f"paper's error ({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
+    axes[0].set_ylabel(f"our error: method − reference\n({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -259,7 +259,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     if ci_drawn:
         h.append(Line2D([], [], color="0.3", lw=1.2, marker="|", ms=9, ls="none"))
         lab.append("vertical bar: 95 % CI (ours against our simulation)")
-    fig.subplots_adjust(left=0.07, right=0.99, top=0.8, bottom=0.35, wspace=0.22)
+    fig.subplots_adjust(left=0.075, right=0.99, top=0.8, bottom=0.35, wspace=0.26)
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.2), ncol=_balanced_ncol(len(h), (5, 4, 3)),
                frameon=False, fontsize=10, handlelength=1.8, columnspacing=1.2)
     note = _pct_missing_note(rep)
