@@ -92,13 +92,6 @@ def _mgr(wd):
                       coords={"service": ["uniform"], "R": [3], "rho": [0.5, 0.8, 0.9], "approximation": m})
 
 
-def test_mgr_closest_method_per_cell():
-    cmp = _mgr({"A": [0.3, 0.2, 0.1], "T": [0.1, 0.25, 0.05], "C*": [0.2, 0.3, 0.01]})
-    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "T", 0.8: "A"}  # 0.9: run too short
-    cmp["usable"].loc[{"approximation": "T"}] = 0  # an unusable method is never the closest
-    assert plots.closest_methods(cmp, "uniform", 3, ["A", "T", "C*"]) == {0.5: "C*", 0.8: "A"}
-
-
 def _rep(ci):
     """A §6.4 dataset of one row, three loads: the best corrected and the best of A–F's W with the CIs ``ci``
     ({family: [(low, mean, high) per load]})."""
@@ -270,67 +263,66 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = figs
-    texts = [t.get_text() for ax in fig.get_axes() for a in (ax, *ax.child_axes) for t in a.texts]
-    assert "−3" in texts and "−0.5" in texts and texts.count("no value of ours") == 1
-    rows = [t for t in texts if t.startswith("ours, ") or t == "paper"]
-    assert rows == ["paper", "ours, best of A–F", "ours, best of A*–F*", "ours, T"], rows  # every family's values
-    assert texts.count("−0.5") == 2 * 3, "each family's two values printed"
-    title = fig._suptitle.get_text().splitlines()
-    # from the data: |−3| > |−0.5| and |1| > |−0.5|; no value at the two cells where the paper's |error| is 100, 50;
-    # two lines, the key count first
-    assert title == ["The paper's error is the larger at 2 of 2 points (arrows pointing down) (§6.1/§6.2, percentile "
-                     "error of the best method)", "No value of ours at 2 points, where the paper's errors are largest "
-                     "(median |error| 75 vs 2); 4 of the table's 4 cells in this run"], title
-    # "larger" is visible as higher: a plain log axis of sizes; the sign by the fill (filled conservative, hollow
-    # optimistic) and written beside every value (round 10: the log axis hid it), the paper's bar and ours alike
-    ax = fig.get_axes()[0]
-    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < plots.PCT_FLOOR
-    signs = [t for t in ax.texts if t.get_text() in ("+", "−")]
-    # the paper's −3, +1, −100, −50; ours −0.5 at two points, each family
-    assert sorted(t.get_text() for t in signs) == ["+"] + ["−"] * (3 + 2 * 3), signs
-    assert min(t.get_fontsize() for t in signs) >= 9
-    # an arrow from the paper's bar to ours (best of A–F) at each of the two points with both, pointing down there
-    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
-    assert len(arrows) == 2 and all(t.xy[1] < t.xyann[1] for t in arrows), [(t.xyann, t.xy) for t in arrows]
-    assert all(t.xy[0] - t.xyann[0] > 0.2 for t in arrows), "ours clearly right of the paper's bar"
-    bar = plots.reproduction._PAPER_BAR["marker"]
-    paper = [(ln.get_markerfacecolor(), len(ln.get_xdata())) for ln in ax.get_lines() if ln.get_marker() is bar]
-    assert sorted(paper) == sorted([("k", 1), ("white", 3)]), paper  # +1 filled; −3, −100, −50 hollow
-    ours = [ln for ln in ax.get_lines() if ln.get_marker() in ("o", "s", "^") and len(ln.get_xdata())]
-    assert ours and all(ln.get_markerfacecolor() == "white" for ln in ours), "ours −0.5 everywhere: hollow"
-    assert min(t.get_fontsize() for ax in fig.get_axes() for t in ax.texts + ax.get_xticklabels()) >= 9
-    tail_marks = [ln.get_marker() for ax in fig.get_axes() for ln in ax.get_lines()
-                  if ln.get_color() == plots.common._TAIL_COLOR]
-    assert tail_marks and "v" not in tail_marks, "T is never drawn ▼ (it reads 'below'; T lies above)"
+    _check_pct_scatter(fig, rep)
     plt.close(fig)
 
 
-def test_reproduction_zero_points_have_their_own_mark(monkeypatch):
-    """A size below the log axis's floor (an exact zero here) is drawn as a "0" on the floor, named in the legend,
-    not as a marker that reads as data at 0.001; a conservative value of ours is filled, with its CI whisker where
-    the reference is our simulation."""
-    rep = _pct_rep([1, 2, 0, 0])
-    rep["percentile_error"].loc[{"family": "faithful"}] = np.where(np.array([[[1, 2], [0, 0]]]) == 1, 0.0, np.nan)
-    rep["percentile_error"].loc[{"family": "corrected", "pct_rho": 0.5, "pct_R": 3}] = 0.2
+def _pct_points(ax):
+    """(x, y) of every data point of a §6.1/§6.2 scatter panel."""
+    marks = plots.reproduction._R_MARKERS
+    pts = [(x, y) for ln in ax.get_lines() if ln.get_marker() in marks
+           for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)]
+    return np.array(pts, float).reshape(-1, 2)
+
+
+def _check_pct_scatter(fig, rep):
+    """The §6.1/§6.2 scatter against its data: one point per (percentile, cell) with both values per panel, none
+    where we have no value (named once, under the panels); the title's count is the number of points in the first
+    panel's shaded area (|ours| < |paper|), and each panel's title count is its own."""
+    panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
+    assert len(panels) == 3
+    paper = rep["paper_percentile_error"].values
+    for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
+        ours = rep["percentile_error"].sel(family=fam).values
+        both = np.isfinite(ours) & np.isfinite(paper)
+        pts = _pct_points(ax)
+        assert len(pts) == int(both.sum()), (fam, pts)
+        assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
+        k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
+        assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
+        if fam == "faithful":
+            assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
+    note = " ".join(t.get_text() for t in fig.texts)
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    assert f"at {int((ref == 0).sum())} points" in note
+    assert min(t.get_fontsize() for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels()) >= 9
+
+
+def test_reproduction_scatter_title_follows_the_data(monkeypatch):
+    """The same code on two datasets with different outcomes gives different titles: ours −0.5 against the paper's
+    −3 and +1 (the paper's larger at 2 of 2), then ours −5 and +2 (the paper's larger at 0 of 2); each title's count
+    is the points in the first panel's shaded area."""
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    rep = _pct_rep([1, 2, 0, 0])
     plots.reproduction_percentile_errors(rep, "unused")
-    (fig,) = figs
-    ax = fig.get_axes()[0]
-    zero = [ln for ln in ax.get_lines() if ln.get_marker() == plots.reproduction._ZERO_MARK["marker"]]
-    assert len(zero) == 1 and list(zero[0].get_ydata()) == [plots.PCT_FLOOR], "the faithful 0 on the floor"
-    assert any(t.get_text().startswith("0 (below 0.001)") for lg in fig.legends for t in lg.get_texts())
-    filled = [ln for ln in ax.get_lines() if ln.get_marker() == "s" and ln.get_markerfacecolor() != "white"]
-    assert len(filled) == 1 and list(filled[0].get_ydata()) == [0.2]
-    plt.close(fig)
+    rep2 = rep.copy(deep=True)
+    rep2["percentile_error"].loc[{"family": "faithful"}] = np.where(
+        np.isfinite(rep["percentile_error"].sel(family="faithful").values), [[[-5.0, 2.0], [np.nan, np.nan]]], np.nan)
+    plots.reproduction_percentile_errors(rep2, "unused")
+    (f1, f2) = figs
+    assert "larger at 2 of 2 points" in f1._suptitle.get_text()
+    assert "larger at 0 of 2 points" in f2._suptitle.get_text()
+    for fig, data in ((f1, rep), (f2, rep2)):
+        _check_pct_scatter(fig, data)
+        plt.close(fig)
 
 
 def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Two methods with W < 0.001 at one load get one arrow on the bottom edge, their letters above it (in their
-    colours)."""
+    fails. Two lines with W < 0.001 at one load get a ▼ each on the bottom edge at that load, in their colours."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -348,69 +340,91 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert areas, "the noise is drawn as an area"
     how = " ".join(cap.how)
     assert plots.common.NOISE_WORDS in how.lower() and "bar" not in how.lower()
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    legend = [t.get_text() for ax in fig.get_axes() if ax.get_legend() for t in ax.get_legend().get_texts()]
     assert any(t.startswith(plots.common.NOISE_WORDS.removeprefix("a ")) for t in legend)
-    clip = plots.wasserstein._CLIP_MARK["marker"]
-    arrows = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == clip]
-    xs = [x for ln in arrows for x in ln.get_xdata()]
-    assert xs == [0.5], "one arrow per load (arrows side by side per method piled up), at the load itself"
-    assert [t.get_text() for t in fig.get_axes()[-1].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
-    letters = [t for ax in fig.get_axes() for t in ax.texts if t.get_text() in ("A*", "T")]
-    assert sorted(t.get_text() for t in letters) == ["A*", "T"] and all(t.xy[0] == 0.5 for t in letters)
-    assert [t.get_color() for t in letters if t.get_text() == "T"] == [plots.common._TAIL_COLOR]
+    floor = [ln for ax in fig.get_axes() for ln in ax.get_lines()
+             if ln.get_marker() == plots.wasserstein._FLOOR_MARK["marker"]]
+    assert sorted(mcolors.to_hex(ln.get_color()) for ln in floor) == sorted(
+        mcolors.to_hex(c) for c in (plots.wasserstein._BEST_CORRECTED["color"], plots.common._TAIL_COLOR))
+    assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
+    assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
+    assert "▼ in its colour on the bottom edge" in how
     plt.close(fig)
 
 
 def test_wasserstein_layout_is_legible(monkeypatch):
     """The Wasserstein figure on a load axis that spreads the high loads (−log(1 − ρ): 0.9 to 0.95 three quarters
-    as wide as 0.5 to 0.8, not a sixth), ticks upright, one row per R and one column per family; every letter ≥ 9 pt
-    and no two letters' boxes meet (placed by computation); a family whose every line lies below the floor is a
-    note, not an empty panel; the legend holds line styles only."""
-    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.9995, "exact": 1.0, "T": 1.0005}
+    as wide as 0.5 to 0.8, not a sixth), ticks upright, one panel per R with the legend in the free slot; every word
+    ≥ 9 pt; no letters scattered over the panels (round 12: ~6 px at display size)."""
+    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "C": 1.6, "A*": 0.95, "exact": 1.0, "T": 1.02}
                            for r in (0.5, 0.8, 0.9, 0.95)})
     cmp = compare(sim, approx, CFG)
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.wasserstein_vs_rho(cmp, "unused")
     (fig,) = figs
-    top, low = fig.get_axes()[:2]
-    assert top.get_xscale() == "function"
-    u = top.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
+    fig.canvas.draw()
+    panel = fig.get_axes()[0]
+    assert panel.get_xscale() == "function"
+    u = panel.transData.transform([(r, 1.0) for r in (0.5, 0.8, 0.9, 0.95)])[:, 0]
     assert (u[3] - u[2]) / (u[1] - u[0]) == pytest.approx(np.log10(2) / np.log10(2.5), rel=0.01)  # linear: 1/6
-    assert all(t.get_rotation() == 0 for t in top.get_xticklabels())
-    assert not low.axison and any("every line W < 0.001" in t.get_text() for t in low.texts)
-    renderer = fig.canvas.get_renderer()
-    letters = [t for t in top.texts if t.get_text()]
-    assert [t.get_text() for t in letters] == ["A=B"] * 4
-    assert min(t.get_fontsize() for t in letters) >= 9
-    boxes = [t.get_window_extent(renderer) for t in letters]
-    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert not any(t.startswith(("filled", "hollow", "arrow")) for t in legend), legend
+    assert all(t.get_rotation() == 0 for t in panel.get_xticklabels())
+    assert not panel.texts, [t.get_text() for t in panel.texts]
+    panels = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"]
+    assert len(panels) == cmp.sizes["R"]
+    slot = [ax for ax in fig.get_axes() if not ax.axison and ax.get_legend() is not None]
+    assert len(slot) == 1
+    texts = [t for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels() + [ax.xaxis.label]
+             if t.get_text()] + list(slot[0].get_legend().get_texts())
+    assert min(t.get_fontsize() for t in texts) >= 9
     plt.close(fig)
 
 
-def test_wasserstein_legend_names_every_symbol_and_each_column_has_y_labels(monkeypatch):
-    """Round 10: the strip's ×, ∅ and the floor's ↓ are in the legend (only the ones drawn), and the right column
-    (corrected chains and T) carries its own y labels and tick labels, not just the left one."""
-    rows = plots.wasserstein._family_lines(compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}),
-                                                   CFG))
-    _, lab = plots.wasserstein._w_legend(rows, False, {"not_run", "invalid"}, True)
-    assert any(t.startswith("strip mark: not run") and "named at the strip's right end" in t for t in lab), lab
-    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
-    assert any(t.startswith("on the bottom edge: W < 0.001") for t in lab), lab
-    _, lab = plots.wasserstein._w_legend(rows, False)
-    assert not any(t.startswith(("strip mark", "on the bottom edge")) for t in lab), "nothing drawn, nothing named"
-    sim, approx = jsq_run({r: {"A": 1.3, "B": 1.31, "A*": 1.05, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+def _w_lines(ax):
+    """{label of a Wasserstein line: W per load} read back from a panel's drawn lines (the NaN where the line is
+    broken)."""
+    styles = {plots.wasserstein._BEST_FAITHFUL["color"]: "faithful", plots.wasserstein._BEST_CORRECTED["color"]:
+              "corrected", plots.common._TAIL_COLOR: "T"}
+    import matplotlib.colors as mcolors
+
+    out = {}
+    for ln in ax.get_lines():
+        name = next((v for k, v in styles.items() if mcolors.to_hex(k) == mcolors.to_hex(ln.get_color())), None)
+        if name and ln.get_linestyle() not in ("None", "") and len(ln.get_xdata()) > 1:
+            out[name] = np.asarray(ln.get_ydata(), float)
+    return out
+
+
+@pytest.mark.parametrize("scales, k", [({"A": 1.3, "A*": 1.05, "T": 1.02}, 2), ({"A": 1.01, "A*": 1.3, "T": 1.2}, 0)])
+def test_wasserstein_headline_is_read_from_one_panel(monkeypatch, scales, k):
+    """The title's count compares lines drawn on the same axes: at each load the best of A–F (bold grey) against the
+    best corrected line (A*–F* or T). Two datasets with different winners give different titles, and each title's
+    count is what the lines show."""
+    sim, approx = jsq_run({r: {**scales, "exact": 1.0} for r in (0.5, 0.8)})
+    cmp = compare(sim, approx, CFG)
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.wasserstein_vs_rho(compare(sim, approx, CFG), "unused")
+    plots.wasserstein_vs_rho(cmp, "unused")
     (fig,) = figs
-    fig.canvas.draw()
-    right = [ax for ax in fig.get_axes() if ax.axison and ax.get_yscale() == "log"][1]
-    assert right.get_ylabel().startswith("W (") and any(t.get_visible() and t.get_text()
-                                                       for t in right.get_yticklabels())
+    lines = _w_lines(fig.get_axes()[0])
+    assert set(lines) == {"faithful", "corrected", "T"}
+    shown = int((np.fmin(lines["corrected"], lines["T"]) < lines["faithful"]).sum())
+    assert shown == k
+    assert f"closer than the closest of A–F at {k} of 2 cells" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+def test_wasserstein_legend_names_every_symbol():
+    """Round 10: the strip's ×, ∅ and the floor's ▼ are in the legend (only the ones drawn), with the three lines."""
+    cmp = compare(*jsq_run({0.5: {"A": 1.3, "A*": 1.05, "exact": 1.0, "T": 1.01}}), CFG)
+    _, lab = plots.wasserstein._w_legend(cmp, False, {"not_run", "invalid"}, True)
+    assert any(t.startswith("strip mark: not run") for t in lab), lab
+    assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
+    assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
+    assert lab[:3] == [plots.wasserstein._BEST_FAITHFUL["label"], plots.wasserstein._BEST_CORRECTED["label"],
+                       "T (conservative tail chain)"]
+    _, lab = plots.wasserstein._w_legend(cmp, False)
+    assert not any(t.startswith(("strip mark", "▼")) for t in lab), "nothing drawn, nothing named"
 
 
 def test_mgr_error_panel_titles_state_their_finding():
@@ -423,31 +437,6 @@ def test_mgr_error_panel_titles_state_their_finding():
     assert plots.laws._law_panel_finding(vals, True) == "\n+10 to +185 % (conservative)"
     assert plots.laws._law_panel_finding(vals, False) == "\n-1 to +8 % (3 of 4 within ±5 %)"
     assert plots.laws._law_panel_finding({"x": {None: (np.full(2, np.nan),) * 3}}, True) == ""
-
-
-def test_mgr_closest_method_table_under_its_panel():
-    """Under an M/G/R upper panel, a table names the closest method per (law, load): one row per law in its colour,
-    one column per load at the load's x (so no two names meet) under a header naming its load, a dash where the law
-    has no hollow marker there, every letter at a legible size (≥ 9 pt)."""
-    cmp = _mgr({"A": [0.3, 0.2, 0.1], "D": [0.1, 0.4, 0.2], "T": [0.2, 0.1, 0.3]})
-    fig, (ax, tab) = plt.subplots(2)
-    ax.set_xticks([0.5, 0.8, 0.9])
-    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"))
-    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
-    assert cells == [(0.5, "D"), (0.8, "T"), (0.9, "–")], cells  # the last load's run is unusable: a dash
-    assert "uniform" in [t.get_text() for t in tab.texts]
-    head = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text().startswith("ρ = "))
-    assert head == [(0.5, "ρ = 0.5"), (0.8, "ρ = 0.8"), (0.9, "ρ = 0.9")], head
-    assert min(t.get_fontsize() for t in tab.texts) >= 9
-    plt.close(fig)
-    fig, (ax, tab) = plt.subplots(2)  # on a categorical load axis: the column at the slot, its header the load
-    ax.set_xticks([0, 1, 2])
-    plots.laws._closest_table(tab, ax, cmp, 3, ["uniform"], ["A", "D", "T"], plt.get_cmap("tab10"),
-                              loads=[0.5, 0.8, 0.9])
-    cells = sorted((t.get_position()[0], t.get_text()) for t in tab.texts if t.get_text() in ("A", "D", "T", "–"))
-    assert cells == [(0, "D"), (1, "T"), (2, "–")], cells
-    assert (1, "ρ = 0.8") in [(t.get_position()[0], t.get_text()) for t in tab.texts]
-    plt.close(fig)
 
 
 def mgr_two_laws(noise=None) -> xr.Dataset:
@@ -467,14 +456,14 @@ def mgr_two_laws(noise=None) -> xr.Dataset:
     return cmp
 
 
-def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
-    """The whole M/G/R figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the upper
-    row's W axis spans the drawn markers within a factor 2 (no empty decade), and filled and hollow markers (not
-    line styles) tell the two distances apart."""
+def test_mgr_distance_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
+    """The M/G/R distance figure on a synthetic run with two laws: every text a reader must read is ≥ 9 pt, the W
+    axis spans the drawn markers within a factor 2 (no empty decade), one kind of marker (no second, hollow
+    distance), every marker inside its own load's category, and no per-cell "closest method" table (issue 31)."""
     cmp = mgr_two_laws()
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.mgr_laws(cmp, tmp_path / "x")
+    plots.mgr_laws_distance(cmp, tmp_path / "x")
     fig = figs[0]
     fig.canvas.draw()
     texts = [t for ax in fig.get_axes() for t in ax.texts + [ax.title, ax._left_title, ax.xaxis.label,
@@ -487,19 +476,51 @@ def test_mgr_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     drawn = np.concatenate([ln.get_ydata() for ln in top.get_lines() if ln.get_marker() == "o"])
     assert drawn.min() / lo < 2 and hi / drawn.max() < 2, (lo, hi, drawn)
     faces = {ln.get_markerfacecolor() for ln in top.get_lines() if ln.get_marker() == "o"}
-    assert "white" in faces and len(faces) > 1
-    assert all(ln.get_linestyle() in ("-", "None") for ln in top.get_lines())
-    # a categorical load axis: every marker inside its own load's slot (no dodge moves a 0.9 point towards 0.8)
+    assert "white" not in faces
     assert [t.get_text() for t in top.get_xticklabels()] == ["0.5", "0.8", "0.9"]
     for ln in top.get_lines():
         if ln.get_marker() == "o":
             x = np.asarray(ln.get_xdata(), float)
             assert np.all(np.abs(x - np.round(x)) < 0.45), x
-    # the filled / hollow meaning is stated right above the row, and every method T is named as a method
-    key = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(k.startswith("upper row, filled") for k in key) and any(k.startswith("hollow") for k in key), key
-    words = " ".join(t.get_text() for t in texts) + " ".join(key) + fig._suptitle.get_text()
-    assert "method T" in words or " T " not in words
+    words = " ".join(t.get_text() for t in texts) + fig._suptitle.get_text()
+    assert "closest" not in words
+    assert "median W: deterministic" in fig._suptitle.get_text()  # farthest first
+    plt.close(fig)
+
+
+def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
+    """The M/G/R percentile figure: each mean printed above its CI (never on its marker, never across the y axis),
+    inside the axes; the panel title one line; the suptitle the headline's two ranges."""
+    cmp = mgr_two_laws()
+    q = 99.9
+    sh = ("service", "R", "rho")
+    e = np.array([np.nan, 0.9, 1.8])[:, None, None] * np.ones((1, 1, 3))
+    cmp["relative_percentile_error_mean"] = (sh + ("approximation", "percentile"),
+                                             np.stack([e, e], -1)[..., None])
+    for v, d in (("ci_low", -0.1), ("ci_high", 0.1)):
+        cmp[f"relative_percentile_error_{v}"] = cmp["relative_percentile_error_mean"] + d
+    cmp["few_tail_customers"] = (sh + ("percentile",), np.zeros((3, 1, 3, 1), np.int8))
+    cmp = cmp.assign_coords(percentile=[q], law_method=["T"])
+    le = np.array([np.nan, 0.02, -0.01])[:, None, None] * np.ones((1, 1, 3))
+    cmp["law_relative_error_mean"] = (sh + ("law_method", "percentile"), le[..., None, None])
+    cmp["law_relative_error_ci_low"] = cmp["law_relative_error_mean"] - 0.02
+    cmp["law_relative_error_ci_high"] = cmp["law_relative_error_mean"] + 0.02
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.mgr_laws_percentile(cmp, tmp_path / "x")
+    fig = figs[0]
+    fig.canvas.draw()
+    ax = fig.get_axes()[0]
+    r = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(r)
+    labels = [t for t in ax.texts if t.get_text()[:1] in "+−"]
+    assert len(labels) == 12  # two laws × three loads × (T, T with the law)
+    for t in labels:
+        box = t.get_window_extent(r)
+        assert frame.x0 < box.x0 and box.x1 < frame.x1 and box.y1 < frame.y1, t.get_text()
+        assert box.y0 >= ax.transData.transform(t.xy)[1], t.get_text()  # above its CI's top, clear of the marker
+    assert "\n" not in ax.get_title(loc="left")
+    assert "method T errs by" in fig._suptitle.get_text() and "with the law itself" in fig._suptitle.get_text()
     plt.close(fig)
 
 
@@ -518,39 +539,58 @@ def test_mgr_headline_states_both_ranges():
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative); method T "
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\nmethod T "
         "with the law itself by -1 to +8 %")
 
 
-def test_wasserstein_closest_letters_are_computed():
-    """The A–F row's bold line carries, per load, the closest method's letter with those within 10 % of it; nothing
-    where no W is finite or the closest lies below the axis floor (there the arrow on the bottom edge names it)."""
-    names = ["A", "B", "C", "D"]
-    W = np.array([[9.0, 9.5, np.nan, 0.05],
-                  [2.2, 2.2, 3.0, 0.1],
-                  [0.7, 0.71, 0.72, 0.9],
-                  [np.nan] * 4,
-                  [0.3, 0.2, 0.105, 0.0001]])
-    assert plots.closest_letters(W, names) == ["D", "D", "A=B=C", "", ""]
+def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
+    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the Okabe–Ito palette (no
+    red–green pair such as D/C), each letter in the ink that reads on its colour, and the ratio panel's title says
+    that both W are against the simulation."""
+    from matplotlib.colors import to_hex
 
-
-def test_wasserstein_top_row_is_one_bold_closest_line(monkeypatch):
-    """In the A–F row every method is a thin grey line and the closest of them one bold line, its letter above each
-    point (computed); the load axis is linear (the markers at the loads themselves)."""
-    sim, approx = jsq_run({0.5: {"A": 1.3, "B": 1.05, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
-                           0.8: {"A": 1.02, "B": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
-    cmp = compare(sim, approx, CFG)
+    R, rho = [1, 2], [0.5, 0.9]
+    fams = ["faithful", "corrected"]
+    w = np.array([[[0.1, 0.2], [0.3, 0.4]], [[0.01, 0.2], [0.03, 0.4]]])
+    rep = xr.Dataset({"paper_best_method": (("R", "rho"), np.array([["D", "C"], ["C", "D"]])),
+                      "best_method": (("family", "R", "rho"), np.array([[["D", "C"], ["C", "D"]]] * 2)),
+                      "agreement": (("R", "rho"), np.full((2, 2), 2, np.int8)),
+                      "best_wasserstein": (("family", "R", "rho"), w),
+                      "best_wasserstein_ci_low": (("family", "R", "rho"), w * 0.9),
+                      "best_wasserstein_ci_high": (("family", "R", "rho"), w * 1.1)},
+                     coords={"R": R, "rho": rho, "family": fams}, attrs={"agreement_cells": 4})
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
-    plots.wasserstein_vs_rho(cmp, "unused")
-    top = figs[0].get_axes()[0]
-    bold = [ln for ln in top.get_lines() if ln.get_linewidth() == plots.wasserstein._CLOSEST["lw"]]
-    grey = [ln for ln in top.get_lines() if ln.get_color() == plots.wasserstein._UNDERLAY["color"]]
-    assert len(bold) == 1 and len(grey) >= 2
-    assert list(bold[0].get_xdata()) == [0.5, 0.8]
-    d = w_against_reference(cmp, "exponential")
-    m = d["approximation"].values.tolist()
-    W = d["W"].values[0][:, [m.index(x) for x in plots.common.FAITHFUL if x in m]]
-    want = [t for t in plots.closest_letters(W, [x for x in plots.common.FAITHFUL if x in m]) if t]
-    assert [t.get_text() for t in top.texts if t.get_text() in want] == want and want
-    plt.close(figs[0])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    maps = [ax for ax in fig.get_axes() if ax.get_images()]
+    assert len(maps) == 3 and all(ax.get_xlabel() == "load ρ" for ax in maps)
+    okabe_ito = {"#0072b2", "#e69f00", "#56b4e9", "#d55e00", "#009e73", "#cc79a7"}
+    cmap = maps[0].get_images()[0].get_cmap()
+    assert {to_hex(cmap(k)) for k in range(cmap.N)} <= okabe_ito
+    assert "against the simulation" in maps[2].get_title(loc="left")
+    assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
+               for t in maps[0].texts if t.get_text() in "ABCDEF")
+    plt.close(fig)
+
+
+def test_mgr_distance_title_is_its_caption_claim_and_percentile_figure_says_when_it_has_nothing(monkeypatch):
+    """The distance figure's title prints the medians of the caption's claim (one computation, re-derived from the
+    data); without a method that takes the law itself the percentile figure is a message, and its caption says so."""
+    cmp = mgr_two_laws()
+    out = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [stem])
+    plots.mgr_laws_distance(cmp, "unused")
+    plots.mgr_laws_percentile(cmp, "unused")
+    (fig, cap), (msg, msg_cap) = out
+    med = next(c for c in cap.findings if c.text.startswith("Median distance"))
+    assert verify(med, lambda source: cmp)[0]
+    title = fig._suptitle.get_text()
+    for law, v in med.value.items():
+        assert f"{law} {plots.common._g(v)}" in title
+    assert not msg.get_axes()[0].axison
+    assert any("no method that takes the service law itself" in t.get_text() for t in msg.get_axes()[0].texts)
+    assert any("No method that takes the service law itself ran" in str(x) for x in msg_cap.limits)
+    for f in (fig, msg):
+        plt.close(f)

@@ -132,6 +132,8 @@ def test_T_family_in_the_reproduction_panels(data, drawn):
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = drawn
     assert any("shares no (R, ρ) cell" in t.get_text() for ax in fig.get_axes() for t in ax.texts)
+    plots.reproduction_relative_errors(rep, "unused")  # the §6.3 panels, drawn with each family's marker
+    assert any("shares no (R, ρ) cell" in t.get_text() for ax in drawn[1].get_axes() for t in ax.texts)
 
 
 def test_not_run_and_invalid_fit_are_drawn_differently(data, drawn):

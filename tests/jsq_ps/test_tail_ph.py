@@ -378,7 +378,7 @@ def test_docs_validation_summary_is_the_record():
 def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
     """A synthetic run with one law beside the exponential: Exp(1) sojourn times for both, T's CDF 2 % long and the
     law method's 1 % short (Exp(scale) CDFs): law_comparison puts the law method's error at ≈ −1 % (a CI around
-    it), the figure's error row draws it, and every claim its caption writes is re-derived from the file."""
+    it), the percentile figure draws it, and every claim its caption writes is re-derived from the file."""
     import xarray as xr
 
     from sojourn.core.files.io import read_netcdf, write_netcdf
@@ -420,7 +420,7 @@ def test_law_comparison_and_the_mgr_figure_claims(tmp_path):
                     compat="override", join="left")
     write_netcdf(cmp, tmp_path / "comparison.nc")
     cmp = read_netcdf(tmp_path / "comparison.nc")
-    paths = plots.mgr_laws(cmp, tmp_path / "mgr_laws", formats=("png",), dpi=60)
+    paths = plots.mgr_laws_percentile(cmp, tmp_path / "mgr_laws_percentile", formats=("png",), dpi=60)
     rst = next(p for p in paths if p.suffix == ".rst")
     claims = read_claims(rst)
     assert any("T with the law itself" in c.text for c in claims)

@@ -211,7 +211,7 @@ def test_comparison_values(run):
 def test_figures_and_report(run):
     figs = run / "results" / "jsq_ps" / "figures"
     for stem in ("wasserstein_vs_rho", "best_method_map", "recommended_map", "percentile_error_vs_rho", "runtime_vs_R",
-                 "cdf_R~2_rho~0.80", "mgr_laws"):
+                 "cdf_R~2_rho~0.80", "mgr_laws_distance", "mgr_laws_percentile"):
         png = figs / f"{stem}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", stem
     proc = snakemake(run, "--report", run / "report.html")

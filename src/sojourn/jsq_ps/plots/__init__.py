@@ -35,10 +35,9 @@ from .errors import (
     percentile_error_vs_rho,
     percentile_error_vs_rho_corrected,
 )
-from .laws import closest_methods, mgr_laws
+from .laws import mgr_laws_distance, mgr_laws_percentile
 from .maps import best_by_reference, best_method_map, recommended_map
 from .reproduction import (
-    PCT_FLOOR,
     REP_SOURCE,
     ratio_beyond_noise,
     reproduction_map,
@@ -47,24 +46,22 @@ from .reproduction import (
 )
 from .runtime import runtime_vs_R
 from .tables import R_BANDS, RHO_BANDS, key_results, page_caption
-from .wasserstein import W_COINCIDE, closest_letters, wasserstein_vs_rho
+from .wasserstein import wasserstein_vs_rho
 
 __all__ = [
     "all_figures",
     "best_by_reference",
     "best_method_map",
     "cdf_cell",
-    "closest_letters",
-    "closest_methods",
     "FIGURES",
     "figures",
     "key_results",
     "LIN_PCT",
-    "mgr_laws",
+    "mgr_laws_distance",
+    "mgr_laws_percentile",
     "norm_rgb",
     "page_caption",
     "PALETTES",
-    "PCT_FLOOR",
     "percentile_error_vs_rho",
     "percentile_error_vs_rho_corrected",
     "R_BANDS",
@@ -80,7 +77,6 @@ __all__ = [
     "runtime_vs_R",
     "save",
     "STATUS_FILL",
-    "W_COINCIDE",
     "wasserstein_vs_rho",
 ]
 
@@ -94,7 +90,8 @@ FIGURES = (
     Figure("percentile_error_vs_rho_corrected", "percentile_error_vs_rho_corrected"),
     Figure("runtime_vs_R", "runtime_vs_R"),
     Figure("cdf_R~{R}_rho~{rho}", "cdf_cell"),
-    Figure("mgr_laws", "mgr_laws"),
+    Figure("mgr_laws_distance", "mgr_laws_distance"),
+    Figure("mgr_laws_percentile", "mgr_laws_percentile"),
     Figure("reproduction_percentile_errors", "reproduction_percentile_errors", "reproduction"),
     Figure("reproduction_relative_errors", "reproduction_relative_errors", "reproduction"),
     Figure("reproduction_best_map", "reproduction_map", "reproduction"),
@@ -104,7 +101,7 @@ FIGURES = (
 def figures(settings: dict, job: str = "figures") -> list:
     """The figures (:class:`sojourn.core.present.figures.FigureFile`) the study's config section ``settings``
     produces in job ``job``: every figure of :data:`FIGURES`, a CDF figure per ``figures.cdf_cells`` entry, the M/G/R
-    figure only with ``mgr.laws``."""
+    figures only with ``mgr.laws``."""
     dec = int(settings["grid"].get("rho_decimals", 2))
     out = []
     for f in FIGURES:
@@ -113,7 +110,7 @@ def figures(settings: dict, job: str = "figures") -> list:
         if f.draw == "cdf_cell":
             out += [instance(f, R=int(c["R"]), rho=f"{float(c['rho']):.{dec}f}")
                     for c in (settings.get("figures") or {}).get("cdf_cells") or []]
-        elif f.draw == "mgr_laws":
+        elif f.draw.startswith("mgr_laws"):
             out += [instance(f)] if (settings.get("mgr") or {}).get("laws") else []
         else:
             out.append(instance(f))
@@ -151,8 +148,8 @@ def all_figures(cmp_path, sim_path, approx_path, outdir, settings: dict, formats
             out += cdf_cell(sim_c, approx_c, R, rho, stem, cmp=cmp, **kw)
         elif f.kind.draw == "recommended_map" and "recommended" not in cmp:
             raise ValueError(f"{cmp_path} has no recommendation: it comes from an older release; rerun the comparison")
-        elif f.kind.draw == "mgr_laws":
-            out += mgr_laws(cmp, stem, laws=(settings.get("mgr") or {}).get("laws"), **kw)
+        elif f.kind.draw.startswith("mgr_laws"):
+            out += globals()[f.kind.draw](cmp, stem, laws=(settings.get("mgr") or {}).get("laws"), **kw)
         else:
             out += globals()[f.kind.draw](cmp, stem, **kw)
     return out

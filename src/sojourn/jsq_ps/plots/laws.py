@@ -22,7 +22,7 @@ from ..compare import (
     run_usable,
 )
 from . import common  # save, looked up when called: tests replace common.save
-from .common import EXPONENTIAL, TAIL, _g, _legend_below
+from .common import EXPONENTIAL, TAIL, _g, _legend_below, _message_panel
 
 # =========================================================================== M/G/R laws
 _BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
@@ -40,96 +40,127 @@ def _scv_of(laws) -> dict:
     return out
 
 
-def mgr_laws(cmp: xr.Dataset, stem, laws=None, **kw):
-    """M/G/R: each law's sojourn time against the exponential case (same mean service time), one question per panel.
-    Upper row, one panel per R that ran: per law (colour) the Wasserstein distance of its simulation to the
-    exponential simulation (filled markers) and to the closest of the analytic methods (hollow markers; any method of
-    the comparison but exact counts), the simulations' own noise shaded grey; under each, a table of the closest
-    method per (law, load) (:func:`_closest_table`). Lower row, where the comparison has methods that take the law
-    itself: the exponential model's T's percentile error beside theirs per (law, cell) point
-    (:func:`_law_cells_panel`); the legend and the note on the R's without a value fill the row's first slot.
-    ``laws``: the config's law strings (their SCV in the legend)."""
+def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
+    """M/G/R, first question: how far each service law's sojourn time is from the exponential (M/M/R) one at the same
+    mean service time. One panel per R that ran, the loads as categories (:func:`_mgr_distance_row`): per law
+    (colour) the Wasserstein distance of its simulation to the exponential simulation, the simulations' own noise
+    shaded grey. The title states each law's median distance (the caption's claim). ``laws``: the config's law
+    strings (their SCV in the legend)."""
     services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
-    cand = [m for m in cmp["approximation"].values.tolist() if m != "exact"]
+    fig, axes = plt.subplots(1, len(Rv), figsize=(3.4 * len(Rv) + 1.2, 5.0), squeeze=False, sharey=True)
+    axes = list(axes[0])
+    cmap = plt.get_cmap("tab10")
+    kinds, noise_drawn = _mgr_distance_row(axes, cmp, services, Rv, cmap)
+    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn)
+    sh, sl = status_handles(kinds)
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.8, bottom=0.33, wspace=0.12)
+    _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=10, y=0.17)
+    cap = _mgr_distance_caption(cmp, services, kinds)
+    med = _law_medians(cmp, services)
+    head = ("median W: " + ", ".join(f"{s} {_g(v)}" for s, v in sorted(med.items(), key=lambda kv: -kv[1]))
+            if med else "no law has a usable simulation")
+    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) one, same mean service "
+                 f"time\n{head} {TIME_UNIT if med else ''}".rstrip(), y=0.98, va="top", fontsize=11.5)
+    return common.save(fig, stem, caption=cap, **kw)
+
+
+def mgr_laws_percentile(cmp: xr.Dataset, stem, laws=None, **kw):
+    """M/G/R, second question: how wrong the exponential model's tail percentile is for each law, and how close
+    a method that takes the law itself comes. One panel, one category per (law, cell) point with a value
+    (:func:`_law_cells_panel`): the percentile error against the law's simulation of method T for exponential service
+    (✕) beside each law method's (``law_method``, filled markers), with 95 % CIs and the means printed above them; the
+    title states both ranges (the caption's claims). Without law methods, or without a point with a value, the figure
+    says so instead. ``laws``: the config's law strings (their SCV in the legend)."""
+    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
+    have = np.isfinite(vs.values).any(axis=(0, 2))
+    Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
     law_rows = "law_relative_error_mean" in cmp and cmp.sizes.get("law_method", 0) > 0
     full = [R for R in Rv if _law_row_has_values(cmp, services, R)] if law_rows else []
-    empty = [R for R in Rv if R not in full] if law_rows else []
-    ncol = max(len(Rv), 3) if law_rows else len(Rv)
-    table_h = 0.26 * (len(services) + 2)
-    heights = [3.1 + table_h + 0.55] + ([3.4] if law_rows else [])
-    fig = plt.figure(figsize=(3.7 * ncol + 0.9, sum(heights) + 2.0))
-    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.22)
-    upper = gs[0].subgridspec(2, ncol, height_ratios=[3.1, table_h], hspace=0.55 / (3.1 + table_h) * 2 + 0.05,
-                              wspace=0.3)
-    axes = [fig.add_subplot(upper[0, j]) for j in range(len(Rv))]
-    tables = [fig.add_subplot(upper[1, j]) for j in range(len(Rv))]
+    empty = [R for R in Rv if R not in full]
     cmap = plt.get_cmap("tab10")
-    kinds, noise_drawn = _mgr_upper_row(axes, cmp, services, Rv, cand, cmap)
-    for j, (tab, ax, R) in enumerate(zip(tables, axes, Rv, strict=True)):
-        _closest_table(tab, ax, cmp, R, services, cand, cmap, names=j == 0, loads=_load_slots(cmp, services))
-    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, law_rows)
-    slot = None
-    if law_rows:
-        low = gs[1].subgridspec(1, ncol, wspace=0.35)
-        slot = fig.add_subplot(low[0, 0])
-        slot.set_axis_off()
-        row_h, row_l, row_kinds = _law_cells_panel(fig.add_subplot(low[0, 1:]), cmp, services, full, cmap)
-        handles, labels = handles + row_h, labels + row_l
-    sh, sl = status_handles(kinds)  # legend entries only for marks drawn: the lower row's ◇ is a word in its title
-    kinds = kinds | row_kinds if law_rows else kinds
-    handles, labels = handles + sh, labels + sl
-    top = 0.9 - 0.5 / fig.get_figheight()  # room for the marker key strip under the title
-    fig.subplots_adjust(left=0.08, right=0.97, top=top, bottom=0.07 if law_rows else 0.22)
-    _marker_key(fig, top + 0.65 / fig.get_figheight())
-    if slot is not None:
-        note = _empty_law_row_note(cmp, services, empty) if empty else ""
-        if note:
-            slot.text(-0.2, 1.08, note, transform=slot.transAxes, ha="left", va="top", fontsize=9.5, color="0.2",
-                      bbox={"facecolor": "0.97", "edgecolor": "0.75"})
-        slot.legend(handles, labels, loc="upper left", bbox_to_anchor=(-0.22, 0.66 if note else 1.08),
-                    frameon=False, fontsize=9.5, handlelength=1.6, borderaxespad=0.0)
-    else:
-        _legend_below(fig, handles, labels, ncol=2, fontsize=9.5)
-    head = _mgr_headline(cmp, services) if law_rows else ""
-    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) case, at the same mean "
-                 "service time" + (f"\n{head}" if head else ""), y=0.995, va="top", fontsize=11.5)
-    return common.save(fig, stem, caption=_mgr_caption(cmp, services, cand, law_rows, kinds, empty), **kw)
+    n_pts = _law_point_count(cmp, services, full) if full else 0
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.25 * n_pts + 2.5), 5.6))
+    if not full:
+        _message_panel(ax, "no method that takes the service law itself ran in this comparison" if not law_rows else
+                       f"no (law, cell) point has a {_law_row_percentile(cmp):g}th-percentile error:\n"
+                       + _empty_law_row_note(cmp, services, empty))
+        return common.save(fig, stem, caption=_mgr_percentile_caption(cmp, services, law_rows, set(), empty), **kw)
+    handles, labels, kinds, missing = _law_cells_panel(ax, cmp, services, full, cmap)
+    lh, ll = _mgr_legend(services, _scv_of(laws), cmap, False, band=True)
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.84, bottom=0.36)
+    _legend_below(fig, handles + lh, labels + ll, ncol=2, fontsize=10, y=0.2)
+    note = _missing_note(cmp, services, empty, missing)
+    if note:
+        fig.text(0.5, 0.015, note, ha="center", va="bottom", fontsize=9.5, color="0.25")
+    fig.suptitle(_mgr_headline(cmp, services), y=0.98, va="top", fontsize=11.5)
+    return common.save(fig, stem, caption=_mgr_percentile_caption(cmp, services, law_rows, kinds, empty), **kw)
 
 
-#: the M/G/R upper row's markers: filled = W to the exponential (M/M/R) simulation, hollow = W to the closest method
-_LAW_MS = 8.0
+def _law_medians(cmp, services) -> dict:
+    """{law: median W of its simulation to the exponential one over the cells whose run is usable}."""
+    run_ok = run_usable(cmp)
+    med = {}
+    for s in services:
+        v = cmp["wasserstein_vs_exponential_sim"].sel(service=s).where(run_ok.sel(service=s)).values
+        v = v[np.isfinite(v)]
+        if v.size:
+            med[s] = float(np.median(v))
+    return med
+
+
+def _law_point_count(cmp, services, Rv) -> int:
+    q = _law_row_percentile(cmp)
+    n = 0
+    for R in Rv:
+        for s in services:
+            v = _law_row_series(cmp, s, R, q)
+            n += int(np.any([np.isfinite(x[0]) for x in v.values()], axis=0).sum())
+    return n
+
+
+def _missing_note(cmp, services, empty, missing) -> str:
+    """One line under the error figure: where the simulation is too short to give the percentile."""
+    q = _law_row_percentile(cmp)
+    parts = []
+    if empty:
+        parts.append(f"R = {listing([f'{float(r):g}' for r in empty])}: every cell")
+    if missing:
+        parts.append(listing([f"R = {R}, ρ = {r:g}" for R, r in missing]))
+    return (f"No {q:g}th-percentile value (reference too short: fewer than {TAIL_MIN} customers per replication "
+            f"beyond it) at {'; '.join(parts)}" if parts else "")
+
+
+#: the M/G/R distance figure's markers (pt)
+_LAW_MS = 9.0
 
 
 def _law_dodge(services) -> dict:
     """{law: its markers' x offset} on the categorical load axis (one unit per load): the laws side by side inside
-    their load's category, a quarter of it apart (a law's filled and hollow marker a little left and right of its
-    offset), so that markers of equal W do not hide one another and no marker leaves its load's category."""
+    their load's category, a quarter of it apart, so that markers of equal W do not hide one another and no marker
+    leaves its load's category."""
     step = 0.25
     return {s: step * (k - (len(services) - 1) / 2) for k, s in enumerate(services)}
 
 
 def _load_slots(cmp, services) -> np.ndarray:
-    """The loads of the M/G/R upper row's categorical axis: those where some law's simulation has a distance."""
+    """The loads of the M/G/R distance figure's categorical axis: those where some law's simulation has a distance."""
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 1))
     return cmp["rho"].values[have] if have.any() else cmp["rho"].values
 
 
-def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
-    """The M/G/R figure's upper row, one panel per R (a shared log y trimmed to the data): per law (colour, the laws
-    side by side around each load) the W to the exponential simulation (filled markers; not joined: the load axis is
-    categorical) and to the closest analytic method (hollow markers), the filled markers' noise shaded.
-    Returns (the status kinds drawn, whether the noise is drawn)."""
-    for ax in axes[1:]:
-        ax.sharey(axes[0])
+def _mgr_distance_row(axes, cmp, services, Rv, cmap):
+    """The M/G/R distance figure's panels, one per R (a shared log y trimmed to the data): per law (colour, the laws
+    side by side around each load) the W of its simulation to the exponential simulation (not joined: the load axis is
+    categorical), each load's noise shaded over its whole slot. Returns (the status kinds drawn, whether the noise
+    is drawn)."""
     rho, run_ok = cmp["rho"].values, run_usable(cmp)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
-    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(approximation=cand)
     dodge = _law_dodge(services)
-    step = 2 * max(map(abs, dodge.values())) / max(1, len(services) - 1)
     slots = _load_slots(cmp, services)
     pos = np.array([int(np.argmin(np.abs(slots - r))) if np.isclose(slots, r).any() else -10 for r in rho], float)
     kinds, noise_fill, drawn = set(), [], []
@@ -137,15 +168,11 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         strip = status_strip(ax)
         for k, svc in enumerate(services):
             ok_run = run_ok.sel(service=svc, R=R).values
-            y1 = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
-            y2 = np.where(ok_run, w.sel(service=svc, R=R).min("approximation", skipna=True).values, np.nan)
-            ok1, ok2 = np.isfinite(y1), np.isfinite(y2)
-            x, half = pos + dodge[svc], 0.3 * step
-            if ok1.any():
-                ax.plot(x[ok1] - half, y1[ok1], "o", color=cmap(k), ms=_LAW_MS, zorder=4)
-            if ok2.any():
-                ax.plot(x[ok2] + half, y2[ok2], "o", color=cmap(k), ms=_LAW_MS, mfc="white", mew=1.8, zorder=5)
-            drawn += [y1[ok1], y2[ok2]]
+            y = np.where(ok_run, vs.sel(service=svc, R=R).values, np.nan)
+            ok = np.isfinite(y)
+            if ok.any():
+                ax.plot(pos[ok] + dodge[svc], y[ok], "o", color=cmap(k), ms=_LAW_MS, zorder=4)
+            drawn.append(y[ok])
             simulated = np.isfinite(vs.sel(service=svc, R=R).values)
             strip.mark(svc, rho, simulated & ~ok_run, REFERENCE_TOO_SHORT.key, cmap(k))
         noise = _mgr_noise(cmp, R, services)
@@ -153,16 +180,16 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
         if okn.any():  # shaded below (once the limits are set): a W there is no difference this run can tell
             noise_fill.append((ax, pos[okn], noise[okn]))
         kinds |= strip.kinds
-        ax.set_xlabel("load ρ (one category each; laws side by side)", fontsize=10)
+        ax.set_xlabel("load ρ", fontsize=10.5)
         ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=9.5)
+        ax.grid(alpha=0.3, axis="y")
+        ax.tick_params(labelsize=10)
         ax.set_xlim(-0.5, slots.size - 0.5)
         ax.set_xticks(range(slots.size), [f"{r:g}" for r in slots])
         for b in range(1, slots.size):
-            ax.axvline(b - 0.5, color="0.6", lw=0.9, zorder=1)
+            ax.axvline(b - 0.5, color="0.75", lw=0.8, zorder=1)
         strip.finish(title=f"R = {R}", fontsize=11)
-    axes[0].set_ylabel(f"Wasserstein distance W\n({TIME_UNIT})", fontsize=10)
+    axes[0].set_ylabel(f"Wasserstein distance W to M/M/R\n({TIME_UNIT}; higher = farther)", fontsize=10.5)
     vals = np.concatenate(drawn) if drawn else np.array([])
     vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = (vals.min() / 1.5, vals.max() * 1.5) if vals.size else axes[0].get_ylim()
@@ -180,20 +207,8 @@ def _mgr_upper_row(axes, cmp, services, Rv, cand, cmap):
     return kinds, seen
 
 
-def _marker_key(fig, y) -> None:
-    """The upper row's filled / hollow meaning, a key strip right above the row (top at figure height ``y``)."""
-    from matplotlib.lines import Line2D
-
-    fig.legend([Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS),
-               Line2D([], [], color="0.3", ls="none", marker="o", ms=_LAW_MS, mfc="white", mew=1.8)],
-              ["upper row, filled: W to the exponential (M/M/R) simulation",
-               "hollow: W to the closest analytic method (named in the table below)"],
-              loc="upper center", bbox_to_anchor=(0.5, y), ncol=2, fontsize=10, frameon=True, edgecolor="0.75",
-              handletextpad=0.3, borderaxespad=0.0)
-
-
 def _mgr_noise(cmp, R, services):
-    """The filled markers' noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each,
+    """The distance's noise at R per ρ (the largest over the laws): two pooled CDFs of K replications each,
     about sqrt(n_law² + n_exp²)/sqrt(K) (n: one replication's noise); NaN without sim_noise_wasserstein."""
     if "sim_noise_wasserstein" not in cmp:
         return np.full(cmp.sizes["rho"], np.nan)
@@ -201,50 +216,6 @@ def _mgr_noise(cmp, R, services):
     k_rep = max(1, cmp.sizes.get("replication", 1))
     return (np.sqrt(nz.sel(service=services) ** 2 + nz.sel(service=EXPONENTIAL) ** 2).max("service").values
             / np.sqrt(k_rep))
-
-
-def closest_methods(cmp, svc, R, cand) -> dict:
-    """{ρ: the method of ``cand`` with the smallest W to the law ``svc``'s simulation at (R, ρ)} over the cells the
-    M/G/R figure's hollow markers draw (the simulation's run usable, some method with a value)."""
-    ok_run = run_usable(cmp).sel(service=svc, R=R).values
-    w = cmp["wasserstein_mean"].where(cmp["usable"] != 0).sel(service=svc, R=R, approximation=cand)
-    out = {}
-    for i, r in enumerate(cmp["rho"].values):
-        v = w.isel(rho=i).values
-        if ok_run[i] and np.isfinite(v).any():
-            out[float(r)] = cand[int(np.nanargmin(v))]
-    return out
-
-
-#: the closest-method table's type size (pt): legible at report size
-_TABLE_PT = 10
-
-
-def _closest_table(tab, ax, cmp, R, services, cand, cmap, names=True, loads=None) -> None:
-    """Under the upper panel ``ax`` (x shared), a table in ``tab``: one row per law (its name and letters in its
-    colour), one column per load at the load's x, the closest method's name (:func:`closest_methods`) — one cell per
-    (law, load), so no two names can meet; "–" where the law has no hollow marker at that load; a header row names
-    each column's load. ``names``: the laws' names left of the rows (the first panel's table; the others' rows in
-    the same order and colours). ``loads``: the load at each of ``ax``'s x ticks (default: the ticks themselves)."""
-    tab.set_xlim(ax.get_xlim())
-    tab.set_ylim(len(services) - 0.5, -2.3)
-    tab.set_axis_off()
-    tab.text(0.0, -2.0, "closest method (hollow marker):", transform=tab.get_yaxis_transform(), ha="left",
-             va="center", fontsize=_TABLE_PT - 0.5, color="0.25")
-    ticks = ax.get_xticks()
-    loads = ticks if loads is None else loads
-    for x, r in zip(ticks, loads, strict=True):
-        tab.text(x, -0.9, f"ρ = {r:g}", ha="center", va="center", fontsize=_TABLE_PT - 0.5, color="0.25")
-    tab.axhline(-0.5, color="0.6", lw=0.8)
-    for k, svc in enumerate(services):
-        best = closest_methods(cmp, svc, R, cand)
-        if names:
-            tab.text(-0.02, k, svc, transform=tab.get_yaxis_transform(), ha="right", va="center",
-                     fontsize=_TABLE_PT - 0.5, color=cmap(k))
-        for x, r in zip(ticks, loads, strict=True):
-            m = next((v for key, v in best.items() if abs(key - r) < 1e-9), "–")
-            tab.text(x, k, m, ha="center", va="center", fontsize=_TABLE_PT, color=cmap(k),
-                     fontweight="bold" if m != "–" else "normal")
 
 
 def _mgr_headline(cmp, services) -> str:
@@ -261,11 +232,11 @@ def _mgr_headline(cmp, services) -> str:
         e = _law_errors(cmp, services, m)
         if e.size:
             parts.append(f"method {m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
-    return f"At the {q:g}th percentile " + "; ".join(parts) if parts else ""
+    return f"At the {q:g}th percentile " + ";\n".join(parts) if parts else ""
 
 
-def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
-    """The M/G/R figure's legend entries for the laws and the upper row."""
+def _mgr_legend(services, scv, cmap, noise_drawn, band=False):
+    """The M/G/R figures' legend entries for the laws (their SCV), the noise area and the ±5 % band."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -273,100 +244,87 @@ def _mgr_legend(services, scv, cmap, noise_drawn, law_rows):
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     if noise_drawn:
         handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
-        labels.append("upper, grey: the simulations' noise")
-    if law_rows:
+        labels.append("grey: the simulations' noise (a W inside it is no difference)")
+    if band:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
-        labels.append("lower, grey band: ±5 % error")
+        labels.append("grey band: ±5 % error")
     return handles, labels
 
 
 def _empty_law_row_note(cmp, services, empty) -> str:
-    """The one note for the M/G/R figure's lower-row panels left out (R's ``empty``): why they have no value."""
+    """Why the R's ``empty`` have no percentile error."""
     q = _law_row_percentile(cmp)
     few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
     rs = listing([f"{r:g}" for r in empty])
     if (few != 0).all():
-        return (f"R = {rs}: no {q:g}th-percentile error:\nthe simulation is too short (fewer than {TAIL_MIN}\n"
-                f"customers per replication beyond it),\nfor every law at every load")
+        return (f"R = {rs}: the simulation is too short (fewer than {TAIL_MIN}\n"
+                f"customers per replication beyond it), for every law at every load")
     return f"R = {rs}: no {q:g}th-percentile error at any load"
 
 
-def _mgr_caption(cmp, services, cand, law_rows=False, kinds=(), empty=()) -> Caption:
+def _mgr_distance_caption(cmp, services, kinds=()) -> Caption:
     findings, limits = [], []
-    run_ok = run_usable(cmp)
-    med = {}
-    for s in services:
-        v = cmp["wasserstein_vs_exponential_sim"].sel(service=s).where(run_ok.sel(service=s)).values
-        v = v[np.isfinite(v)]
-        if v.size:
-            med[s] = float(np.median(v))
+    med = _law_medians(cmp, services)
     if med:
         order = sorted(med, key=lambda s: -med[s])
-        findings.append(Claim("Median distance of each law's sojourn time to the exponential case over the cells "
-                              "that ran: " + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
+        findings.append(Claim("Median distance of each law's sojourn time to the exponential (M/M/R) one over the "
+                              "cells that ran: " + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
                               + (f" ({order[0]} is farthest, {order[-1]} closest)." if len(order) > 1 else "."),
                               med, Q.query("wasserstein_vs_exponential_sim", (("median", ["R", "rho"]),), Q.RUN_OK,
                                            {"service": order}), max(sig_tol(v, 2) for v in med.values())))
-        b = {}
-        for s in services:
-            w = cmp["wasserstein_mean"].sel(service=s).where(cmp["usable"] != 0).sel(approximation=cand).min(
-                "approximation", skipna=True).where(run_ok.sel(service=s)).values
-            w = w[np.isfinite(w)]
-            if w.size:
-                b[s] = float(np.median(w))
-        if b:
-            findings.append(Claim("Median distance of each law's simulation to the closest analytic method: "
-                                  + listing([f"{s} {_g(b[s])}" for s in order if s in b]) + f" {TIME_UNIT}.", b,
-                                  Q.query(f"where(usable != 0, wasserstein_mean, nan).sel(approximation="
-                                          f"{Q.names(cand)}).min('approximation')", (("median", ["R", "rho"]),),
-                                          Q.RUN_OK, {"service": [s for s in order if s in b]}),
-                                  max(sig_tol(v, 2) for v in b.values())))
-    if law_rows:
-        findings += _law_method_claims(cmp, services)
     ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     cells = int(np.isfinite(ran.values).any(0).sum())
     limits.append(Claim(f"The laws ran on a sub-grid of {cells} (R, ρ) cells (mgr in the config): the figure shows no "
                         "other.", cells, Q.query(f"isfinite(wasserstein_vs_exponential_sim.sel(service="
                                                  f"{Q.names(services)})).any('service')",
                                                  (("count", None),), None, {})))
-    if empty:  # the lower row's panels left out: the R's that have a value and the R's that ran, from the data
-        q = _law_row_percentile(cmp)
+    return Caption(
+        "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
+        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (the M/M/R "
+        "queue's), against ρ, one panel per R that ran, the laws side by side around each load.", findings, limits,
+        [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
+          "markers. The grey area up to the dotted line (where it reaches the axis) is the distance's own noise, from "
+          "the replications alone (sim_noise_wasserstein): a marker in it shows no difference this run can tell; a "
+          "distance far above it is a real change of the sojourn-time law. Which analytic method comes closest to "
+          "each law is not shown: every method of this study assumes exponential service, so a method closest to a "
+          "law's simulation is no model of that law; the methods that take the law itself are compared in the "
+          "percentile figure (mgr_laws_percentile)."
+          + (" A simulated cell too short to be a reference (the run-length guard) is not drawn: it is marked ◇ in "
+             "the strip above its panel." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+
+
+def _mgr_percentile_caption(cmp, services, law_rows, kinds=(), empty=()) -> Caption:
+    findings, limits = [], []
+    q = _law_row_percentile(cmp) if law_rows else None
+    if law_rows:
+        findings += _law_method_claims(cmp, services)
+    if law_rows and empty:  # the R's without a value, from the data
         few = cmp["few_tail_customers"].sel(service=services, R=list(empty), percentile=q).values
+        ran = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
         ran_r = [float(r) for r in cmp["R"].values if np.isfinite(ran.sel(R=r).values).any()]
         has_r = [r for r in ran_r if r not in [float(e) for e in empty]]
         why = (f"fewer than {TAIL_MIN} customers per replication lie beyond the {q:g}th percentile in every cell there"
                if (few != 0).all() else "no cell there has a value")
         sel = {"service": services, "percentile": q}
         limits.append(Claim(
-            f"The {q:g}th-percentile error row shows R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the R's "
-            f"that ran ({listing([f'{r:g}' for r in ran_r])}): at R = {listing([f'{float(r):g}' for r in empty])} "
-            f"{why}.",
+            f"The figure has {q:g}th-percentile errors at R = {listing([f'{r:g}' for r in has_r]) or 'none'} of the "
+            f"R's that ran ({listing([f'{r:g}' for r in ran_r])}): at R = "
+            f"{listing([f'{float(r):g}' for r in empty])} {why}.",
             [has_r, ran_r],
             [Q.query(f"where({Q.RUN_OK} & (few_tail_customers == 0) & isfinite(law_relative_error_mean), R, nan)",
                      (("list", None),), None, sel),
              Q.query("where(isfinite(wasserstein_vs_exponential_sim), R, nan)", (("list", None),), None,
                      {"service": services})]))
+    if not law_rows:
+        limits.append("No method that takes the service law itself ran: the figure has nothing to compare.")
     return Caption(
-        "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
-        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (filled markers), "
-        "and between it and the closest analytic method's CDF (hollow markers: the smallest over every method of the "
-        "comparison but exact, which is the exponential M/M/R law itself and would repeat the filled marker without "
-        "its simulation noise), against ρ, one panel per R that ran, the laws side by side around each load (a law's "
-        "filled marker just left of its hollow one, every marker inside its load's category); under each panel a "
-        "table names the closest method per law (row) and load (column)"
-        + (f"; below, one category per (law, cell) point with a value (not a load axis): the error of the "
-           f"{_law_row_percentile(cmp):g}th percentile against the law's simulation of method T for exponential "
-           "service (✕, left) and of method T with the law itself (filled marker, right; the ±5 % band shaded), "
-           "each with its 95 % CI and its mean printed beside it" if law_rows else "") + ".", findings, limits,
-        [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
-          "markers. The grey area up to the dotted line (where it reaches the axis) is the filled markers' own "
-          "noise, from the replications alone (sim_noise_wasserstein): a filled marker in it shows no difference this "
-          "run can tell; a distance far "
-          "above it is a real change of the sojourn-time law."
-          + (" A simulated cell too short to be a reference (the run-length guard, or fewer than "
-             f"{TAIL_MIN} customers per replication beyond the percentile) is not drawn: in an upper panel it is "
-             "marked ◇ in the strip above, in the lower panel "
-             "named in its title." if REFERENCE_TOO_SHORT.key in set(kinds) else ""))])
+        "M/G/R: the error of a tail percentile against each law's simulation (method / simulation − 1, mean over "
+        "replications with its 95 % CI), one category per (law, cell) point with a value (not a load axis): method T "
+        "for exponential service, i.e. the M/M/R model (✕), beside method T with the law itself (filled marker, "
+        "the law in phase-type form), each mean printed above its marker; the ±5 % band shaded.", findings, limits,
+        [("A cell whose simulation is too short to estimate the percentile (the run-length guard, or fewer than "
+          f"{TAIL_MIN} customers per replication beyond it) has no point: the line under the figure names those "
+          "cells.")])
 
 
 def _law_row_percentile(cmp) -> float:
@@ -419,12 +377,12 @@ def _law_row_has_values(cmp, services, R) -> bool:
 
 
 def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
-    """The M/G/R figure's lower panel: one category per (law, cell) point with a value (no load axis), the error of
-    :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) of the
+    """The M/G/R percentile figure's panel: one category per (law, cell) point with a value (no load axis), the error
+    of :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) of the
     exponential model's T (✕, left) beside each method that takes the law itself (``law_method``: filled markers,
-    right), in the law's colour, each mean printed beside its marker; the ±5 % band shaded; the title states both
-    ranges (:func:`_law_panel_finding`). Cells without a value are named in the title. Returns the legend's
-    (handles, labels) and the status kinds drawn."""
+    right), in the law's colour, each mean printed above its CI (clear of the marker and of the axes' edges); the
+    ±5 % band shaded. Returns the legend's (handles, labels), the status kinds drawn and the cells (R, ρ) that ran
+    without a value."""
     from matplotlib.lines import Line2D
 
     q, rho = _law_row_percentile(cmp), cmp["rho"].values
@@ -434,9 +392,10 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
     points = [(R, j, k, s) for R in Rv for j in range(rho.size) for k, s in enumerate(services)
               if any(np.isfinite(v[0][j]) for v in vals[R][s].values())]
-    width = 0.3 / max(1, len(keys) - 1)
+    width = 0.36 / max(1, len(keys) - 1)
     ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
     ax.axhline(0.0, color="0.5", lw=0.8)
+    tops = []
     for x, (R, j, k, s) in enumerate(points):
         for n, m in enumerate(keys):
             y, lo, hi = (v[j] for v in vals[R][s].get(m, (np.full(rho.size, np.nan),) * 3))
@@ -444,36 +403,32 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
                 continue
             xx = x + (n - (len(keys) - 1) / 2) * width if len(keys) > 1 else x
             ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=3, lw=1.3,
-                        marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2)
-            left = n < (len(keys) - 1) / 2  # the outer side of its marker: the pair's labels never meet
-            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, y), xytext=(-11 if left else 11, 0),
-                        textcoords="offset points", ha="right" if left else "left", va="center", fontsize=9.5,
-                        color=cmap(k), bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+                        marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2, zorder=4)
+            top = max(y, hi) if np.isfinite(hi) else y
+            tops.append(top)
+            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, top), xytext=(0, 5), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=10, color=cmap(k), zorder=5)
         if x and points[x - 1][:2] != (R, j):
             ax.axvline(x - 0.5, color="0.6", lw=1.0)
     ax.set_xticks(range(len(points)), [f"{s}\nR = {R}, ρ = {rho[j]:g}" for R, j, _, s in points], fontsize=9.5)
     for lab, (_, _, k, _) in zip(ax.get_xticklabels(), points, strict=True):
         lab.set_color(cmap(k))
     ax.set_xlim(-0.6, len(points) - 0.4)
-    ax.tick_params(axis="y", labelsize=9.5)
+    lo_, hi_ = ax.get_ylim()
+    ax.set_ylim(lo_, max(hi_, max(tops, default=hi_)) + 0.12 * (hi_ - lo_))  # room for the labels above the CIs
+    ax.tick_params(axis="y", labelsize=10)
     ax.grid(alpha=0.3, axis="y")
-    ax.set_ylabel(f"{q:g}th percentile:\nmethod / simulation − 1 (%)", fontsize=10)
-    merged = {(R, s): v for R in Rv for s, v in vals[R].items()}
+    ax.set_ylabel(f"{q:g}th-percentile error (%):\nmethod / simulation − 1", fontsize=10.5)
     cells = {(R, j) for R, j, _, _ in points}
     missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
                and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
-    ax.set_title(f"{q:g}th-percentile error per (law, cell): method T for exponential service (✕)"
-                 + _law_panel_finding(merged, True).replace("\n", " ") + f";\nmethod {listing(methods)} with the law "
-                 "itself"
-                 + _law_panel_finding(merged, False).replace("\n", " ")
-                 + ("\nreference too short (no value) at "
-                    + listing([f'R = {R}, ρ = {r:g}' for R, r in missing]) if missing else ""), fontsize=10, loc="left")
+    ax.set_title(f"{q:g}th-percentile error against each law's simulation (mean, 95 % CI)", fontsize=10.5, loc="left")
     handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, ls="none") for j in range(len(methods))]
-    labels = [f"lower: method {m} with the law itself (95 % CI)" for m in methods]
+    labels = [f"method {m} with the law itself" for m in methods]
     if None in keys:
         handles.insert(0, Line2D([], [], color="0.3", marker="x", ms=8, mew=2, ls="none"))
-        labels.insert(0, "lower: method T for exponential service\n(the M/M/R model; 95 % CI)")
-    return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set()
+        labels.insert(0, "method T for exponential service (M/M/R model)")
+    return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set(), missing
 
 
 def _law_panel_finding(vals, exponential) -> str:

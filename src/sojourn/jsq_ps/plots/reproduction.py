@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -17,7 +18,6 @@ from ...core.present.figures import (
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
     mark_cells,
-    method_color,
     status_handles,
     status_strip,
 )
@@ -26,7 +26,18 @@ from ..compare import (
     REF_SIMULATION,
 )
 from . import common  # save, looked up when called: tests replace common.save
-from .common import _EXACT_COLOR, _TAIL_COLOR, RULE, TAIL, TAIL_LABEL, _cells_text, _g, _legend_below, _message_panel
+from .common import (
+    _EXACT_COLOR,
+    _TAIL_COLOR,
+    RULE,
+    TAIL,
+    TAIL_LABEL,
+    _balanced_ncol,
+    _cells_text,
+    _g,
+    _legend_below,
+    _message_panel,
+)
 
 # =========================================================================== reproduction of the paper's §6
 REP_SOURCE = "reproduction.nc"
@@ -47,23 +58,18 @@ def _shared_points(present):
     return [(k, b) for k in range(present.shape[1]) for b in range(present.shape[0]) if present[b, k]]
 
 
-#: the paper's value in the reproduction figures: a wide black bar (unlike every status mark and every marker of ours)
-_PAPER_MARK = {"ls": "none", "marker": "_", "color": "k", "ms": 16, "mew": 2.4}
-#: the paper's value where the sign is told by the fill: a wide black bar, filled (conservative) or hollow
-_PAPER_BAR = {"ls": "none", "marker": [(-1.0, -0.28), (1.0, -0.28), (1.0, 0.28), (-1.0, 0.28), (-1.0, -0.28)],
-              "color": "k", "ms": 18, "mew": 1.6}
-#: a size below the log axis's floor (the value table prints 0): a "0" on the floor, in the family's colour
-_ZERO_MARK = {"marker": "$0$", "ms": 8}
+#: the paper's value in the §6.3 figure: a hollow black circle, left of ours in its cell (unlike every marker of ours
+#: and every status mark; never a dash that hides under the zero line)
+_PAPER_MARK = {"ls": "none", "marker": "o", "color": "k", "mfc": "white", "mec": "k", "ms": 9, "mew": 1.8}
+#: in a §6.3 cell: the paper's circle this far left of the centre, ours from _OURS_FROM on, a family every _OURS_STEP
+_PAPER_LEFT, _OURS_FROM, _OURS_STEP = 0.3, -0.08, 0.2
 
 
-def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_from, title, what, absolute, kw,
-                       factor=100.0, floor=None, values=False):
-    """One panel per percentile: the paper's value (black bars) beside ours per family at the (R, ρ) cells of
-    the paper's table that this run has (x, in order of R then ρ), as relative errors (%), each panel its own
-    y-range; where our reference is too short, a mark in the strip above the panel instead of
-    a value (one row where every family's marks agree). ``floor``: sizes on a log axis from there up, each sign as
-    + or − beside its point (:func:`_magnitude_axis`). ``values``: the paper's and our values printed (signed) under
-    each cell (:func:`_value_rows`)."""
+def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, what, kw):
+    """One panel per percentile: the paper's |value| (hollow black circle) beside ours per family at the (R, ρ)
+    cells of the paper's table that this run has (x, in order of R then ρ), as |relative errors| (%), one y-range
+    shared by the panels; where our reference is too short, a mark in the strip above the panel instead of a value
+    (one row where every family's marks agree)."""
     P = rep[f"{prefix}_percentile"].values
     rhos, Rs = rep[f"{prefix}_rho"].values, rep[f"{prefix}_R"].values
     ref = rep[refvar]  # (family, percentile, rho, R)
@@ -71,9 +77,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
                                                                                          f"{prefix}_R").values
     pts = _shared_points(present)
     fams = [f for f in fams if f in rep["family"].values.tolist()]
-    width = max(6.5, (0.85 if floor else 0.66) * len(pts) + 2.0)  # log axis: the paper's bar and ours side by side
-    fig, axes = plt.subplots(len(P), 1, figsize=(width, (3.9 if values else 3.1) * len(P) + 0.4), squeeze=False,
-                             sharex=True)
+    width = max(6.5, 0.8 * len(pts) + 2.0)
+    fig, axes = plt.subplots(len(P), 1, figsize=(width, 3.1 * len(P) + 0.4), squeeze=False, sharex=True,
+                             sharey=True)
     beyond = rep["percentile_beyond_grid"].values if (prefix == "pct" and "percentile_beyond_grid" in rep) else None
     axes = axes[:, 0]
     kinds, drawn = set(), set()
@@ -83,97 +89,33 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, relative_
             _message_panel(ax, "this run's grid shares no (R, ρ) cell\nwith the paper's table")
             continue
         strip = status_strip(ax)
-        scale = relative_from(a) if relative_from is not None else None  # (rho, R) reference percentiles
-        paper = np.array([rep[pvar].values[a, b, k] for k, b in pts], float)
-        if scale is not None:
-            sc = np.array([scale[b, k] for k, b in pts])
-            paper = factor * paper / sc
-        else:
-            paper = factor * paper
-        px = x - _PAPER_LEFT if floor else x  # on the log axis of sizes: the paper's bar left, ours right of it
-        signed = {"paper": (px, paper)}
-        if absolute or floor:
-            paper = np.abs(paper)
-        _paper_values(ax, px, paper, signed["paper"][1], floor)
+        paper = 100.0 * np.abs(np.array([rep[pvar].values[a, b, k] for k, b in pts], float))
+        ax.axhline(0, color="0.5", lw=0.7)
+        ax.plot(x - _PAPER_LEFT, paper, **_PAPER_MARK, zorder=5)
         bg = (np.array([beyond[a, b, k] for k, b in pts]) != 0) if beyond is not None else np.zeros(len(pts), bool)
-        missing, table = {}, {}
+        missing = {}
         for f, fam in enumerate(fams):
             fi = rep["family"].values.tolist().index(fam)
-            vals = [factor * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) / (1.0 if scale is None
-                                                                                              else sc) for v in ovar]
+            vals = [100.0 * np.array([rep[v].values[fi, a, b, k] for k, b in pts], float) for v in ovar]
             rk = np.array([ref.values[fi, a, b, k] for k, b in pts])
-            xs = (x + _OURS_FROM + f * _OURS_STEP if floor  # right of the paper's bar, clear of it
-                  else x + (f - (len(fams) - 1) / 2) * 0.26)  # apart enough that markers at the same y do not overlap
-            drawn |= _ours_family(ax, fam, xs, vals, rk, absolute or bool(floor), floor)
-            signed[fam] = (xs, vals[0])
+            drawn |= _ours_family(ax, fam, x + _OURS_FROM + f * _OURS_STEP, vals, rk)
             missing[fam] = rk == 0
-            table[fam] = np.abs(vals[0]) if absolute else vals[0]  # printed under the cells (``values``)
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
-        ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=9)
+        ax.set_xticks(x, [f"R={Rs[k]}\nρ={rhos[b]:g}" for k, b in pts], fontsize=9.5)
         ax.tick_params(axis="y", labelsize=9.5)
         ax.tick_params(axis="x", labelbottom=True)
         ax.set_xlim(-0.6, len(pts) - 0.4)
         ax.grid(alpha=0.3, axis="y")
         ax.set_ylabel(what, fontsize=9.5)
-        if floor:
-            _magnitude_axis(ax, signed, floor, fams)
         strip.finish(title=f"{p:g}th percentile", fontsize=10.5, label_size=9)
-        if values:
-            _value_rows(ax, x, paper if absolute else signed["paper"][1], table)
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=9.5)
-    if values:
-        axes[-1].xaxis.labelpad = 20 + 14 * (len(fams) + 1)
     fig.tight_layout(h_pad=0.4)
-    h, lab = _beside_legend(fams, prefix, drawn, signed=bool(floor))
+    h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=9.5)
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
-
-
-#: on the §6.1/§6.2 log axis of sizes: the paper's bar this far left of its cell's centre, ours from _OURS_FROM right
-#: of it, a family every _OURS_STEP (so that no marker of ours sits on the paper's bar)
-_PAPER_LEFT, _OURS_FROM, _OURS_STEP = 0.2, 0.1, 0.17
-
-
-def _sign(v) -> str:
-    return "+" if v > 0 else "−"
-
-
-def _signs_and_arrows(ax, signed, fams, floor) -> None:
-    """On a log axis of sizes, what the axis cannot show: the sign of every value above ``floor`` written beside its
-    mark ("+" conservative, "−" optimistic; the paper's left of its bar, ours right of the marker), and a grey arrow
-    from the paper's bar to ours (best of A–F, the first of ``fams``) where both exist — pointing down where the
-    paper's error is the larger, up where ours is (``signed``: {'paper' or family: (x, signed values)})."""
-    px, pv = signed["paper"]
-    for fam, (xs, v) in signed.items():
-        color = "k" if fam == "paper" else _FAMILY_STYLE.get(fam, ("0.4",))[0]
-        for xi, vi in zip(xs, v, strict=True):
-            if np.isfinite(vi) and abs(vi) >= floor:
-                ax.annotate(_sign(vi), (xi, abs(vi)), xytext=(-11, 0) if fam == "paper" else (6, 0),
-                            textcoords="offset points", ha="right" if fam == "paper" else "left", va="center",
-                            fontsize=10.5, fontweight="bold", color=color, zorder=7)
-    if not fams or fams[0] not in signed:
-        return
-    xs, v = signed[fams[0]]
-    for x0, p, x1, o in zip(px, pv, xs, v, strict=True):
-        if np.isfinite(p) and np.isfinite(o):
-            ax.annotate("", (x1, max(abs(o), floor)), xytext=(x0, max(abs(p), floor)),
-                        arrowprops={"arrowstyle": "-|>", "color": "0.45", "lw": 1.0, "shrinkA": 6, "shrinkB": 6,
-                                    "mutation_scale": 9}, zorder=3)
-
-
-def _paper_values(ax, x, paper, signed, floor) -> None:
-    """The paper's values in a reproduction panel: black bars at ``paper``; with ``floor`` (a log axis of sizes) the
-    sign by the fill — filled conservative, hollow optimistic (``signed``: the signed values)."""
-    if not floor:
-        ax.axhline(0, color="0.5", lw=0.7)
-        ax.plot(x, paper, **_PAPER_MARK, zorder=5)
-        return
-    for pos, face in ((True, "k"), (False, "white")):
-        k = np.isfinite(signed) & ((signed > 0) == pos)
-        ax.plot(x[k], np.maximum(paper[k], floor), **{**_PAPER_BAR, "mfc": face}, zorder=4)
 
 
 def _no_value_marks(strip, fams, missing, x, bg) -> None:
@@ -189,129 +131,48 @@ def _no_value_marks(strip, fams, missing, x, bg) -> None:
         strip.mark(row, x, miss & bg, "beyond_grid", color, label)
 
 
-def _value_rows(ax, x, paper, ours) -> None:
-    """Under each cell of a reproduction panel, the paper's value (black) and each family's of ours (``ours``:
-    {family: values}, in its colour), two significant digits, '·' where there is none: the numbers the log axis makes
-    hard to read off."""
-    import matplotlib.transforms as mtransforms
-
-    rows = [("paper", paper, "k")] + [(_FAMILY_STYLE.get(f, ("0.4", "d", f))[2].replace("ours: ", "ours, "), v,
-                                        _FAMILY_STYLE.get(f, ("0.4", "d", f))[0]) for f, v in ours.items()]
-    for r, (name, vals, c) in enumerate(rows):
-        dy = -42 - 14 * r  # points under the axis: below the two-line tick labels, one 9-pt row each
-        at = mtransforms.offset_copy(mtransforms.blended_transform_factory(ax.transAxes, ax.transAxes), fig=ax.figure,
-                                     y=dy, units="points")
-        ax.text(-0.01, 0.0, name.split(" (")[0], transform=at, ha="right", va="center", fontsize=9, color=c,
-                fontweight="bold")
-        tr = mtransforms.offset_copy(mtransforms.blended_transform_factory(ax.transData, ax.transAxes), fig=ax.figure,
-                                     y=dy, units="points")
-        for xi, v in zip(x, vals, strict=True):
-            ax.text(xi, 0.0, _table_number(v), transform=tr, ha="center", va="center", fontsize=9, color=c)
-
-
-def _table_number(v) -> str:
-    """A value-table entry: two significant digits, '0' below 0.001 in size (no 6.7e-05), '·' where there is none."""
-    if not np.isfinite(v):
-        return "·"
-    return "0" if abs(v) < 1e-3 else _g(v).replace("-", "−")
-
-
-def _ours_family(ax, fam, xs, vals, rk, absolute, floor=None) -> set:
-    """One family of ours in a reproduction panel: its (mean, low, high) ``vals`` at ``xs``. Without ``floor``:
-    filled against exact, hollow with its CI against the simulation (``absolute``: |error|, its CI folded at 0). With
-    ``floor`` (a log axis of sizes from there up): the sign by the fill — filled conservative (above the reference),
-    hollow optimistic — the CI whisker only where the reference is our simulation, and a size below the floor as
-    :data:`_ZERO_MARK` on it. Returns the reference kinds drawn (and "zero" where a size lies below the floor)."""
+def _ours_family(ax, fam, xs, vals, rk) -> set:
+    """One family of ours in a §6.3 panel: its |(mean, low, high)| ``vals`` at ``xs`` (the CI folded at 0), filled
+    against exact, hollow with its CI against the simulation. Returns the reference kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
-    signed = np.asarray(m, float)
-    if absolute or floor:
-        a_, b_ = np.abs(lo), np.abs(hi)
-        straddle = (lo <= 0) & (hi >= 0)
-        lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
+    a_, b_ = np.abs(lo), np.abs(hi)
+    straddle = (lo <= 0) & (hi >= 0)
+    lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
     ok = np.isfinite(m)
     drawn = set()
-    if floor:
-        zero = ok & (m < floor)
-        if zero.any():
-            ax.plot(xs[zero], np.full(int(zero.sum()), floor), ls="none", color=color, **_ZERO_MARK, zorder=6)
-            drawn.add("zero")
-        lo, hi = np.maximum(lo, floor), np.maximum(hi, floor)
-        for pos, face in ((True, color), (False, "white")):
-            sel = ok & ~zero & ((signed > 0) == pos)
-            if not sel.any():
-                continue
-            for rkind in (REF_EXACT, REF_SIMULATION):
-                k = sel & (rk == rkind)
-                if k.any():
-                    drawn.add(rkind)
-                    err = (np.vstack([np.maximum(m[k] - lo[k], 0), np.maximum(hi[k] - m[k], 0)])
-                           if rkind == REF_SIMULATION else None)
-                    ax.errorbar(xs[k], m[k], yerr=err, fmt=marker, color=color, mfc=face, mew=1.6, ms=7.5, lw=1.2,
-                                capsize=3, zorder=5)
-        return drawn
     for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
         sel = ok & (rk == rkind)
         if sel.any():
             drawn.add(rkind)
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=6, lw=1, capsize=2,
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=6.5, lw=1, capsize=2,
                         label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
     return drawn
 
 
-def _beside_legend(fams, prefix, drawn, signed=False) -> tuple[list, list]:
-    """The reproduction panels' legend: plain markers (no error-bar glyph: against exact there is no interval).
-    ``signed``: the sign by the fill (filled conservative, hollow optimistic; :func:`_ours_family`)."""
+def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
+    """The §6.3 panels' legend: plain markers (no error-bar glyph: against exact there is no interval)."""
     from matplotlib.lines import Line2D
 
-    h = [Line2D([], [], **(_PAPER_BAR if signed else _PAPER_MARK))]
-    lab = ["paper (one simulation seed): black bar"]
+    h = [Line2D([], [], **_PAPER_MARK)]
+    lab = ["paper (one simulation seed): hollow black circle"]
     for fam in fams:
         color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
-        h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=7.5 if signed else 5))
-        lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method at that percentile)"
-                            if prefix == "pct" else " (its best method by W)"))
-    if signed:
-        h += [Line2D([], [], ls="none", marker="s", color="0.3", ms=7.5),
-              Line2D([], [], ls="none", marker="s", color="0.3", mfc="white", mew=1.6, ms=7.5)]
-        lab += ["filled, \"+\": conservative (above the reference)", "hollow, \"−\": optimistic (below the reference)"]
-        h.append(Line2D([], [], ls="-", color="0.45", lw=1.0, marker=">", ms=5))
-        lab.append("arrow: from the paper's error to ours (best of A–F);\npointing down: the paper's is the larger")
-        if "zero" in drawn:
-            h.append(Line2D([], [], ls="none", color="0.3", **_ZERO_MARK))
-            lab.append(f"0 (below {PCT_FLOOR:g}), on the floor")
-        if REF_SIMULATION in drawn:
-            h.append(Line2D([], [], ls="-", marker="|", color="0.3", ms=8))
-            lab.append("with a 95 % CI whisker: against our simulation (exact did not run)")
-        return h, lab
+        h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=6.5))
+        lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method by W)"))
     if REF_SIMULATION in drawn:
-        h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=5))
+        h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=6.5))
         lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
     return h, lab
 
 
-def _magnitude_axis(ax, signed, floor, fams=()) -> None:
-    """A log y axis of sizes from ``floor`` (a smaller size sits on it, drawn as :data:`_ZERO_MARK`) to just above the
-    largest (``signed``: {'paper' or family: (x, signed values)}), labelled at the decades; the signs and the arrows
-    from the paper's value to ours (:func:`_signs_and_arrows`, ``fams``: ours in order, best of A–F first)."""
-    ax.set_yscale("log")
-    hi = max(float(np.nanmax(np.abs(v), initial=floor)) for _, v in signed.values())
-    top = hi * 2.0
-    ax.set_ylim(floor / 1.8, top)
-    dec = [floor * 10.0 ** k for k in range(math.floor(math.log10(top / floor) + 1e-9) + 1)]
-    ax.set_yticks(dec, [f"{d:g}" for d in dec])
-    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-    ax.axhline(floor, color="0.6", lw=0.7, ls=":")
-    _signs_and_arrows(ax, signed, list(fams), floor)
-
-
-def _paper_larger(rep) -> tuple[int, int]:
+def _paper_larger(rep, family="faithful") -> tuple[int, int]:
     """(k, n): at k of the n (percentile, cell) points where both exist, the paper's percentile error is larger in
-    size than ours (best of A–F, against the best reference)."""
-    ours = rep["percentile_error"].sel(family="faithful").values
+    size than ours (best of ``family``, against the best reference)."""
+    ours = rep["percentile_error"].sel(family=family).values
     paper = rep["paper_percentile_error"].values
-    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    ref = rep["percentile_error_reference"].sel(family=family).values
     both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
     return int((np.abs(paper[both]) > np.abs(ours[both])).sum()), int(both.sum())
 
@@ -322,24 +183,140 @@ def _cells_in_run(rep, prefix, refvar) -> tuple[int, int]:
     return int(have.sum()), int(have.size)
 
 
-#: the §6.1/§6.2 figure's log axis starts here (a size below it is drawn on the bottom edge; the table prints 0)
-PCT_FLOOR = 1e-3
+#: the §6.1/§6.2 scatter: one colour per percentile (Okabe–Ito, colour-blind safe), one marker per R
+_PCT_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
+_R_MARKERS = ("o", "s", "^", "P", "X", "*")
+#: the symlog axes' linear range (mean service times): errors smaller than this sit on a linear stretch around 0
+_PCT_LINTHRESH = 0.1
+#: the §6.1/§6.2 scatter's panels: (family, panel title)
+_PCT_PANELS = (("faithful", "ours: best of A–F (the paper's methods)"), ("corrected", "ours: best of A*–F*"),
+               (TAIL, "ours: method T"))
 
 
 def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
-    """§6.1/§6.2: the paper's signed percentile error of the best method for that percentile beside ours per family,
-    as a share of the reference percentile (exact's where it ran, else our mean simulated one)."""
-    fams = ["faithful", "corrected", TAIL]
-    fig, pts = _paper_beside_ours(
-        rep, stem, prefix="pct", pvar="paper_percentile_error",
-        ovar=("percentile_error", "percentile_error_ci_low", "percentile_error_ci_high"),
-        refvar="percentile_error_reference", fams=fams,
-        relative_from=None, factor=1.0,  # in time units, as the paper's table: where our reference is missing (high
-        # load) the paper's value still has its place
-        title=_pct_title(rep), what=f"|method − reference|\n({TIME_UNIT}, log scale)",
-        absolute=False, kw=kw, floor=PCT_FLOOR, values=True)
+    """§6.1/§6.2 in one encoding: the paper's signed percentile error of its best method (x) against ours (y), one
+    panel per family of ours (best of A–F, best of A*–F*, T), both in mean service times (method − reference) on the
+    same symlog axes; the line y = x (the same error) and the area where ours is the smaller in size (|y| < |x|)
+    shaded, so that the title's count is the number of points in the shaded area of the first panel. One colour per
+    percentile, one marker per R. The points where we have no reference are named once under the panels (never drawn
+    at a y)."""
+    fams = [(f, t) for f, t in _PCT_PANELS if f in rep["family"].values.tolist()]
+    P = rep["pct_percentile"].values
+    Rs, rhos = rep["pct_R"].values, rep["pct_rho"].values
+    paper = rep["paper_percentile_error"].values  # (percentile, rho, R)
+    inrun = (rep["percentile_error_reference"].sel(family="faithful").values != -1)
+    fig, axes = plt.subplots(1, len(fams), figsize=(4.3 * len(fams) + 1.0, 6.2), squeeze=False)
+    axes = axes[0]
+    if not inrun.any():
+        for ax in axes:
+            _message_panel(ax, "this run's grid shares no (R, ρ) cell\nwith the paper's table")
+        fig.suptitle("Paper §6.1/§6.2: percentile error of the best method", fontsize=11.5)
+        return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", [],
+                                                                    "§6.1 (99.99th) and §6.2 (99.999th percentile)"),
+                           **kw)
+    R_run = [k for k in range(len(Rs)) if inrun[:, :, k].any()]
+    vals = [paper[inrun]]
+    for fam, _ in fams:
+        v = rep["percentile_error"].sel(family=fam).values
+        vals.append(v[inrun & np.isfinite(v)])
+    allv = np.concatenate(vals)
+    allv = allv[np.isfinite(allv)]
+    lo, hi = min(float(allv.min()) * 1.8, -1.0), max(float(allv.max()) * 1.8, 1.0)
+    ci_drawn = False
+    for ax, (fam, title) in zip(axes, fams, strict=True):
+        ours = rep["percentile_error"].sel(family=fam).values
+        ref = rep["percentile_error_reference"].sel(family=fam).values
+        cl, ch = (rep[f"percentile_error_ci_{s}"].sel(family=fam).values for s in ("low", "high"))
+        _paper_vs_ours_axes(ax, lo, hi)
+        for a, _p in enumerate(P):
+            for kk, k in enumerate(R_run):
+                sel = inrun[a, :, k] & np.isfinite(ours[a, :, k]) & np.isfinite(paper[a, :, k])
+                if not sel.any():
+                    continue
+                x, y = paper[a, sel, k], ours[a, sel, k]
+                sim = ref[a, sel, k] == REF_SIMULATION
+                if sim.any():  # our simulation's 95 % CI: a thin vertical bar
+                    ci_drawn = True
+                    ax.vlines(x[sim], cl[a, sel, k][sim], ch[a, sel, k][sim], color=_PCT_COLORS[a % 4], lw=1.2,
+                              zorder=3)
+                ax.plot(x, y, ls="none", marker=_R_MARKERS[kk % len(_R_MARKERS)], ms=8.5, color=_PCT_COLORS[a % 4],
+                        mec="k", mew=0.6, zorder=4)
+        kl, nl = _paper_larger(rep, fam)
+        ax.set_title(f"{title}\nsmaller than the paper's at {kl} of {nl} points", fontsize=10.5, loc="left")
+        ax.set_xlabel(f"paper's error ({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
+    axes[0].set_ylabel(f"our error: method − reference\n({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    h = [Line2D([], [], ls="none", marker="o", ms=9, color=_PCT_COLORS[a % 4], mec="k", mew=0.6)
+         for a in range(len(P))]
+    lab = [f"{p:g}th percentile" for p in P]
+    h += [Line2D([], [], ls="none", marker=_R_MARKERS[kk % len(_R_MARKERS)], ms=8.5, color="0.55", mec="k", mew=0.6)
+          for kk in range(len(R_run))]
+    lab += [f"R = {Rs[k]}" for k in R_run]
+    h += [Line2D([], [], color="0.3", lw=1.2), Patch(facecolor=_SMALLER_FILL, edgecolor="none")]
+    lab += ["y = x: ours = the paper's", "shaded: ours smaller in size than the paper's"]
+    if ci_drawn:
+        h.append(Line2D([], [], color="0.3", lw=1.2, marker="|", ms=9, ls="none"))
+        lab.append("vertical bar: 95 % CI (ours against our simulation)")
+    fig.subplots_adjust(left=0.075, right=0.99, top=0.8, bottom=0.35, wspace=0.26)
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.2), ncol=_balanced_ncol(len(h), (5, 4, 3)),
+               frameon=False, fontsize=10, handlelength=1.8, columnspacing=1.2)
+    note = _pct_missing_note(rep)
+    if note:
+        fig.text(0.5, 0.015, note, ha="center", va="bottom", fontsize=9.5, color="0.25", wrap=True)
+    fig.suptitle(_pct_title(rep), y=0.985, va="top", fontsize=11.5)
+    pts = [(k, b) for k in range(len(Rs)) for b in range(len(rhos)) if inrun[:, b, k].any()]
     return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
-                                                         "§6.1 (99.99th) and §6.2 (99.999th percentile)"), **kw)
+                                                                "§6.1 (99.99th) and §6.2 (99.999th percentile)"),
+                       **kw)
+
+
+#: the §6.1/§6.2 scatter's shaded area: where ours is the smaller error in size (|y| < |x|)
+_SMALLER_FILL = "0.88"
+
+
+def _paper_vs_ours_axes(ax, lo, hi) -> None:
+    """Symlog axes from ``lo`` to ``hi`` on both x and y (the same scale), the line y = x, the axes' zero lines, and
+    the area |y| < |x| shaded (:data:`_SMALLER_FILL`)."""
+    for axis in ("x", "y"):
+        getattr(ax, f"set_{axis}scale")("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    x = np.concatenate([-np.geomspace(-lo, _PCT_LINTHRESH / 100, 200), [0.0],
+                        np.geomspace(_PCT_LINTHRESH / 100, hi, 200)])
+    ax.fill_between(x, -np.abs(x), np.abs(x), color=_SMALLER_FILL, lw=0, zorder=0)
+    ax.plot([lo, hi], [lo, hi], color="0.3", lw=1.2, zorder=2)
+    ax.axhline(0, color="0.6", lw=0.7, zorder=1)
+    ax.axvline(0, color="0.6", lw=0.7, zorder=1)
+    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo <= t <= hi]
+    ax.set_xticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
+    ax.set_yticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.yaxis.set_minor_locator(mticker.NullLocator())
+    ax.tick_params(labelsize=10)
+    ax.grid(alpha=0.25)
+
+
+def _pct_missing_note(rep) -> str:
+    """One line: the cells of the paper's §6.1/§6.2 table in this run where we have no value (no reference), per
+    cell the percentiles without one."""
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    P, Rs, rhos = (rep[v].values for v in ("pct_percentile", "pct_R", "pct_rho"))
+    miss = {}
+    for a, b, k in zip(*np.nonzero(ref == 0), strict=True):
+        miss.setdefault((int(Rs[k]), float(rhos[b])), []).append(float(P[a]))
+    if not miss:
+        return ""
+    nb = "\u00a0"  # a cell's words never split over two lines
+    per_R = {}
+    for (R, r), ps in sorted(miss.items()):
+        per_R.setdefault(R, []).append(f"{r:g}" + ("" if len(ps) == len(P) else
+                                                    f"{nb}({'/'.join(f'{p:g}' for p in ps)}th)"))
+    cells = [f"R{nb}={nb}{R}:{nb}ρ{nb}={nb}" + f",{nb}".join(v) for R, v in per_R.items()]
+    n = sum(len(v) for v in miss.values())
+    return textwrap.fill(f"Not drawn — no value of ours (no reference: the simulation too short, or exact's percentile "
+                         f"beyond its time grid) at {n} points: " + "; ".join(cells), 150)
 
 
 def _paper_where_ours_missing(rep) -> dict:
@@ -355,23 +332,19 @@ def _paper_where_ours_missing(rep) -> dict:
 
 
 def _pct_title(rep) -> str:
-    """The §6.1/§6.2 figure's title: what it shows, and its headline — how often the paper's error is the larger one,
-    and whether we lack a value where the paper's errors are largest (the same numbers as the caption's claims)."""
+    """The §6.1/§6.2 figure's title: its headline — how often the paper's error is the larger one (the points in the
+    first panel's shaded area), and whether we lack a value where the paper's errors are largest (the same numbers
+    as the caption's claims)."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
-    head = []
     kl, nl = _paper_larger(rep)
-    if nl:
-        head.append(f"the paper's error is the larger at {kl} of {nl} points (arrows pointing down)")
+    first = (f"Paper §6.1/§6.2: the paper's error is the larger at {kl} of {nl} points (left panel, shaded area)"
+             if nl else "Paper §6.1/§6.2: percentile error of the best method, the paper's against ours")
     (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
+    second = f"{have} of the table's {total} cells in this run"
     if km and kh:
-        head.append(f"no value of ours at {km} points, where the paper's errors are "
-                    + (f"largest (median |error| {_g(mm)} vs {_g(mh)})" if mm > mh else
-                       f"not larger (median |error| {_g(mm)} vs {_g(mh)})"))
-    first = f"{head[0][0].upper()}{head[0][1:]}" if head else "Paper §6.1/§6.2"
-    rest = head[1:] + [f"{have} of the table's {total} cells in this run"]
-    return (first + (" (§6.1/§6.2, percentile error of the best method)" if head else
-                     ": percentile error of the best method") + f"\n{rest[0][0].upper()}{rest[0][1:]}"
-            + "".join(f"; {r}" for r in rest[1:]))
+        second = (f"no value of ours at {km} points, where the paper's errors are "
+                  + ("largest" if mm > mh else "not larger") + f" (median |error| {_g(mm)} vs {_g(mh)}); " + second)
+    return f"{first}\n{second[0].upper()}{second[1:]}"
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -380,12 +353,12 @@ def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
     fig, pts = _paper_beside_ours(
         rep, stem, prefix="rel", pvar="paper_relative_error",
         ovar=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
-        refvar="relative_error_reference", fams=fams, relative_from=None,
+        refvar="relative_error_reference", fams=fams,
         title="Paper §6.3: |relative percentile error| of the best method by Wasserstein distance, the paper's beside "
               "ours\n(sizes only: the paper publishes them without sign; "
               + "{} of the table's {} cells are in this run)".format(
                   *_cells_in_run(rep, "rel", "relative_error_reference")),
-        what="|method − reference| / reference (%)", absolute=True, kw=kw)
+        what="|method − reference| / reference (%)", kw=kw)
     return common.save(fig, stem, caption=_reproduction_caption(rep, "rel", "relative_error_reference", pts,
                                                          "§6.3 (99th, 99.9th and 99.99th percentiles)"), **kw)
 
@@ -403,21 +376,24 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
     if inrun.any():
         k_ex, k_sim, k_none = (int((ref == v).sum()) for v in (REF_EXACT, REF_SIMULATION, 0))
         n = int(inrun.sum())
+        glyph = (lambda g: "") if prefix == "pct" else (lambda g: f" ({g})")  # the scatter draws no status marks
         findings.append(Claim(f"Of the {n} (percentile, cell) points of the paper's table in this run, ours (best of "
                               f"A–F) is measured against exact at {k_ex}, against our simulation at {k_sim}, and has "
-                              f"no value at {k_none} (no reference of ours: ◇ or ▶).", [n, k_ex, k_sim, k_none],
+                              f"no value at {k_none} (no reference of ours" + ("" if prefix == "pct" else ": ◇ or ▶")
+                              + ").", [n, k_ex, k_sim, k_none],
                               [_rq(f"{refvar} != -1", sel=fam_sel), _rq(f"{refvar} == 1", sel=fam_sel),
                                _rq(f"{refvar} == 2", sel=fam_sel), _rq(f"{refvar} == 0", sel=fam_sel)]))
         bg = (rep["percentile_beyond_grid"].values != 0) & (ref == 0) if (
             prefix == "pct" and "percentile_beyond_grid" in rep) else np.zeros(ref.shape, bool)
         if k_none - int(bg.sum()):
             limits.append(Claim(f"At {k_none - int(bg.sum())} points our reference is too short ({RULE}): no value of "
-                                "ours there (◇).", k_none - int(bg.sum()),
+                                f"ours there{glyph('◇')}.", k_none - int(bg.sum()),
                                 _rq(f"({refvar} == 0)" + (" & (percentile_beyond_grid == 0)" if bg.any() else ""),
                                     sel=fam_sel)))
         if bg.any():
             limits.append(Claim(f"At {int(bg.sum())} points exact ran but its percentile lies beyond the time grid "
-                                "(t_max), and the simulation is too short: no value of ours there (▶).", int(bg.sum()),
+                                f"(t_max), and the simulation is too short: no value of ours there{glyph('▶')}.",
+                                int(bg.sum()),
                                 _rq(f"({refvar} == 0) & (percentile_beyond_grid != 0)", sel=fam_sel)))
         if prefix == "pct":
             ours = rep["percentile_error"].sel(family="faithful").values
@@ -458,24 +434,37 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                       f"error| differ by a median {100 * med:.1f} percentage points.", med,
                                       _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
                                           (("median", None),), w), half_unit(1, 100)))
-    return Caption(
-        f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
-        "cells of its table this run has: the paper's value (black bars) and, per family, the best method of "
-        "ours (blue A–F, orange A*–F*, teal T).", findings, limits,
+    what = (f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) against ours at "
+            "the cells of its table this run has: one point per (percentile, cell), the paper's signed error of its "
+            "best method on x, ours on y (method − reference, in " + TIME_UNIT + "), one panel per family of ours "
+            "(best of A–F, best of A*–F*, method T), one colour per percentile, one marker per R."
+            if prefix == "pct" else
+            f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
+            "cells of its table this run has: the paper's value (hollow black circle) and, per family, the best "
+            "method of ours (blue A–F, orange A*–F*, teal T).")
+    if prefix == "pct":  # each other panel's count (the first panel's is the finding above)
+        for fam in [f for f, _ in _PCT_PANELS[1:] if f in rep["family"].values.tolist()]:
+            kl, nl = _paper_larger(rep, fam)
+            if nl:
+                w = (f"(percentile_error_reference.sel(family={fam!r}) > 0) & isfinite(paper_percentile_error) & "
+                     f"isfinite(percentile_error.sel(family={fam!r}))")
+                findings.append(Claim(f"Ours ({dict(_PCT_PANELS)[fam].removeprefix('ours: ').split(' (')[0]}) is "
+                                      f"smaller in size than the paper's error at {kl} of {nl} points.", [kl, nl],
+                                      [_rq(f"abs(paper_percentile_error) > abs(percentile_error.sel(family={fam!r}))",
+                                           where=w), _rq(w)]))
+    return Caption(what, findings, limits,
         [("Ours is measured against the best reference: exact's percentile where exact ran (no noise), else our "
           "mean simulated percentile "
-         + (f"(with its 95% CI whisker); both in {TIME_UNIT}, as the paper's table (method − its simulation), so the "
-            "paper's value is drawn also where we have no reference. The axis is logarithmic in the size |method − "
-            "reference| (higher = larger error); the sign is written beside every value and told by the fill, the "
-            "paper's bar and ours alike: \"+\" and filled = conservative (above the reference), \"−\" and hollow = "
-            "optimistic (below); a grey arrow runs from the paper's bar (left in its cell) to ours (best of A–F, "
-            "right of it), pointing down where the paper's error is the larger; a size below "
-            f"{PCT_FLOOR:g} is drawn as a 0 on the floor (no sign), and the table under each panel prints every "
-            "signed value. " if prefix == "pct" else
+         + (f"(with its 95% CI as a vertical bar); both in {TIME_UNIT}, as the paper's table (method − its "
+            "simulation). Both axes are symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
+            "logarithmic beyond), the same scale on x and y: a point on the line y = x has our error equal to the "
+            "paper's; a point in the shaded area (|y| < |x|) has ours the smaller in size; below 0 is optimistic "
+            "(under the reference), above 0 conservative. The paper's points where we have no value are not drawn; "
+            "the line under the panels names them. " if prefix == "pct" else
             "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
             "percentile, the paper's too. ")
-         + "Where exact did not run (or its percentile lies beyond the time grid, ▶) and our simulation has too few "
-         "customers beyond the percentile (◇), we have no reference and draw nothing of ours there.")])
+         + "Where exact did not run (or its percentile lies beyond the time grid) and our simulation has too few "
+         "customers beyond the percentile, we have no reference and draw nothing of ours there.")])
 
 
 def reproduction_map(rep: xr.Dataset, stem, **kw):
@@ -501,8 +490,8 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
                       fontsize=8)
         ax.set_yticks(range(len(R)), [str(r) for r in R], fontsize=8)
         ax.set_ylabel("servers R")
-    axes[-1].set_xlabel("load ρ")
-    fig.subplots_adjust(hspace=0.42, top=0.95, bottom=0.07, left=0.1, right=0.9)
+        ax.set_xlabel("load ρ")
+    fig.subplots_adjust(hspace=0.55, top=0.95, bottom=0.07, left=0.1, right=0.9)
     from matplotlib.patches import Patch
 
     if noise:
@@ -539,7 +528,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     agree = rep["agreement"].values
     tie = agree == TIE
     ours_shown = np.where(short, "", ours)
-    cmap = ListedColormap([method_color(m) for m in letters]).with_extremes(bad="0.93")
+    cmap = ListedColormap([_MAP_COLORS[m] for m in letters]).with_extremes(bad="0.93")
     codes = lambda L: np.vectorize(lambda v: letters.index(v) if v in letters else np.nan, otypes=[float])(L)
     for ax, L, Z, title in ((axes[0], paper, codes(paper), "the paper (the authors' best.csv, one seed)"),
                             (axes[1], ours_shown, codes(np.where(tie, "", ours_shown)),
@@ -554,11 +543,12 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                 ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
                         color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
             elif v:
-                ax.text(j, i, v, ha="center", va="center", fontsize=8.5, color="w", fontweight="bold")
+                ax.text(j, i, v, ha="center", va="center", fontsize=9, color=_ink(_MAP_COLORS.get(v, "0.5")),
+                        fontweight="bold")
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
-    more = [(Patch(color=method_color(m)), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
+    more = [(Patch(color=_MAP_COLORS[m]), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
     if (~short & ((paper == "") | (ours == ""))).any():
         more.append((Patch(facecolor="0.93", edgecolor="0.6"),
                      "light grey: not in this run, or not in the paper's grid"))
@@ -569,6 +559,18 @@ def _rep_best_panels(axes, rep, short, few) -> list:
         more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
                      "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
     return more
+
+
+#: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
+_MAP_COLORS = {"A": "#0072B2", "B": "#E69F00", "C": "#56B4E9", "D": "#D55E00", "E": "#009E73", "F": "#CC79A7"}
+
+
+def _ink(color) -> str:
+    """Black or white, whichever reads better on ``color`` (its relative luminance)."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return "k" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "w"
 
 
 #: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
@@ -616,8 +618,9 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
     cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
     cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
-    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F: blue = the corrected methods are closer",
-                 fontsize=9.5, loc="left")
+    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\nblue = the "
+                 "corrected are closer; white dotted: the simulation's noise hides any difference", fontsize=9.5,
+                 loc="left")
     return bool(noise.any())
 
 

@@ -10,6 +10,7 @@ import xarray as xr
 
 from ...core.present.claims import Caption, Claim, sig_tol
 from ...core.present.figures import (
+    METHOD_MARKERS,
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
     log_ticks,
@@ -28,32 +29,25 @@ from .common import (
     EXPONENTIAL,
     FAITHFUL,
     NOISE_FILL,
-    NOISE_LABEL,
     NOISE_WORDS,
     RULE,
     TAIL,
+    TAIL_LABEL,
     W_FLOOR,
     _g,
-    _legend_below,
     _shown_note,
     _shown_R,
     series,
 )
 
-
 # =========================================================================== Wasserstein distance
-def _family_lines(cmp):
-    """The two rows of the method figures: the paper's A–F, and the corrected chains with T (exact is the
-    reference there, so it is no line of its own)."""
-    rows = [("paper-faithful A–F", series(cmp, "faithful")),
-            ("corrected A*–F* and T", [s for s in series(cmp, "corrected") if s.method != "exact"])]
-    return [r for r in rows if r[1]]
-
-
-#: a W below the axis floor, drawn on the bottom edge: an arrow down (no method's marker)
-_CLIP_MARK = {"marker": r"$\downarrow$", "ms": 11}
-#: the type size (pt) of every letter a reader must read in the Wasserstein figure
-_LETTER_PT = 9.5
+#: the Wasserstein figure's three lines: the best of each family at each load (by W to the reference), and T
+_BEST_FAITHFUL = {"color": "0.3", "lw": 3.0, "ls": "-", "marker": "o", "label": "best of A–F (the paper's methods)"}
+_BEST_CORRECTED = {"color": "tab:orange", "lw": 2.0, "ls": "--", "marker": "s", "label": "best of A*–F* (corrected)"}
+#: a W below the axis floor: a ▼ on the bottom edge in its line's colour, the lines side by side (points apart)
+_FLOOR_MARK = {"marker": "v", "ms": 9, "ls": "none", "mec": "k", "mew": 0.5}
+#: the type size (pt) of every word a reader must read in the Wasserstein figure
+_LETTER_PT = 10.5
 
 
 def _load_forward(rho):
@@ -80,200 +74,130 @@ def _load_axis(ax, ticks) -> None:
     ax.xaxis.set_minor_locator(plt.NullLocator())
 
 
+def _w_series(cmp, d, i) -> list:
+    """The lines of R index ``i``: (style, W per load, reference kind per load, status rows) — the best of A–F, the
+    best of A*–F* (each the smallest W of its members at each load), and T; a family that did not run at a load
+    (every member not run, or not a CDF) has a status there instead."""
+    methods = cmp["approximation"].values.tolist()
+    W, ref, status = d["W"].values[i], d["reference"].values[i], d["status"].values[i]
+    out = []
+    faith = [m for m in FAITHFUL if m in methods]
+    corr = [m for m in methods if m.endswith("*")]
+    fams = [(_BEST_FAITHFUL, faith, "A–F"), (_BEST_CORRECTED, corr, "A*–F*")]
+    if TAIL in methods:
+        sr = series(cmp, "corrected")[-1]
+        fams.append(({"color": sr.color, "lw": sr.lw + 0.4, "ls": sr.style,
+                      "marker": METHOD_MARKERS.get(TAIL, "o"), "label": TAIL_LABEL}, [TAIL], TAIL))
+    for style, members, name in fams:
+        if not members:
+            continue
+        idx = [methods.index(m) for m in members]
+        sub = W[:, idx]
+        fin = np.isfinite(sub)
+        with np.errstate(all="ignore"):
+            k = np.argmin(np.where(fin, sub, np.inf), axis=1)
+        y = np.where(fin.any(1), sub[np.arange(len(k)), k], np.nan)
+        rk = np.where(fin.any(1), ref[np.arange(len(k)), np.asarray(idx)[k]], 0)
+        st = status[:, idx]
+        marks = {key: ~fin.any(1) & (st == key).all(1) for key in ("not_run", "invalid")}
+        out.append((style, y, rk, marks, name))
+    return out
+
+
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
-    """Wasserstein distance W of each method to its best reference (exact where it ran, else the simulation) against
-    ρ on a high-load-friendly axis (:func:`_load_axis`), one row per R that ran (at most five), one column per family;
-    where a method is set against the simulation, the simulation's own noise (``sim_noise_wasserstein``: no method
-    can look closer) as a grey area; status marks in a strip above each panel, one labelled row per method (every
-    panel keeps the same strip height); a panel where every line lies below the floor is a note instead. Letters at
-    the points are placed where they meet no other (:func:`_place_letters`)."""
+    """Wasserstein distance W to the best reference (exact where it ran, else the simulation) against ρ on a
+    high-load-friendly axis (:func:`_load_axis`), one panel per R that ran (at most five): on the same axes the best
+    of the paper's A–F at each load (bold grey), the best of the corrected A*–F* (orange) and T, so that "the
+    corrected methods are closer" is read inside each panel; filled markers against exact, hollow against the
+    simulation, whose own noise is a grey area; a W below the floor a ▼ on the bottom edge; status marks in a strip
+    above each panel (one labelled row per family). The legend fills the last slot."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
     all_R = c["R"].values
     Rv = _shown_R(all_R)
-    rows = _family_lines(cmp)
-    fig, axes = plt.subplots(len(Rv), len(rows), figsize=(5.6 * len(rows) + 1.4, 2.8 * len(Rv) + 1.9),
-                             sharex=True, sharey=True, squeeze=False, gridspec_kw={"hspace": 0.75, "wspace": 0.3})
-    kinds, floor_hit, noise_drawn, strips, letters = set(), False, False, [], []
-    for f, (title, lines) in enumerate(rows):
-        for k, R in enumerate(Rv):
-            strip, hit, nz, low = _w_panel(axes[k, f], cmp, c, d, lines, int(np.nonzero(all_R == R)[0][0]), letters)
-            floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
-            kinds |= strip.kinds
-            strips.append((strip, R, low, title, k))
-    fig.subplots_adjust(left=0.09, right=0.95, top=1 - 1.25 / fig.get_figheight(), bottom=0.9 / fig.get_figheight())
-    reserve = max(len(s.rows) for s, *_ in strips)
-    first = {title: min((k for _, _, low, t, k in strips if t == title and not low), default=0) for title, _ in rows}
-    for (strip, R, low, title, k), ax in zip(strips, axes.T.ravel(), strict=True):
-        if low:  # nothing above the floor: a note where the panel would be (its lines say nothing more)
-            ax.set_axis_off()
-            ax.text(0.5, 0.45, f"R = {R}, {title}:\nevery line W < {W_FLOOR:g} against exact at every load\n"
-                    "(nothing to draw)", transform=ax.transAxes, ha="center", va="center", fontsize=_LETTER_PT + 0.5,
-                    color="0.2", bbox={"boxstyle": "round,pad=0.6", "fc": "0.97", "ec": "0.6"})
-            continue
-        strip.finish(title=(f"{title} — " if k == first[title] else "") + f"R = {R}", fontsize=10.5,
-                     reserve=reserve, label_size=9, row_pt=10.5)
-    for ax in axes.ravel():
+    ncol = 2 if len(Rv) > 1 else 1
+    nrow = -(-(len(Rv) + 1) // ncol) if ncol == 2 else 2
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.4 * ncol + 0.8, 3.3 * nrow + 1.3), sharex=True, sharey=True,
+                             squeeze=False, gridspec_kw={"hspace": 0.55, "wspace": 0.2})
+    flat = list(axes.ravel())
+    kinds, floor_hit, noise_drawn, strips = set(), False, False, []
+    for ax, R in zip(flat, Rv, strict=False):
+        strip, hit, nz = _w_panel(ax, cmp, c, d, int(np.nonzero(all_R == R)[0][0]))
+        floor_hit, noise_drawn = floor_hit or hit, noise_drawn or nz
+        kinds |= strip.kinds
+        strips.append((strip, R))
+    reserve = max(len(s.rows) for s, _ in strips)
+    for strip, R in strips:
+        strip.finish(title=f"R = {R}", fontsize=_LETTER_PT + 0.5, reserve=reserve, label_size=9.5, row_pt=11)
+    for ax in flat[: len(Rv)]:
         ax.tick_params(axis="both", labelsize=_LETTER_PT)
         ax.tick_params(axis="x", labelbottom=True, rotation=0)
-    for ax in axes[-1, :]:
-        ax.set_xlabel("load ρ (axis: −log(1 − ρ), so that high loads stand apart)", fontsize=10)
-    for ax in axes.ravel():  # every panel its own y labels (the right column's too: shared, but read on its own)
-        ax.set_ylabel(f"W ({TIME_UNIT})", fontsize=10)
-        ax.tick_params(axis="y", labelleft=True)
+        ax.set_xlabel("load ρ", fontsize=_LETTER_PT)
+    for row in axes:
+        row[0].set_ylabel(f"W ({TIME_UNIT})", fontsize=_LETTER_PT)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
     log_ticks(axes[0, 0].yaxis)
-    h, lab = _w_legend(rows, noise_drawn, kinds, floor_hit)
-    _legend_below(fig, h, lab, ncol=2, fontsize=_LETTER_PT, y=0.0)
-    _place_letters(fig, letters)
+    slot = flat[len(Rv)]
+    for ax in flat[len(Rv):]:
+        ax.set_axis_off()
+    fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.0 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
+    h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit)
+    slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0)
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn, kinds, floor_hit)
     # the title's finding is the caption's (the same claim, from the same data)
     lead = next((getattr(c, "text", "") for c in cap.findings
                  if getattr(c, "text", "").startswith("The closest corrected method")), "")
     fig.suptitle((f"{lead.removesuffix('.')} ({service} service)\n" if lead else
                   f"How far each method's sojourn-time distribution is from the truth ({service} service)\n")
-                 + "Wasserstein distance W to exact where it ran (filled markers), else to the simulation (hollow): "
-                 "lower = closer", y=0.995, va="top", fontsize=11)
+                 + "W to exact where it ran (filled markers), else to the simulation (hollow): lower = closer",
+                 y=1 - 0.15 / fig.get_figheight(), va="top", fontsize=_LETTER_PT + 1)
     return common.save(fig, stem, caption=cap, **kw)
 
 
-def _w_panel(ax, cmp, c, d, lines, i, letters):
-    """One panel of the Wasserstein figure (R index ``i``) on the load axis (:func:`_load_axis`): each line's W
-    (filled against exact, hollow against the simulation; the line broken where W drops below :data:`W_FLOOR`, one
-    arrow per load on the bottom edge there: :func:`_floor_arrows`). In the A–F column the six lines are thin and grey,
-    and the closest of them at each load is one bold line, its letter asked for at each point (appended to
-    ``letters``: :func:`_closest_line`); the simulation's noise as a grey area where a line is set against it, the
-    status marks in the panel's strip (not finished). Returns (the strip, whether an arrow is drawn, whether the noise
-    is drawn, whether every line lies below the floor)."""
-    methods, rho = c["approximation"].values.tolist(), c["rho"].values
+def _w_panel(ax, cmp, c, d, i):
+    """One panel of the Wasserstein figure (R index ``i``) on the load axis (:func:`_load_axis`): the three lines of
+    :func:`_w_series` (filled markers against exact, hollow against the simulation; broken where W drops below
+    :data:`W_FLOOR`, a ▼ in the line's colour on the bottom edge there), the simulation's noise as a grey area where a
+    line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether a ▼ is
+    drawn, whether the noise is drawn)."""
+    from matplotlib.transforms import offset_copy
+
+    rho = c["rho"].values
     xp = np.asarray(rho, dtype=float)
-    W, ref, status = d["W"].values, d["reference"].values, d["status"].values
     strip = status_strip(ax)
     vs_sim = np.zeros(len(rho), bool)
-    cols = [methods.index(sr.method) for sr in lines]
-    below_all = np.isfinite(W[i][:, cols]) & (W[i][:, cols] < W_FLOOR)  # (rho, line)
-    under = all(sr.method in FAITHFUL for sr in lines) and len(lines) > 1  # A–F: grey underlay, the closest bold
-    shown = False
-    for sr in lines:
-        m = methods.index(sr.method)
-        shown = _w_line(ax, xp, W[i, :, m], ref[i, :, m], sr, under) or shown
-        vs_sim |= np.isfinite(W[i, :, m]) & (ref[i, :, m] == REF_SIMULATION)
-        for key in ("not_run", "invalid"):
-            strip.mark(sr.method, xp, status[i, :, m] == key, key, sr.color, sr.method)
-    if under:
-        letters += _closest_line(ax, xp, W[i][:, cols], ref[i][:, cols], [sr.method for sr in lines])
+    lines = _w_series(cmp, d, i)
+    floor_hit = False
+    for n, (style, y, rk, marks, name) in enumerate(lines):
+        ok = np.isfinite(y)
+        above = ok & (y >= W_FLOOR)
+        vs_sim |= ok & (rk == REF_SIMULATION)
+        kw = {k: style[k] for k in ("color", "lw", "ls")}
+        if above.any():
+            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], **kw, zorder=3 + n)
+            for rkind, face in ((REF_EXACT, style["color"]), (REF_SIMULATION, "white")):
+                sel = above & (rk == rkind)
+                ax.plot(xp[sel], y[sel], style["marker"], ms=7, mfc=face, mec=style["color"], mew=1.5, ls="none",
+                        zorder=4 + n)
+        below = ok & ~above
+        if below.any():  # on the bottom edge, the lines side by side (never on one another)
+            at = offset_copy(ax.transData, fig=ax.figure, x=7.0 * (n - (len(lines) - 1) / 2), units="points")
+            ax.plot(xp[below], np.full(int(below.sum()), W_FLOOR), transform=at, color=style["color"],
+                    **_FLOOR_MARK, clip_on=False, zorder=6)
+            floor_hit = True
+        for key, mask in marks.items():
+            strip.mark(name, xp, mask, key, style["color"], name)
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
-    too_short = np.any(np.stack([status[i, :, methods.index(sr.method)] == "too_short" for sr in lines]), 0)
-    strip.mark("reference", xp, too_short, REFERENCE_TOO_SHORT.key, "0.3", "all")
+    status = d["status"].values[i]
+    drawn_cols = [k for k, m in enumerate(c["approximation"].values.tolist()) if m != "exact"]
+    # ◇ where a method lacks a reference and no line has a value (a line drawn there would contradict the mark)
+    valueless = ~np.any([np.isfinite(y) for _, y, *_ in lines], axis=0)
+    strip.mark("reference", xp, valueless & (status[:, drawn_cols] == "too_short").any(1), REFERENCE_TOO_SHORT.key,
+               "0.3", "all")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     _load_axis(ax, xp)
-    low = not shown and bool(np.isfinite(W[i][:, cols]).any()) and not strip.kinds
-    floor_hit = bool(below_all.any()) and not low  # a panel where every line is below says so in a note instead
-    if floor_hit:
-        letters += _floor_arrows(ax, xp, below_all, lines)
-    return strip, floor_hit, noise_drawn, low
-
-
-#: the Wasserstein figure's A–F row: each method thin and light grey behind the closest of them (bold)
-_UNDERLAY = {"color": "0.8", "lw": 0.8, "zorder": 2}
-_CLOSEST = {"color": "0.1", "lw": 2.4, "zorder": 4}
-
-
-def _w_line(ax, xp, y, ref, sr, under) -> bool:
-    """One method's W line (broken below :data:`W_FLOOR`), markers filled against exact, hollow against the
-    simulation; ``under``: thin light grey without markers (the closest line is drawn over it). Returns whether any
-    point lies above the floor."""
-    from ...core.present.figures import METHOD_MARKERS
-
-    ok = np.isfinite(y)
-    above = ok & (y >= W_FLOOR)
-    if not above.any():
-        return False
-    yy = np.where(above, y, np.nan)[ok]
-    if under:
-        ax.plot(xp[ok], yy, "-", **_UNDERLAY)
-        return True
-    ax.plot(xp[ok], yy, sr.style, color=sr.color, lw=sr.lw, label=sr.label, zorder=3)
-    for rk, face in ((REF_EXACT, sr.color), (REF_SIMULATION, "white")):
-        sel = above & (ref == rk)
-        ax.plot(xp[sel], y[sel], METHOD_MARKERS.get(sr.method, "o"), ms=6, mfc=face, mec=sr.color, mew=1.3,
-                ls="none", zorder=4)
-    return True
-
-
-def closest_letters(W, names, tol=None) -> list[str]:
-    """Per load (row of ``W``: (load, method)): the closest method's letter with those within ``tol`` of it
-    ('B=C'), '' where no W is finite or the closest lies below :data:`W_FLOOR`."""
-    tol = W_COINCIDE if tol is None else tol
-    out = []
-    for row in W:
-        fin = np.isfinite(row)
-        if not fin.any() or np.nanmin(row) < W_FLOOR:
-            out.append("")
-            continue
-        best = np.nanmin(row)
-        out.append("=".join(n for n, v in zip(names, row, strict=True) if np.isfinite(v) and v <= best * (1 + tol)))
-    return out
-
-
-def _closest_line(ax, xp, W, ref, names) -> list:
-    """The closest of ``names`` at each load as one bold line (filled marker against exact, hollow against the
-    simulation); returns the letters it asks for, one per point (with those within :data:`W_COINCIDE`): (axes, x,
-    y, text, colour, None) for :func:`_place_letters`."""
-    with np.errstate(all="ignore"):
-        k = np.argmin(np.where(np.isfinite(W), W, np.inf), axis=1)
-    best = W[np.arange(len(xp)), k]
-    on = np.isfinite(best) & (best >= W_FLOOR)
-    if not on.any():
-        return []
-    ax.plot(xp, np.where(on, best, np.nan), "-", **_CLOSEST)
-    vs_exact = on & (ref[np.arange(len(xp)), k] == REF_EXACT)
-    ax.plot(xp[vs_exact], best[vs_exact], "o", ms=6, color=_CLOSEST["color"], zorder=5)
-    ax.plot(xp[on & ~vs_exact], best[on & ~vs_exact], "o", ms=6, mfc="white", mec=_CLOSEST["color"], zorder=5)
-    return [(ax, x, y, text, _CLOSEST["color"], None)
-            for x, y, text in zip(xp, best, closest_letters(W, names), strict=True) if text]
-
-
-#: where a point's letter may stand, tried in this order (offset in points, horizontal and vertical alignment)
-_LETTER_SPOTS = (((0, 6), "center", "bottom"), ((0, -7), "center", "top"), ((7, 2), "left", "bottom"),
-                 ((-7, 2), "right", "bottom"), ((7, -2), "left", "top"), ((-7, -2), "right", "top"),
-                 ((0, 17), "center", "bottom"), ((0, -18), "center", "top"))
-
-
-def _place_letters(fig, letters) -> int:
-    """Draw each letter (``letters``: (axes, x, y, text, colour, fixed offset or None)) at the first of
-    :data:`_LETTER_SPOTS` where its box meets no letter placed before it, no point of the letters' own lines and
-    stays inside its panel (the fixed ones — the floor arrows' — first, where they are). Computed with the figure's
-    renderer once the axes' limits are final. Returns how many letters found no free spot (drawn at the first)."""
-    from matplotlib.transforms import Bbox
-
-    renderer = fig.canvas.get_renderer()
-    pt = fig.dpi / 72.0
-    points = [ax.transData.transform((x, y)) for ax, x, y, *_ in letters]
-    dots = [Bbox.from_extents(px - 4 * pt, py - 4 * pt, px + 4 * pt, py + 4 * pt) for px, py in points]
-    placed, crowded = [], 0
-    for ax, x, y, text, color, fixed in sorted(letters, key=lambda r: r[5] is None):
-        spots = [fixed] if fixed is not None else _LETTER_SPOTS
-        frame = ax.get_window_extent(renderer).expanded(1.0, 1.0).padded(-1)
-        for n, (off, ha, va) in enumerate(spots):
-            t = ax.annotate(text, (x, y), xytext=off, textcoords="offset points", ha=ha, va=va, fontsize=_LETTER_PT,
-                            fontweight="bold", color=color, zorder=6, annotation_clip=False)
-            box = t.get_window_extent(renderer)
-            free = (fixed is not None or (not any(box.overlaps(b) for b in placed)
-                                          and not any(box.overlaps(b) for b in dots)
-                                          and frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)))
-            if free or n == len(spots) - 1:
-                if not free:
-                    t.remove()
-                    t = ax.annotate(text, (x, y), xytext=spots[0][0], textcoords="offset points", ha=spots[0][1],
-                                    va=spots[0][2], fontsize=_LETTER_PT, fontweight="bold", color=color, zorder=6)
-                    box = t.get_window_extent(renderer)
-                    crowded += 1
-                placed.append(box)
-                break
-            t.remove()
-    return crowded
+    return strip, floor_hit, noise_drawn
 
 
 def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
@@ -294,54 +218,32 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     return True
 
 
-#: lines whose W differ by less than this share are named together as the closest ('B=C')
-W_COINCIDE = 0.10
-
-
-def _floor_arrows(ax, xp, below, lines) -> list:
-    """One arrow on the bottom edge at each load position where a line has W < :data:`W_FLOOR`; returns the letters
-    of those lines, stacked to its right, each in its line's colour (fixed offsets, for :func:`_place_letters`)."""
-    out = []
-    for j, x in enumerate(xp):
-        who = [sr for sr, b in zip(lines, below[j], strict=True) if b]
-        if not who:
-            continue
-        ax.plot([x], [W_FLOOR], ls="none", **_CLIP_MARK, color="0.3", clip_on=False, zorder=4)
-        out += [(ax, x, W_FLOOR, sr.method, sr.color, ((6, 1 + 11 * k), "left", "bottom"))
-                for k, sr in enumerate(who)]
-    return out
-
-
-def _w_legend(rows, noise_drawn, kinds=(), floor_hit=False):
-    """The Wasserstein figure's legend: the line styles, the noise area, and every symbol drawn — the strip's marks
-    (``kinds``: ×, ∅, ◇; the strip row's method named at its right end) and the arrow on the bottom edge where a W
-    lies below the floor (``floor_hit``; the methods named beside it)."""
+def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
+    """The Wasserstein figure's legend: the three lines, the noise area, and every symbol drawn — the strip's marks
+    (``kinds``: ×, ∅, ◇; the strip row's family named at its right end) and the ▼ on the bottom edge where a W lies
+    below the floor (``floor_hit``)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ...core.present.figures import METHOD_MARKERS, status_handles
+    from ...core.present.figures import status_handles
 
+    d = w_against_reference(cmp, cmp["service"].values[0])
     h, lab = [], []
-    for _, lines in rows:
-        if len(lines) > 1 and all(sr.method in FAITHFUL for sr in lines):  # drawn as the closest over grey lines
-            h += [Line2D([], [], marker="o", ms=5, **_CLOSEST), Line2D([], [], **_UNDERLAY)]
-            lab += [f"bold: the closest of A–F at each load (its letter; B=C: within {W_COINCIDE:.0%})",
-                    "thin grey: each of " + "–".join([lines[0].method, lines[-1].method])]
-            continue
-        for sr in lines:
-            h.append(Line2D([], [], ls=sr.style, color=sr.color, lw=sr.lw, marker=METHOD_MARKERS.get(sr.method, "o"),
-                            ms=5, mfc=sr.color))
-            lab.append(sr.label)
+    for style, *_ in _w_series(cmp, d, 0):
+        h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"], ms=7,
+                        mfc=style["color"]))
+        lab.append(style["label"])
+    h.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.5))
+    lab.append("hollow: against the simulation\n(exact did not run)")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
-        lab.append(NOISE_LABEL)
+        lab.append("grey area: the simulation's own noise\n(no method can look closer)")
     sh, sl = status_handles(kinds)
     h += sh
-    lab += [f"strip mark: {t.removeprefix('∅: ')}" + ("\n(its row's method named at the strip's right end)"
-                                                      if i == 0 else "") for i, t in enumerate(sl)]
+    lab += [f"strip mark: {t.removeprefix('∅: ')}" for t in sl]
     if floor_hit:
-        h.append(Line2D([], [], ls="none", color="0.3", **_CLIP_MARK))
-        lab.append(f"on the bottom edge: W < {W_FLOOR:g} against exact\n(the methods named beside the arrow)")
+        h.append(Line2D([], [], color="0.4", **_FLOOR_MARK))
+        lab.append(f"▼ on the bottom edge: W < {W_FLOOR:g}\n(against exact; in the line's colour)")
     return h, lab
 
 
@@ -407,9 +309,10 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
     if len(Rv) < len(all_R):
         limits.append(f"Panels show {_shown_note(Rv, all_R)} (every R is in comparison.nc).")
     return Caption(
-        f"Wasserstein distance W = dt·Σ|F_ref − F_method| (paper eq. 27; in {TIME_UNIT}) between each method's sojourn-"
-        f"time CDF and its reference, against the load ρ, one row per number of servers R; left: the paper's A–F, "
-        f"right: the corrected chains (one line per group of identical CDFs) and T.",
+        f"Wasserstein distance W = dt·Σ|F_ref − F_method| (paper eq. 27; in {TIME_UNIT}) between a method's sojourn-"
+        "time CDF and its reference, against the load ρ, one panel per number of servers R; on the same axes the best "
+        "of the paper's A–F at each load (bold grey line), the best of the corrected A*–F* (orange, dashed) and T "
+        "(dash-dot). Which of A–F is the best at each cell is the best-method map's subject.",
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; "
          "the mean W over replications)."
@@ -417,13 +320,11 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + (f" Below W = {W_FLOOR:g} against exact a line breaks off; one ↓ on the bottom edge marks the load, the "
-            "letters of the methods there beside it." if floor_hit else "")
-         + f" A panel where every line lies below W = {W_FLOOR:g} is a note instead. The load axis is drawn on the "
-         "scale −log10(1 − ρ) (high loads, where the methods part, get the room), ticked at the grid's loads. In the "
-         "left column each of A–F is a thin grey line and the closest of them at each load one bold line, its letter "
-         f"at each point (with those within {W_COINCIDE:.0%} of it: 'B=C'; placed where it meets no other)."
-         + (" The strip above a panel marks loads without a value, one row per method: "
+         + (f" Below W = {W_FLOOR:g} against exact a line breaks off; a ▼ in its colour on the bottom edge marks the "
+            "load." if floor_hit else "")
+         + " The load axis is drawn on the scale −log10(1 − ρ) (high loads, where the methods part, get the room), "
+         "ticked at the grid's loads."
+         + (" The strip above a panel marks loads where a whole family has no value, one row per family: "
             + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
                         if k in set(kinds)) + "." if set(kinds) else "")
