@@ -416,8 +416,8 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
     from ..compare import SIMULATE
 
     handles = [Patch(color=method_color(m)) for m in names]
-    words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ") and its percentile "
-             "lies on the time grid" + _exact_truncation_words(cmp).replace("; ", ";\n", 1)}
+    words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ")\nand its percentile "
+             "lies on the time grid (same colours as the CDF figures)"}
     if TAIL in names and "exact" in cmp["approximation"].values.tolist():  # T's margin over exact where both ran
         d = c["percentile_error_vs_exact"].sel(approximation=TAIL).values
         xe = c["approx_percentile"].sel(approximation="exact").values
@@ -426,7 +426,7 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
         n_below = int((d[ok] < -float(cmp.attrs.get("time_step", 0.01)) * (1 + 1e-6)).sum())
         words[TAIL] = (f"{TAIL_LABEL}: where exact is over budget; "
                        + ("never below exact" if n_below == 0 else f"below exact at {n_below} points")
-                       + f", at most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
+                       + f",\nat most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
                        f"{TAIL_LABEL}: where exact is over budget")
     labels = [words.get(m, TAIL_LABEL if m == TAIL else m) for m in names]
     if none.any():
@@ -445,7 +445,7 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
             "beyond_grid", ms=6))))  # the grey cell with its mark, as drawn
         labels.append(("simulate longer, or rerun exact with a larger t_max: " if (rec[beyond] == SIMULATE).all()
                        else "") + f"this percentile lies beyond exact's {grid}"
-                      + ("; no method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
+                      + (";\nno method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
                          else "; the colour is the method used instead"))
     return handles, labels
 
@@ -538,7 +538,9 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
         "exact (and the simulation does not show it optimistic where it can tell); else the most accurate usable "
         "method whose 95% CI of the percentile error does not lie entirely below 0.", findings, limits,
         [("Exact and T need no simulation to be trusted; every other method is judged against the simulation, so "
-         "where its reference is too short nothing else can be recommended.")])
+         "where its reference is too short nothing else can be recommended."
+          + (f" Exact truncates its state space: {_exact_truncation_words(cmp).removeprefix('; ')} over the cells "
+             "where it ran." if _exact_truncation_words(cmp) else ""))])
 
 
 def _simulate_words(rec, beyond) -> str:
