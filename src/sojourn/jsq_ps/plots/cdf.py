@@ -371,7 +371,8 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
     on = [x.method for x in c.lines if x.method in c.same and x.method != TAIL]  # drawn as one with exact
-    exact_name = "exact" + (f" = {'corrected chains' if len(on) == len([x for x in c.lines if x.method.endswith('*')]) else '·'.join(on)}" if on else "")
+    every = len(on) == len([x for x in c.lines if x.method.endswith("*")])
+    exact_name = "exact" + ((" = corrected chains" if every else " = " + "·".join(on)) if on else "")
     _end_labels(ax, [(exact_name, _EXACT_COLOR, np.where(keep, 1.0, np.nan))]
                 + [(sr.method, sr.color, r) for sr, r in ratio.items()], lo, hi)
     ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)

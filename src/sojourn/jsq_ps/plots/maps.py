@@ -199,6 +199,28 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
 
 
+def _best_cell_texts(ax, b, gone) -> None:
+    """The best-method map's cell words: a clear winner's name in bold; a tie's "tie of k" over its k names (in 9 pt,
+    three to a line), boxed where the cell is hatched (a candidate did not run)."""
+    best, tie, too_short = b["best"], b["tie"], b["too_short"]
+    for (i, j), m in np.ndenumerate(best):
+        if not m or too_short[i, j]:
+            continue
+        y = i - (0.14 if gone[i, j] else 0.0)
+        if tie[i, j]:
+            names = b["tied"][i, j].split("·")
+            box = {"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if gone[i, j] else None  # over the hatch
+            ax.text(j, y + 0.06, _tie_text(names), ha="center", va="top", fontsize=9, color="0.1",
+                    linespacing=1.0, zorder=6, bbox=box)
+            ax.text(j, y + 0.1, f"tie of {len(names)}", ha="center", va="bottom", fontsize=7.5, color="0.35",
+                    style="italic", zorder=6, bbox=box)
+        else:
+            dark = np.mean(_rgb(method_color(m))) < 0.55
+            ax.text(j, y, m, ha="center", va="center", fontsize=11, color="w" if dark else "k",
+                    fontweight="bold", zorder=6,
+                    bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.5} if gone[i, j] else None)
+
+
 def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Which method is closest to the truth per (R, ρ) cell by W (:func:`best_by_reference`): a clear winner in its
     colour, a tie in light grey with every tied method named, a cell without a reference grey with the
@@ -227,22 +249,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     _cell_map(ax, rgb, rho, Rv)
     gone, out = _absent_marks(ax, cmp, b, service, small)
     if small:
-        for (i, j), m in np.ndenumerate(best):
-            if not m or too_short[i, j]:
-                continue
-            y = i - (0.14 if gone[i, j] else 0.0)
-            if tie[i, j]:
-                names = b["tied"][i, j].split("·")
-                box = {"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if gone[i, j] else None  # over the hatch
-                ax.text(j, y + 0.06, _tie_text(names), ha="center", va="top", fontsize=9, color="0.1",
-                        linespacing=1.0, zorder=6, bbox=box)
-                ax.text(j, y + 0.1, f"tie of {len(names)}", ha="center", va="bottom", fontsize=7.5, color="0.35",
-                        style="italic", zorder=6, bbox=box)
-            else:
-                dark = np.mean(_rgb(method_color(m))) < 0.55
-                ax.text(j, y, m, ha="center", va="center", fontsize=11, color="w" if dark else "k",
-                        fontweight="bold", zorder=6,
-                        bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.5} if gone[i, j] else None)
+        _best_cell_texts(ax, b, gone)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
     fr = SIM_FRAME["inset"]
     for i, j in zip(*np.nonzero(vs_sim), strict=True):  # a dark dashed inner border: judged against the simulation
@@ -335,7 +342,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dashed dark border); exact itself is the reference and no candidate.", findings, limits,
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dashed dark "
+        "border); exact itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
