@@ -325,7 +325,7 @@ def _means_caption(pf, cmp, name) -> Caption:
          "restart. ▼ above the panel (over its strip, if any), in each semantics' colour (stacked where they share a "
          "rate): the rate of the sweep's smallest "
          "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
-         "marked in the strip above the panel, in their semantics' colour: ✕ stopped as unstable, ◇ a run the "
+         "marked in the strip above the panel: ✕ (in its semantics' colour) stopped as unstable, ◇ a run the "
          "run-length guard judged too short.")])
 
 
@@ -449,9 +449,10 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
          "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
          "mean, not the tail). ▼ above the panel, in each semantics' colour: the rate of its lowest simulated "
          "percentile (comparison.nc: best_rate_response_time_percentile). "
-         + ("Points without a value are marked in the strip above the panel, in their semantics' colour: " + ", ".join(
+         + ("Points without a value are marked in the strip above the panel: " + ", ".join(
              w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
-                            ("unstable", "✕ stopped as unstable")) if (st_all == k).any()) + "."
+                            ("unstable", "✕ (in its semantics' colour) stopped as unstable")) if (st_all == k).any())
+            + "."
             if (st_all != "").any() else "Every point has a value: no strip of marks above the panel."))])
 
 
