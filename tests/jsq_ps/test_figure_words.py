@@ -150,3 +150,20 @@ def test_best_map_ties_name_their_count_and_sim_cells_are_framed(cmp, drawn):
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     if (b["best"] == "T").any() and not b["tie"][b["best"] == "T"].all():
         assert any(t.startswith("T: conservative bound") for t in legend)
+
+
+def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
+    """The ratio panel names each line at its right end in its colour (round 12: the corrected chains A*/C* lay on
+    top of each other, unnamed); lines ending within 6 % of each other share one label, the others keep their own."""
+    import matplotlib.colors as mcolors
+
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    one = np.ones(5)
+    lines = [("A*", "#8c564b", 0.40 * one), ("C*", "#6a3d9a", 0.41 * one), ("D", "#d62728", 0.05 * one),
+             ("T", "#00685a", 1.0 * one)]
+    plots.cdf._end_labels(ax, lines, 1 / 30, 30)
+    got = {t.get_text(): mcolors.to_hex(t.get_color()) for t in ax.texts}
+    assert set(got) == {"A*·C*", "D", "T"}
+    assert got["D"] == "#d62728" and got["A*·C*"] == "#8c564b"
+    plt.close(fig)
