@@ -121,9 +121,10 @@ def _best_marks(ax, r_best: dict, above=None) -> list:
 
 
 def _g_star_label(ax, g, text="g*") -> None:
-    """The dashed g* line's name in the plot, at its foot (the legend says more)."""
-    ax.annotate(text, xy=(g, 0.0), xycoords=("data", "axes fraction"), xytext=(3, 4), textcoords="offset points",
-                ha="left", va="bottom", fontsize=8.5, color="0.3")
+    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more)."""
+    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4), textcoords="offset points",
+                ha="left", va="top", fontsize=8.5, color="0.3",
+                bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
 
 
 def describe_plainly(pf) -> str:
