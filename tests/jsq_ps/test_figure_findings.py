@@ -175,9 +175,10 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
     assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"
 
 
-def test_percentile_map_says_counts_by_number_style_not_frames():
-    """A map cell whose (pale, +2 %) difference counts carries a bold number and no frame (a frame reads as a
-    highlight); one within the noise a grey italic number; ∅ not run and × not a CDF on fills of their own."""
+def test_percentile_map_says_counts_by_number_style_and_frame():
+    """A map cell whose (pale, +2 %) difference counts carries a bold number and a frame (round 12: T's significant
+    +0.1 % cells were as white as the noise cells); one within the noise a grey italic number and no frame; ∅ not run
+    and × not a CDF on fills of their own."""
     err = np.array([2.0, 0.3, np.nan, np.nan]).reshape(1, 4, 1)
     sig, ref = np.array([True, False, False, False]).reshape(1, 4, 1), np.array([1, 1, 0, 0]).reshape(1, 4, 1)
     status = np.array(["", "", "not_run", "invalid"], object).reshape(1, 4, 1)
@@ -189,7 +190,9 @@ def test_percentile_map_says_counts_by_number_style_not_frames():
     bold, noise = ax.texts
     assert bold.get_text() == "+2" and bold.get_fontweight() == "bold"
     assert noise.get_style() == "italic" and noise.get_fontweight() != "bold"
-    assert [pt.get_hatch() for pt in ax.patches] == [plots.errors.INVALID_HATCH["hatch"]], "no frame; × hatched"
+    assert [pt.get_hatch() for pt in ax.patches] == [plots.errors.INVALID_HATCH["hatch"], None], "× hatched"
+    frame = ax.patches[1]
+    assert not frame.get_fill() and abs(frame.get_x() + 0.5) < 0.1, "the framed cell is the one that counts (j = 0)"
     assert kinds == {"not_run", "invalid"}
     rgb = ax.images[0].get_array()[0]
     assert np.allclose(rgb[2], plots.common._rgb(plots.STATUS_FILL["not_run"]))
@@ -212,10 +215,20 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
-    assert "red: optimistic" in t1 and "orange: optimistic" in t2
+    assert "red: optimistic" in t1 and "red: optimistic" in t2
+    # one optimistic hue in both (round 12: orange in one, red in the other), the conservative ends apart
+    from sojourn.jsq_ps.plots.errors import palette_cmap
+
+    lo_f, lo_c = (np.asarray(palette_cmap(k)(0.15))[:3] for k in ("faithful", "corrected"))
+    hi_f, hi_c = (np.asarray(palette_cmap(k)(0.85))[:3] for k in ("faithful", "corrected"))
+    assert np.allclose(lo_f, lo_c, atol=0.02) and lo_f[0] > lo_f[2] + 0.2  # red
+    assert np.abs(hi_f - hi_c).max() > 0.1
+    # the colour bar is horizontal, its ends named "← … optimistic" and "conservative … →"
+    words = [t.get_text() for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None for t in ax.texts]
+    assert any(w.startswith("← red: optimistic") for w in words) and any(w.endswith("→") for w in words)
     # the title's colour range is the colour bar's (−100 % at most below: no error lies below −100 %)
     bar = next(ax for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None)
-    lo, hi = bar.get_ylim()
+    lo, hi = bar.get_xlim()
     assert f"colour range {lo:g} to +{hi:g} %" in t1, (t1, lo, hi)
     # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
     assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1

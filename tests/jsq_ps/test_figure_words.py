@@ -97,11 +97,14 @@ def test_best_map_marks_a_method_that_did_not_run(cmp, drawn):
     marks = [t for t in ax.texts if t.get_text().startswith("∅")]
     assert [t.get_text() for t in marks] == ["∅ A*"] and marks[0].get_position()[0] == 1
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(t.startswith("∅ A*") and "not one that beat it" in t for t in legend), legend
+    assert any(t.startswith("hatched, ∅ A*") and "not one that beat it" in t for t in legend), legend
+    hatched = [p for p in ax.patches if p.get_hatch() == plots.maps.ABSENT_HATCH["hatch"]]
+    assert len(hatched) == 1 and hatched[0].get_x() == 0.5  # the cell at ρ = 0.6 (column 1), only there
     assert "did not run at 1 cells" in fig._suptitle.get_text()
     finding = next(f for f in cap.findings if "no competitor" in f.text)
     assert verify(finding, lambda source: c)[0] and finding.value == [1, 2]
     assert not [t for t in plain.get_axes()[0].texts if t.get_text().startswith("∅")]
+    assert not [p for p in plain.get_axes()[0].patches if p.get_hatch()]
     assert not any("no competitor" in f.text for f in plain_cap.findings)
     assert fig._suptitle.get_text().count("\n") <= 1  # the title: at most two lines
 
@@ -124,3 +127,43 @@ def test_mgr_noise_fills_each_whole_load_slot_and_no_line_joins_categories(drawn
         x = np.asarray(ln.get_xdata(), float)
         if ln.get_linestyle() == "-" and len(x) > 1:
             assert np.allclose(x, x[0]), "only the vertical slot separators are solid lines"
+
+
+def test_best_map_ties_name_their_count_and_sim_cells_are_framed(cmp, drawn):
+    """A tie cell says "tie of k" with k the number of names listed under it (round 12: 2–5 stacked names in ~9 px
+    type); a cell judged against the simulation has the dashed dark border (a frame per such cell, none elsewhere) and
+    T's legend entry says it is a conservative bound."""
+    plots.best_method_map(cmp, "unused")
+    (fig, _), = drawn
+    ax = fig.get_axes()[0]
+    b = plots.best_by_reference(cmp)
+    texts = [t.get_text() for t in ax.texts]
+    for i, j in zip(*np.nonzero(b["tie"] & (b["best"] != "")), strict=True):
+        names = b["tied"][i, j].split("·")
+        assert f"tie of {len(names)}" in texts
+        assert plots.maps._tie_text(names).replace("\n", "·") == b["tied"][i, j]
+    from sojourn.jsq_ps.compare import REF_SIMULATION
+
+    vs_sim = int(((b["reference"] == REF_SIMULATION) & (b["best"] != "")).sum())
+    frames = [p for p in ax.patches if p.get_linestyle() != "solid" and not p.get_fill()]
+    assert len(frames) == vs_sim
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    if (b["best"] == "T").any() and not b["tie"][b["best"] == "T"].all():
+        assert any(t.startswith("T: conservative bound") for t in legend)
+
+
+def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
+    """The ratio panel names each line at its right end in its colour (round 12: the corrected chains A*/C* lay on
+    top of each other, unnamed); lines ending within 6 % of each other share one label, the others keep their own."""
+    import matplotlib.colors as mcolors
+
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    one = np.ones(5)
+    lines = [("A*", "#8c564b", 0.40 * one), ("C*", "#6a3d9a", 0.41 * one), ("D", "#d62728", 0.05 * one),
+             ("T", "#00685a", 1.0 * one)]
+    plots.cdf._end_labels(ax, lines, 1 / 30, 30)
+    got = {t.get_text(): mcolors.to_hex(t.get_color()) for t in ax.texts}
+    assert set(got) == {"A*·C*", "D", "T"}
+    assert got["D"] == "#d62728" and got["A*·C*"] == "#8c564b"
+    plt.close(fig)

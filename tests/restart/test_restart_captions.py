@@ -94,6 +94,38 @@ def test_the_caption_names_only_the_strip_marks_drawn():
     st = plots._status(cmp, "response_time_percentile")
     assert "◇" in how(st) and "✕" in how(st)
     only_unstable = np.where(st == "too_short", "", st)
-    assert "◇" not in how(only_unstable) and "✕ stopped as unstable" in how(only_unstable)
+    assert "◇" not in how(only_unstable) and "✕ (in its semantics' colour) stopped as unstable" in how(only_unstable)
     none = np.full(st.shape, "", dtype=st.dtype)
     assert "no strip" in how(none) and "◇" not in how(none) and "✕" not in how(none)
+
+
+def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(monkeypatch):
+    """The percentile figure, like the means figure, puts a ▼ in each semantics' colour at the rate of its lowest
+    simulated percentile (round 12: the minima had to be found by eye), its legend says so, the strip's ✕/◇ are in
+    the colour of the semantics they belong to (round 12: black marks named only by text beside the strip), and the
+    dashed g* line is named in the plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None: drawn.append(fig) or [stem])
+    plots.percentile(xr.Dataset({"g_star": 1.3}), _cmp(), "unused", "example2", ("png",), 60)
+    (fig,) = drawn
+    ax = fig.get_axes()[0]
+    down = [ln for a in fig.get_axes() for ln in a.get_lines() if ln.get_marker() == "v"]
+    cmp = _cmp()
+    want = {float(cmp["best_rate_response_time_percentile"].sel(semantics=s).item()):
+            mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
+    got = sorted((float(m.get_xdata()[0]), mcolors.to_hex(m.get_color())) for m in down)
+    assert len(got) == 3 and all(want.get(x) is not None for x, _ in got)
+    assert {c for _, c in got} == {mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert any(t.startswith("▼ above the panel") and "lowest simulated percentile" in t for t in legend)
+    marks = [ln for a in ax.child_axes for ln in a.get_lines() if ln.get_marker() == "X"]  # ✕: stopped as unstable
+    # the unstable point is timeout_deterministic's (replications_stable 3 of 5 at the last rate): ✕ in its colour
+    assert [mcolors.to_hex(ln.get_color()) for ln in marks] == [mcolors.to_hex(plots.STYLE[SEMS[2]][0])]
+    assert any(t.get_text().startswith("g*") for t in ax.texts)
+    plt.close(fig)

@@ -120,6 +120,13 @@ def _best_marks(ax, r_best: dict, above=None) -> list:
     return out
 
 
+def _g_star_label(ax, g, text="g*") -> None:
+    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more)."""
+    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4), textcoords="offset points",
+                ha="left", va="top", fontsize=8.5, color="0.3",
+                bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+
+
 def describe_plainly(pf) -> str:
     """The example's model in plain words (from the stored spec): its servers, arrivals, service laws and where a
     restart sends a job; the signal rate is left out (the sweep varies it)."""
@@ -217,6 +224,7 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in cmp["semantics"].values.tolist()}
     _sim(ax, strip, cmp, var, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
+    _g_star_label(ax, g)
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
@@ -224,7 +232,7 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     ax.set_ylabel("mean response time E[T] (model time units)")
     ax.grid(True, which="both", alpha=0.3)
     title = "mean response time against the restart rate"
-    top = strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11)
+    top = strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11, series_color=True)
     best = _best_marks(ax, {s: rb for s, rb in r_best.items() if np.isfinite(rb)}, top)
     if best:  # the title above the ▼s
         stack = max(list(r_best.values()).count(rb) for rb in r_best.values())
@@ -318,7 +326,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "restart. ▼ above the panel (over its strip, if any), in each semantics' colour (stacked where they share a "
          "rate): the rate of the sweep's smallest "
          "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
-         "marked in the strip above the panel: ✕ stopped as unstable, ◇ a run the run-length guard judged too short.")])
+         "marked in the strip above the panel: ✕ (in its semantics' colour) stopped as unstable, ◇ a run the "
+         "run-length guard judged too short.")])
 
 
 def percentile(pf, cmp, stem, name, formats, dpi) -> list:
@@ -333,13 +342,14 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
     levels = cmp["percentile"].values.tolist()
     fig, axs = plt.subplots(1, len(levels), figsize=(min(8.5 * len(levels), 10.5), 5.0), squeeze=False)
     st_all = _status(cmp, "response_time_percentile")
-    kinds = set()
+    kinds, any_best = set(), False
     for k, (ax, level) in enumerate(zip(axs[0], levels, strict=True)):
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
         strip = status_strip(ax)
         _sim(ax, strip, c, "response_time_percentile", st, estimate=True, join=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
+        _g_star_label(ax, g, "g* (optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
         ax.set_xlabel("restart rate r (per model time unit)")
@@ -364,11 +374,22 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
                 for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
         best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
         low = min(best, key=lambda sm: best[sm][0]) if best else None
-        strip.finish(title=f"{name}: the {level:g}th percentile of the response time"
-                     + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
-                        if low else ""), fontsize=9.5, label_size=8.5, row_pt=11)
+        title = (f"{name}: the {level:g}th percentile of the response time"
+                 + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
+                    if low else ""))
+        top = strip.finish(title=title, fontsize=9.5, label_size=8.5, row_pt=11, series_color=True)
+        marks = _best_marks(ax, {sm: v[1] for sm, v in best.items() if np.isfinite(v[1])}, top)
+        if marks:  # the title above the ▼s (each semantics' lowest percentile, as the means figure's)
+            rates = [v[1] for v in best.values()]
+            (top or ax).set_title(title, loc="left", fontsize=9.5, pad=8 + 8 * max(map(rates.count, rates)))
+            any_best = True
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
+    if any_best:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
+        labels.append("▼ above the panel, in each semantics' colour: the rate of its lowest simulated percentile")
     sh, sl = status_handles(kinds)
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -427,10 +448,12 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
          "intervals (the three semantics run at the same rates, drawn at their true r: signals filled, the timeouts "
          "open around them; a thin line in its colour joins each semantics' points). No value without restart is "
          "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
-         "mean, not the tail). "
+         "mean, not the tail). ▼ above the panel, in each semantics' colour: the rate of its lowest simulated "
+         "percentile (comparison.nc: best_rate_response_time_percentile). "
          + ("Points without a value are marked in the strip above the panel: " + ", ".join(
              w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
-                            ("unstable", "✕ stopped as unstable")) if (st_all == k).any()) + "."
+                            ("unstable", "✕ (in its semantics' colour) stopped as unstable")) if (st_all == k).any())
+            + "."
             if (st_all != "").any() else "Every point has a value: no strip of marks above the panel."))])
 
 

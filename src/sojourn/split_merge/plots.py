@@ -138,7 +138,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     a2.set_xlim(-0.5, len(labels) - 0.2)
     a2.set_ylabel(f"latency ({TIME_UNITS})")
     a2.legend(fontsize=8, loc="upper left")
-    strip.finish(title="mean and percentiles, exact vs simulated", fontsize=10)
+    strip.finish(title=f"mean and percentiles, exact vs simulated ({n} replications)", fontsize=10)
     fig.tight_layout()
     sh, sl = status_handles(strip.kinds)
     if sh:
@@ -194,7 +194,7 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=7.5, loc="upper right")  # the curve runs from top left to bottom right: the empty corner
+    a1.legend(fontsize=7.5, loc="lower left")  # the curve runs from top left to bottom right: the empty corner
     a1.set_title("latency tail", fontsize=10)
     return t_est, dotted
 
@@ -303,6 +303,11 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     return save(fig, stem, formats, dpi, caption=cap)
 
 
+def _luminance(rgba) -> float:
+    """Relative luminance (sRGB weights) of a colour: where white text reads better than black."""
+    return float(np.dot(np.asarray(rgba)[:3], [0.2126, 0.7152, 0.0722]))
+
+
 def _figure_b_map(fig, ax, ds, outside, short, miss) -> None:
     """Figure (b)'s map on ``ax``: colour = the exact mean latency (the simulated one where there is no exact value),
     each cell's two values written in it, q > r hatched, a cell in ``miss`` outlined in red, ``short`` marked ◇."""
@@ -324,15 +329,19 @@ def _figure_b_map(fig, ax, ds, outside, short, miss) -> None:
             e_txt = f"exact {ex[i, j]:.3g}" if np.isfinite(ex[i, j]) else "exact —"
             s_txt = (f"sim {sim[i, j]:.3g} ± {hw[i, j]:.2g}" if ok[i, j] and np.isfinite(sim[i, j]) else
                      "sim: too short")
-            v = vals[i, j]
-            dark = np.isfinite(v) and im.norm(v) < 0.6
+            v = vals[i, j]  # white on a dark cell, black on a light one: by the colour's luminance
+            dark = np.isfinite(v) and _luminance(im.cmap(im.norm(v))) < 0.45
             ax.text(j, i, f"{e_txt}\n{s_txt}", ha="center", va="center", fontsize=7.5, color="w" if dark else "k",
                     fontweight="bold" if miss[i, j] else "normal")
             if miss[i, j]:
                 ax.add_patch(plt.Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, ec="red", lw=2.2))
     mark_cells(ax, short, ESTIMATE_TOO_SHORT.key, ms=7)
     cb = fig.colorbar(im, ax=ax, shrink=0.9, label=f"exact mean latency ({TIME_UNITS}; log scale)")
-    log_ticks(cb.ax.yaxis)
+    lo, hi = im.norm.vmin, im.norm.vmax  # enough labelled ticks to read a cell's colour (1, 1.5, 2, 3, 5, 7, 10, …)
+    ticks = [m * 10.0 ** k for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+             for m in (1, 1.5, 2, 3, 5, 7) if lo <= m * 10.0 ** k <= hi]
+    cb.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
+    cb.ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xticks(range(len(rs)), rs)
     ax.set_yticks(range(len(qs)), qs)
     ax.set_xlabel("replicas r (of each job)")
@@ -451,9 +460,11 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     a1.set_ylabel(f"mean latency ({TIME_UNITS})")
     a2.set_ylabel(f"{100 * p:g}th percentile of latency\n({TIME_UNITS})")
     rows = max(len(s1.rows), len(s2.rows))  # both strips as tall, so that the two panels stay aligned
-    s1.finish(title="mean latency", fontsize=10, reserve=rows)
+    n_rep = int(ds["rep_mean_latency"].count("replication").max()) if "rep_mean_latency" in ds else 0
+    reps = f" ({n_rep} replications a point)" if n_rep else ""
+    s1.finish(title="mean latency" + reps, fontsize=10, reserve=rows)
     only = [m_ for m_ in models if m_ not in silent]
-    s2.finish(reserve=rows, title=f"{100 * p:g}th percentile of latency" + (
+    s2.finish(reserve=rows, title=f"{100 * p:g}th percentile of latency" + reps + (
         f": {'split-merge' if only == [SM] else 'fork-join'} only\n(the "
         + listing(["split-merge" if m_ == SM else "fork-join" for m_ in silent])
         + " run is too short to estimate it anywhere)" if silent and only else ""), fontsize=10)
@@ -510,6 +521,10 @@ def _figure_c_curves(axes, strips, ds, pi, oks, silent, colors) -> dict:
             style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
             a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
             drawn[a1] |= bool(np.isfinite(exm[sel]).any())
+            at = np.nonzero(sel & np.isfinite(exm))[0]
+            if at.size == 1 and rs.size > 1 and not (meth[np.isfinite(meth)] == code).sum() > 1:  # a lone mark: named
+                a1.annotate(f"exact (r = {int(rs[at[0]])} only)", xy=(rs[at[0]] + 0.18, exm[at[0]]),
+                            xytext=(9, 0), textcoords="offset points", ha="left", va="center", fontsize=8, color=col)
             if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
                 ep = d["exact_latency_percentile"].values[:, pi]
                 a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
@@ -537,8 +552,8 @@ def _figure_c_legend(fig, ds, colors, silent, kinds) -> list:
                 for c in used]
     labels += [_EXACT_MARK[c][1] + " (beside the simulated point" + _exact_where(codes, c, rs) + ")" for c in used]
     sh, sl = status_handles(kinds)
-    fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
-               frameon=False)
+    fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=9,
+               frameon=False, handlelength=3.0)
     return used
 
 

@@ -256,12 +256,13 @@ class StatusStrip:
         panel_pt = self.ax.get_position().height * self.ax.figure.get_figheight() * 72.0
         return row_pt * (n + 0.4) / max(panel_pt, 1.0)
 
-    def finish(self, title=None, fontsize=9, reserve=0, label_size=7, row_pt=None):
+    def finish(self, title=None, fontsize=9, reserve=0, label_size=7, row_pt=None, series_color=False):
         """Draw the strip (only if it has marks) and put the panel's ``title`` above it (or on the panel).
         ``reserve``: rows to keep free even without marks (an empty, invisible strip), so that a panel beside one
         with a strip keeps its plot area and title at the same height; ``label_size``: the rows' names' font size;
         ``row_pt``: the height of a row in points (rows of names at ``label_size`` that must not touch, and no
-        taller): the strip's height fixed in points, not a share of the panel's."""
+        taller): the strip's height fixed in points, not a share of the panel's; ``series_color``: each mark in its
+        row's series colour (where the rows' names alone would not say whose a black mark is)."""
         ax = self.ax
         if not self.marks:
             if reserve:
@@ -279,7 +280,8 @@ class StatusStrip:
         order = {r: k for k, (r, _) in enumerate(self.rows)}
         for row, x, key, _color in self.marks:  # the mark in its status colour (as in the legend); the row's name
             y = n - 1 - order[row]              # at the right end in the series colour says whose it is
-            strip.plot(x, np.full(x.size, y), **status_style(key, ms=5.0), clip_on=False)
+            strip.plot(x, np.full(x.size, y), **status_style(key, _color if series_color else None, ms=5.0),
+                       clip_on=False)
         strip.set_ylim(-0.7, n - 0.3)
         strip.set_yticks([])
         strip.tick_params(axis="x", which="both", labelbottom=False, length=0)

@@ -12,6 +12,7 @@ import xarray as xr
 from ...core.estimates.stats import TAIL_MIN, cdf_at_left_edges
 from ...core.present.claims import Caption, Claim, half_unit, listing, sig_tol
 from ...core.present.figures import (
+    METHOD_MARKERS,
     TIME_UNIT,
     method_color,
 )
@@ -45,9 +46,12 @@ def _cdf_style(sr, c) -> dict:
     """A method line's width, alpha and layer in the CDF figures, the same in every panel: one width for all, except
     a line that a later one covers (``c.under``, :func:`_under`; its legend entry says "under …"): wide and faint
     underneath (solid: a wide dashed line would break up), so both show where they coincide; also its line style."""
+    mark = {"marker": METHOD_MARKERS[sr.method], "ms": 4.5, "markevery": (0.03 * (FAITHFUL.index(sr.method) + 1), 0.12),
+            "mfc": "w", "mew": 1.1} if sr.method in FAITHFUL else {}  # B, C, D apart where hues are close
     if sr.method in getattr(c, "under", ()):
-        return {"ls": "-", "lw": 5.0, "alpha": 0.45, "zorder": 2, "solid_capstyle": "butt"}
-    return {"ls": sr.style, "lw": 1.5, "alpha": 1.0, "zorder": 3}
+        return {"ls": "-", "lw": 5.0, "alpha": 0.45, "zorder": 2, "solid_capstyle": "butt", **mark}
+    corrected = sr.method.endswith("*")  # the corrected chains: heavier than A–F, so that they stand out
+    return {"ls": sr.style, "lw": 2.3 if corrected else 1.5, "alpha": 1.0, "zorder": 4 if corrected else 3, **mark}
 
 
 #: the corrected chains' line styles in the CDF figures: dashed, each distinct chain with its own dash pattern
@@ -281,7 +285,7 @@ def _sim_tail(ax, c, t, y, ci=None) -> list:
                    mew=0.8, markevery=0.045, zorder=6)[0]]
     if ci is not None and c.k > 1:
         lo, hi = (np.where(good, v, np.nan) for v in ci)
-        out.append(ax.fill_between(t, lo, hi, color="0.55", alpha=0.3, lw=0, zorder=1))
+        out.append(ax.fill_between(t, lo, hi, color="0.45", alpha=0.45, lw=0, zorder=1))
     return out
 
 
@@ -366,8 +370,40 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ax.set_yticks(ticks, ["1/30" if v == 1 / 30 else f"{v:g}" for v in ticks])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
+    on = [x.method for x in c.lines if x.method in c.same and x.method != TAIL]  # drawn as one with exact
+    every = len(on) == len([x for x in c.lines if x.method.endswith("*")])
+    exact_name = "exact" + ((" = corrected chains" if every else " = " + "·".join(on)) if on else "")
+    _end_labels(ax, [(exact_name, _EXACT_COLOR, np.where(keep, 1.0, np.nan))]
+                + [(sr.method, sr.color, r) for sr, r in ratio.items()], lo, hi)
     ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)
     ax.set_title("tail ratio to exact: above 1 = conservative", fontsize=10)
+
+
+def _end_labels(ax, ratio, lo, hi) -> None:
+    """Each ratio line's name at its right end, outside the panel, in its colour (``ratio``: (name, colour, ratio)
+    per line); lines that end within 6 % of each other share one label ("A*·C*"), and labels are pushed apart to
+    stay legible."""
+    ends = []
+    for name, color, r in ratio:
+        ok = np.nonzero(np.isfinite(r) & (r > 0))[0]
+        if ok.size:
+            ends.append([float(np.log(np.clip(r[ok[-1]], lo, hi))), name, color])
+    ends.sort()
+    groups: list[list] = []
+    for e in ends:
+        if groups and e[0] - groups[-1][-1][0] <= np.log(1.06):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    gap = 0.075 * np.log(hi / lo)  # one label's height in log units
+    ys = []
+    for g in groups:
+        y = float(np.mean([e[0] for e in g]))
+        ys.append(max(y, ys[-1] + gap) if ys else y)
+    for g, y in zip(groups, ys, strict=True):
+        ax.annotate("·".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
+                    xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=9,
+                    fontweight="bold", color=g[0][2], annotation_clip=False)
 
 
 def _cdf_label(c, sr, covered) -> str:

@@ -25,7 +25,7 @@ from ..compare import (
     against_reference,
 )
 from . import common  # save, looked up when called: tests replace common.save
-from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _legend_below, _message_panel, _pct, _rgb, series
+from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _message_panel, _pct, _rgb, series
 
 # =========================================================================== percentile errors
 #: the colour scale of both percentile-error maps, in %: signed-logarithmic (linear within ±LIN_PCT, then
@@ -38,9 +38,26 @@ REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
 #: (:data:`INVALID_HATCH`; a dark fill would pull the eye as if it were an extreme value), the same in every map
 STATUS_FILL = {"not_run": "0.72", "invalid": "0.94"}
 INVALID_HATCH = {"hatch": "////", "edgecolor": "0.62", "facecolor": "none", "lw": 0.0}
-#: the two percentile-error maps' palettes (colour map, word for below, word for above): each its own, so that a shade
-#: of one (±1000 %) is never read on the other's scale (±20 %)
-PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("PuOr", "orange", "purple")}
+#: the frame of a map cell whose difference counts (beyond the noise): a T cell of +0.1 % is nearly white, and the frame
+#: tells it from a white "no difference" cell without relying on its colour
+SIG_FRAME = {"color": "0.25", "lw": 0.8, "inset": 0.05}
+#: the two percentile-error maps' palettes (colour map, word for below, word for above): optimistic (below the
+#: reference) is the same red in both, conservative differs (blue, purple), so that a shade of one (±1000 %) is not
+#: read on the other's scale (±20 %) while "red = optimistic" holds across both figures
+PALETTES = {"faithful": ("RdBu", "red", "blue"), "corrected": ("red-white-purple", "red", "purple")}
+
+
+def palette_cmap(palette: str):
+    """The colour map of :data:`PALETTES` entry ``palette``: matplotlib's RdBu, or RdBu's red half joined to PRGn's
+    purple half (one optimistic hue in both maps)."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    name = PALETTES[palette][0]
+    if name != "red-white-purple":
+        return plt.get_cmap(name)
+    red = plt.get_cmap("RdBu")(np.linspace(0.0, 0.5, 128))
+    purple = plt.get_cmap("PRGn")(np.linspace(0.5, 0.0, 128))
+    return LinearSegmentedColormap.from_list(name, np.vstack([red, purple]))
 
 
 def _error_norm(clip=REL_CLIP):
@@ -126,6 +143,10 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     for r, (m, i) in enumerate(rows):
         for j in np.nonzero(status[i, :, m] == "invalid")[0]:
             ax.add_patch(Rectangle((j - 0.5, r - 0.5), 1.0, 1.0, **INVALID_HATCH, zorder=1))
+        for j in np.nonzero((ref[i, :, m] != 0) & sig[i, :, m])[0]:  # counts: framed, however pale its colour
+            ax.add_patch(Rectangle((j - 0.5 + SIG_FRAME["inset"], r - 0.5 + SIG_FRAME["inset"]),
+                                   1.0 - 2 * SIG_FRAME["inset"], 1.0 - 2 * SIG_FRAME["inset"], fill=False,
+                                   edgecolor=SIG_FRAME["color"], lw=SIG_FRAME["lw"], zorder=2))
     for g, _ in group_colors:
         ax.axhline(g - 0.5, color="k", lw=1.0)
     return kinds
@@ -185,14 +206,15 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     e_idx = methods.index("exact") if (exact_check and "exact" in methods) else None
     check = [k for k in range(len(P)) if e_idx is not None and (m["ref"][:, :, e_idx, k] == REF_SIMULATION).any()]
     small = len(rho) <= 12 and len(rows) <= 40
-    rh = 0.24 if len(rows) <= 30 else max(0.1, 7.0 / len(rows))
-    sizes = {"text": 6.8 if small else 5, "mark": 4.0 if small else 2}
-    width = len(shown) * ((0.44 if len(rho) <= 12 else min(0.07, 3.0 / len(rho))) * len(rho) + 0.35) + 2.6
-    fig, axes = plt.subplots(1, len(shown), figsize=(width, rh * len(rows) + 2.3), squeeze=False,
-                             gridspec_kw={"wspace": 0.08})
+    rh = 0.27 if len(rows) <= 30 else max(0.1, 8.0 / len(rows))
+    sizes = {"text": 7.8 if small else 5, "mark": 4.5 if small else 2}
+    left = 1.9 if len(lines) > 1 else 1.1  # inches: the R labels and the method names beside them
+    width = len(shown) * ((0.5 if len(rho) <= 12 else min(0.08, 3.4 / len(rho))) * len(rho) + 0.3) + left + 0.3
+    height = rh * len(rows) + 2.0  # title above; tick labels, the colour bar and its words below
+    fig, axes = plt.subplots(1, len(shown), figsize=(width, height), squeeze=False, gridspec_kw={"wspace": 0.06})
     axes = list(axes[0])
     clip = _colour_range(m, rows, shown)
-    norm, cmap = _error_norm(clip), plt.get_cmap(PALETTES[palette][0])
+    norm, cmap = _error_norm(clip), palette_cmap(palette)
     kinds = set()
     for ax, k in zip(axes, shown, strict=True):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
@@ -209,10 +231,9 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
         axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
                          xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
                          fontweight="bold", color=sr.color)
-    _error_colorbar(fig, norm, cmap, clip, PALETTES[palette][1])
-    fig.subplots_adjust(left=0.2 if len(lines) > 1 else 0.12, right=0.88, top=1 - 0.4 / fig.get_figheight(),
-                        bottom=0.6 / fig.get_figheight())
-    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)))
+    fig.subplots_adjust(left=left / width, right=1 - 0.3 / width, top=1 - 0.3 / height, bottom=1.35 / height)
+    _error_colorbar(fig, axes, norm, cmap, clip, PALETTES[palette][1:])
+    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)), cmap, norm)
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
@@ -245,42 +266,53 @@ def _pe_title(a, lines, what, service, shown, clip, below) -> str:
             ends.append(f"{side} by up to {_pct(v[idx] / 100, 0)} (ρ = {rho[idx[1]]:g}, {shown[idx[3]]:g}th)")
     if ends:
         head.append(f"{word} " + " and ".join(ends))
-    return (f"Tail-percentile error of {what} against the best reference ({service} service); "
-            f"colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic"
-            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else ""))
+    return (f"Tail-percentile error of {what} against the best reference ({service} service)"
+            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else "")
+            + f"\n(colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic)")
 
 
-def _error_colorbar(fig, norm, cmap, clip=REL_CLIP, below="red") -> None:
-    """The maps' colour bar to ±``clip`` (its range named; ``below``: the colour of optimistic), its linear band
-    (±LIN_PCT) marked."""
-    cax = fig.add_axes([0.91, 0.3, 0.014, 0.5])
-    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
-    ticks = sorted({t for t in REL_TICKS if -min(100.0, clip) <= t <= clip} | {int(clip), -int(min(100.0, clip))})
+def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue")) -> None:
+    """The maps' colour bar to ±``clip`` (%), horizontal under the panels: "← optimistic" over its left end and
+    "conservative →" over its right end, each in its colour (``words``: their colour names), the range and the
+    linear band (±LIN_PCT, black lines) in one line under the ticks."""
+    x0, x1 = axes[0].get_position().x0, axes[-1].get_position().x1
+    span = x1 - x0
+    H = fig.get_figheight()
+    cax = fig.add_axes([x0 + 0.1 * span, 0.52 / H, 0.8 * span, 0.13 / H])
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, orientation="horizontal")
+    lo = -min(100.0, clip)
+    ticks = sorted({t for t in REL_TICKS if lo <= t <= clip} | {int(clip), int(lo)})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.set_label(f"error (%), {below}: optimistic\ncolour range {-min(100.0, clip):g} to +{clip:g} % in this figure\n"
-                 f"black lines at ±{LIN_PCT:g} %: linear between, logarithmic beyond", fontsize=8.5)
-    cb.ax.tick_params(labelsize=7.5)
-    cb.ax.set_ylim(-min(100.0, clip), clip)  # no error lies below −100 %
-    for y in (-LIN_PCT, LIN_PCT):
-        cb.ax.axhline(y, color="k", lw=1.0)
+    cb.ax.tick_params(labelsize=7.5, pad=1.5)
+    cb.ax.set_xlim(lo, clip)  # no error lies below −100 %
+    for x in (-LIN_PCT, LIN_PCT):
+        cb.ax.axvline(x, color="k", lw=1.0)
+    for x, ha, text, v in ((0.0, "left", f"← {words[0]}: optimistic (shorter than the reference)", lo),
+                           (1.0, "right", f"{words[1]}: conservative (longer) →", clip)):
+        cb.ax.text(x, 1.25, text, transform=cb.ax.transAxes, ha=ha, va="bottom", fontsize=8.5, fontweight="bold",
+                   color=norm_rgb(cmap, norm, v))
+    cb.ax.set_xlabel(f"error (%), colour range {lo:g} to +{clip:g} % in this figure; linear between the black lines "
+                     f"at ±{LIN_PCT:g} %, logarithmic beyond", fontsize=8, labelpad=2)
 
 
-def _error_legend(fig, m, rows, kinds, dt) -> None:
-    """The maps' legend: the frame, the white "no difference" cell (with the grid-step rule), the corner dot and
-    the status marks drawn."""
+def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
+    """The maps' legend: the framed coloured cell (in this figure's colours, both sides), the white "no difference"
+    cell (with the grid-step rule), the corner dot and the status marks drawn."""
+    from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles, labels = [], []
     if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
-        handles.append(Patch(facecolor="#f4d6c8", edgecolor="none"))
-        labels.append("coloured cell, bold number: the difference counts (beyond the CI, or beyond one time step "
-                      "of exact), however pale its colour")
+        handles.append(tuple(Patch(facecolor=norm_rgb(cmap, norm, v), edgecolor=SIG_FRAME["color"],
+                                   lw=SIG_FRAME["lw"]) for v in (-3 * LIN_PCT, 3 * LIN_PCT)))
+        labels.append("framed coloured cell, bold number: the difference counts (beyond the CI, or beyond one time "
+                      "step of exact), however pale its colour")
     if any(((m["ref"][i, :, j, :] != 0) & ~m["sig"][i, :, j, :]).any() for j, i in rows):
-        handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.5"))
-        labels.append(f"white cell, grey italic number: no difference — inside the simulation's 95 % CI, or "
-                      f"(against exact) the two percentiles at most one time step Δt = {dt:g} apart\n(so the same % "
-                      "counts at a long percentile and not at a short one)")
+        handles.append(Patch(facecolor=NO_DIFFERENCE_CELL, edgecolor="0.8"))
+        labels.append("white cell, grey italic number: no difference — inside the simulation's 95 % CI, or within one "
+                      f"time step Δt = {dt:g}\nof exact (so the same % counts at a long percentile and not at a short "
+                      "one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
         handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
@@ -290,7 +322,10 @@ def _error_legend(fig, m, rows, kinds, dt) -> None:
         if h.get_markerfacecolor() != "none":
             h.set_markerfacecolor("0.15")
         h.set_markeredgecolor("0.15")
-    _legend_below(fig, handles + sh, labels + sl, ncol=1, fontsize=7.5)
+    handles, labels = handles + sh, labels + sl
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, frameon=False,
+                   fontsize=7.5, handlelength=2.4, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
 
 
 _MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
@@ -341,8 +376,9 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          "within the reference's noise; \"<0.1\": "
          f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
-         f"±{LIN_PCT:g} %, logarithmic beyond; the palette ({palette[0]}) is this figure's own: the paper's A–F and "
-         "the corrected methods each have theirs, so that a shade of one is not read on the other's scale."
+         f"±{LIN_PCT:g} %, logarithmic beyond; a cell whose difference counts is framed. Optimistic is red in both "
+         "percentile-error figures; conservative is blue for the paper's A–F and purple for the corrected methods, "
+         "so that a shade of one range is not read on the other's."
          + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
                                                                  ("invalid", "× on a light hatch")) if k in kinds)
             + "." if marks else ""))])

@@ -29,7 +29,6 @@ from ..compare import (
 )
 from . import common  # save, looked up when called: tests replace common.save
 from .common import (
-    _SIM_DOT,
     EXPONENTIAL,
     RULE,
     TAIL,
@@ -164,9 +163,14 @@ def _exact_rows(b, Rv) -> list:
 
 
 def _tie_text(names: list) -> str:
-    """A tie cell's text: every method within reach, three to a line."""
-    rows = ["·".join(names[k:k + 3]) for k in range(0, len(names), 3)]
-    return "tie\n" + "\n".join(rows)
+    """A tie cell's names: every method within reach, three to a line (the word "tie" is drawn above them)."""
+    return "\n".join("·".join(names[k:k + 3]) for k in range(0, len(names), 3))
+
+
+#: the frame of a best-map cell judged against the simulation (exact did not run there): a dark inner border
+SIM_FRAME = {"edgecolor": "0.1", "lw": 2.4, "ls": (0, (3, 1.5)), "inset": 0.05}
+#: the hatch over a best-map cell where a candidate did not run (its winner won by default)
+ABSENT_HATCH = {"hatch": "xx", "lw": 0.0, "fill": False}
 
 
 def _absent(cmp, cand, service) -> np.ndarray:
@@ -186,10 +190,35 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     absent = _absent(cmp, b["candidates"], service)
     gone = absent.any(-1) & (b["best"] != "")
     for i, j in zip(*np.nonzero(gone), strict=True):
+        dark = b["best"][i, j] and not b["tie"][i, j] and np.mean(_rgb(method_color(b["best"][i, j]))) < 0.55
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, **ABSENT_HATCH, color="0.75" if dark else "0.6",
+                                   zorder=1.5))
         ax.text(j, i + 0.47, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
-                ha="center", va="top", fontsize=7.5 if small else 5, color="0.1", zorder=7,
-                bbox={"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8, "alpha": 0.9})
+                ha="center", va="top", fontsize=8.5 if small else 5, color="0.1", zorder=7,
+                bbox={"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8})
     return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
+
+
+def _best_cell_texts(ax, b, gone) -> None:
+    """The best-method map's cell words: a clear winner's name in bold; a tie's "tie of k" over its k names (in 9 pt,
+    three to a line), boxed where the cell is hatched (a candidate did not run)."""
+    best, tie, too_short = b["best"], b["tie"], b["too_short"]
+    for (i, j), m in np.ndenumerate(best):
+        if not m or too_short[i, j]:
+            continue
+        y = i - (0.14 if gone[i, j] else 0.0)
+        if tie[i, j]:
+            names = b["tied"][i, j].split("·")
+            box = {"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if gone[i, j] else None  # over the hatch
+            ax.text(j, y + 0.06, _tie_text(names), ha="center", va="top", fontsize=9, color="0.1",
+                    linespacing=1.0, zorder=6, bbox=box)
+            ax.text(j, y + 0.1, f"tie of {len(names)}", ha="center", va="bottom", fontsize=7.5, color="0.35",
+                    style="italic", zorder=6, bbox=box)
+        else:
+            dark = np.mean(_rgb(method_color(m))) < 0.55
+            ax.text(j, y, m, ha="center", va="center", fontsize=11, color="w" if dark else "k",
+                    fontweight="bold", zorder=6,
+                    bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.5} if gone[i, j] else None)
 
 
 def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -216,49 +245,34 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     vs_sim = (b["reference"] == REF_SIMULATION) & (best != "")
     small = best.size <= 150
     w = min(11.5, max(6.5, 0.8 * len(rho) + 2.4)) if small else 11.0
-    fig, ax = plt.subplots(figsize=(w, 0.55 * len(Rv) + 1.9) if small else (w, 0.3 * len(Rv) + 2.0))
+    fig, ax = plt.subplots(figsize=(w, 0.72 * len(Rv) + 1.6) if small else (w, 0.3 * len(Rv) + 2.0))
     _cell_map(ax, rgb, rho, Rv)
     gone, out = _absent_marks(ax, cmp, b, service, small)
     if small:
-        for (i, j), m in np.ndenumerate(best):
-            if not m or too_short[i, j]:
-                continue
-            if tie[i, j]:
-                ax.text(j, i - (0.12 if gone[i, j] else 0.0), _tie_text(b["tied"][i, j].split("·")), ha="center",
-                        va="center", fontsize=7 if gone[i, j] else 7.5,
-                        color="0.1", linespacing=0.95, zorder=6,
-                        bbox={"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if vs_sim[i, j] else None)
-            else:
-                dark = np.mean(_rgb(method_color(m))) < 0.55
-                ax.text(j, i - (0.12 if gone[i, j] else 0.0), m, ha="center", va="center", fontsize=9,
-                        color="w" if dark else "k", fontweight="bold",
-                        zorder=6, bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.0}
-                        if vs_sim[i, j] else None)
+        _best_cell_texts(ax, b, gone)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
-    ii, jj = np.nonzero(vs_sim)  # a dot in the corner (as in the percentile maps): hides no label, reads as no value
-    ax.plot(jj + 0.37, ii - 0.3, **_SIM_DOT, zorder=7)
+    fr = SIM_FRAME["inset"]
+    for i, j in zip(*np.nonzero(vs_sim), strict=True):  # a dark dashed inner border: judged against the simulation
+        ax.add_patch(plt.Rectangle((j - 0.5 + fr, i - 0.5 + fr), 1 - 2 * fr, 1 - 2 * fr, fill=False, zorder=6.5,
+                                   **{k: v for k, v in SIM_FRAME.items() if k != "inset"}))
     handles = [Patch(color=method_color(m)) for m in winners]
-    labels = [(_label(m, joined)[:-1] + "; clear winner)") if _label(m, joined).endswith(")") else
-              _label(m, joined) + " (clear winner)" for m in winners]
+    labels = [(f"{TAIL}: conservative bound — its tail lies above the truth by construction (clear winner by W)"
+               if m == TAIL else _label(m, joined) + " (clear winner)") for m in winners]
     if tie.any():
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         groups = ", ".join(v for v in joined.values())
-        labels.append("tie: no clear winner; the cell names every method within the CI (against exact: within "
-                      f"{b['w_tie']:g} {TIME_UNIT})\nof the closest — A–F the paper's methods"
-                      + (f"; {listing(list(joined))} the corrected groups ({groups})" if groups else ""))
+        labels.append("tie of k: no clear winner; the cell names the k methods within the CI of the closest "
+                      f"(against exact: within {b['w_tie']:g} {TIME_UNIT})\nA–F: the paper's methods"
+                      + (f"; {listing(list(joined))}: the corrected groups ({groups})" if groups else ""))
     if vs_sim.any():
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
-        labels.append("dot in a cell's corner: judged against the simulation (exact did not run); elsewhere against "
-                      "exact")
+        handles.append(Patch(facecolor="w", edgecolor=SIM_FRAME["edgecolor"], lw=SIM_FRAME["lw"] * 0.7,
+                             ls=SIM_FRAME["ls"]))
+        labels.append("dashed dark border: judged against the simulation (exact did not run there); elsewhere "
+                      "against exact")
     if gone.any():
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls="none", marker=r"$\varnothing$", ms=8, color="0.1"))
-        labels.append(f"∅ {'·'.join(out)} at a cell's top: did not run there (over budget) — no competitor; the "
-                      "name below is the closest of the methods that ran,\n"
-                      "not one that beat it")
+        handles.append(Patch(facecolor="0.93", edgecolor="0.6", hatch=ABSENT_HATCH["hatch"]))
+        labels.append(f"hatched, ∅ {'·'.join(out)} at the top: {listing(out)} did not run there (over budget) — the "
+                      "name is the closest of the methods that ran,\nnot one that beat it")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -307,7 +321,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
                                   Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
                                           (("all", ["rho"]),), None, sel)))
         k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
-        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (a dot in the corner: "
+        findings.append(Q.k_of_n(f"{k_sim} of the {n} cells are judged against the simulation (a dashed dark border: "
                                  "exact did not run there); the rest against exact.", k_sim, n,
                                  "~(usable.sel(approximation='exact') != 0)" if Q.has_exact(cmp) else "(R == R)", has,
                                  sel))
@@ -318,7 +332,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
             findings.append(Q.k_of_n(
                 f"At {int(gone.sum())} of the {n} cells {listing(out)} did not run (over budget or at its truncation "
                 "cap; ∅ at the cell's top): no competitor there, so the method named is the closest of those that "
-                "ran, not one that beat it.", int(gone.sum()), n,
+                "ran, not one that beat it (the cell is hatched).", int(gone.sum()), n,
                 f"(not_run.sel(approximation={Q.names(cand)}).max('approximation') != 0)", has, sel))
     if too_short.any():
         k = int(too_short.sum())
@@ -328,8 +342,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
-        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dot in the "
-        "corner); exact itself is the reference and no candidate.", findings, limits,
+        f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dashed dark "
+        "border); exact itself is the reference and no candidate.", findings, limits,
         [f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
@@ -410,8 +424,8 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
     from ..compare import SIMULATE
 
     handles = [Patch(color=method_color(m)) for m in names]
-    words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ") and its percentile "
-             "lies on the time grid" + _exact_truncation_words(cmp).replace("; ", ";\n", 1)}
+    words = {"exact": "exact: where it ran (" + (_budget_words(cmp) or "within its budget") + ")\nand its percentile "
+             "lies on the time grid (same colours as the CDF figures)"}
     if TAIL in names and "exact" in cmp["approximation"].values.tolist():  # T's margin over exact where both ran
         d = c["percentile_error_vs_exact"].sel(approximation=TAIL).values
         xe = c["approx_percentile"].sel(approximation="exact").values
@@ -420,7 +434,7 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
         n_below = int((d[ok] < -float(cmp.attrs.get("time_step", 0.01)) * (1 + 1e-6)).sum())
         words[TAIL] = (f"{TAIL_LABEL}: where exact is over budget; "
                        + ("never below exact" if n_below == 0 else f"below exact at {n_below} points")
-                       + f", at most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
+                       + f",\nat most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
                        f"{TAIL_LABEL}: where exact is over budget")
     labels = [words.get(m, TAIL_LABEL if m == TAIL else m) for m in names]
     if none.any():
@@ -439,7 +453,7 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
             "beyond_grid", ms=6))))  # the grey cell with its mark, as drawn
         labels.append(("simulate longer, or rerun exact with a larger t_max: " if (rec[beyond] == SIMULATE).all()
                        else "") + f"this percentile lies beyond exact's {grid}"
-                      + ("; no method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
+                      + (";\nno method has it and the simulation is too short" if (rec[beyond] == SIMULATE).all()
                          else "; the colour is the method used instead"))
     return handles, labels
 
@@ -532,7 +546,9 @@ def _recommended_caption(cmp, service, rec, short, none, beyond=None) -> Caption
         "exact (and the simulation does not show it optimistic where it can tell); else the most accurate usable "
         "method whose 95% CI of the percentile error does not lie entirely below 0.", findings, limits,
         [("Exact and T need no simulation to be trusted; every other method is judged against the simulation, so "
-         "where its reference is too short nothing else can be recommended.")])
+         "where its reference is too short nothing else can be recommended."
+          + (f" Exact truncates its state space: {_exact_truncation_words(cmp).removeprefix('; ')} over the cells "
+             "where it ran." if _exact_truncation_words(cmp) else ""))])
 
 
 def _simulate_words(rec, beyond) -> str:

@@ -54,14 +54,15 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     if 0 < lo < hi:
         ax.set_ylim(10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi) + 0.02))
     log_ticks(ax.yaxis)
-    if _over_budget_marks(ax, nr, fams, Rv, _budget_words(cmp)):  # the data below the line of the skipped cells
+    skipped = _over_budget_marks(ax, nr, fams, Rv, _budget_words(cmp))
+    if skipped:  # the data below the line of the skipped cells
         y0, y1 = ax.get_ylim()
         ax.set_ylim(y0, 10.0 ** np.ceil(np.log10(y0) + np.log10(max(hi, y0 * 10) / y0) / 0.84))
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
     skip_lines = max((len(t.get_text().splitlines()) for t in ax.texts if t.get_va() == "top"), default=0)
-    ax.set_xlabel("servers R (log scale)", labelpad=26 + 11 * skip_lines if partial else 4)
+    ax.set_xlabel("servers R (log scale)", labelpad=3)  # right under the ticks; the count rows below it
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
     n_common = int(common_cells.sum())
     ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
@@ -72,12 +73,18 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
+        labels.append(f"hollow, on a grey band: a partial median — not every family ran at all {n_rho} loads of "
+                      "that R (the rows under the axis\ncount them); every family there over the same, cheaper loads: "
+                      "not the trend with R")
+    if skipped:
         bw = _budget_words(cmp)
-        labels.append(f"hollow: not every family ran at all {n_rho} loads of that R (the rows under the axis count "
-                      "them;\nover budget" + (f": {bw}" if bw else "") + "): every family there over the same "
-                      "loads, the skipped ones not counted as fast")
+        handles.append(Line2D([], [], ls="none", marker="^", ms=9, color="0.5", mec="k", mew=0.6))
+        labels.append("▲ on the dashed line, with a count: loads a family did not run, its chain being too large —\n"
+                      "exact: over its budget " + (f"({bw}: a cap on the state space and\npredicted cost, checked "
+                      "before it runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
+                      + "; A*–F*: at their chain's state cap.\nTheir cost is in no median.")
     ax.legend(handles, labels, fontsize=8.5, loc="upper center", ncol=2, frameon=False,
-              bbox_to_anchor=(0.5, -0.16 - (0.045 * skip_lines if partial else 0.0)))
+              bbox_to_anchor=(0.5, -0.2 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
     return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells), **kw)
 
@@ -101,10 +108,9 @@ def _over_budget_marks(ax, nr, fams, Rv, budget) -> bool:
                 drawn = True
     if drawn:
         ax.plot([0, 1], [y, y], transform=ax.transAxes, ls="--", lw=1.0, color="0.35", zorder=1)
-        ax.text(0.01, y - 0.02, "▲ not run: over budget" + (f" ({budget})" if budget else "") + "\nor at the "
-                "truncation cap; the number of loads skipped under it\n(their cost is in no median below)",
-                transform=ax.transAxes, ha="left", va="top", fontsize=8, color="0.2",
-                bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.85, "pad": 1.0})
+        ax.text(0.01, y - 0.02, "▲ not run (loads skipped; see the legend)", transform=ax.transAxes, ha="left",
+                va="top", fontsize=8, color="0.2", bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.85,
+                                                         "pad": 1.0})
     return drawn
 
 
@@ -134,17 +140,19 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
         return meds, partial
     partial = True
     base = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    rows = (("loads compared", -22), ("skipped (over budget)", -34))
+    rows = (("loads compared", -38), ("skipped (over budget)", -50))
     for name, dy in rows:  # two rows under the tick labels: how many loads each R compares, who skipped how many
         ax.text(0.0, 0.0, name, transform=mtransforms.offset_copy(ax.transAxes, fig=ax.figure, x=-6, y=dy + 5,
                                                                   units="points"),
                 ha="right", va="top", fontsize=8.5, color="0.3")
     for j, R in enumerate(Rv):
         full = n_at[j] == n_rho
+        if not full:  # a partial median (fewer loads, the cheaper ones): a grey band and its word, not the trend
+            ax.axvspan(R / 1.22, R * 1.22, color="0.92", zorder=0, lw=0)
         skipped = [(lab.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful "),
                     int(n_rho - (nr.sel({"approximation": ms, "R": R}) == 0).all("approximation").sum()))
                    for lab, ms, _ in fams]
-        for (_, dy), text in zip(rows, (f"{int(n_at[j])}/{n_rho}",
+        for (_, dy), text in zip(rows, (f"{int(n_at[j])}/{n_rho}" + ("" if full else " partial"),
                                         "\n".join(f"{lab}: {n}" for lab, n in skipped if n) or "–"), strict=True):
             ax.text(R, 0.0, text, transform=mtransforms.offset_copy(base, fig=ax.figure, y=dy + 5, units="points"),
                     ha="center", va="top", fontsize=9 if dy == rows[0][1] else 8.5,
