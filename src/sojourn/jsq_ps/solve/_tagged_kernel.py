@@ -13,12 +13,12 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402 (after the wait policy, which OpenMP reads when it starts)
-from numba import njit, prange  # noqa: E402
+from numba import njit, prange, uint64  # noqa: E402
 
 
 @njit(cache=True, boundscheck=False)
-def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc,  # noqa: C901
-          p_lo, p_hi):
+def _step(x, y, M, mcap, start, dtab, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, acc,  # noqa: C901
+          ab, p_lo, p_hi):
     # (C901: the four copies of the move loop are the fixed trip counts the compiler vectorises; the timings below)
     """y = x·P for x, y the kept states only, phase by phase, level fastest: phase p holds its levels
     0..mcap[p]−1 from start[p] (a move into a dropped state leaves the chain; compact rows: at R = 6, ρ = 0.9
@@ -36,47 +36,45 @@ def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, h
     left and the mass absorbed by this step (exitq is the tagged completion's rate μ/(kq)). Steps the phases
     p_lo ≤ p < p_hi only (a chunk: :func:`_masses` runs the chunks on parallel threads; each writes its own phases of
     y and reads x), with the mass left per level in ``acc`` and the mass absorbed returned."""
-    for m in range(M):
+    U = uint64(M)  # unsigned indices throughout: numba wraps a negative signed index, which stops LLVM vectorising
+    for m in range(U):
         acc[m] = 0.0
-    absorbed = 0.0
+        ab[m] = 0.0
     for p in range(p_lo, p_hi):
-        Mp = mcap[p]
+        Mp = uint64(mcap[p])
         if Mp == 0:
             continue
-        b = start[p]
-        c = dconst[p]
-        a = dtag[p]
-        e = ot[p] * M
+        b = uint64(start[p])
+        e = uint64(ot[p]) * U
         for m in range(Mp):
-            ex = exitq[e + m]
-            y[b + m] = (c - a * wrow[b + m] - ex) * x[b + m]
-            absorbed += ex * x[b + m]
+            y[b + m] = dtab[e + m] * x[b + m]
+            ab[m] += exitq[e + m] * x[b + m]  # per level, not one running sum: dependent adds are not vectorised
         y[b] += dfirst[p] * x[b]
         for j in range(ptr[p], ptr[p + 1]):
-            o = off[j]
+            o = uint64(off[j])  # may be start − 1 (a level shift): wraps, and o + m (m ≥ 1 there) wraps back
             r = rate[j]
-            l0 = lo[j]
-            h = hi[j]
-            if l0 == 0 and h == M:  # whole rows (the box, and the full rows of a pruned chain): a fixed trip count
+            l0 = uint64(lo[j])
+            h = uint64(hi[j])
+            if l0 == 0 and h == U:  # whole rows (the box, and the full rows of a pruned chain): a fixed trip count
                 if tagged[j]:
-                    for m in range(M):
+                    for m in range(U):
                         y[b + m] += r * wrow[o + m] * x[o + m]
                 else:
-                    for m in range(M):
+                    for m in range(U):
                         y[b + m] += r * x[o + m]
-            elif l0 == 1 and h == M:
+            elif l0 == 1 and h == U:
                 if tagged[j]:
-                    for m in range(1, M):
+                    for m in range(uint64(1), U):
                         y[b + m] += r * wrow[o + m] * x[o + m]
                 else:
-                    for m in range(1, M):
+                    for m in range(uint64(1), U):
                         y[b + m] += r * x[o + m]
-            elif l0 == 0 and h == M - 1:
+            elif l0 == 0 and h == U - 1:
                 if tagged[j]:
-                    for m in range(M - 1):
+                    for m in range(U - 1):
                         y[b + m] += r * wrow[o + m] * x[o + m]
                 else:
-                    for m in range(M - 1):
+                    for m in range(U - 1):
                         y[b + m] += r * x[o + m]
             else:
                 if tagged[j]:
@@ -87,11 +85,10 @@ def _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, h
                         y[b + m] += r * x[o + m]
         for m in range(Mp):
             acc[m] += y[b + m]
-    return absorbed
 
 
 @njit(cache=True, boundscheck=False, parallel=True)
-def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop,
+def _masses(x, y, M, mcap, start, dtab, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow, K, stop,
             chunks):
     """g_j = p0·P^j·1 for j < K (x = p0 on the kept states, :func:`_step`'s layout, on entry) and a_j, the mass
     absorbed (the tagged completion) in the first j steps, stopping once g_j < ``stop`` (later a_j kept at their
@@ -104,7 +101,7 @@ def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo,
     g = np.zeros(K)
     a = np.zeros(K)
     acc = np.zeros((n_chunks, M))
-    ab = np.zeros(n_chunks)
+    ab = np.zeros((n_chunks, M))
     total = 0.0
     for i in range(x.size):
         total += x[i]
@@ -112,17 +109,18 @@ def _masses(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo,
     absorbed = 0.0
     for j in range(1, K):
         for c in prange(n_chunks):
-            ab[c] = _step(x, y, M, mcap, start, dconst, dtag, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow,
-                          acc[c], chunks[c], chunks[c + 1])
+            _step(x, y, M, mcap, start, dtab, dfirst, exitq, ot, ptr, off, lo, hi, tagged, rate, wrow,
+                  acc[c], ab[c], chunks[c], chunks[c + 1])
         s = 0.0
+        step = 0.0
         for m in range(M):
             lev = 0.0
+            out = 0.0
             for c in range(n_chunks):
                 lev += acc[c, m]
+                out += ab[c, m]
             s += lev
-        step = 0.0
-        for c in range(n_chunks):
-            step += ab[c]
+            step += out
         absorbed += step
         x, y = y, x
         g[j] = s

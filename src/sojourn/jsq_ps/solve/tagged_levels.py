@@ -82,6 +82,10 @@ class LevelTaggedChain:
         idle0 = (tp.O[perm] == 0).sum(axis=1) if self.R > 1 else np.zeros(P, np.int64)
         self._diag_parts = (np.full(P, 1.0 - (self.lam + self.mu * (self.R - 1)) / q), np.full(P, self.mu / q),
                             self.mu * idle0 / q, np.ascontiguousarray(exitq).ravel(), ot)
+        # the kernel's diagonal by (tagged offset, level): dconst − dtag·(k−1)/k − μ/(qk), the same for every phase with
+        # that offset (dconst, dtag do not depend on the phase), so it is read from a small table, not per state
+        wt = np.where(kk >= 1, (kk - 1) / np.maximum(kk, 1), 0.0)
+        self._dtab = np.ascontiguousarray((self._diag_parts[0][0] - self._diag_parts[1][0] * wt) - exitq).ravel()
         order = np.lexsort((src, dst))  # incoming moves grouped by target phase
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=P))]).astype(np.int64)
         self.src = src[order].astype(np.int64)
@@ -178,8 +182,8 @@ class LevelTaggedChain:
 
         x = np.ascontiguousarray(x.reshape(self.size_phases, self.M)[self._kept])  # the kept states only
         y = np.zeros_like(x)
-        return _masses(x, y, self.M, self.mcap, self.start, *self._diag_parts, *self._kernel_moves, self._wrow_kept,
-                       int(K), float(stop), self.chunks)
+        return _masses(x, y, self.M, self.mcap, self.start, self._dtab, *self._diag_parts[2:], *self._kernel_moves,
+                       self._wrow_kept, int(K), float(stop), self.chunks)
 
     def matrix(self):
         """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
