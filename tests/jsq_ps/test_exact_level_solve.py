@@ -77,7 +77,7 @@ def test_tagged_steps_are_the_same_bits_on_one_and_two_threads():
 
     S, pi, _, _ = exact.choose_truncation(3.6, 1.0, 4, 1e-10, M=20, D=8)
     tc = LevelTaggedChain(3.6, 1.0, 4, S.M, S.D)
-    tc.set_level_caps(tc.caps_from_law(pi.reshape(S.M, -1), exact.PRUNE * 1e-10))
+    tc.set_level_caps(tc.caps_from_occupation(pi.reshape(S.M, -1), exact.PRUNE * 1e-10))
     p0, _ = tc.initial_law(pi.reshape(S.M, -1))
     assert tc.chunks.size > 2
     before = numba.get_num_threads()

@@ -4,8 +4,9 @@ import pytest
 
 from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import solve_chain, stationary
-from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf, system_chain
+from sojourn.jsq_ps.solve.exact import PRUNE, choose_truncation, exact_sojourn_cdf, system_chain
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
+from sojourn.jsq_ps.solve.tagged_levels import LevelTaggedChain
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.9])
@@ -128,15 +129,36 @@ def test_exact_reports_its_certified_bound(R, rho):
 
 def test_pruning_drops_states_and_the_bound_still_holds_the_whole_box():
     """Pruning (exact.py module doc) steps a fraction of the box's states; its certified bounds hold the whole
-    box's CDF, and its reported bound stays within 2× of the box's own at R = 4, ρ = 0.9."""
+    box's CDF, and its reported bound exceeds the box's own by at most half the a-priori budget (PRUNE·eps of mass
+    lost to the dropped states) at R = 4, ρ = 0.9."""
     t = time_grid(120.0, 0.01)
     box = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=0)
     pruned = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t)
-    assert box.info["tagged_states_kept"] == 1.0 and pruned.info["tagged_states_kept"] < 0.8
+    assert box.info["tagged_states_kept"] == 1.0 and pruned.info["tagged_states_kept"] < 0.5
     assert (pruned.M, pruned.D) == (box.M, box.D)
     assert np.all(pruned.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= pruned.cdf_upper + 1e-12)
-    assert pruned.info["cdf_error_bound"] < 2 * box.info["cdf_error_bound"] < 2e-9
-    # a threshold far too coarse shows in the bound, not as a silent error
-    coarse = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=100.0)
+    box_bound = box.info["cdf_error_bound"]
+    assert box_bound < pruned.info["cdf_error_bound"] <= box_bound + PRUNE * 1e-10 / 2
+    # a budget far too coarse shows in the bound, not as a silent error
+    coarse = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=1e5)
     assert coarse.info["cdf_error_bound"] > 100 * box.info["cdf_error_bound"]
     assert np.all(coarse.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= coarse.cdf_upper + 1e-12)
+
+
+def test_occupation_measure_is_littles_law_and_its_caps_keep_their_budget():
+    """The tagged chain's occupation measure read off the system law by Little's law (tagged_levels.py) sums to the
+    mean sojourn time of the exact CDF, and the level caps drawn from it drop states whose expected entries sum to
+    no more than the budget (R = 3, ρ = 0.8)."""
+    R, rho, eps = 3, 0.8, 1e-10
+    S, pi, _, _ = choose_truncation(rho * R, 1.0, R, eps)
+    tc = LevelTaggedChain(rho * R, 1.0, R, S.M, S.D)
+    n = tc.occupation(pi.reshape(S.M, -1))
+    t = time_grid(150.0, 0.01)
+    r = exact_sojourn_cdf(rho * R, 1.0, R, t, prune=0)
+    assert 1 - r.cdf[-1] < 1e-9
+    mean = float(np.sum(np.diff(t) * (2 - r.cdf[1:] - r.cdf[:-1]) / 2))  # ∫ P(T > t) dt by trapezoids
+    assert n.sum() == pytest.approx(mean, rel=1e-5)  # the trapezoids' error, h²/12·f(0), is about 4e-6
+    for budget in (PRUNE * eps, 1e-6):
+        caps = tc.caps_from_occupation(pi.reshape(S.M, -1), budget)
+        dropped = np.arange(S.M)[:, None] >= caps[None, :]
+        assert tc.q * n[dropped].sum() <= budget and dropped.any()

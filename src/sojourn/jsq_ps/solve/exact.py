@@ -43,20 +43,19 @@ the untruncated π is not bounded here. Until this change the moves were suppres
 no bound); the two CDFs differ by ≤ the bound (4.3e-10 at R = 6, ρ = 0.95, t = 182.3), and the cost is the
 same (one more product per state and step; R = 5, ρ = 0.9: 4.7 s against 4.4–5.3 s).
 
-Pruning (measured, then bounded by the above). Inside the box most tagged states are never worth a step: a
-tagged state is kept only while its system state (the R occupancies) has stationary mass ≥ ``prune``·eps
-(:data:`PRUNE` = 1e-6, so 1e-16), which gives each phase its own level cap (the kernel steps levels
-0..cap−1 of each phase). A move into a dropped state leaves the chain like a move out of the box, so the
-certified bound covers it: it rose from 1.1e-10 to 1.5e-10 at R = 6, ρ = 0.9 and from 3.1e-10 to 3.9e-10 at
-R = 5, ρ = 0.95, while the chain kept 24 % and 35 % of its states, and the whole call took 16.8 s against
-23.5 s and 12.3 s against 16.6 s (R = 4, ρ = 0.95: 52 %, 2.7 s against 3.5 s). Less than the states kept
-suggests: the kept rows are short, and the step costs per move as well as per state (R = 6, ρ = 0.9: 2.25 ns
-per kept transition against 0.84 in the box; ``benchmarks/exact_kernel.py``: 400 steps of the box with the
-kernel before level caps, 2.62 s, against 1.76 s for the pruned chain). The CDFs moved by ≤ 7e-11 and no
-percentile on the 0.01 grid. Why the threshold is so far below eps: the tagged customer sees the system
-through its own, long sojourns, so its chain dwells in stationarily rare states — keeping the states above
-1e-12 instead dropped 81 % at R = 4, ρ = 0.95 but lost 2.8e-7 (the tagged chain's occupation measure itself,
-the ideal set, still needs half the states for the box's bound). ``prune=0`` steps the whole box.
+Pruning (bounded a priori, and by the above). Inside the box most tagged states are never worth a step. The
+tagged chain's occupation measure n(s) — the expected time a customer spends in tagged state s — is read off the
+system law by Little's law, n = π(x)·k·c_k(x)/Λ (:meth:`~.tagged_levels.LevelTaggedChain.occupation`), and q·n(s) is
+the expected number of moves into s. The states of smallest n are dropped while those expected entries sum to at
+most ``prune``·eps (:data:`PRUNE` = 20, so 2e-9), which gives each phase its own level cap (the kernel steps levels
+0..cap−1 of each phase; :meth:`~.tagged_levels.LevelTaggedChain.caps_from_occupation`). A move into a dropped state
+leaves the chain like a move out of the box, so the certified bound covers it, and a priori it rises by at most
+half the budget (1e-9): R = 2–4, ρ = 0.9–0.95 measured 0.1–2.5e-10 above the box's, the CDFs within 2.2e-10 of the
+box's (tests/jsq_ps/test_solve_exact.py). Until issue 36 the criterion was the stationary mass of the system state
+(kept ≥ 1e-16), with no a-priori meaning; at R = 6, ρ = 0.95 it kept 888 000 states for a bound of 6.6e-10, the
+occupation measure with this budget keeps about 770 000 for about 1e-9 (``benchmarks/exact_reach.py``). Why the
+weight k·c_k matters: the tagged customer sees the system through its own, long sojourns, so its chain dwells in
+states of many customers, which the stationary law alone underweights. ``prune=0`` steps the whole box.
 """
 from __future__ import annotations
 
@@ -376,8 +375,11 @@ def exact_plan(arrival_rate, service_rate, servers, t_max, eps=1e-10, state_budg
     return plan
 
 
-#: a tagged state is kept when its system state's stationary mass is ≥ PRUNE·eps (module doc, "pruning")
-PRUNE = 1e-6
+#: the tagged states dropped take at most PRUNE·eps of the mass, a priori (module doc, "pruning"; the budget of
+#: :meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.caps_from_occupation`)
+PRUNE = 20.0
+#: a state where the tagged customer starts with at least this mass (× eps) is never dropped (issue 32)
+START_KEEP = 1e-6
 
 
 def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None, D=None,
@@ -423,13 +425,12 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
         t_truncation = time.perf_counter() - t0
         tc = LevelTaggedChain(lam, mu, R, S.M, S.D)  # P = I + Q/q stepped level by level (tagged_levels.py)
         box = tc.size
-        if prune > 0:  # drop the states the system law leaves below prune·eps (module doc, "pruning")
-            caps = tc.caps_from_law(pi.reshape(S.M, -1), prune * eps)
-            # ... but never where the tagged customer starts: at a negligible load (Λ/μ ≲ 1e-16) every state holding
-            # a customer is below the threshold, the tagged customer's own included (issue 32: load 1e-100 gave a CDF
-            # of 0.5 everywhere, its bounds [0, 1])
+        if prune > 0:  # drop states the chain enters at most prune·eps times in all, a priori (module doc, "pruning")
+            caps = tc.caps_from_occupation(pi.reshape(S.M, -1), prune * eps)
+            # ... but never where the tagged customer starts (issue 32: with the stationary law as the criterion, load
+            # 1e-100 dropped every state holding a customer, and gave a CDF of 0.5 everywhere, its bounds [0, 1])
             p0_full, _ = tc.initial_law(pi.reshape(S.M, -1))
-            start = p0_full >= prune * eps
+            start = p0_full >= START_KEEP * eps
             caps = np.maximum(caps, np.where(start.any(axis=1), S.M - np.argmax(start[:, ::-1], axis=1), 0))
             tc.set_level_caps(caps)
         p0, lost = tc.initial_law(pi.reshape(S.M, -1))

@@ -129,18 +129,37 @@ class LevelTaggedChain:
         tgt_bad = (ot[self.target] == 0) & (lo == 0) & (hi > 0) & ~(src_bad & (d == 0))
         self.transitions = int((n - src_bad - tgt_bad).clip(0).sum())
 
-    def caps_from_law(self, pi_levels: np.ndarray, threshold: float) -> np.ndarray:
-        """Level caps from the system law π (shape (M, system phases), :class:`~.exact.SpreadStates` order): phase
-        p is kept up to the highest level where its system state (the tagged offset among the others') has
-        stationary mass ≥ ``threshold``."""
+    def occupation(self, pi_levels: np.ndarray) -> np.ndarray:
+        """The tagged chain's occupation measure from the system law π (shape (M, system phases),
+        :class:`~.exact.SpreadStates` order), as a (M, phases) array: the expected time a customer spends in each
+        tagged state over its sojourn, by Little's law (H = λG; Stidham 1974 / Heyman & Stidham 1980) on the
+        customers present in that state: π(x)·k·c_k(x)/Λ, where x is the system state (the tagged offset among the
+        others'), k the tagged server's occupancy and c_k(x) the servers holding k (each of their k customers sees
+        this tagged state). It sums to E[T] (R = 6, ρ = 0.95: 4.20)."""
         from .chain import SortedStates
 
         perm = np.argsort(self.inv)  # position -> TaggedPhases row
-        offs = np.sort(np.concatenate([self.phases.ot[perm][:, None], self.phases.O[perm]], axis=1), axis=1)
+        ot, others = self.phases.ot[perm], self.phases.O[perm]
+        offs = np.sort(np.concatenate([ot[:, None], others], axis=1), axis=1)
         sys_phase = SortedStates(self.D + 1, self.R - 1).rank(offs[:, 1:]) if self.R > 1 else np.zeros(
             self.size_phases, np.int64)
-        above = np.asarray(pi_levels)[:, sys_phase] >= threshold  # (M, tagged phases)
-        return np.where(above.any(axis=0), self.M - np.argmax(above[::-1], axis=0), 0)
+        c_k = 1 + (others == ot[:, None]).sum(axis=1)
+        k = np.arange(self.M)[:, None] + ot[None, :]
+        return np.asarray(pi_levels)[:, sys_phase] * k * c_k[None, :] / self.lam
+
+    def caps_from_occupation(self, pi_levels: np.ndarray, budget: float) -> np.ndarray:
+        """Level caps that drop tagged states into which the chain moves, in expectation, at most ``budget`` times
+        in all: the states of occupation measure n below a threshold τ, the largest whose states below it have
+        Σ q·n ≤ ``budget`` (q·n(s) is the expected number of moves into s, counting the start), and phase p kept on
+        its levels up to the highest with n ≥ τ. The mass lost to the dropped states — the probability of ever
+        entering one, at most the expected entries — is then ≤ ``budget`` for the chain of this π (the result's
+        certified bound measures what was actually lost)."""
+        n = self.occupation(pi_levels)
+        flat = np.sort(n.ravel())
+        below = np.searchsorted(np.cumsum(flat) * self.q, budget, side="right")  # flat[:below] fit the budget
+        tau = flat[below] if below < flat.size else np.inf
+        keep = n >= tau
+        return np.where(keep.any(axis=0), self.M - np.argmax(keep[::-1], axis=0), 0)
 
     def initial_law(self, pi_levels: np.ndarray):
         """(p0 as a (phases, M) array, mass lost): PASTA + JSQ on the system law π (shape (M, system phases),
