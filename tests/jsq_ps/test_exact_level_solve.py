@@ -94,3 +94,14 @@ def test_tagged_steps_are_the_same_bits_on_one_and_two_threads():
     g_sparse, a_sparse, _ = tc.masses(p0, 400, kernel=False)
     np.testing.assert_allclose(g1, g_sparse, rtol=0, atol=1e-14)
     np.testing.assert_allclose(a1, a_sparse, rtol=0, atol=1e-14)
+
+
+def test_residual_checks_are_skipped_only_while_a_steady_fall_cannot_reach_the_tolerance():
+    """stationary_by_levels computes the residual (a third of an iteration) only where a steady fall could have
+    reached the tolerance: two iterations before the extrapolated one, never after a rise, at most 20 ahead."""
+    from sojourn.jsq_ps.solve.level_solve import _skip
+
+    assert _skip([(1, 1e-3), (2, 1e-4), (3, 1e-5)], 3e-15) == 8  # 9.5 more iterations at a factor 10 each
+    assert _skip([(1, 1e-3), (2, 1e-4)], 1e-15) == 0
+    assert _skip([(1, 1e-3), (2, 1e-4), (3, 2e-4)], 1e-15) == 0
+    assert _skip([(1, 1e-3), (2, 1e-4), (12, 1e-5)], 1e-15) == 20  # the slower of the two rates, then capped

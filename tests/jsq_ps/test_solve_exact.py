@@ -4,7 +4,14 @@ import pytest
 
 from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import solve_chain, stationary
-from sojourn.jsq_ps.solve.exact import PRUNE, choose_truncation, exact_sojourn_cdf, system_chain
+from sojourn.jsq_ps.solve.exact import (
+    PRUNE,
+    SpreadStates,
+    _system_moves,
+    choose_truncation,
+    exact_sojourn_cdf,
+    system_chain,
+)
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.tagged_levels import LevelTaggedChain
 
@@ -162,3 +169,18 @@ def test_occupation_measure_is_littles_law_and_its_caps_keep_their_budget():
         caps = tc.caps_from_occupation(pi.reshape(S.M, -1), budget)
         dropped = np.arange(S.M)[:, None] >= caps[None, :]
         assert tc.q * n[dropped].sum() <= budget and dropped.any()
+
+
+@pytest.mark.parametrize("R, M, D", [(2, 5, 3), (3, 9, 4), (5, 12, 5)])
+def test_system_chain_repeated_over_levels_is_the_per_state_chain(R, M, D):
+    """The system chain built on three levels and repeated (exact.system_chain) is the chain built state by state,
+    entry for entry."""
+    S, Q = system_chain(2.7, 1.0, R, M, D)
+    full = SpreadStates(M, D, R)
+    rows, cols, vals = (np.concatenate(z) for z in zip(*_system_moves(2.7, 1.0, R, full), strict=True))
+    from scipy import sparse
+
+    ref = sparse.coo_matrix((vals, (rows, cols)), shape=(full.size, full.size)).tocsr()
+    ref = (ref - sparse.diags(np.asarray(ref.sum(axis=1)).ravel())).tocsr()
+    assert np.array_equal(Q.indptr, ref.indptr) and np.array_equal(Q.indices, ref.indices)
+    assert np.array_equal(Q.data, ref.data)

@@ -102,15 +102,13 @@ class SpreadStates:
         return m * self.P + self.off.rank(X[:, 1:] - m[:, None])
 
 
-def system_chain(lam, mu, R, M, D):
-    """Generator of the spread-truncated lumped system chain (same rates as §3.2)."""
-    from scipy import sparse  # here, not at import (see chain.py)
-    S = SpreadStates(M, D, R)
+def _system_moves(lam, mu, R, S):
+    """The moves of the lumped system chain on the states of ``S``, one (rows, cols, rates) triple per kind (a departure
+    from the i-th distinct occupancy, i = 0..R−1, then the arrival), each in increasing row order (§3.2's rates)."""
     X = S.states
-    n = S.size
-    idx = np.arange(n)
+    idx = np.arange(S.size)
     cnt = value_counts(X)
-    rows, cols, vals = [], [], []
+    parts = []
     for i in range(R):  # departures: first occurrence of v ≥ 1, rate μ·c_v
         first = X[:, i] >= 1
         if i > 0:
@@ -118,16 +116,38 @@ def system_chain(lam, mu, R, M, D):
         Y = X[first].copy()
         Y[:, i] -= 1
         ok = S.admissible(Y)
-        rows.append(idx[first][ok])
-        cols.append(S.index(Y[ok]))
-        vals.append(mu * cnt[first, i][ok])
+        parts.append((idx[first][ok], S.index(Y[ok]), mu * cnt[first, i][ok]))
     Y = X.copy()  # arrival: the last minimum goes up (re-sorted automatically)
-    Y[np.arange(n), cnt[:, 0] - 1] += 1
+    Y[idx, cnt[:, 0] - 1] += 1
     ok = S.admissible(Y)
-    rows.append(idx[ok])
-    cols.append(S.index(Y[ok]))
-    vals.append(np.full(ok.sum(), lam))
-    Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
+    parts.append((idx[ok], S.index(Y[ok]), np.full(ok.sum(), lam)))
+    return parts
+
+
+def system_chain(lam, mu, R, M, D):
+    """Generator of the spread-truncated lumped system chain (same rates as §3.2).
+
+    The moves are level-independent above the least occupancy 0 (states m·P + phase: every server busy, so a move's
+    phase, level shift and rate do not depend on m ≥ 1), so they are found on three levels and repeated over the rest,
+    dropping the arrivals that would lift the top level (issue 36: R = 6, ρ = 0.95, 617 000 states, the same matrix,
+    entry for entry, without an index computed per state)."""
+    from scipy import sparse  # here, not at import (see chain.py)
+    S = SpreadStates(M, D, R)
+    n = S.size
+    if R <= 1 or M <= 3:
+        parts = _system_moves(lam, mu, R, S)
+    else:
+        P = S.P
+        parts = []
+        for r, c, v in _system_moves(lam, mu, R, SpreadStates(3, D, R)):
+            low, mid = r < P, (r >= P) & (r < 2 * P)  # level 0 as it is; level 1 repeated on levels 1..M−1
+            shift = (np.arange(M - 1) * P)[:, None]
+            rr, cc = (r[mid][None, :] + shift).ravel(), (c[mid][None, :] + shift).ravel()
+            keep = cc < n  # an arrival from the top level lifts it out of the truncation
+            parts.append((np.concatenate([r[low], rr[keep]]), np.concatenate([c[low], cc[keep]]),
+                          np.concatenate([v[low], np.broadcast_to(v[mid], (M - 1, int(mid.sum()))).ravel()[keep]])))
+    rows, cols, vals = (np.concatenate(z) for z in zip(*parts, strict=True))
+    Q = sparse.coo_matrix((vals, (rows, cols)), shape=(n, n)).tocsr()
     Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
     return S, Q.tocsr()
 
