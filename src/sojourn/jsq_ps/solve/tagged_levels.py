@@ -155,9 +155,9 @@ class LevelTaggedChain:
         entering one, at most the expected entries — is then ≤ ``budget`` for the chain of this π (the result's
         certified bound measures what was actually lost)."""
         n = self.occupation(pi_levels)
-        flat = np.sort(n.ravel())
+        flat = np.sort(n[n * self.q <= budget])  # a state above that does not fit alone (and sorting all is slower)
         below = np.searchsorted(np.cumsum(flat) * self.q, budget, side="right")  # flat[:below] fit the budget
-        tau = flat[below] if below < flat.size else np.inf
+        tau = flat[below] if below < flat.size else (np.inf if flat.size == n.size else n[n * self.q > budget].min())
         keep = n >= tau
         return np.where(keep.any(axis=0), self.M - np.argmax(keep[::-1], axis=0), 0)
 
