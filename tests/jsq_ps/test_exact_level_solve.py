@@ -105,3 +105,20 @@ def test_residual_checks_are_skipped_only_while_a_steady_fall_cannot_reach_the_t
     assert _skip([(1, 1e-3), (2, 1e-4)], 1e-15) == 0
     assert _skip([(1, 1e-3), (2, 1e-4), (3, 2e-4)], 1e-15) == 0
     assert _skip([(1, 1e-3), (2, 1e-4), (12, 1e-5)], 1e-15) == 20  # the slower of the two rates, then capped
+
+
+def test_a_warm_start_gives_the_same_law_and_leaves_a_cell_independent_of_what_came_before():
+    """The level solve started from a smaller chain's law, extended (exact._extended; the cap searches and the final
+    chain do this), reaches the cold start's law in fewer iterations; an exact call forgets the solves before it, so its
+    CDF is the same bits whatever the process solved first (R = 4, ρ = 0.95)."""
+    S1, Q1 = exact.system_chain(3.8, 1.0, 4, 20, 10)
+    small, _ = stationary_by_levels(Q1, S1.states.sum(axis=1))
+    S, Q = exact.system_chain(3.8, 1.0, 4, 40, 10)
+    cold, n_cold = stationary_by_levels(Q, S.states.sum(axis=1))
+    warm, n_warm = stationary_by_levels(Q, S.states.sum(axis=1), x0=exact._extended(small, 20, 40))
+    assert n_warm < n_cold and np.max(np.abs(warm - cold)) < 1e-15
+    t = time_grid(30.0, 0.01)
+    first = exact.exact_sojourn_cdf(3.8, 1.0, 4, t)
+    exact.choose_truncation(3.8, 1.0, 4, M=first.M - 7, D=first.D)  # a smaller chain of the same cell, solved last
+    again = exact.exact_sojourn_cdf(3.8, 1.0, 4, t)
+    assert np.array_equal(first.cdf, again.cdf)

@@ -36,8 +36,8 @@ and L(t) the mass lost by t, the untruncated CDF F satisfies A(t) ≤ F(t) ≤ A
 the chain). ``exact`` reports the midpoint, ``cdf_lower`` / ``cdf_upper`` and ``info['cdf_error_bound']``
 = max_t L(t)/2 plus the Poisson cut (1e-13) and the early stop (``STEP_STOP``): a bound on the tagged chain's
 truncation error, computed, not inferred from the stationary boundary masses. It is 6e-11 to 8.3e-10 on the
-cells measured (R = 1–6, ρ = 0.5–0.99, the paper grid; R = 6, ρ = 0.95: 5.1e-10), 2–5× the reported
-``truncated_mass``, so the truncation moves no percentile on a 0.01 grid. What it does not cover: the
+cells measured (R = 1–6, ρ = 0.5–0.99, the paper grid; R = 6, ρ = 0.95: 8.4e-10 with the pruning below), 2–5× the
+reported ``truncated_mass``, so the truncation moves no percentile on a 0.01 grid. What it does not cover: the
 initial law π comes from the truncated system chain (boundary masses < eps, as above), whose distance from
 the untruncated π is not bounded here. Until this change the moves were suppressed (the chain's mass kept,
 no bound); the two CDFs differ by ≤ the bound (4.3e-10 at R = 6, ρ = 0.95, t = 182.3), and the cost is the
@@ -53,8 +53,9 @@ leaves the chain like a move out of the box, so the certified bound covers it, a
 half the budget (1e-9): R = 2–4, ρ = 0.9–0.95 measured 0.1–2.5e-10 above the box's, the CDFs within 2.2e-10 of the
 box's (tests/jsq_ps/test_solve_exact.py). Until issue 36 the criterion was the stationary mass of the system state
 (kept ≥ 1e-16), with no a-priori meaning; at R = 6, ρ = 0.95 it kept 888 000 states for a bound of 6.6e-10, the
-occupation measure with this budget keeps about 770 000 for about 1e-9 (``benchmarks/exact_reach.py``). Why the
-weight k·c_k matters: the tagged customer sees the system through its own, long sojourns, so its chain dwells in
+occupation measure with this budget keeps 773 000 for 8.4e-10, the CDFs within 1.8e-10 of the old route's (R = 5,
+ρ = 0.9: 136 000 against 183 000 states, 4.9e-10 against 2.3e-10, within 2.6e-10; ``benchmarks/exact_reach.py``).
+Why the weight k·c_k matters: the tagged customer sees the system through its own, long sojourns, so its chain dwells in
 states of many customers, which the stationary law alone underweights. ``prune=0`` steps the whole box.
 """
 from __future__ import annotations
@@ -207,12 +208,45 @@ def _masses(lam, mu, R, M, D):
     """(S, π, boundary mass at the min cap, at the spread cap) of the system chain with caps M, D."""
     global _LAST_SOLVE
     key = (float(lam), float(mu), int(R), int(M), int(D))
+    global _WARM
     last_key, last = _LAST_SOLVE
     if last_key == key:
+        _WARM = (key, last[1])
         return last
-    out = _solve_masses(lam, mu, R, M, D)
+    # the last solve of this search (or of the search before the final chain) with a smaller min cap at the same D is a
+    # start near this chain's law: the cap searches grow M at a fixed D, and the final chain often follows the spread
+    # search's last chain at the same D
+    warm_key, warm = _WARM
+    smaller = warm_key is not None and warm_key[:3] == key[:3] and warm_key[4] == key[4] and 6 <= warm_key[3] < key[3]
+    out = _solve_masses(lam, mu, R, M, D, start=_extended(warm, warm_key[3], M) if smaller else None)
     _LAST_SOLVE = (key, out)
+    _WARM = (key, out[1])
     return out
+
+
+#: the law of the last chain solved since the last cap search began (or an exact call), the start of the next solve
+#: where it fits (:func:`_masses`); reset there, so a cell's laws do not depend on what the process solved before
+_WARM = (None, None)
+
+
+def _forget_warm(when: bool = True):
+    """Start the next solve from scratch (:data:`_WARM`)."""
+    global _WARM
+    if when:
+        _WARM = (None, None)
+
+
+def _extended(pi, M_from, M_to):
+    """The law ``pi`` of the chain with min cap ``M_from`` on the one with ``M_to`` > ``M_from`` (same D): its levels
+    below the last three (which its cap distorts) as they are, the rest continued from them by the geometric decay
+    of P(min = m) (a start for the level solve: R = 6, ρ = 0.95, M = 34 → 72, D = 13: 31 iterations instead of 71,
+    the law the same to 2e-16)."""
+    A = np.asarray(pi).reshape(M_from, -1)
+    base = M_from - 3
+    lo, hi = A[base - 2].sum(), A[base - 1].sum()
+    eta = hi / lo if 0 < hi < lo else 0.5
+    tail = A[base - 1][None, :] * eta ** np.arange(1, M_to - base + 1)[:, None]
+    return np.concatenate([A[:base], tail]).ravel()
 
 
 #: system chains of at least this many states are solved by aggregation–disaggregation over the total customers
@@ -221,7 +255,7 @@ def _masses(lam, mu, R, M, D):
 LEVEL_SOLVE_MIN = 30_000
 
 
-def _solve_masses(lam, mu, R, M, D):
+def _solve_masses(lam, mu, R, M, D, start=None):
     from .level_solve import NotConverged, stationary_by_levels
 
     S, Q = system_chain(lam, mu, R, M, D)
@@ -229,7 +263,7 @@ def _solve_masses(lam, mu, R, M, D):
     pi = None
     if S.size >= LEVEL_SOLVE_MIN:
         try:
-            pi, _ = stationary_by_levels(Q, X.sum(axis=1))
+            pi, _ = stationary_by_levels(Q, X.sum(axis=1), x0=start)
         except NotConverged:
             pi = None
     if pi is None:
@@ -255,6 +289,8 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     budget. Given ``M`` or ``D`` are kept. ``why`` (a dict) receives what stopped the search first: ``by``
     ("states" or "seconds"), the ``states`` (system states x R) and ``seconds`` predicted of the cap refused."""
     from .budget import predict_seconds
+
+    _forget_warm(M is None or (D is None and R > 1))  # a search: its solves start from its own
 
     def fits(M_, D_):
         size = spread_size(M_, D_, R)
@@ -417,6 +453,7 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
     from .budget import ExactOverBudget, predict_seconds
 
     t0 = time.perf_counter()
+    _forget_warm()  # this call's solves start from its own
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     t = np.asarray(t, dtype=float)
     t_max = float(t.max()) if t.size else 0.0

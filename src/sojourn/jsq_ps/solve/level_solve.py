@@ -33,7 +33,7 @@ class NotConverged(RuntimeError):
     """The iteration did not reach its tolerance (the caller falls back to a factorisation)."""
 
 
-def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, omega: float = OMEGA):
+def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, omega: float = OMEGA, x0=None):
     """π with πQ = 0, Σπ = 1, for a generator ``Q`` (scipy.sparse) whose every move changes the integer
     ``levels`` by ±1 (module doc). Returns (π, iterations)."""
     from scipy import sparse
@@ -61,7 +61,11 @@ def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, om
     if np.any(sizes == 0):
         raise ValueError("stationary_by_levels: the levels must be contiguous")
     qmax = float(d.max()) if n else 1.0
-    x = np.full(n, 1.0 / n)
+    if x0 is None:
+        x = np.full(n, 1.0 / n)
+    else:  # a start near π (the last solve of a smaller chain, extended), with every state kept above 0
+        x = np.asarray(x0, dtype=float)[perm] + 1e-30 / n
+        x /= x.sum()
     history = []  # (iteration, residual) where it was computed
     check = 1  # the next iteration whose residual is computed
     for it in range(1, max_iter + 1):
