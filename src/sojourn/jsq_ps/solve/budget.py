@@ -41,9 +41,9 @@ before the run: exact.py, "pruning"), 13–27 % fewer states than the stationary
 seconds than these constants were fitted on (``benchmarks/exact_reach.py``, load average 19–28); the constants were
 not refitted (``benchmarks/exact_budget.py`` needs a quiet machine), so the predictions now lean about 2×
 pessimistic there: a cell near the budget's edge may be refused (then T runs) but none runs over. Krylov
-projections were measured and rejected: Arnoldi reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
-(m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
-accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
+projections were measured and rejected: Arnoldi reproduces the survival over the whole grid from one space of
+dimension ~200 but its orthogonalisation (m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs
+no orthogonalisation but lost accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
 """
 from __future__ import annotations
 
