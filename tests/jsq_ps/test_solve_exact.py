@@ -184,3 +184,15 @@ def test_system_chain_repeated_over_levels_is_the_per_state_chain(R, M, D):
     ref = (ref - sparse.diags(np.asarray(ref.sum(axis=1)).ravel())).tocsr()
     assert np.array_equal(Q.indptr, ref.indptr) and np.array_equal(Q.indices, ref.indices)
     assert np.array_equal(Q.data, ref.data)
+
+
+@pytest.mark.parametrize("R", [2, 3, 4])
+def test_pruned_chain_at_high_load_stays_within_1e_9_of_the_whole_box(R):
+    """At ρ = 0.95 (the edge of exact's default reach) the pruned chain's CDF is within 1e-9 of the whole box's, and its
+    bound within the box's plus half the pruning budget (the issue 36 criterion against the route before it)."""
+    t = time_grid(40.0, 0.01)
+    box = exact_sojourn_cdf(0.95 * R, 1.0, R, t, prune=0)
+    pruned = exact_sojourn_cdf(0.95 * R, 1.0, R, t)
+    assert pruned.info["tagged_states_kept"] < 0.8
+    assert np.max(np.abs(pruned.cdf - box.cdf)) < 1e-9
+    assert pruned.info["cdf_error_bound"] <= box.info["cdf_error_bound"] + PRUNE * 1e-10 / 2
