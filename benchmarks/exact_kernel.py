@@ -73,7 +73,7 @@ def main(argv=None):
                                                               exitq, ot, tc.ptr, tc.src, tc.dg, tc.tagged, tc.rate,  # noqa: B023 (timed calls it at once)
                                                               tc.wrow, K, 0.0), x0)  # noqa: B023 (timed calls it at once)
         (g_box, _, _), t_box = timed(lambda x, y: tc.masses(x, K, kernel=True), x0)  # noqa: B023 (timed calls it at once; its layout copy included)
-        tc.set_level_caps(tc.caps_from_law(pi.reshape(S.M, -1), PRUNE * 1e-10))
+        tc.set_level_caps(tc.caps_from_occupation(pi.reshape(S.M, -1), PRUNE * 1e-10))
         p0, _ = tc.initial_law(pi.reshape(S.M, -1))
         (g_pr, _, _), t_pr = timed(lambda x, y: tc.masses(x, K, kernel=True), p0.ravel().copy())  # noqa: B023 (timed calls it at once)
         diff = float(np.max(np.abs(g_ref - g_box)))

@@ -77,7 +77,7 @@ def test_tagged_steps_are_the_same_bits_on_one_and_two_threads():
 
     S, pi, _, _ = exact.choose_truncation(3.6, 1.0, 4, 1e-10, M=20, D=8)
     tc = LevelTaggedChain(3.6, 1.0, 4, S.M, S.D)
-    tc.set_level_caps(tc.caps_from_law(pi.reshape(S.M, -1), exact.PRUNE * 1e-10))
+    tc.set_level_caps(tc.caps_from_occupation(pi.reshape(S.M, -1), exact.PRUNE * 1e-10))
     p0, _ = tc.initial_law(pi.reshape(S.M, -1))
     assert tc.chunks.size > 2
     before = numba.get_num_threads()
@@ -94,3 +94,31 @@ def test_tagged_steps_are_the_same_bits_on_one_and_two_threads():
     g_sparse, a_sparse, _ = tc.masses(p0, 400, kernel=False)
     np.testing.assert_allclose(g1, g_sparse, rtol=0, atol=1e-14)
     np.testing.assert_allclose(a1, a_sparse, rtol=0, atol=1e-14)
+
+
+def test_residual_checks_are_skipped_only_while_a_steady_fall_cannot_reach_the_tolerance():
+    """stationary_by_levels computes the residual (a third of an iteration) only where a steady fall could have
+    reached the tolerance: two iterations before the extrapolated one, never after a rise, at most 20 ahead."""
+    from sojourn.jsq_ps.solve.level_solve import _skip
+
+    assert _skip([(1, 1e-3), (2, 1e-4), (3, 1e-5)], 3e-15) == 8  # 9.5 more iterations at a factor 10 each
+    assert _skip([(1, 1e-3), (2, 1e-4)], 1e-15) == 0
+    assert _skip([(1, 1e-3), (2, 1e-4), (3, 2e-4)], 1e-15) == 0
+    assert _skip([(1, 1e-3), (2, 1e-4), (12, 1e-5)], 1e-15) == 20  # the slower of the two rates, then capped
+
+
+def test_a_warm_start_gives_the_same_law_and_leaves_a_cell_independent_of_what_came_before():
+    """The level solve started from a smaller chain's law, extended (exact._extended; the cap searches and the final
+    chain do this), reaches the cold start's law in fewer iterations; an exact call forgets the solves before it, so its
+    CDF is the same bits whatever the process solved first (R = 4, ρ = 0.95)."""
+    S1, Q1 = exact.system_chain(3.8, 1.0, 4, 20, 10)
+    small, _ = stationary_by_levels(Q1, S1.states.sum(axis=1))
+    S, Q = exact.system_chain(3.8, 1.0, 4, 40, 10)
+    cold, n_cold = stationary_by_levels(Q, S.states.sum(axis=1))
+    warm, n_warm = stationary_by_levels(Q, S.states.sum(axis=1), x0=exact._extended(small, 20, 40))
+    assert n_warm < n_cold and np.max(np.abs(warm - cold)) < 1e-15
+    t = time_grid(30.0, 0.01)
+    first = exact.exact_sojourn_cdf(3.8, 1.0, 4, t)
+    exact.choose_truncation(3.8, 1.0, 4, M=first.M - 7, D=first.D)  # a smaller chain of the same cell, solved last
+    again = exact.exact_sojourn_cdf(3.8, 1.0, 4, t)
+    assert np.array_equal(first.cdf, again.cdf)

@@ -4,8 +4,16 @@ import pytest
 
 from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve.chain import solve_chain, stationary
-from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf, system_chain
+from sojourn.jsq_ps.solve.exact import (
+    PRUNE,
+    SpreadStates,
+    _system_moves,
+    choose_truncation,
+    exact_sojourn_cdf,
+    system_chain,
+)
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
+from sojourn.jsq_ps.solve.tagged_levels import LevelTaggedChain
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.9])
@@ -128,15 +136,63 @@ def test_exact_reports_its_certified_bound(R, rho):
 
 def test_pruning_drops_states_and_the_bound_still_holds_the_whole_box():
     """Pruning (exact.py module doc) steps a fraction of the box's states; its certified bounds hold the whole
-    box's CDF, and its reported bound stays within 2× of the box's own at R = 4, ρ = 0.9."""
+    box's CDF, and its reported bound exceeds the box's own by at most half the a-priori budget (PRUNE·eps of mass
+    lost to the dropped states) at R = 4, ρ = 0.9."""
     t = time_grid(120.0, 0.01)
     box = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=0)
     pruned = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t)
-    assert box.info["tagged_states_kept"] == 1.0 and pruned.info["tagged_states_kept"] < 0.8
+    assert box.info["tagged_states_kept"] == 1.0 and pruned.info["tagged_states_kept"] < 0.5
     assert (pruned.M, pruned.D) == (box.M, box.D)
     assert np.all(pruned.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= pruned.cdf_upper + 1e-12)
-    assert pruned.info["cdf_error_bound"] < 2 * box.info["cdf_error_bound"] < 2e-9
-    # a threshold far too coarse shows in the bound, not as a silent error
-    coarse = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=100.0)
+    box_bound = box.info["cdf_error_bound"]
+    assert box_bound < pruned.info["cdf_error_bound"] <= box_bound + PRUNE * 1e-10 / 2
+    # a budget far too coarse shows in the bound, not as a silent error
+    coarse = exact_sojourn_cdf(4 * 0.9, 1.0, 4, t, prune=1e5)
     assert coarse.info["cdf_error_bound"] > 100 * box.info["cdf_error_bound"]
     assert np.all(coarse.cdf_lower <= box.cdf + 1e-12) and np.all(box.cdf <= coarse.cdf_upper + 1e-12)
+
+
+def test_occupation_measure_is_littles_law_and_its_caps_keep_their_budget():
+    """The tagged chain's occupation measure read off the system law by Little's law (tagged_levels.py) sums to the
+    mean sojourn time of the exact CDF, and the level caps drawn from it drop states whose expected entries sum to
+    no more than the budget (R = 3, ρ = 0.8)."""
+    R, rho, eps = 3, 0.8, 1e-10
+    S, pi, _, _ = choose_truncation(rho * R, 1.0, R, eps)
+    tc = LevelTaggedChain(rho * R, 1.0, R, S.M, S.D)
+    n = tc.occupation(pi.reshape(S.M, -1))
+    t = time_grid(150.0, 0.01)
+    r = exact_sojourn_cdf(rho * R, 1.0, R, t, prune=0)
+    assert 1 - r.cdf[-1] < 1e-9
+    mean = float(np.sum(np.diff(t) * (2 - r.cdf[1:] - r.cdf[:-1]) / 2))  # ∫ P(T > t) dt by trapezoids
+    assert n.sum() == pytest.approx(mean, rel=1e-5)  # the trapezoids' error, h²/12·f(0), is about 4e-6
+    for budget in (PRUNE * eps, 1e-6):
+        caps = tc.caps_from_occupation(pi.reshape(S.M, -1), budget)
+        dropped = np.arange(S.M)[:, None] >= caps[None, :]
+        assert tc.q * n[dropped].sum() <= budget and dropped.any()
+
+
+@pytest.mark.parametrize("R, M, D", [(2, 5, 3), (3, 9, 4), (5, 12, 5)])
+def test_system_chain_repeated_over_levels_is_the_per_state_chain(R, M, D):
+    """The system chain built on three levels and repeated (exact.system_chain) is the chain built state by state,
+    entry for entry."""
+    S, Q = system_chain(2.7, 1.0, R, M, D)
+    full = SpreadStates(M, D, R)
+    rows, cols, vals = (np.concatenate(z) for z in zip(*_system_moves(2.7, 1.0, R, full), strict=True))
+    from scipy import sparse
+
+    ref = sparse.coo_matrix((vals, (rows, cols)), shape=(full.size, full.size)).tocsr()
+    ref = (ref - sparse.diags(np.asarray(ref.sum(axis=1)).ravel())).tocsr()
+    assert np.array_equal(Q.indptr, ref.indptr) and np.array_equal(Q.indices, ref.indices)
+    assert np.array_equal(Q.data, ref.data)
+
+
+@pytest.mark.parametrize("R", [2, 3, 4])
+def test_pruned_chain_at_high_load_stays_within_1e_9_of_the_whole_box(R):
+    """At ρ = 0.95 (the edge of exact's default reach) the pruned chain's CDF is within 1e-9 of the whole box's, and its
+    bound within the box's plus half the pruning budget (the issue 36 criterion against the route before it)."""
+    t = time_grid(40.0, 0.01)
+    box = exact_sojourn_cdf(0.95 * R, 1.0, R, t, prune=0)
+    pruned = exact_sojourn_cdf(0.95 * R, 1.0, R, t)
+    assert pruned.info["tagged_states_kept"] < 0.8
+    assert np.max(np.abs(pruned.cdf - box.cdf)) < 1e-9
+    assert pruned.info["cdf_error_bound"] <= box.info["cdf_error_bound"] + PRUNE * 1e-10 / 2

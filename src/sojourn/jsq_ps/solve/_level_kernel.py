@@ -5,10 +5,10 @@ from numba import njit
 
 
 @njit(cache=True, boundscheck=False)
-def sor_sweeps(x, indptr, indices, data, d, omega):
+def sor_sweeps(x, indptr, indices, data, d, omega, residual=True):
     """One forward and one backward over-relaxed Gauss–Seidel sweep of x·Q = 0 in place (state i pulls its incoming
     moves ``indices[indptr[i]:indptr[i+1]]`` at rates ``data``, and leaves at rate d[i]), then x normalised;
-    returns the residual Σ_i |(xQ)_i| of the normalised x."""
+    returns the residual Σ_i |(xQ)_i| of the normalised x (a third pass over the moves; −1 without ``residual``)."""
     n = x.size
     for i in range(n):
         s = 0.0
@@ -27,6 +27,8 @@ def sor_sweeps(x, indptr, indices, data, d, omega):
         total += x[i]
     for i in range(n):
         x[i] /= total
+    if not residual:
+        return -1.0
     res = 0.0
     for i in range(n):
         s = 0.0

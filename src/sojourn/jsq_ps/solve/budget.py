@@ -33,15 +33,17 @@ of them at R ≥ 5, ρ ≥ 0.9, run on numba's threads (two here), so on two fre
 0.6 of them (R = 6, ρ = 0.95: about 16 s; not measured on a quiet machine — the load average stayed ≥ 10 while
 this was built). What limits it: K ≈ 2 100–2 500 steps — at level ≥ 1 every state leaves at
 rate q = Λ + Rμ, so a uniformised step is one event of the system and no stepping scheme takes fewer — each a
-pass over the kept tagged states (0.35–0.9 million at R = 6, ρ = 0.9–0.95) at about 2 ns per kept transition; the
-system chain's solves are now 15–20 % of the CPU (they were a third with the LU). The state set is near its limit:
-pruning by the stationary law keeps 24–35 % of the states for a bound 1.3–1.6× the box's (a threshold 10× higher
-keeps 24 % fewer at R = 5, ρ = 0.95 for a bound 2.6× larger, 100× higher 44 % fewer for 15×), and the tagged
-chain's own occupation measure (the ideal set, known only after the run) still needed half the box's states for
-the box's bound at R = 4, ρ = 0.95. Krylov projections were measured and rejected: Arnoldi
-reproduces the survival over the whole grid from one space of dimension ~200 but its orthogonalisation
-(m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs no orthogonalisation but lost
-accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
+pass over the kept tagged states (0.26–0.77 million at R = 6, ρ = 0.9–0.95) at about 1 ns per kept transition
+since the kernel is vectorised (2 before); the system chain's solves and the rest, on one core, are a quarter of
+the CPU. The state set is pruned by the tagged chain's occupation measure (Little's law on the system law, known
+before the run: exact.py, "pruning"), 13–27 % fewer states than the stationary-law threshold before it at R = 5, 6,
+ρ = 0.9, 0.95, for bounds of 4.1–8.4e-10. Since those changes (issue 36) the four edge cells take 1.8–2.1× fewer CPU
+seconds than these constants were fitted on (``benchmarks/exact_reach.py``, load average 19–28); the constants were
+not refitted (``benchmarks/exact_budget.py`` needs a quiet machine), so the predictions now lean about 2×
+pessimistic there: a cell near the budget's edge may be refused (then T runs) but none runs over. Krylov
+projections were measured and rejected: Arnoldi reproduces the survival over the whole grid from one space of
+dimension ~200 but its orthogonalisation (m²·n) cost 29 s at R = 4, ρ = 0.95 against 2.4 s; two-sided Lanczos needs
+no orthogonalisation but lost accuracy (absolute error floor 2e-8 at R = 4, ρ = 0.95, growing with m).
 """
 from __future__ import annotations
 

@@ -36,27 +36,27 @@ and L(t) the mass lost by t, the untruncated CDF F satisfies A(t) ≤ F(t) ≤ A
 the chain). ``exact`` reports the midpoint, ``cdf_lower`` / ``cdf_upper`` and ``info['cdf_error_bound']``
 = max_t L(t)/2 plus the Poisson cut (1e-13) and the early stop (``STEP_STOP``): a bound on the tagged chain's
 truncation error, computed, not inferred from the stationary boundary masses. It is 6e-11 to 8.3e-10 on the
-cells measured (R = 1–6, ρ = 0.5–0.99, the paper grid; R = 6, ρ = 0.95: 5.1e-10), 2–5× the reported
-``truncated_mass``, so the truncation moves no percentile on a 0.01 grid. What it does not cover: the
+cells measured (R = 1–6, ρ = 0.5–0.99, the paper grid; R = 6, ρ = 0.95: 8.4e-10 with the pruning below), 2–5× the
+reported ``truncated_mass``, so the truncation moves no percentile on a 0.01 grid. What it does not cover: the
 initial law π comes from the truncated system chain (boundary masses < eps, as above), whose distance from
 the untruncated π is not bounded here. Until this change the moves were suppressed (the chain's mass kept,
 no bound); the two CDFs differ by ≤ the bound (4.3e-10 at R = 6, ρ = 0.95, t = 182.3), and the cost is the
 same (one more product per state and step; R = 5, ρ = 0.9: 4.7 s against 4.4–5.3 s).
 
-Pruning (measured, then bounded by the above). Inside the box most tagged states are never worth a step: a
-tagged state is kept only while its system state (the R occupancies) has stationary mass ≥ ``prune``·eps
-(:data:`PRUNE` = 1e-6, so 1e-16), which gives each phase its own level cap (the kernel steps levels
-0..cap−1 of each phase). A move into a dropped state leaves the chain like a move out of the box, so the
-certified bound covers it: it rose from 1.1e-10 to 1.5e-10 at R = 6, ρ = 0.9 and from 3.1e-10 to 3.9e-10 at
-R = 5, ρ = 0.95, while the chain kept 24 % and 35 % of its states, and the whole call took 16.8 s against
-23.5 s and 12.3 s against 16.6 s (R = 4, ρ = 0.95: 52 %, 2.7 s against 3.5 s). Less than the states kept
-suggests: the kept rows are short, and the step costs per move as well as per state (R = 6, ρ = 0.9: 2.25 ns
-per kept transition against 0.84 in the box; ``benchmarks/exact_kernel.py``: 400 steps of the box with the
-kernel before level caps, 2.62 s, against 1.76 s for the pruned chain). The CDFs moved by ≤ 7e-11 and no
-percentile on the 0.01 grid. Why the threshold is so far below eps: the tagged customer sees the system
-through its own, long sojourns, so its chain dwells in stationarily rare states — keeping the states above
-1e-12 instead dropped 81 % at R = 4, ρ = 0.95 but lost 2.8e-7 (the tagged chain's occupation measure itself,
-the ideal set, still needs half the states for the box's bound). ``prune=0`` steps the whole box.
+Pruning (bounded a priori, and by the above). Inside the box most tagged states are never worth a step. The
+tagged chain's occupation measure n(s) — the expected time a customer spends in tagged state s — is read off the
+system law by Little's law, n = π(x)·k·c_k(x)/Λ (:meth:`~.tagged_levels.LevelTaggedChain.occupation`), and q·n(s) is
+the expected number of moves into s. The states of smallest n are dropped while those expected entries sum to at
+most ``prune``·eps (:data:`PRUNE` = 20, so 2e-9), which gives each phase its own level cap (the kernel steps levels
+0..cap−1 of each phase; :meth:`~.tagged_levels.LevelTaggedChain.caps_from_occupation`). A move into a dropped state
+leaves the chain like a move out of the box, so the certified bound covers it, and a priori it rises by at most
+half the budget (1e-9): R = 2–4, ρ = 0.9–0.95 measured 0.1–2.5e-10 above the box's, the CDFs within 2.2e-10 of the
+box's (tests/jsq_ps/test_solve_exact.py). Until issue 36 the criterion was the stationary mass of the system state
+(kept ≥ 1e-16), with no a-priori meaning; at R = 6, ρ = 0.95 it kept 888 000 states for a bound of 6.6e-10, the
+occupation measure with this budget keeps 773 000 for 8.4e-10, the CDFs within 1.8e-10 of the old route's (R = 5,
+ρ = 0.9: 136 000 against 183 000 states, 4.9e-10 against 2.3e-10, within 2.6e-10; ``benchmarks/exact_reach.py``).
+Why the weight k·c_k matters: the tagged customer sees the system through its own, long sojourns, so its chain dwells in
+states of many customers, which the stationary law alone underweights. ``prune=0`` steps the whole box.
 """
 from __future__ import annotations
 
@@ -103,15 +103,13 @@ class SpreadStates:
         return m * self.P + self.off.rank(X[:, 1:] - m[:, None])
 
 
-def system_chain(lam, mu, R, M, D):
-    """Generator of the spread-truncated lumped system chain (same rates as §3.2)."""
-    from scipy import sparse  # here, not at import (see chain.py)
-    S = SpreadStates(M, D, R)
+def _system_moves(lam, mu, R, S):
+    """The moves of the lumped system chain on the states of ``S``, one (rows, cols, rates) triple per kind (a departure
+    from the i-th distinct occupancy, i = 0..R−1, then the arrival), each in increasing row order (§3.2's rates)."""
     X = S.states
-    n = S.size
-    idx = np.arange(n)
+    idx = np.arange(S.size)
     cnt = value_counts(X)
-    rows, cols, vals = [], [], []
+    parts = []
     for i in range(R):  # departures: first occurrence of v ≥ 1, rate μ·c_v
         first = X[:, i] >= 1
         if i > 0:
@@ -119,16 +117,38 @@ def system_chain(lam, mu, R, M, D):
         Y = X[first].copy()
         Y[:, i] -= 1
         ok = S.admissible(Y)
-        rows.append(idx[first][ok])
-        cols.append(S.index(Y[ok]))
-        vals.append(mu * cnt[first, i][ok])
+        parts.append((idx[first][ok], S.index(Y[ok]), mu * cnt[first, i][ok]))
     Y = X.copy()  # arrival: the last minimum goes up (re-sorted automatically)
-    Y[np.arange(n), cnt[:, 0] - 1] += 1
+    Y[idx, cnt[:, 0] - 1] += 1
     ok = S.admissible(Y)
-    rows.append(idx[ok])
-    cols.append(S.index(Y[ok]))
-    vals.append(np.full(ok.sum(), lam))
-    Q = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)).tocsr()
+    parts.append((idx[ok], S.index(Y[ok]), np.full(ok.sum(), lam)))
+    return parts
+
+
+def system_chain(lam, mu, R, M, D):
+    """Generator of the spread-truncated lumped system chain (same rates as §3.2).
+
+    The moves are level-independent above the least occupancy 0 (states m·P + phase: every server busy, so a move's
+    phase, level shift and rate do not depend on m ≥ 1), so they are found on three levels and repeated over the rest,
+    dropping the arrivals that would lift the top level (issue 36: R = 6, ρ = 0.95, 617 000 states, the same matrix,
+    entry for entry, without an index computed per state)."""
+    from scipy import sparse  # here, not at import (see chain.py)
+    S = SpreadStates(M, D, R)
+    n = S.size
+    if R <= 1 or M <= 3:
+        parts = _system_moves(lam, mu, R, S)
+    else:
+        P = S.P
+        parts = []
+        for r, c, v in _system_moves(lam, mu, R, SpreadStates(3, D, R)):
+            low, mid = r < P, (r >= P) & (r < 2 * P)  # level 0 as it is; level 1 repeated on levels 1..M−1
+            shift = (np.arange(M - 1) * P)[:, None]
+            rr, cc = (r[mid][None, :] + shift).ravel(), (c[mid][None, :] + shift).ravel()
+            keep = cc < n  # an arrival from the top level lifts it out of the truncation
+            parts.append((np.concatenate([r[low], rr[keep]]), np.concatenate([c[low], cc[keep]]),
+                          np.concatenate([v[low], np.broadcast_to(v[mid], (M - 1, int(mid.sum()))).ravel()[keep]])))
+    rows, cols, vals = (np.concatenate(z) for z in zip(*parts, strict=True))
+    Q = sparse.coo_matrix((vals, (rows, cols)), shape=(n, n)).tocsr()
     Q = Q - sparse.diags(np.asarray(Q.sum(axis=1)).ravel())
     return S, Q.tocsr()
 
@@ -188,12 +208,45 @@ def _masses(lam, mu, R, M, D):
     """(S, π, boundary mass at the min cap, at the spread cap) of the system chain with caps M, D."""
     global _LAST_SOLVE
     key = (float(lam), float(mu), int(R), int(M), int(D))
+    global _WARM
     last_key, last = _LAST_SOLVE
     if last_key == key:
+        _WARM = (key, last[1])
         return last
-    out = _solve_masses(lam, mu, R, M, D)
+    # the last solve of this search (or of the search before the final chain) with a smaller min cap at the same D is a
+    # start near this chain's law: the cap searches grow M at a fixed D, and the final chain often follows the spread
+    # search's last chain at the same D
+    warm_key, warm = _WARM
+    smaller = warm_key is not None and warm_key[:3] == key[:3] and warm_key[4] == key[4] and 6 <= warm_key[3] < key[3]
+    out = _solve_masses(lam, mu, R, M, D, start=_extended(warm, warm_key[3], M) if smaller else None)
     _LAST_SOLVE = (key, out)
+    _WARM = (key, out[1])
     return out
+
+
+#: the law of the last chain solved since the last cap search began (or an exact call), the start of the next solve
+#: where it fits (:func:`_masses`); reset there, so a cell's laws do not depend on what the process solved before
+_WARM = (None, None)
+
+
+def _forget_warm(when: bool = True):
+    """Start the next solve from scratch (:data:`_WARM`)."""
+    global _WARM
+    if when:
+        _WARM = (None, None)
+
+
+def _extended(pi, M_from, M_to):
+    """The law ``pi`` of the chain with min cap ``M_from`` on the one with ``M_to`` > ``M_from`` (same D): its levels
+    below the last three (which its cap distorts) as they are, the rest continued from them by the geometric decay
+    of P(min = m) (a start for the level solve: R = 6, ρ = 0.95, M = 34 → 72, D = 13: 31 iterations instead of 71,
+    the law the same to 2e-16)."""
+    A = np.asarray(pi).reshape(M_from, -1)
+    base = M_from - 3
+    lo, hi = A[base - 2].sum(), A[base - 1].sum()
+    eta = hi / lo if 0 < hi < lo else 0.5
+    tail = A[base - 1][None, :] * eta ** np.arange(1, M_to - base + 1)[:, None]
+    return np.concatenate([A[:base], tail]).ravel()
 
 
 #: system chains of at least this many states are solved by aggregation–disaggregation over the total customers
@@ -202,7 +255,7 @@ def _masses(lam, mu, R, M, D):
 LEVEL_SOLVE_MIN = 30_000
 
 
-def _solve_masses(lam, mu, R, M, D):
+def _solve_masses(lam, mu, R, M, D, start=None):
     from .level_solve import NotConverged, stationary_by_levels
 
     S, Q = system_chain(lam, mu, R, M, D)
@@ -210,7 +263,7 @@ def _solve_masses(lam, mu, R, M, D):
     pi = None
     if S.size >= LEVEL_SOLVE_MIN:
         try:
-            pi, _ = stationary_by_levels(Q, X.sum(axis=1))
+            pi, _ = stationary_by_levels(Q, X.sum(axis=1), x0=start)
         except NotConverged:
             pi = None
     if pi is None:
@@ -236,6 +289,8 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     budget. Given ``M`` or ``D`` are kept. ``why`` (a dict) receives what stopped the search first: ``by``
     ("states" or "seconds"), the ``states`` (system states x R) and ``seconds`` predicted of the cap refused."""
     from .budget import predict_seconds
+
+    _forget_warm(M is None or (D is None and R > 1))  # a search: its solves start from its own
 
     def fits(M_, D_):
         size = spread_size(M_, D_, R)
@@ -376,8 +431,11 @@ def exact_plan(arrival_rate, service_rate, servers, t_max, eps=1e-10, state_budg
     return plan
 
 
-#: a tagged state is kept when its system state's stationary mass is ≥ PRUNE·eps (module doc, "pruning")
-PRUNE = 1e-6
+#: the tagged states dropped take at most PRUNE·eps of the mass, a priori (module doc, "pruning"; the budget of
+#: :meth:`~sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.caps_from_occupation`)
+PRUNE = 20.0
+#: a state where the tagged customer starts with at least this mass (× eps) is never dropped (issue 32)
+START_KEEP = 1e-6
 
 
 def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None, D=None,
@@ -395,6 +453,7 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
     from .budget import ExactOverBudget, predict_seconds
 
     t0 = time.perf_counter()
+    _forget_warm()  # this call's solves start from its own
     lam, mu, R = float(arrival_rate), float(service_rate), int(servers)
     t = np.asarray(t, dtype=float)
     t_max = float(t.max()) if t.size else 0.0
@@ -423,13 +482,12 @@ def exact_sojourn_cdf(arrival_rate, service_rate, servers, t, eps=1e-10, M=None,
         t_truncation = time.perf_counter() - t0
         tc = LevelTaggedChain(lam, mu, R, S.M, S.D)  # P = I + Q/q stepped level by level (tagged_levels.py)
         box = tc.size
-        if prune > 0:  # drop the states the system law leaves below prune·eps (module doc, "pruning")
-            caps = tc.caps_from_law(pi.reshape(S.M, -1), prune * eps)
-            # ... but never where the tagged customer starts: at a negligible load (Λ/μ ≲ 1e-16) every state holding
-            # a customer is below the threshold, the tagged customer's own included (issue 32: load 1e-100 gave a CDF
-            # of 0.5 everywhere, its bounds [0, 1])
+        if prune > 0:  # drop states the chain enters at most prune·eps times in all, a priori (module doc, "pruning")
+            caps = tc.caps_from_occupation(pi.reshape(S.M, -1), prune * eps)
+            # ... but never where the tagged customer starts (issue 32: with the stationary law as the criterion, load
+            # 1e-100 dropped every state holding a customer, and gave a CDF of 0.5 everywhere, its bounds [0, 1])
             p0_full, _ = tc.initial_law(pi.reshape(S.M, -1))
-            start = p0_full >= prune * eps
+            start = p0_full >= START_KEEP * eps
             caps = np.maximum(caps, np.where(start.any(axis=1), S.M - np.argmax(start[:, ::-1], axis=1), 0))
             tc.set_level_caps(caps)
         p0, lost = tc.initial_law(pi.reshape(S.M, -1))

@@ -33,7 +33,7 @@ class NotConverged(RuntimeError):
     """The iteration did not reach its tolerance (the caller falls back to a factorisation)."""
 
 
-def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, omega: float = OMEGA):
+def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, omega: float = OMEGA, x0=None):
     """π with πQ = 0, Σπ = 1, for a generator ``Q`` (scipy.sparse) whose every move changes the integer
     ``levels`` by ±1 (module doc). Returns (π, iterations)."""
     from scipy import sparse
@@ -61,7 +61,13 @@ def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, om
     if np.any(sizes == 0):
         raise ValueError("stationary_by_levels: the levels must be contiguous")
     qmax = float(d.max()) if n else 1.0
-    x = np.full(n, 1.0 / n)
+    if x0 is None:
+        x = np.full(n, 1.0 / n)
+    else:  # a start near π (the last solve of a smaller chain, extended), with every state kept above 0
+        x = np.asarray(x0, dtype=float)[perm] + 1e-30 / n
+        x /= x.sum()
+    history = []  # (iteration, residual) where it was computed
+    check = 1  # the next iteration whose residual is computed
     for it in range(1, max_iter + 1):
         xl = np.add.reduceat(x, bounds[:-1])
         pos = xl > 0  # a level of transient states only (JSQ never fills some of the truncation) stays at 0
@@ -72,9 +78,30 @@ def stationary_by_levels(Q, levels, tol: float = 1e-15, max_iter: int = 3000, om
         xi = np.concatenate([[1.0], np.cumprod(ratio)])
         xi /= xi.sum()
         x *= np.repeat(np.where(pos, xi / safe, 0.0), sizes)
-        res = sor_sweeps(x, inc.indptr, inc.indices, inc.data, d, float(omega))
-        if res / qmax < tol:
+        if it < check and it < max_iter:
+            sor_sweeps(x, inc.indptr, inc.indices, inc.data, d, float(omega), False)
+            continue
+        res = sor_sweeps(x, inc.indptr, inc.indices, inc.data, d, float(omega)) / qmax
+        if res < tol:
             out = np.empty(n)
             out[perm] = x
             return out / out.sum(), it
-    raise NotConverged(f"stationary_by_levels: residual {res / qmax:.1e} after {max_iter} iterations")
+        history.append((it, res))
+        check = it + 1 + _skip(history, tol)
+    raise NotConverged(f"stationary_by_levels: residual {res:.1e} after {max_iter} iterations")
+
+
+def _skip(history, tol: float) -> int:
+    """How many iterations may pass without computing the residual (a third of each iteration's work): it falls by a
+    steady factor per iteration (module doc), so from the last two residuals, the iterations it should still take to
+    reach ``tol``, less two for safety (at most 20; none until it has fallen twice in a row). At most one iteration
+    more than checking every time: at R = 6, ρ = 0.95 (617 000 states) 71 iterations, 12 residuals instead of 71."""
+    if len(history) < 3:
+        return 0
+    (i0, r0), (i1, r1), (i2, r2) = history[-3:]
+    if not (0 < r2 < r1 < r0):
+        return 0
+    rate = max((r2 / r1) ** (1.0 / (i2 - i1)), (r1 / r0) ** (1.0 / (i1 - i0)))
+    if rate >= 1.0:
+        return 0
+    return int(min(20, max(0, np.ceil(np.log(tol / r2) / np.log(rate)) - 2)))

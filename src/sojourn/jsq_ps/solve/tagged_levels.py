@@ -27,7 +27,8 @@ Each step runs :data:`CHUNKS` contiguous phase ranges of about equal work on num
 written by its chunk alone, x only read), their masses summed in chunk order: the same bits on one thread or two
 (tests/jsq_ps/test_exact_level_solve.py), the same CPU seconds (R = 5, ρ = 0.9, 500 steps: 0.92 s on two threads,
 0.90 on one), and on two free cores about half the wall time of the steps, which are most of ``exact`` at
-R ≥ 5, ρ ≥ 0.9 (2 053–2 487 steps of 0.18–0.89 million kept states: 80 % of its CPU at R = 6, ρ = 0.95).
+R ≥ 5, ρ ≥ 0.9 (2 053–2 487 steps of 0.14–0.77 million kept states: 78 % of its CPU at R = 6, ρ = 0.95, about 1 ns
+per kept transition since issue 36 vectorised the kernel, ``benchmarks/exact_reach.py``).
 """
 from __future__ import annotations
 
@@ -82,6 +83,10 @@ class LevelTaggedChain:
         idle0 = (tp.O[perm] == 0).sum(axis=1) if self.R > 1 else np.zeros(P, np.int64)
         self._diag_parts = (np.full(P, 1.0 - (self.lam + self.mu * (self.R - 1)) / q), np.full(P, self.mu / q),
                             self.mu * idle0 / q, np.ascontiguousarray(exitq).ravel(), ot)
+        # the kernel's diagonal by (tagged offset, level): dconst − dtag·(k−1)/k − μ/(qk), the same for every phase with
+        # that offset (dconst, dtag do not depend on the phase), so it is read from a small table, not per state
+        wt = np.where(kk >= 1, (kk - 1) / np.maximum(kk, 1), 0.0)
+        self._dtab = np.ascontiguousarray((self._diag_parts[0][0] - self._diag_parts[1][0] * wt) - exitq).ravel()
         order = np.lexsort((src, dst))  # incoming moves grouped by target phase
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=P))]).astype(np.int64)
         self.src = src[order].astype(np.int64)
@@ -125,18 +130,37 @@ class LevelTaggedChain:
         tgt_bad = (ot[self.target] == 0) & (lo == 0) & (hi > 0) & ~(src_bad & (d == 0))
         self.transitions = int((n - src_bad - tgt_bad).clip(0).sum())
 
-    def caps_from_law(self, pi_levels: np.ndarray, threshold: float) -> np.ndarray:
-        """Level caps from the system law π (shape (M, system phases), :class:`~.exact.SpreadStates` order): phase
-        p is kept up to the highest level where its system state (the tagged offset among the others') has
-        stationary mass ≥ ``threshold``."""
+    def occupation(self, pi_levels: np.ndarray) -> np.ndarray:
+        """The tagged chain's occupation measure from the system law π (shape (M, system phases),
+        :class:`~.exact.SpreadStates` order), as a (M, phases) array: the expected time a customer spends in each
+        tagged state over its sojourn, by Little's law (H = λG; Stidham 1974 / Heyman & Stidham 1980) on the
+        customers present in that state: π(x)·k·c_k(x)/Λ, where x is the system state (the tagged offset among the
+        others'), k the tagged server's occupancy and c_k(x) the servers holding k (each of their k customers sees
+        this tagged state). It sums to E[T] (R = 6, ρ = 0.95: 4.20)."""
         from .chain import SortedStates
 
         perm = np.argsort(self.inv)  # position -> TaggedPhases row
-        offs = np.sort(np.concatenate([self.phases.ot[perm][:, None], self.phases.O[perm]], axis=1), axis=1)
+        ot, others = self.phases.ot[perm], self.phases.O[perm]
+        offs = np.sort(np.concatenate([ot[:, None], others], axis=1), axis=1)
         sys_phase = SortedStates(self.D + 1, self.R - 1).rank(offs[:, 1:]) if self.R > 1 else np.zeros(
             self.size_phases, np.int64)
-        above = np.asarray(pi_levels)[:, sys_phase] >= threshold  # (M, tagged phases)
-        return np.where(above.any(axis=0), self.M - np.argmax(above[::-1], axis=0), 0)
+        c_k = 1 + (others == ot[:, None]).sum(axis=1)
+        k = np.arange(self.M)[:, None] + ot[None, :]
+        return np.asarray(pi_levels)[:, sys_phase] * k * c_k[None, :] / self.lam
+
+    def caps_from_occupation(self, pi_levels: np.ndarray, budget: float) -> np.ndarray:
+        """Level caps that drop tagged states into which the chain moves, in expectation, at most ``budget`` times
+        in all: the states of occupation measure n below a threshold τ, the largest whose states below it have
+        Σ q·n ≤ ``budget`` (q·n(s) is the expected number of moves into s, counting the start), and phase p kept on
+        its levels up to the highest with n ≥ τ. The mass lost to the dropped states — the probability of ever
+        entering one, at most the expected entries — is then ≤ ``budget`` for the chain of this π (the result's
+        certified bound measures what was actually lost)."""
+        n = self.occupation(pi_levels)
+        flat = np.sort(n[n * self.q <= budget])  # a state above that does not fit alone (and sorting all is slower)
+        below = np.searchsorted(np.cumsum(flat) * self.q, budget, side="right")  # flat[:below] fit the budget
+        tau = flat[below] if below < flat.size else (np.inf if flat.size == n.size else n[n * self.q > budget].min())
+        keep = n >= tau
+        return np.where(keep.any(axis=0), self.M - np.argmax(keep[::-1], axis=0), 0)
 
     def initial_law(self, pi_levels: np.ndarray):
         """(p0 as a (phases, M) array, mass lost): PASTA + JSQ on the system law π (shape (M, system phases),
@@ -178,8 +202,8 @@ class LevelTaggedChain:
 
         x = np.ascontiguousarray(x.reshape(self.size_phases, self.M)[self._kept])  # the kept states only
         y = np.zeros_like(x)
-        return _masses(x, y, self.M, self.mcap, self.start, *self._diag_parts, *self._kernel_moves, self._wrow_kept,
-                       int(K), float(stop), self.chunks)
+        return _masses(x, y, self.M, self.mcap, self.start, self._dtab, *self._diag_parts[2:], *self._kernel_moves,
+                       self._wrow_kept, int(K), float(stop), self.chunks)
 
     def matrix(self):
         """P (as in y = P·x, on the flat (phase, level) index, level fastest) as a CSR matrix: the kernel's step
