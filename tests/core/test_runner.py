@@ -114,6 +114,8 @@ def test_batched_dask_tasks_give_the_results_of_one_task_per_replication(tmp_pat
     monkeypatch.setenv(TASK_CPU, str(tmp_path / "tasks.tsv"))
     with dask_client({"kind": "local"}, 2) as client:
         done = run_cells(DaskExecutor(client), cells, _where, replications=40, shared={"seed": 3})
+        profiling = client.run(lambda: __import__("dask").config.get("distributed.worker.profile.enabled"))
+    assert set(profiling.values()) == {False}  # no dashboard: the workers' sampling profiler is off
     for c in cells:
         assert [r for r, _ in done[c.label].results] == expected[c.label].results
         assert done[c.label].simulated == 40
