@@ -299,6 +299,88 @@ def analyse(work: Path, ns: dict | None = None) -> dict:  # noqa: PLR0915 (one t
     return out
 
 
+def _grid_events(cfg: dict) -> dict:
+    """The JSQ-PS events of the paper grid, predicted: 2 Λ (T − C) per replication (arrivals and departures up to
+    the end of the recording window; a run's measured events are 0.95-0.96 of 2 Λ T at T = 160 000, C = 8 000)."""
+    import numpy as np
+
+    j = cfg["jsq_ps"]
+    w = j["simulation"]["window"]
+    per = 2.0 * (float(w["length"]) - float(w["cooldown"])) * int(j["simulation"]["replications"])
+    r = j["grid"]["rho_range"]
+    rhos = np.round(np.arange(r["start"], r["stop"] + 1e-9, r["step"]), 2)
+    out = {"exponential": per * sum(j["grid"]["R"]) * float(rhos.sum())}
+    for law in j["mgr"]["laws"]:
+        out[law.split(":")[0]] = per * sum(j["mgr"]["R"]) * sum(j["mgr"]["rho"])
+    return out
+
+
+def partial(work: Path, pid: int) -> dict:
+    """A run still going (Snakemake ``pid`` in ``work``): what it measured so far per unit of work — CPU per
+    simulated event and per approximation cell, Dask's and Snakemake's CPU per second of wall — and those scaled to
+    the whole paper grid (simulation by its predicted events, approximations by cells; the time-based costs of
+    the Dask loops and Snakemake at the estimated quiet wall). An extrapolation, stated as one."""
+    import numpy as np
+
+    from sojourn.core.files.io import read_netcdf
+
+    prof = work / "profile"
+    seen: dict = {}
+    _threads.poll(pid, seen)
+    th = _threads_split(seen, pid)
+    import datetime as dt
+
+    first = min(p.name for p in (work / ".snakemake" / "log").glob("*.snakemake.log"))  # named by its start time
+    start = dt.datetime.strptime(first.split(".")[0], "%Y-%m-%dT%H%M%S").timestamp()
+    wall = time.time() - start
+    cfg = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    results = work / cfg["results"]
+    tasks = _tasks(prof / "tasks.tsv")
+    jobs = _jobs(results)
+    done_events = done_reps = 0.0
+    for f in (results / "jsq_ps" / "blocks" / "simulation").rglob("*.nc"):
+        ev = read_netcdf(f)["events"].values
+        done_events += float(ev[ev > 0].sum())
+        done_reps += float((ev > 0).sum())
+    sim = tasks.get("sojourn.jsq_ps.simulate.simulate_replication", [0, 0.0, 0.0, 0])
+    cpu_per_event = sim[1] / (done_events * sim[0] / done_reps) if done_reps else float("nan")
+    grid = _grid_events(cfg)
+    ap = tasks.get("sojourn.jsq_ps.solve.cell.approximate_cell", [0, 0.0, 0.0, 0])
+    law = tasks.get("sojourn.jsq_ps.solve.cell.approximate_law_cell", [0, 0.0, 0.0, 0])
+    rs = tasks.get("sojourn.restart.simulate.simulate_replication", [0, 0.0, 0.0, 0])
+    n_cells = 990
+    n_law = len(cfg["jsq_ps"]["mgr"]["laws"]) * len(cfg["jsq_ps"]["mgr"]["R"]) * len(cfg["jsq_ps"]["mgr"]["rho"])
+    n_restart = sum(30 for _ in cfg["restart"]["examples"]) * 3 * 10
+    job_cpu = sum(j["cpu"] or 0.0 for j in jobs)
+    rates = {"snakemake main thread": th.get("snakemake main thread", 0) / wall,
+             "Dask scheduler + client loop": (th.get("snakemake other threads", 0) - job_cpu) / wall,
+             "Dask worker event loops": th.get("worker event loops", 0) / wall}
+    scaled = {
+        "JSQ-PS simulation tasks (by events)": cpu_per_event * sum(grid.values()),
+        "M/M/R approximation cells (by cells)": ap[1] / max(ap[0], 1) * n_cells,
+        "M/G/R law cells, T (by cells)": law[1] / max(law[0], 1) * n_law,
+        "restart simulation (by replications)": rs[1] / max(rs[0], 1) * n_restart,
+    }
+    work_cpu = sum(scaled.values())
+    quiet = work_cpu / 2
+    for _ in range(3):  # the time-based costs at the quiet wall they add to
+        quiet = (work_cpu + sum(rates.values()) * quiet) / 2
+    return {"wall_so_far_s": round(wall), "load": [round(x, 2) for x in os.getloadavg()],
+            "threads_so_far": {k: round(v, 1) for k, v in th.items()},
+            "tasks_so_far": {k: [v[0], round(v[1], 1), v[3]] for k, v in tasks.items()},
+            "jsq_ps_events_done": done_events, "sim_cpu_ns_per_event": round(1e9 * cpu_per_event, 1),
+            "grid_events": {k: round(v / 1e9, 3) for k, v in grid.items()},
+            "approx_cpu_per_cell_s": round(ap[1] / max(ap[0], 1), 3),
+            "law_cpu_per_cell_s": round(law[1] / max(law[0], 1), 3),
+            "time_based_cpu_per_wall_s": {k: round(v, 4) for k, v in rates.items()},
+            "scaled_cpu_s": {k: round(v, 1) for k, v in scaled.items()},
+            "estimated_quiet_wall_s_without_tail": round(quiet),
+            "floor_cpu_s_36ns": round(sum(grid.values()) * 36e-9, 1),
+            "jobs_done": len([j for j in jobs if j["wall"] is not None]),
+            "job_thread_cpu_so_far": round(job_cpu, 1), "mean_sim_cpu_per_replication_s": round(
+                sim[1] / max(sim[0], 1), 4), "numpy": np.__version__}
+
+
 def show(res: dict) -> None:
     print(f"wall {res['wall_s']} s at load {res['load_start']} -> {res['load_end']}; CPU {res['cpu_total_s']} s; "
           f"{res['jobs']} jobs; results {res['results_MB']} MB")
@@ -317,10 +399,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", type=Path, help="work folder of the run (default: a temporary one, removed)")
     ap.add_argument("--analyse", type=Path, help="analyse the run made before in this work folder")
+    ap.add_argument("--partial", type=int, metavar="PID",
+                    help="with --analyse: a run still going (its Snakemake process id): per-unit costs so far, scaled")
     ap.add_argument("--slice", action="store_true", help="R = 2 and 9 of the JSQ-PS grid, no split-merge (not scaled)")
     ap.add_argument("--label", default="", help="what this run measures (the jsonl record)")
     ap.add_argument("--record", action="store_true", help="append to benchmarks/paper_profile.jsonl")
     args = ap.parse_args(argv)
+    if args.analyse and args.partial:
+        res = {"label": args.label or "partial run, extrapolated", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+               "git": _git(), **partial(args.analyse, args.partial)}
+        print(json.dumps(res, indent=1))
+        if args.record:
+            with open(HERE / "paper_profile.jsonl", "a") as fh:
+                fh.write(json.dumps(res) + "\n")
+        return
     if args.analyse:
         res = analyse(args.analyse)
     else:
