@@ -2,6 +2,10 @@
 of one study in two results folders, leaving out measurements (wall_time, run_time) and attributes.
 
     python benchmarks/identical_results.py RESULTS_A/jsq_ps RESULTS_B/jsq_ps [simulation.nc approximation.nc …]
+    python benchmarks/identical_results.py RESULTS_A RESULTS_B --all    # every merged .nc of every study
+
+``--all``: every netCDF file under RESULTS_A outside the per-job blocks/ and cache/ folders (the merged results of
+each study: JSQ-PS, split-merge, restart), which RESULTS_B must hold too.
 
 Used to check that a refactoring left the JSQ-PS data bit-identical (e.g. results of the same config run at
 two commits, each from its own worktree). Exit status 0 when identical, 1 otherwise.
@@ -38,6 +42,10 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     files = sys.argv[3:] or ["simulation.nc", "approximation.nc", "comparison.nc"]
+    if files == ["--all"]:
+        root = Path(sys.argv[1])
+        files = sorted(str(p.relative_to(root)) for p in root.rglob("*.nc")
+                       if not {"blocks", "cache"} & set(p.relative_to(root).parts))
     diff = differences(sys.argv[1], sys.argv[2], files)
     print("\n".join(diff) if diff else "identical")
     sys.exit(1 if diff else 0)

@@ -82,3 +82,43 @@ def test_stored_once_under_two_sealed_names_and_other_entries_dropped(tmp_path):
     assert entry not in first and not any(p.exists() for p in first)
     assert entry.stat().st_ino == (tmp_path / "out.nc").stat().st_ino
     assert integrity.check(entry) == integrity.check(tmp_path / "out.nc") == "ok"
+
+
+def test_batches_are_runs_of_one_cell_and_keep_tasks_per_slot():
+    from sojourn.core.runs.runner import TASKS_PER_SLOT, batches
+
+    requests = [(c, k) for c in "abcd" for k in range(10)]  # 40 requests
+    assert batches(requests, None) == [[i] for i in range(40)]  # no slots (another cluster): one request a task
+    for slots in (1, 2, 3, 8):
+        groups = batches(requests, slots)
+        assert [i for g in groups for i in g] == list(range(40))  # every request once, in order
+        assert all(len({requests[i][0] for i in g}) == 1 for g in groups)  # one cell per task
+        size = max(1, 40 // (TASKS_PER_SLOT * slots))
+        assert max(map(len, groups)) == size and len(groups) == sum(-(-10 // size) for _ in "abcd")
+
+
+def _where(mean, k, *, seed):
+    import os
+
+    return task(mean, k, seed=seed), os.getpid()
+
+
+def test_batched_dask_tasks_give_the_results_of_one_task_per_replication(tmp_path, monkeypatch):
+    """On a local Dask cluster the replications travel in batches of one cell's (fewer tasks: each one's CPU line
+    in SOJOURN_TASK_CPU), with the same results in the same order as one task per replication (LocalExecutor)."""
+    from sojourn.core.cluster.cluster import dask_client
+    from sojourn.core.runs.runner import TASK_CPU, DaskExecutor
+
+    cells = [Cell(f"c{i}", f"key-{i}", (1.0 + i,)) for i in range(6)]
+    expected = run_cells(LocalExecutor(), cells, task, replications=40, shared={"seed": 3})
+    monkeypatch.setenv(TASK_CPU, str(tmp_path / "tasks.tsv"))
+    with dask_client({"kind": "local"}, 2) as client:
+        done = run_cells(DaskExecutor(client), cells, _where, replications=40, shared={"seed": 3})
+        profiling = client.run(lambda: __import__("dask").config.get("distributed.worker.profile.enabled"))
+    assert set(profiling.values()) == {False}  # no dashboard: the workers' sampling profiler is off
+    for c in cells:
+        assert [r for r, _ in done[c.label].results] == expected[c.label].results
+        assert done[c.label].simulated == 40
+    lines = [line.split("\t") for line in (tmp_path / "tasks.tsv").read_text().splitlines()]
+    assert sum(int(n) for _, n, _, _ in lines) == 240 and len(lines) == 6 * 3  # 240 // 16 = 15 a batch: 3 per cell
+    assert {fn for fn, *_ in lines} == {f"{__name__}._where"}

@@ -460,7 +460,8 @@ def test_every_job_writes_its_log(tmp_path):
         assert lines, f"{p} is empty"
         study = p.relative_to(tmp_path / "results").parts[0]
         assert re.fullmatch(rf"sojourn\.{study}\.jobs:\w+", lines[0]), f"{p}: first line {lines[0]!r}"
-        assert re.match(r"done in \d+\.\d\d s: ", lines[-1]), f"{p}: last line {lines[-1]!r}"
+        assert re.match(r"done in \d+\.\d\d s \(CPU \d+\.\d\d s in the job.s thread\): ", lines[-1]), \
+            f"{p}: last line {lines[-1]!r}"
     bench = sorted((tmp_path / "results").rglob("benchmarks/**/*.tsv"))
     assert len(bench) == len(logs)
     # the report of every study's figures, with their captions: no docutils error boxes or messages

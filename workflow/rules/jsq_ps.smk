@@ -1,6 +1,7 @@
 # JSQ-PS study (seed 000; sojourn.jsq_ps): one simulation job per block of cells (service law, R, rho
-# interval of width grid.rho_block; every replication of every cell a Dask task), one approximation job per
-# (R, rho interval) block (one Dask task per cell, all methods), streaming merges, the comparison, figures.
+# interval of width grid.rho_block; the replications of every cell Dask tasks, several to a task on a local
+# cluster), one approximation job per (R, rho interval) block (one Dask task per cell, all methods), streaming
+# merges, the comparison, figures.
 from sojourn.jsq_ps.plots import figures as _jsq_figures
 
 JSQ, JSQ_CONFIG, JSQ_RES = study_config("jsq_ps")

@@ -1,8 +1,8 @@
 # Restart study (seed 001; sojourn.restart): per example, the product form over a fine grid of signal rates
 # with g* (restart_solve: each rate and g* a cell cached by content key under cache/<example>/product_form/), the
 # simulated restart-rate sweep under signal / exponential-timeout / deterministic-timeout semantics
-# (restart_simulate: every replication of every point one Dask task, a fixed count or batches to a precision
-# target, cached by content key under cache/<example>/), the comparison with CIs and coverage (restart_compare),
+# (restart_simulate: every point's replications as Dask tasks, several to a task on a local cluster, a fixed count
+# or rounds to a precision target, cached by content key under cache/<example>/), the comparison with CIs and coverage (restart_compare),
 # and the figures (restart_figures).
 from sojourn.restart.plots import figures as _restart_figures
 

@@ -418,7 +418,11 @@ def dask_client(cluster_cfg: dict | None = None, n_workers: int | None = None):
 
             n, memory, how = local_size(cfg, n_workers)
             log.info("sojourn: local Dask cluster: %s", how)
-            with glibc_adaptive_malloc():
+            # the workers' statistical profiler (stacks sampled every 10 ms in each worker's event loop) only feeds
+            # the dashboard: off without it (a third of the loops' CPU, ~1 % of a core per worker while the
+            # cluster runs; benchmarks/paper_profile.py)
+            profiler = {"distributed.worker.profile.enabled": bool(cfg["dashboard"])}
+            with glibc_adaptive_malloc(), dask.config.set(profiler):
                 cluster = LocalCluster(
                     n_workers=n,
                     threads_per_worker=1,

@@ -1,5 +1,6 @@
 """What every study's simulator shares about runs and replications: the checks of a run's window and the
-joining of replication datasets (each replication is one Dask task, see the studies' ``simulate_replication``)."""
+joining of replication datasets (each replication one call in a Dask task, see the studies'
+``simulate_replication``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

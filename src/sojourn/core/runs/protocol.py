@@ -142,6 +142,7 @@ def run_step(step: Step, executor, *, cache=None, output=None, replications: int
         raise TypeError(f"{type(step).__name__} is not a sojourn.core.runs.protocol.Step "
                         f"(missing: {missing(type(step))})")
     lay = step.layout
+    clock = _Phases()
     cells = list(step.cells())
     have, cached_attrs = runner.lookup(cache, cells, lambda ds, c: _select(ds, c, lay), lambda p, c: _split(p, lay))
     if lay.replicated:
@@ -151,6 +152,7 @@ def run_step(step: Step, executor, *, cache=None, output=None, replications: int
     else:
         done = runner.run_cells(executor, cells, step.task, have=have, shared=dict(step.shared), what=step.name,
                                 prefix=prefix)
+    clock.lap("lookup+compute")
     parts, cell_attrs = [], {}
     for c in cells:
         ds, cell_attrs[c.label] = _cell(step, c, done[c.label], have.get(c.label, {}), cached_attrs.get(c.label),
@@ -167,8 +169,29 @@ def run_step(step: Step, executor, *, cache=None, output=None, replications: int
         block.attrs.update(precision_attrs(precision))
     if cache is not None or output is not None:
         count = (precision or replications) if lay.replicated else "cells"
+        clock.lap("assemble")
         runner.store(block, cache, cells, count, output, step.encoding(block))
+        clock.lap("store")
+    LOG.info(f"{step.name}: {clock}")  # benchmarks/paper_profile.py reads it
     return block, done
+
+
+class _Phases:
+    """Wall and CPU (of the calling thread) seconds of a job's phases, for its log: ``lap(name)`` ends one."""
+
+    def __init__(self):
+        import time
+
+        self._clock, self.laps = time, []
+        self._t, self._c = time.perf_counter(), time.thread_time()
+
+    def lap(self, name: str) -> None:
+        t, c = self._clock.perf_counter(), self._clock.thread_time()
+        self.laps.append((name, t - self._t, c - self._c))
+        self._t, self._c = t, c
+
+    def __str__(self) -> str:
+        return "; ".join(f"{n} {w:.2f} s (CPU {c:.2f} s)" for n, w, c in self.laps)
 
 
 def _select(ds, cell, layout):
