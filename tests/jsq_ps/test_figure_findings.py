@@ -234,7 +234,7 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
     below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
-    assert ("T is never optimistic" in t2) == (below == 0)
+    assert ("T is never significantly optimistic" in t2) == (below == 0)
     assert not any(ax.get_title(loc="left").startswith("the check") for ax in corr.get_axes())
     for f, _ in figs:
         plt.close(f)
@@ -606,4 +606,33 @@ def test_mgr_distance_title_is_its_caption_claim_and_percentile_figure_says_when
     assert any("no method that takes the service law itself" in t.get_text() for t in msg.get_axes()[0].texts)
     assert any("No method that takes the service law itself ran" in str(x) for x in msg_cap.limits)
     for f in (fig, msg):
+        plt.close(f)
+
+
+@pytest.mark.parametrize("t_scale", [1.003, 0.9])
+def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
+    """The corrected map's title says T is never *significantly* optimistic only where no significant negative error
+    of T exists (a 10 % short T gets "significantly optimistic at k points"); the A–F map's title gives one headline
+    per family computed from the drawn points; the caption names every method reaching the extreme error."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "D": 0.8, "A*": 0.9, "C*": 0.9, "exact": 1.0, "T": t_scale},
+                           0.6: {"A": 0.6, "D": 1.1, "A*": 0.95, "C*": 0.97, "exact": 1.0, "T": t_scale}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.percentile_error_vs_rho(cmp, "unused")
+    plots.percentile_error_vs_rho_corrected(cmp, "unused")
+    (faith, _), (corr, cap) = figs
+    t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
+    a = against_reference(cmp, "exponential").sel(approximation="T")
+    below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
+    assert (below == 0) == (t_scale > 1)
+    assert ("T is never significantly optimistic" in t2) == (below == 0), t2
+    assert (f"T is significantly optimistic at {below} point" in t2) == (below > 0), t2
+    assert "A–C are conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
+    assert "D–F are conservative by up to +10 % (ρ = 0.6" in t1 and "optimistic by up to -20 % (ρ = 0.5" in t1, t1
+    # A* and C* both reach -10 % at ρ = 0.5: the caption names both
+    text = " ".join(c.text for c in cap.findings if hasattr(c, "text"))
+    assert "Most below its reference (optimistic): A* by -10 %" in text and "also for C*" in text, text
+    for f, _ in figs:
         plt.close(f)
