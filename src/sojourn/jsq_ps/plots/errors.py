@@ -446,8 +446,9 @@ def _pe_also(A, v, idx, labels) -> str:
             continue
         rest = [d for d in dims if d != "approximation"]
         where = {d: sorted({A[d].values[p[j]].item() for p in pts}) for j, d in enumerate(rest)}
+        pw = listing([f"{x:g}th" for x in where["percentile"]])
         out.append(f"{labels.get(m, m)} (R = {listing([str(x) for x in where['R']])}, ρ = "
-                   f"{listing([f'{x:g}' for x in where['rho']])}, {listing([f'{x:g}th' for x in where['percentile']])})")
+                   f"{listing([f'{x:g}' for x in where['rho']])}, {pw})")
     return "; ".join(out)
 
 
