@@ -208,7 +208,7 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     assert "1/2 partial" in texts and "exact: 1" in texts
     assert any("partial median" in t and "not the trend" in t for t in _legend_texts(fig))
     # the budget is a cap on the chain (state space, predicted cost), said in the ▲ legend entry, not a time-out
-    assert any(t.startswith("▲ on the dashed line") and "not a time-out" in t for t in _legend_texts(fig))
+    assert any(t.startswith("▲ in the strip above the plot") and "not a time-out" in t for t in _legend_texts(fig))
     faith = mcolors.to_rgba(_FAITHFUL_BLUE)
     pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == faith]
     faithful = [m for m in plots.common.FAITHFUL if m in cmp["approximation"].values.tolist()]
