@@ -303,6 +303,11 @@ def _check_pct_scatter(fig, rep):
         assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
         k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
         assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
+        # the counts inside the panel (round 13: stacked markers could not be counted by eye)
+        assert f"shaded (ours smaller): {k}\nunshaded, heavy edge: {len(pts) - k}" in [t.get_text() for t in ax.texts]
+        heavy = [ln for ln in ax.get_lines() if ln.get_marker() in plots.reproduction._R_MARKERS
+                 and ln.get_markeredgewidth() > 1.0]
+        assert len(heavy) == len(pts) - k
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
     note = " ".join(t.get_text() for t in fig.texts)
@@ -636,3 +641,18 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     assert "Most below its reference (optimistic): A* by -10 %" in text and "also for C*" in text, text
     for f, _ in figs:
         plt.close(f)
+
+
+def test_reproduction_scatter_spreads_points_that_would_overlap():
+    """Points on the same spot are spread on a small ring (every one visible, none moved farther than the ring), a
+    point alone stays where it is."""
+    fig, ax = plt.subplots(figsize=(4, 4))
+    plots.reproduction._paper_vs_ours_axes(ax, -100.0, 10.0)
+    xy = [(1.5, 1.5)] * 6 + [(-50.0, -5.0)]
+    off = plots.reproduction._dodge(ax, xy)
+    ring = np.array(off[:6])
+    gaps = [np.hypot(*(ring[i] - ring[j])) for i in range(6) for j in range(i)]
+    assert min(gaps) >= plots.reproduction._DODGE_PT * 0.9
+    assert np.hypot(*ring.T).max() <= 6 * plots.reproduction._DODGE_PT / (2 * np.pi) + 1e-9
+    assert off[6] == (0.0, 0.0)
+    plt.close(fig)
