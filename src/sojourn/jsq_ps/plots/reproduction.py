@@ -223,8 +223,6 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     allv = allv[np.isfinite(allv)]
     lo, hi = min(float(allv.min()) * 1.8, -1.0), max(float(allv.max()) * 5.0, 1.0)  # room for a ring (_dodge)
     ci_drawn, dodged = False, []
-    import matplotlib.transforms as mtransforms
-
     for ax, (fam, title) in zip(axes, fams, strict=True):
         ours = rep["percentile_error"].sel(family=fam).values
         ref = rep["percentile_error_reference"].sel(family=fam).values
@@ -239,21 +237,9 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
                     pts.append((paper[a, b, k], ours[a, b, k], cl[a, b, k] if sim[b] else np.nan,
                                 ch[a, b, k] if sim[b] else np.nan, _PCT_COLORS[a % 4],
                                 _R_MARKERS[kk % len(_R_MARKERS)]))
-        offsets = _dodge(ax, [(x, y) for x, y, *_ in pts])
-        dodged.append(_dodge_radius(offsets))
-        for (x, y, c_lo, c_hi, color, marker), (dx, dy) in zip(pts, offsets, strict=True):
-            tr = ax.transData + mtransforms.ScaledTranslation(dx / 72.0, dy / 72.0, fig.dpi_scale_trans)
-            if np.isfinite(c_lo) and np.isfinite(c_hi):  # our simulation's 95 % CI: a thin vertical bar
-                ci_drawn = True
-                ax.vlines([x], [c_lo], [c_hi], color=color, lw=1.2, zorder=3, transform=tr)
-            larger = abs(y) >= abs(x)  # ours not smaller (unshaded): a heavy edge, so the count needs no shade
-            ax.plot([x], [y], ls="none", marker=marker, ms=8.5, color=color, mec="k", mew=2.0 if larger else 0.6,
-                    zorder=4, transform=tr)
-        n_in = sum(abs(y) < abs(x) for x, y, *_ in pts)
-        ax.text(0.03, 0.97, f"shaded (ours smaller): {n_in}\nunshaded, heavy edge: {len(pts) - n_in}",
-                transform=ax.transAxes,
-                ha="left", va="top", fontsize=9.5, zorder=6,
-                bbox={"facecolor": "w", "edgecolor": "0.6", "lw": 0.6, "pad": 2.0})
+        ci, radius = _pct_points_drawn(ax, pts)
+        ci_drawn |= ci
+        dodged.append(radius)
         kl, nl = _paper_larger(rep, fam)
         ax.set_title(f"{title}\nsmaller than the paper's at {kl} of {nl} points", fontsize=10.5, loc="left")
         ax.set_xlabel(f"paper's error ({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
@@ -325,6 +311,29 @@ def _dodge(ax, xy) -> list:
             t = start + 2 * np.pi * k / len(g)
             out[int(i)] = (r * np.cos(t), r * np.sin(t))
     return out
+
+
+def _pct_points_drawn(ax, pts) -> tuple[bool, float]:
+    """The §6.1/§6.2 panel's points ``pts`` ((x, y, CI low, CI high or nan, colour, marker)), spread where they would
+    overlap (:func:`_dodge`), a heavy edge where ours is not the smaller (unshaded), our simulation's CI as a thin
+    bar, and the shaded/unshaded counts inside the panel. Returns (a CI drawn, the ring's radius in points)."""
+    import matplotlib.transforms as mtransforms
+
+    offsets = _dodge(ax, [(x, y) for x, y, *_ in pts])
+    ci_drawn = False
+    for (x, y, c_lo, c_hi, color, marker), (dx, dy) in zip(pts, offsets, strict=True):
+        tr = ax.transData + mtransforms.ScaledTranslation(dx / 72.0, dy / 72.0, ax.figure.dpi_scale_trans)
+        if np.isfinite(c_lo) and np.isfinite(c_hi):  # our simulation's 95 % CI: a thin vertical bar
+            ci_drawn = True
+            ax.vlines([x], [c_lo], [c_hi], color=color, lw=1.2, zorder=3, transform=tr)
+        larger = abs(y) >= abs(x)  # ours not smaller (unshaded): a heavy edge, so the count needs no shade
+        ax.plot([x], [y], ls="none", marker=marker, ms=8.5, color=color, mec="k", mew=2.0 if larger else 0.6,
+                zorder=4, transform=tr)
+    n_in = sum(abs(y) < abs(x) for x, y, *_ in pts)
+    ax.text(0.03, 0.97, f"shaded (ours smaller): {n_in}\nunshaded, heavy edge: {len(pts) - n_in}",
+            transform=ax.transAxes, ha="left", va="top", fontsize=9.5, zorder=6,
+            bbox={"facecolor": "w", "edgecolor": "0.6", "lw": 0.6, "pad": 2.0})
+    return ci_drawn, _dodge_radius(offsets)
 
 
 def _dodge_radius(offsets) -> float:
