@@ -200,18 +200,24 @@ def test_percentile_map_says_counts_by_number_style_and_frame():
     plt.close(fig)
 
 
-def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatch):
-    """The A–F map (±1000 %) and the corrected map (±20 %) use different palettes, each named with its range in the
-    title; the corrected map's title states from the data whether T is ever optimistic and the others' worst; no
-    check panel (its numbers are in the caption)."""
-    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
-                           0.6: {"A": 0.6, "A*": 0.9, "exact": 1.0, "T": 1.004}})
+def _both_percentile_maps(monkeypatch, scales):
+    """The comparison of ``scales`` and the (figure, caption) of its A–F map and of its corrected map."""
+    sim, approx = jsq_run(scales)
     cmp = compare(sim, approx, CFG)
     figs = []
     monkeypatch.setattr(plots.common, "save",
                         lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
     plots.percentile_error_vs_rho(cmp, "unused")
     plots.percentile_error_vs_rho_corrected(cmp, "unused")
+    return cmp, figs
+
+
+def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatch):
+    """The A–F map (±1000 %) and the corrected map (±20 %) use different palettes, each named with its range in the
+    title; the corrected map's title states from the data whether T is ever optimistic and the others' worst; no
+    check panel (its numbers are in the caption)."""
+    cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003},
+                                                    0.6: {"A": 0.6, "A*": 0.9, "exact": 1.0, "T": 1.004}})
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
@@ -619,14 +625,9 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     """The corrected map's title says T is never *significantly* optimistic only where no significant negative error
     of T exists (a 10 % short T gets "significantly optimistic at k points"); the A–F map's title gives one headline
     per family computed from the drawn points; the caption names every method reaching the extreme error."""
-    sim, approx = jsq_run({0.5: {"A": 1.3, "D": 0.8, "A*": 0.9, "C*": 0.9, "exact": 1.0, "T": t_scale},
-                           0.6: {"A": 0.6, "D": 1.1, "A*": 0.95, "C*": 0.97, "exact": 1.0, "T": t_scale}})
-    cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.percentile_error_vs_rho(cmp, "unused")
-    plots.percentile_error_vs_rho_corrected(cmp, "unused")
+    cmp, figs = _both_percentile_maps(monkeypatch, {
+        0.5: {"A": 1.3, "D": 0.8, "A*": 0.9, "C*": 0.9, "exact": 1.0, "T": t_scale},
+        0.6: {"A": 0.6, "D": 1.1, "A*": 0.95, "C*": 0.97, "exact": 1.0, "T": t_scale}})
     (faith, _), (corr, cap) = figs
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
     a = against_reference(cmp, "exponential").sel(approximation="T")
