@@ -319,8 +319,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
                               Q.query(f"where({tie_q}, '', {Wr}.idxmin('approximation'))", (("unique", None),), has,
                                       sel)))
         k = int(tie[best != ""].sum())
-        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie: the methods named there "
-                                 "are within the CI of the closest, or against exact within "
+        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie, \"tie (k)\": k methods "
+                                 "within the CI of the closest, or against exact within "
                                  f"{b['w_tie']:g} {TIME_UNIT}).", k, n, tie_q, has, sel))
         Rv = cmp["R"].values
         rows = _exact_rows(b, Rv)
@@ -358,7 +358,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
         "border); exact itself is the reference and no candidate.", findings, limits,
         [ties, f"Identical methods count once ({groups})." if groups else "",
          ("A clear winner is drawn in its colour; a light grey cell \"tie (k)\" is a tie of k methods within reach "
-          "(named above): "
+          "(named under \"Tied methods\" above): "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
          f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never "
          "a candidate. W weighs the body of the distribution; for the tail, see the recommendation and percentile "
