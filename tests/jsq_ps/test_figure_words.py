@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_figure_findings import mgr_two_laws
 
-from sojourn.core.present.claims import verify
+from sojourn.core.present.claims import listing, verify
 from sojourn.core.present.figures import STATUS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import compare
@@ -61,11 +61,11 @@ def test_wasserstein_caption_places_the_families_where_they_are_drawn(cmp, drawn
                                         "lower row"))
 
 
-def test_runtime_ratio_is_the_title_medians_ratio_and_skips_sit_on_the_not_run_line(cmp, drawn):
+def test_runtime_ratio_is_the_title_medians_ratio_and_skips_sit_in_a_strip_above(cmp, drawn):
     """One computation: the caption's "k times faster" is the ratio of the slowest and fastest medians the title
-    prints (round 11: 6.5× in the title, 11× in the caption). The load exact did not run is a ▲ in exact's colour on
-    the labelled dashed line at the top, with its count, and the caption's words for the skip rows say where they
-    are (under the axis)."""
+    prints (round 11: 6.5× in the title, 11× in the caption). The load exact did not run is a ▲ in exact's colour in
+    a strip above the plot (its own axes, no time axis: round 13 read a ▲ at ~6 s as a time), with its count, in the
+    row named for exact, and the caption's words for the skip rows say where they are (under the axis)."""
     import matplotlib.colors as mcolors
 
     plots.runtime_vs_R(cmp, "unused")
@@ -76,10 +76,13 @@ def test_runtime_ratio_is_the_title_medians_ratio_and_skips_sit_on_the_not_run_l
     assert ratio.value == pytest.approx(max(meds) / min(meds))
     assert verify(ratio, lambda source: cmp)[0]
     exact = mcolors.to_rgba(plots.common.METHOD_COLORS["exact"])
-    up = [ln for ln in ax.get_lines() if ln.get_marker() == "^" and mcolors.to_rgba(ln.get_color()) == exact]
-    assert len(up) == 1 and up[0].get_ydata()[0] > 0.9  # axes fraction: above every median
-    assert any(t.get_text() == "1" for t in ax.texts)
-    assert any(t.get_text().startswith("▲ not run") for t in ax.texts)
+    assert not [ln for ln in ax.get_lines() if ln.get_marker() == "^"]  # none on the time axis
+    (strip,) = ax.child_axes
+    up = [ln for ln in strip.get_lines() if ln.get_marker() == "^" and mcolors.to_rgba(ln.get_color()) == exact]
+    assert len(up) == 1 and strip.get_position().y0 >= ax.get_position().y1
+    row = int(up[0].get_ydata()[0])
+    assert strip.get_yticklabels()[row].get_text() == "exact: loads not run"
+    assert any(t.get_text() == "1" for t in strip.texts)
     limits = " ".join(c.text if hasattr(c, "text") else c for c in cap.limits)
     assert "under the axis" in limits and "label above" not in limits
 
@@ -97,16 +100,15 @@ def test_best_map_marks_a_method_that_did_not_run(cmp, drawn):
     marks = [t for t in ax.texts if t.get_text().startswith("∅")]
     assert [t.get_text() for t in marks] == ["∅ A*"] and marks[0].get_position()[0] == 1
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(t.startswith("hatched, ∅ A*") and "not one that beat it" in t for t in legend), legend
-    hatched = [p for p in ax.patches if p.get_hatch() == plots.maps.ABSENT_HATCH["hatch"]]
-    assert len(hatched) == 1 and hatched[0].get_x() == 0.5  # the cell at ρ = 0.6 (column 1), only there
-    assert "did not run at 1 cells" in fig._suptitle.get_text()
+    assert any(t.startswith("∅ A* badge") and "not one that beat it" in t for t in legend), legend
+    assert not [p for p in ax.patches if p.get_hatch()]  # the badge alone: no hatch on top of it (round 13)
+    assert "did not run at 1 cell." in fig._suptitle.get_text()
     finding = next(f for f in cap.findings if "no competitor" in f.text)
     assert verify(finding, lambda source: c)[0] and finding.value == [1, 2]
     assert not [t for t in plain.get_axes()[0].texts if t.get_text().startswith("∅")]
     assert not [p for p in plain.get_axes()[0].patches if p.get_hatch()]
     assert not any("no competitor" in f.text for f in plain_cap.findings)
-    assert fig._suptitle.get_text().count("\n") <= 1  # the title: at most two lines
+    assert fig._suptitle.get_text().count("\n") <= 2  # the title: at most three short lines
 
 
 def test_mgr_noise_fills_each_whole_load_slot_and_no_line_joins_categories(drawn, tmp_path):
@@ -140,8 +142,12 @@ def test_best_map_ties_name_their_count_and_sim_cells_are_framed(cmp, drawn):
     texts = [t.get_text() for t in ax.texts]
     for i, j in zip(*np.nonzero(b["tie"] & (b["best"] != "")), strict=True):
         names = b["tied"][i, j].split("·")
-        assert f"tie of {len(names)}" in texts
-        assert plots.maps._tie_text(names).replace("\n", "·") == b["tied"][i, j]
+        assert f"tie ({len(names)})" in texts
+    # the caption names the tied methods of each tie cell, read off the same data
+    cap = drawn[0][1]
+    how = " ".join(cap.how)
+    for i, j in zip(*np.nonzero(b["tie"] & (b["best"] != "")), strict=True):
+        assert listing(b["tied"][i, j].split("·")) + " at " in how, how
     from sojourn.jsq_ps.compare import REF_SIMULATION
 
     vs_sim = int(((b["reference"] == REF_SIMULATION) & (b["best"] != "")).sum())
@@ -164,6 +170,6 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
              ("T", "#00685a", 1.0 * one)]
     plots.cdf._end_labels(ax, lines, 1 / 30, 30)
     got = {t.get_text(): mcolors.to_hex(t.get_color()) for t in ax.texts}
-    assert set(got) == {"A*·C*", "D", "T"}
-    assert got["D"] == "#d62728" and got["A*·C*"] == "#8c564b"
+    assert set(got) == {"A* ≈ C*", "D", "T"}
+    assert got["D"] == "#d62728" and got["A* ≈ C*"] == "#8c564b"
     plt.close(fig)

@@ -208,7 +208,7 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     assert "1/2 partial" in texts and "exact: 1" in texts
     assert any("partial median" in t and "not the trend" in t for t in _legend_texts(fig))
     # the budget is a cap on the chain (state space, predicted cost), said in the ▲ legend entry, not a time-out
-    assert any(t.startswith("▲ on the dashed line") and "not a time-out" in t for t in _legend_texts(fig))
+    assert any(t.startswith("▲ in the strip above the plot") and "not a time-out" in t for t in _legend_texts(fig))
     faith = mcolors.to_rgba(_FAITHFUL_BLUE)
     pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == faith]
     faithful = [m for m in plots.common.FAITHFUL if m in cmp["approximation"].values.tolist()]
@@ -235,3 +235,25 @@ def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypat
     whiskers = max(float(np.nanmax(seg[:, 1])) for c in ax.collections for seg in c.get_segments())
     assert top >= whiskers and np.isclose(np.log10(top), round(np.log10(top)))
     plt.close(fig)
+
+
+def test_cdf_body_differences_are_0_at_t_0_and_the_legend_names_the_undrawn(data, drawn):
+    """Every CDF difference drawn in the body panel is 0 at t = 0 (the smoothing keeps the ends: a fixed window padded
+    at the edge would average the curve's first steps into t = 0), the panel's title states the sign, and the legend
+    names the methods computed but not drawn."""
+    sim, approx, cmp = data
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (fig,) = drawn
+    body = fig.get_axes()[0]
+    curves = [ln for ln in body.get_lines() if len(ln.get_xdata()) > 2]
+    assert curves and all(float(ln.get_xdata()[0]) == 0.0 and float(ln.get_ydata()[0]) == 0.0 for ln in curves)
+    assert "> 0: optimistic" in body.get_title()
+    # a steep first step survives the smoothing away from the ends, and the ends stay put
+    y = np.r_[0.0, np.full(999, -0.01)]
+    s = plots.cdf._smooth(y, 1000)
+    assert s[0] == 0.0 and s[-1] == pytest.approx(-0.01) and s[50] == pytest.approx(-0.01)
+    shown = {m for ln in plots.cdf._cdf_data(sim, approx, 2, 0.5, "exponential", cmp).lines for m in ln.members}
+    hidden = [m for m in approx["approximation"].values.tolist() if m not in shown]
+    texts = _legend_texts(fig)
+    if hidden:
+        assert any("not drawn" in t and hidden[0] in t for t in texts)

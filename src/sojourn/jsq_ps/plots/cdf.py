@@ -23,6 +23,7 @@ from ..compare import (
     reference_usable,
     w_against_reference,
 )
+from ..solve.tail import FLOOR as _T_FLOOR
 from . import common  # save, looked up when called: tests replace common.save
 from .common import (
     _EXACT_COLOR,
@@ -110,11 +111,20 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
         ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    _legend_below(fig, h, lab, ncol=_balanced_ncol(len(lab)), fontsize=9.5)
     shown = [m for sr in c.lines for m in sr.members]
     hidden = [m for m in c.methods if c.ok[m] and m not in shown]
     not_run = [m for m in c.methods if not c.ran[m]]
+    from matplotlib.lines import Line2D
+
+    for names, words in ((hidden, "computed, farther by W: not drawn"), (c.omitted, "not a CDF here: not drawn"),
+                         (not_run, "not run here")):
+        if names:
+            h.append(Line2D([], [], ls="none"))
+            lab.append(f"{listing(names)}: {words}")
+    _legend_below(fig, h, lab, ncol=_balanced_ncol(len(lab)), fontsize=9.5)
     cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
+    if steep := _steep_start(c, body, x1):
+        cap.how.append(steep)
     head = _cdf_findings(cmp, c.w_ref, R, float(rho), service, c.faithful)[0] if cmp is not None else []
     k = next((i for i, h in enumerate(head) if h.startswith("corrected")), len(head))
     head = "\n".join("; ".join(part) for part in (head[:k], head[k:]) if part)  # A–F, then the corrected chains
@@ -240,13 +250,17 @@ _SMOOTH_SHARE = 1 / 150
 
 
 def _smooth(y, n):
-    from scipy.ndimage import uniform_filter1d
-
-    size = max(1, int(n * _SMOOTH_SHARE))
-    ok = np.isfinite(y)
-    if size < 2 or not ok.all():
+    """A centred moving average over :data:`_SMOOTH_SHARE` of ``n`` points whose half-width shrinks to the distance
+    from either end, so the first and last points are kept as they are (a CDF difference stays exactly 0 at t = 0:
+    a fixed window padded at the edge would average the curve's first steps into t = 0)."""
+    half = max(1, int(n * _SMOOTH_SHARE)) // 2
+    y = np.asarray(y, float)
+    if half < 1 or not np.isfinite(y).all() or y.size < 3:
         return y
-    return uniform_filter1d(y, size, mode="nearest")
+    i = np.arange(y.size)
+    h = np.minimum(half, np.minimum(i, y.size - 1 - i))
+    cum = np.concatenate([[0.0], np.cumsum(y)])
+    return (cum[i + h + 1] - cum[i - h]) / (2 * h + 1)
 
 
 def _cdf_body(ax, c, body, n1, x1) -> None:
@@ -262,7 +276,33 @@ def _cdf_body(ax, c, body, n1, x1) -> None:
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
     ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
-    ax.set_title(f"body: each CDF minus {ref}'s (area to 0 = W)", fontsize=10)
+    ax.set_title(f"body: each CDF minus {ref}'s (> 0: optimistic; area to 0 = W)", fontsize=10)
+
+
+#: a body curve "starts steeply" where it reaches half its largest |value| within this share of the body window
+_STEEP_SHARE = 0.005
+
+
+def _steep_start(c, body, x1) -> str:
+    """The caption's note on body curves that leave 0 within :data:`_STEEP_SHARE` of the window (every curve is 0 at
+    t = 0, but at the panel's scale such a curve seems to start away from 0): which, how far, by when; '' if none."""
+    t = c.t[:len(next(iter(body.values())))]
+    near = t <= _STEEP_SHARE * x1
+    out = []
+    for sr in (sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same):
+        y = np.nan_to_num(body[sr.method])
+        top = np.abs(y).max(initial=0.0)
+        k = np.nonzero(near & (np.abs(y) >= 0.5 * top))[0] if top > 0 else []
+        if len(k):
+            j = int(k[np.argmax(np.abs(y[k]))])
+            out.append(f"{sr.label} reaches {y[j]:+.2g} by t = {t[j]:.2g}"
+                       + (f" (by design: T's survival carries a relative margin of {_T_FLOOR:g} above its best "
+                          f"estimate, so its CDF lies about {_T_FLOOR:g}·P(T > t) below, most right after 0)"
+                          if sr.method == TAIL else ""))
+    if not out:
+        return ""
+    return ("Every curve is 0 at t = 0; " + listing(out) + ": a difference of the CDFs right after 0, in the stored "
+            "values, not an edge effect of the smoothing (which keeps t = 0 as it is).")
 
 
 def _body_range(c, body) -> tuple[float, float, float]:
@@ -366,13 +406,13 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ax.set_yscale("log")
     ax.set_ylim(lo, hi)
     fine = (0.8, 1.25) if hi / lo < 4 else ()
-    ticks = [v for v in (1 / 30, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30) + fine if lo <= v <= hi]
-    ax.set_yticks(ticks, ["1/30" if v == 1 / 30 else f"{v:g}" for v in ticks])
+    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30) + fine if lo <= v <= hi]
+    ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
     ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
     on = [x.method for x in c.lines if x.method in c.same and x.method != TAIL]  # drawn as one with exact
     every = len(on) == len([x for x in c.lines if x.method.endswith("*")])
-    exact_name = "exact" + ((" = corrected chains" if every else " = " + "·".join(on)) if on else "")
+    exact_name = "exact" + ((" = corrected chains" if every else " = " + listing(on)) if on else "")
     _end_labels(ax, [(exact_name, _EXACT_COLOR, np.where(keep, 1.0, np.nan))]
                 + [(sr.method, sr.color, r) for sr, r in ratio.items()], lo, hi)
     ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)
@@ -381,7 +421,7 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
 
 def _end_labels(ax, ratio, lo, hi) -> None:
     """Each ratio line's name at its right end, outside the panel, in its colour (``ratio``: (name, colour, ratio)
-    per line); lines that end within 6 % of each other share one label ("A*·C*"), and labels are pushed apart to
+    per line); lines that end within 6 % of each other share one label ("A* ≈ C*"), and labels are pushed apart to
     stay legible."""
     ends = []
     for name, color, r in ratio:
@@ -401,7 +441,7 @@ def _end_labels(ax, ratio, lo, hi) -> None:
         y = float(np.mean([e[0] for e in g]))
         ys.append(max(y, ys[-1] + gap) if ys else y)
     for g, y in zip(groups, ys, strict=True):
-        ax.annotate("·".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
+        ax.annotate(" ≈ ".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
                     xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=9,
                     fontweight="bold", color=g[0][2], annotation_clip=False)
 

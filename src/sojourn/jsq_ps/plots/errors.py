@@ -243,31 +243,52 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     return common.save(fig, stem, caption=cap, **kw)
 
 
+#: the paper's methods in the percentile-error title's headline, one line per family (the aggregated-state chains
+#: A–C and the truncated ones D–F behave alike within a family)
+_FAMILIES = (("A–C", ("A", "B", "C")), ("D–F", ("D", "E", "F")))
+
+
 def _pe_title(a, lines, what, service, shown, clip, below) -> str:
-    """The percentile-error map's title: what it shows with its colour range, and its finding from the drawn points —
-    T never (or k times) significantly below its reference, the others' most optimistic error and where."""
+    """The percentile-error map's title: what it shows with its colour range, and its findings from the drawn points:
+    T never significantly optimistic (how many of its negative errors lie within the noise) or at how many points;
+    for the paper's A–F one headline per family (:data:`_FAMILIES`): its most conservative and most optimistic
+    significant error and where, or "within the noise"; for the others, their most optimistic and conservative."""
     A = a.sel(approximation=[sr.method for sr in lines], percentile=shown)
     err, sig = 100 * A["error"].values, A["significant"].values & (A["reference"].values != 0)
+    has = A["reference"].values != 0
     names = A["approximation"].values.tolist()
     head = []
     if TAIL in names:
         t = names.index(TAIL)
         below_t = int((sig[:, :, t] & (err[:, :, t] < 0)).sum())
-        head.append("T is never optimistic" if below_t == 0 else f"T is optimistic at {below_t} points")
-    others = [k for k, n in enumerate(names) if n != TAIL]
-    word = "the others" if TAIL in names else "the methods"
+        noise = int((has[:, :, t] & ~sig[:, :, t] & (err[:, :, t] < 0)).sum())
+        if below_t == 0:
+            head.append("T is never significantly optimistic" + (
+                f" ({noise} negative error{'s' if noise > 1 else ''} within the noise)" if noise else ""))
+        else:
+            worst = float(np.nanmin(np.where(sig[:, :, t] & (err[:, :, t] < 0), err[:, :, t], np.nan)))
+            head.append(f"T is significantly optimistic at {below_t} point{'s' if below_t > 1 else ''} (down to "
+                        f"{_pct(worst / 100, 0)})")
     rho = A["rho"].values
-    ends = []
-    for side, pick in (("conservative", np.nanargmax), ("optimistic", np.nanargmin)):  # both extremes, as drawn
-        keep = sig[:, :, others] & ((err[:, :, others] > 0) if side == "conservative" else (err[:, :, others] < 0))
-        v = np.where(keep, err[:, :, others], np.nan)
-        if np.isfinite(v).any():
-            idx = np.unravel_index(int(pick(v)), v.shape)
-            ends.append(f"{side} by up to {_pct(v[idx] / 100, 0)} (ρ = {rho[idx[1]]:g}, {shown[idx[3]]:g}th)")
-    if ends:
-        head.append(f"{word} " + " and ".join(ends))
+    fams = [(f, [names.index(m) for m in ms if m in names]) for f, ms in _FAMILIES]
+    fams = [(f, k) for f, k in fams if k]
+    if not fams or any(n not in {m for _, ms in _FAMILIES for m in ms} | {TAIL} for n in names):
+        fams = [("the others" if TAIL in names else "the methods", [k for k, n in enumerate(names) if n != TAIL])]
+    for fam, idx in fams:
+        ends = []
+        for side, pick in (("conservative", np.nanargmax), ("optimistic", np.nanargmin)):  # both extremes, as drawn
+            keep = sig[:, :, idx] & ((err[:, :, idx] > 0) if side == "conservative" else (err[:, :, idx] < 0))
+            v = np.where(keep, err[:, :, idx], np.nan)
+            if np.isfinite(v).any():
+                i = np.unravel_index(int(pick(v)), v.shape)
+                ends.append(f"{side} by up to {_pct(v[i] / 100, 0)} (ρ = {rho[i[1]]:g}, {shown[i[3]]:g}th)")
+        if ends:
+            head.append(f"{fam} are " + " and ".join(ends))
+        elif has[:, :, idx].any():
+            head.append(f"{fam} are within the reference's noise")
+    head = [h[0].upper() + h[1:] for h in head]
     return (f"Tail-percentile error of {what} against the best reference ({service} service)"
-            + (f"\n{head[0][0].upper()}{'; '.join(head)[1:]}" if head else "")
+            + "".join(f"\n{h}" for h in head)
             + f"\n(colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic)")
 
 
@@ -328,7 +349,8 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
                    fontsize=7.5, handlelength=2.4, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
 
 
-_MARK_WORDS = {"not_run": "∅ not run (over budget)", "invalid": "× not a CDF",
+_MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over budget)",
+               "invalid": "× on a light hatched cell: the method's output is not a CDF there",
                REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
                "beyond_grid": "▶ on a light grey cell: the percentile lies beyond the time grid (t_max)"}
 
@@ -349,7 +371,7 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
                                  f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
                                  "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
-    findings += _pe_extreme_claims(A, rel, sig_q, sel)
+    findings += _pe_extreme_claims(A, rel, sig_q, sel, {sr.method: sr.label.split(" (")[0] for sr in lines})
     if TAIL in methods:
         m = methods.index(TAIL)
         has = ref[:, :, m, :] != 0
@@ -379,13 +401,12 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          f"±{LIN_PCT:g} %, logarithmic beyond; a cell whose difference counts is framed. Optimistic is red in both "
          "percentile-error figures; conservative is blue for the paper's A–F and purple for the corrected methods, "
          "so that a shade of one range is not read on the other's."
-         + (f" Marks: {marks}" + "".join(f"; {w}" for k, w in (("not_run", "∅ on mid-grey"),
-                                                                 ("invalid", "× on a light hatch")) if k in kinds)
-            + "." if marks else ""))])
+         + (f" Marks: {marks}." if marks else ""))])
 
 
-def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
-    """The percentile-error caption's most optimistic and most conservative significant point (if on that side)."""
+def _pe_extreme_claims(A, rel, sig_q, sel, labels=None) -> list:
+    """The percentile-error caption's most optimistic and most conservative significant point (if on that side), and
+    every other method that reaches the same rounded error, with where (``labels``: a method's name in the text)."""
     err, sig, ref = A["error"].values, A["significant"].values, A["reference"].values
     dims = A["error"].dims
     out = []
@@ -400,11 +421,35 @@ def _pe_extreme_claims(A, rel, sig_q, sel) -> list:
         loc["value"] = float(v[idx])
         if (op == "argmin" and loc["value"] >= 0) or (op == "argmax" and loc["value"] <= 0):
             continue
-        out.append(Claim(f"{word}: {loc['approximation']} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
+        name = (labels or {}).get(loc["approximation"], loc["approximation"])
+        also = _pe_also(A, v, idx, labels or {})
+        out.append(Claim(f"{word}: {name} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
                          f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
-                         f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'}).", loc,
+                         f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'})"
+                         + (f"; the same {_pct(loc['value'], 0)} also for {also}" if also else "") + ".", loc,
                          Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
     return out
+
+
+def _pe_also(A, v, idx, labels) -> str:
+    """The other methods whose significant error ``v`` (in A's dims) rounds to the same whole % as at ``idx``, each
+    with its (R, ρ, percentile) points: 'C* = F* (R = 5, ρ = 0.8 and 0.9, 99.999th)'; '' if none."""
+    dims = A["error"].dims
+    a_ax = dims.index("approximation")
+    same = np.isfinite(v) & (np.round(100 * np.nan_to_num(v)) == np.round(100 * v[idx]))
+    out = []
+    for k, m in enumerate(A["approximation"].values.tolist()):
+        if k == idx[a_ax]:
+            continue
+        pts = np.argwhere(np.take(same, k, axis=a_ax))
+        if not pts.size:
+            continue
+        rest = [d for d in dims if d != "approximation"]
+        where = {d: sorted({A[d].values[p[j]].item() for p in pts}) for j, d in enumerate(rest)}
+        pw = listing([f"{x:g}th" for x in where["percentile"]])
+        out.append(f"{labels.get(m, m)} (R = {listing([str(x) for x in where['R']])}, ρ = "
+                   f"{listing([f'{x:g}' for x in where['rho']])}, {pw})")
+    return "; ".join(out)
 
 
 def _pe_check_claim(cmp, a, service, check) -> Claim:

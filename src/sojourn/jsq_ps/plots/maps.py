@@ -163,14 +163,29 @@ def _exact_rows(b, Rv) -> list:
 
 
 def _tie_text(names: list) -> str:
-    """A tie cell's names: every method within reach, three to a line (the word "tie" is drawn above them)."""
-    return "\n".join("·".join(names[k:k + 3]) for k in range(0, len(names), 3))
+    """A tie cell's word: "tie (k)", k the number of methods within reach (their names are in the caption:
+    :func:`_tie_sentence`)."""
+    return f"tie ({len(names)})"
+
+
+def _tie_sentence(b, rho, Rv) -> str:
+    """The caption's list of who ties where: per set of tied methods, its cells by R ('A*, C* and T at R = 1
+    (ρ = 0.1, 0.3 and 0.5) and R = 2 (ρ = 0.1)'); '' without ties."""
+    sets: dict[str, dict] = {}
+    for (i, j), m in np.ndenumerate(b["best"]):
+        if m and b["tie"][i, j] and not b["too_short"][i, j]:
+            sets.setdefault(b["tied"][i, j], {}).setdefault(int(Rv[i]), []).append(f"{rho[j]:g}")
+    if not sets:
+        return ""
+    parts = []
+    for names, cells in sets.items():
+        where = listing([f"R = {R} (ρ = {listing(r)})" for R, r in cells.items()])
+        parts.append(f"{listing(names.split('·'))} at {where}")
+    return "Tied methods: " + "; ".join(parts) + "."
 
 
 #: the frame of a best-map cell judged against the simulation (exact did not run there): a dark inner border
 SIM_FRAME = {"edgecolor": "0.1", "lw": 2.4, "ls": (0, (3, 1.5)), "inset": 0.05}
-#: the hatch over a best-map cell where a candidate did not run (its winner won by default)
-ABSENT_HATCH = {"hatch": "xx", "lw": 0.0, "fill": False}
 
 
 def _absent(cmp, cand, service) -> np.ndarray:
@@ -189,10 +204,7 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     winner's name, moved down there). Returns ((R, ρ) bool: such a cell with a winner, the candidates named)."""
     absent = _absent(cmp, b["candidates"], service)
     gone = absent.any(-1) & (b["best"] != "")
-    for i, j in zip(*np.nonzero(gone), strict=True):
-        dark = b["best"][i, j] and not b["tie"][i, j] and np.mean(_rgb(method_color(b["best"][i, j]))) < 0.55
-        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, **ABSENT_HATCH, color="0.75" if dark else "0.6",
-                                   zorder=1.5))
+    for i, j in zip(*np.nonzero(gone), strict=True):  # the badge alone marks the cell (one encoding)
         ax.text(j, i + 0.47, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
                 ha="center", va="top", fontsize=8.5 if small else 5, color="0.1", zorder=7,
                 bbox={"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8})
@@ -200,25 +212,20 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
 
 
 def _best_cell_texts(ax, b, gone) -> None:
-    """The best-method map's cell words: a clear winner's name in bold; a tie's "tie of k" over its k names (in 9 pt,
-    three to a line), boxed where the cell is hatched (a candidate did not run)."""
+    """The best-method map's cell words: a clear winner's name in bold; a tie's "tie (k)" (the k names are in the
+    caption); moved down under a ∅ badge (a candidate did not run)."""
     best, tie, too_short = b["best"], b["tie"], b["too_short"]
     for (i, j), m in np.ndenumerate(best):
         if not m or too_short[i, j]:
             continue
         y = i - (0.14 if gone[i, j] else 0.0)
         if tie[i, j]:
-            names = b["tied"][i, j].split("·")
-            box = {"facecolor": "0.93", "edgecolor": "none", "pad": 1.0} if gone[i, j] else None  # over the hatch
-            ax.text(j, y + 0.06, _tie_text(names), ha="center", va="top", fontsize=9, color="0.1",
-                    linespacing=1.0, zorder=6, bbox=box)
-            ax.text(j, y + 0.1, f"tie of {len(names)}", ha="center", va="bottom", fontsize=7.5, color="0.35",
-                    style="italic", zorder=6, bbox=box)
+            ax.text(j, y, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=9.5,
+                    color="0.25", style="italic", zorder=6)
         else:
             dark = np.mean(_rgb(method_color(m))) < 0.55
             ax.text(j, y, m, ha="center", va="center", fontsize=11, color="w" if dark else "k",
-                    fontweight="bold", zorder=6,
-                    bbox={"facecolor": method_color(m), "edgecolor": "none", "pad": 1.5} if gone[i, j] else None)
+                    fontweight="bold", zorder=6)
 
 
 def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
@@ -261,8 +268,8 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     if tie.any():
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         groups = ", ".join(v for v in joined.values())
-        labels.append("tie of k: no clear winner; the cell names the k methods within the CI of the closest "
-                      f"(against exact: within {b['w_tie']:g} {TIME_UNIT})\nA–F: the paper's methods"
+        labels.append("tie (k): no clear winner, k methods within the CI of the closest (against exact: within "
+                      f"{b['w_tie']:g} {TIME_UNIT}; the caption names them)\nA–F: the paper's methods"
                       + (f"; {listing(list(joined))}: the corrected groups ({groups})" if groups else ""))
     if vs_sim.any():
         handles.append(Patch(facecolor="w", edgecolor=SIM_FRAME["edgecolor"], lw=SIM_FRAME["lw"] * 0.7,
@@ -270,8 +277,10 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         labels.append("dashed dark border: judged against the simulation (exact did not run there); elsewhere "
                       "against exact")
     if gone.any():
-        handles.append(Patch(facecolor="0.93", edgecolor="0.6", hatch=ABSENT_HATCH["hatch"]))
-        labels.append(f"hatched, ∅ {'·'.join(out)} at the top: {listing(out)} did not run there (over budget) — the "
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="none", marker="$∅$", ms=9, color="0.1"))
+        labels.append(f"∅ {' '.join(out)} badge at a cell's top: {listing(out)} did not run there (over budget) — the "
                       "name is the closest of the methods that ran,\nnot one that beat it")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
@@ -283,12 +292,14 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     clear = {m: int(((best == m) & ~tie).sum()) for m in winners}
     lead = listing([f"{m} at {clear[m]}" for m in sorted(clear, key=lambda m: -clear[m])]) or "none"
     exact_rows = _exact_rows(b, Rv)
-    note = [f"R = {listing(exact_rows)}: all ties (exact there)"] if exact_rows else []
+    n_tie = n - sum(clear.values())
+    note = [f"R = {listing(exact_rows)}: corrected methods are exact, so all tie."] if exact_rows else []
     n_gone = int(gone.sum())
-    note += [f"∅: a method did not run at {n_gone} cells (no competitor there)"] if n_gone else []
-    # the finding first (the clear winners, as the caption counts them), the caveats in one line under it
-    fig.suptitle(f"Closest sojourn-time CDF by Wasserstein distance ({service} service): {lead} of {n} cells\n"
-                 + "; ".join([f"a tie at {n - sum(clear.values())}"] + note), fontsize=10, y=1.0, va="bottom")
+    note += [f"∅: a method did not run at {n_gone} cell{'s' if n_gone != 1 else ''}."] if n_gone else []
+    # the finding first (the clear winners, as the caption counts them), short separate clauses under it
+    fig.suptitle(f"Closest sojourn-time CDF by Wasserstein distance ({service} service)\n"
+                 f"Clear winner: {lead} of {n} cells. Tie: {n_tie} cell{'s' if n_tie != 1 else ''}."
+                 + ("\n" + " ".join(note) if note else ""), fontsize=10, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_best_map_caption(cmp, b, service), **kw)
 
 
@@ -308,8 +319,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
                               Q.query(f"where({tie_q}, '', {Wr}.idxmin('approximation'))", (("unique", None),), has,
                                       sel)))
         k = int(tie[best != ""].sum())
-        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie: the methods named there "
-                                 "are within the CI of the closest, or against exact within "
+        findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie, \"tie (k)\": k methods "
+                                 "within the CI of the closest, or against exact within "
                                  f"{b['w_tie']:g} {TIME_UNIT}).", k, n, tie_q, has, sel))
         Rv = cmp["R"].values
         rows = _exact_rows(b, Rv)
@@ -332,7 +343,7 @@ def _best_map_caption(cmp, b, service) -> Caption:
             findings.append(Q.k_of_n(
                 f"At {int(gone.sum())} of the {n} cells {listing(out)} did not run (over budget or at its truncation "
                 "cap; ∅ at the cell's top): no competitor there, so the method named is the closest of those that "
-                "ran, not one that beat it (the cell is hatched).", int(gone.sum()), n,
+                "ran, not one that beat it.", int(gone.sum()), n,
                 f"(not_run.sel(approximation={Q.names(cand)}).max('approximation') != 0)", has, sel))
     if too_short.any():
         k = int(too_short.sum())
@@ -340,12 +351,14 @@ def _best_map_caption(cmp, b, service) -> Caption:
                             "judged too short have no reference (grey, ◇).", k,
                             Q.query(f"~({has}) & (sim_run_valid == 0)", (("count", None),), None, sel)))
     groups = "; ".join(f"{k} stands for {v}" for k, v in joined.items())
+    ties = _tie_sentence(b, cmp["rho"].values, cmp["R"].values)  # read off b, as the cells' "tie (k)"
     return Caption(
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
         f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dashed dark "
         "border); exact itself is the reference and no candidate.", findings, limits,
-        [f"Identical methods count once ({groups})." if groups else "",
-         ("A clear winner is drawn in its colour; a light grey cell is a tie and names every method within reach: "
+        [ties, f"Identical methods count once ({groups})." if groups else "",
+         ("A clear winner is drawn in its colour; a light grey cell \"tie (k)\" is a tie of k methods within reach "
+          "(named under \"Tied methods\" above): "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
          f"is within {b['w_tie']:g} {TIME_UNIT} (a tenth of the grid step). A method whose CDF is not a CDF is never "
          "a candidate. W weighs the body of the distribution; for the tail, see the recommendation and percentile "

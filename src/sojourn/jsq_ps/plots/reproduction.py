@@ -221,26 +221,25 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         vals.append(v[inrun & np.isfinite(v)])
     allv = np.concatenate(vals)
     allv = allv[np.isfinite(allv)]
-    lo, hi = min(float(allv.min()) * 1.8, -1.0), max(float(allv.max()) * 1.8, 1.0)
-    ci_drawn = False
+    lo, hi = min(float(allv.min()) * 1.8, -1.0), max(float(allv.max()) * 5.0, 1.0)  # room for a ring (_dodge)
+    ci_drawn, dodged = False, []
     for ax, (fam, title) in zip(axes, fams, strict=True):
         ours = rep["percentile_error"].sel(family=fam).values
         ref = rep["percentile_error_reference"].sel(family=fam).values
         cl, ch = (rep[f"percentile_error_ci_{s}"].sel(family=fam).values for s in ("low", "high"))
         _paper_vs_ours_axes(ax, lo, hi)
+        pts = []  # (x, y, ci low, ci high or nan, colour, marker)
         for a, _p in enumerate(P):
             for kk, k in enumerate(R_run):
                 sel = inrun[a, :, k] & np.isfinite(ours[a, :, k]) & np.isfinite(paper[a, :, k])
-                if not sel.any():
-                    continue
-                x, y = paper[a, sel, k], ours[a, sel, k]
-                sim = ref[a, sel, k] == REF_SIMULATION
-                if sim.any():  # our simulation's 95 % CI: a thin vertical bar
-                    ci_drawn = True
-                    ax.vlines(x[sim], cl[a, sel, k][sim], ch[a, sel, k][sim], color=_PCT_COLORS[a % 4], lw=1.2,
-                              zorder=3)
-                ax.plot(x, y, ls="none", marker=_R_MARKERS[kk % len(_R_MARKERS)], ms=8.5, color=_PCT_COLORS[a % 4],
-                        mec="k", mew=0.6, zorder=4)
+                sim = ref[a, :, k] == REF_SIMULATION
+                for b in np.nonzero(sel)[0]:
+                    pts.append((paper[a, b, k], ours[a, b, k], cl[a, b, k] if sim[b] else np.nan,
+                                ch[a, b, k] if sim[b] else np.nan, _PCT_COLORS[a % 4],
+                                _R_MARKERS[kk % len(_R_MARKERS)]))
+        ci, radius = _pct_points_drawn(ax, pts)
+        ci_drawn |= ci
+        dodged.append(radius)
         kl, nl = _paper_larger(rep, fam)
         ax.set_title(f"{title}\nsmaller than the paper's at {kl} of {nl} points", fontsize=10.5, loc="left")
         ax.set_xlabel(f"paper's error ({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
@@ -256,6 +255,14 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     lab += [f"R = {Rs[k]}" for k in R_run]
     h += [Line2D([], [], color="0.3", lw=1.2), Patch(facecolor=_SMALLER_FILL, edgecolor="none")]
     lab += ["y = x: ours = the paper's", "shaded: ours smaller in size than the paper's"]
+    h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
+    lab.append(f"dotted: ±{_PCT_LINTHRESH:g}, the axes' linear range (logarithmic beyond)")
+    h.append(Line2D([], [], ls="none", marker="o", ms=8.5, color="w", mec="k", mew=2.0))
+    lab.append("heavy edge: ours not smaller than the paper's (unshaded)")
+    if max(dodged, default=0.0) > 0:
+        h.append(Line2D([], [], ls="none"))
+        lab.append(f"points that would overlap: on a small ring around their place (≤ {max(dodged):.0f} pt; same "
+                   "values)")
     if ci_drawn:
         h.append(Line2D([], [], color="0.3", lw=1.2, marker="|", ms=9, ls="none"))
         lab.append("vertical bar: 95 % CI (ours against our simulation)")
@@ -270,6 +277,68 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                                 "§6.1 (99.99th) and §6.2 (99.999th percentile)"),
                        **kw)
+
+
+#: the §6.1/§6.2 scatter: points closer than this share of the axes (in x and y) would overlap; each such group is
+#: spread on a ring around its places, :data:`_DODGE_PT` points of arc apart (their values unchanged)
+_DODGE_NEAR = 0.03
+_DODGE_PT = 9.0
+
+
+def _dodge(ax, xy) -> list:
+    """Each point's offset (dx, dy) in points: the points of ``xy`` (data) that lie within :data:`_DODGE_NEAR` of
+    each other on the axes (its scales and limits; chained) form a group, each moved onto a ring of radius
+    n·:data:`_DODGE_PT`/2π (n points, at least :data:`_DODGE_PT`/2) in the order of its angle around the group's
+    centre, so that none hides another and each stays next to its place; (0, 0) for a point alone."""
+    if not xy:
+        return []
+    frac = ax.transLimits.transform(ax.transScale.transform(np.asarray(xy, float)))
+    groups: list[list[int]] = []
+    for i in np.argsort(frac[:, 0], kind="stable"):
+        for g in groups:
+            if (np.abs(frac[g] - frac[i]) < _DODGE_NEAR).all(axis=1).any():
+                g.append(int(i))
+                break
+        else:
+            groups.append([int(i)])
+    out = [(0.0, 0.0)] * len(xy)
+    for g in (g for g in groups if len(g) > 1):
+        c = frac[g].mean(axis=0)
+        ang = np.arctan2(frac[g, 1] - c[1], frac[g, 0] - c[0])
+        r = max(len(g) * _DODGE_PT / (2 * np.pi), _DODGE_PT / 2)
+        start = float(np.sort(ang)[0])
+        for k, i in enumerate(np.array(g)[np.argsort(ang)]):
+            t = start + 2 * np.pi * k / len(g)
+            out[int(i)] = (r * np.cos(t), r * np.sin(t))
+    return out
+
+
+def _pct_points_drawn(ax, pts) -> tuple[bool, float]:
+    """The §6.1/§6.2 panel's points ``pts`` ((x, y, CI low, CI high or nan, colour, marker)), spread where they would
+    overlap (:func:`_dodge`), a heavy edge where ours is not the smaller (unshaded), our simulation's CI as a thin
+    bar, and the shaded/unshaded counts inside the panel. Returns (a CI drawn, the ring's radius in points)."""
+    import matplotlib.transforms as mtransforms
+
+    offsets = _dodge(ax, [(x, y) for x, y, *_ in pts])
+    ci_drawn = False
+    for (x, y, c_lo, c_hi, color, marker), (dx, dy) in zip(pts, offsets, strict=True):
+        tr = ax.transData + mtransforms.ScaledTranslation(dx / 72.0, dy / 72.0, ax.figure.dpi_scale_trans)
+        if np.isfinite(c_lo) and np.isfinite(c_hi):  # our simulation's 95 % CI: a thin vertical bar
+            ci_drawn = True
+            ax.vlines([x], [c_lo], [c_hi], color=color, lw=1.2, zorder=3, transform=tr)
+        larger = abs(y) >= abs(x)  # ours not smaller (unshaded): a heavy edge, so the count needs no shade
+        ax.plot([x], [y], ls="none", marker=marker, ms=8.5, color=color, mec="k", mew=2.0 if larger else 0.6,
+                zorder=4, transform=tr)
+    n_in = sum(abs(y) < abs(x) for x, y, *_ in pts)
+    ax.text(0.03, 0.97, f"shaded (ours smaller): {n_in}\nunshaded, heavy edge: {len(pts) - n_in}",
+            transform=ax.transAxes, ha="left", va="top", fontsize=9.5, zorder=6,
+            bbox={"facecolor": "w", "edgecolor": "0.6", "lw": 0.6, "pad": 2.0})
+    return ci_drawn, _dodge_radius(offsets)
+
+
+def _dodge_radius(offsets) -> float:
+    """The largest ring radius of :func:`_dodge`'s offsets (points)."""
+    return max((float(np.hypot(*o)) for o in offsets), default=0.0)
 
 
 #: the §6.1/§6.2 scatter's shaded area: where ours is the smaller error in size (|y| < |x|)
@@ -289,6 +358,9 @@ def _paper_vs_ours_axes(ax, lo, hi) -> None:
     ax.plot([lo, hi], [lo, hi], color="0.3", lw=1.2, zorder=2)
     ax.axhline(0, color="0.6", lw=0.7, zorder=1)
     ax.axvline(0, color="0.6", lw=0.7, zorder=1)
+    for v in (-_PCT_LINTHRESH, _PCT_LINTHRESH):  # the linear range's ends: the stretch around 0 is not logarithmic
+        ax.axhline(v, color="0.45", lw=0.9, ls=":", zorder=1)
+        ax.axvline(v, color="0.45", lw=0.9, ls=":", zorder=1)
     ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo <= t <= hi]
     ax.set_xticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
     ax.set_yticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])

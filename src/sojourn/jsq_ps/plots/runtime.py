@@ -54,20 +54,19 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     if 0 < lo < hi:
         ax.set_ylim(10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi) + 0.02))
     log_ticks(ax.yaxis)
-    skipped = _over_budget_marks(ax, nr, fams, Rv, _budget_words(cmp))
-    if skipped:  # the data below the line of the skipped cells
-        y0, y1 = ax.get_ylim()
-        ax.set_ylim(y0, 10.0 ** np.ceil(np.log10(y0) + np.log10(max(hi, y0 * 10) / y0) / 0.84))
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
+    strip_pt = _over_budget_marks(ax, nr, fams, Rv)
+    skipped = strip_pt > 0
     skip_lines = max((len(t.get_text().splitlines()) for t in ax.texts if t.get_va() == "top"), default=0)
     ax.set_xlabel("servers R (log scale)", labelpad=3)  # right under the ticks; the count rows below it
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
     n_common = int(common_cells.sum())
     ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
                  f"fastest to slowest cell)\nmedians over those {n_common} cells: "
-                 + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5)
+                 + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
+                 pad=6 + strip_pt)  # above the strip of the loads not run
     # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
@@ -79,7 +78,8 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     if skipped:
         bw = _budget_words(cmp)
         handles.append(Line2D([], [], ls="none", marker="^", ms=9, color="0.5", mec="k", mew=0.6))
-        labels.append("▲ on the dashed line, with a count: loads a family did not run, its chain being too large —\n"
+        labels.append("▲ in the strip above the plot, with a count: loads a family did not run, its chain being too "
+                      "large —\n"
                       "exact: over its budget " + (f"({bw}: a cap on the state space and\npredicted cost, checked "
                       "before it runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
                       + "; A*–F*: at their chain's state cap.\nTheir cost is in no median.")
@@ -89,29 +89,38 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells), **kw)
 
 
-def _over_budget_marks(ax, nr, fams, Rv, budget) -> bool:
-    """The cells a family did not run (over budget or at its truncation cap), on a labelled dashed line at the top
-    of the plot: one ▲ per family and R in its colour (at its marker's x) with the count beside it — their cost lies
-    above the budget, never among the cheap medians below. Returns whether any is drawn."""
-    import matplotlib.transforms as mtransforms
+#: the height of one row of the not-run strip above the run-time plot (points)
+_STRIP_ROW_PT = 15.0
 
-    base = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    y, drawn = 0.94, False
-    for k, (_, ms, color) in enumerate(fams):
+
+def _over_budget_marks(ax, nr, fams, Rv) -> float:
+    """The cells a family did not run (over budget or at its truncation cap), in a strip above the plot that shares
+    its R axis (no time axis: a ▲ there is no run time): one row per family that skipped any, named at the left, a ▲
+    in its colour at each R (at its marker's x) with the count beside it. Returns the strip's height in points (0:
+    nothing skipped, no strip)."""
+    rows = []
+    for k, (label, ms, color) in enumerate(fams):
         n = (nr.sel(approximation=ms) != 0).any("approximation").sum("rho").sel(R=Rv).values
-        x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)
+        if n.any():
+            rows.append((label, color, Rv * 1.07 ** (k - (len(fams) - 1) / 2), n))
+    if not rows:
+        return 0.0
+    h_pt = _STRIP_ROW_PT * (len(rows) + 0.6)
+    panel_pt = ax.get_position().height * ax.figure.get_figheight() * 72.0
+    strip = ax.inset_axes([0.0, 1.015, 1.0, h_pt / panel_pt], sharex=ax)
+    for r, (_, color, x, n) in enumerate(rows):
         for xi, ni in zip(x, n, strict=True):
             if ni:
-                ax.plot([xi], [y], "^", ms=9, color=color, mec="k", mew=0.6, transform=base, zorder=6, clip_on=False)
-                ax.annotate(f"{int(ni)}", (xi, y), xycoords=base, xytext=(0, -9), textcoords="offset points",
-                            ha="center", va="top", fontsize=8, color=color, fontweight="bold")
-                drawn = True
-    if drawn:
-        ax.plot([0, 1], [y, y], transform=ax.transAxes, ls="--", lw=1.0, color="0.35", zorder=1)
-        ax.text(0.01, y - 0.02, "▲ not run (loads skipped; see the legend)", transform=ax.transAxes, ha="left",
-                va="top", fontsize=8, color="0.2", bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.85,
-                                                         "pad": 1.0})
-    return drawn
+                strip.plot([xi], [r], "^", ms=8, color=color, mec="k", mew=0.6)
+                strip.annotate(f"{int(ni)}", (xi, r), xytext=(6, 0), textcoords="offset points", ha="left",
+                               va="center", fontsize=8, color=color, fontweight="bold")
+    strip.set_ylim(len(rows) - 0.5, -0.5)
+    names = [lab.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful ") for lab, *_ in rows]
+    strip.set_yticks(range(len(rows)), [f"{nm}: loads not run" for nm in names], fontsize=7.5)
+    strip.tick_params(axis="x", which="both", bottom=False, labelbottom=False)
+    strip.tick_params(axis="y", length=0)
+    strip.set_facecolor("0.96")
+    return h_pt + 4.0
 
 
 def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
@@ -189,8 +198,8 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
                       + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): every "
                       "family's median there covers only the loads where all ran, the cheaper ones, so it "
                       "understates the cost of the whole row, most for the family that skipped them (the rows under "
-                      "the axis at that R count the skipped loads; a ▲ in the family's colour on the dashed line at "
-                      "the top marks them too, with their count: their cost is in no median drawn).")
+                      "the axis at that R count the skipped loads; a ▲ in the family's colour in the strip above the "
+                      "plot marks them too, with their count: their cost is in no median drawn).")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "
