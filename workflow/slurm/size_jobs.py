@@ -23,13 +23,13 @@ spreads over them, in-process work runs one job after another:
 starting the cluster) as measured on SLURM (``STARTUP_S``). A job's time limit is ``MARGIN`` × its prediction, rounded
 up to whole minutes; its memory ``MEM_MARGIN`` × (Snakemake process + ``C`` workers, measured).
 
-**The layouts.** ``long`` (workflow/profiles/slurm, the default): one SLURM job per study part, each study's rules in
-one group — every JSQ-PS cell block with the merges, comparison and figures that follow them, and split-merge with
-restart — so that no job is predicted under ``MIN_MINUTES`` at the profile's CPUs on the measured config. The cell
-blocks are too short for Snakemake's whole-minute ``runtime`` (seconds each), so they take no CPU slot of their own in
-Snakemake's account (``cpus_per_task: 0``: their work runs on the job's Dask workers, which the group's other rules
-size) and all stand in one layer whose height is the whole cell phase's limit; every other rule takes the job's whole
-width, so the group's limit is the sum of the heights (Snakemake's ``GroupResources.basic_layered``).
+**The layouts.** ``long`` (workflow/profiles/slurm, the default): every rule in one group, so that no job is
+predicted under ``MIN_MINUTES`` at the profile's CPUs on the measured config (split-merge and restart alone are a few
+minutes). The cell blocks are too short for Snakemake's whole-minute ``runtime`` (seconds each), so the jobs that
+start the run (``FIRST_RULES``) take no CPU slot of their own in Snakemake's account (``cpus_per_task: 0``: their work
+runs on the job's Dask workers, which the group's other rules size) and all stand in one layer whose height is their
+whole limit; every other rule takes the job's whole width, so the group's limit is the sum of the heights (Snakemake's
+``GroupResources.basic_layered``).
 ``small`` (workflow/profiles/slurm-small, for clusters whose backfill favours short jobs): the cell blocks in groups of
 a few minutes each, one job each for the JSQ-PS summary and for split-merge with restart; a cell block's ``runtime``
 is then one minute, Snakemake's smallest, so those limits are ``ceil(blocks / C)`` minutes, more than the margin asks.
@@ -72,6 +72,11 @@ PARTS = {
     "restart": ["restart_solve", "restart_simulate", "restart_compare", "restart_figures"],
 }
 CELL_RULES = ("jsq_ps_simulate", "jsq_ps_approximate", "jsq_ps_approximate_laws")
+#: the rules whose work runs as Dask tasks that record their own time in the job's output (a merge's output holds its
+#: blocks' times too, but the merge did not spend them)
+DASK_RULES = (*CELL_RULES, "split_merge_experiment", "restart_simulate")
+#: the rules whose jobs start the run (no job upstream of them)
+FIRST_RULES = (*CELL_RULES, "split_merge_exact", "restart_solve", "restart_simulate")
 BEGIN, END = "# >>> sized by workflow/slurm/size_jobs.py", "# <<< sized by workflow/slurm/size_jobs.py"
 
 
@@ -173,26 +178,66 @@ def _time_log(text: str) -> dict[str, float]:
             "elapsed": field_("Elapsed (wall clock) time (h:mm:ss or m:ss)")}
 
 
-def measure(run: Path, configfile: Path, time_log: Path, workers: int) -> dict:
-    """The measurement record of a finished run in the work folder ``run`` (see the module's docstring)."""
-    text = dry_run(PROFILES["long"], configfile, run, "--forceall")
+def _running(pid: int) -> dict[str, float]:
+    """A run still going (``--running PID``): the CPU its process tree has used so far (live and reaped processes)
+    and its largest process now."""
+    import time
+
+    import psutil
+
+    main = psutil.Process(pid)
+    procs = [main, *main.children(recursive=True)]
+    cpu, largest = 0.0, 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+            cpu += times.user + times.system + (times.children_user + times.children_system if proc is main else 0)
+            largest = max(largest, proc.memory_info().rss / 2**20)
+        except psutil.NoSuchProcess:
+            continue
+    return {"user_s": round(cpu, 1), "system_s": 0.0, "largest_process_mb": round(largest, 1),
+            "elapsed": f"{(time.time() - main.create_time()) / 60:.0f} min so far (still running)"}
+
+
+def measure(run: Path, configfile: Path, time_log: Path | None, workers: int, running: int | None = None,
+            config: list[str] | None = None, assume: dict[str, float] | None = None) -> dict:
+    """The measurement record of a finished run in the work folder ``run`` (see the module's docstring). With
+    ``running`` (the pid of a run still going) the jobs it has not finished take their rule's measured mean, and are
+    flagged ``"measured": false``, and the jobs of a rule none of whose jobs has finished take ``assume[rule]``
+    CPU-seconds (a figure measured elsewhere, e.g. a whole run's phase times): a stop-gap until the run is measured
+    whole."""
+    text = dry_run(PROFILES["long"], configfile, run, "--forceall", *(["--config", *config] if config else []))
     rule_jobs = [m for job in parse_dry_run(text) for m in job.members]
-    jobs, tree_peak = {}, 0.0
+    jobs, tree_peak, pending = {}, 0.0, []
     for rj in rule_jobs:
         key = rj.key()
         bench = run / rj.benchmark
         if not bench.exists():
-            raise SystemExit(f"{bench}: no benchmark record; measure a finished run of the same config")
+            if running is None:
+                raise SystemExit(f"{bench}: no benchmark record; measure a finished run of the same config")
+            pending.append(rj)
+            continue
         rec = _benchmark(bench)
-        engine = _engine_seconds([run / o for o in rj.outputs])
-        jobs[key] = {"rule": rj.rule, "dask": engine is not None,
+        engine = _engine_seconds([run / o for o in rj.outputs]) if rj.rule in DASK_RULES else None
+        jobs[key] = {"rule": rj.rule, "dask": engine is not None, "measured": True,
                      "seconds": round(engine if engine is not None else rec["s"], 3), "wall_s": rec["s"]}
         tree_peak = max(tree_peak, rec["max_rss"])
-    timing = _time_log(time_log.read_text(errors="replace"))
+    timing = _running(running) if running is not None else _time_log(time_log.read_text(errors="replace"))
     cpu = timing["user_s"] + timing["system_s"]
     scale = cpu / sum(j["seconds"] for j in jobs.values())
     for j in jobs.values():
         j["cpu_s"] = round(j["seconds"] * scale, 2)
+    by_rule = _by_rule({"jobs": jobs})
+    for rj in pending:
+        same = by_rule.get(rj.rule)
+        if same:
+            jobs[rj.key()] = {"rule": rj.rule, "dask": same[0]["dask"], "measured": False,
+                              "cpu_s": round(sum(j["cpu_s"] for j in same) / len(same), 2)}
+        elif rj.rule in (assume or {}):
+            jobs[rj.key()] = {"rule": rj.rule, "dask": False, "measured": False, "assumed": True,
+                              "cpu_s": assume[rj.rule]}
+        else:
+            raise SystemExit(f"rule {rj.rule}: no job of it has finished yet; measure later or --assume it")
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     return {"what": "route-1 job sizes: per rule job, its measured seconds scaled to the run's CPU time",
@@ -200,7 +245,7 @@ def measure(run: Path, configfile: Path, time_log: Path, workers: int) -> dict:
             else str(configfile), "commit": commit, "machine": os.uname().nodename, "cpus": os.cpu_count(),
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "workers": workers,
             "run": {**timing, "cpu_s": round(cpu, 1), "scale": round(scale, 4), "jobs": len(jobs),
-                    "process_tree_peak_mb": round(tree_peak, 1)},
+                    "measured_jobs": len(jobs) - len(pending), "process_tree_peak_mb": round(tree_peak, 1)},
             "jobs": dict(sorted(jobs.items()))}
 
 
@@ -252,20 +297,21 @@ def layout(record: dict, kind: str, cpus: int = CPUS) -> dict:
     components["split_merge_restart"] = ALL
     summary = [r for r in PARTS["jsq_ps"] if r not in CELL_RULES and r in rules]
     if kind == "long":
-        # the cells in one layer (no CPU of their own in Snakemake's account), its height the whole cell phase
-        cell_runtime = _minutes(predicted_seconds(cells, cpus))
-        for rule in CELL_RULES:
-            groups[rule] = "jsq_ps"
-            sized[rule] = {"cpus_per_task": 0, "mem_mb": 0, "runtime": cell_runtime}
-        for rule in summary:
-            groups[rule] = "jsq_ps"
-            sized[rule] = {**whole, "runtime": _rule_runtime(rules[rule], cpus)}
-        components["jsq_ps"] = ALL  # also a run of only some cell blocks (their own parts) is one job
+        # the whole run in one job: the jobs that start it (no upstream job) in one layer, without CPUs of their own
+        # in Snakemake's account, as high as their predicted time together; every later rule takes the whole job
+        groups.clear(), components.clear(), sized.clear()
+        first = [j for r in FIRST_RULES for j in rules.get(r, [])]
+        first_runtime = _minutes(predicted_seconds(first, cpus))
+        for rule in (r for part in PARTS.values() for r in part if r in rules):
+            groups[rule] = "sojourn"
+            sized[rule] = ({"cpus_per_task": 0, "mem_mb": 0, "runtime": first_runtime} if rule in FIRST_RULES
+                           else {**whole, "runtime": _rule_runtime(rules[rule], cpus)})
+        components["sojourn"] = ALL
     else:
         # cell groups of about SMALL_MINUTES each at cpus CPUs; a block's runtime is Snakemake's smallest, 1 minute
         per_block = (predicted_seconds(cells, cpus) - STARTUP_S) / max(len(cells), 1)
         blocks = max(cpus, int((SMALL_MINUTES * 60 - STARTUP_S) / max(per_block, 1e-9)) // cpus * cpus)
-        worker = max(1, math.ceil(mem / cpus / 100.0) * 100)
+        worker = max(100, math.floor(mem / cpus / 100.0) * 100)  # cpus blocks side by side within the job
         for rule in CELL_RULES:
             groups[rule] = "jsq_ps_cells"
             sized[rule] = {"cpus_per_task": 1, "mem_mb": worker, "runtime": 1}
@@ -343,7 +389,8 @@ def plan(record: dict, text: str) -> list[Planned]:
     out = []
     for job in parse_dry_run(text):
         widths = [int(m.resources.get("cpus_per_task", 1)) for m in job.members]
-        cpus = max(1, max(widths))
+        # the widest layer: a whole-job rule, or narrow jobs side by side up to the profile's width (CPUS)
+        cpus = max(1, max(widths), min(sum(w for w in widths if w < CPUS), CPUS))
         mem = max(int(m.resources.get("mem_mb", 0)) for m in job.members)
         measured, missing = [], []
         for m in job.members:
@@ -366,7 +413,8 @@ def summary(planned: list[Planned]) -> str:
     """One line: how many SLURM jobs, their predicted lengths and limits."""
     pred = [p.predicted_s / 60 for p in planned]
     lim = [p.limit_min for p in planned]
-    return (f"{len(planned)} SLURM jobs of {planned[0].cpus} CPUs: predicted {min(pred):.1f}–{max(pred):.1f} min, "
+    jobs = f"{len(planned)} SLURM job{'s' if len(planned) > 1 else ''}"
+    return (f"{jobs} of {planned[0].cpus} CPUs: predicted {min(pred):.1f}–{max(pred):.1f} min, "
             f"time limits {min(lim)}–{max(lim)} min")
 
 
@@ -376,8 +424,15 @@ def measured(record: dict) -> str:
     main = run["largest_process_mb"]
     worker = max(run["process_tree_peak_mb"] - main, 0.0) / record["workers"]
     mems = ", ".join(f"{c} CPUs {memory_mb(record, c) / 1000:.1f} GB" for c in (2, 8, 16, 32))
-    return (f"Measured: `{record['config']}` at commit {record['commit']}, {run['jobs']} rule jobs, "
-            f"{run['cpu_s']:.0f} CPU-s in all (user + system), the Snakemake process {main / 1000:.2f} GB at its "
+    part = run.get("measured_jobs", run["jobs"])
+    assumed = sorted({j["rule"] for j in record["jobs"].values() if j.get("assumed")})
+    jobs = (f"{run['jobs']} rule jobs" if part == run["jobs"] else
+            f"{part} of its {run['jobs']} rule jobs (measured while it ran, after {run['elapsed'].split(' (')[0]}; "
+            f"the other {run['jobs'] - part - len(assumed)} take their rule's measured mean"
+            + (f", and {', '.join(assumed)} the CPU-s given for them" if assumed else "") + ")")
+    return (f"Measured: `{record['config']}` at commit {record['commit']}, {jobs}, "
+            f"{run['cpu_s']:.0f} CPU-s (user + system) {'in all' if part == run['jobs'] else 'so far'}, "
+            f"the Snakemake process {main / 1000:.2f} GB at its "
             f"largest and {worker / 1000:.2f} GB per Dask worker; a job's memory ({MEM_MARGIN:g} × process + "
             f"workers): {mems}.")
 
@@ -387,9 +442,15 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="what", required=True)
     m = sub.add_parser("measure", help="write benchmarks/slurm_sizes.json from a finished run")
     m.add_argument("run", type=Path, help="the run's work folder (--directory)")
-    m.add_argument("--time-log", type=Path, required=True, help="the run's /usr/bin/time -v output")
+    when = m.add_mutually_exclusive_group(required=True)
+    when.add_argument("--time-log", type=Path, help="the finished run's /usr/bin/time -v output")
+    when.add_argument("--running", type=int, metavar="PID",
+                      help="a run still going: its Snakemake's pid (unfinished jobs take their rule's mean)")
     m.add_argument("--configfile", type=Path, default=ROOT / "config" / "paper.yaml")
     m.add_argument("--workers", type=int, default=2, help="Dask workers the run had (default 2)")
+    m.add_argument("--config", nargs="+", metavar="KEY=VALUE", help="the run's own --config, if it had one")
+    m.add_argument("--assume", nargs="+", default=[], metavar="RULE=SECONDS",
+                   help="with --running: CPU-s of each job of a rule no job of which has finished")
     m.add_argument("--output", type=Path, default=MEASUREMENTS)
     sub.add_parser("write", help="write the profiles' sized sections from benchmarks/slurm_sizes.json")
     p = sub.add_parser("plan", help="the SLURM jobs a profile gives, with the measured predictions")
@@ -398,7 +459,8 @@ def main(argv=None) -> int:
     ap.add_argument("--measurements", type=Path, default=MEASUREMENTS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.what == "measure":
-        record = measure(args.run.resolve(), args.configfile.resolve(), args.time_log, args.workers)
+        record = measure(args.run.resolve(), args.configfile.resolve(), args.time_log, args.workers, args.running,
+                         args.config, {k: float(v) for k, v in (a.split("=", 1) for a in args.assume)})
         args.output.write_text(json.dumps(record, indent=1) + "\n")
         print(f"{args.output}: {record['run']['jobs']} rule jobs, {record['run']['cpu_s']} CPU-s")
         return 0
