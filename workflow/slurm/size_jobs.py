@@ -418,6 +418,15 @@ def summary(planned: list[Planned]) -> str:
             f"time limits {min(lim)}–{max(lim)} min")
 
 
+def small_summary(planned: list[Planned]) -> str:
+    """The small layout in one line; stable from run to run (which blocks share a job is Snakemake's pick, so the
+    cell jobs are told by their mean)."""
+    cells = [p for p in planned if p.name == "jsq_ps_cells"]
+    mean = sum(p.predicted_s for p in cells) / max(len(cells), 1) / 60
+    return (f"{len(planned)} SLURM jobs of {planned[0].cpus} CPUs, {len(cells)} of them cell jobs of "
+            f"{mean:.1f} min predicted on average (time limit {max(p.limit_min for p in cells)} min)")
+
+
 def measured(record: dict) -> str:
     """What was measured, and the memory rule it gives, in one paragraph (docs/hpc.md, "Sizing")."""
     run = record["run"]
