@@ -8,11 +8,12 @@ daemons with ``bash .ci/slurm/down.sh``.
   M/M/2-JSQ-PS model; the results are bit-identical to the same replications run in this process, and
   ``squeue``/``sacct`` show that the workers were SLURM jobs and that the work ran inside them. The
   same through the pipeline's ``sojourn.core.cluster.cluster.dask_client({"kind": "slurm", ...})``.
-* Snakemake: ``snakemake --executor slurm --workflow-profile workflow/profiles/slurm
-  --configfile config/test.yaml`` on every cell block (one SLURM group job; the merge too with
-  ``SOJOURN_SLURM_FULL=1``): ``scancel`` of the running job ends the run within a minute of sacct reporting
+* Snakemake: the guide's ``snakemake --workflow-profile workflow/profiles/slurm --configfile …`` (docs/hpc.md,
+  route 1; tests/support/hpc_guide.py takes the commands from the guide) on the test config's cell blocks and their
+  merge (one SLURM group job): ``scancel`` of the running job ends the run within a minute of sacct reporting
   it, naming the SLURM job, its rules and its state; the same command again completes, every SLURM job
-  COMPLETED, with the same simulation and approximation results as a local run.
+  COMPLETED with the time limit, CPUs and memory workflow/slurm/size_jobs.py plans, with the same simulation and
+  approximation results as a local run.
 
 Outside CI these tests skip (with the reason) when SLURM is not installed or the cluster is not up. In
 CI (``CI=true``, or ``SOJOURN_REQUIRE_SLURM=1`` as .ci/run exports) they fail instead, so a broken SLURM
@@ -31,6 +32,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from support.hpc_guide import guide_command
 
 pytestmark = pytest.mark.slurm
 
@@ -311,6 +314,34 @@ def _fit_resources(profile: dict, cpus: int, mem_mb: int) -> list[str]:
     return args
 
 
+def _size_jobs():
+    """workflow/slurm/size_jobs.py (route 1's sizes and plan), as tests/workflow/test_slurm_profile.py loads it."""
+    from test_slurm_profile import sj
+
+    return sj
+
+
+def _minutes(limit: str) -> int:
+    """sacct's Timelimit ([D-]HH:MM:SS) in minutes."""
+    days, _, rest = limit.rpartition("-")
+    h, m, s = (int(x) for x in rest.split(":"))
+    return (int(days) if days else 0) * 1440 + h * 60 + m + (1 if s else 0)
+
+
+def _assert_sized_as_planned(work: Path, args, targets, job_id: str) -> None:
+    """The SLURM job's time limit and CPUs are what workflow/slurm/size_jobs.py plans from the dry run of the same
+    command: its replica of Snakemake's group sizing, by which the paper config's limits are checked without a
+    cluster (tests/workflow/test_slurm_profile.py)."""
+    sj = _size_jobs()
+    dry = _snakemake(work, *args, "-n", "--forcerun", *targets)
+    planned = sj.parse_dry_run(dry.stdout + dry.stderr)
+    assert len(planned) == 1, [j.group for j in planned]
+    asked = _run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Timelimit,ReqCPUS").stdout.strip().split("|")
+    members = planned[0].members
+    assert _minutes(asked[0]) == sj.group_limit(members), (asked, [m.resources for m in members])
+    assert int(asked[1]) == max(int(m.resources["cpus_per_task"]) for m in members), asked
+
+
 def _nc_files(root: Path) -> list[Path]:
     """Result files (netCDF) under ``root``/results, relative to ``root``, without the replication cache."""
     files = (p.relative_to(root) for p in (root / "results").rglob("*.nc"))
@@ -479,26 +510,27 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     root = yaml.safe_load(TEST_CONFIG.read_text())["results"]
     profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
     assert profile.get("executor") == "slurm"
-    merged = f"{root}/jsq_ps/simulation.nc"
+    merged = [f"{root}/jsq_ps/simulation.nc", f"{root}/jsq_ps/approximation.nc"]
 
-    # Local run of the distributed part of the pipeline: every simulation block, their merge, and the
-    # approximation blocks.
+    # Local run of the distributed part of the pipeline: every simulation and approximation block, their merges
     local, hpc = tmp_path / "local", tmp_path / "slurm"
-    _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_approximate")
-    blocks = [str(p) for p in _nc_files(local) if str(p) != merged]
+    _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")
+    blocks = [str(p) for p in _nc_files(local) if str(p) not in merged]
     assert any("/simulation/" in b for b in blocks) and any("/approximation/" in b for b in blocks), blocks
-    # every cell block (one SLURM job: group-components jsq_ps_cells); SOJOURN_SLURM_FULL=1 adds the merge (a
-    # second SLURM job, the summary group)
-    full = os.environ.get("SOJOURN_SLURM_FULL") == "1"
-    targets = [*blocks, merged] if full else blocks
-    # (targets first: the options that follow take lists)
-    args = (*targets, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
-            *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
+    # every cell block and the merges: one SLURM job (the profile's JSQ-PS group: the blocks, then the merges)
+    group = profile["groups"]["jsq_ps_simulate"]
+    assert profile["groups"]["jsq_ps_merge_simulation"] == group
+    targets = [*blocks, *merged]
+    # the guide's command (docs/hpc.md, route 1) on the test config, targets first (the options that follow take
+    # lists), the test's faster status checks, the profile's requests fitted to this node where they exceed it
+    route1 = guide_command("snakemake --workflow-profile workflow/profiles/slurm --configfile config/paper.yaml",
+                           {"config/paper.yaml": str(TEST_CONFIG)})
+    args = (*targets, *route1[1:], *FAST_CHECKS, *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
 
     # 1. scancel of the running job ends the run, non-zero, naming the job, its rules and the state. This run's
     # group job asks for 1 CPU: Snakemake inside it must take 1 core, not the node's (it said "Provided cores:
     # 2" where SLURM does not bind jobs to their CPUs, as here: TaskPlugin=task/none)
-    one_cpu = ("--resources", "cpus_per_task=1", f"mem_mb={min(4000, slurm['mem_mb'])}")
+    one_cpu = _fit_resources(profile, 1, min(4000, slurm["mem_mb"]))
     cmd = _snakemake_cmd(hpc, *args, *one_cpu)
     log_path = tmp_path / "cancelled.log"
     with open(log_path, "w") as log:
@@ -518,7 +550,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     assert waited <= CANCEL_TO_EXIT_S, f"the run ended {waited:.0f} s after sacct reported job {job} cancelled"
     named = [line for line in out.splitlines() if f"SLURM job {job} " in line and "CANCELLED" in line]
     assert named, out[-4000:]
-    assert "group jsq_ps_cells" in named[0] and "rule jsq_ps_simulate" in named[0], named[0]
+    assert f"group {group}" in named[0] and "rule jsq_ps_simulate" in named[0], named[0]
     cancelled_log = sorted((hpc / ".snakemake" / "slurm_logs").rglob(f"{job}.log"))
     assert cancelled_log and re.search(r"^Provided cores: 1\b", cancelled_log[0].read_text(errors="replace"), re.M), \
         cancelled_log
@@ -526,8 +558,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     # 2. the same command again completes; its SLURM jobs all COMPLETED, in partition debug
     out = _rerun_watched(hpc, args, tmp_path)
     job_ids = re.findall(r"submitted with SLURM jobid (\d+)", out)
-    # cell blocks grouped (group-components jsq_ps_cells per SLURM job)
-    assert len(job_ids) == (2 if full else 1), job_ids
+    assert len(job_ids) == 1, job_ids  # the cell blocks and their merge: one group job
     recs = _sacct(ids=job_ids)
     assert set(recs) == set(job_ids), (job_ids, recs)
     assert {r["state"] for r in recs.values()} == {"COMPLETED"}, recs
@@ -540,9 +571,11 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     cpus = min(int(profile["resources"]["cpus_per_task"]), slurm["cpus"])
     assert re.search(rf"^Provided cores: {cpus}\b", inner, re.M), inner[:3000]
 
+    _assert_sized_as_planned(hpc, args, targets, job_ids[0])
+
     for t in targets:
         assert (hpc / t).is_file(), t
-    n = _assert_same_results(local, hpc, only=None if full else targets)
+    n = _assert_same_results(local, hpc, only=targets)
     assert n >= len(targets)
 
 
@@ -573,7 +606,9 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
     mark = new_mark()
     env = run_env(tmp_path, mark)
     with ListenerWatch(mark) as watch:
-        p = _snakemake(hpc, "--cores", "2", "--configfile", str(override), *until, env=env)
+        # the guide's route-2 command (docs/hpc.md), the site file being this cluster's
+        route2 = guide_command("snakemake --cores 4 --configfile my-site.yaml", {"my-site.yaml": str(override)})
+        p = _snakemake(hpc, *route2[1:], *until, env=env)
     out = p.stdout + p.stderr
     assert "signal only works in main thread" not in out
     # scheduler + its HTTP server; per worker job a nanny, a worker and its HTTP server
@@ -610,7 +645,12 @@ def test_sighup_to_snakemake_on_route_1_leaves_no_slurm_job_running(slurm, tmp_p
 
     import yaml
 
-    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text()) or {}
+    # a copy of the profile made as the guide says (docs/hpc.md, "Profile keys to edit"): it runs as is
+    mysite = tmp_path / "mysite"
+    _run(*guide_command("cp -r workflow/profiles/slurm workflow/profiles/mysite",
+                        {"workflow/profiles/mysite": str(mysite)}))
+    profile = yaml.safe_load((mysite / "profile.yaml").read_text()) or {}
+    assert profile == yaml.safe_load((PROFILE / "profile.yaml").read_text())
     work = tmp_path / "hpc"
     # two cell blocks, one per SLURM job (group-components 1): SIGHUP while the first runs; the second must never start
     dry = subprocess.run(_snakemake_cmd(work, "-n", "--until", "jsq_ps_simulate"), cwd=REPO, capture_output=True,
@@ -618,8 +658,8 @@ def test_sighup_to_snakemake_on_route_1_leaves_no_slurm_job_running(slurm, tmp_p
     out = dry.stdout + dry.stderr
     blocks = sorted(set(re.findall(r"output: (\S+/simulation/\S+\.nc)", out)))[:2]
     assert len(blocks) == 2, out[-3000:]
-    cmd = _snakemake_cmd(work, *blocks, "--executor", "slurm", "--workflow-profile", str(PROFILE), *FAST_CHECKS,
-                         "--group-components", "jsq_ps_cells=1", "--jobs", "1",
+    cmd = _snakemake_cmd(work, *blocks, "--executor", "slurm", "--workflow-profile", str(mysite), *FAST_CHECKS,
+                         "--group-components", f"{profile['groups']['jsq_ps_simulate']}=1", "--jobs", "1",
                          *_fit_resources(profile, slurm["cpus"], slurm["mem_mb"]))
     log_path = tmp_path / "sighup.log"
     with open(log_path, "w") as log:

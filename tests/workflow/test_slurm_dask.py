@@ -131,7 +131,7 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
     (sacct: REQUEUED, not FAILED; the job held in the queue); released, it resumes and completes. The Dask cluster of
     each run had the one allocated CPU and the job's memory, every socket the allocation's processes listened on was
     on loopback, the run's TLS files are gone, nothing was left in Dask's default scratch or the package, and the
-    results equal a local run's."""
+    results equal a local run's. Submitted once more and signalled after the run's last step, the job is COMPLETED."""
     from support.listeners import ListenerWatch, new_mark
 
     work = tmp_path / "route3"
@@ -194,6 +194,25 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
     assert not list((work / ".sojourn").glob("tls/*")), "the run left its TLS files"
     assert_left_only_in_work_folder(env, files)
     assert _assert_same_results(local_run, work) >= 3
+    _signalled_after_the_last_step(submit(), tmp_path)
+
+
+def _signalled_after_the_last_step(job: str, tmp_path: Path) -> None:
+    """The same command once more, the run complete: SIGUSR1 while this job's Snakemake finds nothing to do (a stop
+    signal after the run's last step) ends the job COMPLETED, never FAILED or requeued, saying the run had finished
+    (issue 35: such a run was recorded FAILED)."""
+    log = tmp_path / f"job-{job}.out"
+    t0 = time.monotonic()
+    # the script traps SLURM's signals before it says where it runs: signal it as soon as it has
+    while not (log.exists() and "sojourn: SLURM job" in log.read_text(errors="replace")):
+        if not _squeue_has(job) or time.monotonic() - t0 > GUARD_S:
+            pytest.fail(f"route-3 job {job} ended or hung before it started: {_tail(log, 40)}")
+        time.sleep(0.1)
+    _run("scancel", "--batch", "--signal=USR1", job)
+    rec = _wait_ended(job)
+    out = log.read_text(errors="replace")
+    assert rec["state"] == "COMPLETED" and _records(job) == ["COMPLETED"], (rec, _records(job), out[-3000:])
+    assert "SLURM signalled SIGUSR1" in out and "the run had finished when it was signalled" in out, out[-3000:]
 
 
 def test_route3_time_limit_within_the_signal_lead_is_refused(slurm, tmp_path):

@@ -1,10 +1,13 @@
 """The SLURM executor route's profile (workflow/profiles/slurm) planned on the paper config, without a cluster:
 ``snakemake -n --executor slurm --workflow-profile workflow/profiles/slurm --configfile config/paper.yaml``
-plans at most 40 SLURM jobs (issue 23: one SLURM job per cell block was ~340 jobs of seconds each).
+plans at most 10 SLURM jobs, none predicted under 10 minutes from the measured run (issue 35; issue 23: one SLURM
+job per cell block was ~340 jobs of seconds each), and the profiles are what workflow/slurm/size_jobs.py makes of
+the measurements; every command of docs/hpc.md is run by a test or marked as needing what the tests lack.
 The sojourn side of the route (sojourn.core.cluster.snakemake_slurm) is tested here on its pure parts; its behaviour on
 a real cluster (grouped jobs, scancel, rerun) in tests/workflow/test_slurm.py."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -16,39 +19,150 @@ REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
 
 
-def _planned_slurm_jobs(out: str) -> tuple[list[str], list[str]]:
-    """From a dry run's listing: the group jobs (one SLURM job each, by group name) and the rule jobs outside
-    any group that would be submitted on their own (``rule x:`` at the start of a line; jobs inside a group are
-    indented, rules Snakemake runs itself are ``localrule x:``)."""
-    groups = re.findall(r"^\[[^\]]+\] Group job (\S+) ", out, flags=re.MULTILINE)
-    singles = [r for r in re.findall(r"^rule (\w+):", out, flags=re.MULTILINE)
-               if r != "all"]  # the target rule has no action: Snakemake completes it without a job
-    return groups, singles
+def _size_jobs():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sojourn_size_jobs", REPO / "workflow" / "slurm" / "size_jobs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_paper_config_plans_at_most_40_slurm_jobs(tmp_path):
-    p = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
-         "--executor", "slurm", "--workflow-profile", str(PROFILE),
-         "--configfile", str(REPO / "config" / "paper.yaml"), "--directory", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True,
-    )
+sj = _size_jobs()
+
+
+def _snakemake(args: list[str]) -> list[str]:
+    """A guide command's ``snakemake …`` as this interpreter's ``python -m snakemake …``."""
+    assert args[0] == "snakemake", args
+    return [sys.executable, "-m", "snakemake", *args[1:]]
+
+
+def test_paper_config_plans_at_most_10_slurm_jobs_none_under_10_minutes(tmp_path):
+    """The guide's dry run (docs/hpc.md, "Checking the plan before submitting") on the paper config through the
+    shipped profile: at most MAX_JOBS SLURM jobs (issue 35: 35 jobs of 45 s to 3.5 min before), every rule job in a
+    group, and, from the measured run (benchmarks/slurm_sizes.json), none predicted under MIN_MINUTES at the profile's
+    CPUs, every time limit at least MARGIN x its prediction (issue 23 before: one SLURM job per cell block)."""
+    from support.hpc_guide import guide_command
+
+    cmd = _snakemake(guide_command(
+        "snakemake -n --executor slurm --workflow-profile workflow/profiles/slurm --configfile config/paper.yaml"))
+    p = subprocess.run([*cmd, "--directory", str(tmp_path)], cwd=REPO, capture_output=True, text=True)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
-    rule_jobs = sum(int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE)
-                    if rule not in ("total", "all"))
-    groups, singles = _planned_slurm_jobs(out)
-    # the paper config: one cell block per (law, R) (grid.rho_block 1.0): 60 blocks and 24 other rule jobs
-    assert rule_jobs >= 80, f"the paper config's DAG is not what this test assumes ({rule_jobs} rule jobs)"
-    assert len(groups) + len(singles) <= 40, (len(groups), len(singles), sorted(set(singles)))
-    # every study's rules travel in groups: cell blocks ten to a job, the rest one job per study
-    profile = yaml.safe_load((PROFILE / "profile.yaml").read_text())
-    per_job = profile["group-components"]["jsq_ps_cells"]
-    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.MULTILINE))
-    blocks = sum(int(counts.get(r, 0)) for r in ("jsq_ps_simulate", "jsq_ps_approximate", "jsq_ps_approximate_laws"))
-    assert groups.count("jsq_ps_cells") == -(-blocks // per_job), (blocks, groups)
-    assert {g for g in groups if g != "jsq_ps_cells"} == {"jsq_ps_summary", "split_merge", "restart"}, groups
-    assert not singles, singles
+    rule_jobs = int(re.search(r"^total\s+(\d+)$", out, flags=re.MULTILINE).group(1)) - 1  # the job table, less `all`
+    assert rule_jobs > 300, f"the paper config's DAG is not what this test assumes ({rule_jobs} rule jobs)"
+    jobs = sj.parse_dry_run(out)
+    assert sum(len(j.members) for j in jobs) == rule_jobs
+    assert all(j.group for j in jobs), [j.members[0].rule for j in jobs if not j.group]  # no single-rule SLURM job
+    assert len(jobs) <= sj.MAX_JOBS, [j.group for j in jobs]
+    record = json.loads(sj.MEASUREMENTS.read_text())
+    planned = sj.plan(record, out)
+    print(sj.table(planned))
+    for job in planned:
+        assert not job.missing, f"{job.name}: no measurement for {job.missing[:5]}: remeasure (size_jobs.py measure)"
+        assert job.predicted_s >= 60 * sj.MIN_MINUTES, job
+        assert job.limit_min >= sj.MARGIN * job.predicted_s / 60, job
+        assert job.cpus == sj.CPUS and job.mem_mb == sj.memory_mb(record, sj.CPUS), job
+    # the guide's words on it are these figures (docs/hpc.md, "Sizing"; `size_jobs.py plan` prints them)
+    guide = (REPO / "docs" / "hpc.md").read_text()
+    for text in (sj.measured(record), sj.summary(planned), sj.table(planned)):
+        assert text in guide, f"docs/hpc.md does not show (size_jobs.py plan prints it):\n{text}"
+
+
+def test_route3_default_memory_covers_its_cpus():
+    """pipeline.sbatch's default allocation holds what the measured memory rule asks for its CPUs (docs/hpc.md, route
+    3: 1.5 x (the Snakemake process + one worker per CPU))."""
+    text = (REPO / "workflow" / "slurm" / "pipeline.sbatch").read_text()
+    cpus = int(re.search(r"^#SBATCH --cpus-per-task=(\d+)$", text, re.M).group(1))
+    mem_g = int(re.search(r"^#SBATCH --mem=(\d+)G$", text, re.M).group(1))
+    record = json.loads(sj.MEASUREMENTS.read_text())
+    assert mem_g * 1024 >= sj.memory_mb(record, cpus), (cpus, mem_g, sj.memory_mb(record, cpus))
+
+
+def test_small_jobs_profile_plans_short_cell_jobs(tmp_path):
+    """workflow/profiles/slurm-small on the paper config: the cell blocks in jobs predicted SMALL_MINUTES on average at
+    the profile's CPUs, every limit at least MARGIN x its prediction, as the guide says."""
+    record = json.loads(sj.MEASUREMENTS.read_text())
+    out = sj.dry_run(sj.PROFILES["small"], REPO / "config" / "paper.yaml", tmp_path)
+    planned = sj.plan(record, out)
+    cells = [p for p in planned if p.name == "jsq_ps_cells"]
+    assert len(cells) >= 5 and len(planned) == len(cells) + 2, [p.name for p in planned]
+    for job in planned:
+        assert not job.missing and job.limit_min >= sj.MARGIN * job.predicted_s / 60, job
+    # sized by the mean block: the cell jobs' mean is within SMALL_MINUTES (Snakemake picks which blocks share a job)
+    assert sum(p.predicted_s for p in cells) / len(cells) <= 60 * sj.SMALL_MINUTES, sj.table(cells)
+    assert sj.small_summary(planned) in (REPO / "docs" / "hpc.md").read_text(), sj.small_summary(planned)
+
+
+def test_the_guides_plan_command_prints_the_paper_jobs():
+    """``python workflow/slurm/size_jobs.py plan`` as the guide shows it: one table row per SLURM job of the paper
+    config, the figures of the test above."""
+    from support.hpc_guide import guide_command
+
+    cmd = guide_command("python workflow/slurm/size_jobs.py plan")
+    p = subprocess.run([sys.executable, *cmd[1:]], cwd=REPO, capture_output=True, text=True)
+    assert p.returncode == 0 and not p.stderr.strip(), p.stdout + p.stderr
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| ") and not line.startswith("| SLURM job")]
+    assert 1 <= len(rows) <= sj.MAX_JOBS, p.stdout
+    for row in rows:
+        predicted = float(re.search(r"\| ([\d.]+) min \|", row).group(1))
+        assert predicted >= sj.MIN_MINUTES, row
+
+
+def test_profiles_are_what_the_measurements_give():
+    """workflow/profiles/slurm and slurm-small hold what ``size_jobs.py write`` makes of benchmarks/slurm_sizes.json:
+    no hand-edited size drifts from the measurements (regenerate: docs/hpc.md, "Sizing")."""
+    record = json.loads(sj.MEASUREMENTS.read_text())
+    for kind, path in sj.PROFILES.items():
+        assert (path / "profile.yaml").read_text() == sj.profile_text(record, kind), (
+            f"{path}/profile.yaml differs from the measurements: python workflow/slurm/size_jobs.py write")
+    run = record["run"]
+    assert run["jobs"] == len(record["jobs"]) and run["cpu_s"] > 0
+    measured = [j for j in record["jobs"].values() if j["measured"]]
+    assert len(measured) == run["measured_jobs"] > 0
+    assert abs(sum(j["cpu_s"] for j in measured) - run["cpu_s"]) < 0.01 * run["cpu_s"]  # scaled to the run's CPU
+
+
+def test_layout_from_measurements_edges():
+    """The sizing rules on a made-up record: the long layout's cell phase is one layer as high as MARGIN x the cells'
+    predicted time, every other rule takes the whole job; the small layout's cell groups fill SMALL_MINUTES."""
+    jobs = {f"jsq_ps/simulate/x/R~1/rho~{i}": {"rule": "jsq_ps_simulate", "dask": True, "cpu_s": 6.0}
+            for i in range(200)}
+    jobs["jsq_ps/compare"] = {"rule": "jsq_ps_compare", "dask": False, "cpu_s": 100.0}
+    jobs["split_merge/experiment_c"] = {"rule": "split_merge_experiment", "dask": True, "cpu_s": 1200.0}
+    record = {"workers": 2, "run": {"largest_process_mb": 1000.0, "process_tree_peak_mb": 2000.0}, "jobs": jobs}
+    assert sj.memory_mb(record, 2) == 3000 and sj.memory_mb(record, 32) == 25500  # 1.5 x (1000 + C x 500)
+    long = sj.layout(record, "long")
+    assert set(long["groups"].values()) == {"sojourn"} and long["group-components"] == {"sojourn": sj.ALL}
+    cells = (sj.STARTUP_S + 200 * 6.0 / sj.CPUS) * sj.MARGIN / 60  # the first layer: every job without upstream
+    assert long["set-resources"]["jsq_ps_simulate"] == {"cpus_per_task": 0, "mem_mb": 0, "runtime": int(-(-cells // 1))}
+    assert long["set-resources"]["jsq_ps_compare"]["cpus_per_task"] == sj.CPUS
+    # split-merge's experiments follow its exact values: a layer of their own, as wide as the job
+    assert long["set-resources"]["split_merge_experiment"] == {
+        "cpus_per_task": sj.CPUS, "mem_mb": 3000, "runtime": int(-(-(1200 / sj.CPUS) * sj.MARGIN // 60))}
+    small = sj.layout(record, "small")
+    blocks = small["group-components"]["jsq_ps_cells"]
+    assert sj.predicted_seconds([jobs["jsq_ps/simulate/x/R~1/rho~0"]] * blocks, sj.CPUS) <= 60 * sj.SMALL_MINUTES
+    assert small["groups"]["jsq_ps_compare"] == "jsq_ps_summary"
+
+
+def test_every_command_of_the_hpc_guide_is_run_by_a_test_or_marked():
+    """Every command block of docs/hpc.md is either taken by a test (``guide_command``; the SLURM ones run on the
+    single-node test cluster) or marked "Not run by the tests" with the reason: a command added without a test
+    fails here. Checked also on a made-up guide, where an unmarked, untested block is found."""
+    from support import hpc_guide
+
+    blocks = hpc_guide.blocks()
+    claimed = hpc_guide.claimed()
+    assert len(blocks) >= 6 and any(b.marked for b in blocks) and claimed
+    untested = [(b.line, c) for b in blocks if not b.marked for c in b.commands if " ".join(c.split()) not in claimed]
+    assert not untested, f"docs/hpc.md commands no test runs and not marked {hpc_guide.MARKER!r}: {untested}"
+    made_up = ("Text.\n\n```bash\nsnakemake --cores 4 --configfile my-site.yaml\n```\n\n"
+               f"{hpc_guide.MARKER}: a site.\n\n```bash\nssh login \\\n  -v   # comment\n```\n")
+    found = hpc_guide.blocks(made_up)
+    assert [(b.commands, b.marked) for b in found] == [(["snakemake --cores 4 --configfile my-site.yaml"], False),
+                                                       (["ssh login -v"], True)]
 
 
 def test_profile_names_no_site_partition_or_account():
