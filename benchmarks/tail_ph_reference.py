@@ -152,18 +152,23 @@ def done_cells(path):
         return {(r["law"], int(r["R"]), float(r["rho"])) for r in csv.DictReader(fh)}
 
 
+def rewrite(path, rows, fields=FIELDS):
+    """The CSV ``path`` replaced by ``rows`` atomically (written beside it, then renamed)."""
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)
+
+
 def append(path, rows, sha, replace=False):
-    """Appends a cell's rows; ``replace``: the cell's earlier rows are dropped (the file rewritten atomically)."""
+    """Appends a cell's rows; ``replace``: the cell's earlier rows are dropped first."""
     if replace and path.exists():
         key = (rows[0]["law"], int(rows[0]["R"]), float(rows[0]["rho"]))
         with open(path) as fh:
             kept = [r for r in csv.DictReader(fh) if (r["law"], int(r["R"]), float(r["rho"])) != key]
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=FIELDS)
-            w.writeheader()
-            w.writerows(kept)
-        tmp.replace(path)
+        rewrite(path, kept)
     new = not path.exists()
     with open(path, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS)
