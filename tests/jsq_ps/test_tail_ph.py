@@ -358,6 +358,47 @@ def test_model_error_stated_by_the_planner_matches_the_reference_record():
         assert lo - 1e-9 <= err + half and err - half <= hi + 1e-9, r
 
 
+def test_cost_model_is_the_recorded_fit():
+    """The cost model's constants (tail_ph.COST_CONSTANTS) are the last fit of benchmarks/tail_ph_cost.py, and the
+    model in the code, applied to the recorded features of every case of that fit, predicts what the fit does:
+    within the error the planner's budget allows for (DEFAULT_SECONDS, BUDGET_ERROR) wherever the prediction is near
+    the budget (0.6 of it or more), and within 5 points more for each case predicted by the fit without it."""
+    import json
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        from tail_ph_cost import recorded
+    finally:
+        sys.path.remove(str(bench))
+    cases, fit = recorded(bench / "tail_ph_cost.jsonl")
+    assert fit is not None and len(cases) == fit["cases"] >= 20
+    assert {k: getattr(TP, k) for k in TP.COST_CONSTANTS} == fit["constants"]
+    X = np.array([c["features"] for c in cases])
+    measured = np.array([c["cpu_seconds"] for c in cases])
+    predicted = X @ TP.cost_coefficients()
+    ratio = measured / predicted
+    assert np.allclose(ratio, fit["ratio_measured_predicted"], atol=1e-3)
+    near = predicted >= 0.6 * TP.DEFAULT_SECONDS  # the choices the budget decides
+    assert near.sum() >= 5
+    assert np.all(np.abs(ratio[near] - 1) <= TP.BUDGET_ERROR), json.dumps(
+        list(zip(ratio.round(3), measured, strict=True)))
+    loo = np.array(fit["leave_one_out_ratio"])
+    assert np.all(np.abs(loo[near] - 1) <= TP.BUDGET_ERROR + 0.05)  # each case predicted without it: a little more
+    # the features the code counts are those recorded (a phase-type law: its choice given, the same solves)
+    from sojourn.jsq_ps.solve.tail import LEVEL_EPS
+
+    (case,) = [c for c in cases if (c["law"], c["R"], c["rho"], c["given"]) == ("gamma", 3, 0.9, None)]
+    R, lam = case["R"], case["rho"] * case["R"]
+    M = TP._levels(lam, 1.0, R, LEVEL_EPS)[0]
+    plan = TP._plan(lam, 1.0, R, M, parse_law("gamma:shape=2", mean=1.0), 182.32, case["D"], None, case["cstar"],
+                    1e9, LEVEL_EPS, TP.STOP, 18233)
+    assert np.allclose(plan["cost_features"], case["features"], rtol=1e-9)
+    assert TP.DEFAULT_SECONDS * (1 + TP.BUDGET_ERROR) <= 5.0  # the must-reach: ≤ 5 s of CPU per cell
+
+
 def test_docs_validation_summary_is_the_record():
     """docs/jsq_ps.md's validation summary of T-law is what benchmarks/tail_ph_method.py writes from its record
     (``--write-docs``): no number in it can drift from the record."""
