@@ -507,8 +507,14 @@ def test_docs_words_on_where_it_misses_5_percent_are_the_record():
     fine = one("triangular", "D=2, cstar=2, h=1/64")
     moved = abs(one("triangular", "co-residents three-moment, D=2, cstar=1")["estimate_error"][1]
                 - one("triangular", "co-residents E6, D=2, cstar=1")["estimate_error"][1])
-    assert f"99.99th, {pc(tri)} reported" in doc and f"moves it by {100 * moved:.2f} points" in doc
+    assert f"99.99th, {pc(tri)} reported" in doc and f"percentile by {100 * moved:.2f} points" in doc
     assert f"brings it to {pc(fine['reported_error'][1])} for {fine['predicted_seconds']:.1f} s" in doc
+    assert (fine["D"], fine["cstar"], fine["h"]) == (one("triangular", "planner")["D"], one("triangular", "planner")[
+        "cstar"], one("triangular", "planner")["h"])  # "the planner now takes that width"
     logn, three = one("lognormal", "planner"), one("lognormal", "widths (1/4, 1/8, 1/16), D=2")
+    cs1 = one("lognormal", "widths (1/4, 1/8), D=2, cstar=1")
     assert f"99.9th, {pc(logn['reported_error'][0])}" in doc
     assert f"bring it to {pc(three['reported_error'][0])} for {three['predicted_seconds']:.1f} s" in doc
+    assert f"one co-resident tracked to {pc(cs1['reported_error'][0])} for {cs1['predicted_seconds']:.1f} s" in doc
+    assert min(three["predicted_seconds"], cs1["predicted_seconds"]) > TP.DEFAULT_SECONDS  # "both over the budget"
+    assert f"budget of {TP.DEFAULT_SECONDS:g} s per cell" in doc and f"both over the {TP.DEFAULT_SECONDS:g} s" in doc

@@ -80,7 +80,7 @@ it by a few per cent at most in a few cells — its range per class is ``MODEL_E
 **Where it misses 5 % outside deterministic service** (``benchmarks/tail_ph_cells.py``; both references re-run 6–10
 times longer with another seed, inside the first ones' intervals): the budget's resolution, not a missing moment.
 Triangular, R = 10, ρ = 0.7, 99.99th: +5.2 % reported with stage width 1/32 (D = 2, two co-residents); the
-co-residents' three-moment fit (two Erlang-9, 18 phases) instead of Erlang-6 moved the estimate by 0.02 points;
+co-residents' three-moment fit (two Erlang-9, 18 phases) instead of Erlang-6 moved the estimate by 0.01 points;
 the finer family down to h = 1/64 (:data:`FINE_FAMILY`), which the planner now takes there, brings it to +3.7 %.
 Lognormal σ = ln 2, R = 10, ρ = 0.9, 99.9th: +5.0 % with two widths and no co-resident tracked; three widths give
 +3.0 % and one co-resident tracked with two widths less, both predicted over ``DEFAULT_SECONDS``, which the cost
