@@ -6,6 +6,7 @@
     python benchmarks/tail_ph_method.py --three-moment lognormal --cells 3:0.5 10:0.5   # a three-moment fit instead
     python benchmarks/tail_ph_method.py --model-error   # tail_ph.MODEL_ERROR from the record
     python benchmarks/tail_ph_method.py --write-docs    # docs/jsq_ps.md's summary from the record (a test checks it)
+    python benchmarks/tail_ph_method.py --laws triangular --cells 10:0.7 --replace   # again, after a new reference
 
 Per reference cell (law, R, rho): the method on the paper's grid (dt = 0.01, t up to 182.32; CPU seconds of the
 whole call, ``cpu_seconds``, with the process's load average), and, where a percentile lies beyond that grid, on a
@@ -284,7 +285,7 @@ def model_error(path=OUT):
 
 def main(argv=None):
     sys.path.insert(0, str(HERE))
-    from tail_ph_reference import LAWS
+    from tail_ph_reference import LAWS, rewrite
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--laws", nargs="*", default=list(LAWS))
@@ -295,6 +296,8 @@ def main(argv=None):
     ap.add_argument("--model-error", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print docs/jsq_ps.md's summary from the record")
     ap.add_argument("--write-docs", action="store_true", help="rewrite docs/jsq_ps.md's summary from the record")
+    ap.add_argument("--replace", action="store_true",
+                    help="re-evaluate the given cells and replace their rows (after a reference changed)")
     ap.add_argument("--output", type=Path, default=OUT)
     a = ap.parse_args(argv)
     if a.summary:
@@ -318,6 +321,13 @@ def main(argv=None):
     variant = "three-moment" if a.three_moment is not None else "method"
     laws = a.three_moment if a.three_moment else a.laws
     cells = [(int(c.split(":")[0]), float(c.split(":")[1])) for c in a.cells] if a.cells else None
+    if a.replace and a.output.exists():  # the cells to re-evaluate leave the record (rewritten atomically)
+        def again(r):
+            return (r["law"] in laws and r["variant"] == variant
+                    and (cells is None or (int(r["R"]), float(r["rho"])) in cells))
+        kept = [r for r in _rows(a.output) if not again(r)]
+        rewrite(a.output, kept, FIELDS)
+        done = {(r["law"], int(r["R"]), float(r["rho"]), r["variant"]) for r in kept}
     new = not a.output.exists()
     with open(a.output, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS)
