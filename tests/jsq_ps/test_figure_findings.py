@@ -657,3 +657,27 @@ def test_reproduction_scatter_spreads_points_that_would_overlap():
     assert np.hypot(*ring.T).max() <= 6 * plots.reproduction._DODGE_PT / (2 * np.pi) + 1e-9
     assert off[6] == (0.0, 0.0)
     plt.close(fig)
+
+
+def test_wasserstein_count_is_the_best_method_maps():
+    """'Closer at k of n; m tied' uses the best-method map's tie rule: k is the number of the map's cells whose
+    winner is corrected with no A–F method within reach, m those whose methods within reach span both families;
+    the tie cells of the map that hold corrected methods only still count as closer."""
+    from sojourn.jsq_ps.plots.common import FAITHFUL
+    from sojourn.jsq_ps.plots.maps import best_by_reference
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 1.05, "T": 1.02, "exact": 1.0},
+                           0.8: {"A": 1.0005, "A*": 1.0, "T": 1.0, "exact": 1.0}})
+    cmp = compare(sim, approx, CFG)
+    b = best_by_reference(cmp)
+    spans = np.array([[len({m in FAITHFUL for m in t.split("·")}) == 2 for t in row] for row in b["tied"]])
+    corr_win = np.array([[m != "" and m not in FAITHFUL for m in row] for row in b["best"]])
+    closer, tied, farther, _ = plots.wasserstein.family_verdict(cmp)
+    assert (tied == spans).all() and (closer == corr_win & ~spans).all()
+    k, m = int(closer.sum()), int(tied.sum())
+    cap = plots.wasserstein._wasserstein_caption(cmp, plots.wasserstein.w_against_reference(cmp, "exponential"),
+                                                 "exponential", cmp["R"].values, cmp["R"].values)
+    text = " ".join(getattr(c, "text", "") for c in cap.findings)
+    assert f"closer than the closest of A–F at {k} of 2 cells" in text
+    assert (f"; {m} tied" in text) == (m > 0)
+    assert m >= 1  # the 0.8 cell: A within the resolution of A*
