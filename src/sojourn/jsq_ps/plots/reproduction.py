@@ -447,7 +447,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                       _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
                                           (("median", None),), w), half_unit(1, 100)))
     what = (f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) against ours at "
-            "the cells of its table this run has: one point per (percentile, cell), the paper's signed error of its "
+            "the cells of its table this run has: the paper's signed error of its "
             "best method beside ours, one row per (R, ρ, percentile) point, in table order (method − reference, in "
             + TIME_UNIT + "), one panel per family of ours (best of A–F, best of A*–F*, method T), the rows shared."
             if prefix == "pct" else
