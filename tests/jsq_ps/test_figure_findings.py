@@ -287,35 +287,42 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
 
 
 def _pct_points(ax):
-    """(x, y) of every data point of a §6.1/§6.2 scatter panel."""
-    marks = plots.reproduction._R_MARKERS
-    pts = [(x, y) for ln in ax.get_lines() if ln.get_marker() in marks
-           for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)]
-    return np.array(pts, float).reshape(-1, 2)
+    """(paper's x, our x) of every row of a §6.1/§6.2 dot-plot panel, paired by the row (y), and our marks."""
+    marks = {gid: {y: x for ln in ax.get_lines() if ln.get_gid() == gid
+                   for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)} for gid in ("paper", "ours")}
+    pts = [(marks["paper"][y], marks["ours"][y]) for y in sorted(marks["ours"])]
+    return np.array(pts, float).reshape(-1, 2), [ln for ln in ax.get_lines() if ln.get_gid() == "ours"]
 
 
 def _check_pct_scatter(fig, rep):
-    """The §6.1/§6.2 scatter against its data: one point per (percentile, cell) with both values per panel, none
-    where we have no value (named once, under the panels); the title's count is the number of points in the first
-    panel's shaded area (|ours| < |paper|), and each panel's title count is its own."""
+    """The §6.1/§6.2 dot plot against its data: one row per (percentile, cell) with both values per panel, none
+    where we have no value (named once, under the panels); all panels on one x scale; each panel's title count is
+    the number of rows whose ● is nearer to 0 than the paper's ○, the rest drawn with a heavy edge, and the title
+    states every panel's count; no legend key of a colour is a circle (round 14: the colours' circles read as a
+    shape)."""
     panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
     assert len(panels) == 3
+    assert len({ax.get_xlim() for ax in panels}) == 1
     paper = rep["paper_percentile_error"].values
     for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
         ours = rep["percentile_error"].sel(family=fam).values
         both = np.isfinite(ours) & np.isfinite(paper)
-        pts = _pct_points(ax)
+        pts, lines = _pct_points(ax)
         assert len(pts) == int(both.sum()), (fam, pts)
         assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
         k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
         assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
-        # the counts inside the panel (round 13: stacked markers could not be counted by eye)
-        assert f"shaded (ours smaller): {k}\nunshaded, heavy edge: {len(pts) - k}" in [t.get_text() for t in ax.texts]
-        heavy = [ln for ln in ax.get_lines() if ln.get_marker() in plots.reproduction._R_MARKERS
-                 and ln.get_markeredgewidth() > 1.0]
-        assert len(heavy) == len(pts) - k
+        assert sum(ln.get_markeredgewidth() > 1.0 for ln in lines) == len(pts) - k
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
+        else:
+            assert f"{k} of {len(pts)} (ours " in fig._suptitle.get_text()
+    from matplotlib.lines import Line2D
+
+    (leg,) = fig.legends
+    for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True):
+        if isinstance(h, Line2D) and h.get_marker() == "o":
+            assert t.get_text().startswith("the paper's"), t.get_text()  # the only circle: the paper's mark
     note = " ".join(t.get_text() for t in fig.texts)
     ref = rep["percentile_error_reference"].sel(family="faithful").values
     assert f"at {int((ref == 0).sum())} points" in note
@@ -644,16 +651,34 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
         plt.close(f)
 
 
-def test_reproduction_scatter_spreads_points_that_would_overlap():
-    """Points on the same spot are spread on a small ring (every one visible, none moved farther than the ring), a
-    point alone stays where it is."""
-    fig, ax = plt.subplots(figsize=(4, 4))
-    plots.reproduction._paper_vs_ours_axes(ax, -100.0, 10.0)
-    xy = [(1.5, 1.5)] * 6 + [(-50.0, -5.0)]
-    off = plots.reproduction._dodge(ax, xy)
-    ring = np.array(off[:6])
-    gaps = [np.hypot(*(ring[i] - ring[j])) for i in range(6) for j in range(i)]
-    assert min(gaps) >= plots.reproduction._DODGE_PT * 0.9
-    assert np.hypot(*ring.T).max() <= 6 * plots.reproduction._DODGE_PT / (2 * np.pi) + 1e-9
-    assert off[6] == (0.0, 0.0)
-    plt.close(fig)
+def test_reproduction_dot_plot_rows_are_in_table_order():
+    """One row per point of the paper's table where some family of ours has a value, sorted by R, then ρ, then
+    percentile."""
+    rep = _pct_rep([1, 2, 2, 0])
+    rows = plots.reproduction._pct_rows(rep)
+    Rs, rhos = rep["pct_R"].values, rep["pct_rho"].values
+    assert [(int(Rs[k]), float(rhos[b])) for _, b, k in rows] == [(1, 0.5), (1, 0.9), (3, 0.5)]
+
+
+def test_wasserstein_count_is_the_best_method_maps():
+    """'Closer at k of n; m tied' uses the best-method map's tie rule: k is the number of the map's cells whose
+    winner is corrected with no A–F method within reach, m those whose methods within reach span both families;
+    the tie cells of the map that hold corrected methods only still count as closer."""
+    from sojourn.jsq_ps.plots.common import FAITHFUL
+    from sojourn.jsq_ps.plots.maps import best_by_reference
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 1.05, "T": 1.02, "exact": 1.0},
+                           0.8: {"A": 1.0005, "A*": 1.0, "T": 1.0, "exact": 1.0}})
+    cmp = compare(sim, approx, CFG)
+    b = best_by_reference(cmp)
+    spans = np.array([[len({m in FAITHFUL for m in t.split("·")}) == 2 for t in row] for row in b["tied"]])
+    corr_win = np.array([[m != "" and m not in FAITHFUL for m in row] for row in b["best"]])
+    closer, tied, farther, _ = plots.wasserstein.family_verdict(cmp)
+    assert (tied == spans).all() and (closer == corr_win & ~spans).all()
+    k, m = int(closer.sum()), int(tied.sum())
+    cap = plots.wasserstein._wasserstein_caption(cmp, plots.wasserstein.w_against_reference(cmp, "exponential"),
+                                                 "exponential", cmp["R"].values, cmp["R"].values)
+    text = " ".join(getattr(c, "text", "") for c in cap.findings)
+    assert f"closer than the closest of A–F at {k} of 2 cells" in text
+    assert (f"; {m} tied" in text) == (m > 0)
+    assert m >= 1  # the 0.8 cell: A within the resolution of A*

@@ -183,191 +183,128 @@ def _cells_in_run(rep, prefix, refvar) -> tuple[int, int]:
     return int(have.sum()), int(have.size)
 
 
-#: the §6.1/§6.2 scatter: one colour per percentile (Okabe–Ito, colour-blind safe), one marker per R
-_PCT_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
-_R_MARKERS = ("o", "s", "^", "P", "X", "*")
-#: the symlog axes' linear range (mean service times): errors smaller than this sit on a linear stretch around 0
+#: the §6.1/§6.2 dot plot's x axis (symlog) is linear within ± this (mean service times), logarithmic beyond
 _PCT_LINTHRESH = 0.1
-#: the §6.1/§6.2 scatter's panels: (family, panel title)
+#: the §6.1/§6.2 dot plot's panels: (family, panel title)
 _PCT_PANELS = (("faithful", "ours: best of A–F (the paper's methods)"), ("corrected", "ours: best of A*–F*"),
                (TAIL, "ours: method T"))
+#: a row's two marks: the paper's (hollow black circle) and ours (a filled dot in its family's colour)
+_PCT_PAPER = {"ls": "none", "marker": "o", "ms": 9, "mfc": "white", "mec": "k", "mew": 1.6, "zorder": 4}
+_PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "zorder": 5}
+
+
+def _pct_rows(rep) -> list:
+    """The §6.1/§6.2 dot plot's rows: (percentile index, ρ index, R index) of each point of the paper's table in this
+    run where the paper has a value and some family of ours has one, in table order (R, then ρ, then percentile)."""
+    paper = rep["paper_percentile_error"].values
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    ours = np.isfinite(rep["percentile_error"].values).any(0)
+    a, b, k = np.nonzero((ref != -1) & np.isfinite(paper) & ours)
+    return sorted(zip(a.tolist(), b.tolist(), k.tolist(), strict=True), key=lambda t: (t[2], t[1], t[0]))
 
 
 def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
-    """§6.1/§6.2 in one encoding: the paper's signed percentile error of its best method (x) against ours (y), one
-    panel per family of ours (best of A–F, best of A*–F*, T), both in mean service times (method − reference) on the
-    same symlog axes; the line y = x (the same error) and the area where ours is the smaller in size (|y| < |x|)
-    shaded, so that the title's count is the number of points in the shaded area of the first panel. One colour per
-    percentile, one marker per R. The points where we have no reference are named once under the panels (never drawn
-    at a y)."""
+    """§6.1/§6.2 as a dot plot: one row per (R, ρ, percentile) point of the paper's table where we have a value, one
+    panel per family of ours (best of A–F, best of A*–F*, T) sharing the rows; x the signed percentile error
+    (method − reference, mean service times) on one symlog scale for every panel, the paper's ○ and ours ● (its
+    family's colour) joined by a thin line, a vertical line at 0 — ours is the smaller where its ● is the nearer to
+    0; a heavy edge where it is not. The title's counts are each panel's; the points where we have no reference are
+    named once under the panels (never drawn)."""
     fams = [(f, t) for f, t in _PCT_PANELS if f in rep["family"].values.tolist()]
-    P = rep["pct_percentile"].values
-    Rs, rhos = rep["pct_R"].values, rep["pct_rho"].values
+    P, Rs, rhos = (rep[v].values for v in ("pct_percentile", "pct_R", "pct_rho"))
     paper = rep["paper_percentile_error"].values  # (percentile, rho, R)
-    inrun = (rep["percentile_error_reference"].sel(family="faithful").values != -1)
-    fig, axes = plt.subplots(1, len(fams), figsize=(4.3 * len(fams) + 1.0, 6.2), squeeze=False)
+    rows = _pct_rows(rep)
+    n = max(len(rows), 4)
+    fig, axes = plt.subplots(1, len(fams), figsize=(3.9 * len(fams) + 1.9, 0.3 * n + 3.4), squeeze=False,
+                             sharey=True, sharex=True)
     axes = axes[0]
-    if not inrun.any():
+    section = "§6.1 (99.99th) and §6.2 (99.999th percentile)"
+    if not rows:
         for ax in axes:
             _message_panel(ax, "this run's grid shares no (R, ρ) cell\nwith the paper's table")
         fig.suptitle("Paper §6.1/§6.2: percentile error of the best method", fontsize=11.5)
         return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", [],
-                                                                    "§6.1 (99.99th) and §6.2 (99.999th percentile)"),
-                           **kw)
-    R_run = [k for k in range(len(Rs)) if inrun[:, :, k].any()]
-    vals = [paper[inrun]]
-    for fam, _ in fams:
-        v = rep["percentile_error"].sel(family=fam).values
-        vals.append(v[inrun & np.isfinite(v)])
-    allv = np.concatenate(vals)
-    allv = allv[np.isfinite(allv)]
-    lo, hi = min(float(allv.min()) * 1.8, -1.0), max(float(allv.max()) * 5.0, 1.0)  # room for a ring (_dodge)
-    ci_drawn, dodged = False, []
+                                                                    section), **kw)
+    vals = [paper[tuple(np.array(rows).T)]] + [rep["percentile_error"].sel(family=f).values for f, _ in fams]
+    allv = np.concatenate([np.ravel(v) for v in vals])
+    allv = np.abs(allv[np.isfinite(allv)])
+    lim = 10 ** math.ceil(math.log10(max(float(allv.max()) * 1.3, 1.0)))
+    ci_drawn = False
     for ax, (fam, title) in zip(axes, fams, strict=True):
-        ours = rep["percentile_error"].sel(family=fam).values
-        ref = rep["percentile_error_reference"].sel(family=fam).values
-        cl, ch = (rep[f"percentile_error_ci_{s}"].sel(family=fam).values for s in ("low", "high"))
-        _paper_vs_ours_axes(ax, lo, hi)
-        pts = []  # (x, y, ci low, ci high or nan, colour, marker)
-        for a, _p in enumerate(P):
-            for kk, k in enumerate(R_run):
-                sel = inrun[a, :, k] & np.isfinite(ours[a, :, k]) & np.isfinite(paper[a, :, k])
-                sim = ref[a, :, k] == REF_SIMULATION
-                for b in np.nonzero(sel)[0]:
-                    pts.append((paper[a, b, k], ours[a, b, k], cl[a, b, k] if sim[b] else np.nan,
-                                ch[a, b, k] if sim[b] else np.nan, _PCT_COLORS[a % 4],
-                                _R_MARKERS[kk % len(_R_MARKERS)]))
-        ci, radius = _pct_points_drawn(ax, pts)
-        ci_drawn |= ci
-        dodged.append(radius)
+        ci_drawn |= _pct_dot_panel(ax, rep, fam, rows, lim)
         kl, nl = _paper_larger(rep, fam)
         ax.set_title(f"{title}\nsmaller than the paper's at {kl} of {nl} points", fontsize=10.5, loc="left")
-        ax.set_xlabel(f"paper's error ({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
-    axes[0].set_ylabel(f"our error: method − reference\n({TIME_UNIT}; < 0: optimistic)", fontsize=10.5)
+    axes[0].set_yticks(range(len(rows)), [f"R = {Rs[k]}, ρ = {rhos[b]:g}, {P[a]:g}th" for a, b, k in rows],
+                       fontsize=9.5)
+    axes[0].set_ylim(len(rows) - 0.4, -0.6)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    h = [Line2D([], [], ls="none", marker="o", ms=9, color=_PCT_COLORS[a % 4], mec="k", mew=0.6)
-         for a in range(len(P))]
-    lab = [f"{p:g}th percentile" for p in P]
-    h += [Line2D([], [], ls="none", marker=_R_MARKERS[kk % len(_R_MARKERS)], ms=8.5, color="0.55", mec="k", mew=0.6)
-          for kk in range(len(R_run))]
-    lab += [f"R = {Rs[k]}" for k in R_run]
-    h += [Line2D([], [], color="0.3", lw=1.2), Patch(facecolor=_SMALLER_FILL, edgecolor="none")]
-    lab += ["y = x: ours = the paper's", "shaded: ours smaller in size than the paper's"]
+    h = [Line2D([], [], **{k: v for k, v in _PCT_PAPER.items() if k != "zorder"})]
+    lab = ["the paper's error (its best method)"]
+    h += [Patch(facecolor=_FAMILY_STYLE[f][0], edgecolor="none") for f, _ in fams]
+    lab += [f"ours ●: {t.removeprefix('ours: ')}" for _, t in fams]
+    h.append(Line2D([], [], ls="none", marker="s", ms=8, color="w", mec="k", mew=2.0))
+    lab.append("heavy edge: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
-    lab.append(f"dotted: ±{_PCT_LINTHRESH:g}, the axes' linear range (logarithmic beyond)")
-    h.append(Line2D([], [], ls="none", marker="o", ms=8.5, color="w", mec="k", mew=2.0))
-    lab.append("heavy edge: ours not smaller than the paper's (unshaded)")
-    if max(dodged, default=0.0) > 0:
-        h.append(Line2D([], [], ls="none"))
-        lab.append(f"points that would overlap: on a small ring around their place (≤ {max(dodged):.0f} pt; same "
-                   "values)")
+    lab.append(f"dotted: ±{_PCT_LINTHRESH:g} (linear inside, logarithmic beyond)")
     if ci_drawn:
-        h.append(Line2D([], [], color="0.3", lw=1.2, marker="|", ms=9, ls="none"))
-        lab.append("vertical bar: 95 % CI (ours against our simulation)")
-    fig.subplots_adjust(left=0.075, right=0.99, top=0.8, bottom=0.35, wspace=0.26)
-    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.2), ncol=_balanced_ncol(len(h), (5, 4, 3)),
-               frameon=False, fontsize=10, handlelength=1.8, columnspacing=1.2)
+        h.append(Line2D([], [], color="0.3", lw=1.4))
+        lab.append("bar: 95 % CI (ours against our simulation)")
+    bottom_in = 1.55
+    fig.subplots_adjust(left=1.75 / fig.get_figwidth(), right=0.985, top=1 - 1.15 / fig.get_figheight(),
+                        bottom=bottom_in / fig.get_figheight(), wspace=0.1)
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 0.9 / fig.get_figheight()),
+               ncol=_balanced_ncol(len(h), (4, 3)), frameon=False, fontsize=9.5, handlelength=1.6,
+               columnspacing=1.2)
     note = _pct_missing_note(rep)
     if note:
-        fig.text(0.5, 0.015, note, ha="center", va="bottom", fontsize=9.5, color="0.25", wrap=True)
-    fig.suptitle(_pct_title(rep), y=0.985, va="top", fontsize=11.5)
+        fig.text(0.5, 0.08 / fig.get_figheight(), note, ha="center", va="bottom", fontsize=9, color="0.25")
+    head, sub = _pct_title(rep)
+    fig.suptitle(head, y=1 - 0.12 / fig.get_figheight(), va="top", fontsize=11.5)
+    fig.text(0.5, 1 - 0.5 / fig.get_figheight(), sub, ha="center", va="top", fontsize=9.5, color="0.3")
+    inrun = rep["percentile_error_reference"].sel(family="faithful").values != -1
     pts = [(k, b) for k in range(len(Rs)) for b in range(len(rhos)) if inrun[:, b, k].any()]
     return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
-                                                                "§6.1 (99.99th) and §6.2 (99.999th percentile)"),
-                       **kw)
+                                                                section), **kw)
 
 
-#: the §6.1/§6.2 scatter: points closer than this share of the axes (in x and y) would overlap; each such group is
-#: spread on a ring around its places, :data:`_DODGE_PT` points of arc apart (their values unchanged)
-_DODGE_NEAR = 0.03
-_DODGE_PT = 9.0
-
-
-def _dodge(ax, xy) -> list:
-    """Each point's offset (dx, dy) in points: the points of ``xy`` (data) that lie within :data:`_DODGE_NEAR` of
-    each other on the axes (its scales and limits; chained) form a group, each moved onto a ring of radius
-    n·:data:`_DODGE_PT`/2π (n points, at least :data:`_DODGE_PT`/2) in the order of its angle around the group's
-    centre, so that none hides another and each stays next to its place; (0, 0) for a point alone."""
-    if not xy:
-        return []
-    frac = ax.transLimits.transform(ax.transScale.transform(np.asarray(xy, float)))
-    groups: list[list[int]] = []
-    for i in np.argsort(frac[:, 0], kind="stable"):
-        for g in groups:
-            if (np.abs(frac[g] - frac[i]) < _DODGE_NEAR).all(axis=1).any():
-                g.append(int(i))
-                break
-        else:
-            groups.append([int(i)])
-    out = [(0.0, 0.0)] * len(xy)
-    for g in (g for g in groups if len(g) > 1):
-        c = frac[g].mean(axis=0)
-        ang = np.arctan2(frac[g, 1] - c[1], frac[g, 0] - c[0])
-        r = max(len(g) * _DODGE_PT / (2 * np.pi), _DODGE_PT / 2)
-        start = float(np.sort(ang)[0])
-        for k, i in enumerate(np.array(g)[np.argsort(ang)]):
-            t = start + 2 * np.pi * k / len(g)
-            out[int(i)] = (r * np.cos(t), r * np.sin(t))
-    return out
-
-
-def _pct_points_drawn(ax, pts) -> tuple[bool, float]:
-    """The §6.1/§6.2 panel's points ``pts`` ((x, y, CI low, CI high or nan, colour, marker)), spread where they would
-    overlap (:func:`_dodge`), a heavy edge where ours is not the smaller (unshaded), our simulation's CI as a thin
-    bar, and the shaded/unshaded counts inside the panel. Returns (a CI drawn, the ring's radius in points)."""
-    import matplotlib.transforms as mtransforms
-
-    offsets = _dodge(ax, [(x, y) for x, y, *_ in pts])
-    ci_drawn = False
-    for (x, y, c_lo, c_hi, color, marker), (dx, dy) in zip(pts, offsets, strict=True):
-        tr = ax.transData + mtransforms.ScaledTranslation(dx / 72.0, dy / 72.0, ax.figure.dpi_scale_trans)
-        if np.isfinite(c_lo) and np.isfinite(c_hi):  # our simulation's 95 % CI: a thin vertical bar
-            ci_drawn = True
-            ax.vlines([x], [c_lo], [c_hi], color=color, lw=1.2, zorder=3, transform=tr)
-        larger = abs(y) >= abs(x)  # ours not smaller (unshaded): a heavy edge, so the count needs no shade
-        ax.plot([x], [y], ls="none", marker=marker, ms=8.5, color=color, mec="k", mew=2.0 if larger else 0.6,
-                zorder=4, transform=tr)
-    n_in = sum(abs(y) < abs(x) for x, y, *_ in pts)
-    ax.text(0.03, 0.97, f"shaded (ours smaller): {n_in}\nunshaded, heavy edge: {len(pts) - n_in}",
-            transform=ax.transAxes, ha="left", va="top", fontsize=9.5, zorder=6,
-            bbox={"facecolor": "w", "edgecolor": "0.6", "lw": 0.6, "pad": 2.0})
-    return ci_drawn, _dodge_radius(offsets)
-
-
-def _dodge_radius(offsets) -> float:
-    """The largest ring radius of :func:`_dodge`'s offsets (points)."""
-    return max((float(np.hypot(*o)) for o in offsets), default=0.0)
-
-
-#: the §6.1/§6.2 scatter's shaded area: where ours is the smaller error in size (|y| < |x|)
-_SMALLER_FILL = "0.88"
-
-
-def _paper_vs_ours_axes(ax, lo, hi) -> None:
-    """Symlog axes from ``lo`` to ``hi`` on both x and y (the same scale), the line y = x, the axes' zero lines, and
-    the area |y| < |x| shaded (:data:`_SMALLER_FILL`)."""
-    for axis in ("x", "y"):
-        getattr(ax, f"set_{axis}scale")("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    x = np.concatenate([-np.geomspace(-lo, _PCT_LINTHRESH / 100, 200), [0.0],
-                        np.geomspace(_PCT_LINTHRESH / 100, hi, 200)])
-    ax.fill_between(x, -np.abs(x), np.abs(x), color=_SMALLER_FILL, lw=0, zorder=0)
-    ax.plot([lo, hi], [lo, hi], color="0.3", lw=1.2, zorder=2)
-    ax.axhline(0, color="0.6", lw=0.7, zorder=1)
-    ax.axvline(0, color="0.6", lw=0.7, zorder=1)
-    for v in (-_PCT_LINTHRESH, _PCT_LINTHRESH):  # the linear range's ends: the stretch around 0 is not logarithmic
-        ax.axhline(v, color="0.45", lw=0.9, ls=":", zorder=1)
+def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
+    """One family's panel of the §6.1/§6.2 dot plot: per row the paper's ○ and ours ● joined by a thin line, our
+    simulation's 95 % CI as a bar, a heavy edge where ours is not the smaller in size; the x axis symlog from −lim
+    to lim. Returns whether a CI is drawn."""
+    paper = rep["paper_percentile_error"].values
+    ours = rep["percentile_error"].sel(family=fam).values
+    ref = rep["percentile_error_reference"].sel(family=fam).values
+    cl, ch = (rep[f"percentile_error_ci_{s}"].sel(family=fam).values for s in ("low", "high"))
+    color = _FAMILY_STYLE[fam][0]
+    ci = False
+    for y, (a, b, k) in enumerate(rows):
+        x0, x1 = paper[a, b, k], ours[a, b, k]
+        if y % 2 == 0:
+            ax.axhspan(y - 0.5, y + 0.5, color="0.95", lw=0, zorder=0)
+        if not (ref[a, b, k] > 0 and np.isfinite(x1)):
+            continue
+        ax.plot([x0, x1], [y, y], color="0.6", lw=1.0, zorder=2)
+        if ref[a, b, k] == REF_SIMULATION and np.isfinite(cl[a, b, k]) and np.isfinite(ch[a, b, k]):
+            ax.plot([cl[a, b, k], ch[a, b, k]], [y, y], color=color, lw=1.4, zorder=3)
+            ci = True
+        ax.plot([x0], [y], **_PCT_PAPER, gid="paper")
+        larger = abs(x1) >= abs(x0)
+        ax.plot([x1], [y], **_PCT_OURS, color=color, mec="k", mew=2.0 if larger else 0.5, gid="ours")
+    ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
+    ax.set_xlim(-1.8 * lim, 1.8 * lim)  # room beside the end ticks' labels
+    ax.axvline(0, color="k", lw=1.0, zorder=1)
+    for v in (-_PCT_LINTHRESH, _PCT_LINTHRESH):
         ax.axvline(v, color="0.45", lw=0.9, ls=":", zorder=1)
-    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if lo <= t <= hi]
+    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if -lim <= t <= lim]
     ax.set_xticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
-    ax.set_yticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
     ax.xaxis.set_minor_locator(mticker.NullLocator())
-    ax.yaxis.set_minor_locator(mticker.NullLocator())
-    ax.tick_params(labelsize=10)
-    ax.grid(alpha=0.25)
+    ax.tick_params(axis="x", labelsize=9.5)
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", alpha=0.25)
+    ax.set_xlabel(f"error: method − reference\n({TIME_UNIT}; < 0 optimistic)", fontsize=10)
+    return ci
 
 
 def _pct_missing_note(rep) -> str:
@@ -403,20 +340,23 @@ def _paper_where_ours_missing(rep) -> dict:
     return out
 
 
-def _pct_title(rep) -> str:
-    """The §6.1/§6.2 figure's title: its headline — how often the paper's error is the larger one (the points in the
-    first panel's shaded area), and whether we lack a value where the paper's errors are largest (the same numbers
-    as the caption's claims)."""
+def _pct_title(rep) -> tuple[str, str]:
+    """The §6.1/§6.2 figure's (title, subtitle): the result — per family how often the paper's error is the larger
+    (each panel's count) — and the caveat: whether we lack a value where the paper's errors are largest (the same
+    numbers as the caption's claims)."""
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
-    kl, nl = _paper_larger(rep)
-    first = (f"Paper §6.1/§6.2: the paper's error is the larger at {kl} of {nl} points (left panel, shaded area)"
-             if nl else "Paper §6.1/§6.2: percentile error of the best method, the paper's against ours")
+    counts = [(t.removeprefix("ours: ").split(" (")[0], *_paper_larger(rep, f)) for f, t in _PCT_PANELS
+              if f in rep["family"].values.tolist()]
+    counts = [(t, k, n) for t, k, n in counts if n]
+    first = ("Paper §6.1/§6.2: the paper's error is the larger at " + "; ".join(
+        f"{k} of {n}{' points' if i == 0 else ''} (ours {t})" for i, (t, k, n) in enumerate(counts)) if counts else
+             "Paper §6.1/§6.2: percentile error of the best method, the paper's against ours")
     (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
     second = f"{have} of the table's {total} cells in this run"
     if km and kh:
         second = (f"no value of ours at {km} points, where the paper's errors are "
                   + ("largest" if mm > mh else "not larger") + f" (median |error| {_g(mm)} vs {_g(mh)}); " + second)
-    return f"{first}\n{second[0].upper()}{second[1:]}"
+    return first, f"{second[0].upper()}{second[1:]}"
 
 
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
@@ -507,9 +447,9 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                       _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
                                           (("median", None),), w), half_unit(1, 100)))
     what = (f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) against ours at "
-            "the cells of its table this run has: one point per (percentile, cell), the paper's signed error of its "
-            "best method on x, ours on y (method − reference, in " + TIME_UNIT + "), one panel per family of ours "
-            "(best of A–F, best of A*–F*, method T), one colour per percentile, one marker per R."
+            "the cells of its table this run has: the paper's signed error of its "
+            "best method beside ours, one row per (R, ρ, percentile) point, in table order (method − reference, in "
+            + TIME_UNIT + "), one panel per family of ours (best of A–F, best of A*–F*, method T), the rows shared."
             if prefix == "pct" else
             f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
             "cells of its table this run has: the paper's value (hollow black circle) and, per family, the best "
@@ -527,11 +467,12 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
     return Caption(what, findings, limits,
         [("Ours is measured against the best reference: exact's percentile where exact ran (no noise), else our "
           "mean simulated percentile "
-         + (f"(with its 95% CI as a vertical bar); both in {TIME_UNIT}, as the paper's table (method − its "
-            "simulation). Both axes are symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
-            "logarithmic beyond), the same scale on x and y: a point on the line y = x has our error equal to the "
-            "paper's; a point in the shaded area (|y| < |x|) has ours the smaller in size; below 0 is optimistic "
-            "(under the reference), above 0 conservative. The paper's points where we have no value are not drawn; "
+         + (f"(with its 95% CI as a horizontal bar); both in {TIME_UNIT}, as the paper's table (method − its "
+            "simulation). The x axis is symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
+            "logarithmic beyond), one scale for every panel: the paper's error is a hollow black circle, ours a "
+            "filled dot in its family's colour, joined by a thin line; ours is the smaller in size where its dot is "
+            "the nearer to the vertical line at 0 (a heavy edge where it is not); left of 0 is optimistic (under the "
+            "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
             "the line under the panels names them. " if prefix == "pct" else
             "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
             "percentile, the paper's too. ")

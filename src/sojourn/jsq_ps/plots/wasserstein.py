@@ -1,6 +1,8 @@
 """The Wasserstein-distance figure: each method's distance to the reference CDF against the load."""
 from __future__ import annotations
 
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from ...core.present.claims import Caption, Claim, sig_tol
+from ...core.present.claims import Caption, Claim, listing, sig_tol
 from ...core.present.figures import (
     METHOD_MARKERS,
     REFERENCE_TOO_SHORT,
@@ -39,10 +41,12 @@ from .common import (
     _shown_R,
     series,
 )
+from .maps import best_by_reference
 
 # =========================================================================== Wasserstein distance
 #: the Wasserstein figure's three lines: the best of each family at each load (by W to the reference), and T
-_BEST_FAITHFUL = {"color": "0.3", "lw": 3.0, "ls": "-", "marker": "o", "label": "best of A–F (the paper's methods)"}
+_BEST_FAITHFUL = {"color": "0.3", "lw": 3.0, "ls": "-", "marker": "o", "ms": 11,
+                  "label": "best of A–F (the paper's methods)"}
 _BEST_CORRECTED = {"color": "tab:orange", "lw": 2.0, "ls": "--", "marker": "s", "label": "best of A*–F* (corrected)"}
 #: a W below the axis floor: a ▼ on the bottom edge in its line's colour, the lines side by side (points apart)
 _FLOOR_MARK = {"marker": "v", "ms": 9, "ls": "none", "mec": "k", "mew": 0.5}
@@ -147,6 +151,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     # the title's finding is the caption's (the same claim, from the same data)
     lead = next((getattr(c, "text", "") for c in cap.findings
                  if getattr(c, "text", "").startswith("The closest corrected method")), "")
+    lead = re.sub(r" \(\d+ within .*\)\.$", ".", lead)  # the title keeps the counts, the caption says why
     fig.suptitle((f"{lead.removesuffix('.')} ({service} service)\n" if lead else
                   f"How far each method's sojourn-time distribution is from the truth ({service} service)\n")
                  + "W to exact where it ran (filled markers), else to the simulation (hollow): lower = closer",
@@ -177,8 +182,9 @@ def _w_panel(ax, cmp, c, d, i):
             ax.plot(xp[ok], np.where(above, y, np.nan)[ok], **kw, zorder=3 + n)
             for rkind, face in ((REF_EXACT, style["color"]), (REF_SIMULATION, "white")):
                 sel = above & (rk == rkind)
-                ax.plot(xp[sel], y[sel], style["marker"], ms=7, mfc=face, mec=style["color"], mew=1.5, ls="none",
-                        zorder=4 + n)
+                # A–F's larger marker drawn first: a ring around the others where the lines coincide
+                ax.plot(xp[sel], y[sel], style["marker"], ms=style.get("ms", 7), mfc=face, mec=style["color"],
+                        mew=1.5, ls="none", zorder=4 + n)
         below = ok & ~above
         if below.any():  # on the bottom edge, the lines side by side (never on one another)
             at = offset_copy(ax.transData, fig=ax.figure, x=7.0 * (n - (len(lines) - 1) / 2), units="points")
@@ -230,8 +236,8 @@ def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
     d = w_against_reference(cmp, cmp["service"].values[0])
     h, lab = [], []
     for style, *_ in _w_series(cmp, d, 0):
-        h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"], ms=7,
-                        mfc=style["color"]))
+        h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"],
+                        ms=style.get("ms", 7), mfc=style["color"]))
         lab.append(style["label"])
     h.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.5))
     lab.append("hollow: against the simulation\n(exact did not run)")
@@ -256,6 +262,40 @@ def _best_of(W, methods, members):
         return np.where(np.isfinite(sub).any(-1), np.nanmin(np.where(np.isfinite(sub), sub, np.inf), -1), np.nan)
 
 
+def _w_tie(cmp) -> float:
+    """The distance's resolution against exact, as the best-method map takes it (a tenth of the grid step)."""
+    return float(cmp.attrs.get("time_step", 0.01)) / 10
+
+
+def family_verdict(cmp, service=EXPONENTIAL):
+    """Per (R, ρ): (corrected clearly closer, tied, A–F clearly closer, the closest method's reference kind)
+    between the closest of A–F and the closest corrected method (A*–F* or T), by the best-method map's own tie rule
+    (:func:`best_by_reference`): the families tie where the methods within reach of the closest include both."""
+    b = best_by_reference(cmp, service)
+    has = b["best"] != ""
+    fam = np.vectorize(lambda names: {n in FAITHFUL for n in names.split("·") if n}, otypes=[object])(b["tied"])
+    tied = has & np.vectorize(lambda f: len(f) == 2, otypes=[bool])(fam)
+    best_faith = np.vectorize(lambda n: n in FAITHFUL, otypes=[bool])(b["best"])
+    return has & ~tied & ~best_faith, tied, has & ~tied & best_faith, b["reference"]
+
+
+def _closer_query(cmp, faith, corr) -> str:
+    """The expression of :func:`family_verdict`'s "corrected clearly closer": the closest corrected method is the
+    closer, and no method of A–F reaches it (against exact: within :func:`_w_tie`; against the simulation: its 95%
+    CI of W reaches the closest corrected method's)."""
+    t = _w_tie(cmp)
+    ex, w = Q.exact_ok_w(cmp), Q.w_ref(cmp)
+    lo = (f"where({ex}, wasserstein_vs_exact - {t!r}, where({Q.RUN_OK}, where(isfinite(wasserstein_ci_low), "
+          "wasserstein_ci_low, wasserstein_mean), nan))")
+    hi = (f"where({ex}, wasserstein_vs_exact, where({Q.RUN_OK}, where(isfinite(wasserstein_ci_high), "
+          "wasserstein_ci_high, wasserstein_mean), nan))")
+    wc = f"({w}).sel(approximation={Q.names(corr)})"
+    wf = f"({w}).sel(approximation={Q.names(faith)})"
+    hi_best = f"where({wc} == {wc}.min('approximation'), ({hi}).sel(approximation={Q.names(corr)}), nan)"
+    return (f"({wc}.min('approximation') < {wf}.min('approximation')) & "
+            f"(({lo}).sel(approximation={Q.names(faith)}).min('approximation') > {hi_best}.max('approximation'))")
+
+
 def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=(), floor_hit=True) -> Caption:
     c = cmp.sel(service=service)
     methods = c["approximation"].values.tolist()
@@ -275,15 +315,20 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
         bf, bc = _best_of(W, methods, faith), _best_of(W, methods, corr)
         both = np.isfinite(bf) & np.isfinite(bc)
         if both.any():
-            k = int((bc < bf)[both].sum())
+            closer, tied, _, rk = family_verdict(cmp, service)
+            k, n, m = int(closer[both].sum()), int(both.sum()), int(tied[both].sum())
+            ex_m = int((tied & both & (rk == REF_EXACT)).sum())
             ef = f"({w}).sel(approximation={Q.names(faith)}).min('approximation')"
             ec = f"({w}).sel(approximation={Q.names(corr)}).min('approximation')"
             where = f"isfinite({ef}) & isfinite({ec})"
+            why = listing(([f"{ex_m} within {_w_tie(cmp):g} {TIME_UNIT} of each other against exact"] if ex_m else [])
+                          + ([f"{m - ex_m} within the simulation's noise"] if m - ex_m else []))
             findings.append(Q.k_of_n(f"The closest corrected method (A*–F* or T) is closer than the closest of A–F at "
-                                     f"{k} of {int(both.sum())} cells.", k, int(both.sum()), f"{ec} < {ef}", where,
-                                     sel))
+                                     f"{k} of {n} cells" + (f"; {m} tied ({why}: the best-method map's rule)"
+                                                              if m else "") + ".",
+                                     k, n, _closer_query(cmp, faith, corr), where, sel))
             ratio = float(np.median(bf[both] / bc[both]))
-            findings.append(Claim(f"Over those cells the closest of A–F is a median {_g(ratio)} times farther from "
+            findings.append(Claim(f"Over all {n} cells the closest of A–F is a median {_g(ratio)} times farther from "
                                   f"the reference than the closest corrected method.", ratio,
                                   Q.query(f"{ef} / {ec}", (("median", None),), where, sel), sig_tol(ratio, 2)))
     if "exact" in methods:
