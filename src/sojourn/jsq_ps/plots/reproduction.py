@@ -375,6 +375,49 @@ def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
                                                          "§6.3 (99th, 99.9th and 99.99th percentiles)"), **kw)
 
 
+def _signed_findings(rep, prefix, ref, findings, limits) -> None:
+    """The section's sign, size and missing-value findings (appended to findings and limits)."""
+    if prefix == "pct":
+        ours = rep["percentile_error"].sel(family="faithful").values
+        paper = rep["paper_percentile_error"].values
+        both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
+        if both.any():
+            k = int((np.sign(ours[both]) == np.sign(paper[both])).sum())
+            w = "(percentile_error_reference.sel(family='faithful') > 0) & isfinite(paper_percentile_error)"
+            findings.append(Claim(f"Ours and the paper's have the same sign (both optimistic or both above) at {k} "
+                                  f"of those {int(both.sum())} points.", [k, int(both.sum())],
+                                  [_rq("(percentile_error.sel(family='faithful') * paper_percentile_error) > 0",
+                                       where=w), _rq(w)]))
+            kl, nl = _paper_larger(rep)
+            findings.append(Claim(f"The paper's error is larger in size than ours at {kl} of those {nl} points.",
+                                  [kl, nl], [_rq("abs(paper_percentile_error) > abs(percentile_error.sel("
+                                                 "family='faithful'))", where=w), _rq(w)]))
+        miss = _paper_where_ours_missing(rep)
+        if miss["missing"][0] and miss["have"][0]:
+            (km, mm), (kh, mh) = miss["missing"], miss["have"]
+            wm = "(percentile_error_reference.sel(family='faithful') == 0) & isfinite(paper_percentile_error)"
+            wh = "(percentile_error_reference.sel(family='faithful') > 0) & isfinite(paper_percentile_error)"
+            limits.append(Claim(f"We have no value at {km} points of the paper's, where its |error| is a median "
+                                f"{_g(mm)} {TIME_UNIT}, against {_g(mh)} at the {kh} points where we have one: "
+                                "the comparison rests on the cells where the paper's errors are "
+                                + ("smaller." if mm > mh else "not smaller."), [km, mm, kh, mh],
+                                [_rq(wm), _rq("abs(paper_percentile_error)", (("median", None),), wm), _rq(wh),
+                                 _rq("abs(paper_percentile_error)", (("median", None),), wh)],
+                                max(sig_tol(mm, 2), sig_tol(mh, 2))))
+    else:
+        ours = np.abs(rep["relative_error"].sel(family="faithful").values)
+        paper = rep["paper_relative_error"].values
+        both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
+        if both.any():
+            d = np.abs(ours[both] - paper[both])
+            med = float(np.median(d))
+            w = "(relative_error_reference.sel(family='faithful') > 0) & isfinite(paper_relative_error)"
+            findings.append(Claim(f"Where both exist ({int(both.sum())} points) ours and the paper's |relative "
+                                  f"error| differ by a median {100 * med:.1f} percentage points.", med,
+                                  _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
+                                      (("median", None),), w), half_unit(1, 100)))
+
+
 def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
     findings, limits = [], []
     ref = rep[refvar].sel(family="faithful").values  # (percentile, rho, R)
@@ -407,45 +450,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
                                 f"(t_max), and the simulation is too short: no value of ours there{glyph('▶')}.",
                                 int(bg.sum()),
                                 _rq(f"({refvar} == 0) & (percentile_beyond_grid != 0)", sel=fam_sel)))
-        if prefix == "pct":
-            ours = rep["percentile_error"].sel(family="faithful").values
-            paper = rep["paper_percentile_error"].values
-            both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
-            if both.any():
-                k = int((np.sign(ours[both]) == np.sign(paper[both])).sum())
-                w = "(percentile_error_reference.sel(family='faithful') > 0) & isfinite(paper_percentile_error)"
-                findings.append(Claim(f"Ours and the paper's have the same sign (both optimistic or both above) at {k} "
-                                      f"of those {int(both.sum())} points.", [k, int(both.sum())],
-                                      [_rq("(percentile_error.sel(family='faithful') * paper_percentile_error) > 0",
-                                           where=w), _rq(w)]))
-                kl, nl = _paper_larger(rep)
-                findings.append(Claim(f"The paper's error is larger in size than ours at {kl} of those {nl} points.",
-                                      [kl, nl], [_rq("abs(paper_percentile_error) > abs(percentile_error.sel("
-                                                     "family='faithful'))", where=w), _rq(w)]))
-            miss = _paper_where_ours_missing(rep)
-            if miss["missing"][0] and miss["have"][0]:
-                (km, mm), (kh, mh) = miss["missing"], miss["have"]
-                wm = "(percentile_error_reference.sel(family='faithful') == 0) & isfinite(paper_percentile_error)"
-                wh = "(percentile_error_reference.sel(family='faithful') > 0) & isfinite(paper_percentile_error)"
-                limits.append(Claim(f"We have no value at {km} points of the paper's, where its |error| is a median "
-                                    f"{_g(mm)} {TIME_UNIT}, against {_g(mh)} at the {kh} points where we have one: "
-                                    "the comparison rests on the cells where the paper's errors are "
-                                    + ("smaller." if mm > mh else "not smaller."), [km, mm, kh, mh],
-                                    [_rq(wm), _rq("abs(paper_percentile_error)", (("median", None),), wm), _rq(wh),
-                                     _rq("abs(paper_percentile_error)", (("median", None),), wh)],
-                                    max(sig_tol(mm, 2), sig_tol(mh, 2))))
-        else:
-            ours = np.abs(rep["relative_error"].sel(family="faithful").values)
-            paper = rep["paper_relative_error"].values
-            both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
-            if both.any():
-                d = np.abs(ours[both] - paper[both])
-                med = float(np.median(d))
-                w = "(relative_error_reference.sel(family='faithful') > 0) & isfinite(paper_relative_error)"
-                findings.append(Claim(f"Where both exist ({int(both.sum())} points) ours and the paper's |relative "
-                                      f"error| differ by a median {100 * med:.1f} percentage points.", med,
-                                      _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
-                                          (("median", None),), w), half_unit(1, 100)))
+        _signed_findings(rep, prefix, ref, findings, limits)
     what = (f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) against ours at "
             "the cells of its table this run has: the paper's signed error of its "
             "best method beside ours, one row per (R, ρ, percentile) point, in table order (method − reference, in "
