@@ -437,9 +437,8 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
          "intervals (the three semantics run at the same rates, drawn at their true r: signals filled, the timeouts "
          "open around them; a thin line in its colour joins each semantics' points). No value without restart is "
          "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
-         "mean, not the tail). ▼ in the strip above the panel, in each semantics' row and colour: the rate of its lowest "
-         "simulated "
-         "percentile (comparison.nc: best_rate_response_time_percentile). "
+         "mean, not the tail). ▼ in the strip above the panel, in each semantics' row and colour: the rate of its "
+         "lowest simulated percentile (comparison.nc: best_rate_response_time_percentile). "
          + ("Points without a value are marked in the strip above the panel: " + ", ".join(
              w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
                             ("unstable", "✕ (in its semantics' colour) stopped as unstable")) if (st_all == k).any())
