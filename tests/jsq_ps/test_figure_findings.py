@@ -646,7 +646,7 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     assert "D–F are conservative by up to +10 % (ρ = 0.6" in t1 and "optimistic by up to -20 % (ρ = 0.5" in t1, t1
     # A* and C* both reach -10 % at ρ = 0.5: the caption names both
     text = " ".join(c.text for c in cap.findings if hasattr(c, "text"))
-    assert "Most below its reference (optimistic): A* by -10 %" in text and "also for C*" in text, text
+    assert "Most below its reference (optimistic): A* by -10 %" in text and "also " in text and "for C* (" in text, text
     for f, _ in figs:
         plt.close(f)
 
@@ -682,3 +682,59 @@ def test_wasserstein_count_is_the_best_method_maps():
     assert f"closer than the closest of A–F at {k} of 2 cells" in text
     assert (f"; {m} tied" in text) == (m > 0)
     assert m >= 1  # the 0.8 cell: A within the resolution of A*
+
+
+@pytest.mark.parametrize("size", [(3.0, 1.2), (9.0, 6.0)])
+def test_percentile_map_corner_dot_lies_inside_its_own_cell(size):
+    """The dot of a cell set against the simulation lies wholly inside that cell's frame, with its white ring, on
+    cells drawn small or large (round 14: on the R = 10 rows it sat on the border, touching the neighbour)."""
+    from sojourn.jsq_ps.compare import REF_SIMULATION
+
+    n_rows, n_cols = 5, 4
+    err = np.full((n_rows, n_cols, 1), 12.0)
+    sig, ref = np.ones(err.shape, bool), np.full(err.shape, REF_SIMULATION)
+    status = np.full(err.shape, "", object)
+    fig, ax = plt.subplots(figsize=size)
+    plots.errors._error_map(ax, err, sig, ref, status, [(0, i) for i in range(n_rows)], n_cols,
+                            plt.get_cmap("RdBu"), plots.errors._error_norm(20.0), True, [], {"text": 7, "mark": 4})
+    fig.canvas.draw()
+    dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(dots) == n_rows * n_cols
+    px = fig.dpi / 72.0
+    radius = (plots.common._SIM_DOT["ms"] / 2 + plots.common._SIM_DOT["mew"] / 2) * px
+    inset = plots.errors.SIG_FRAME["inset"]
+    for r in range(n_rows):
+        for j in range(n_cols):
+            (x0, y0), (x1, y1) = ax.transData.transform([(j - 0.5 + inset, r - 0.5 + inset),
+                                                         (j + 0.5 - inset, r + 0.5 - inset)])
+            lo_x, hi_x, lo_y, hi_y = min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)
+            hits = []
+            for d in dots:
+                cx, cy = d.get_transform().transform((d.get_xdata()[0], d.get_ydata()[0]))
+                if lo_x + radius <= cx <= hi_x - radius and lo_y + radius <= cy <= hi_y - radius:
+                    hits.append((cx, cy))
+            assert len(hits) == 1, f"cell (R row {r}, column {j}) holds {len(hits)} whole dots"
+            cx, cy = hits[0]
+            assert cx > (lo_x + hi_x) / 2 and cy > (lo_y + hi_y) / 2, "in the top-right corner"
+    plt.close(fig)
+
+
+def test_percentile_caption_names_every_cell_at_the_extreme():
+    """The caption's extreme names every cell that reaches the same rounded error — the same method at another R
+    (round 14: A's +823 % at R = 5 and R = 10, only R = 10 named) and another method — computed from the errors."""
+    R, rho, meth, pct = [3, 5, 10], [0.1, 0.5], ["A", "B"], [99.0]
+    err = np.full((3, 2, 2, 1), 0.2)
+    err[1, 0, 0, 0], err[2, 0, 0, 0] = 8.2302, 8.2299  # A: +823 % at R = 5 and R = 10
+    err[0, 1, 1, 0] = 8.2297  # B: +823 % at R = 3, ρ = 0.5
+    err[0, 0, 1, 0] = -0.4
+    dims = ("R", "rho", "approximation", "percentile")
+    A = xr.Dataset({"error": (dims, err), "significant": (dims, np.ones(err.shape, bool)),
+                    "reference": (dims, np.ones(err.shape, int))},
+                   coords={"R": R, "rho": rho, "approximation": meth, "percentile": pct})
+    claims = plots.errors._pe_extreme_claims(A, "rel", "sig", {})
+    text = " ".join(c.text for c in claims)
+    assert "Most above: A by +823 % at R = 5, ρ = 0.1, the 99th percentile" in text, text
+    assert "the same +823 % also at R = 10, ρ = 0.1, 99th; for B (R = 3, ρ = 0.5, 99th)" in text, text
+    err[2, 0, 0, 0] = 8.10  # A's R = 10 now +810 %: no longer named
+    text = " ".join(c.text for c in plots.errors._pe_extreme_claims(A.assign(error=(dims, err)), "rel", "sig", {}))
+    assert "R = 10" not in text and "for B (R = 3" in text, text

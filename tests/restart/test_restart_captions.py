@@ -60,29 +60,72 @@ def test_the_caption_changes_with_the_data():
     assert "◇" not in limits and "stopped as unstable" in limits
 
 
-def test_best_rates_sit_above_the_panel_not_in_the_data_area():
-    """The ▼ of each semantics' best rate sits above the panel's frame in its colour (no strip row of its own: round
-    9's reader found that strip a fifth of the plot for three marks), stacked where two share a rate, never at a y of
-    the panel's data (issue 31: status marks live outside the data's value range)."""
+def _means_inputs():
+    """A product form and a mean-response comparison for the means figure: three semantics at three rates, the
+    deterministic timeouts stopped as unstable at the last rate, two semantics best at one rate."""
+    dims = ("semantics", "restart_rate")
+    rt = np.array([[1.2, 1.0, 1.1], [1.25, 1.05, 1.15], [1.3, 1.2, np.nan]])
+    pf = xr.Dataset({"g_star": 1.1, "response_time_at_g_star": 0.99, "response_time_no_restart": 1.4,
+                     "response_time": ("signal_rate", [1.2, 1.0, 1.1])}, coords={"signal_rate": RATES})
+    cmp = xr.Dataset(
+        {"response_time": (dims, rt), "response_time_half_width": (dims, np.full(rt.shape, 0.02)),
+         "response_time_covered": (dims, np.ones(rt.shape, np.int8)),
+         "replications_stable": (dims, np.array([[5, 5, 5], [5, 5, 5], [5, 5, 3]])),
+         "replications_used": (dims, np.full((3, 3), 5)), "run_valid": (dims, np.ones((3, 3), np.int8)),
+         "best_rate_response_time": ("semantics", [1.0, 1.0, 0.5]),
+         "best_response_time": ("semantics", [1.0, 1.05, 1.3]),
+         "best_response_time_half_width": ("semantics", [0.02, 0.02, 0.02])},
+        coords={"semantics": SEMS, "restart_rate": RATES})
+    return pf, cmp
+
+
+def _drawn(monkeypatch, draw, *args):
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None: drawn.append(fig) or [stem])
+    draw(*args, "unused", "example2", ("png",), 60)
+    (fig,) = drawn
+    return fig
+
+
+def _strip_rows(fig, ax):
+    """(x, row y, colour) of every ▼ in the panel's status strip, and the strip's row names top down with colour."""
+    import matplotlib.colors as mcolors
+
+    (strip,) = ax.child_axes
+    down = [(float(x), float(y), mcolors.to_hex(ln.get_color())) for ln in strip.get_lines() if ln.get_marker() == "v"
+            for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)]
+    names = sorted(((t.get_position()[1], t.get_text(), mcolors.to_hex(t.get_color())) for t in strip.texts),
+                   reverse=True)
+    return down, names
+
+
+def test_best_rates_sit_in_the_strip_one_row_per_semantics_not_in_the_data_area(monkeypatch):
+    """Means and percentile figures mark each semantics' best rate the same way: a ▼ in its colour in its own row
+    of the status strip above the panel (the row that holds its ✕/◇, named in its colour), in semantics order —
+    never in the data axes, where round 14's reader read ▼s at E[T] ≈ 2.7–3.5 as measurements (issue 31)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots()
-    ax.plot(RATES, [1.0, 2.0, 3.0])
-    marks = plots._best_marks(ax, {"signal": 1.0, "timeout_exponential": 1.0, "timeout_deterministic": 0.5})
-    assert [float(m.get_xdata()[0]) for m in marks] == [1.0, 1.0, 0.5]
-    assert [mcolors.to_hex(m.get_color()) for m in marks] == [mcolors.to_hex(plots.STYLE[s][0]) for s in
-                                                                ("signal", "timeout_exponential",
-                                                                 "timeout_deterministic")]
-    fig.canvas.draw()
-    top = ax.get_window_extent().y1
-    ys = [m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0]))[1] for m in marks]
-    assert all(y > top for y in ys) and ys[1] > ys[0], "above the frame; the second at r = 1 stacked over the first"
-    assert not ax.child_axes
-    plt.close(fig)
+    colour = {s: mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
+    pf, cmp = _means_inputs()
+    pcmp = _cmp()
+    for fig, want in ((_drawn(monkeypatch, plots.means, pf, cmp), cmp["best_rate_response_time"].values),
+                      (_drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), pcmp),
+                       pcmp["best_rate_response_time_percentile"].values[:, 0])):
+        ax = fig.get_axes()[0]
+        assert not [ln for ln in ax.get_lines() if ln.get_marker() == "v"], "no ▼ inside the data axes"
+        down, names = _strip_rows(fig, ax)
+        assert [t for _, t, _ in names] == [plots.NAMES[s] for s in SEMS], "one row per semantics, in its order"
+        assert [c for _, _, c in names] == [colour[s] for s in SEMS]
+        row = {t: y for y, t, _ in names}
+        assert sorted(down) == sorted((float(w), row[plots.NAMES[s]], colour[s]) for s, w in zip(SEMS, want,
+                                                                                               strict=True))
+        legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+        assert any(t.startswith("▼ in the strip above the panel") for t in legend)
+        plt.close(fig)
 
 
 def test_the_caption_names_only_the_strip_marks_drawn():
@@ -96,7 +139,7 @@ def test_the_caption_names_only_the_strip_marks_drawn():
     only_unstable = np.where(st == "too_short", "", st)
     assert "◇" not in how(only_unstable) and "✕ (in its semantics' colour) stopped as unstable" in how(only_unstable)
     none = np.full(st.shape, "", dtype=st.dtype)
-    assert "no strip" in how(none) and "◇" not in how(none) and "✕" not in how(none)
+    assert "holds only the ▼" in how(none) and "◇" not in how(none) and "✕" not in how(none)
 
 
 def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(monkeypatch):
@@ -115,7 +158,7 @@ def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(mon
     plots.percentile(xr.Dataset({"g_star": 1.3}), _cmp(), "unused", "example2", ("png",), 60)
     (fig,) = drawn
     ax = fig.get_axes()[0]
-    down = [ln for a in fig.get_axes() for ln in a.get_lines() if ln.get_marker() == "v"]
+    down = [ln for a in ax.child_axes for ln in a.get_lines() if ln.get_marker() == "v"]
     cmp = _cmp()
     want = {float(cmp["best_rate_response_time_percentile"].sel(semantics=s).item()):
             mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
@@ -123,7 +166,7 @@ def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(mon
     assert len(got) == 3 and all(want.get(x) is not None for x, _ in got)
     assert {c for _, c in got} == {mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(t.startswith("▼ above the panel") and "lowest simulated percentile" in t for t in legend)
+    assert any(t.startswith("▼ in the strip above the panel") and "lowest simulated percentile" in t for t in legend)
     marks = [ln for a in ax.child_axes for ln in a.get_lines() if ln.get_marker() == "X"]  # ✕: stopped as unstable
     # the unstable point is timeout_deterministic's (replications_stable 3 of 5 at the last rate): ✕ in its colour
     assert [mcolors.to_hex(ln.get_color()) for ln in marks] == [mcolors.to_hex(plots.STYLE[SEMS[2]][0])]

@@ -32,6 +32,8 @@ STYLE = {"signal": ("C0", "o", "simulation, signal semantics (g = r)"),
 NAMES = {"signal": "signals", "timeout_exponential": "exponential timeouts", "timeout_deterministic":
          "deterministic timeouts"}
 RULE = rule_words("jobs")
+#: the legend's entry for the ▼ of each semantics' best rate (its row of the status strip), "{}": of what
+BEST_LABEL = "▼ in the strip above the panel, in each semantics' row and colour: the rate of its {}"
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
@@ -103,21 +105,16 @@ def _sim(ax, strip, cmp, var, status, estimate=False, join=False):
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
 
 
-def _best_marks(ax, r_best: dict, above=None) -> list:
-    """On the panel's top axis (or over ``above``: the status strip over the panel, which shares its x), a ▼ per
-    semantics in its colour at its best rate (true r): the rate of the sweep's smallest simulated mean; those at one
-    rate stacked upwards, so none hides another. Above the frame, never at a y that reads as data, and no strip of
-    its own. Returns the marks drawn."""
-    from matplotlib.transforms import blended_transform_factory, offset_copy
-
-    base = blended_transform_factory(ax.transData, (above or ax).transAxes)
-    out, seen = [], {}
+def _best_marks(strip, r_best: dict) -> bool:
+    """In the status strip above the panel (one row per semantics, named and coloured as its ✕/◇), a ▼ at each
+    semantics' best rate (true r): the rate of the sweep's smallest simulated value. Marked first, in semantics
+    order, so the rows keep one order in every figure; never at a y of the panel's data. Returns whether any was
+    marked."""
+    drawn = False
     for s, rb in r_best.items():
-        k = seen[rb] = seen.get(rb, -1) + 1
-        at = offset_copy(base, fig=ax.figure, y=5.0 + 8.0 * k, units="points")
-        out += ax.plot([rb], [1.0], "v", ms=7, color=STYLE.get(s, ("k",))[0], transform=at, clip_on=False,
-                       zorder=6)
-    return out
+        if np.isfinite(rb):
+            drawn |= strip.mark(s, [rb], [True], "best_rate", STYLE.get(s, ("k",))[0], NAMES.get(s, s))
+    return drawn
 
 
 def _g_star_label(ax, g, text="g*") -> None:
@@ -222,6 +219,7 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     if np.isfinite(t0):
         ax.axhline(t0, color="0.35", ls=":", lw=1.3, label=f"no restart: E[T] = {t0:.3g}", zorder=2)
     r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in cmp["semantics"].values.tolist()}
+    best = _best_marks(strip, r_best)
     _sim(ax, strip, cmp, var, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
     _g_star_label(ax, g)
@@ -232,11 +230,7 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     ax.set_ylabel("mean response time E[T] (model time units)")
     ax.grid(True, which="both", alpha=0.3)
     title = "mean response time against the restart rate"
-    top = strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11, series_color=True)
-    best = _best_marks(ax, {s: rb for s, rb in r_best.items() if np.isfinite(rb)}, top)
-    if best:  # the title above the ▼s
-        stack = max(list(r_best.values()).count(rb) for rb in r_best.values())
-        (top or ax).set_title(title, loc="left", fontsize=10, pad=8 + 8 * stack)
+    strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11, series_color=True)
     fig.tight_layout()
     fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
     handles, labels = ax.get_legend_handles_labels()
@@ -244,8 +238,8 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     labels.append("the three semantics run at the same rates: markers at their true r")
     if best:
         handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
-        labels.append("▼ above the panel, in each semantics' colour: the rate of its smallest simulated mean")
-    sh, sl = status_handles(strip.kinds)
+        labels.append(BEST_LABEL.format("smallest simulated mean"))
+    sh, sl = status_handles(strip.kinds - {"best_rate"})
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
@@ -323,8 +317,7 @@ def _means_caption(pf, cmp, name) -> Caption:
          "timeouts τ = 1/r. Per-job timeouts do not slow down as 1/n when the queue fills, so they restart more under "
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
          "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
-         "restart. ▼ above the panel (over its strip, if any), in each semantics' colour (stacked where they share a "
-         "rate): the rate of the sweep's smallest "
+         "restart. ▼ in the strip above the panel, in each semantics' row and colour: the rate of the sweep's smallest "
          "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
          "marked in the strip above the panel: ✕ (in its semantics' colour) stopped as unstable, ◇ a run the "
          "run-length guard judged too short.")])
@@ -347,6 +340,11 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
         strip = status_strip(ax)
+        best = {sm: (float(c["best_response_time_percentile"].sel(semantics=sm)),
+                     float(c["best_rate_response_time_percentile"].sel(semantics=sm)))
+                for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
+        best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
+        any_best |= _best_marks(strip, {sm: v[1] for sm, v in best.items()})
         _sim(ax, strip, c, "response_time_percentile", st, estimate=True, join=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
         _g_star_label(ax, g, "g* (optimum of the mean)")
@@ -368,28 +366,19 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
                     ha="center", va="center", fontsize=9.5, bbox={"facecolor": "0.96", "edgecolor": "0.7"})
         else:
             ax.set_ylim(bottom=0.0)
-        kinds |= strip.kinds
-        best = {sm: (float(c["best_response_time_percentile"].sel(semantics=sm)),
-                     float(c["best_rate_response_time_percentile"].sel(semantics=sm)))
-                for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
-        best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
+        kinds |= strip.kinds - {"best_rate"}
         low = min(best, key=lambda sm: best[sm][0]) if best else None
         title = (f"{name}: the {level:g}th percentile of the response time"
                  + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
                     if low else ""))
-        top = strip.finish(title=title, fontsize=9.5, label_size=8.5, row_pt=11, series_color=True)
-        marks = _best_marks(ax, {sm: v[1] for sm, v in best.items() if np.isfinite(v[1])}, top)
-        if marks:  # the title above the ▼s (each semantics' lowest percentile, as the means figure's)
-            rates = [v[1] for v in best.values()]
-            (top or ax).set_title(title, loc="left", fontsize=9.5, pad=8 + 8 * max(map(rates.count, rates)))
-            any_best = True
+        strip.finish(title=title, fontsize=9.5, label_size=8.5, row_pt=11, series_color=True)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
     if any_best:
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
-        labels.append("▼ above the panel, in each semantics' colour: the rate of its lowest simulated percentile")
+        labels.append(BEST_LABEL.format("lowest simulated percentile"))
     sh, sl = status_handles(kinds)
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
@@ -448,13 +437,13 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
          "intervals (the three semantics run at the same rates, drawn at their true r: signals filled, the timeouts "
          "open around them; a thin line in its colour joins each semantics' points). No value without restart is "
          "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
-         "mean, not the tail). ▼ above the panel, in each semantics' colour: the rate of its lowest simulated "
-         "percentile (comparison.nc: best_rate_response_time_percentile). "
+         "mean, not the tail). ▼ in the strip above the panel, in each semantics' row and colour: the rate of its "
+         "lowest simulated percentile (comparison.nc: best_rate_response_time_percentile). "
          + ("Points without a value are marked in the strip above the panel: " + ", ".join(
              w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
                             ("unstable", "✕ (in its semantics' colour) stopped as unstable")) if (st_all == k).any())
             + "."
-            if (st_all != "").any() else "Every point has a value: no strip of marks above the panel."))])
+            if (st_all != "").any() else "Every point has a value: the strip above the panel holds only the ▼."))])
 
 
 def key_results(pf, cmp, stem, name: str) -> list:

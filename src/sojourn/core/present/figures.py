@@ -194,8 +194,8 @@ STATUS = {s.key: s for s in (
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
     Status("unstable", "X", "unstable: stopped, no steady state"),
     # not a missing value but a mark that must not sit at a y either: a sweep's best point, in its series' strip row
-    Status("best_rate", "v", "strip above, in each series' row: the rate of its smallest simulated mean",
-           color="0.15"),
+    # and colour (the figure's legend words what "best" is)
+    Status("best_rate", "v", "strip above, in each series' row: the rate of its best value"),
 )}
 #: a map cell whose reference is too short: this grey, with the mark in its centre
 TOO_SHORT_CELL = "0.86"

@@ -152,11 +152,29 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     return kinds
 
 
+#: the gap in points between the corner dot (with its white ring) and its cell's frame
+SIM_DOT_GAP = 2.5
+
+
+def _sim_dot_at(ax, r, j) -> tuple:
+    """([x], [y], transform=…) of the corner dot of map cell (row ``r``, column ``j``): its top-right corner inside the
+    frame (:data:`SIG_FRAME`), moved in by the dot's radius with its ring and :data:`SIM_DOT_GAP`, in points — wholly
+    inside its own cell however small the cell is drawn (round 14: a dot placed in data units sat on the border of
+    the R = 10 rows, touching the neighbouring cell). Rows run downwards (the map's origin is upper)."""
+    from matplotlib.transforms import offset_copy
+
+    d = _SIM_DOT["ms"] / 2 + _SIM_DOT["mew"] / 2 + SIM_DOT_GAP
+    at = offset_copy(ax.transData, fig=ax.figure, x=-d, y=-d if ax.yaxis_inverted() else d, units="points")
+    edge = 0.5 - SIG_FRAME["inset"]
+    return [j + edge], [r - edge if ax.yaxis_inverted() else r + edge], {"transform": at}
+
+
 def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -> None:
     """A map cell's marks: the dot of a cell set against the simulation, its number (bold where it counts, grey
     italic within the noise) and CI."""
     if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
-        ax.plot([j + 0.37], [r - 0.27], **_SIM_DOT, zorder=4)
+        x, y, at = _sim_dot_at(ax, r, j)
+        ax.plot(x, y, **_SIM_DOT, **at, zorder=4)
     if not (small and np.isfinite(v)):
         return
     txt = _error_text(v)
@@ -426,29 +444,32 @@ def _pe_extreme_claims(A, rel, sig_q, sel, labels=None) -> list:
         out.append(Claim(f"{word}: {name} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
                          f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
                          f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'})"
-                         + (f"; the same {_pct(loc['value'], 0)} also for {also}" if also else "") + ".", loc,
+                         + (f"; the same {_pct(loc['value'], 0)} also {also}" if also else "") + ".", loc,
                          Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
     return out
 
 
 def _pe_also(A, v, idx, labels) -> str:
-    """The other methods whose significant error ``v`` (in A's dims) rounds to the same whole % as at ``idx``, each
-    with its (R, ρ, percentile) points: 'C* = F* (R = 5, ρ = 0.8 and 0.9, 99.999th)'; '' if none."""
+    """Every other point whose significant error ``v`` (in A's dims) rounds to the same whole % as at ``idx`` — the
+    same method's other cells first (round 14: A's +823 % at R = 5 went unnamed beside R = 10), then each other
+    method — with its (R, ρ, percentile) points: 'at R = 5, ρ = 0.1, 99th; for C* (R = 5, ρ = 0.8 and 0.9,
+    99.999th)'; '' if none."""
     dims = A["error"].dims
     a_ax = dims.index("approximation")
     same = np.isfinite(v) & (np.round(100 * np.nan_to_num(v)) == np.round(100 * v[idx]))
+    same[idx] = False
     out = []
-    for k, m in enumerate(A["approximation"].values.tolist()):
-        if k == idx[a_ax]:
-            continue
+    names = A["approximation"].values.tolist()
+    for k in [idx[a_ax]] + [k for k in range(len(names)) if k != idx[a_ax]]:
+        m = names[k]
         pts = np.argwhere(np.take(same, k, axis=a_ax))
         if not pts.size:
             continue
         rest = [d for d in dims if d != "approximation"]
         where = {d: sorted({A[d].values[p[j]].item() for p in pts}) for j, d in enumerate(rest)}
         pw = listing([f"{x:g}th" for x in where["percentile"]])
-        out.append(f"{labels.get(m, m)} (R = {listing([str(x) for x in where['R']])}, ρ = "
-                   f"{listing([f'{x:g}' for x in where['rho']])}, {pw})")
+        at = f"R = {listing([str(x) for x in where['R']])}, ρ = {listing([f'{x:g}' for x in where['rho']])}, {pw}"
+        out.append(f"at {at}" if k == idx[a_ax] else f"for {labels.get(m, m)} ({at})")
     return "; ".join(out)
 
 
