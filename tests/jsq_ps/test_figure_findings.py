@@ -322,7 +322,8 @@ def _check_pct_scatter(fig, rep):
     (leg,) = fig.legends
     for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True):
         if isinstance(h, Line2D) and h.get_marker() == "o":
-            assert t.get_text().startswith("the paper's"), t.get_text()  # the only circle: the paper's mark
+            # circles: the paper's mark and the heavy-edged dot of ours, as drawn (no colour keyed by a circle)
+            assert t.get_text().startswith(("the paper's", "heavy edge")), t.get_text()
     note = " ".join(t.get_text() for t in fig.texts)
     ref = rep["percentile_error_reference"].sel(family="faithful").values
     assert f"at {int((ref == 0).sum())} points" in note
@@ -738,3 +739,22 @@ def test_percentile_caption_names_every_cell_at_the_extreme():
     err[2, 0, 0, 0] = 8.10  # A's R = 10 now +810 %: no longer named
     text = " ".join(c.text for c in plots.errors._pe_extreme_claims(A.assign(error=(dims, err)), "rel", "sig", {}))
     assert "R = 10" not in text and "for B (R = 3" in text, text
+
+
+def test_percentile_caption_extreme_names_only_the_cells_that_print_the_same():
+    """Round 15: the corrected map's caption said "the same +1 % also at R = 2, 3 and 5, ρ = 0.3, 99th and 99.999th"
+    where those cells print +0.9, +0.5 and -0.5: only cells that print the same error are named, and points that are
+    not every combination of their R, ρ and percentile are named one by one."""
+    R, rho, meth, pct = [2, 3, 5], [0.3], ["C*"], [99.0, 99.999]
+    err = np.zeros((3, 1, 1, 2))
+    err[2, 0, 0, 0] = 0.0120  # the extreme: +1 %
+    err[0, 0, 0, 0], err[1, 0, 0, 1] = 0.0104, 0.0098  # print "+1" too: named
+    err[1, 0, 0, 0], err[2, 0, 0, 1], err[0, 0, 0, 1] = 0.009, 0.005, -0.005  # print +0.9, +0.5, -0.5: not named
+    dims = ("R", "rho", "approximation", "percentile")
+    A = xr.Dataset({"error": (dims, err), "significant": (dims, np.ones(err.shape, bool)),
+                    "reference": (dims, np.ones(err.shape, int))},
+                   coords={"R": R, "rho": rho, "approximation": meth, "percentile": pct})
+    text = " ".join(c.text for c in plots.errors._pe_extreme_claims(A, "rel", "sig", {}))
+    assert "Most above: C* by +1 % at R = 5, ρ = 0.3, the 99th percentile" in text, text
+    assert "also at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)" in text, text
+    assert "R = 5, ρ = 0.3, 99.999th" not in text and "R = 3, ρ = 0.3, 99th;" not in text, text

@@ -450,13 +450,14 @@ def _pe_extreme_claims(A, rel, sig_q, sel, labels=None) -> list:
 
 
 def _pe_also(A, v, idx, labels) -> str:
-    """Every other point whose significant error ``v`` (in A's dims) rounds to the same whole % as at ``idx`` — the
-    same method's other cells first (round 14: A's +823 % at R = 5 went unnamed beside R = 10), then each other
-    method — with its (R, ρ, percentile) points: 'at R = 5, ρ = 0.1, 99th; for C* (R = 5, ρ = 0.8 and 0.9,
-    99.999th)'; '' if none."""
+    """Every other point whose significant error ``v`` (in A's dims) prints in its cell (``_error_text``) as the one
+    at ``idx`` does — the same method's other cells first (round 14: A's +823 % at R = 5 went unnamed beside
+    R = 10), then each other method — with its (R, ρ, percentile) points: 'at R = 5, ρ = 0.1, 99th; for C* (R = 5,
+    ρ = 0.8 and 0.9, 99.999th)', point by point where they are not every combination; '' if none."""
     dims = A["error"].dims
     a_ax = dims.index("approximation")
-    same = np.isfinite(v) & (np.round(100 * np.nan_to_num(v)) == np.round(100 * v[idx]))
+    shown = np.vectorize(lambda x: _error_text(100 * x) if np.isfinite(x) else "")(v)
+    same = shown == shown[idx]  # the same error as the cells print it (+0.5 and +0.9 are not "+1")
     same[idx] = False
     out = []
     names = A["approximation"].values.tolist()
@@ -467,9 +468,14 @@ def _pe_also(A, v, idx, labels) -> str:
             continue
         rest = [d for d in dims if d != "approximation"]
         where = {d: sorted({A[d].values[p[j]].item() for p in pts}) for j, d in enumerate(rest)}
-        pw = listing([f"{x:g}th" for x in where["percentile"]])
-        at = f"R = {listing([str(x) for x in where['R']])}, ρ = {listing([f'{x:g}' for x in where['rho']])}, {pw}"
-        out.append(f"at {at}" if k == idx[a_ax] else f"for {labels.get(m, m)} ({at})")
+        if len(pts) == np.prod([len(w) for w in where.values()]):  # every combination: one compact phrase
+            pw = listing([f"{x:g}th" for x in where["percentile"]])
+            at = f"R = {listing([str(x) for x in where['R']])}, ρ = {listing([f'{x:g}' for x in where['rho']])}, {pw}"
+        else:  # not a product (round 15: "R = 2, 3 and 5, ρ = 0.3, 99th and 99.999th" named points that differ)
+            pt = [{d: A[d].values[p[j]].item() for j, d in enumerate(rest)} for p in pts]
+            at = "; ".join(f"R = {q['R']}, ρ = {q['rho']:g}, {q['percentile']:g}th" for q in pt)
+        out.append((f"at {at}" if len(pts) == 1 or ";" not in at else f"at ({at})") if k == idx[a_ax]
+                   else f"for {labels.get(m, m)} ({at})")
     return "; ".join(out)
 
 

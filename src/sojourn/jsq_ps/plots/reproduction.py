@@ -244,7 +244,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     lab = ["the paper's error (its best method)"]
     h += [Patch(facecolor=_FAMILY_STYLE[f][0], edgecolor="none") for f, _ in fams]
     lab += [f"ours ●: {t.removeprefix('ours: ')}" for _, t in fams]
-    h.append(Line2D([], [], ls="none", marker="s", ms=8, color="w", mec="k", mew=2.0))
+    h.append(Line2D([], [], ls="none", marker="o", ms=8, color="0.6", mec="k", mew=2.0))  # as drawn: a heavy-edged dot
     lab.append("heavy edge: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
     lab.append(f"dotted: ±{_PCT_LINTHRESH:g} (linear inside, logarithmic beyond)")
