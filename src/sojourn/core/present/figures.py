@@ -40,8 +40,15 @@ MAX_WIDTH_PX = 1600
 def _fitting_dpi(fig, dpi: float) -> float:
     """``dpi``, or less where the figure's tight box (legends and labels included, which vary by matplotlib
     release) would make its PNG wider than :data:`MAX_WIDTH_PX`."""
-    width = fig.get_tightbbox(fig.canvas.get_renderer()).width + 2 * plt.rcParams["savefig.pad_inches"]
-    return min(dpi, (MAX_WIDTH_PX - 2) / width)
+    original = fig.get_dpi()
+    for _ in range(4):  # text extents change with the dpi they are laid out at: measure again at the new dpi
+        fig.set_dpi(dpi)
+        width = fig.get_tightbbox(fig.canvas.get_renderer()).width + 2 * plt.rcParams["savefig.pad_inches"]
+        if width * dpi <= MAX_WIDTH_PX - 2:
+            break
+        dpi = (MAX_WIDTH_PX - 2) / width * 0.995
+    fig.set_dpi(original)
+    return dpi
 
 
 def save(fig, stem, formats=("png", "pdf"), dpi=120, caption=None) -> list[Path]:

@@ -215,7 +215,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     paper = rep["paper_percentile_error"].values  # (percentile, rho, R)
     rows = _pct_rows(rep)
     n = max(len(rows), 4)
-    fig, axes = plt.subplots(1, len(fams), figsize=(3.9 * len(fams) + 1.9, 0.3 * n + 3.4), squeeze=False,
+    fig, axes = plt.subplots(1, len(fams), figsize=(3.8 * len(fams) + 1.7, 0.3 * n + 3.4), squeeze=False,
                              sharey=True, sharex=True)
     axes = axes[0]
     section = "§6.1 (99.99th) and §6.2 (99.999th percentile)"
