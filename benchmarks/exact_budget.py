@@ -30,6 +30,9 @@ from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve import budget
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _record  # noqa: E402
+
 CELLS = ([(R, rho) for R in (1, 2, 3, 4) for rho in (0.1, 0.5, 0.8, 0.9, 0.95)] + [(5, 0.1), (5, 0.5), (6, 0.3)]
          + [(5, 0.8), (5, 0.9), (5, 0.95), (6, 0.8), (6, 0.85), (6, 0.9), (6, 0.95)])  # the last ones: where the 10 s
 # default budget binds (R <= 6, rho <= 0.95 is the target of issue 24)
@@ -107,24 +110,20 @@ def frontier(measure_edge=True):
     return out
 
 
+def _shipped() -> list[float]:
+    return [budget.SECONDS_PER_STEP_TRANSITION, budget.SECONDS_PER_STATE, budget.SECONDS_FIXED]
+
+
 def main(argv):
     if argv[1:2] == ["frontier"]:
         rows = frontier()
-        rec = {"what": "exact_budget_frontier", "machine": os.uname().nodename, "cpus": os.cpu_count(),
-               "load_average": os.getloadavg(), "budget": budget.DEFAULT_BUDGET, "rows": rows,
-               "shipped": [budget.SECONDS_PER_STEP_TRANSITION, budget.SECONDS_PER_STATE, budget.SECONDS_FIXED]}
-        with open(OUT, "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        _record.append(OUT, "exact_budget_frontier", budget=budget.DEFAULT_BUDGET, rows=rows, shipped=_shipped())
         return
     rows = measure()
     coef = None if argv[1:2] == ["check"] else fit(rows)
     report(rows, coef)
-    rec = {"what": "exact_budget", "machine": os.uname().nodename, "cpus": os.cpu_count(),
-           "load_average": os.getloadavg(), "rows": rows,
-           "fit": None if coef is None else [float(c) for c in coef],
-           "shipped": [budget.SECONDS_PER_STEP_TRANSITION, budget.SECONDS_PER_STATE, budget.SECONDS_FIXED]}
-    with open(OUT, "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    _record.append(OUT, "exact_budget", rows=rows, fit=None if coef is None else [float(c) for c in coef],
+                   shipped=_shipped())
 
 
 if __name__ == "__main__":

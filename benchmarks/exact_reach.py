@@ -39,7 +39,6 @@ and final solve, the chain's construction, numba's import), is 2.3-3.2 CPU-s at 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -52,6 +51,9 @@ import numpy as np
 
 from sojourn.core.checks.timegrid import time_grid
 from sojourn.jsq_ps.solve import exact as current
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _record  # noqa: E402
 
 REFERENCE = "685cf06"  # main before the vectorised kernel and the occupation-measure pruning (issue 36)
 CELLS = ["5:0.9", "5:0.95", "6:0.9", "6:0.95"]
@@ -176,11 +178,9 @@ def main(argv=None):
             ratio = cpu_of["reference"] / cpu_of["current"]
             print(f"   reference/current CPU {ratio:.2f}, max |dF| {dF:.1e}", flush=True)
             rows[-1]["max_abs_cdf_difference"] = rows[-2]["max_abs_cdf_difference"] = dF
-    rec = {"what": "exact_reach", "reference": a.reference, "machine": os.uname().nodename, "cpus": os.cpu_count(),
-           "load_average": os.getloadavg(), "rows": rows, "max_abs_cdf_difference": worst, "tolerance": TOLERANCE,
-           "target": {"seconds": TARGET_SECONDS, "bytes": TARGET_BYTES, "bound": TARGET_BOUND}}
-    with open(OUT, "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    _record.append(OUT, "exact_reach", reference=a.reference, rows=rows, max_abs_cdf_difference=worst,
+                   tolerance=TOLERANCE,
+                   target={"seconds": TARGET_SECONDS, "bytes": TARGET_BYTES, "bound": TARGET_BOUND})
     print(f"largest CDF difference between the routes: {worst:.1e} (must be <= {TOLERANCE:g})")
     return 0 if worst <= TOLERANCE else 1
 
