@@ -172,7 +172,9 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
          "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
          "ref": np.ones((1, n + 1, 1, 1), int)}
     assert plots.errors._colour_range(m, [(0, 0)], [0]) == clip
-    assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"
+    assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"  # within the noise
+    # a difference that counts is never "<0.1" (round 15: bold and framed, it read as self-contradictory)
+    assert (plots.errors._error_text(0.03, True), plots.errors._error_text(-0.004, True)) == ("+0.03", "-0.004")
 
 
 def test_percentile_map_says_counts_by_number_style_and_frame():
@@ -758,3 +760,88 @@ def test_percentile_caption_extreme_names_only_the_cells_that_print_the_same():
     assert "Most above: C* by +1 % at R = 5, ρ = 0.3, the 99th percentile" in text, text
     assert "also at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)" in text, text
     assert "R = 5, ρ = 0.3, 99.999th" not in text and "R = 3, ρ = 0.3, 99th;" not in text, text
+
+
+def _listed(words: str) -> list[str]:
+    """The items of a listing 'a, b and c'."""
+    return [w for part in words.split(", ") for w in part.split(" and ")]
+
+
+def _named_points(text: str) -> list[tuple]:
+    """(name or None, R, ρ, percentile) of each point a percentile-error extreme names after 'also': 'at R = 5, ρ = 0.1
+    and 0.3, 99th' (every combination), 'at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)', 'for C* (…)'."""
+    import re
+
+    out = []
+    for m in re.finditer(r"(?:^|; )(?:at \(([^)]*)\)|for (.+?) \(([^)]*)\)|at ([^;]*))", text):
+        name, body = m.group(2), m.group(1) or m.group(3) or m.group(4)
+        for part in body.split("; "):
+            pm = re.fullmatch(r"R = (.+?), ρ = (.+?), (.+)", part)
+            assert pm, part
+            out += [(name, int(R), float(r), float(p.removesuffix("th"))) for R in _listed(pm.group(1))
+                    for r in _listed(pm.group(2)) for p in _listed(pm.group(3))]
+    return out
+
+
+def _drawn_cells(fig, cmp, lines) -> dict:
+    """{(method label, R, ρ, percentile): the error printed in the cell} of a percentile-error map as drawn."""
+    from matplotlib.text import Text
+
+    Rv, rho = cmp["R"].values.tolist(), cmp["rho"].values.tolist()
+    rows = [(sr.label.split(" (")[0], R) for sr in lines for R in Rv]
+    cells = {}
+    for ax in fig.get_axes():
+        title = ax.get_title()
+        if not title.endswith("th percentile"):
+            continue
+        p = float(title.split("th")[0])
+        for t in ax.texts:
+            x, y = t.get_position()
+            if t.get_text() and type(t) is Text:  # not the row names (annotations beside the panel)
+                name, R = rows[int(y)]
+                cells[(name, R, rho[int(x)], p)] = t.get_text().split("\n")[0]
+    return cells
+
+
+@pytest.mark.parametrize("scales", [
+    {0.5: {"A*": 1.0093, "C*": 1.0112, "exact": 1.0, "T": 1.0031}, 0.6: {"A*": 0.82, "C*": 1.0089, "exact": 1.0,
+                                                                          "T": 1.0004}},
+    {0.5: {"A*": 1.0093, "C*": 0.97, "exact": 1.0, "T": 1.0031}, 0.6: {"A*": 1.0088, "C*": 0.9951, "exact": 1.0,
+                                                                        "T": 1.0092}}])
+def test_percentile_caption_values_are_the_labels_drawn_in_their_cells(monkeypatch, scales):
+    """Round 15: the corrected map's caption named "+1 %" where its cells print +0.9 and +0.5. Every error the caption's
+    extremes and the title name equals the label drawn in the cell it names (the same rounding: +0.9 stays +0.9),
+    and a bold, framed cell never prints "<0.1" (a difference that counts is printed to its first non-zero decimal)."""
+    import re
+
+    cmp, figs = _both_percentile_maps(monkeypatch, scales)
+    fig, cap = figs[1]
+    lines = [s for s in plots.common.series(cmp, "corrected") if s.method != "exact"]
+    cells = _drawn_cells(fig, cmp, lines)
+    assert cells, "no cell labels found"
+    named = 0
+    for claim in cap.findings:
+        text = getattr(claim, "text", claim)
+        m = re.match(r"Most (?:below its reference \(optimistic\)|above): (.+?) by (\S+) % at R = (\d+), ρ = ([\d.]+), "
+                     r"the ([\d.]+)th percentile \([^)]*\)(?:; the same (\S+) % also (.*))?\.$", text)
+        if not m:
+            continue
+        name, val = m.group(1), m.group(2)
+        assert cells[(name, int(m.group(3)), float(m.group(4)), float(m.group(5)))] == val, (text, cells)
+        named += 1
+        if m.group(7):
+            assert m.group(6) == val
+            for who, R, r, p in _named_points(m.group(7)):
+                assert cells[(who or name, R, r, p)] == val, (text, who or name, R, r, p, cells)
+                named += 1
+    assert named >= 2
+    title = fig._suptitle.get_text()
+    others = [sr.label.split(" (")[0] for sr in lines if sr.method != "T"]
+    for _side, val, r, p in re.findall(r"(conservative|optimistic) by up to (\S+) % \(ρ = ([\d.]+), ([\d.]+)th\)",
+                                      title):
+        printed = {v for (n, _, rr, pp), v in cells.items() if n in others and rr == float(r) and pp == float(p)}
+        assert val in printed, (title, printed)
+    bold = [t for ax in fig.get_axes() for t in ax.texts if t.get_fontweight() == "bold"]
+    assert bold and not any(t.get_text().startswith("<0.1") for t in bold)
+    for f, _ in figs:
+        plt.close(f)
