@@ -223,7 +223,7 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
-    assert "red: optimistic" in t1 and "red: optimistic" in t2
+    assert "colour range" not in t1 + t2, "the title does not repeat the colour bar (round 15)"
     # one optimistic hue in both (round 12: orange in one, red in the other), the conservative ends apart
     from sojourn.jsq_ps.plots.errors import palette_cmap
 
@@ -234,10 +234,12 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     # the colour bar is horizontal, its ends named "← … optimistic" and "conservative … →"
     words = [t.get_text() for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None for t in ax.texts]
     assert any(w.startswith("← red: optimistic") for w in words) and any(w.endswith("→") for w in words)
-    # the title's colour range is the colour bar's (−100 % at most below: no error lies below −100 %)
-    bar = next(ax for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None)
-    lo, hi = bar.get_xlim()
-    assert f"colour range {lo:g} to +{hi:g} %" in t1, (t1, lo, hi)
+    # the colour bar states its range (−100 % at most below: no error lies below −100 %)
+    for f in (faith, corr):
+        bar = next(ax for ax in f.get_axes() if getattr(ax, "_colorbar", None) is not None)
+        lo, hi = bar.get_xlim()
+        assert f"colour range {lo:g} to +{hi:g} %" in bar.get_xlabel(), (bar.get_xlabel(), lo, hi)
+        assert any(t.get_text().startswith("← red: optimistic") for t in bar.texts)
     # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
     assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
@@ -703,8 +705,9 @@ def test_percentile_map_corner_dot_lies_inside_its_own_cell(size):
     fig.canvas.draw()
     dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
     assert len(dots) == n_rows * n_cols
+    assert all(d.get_markersize() >= 6 for d in dots), "visible at page size (round 15: 5 pt read as tiny)"
     px = fig.dpi / 72.0
-    radius = (plots.common._SIM_DOT["ms"] / 2 + plots.common._SIM_DOT["mew"] / 2) * px
+    radius = (plots.errors.MAP_DOT["ms"] / 2 + plots.errors.MAP_DOT["mew"] / 2) * px
     inset = plots.errors.SIG_FRAME["inset"]
     for r in range(n_rows):
         for j in range(n_cols):

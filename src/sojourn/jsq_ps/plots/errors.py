@@ -167,8 +167,11 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     return kinds
 
 
+#: the corner dot of a map cell set against the simulation: larger than the figures' common dot (round 15: tiny at
+#: page size), with its white ring
+MAP_DOT = {**_SIM_DOT, "ms": 6.5}
 #: the gap in points between the corner dot (with its white ring) and its cell's frame
-SIM_DOT_GAP = 2.5
+SIM_DOT_GAP = 1.5
 
 
 def _sim_dot_at(ax, r, j) -> tuple:
@@ -178,7 +181,7 @@ def _sim_dot_at(ax, r, j) -> tuple:
     the R = 10 rows, touching the neighbouring cell). Rows run downwards (the map's origin is upper)."""
     from matplotlib.transforms import offset_copy
 
-    d = _SIM_DOT["ms"] / 2 + _SIM_DOT["mew"] / 2 + SIM_DOT_GAP
+    d = MAP_DOT["ms"] / 2 + MAP_DOT["mew"] / 2 + SIM_DOT_GAP
     at = offset_copy(ax.transData, fig=ax.figure, x=-d, y=-d if ax.yaxis_inverted() else d, units="points")
     edge = 0.5 - SIG_FRAME["inset"]
     return [j + edge], [r - edge if ax.yaxis_inverted() else r + edge], {"transform": at}
@@ -189,7 +192,7 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     italic within the noise) and CI."""
     if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
         x, y, at = _sim_dot_at(ax, r, j)
-        ax.plot(x, y, **_SIM_DOT, **at, zorder=4)
+        ax.plot(x, y, **MAP_DOT, **at, zorder=4)
     if not (small and np.isfinite(v)):
         return
     txt = _error_text(v, significant)
@@ -271,7 +274,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
                                     [P[k] for k in check], clip, PALETTES[palette])
-    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown], clip, PALETTES[palette][1]), fontsize=10,
+    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown]), fontsize=10,
                  y=1.0, va="bottom")
     return common.save(fig, stem, caption=cap, **kw)
 
@@ -281,7 +284,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
 _FAMILIES = (("A–C", ("A", "B", "C")), ("D–F", ("D", "E", "F")))
 
 
-def _pe_title(a, lines, what, service, shown, clip, below) -> str:
+def _pe_title(a, lines, what, service, shown) -> str:
     """The percentile-error map's title: what it shows with its colour range, and its findings from the drawn points:
     T never significantly optimistic (how many of its negative errors lie within the noise) or at how many points;
     for the paper's A–F one headline per family (:data:`_FAMILIES`): its most conservative and most optimistic
@@ -321,8 +324,7 @@ def _pe_title(a, lines, what, service, shown, clip, below) -> str:
             head.append(f"{fam} are within the reference's noise")
     head = [h[0].upper() + h[1:] for h in head]
     return (f"Tail-percentile error of {what} against the best reference ({service} service)"
-            + "".join(f"\n{h}" for h in head)
-            + f"\n(colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic)")
+            + "".join(f"\n{h}" for h in head))  # the colour range and sides: on the colour bar (round 15)
 
 
 def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue")) -> None:
@@ -368,7 +370,7 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
                       f"time step Δt = {dt:g}\nof exact (so the same % counts at a long percentile and not at a short "
                       "one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
-        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
+        handles.append(Line2D([], [], **{**MAP_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
     for h in sh:
