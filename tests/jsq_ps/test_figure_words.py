@@ -188,3 +188,22 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
     assert set(got) == {"A* ≈ C*", "D", "T"}
     assert got["D"] == "#d62728" and got["A* ≈ C*"] == "#8c564b"
     plt.close(fig)
+
+
+def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
+    """Round 15: the title was a question. It states the answer, counted from the recommendation as the caption counts
+    it: exact at how many of all points, T where exact is over budget, none at how many."""
+    c = cmp.copy(deep=True)
+    rec = c["recommended"].values.astype(object)
+    flat = rec.reshape(-1)
+    flat[0], flat[-1] = "T", "simulate"
+    c["recommended"] = (c["recommended"].dims, flat.reshape(rec.shape))
+    plots.recommended_map(c, "unused")
+    (fig, cap), = drawn
+    title = fig._suptitle.get_text()
+    r = c["recommended"].values.astype(str)
+    n_exact, n_t, n_sim = (int((r == m).sum()) for m in ("exact", "T", "simulate"))
+    assert f"exact at {n_exact} of {r.size} points" in title, title
+    assert f"T where exact is over budget ({n_t})" in title and f"none at {n_sim} (" in title, title
+    assert "?" not in title and not title.startswith("Which")
+    assert f"exact at {n_exact}" in cap.findings[0].text

@@ -112,8 +112,9 @@ def test_T_in_the_maps(data, drawn):
         for lg in rec.legends
         for h, t in zip(lg.legend_handles, lg.get_texts(), strict=True)
     }
-    assert "T (conservative tail chain)" in patches and "exact" in patches
-    assert mcolors.to_rgba(patches["T (conservative tail chain)"].get_facecolor()) == TAIL_RGBA
+    tail = plots.maps.TAIL_BOUND  # "T (bound, …)": apart from the sojourn time (round 15)
+    assert tail.startswith("T (bound") and tail in patches and "exact" in patches
+    assert mcolors.to_rgba(patches[tail].get_facecolor()) == TAIL_RGBA
     # T's entry says why (exact over budget) and its margin over exact, from the data
     text = next(t.get_text() for lg in rec.legends for t in lg.get_texts() if t.get_text().startswith("T ("))
     assert "over budget" in text and "above it where both ran" in text

@@ -32,7 +32,6 @@ from .common import (
     EXPONENTIAL,
     RULE,
     TAIL,
-    TAIL_LABEL,
     _cells_text,
     _groups,
     _label,
@@ -200,6 +199,10 @@ def _tie_sentence(b, rho, Rv) -> str:
         where = listing([f"R = {R} (ρ = {listing(r)})" for R, r in cells.items()])
         parts.append(f"{listing(names.split('·'))} at {where}")
     return "Tied methods: " + "; ".join(parts) + "."
+
+
+#: method T in the maps' legends: "T (bound)", apart from the sojourn time (round 15: both read "T")
+TAIL_BOUND = f"{TAIL} (bound, the conservative tail chain)"
 
 
 #: the "∅ A*" badge at the top of a best-map cell where a candidate did not run: the same box in the legend
@@ -461,9 +464,28 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     fig.tight_layout()
     handles, labels = _recommended_legend(cmp, c, names, rec, short, none, beyond)
     _legend_below(fig, handles, labels, ncol=1, fontsize=8)
-    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
-                 va="bottom")
+    fig.suptitle(f"Method to use per tail percentile ({service} service)\n{_recommended_answer(rec, beyond)}",
+                 fontsize=10.5, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+
+
+def _recommended_answer(rec, beyond) -> str:
+    """The recommended map's answer, counted from ``rec`` as the caption counts it (round 15: the title was a
+    question): 'exact at 110 of 140 points, T where exact is over budget (20), none at 10 (▶)'."""
+    from ..compare import SIMULATE
+
+    counts = {m: int((rec == m).sum()) for m in sorted(set(rec.ravel().tolist())) if m}
+    n = sum(counts.values())
+    parts = []
+    for m in sorted((m for m in counts if m != SIMULATE), key=lambda m: (m != "exact", -counts[m])):
+        if m == TAIL and "exact" in counts:
+            parts.append(f"{TAIL} where exact is over budget ({counts[m]})")
+        else:
+            parts.append(f"{m} at {counts[m]}" + ("" if parts else f" of {n} points"))
+    if SIMULATE in counts:
+        at = rec == SIMULATE
+        parts.append(f"none at {counts[SIMULATE]}" + (" (▶)" if beyond[at].all() else " (simulate)"))
+    return ", ".join(parts)
 
 
 def _identical_panels(n, arrays) -> list[list[int]]:
@@ -495,11 +517,11 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
         ok = np.isfinite(d) & np.isfinite(xe) & (xe > 0)
         hi = float((d[ok] / xe[ok]).max()) if ok.any() else float("nan")
         n_below = int((d[ok] < -float(cmp.attrs.get("time_step", 0.01)) * (1 + 1e-6)).sum())
-        words[TAIL] = (f"{TAIL_LABEL}: where exact is over budget; "
+        words[TAIL] = (f"{TAIL_BOUND}: where exact is over budget; "
                        + ("never below exact" if n_below == 0 else f"below exact at {n_below} points")
                        + f",\nat most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
-                       f"{TAIL_LABEL}: where exact is over budget")
-    labels = [words.get(m, TAIL_LABEL if m == TAIL else m) for m in names]
+                       f"{TAIL_BOUND}: where exact is over budget")
+    labels = [words.get(m, TAIL_BOUND if m == TAIL else m) for m in names]
     if none.any():
         handles.append(Patch(facecolor="w", edgecolor="0.35", hatch="////"))
         labels.append("simulate: no method is accurate without underestimating the percentile")
