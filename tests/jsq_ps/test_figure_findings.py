@@ -172,7 +172,9 @@ def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip)
          "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
          "ref": np.ones((1, n + 1, 1, 1), int)}
     assert plots.errors._colour_range(m, [(0, 0)], [0]) == clip
-    assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"
+    assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"  # within the noise
+    # a difference that counts is never "<0.1" (round 15: bold and framed, it read as self-contradictory)
+    assert (plots.errors._error_text(0.03, True), plots.errors._error_text(-0.004, True)) == ("+0.03", "-0.004")
 
 
 def test_percentile_map_says_counts_by_number_style_and_frame():
@@ -221,7 +223,7 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     (faith, _), (corr, cap) = figs
     assert plots.PALETTES["faithful"][0] != plots.PALETTES["corrected"][0]
     t1, t2 = faith._suptitle.get_text(), corr._suptitle.get_text()
-    assert "red: optimistic" in t1 and "red: optimistic" in t2
+    assert "colour range" not in t1 + t2, "the title does not repeat the colour bar (round 15)"
     # one optimistic hue in both (round 12: orange in one, red in the other), the conservative ends apart
     from sojourn.jsq_ps.plots.errors import palette_cmap
 
@@ -232,10 +234,12 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
     # the colour bar is horizontal, its ends named "← … optimistic" and "conservative … →"
     words = [t.get_text() for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None for t in ax.texts]
     assert any(w.startswith("← red: optimistic") for w in words) and any(w.endswith("→") for w in words)
-    # the title's colour range is the colour bar's (−100 % at most below: no error lies below −100 %)
-    bar = next(ax for ax in faith.get_axes() if getattr(ax, "_colorbar", None) is not None)
-    lo, hi = bar.get_xlim()
-    assert f"colour range {lo:g} to +{hi:g} %" in t1, (t1, lo, hi)
+    # the colour bar states its range (−100 % at most below: no error lies below −100 %)
+    for f in (faith, corr):
+        bar = next(ax for ax in f.get_axes() if getattr(ax, "_colorbar", None) is not None)
+        lo, hi = bar.get_xlim()
+        assert f"colour range {lo:g} to +{hi:g} %" in bar.get_xlabel(), (bar.get_xlabel(), lo, hi)
+        assert any(t.get_text().startswith("← red: optimistic") for t in bar.texts)
     # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
     assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
@@ -701,8 +705,9 @@ def test_percentile_map_corner_dot_lies_inside_its_own_cell(size):
     fig.canvas.draw()
     dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
     assert len(dots) == n_rows * n_cols
+    assert all(d.get_markersize() >= 6 for d in dots), "visible at page size (round 15: 5 pt read as tiny)"
     px = fig.dpi / 72.0
-    radius = (plots.common._SIM_DOT["ms"] / 2 + plots.common._SIM_DOT["mew"] / 2) * px
+    radius = (plots.errors.MAP_DOT["ms"] / 2 + plots.errors.MAP_DOT["mew"] / 2) * px
     inset = plots.errors.SIG_FRAME["inset"]
     for r in range(n_rows):
         for j in range(n_cols):
@@ -758,3 +763,88 @@ def test_percentile_caption_extreme_names_only_the_cells_that_print_the_same():
     assert "Most above: C* by +1 % at R = 5, ρ = 0.3, the 99th percentile" in text, text
     assert "also at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)" in text, text
     assert "R = 5, ρ = 0.3, 99.999th" not in text and "R = 3, ρ = 0.3, 99th;" not in text, text
+
+
+def _listed(words: str) -> list[str]:
+    """The items of a listing 'a, b and c'."""
+    return [w for part in words.split(", ") for w in part.split(" and ")]
+
+
+def _named_points(text: str) -> list[tuple]:
+    """(name or None, R, ρ, percentile) of each point a percentile-error extreme names after 'also': 'at R = 5, ρ = 0.1
+    and 0.3, 99th' (every combination), 'at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)', 'for C* (…)'."""
+    import re
+
+    out = []
+    for m in re.finditer(r"(?:^|; )(?:at \(([^)]*)\)|for (.+?) \(([^)]*)\)|at ([^;]*))", text):
+        name, body = m.group(2), m.group(1) or m.group(3) or m.group(4)
+        for part in body.split("; "):
+            pm = re.fullmatch(r"R = (.+?), ρ = (.+?), (.+)", part)
+            assert pm, part
+            out += [(name, int(R), float(r), float(p.removesuffix("th"))) for R in _listed(pm.group(1))
+                    for r in _listed(pm.group(2)) for p in _listed(pm.group(3))]
+    return out
+
+
+def _drawn_cells(fig, cmp, lines) -> dict:
+    """{(method label, R, ρ, percentile): the error printed in the cell} of a percentile-error map as drawn."""
+    from matplotlib.text import Text
+
+    Rv, rho = cmp["R"].values.tolist(), cmp["rho"].values.tolist()
+    rows = [(sr.label.split(" (")[0], R) for sr in lines for R in Rv]
+    cells = {}
+    for ax in fig.get_axes():
+        title = ax.get_title()
+        if not title.endswith("th percentile"):
+            continue
+        p = float(title.split("th")[0])
+        for t in ax.texts:
+            x, y = t.get_position()
+            if t.get_text() and type(t) is Text:  # not the row names (annotations beside the panel)
+                name, R = rows[int(y)]
+                cells[(name, R, rho[int(x)], p)] = t.get_text().split("\n")[0]
+    return cells
+
+
+@pytest.mark.parametrize("scales", [
+    {0.5: {"A*": 1.0093, "C*": 1.0112, "exact": 1.0, "T": 1.0031}, 0.6: {"A*": 0.82, "C*": 1.0089, "exact": 1.0,
+                                                                          "T": 1.0004}},
+    {0.5: {"A*": 1.0093, "C*": 0.97, "exact": 1.0, "T": 1.0031}, 0.6: {"A*": 1.0088, "C*": 0.9951, "exact": 1.0,
+                                                                        "T": 1.0092}}])
+def test_percentile_caption_values_are_the_labels_drawn_in_their_cells(monkeypatch, scales):
+    """Round 15: the corrected map's caption named "+1 %" where its cells print +0.9 and +0.5. Every error the caption's
+    extremes and the title name equals the label drawn in the cell it names (the same rounding: +0.9 stays +0.9),
+    and a bold, framed cell never prints "<0.1" (a difference that counts is printed to its first non-zero decimal)."""
+    import re
+
+    cmp, figs = _both_percentile_maps(monkeypatch, scales)
+    fig, cap = figs[1]
+    lines = [s for s in plots.common.series(cmp, "corrected") if s.method != "exact"]
+    cells = _drawn_cells(fig, cmp, lines)
+    assert cells, "no cell labels found"
+    named = 0
+    for claim in cap.findings:
+        text = getattr(claim, "text", claim)
+        m = re.match(r"Most (?:below its reference \(optimistic\)|above): (.+?) by (\S+) % at R = (\d+), ρ = ([\d.]+), "
+                     r"the ([\d.]+)th percentile \([^)]*\)(?:; the same (\S+) % also (.*))?\.$", text)
+        if not m:
+            continue
+        name, val = m.group(1), m.group(2)
+        assert cells[(name, int(m.group(3)), float(m.group(4)), float(m.group(5)))] == val, (text, cells)
+        named += 1
+        if m.group(7):
+            assert m.group(6) == val
+            for who, R, r, p in _named_points(m.group(7)):
+                assert cells[(who or name, R, r, p)] == val, (text, who or name, R, r, p, cells)
+                named += 1
+    assert named >= 2
+    title = fig._suptitle.get_text()
+    others = [sr.label.split(" (")[0] for sr in lines if sr.method != "T"]
+    for _side, val, r, p in re.findall(r"(conservative|optimistic) by up to (\S+) % \(ρ = ([\d.]+), ([\d.]+)th\)",
+                                      title):
+        printed = {v for (n, _, rr, pp), v in cells.items() if n in others and rr == float(r) and pp == float(p)}
+        assert val in printed, (title, printed)
+    bold = [t for ax in fig.get_axes() for t in ax.texts if t.get_fontweight() == "bold"]
+    assert bold and not any(t.get_text().startswith("<0.1") for t in bold)
+    for f, _ in figs:
+        plt.close(f)

@@ -100,7 +100,10 @@ def test_best_map_marks_a_method_that_did_not_run(cmp, drawn):
     marks = [t for t in ax.texts if t.get_text().startswith("∅")]
     assert [t.get_text() for t in marks] == ["∅ A*"] and marks[0].get_position()[0] == 1
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert any(t.startswith("∅ A* badge") and "not one that beat it" in t for t in legend), legend
+    assert any(t.startswith("at a cell's top: A* did not run") and "not one that beat it" in t for t in legend), legend
+    # the legend draws the badge as in the cell: its text in the same box (round 15: a large bold ∅)
+    badges = [h for lg in fig.legends for h in lg.legend_handles if hasattr(h, "get_bbox_patch")]
+    assert [h.get_text() for h in badges] == ["∅ A*"] and badges[0].get_bbox_patch() is not None
     assert not [p for p in ax.patches if p.get_hatch()]  # the badge alone: no hatch on top of it (round 13)
     assert "did not run at 1 cell." in fig._suptitle.get_text()
     finding = next(f for f in cap.findings if "no competitor" in f.text)
@@ -155,7 +158,19 @@ def test_best_map_ties_name_their_count_and_sim_cells_are_framed(cmp, drawn):
     assert len(frames) == vs_sim
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
     if (b["best"] == "T").any() and not b["tie"][b["best"] == "T"].all():
-        assert any(t.startswith("T: conservative bound") for t in legend)
+        assert any(t.startswith("T (bound):") for t in legend)
+    assert not any("A–F: the paper's methods" in t for t in legend), "in the caption, not the legend (round 15)"
+    assert "A–F: the paper's methods" in " ".join(cap.how)
+
+
+def test_best_map_title_names_who_lies_on_exact_from_the_ties():
+    """Round 15: the title said "R = 1 … so all tie" where only 3–5 candidates tie: the row's words name the methods
+    tied in every cell of the row (within the resolution of exact), and no others."""
+    b = {"best": np.array([["A*", "A*"], ["A*", "A*"]], object), "tie": np.array([[True, True], [False, True]]),
+         "tied": np.array([["D·E·A*·C*·T", "A*·C*·T"], ["A*", "A*·C*"]], object),
+         "W_best": np.array([[0.0, 0.0005], [0.0, 0.0]]), "w_tie": 0.001,
+         "candidates": ["A", "D", "E", "A*", "C*", "T"]}
+    assert plots.maps._exact_row_words(b, [1, 2]) == ["R = 1: A*, C* and T lie on exact, so no clear winner"]
 
 
 def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
@@ -171,5 +186,25 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
     plots.cdf._end_labels(ax, lines, 1 / 30, 30)
     got = {t.get_text(): mcolors.to_hex(t.get_color()) for t in ax.texts}
     assert set(got) == {"A* ≈ C*", "D", "T"}
-    assert got["D"] == "#d62728" and got["A* ≈ C*"] == "#8c564b"
+    # a shared label in a neutral colour (round 15: "D ≈ E ≈ F" in D's red read as D alone)
+    assert got["D"] == "#d62728" and got["A* ≈ C*"] == mcolors.to_hex(plots.cdf._MERGED_LABEL)
     plt.close(fig)
+
+
+def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
+    """Round 15: the title was a question. It states the answer, counted from the recommendation as the caption counts
+    it: exact at how many of all points, T where exact is over budget, none at how many."""
+    c = cmp.copy(deep=True)
+    rec = c["recommended"].values.astype(object)
+    flat = rec.reshape(-1)
+    flat[0], flat[-1] = "T", "simulate"
+    c["recommended"] = (c["recommended"].dims, flat.reshape(rec.shape))
+    plots.recommended_map(c, "unused")
+    (fig, cap), = drawn
+    title = fig._suptitle.get_text()
+    r = c["recommended"].values.astype(str)
+    n_exact, n_t, n_sim = (int((r == m).sum()) for m in ("exact", "T", "simulate"))
+    assert f"exact at {n_exact} of {r.size} points" in title, title
+    assert f"T where exact is over budget ({n_t})" in title and f"none at {n_sim} (" in title, title
+    assert "?" not in title and not title.startswith("Which")
+    assert f"exact at {n_exact}" in cap.findings[0].text

@@ -97,7 +97,8 @@ def test_T_in_the_cdf_of_a_cell(data, drawn):
     plots.cdf_cell(sim, approx, 2, 0.6, "unused", cmp=cmp)
     (fig,) = drawn
     # the legend names T with its W against the reference (the body panel draws differences from it)
-    assert _has_tail_line(fig) and any(t.startswith("T (conservative tail chain)") for t in _legend_texts(fig))
+    # "T (bound)": apart from the sojourn time S (round 15: both read "T")
+    assert _has_tail_line(fig) and any(t.startswith("T (bound): W") for t in _legend_texts(fig))
 
 
 def test_T_in_the_maps(data, drawn):
@@ -112,8 +113,9 @@ def test_T_in_the_maps(data, drawn):
         for lg in rec.legends
         for h, t in zip(lg.legend_handles, lg.get_texts(), strict=True)
     }
-    assert "T (conservative tail chain)" in patches and "exact" in patches
-    assert mcolors.to_rgba(patches["T (conservative tail chain)"].get_facecolor()) == TAIL_RGBA
+    tail = plots.maps.TAIL_BOUND  # "T (bound, …)": apart from the sojourn time (round 15)
+    assert tail.startswith("T (bound") and tail in patches and "exact" in patches
+    assert mcolors.to_rgba(patches[tail].get_facecolor()) == TAIL_RGBA
     # T's entry says why (exact over budget) and its margin over exact, from the data
     text = next(t.get_text() for lg in rec.legends for t in lg.get_texts() if t.get_text().startswith("T ("))
     assert "over budget" in text and "above it where both ran" in text
@@ -257,3 +259,30 @@ def test_cdf_body_differences_are_0_at_t_0_and_the_legend_names_the_undrawn(data
     texts = _legend_texts(fig)
     if hidden:
         assert any("not drawn" in t and hidden[0] in t for t in texts)
+
+
+def test_cdf_figure_names_the_sojourn_time_S_and_reads_in_line_order(drawn):
+    """Round 15: the sojourn time and method T both read "T" — the axes name P(S ≤ t) / P(S > t), T is "T (bound)";
+    the ratio panel says it is a ratio of probabilities, not of percentiles, and draws the simulation's CI band only
+    where it lies within ×2 of the ratio; the legend reads row by row in the order of its entries."""
+    from types import SimpleNamespace
+
+    from matplotlib.collections import PolyCollection
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=compare(sim, approx, {"percentiles": [99.0], "n_resamples": 50}))
+    (fig,) = drawn
+    words = " ".join([ax.get_ylabel() + " " + ax.get_xlabel() + " " + ax.get_title() for ax in fig.get_axes()]
+                     + [fig._suptitle.get_text()])
+    assert "P(S > t)" in words and "P(T" not in words and "S: the sojourn time" in words
+    ratio = fig.get_axes()[-1]
+    assert "not of percentiles" in ratio.get_title()
+    band = [p for p in ratio.collections if isinstance(p, PolyCollection)]
+    assert band and all(p.get_alpha() < 0.45 for p in band), "lighter than in the tail panel"
+    lo_hi = np.array([[1.0, 0.4], [1.0, 0.6], [0.5, 0.2]])  # (ratio, CI half-width): within ×2, beyond, within
+    assert plots.cdf._ratio_band(lo_hi[:, 0], lo_hi[:, 1]).tolist() == [True, False, True]
+    assert plots.cdf._row_major(list(range(9)), 4) == [0, 4, 8, 1, 5, 2, 6, 3, 7]
+    # T's start below 0 is named in its entry, as computed (its margin by design)
+    c = SimpleNamespace(same=[], w_ref=None, steep={"T": (-0.0093, 0.24)})
+    label = plots.cdf._cdf_label(c, plots.common.tail_series(), {})
+    assert label == "T (bound) (-0.009 near t = 0: margin by design)", label

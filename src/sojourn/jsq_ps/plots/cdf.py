@@ -104,11 +104,12 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
                      ("body", "tail"))
     c.under = {m for m in covered if m != "exact"}  # exact is the wide light line anyway
     _cdf_body(ax1, c, body, n1, x1)
+    c.steep = _steep_points(c, body, x1)  # T's start below 0, named in its legend entry (round 15)
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     if c.use_exact:
         _cdf_ratio(axes[2], c, n2, x2)
     for ax in axes:
-        ax.set_xlabel(f"sojourn time t ({TIME_UNITS})", fontsize=9.5)
+        ax.set_xlabel(f"t ({TIME_UNITS}); S: the sojourn time", fontsize=9.5)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     shown = [m for sr in c.lines for m in sr.members]
@@ -121,7 +122,8 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
         if names:
             h.append(Line2D([], [], ls="none"))
             lab.append(f"{listing(names)}: {words}")
-    _legend_below(fig, h, lab, ncol=_balanced_ncol(len(lab)), fontsize=9.5)
+    k = _balanced_ncol(len(lab), choices=(4, 3))  # no wider than the panels (five columns shrank the PNG)
+    _legend_below(fig, _row_major(h, k), _row_major(lab, k), ncol=k, fontsize=9.5)
     cap = _cdf_caption(cmp, c, R, float(rho), service, x1, hidden, not_run)
     if steep := _steep_start(c, body, x1):
         cap.how.append(steep)
@@ -131,6 +133,15 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     fig.suptitle(f"Sojourn-time distribution at R = {R}, ρ = {float(rho):.2f} ({service} service)"
                  + (f"\n{head}" if head else ""), fontsize=10.5, y=1.0, va="bottom")
     return common.save(fig, stem, caption=cap, **kw)
+
+
+def _row_major(items, ncol) -> list:
+    """``items`` reordered so that a legend of ``ncol`` columns (matplotlib fills column by column, the first columns
+    one longer) reads them row by row, left to right (round 15: the six-column legend did not read in line order)."""
+    n = len(items)
+    rows = -(-n // ncol) if n else 0
+    full = n - (rows - 1) * ncol  # the columns with an entry in the last row
+    return [items[i * ncol + j] for j in range(ncol) for i in range(rows if j < full else rows - 1)]
 
 
 #: a corrected chain or T is drawn as one line with exact where its CDF is within this of exact's at every t and its
@@ -244,6 +255,9 @@ def _cdf_lines(c) -> list:
     return lines
 
 
+#: method T in the CDF figures' legends, apart from the sojourn time S (round 15: both read "T")
+TAIL_BOUND = f"{TAIL} (bound)"
+
 #: the body's method curves are smoothed over this share of the drawn points: their CDFs are stored with 12
 #: significant bits (sojourn.jsq_ps.storage), whose rounding (≤ 1.2e-4) would show as steps at a ±0.005 scale
 _SMOOTH_SHARE = 1 / 150
@@ -275,29 +289,40 @@ def _cdf_body(ax, c, body, n1, x1) -> None:
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlim(0, x1)
     ref = "exact" if c.use_exact else "simulated"
-    ax.set_ylabel(f"P(T ≤ t) − {ref} P(T ≤ t)", fontsize=9.5)
-    ax.set_title(f"body: each CDF minus {ref}'s (> 0: optimistic; area to 0 = W)", fontsize=10)
+    ax.set_ylabel(f"P(S ≤ t) − {ref} P(S ≤ t)", fontsize=9.5)
+    ax.set_title(f"body: each CDF minus {ref}'s\n(> 0: optimistic; area to 0 = W)", fontsize=10)
 
 
 #: a body curve "starts steeply" where it reaches half its largest |value| within this share of the body window
 _STEEP_SHARE = 0.005
 
 
-def _steep_start(c, body, x1) -> str:
-    """The caption's note on body curves that leave 0 within :data:`_STEEP_SHARE` of the window (every curve is 0 at
-    t = 0, but at the panel's scale such a curve seems to start away from 0): which, how far, by when; '' if none."""
+def _steep_points(c, body, x1) -> dict:
+    """{method: (value, t)} of the body curves that leave 0 within :data:`_STEEP_SHARE` of the window (at least half
+    their largest |value| there): the value they reach there and when."""
     t = c.t[:len(next(iter(body.values())))]
     near = t <= _STEEP_SHARE * x1
-    out = []
+    out = {}
     for sr in (sr for sr in c.lines if sr.method != "exact" and sr.method not in c.same):
         y = np.nan_to_num(body[sr.method])
         top = np.abs(y).max(initial=0.0)
         k = np.nonzero(near & (np.abs(y) >= 0.5 * top))[0] if top > 0 else []
         if len(k):
             j = int(k[np.argmax(np.abs(y[k]))])
-            out.append(f"{sr.label} reaches {y[j]:+.2g} by t = {t[j]:.2g}"
+            out[sr.method] = (float(y[j]), float(t[j]))
+    return out
+
+
+def _steep_start(c, body, x1) -> str:
+    """The caption's note on body curves that leave 0 within :data:`_STEEP_SHARE` of the window (every curve is 0 at
+    t = 0, but at the panel's scale such a curve seems to start away from 0): which, how far, by when; '' if none."""
+    out, steep = [], _steep_points(c, body, x1)
+    for sr in c.lines:
+        if sr.method in steep:
+            y, tj = steep[sr.method]
+            out.append(f"{sr.label} reaches {y:+.2g} by t = {tj:.2g}"
                        + (f" (by design: T's survival carries a relative margin of {_T_FLOOR:g} above its best "
-                          f"estimate, so its CDF lies about {_T_FLOOR:g}·P(T > t) below, most right after 0)"
+                          f"estimate, so its CDF lies about {_T_FLOOR:g}·P(S > t) below, most right after 0)"
                           if sr.method == TAIL else ""))
     if not out:
         return ""
@@ -317,20 +342,35 @@ def _body_range(c, body) -> tuple[float, float, float]:
 _SIM_GREY = "0.2"
 
 
-def _sim_tail(ax, c, t, y, ci=None) -> list:
+#: the ratio panel draws the simulation's CI band only where it lies within this factor of the simulated ratio
+#: (round 15: a band from ×0.3 to ×1.7 was the panel's most prominent object), lighter than in the tail panel
+_RATIO_CI_WITHIN = 2.0
+_BAND_ALPHA = {"tail": 0.45, "ratio": 0.25}
+
+
+def _sim_tail(ax, c, t, y, ci=None, where=None, alpha=_BAND_ALPHA["tail"]) -> list:
     """The pooled simulation where it is a reference (at least TAIL_MIN customers per replication beyond t; nothing
-    beyond): a near-black line with open circles (visible on top of exact) and its 95 % CI band; the handles."""
+    beyond): a near-black line with open circles (visible on top of exact) and its 95 % CI band (only where
+    ``where`` holds, if given); the handles."""
     good = c.reliable[:len(t)]
     out = [ax.plot(t, np.where(good, y, np.nan), color=_SIM_GREY, lw=1.0, marker="o", ms=3.2, mfc="white",
                    mew=0.8, markevery=0.045, zorder=6)[0]]
     if ci is not None and c.k > 1:
-        lo, hi = (np.where(good, v, np.nan) for v in ci)
-        out.append(ax.fill_between(t, lo, hi, color="0.45", alpha=0.45, lw=0, zorder=1))
+        band = good & (True if where is None else where)
+        lo, hi = (np.where(band, v, np.nan) for v in ci)
+        out.append(ax.fill_between(t, lo, hi, color="0.45", alpha=alpha, lw=0, zorder=1))
     return out
 
 
+def _ratio_band(sim, ci) -> np.ndarray:
+    """Where the ratio panel draws the simulation's CI band: within ×:data:`_RATIO_CI_WITHIN` of the ratio on both
+    sides."""
+    with np.errstate(invalid="ignore"):
+        return (sim - ci >= sim / _RATIO_CI_WITHIN) & (sim + ci <= sim * _RATIO_CI_WITHIN)
+
+
 def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
-    """The tail panel: P(T > t) on a log scale, exact wide and light underneath (with the lines drawn as one with it —
+    """The tail panel: P(S > t) on a log scale, exact wide and light underneath (with the lines drawn as one with it —
     T dash-dot on it — under one legend entry that names them: one pink swatch, one entry), the other methods on top,
     the pooled simulation with its 95 % CI where it is a reference (:func:`_sim_tail`). Returns the legend's
     (handles, labels)."""
@@ -361,8 +401,8 @@ def _cdf_tail(ax, c, n2, x2, labels) -> tuple[list, list]:
     ax.set_xlim(0, x2)
     ax.set_yscale("log")
     ax.set_ylim(1e-6, 1.0)
-    ax.set_ylabel("P(T > t)", fontsize=9.5)
-    ax.set_title(f"tail: P(T > t); the simulation is a reference up to t ≈ {c.t_end:.3g}", fontsize=10)
+    ax.set_ylabel("P(S > t)", fontsize=9.5)
+    ax.set_title(f"tail: P(S > t)\n(the simulation is a reference up to t ≈ {c.t_end:.3g})", fontsize=10)
     return handles, names
 
 
@@ -382,7 +422,7 @@ def _ratio_range(series) -> tuple[float, float]:
 
 
 def _cdf_ratio(ax, c, n2, x2) -> None:
-    """The tail-ratio panel (exact is the reference): each separately drawn method's P(T > t) over exact's, on a log
+    """The tail-ratio panel (exact is the reference): each separately drawn method's P(S > t) over exact's, on a log
     scale, where exact's survival is at least 1e-6; the simulation's (with its CI) where it is a reference. Lines
     that are near-identical in the tail panel come apart here."""
     t = c.t[:n2]
@@ -399,8 +439,9 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ax.axhline(1.0, color=_EXACT_COLOR, lw=4.0, alpha=0.45, zorder=2)
     for sr, r in ratio.items():
         ax.plot(t, np.clip(r, 1e-9, None), color=sr.color, **_cdf_style(sr, c))
-    _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci))
-    good = c.reliable[:n2] & (c.k > 1)
+    inside = _ratio_band(sim, ci)
+    _sim_tail(ax, c, t, sim, (np.clip(sim - ci, 1e-9, None), sim + ci), where=inside, alpha=_BAND_ALPHA["ratio"])
+    good = c.reliable[:n2] & (c.k > 1) & inside
     band = [v[good] for v in (sim - ci, sim + ci)]  # the simulation's CI band where drawn: never cut
     lo, hi = _ratio_range(list(ratio.values()) + band)
     ax.set_yscale("log")
@@ -415,8 +456,13 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     exact_name = "exact" + ((" = corrected chains" if every else " = " + listing(on)) if on else "")
     _end_labels(ax, [(exact_name, _EXACT_COLOR, np.where(keep, 1.0, np.nan))]
                 + [(sr.method, sr.color, r) for sr, r in ratio.items()], lo, hi)
-    ax.set_ylabel("P(T > t) / exact's", fontsize=9.5)
-    ax.set_title("tail ratio to exact: above 1 = conservative", fontsize=10)
+    ax.set_ylabel("P(S > t) / exact's", fontsize=9.5)
+    ax.set_title("tail ratio to exact: above 1 = conservative\n(a ratio of probabilities, not of percentiles)",
+                 fontsize=10)
+
+
+#: the colour of a ratio end label shared by several lines ("D ≈ E ≈ F"): neutral, not the first line's (round 15)
+_MERGED_LABEL = "0.3"
 
 
 def _end_labels(ax, ratio, lo, hi) -> None:
@@ -443,7 +489,7 @@ def _end_labels(ax, ratio, lo, hi) -> None:
     for g, y in zip(groups, ys, strict=True):
         ax.annotate(" ≈ ".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
                     xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=9,
-                    fontweight="bold", color=g[0][2], annotation_clip=False)
+                    fontweight="bold", color=g[0][2] if len(g) == 1 else _MERGED_LABEL, annotation_clip=False)
 
 
 def _cdf_label(c, sr, covered) -> str:
@@ -456,10 +502,12 @@ def _cdf_label(c, sr, covered) -> str:
                  else " and ".join(x.label for x in named if x.method != TAIL))
         words = " + ".join(w for w in (words, TAIL if TAIL in c.same else "") if w)
         return f"exact (the reference) = {words}: {_w_words(c, c.same)}"
-    text = sr.label
+    text = TAIL_BOUND if sr.method == TAIL else sr.label
     w = _w_words(c, [sr.method])
     if w and not (sr.method == "exact" and c.use_exact):
         text += f": {w}"
+    if sr.method == TAIL and TAIL in getattr(c, "steep", {}):
+        text += f" ({c.steep[TAIL][0]:+.1g} near t = 0: margin by design)"
     return text + (f" — under {covered[sr.method]}" if sr.method in covered else "")
 
 
@@ -621,14 +669,17 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
            "curves there are smoothed over 1/150 of the drawn range: their stored CDFs keep 12 significant bits, whose "
            "rounding would show as steps. The simulation is not drawn there: the methods are judged against exact, "
            "which has no noise; the simulation is only a check on exact (tail panels)."),
-           ("Second panel: the tail P(T > t) on a log scale, exact wide and light under the others, the pooled "
+           ("Second panel: the tail P(S > t) on a log scale, exact wide and light under the others, the pooled "
            f"simulation (open circles) with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} "
            "customers per replication lie beyond t; it ends there (no reference beyond).")]
     if c.use_exact:
-        how.append("Third panel: each line's P(T > t) divided by exact's, on a log scale (1 = exact, below 1 = "
-                   "optimistic), where exact's P(T > t) is at least 1e-6: tails that look alike in the second panel "
+        how.append("Third panel: each line's P(S > t) divided by exact's, on a log scale (1 = exact, below 1 = "
+                   "optimistic), where exact's P(S > t) is at least 1e-6: tails that look alike in the second panel "
                    f"come apart there; the y-range is at most ×{_RATIO_SPAN:g} either side of 1, a tail that drops "
-                   "to 0 leaves through the bottom.")
+                   "to 0 leaves through the bottom. It is a ratio of probabilities at the same t, not of "
+                   "percentiles (far out in the tail a small shift of a percentile is a large factor in "
+                   "probability). The simulation's 95 % CI band is drawn there, lighter, only where it lies within "
+                   f"×{_RATIO_CI_WITHIN:g} of the simulated ratio on both sides.")
     if same:
         how.append(f"Drawn as one with exact (within {_SAME_CDF:g} of its CDF at every t and {_SAME_DECADES:g} "
                    f"decades of its survival down to 1e-6): {listing(same)}.")
@@ -642,7 +693,8 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
                "below 0). \"under X\": a line that X, drawn on top, covers (in the panel named, else in both). A "
                "paper method whose tail drops to 0 ends where its truncated state space runs out (a property of the "
                "method).")
-    return Caption(f"Simulated against approximated sojourn-time distribution of one cell, R = {R}, ρ = {rho:.2f} "
+    return Caption(f"Simulated against approximated distribution of the sojourn time S of one cell, R = {R}, "
+                   f"ρ = {rho:.2f} "
                    f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits, how)
 
 

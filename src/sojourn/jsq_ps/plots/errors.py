@@ -97,16 +97,31 @@ def _shown_percentiles(P, have) -> list:
     return idx if len(idx) <= 2 else [idx[0], idx[-1]]
 
 
-def _error_text(v: float) -> str:
-    """A cell's error in % as printed: whole percent from ±0.95, else one decimal, "<0.1" where it rounds to zero
-    (|error| below 0.05 %), "0" where it is zero."""
+def _error_digits(v: float, counts: bool = False) -> int:
+    """The decimals a cell's error ``v`` (%) is printed with (:func:`_error_text`)."""
+    if abs(v) >= 0.95:
+        return 0
+    if abs(v) >= 0.05 or not counts:
+        return 1
+    return next((d for d in (2, 3) if round(abs(v), d) > 0), 4)
+
+
+def _error_text(v: float, counts: bool = False) -> str:
+    """A cell's error in % as printed: whole percent from ±0.95, else one decimal; below 0.05 % "<0.1" within the
+    noise, and where such a small difference counts (``counts``: beyond one grid step of a long percentile) the first
+    non-zero decimal (round 15: a bold, framed "<0.1" read as a difference that counts while it rounds to 0); "0" where
+    it is zero."""
     if v == 0:
         return "0"
-    if abs(v) >= 0.95:
-        return f"{v:+.0f}"
-    if abs(v) < 0.05:
+    if abs(v) < 0.05 and not counts:
         return "<0.1"
-    return f"{v:+.1f}"
+    return f"{v:+.{_error_digits(v, counts)}f}"
+
+
+def _error_pct(v: float) -> str:
+    """A relative error ``v`` (a fraction) that counts, in the caption's and title's words as its cell prints it:
+    '+0.9 %', '-18 %'."""
+    return f"{_error_text(100 * v, True)} %"
 
 
 def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
@@ -152,8 +167,11 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     return kinds
 
 
+#: the corner dot of a map cell set against the simulation: larger than the figures' common dot (round 15: tiny at
+#: page size), with its white ring
+MAP_DOT = {**_SIM_DOT, "ms": 6.5}
 #: the gap in points between the corner dot (with its white ring) and its cell's frame
-SIM_DOT_GAP = 2.5
+SIM_DOT_GAP = 1.5
 
 
 def _sim_dot_at(ax, r, j) -> tuple:
@@ -163,7 +181,7 @@ def _sim_dot_at(ax, r, j) -> tuple:
     the R = 10 rows, touching the neighbouring cell). Rows run downwards (the map's origin is upper)."""
     from matplotlib.transforms import offset_copy
 
-    d = _SIM_DOT["ms"] / 2 + _SIM_DOT["mew"] / 2 + SIM_DOT_GAP
+    d = MAP_DOT["ms"] / 2 + MAP_DOT["mew"] / 2 + SIM_DOT_GAP
     at = offset_copy(ax.transData, fig=ax.figure, x=-d, y=-d if ax.yaxis_inverted() else d, units="points")
     edge = 0.5 - SIG_FRAME["inset"]
     return [j + edge], [r - edge if ax.yaxis_inverted() else r + edge], {"transform": at}
@@ -174,10 +192,10 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     italic within the noise) and CI."""
     if against_sim:  # a dot with a white ring in the corner: against the simulation (exact did not run)
         x, y, at = _sim_dot_at(ax, r, j)
-        ax.plot(x, y, **_SIM_DOT, **at, zorder=4)
+        ax.plot(x, y, **MAP_DOT, **at, zorder=4)
     if not (small and np.isfinite(v)):
         return
-    txt = _error_text(v)
+    txt = _error_text(v, significant)
     if ci is not None and np.isfinite(ci[0]) and np.isfinite(ci[1]):
         txt += f"\n[{_error_text(ci[0])}, {_error_text(ci[1])}]"
     dark = significant and abs(norm(v) - 0.5) > 0.33
@@ -256,7 +274,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
                                     [P[k] for k in check], clip, PALETTES[palette])
-    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown], clip, PALETTES[palette][1]), fontsize=10,
+    fig.suptitle(_pe_title(a, lines, what, service, [P[k] for k in shown]), fontsize=10,
                  y=1.0, va="bottom")
     return common.save(fig, stem, caption=cap, **kw)
 
@@ -266,7 +284,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
 _FAMILIES = (("A–C", ("A", "B", "C")), ("D–F", ("D", "E", "F")))
 
 
-def _pe_title(a, lines, what, service, shown, clip, below) -> str:
+def _pe_title(a, lines, what, service, shown) -> str:
     """The percentile-error map's title: what it shows with its colour range, and its findings from the drawn points:
     T never significantly optimistic (how many of its negative errors lie within the noise) or at how many points;
     for the paper's A–F one headline per family (:data:`_FAMILIES`): its most conservative and most optimistic
@@ -286,7 +304,7 @@ def _pe_title(a, lines, what, service, shown, clip, below) -> str:
         else:
             worst = float(np.nanmin(np.where(sig[:, :, t] & (err[:, :, t] < 0), err[:, :, t], np.nan)))
             head.append(f"T is significantly optimistic at {below_t} point{'s' if below_t > 1 else ''} (down to "
-                        f"{_pct(worst / 100, 0)})")
+                        f"{_error_pct(worst / 100)})")
     rho = A["rho"].values
     fams = [(f, [names.index(m) for m in ms if m in names]) for f, ms in _FAMILIES]
     fams = [(f, k) for f, k in fams if k]
@@ -299,15 +317,14 @@ def _pe_title(a, lines, what, service, shown, clip, below) -> str:
             v = np.where(keep, err[:, :, idx], np.nan)
             if np.isfinite(v).any():
                 i = np.unravel_index(int(pick(v)), v.shape)
-                ends.append(f"{side} by up to {_pct(v[i] / 100, 0)} (ρ = {rho[i[1]]:g}, {shown[i[3]]:g}th)")
+                ends.append(f"{side} by up to {_error_pct(v[i] / 100)} (ρ = {rho[i[1]]:g}, {shown[i[3]]:g}th)")
         if ends:
             head.append(f"{fam} are " + " and ".join(ends))
         elif has[:, :, idx].any():
             head.append(f"{fam} are within the reference's noise")
     head = [h[0].upper() + h[1:] for h in head]
     return (f"Tail-percentile error of {what} against the best reference ({service} service)"
-            + "".join(f"\n{h}" for h in head)
-            + f"\n(colour range {-min(100.0, clip):g} to +{clip:g} %, {below}: optimistic)")
+            + "".join(f"\n{h}" for h in head))  # the colour range and sides: on the colour bar (round 15)
 
 
 def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue")) -> None:
@@ -353,7 +370,7 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
                       f"time step Δt = {dt:g}\nof exact (so the same % counts at a long percentile and not at a short "
                       "one)")
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
-        handles.append(Line2D([], [], **{**_SIM_DOT, "mec": "0.6"}))
+        handles.append(Line2D([], [], **{**MAP_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
     for h in sh:
@@ -414,7 +431,9 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          f"counts ({palette[1]}: the method promises shorter sojourns than the reference, optimistic; "
          f"{palette[2]}: longer; the number in bold, however pale the colour), grey italic on white where it lies "
          "within the reference's noise; \"<0.1\": "
-         f"|error| below 0.05 %. Colour range up to ±{clip:g} % in this figure (the smallest of "
+         "|error| below 0.05 % within the noise (where so small a difference counts, beyond one grid step of a long "
+         "percentile, it is printed to its first non-zero decimal, e.g. +0.03). Colour range up to "
+         f"±{clip:g} % in this figure (the smallest of "
          f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
          f"±{LIN_PCT:g} %, logarithmic beyond; a cell whose difference counts is framed. Optimistic is red in both "
          "percentile-error figures; conservative is blue for the paper's A–F and purple for the corrected methods, "
@@ -441,11 +460,12 @@ def _pe_extreme_claims(A, rel, sig_q, sel, labels=None) -> list:
             continue
         name = (labels or {}).get(loc["approximation"], loc["approximation"])
         also = _pe_also(A, v, idx, labels or {})
-        out.append(Claim(f"{word}: {name} by {_pct(loc['value'], 0)} at R = {loc['R']}, "
+        out.append(Claim(f"{word}: {name} by {_error_pct(loc['value'])} at R = {loc['R']}, "
                          f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
                          f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'})"
-                         + (f"; the same {_pct(loc['value'], 0)} also {also}" if also else "") + ".", loc,
-                         Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel), half_unit(0, 100)))
+                         + (f"; the same {_error_pct(loc['value'])} also {also}" if also else "") + ".", loc,
+                         Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel),
+                         half_unit(_error_digits(100 * loc["value"], True), 100)))
     return out
 
 
@@ -456,7 +476,7 @@ def _pe_also(A, v, idx, labels) -> str:
     ρ = 0.8 and 0.9, 99.999th)', point by point where they are not every combination; '' if none."""
     dims = A["error"].dims
     a_ax = dims.index("approximation")
-    shown = np.vectorize(lambda x: _error_text(100 * x) if np.isfinite(x) else "")(v)
+    shown = np.vectorize(lambda x: _error_text(100 * x, True) if np.isfinite(x) else "")(v)
     same = shown == shown[idx]  # the same error as the cells print it (+0.5 and +0.9 are not "+1")
     same[idx] = False
     out = []

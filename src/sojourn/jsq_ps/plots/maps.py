@@ -32,7 +32,6 @@ from .common import (
     EXPONENTIAL,
     RULE,
     TAIL,
-    TAIL_LABEL,
     _cells_text,
     _groups,
     _label,
@@ -162,6 +161,24 @@ def _exact_rows(b, Rv) -> list:
     return out
 
 
+def _on_exact(b, i) -> list:
+    """The candidates within reach of exact in every cell of row ``i`` (one of :func:`_exact_rows`): those tied in
+    each of its cells, in the candidates' order."""
+    sets = [set(b["tied"][i, j].split("·")) for j in range(b["best"].shape[1]) if b["best"][i, j]]
+    common_ = set.intersection(*sets) if sets else set()
+    return [m for m in b["candidates"] if m in common_]
+
+
+def _exact_row_words(b, Rv) -> list:
+    """Per row of :func:`_exact_rows`: 'R = 1: A*, C* and T lie on exact, so no clear winner' (who, from the ties)."""
+    out = []
+    for R in _exact_rows(b, Rv):
+        names = _on_exact(b, list(Rv).index(R))
+        out.append(f"R = {R}: {listing(names)} lie on exact, so no clear winner" if names else
+                   f"R = {R}: no clear winner")
+    return out
+
+
 def _tie_text(names: list) -> str:
     """A tie cell's word: "tie (k)", k the number of methods within reach (their names are in the caption:
     :func:`_tie_sentence`)."""
@@ -182,6 +199,44 @@ def _tie_sentence(b, rho, Rv) -> str:
         where = listing([f"R = {R} (ρ = {listing(r)})" for R, r in cells.items()])
         parts.append(f"{listing(names.split('·'))} at {where}")
     return "Tied methods: " + "; ".join(parts) + "."
+
+
+#: method T in the maps' legends: "T (bound)", apart from the sojourn time (round 15: both read "T")
+TAIL_BOUND = f"{TAIL} (bound, the conservative tail chain)"
+
+
+#: the "∅ A*" badge at the top of a best-map cell where a candidate did not run: the same box in the legend
+BADGE_BOX = {"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8}
+
+
+class _Badge:
+    """A legend handle drawn as the best map's "∅ A*" badge (:class:`_BadgeHandler`)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+class _BadgeHandler:
+    """Draws a :class:`_Badge` in a legend: its text in its box, as in the cells."""
+
+    def legend_artist(self, legend, orig_handle, fontsize, handlebox):
+        from matplotlib.text import Text
+
+        x0, y0 = handlebox.xdescent, handlebox.ydescent
+        t = Text(x0 + handlebox.width / 2, y0 + handlebox.height / 2, orig_handle.text, ha="center", va="center",
+                 fontsize=fontsize, color="0.1", bbox=BADGE_BOX)
+        t.set_transform(handlebox.get_transform())
+        handlebox.add_artist(t)
+        return t
+
+
+def _register_badge():
+    from matplotlib.legend import Legend
+
+    Legend.update_default_handler_map({_Badge: _BadgeHandler()})
+
+
+_register_badge()
 
 
 #: the frame of a best-map cell judged against the simulation (exact did not run there): a dark inner border
@@ -207,7 +262,7 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     for i, j in zip(*np.nonzero(gone), strict=True):  # the badge alone marks the cell (one encoding)
         ax.text(j, i + 0.47, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
                 ha="center", va="top", fontsize=8.5 if small else 5, color="0.1", zorder=7,
-                bbox={"facecolor": "w", "edgecolor": "0.3", "lw": 0.6, "pad": 0.8})
+                bbox=BADGE_BOX)
     return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
 
 
@@ -263,25 +318,21 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.add_patch(plt.Rectangle((j - 0.5 + fr, i - 0.5 + fr), 1 - 2 * fr, 1 - 2 * fr, fill=False, zorder=6.5,
                                    **{k: v for k, v in SIM_FRAME.items() if k != "inset"}))
     handles = [Patch(color=method_color(m)) for m in winners]
-    labels = [(f"{TAIL}: conservative bound — its tail lies above the truth by construction (clear winner by W)"
+    labels = [(f"{TAIL} (bound): its tail lies above the truth by construction (clear winner by W)"
                if m == TAIL else _label(m, joined) + " (clear winner)") for m in winners]
     if tie.any():
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
-        groups = ", ".join(v for v in joined.values())
         labels.append("tie (k): no clear winner, k methods within the CI of the closest (against exact: within "
-                      f"{b['w_tie']:g} {TIME_UNIT}; the caption names them)\nA–F: the paper's methods"
-                      + (f"; {listing(list(joined))}: the corrected groups ({groups})" if groups else ""))
+                      f"{b['w_tie']:g} {TIME_UNIT}; the caption names them)")
     if vs_sim.any():
         handles.append(Patch(facecolor="w", edgecolor=SIM_FRAME["edgecolor"], lw=SIM_FRAME["lw"] * 0.7,
                              ls=SIM_FRAME["ls"]))
         labels.append("dashed dark border: judged against the simulation (exact did not run there); elsewhere "
                       "against exact")
     if gone.any():
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls="none", marker="$∅$", ms=9, color="0.1"))
-        labels.append(f"∅ {' '.join(out)} badge at a cell's top: {listing(out)} did not run there (over budget) — the "
-                      "name is the closest of the methods that ran,\nnot one that beat it")
+        handles.append(_Badge("∅ " + "·".join(out)))  # drawn as in the cells (round 15: a large bold ∅)
+        labels.append(f"at a cell's top: {listing(out)} did not run there (over budget) — the name is the closest of "
+                      "the methods that ran,\nnot one that beat it")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -291,9 +342,8 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     n = int((best != "").sum())
     clear = {m: int(((best == m) & ~tie).sum()) for m in winners}
     lead = listing([f"{m} at {clear[m]}" for m in sorted(clear, key=lambda m: -clear[m])]) or "none"
-    exact_rows = _exact_rows(b, Rv)
     n_tie = n - sum(clear.values())
-    note = [f"R = {listing(exact_rows)}: corrected methods are exact, so all tie."] if exact_rows else []
+    note = [w + "." for w in _exact_row_words(b, Rv)]  # who lies on exact, from the ties (round 15: "all tie")
     n_gone = int(gone.sum())
     note += [f"∅: a method did not run at {n_gone} cell{'s' if n_gone != 1 else ''}."] if n_gone else []
     # the finding first (the clear winners, as the caption counts them), short separate clauses under it
@@ -326,9 +376,11 @@ def _best_map_caption(cmp, b, service) -> Caption:
         rows = _exact_rows(b, Rv)
         if rows:
             flags = {str(int(R)): int(R) in rows for R in Rv}
-            findings.append(Claim(f"At R = {listing(rows)} every cell is such a tie, all within {b['w_tie']:g} "
-                                  f"{TIME_UNIT} of exact: the corrected methods and T are exact there (M/M/1-PS at "
-                                  "R = 1), so no method can win.", flags,
+            on = "; ".join(w.split(": ", 1)[1].removesuffix(", so no clear winner") + f" at R = {R}"
+                           for R, w in zip(rows, _exact_row_words(b, Rv), strict=True))
+            findings.append(Claim(f"At R = {listing(rows)} every cell is such a tie, the closest within {b['w_tie']:g} "
+                                  f"{TIME_UNIT} of exact ({on}; the others tied at some loads only: \"Tied methods\" "
+                                  "below), so no method can win.", flags,
                                   Q.query(f"({Wr}.min('approximation') <= {b['w_tie']!r}) & {tie_q}",
                                           (("all", ["rho"]),), None, sel)))
         k_sim = int(((b["reference"] == REF_SIMULATION) & (best != "")).sum())
@@ -356,7 +408,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
         f"Each (R, ρ) cell names the method whose sojourn-time CDF is closest to the truth by Wasserstein distance "
         f"({service} service): to exact's CDF where exact ran, else to the simulated CDF (cells with a dashed dark "
         "border); exact itself is the reference and no candidate.", findings, limits,
-        [ties, f"Identical methods count once ({groups})." if groups else "",
+        [ties, "A–F: the paper's methods; " + (f"identical methods count once ({groups})." if groups else
+                                                 "each method counts once."),
          ("A clear winner is drawn in its colour; a light grey cell \"tie (k)\" is a tie of k methods within reach "
           "(named under \"Tied methods\" above): "
          "against the simulation, another method's 95% CI of W reaches the winner's; against exact, another method "
@@ -411,9 +464,28 @@ def recommended_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     fig.tight_layout()
     handles, labels = _recommended_legend(cmp, c, names, rec, short, none, beyond)
     _legend_below(fig, handles, labels, ncol=1, fontsize=8)
-    fig.suptitle(f"Which method to use for each tail percentile ({service} service)", fontsize=10.5, y=1.0,
-                 va="bottom")
+    fig.suptitle(f"Method to use per tail percentile ({service} service)\n{_recommended_answer(rec, beyond)}",
+                 fontsize=10.5, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_recommended_caption(cmp, service, rec, short & ~beyond, none, beyond), **kw)
+
+
+def _recommended_answer(rec, beyond) -> str:
+    """The recommended map's answer, counted from ``rec`` as the caption counts it (round 15: the title was a
+    question): 'exact at 110 of 140 points, T where exact is over budget (20), none at 10 (▶)'."""
+    from ..compare import SIMULATE
+
+    counts = {m: int((rec == m).sum()) for m in sorted(set(rec.ravel().tolist())) if m}
+    n = sum(counts.values())
+    parts = []
+    for m in sorted((m for m in counts if m != SIMULATE), key=lambda m: (m != "exact", -counts[m])):
+        if m == TAIL and "exact" in counts:
+            parts.append(f"{TAIL} where exact is over budget ({counts[m]})")
+        else:
+            parts.append(f"{m} at {counts[m]}" + ("" if parts else f" of {n} points"))
+    if SIMULATE in counts:
+        at = rec == SIMULATE
+        parts.append(f"none at {counts[SIMULATE]}" + (" (▶)" if beyond[at].all() else " (simulate)"))
+    return ", ".join(parts)
 
 
 def _identical_panels(n, arrays) -> list[list[int]]:
@@ -445,11 +517,11 @@ def _recommended_legend(cmp, c, names, rec, short, none, beyond) -> tuple[list, 
         ok = np.isfinite(d) & np.isfinite(xe) & (xe > 0)
         hi = float((d[ok] / xe[ok]).max()) if ok.any() else float("nan")
         n_below = int((d[ok] < -float(cmp.attrs.get("time_step", 0.01)) * (1 + 1e-6)).sum())
-        words[TAIL] = (f"{TAIL_LABEL}: where exact is over budget; "
+        words[TAIL] = (f"{TAIL_BOUND}: where exact is over budget; "
                        + ("never below exact" if n_below == 0 else f"below exact at {n_below} points")
                        + f",\nat most {_pct(hi, 2, signed=False)} above it where both ran" if np.isfinite(hi) else
-                       f"{TAIL_LABEL}: where exact is over budget")
-    labels = [words.get(m, TAIL_LABEL if m == TAIL else m) for m in names]
+                       f"{TAIL_BOUND}: where exact is over budget")
+    labels = [words.get(m, TAIL_BOUND if m == TAIL else m) for m in names]
     if none.any():
         handles.append(Patch(facecolor="w", edgecolor="0.35", hatch="////"))
         labels.append("simulate: no method is accurate without underestimating the percentile")
