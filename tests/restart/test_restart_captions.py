@@ -172,3 +172,31 @@ def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(mon
     assert [mcolors.to_hex(ln.get_color()) for ln in marks] == [mcolors.to_hex(plots.STYLE[SEMS[2]][0])]
     assert any(t.get_text().startswith("g*") for t in ax.texts)
     plt.close(fig)
+
+
+def test_the_means_title_says_which_timeouts_beat_g_star_as_the_caption_does(monkeypatch):
+    """The means figure's title carries the caption's headline, computed: a semantics whose smallest simulated mean
+    lies below E[T] at g* beyond its CI "beat g*" (round 15's reader: the title omitted it); none, no such words."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pf, cmp = _means_inputs()
+    cmp["response_time_at_g_star"] = pf["response_time_at_g_star"]
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert "beat" not in fig._suptitle.get_text()
+    assert not [c for c in plots._means_caption(pf, cmp, "example2").findings if "beat" in c.text]
+    plt.close(fig)
+    cmp["best_response_time"].loc["timeout_exponential"] = 0.95  # 0.95 + 0.02 < 0.99: beats it beyond its CI
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert "exponential timeouts beat g*: 0.95 at r = 1, below 0.99 beyond the CI" in fig._suptitle.get_text()
+    assert "deterministic timeouts beat" not in fig._suptitle.get_text()
+    beat = [c for c in plots._means_caption(pf, cmp, "example2").findings if "beat" in c.text]
+    assert len(beat) == 1 and "Exponential timeouts beat the product form's optimum" in beat[0].text
+    for claim in beat:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    plt.close(fig)
+    cmp["best_response_time"].loc["timeout_exponential"] = 0.98  # below 0.99 but not beyond its CI: no claim
+    assert "beat" not in plots._title(pf, "example2", cmp)
