@@ -200,3 +200,47 @@ def test_the_means_title_says_which_timeouts_beat_g_star_as_the_caption_does(mon
     plt.close(fig)
     cmp["best_response_time"].loc["timeout_exponential"] = 0.98  # below 0.99 but not beyond its CI: no claim
     assert "beat" not in plots._title(pf, "example2", cmp)
+
+
+def test_a_bar_through_each_best_marks_the_rates_within_its_ci(monkeypatch):
+    """Each ▼ in the strip carries a bar over the rates whose CI reaches its value — in the means and the percentile
+    figure alike (round 15's reader: the signals' lowest percentile lay within its neighbours' CIs, the strip made
+    it look distinct); the percentile caption names those rates, re-derived from the comparison; no bar (and no
+    legend entry) where no other rate reaches it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    def bars(fig):
+        (strip,) = fig.get_axes()[0].child_axes
+        return sorted((tuple(float(x) for x in ln.get_xdata()), mcolors.to_hex(ln.get_color()))
+                      for ln in strip.get_lines() if ln.get_marker() in ("None", "", None) and ln.get_linewidth() > 3)
+
+    cmp = _cmp()  # signals: 4.0, 3.0, 3.5 ± 0.1: only r = 1 reaches 3.0; widen r = 2's CI to reach it
+    cmp["response_time_percentile_half_width"][0, 2, 0] = 0.45
+    cmp["best_response_time_percentile_half_width"] = (("semantics", "percentile"), np.full((3, 1), 0.1))
+    fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
+    assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["signal"][0]))]
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert plots.WITHIN_LABEL in legend
+    plt.close(fig)
+    st = plots._status(cmp, "response_time_percentile")
+    cap = plots._percentile_caption(None, cmp, "example2", st)
+    within = [c for c in cap.findings if "within the CI" in c.text]
+    assert [c.text for c in within] == ["Signals: r = 1 to 2 lie within the CI of its lowest 99th percentile (the bar "
+                                        "through its ▼)."]
+    for claim in within:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    cmp["response_time_percentile_half_width"][0, 2, 0] = 0.1
+    fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
+    assert bars(fig) == [] and plots.WITHIN_LABEL not in [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert not [c for c in plots._percentile_caption(None, cmp, "example2", st).findings if "within the CI" in c.text]
+    plt.close(fig)
+    pf, mcmp = _means_inputs()  # the means figure: exponential timeouts' best 1.05 ± 0.02; r = 2's 1.15 - 0.12 reaches
+    mcmp["response_time_half_width"][1, 2] = 0.12
+    fig = _drawn(monkeypatch, plots.means, pf, mcmp)
+    assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["timeout_exponential"][0]))]
+    plt.close(fig)
