@@ -244,3 +244,56 @@ def test_a_bar_through_each_best_marks_the_rates_within_its_ci(monkeypatch):
     fig = _drawn(monkeypatch, plots.means, pf, mcmp)
     assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["timeout_exponential"][0]))]
     plt.close(fig)
+
+
+def test_the_signals_point_whose_ci_misses_the_product_form_is_ringed_and_named(monkeypatch):
+    """The caption's "covers the product form at k of n rates" shows which rate misses: a red ring around that
+    signals' point, its count in the legend, its rate in the caption (re-derived); none where every CI covers it
+    (round 15's reader)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def rings(fig):
+        ax = fig.get_axes()[0]
+        return [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.get_lines()
+                if ln.get_marker() == "o" and ln.get_markerfacecolor() == "none" and ln.get_markersize() > 10]
+
+    pf, cmp = _means_inputs()
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert rings(fig) == [] and not [c for c in plots._means_caption(pf, cmp, "example2").findings
+                                     if "ringed" in c.text]
+    plt.close(fig)
+    cmp["response_time_covered"][0, 2] = 0  # signals at r = 2
+    cmp["response_time_covered"][1, 0] = 0  # a timeout's miss is no miss of the product form's model: no ring
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert rings(fig) == [([2.0], [1.1])]
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert "ringed: the signals' CI misses the product form (1 of 3 rates)" in legend
+    plt.close(fig)
+    cap = plots._means_caption(pf, cmp, "example2")
+    covers = [c for c in cap.findings if "covers the product form" in c.text or "ringed" in c.text]
+    assert [c.text for c in covers][-1] == "It misses it at r = 2 (ringed in red)."
+    assert "at 2 of 3 rates" in covers[0].text
+    for claim in covers:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+
+
+def test_the_g_star_label_stays_inside_the_axes(monkeypatch):
+    """The dashed g* line's name stays inside the panel wherever g* falls — right of the line in the left half, left
+    of it in the right half (round 15: "g* (optimum of the mean)" spilled out of the box at g* near the right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for g in (0.55, 1.0, 1.95):
+        fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": g}), _cmp())
+        ax = fig.get_axes()[0]
+        renderer = fig.canvas.get_renderer()
+        (label,) = [t for t in ax.texts if t.get_text().startswith("g*")]
+        box, inside = label.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (g, box, inside)
+        plt.close(fig)

@@ -139,9 +139,13 @@ def _best_legend(handles, labels, best: bool, spans: bool, what: str) -> None:
 
 
 def _g_star_label(ax, g, text="g*") -> None:
-    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more)."""
-    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4), textcoords="offset points",
-                ha="left", va="top", fontsize=8.5, color="0.3",
+    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more): right
+    of the line in the panel's left half, left of it in its right half, so that it stays inside the axes (round 15:
+    "g* (optimum of the mean)" spilled out of the box). Call it once the x axis has its scale and data."""
+    ax.get_xlim()  # the limits autoscaled now: where the line falls in the panel
+    left = ax.transAxes.inverted().transform(ax.transData.transform((g, 1.0)))[0] > 0.55
+    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if left else 3, -4),
+                textcoords="offset points", ha="right" if left else "left", va="top", fontsize=8.5, color="0.3",
                 bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
 
 
@@ -261,11 +265,12 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     sems = cmp["semantics"].values.tolist()
     best, spans = _best_marks(strip, r_best, {s: _reach(cmp, i) for i, s in enumerate(sems)})
     _sim(ax, strip, cmp, var, _status(cmp, var))
+    _ring_missed(ax, cmp, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
-    _g_star_label(ax, g)
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
+    _g_star_label(ax, g)
     ax.set_xlabel("restart rate r (per model time unit)")
     ax.set_ylabel("mean response time E[T] (model time units)")
     ax.grid(True, which="both", alpha=0.3)
@@ -281,6 +286,29 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
+
+
+def _missed(cmp, st) -> list:
+    """The rates (usable points, ``st``: :func:`_status`) where the signals' simulated CI misses the product form."""
+    sems = cmp["semantics"].values.tolist()
+    if "signal" not in sems or "response_time_covered" not in cmp:
+        return []
+    i = sems.index("signal")
+    miss = (st[i] == "") & (cmp["response_time_covered"].values[i] == 0)
+    return [float(r) for r in cmp["restart_rate"].values[miss]]
+
+
+def _ring_missed(ax, cmp, st) -> None:
+    """A red ring around each signals' point whose CI misses the product form (the caption's "covers it at k of n
+    rates": which one misses), named in the legend with its count."""
+    missed = _missed(cmp, st)
+    if missed:
+        i = cmp["semantics"].values.tolist().index("signal")
+        at = np.isin(cmp["restart_rate"].values, missed)
+        ax.plot(cmp["restart_rate"].values[at], cmp["response_time"].values[i][at], ls="none", marker="o", ms=13,
+                mfc="none", mec="crimson", mew=1.6, zorder=7,
+                label=f"ringed: the signals' CI misses the product form ({len(missed)} of "
+                      f"{int((st[i] == '').sum())} rates)")
 
 
 def _means_caption(pf, cmp, name) -> Caption:
@@ -306,6 +334,12 @@ def _means_caption(pf, cmp, name) -> Caption:
                               f"product form at {k} of {int(ok.sum())} rates.", [k, int(ok.sum())],
                               [Query(cs, "response_time_covered != 0", {"semantics": "signal"}, where, [["count"]]),
                                Query(cs, where, {"semantics": "signal"}, None, [["count"]])]))
+        missed = _missed(cmp, st)
+        if missed:
+            findings.append(Claim(f"It misses it at r = {listing([_g(r) for r in missed])} (ringed in red).", missed,
+                                  Query(cs, "restart_rate", {"semantics": "signal"},
+                                        f"{where} & (response_time_covered == 0)", [["list"]]),
+                                  max(sig_tol(r) for r in missed)))
     usable = ("(run_valid != 0) & isfinite(response_time) & (replications_stable >= "
               + ("replications_used)" if "replications_used" in cmp else "replications_stable.max())"))
     reaches = ("((response_time - where(isfinite(response_time_half_width), response_time_half_width, 0)) <= "
@@ -384,9 +418,9 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         any_best, any_span = any_best or marked[0], any_span or marked[1]
         _sim(ax, strip, c, "response_time_percentile", st, estimate=True, join=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
-        _g_star_label(ax, g, "g* (optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
+        _g_star_label(ax, g, "g* (optimum of the mean)")
         ax.set_xlabel("restart rate r (per model time unit)")
         ax.set_ylabel(f"{level:g}th percentile of the response time\n(model time units)")
         ax.grid(True, which="both", alpha=0.3)
