@@ -172,3 +172,128 @@ def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(mon
     assert [mcolors.to_hex(ln.get_color()) for ln in marks] == [mcolors.to_hex(plots.STYLE[SEMS[2]][0])]
     assert any(t.get_text().startswith("g*") for t in ax.texts)
     plt.close(fig)
+
+
+def test_the_means_title_says_which_timeouts_beat_g_star_as_the_caption_does(monkeypatch):
+    """The means figure's title carries the caption's headline, computed: a semantics whose smallest simulated mean
+    lies below E[T] at g* beyond its CI "beat g*" (round 15's reader: the title omitted it); none, no such words."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pf, cmp = _means_inputs()
+    cmp["response_time_at_g_star"] = pf["response_time_at_g_star"]
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert "beat" not in fig._suptitle.get_text()
+    assert not [c for c in plots._means_caption(pf, cmp, "example2").findings if "beat" in c.text]
+    plt.close(fig)
+    cmp["best_response_time"].loc["timeout_exponential"] = 0.95  # 0.95 + 0.02 < 0.99: beats it beyond its CI
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert "exponential timeouts beat g*: 0.95 at r = 1, below 0.99 beyond the CI" in fig._suptitle.get_text()
+    assert "deterministic timeouts beat" not in fig._suptitle.get_text()
+    beat = [c for c in plots._means_caption(pf, cmp, "example2").findings if "beat" in c.text]
+    assert len(beat) == 1 and "Exponential timeouts beat the product form's optimum" in beat[0].text
+    for claim in beat:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    plt.close(fig)
+    cmp["best_response_time"].loc["timeout_exponential"] = 0.98  # below 0.99 but not beyond its CI: no claim
+    assert "beat" not in plots._title(pf, "example2", cmp)
+
+
+def test_a_bar_through_each_best_marks_the_rates_within_its_ci(monkeypatch):
+    """Each ▼ in the strip carries a bar over the rates whose CI reaches its value — in the means and the percentile
+    figure alike (round 15's reader: the signals' lowest percentile lay within its neighbours' CIs, the strip made
+    it look distinct); the percentile caption names those rates, re-derived from the comparison; no bar (and no
+    legend entry) where no other rate reaches it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    def bars(fig):
+        (strip,) = fig.get_axes()[0].child_axes
+        return sorted((tuple(float(x) for x in ln.get_xdata()), mcolors.to_hex(ln.get_color()))
+                      for ln in strip.get_lines() if ln.get_marker() in ("None", "", None) and ln.get_linewidth() > 3)
+
+    cmp = _cmp()  # signals: 4.0, 3.0, 3.5 ± 0.1: only r = 1 reaches 3.0; widen r = 2's CI to reach it
+    cmp["response_time_percentile_half_width"][0, 2, 0] = 0.45
+    cmp["best_response_time_percentile_half_width"] = (("semantics", "percentile"), np.full((3, 1), 0.1))
+    fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
+    assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["signal"][0]))]
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert plots.WITHIN_LABEL in legend
+    plt.close(fig)
+    st = plots._status(cmp, "response_time_percentile")
+    cap = plots._percentile_caption(None, cmp, "example2", st)
+    within = [c for c in cap.findings if "within the CI" in c.text]
+    assert [c.text for c in within] == ["Signals: r = 1 to 2 lie within the CI of its lowest 99th percentile (the bar "
+                                        "through its ▼)."]
+    for claim in within:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    cmp["response_time_percentile_half_width"][0, 2, 0] = 0.1
+    fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
+    assert bars(fig) == [] and plots.WITHIN_LABEL not in [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert not [c for c in plots._percentile_caption(None, cmp, "example2", st).findings if "within the CI" in c.text]
+    plt.close(fig)
+    pf, mcmp = _means_inputs()  # the means figure: exponential timeouts' best 1.05 ± 0.02; r = 2's 1.15 - 0.12 reaches
+    mcmp["response_time_half_width"][1, 2] = 0.12
+    fig = _drawn(monkeypatch, plots.means, pf, mcmp)
+    assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["timeout_exponential"][0]))]
+    plt.close(fig)
+
+
+def test_the_signals_point_whose_ci_misses_the_product_form_is_ringed_and_named(monkeypatch):
+    """The caption's "covers the product form at k of n rates" shows which rate misses: a red ring around that
+    signals' point, its count in the legend, its rate in the caption (re-derived); none where every CI covers it
+    (round 15's reader)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def rings(fig):
+        ax = fig.get_axes()[0]
+        return [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.get_lines()
+                if ln.get_marker() == "o" and ln.get_markerfacecolor() == "none" and ln.get_markersize() > 10]
+
+    pf, cmp = _means_inputs()
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert rings(fig) == [] and not [c for c in plots._means_caption(pf, cmp, "example2").findings
+                                     if "ringed" in c.text]
+    plt.close(fig)
+    cmp["response_time_covered"][0, 2] = 0  # signals at r = 2
+    cmp["response_time_covered"][1, 0] = 0  # a timeout's miss is no miss of the product form's model: no ring
+    fig = _drawn(monkeypatch, plots.means, pf, cmp)
+    assert rings(fig) == [([2.0], [1.1])]
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert "ringed: the signals' CI misses the product form (1 of 3 rates)" in legend
+    plt.close(fig)
+    cap = plots._means_caption(pf, cmp, "example2")
+    covers = [c for c in cap.findings if "covers the product form" in c.text or "ringed" in c.text]
+    assert [c.text for c in covers][-1] == "It misses it at r = 2 (ringed in red)."
+    assert "at 2 of 3 rates" in covers[0].text
+    for claim in covers:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+
+
+def test_the_g_star_label_stays_inside_the_axes(monkeypatch):
+    """The dashed g* line's name stays inside the panel wherever g* falls — right of the line in the left half, left
+    of it in the right half (round 15: "g* (optimum of the mean)" spilled out of the box at g* near the right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for g in (0.55, 1.0, 1.95):
+        fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": g}), _cmp())
+        ax = fig.get_axes()[0]
+        renderer = fig.canvas.get_renderer()
+        (label,) = [t for t in ax.texts if t.get_text().startswith("g*")]
+        box, inside = label.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (g, box, inside)
+        plt.close(fig)

@@ -48,3 +48,88 @@ def test_figure_c_header_states_the_finding():
 def test_no_see_the_caption_in_titles():
     assert "see the caption" not in plots.load_words(0.9, None)
     assert "see the caption" not in plots.load_words(0.9, 100)
+
+
+def _c_full(method):
+    """Figure (c)'s drawn variables for one law: quorums 1–2 × replicas 1–3, both models, one percentile; the
+    exact values wherever ``method`` ((quorum, replicas) codes, 0 none) has one."""
+    mean = np.array([[[1.0, 0.6, 0.4], [np.nan, 1.2, 0.9]], [[1.0, 0.5, 0.3], [np.nan, 1.1, 0.8]]])
+    dims = ("model", "quorum", "replicas")
+    method = np.stack([np.asarray(method, float), np.zeros((2, 3))])
+    return xr.Dataset({"sim_mean_latency": (dims, mean), "sim_mean_latency_hw": (dims, np.full(mean.shape, 0.02)),
+                       "sim_latency_percentile": (dims + ("percentile",), 3 * mean[..., None]),
+                       "sim_latency_percentile_hw": (dims + ("percentile",), np.full(mean.shape + (1,), 0.1)),
+                       "exact_method": (dims, method),
+                       "exact_mean_latency": (dims, np.where(method > 0, mean[0] * 1.01, np.nan)),
+                       "exact_latency_percentile": (dims + ("percentile",),
+                                                    np.where(method[..., None] == 2, 3 * mean[..., None], np.nan))},
+                      coords={"model": [plots.SM, plots.FJ], "quorum": [1, 2], "replicas": [1, 2, 3],
+                              "percentile": [0.99]})
+
+
+def _curves(ds):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2)
+    ok = np.ones((2, 2, 3), bool)
+    plots._figure_c_curves((a1, a2), (plots.status_strip(a1), plots.status_strip(a2)), ds, 0, (ok, ok), [],
+                           plt.get_cmap("tab10"))
+    return fig, a1, a2
+
+
+def test_figure_c_draws_exact_values_hollow_at_the_simulated_points_r():
+    """Figure (c)'s exact values sit at the simulated point's own r, hollow and larger, so the simulated dot shows in
+    their centre (round 15's reader read markers shifted by +0.2 in r as another r), in both panels; a lone exact
+    value is named in the legend only, not by a note in the data area (round 15: "exact (r = 1 only)" beside the
+    q = 1 line)."""
+    import matplotlib.pyplot as plt
+
+    rs = np.array([1, 2, 3])
+    for method in ([[2, 2, 2], [0, 3, 3]], [[3, 0, 0], [0, 0, 0]]):
+        ds = _c_full(method)
+        fig, a1, a2 = _curves(ds)
+        for ax in (a1, a2) if 2 in np.asarray(method) else (a1,):  # Erlang C's percentile: the right panel too
+            exact = [ln for ln in ax.get_lines() if ln.get_marker() in ("*", "^")]
+            assert exact, "the exact values are drawn"
+            for ln in exact:
+                assert set(np.asarray(ln.get_xdata(), float)) <= set(rs.astype(float)), "at an r of the sweep"
+                assert ln.get_markerfacecolor() == "none" and ln.get_markersize() >= 9
+            assert not ax.texts, "no note in the data area"
+        plt.close(fig)
+    legend = plots._figure_c_legend(plt.figure(), _c_full([[3, 0, 0], [0, 0, 0]]), plt.get_cmap("tab10"), [], set())
+    assert legend == [3]
+    labels = [t.get_text() for t in plt.gcf().legends[0].get_texts()]
+    assert any("hollow, around the simulated point" in t and "only at r = 1" in t for t in labels)
+    plt.close("all")
+
+
+def test_figures_over_r_say_the_load_is_held_fixed_on_their_axis():
+    """The fixed load, so a λ that changes with r, is in the x-axis label of every figure over r — (b)'s map as (c)'s
+    panels (round 15's reader had to find it in (b)'s title's fine print); (c)'s title no smaller than its axis
+    labels; (a)'s tail beyond the deepest estimated percentile faint grey, not a dotted black."""
+    import matplotlib
+    import matplotlib.colors as mcolors
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    assert "load held fixed" in plots.R_AXIS and "λ changes with r" in plots.R_AXIS
+    rs, qs = np.array([1, 2]), np.array([1, 2])
+    ex = np.array([[2.0, 1.5], [np.nan, 3.0]])
+    ds = xr.Dataset({"exact_mean_latency": (("quorum", "replicas"), ex),
+                     "sim_mean_latency": (("quorum", "replicas"), ex * 1.01),
+                     "sim_mean_latency_hw": (("quorum", "replicas"), np.full((2, 2), 0.1)),
+                     "run_valid": (("quorum", "replicas"), np.ones((2, 2), np.int8))},
+                    coords={"quorum": qs, "replicas": rs})
+    fig, ax = plt.subplots()
+    outside = qs[:, None] > rs[None, :]
+    plots._figure_b_map(fig, ax, ds, outside, np.zeros((2, 2), bool), np.zeros((2, 2), bool))
+    assert ax.get_xlabel() == plots.R_AXIS
+    plt.close(fig)
+    label_pt = matplotlib.font_manager.FontProperties(size=plt.rcParams["axes.labelsize"]).get_size_in_points()
+    assert plots.C_TITLE_PT >= label_pt
+    grey = plots.BEYOND_REFERENCE
+    assert grey["ls"] == "-" and min(mcolors.to_rgb(grey["color"])) >= 0.6, "a faint grey, solid"

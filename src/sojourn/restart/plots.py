@@ -34,6 +34,8 @@ NAMES = {"signal": "signals", "timeout_exponential": "exponential timeouts", "ti
 RULE = rule_words("jobs")
 #: the legend's entry for the ▼ of each semantics' best rate (its row of the status strip), "{}": of what
 BEST_LABEL = "▼ in the strip above the panel, in each semantics' row and colour: the rate of its {}"
+#: the legend's entry for the bar through a ▼ (:func:`_best_marks`)
+WITHIN_LABEL = "bar through a ▼: the rates whose CI reaches that value (within CI: the sweep cannot tell them apart)"
 
 #: every figure of the study, declared once: the workflow's outputs and report captions come from here
 #: (:func:`figures`), and the figure job draws exactly these (:func:`all_figures`)
@@ -105,22 +107,45 @@ def _sim(ax, strip, cmp, var, status, estimate=False, join=False):
         strip.mark(s, r, status[i] == "too_short", short, color, NAMES.get(s, s))
 
 
-def _best_marks(strip, r_best: dict) -> bool:
+def _best_marks(strip, r_best: dict, reach: dict) -> tuple[bool, bool]:
     """In the status strip above the panel (one row per semantics, named and coloured as its ✕/◇), a ▼ at each
-    semantics' best rate (true r): the rate of the sweep's smallest simulated value. Marked first, in semantics
-    order, so the rows keep one order in every figure; never at a y of the panel's data. Returns whether any was
-    marked."""
-    drawn = False
+    semantics' best rate (true r): the rate of the sweep's smallest simulated value, and a bar through it over the
+    rates ``reach[s]`` whose CI reaches that value (where there are others: the caption's "within its CI"). Marked
+    first, in semantics order, so the rows keep one order in every figure; never at a y of the panel's data. Returns
+    whether any ▼, any bar was drawn."""
+    drawn = spans = False
     for s, rb in r_best.items():
         if np.isfinite(rb):
-            drawn |= strip.mark(s, [rb], [True], "best_rate", STYLE.get(s, ("k",))[0], NAMES.get(s, s))
-    return drawn
+            color = STYLE.get(s, ("k",))[0]
+            drawn |= strip.mark(s, [rb], [True], "best_rate", color, NAMES.get(s, s))
+            if len(reach.get(s, [])) > 1:
+                strip.span(s, min(reach[s]), max(reach[s]), color)
+                spans = True
+    return drawn, spans
+
+
+def _best_legend(handles, labels, best: bool, spans: bool, what: str) -> None:
+    """The legend's entries for the strip's ▼ (the rate of each semantics' ``what``) and its bars."""
+    from matplotlib.lines import Line2D
+
+    from ..core.present.figures import SPAN_STYLE
+
+    if best:
+        handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
+        labels.append(BEST_LABEL.format(what))
+    if spans:
+        handles.append(Line2D([], [], color="0.3", **{k: v for k, v in SPAN_STYLE.items() if k != "zorder"}))
+        labels.append(WITHIN_LABEL)
 
 
 def _g_star_label(ax, g, text="g*") -> None:
-    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more)."""
-    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -4), textcoords="offset points",
-                ha="left", va="top", fontsize=8.5, color="0.3",
+    """The dashed g* line's name in the plot, at its top (the optimum's star sits low; the legend says more): right
+    of the line in the panel's left half, left of it in its right half, so that it stays inside the axes (round 15:
+    "g* (optimum of the mean)" spilled out of the box). Call it once the x axis has its scale and data."""
+    ax.get_xlim()  # the limits autoscaled now: where the line falls in the panel
+    left = ax.transAxes.inverted().transform(ax.transData.transform((g, 1.0)))[0] > 0.55
+    ax.annotate(text, xy=(g, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if left else 3, -4),
+                textcoords="offset points", ha="right" if left else "left", va="top", fontsize=8.5, color="0.3",
                 bbox={"facecolor": "w", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
 
 
@@ -163,14 +188,31 @@ def describe_plainly(pf) -> str:
     return "; ".join(parts)
 
 
-def _title(pf, name) -> str:
-    """The message of an example's figure (g*, its E[T] against no restart) over its model in plain words."""
+def _beating(pf, cmp) -> list:
+    """(semantics, its smallest simulated mean, its CI half-width, its rate) of each simulated semantics other than
+    signals whose smallest mean lies below the product form's E[T] at g* beyond its CI: it beats g*."""
+    tg = float(pf["response_time_at_g_star"])
+    out = []
+    for s in cmp["semantics"].values.tolist():
+        tb, hb = (float(cmp[v].sel(semantics=s)) for v in ("best_response_time", "best_response_time_half_width"))
+        if s != "signal" and np.isfinite(tb) and np.isfinite(tg) and tb + (hb if np.isfinite(hb) else 0.0) < tg:
+            out.append((s, tb, hb, float(cmp["best_rate_response_time"].sel(semantics=s))))
+    return out
+
+
+def _title(pf, name, cmp=None) -> str:
+    """The message of an example's figure (g*, its E[T] against no restart; which timeouts beat g*, from ``cmp``)
+    over its model in plain words."""
     import textwrap
 
     g, tg, t0 = float(pf["g_star"]), float(pf["response_time_at_g_star"]), float(pf["response_time_no_restart"])
     head = (f"{name}: restarting at the product form's optimum g* = {g:.3g} gives E[T] = {tg:.3g} model time units "
             f"against {t0:.3g} without restart ({100 * (tg - t0) / t0:+.0f}%)") if np.isfinite(t0) else \
         f"{name}: optimum g* = {g:.3g}, E[T] = {tg:.3g} model time units"
+    beat = _beating(pf, cmp) if cmp is not None else []
+    if beat:
+        head += "\n" + "; ".join(f"{NAMES.get(s, s)} beat g*: {_g(tb)} at r = {_g(rb)}, below {_g(tg)} beyond the CI"
+                                 for s, tb, _, rb in beat)
     model = describe_plainly(pf)
     return head + ("\n" + "\n".join(textwrap.wrap(model, 120)) if model else "")
 
@@ -187,9 +229,10 @@ def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int
     return out
 
 
-def _reach(cmp, i, var="response_time"):
-    """The restart rates whose CI reaches the smallest simulated value of semantics ``i`` (usable points only)."""
-    st = _status(cmp, var)[i]
+def _reach(cmp, i, var="response_time", st=None):
+    """The restart rates whose CI reaches the smallest simulated value of semantics ``i`` (usable points only:
+    ``st``, its row of :func:`_status`, where ``cmp`` is one level of a percentile)."""
+    st = _status(cmp, var)[i] if st is None else st
     m, h = cmp[var].values[i], cmp[f"{var}_half_width"].values[i]
     ok = (st == "") & np.isfinite(m)
     if not ok.any():
@@ -219,30 +262,53 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     if np.isfinite(t0):
         ax.axhline(t0, color="0.35", ls=":", lw=1.3, label=f"no restart: E[T] = {t0:.3g}", zorder=2)
     r_best = {s: float(cmp["best_rate_response_time"].sel(semantics=s)) for s in cmp["semantics"].values.tolist()}
-    best = _best_marks(strip, r_best)
+    sems = cmp["semantics"].values.tolist()
+    best, spans = _best_marks(strip, r_best, {s: _reach(cmp, i) for i, s in enumerate(sems)})
     _sim(ax, strip, cmp, var, _status(cmp, var))
+    _ring_missed(ax, cmp, _status(cmp, var))
     ax.axvline(g, color="0.5", ls="--", lw=0.8, label="g* (dashed)")
-    _g_star_label(ax, g)
     ax.plot([g], [tg], "*", color="crimson", ms=14, label=f"g* = {g:.4g}: the product form's optimum", zorder=6)
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
+    _g_star_label(ax, g)
     ax.set_xlabel("restart rate r (per model time unit)")
     ax.set_ylabel("mean response time E[T] (model time units)")
     ax.grid(True, which="both", alpha=0.3)
     title = "mean response time against the restart rate"
     strip.finish(title=title, fontsize=10, label_size=8.5, row_pt=11, series_color=True)
     fig.tight_layout()
-    fig.suptitle(_title(pf, name), fontsize=9, y=1.0, va="bottom")
+    fig.suptitle(_title(pf, name, cmp), fontsize=9, y=1.0, va="bottom")
     handles, labels = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], ls="none"))
     labels.append("the three semantics run at the same rates: markers at their true r")
-    if best:
-        handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
-        labels.append(BEST_LABEL.format("smallest simulated mean"))
+    _best_legend(handles, labels, best, spans, "smallest simulated mean")
     sh, sl = status_handles(strip.kinds - {"best_rate"})
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
+
+
+def _missed(cmp, st) -> list:
+    """The rates (usable points, ``st``: :func:`_status`) where the signals' simulated CI misses the product form."""
+    sems = cmp["semantics"].values.tolist()
+    if "signal" not in sems or "response_time_covered" not in cmp:
+        return []
+    i = sems.index("signal")
+    miss = (st[i] == "") & (cmp["response_time_covered"].values[i] == 0)
+    return [float(r) for r in cmp["restart_rate"].values[miss]]
+
+
+def _ring_missed(ax, cmp, st) -> None:
+    """A red ring around each signals' point whose CI misses the product form (the caption's "covers it at k of n
+    rates": which one misses), named in the legend with its count."""
+    missed = _missed(cmp, st)
+    if missed:
+        i = cmp["semantics"].values.tolist().index("signal")
+        at = np.isin(cmp["restart_rate"].values, missed)
+        ax.plot(cmp["restart_rate"].values[at], cmp["response_time"].values[i][at], ls="none", marker="o", ms=13,
+                mfc="none", mec="crimson", mew=1.6, zorder=7,
+                label=f"ringed: the signals' CI misses the product form ({len(missed)} of "
+                      f"{int((st[i] == '').sum())} rates)")
 
 
 def _means_caption(pf, cmp, name) -> Caption:
@@ -268,6 +334,12 @@ def _means_caption(pf, cmp, name) -> Caption:
                               f"product form at {k} of {int(ok.sum())} rates.", [k, int(ok.sum())],
                               [Query(cs, "response_time_covered != 0", {"semantics": "signal"}, where, [["count"]]),
                                Query(cs, where, {"semantics": "signal"}, None, [["count"]])]))
+        missed = _missed(cmp, st)
+        if missed:
+            findings.append(Claim(f"It misses it at r = {listing([_g(r) for r in missed])} (ringed in red).", missed,
+                                  Query(cs, "restart_rate", {"semantics": "signal"},
+                                        f"{where} & (response_time_covered == 0)", [["list"]]),
+                                  max(sig_tol(r) for r in missed)))
     usable = ("(run_valid != 0) & isfinite(response_time) & (replications_stable >= "
               + ("replications_used)" if "replications_used" in cmp else "replications_stable.max())"))
     reaches = ("((response_time - where(isfinite(response_time_half_width), response_time_half_width, 0)) <= "
@@ -285,19 +357,13 @@ def _means_caption(pf, cmp, name) -> Caption:
                                Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["min"]]),
                                Query(cs, "restart_rate", {"semantics": s}, f"{usable} & {reaches}", [["max"]])],
                               sig_tol(rb)))
-    for s in sems:  # a semantics whose best simulated mean beats the product form's optimum beyond its CI
-        tb, hb = (float(cmp[v].sel(semantics=s)) for v in ("best_response_time", "best_response_time_half_width"))
-        if s == "signal" or not (np.isfinite(tb) and np.isfinite(tg)):
-            continue
-        below = tb + (hb if np.isfinite(hb) else 0.0) < tg
-        if below:
-            rb = float(cmp["best_rate_response_time"].sel(semantics=s))
-            findings.append(Claim(f"{NAMES.get(s, s).capitalize()} beat the product form's optimum: their smallest "
-                                  f"simulated mean, {_g(tb)} ± {_g(hb, 2)} at r = {_g(rb)}, lies below E[T] = {_g(tg)} "
-                                  "at g* beyond its CI.", True,
-                                  Query(cs, "(best_response_time + where(isfinite(best_response_time_half_width), "
-                                        "best_response_time_half_width, 0)) < response_time_at_g_star",
-                                        {"semantics": s}, None, [])))
+    for s, tb, hb, rb in _beating(pf, cmp):  # its best simulated mean beats the product form's optimum beyond its CI
+        findings.append(Claim(f"{NAMES.get(s, s).capitalize()} beat the product form's optimum: their smallest "
+                              f"simulated mean, {_g(tb)} ± {_g(hb, 2)} at r = {_g(rb)}, lies below E[T] = {_g(tg)} "
+                              "at g* beyond its CI.", True,
+                              Query(cs, "(best_response_time + where(isfinite(best_response_time_half_width), "
+                                    "best_response_time_half_width, 0)) < response_time_at_g_star",
+                                    {"semantics": s}, None, [])))
     for i, s in enumerate(sems):
         un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i], strict=True) if x == "unstable"]
         if un:
@@ -318,7 +384,8 @@ def _means_caption(pf, cmp, name) -> Caption:
          "load and can have no steady state although the signal model is stable. The three semantics run at the same "
          "rates and are drawn at their true r (signals filled, the timeouts open around them). Dotted: E[T] without "
          "restart. ▼ in the strip above the panel, in each semantics' row and colour: the rate of the sweep's smallest "
-         "simulated mean of that semantics (comparison.nc: best_rate_response_time). Points without a value are "
+         "simulated mean of that semantics (comparison.nc: best_rate_response_time); a light bar through it: the "
+         "rates whose CI reaches that mean (within its CI). Points without a value are "
          "marked in the strip above the panel: ✕ (in its semantics' colour) stopped as unstable, ◇ a run the "
          "run-length guard judged too short.")])
 
@@ -333,9 +400,10 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
 
     g = float(pf["g_star"])
     levels = cmp["percentile"].values.tolist()
-    fig, axs = plt.subplots(1, len(levels), figsize=(min(8.5 * len(levels), 10.5), 5.0), squeeze=False)
+    # as wide as the legend under it (round 15's reader: a quarter of the canvas right of the axes was empty)
+    fig, axs = plt.subplots(1, len(levels), figsize=(min(9.8 * len(levels), 12.0), 5.0), squeeze=False)
     st_all = _status(cmp, "response_time_percentile")
-    kinds, any_best = set(), False
+    kinds, any_best, any_span = set(), False, False
     for k, (ax, level) in enumerate(zip(axs[0], levels, strict=True)):
         c = cmp.sel(percentile=level)
         st = st_all[..., k]
@@ -344,12 +412,15 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
                      float(c["best_rate_response_time_percentile"].sel(semantics=sm)))
                 for sm in c["semantics"].values.tolist() if "best_response_time_percentile" in c}
         best = {sm: v for sm, v in best.items() if np.isfinite(v[0])}
-        any_best |= _best_marks(strip, {sm: v[1] for sm, v in best.items()})
+        sems = c["semantics"].values.tolist()
+        marked = _best_marks(strip, {sm: v[1] for sm, v in best.items()},
+                             {sm: _reach(c, i, "response_time_percentile", st[i]) for i, sm in enumerate(sems)})
+        any_best, any_span = any_best or marked[0], any_span or marked[1]
         _sim(ax, strip, c, "response_time_percentile", st, estimate=True, join=True)
         ax.axvline(g, color="0.5", ls="--", lw=0.8, label=f"g* = {g:.4g} (the product form's optimum of the mean)")
-        _g_star_label(ax, g, "g* (optimum of the mean)")
         ax.set_xscale("log")
         log_ticks(ax.xaxis)
+        _g_star_label(ax, g, "g* (optimum of the mean)")
         ax.set_xlabel("restart rate r (per model time unit)")
         ax.set_ylabel(f"{level:g}th percentile of the response time\n(model time units)")
         ax.grid(True, which="both", alpha=0.3)
@@ -374,15 +445,34 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         strip.finish(title=title, fontsize=9.5, label_size=8.5, row_pt=11, series_color=True)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
-    if any_best:
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls="none", marker="v", ms=7, color="0.3"))
-        labels.append(BEST_LABEL.format("lowest simulated percentile"))
+    _best_legend(handles, labels, any_best, any_span, "lowest simulated percentile")
     sh, sl = status_handles(kinds)
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_percentile_caption(pf, cmp, name, st_all))
+
+
+def _within_ci_claims(cmp, cs, level, st, stopped, best) -> list:
+    """Per semantics with a lowest percentile (``best``: its rate), the other rates whose CI reaches that value
+    (the bar through its ▼; the means caption's "within its CI"), re-derived from the comparison."""
+    v = "response_time_percentile"
+    few = f" & ({v}_too_few == 0)" if f"{v}_too_few" in cmp else ""
+    usable = f"~({stopped}) & (run_valid != 0){few} & isfinite({v})"
+    reaches = (f"(({v} - where(isfinite({v}_half_width), {v}_half_width, 0)) <= (best_{v} + "
+               f"where(isfinite(best_{v}_half_width), best_{v}_half_width, 0)))")
+    c = cmp.sel(percentile=level)
+    out = []
+    for i, s in enumerate(cmp["semantics"].values.tolist()):
+        reach = _reach(c, i, v, st[i]) if s in best else []
+        if len(reach) > 1:
+            sel = {"semantics": s, "percentile": level}
+            out.append(Claim(f"{NAMES.get(s, s).capitalize()}: r = {_g(min(reach))} to {_g(max(reach))} lie within "
+                             f"the CI of its lowest {level:g}th percentile (the bar through its ▼).",
+                             [min(reach), max(reach)],
+                             [Query(cs, "restart_rate", sel, f"{usable} & {reaches}", [["min"]]),
+                              Query(cs, "restart_rate", sel, f"{usable} & {reaches}", [["max"]])],
+                             max(sig_tol(min(reach)), sig_tol(max(reach)))))
+    return out
 
 
 def _percentile_caption(pf, cmp, name, st_all) -> Caption:
@@ -427,6 +517,7 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
                                   Query(cs, "best_rate_response_time_percentile",
                                         {"semantics": list(best), "percentile": level}, None, []),
                                   max(sig_tol(v) for v in best.values())))
+        findings += _within_ci_claims(cmp, cs, level, st, stopped, best)
     P = cmp["percentile"].values
     what = (f"the {P[0]:g}th percentile" if P.size == 1 else
             f"the percentiles {listing([f'{p:g}th' for p in P])} (one panel each)")
@@ -438,7 +529,8 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
          "open around them; a thin line in its colour joins each semantics' points). No value without restart is "
          "drawn: the study computes none for the tail. The dashed line is the product form's g* (which minimises the "
          "mean, not the tail). ▼ in the strip above the panel, in each semantics' row and colour: the rate of its "
-         "lowest simulated percentile (comparison.nc: best_rate_response_time_percentile). "
+         "lowest simulated percentile (comparison.nc: best_rate_response_time_percentile); a light bar through it: "
+         "the rates whose CI reaches that percentile (within its CI). "
          + ("Points without a value are marked in the strip above the panel: " + ", ".join(
              w for k, w in (("too_short", "◇ too few jobs beyond the percentile (or a run too short)"),
                             ("unstable", "✕ (in its semantics' colour) stopped as unstable")) if (st_all == k).any())

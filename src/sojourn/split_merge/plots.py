@@ -62,6 +62,12 @@ RULE = rule_words("workunits")
 BEYOND = "((latency_count.sum('t') + latency_overflow) / rep_mean_latency.count('replication') * (1 - percentile))"
 PCT_OK = f"(({BEYOND} >= {TAIL_MIN}) & (run_valid != 0))"
 MEAN_OK = "(run_valid != 0)"
+#: experiment (a)'s pooled tail where it is no reference (beyond the deepest percentile estimated with a CI): a faint
+#: grey line, told apart from the black reference part by more than its dash (round 15's reader)
+BEYOND_REFERENCE = {"color": "0.72", "lw": 1.3, "ls": "-"}
+#: the x-axis label of every figure over the replica count r: the load is held fixed, so λ is not (round 15: the
+#: reader had to find it in (b)'s title)
+R_AXIS = "replicas r (the load held fixed: the arrival rate λ changes with r and q)"
 
 
 def figures(cfg: dict) -> list:
@@ -121,7 +127,7 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
     n = int(c["rep_mean_latency"].count("replication"))
     recorded = float(c["latency_count"].sum() + c["latency_overflow"]) / max(n, 1)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    t_est, dotted = _figure_a_tail(a1, ds, c, spec, t, F, n, recorded)
+    t_est, grey = _figure_a_tail(a1, ds, c, spec, t, F, n, recorded)
     labels = ["mean"] + [f"p{100 * p:g}" for p in ds["percentile"].values]
     sim = np.concatenate([[float(c["sim_mean_latency"])], c["sim_latency_percentile"].values])
     hw = np.concatenate([[float(c["sim_mean_latency_hw"])], c["sim_latency_percentile_hw"].values])
@@ -152,14 +158,15 @@ def figure_a(path, stem, formats=("png", "pdf"), dpi=130):
               f"finish; load {e['rho']}, {law_words(e['replica_law'])}")
     fig.suptitle(f"(a) latency of one split-merge system, exact against simulated: {verdict}\n{system}",
                  fontsize=9, y=1.0, va="bottom")
-    cap = _figure_a_caption(ds, c, sel, spec, system, labels, ok, (m_in, p_in, m_n, p_n), t_est, dotted)
+    cap = _figure_a_caption(ds, c, sel, spec, system, labels, ok, (m_in, p_in, m_n, p_n), t_est, grey)
     return save(fig, stem, formats, dpi, caption=cap)
 
 
 def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
-    """Experiment (a)'s left panel: the pooled simulated latency tail (solid where it is a reference, dotted beyond),
+    """Experiment (a)'s left panel: the pooled simulated latency tail (black where it is a reference, faint grey
+    beyond: :data:`BEYOND_REFERENCE`),
     the exact M/PH/1 latency law and the simulated percentiles with their CIs. Returns (where the solid part ends at
-    the latest: the deepest percentile estimated with a CI, whether a dotted part is drawn)."""
+    the latest: the deepest percentile estimated with a CI, whether a grey part is drawn)."""
     # the pooled curve is a reference where enough workunits lie beyond t and no deeper than the deepest percentile
     # the run estimates with a CI across replications (beyond it, nothing says how far the curve can be trusted)
     est = c["sim_latency_percentile"].values[_pct_ok(c) & np.isfinite(c["sim_latency_percentile_hw"].values)]
@@ -168,10 +175,10 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     hi = float(c["sim_latency_percentile"].max()) * 1.6
     xmax = hi if np.isfinite(hi) else float(t[-1])
     a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
-    dotted = bool((~good & (t <= xmax) & (1 - F > 0)).any())
-    if dotted:
-        a1.plot(t, np.where(~good, 1 - F, np.nan), color="k", lw=1.0, ls=":",
-                label="simulation beyond its deepest estimated percentile (no reference)")
+    grey = bool((~good & (t <= xmax) & (1 - F > 0)).any())
+    if grey:
+        a1.plot(t, np.where(~good, 1 - F, np.nan), label="simulation beyond its deepest estimated percentile (no "
+                "reference)", **BEYOND_REFERENCE)
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
         beta, B = order_statistic_ph(spec.replica_law, spec.quorum, spec.replicas)
@@ -196,10 +203,10 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.set_ylabel("P(latency > t)")
     a1.legend(fontsize=7.5, loc="lower left")  # the curve runs from top left to bottom right: the empty corner
     a1.set_title("latency tail", fontsize=10)
-    return t_est, dotted
+    return t_est, grey
 
 
-def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotted) -> Caption:
+def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, grey) -> Caption:
     m_in, p_in, m_n, p_n = counts
     findings, limits = [], []
     src = "experiment_a.nc"
@@ -230,8 +237,8 @@ def _figure_a_caption(ds, c, sel, spec, system, labels, ok, counts, t_est, dotte
         "recoverable).",
         findings, limits,
         [("Left: the latency tail P(latency > t), pooled simulation (black"
-         + (f"; dotted beyond t ≈ {t_est:.3g}, the deepest percentile the run estimates with a CI, or where fewer "
-            f"than {TAIL_MIN} workunits per replication lie beyond t: the curve is no reference there" if dotted
+         + (f"; faint grey beyond t ≈ {t_est:.3g}, the deepest percentile the run estimates with a CI, or where fewer "
+            f"than {TAIL_MIN} workunits per replication lie beyond t: the curve is no reference there" if grey
             else "")
          + "; dots with bars: the simulated percentiles with their CIs across replications) and the exact M/PH/1 "
          "latency law (red dashed: the waiting time "
@@ -287,7 +294,7 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     import textwrap
 
     # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), two lines
-    fig.suptitle("\n".join(textwrap.wrap(f"(b) at load {e['rho']} held fixed (λ changes with r and q): {head}{check}",
+    fig.suptitle("\n".join(textwrap.wrap(f"(b) at load {e['rho']}: {head}{check}",
                                           160))
                  + f"\nmean latency of split-merge over replicas r and quorum q; {law_words(e['replica_law'])}",
                  fontsize=9, y=1.0, va="bottom")
@@ -344,7 +351,7 @@ def _figure_b_map(fig, ax, ds, outside, short, miss) -> None:
     cb.ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xticks(range(len(rs)), rs)
     ax.set_yticks(range(len(qs)), qs)
-    ax.set_xlabel("replicas r (of each job)")
+    ax.set_xlabel(R_AXIS)
     ax.set_ylabel("quorum q (replicas a job waits for)")
     ax.set_xticks(np.arange(-0.5, len(rs)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(qs)), minor=True)
@@ -414,6 +421,10 @@ def _figure_b_claims(ds, law, k_in, cells) -> tuple[list, list, str]:
 
 
 _EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("^", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}
+#: their sizes: hollow, large enough to ring the simulated dot (3.5 pt) and its CI's caps at the same r
+EXACT_MS = {2: 12.0, 3: 10.5, 1: 9.0}
+#: figure (c)'s title: its finding, no smaller than the axis labels (round 15's reader)
+C_TITLE_PT = 11.0
 
 
 def _lowest(mean, hw, rs):
@@ -453,7 +464,7 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
             ax.text(0.5, 0.5, f"this run cannot estimate the {what}\nat any (q, r) ({RULE})", wrap=True,
                     transform=ax.transAxes, ha="center", va="center", fontsize=9,
                     bbox={"facecolor": "0.96", "edgecolor": "0.7"})
-        ax.set_xlabel("replicas r (the load held fixed: the arrival rate λ changes with r and q)")
+        ax.set_xlabel(R_AXIS)
         ax.set_xticks(rs)
         ax.set_xlim(rs.min() - 0.6, rs.max() + 0.6)
         ax.grid(alpha=0.3, which="both")
@@ -479,8 +490,8 @@ def figure_c(path, law, stem, formats=("png", "pdf"), dpi=130, percentile=0.99):
     found = _figure_c_finding(ds, rs, mean_ok)
     # the finding first, at most two lines; the exceptions and the fixed-load caveat in the caption (load_words)
     fig.suptitle("\n".join(textwrap.wrap(f"(c) {found}" if found else "(c) latency against the number of replicas r",
-                                          185))
-                 + f"\n{law_words(law_str)}: latency against r, one colour per quorum q", fontsize=9.5, y=1.0,
+                                          160))
+                 + f"\n{law_words(law_str)}: latency against r, one colour per quorum q", fontsize=C_TITLE_PT, y=1.0,
                  va="bottom")
     return save(fig, stem, formats, dpi, caption=cap)
 
@@ -518,16 +529,14 @@ def _figure_c_curves(axes, strips, ds, pi, oks, silent, colors) -> dict:
             sel = meth == code
             if not sel.any():
                 continue
-            style = {"color": col, "mfc": "white", "mec": col, "ms": 9 if code == 2 else 7.5, "mew": 1.6, "zorder": 6}
-            a1.plot(rs[sel] + 0.18, exm[sel], ls="none", marker=marker, **style)
+            # hollow and larger, at the simulated point's own r: the simulated dot shows in its centre (shifted
+            # along r, round 15's reader read it as another r); where it reaches is said in the legend, not the panel
+            style = {"color": col, "mfc": "none", "mec": col, "ms": EXACT_MS[code], "mew": 1.4, "zorder": 6}
+            a1.plot(rs[sel], exm[sel], ls="none", marker=marker, **style)
             drawn[a1] |= bool(np.isfinite(exm[sel]).any())
-            at = np.nonzero(sel & np.isfinite(exm))[0]
-            if at.size == 1 and rs.size > 1 and not (meth[np.isfinite(meth)] == code).sum() > 1:  # a lone mark: named
-                a1.annotate(f"exact (r = {int(rs[at[0]])} only)", xy=(rs[at[0]] + 0.18, exm[at[0]]),
-                            xytext=(9, 0), textcoords="offset points", ha="left", va="center", fontsize=8, color=col)
             if code == 2:  # Erlang C: its percentile too (q = 1, exponential replicas)
                 ep = d["exact_latency_percentile"].values[:, pi]
-                a2.plot(rs[sel] + 0.18, ep[sel], ls="none", marker=marker, **style)
+                a2.plot(rs[sel], ep[sel], ls="none", marker=marker, **style)
                 drawn[a2] |= bool(np.isfinite(ep[sel]).any())
     return drawn
 
@@ -548,9 +557,10 @@ def _figure_c_legend(fig, ds, colors, silent, kinds) -> list:
         handles.append(Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5))
         labels.append(f"fork-join with cancellation (simulation ± {_level(ds)} CI)"
                       + (", left panel only" if FJ in silent else ""))
-    handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="white", ms=8, mew=1.5)
-                for c in used]
-    labels += [_EXACT_MARK[c][1] + " (beside the simulated point" + _exact_where(codes, c, rs) + ")" for c in used]
+    handles += [Line2D([], [], color="0.3", ls="none", marker=_EXACT_MARK[c][0], mfc="none", ms=EXACT_MS[c],
+                       mew=1.4) for c in used]
+    labels += [_EXACT_MARK[c][1] + " (hollow, around the simulated point" + _exact_where(codes, c, rs) + ")"
+               for c in used]
     sh, sl = status_handles(kinds)
     fig.legend(handles + sh, labels + sl, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=9,
                frameon=False, handlelength=3.0)
@@ -747,7 +757,7 @@ def _figure_c_caption(ds, law, rs, qs, p, pi, mean_ok, pct_ok, hosts, e, law_str
         [("Simulated with t-intervals across replications (markers with bars): split-merge solid"
          + (", fork-join with cancellation dashed (each replica at one of the r least-loaded hosts, run for fewer "
             "workunits)" if FJ in ds["model"].values.tolist() else "") + ". "
-         + ("Exact values as open markers beside the simulated point: " + listing(
+         + ("Exact values as hollow markers around the simulated point (at the same r): " + listing(
              [{2: "Erlang C (stars: q = 1 with exponential replicas, M/M/⌊n/r⌋ at rate rμ)",
                3: "the M/PH/c QBD (triangles) where its state space is small enough",
                1: "Pollaczek–Khinchine (diamonds)"}[c] for c in used])

@@ -210,6 +210,10 @@ TOO_SHORT_CELL = "0.86"
 NO_DIFFERENCE_CELL = "#ffffff"
 
 
+#: a status strip's bar (:meth:`StatusStrip.span`): light and thick, square ends, under the row's marks
+SPAN_STYLE = {"lw": 4.0, "alpha": 0.35, "solid_capstyle": "butt", "zorder": 1}
+
+
 def status_style(key: str, color=None, ms=5.0) -> dict:
     """Line2D keyword arguments of status ``key``'s mark (in ``color`` where the status has no colour of its own)."""
     s = STATUS[key]
@@ -240,6 +244,7 @@ class StatusStrip:
         self.marks: list = []  # (row key, x, status key, colour)
         self.kinds: set = set()
         self.labels: dict = {}
+        self.spans: list = []  # (row key, x from, x to, colour)
 
     def mark(self, row, x, mask, key: str, color=None, label=None) -> bool:
         """Status ``key``'s mark at the ``x`` where ``mask`` holds, in row ``row`` (one per series; ``label``: its
@@ -254,6 +259,12 @@ class StatusStrip:
         self.marks.append((row, x, key, color))
         self.kinds.add(key)
         return True
+
+    def span(self, row, x0, x1, color=None) -> None:
+        """A bar from ``x0`` to ``x1`` in row ``row`` (an existing row: marked first), under its marks: the range a
+        mark stands for (a best value's rates within its CI)."""
+        if row in [r for r, _ in self.rows]:
+            self.spans.append((row, x0, x1, color))
 
     def height(self, n, row_pt=None) -> float:
         """The strip's height for ``n`` rows, a share of its panel's: ``row_pt`` points a row where given (a strip as
@@ -285,6 +296,8 @@ class StatusStrip:
         h = self.height(n, row_pt)
         strip = ax.inset_axes([0.0, 1.02, 1.0, h], sharex=ax)
         order = {r: k for k, (r, _) in enumerate(self.rows)}
+        for row, x0, x1, color in self.spans:  # under the marks, in the row's colour, light: the mark stays in front
+            strip.plot([x0, x1], [n - 1 - order[row]] * 2, **SPAN_STYLE, color=color or "0.3", clip_on=False)
         for row, x, key, _color in self.marks:  # the mark in its status colour (as in the legend); the row's name
             y = n - 1 - order[row]              # at the right end in the series colour says whose it is
             strip.plot(x, np.full(x.size, y), **status_style(key, _color if series_color else None, ms=5.0),
