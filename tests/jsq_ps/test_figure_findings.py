@@ -287,19 +287,25 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
 
 
 def _pct_points(ax):
-    """(paper's x, our x) of every row of a §6.1/§6.2 dot-plot panel, paired by the row (y), and our marks."""
-    marks = {gid: {y: x for ln in ax.get_lines() if ln.get_gid() == gid
+    """(paper's x, our x) of every row of a §6.1/§6.2 dot-plot panel, paired by the row (the nearest whole y), and
+    the rows (y) of the "ours not nearer" glyphs; the paper's mark and ours are drawn apart within the row (round 15:
+    one over the other, the reader could not tell which was which)."""
+    marks = {gid: {round(y): (x, y) for ln in ax.get_lines() if ln.get_gid() == gid
                    for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)} for gid in ("paper", "ours")}
-    pts = [(marks["paper"][y], marks["ours"][y]) for y in sorted(marks["ours"])]
-    return np.array(pts, float).reshape(-1, 2), [ln for ln in ax.get_lines() if ln.get_gid() == "ours"]
+    for row in marks["ours"]:
+        assert marks["ours"][row][1] - marks["paper"][row][1] >= 0.3, "the paper's mark and ours overlap in a row"
+    pts = [(marks["paper"][y][0], marks["ours"][y][0]) for y in sorted(marks["ours"])]
+    flags = [y for ln in ax.get_lines() if ln.get_gid() == "not_nearer" for y in ln.get_ydata()]
+    return np.array(pts, float).reshape(-1, 2), flags
 
 
 def _check_pct_scatter(fig, rep):
     """The §6.1/§6.2 dot plot against its data: one row per (percentile, cell) with both values per panel, none
     where we have no value (named once, under the panels); all panels on one x scale; each panel's title count is
-    the number of rows whose ● is nearer to 0 than the paper's ○, the rest drawn with a heavy edge, and the title
-    states every panel's count; no legend key of a colour is a circle (round 14: the colours' circles read as a
-    shape)."""
+    the number of rows whose ● is nearer to 0 than the paper's ○, each other row carries a separate ✖ glyph at its end
+    (round 15: a heavy edge could not be recounted where the marks coincide), and the title states every panel's
+    count; no legend key of a colour is a circle (round 14: the colours' circles read as a shape); the x axis names
+    its linear range."""
     panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
     assert len(panels) == 3
     assert len({ax.get_xlim() for ax in panels}) == 1
@@ -307,12 +313,15 @@ def _check_pct_scatter(fig, rep):
     for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
         ours = rep["percentile_error"].sel(family=fam).values
         both = np.isfinite(ours) & np.isfinite(paper)
-        pts, lines = _pct_points(ax)
+        pts, flags = _pct_points(ax)
         assert len(pts) == int(both.sum()), (fam, pts)
         assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
         k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
         assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
-        assert sum(ln.get_markeredgewidth() > 1.0 for ln in lines) == len(pts) - k
+        assert len(flags) == len(pts) - k
+        nearer = {round(y) for y in sorted(flags)}
+        assert len(nearer) == len(flags)  # one glyph per row, at the row's own y
+        assert f"linear within ±{plots.reproduction._PCT_LINTHRESH:g}" in ax.get_xlabel()
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
         else:
@@ -322,8 +331,11 @@ def _check_pct_scatter(fig, rep):
     (leg,) = fig.legends
     for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True):
         if isinstance(h, Line2D) and h.get_marker() == "o":
-            # circles: the paper's mark and the heavy-edged dot of ours, as drawn (no colour keyed by a circle)
-            assert t.get_text().startswith(("the paper's", "heavy edge")), t.get_text()
+            # circles: the paper's mark only (no colour keyed by a circle)
+            assert t.get_text().startswith("the paper's"), t.get_text()
+    flag = [t.get_text() for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+            if isinstance(h, Line2D) and h.get_marker() == plots.reproduction._PCT_NOT_NEARER["marker"]]
+    assert len(flag) == 1 and "not nearer to 0" in flag[0]
     note = " ".join(t.get_text() for t in fig.texts)
     ref = rep["percentile_error_reference"].sel(family="faithful").values
     assert f"at {int((ref == 0).sum())} points" in note

@@ -190,7 +190,13 @@ _PCT_PANELS = (("faithful", "ours: best of A–F (the paper's methods)"), ("corr
                (TAIL, "ours: method T"))
 #: a row's two marks: the paper's (hollow black circle) and ours (a filled dot in its family's colour)
 _PCT_PAPER = {"ls": "none", "marker": "o", "ms": 9, "mfc": "white", "mec": "k", "mew": 1.6, "zorder": 4}
-_PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "zorder": 5}
+_PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "mec": "k", "mew": 0.5, "zorder": 5}
+#: within a row the paper's ○ sits this far above the row's centre and ours ● as far below (never one over the other)
+_PCT_OFFSET = 0.17
+#: "ours not nearer to 0 than the paper's": a glyph of its own at the row's right end (countable, unlike an edge)
+_PCT_NOT_NEARER = {"ls": "none", "marker": "X", "ms": 8, "color": "tab:red", "mec": "w", "mew": 0.6, "zorder": 6}
+#: the glyph's x, as a share of the panel's half-width on the symlog scale (right of every data point)
+_PCT_ROW_END = 1.35
 
 
 def _pct_rows(rep) -> list:
@@ -208,8 +214,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     panel per family of ours (best of A–F, best of A*–F*, T) sharing the rows; x the signed percentile error
     (method − reference, mean service times) on one symlog scale for every panel, the paper's ○ and ours ● (its
     family's colour) joined by a thin line, a vertical line at 0 — ours is the smaller where its ● is the nearer to
-    0; a heavy edge where it is not. The title's counts are each panel's; the points where we have no reference are
-    named once under the panels (never drawn)."""
+    0; a red ✖ at the row's end where it is not. The title's counts are each panel's; the points where we have no
+    reference are named once under the panels (never drawn)."""
     fams = [(f, t) for f, t in _PCT_PANELS if f in rep["family"].values.tolist()]
     P, Rs, rhos = (rep[v].values for v in ("pct_percentile", "pct_R", "pct_rho"))
     paper = rep["paper_percentile_error"].values  # (percentile, rho, R)
@@ -244,8 +250,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     lab = ["the paper's error (its best method)"]
     h += [Patch(facecolor=_FAMILY_STYLE[f][0], edgecolor="none") for f, _ in fams]
     lab += [f"ours ●: {t.removeprefix('ours: ')}" for _, t in fams]
-    h.append(Line2D([], [], ls="none", marker="o", ms=8, color="0.6", mec="k", mew=2.0))  # as drawn: a heavy-edged dot
-    lab.append("heavy edge: ours not nearer to 0 than the paper's")
+    h.append(Line2D([], [], **{k: v for k, v in _PCT_NOT_NEARER.items() if k != "zorder"}))  # as drawn
+    lab.append("✖ at the row's end: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
     lab.append(f"dotted: ±{_PCT_LINTHRESH:g} (linear inside, logarithmic beyond)")
     if ci_drawn:
@@ -270,9 +276,9 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
 
 
 def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
-    """One family's panel of the §6.1/§6.2 dot plot: per row the paper's ○ and ours ● joined by a thin line, our
-    simulation's 95 % CI as a bar, a heavy edge where ours is not the smaller in size; the x axis symlog from −lim
-    to lim. Returns whether a CI is drawn."""
+    """One family's panel of the §6.1/§6.2 dot plot: per row the paper's ○ (above the row's centre) and ours ●
+    (below it) joined by a thin line, our simulation's 95 % CI as a bar under ours, a red ✖ at the row's right end
+    where ours is not the smaller in size; the x axis symlog from −lim to lim. Returns whether a CI is drawn."""
     paper = rep["paper_percentile_error"].values
     ours = rep["percentile_error"].sel(family=fam).values
     ref = rep["percentile_error_reference"].sel(family=fam).values
@@ -285,13 +291,15 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
             ax.axhspan(y - 0.5, y + 0.5, color="0.95", lw=0, zorder=0)
         if not (ref[a, b, k] > 0 and np.isfinite(x1)):
             continue
-        ax.plot([x0, x1], [y, y], color="0.6", lw=1.0, zorder=2)
+        yp, yo = y - _PCT_OFFSET, y + _PCT_OFFSET  # the y axis is inverted: the paper's above, ours below
+        ax.plot([x0, x1], [yp, yo], color="0.6", lw=1.0, zorder=2)
         if ref[a, b, k] == REF_SIMULATION and np.isfinite(cl[a, b, k]) and np.isfinite(ch[a, b, k]):
-            ax.plot([cl[a, b, k], ch[a, b, k]], [y, y], color=color, lw=1.4, zorder=3)
+            ax.plot([cl[a, b, k], ch[a, b, k]], [yo, yo], color=color, lw=1.4, zorder=3)
             ci = True
-        ax.plot([x0], [y], **_PCT_PAPER, gid="paper")
-        larger = abs(x1) >= abs(x0)
-        ax.plot([x1], [y], **_PCT_OURS, color=color, mec="k", mew=2.0 if larger else 0.5, gid="ours")
+        ax.plot([x0], [yp], **_PCT_PAPER, gid="paper")
+        ax.plot([x1], [yo], **_PCT_OURS, color=color, gid="ours")
+        if abs(x1) >= abs(x0):
+            ax.plot([_PCT_ROW_END * lim], [y], **_PCT_NOT_NEARER, gid="not_nearer")
     ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
     ax.set_xlim(-1.8 * lim, 1.8 * lim)  # room beside the end ticks' labels
     ax.axvline(0, color="k", lw=1.0, zorder=1)
@@ -303,7 +311,8 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
     ax.tick_params(axis="x", labelsize=9.5)
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", alpha=0.25)
-    ax.set_xlabel(f"error: method − reference\n({TIME_UNIT}; < 0 optimistic)", fontsize=10)
+    ax.set_xlabel(f"error: method − reference ({TIME_UNIT};\n< 0 optimistic; linear within ±{_PCT_LINTHRESH:g}, "
+                  "log beyond)", fontsize=10)
     return ci
 
 
@@ -475,8 +484,9 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
          + (f"(with its 95% CI as a horizontal bar); both in {TIME_UNIT}, as the paper's table (method − its "
             "simulation). The x axis is symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
             "logarithmic beyond), one scale for every panel: the paper's error is a hollow black circle, ours a "
-            "filled dot in its family's colour, joined by a thin line; ours is the smaller in size where its dot is "
-            "the nearer to the vertical line at 0 (a heavy edge where it is not); left of 0 is optimistic (under the "
+            "filled dot in its family's colour just below it in the row, joined by a thin line; ours is the smaller "
+            "in size where its dot is the nearer to the vertical line at 0 (a red ✖ at the row's right end where it "
+            "is not); left of 0 is optimistic (under the "
             "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
             "the line under the panels names them. " if prefix == "pct" else
             "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
