@@ -101,7 +101,9 @@ def _rep(ci):
     return xr.Dataset({"best_wasserstein": (("family", "R", "rho"), stack(1)),
                        "best_wasserstein_ci_low": (("family", "R", "rho"), stack(0)),
                        "best_wasserstein_ci_high": (("family", "R", "rho"), stack(2)),
-                       "agreement": (("R", "rho"), np.array([[2, 2, 2]]))},
+                       "agreement": (("R", "rho"), np.array([[2, 2, 2]])),
+                       "paper_best_method": (("R", "rho"), np.array([["D", "C", "C"]])),
+                       "best_method": (("family", "R", "rho"), np.array([[["D", "C", "C"]]] * len(fam)))},
                       coords={"family": fam, "R": [3], "rho": [0.5, 0.8, 0.9]})
 
 
@@ -615,6 +617,40 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_reproduction_map_caption_names_each_mark_as_drawn(monkeypatch, outside):
+    """The §6.4 caption names what the maps draw (round 15): a cell in both grids whose simulation is too short is
+    light grey with ◇ (not "not in the grid"); "light grey without a mark" is said only where such a cell is drawn
+    (the paper's grid lacks the last load when ``outside``); the cross and the tie say "(none here)" when there is
+    none; the ratio's colour scale is one log scale, symmetric about ×1, and its label says so."""
+    from sojourn.jsq_ps.claims import SAME, TOO_SHORT
+
+    rep = _rep({"faithful": [(0.1, 0.2, 0.3), (0.1, 0.2, 0.3), (0.1, 0.2, 0.3)],
+                "corrected": [(0.001, 0.002, 0.003), (0.3, 0.5, 0.6), (0.1, 0.2, 0.3)]})
+    rep["agreement"][:] = [[SAME, SAME, TOO_SHORT]]
+    if outside:
+        rep["paper_best_method"][:] = [["D", "C", ""]]
+        rep["agreement"][:] = [[SAME, SAME, -1]]
+    rep.attrs["agreement_cells"] = 2
+    text = plots.reproduction._reproduction_map_caption(rep).text()
+    assert "a cross marks a disagreement (none here)" in text and "a tie (none here)" in text
+    assert ("Light grey without a mark: not in this run or not in the paper's grid" in text) == outside
+    assert ("light grey with ◇" in text) == (not outside)
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    ratio_ax = [ax for ax in fig.get_axes() if ax.get_images()][2]
+    norm = ratio_ax.get_images()[0].norm
+    for v in (0.3, 1.0, np.log10(500)):  # ×k and ×1/k equally far from the centre: one log scale, not two slopes
+        assert norm(v) + norm(-v) == pytest.approx(1.0)
+    cbar = next(ax for ax in fig.get_axes() if "symmetric about ×1" in ax.get_ylabel())
+    assert "log scale" in cbar.get_ylabel()
+    legend_text = " ".join(t.get_text() for t in fig.legends[0].get_texts())
+    assert ("light grey: not in this run" in legend_text) == outside
     plt.close(fig)
 
 

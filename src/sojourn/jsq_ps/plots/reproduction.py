@@ -577,7 +577,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
     more = [(Patch(color=_MAP_COLORS[m]), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
-    if (~short & ((paper == "") | (ours == ""))).any():
+    if _outside_cells(rep).any():
         more.append((Patch(facecolor="0.93", edgecolor="0.6"),
                      "light grey: not in this run, or not in the paper's grid"))
     if (agree == 0).any():
@@ -587,6 +587,15 @@ def _rep_best_panels(axes, rep, short, few) -> list:
         more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
                      "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
     return more
+
+
+def _outside_cells(rep) -> np.ndarray:
+    """(R, rho) cells of the §6.4 maps drawn light grey without a mark: not in this run or not in the paper's grid
+    (a cell in both whose simulation is too short is light grey too, but carries ◇)."""
+    from ..claims import TOO_SHORT
+
+    paper, ours = rep["paper_best_method"].values, rep["best_method"].sel(family="faithful").values
+    return (rep["agreement"].values != TOO_SHORT) & ((paper == "") | (ours == ""))
 
 
 #: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
@@ -602,7 +611,7 @@ def _ink(color) -> str:
 
 
 #: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
-_RATIO_TICKS = (2, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+_RATIO_TICKS = (1000, 300, 100, 30, 10, 3, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
 
 
 def ratio_beyond_noise(rep):
@@ -619,20 +628,21 @@ def ratio_beyond_noise(rep):
 
 def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     """The §6.4 figure's bottom map: the best corrected W over the best of A–F's, ×ratio on a log colour scale
-    centred at ×1; a cell whose two CIs overlap is white and dotted (no difference), its ratio in grey. Returns
+    symmetric about ×1; a cell whose two CIs overlap is white and dotted (no difference), its ratio in grey. Returns
     whether such a cell is drawn."""
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import Normalize
 
     ratio, side = ratio_beyond_noise(rep)
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.where(short, np.nan, np.log10(ratio))
     noise = np.isfinite(lr) & (side == 0)
-    # the colour's bounds: the data's, at least a factor 2 either way (so that a ratio near 1 stays pale)
-    lo_ = min(-np.log10(2), float(np.nanmin(lr))) if np.isfinite(lr).any() else -1.0
-    hi_ = max(np.log10(2), float(np.nanmax(lr))) if np.isfinite(lr).any() else 1.0
+    # one log scale, symmetric about ×1 (×k and ×1/k equally strong; round 15: a two-slope scale read as one):
+    # the data's largest factor either way, at least 2 (so that a ratio near 1 stays pale)
+    hi_ = max(np.log10(2), float(np.nanmax(np.abs(lr)))) if np.isfinite(lr).any() else 1.0
+    lo_ = -hi_
     im = ax.imshow(np.ma.masked_invalid(np.where(noise, np.nan, lr)), aspect="auto", origin="lower",
                    cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
-                   norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
+                   norm=Normalize(vmin=lo_, vmax=hi_), interpolation="nearest")
     for i, j in zip(*np.nonzero(noise), strict=True):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=NO_DIFFERENCE_CELL, hatch="....",
                                    edgecolor="0.75", lw=0))
@@ -645,7 +655,7 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     cb = plt.gcf().colorbar(im, cax=cax)
     ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
     cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
-    cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
+    cb.set_label("W corrected / W A–F\n(log scale, symmetric about ×1)", fontsize=8)
     ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\nblue = the "
                  "corrected are closer; white dotted: the simulation's noise hides any difference", fontsize=9.5,
                  loc="left")
@@ -680,16 +690,21 @@ def _reproduction_map_caption(rep) -> Caption:
     ks = int((ag == TOO_SHORT).sum())
     if ks:
         limits.append(Claim(f"At {_cells_text(ks)} our simulation is too short to trust (run-length guard): no "
-                            "verdict there (◇), left out of the counts.", ks, _rq("agreement == -2")))
+                            "verdict there (light grey with ◇ in the middle and bottom maps), left out of the counts.",
+                            ks, _rq("agreement == -2")))
+    none = lambda k: " (none here)" if k == 0 else ""  # noqa: E731 - a mark the caption names but the map lacks
+    grey = ("Light grey without a mark: not in this run or not in the paper's grid." if _outside_cells(rep).any()
+            else "")
     return Caption(
         "Paper §6.4, best of the paper's methods A–F by Wasserstein distance per (R, ρ) cell. Top: the authors' "
         "published map (experiments/best.csv, one seed). Middle: ours, the best of A–F by mean Wasserstein distance "
-        "over replications; a cross marks a disagreement, a pale cell a tie (the paper's method's 95% CI of W overlaps "
-        "our best's: a difference one seed cannot resolve). Bottom: the best corrected method's W over the best of "
-        "A–F's, printed as ×ratio and coloured on a log scale; blue = the corrected methods are closer. Both W are "
+        f"over replications; a cross marks a disagreement{none(k[2])}, a grey hatched cell a tie{none(k[1])} (the "
+        "paper's method's 95% CI of W overlaps our best's: a difference one seed cannot resolve). Bottom: the best "
+        "corrected method's W over the best of A–F's, printed as ×ratio and coloured on a log scale symmetric about "
+        "×1; blue = the corrected methods are closer. Both W are "
         "against our simulation (the paper's reference), so where the two 95% CIs overlap the ratio says nothing: "
         "such a cell is white and dotted, its ratio in grey italics (the simulation's own noise there is as large as "
         "the gap between the two methods' distances). The Wasserstein figure, which uses exact where it ran, is the "
         "sharper comparison.", findings, limits,
         [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our "
-         "run the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
+         "run the cell counts as a disagreement. " + grey).strip()])
