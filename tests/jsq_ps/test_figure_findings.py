@@ -806,3 +806,42 @@ def test_percentile_caption_extreme_names_only_the_cells_that_print_the_same():
     assert "Most above: C* by +1 % at R = 5, ρ = 0.3, the 99th percentile" in text, text
     assert "also at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)" in text, text
     assert "R = 5, ρ = 0.3, 99.999th" not in text and "R = 3, ρ = 0.3, 99th;" not in text, text
+
+
+@pytest.mark.parametrize("sim_ref", [False, True])
+def test_reproduction_relative_ours_against_simulation_is_not_hollow(monkeypatch, sim_ref):
+    """§6.3: the paper's value is a hollow circle; ours against our simulation is drawn half-filled (round 15: the
+    caption's "hollow" for ours clashed with the paper's hollow), in the legend too, and the caption says "(none
+    here)" when no value of ours is set against the simulation."""
+    from matplotlib.lines import Line2D
+
+    fams = ["faithful", "corrected", "T"]
+    ref = np.ones((3, 1, 1, 2), np.int8)  # (family, percentile, rho, R): against exact
+    if sim_ref:
+        ref[0, 0, 0, 1] = 2  # the best of A–F at R = 3 against the simulation
+    err = np.full(ref.shape, 0.05)
+    dims = ("family", "rel_percentile", "rel_rho", "rel_R")
+    rep = xr.Dataset({"relative_error_reference": (dims, ref), "relative_error": (dims, err),
+                      "relative_error_ci_low": (dims, err - 0.02), "relative_error_ci_high": (dims, err + 0.02),
+                      "paper_relative_error": (dims[1:], np.array([0.1, 0.2]).reshape(1, 1, 2))},
+                     coords={"family": fams, "rel_percentile": [99.0], "rel_rho": [0.5], "rel_R": [1, 3]})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [])
+    plots.reproduction_relative_errors(rep, "unused")
+    ((fig, cap),) = figs
+    lines = [ln for ax in fig.get_axes() for ln in ax.get_lines()
+             if str(ln.get_gid()).startswith("ours_") and ln.get_marker() not in ("_", "|")]  # not the CI's caps
+    paper = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_mfc() == "white"]
+    assert paper  # the paper's hollow circle
+    sim = [ln for ln in lines if ln.get_gid() == "ours_2"]
+    assert len(sim) == int(sim_ref)
+    for ln in sim:
+        assert ln.get_fillstyle() == "bottom" and ln.get_markerfacecolor() != "white"
+    keys = [(h, t.get_text()) for h, t in zip(fig.legends[0].legend_handles, fig.legends[0].get_texts(), strict=True)]
+    sim_keys = [h for h, t in keys if "against our simulation" in t]
+    assert len(sim_keys) == int(sim_ref) and all(isinstance(h, Line2D) and h.get_fillstyle() == "bottom"
+                                                 for h in sim_keys)
+    text = cap.text()
+    assert "hollow, with" not in text and "half-filled" in text
+    assert ("(none here)" in text) == (not sim_ref)
+    plt.close(fig)

@@ -131,9 +131,15 @@ def _no_value_marks(strip, fams, missing, x, bg) -> None:
         strip.mark(row, x, miss & bg, "beyond_grid", color, label)
 
 
+#: a §6.3 value of ours against our simulation (exact did not run): its marker half filled (the top half white),
+#: never hollow — hollow is the paper's circle (round 15)
+_AGAINST_SIM = {"fillstyle": "bottom", "markerfacecoloralt": "white"}
+_AGAINST_SIM_WORDS = "half-filled (top half white)"
+
+
 def _ours_family(ax, fam, xs, vals, rk) -> set:
     """One family of ours in a §6.3 panel: its |(mean, low, high)| ``vals`` at ``xs`` (the CI folded at 0), filled
-    against exact, hollow with its CI against the simulation. Returns the reference kinds drawn."""
+    against exact, half-filled with its CI against the simulation. Returns the reference kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     a_, b_ = np.abs(lo), np.abs(hi)
@@ -141,14 +147,22 @@ def _ours_family(ax, fam, xs, vals, rk) -> set:
     lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
     ok = np.isfinite(m)
     drawn = set()
-    for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
+    for rkind, style in ((REF_EXACT, {}), (REF_SIMULATION, _AGAINST_SIM)):
         sel = ok & (rk == rkind)
         if sel.any():
             drawn.add(rkind)
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=6.5, lw=1, capsize=2,
-                        label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=color, mec=color, ms=6.5, lw=1,
+                        capsize=2, label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None,
+                        gid=f"ours_{rkind}", **style)
     return drawn
+
+
+def _rel_against_sim(rep) -> bool:
+    """Whether the §6.3 figure draws a value of ours against our simulation (a family it draws, a value there)."""
+    fams = [f for f in _REL_FAMILIES if f in rep["family"].values.tolist()]
+    sim = rep["relative_error_reference"].sel(family=fams) == REF_SIMULATION
+    return bool((sim & np.isfinite(rep["relative_error"].sel(family=fams))).any())
 
 
 def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
@@ -162,8 +176,9 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
         h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=6.5))
         lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method by W)"))
     if REF_SIMULATION in drawn:
-        h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=6.5))
-        lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
+        h.append(Line2D([], [], ls="none", marker="s", color="0.3", ms=6.5, **_AGAINST_SIM))
+        lab.append(f"{_AGAINST_SIM_WORDS}, with its 95% CI: ours against our simulation (exact did not run); "
+                   "filled: against exact")
     return h, lab
 
 
@@ -368,9 +383,13 @@ def _pct_title(rep) -> tuple[str, str]:
     return first, f"{second[0].upper()}{second[1:]}"
 
 
+#: the families of ours the §6.3 figure draws
+_REL_FAMILIES = ("faithful", "corrected", TAIL)
+
+
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
     """§6.3: the paper's |relative error| of the best method by Wasserstein distance beside ours per family."""
-    fams = ["faithful", "corrected", TAIL]
+    fams = list(_REL_FAMILIES)
     fig, pts = _paper_beside_ours(
         rep, stem, prefix="rel", pvar="paper_relative_error",
         ovar=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
@@ -489,8 +508,8 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
             "is not); left of 0 is optimistic (under the "
             "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
             "the line under the panels names them. " if prefix == "pct" else
-            "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
-            "percentile, the paper's too. ")
+            f"({_AGAINST_SIM_WORDS}, with its 95% CI{'' if _rel_against_sim(rep) else ' (none here)'}; filled where "
+            "against exact); both are shown as a share of that reference percentile, the paper's too. ")
          + "Where exact did not run (or its percentile lies beyond the time grid) and our simulation has too few "
          "customers beyond the percentile, we have no reference and draw nothing of ours there.")])
 
