@@ -12,7 +12,7 @@ import xarray as xr
 
 from sojourn.core.present.claims import verify
 from sojourn.jsq_ps import plots
-from sojourn.jsq_ps.compare import against_reference, compare, w_against_reference
+from sojourn.jsq_ps.compare import REF_EXACT, REF_SIMULATION, against_reference, compare, w_against_reference
 from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
@@ -395,6 +395,18 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
     assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     assert "▼ in its colour on the bottom edge" in how
+    # round 15: the load axis names its scale; T's point against the simulation (ρ = 0.6) is a shape of its own,
+    # not a hollow ✖ that reads as the filled one at print size, and the legend's key and the words say which
+    assert fig.get_axes()[0].get_xlabel() == "load ρ (scale −log10(1 − ρ))"
+    marks = {ln.get_gid(): ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_gid()}
+    vs_exact, vs_sim = marks[f"T:{REF_EXACT}"], marks[f"T:{REF_SIMULATION}"]
+    assert list(vs_exact.get_xdata()) == [] and list(vs_sim.get_xdata()) == [0.6]  # at 0.5 T is on the floor (▼)
+    assert vs_exact.get_marker() == plots.wasserstein.METHOD_MARKERS["T"] == "X" and vs_sim.get_marker() == "+"
+    assert "(hollow, T +)" in fig._suptitle.get_text() and "T a bold +" in how
+    assert any(t.get_text().startswith("hollow (T: +)") for t in fig.get_axes()[-1].get_legend().get_texts())
+    h, lab = plots.wasserstein._w_legend(cmp, True)
+    key = next(h for h, t in zip(h, lab, strict=True) if t.startswith("hollow (T: +)"))
+    assert [ln.get_marker() for ln in key] == ["o", "+"]  # the key: both glyphs, as drawn
     plt.close(fig)
 
 
