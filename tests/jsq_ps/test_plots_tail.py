@@ -257,3 +257,42 @@ def test_cdf_body_differences_are_0_at_t_0_and_the_legend_names_the_undrawn(data
     texts = _legend_texts(fig)
     if hidden:
         assert any("not drawn" in t and hidden[0] in t for t in texts)
+
+
+def test_runtime_names_the_chain_that_skipped_and_a_hidden_whisker(drawn, monkeypatch):
+    """Round 15: the strip said "A*–F*: loads not run" where only the A* = B* chain skipped (C* ran there): the strip
+    row, the count row under the axis and the ▲ legend entry name the chain that skipped, computed from not_run; where
+    every member skipped, the family. T's whisker (one run time at both loads: no spread) hides behind its marker:
+    its spread is written beside it and the caption says so; a visible whisker gets no such word."""
+    scales = {r: {"A": 1.3, "A*": 0.97, "B*": 0.97, "C*": 0.95, "exact": 1.0, "T": 1.003} for r in (0.5, 0.6)}
+    sim, approx = jsq_run(scales)
+    cmp = compare(sim, approx, {"percentiles": [99.0], "n_resamples": 50})
+    assert [sr.label for sr in plots.common.series(cmp, "corrected")][:2] == ["A* = B*", "C*"]
+    cmp["not_run"].loc[{"approximation": ["A*", "B*"], "rho": 0.6}] = 1
+    cmp["run_time"].loc[{"approximation": "T"}] = 0.05
+    cmp["run_time"].loc[{"approximation": "A", "rho": 0.5}] = 0.001
+    cmp["run_time"].loc[{"approximation": "A", "rho": 0.6}] = 0.1
+    caps = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: drawn.append(fig)
+                        or caps.append(caption) or [stem])
+    plots.runtime_vs_R(cmp, "unused")
+    (fig,) = drawn
+    ax = fig.get_axes()[0]
+    (strip,) = ax.child_axes
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["A* = B*: loads not run"]
+    texts = [t.get_text() for t in ax.texts]
+    assert "A* = B*: 1" in texts and not any("A*–F*:" in t for t in texts)
+    assert any("A* = B*: at their chain's state cap" in t for t in _legend_texts(fig))
+    # every member skipped: the family's name
+    cmp["not_run"].loc[{"approximation": "C*", "rho": 0.6}] = 1
+    plots.runtime_vs_R(cmp, "unused")
+    strip = drawn[1].get_axes()[0].child_axes[0]
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["A*–F*: loads not run"]
+    # all ran at both loads: T's whisker (no spread) is hidden and said so; A–F's (×100) is drawn, no word
+    cmp["not_run"][:] = 0
+    for m in ("A*", "B*", "C*", "exact"):
+        cmp["run_time"].loc[{"approximation": m, "rho": 0.6}] = 10 * cmp["run_time"].sel(approximation=m, rho=0.5)
+    plots.runtime_vs_R(cmp, "unused")
+    limits = " ".join(c if isinstance(c, str) else c.text for c in caps[-1].limits)
+    assert "T at R = 2 ×1." in limits and "hidden behind it" in limits and "A–F at R" not in limits, limits
+    assert [t.get_text() for t in drawn[2].get_axes()[0].texts] == ["×1"]
