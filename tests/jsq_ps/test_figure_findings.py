@@ -582,23 +582,46 @@ def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monk
     plt.close(fig)
 
 
-def test_mgr_headline_states_both_ranges():
+@pytest.mark.parametrize(("law", "ci", "words"), [
+    ([-0.004, 0.08, np.nan], [(-0.05, 0.04), (-0.15, 0.31)],
+     "method T with the law itself by 0 to +8 %: 1 of 2 within ±5 %, the other within noise (95 % CI spans 0)"),
+    ([-0.01, 0.08, 0.12], [(-0.05, 0.04), (0.02, 0.14), (-0.01, 0.3)],
+     "method T with the law itself by -1 to +12 %: 1 of 3 within ±5 %, 1 of the other 2 within noise (95 % CI "
+     "spans 0)"),
+    ([-0.01, 0.02, np.nan], [(-0.05, 0.04), (-0.01, 0.05)], "method T with the law itself by -1 to +2 %: all 2 "
+     "within ±5 %"),
+])
+def test_mgr_headline_states_both_ranges(law, ci, words):
     """The M/G/R title's finding: the exponential model's method T's error range with its verdict, and each law
-    method's — "method T", never a bare T (which reads as the sojourn time)."""
+    method's — "method T", never a bare T (which reads as the sojourn time) — with how many points lie within ±5 % and
+    whether the others' 95 % CIs span 0 (round 15: +8 %, CI −15 to +32 %, is noise and the title must say so); a
+    mean that rounds to 0 is "0", never "-0" (title, labels and the caption's claims, each re-derived)."""
     q = 99.9
     sh = ("service", "R", "rho")
+    lo, hi = (np.array([c[k] for c in ci] + [np.nan] * (3 - len(ci))).reshape(1, 1, 3, 1, 1) for k in (0, 1))
     cmp = xr.Dataset(
         {"relative_percentile_error_mean": (sh + ("approximation", "percentile"),
                                             np.array([0.08, 1.86, np.nan]).reshape(1, 1, 3, 1, 1)),
+         **{f"relative_percentile_error_ci_{k}": (sh + ("approximation", "percentile"),
+                                                  np.array([a, b, np.nan]).reshape(1, 1, 3, 1, 1))
+            for k, a, b in (("low", 0.05, 1.5), ("high", 0.11, 2.2))},
          "few_tail_customers": (sh + ("percentile",), np.zeros((1, 1, 3, 1), np.int8)),
-         "law_relative_error_mean": (sh + ("law_method", "percentile"),
-                                     np.array([-0.01, 0.08, np.nan]).reshape(1, 1, 3, 1, 1)),
+         "law_relative_error_mean": (sh + ("law_method", "percentile"), np.array(law).reshape(1, 1, 3, 1, 1)),
+         "law_relative_error_ci_low": (sh + ("law_method", "percentile"), lo),
+         "law_relative_error_ci_high": (sh + ("law_method", "percentile"), hi),
          "sim_run_valid": (sh, np.ones((1, 1, 3), np.int8))},
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\nmethod T "
-        "with the law itself by -1 to +8 %")
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\n" + words)
+    claims = plots.laws._law_method_claims(cmp, ["deterministic"])
+    for c in claims:
+        assert verify(c, lambda source: cmp)[0], c.text
+        assert "-0.0 %" not in c.text and "+0.0 %" not in c.text
+    assert [plots.laws._pm(x, d) for x, d in ((-0.4, 0), (0.3, 0), (-0.04, 1), (-0.6, 0), (7.96, 0))] == [
+        "0", "0", "0.0", "-1", "+8"]
+    noise = [c for c in claims if "beyond ±5 %" in c.text]
+    assert len(noise) == ("within noise" in words) and all("spans 0" in c.text for c in noise)
 
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
