@@ -880,3 +880,31 @@ def test_reproduction_relative_ours_against_simulation_is_not_hollow(monkeypatch
     assert "hollow, with" not in text and "half-filled" in text
     assert ("(none here)" in text) == (not sim_ref)
     plt.close(fig)
+
+
+def test_mgr_distance_orders_laws_by_scv_and_keys_them_as_drawn(monkeypatch):
+    """Round 15: within a load the laws stood in the data's order (SCV 0, 0.62, 0.33), hiding the distance-vs-SCV
+    story, and the legend keyed them with squares over circles. Here the data hold uniform (SCV 1/3) before
+    deterministic (SCV 0): both figures place deterministic first, in the same colour, the legend in SCV order with
+    the plot's own marker, and the caption says the order."""
+    import matplotlib.colors as mcolors
+
+    cmp = mgr_two_laws().assign_coords(service=["exponential", "uniform", "deterministic"])
+    laws = ["uniform:low=0,high=2", "deterministic"]
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [])
+    plots.mgr_laws_distance(cmp, "unused", laws=laws)
+    (fig, cap), = figs
+    leg = fig.legends[0]
+    keys = [(t.get_text(), h) for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+            if t.get_text().endswith(")") and "SCV" in t.get_text()]
+    assert [t for t, _ in keys] == ["deterministic service (SCV 0)", "uniform service (SCV 0.33)"]
+    color = {t.split()[0]: mcolors.to_hex(h.get_color()) for t, h in keys}
+    ax = fig.get_axes()[0]
+    pts = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_linestyle() in ("None", "")]
+    assert {h.get_marker() for _, h in keys} == {"o"}
+    assert {h.get_markersize() for _, h in keys} == {pts[0].get_markersize()}
+    x = {law: next(ln.get_xdata() for ln in pts if mcolors.to_hex(ln.get_color()) == c) for law, c in color.items()}
+    assert (np.asarray(x["deterministic"]) < np.asarray(x["uniform"])).all()  # every load: SCV 0 left of SCV 1/3
+    assert "in order of their SCV" in cap.what
+    plt.close(fig)

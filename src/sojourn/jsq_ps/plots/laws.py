@@ -49,13 +49,22 @@ def _scv_of(laws) -> dict:
     return out
 
 
+def _laws_by_scv(cmp, laws) -> list:
+    """The comparison's non-exponential laws in order of their SCV (``laws``: the config's law strings; a law
+    without one last, in the data's order): the M/G/R figures place and colour them so, the same in both, so that
+    the distance reads against the SCV (round 15: deterministic, lognormal, uniform was SCV 0, 0.62, 0.33)."""
+    scv = _scv_of(laws)
+    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    return sorted(services, key=lambda s: (s not in scv, scv.get(s, 0.0)))
+
+
 def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R, first question: how far each service law's sojourn time is from the exponential (M/M/R) one at the same
     mean service time. One panel per R that ran, the loads as categories (:func:`_mgr_distance_row`): per law
     (colour) the Wasserstein distance of its simulation to the exponential simulation, the simulations' own noise
     shaded grey. The title states each law's median distance (the caption's claim). ``laws``: the config's law
-    strings (their SCV in the legend)."""
-    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    strings (their SCV in the legend; the laws in order of it)."""
+    services = _laws_by_scv(cmp, laws)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
@@ -63,11 +72,11 @@ def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
     axes = list(axes[0])
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_distance_row(axes, cmp, services, Rv, cmap)
-    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn)
+    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, marker=("o", _LAW_MS))  # as drawn
     sh, sl = status_handles(kinds)
     fig.subplots_adjust(left=0.1, right=0.98, top=0.8, bottom=0.33, wspace=0.12)
     _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=10, y=0.17)
-    cap = _mgr_distance_caption(cmp, services, kinds)
+    cap = _mgr_distance_caption(cmp, services, kinds, by_scv=set(services) <= set(_scv_of(laws)))
     med = _law_medians(cmp, services)
     head = ("median W: " + ", ".join(f"{s} {_g(v)}" for s, v in sorted(med.items(), key=lambda kv: -kv[1]))
             if med else "no law has a usable simulation")
@@ -82,8 +91,8 @@ def mgr_laws_percentile(cmp: xr.Dataset, stem, laws=None, **kw):
     (:func:`_law_cells_panel`): the percentile error against the law's simulation of method T for exponential service
     (✕) beside each law method's (``law_method``, filled markers), with 95 % CIs and the means printed above them; the
     title states both ranges (the caption's claims). Without law methods, or without a point with a value, the figure
-    says so instead. ``laws``: the config's law strings (their SCV in the legend)."""
-    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    says so instead. ``laws``: the config's law strings (their SCV in the legend; the laws in order of it)."""
+    services = _laws_by_scv(cmp, laws)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
@@ -260,12 +269,14 @@ def _noise_words(e, lo, hi) -> str:
     return f": {e.size - k} of {e.size} within ±5 %, {verdict}"
 
 
-def _mgr_legend(services, scv, cmap, noise_drawn, band=False):
-    """The M/G/R figures' legend entries for the laws (their SCV), the noise area and the ±5 % band."""
+def _mgr_legend(services, scv, cmap, noise_drawn, band=False, marker=("s", 9)):
+    """The M/G/R figures' legend entries for the laws (their SCV; ``marker``: the key's (shape, size) — the distance
+    figure's own marker, a square colour key where the marker's shape is a method's), the noise area and the ±5 %
+    band."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], color=cmap(k), ls="none", marker="s", ms=9) for k in range(len(services))]
+    handles = [Line2D([], [], color=cmap(k), ls="none", marker=marker[0], ms=marker[1]) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     if noise_drawn:
         handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
@@ -287,7 +298,7 @@ def _empty_law_row_note(cmp, services, empty) -> str:
     return f"R = {rs}: no {q:g}th-percentile error at any load"
 
 
-def _mgr_distance_caption(cmp, services, kinds=()) -> Caption:
+def _mgr_distance_caption(cmp, services, kinds=(), by_scv=False) -> Caption:
     findings, limits = [], []
     med = _law_medians(cmp, services)
     if med:
@@ -306,7 +317,9 @@ def _mgr_distance_caption(cmp, services, kinds=()) -> Caption:
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
         f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (the M/M/R "
-        "queue's), against ρ, one panel per R that ran, the laws side by side around each load.", findings, limits,
+        "queue's), against ρ, one panel per R that ran, the laws side by side around each load"
+        + (" in order of their SCV (squared coefficient of variation of the service time; 1 for exponential)."
+           if by_scv else "."), findings, limits,
         [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
           "markers. The grey area up to the dotted line (where it reaches the axis) is the distance's own noise, from "
           "the replications alone (sim_noise_wasserstein): a marker in it shows no difference this run can tell; a "
