@@ -402,10 +402,10 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     vs_exact, vs_sim = marks[f"T:{REF_EXACT}"], marks[f"T:{REF_SIMULATION}"]
     assert list(vs_exact.get_xdata()) == [] and list(vs_sim.get_xdata()) == [0.6]  # at 0.5 T is on the floor (▼)
     assert vs_exact.get_marker() == plots.wasserstein.METHOD_MARKERS["T"] == "X" and vs_sim.get_marker() == "+"
-    assert "(hollow, T +)" in fig._suptitle.get_text() and "T a bold +" in how
-    assert any(t.get_text().startswith("hollow (T: +)") for t in fig.get_axes()[-1].get_legend().get_texts())
+    assert "(hollow; method T: +)" in fig._suptitle.get_text() and "method T a bold +" in how
+    assert any(t.get_text().startswith("hollow (method T: +)") for t in fig.get_axes()[-1].get_legend().get_texts())
     h, lab = plots.wasserstein._w_legend(cmp, True)
-    key = next(h for h, t in zip(h, lab, strict=True) if t.startswith("hollow (T: +)"))
+    key = next(h for h, t in zip(h, lab, strict=True) if t.startswith("hollow (method T: +)"))
     assert [ln.get_marker() for ln in key] == ["o", "+"]  # the key: both glyphs, as drawn
     plt.close(fig)
 

@@ -294,5 +294,5 @@ def test_runtime_names_the_chain_that_skipped_and_a_hidden_whisker(drawn, monkey
         cmp["run_time"].loc[{"approximation": m, "rho": 0.6}] = 10 * cmp["run_time"].sel(approximation=m, rho=0.5)
     plots.runtime_vs_R(cmp, "unused")
     limits = " ".join(c if isinstance(c, str) else c.text for c in caps[-1].limits)
-    assert "T at R = 2 ×1." in limits and "hidden behind it" in limits and "A–F at R" not in limits, limits
+    assert "method T at R = 2 ×1." in limits and "hidden behind it" in limits and "A–F at R" not in limits, limits
     assert [t.get_text() for t in drawn[2].get_axes()[0].texts] == ["×1"]

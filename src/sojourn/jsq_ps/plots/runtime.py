@@ -29,8 +29,14 @@ def _families(cmp):
 
 
 def _short(label) -> str:
-    """A family's short name: 'A–F', 'A*–F*', 'exact', 'T'."""
-    return label.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful ")
+    """A family's short name: 'A–F', 'A*–F*', 'exact', 'method T' (never a bare T: it reads as the sojourn time)."""
+    name = label.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful ")
+    return f"method {name}" if name == TAIL else name
+
+
+def _title_name(label) -> str:
+    """A family's name in the title's medians: as in its legend entry, method T without its long name."""
+    return _short(label) if _short(label) == f"method {TAIL}" else label.split(" (")[0]
 
 
 def _skipped_names(cmp, nr, fams) -> dict:
@@ -90,7 +96,7 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     n_common = int(common_cells.sum())
     ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
                  f"fastest to slowest cell)\nmedians over those {n_common} cells: "
-                 + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
+                 + ", ".join(f"{_title_name(lab)} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
                  pad=6 + strip_pt)  # above the strip of the loads not run
     # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]

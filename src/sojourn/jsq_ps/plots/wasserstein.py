@@ -179,9 +179,10 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
 
 
 def _open_words(cmp) -> str:
-    """', T +' for each drawn line whose point against the simulation is not hollow (:data:`_AGAINST_SIM_MARKER`)."""
+    """'; method T: +' for each drawn line whose point against the simulation is not hollow
+    (:data:`_AGAINST_SIM_MARKER`)."""
     tail = METHOD_MARKERS.get(TAIL)
-    return f", {TAIL} {_AGAINST_SIM_MARKER[tail]}" if tail in _AGAINST_SIM_MARKER and TAIL in cmp[
+    return f"; method {TAIL}: {_AGAINST_SIM_MARKER[tail]}" if tail in _AGAINST_SIM_MARKER and TAIL in cmp[
         "approximation"].values.tolist() else ""
 
 
@@ -270,7 +271,7 @@ def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
     open_ = [st for st, *_ in _w_series(cmp, d, 0) if st["marker"] in _AGAINST_SIM_MARKER]
     if open_:  # the line marker a hollow form is replaced with, beside the hollow circle, named
         h.append((hollow, *(Line2D([], [], ls="none", color=st["color"], **_against_sim_style(st)) for st in open_)))
-        names = ", ".join(f"{TAIL if st['label'] == TAIL_LABEL else st['label']}: "
+        names = ", ".join(f"{'method ' + TAIL if st['label'] == TAIL_LABEL else st['label']}: "
                           f"{_AGAINST_SIM_MARKER[st['marker']]}" for st in open_)
         lab.append(f"hollow ({names}): against the simulation\n(exact did not run)")
     else:
@@ -395,7 +396,7 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
         "(dash-dot). Which of A–F is the best at each cell is the best-method map's subject.",
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow"
-         + _open_words(cmp).replace(f"{TAIL} ", f"{TAIL} a bold ") + "; the mean W over replications)."
+         + _open_words(cmp).replace(": ", " a bold ") + "; the mean W over replications)."
          + (f" {NOISE_WORDS[0].upper()}{NOISE_WORDS[1:]} from the bottom edge up to the simulation's own noise, "
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
