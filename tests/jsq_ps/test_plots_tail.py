@@ -295,4 +295,4 @@ def test_runtime_names_the_chain_that_skipped_and_a_hidden_whisker(drawn, monkey
     plots.runtime_vs_R(cmp, "unused")
     limits = " ".join(c if isinstance(c, str) else c.text for c in caps[-1].limits)
     assert "method T at R = 2 ×1." in limits and "hidden behind it" in limits and "A–F at R" not in limits, limits
-    assert [t.get_text() for t in drawn[2].get_axes()[0].texts] == ["×1"]
+    assert [t.get_text() for t in drawn[2].get_axes()[0].texts] == ["spread ×1"]

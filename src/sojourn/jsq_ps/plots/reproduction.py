@@ -211,7 +211,7 @@ _PCT_OFFSET = 0.17
 #: "ours not nearer to 0 than the paper's": a glyph of its own at the row's right end (countable, unlike an edge)
 _PCT_NOT_NEARER = {"ls": "none", "marker": "X", "ms": 8, "color": "tab:red", "mec": "w", "mew": 0.6, "zorder": 6}
 #: the glyph's x, as a share of the panel's half-width on the symlog scale (right of every data point)
-_PCT_ROW_END = 1.35
+_PCT_ROW_END = 1.2
 
 
 def _pct_rows(rep) -> list:

@@ -129,8 +129,8 @@ _MARKER_PT = 7.0
 
 def _hidden_whiskers(ax, rt, fams, Rv, common_cells) -> list:
     """The whiskers (fastest to slowest cell) shorter than the median's marker, as drawn on ``ax`` (its y limits
-    set): each gets its spread written beside the marker ('×1.1': slowest over fastest), so that a whisker is never
-    silently absent (round 15: T at R = 10). Returns [(family label, R, slowest / fastest)]."""
+    set): each gets its spread written beside the marker ('spread ×1.1': slowest over fastest), so that a whisker is
+    never silently absent (round 15: T at R = 10). Returns [(family label, R, slowest / fastest)]."""
     out = []
     pt = 72.0 / ax.figure.dpi
     for k, (label, ms, color) in enumerate(fams):
@@ -143,7 +143,8 @@ def _hidden_whiskers(ax, rt, fams, Rv, common_cells) -> list:
             (_, ya), (_, yb) = ax.transData.transform([(xi, a), (xi, b)])
             if abs(yb - ya) * pt < _MARKER_PT:
                 out.append((label, int(R), float(b / a)))
-                ax.annotate(f"×{_g(b / a, 3)}", (xi, np.sqrt(a * b)), xytext=(5, 0), textcoords="offset points",
+                ax.annotate(f"spread ×{_g(b / a, 3)}", (xi, np.sqrt(a * b)), xytext=(5, 0),
+                            textcoords="offset points",
                             ha="left", va="center", fontsize=7.5, color=color)
     return out
 
@@ -259,7 +260,7 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden=()) -> C
                       "plot marks them too, with their count: their cost is in no median drawn).")
     if hidden:
         limits.append("A whisker shorter than its marker is hidden behind it; its spread (slowest over fastest cell) "
-                      "is written beside the marker: " + "; ".join(f"{_short(lab)} at R = {R} ×{_g(r, 3)}"
+                      "is written beside the marker ('spread ×…'): " + "; ".join(f"{_short(lab)} at R = {R} ×{_g(r, 3)}"
                                                                    for lab, R, r in hidden) + ".")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
