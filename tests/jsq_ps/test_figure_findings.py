@@ -12,7 +12,7 @@ import xarray as xr
 
 from sojourn.core.present.claims import verify
 from sojourn.jsq_ps import plots
-from sojourn.jsq_ps.compare import against_reference, compare, w_against_reference
+from sojourn.jsq_ps.compare import REF_EXACT, REF_SIMULATION, against_reference, compare, w_against_reference
 from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
@@ -101,7 +101,9 @@ def _rep(ci):
     return xr.Dataset({"best_wasserstein": (("family", "R", "rho"), stack(1)),
                        "best_wasserstein_ci_low": (("family", "R", "rho"), stack(0)),
                        "best_wasserstein_ci_high": (("family", "R", "rho"), stack(2)),
-                       "agreement": (("R", "rho"), np.array([[2, 2, 2]]))},
+                       "agreement": (("R", "rho"), np.array([[2, 2, 2]])),
+                       "paper_best_method": (("R", "rho"), np.array([["D", "C", "C"]])),
+                       "best_method": (("family", "R", "rho"), np.array([[["D", "C", "C"]]] * len(fam)))},
                       coords={"family": fam, "R": [3], "rho": [0.5, 0.8, 0.9]})
 
 
@@ -291,19 +293,25 @@ def test_reproduction_percentile_caption_counts_add_up(monkeypatch):
 
 
 def _pct_points(ax):
-    """(paper's x, our x) of every row of a §6.1/§6.2 dot-plot panel, paired by the row (y), and our marks."""
-    marks = {gid: {y: x for ln in ax.get_lines() if ln.get_gid() == gid
+    """(paper's x, our x) of every row of a §6.1/§6.2 dot-plot panel, paired by the row (the nearest whole y), and
+    the rows (y) of the "ours not nearer" glyphs; the paper's mark and ours are drawn apart within the row (round 15:
+    one over the other, the reader could not tell which was which)."""
+    marks = {gid: {round(y): (x, y) for ln in ax.get_lines() if ln.get_gid() == gid
                    for x, y in zip(ln.get_xdata(), ln.get_ydata(), strict=True)} for gid in ("paper", "ours")}
-    pts = [(marks["paper"][y], marks["ours"][y]) for y in sorted(marks["ours"])]
-    return np.array(pts, float).reshape(-1, 2), [ln for ln in ax.get_lines() if ln.get_gid() == "ours"]
+    for row in marks["ours"]:
+        assert marks["ours"][row][1] - marks["paper"][row][1] >= 0.3, "the paper's mark and ours overlap in a row"
+    pts = [(marks["paper"][y][0], marks["ours"][y][0]) for y in sorted(marks["ours"])]
+    flags = [y for ln in ax.get_lines() if ln.get_gid() == "not_nearer" for y in ln.get_ydata()]
+    return np.array(pts, float).reshape(-1, 2), flags
 
 
 def _check_pct_scatter(fig, rep):
     """The §6.1/§6.2 dot plot against its data: one row per (percentile, cell) with both values per panel, none
     where we have no value (named once, under the panels); all panels on one x scale; each panel's title count is
-    the number of rows whose ● is nearer to 0 than the paper's ○, the rest drawn with a heavy edge, and the title
-    states every panel's count; no legend key of a colour is a circle (round 14: the colours' circles read as a
-    shape)."""
+    the number of rows whose ● is nearer to 0 than the paper's ○, each other row carries a separate ✖ glyph at its end
+    (round 15: a heavy edge could not be recounted where the marks coincide), and the title states every panel's
+    count; no legend key of a colour is a circle (round 14: the colours' circles read as a shape); the x axis names
+    its linear range."""
     panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
     assert len(panels) == 3
     assert len({ax.get_xlim() for ax in panels}) == 1
@@ -311,12 +319,15 @@ def _check_pct_scatter(fig, rep):
     for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
         ours = rep["percentile_error"].sel(family=fam).values
         both = np.isfinite(ours) & np.isfinite(paper)
-        pts, lines = _pct_points(ax)
+        pts, flags = _pct_points(ax)
         assert len(pts) == int(both.sum()), (fam, pts)
         assert sorted(map(tuple, pts)) == sorted(zip(paper[both], ours[both], strict=True))
         k = int((np.abs(pts[:, 1]) < np.abs(pts[:, 0])).sum())
         assert f"smaller than the paper's at {k} of {len(pts)} points" in ax.get_title(loc="left")
-        assert sum(ln.get_markeredgewidth() > 1.0 for ln in lines) == len(pts) - k
+        assert len(flags) == len(pts) - k
+        nearer = {round(y) for y in sorted(flags)}
+        assert len(nearer) == len(flags)  # one glyph per row, at the row's own y
+        assert f"linear within ±{plots.reproduction._PCT_LINTHRESH:g}" in ax.get_xlabel()
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
         else:
@@ -326,8 +337,11 @@ def _check_pct_scatter(fig, rep):
     (leg,) = fig.legends
     for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True):
         if isinstance(h, Line2D) and h.get_marker() == "o":
-            # circles: the paper's mark and the heavy-edged dot of ours, as drawn (no colour keyed by a circle)
-            assert t.get_text().startswith(("the paper's", "heavy edge")), t.get_text()
+            # circles: the paper's mark only (no colour keyed by a circle)
+            assert t.get_text().startswith("the paper's"), t.get_text()
+    flag = [t.get_text() for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+            if isinstance(h, Line2D) and h.get_marker() == plots.reproduction._PCT_NOT_NEARER["marker"]]
+    assert len(flag) == 1 and "not nearer to 0" in flag[0]
     note = " ".join(t.get_text() for t in fig.texts)
     ref = rep["percentile_error_reference"].sel(family="faithful").values
     assert f"at {int((ref == 0).sum())} points" in note
@@ -385,6 +399,18 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
     assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
     assert "▼ in its colour on the bottom edge" in how
+    # round 15: the load axis names its scale; T's point against the simulation (ρ = 0.6) is a shape of its own,
+    # not a hollow ✖ that reads as the filled one at print size, and the legend's key and the words say which
+    assert fig.get_axes()[0].get_xlabel() == "load ρ (scale −log10(1 − ρ))"
+    marks = {ln.get_gid(): ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_gid()}
+    vs_exact, vs_sim = marks[f"T:{REF_EXACT}"], marks[f"T:{REF_SIMULATION}"]
+    assert list(vs_exact.get_xdata()) == [] and list(vs_sim.get_xdata()) == [0.6]  # at 0.5 T is on the floor (▼)
+    assert vs_exact.get_marker() == plots.wasserstein.METHOD_MARKERS["T"] == "X" and vs_sim.get_marker() == "+"
+    assert "(hollow; method T: +)" in fig._suptitle.get_text() and "method T a bold +" in how
+    assert any(t.get_text().startswith("hollow (method T: +)") for t in fig.get_axes()[-1].get_legend().get_texts())
+    h, lab = plots.wasserstein._w_legend(cmp, True)
+    key = next(h for h, t in zip(h, lab, strict=True) if t.startswith("hollow (method T: +)"))
+    assert [ln.get_marker() for ln in key] == ["o", "+"]  # the key: both glyphs, as drawn
     plt.close(fig)
 
 
@@ -458,7 +484,7 @@ def test_wasserstein_legend_names_every_symbol():
     assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
     assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
     assert lab[:3] == [plots.wasserstein._BEST_FAITHFUL["label"], plots.wasserstein._BEST_CORRECTED["label"],
-                       "T (conservative tail chain)"]
+                       "T (bound)"]
     _, lab = plots.wasserstein._w_legend(cmp, False)
     assert not any(t.startswith(("strip mark", "▼")) for t in lab), "nothing drawn, nothing named"
 
@@ -560,23 +586,46 @@ def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monk
     plt.close(fig)
 
 
-def test_mgr_headline_states_both_ranges():
+@pytest.mark.parametrize(("law", "ci", "words"), [
+    ([-0.004, 0.08, np.nan], [(-0.05, 0.04), (-0.15, 0.31)],
+     "method T with the law itself by 0 to +8 %: 1 of 2 within ±5 %, the other within noise (95 % CI spans 0)"),
+    ([-0.01, 0.08, 0.12], [(-0.05, 0.04), (0.02, 0.14), (-0.01, 0.3)],
+     "method T with the law itself by -1 to +12 %: 1 of 3 within ±5 %, 1 of the other 2 within noise (95 % CI "
+     "spans 0)"),
+    ([-0.01, 0.02, np.nan], [(-0.05, 0.04), (-0.01, 0.05)], "method T with the law itself by -1 to +2 %: all 2 "
+     "within ±5 %"),
+])
+def test_mgr_headline_states_both_ranges(law, ci, words):
     """The M/G/R title's finding: the exponential model's method T's error range with its verdict, and each law
-    method's — "method T", never a bare T (which reads as the sojourn time)."""
+    method's — "method T", never a bare T (which reads as the sojourn time) — with how many points lie within ±5 % and
+    whether the others' 95 % CIs span 0 (round 15: +8 %, CI −15 to +32 %, is noise and the title must say so); a
+    mean that rounds to 0 is "0", never "-0" (title, labels and the caption's claims, each re-derived)."""
     q = 99.9
     sh = ("service", "R", "rho")
+    lo, hi = (np.array([c[k] for c in ci] + [np.nan] * (3 - len(ci))).reshape(1, 1, 3, 1, 1) for k in (0, 1))
     cmp = xr.Dataset(
         {"relative_percentile_error_mean": (sh + ("approximation", "percentile"),
                                             np.array([0.08, 1.86, np.nan]).reshape(1, 1, 3, 1, 1)),
+         **{f"relative_percentile_error_ci_{k}": (sh + ("approximation", "percentile"),
+                                                  np.array([a, b, np.nan]).reshape(1, 1, 3, 1, 1))
+            for k, a, b in (("low", 0.05, 1.5), ("high", 0.11, 2.2))},
          "few_tail_customers": (sh + ("percentile",), np.zeros((1, 1, 3, 1), np.int8)),
-         "law_relative_error_mean": (sh + ("law_method", "percentile"),
-                                     np.array([-0.01, 0.08, np.nan]).reshape(1, 1, 3, 1, 1)),
+         "law_relative_error_mean": (sh + ("law_method", "percentile"), np.array(law).reshape(1, 1, 3, 1, 1)),
+         "law_relative_error_ci_low": (sh + ("law_method", "percentile"), lo),
+         "law_relative_error_ci_high": (sh + ("law_method", "percentile"), hi),
          "sim_run_valid": (sh, np.ones((1, 1, 3), np.int8))},
         coords={"service": ["deterministic"], "R": [10], "rho": [0.8, 0.9, 0.95], "approximation": ["T"],
                 "law_method": ["T"], "percentile": [q]})
     assert plots.laws._mgr_headline(cmp, ["deterministic"]) == (
-        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\nmethod T "
-        "with the law itself by -1 to +8 %")
+        "At the 99.9th percentile the exponential model's method T errs by +8 to +186 % (conservative);\n" + words)
+    claims = plots.laws._law_method_claims(cmp, ["deterministic"])
+    for c in claims:
+        assert verify(c, lambda source: cmp)[0], c.text
+        assert "-0.0 %" not in c.text and "+0.0 %" not in c.text
+    assert [plots.laws._pm(x, d) for x, d in ((-0.4, 0), (0.3, 0), (-0.04, 1), (-0.6, 0), (7.96, 0))] == [
+        "0", "0", "0.0", "-1", "+8"]
+    noise = [c for c in claims if "beyond ±5 %" in c.text]
+    assert len(noise) == ("within noise" in words) and all("spans 0" in c.text for c in noise)
 
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
@@ -607,6 +656,40 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_reproduction_map_caption_names_each_mark_as_drawn(monkeypatch, outside):
+    """The §6.4 caption names what the maps draw (round 15): a cell in both grids whose simulation is too short is
+    light grey with ◇ (not "not in the grid"); "light grey without a mark" is said only where such a cell is drawn
+    (the paper's grid lacks the last load when ``outside``); the cross and the tie say "(none here)" when there is
+    none; the ratio's colour scale is one log scale, symmetric about ×1, and its label says so."""
+    from sojourn.jsq_ps.claims import SAME, TOO_SHORT
+
+    rep = _rep({"faithful": [(0.1, 0.2, 0.3), (0.1, 0.2, 0.3), (0.1, 0.2, 0.3)],
+                "corrected": [(0.001, 0.002, 0.003), (0.3, 0.5, 0.6), (0.1, 0.2, 0.3)]})
+    rep["agreement"][:] = [[SAME, SAME, TOO_SHORT]]
+    if outside:
+        rep["paper_best_method"][:] = [["D", "C", ""]]
+        rep["agreement"][:] = [[SAME, SAME, -1]]
+    rep.attrs["agreement_cells"] = 2
+    text = plots.reproduction._reproduction_map_caption(rep).text()
+    assert "a cross marks a disagreement (none here)" in text and "a tie (none here)" in text
+    assert ("Light grey without a mark: not in this run or not in the paper's grid" in text) == outside
+    assert ("light grey with ◇" in text) == (not outside)
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    ratio_ax = [ax for ax in fig.get_axes() if ax.get_images()][2]
+    norm = ratio_ax.get_images()[0].norm
+    for v in (0.3, 1.0, np.log10(500)):  # ×k and ×1/k equally far from the centre: one log scale, not two slopes
+        assert norm(v) + norm(-v) == pytest.approx(1.0)
+    cbar = next(ax for ax in fig.get_axes() if "symmetric about ×1" in ax.get_ylabel())
+    assert "log scale" in cbar.get_ylabel()
+    legend_text = " ".join(t.get_text() for t in fig.legends[0].get_texts())
+    assert ("light grey: not in this run" in legend_text) == outside
     plt.close(fig)
 
 
@@ -848,3 +931,70 @@ def test_percentile_caption_values_are_the_labels_drawn_in_their_cells(monkeypat
     assert bold and not any(t.get_text().startswith("<0.1") for t in bold)
     for f, _ in figs:
         plt.close(f)
+
+
+@pytest.mark.parametrize("sim_ref", [False, True])
+def test_reproduction_relative_ours_against_simulation_is_not_hollow(monkeypatch, sim_ref):
+    """§6.3: the paper's value is a hollow circle; ours against our simulation is drawn half-filled (round 15: the
+    caption's "hollow" for ours clashed with the paper's hollow), in the legend too, and the caption says "(none
+    here)" when no value of ours is set against the simulation."""
+    from matplotlib.lines import Line2D
+
+    fams = ["faithful", "corrected", "T"]
+    ref = np.ones((3, 1, 1, 2), np.int8)  # (family, percentile, rho, R): against exact
+    if sim_ref:
+        ref[0, 0, 0, 1] = 2  # the best of A–F at R = 3 against the simulation
+    err = np.full(ref.shape, 0.05)
+    dims = ("family", "rel_percentile", "rel_rho", "rel_R")
+    rep = xr.Dataset({"relative_error_reference": (dims, ref), "relative_error": (dims, err),
+                      "relative_error_ci_low": (dims, err - 0.02), "relative_error_ci_high": (dims, err + 0.02),
+                      "paper_relative_error": (dims[1:], np.array([0.1, 0.2]).reshape(1, 1, 2))},
+                     coords={"family": fams, "rel_percentile": [99.0], "rel_rho": [0.5], "rel_R": [1, 3]})
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [])
+    plots.reproduction_relative_errors(rep, "unused")
+    ((fig, cap),) = figs
+    lines = [ln for ax in fig.get_axes() for ln in ax.get_lines()
+             if str(ln.get_gid()).startswith("ours_") and ln.get_marker() not in ("_", "|")]  # not the CI's caps
+    paper = [ln for ax in fig.get_axes() for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_mfc() == "white"]
+    assert paper  # the paper's hollow circle
+    sim = [ln for ln in lines if ln.get_gid() == "ours_2"]
+    assert len(sim) == int(sim_ref)
+    for ln in sim:
+        assert ln.get_fillstyle() == "bottom" and ln.get_markerfacecolor() != "white"
+    keys = [(h, t.get_text()) for h, t in zip(fig.legends[0].legend_handles, fig.legends[0].get_texts(), strict=True)]
+    sim_keys = [h for h, t in keys if "against our simulation" in t]
+    assert len(sim_keys) == int(sim_ref) and all(isinstance(h, Line2D) and h.get_fillstyle() == "bottom"
+                                                 for h in sim_keys)
+    text = cap.text()
+    assert "hollow, with" not in text and "half-filled" in text
+    assert ("(none here)" in text) == (not sim_ref)
+    plt.close(fig)
+
+
+def test_mgr_distance_orders_laws_by_scv_and_keys_them_as_drawn(monkeypatch):
+    """Round 15: within a load the laws stood in the data's order (SCV 0, 0.62, 0.33), hiding the distance-vs-SCV
+    story, and the legend keyed them with squares over circles. Here the data hold uniform (SCV 1/3) before
+    deterministic (SCV 0): both figures place deterministic first, in the same colour, the legend in SCV order with
+    the plot's own marker, and the caption says the order."""
+    import matplotlib.colors as mcolors
+
+    cmp = mgr_two_laws().assign_coords(service=["exponential", "uniform", "deterministic"])
+    laws = ["uniform:low=0,high=2", "deterministic"]
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [])
+    plots.mgr_laws_distance(cmp, "unused", laws=laws)
+    (fig, cap), = figs
+    leg = fig.legends[0]
+    keys = [(t.get_text(), h) for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+            if t.get_text().endswith(")") and "SCV" in t.get_text()]
+    assert [t for t, _ in keys] == ["deterministic service (SCV 0)", "uniform service (SCV 0.33)"]
+    color = {t.split()[0]: mcolors.to_hex(h.get_color()) for t, h in keys}
+    ax = fig.get_axes()[0]
+    pts = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_linestyle() in ("None", "")]
+    assert {h.get_marker() for _, h in keys} == {"o"}
+    assert {h.get_markersize() for _, h in keys} == {pts[0].get_markersize()}
+    x = {law: next(ln.get_xdata() for ln in pts if mcolors.to_hex(ln.get_color()) == c) for law, c in color.items()}
+    assert (np.asarray(x["deterministic"]) < np.asarray(x["uniform"])).all()  # every load: SCV 0 left of SCV 1/3
+    assert "in order of their SCV" in cap.what
+    plt.close(fig)

@@ -1,5 +1,5 @@
 """Method T in the figures (sojourn.jsq_ps.plots): its own colour and line, the legend entry
-"T (conservative tail chain)", in every figure that draws methods — the Wasserstein and percentile-error panels,
+"T (bound)", in every figure that draws methods — the Wasserstein and percentile-error panels,
 the CDF of a cell, the maps of the best and the recommended method, the run time and the reproduction's panels.
 
 The comparison is computed from small synthetic data (Exp(1) samples as the simulation, exponential CDFs as the
@@ -69,7 +69,7 @@ def _has_tail_line(fig):
 
 def test_T_is_a_series_of_its_own():
     sr = plots.common.tail_series()
-    assert (sr.members, sr.label, sr.style) == (["T"], "T (conservative tail chain)", "-.")
+    assert (sr.members, sr.label, sr.style) == (["T"], "T (bound)", "-.")
     assert plots.common.method_color("T") == plots.common._TAIL_COLOR
 
 
@@ -77,7 +77,7 @@ def test_T_is_a_series_of_its_own():
 def test_T_line_and_legend_in_the_method_figures(data, drawn, draw):
     getattr(plots, draw)(data[2], "unused")
     (fig,) = drawn
-    assert "T (conservative tail chain)" in _legend_texts(fig)
+    assert "T (bound)" in _legend_texts(fig)
     if draw == "runtime_vs_R":
         assert any(mcolors.to_rgba(ln.get_color()) == TAIL_RGBA for ln in _lines(fig))
     else:
@@ -89,7 +89,7 @@ def test_T_rows_in_the_percentile_error_map(data, drawn):
     plots.percentile_error_vs_rho_corrected(data[2], "unused")
     (fig,) = drawn
     names = {t.get_text().replace("\n", " "): t.get_color() for ax in fig.get_axes() for t in ax.texts}
-    assert mcolors.to_rgba(names["T (conservative tail chain)"]) == TAIL_RGBA
+    assert mcolors.to_rgba(names["T (bound)"]) == TAIL_RGBA
 
 
 def test_T_in_the_cdf_of_a_cell(data, drawn):
@@ -130,7 +130,7 @@ def test_T_family_in_the_reproduction_panels(data, drawn):
     rep = reproduce(data[2])
     assert rep["family"].values.tolist() == ["faithful", "corrected", "exact", "T"]
     color, _, label = plots.reproduction._FAMILY_STYLE["T"]
-    assert mcolors.to_rgba(color) == TAIL_RGBA and label == "ours: T (conservative tail chain)"
+    assert mcolors.to_rgba(color) == TAIL_RGBA and label == "ours: T (bound)"
     plots.reproduction_percentile_errors(rep, "unused")
     (fig,) = drawn
     assert any("shares no (R, ρ) cell" in t.get_text() for ax in fig.get_axes() for t in ax.texts)
@@ -286,3 +286,42 @@ def test_cdf_figure_names_the_sojourn_time_S_and_reads_in_line_order(drawn):
     c = SimpleNamespace(same=[], w_ref=None, steep={"T": (-0.0093, 0.24)})
     label = plots.cdf._cdf_label(c, plots.common.tail_series(), {})
     assert label == "T (bound) (-0.009 near t = 0: margin by design)", label
+
+
+def test_runtime_names_the_chain_that_skipped_and_a_hidden_whisker(drawn, monkeypatch):
+    """Round 15: the strip said "A*–F*: loads not run" where only the A* = B* chain skipped (C* ran there): the strip
+    row, the count row under the axis and the ▲ legend entry name the chain that skipped, computed from not_run; where
+    every member skipped, the family. T's whisker (one run time at both loads: no spread) hides behind its marker:
+    its spread is written beside it and the caption says so; a visible whisker gets no such word."""
+    scales = {r: {"A": 1.3, "A*": 0.97, "B*": 0.97, "C*": 0.95, "exact": 1.0, "T": 1.003} for r in (0.5, 0.6)}
+    sim, approx = jsq_run(scales)
+    cmp = compare(sim, approx, {"percentiles": [99.0], "n_resamples": 50})
+    assert [sr.label for sr in plots.common.series(cmp, "corrected")][:2] == ["A* = B*", "C*"]
+    cmp["not_run"].loc[{"approximation": ["A*", "B*"], "rho": 0.6}] = 1
+    cmp["run_time"].loc[{"approximation": "T"}] = 0.05
+    cmp["run_time"].loc[{"approximation": "A", "rho": 0.5}] = 0.001
+    cmp["run_time"].loc[{"approximation": "A", "rho": 0.6}] = 0.1
+    caps = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: drawn.append(fig)
+                        or caps.append(caption) or [stem])
+    plots.runtime_vs_R(cmp, "unused")
+    (fig,) = drawn
+    ax = fig.get_axes()[0]
+    (strip,) = ax.child_axes
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["A* = B*: loads not run"]
+    texts = [t.get_text() for t in ax.texts]
+    assert "A* = B*: 1" in texts and not any("A*–F*:" in t for t in texts)
+    assert any("A* = B*: at their chain's state cap" in t for t in _legend_texts(fig))
+    # every member skipped: the family's name
+    cmp["not_run"].loc[{"approximation": "C*", "rho": 0.6}] = 1
+    plots.runtime_vs_R(cmp, "unused")
+    strip = drawn[1].get_axes()[0].child_axes[0]
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["A*–F*: loads not run"]
+    # all ran at both loads: T's whisker (no spread) is hidden and said so; A–F's (×100) is drawn, no word
+    cmp["not_run"][:] = 0
+    for m in ("A*", "B*", "C*", "exact"):
+        cmp["run_time"].loc[{"approximation": m, "rho": 0.6}] = 10 * cmp["run_time"].sel(approximation=m, rho=0.5)
+    plots.runtime_vs_R(cmp, "unused")
+    limits = " ".join(c if isinstance(c, str) else c.text for c in caps[-1].limits)
+    assert "method T at R = 2 ×1." in limits and "hidden behind it" in limits and "A–F at R" not in limits, limits
+    assert [t.get_text() for t in drawn[2].get_axes()[0].texts] == ["spread ×1"]

@@ -31,6 +31,7 @@ from .common import (
     EXPONENTIAL,
     FAITHFUL,
     TAIL,
+    TAIL_LABEL,
     TIME_UNITS,
     W_FLOOR,
     Series,
@@ -256,7 +257,7 @@ def _cdf_lines(c) -> list:
 
 
 #: method T in the CDF figures' legends, apart from the sojourn time S (round 15: both read "T")
-TAIL_BOUND = f"{TAIL} (bound)"
+TAIL_BOUND = TAIL_LABEL
 
 #: the body's method curves are smoothed over this share of the drawn points: their CDFs are stored with 12
 #: significant bits (sojourn.jsq_ps.storage), whose rounding (≤ 1.2e-4) would show as steps at a ±0.005 scale

@@ -21,7 +21,7 @@ _EXACT_COLOR = METHOD_COLORS["exact"]
 #: method T (sojourn.jsq_ps.solve.tail): its own colour and a dash-dot line in every figure that draws methods
 TAIL = "T"
 _TAIL_COLOR = METHOD_COLORS[TAIL]
-TAIL_LABEL = "T (conservative tail chain)"
+TAIL_LABEL = "T (bound)"  # method T, apart from the sojourn time S: its survival lies on or above the true one
 TIME_UNITS = f"{TIME_UNIT}, 1/μ"
 EXPONENTIAL = "exponential"
 #: Wasserstein distances to exact below this (mean service times) are drawn on the bottom edge of their panel

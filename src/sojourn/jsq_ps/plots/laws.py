@@ -26,6 +26,15 @@ from .common import EXPONENTIAL, TAIL, _g, _legend_below, _message_panel
 
 # =========================================================================== M/G/R laws
 _BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
+
+
+def _pm(x, digits=0) -> str:
+    """A signed number as printed ('+8', '−1' is the caller's minus), and a value that rounds to zero as '0' (never
+    '−0' or '+0': round 15 read '−0' as a typo)."""
+    s = f"{x:+.{digits}f}"
+    return f"{0:.{digits}f}" if float(s) == 0 else s
+
+
 def _scv_of(laws) -> dict:
     """{law name: its SCV} of the config's M/G/R law strings (rescaled to one mean, the SCV is unchanged)."""
     from ...core.laws.distributions import parse_law
@@ -40,13 +49,22 @@ def _scv_of(laws) -> dict:
     return out
 
 
+def _laws_by_scv(cmp, laws) -> list:
+    """The comparison's non-exponential laws in order of their SCV (``laws``: the config's law strings; a law
+    without one last, in the data's order): the M/G/R figures place and colour them so, the same in both, so that
+    the distance reads against the SCV (round 15: deterministic, lognormal, uniform was SCV 0, 0.62, 0.33)."""
+    scv = _scv_of(laws)
+    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    return sorted(services, key=lambda s: (s not in scv, scv.get(s, 0.0)))
+
+
 def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R, first question: how far each service law's sojourn time is from the exponential (M/M/R) one at the same
     mean service time. One panel per R that ran, the loads as categories (:func:`_mgr_distance_row`): per law
     (colour) the Wasserstein distance of its simulation to the exponential simulation, the simulations' own noise
     shaded grey. The title states each law's median distance (the caption's claim). ``laws``: the config's law
-    strings (their SCV in the legend)."""
-    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    strings (their SCV in the legend; the laws in order of it)."""
+    services = _laws_by_scv(cmp, laws)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
@@ -54,11 +72,11 @@ def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
     axes = list(axes[0])
     cmap = plt.get_cmap("tab10")
     kinds, noise_drawn = _mgr_distance_row(axes, cmp, services, Rv, cmap)
-    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn)
+    handles, labels = _mgr_legend(services, _scv_of(laws), cmap, noise_drawn, marker=("o", _LAW_MS))  # as drawn
     sh, sl = status_handles(kinds)
     fig.subplots_adjust(left=0.1, right=0.98, top=0.8, bottom=0.33, wspace=0.12)
     _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=10, y=0.17)
-    cap = _mgr_distance_caption(cmp, services, kinds)
+    cap = _mgr_distance_caption(cmp, services, kinds, by_scv=set(services) <= set(_scv_of(laws)))
     med = _law_medians(cmp, services)
     head = ("median W: " + ", ".join(f"{s} {_g(v)}" for s, v in sorted(med.items(), key=lambda kv: -kv[1]))
             if med else "no law has a usable simulation")
@@ -73,8 +91,8 @@ def mgr_laws_percentile(cmp: xr.Dataset, stem, laws=None, **kw):
     (:func:`_law_cells_panel`): the percentile error against the law's simulation of method T for exponential service
     (✕) beside each law method's (``law_method``, filled markers), with 95 % CIs and the means printed above them; the
     title states both ranges (the caption's claims). Without law methods, or without a point with a value, the figure
-    says so instead. ``laws``: the config's law strings (their SCV in the legend)."""
-    services = [s for s in cmp["service"].values.tolist() if s != EXPONENTIAL]
+    says so instead. ``laws``: the config's law strings (their SCV in the legend; the laws in order of it)."""
+    services = _laws_by_scv(cmp, laws)
     vs = cmp["wasserstein_vs_exponential_sim"].sel(service=services)
     have = np.isfinite(vs.values).any(axis=(0, 2))
     Rv = cmp["R"].values[have] if have.any() else cmp["R"].values
@@ -227,20 +245,38 @@ def _mgr_headline(cmp, services) -> str:
     e = _law_errors(cmp, services)
     if e.size:
         side = " (conservative)" if (e > 0).all() else " (optimistic)" if (e < 0).all() else ""
-        parts.append(f"the exponential model's method T errs by {e.min():+.0f} to {e.max():+.0f} %{side}")
+        parts.append(f"the exponential model's method T errs by {_pm(e.min())} to {_pm(e.max())} %{side}")
     for m in cmp["law_method"].values.tolist():
-        e = _law_errors(cmp, services, m)
+        e, lo, hi = _law_errors(cmp, services, m, ci=True)
         if e.size:
-            parts.append(f"method {m} with the law itself by {e.min():+.0f} to {e.max():+.0f} %")
+            parts.append(f"method {m} with the law itself by {_pm(e.min())} to {_pm(e.max())} %"
+                         + _noise_words(e, lo, hi))
     return f"At the {q:g}th percentile " + ";\n".join(parts) if parts else ""
 
 
-def _mgr_legend(services, scv, cmap, noise_drawn, band=False):
-    """The M/G/R figures' legend entries for the laws (their SCV), the noise area and the ±5 % band."""
+def _noise_words(e, lo, hi) -> str:
+    """': k of n within ±5 %, the other(s) within noise (95 % CI spans 0)' — the verdict on a law method's points,
+    from their means ``e`` and CIs (in %): a point beyond ±5 % whose CI spans 0 is no error this run can tell (round
+    15: +8 % with a CI of −15 to +32 % was not said to be noise)."""
+    out = np.abs(e) > 5.0
+    k = int(out.sum())
+    if not k:
+        return f": all {e.size} within ±5 %"
+    noise = int((out & (lo <= 0) & (hi >= 0)).sum())
+    rest = "the other" if k == 1 else f"the other {k}"
+    verdict = (f"{rest} within noise (95 % CI spans 0)" if noise == k else f"{rest} beyond it and beyond noise"
+               if not noise else f"{noise} of {rest} within noise (95 % CI spans 0)")
+    return f": {e.size - k} of {e.size} within ±5 %, {verdict}"
+
+
+def _mgr_legend(services, scv, cmap, noise_drawn, band=False, marker=("s", 9)):
+    """The M/G/R figures' legend entries for the laws (their SCV; ``marker``: the key's (shape, size) — the distance
+    figure's own marker, a square colour key where the marker's shape is a method's), the noise area and the ±5 %
+    band."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], color=cmap(k), ls="none", marker="s", ms=9) for k in range(len(services))]
+    handles = [Line2D([], [], color=cmap(k), ls="none", marker=marker[0], ms=marker[1]) for k in range(len(services))]
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     if noise_drawn:
         handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
@@ -262,7 +298,7 @@ def _empty_law_row_note(cmp, services, empty) -> str:
     return f"R = {rs}: no {q:g}th-percentile error at any load"
 
 
-def _mgr_distance_caption(cmp, services, kinds=()) -> Caption:
+def _mgr_distance_caption(cmp, services, kinds=(), by_scv=False) -> Caption:
     findings, limits = [], []
     med = _law_medians(cmp, services)
     if med:
@@ -281,7 +317,9 @@ def _mgr_distance_caption(cmp, services, kinds=()) -> Caption:
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
         f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (the M/M/R "
-        "queue's), against ρ, one panel per R that ran, the laws side by side around each load.", findings, limits,
+        "queue's), against ρ, one panel per R that ran, the laws side by side around each load"
+        + (" in order of their SCV (squared coefficient of variation of the service time; 1 for exponential)."
+           if by_scv else "."), findings, limits,
         [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
           "markers. The grey area up to the dotted line (where it reaches the axis) is the distance's own noise, from "
           "the replications alone (sim_noise_wasserstein): a marker in it shows no difference this run can tell; a "
@@ -337,9 +375,10 @@ def _law_row_percentile(cmp) -> float:
     return pct[0] if pct else float(cmp["percentile"].values[-1])
 
 
-def _law_errors(cmp, services, method=None):
+def _law_errors(cmp, services, method=None, ci=False):
     """(relative errors, in %, of a law method — or, with ``method`` None, of the exponential model's T — at the
-    row's percentile over (service, R, rho), where the simulation's run is usable and the error has a value)."""
+    row's percentile over (service, R, rho), where the simulation's run is usable and the error has a value); with
+    ``ci`` (law methods only) (errors, their 95 % CIs' low ends, high ends)."""
     q = _law_row_percentile(cmp)
     ok = run_usable(cmp).sel(service=services)
     if method is None:
@@ -350,7 +389,12 @@ def _law_errors(cmp, services, method=None):
     else:
         e = cmp["law_relative_error_mean"].sel(service=services, law_method=method, percentile=q)
     v = 100.0 * e.where(ok).values
-    return v[np.isfinite(v)]
+    have = np.isfinite(v)
+    if not ci:
+        return v[have]
+    lo, hi = (100.0 * cmp[f"law_relative_error_ci_{x}"].sel(service=services, law_method=method, percentile=q).values
+              for x in ("low", "high"))
+    return v[have], lo[have], hi[have]
 
 
 def _law_row_series(cmp, svc, R, q) -> dict:
@@ -406,7 +450,7 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
                         marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2, zorder=4)
             top = max(y, hi) if np.isfinite(hi) else y
             tops.append(top)
-            ax.annotate(f"{y:+.0f}".replace("-", "−"), (xx, top), xytext=(0, 5), textcoords="offset points",
+            ax.annotate(_pm(y).replace("-", "−"), (xx, top), xytext=(0, 5), textcoords="offset points",
                         ha="center", va="bottom", fontsize=10, color=cmap(k), zorder=5)
         if x and points[x - 1][:2] != (R, j):
             ax.axvline(x - 0.5, color="0.6", lw=1.0)
@@ -445,7 +489,7 @@ def _law_panel_finding(vals, exponential) -> str:
     y, lo, hi = y[ok], lo[ok], hi[ok]
     verdict = ("conservative" if (lo > 0).all() else "optimistic" if (hi < 0).all()
                else f"{int((np.abs(y) <= 5.0).sum())} of {y.size} within ±5 %")
-    return f"\n{float(y.min()):+.0f} to {float(y.max()):+.0f} % ({verdict})"
+    return f"\n{_pm(float(y.min()))} to {_pm(float(y.max()))} % ({verdict})"
 
 
 def _law_method_claims(cmp, services) -> list:
@@ -462,13 +506,25 @@ def _law_method_claims(cmp, services) -> list:
         inside = int(np.sum(np.abs(e) <= 5.0))
         per_law = sum(np.isfinite(_law_errors(cmp, [s], m)).any() for s in services) > 1  # ranges per law follow
         out.append(Claim(f"Method {m} with the law itself: {q:g}th-percentile error within ±5 % of the simulations in "
-                         f"{inside} of {e.size} (law, cell) points (overall {e.min():+.1f} % to {e.max():+.1f} %"
+                         f"{inside} of {e.size} (law, cell) points (overall {_pm(e.min(), 1)} % to {_pm(e.max(), 1)} %"
                          + ("; per law below)." if per_law else ")."),
                          [float(e.min()) / 100, float(e.max()) / 100, inside, int(e.size)],
                          [Q.query(expr, (("min", None),), Q.RUN_OK, sel),
                           Q.query(expr, (("max", None),), Q.RUN_OK, sel),
                           Q.query(f"abs({expr}) <= 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel),
                           Q.query(f"isfinite({expr})", (("count", None),), Q.RUN_OK, sel)], 0.0006))
+        e, lo, hi = _law_errors(cmp, services, m, ci=True)
+        out_ = int((np.abs(e) > 5.0).sum())
+        if out_:  # the title's noise verdict (:func:`_noise_words`), re-derived from the data
+            noise = int(((np.abs(e) > 5.0) & (lo <= 0) & (hi >= 0)).sum())
+            ci = "law_relative_error_ci_{}.sel(law_method=" + repr(m) + ")"
+            out.append(Claim(f"Of its {out_} point{'s' if out_ > 1 else ''} beyond ±5 %, {noise} "
+                             f"ha{'ve' if noise != 1 else 's'} a 95 % CI that spans 0: within the simulations' noise, "
+                             "no error this run can tell.", [out_, noise],
+                             [Q.query(f"abs({expr}) > 0.05", (("count", None),), f"{Q.RUN_OK} & isfinite({expr})",
+                                      sel),
+                              Q.query(f"(abs({expr}) > 0.05) & ({ci.format('low')} <= 0) & ({ci.format('high')} >= 0)",
+                                      (("count", None),), f"{Q.RUN_OK} & isfinite({expr})", sel)]))
     if _law_errors(cmp, services).size:  # the exponential model's verdict first, the law methods' ranges per law last
         expo = _exponential_model_claims(cmp, services, q)
         out = expo[:1] + out + expo[1:]
@@ -500,11 +556,11 @@ def _exponential_model_claims(cmp, services, q) -> list:
     if all(cons[s] == n[s] for s in laws):  # one verdict for every law: said once
         head = (f"The exponential model's {q:g}th percentile (method T) is conservative (its CI above the law's "
                 f"simulated value) at all {sum(n.values())} (law, cell) points: ")
-        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} %" for s in laws]
+        parts = [f"{s} {_pm(100 * lo[s], 1)} % to {_pm(100 * hi[s], 1)} %" for s in laws]
     else:
         head = (f"The exponential model's {q:g}th percentile (method T) against each law's simulation (conservative: "
                 "its CI above the simulation's value, optimistic: below): ")
-        parts = [f"{s} {100 * lo[s]:+.1f} % to {100 * hi[s]:+.1f} % (conservative in {cons[s]}, optimistic in "
+        parts = [f"{s} {_pm(100 * lo[s], 1)} % to {_pm(100 * hi[s], 1)} % (conservative in {cons[s]}, optimistic in "
                  f"{opt[s]} of {n[s]} cells)" for s in laws]
     out = [Claim(head + listing(parts) + ".",
                  [lo, hi, cons, opt, n],
@@ -525,6 +581,6 @@ def _exponential_model_claims(cmp, services, q) -> list:
         expr = f"law_relative_error_mean.sel(law_method={meth!r})"
         sel2 = {"service": have, "percentile": q}
         out.append(Claim(f"Method {meth} with the law itself, per law: " + listing(
-            [f"{s} {100 * lo2[s]:+.1f} % to {100 * hi2[s]:+.1f} %" for s in have]) + ".", [lo2, hi2],
+            [f"{s} {_pm(100 * lo2[s], 1)} % to {_pm(100 * hi2[s], 1)} %" for s in have]) + ".", [lo2, hi2],
             [Q.query(expr, red, Q.RUN_OK, sel2), Q.query(expr, (("max", ["R", "rho"]),), Q.RUN_OK, sel2)], 0.0006))
     return out

@@ -131,9 +131,15 @@ def _no_value_marks(strip, fams, missing, x, bg) -> None:
         strip.mark(row, x, miss & bg, "beyond_grid", color, label)
 
 
+#: a §6.3 value of ours against our simulation (exact did not run): its marker half filled (the top half white),
+#: never hollow — hollow is the paper's circle (round 15)
+_AGAINST_SIM = {"fillstyle": "bottom", "markerfacecoloralt": "white"}
+_AGAINST_SIM_WORDS = "half-filled (top half white)"
+
+
 def _ours_family(ax, fam, xs, vals, rk) -> set:
     """One family of ours in a §6.3 panel: its |(mean, low, high)| ``vals`` at ``xs`` (the CI folded at 0), filled
-    against exact, hollow with its CI against the simulation. Returns the reference kinds drawn."""
+    against exact, half-filled with its CI against the simulation. Returns the reference kinds drawn."""
     color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
     m, lo, hi = vals
     a_, b_ = np.abs(lo), np.abs(hi)
@@ -141,14 +147,22 @@ def _ours_family(ax, fam, xs, vals, rk) -> set:
     lo, hi, m = np.where(straddle, 0.0, np.minimum(a_, b_)), np.maximum(a_, b_), np.abs(m)
     ok = np.isfinite(m)
     drawn = set()
-    for rkind, face in ((REF_EXACT, color), (REF_SIMULATION, "white")):
+    for rkind, style in ((REF_EXACT, {}), (REF_SIMULATION, _AGAINST_SIM)):
         sel = ok & (rk == rkind)
         if sel.any():
             drawn.add(rkind)
             err = np.vstack([np.maximum(m[sel] - lo[sel], 0), np.maximum(hi[sel] - m[sel], 0)])
-            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=face, ms=6.5, lw=1, capsize=2,
-                        label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None)
+            ax.errorbar(xs[sel], m[sel], yerr=err, fmt=marker, color=color, mfc=color, mec=color, ms=6.5, lw=1,
+                        capsize=2, label=label if rkind == REF_EXACT or not (ok & (rk == REF_EXACT)).any() else None,
+                        gid=f"ours_{rkind}", **style)
     return drawn
+
+
+def _rel_against_sim(rep) -> bool:
+    """Whether the §6.3 figure draws a value of ours against our simulation (a family it draws, a value there)."""
+    fams = [f for f in _REL_FAMILIES if f in rep["family"].values.tolist()]
+    sim = rep["relative_error_reference"].sel(family=fams) == REF_SIMULATION
+    return bool((sim & np.isfinite(rep["relative_error"].sel(family=fams))).any())
 
 
 def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
@@ -162,8 +176,9 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
         h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=6.5))
         lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method by W)"))
     if REF_SIMULATION in drawn:
-        h.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="0.3", ms=6.5))
-        lab.append("hollow, with its 95% CI: ours against our simulation (exact did not run); filled: against exact")
+        h.append(Line2D([], [], ls="none", marker="s", color="0.3", ms=6.5, **_AGAINST_SIM))
+        lab.append(f"{_AGAINST_SIM_WORDS}, with its 95% CI: ours against our simulation (exact did not run); "
+                   "filled: against exact")
     return h, lab
 
 
@@ -190,7 +205,13 @@ _PCT_PANELS = (("faithful", "ours: best of A–F (the paper's methods)"), ("corr
                (TAIL, "ours: method T"))
 #: a row's two marks: the paper's (hollow black circle) and ours (a filled dot in its family's colour)
 _PCT_PAPER = {"ls": "none", "marker": "o", "ms": 9, "mfc": "white", "mec": "k", "mew": 1.6, "zorder": 4}
-_PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "zorder": 5}
+_PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "mec": "k", "mew": 0.5, "zorder": 5}
+#: within a row the paper's ○ sits this far above the row's centre and ours ● as far below (never one over the other)
+_PCT_OFFSET = 0.17
+#: "ours not nearer to 0 than the paper's": a glyph of its own at the row's right end (countable, unlike an edge)
+_PCT_NOT_NEARER = {"ls": "none", "marker": "X", "ms": 8, "color": "tab:red", "mec": "w", "mew": 0.6, "zorder": 6}
+#: the glyph's x, as a share of the panel's half-width on the symlog scale (right of every data point)
+_PCT_ROW_END = 1.2
 
 
 def _pct_rows(rep) -> list:
@@ -208,8 +229,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     panel per family of ours (best of A–F, best of A*–F*, T) sharing the rows; x the signed percentile error
     (method − reference, mean service times) on one symlog scale for every panel, the paper's ○ and ours ● (its
     family's colour) joined by a thin line, a vertical line at 0 — ours is the smaller where its ● is the nearer to
-    0; a heavy edge where it is not. The title's counts are each panel's; the points where we have no reference are
-    named once under the panels (never drawn)."""
+    0; a red ✖ at the row's end where it is not. The title's counts are each panel's; the points where we have no
+    reference are named once under the panels (never drawn)."""
     fams = [(f, t) for f, t in _PCT_PANELS if f in rep["family"].values.tolist()]
     P, Rs, rhos = (rep[v].values for v in ("pct_percentile", "pct_R", "pct_rho"))
     paper = rep["paper_percentile_error"].values  # (percentile, rho, R)
@@ -244,8 +265,8 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     lab = ["the paper's error (its best method)"]
     h += [Patch(facecolor=_FAMILY_STYLE[f][0], edgecolor="none") for f, _ in fams]
     lab += [f"ours ●: {t.removeprefix('ours: ')}" for _, t in fams]
-    h.append(Line2D([], [], ls="none", marker="o", ms=8, color="0.6", mec="k", mew=2.0))  # as drawn: a heavy-edged dot
-    lab.append("heavy edge: ours not nearer to 0 than the paper's")
+    h.append(Line2D([], [], **{k: v for k, v in _PCT_NOT_NEARER.items() if k != "zorder"}))  # as drawn
+    lab.append("✖ at the row's end: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
     lab.append(f"dotted: ±{_PCT_LINTHRESH:g} (linear inside, logarithmic beyond)")
     if ci_drawn:
@@ -270,9 +291,9 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
 
 
 def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
-    """One family's panel of the §6.1/§6.2 dot plot: per row the paper's ○ and ours ● joined by a thin line, our
-    simulation's 95 % CI as a bar, a heavy edge where ours is not the smaller in size; the x axis symlog from −lim
-    to lim. Returns whether a CI is drawn."""
+    """One family's panel of the §6.1/§6.2 dot plot: per row the paper's ○ (above the row's centre) and ours ●
+    (below it) joined by a thin line, our simulation's 95 % CI as a bar under ours, a red ✖ at the row's right end
+    where ours is not the smaller in size; the x axis symlog from −lim to lim. Returns whether a CI is drawn."""
     paper = rep["paper_percentile_error"].values
     ours = rep["percentile_error"].sel(family=fam).values
     ref = rep["percentile_error_reference"].sel(family=fam).values
@@ -285,13 +306,15 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
             ax.axhspan(y - 0.5, y + 0.5, color="0.95", lw=0, zorder=0)
         if not (ref[a, b, k] > 0 and np.isfinite(x1)):
             continue
-        ax.plot([x0, x1], [y, y], color="0.6", lw=1.0, zorder=2)
+        yp, yo = y - _PCT_OFFSET, y + _PCT_OFFSET  # the y axis is inverted: the paper's above, ours below
+        ax.plot([x0, x1], [yp, yo], color="0.6", lw=1.0, zorder=2)
         if ref[a, b, k] == REF_SIMULATION and np.isfinite(cl[a, b, k]) and np.isfinite(ch[a, b, k]):
-            ax.plot([cl[a, b, k], ch[a, b, k]], [y, y], color=color, lw=1.4, zorder=3)
+            ax.plot([cl[a, b, k], ch[a, b, k]], [yo, yo], color=color, lw=1.4, zorder=3)
             ci = True
-        ax.plot([x0], [y], **_PCT_PAPER, gid="paper")
-        larger = abs(x1) >= abs(x0)
-        ax.plot([x1], [y], **_PCT_OURS, color=color, mec="k", mew=2.0 if larger else 0.5, gid="ours")
+        ax.plot([x0], [yp], **_PCT_PAPER, gid="paper")
+        ax.plot([x1], [yo], **_PCT_OURS, color=color, gid="ours")
+        if abs(x1) >= abs(x0):
+            ax.plot([_PCT_ROW_END * lim], [y], **_PCT_NOT_NEARER, gid="not_nearer")
     ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
     ax.set_xlim(-1.8 * lim, 1.8 * lim)  # room beside the end ticks' labels
     ax.axvline(0, color="k", lw=1.0, zorder=1)
@@ -303,7 +326,8 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
     ax.tick_params(axis="x", labelsize=9.5)
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", alpha=0.25)
-    ax.set_xlabel(f"error: method − reference\n({TIME_UNIT}; < 0 optimistic)", fontsize=10)
+    ax.set_xlabel(f"error: method − reference ({TIME_UNIT};\n< 0 optimistic; linear within ±{_PCT_LINTHRESH:g}, "
+                  "log beyond)", fontsize=10)
     return ci
 
 
@@ -359,9 +383,13 @@ def _pct_title(rep) -> tuple[str, str]:
     return first, f"{second[0].upper()}{second[1:]}"
 
 
+#: the families of ours the §6.3 figure draws
+_REL_FAMILIES = ("faithful", "corrected", TAIL)
+
+
 def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
     """§6.3: the paper's |relative error| of the best method by Wasserstein distance beside ours per family."""
-    fams = ["faithful", "corrected", TAIL]
+    fams = list(_REL_FAMILIES)
     fig, pts = _paper_beside_ours(
         rep, stem, prefix="rel", pvar="paper_relative_error",
         ovar=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
@@ -475,12 +503,13 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
          + (f"(with its 95% CI as a horizontal bar); both in {TIME_UNIT}, as the paper's table (method − its "
             "simulation). The x axis is symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
             "logarithmic beyond), one scale for every panel: the paper's error is a hollow black circle, ours a "
-            "filled dot in its family's colour, joined by a thin line; ours is the smaller in size where its dot is "
-            "the nearer to the vertical line at 0 (a heavy edge where it is not); left of 0 is optimistic (under the "
+            "filled dot in its family's colour just below it in the row, joined by a thin line; ours is the smaller "
+            "in size where its dot is the nearer to the vertical line at 0 (a red ✖ at the row's right end where it "
+            "is not); left of 0 is optimistic (under the "
             "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
             "the line under the panels names them. " if prefix == "pct" else
-            "(hollow, with its 95% CI; filled where against exact); both are shown as a share of that reference "
-            "percentile, the paper's too. ")
+            f"({_AGAINST_SIM_WORDS}, with its 95% CI{'' if _rel_against_sim(rep) else ' (none here)'}; filled where "
+            "against exact); both are shown as a share of that reference percentile, the paper's too. ")
          + "Where exact did not run (or its percentile lies beyond the time grid) and our simulation has too few "
          "customers beyond the percentile, we have no reference and draw nothing of ours there.")])
 
@@ -567,7 +596,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     axes[1].plot(jj, ii, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
     mark_cells(axes[1], short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
     more = [(Patch(color=_MAP_COLORS[m]), m) for m in letters if (paper == m).any() or (ours_shown == m).any()]
-    if (~short & ((paper == "") | (ours == ""))).any():
+    if _outside_cells(rep).any():
         more.append((Patch(facecolor="0.93", edgecolor="0.6"),
                      "light grey: not in this run, or not in the paper's grid"))
     if (agree == 0).any():
@@ -577,6 +606,15 @@ def _rep_best_panels(axes, rep, short, few) -> list:
         more.append((Patch(facecolor="0.9", edgecolor="0.65", hatch="///"),
                      "middle, hatched: a tie — our best and the paper's within the 95% CI of each other"))
     return more
+
+
+def _outside_cells(rep) -> np.ndarray:
+    """(R, rho) cells of the §6.4 maps drawn light grey without a mark: not in this run or not in the paper's grid
+    (a cell in both whose simulation is too short is light grey too, but carries ◇)."""
+    from ..claims import TOO_SHORT
+
+    paper, ours = rep["paper_best_method"].values, rep["best_method"].sel(family="faithful").values
+    return (rep["agreement"].values != TOO_SHORT) & ((paper == "") | (ours == ""))
 
 
 #: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
@@ -592,7 +630,7 @@ def _ink(color) -> str:
 
 
 #: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
-_RATIO_TICKS = (2, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
+_RATIO_TICKS = (1000, 300, 100, 30, 10, 3, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
 
 
 def ratio_beyond_noise(rep):
@@ -609,20 +647,21 @@ def ratio_beyond_noise(rep):
 
 def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     """The §6.4 figure's bottom map: the best corrected W over the best of A–F's, ×ratio on a log colour scale
-    centred at ×1; a cell whose two CIs overlap is white and dotted (no difference), its ratio in grey. Returns
+    symmetric about ×1; a cell whose two CIs overlap is white and dotted (no difference), its ratio in grey. Returns
     whether such a cell is drawn."""
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import Normalize
 
     ratio, side = ratio_beyond_noise(rep)
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.where(short, np.nan, np.log10(ratio))
     noise = np.isfinite(lr) & (side == 0)
-    # the colour's bounds: the data's, at least a factor 2 either way (so that a ratio near 1 stays pale)
-    lo_ = min(-np.log10(2), float(np.nanmin(lr))) if np.isfinite(lr).any() else -1.0
-    hi_ = max(np.log10(2), float(np.nanmax(lr))) if np.isfinite(lr).any() else 1.0
+    # one log scale, symmetric about ×1 (×k and ×1/k equally strong; round 15: a two-slope scale read as one):
+    # the data's largest factor either way, at least 2 (so that a ratio near 1 stays pale)
+    hi_ = max(np.log10(2), float(np.nanmax(np.abs(lr)))) if np.isfinite(lr).any() else 1.0
+    lo_ = -hi_
     im = ax.imshow(np.ma.masked_invalid(np.where(noise, np.nan, lr)), aspect="auto", origin="lower",
                    cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
-                   norm=TwoSlopeNorm(vmin=lo_, vcenter=0.0, vmax=hi_), interpolation="nearest")
+                   norm=Normalize(vmin=lo_, vmax=hi_), interpolation="nearest")
     for i, j in zip(*np.nonzero(noise), strict=True):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=NO_DIFFERENCE_CELL, hatch="....",
                                    edgecolor="0.75", lw=0))
@@ -635,7 +674,7 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     cb = plt.gcf().colorbar(im, cax=cax)
     ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
     cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
-    cb.set_label("W corrected / W A–F\n(log scale)", fontsize=8)
+    cb.set_label("W corrected / W A–F\n(log scale, symmetric about ×1)", fontsize=8)
     ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\nblue = the "
                  "corrected are closer; white dotted: the simulation's noise hides any difference", fontsize=9.5,
                  loc="left")
@@ -670,16 +709,21 @@ def _reproduction_map_caption(rep) -> Caption:
     ks = int((ag == TOO_SHORT).sum())
     if ks:
         limits.append(Claim(f"At {_cells_text(ks)} our simulation is too short to trust (run-length guard): no "
-                            "verdict there (◇), left out of the counts.", ks, _rq("agreement == -2")))
+                            "verdict there (light grey with ◇ in the middle and bottom maps), left out of the counts.",
+                            ks, _rq("agreement == -2")))
+    none = lambda k: " (none here)" if k == 0 else ""  # noqa: E731 - a mark the caption names but the map lacks
+    grey = ("Light grey without a mark: not in this run or not in the paper's grid." if _outside_cells(rep).any()
+            else "")
     return Caption(
         "Paper §6.4, best of the paper's methods A–F by Wasserstein distance per (R, ρ) cell. Top: the authors' "
         "published map (experiments/best.csv, one seed). Middle: ours, the best of A–F by mean Wasserstein distance "
-        "over replications; a cross marks a disagreement, a pale cell a tie (the paper's method's 95% CI of W overlaps "
-        "our best's: a difference one seed cannot resolve). Bottom: the best corrected method's W over the best of "
-        "A–F's, printed as ×ratio and coloured on a log scale; blue = the corrected methods are closer. Both W are "
+        f"over replications; a cross marks a disagreement{none(k[2])}, a grey hatched cell a tie{none(k[1])} (the "
+        "paper's method's 95% CI of W overlaps our best's: a difference one seed cannot resolve). Bottom: the best "
+        "corrected method's W over the best of A–F's, printed as ×ratio and coloured on a log scale symmetric about "
+        "×1; blue = the corrected methods are closer. Both W are "
         "against our simulation (the paper's reference), so where the two 95% CIs overlap the ratio says nothing: "
         "such a cell is white and dotted, its ratio in grey italics (the simulation's own noise there is as large as "
         "the gap between the two methods' distances). The Wasserstein figure, which uses exact where it ran, is the "
         "sharper comparison.", findings, limits,
         [("Methods whose approximated CDF is not a CDF are never best; where the paper's method is not a CDF in our "
-         "run the cell counts as a disagreement. Light grey: not in this run or not in the paper's grid.")])
+         "run the cell counts as a disagreement. " + grey).strip()])

@@ -28,6 +28,34 @@ def _families(cmp):
         (TAIL_LABEL, [m for m in present if m == TAIL], _TAIL_COLOR)) if ms]
 
 
+def _short(label) -> str:
+    """A family's short name: 'A–F', 'A*–F*', 'exact', 'method T' (never a bare T: it reads as the sojourn time)."""
+    name = label.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful ")
+    return f"method {name}" if name == TAIL else name
+
+
+def _title_name(label) -> str:
+    """A family's name in the title's medians: as in its legend entry, method T without its long name."""
+    return _short(label) if _short(label) == f"method {TAIL}" else label.split(" (")[0]
+
+
+def _skipped_names(cmp, nr, fams) -> dict:
+    """{family label: the name of what skipped loads in it}: the family's short name where each of its methods
+    skipped some, else the methods that did — one chain as its identical group ('A* = B* = D* = E*', the others of
+    the family ran there: round 15 read "A*–F*: loads not run" where C* = F* had run)."""
+    from .common import series
+
+    groups = {tuple(sr.members): sr.label for sr in series(cmp, "corrected")}
+    out = {}
+    for label, ms, _ in fams:
+        did = [m for m in ms if bool((nr.sel(approximation=m) != 0).any())]
+        if not did or len(did) == len(ms):
+            out[label] = _short(label)
+        else:
+            out[label] = groups.get(tuple(did), ", ".join(did))
+    return out
+
+
 def _common_cells(nr, fams):
     """(R, rho) bool: the cells where every method of every drawn family ran (none refused as over budget or at its
     truncation cap) — the cells on which the families' run times compare like with like."""
@@ -48,7 +76,8 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     fig, ax = plt.subplots(figsize=(9.0, 5.4))
     Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
     common_cells = _common_cells(nr, fams)
-    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho, common_cells)
+    meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho, common_cells,
+                                      _skipped_names(cmp, nr, fams))
     ax.set_yscale("log")
     lo, hi = ax.dataLim.y0, ax.dataLim.y1  # both ends on a labelled decade: the longest whisker has one above it
     if 0 < lo < hi:
@@ -57,7 +86,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     ax.set_xscale("log")
     ax.set_xticks(Rv, [str(int(r)) for r in Rv])
     ax.minorticks_off()
-    strip_pt = _over_budget_marks(ax, nr, fams, Rv)
+    hidden = _hidden_whiskers(ax, cmp["run_time"], fams, Rv, common_cells)
+    who = _skipped_names(cmp, nr, fams)
+    strip_pt = _over_budget_marks(ax, nr, fams, Rv, who)
     skipped = strip_pt > 0
     skip_lines = max((len(t.get_text().splitlines()) for t in ax.texts if t.get_va() == "top"), default=0)
     ax.set_xlabel("servers R (log scale)", labelpad=3)  # right under the ticks; the count rows below it
@@ -65,7 +96,7 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     n_common = int(common_cells.sum())
     ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
                  f"fastest to slowest cell)\nmedians over those {n_common} cells: "
-                 + ", ".join(f"{lab.split(' (')[0]} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
+                 + ", ".join(f"{_title_name(lab)} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
                  pad=6 + strip_pt)  # above the strip of the loads not run
     # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
@@ -82,27 +113,56 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
                       "large —\n"
                       "exact: over its budget " + (f"({bw}: a cap on the state space and\npredicted cost, checked "
                       "before it runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
-                      + "; A*–F*: at their chain's state cap.\nTheir cost is in no median.")
+                      + "".join(f"; {who[lab]}: at {'their' if len(ms) > 1 else 'its'} chain's state cap"
+                                for lab, ms, _ in fams if lab.startswith("corrected")
+                                and (nr.sel(approximation=ms) != 0).any())
+                      + ".\nTheir cost is in no median.")
     ax.legend(handles, labels, fontsize=8.5, loc="upper center", ncol=2, frameon=False,
               bbox_to_anchor=(0.5, -0.2 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
-    return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells), **kw)
+    return common.save(fig, stem, caption=_runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden), **kw)
+
+
+#: the run-time figure's median marker (points); a whisker shorter than this hides behind it
+_MARKER_PT = 7.0
+
+
+def _hidden_whiskers(ax, rt, fams, Rv, common_cells) -> list:
+    """The whiskers (fastest to slowest cell) shorter than the median's marker, as drawn on ``ax`` (its y limits
+    set): each gets its spread written beside the marker ('spread ×1.1': slowest over fastest), so that a whisker is
+    never silently absent (round 15: T at R = 10). Returns [(family label, R, slowest / fastest)]."""
+    out = []
+    pt = 72.0 / ax.figure.dpi
+    for k, (label, ms, color) in enumerate(fams):
+        d = rt.sel(approximation=ms).where(common_cells)
+        dims = [x for x in d.dims if x != "R"]
+        lo, hi = d.min(dims).values, d.max(dims).values
+        for R, xi, a, b in zip(Rv, Rv * 1.07 ** (k - (len(fams) - 1) / 2), lo, hi, strict=True):
+            if not (np.isfinite(a) and np.isfinite(b) and a > 0):
+                continue
+            (_, ya), (_, yb) = ax.transData.transform([(xi, a), (xi, b)])
+            if abs(yb - ya) * pt < _MARKER_PT:
+                out.append((label, int(R), float(b / a)))
+                ax.annotate(f"spread ×{_g(b / a, 3)}", (xi, np.sqrt(a * b)), xytext=(5, 0),
+                            textcoords="offset points",
+                            ha="left", va="center", fontsize=7.5, color=color)
+    return out
 
 
 #: the height of one row of the not-run strip above the run-time plot (points)
 _STRIP_ROW_PT = 15.0
 
 
-def _over_budget_marks(ax, nr, fams, Rv) -> float:
+def _over_budget_marks(ax, nr, fams, Rv, who) -> float:
     """The cells a family did not run (over budget or at its truncation cap), in a strip above the plot that shares
     its R axis (no time axis: a ▲ there is no run time): one row per family that skipped any, named at the left, a ▲
     in its colour at each R (at its marker's x) with the count beside it. Returns the strip's height in points (0:
-    nothing skipped, no strip)."""
+    nothing skipped, no strip). A row is named for what skipped (``who``: the family, or the chain of it that did)."""
     rows = []
     for k, (label, ms, color) in enumerate(fams):
         n = (nr.sel(approximation=ms) != 0).any("approximation").sum("rho").sel(R=Rv).values
         if n.any():
-            rows.append((label, color, Rv * 1.07 ** (k - (len(fams) - 1) / 2), n))
+            rows.append((who[label], color, Rv * 1.07 ** (k - (len(fams) - 1) / 2), n))
     if not rows:
         return 0.0
     h_pt = _STRIP_ROW_PT * (len(rows) + 0.6)
@@ -115,15 +175,14 @@ def _over_budget_marks(ax, nr, fams, Rv) -> float:
                 strip.annotate(f"{int(ni)}", (xi, r), xytext=(6, 0), textcoords="offset points", ha="left",
                                va="center", fontsize=8, color=color, fontweight="bold")
     strip.set_ylim(len(rows) - 0.5, -0.5)
-    names = [lab.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful ") for lab, *_ in rows]
-    strip.set_yticks(range(len(rows)), [f"{nm}: loads not run" for nm in names], fontsize=7.5)
+    strip.set_yticks(range(len(rows)), [f"{nm}: loads not run" for nm, *_ in rows], fontsize=7.5)
     strip.tick_params(axis="x", which="both", bottom=False, labelbottom=False)
     strip.tick_params(axis="y", length=0)
     strip.set_facecolor("0.96")
     return h_pt + 4.0
 
 
-def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
+def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who):
     """The run-time figure's marks per family and R over the cells ``common_cells`` (every family ran there): the
     median (hollow at an R where some family skipped a load) and the whisker; under the axis at such an R, bold
     rows: how many loads the comparison there covers and which family skipped how many. Returns ({family:
@@ -158,8 +217,7 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
         full = n_at[j] == n_rho
         if not full:  # a partial median (fewer loads, the cheaper ones): a grey band and its word, not the trend
             ax.axvspan(R / 1.22, R * 1.22, color="0.92", zorder=0, lw=0)
-        skipped = [(lab.split(" (")[0].removeprefix("corrected ").removeprefix("paper-faithful "),
-                    int(n_rho - (nr.sel({"approximation": ms, "R": R}) == 0).all("approximation").sum()))
+        skipped = [(who[lab], int(n_rho - (nr.sel({"approximation": ms, "R": R}) == 0).all("approximation").sum()))
                    for lab, ms, _ in fams]
         for (_, dy), text in zip(rows, (f"{int(n_at[j])}/{n_rho}" + ("" if full else " partial"),
                                         "\n".join(f"{lab}: {n}" for lab, n in skipped if n) or "–"), strict=True):
@@ -169,7 +227,7 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells):
     return meds, partial
 
 
-def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
+def _runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden=()) -> Caption:
     every = [m for _, ms, _ in fams for m in ms]
     ran_q = (f"(not_run.sel(approximation={Q.names(every)}).max('approximation') == 0)" if "not_run" in cmp
              else "isfinite(run_time)")
@@ -200,6 +258,10 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells) -> Caption:
                       "understates the cost of the whole row, most for the family that skipped them (the rows under "
                       "the axis at that R count the skipped loads; a ▲ in the family's colour in the strip above the "
                       "plot marks them too, with their count: their cost is in no median drawn).")
+    if hidden:
+        limits.append("A whisker shorter than its marker is hidden behind it; its spread (slowest over fastest cell) "
+                      "is written beside the marker ('spread ×…'): " + "; ".join(f"{_short(lab)} at R = {R} ×{_g(r, 3)}"
+                                                                   for lab, R, r in hidden) + ".")
     limits.append("Run times are wall-clock times on the machine that ran the pipeline, measured once: they vary from "
                   "run to run and machine to machine.")
     return Caption("Run time of the analytic methods per (R, ρ) cell against the number of servers R, per family: the "

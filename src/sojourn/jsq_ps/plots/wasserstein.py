@@ -52,6 +52,21 @@ _BEST_CORRECTED = {"color": "tab:orange", "lw": 2.0, "ls": "--", "marker": "s", 
 _FLOOR_MARK = {"marker": "v", "ms": 9, "ls": "none", "mec": "k", "mew": 0.5}
 #: the type size (pt) of every word a reader must read in the Wasserstein figure
 _LETTER_PT = 10.5
+#: a marker whose hollow form reads as its filled one at print size (T's ✖: a thin white slit) → the marker drawn
+#: against the simulation instead, a shape of its own (round 15)
+_AGAINST_SIM_MARKER = {"X": "+"}
+#: the load axis's label: the scale named (round 15: "load ρ" over a −log10(1 − ρ) axis)
+LOAD_LABEL = "load ρ (scale −log10(1 − ρ))"
+
+
+def _against_sim_style(style) -> dict:
+    """The marker of a line's point set against the simulation: hollow (white inside its edge), or where the hollow
+    form would not read (:data:`_AGAINST_SIM_MARKER`) a line marker of another shape, bold."""
+    marker = style["marker"]
+    if marker in _AGAINST_SIM_MARKER:
+        return {"marker": _AGAINST_SIM_MARKER[marker], "ms": style.get("ms", 7) + 3, "mew": 2.4,
+                "mec": style["color"]}
+    return {"marker": marker, "ms": style.get("ms", 7), "mfc": "white", "mec": style["color"], "mew": 1.5}
 
 
 def _load_forward(rho):
@@ -136,7 +151,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for ax in flat[: len(Rv)]:
         ax.tick_params(axis="both", labelsize=_LETTER_PT)
         ax.tick_params(axis="x", labelbottom=True, rotation=0)
-        ax.set_xlabel("load ρ", fontsize=_LETTER_PT)
+        ax.set_xlabel(LOAD_LABEL, fontsize=_LETTER_PT)
     for row in axes:
         row[0].set_ylabel(f"W ({TIME_UNIT})", fontsize=_LETTER_PT)
     axes[0, 0].set_ylim(bottom=W_FLOOR)
@@ -146,7 +161,10 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.set_axis_off()
     fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.0 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
     h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit)
-    slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0)
+    from matplotlib.legend_handler import HandlerTuple
+
+    slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0,
+                handler_map={tuple: HandlerTuple(ndivide=None, pad=0.6)})  # a key of two glyphs side by side
     cap = _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn, kinds, floor_hit)
     # the title's finding is the caption's (the same claim, from the same data)
     lead = next((getattr(c, "text", "") for c in cap.findings
@@ -154,9 +172,18 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     lead = re.sub(r" \(\d+ within .*\)\.$", ".", lead)  # the title keeps the counts, the caption says why
     fig.suptitle((f"{lead.removesuffix('.')} ({service} service)\n" if lead else
                   f"How far each method's sojourn-time distribution is from the truth ({service} service)\n")
-                 + "W to exact where it ran (filled markers), else to the simulation (hollow): lower = closer",
+                 + f"W to exact where it ran (filled markers), else to the simulation (hollow{_open_words(cmp)}): "
+                   "lower = closer",
                  y=1 - 0.15 / fig.get_figheight(), va="top", fontsize=_LETTER_PT + 1)
     return common.save(fig, stem, caption=cap, **kw)
+
+
+def _open_words(cmp) -> str:
+    """'; method T: +' for each drawn line whose point against the simulation is not hollow
+    (:data:`_AGAINST_SIM_MARKER`)."""
+    tail = METHOD_MARKERS.get(TAIL)
+    return f"; method {TAIL}: {_AGAINST_SIM_MARKER[tail]}" if tail in _AGAINST_SIM_MARKER and TAIL in cmp[
+        "approximation"].values.tolist() else ""
 
 
 def _w_panel(ax, cmp, c, d, i):
@@ -173,25 +200,26 @@ def _w_panel(ax, cmp, c, d, i):
     vs_sim = np.zeros(len(rho), bool)
     lines = _w_series(cmp, d, i)
     floor_hit = False
-    for n, (style, y, rk, marks, name) in enumerate(lines):
+    for n, (style, y, rk, status_marks, name) in enumerate(lines):
         ok = np.isfinite(y)
         above = ok & (y >= W_FLOOR)
         vs_sim |= ok & (rk == REF_SIMULATION)
         kw = {k: style[k] for k in ("color", "lw", "ls")}
         if above.any():
             ax.plot(xp[ok], np.where(above, y, np.nan)[ok], **kw, zorder=3 + n)
-            for rkind, face in ((REF_EXACT, style["color"]), (REF_SIMULATION, "white")):
+            marks = {REF_EXACT: {"marker": style["marker"], "ms": style.get("ms", 7), "mfc": style["color"],
+                                 "mec": style["color"], "mew": 1.5}, REF_SIMULATION: _against_sim_style(style)}
+            for rkind, mk in marks.items():
                 sel = above & (rk == rkind)
                 # A–F's larger marker drawn first: a ring around the others where the lines coincide
-                ax.plot(xp[sel], y[sel], style["marker"], ms=style.get("ms", 7), mfc=face, mec=style["color"],
-                        mew=1.5, ls="none", zorder=4 + n)
+                ax.plot(xp[sel], y[sel], **mk, color=style["color"], ls="none", zorder=4 + n, gid=f"{name}:{rkind}")
         below = ok & ~above
         if below.any():  # on the bottom edge, the lines side by side (never on one another)
             at = offset_copy(ax.transData, fig=ax.figure, x=7.0 * (n - (len(lines) - 1) / 2), units="points")
             ax.plot(xp[below], np.full(int(below.sum()), W_FLOOR), transform=at, color=style["color"],
                     **_FLOOR_MARK, clip_on=False, zorder=6)
             floor_hit = True
-        for key, mask in marks.items():
+        for key, mask in status_marks.items():
             strip.mark(name, xp, mask, key, style["color"], name)
     noise_drawn = _w_noise(ax, cmp, c, i, xp, vs_sim)
     status = d["status"].values[i]
@@ -239,8 +267,16 @@ def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
         h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"],
                         ms=style.get("ms", 7), mfc=style["color"]))
         lab.append(style["label"])
-    h.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.5))
-    lab.append("hollow: against the simulation\n(exact did not run)")
+    hollow = Line2D([], [], ls="none", **_against_sim_style({"marker": "o", "color": "0.3"}))
+    open_ = [st for st, *_ in _w_series(cmp, d, 0) if st["marker"] in _AGAINST_SIM_MARKER]
+    if open_:  # the line marker a hollow form is replaced with, beside the hollow circle, named
+        h.append((hollow, *(Line2D([], [], ls="none", color=st["color"], **_against_sim_style(st)) for st in open_)))
+        names = ", ".join(f"{'method ' + TAIL if st['label'] == TAIL_LABEL else st['label']}: "
+                          f"{_AGAINST_SIM_MARKER[st['marker']]}" for st in open_)
+        lab.append(f"hollow ({names}): against the simulation\n(exact did not run)")
+    else:
+        h.append(hollow)
+        lab.append("hollow: against the simulation\n(exact did not run)")
     if noise_drawn:
         h.append(Patch(facecolor=NOISE_FILL, edgecolor="0.7", lw=0.6))
         lab.append("grey area: the simulation's own noise\n(no method can look closer)")
@@ -359,16 +395,16 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
         "of the paper's A–F at each load (bold grey line), the best of the corrected A*–F* (orange, dashed) and T "
         "(dash-dot). Which of A–F is the best at each cell is the best-method map's subject.",
         findings, limits,
-        [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow; "
-         "the mean W over replications)."
+        [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow"
+         + _open_words(cmp).replace(": ", " a bold ") + "; the mean W over replications)."
          + (f" {NOISE_WORDS[0].upper()}{NOISE_WORDS[1:]} from the bottom edge up to the simulation's own noise, "
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
          + (f" Below W = {W_FLOOR:g} against exact a line breaks off; a ▼ in its colour on the bottom edge marks the "
             "load." if floor_hit else "")
-         + " The load axis is drawn on the scale −log10(1 − ρ) (high loads, where the methods part, get the room), "
-         "ticked at the grid's loads."
+         + " The load axis is drawn on the scale −log10(1 − ρ) (so labelled; high loads, where the methods part, get "
+         "the room), ticked at the grid's loads."
          + (" The strip above a panel marks loads where a whole family has no value, one row per family: "
             + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
