@@ -111,6 +111,47 @@ def _tail(path: Path, n: int = 30) -> str:
         return ""
 
 
+def worker_jobs(name: str, expect=()) -> dict[str, dict]:
+    """Every SLURM job named ``name``, once none is pending or running and sacct knows each of ``expect`` (slurmdbd
+    learns of a job some time after slurmctld): job id -> {"state": the first word of sacct's
+    State, "started": whether SLURM ever started it}. Started means given a node (its batch script then runs: sacct
+    lists a ``<id>.batch`` step); a job cancelled while it waited in the queue has neither (NodeList "None
+    assigned", no step). Start is no test of it: SLURM 22.05 records a queued job's cancel time as its Start (CI,
+    issue 35: worker job 298, never allocated by slurmctld, NodeList "None assigned", Start = its cancel time)."""
+    cmd = ["sacct", "-n", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,NodeList"]
+    t0 = time.monotonic()
+    while True:
+        jobs: dict[str, dict] = {}
+        steps: dict[str, set[str]] = {}
+        for line in _run(*cmd).stdout.splitlines():
+            jid, state, nodes = line.split("|")
+            job, _, step = jid.partition(".")
+            if step:
+                steps.setdefault(job, set()).add(step)
+            else:
+                jobs[jid] = {"state": state.split()[0], "nodes": nodes}
+        done = all(j["state"] not in ("PENDING", "RUNNING") for j in jobs.values()) and set(expect) <= set(jobs)
+        if done or time.monotonic() - t0 > GUARD_S:
+            break
+        time.sleep(0.5)
+    for jid, rec in jobs.items():  # a node allocated counts as started even if it was killed before its script
+        rec["started"] = rec["nodes"] != "None assigned" or "batch" in steps.get(jid, set())
+    return jobs
+
+
+def assert_worker_jobs_ended_cleanly(name: str, expect=()) -> dict[str, dict]:
+    """A run's SLURM worker jobs as a user must find them after a successful run: every job that started ended on
+    its own (COMPLETED: its workers were retired), none was killed while working; a job still waiting in the queue
+    when the run ended is cancelled there (CANCELLED, never started). Returns :func:`worker_jobs`."""
+    jobs = worker_jobs(name, expect)
+    assert jobs, f"no worker job named {name} in sacct"
+    started = {j: r["state"] for j, r in jobs.items() if r["started"]}
+    queued = {j: r["state"] for j, r in jobs.items() if not r["started"]}
+    assert started and set(started.values()) == {"COMPLETED"}, jobs
+    assert set(queued.values()) <= {"CANCELLED"}, jobs
+    return jobs
+
+
 # --------------------------------------------------------------------------------------------------
 # (a) dask-jobqueue SLURMCluster
 # --------------------------------------------------------------------------------------------------
@@ -277,6 +318,37 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
     for k in range(2):
         local = api.simulate_replication(spec, k, SEED, horizon=HORIZON, warmup=WARMUP)
         xr.testing.assert_identical(_normalise(remote[k]), _normalise(local))
+
+
+def test_worker_job_still_queued_when_the_run_ends_is_cancelled_unstarted(slurm, tmp_path):
+    """A route-2 worker job the queue has not started when the cluster closes (the node's CPUs busy, as in CI when
+    another test's jobs held them) has no worker to retire: it is cancelled in the queue, and ``sacct`` shows it
+    never started (no node, no batch step), which :func:`assert_worker_jobs_ended_cleanly` tells from a job killed
+    while working. Here a job of the node's every CPU keeps it queued."""
+    from sojourn.core.cluster.cluster import dask_client
+
+    name = f"sojourn-q-{uuid.uuid4().hex[:8]}"
+    blocker = _run("sbatch", "--parsable", "-p", PARTITION, "-c", str(slurm["cpus"]), "-J", f"{name}-blocker",
+                   "-o", "/dev/null", "--wrap", "sleep 3600").stdout.strip().split(";")[0]
+    try:
+        t0 = time.monotonic()
+        while _squeue_ids([blocker]).get(blocker, ("",))[0] != "RUNNING":
+            assert time.monotonic() - t0 < GUARD_S, f"the blocking job {blocker} never started"
+            time.sleep(0.5)
+        cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 1,
+                                          "memory": "500MB", "walltime": "00:30:00", "job_name": name,
+                                          "adapt_interval": 1, "log_directory": str(tmp_path / "dask-logs")}}
+        with dask_client(cfg):
+            while not _squeue(name):
+                assert time.monotonic() - t0 < GUARD_S, "the worker job was never submitted"
+                time.sleep(0.2)
+            (jid, (state, reason)), = _squeue(name).items()
+            assert state == "PENDING", (jid, state, reason)
+        assert not _squeue(name), "the queued worker job outlived the cluster"
+    finally:
+        _run("scancel", blocker, check=False)
+    jobs = worker_jobs(name, [jid])
+    assert jobs == {jid: {"state": "CANCELLED", "nodes": "None assigned", "started": False}}, jobs
 
 
 # --------------------------------------------------------------------------------------------------
@@ -624,12 +696,8 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
         time.sleep(0.5)
     assert not _queued() - before
     # every worker job that ran ended on its own (retired at close): COMPLETED, not "CANCELLED by 0"; a job the
-    # queue had not started yet when the run ended is cancelled, and sacct shows it never started
-    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
-    recs = [line.split("|") for line in out.splitlines() if line]
-    assert recs, f"no worker job named {name} in sacct"
-    ran = {jid: state for jid, state, start in recs if start not in ("None", "Unknown", "")}
-    assert ran and set(ran.values()) == {"COMPLETED"}, recs
+    # queue had not started yet when the run ended (the node's other CPU busy) is cancelled unstarted
+    assert_worker_jobs_ended_cleanly(name, {m.group(1) for q in logs if (m := re.search(r"-(\d+)\.\w+$", q.name))})
     assert not list((hpc / ".sojourn").glob("tls/*")), "the run's TLS files outlived it"
     assert_left_only_in_work_folder(env, files)
     n = _assert_same_results(local, hpc)
