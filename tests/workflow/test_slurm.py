@@ -118,7 +118,8 @@ def worker_jobs(name: str, expect=()) -> dict[str, dict]:
     lists a ``<id>.batch`` step); a job cancelled while it waited in the queue has neither (NodeList "None
     assigned", no step). Start is no test of it: SLURM 22.05 records a queued job's cancel time as its Start (CI,
     issue 35: worker job 298, never allocated by slurmctld, NodeList "None assigned", Start = its cancel time)."""
-    cmd = ["sacct", "-n", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,NodeList"]
+    # -E: sacct lists a job by its eligible time, which may lie ahead (sbatch --begin)
+    cmd = ["sacct", "-n", "-P", "-S", "now-1days", "-E", "now+1days", "--name", name, "-o", "JobID,State,NodeList"]
     t0 = time.monotonic()
     while True:
         jobs: dict[str, dict] = {}
@@ -321,32 +322,26 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
 
 
 def test_worker_job_still_queued_when_the_run_ends_is_cancelled_unstarted(slurm, tmp_path):
-    """A route-2 worker job the queue has not started when the cluster closes (the node's CPUs busy, as in CI when
-    another test's jobs held them) has no worker to retire: it is cancelled in the queue, and ``sacct`` shows it
-    never started (no node, no batch step), which :func:`assert_worker_jobs_ended_cleanly` tells from a job killed
-    while working. Here a job of the node's every CPU keeps it queued."""
+    """A route-2 worker job the queue has not started when the cluster closes (as in CI, where another test's jobs
+    held the node's CPUs) has no worker to retire: it is cancelled in the queue, and ``sacct`` shows it never
+    started (no node, no batch step), which :func:`assert_worker_jobs_ended_cleanly` tells from a job killed while
+    working. Here the job may not start for an hour (``--begin``; a job of every CPU of the node would also hold up
+    the other tests' jobs)."""
     from sojourn.core.cluster.cluster import dask_client
 
     name = f"sojourn-q-{uuid.uuid4().hex[:8]}"
-    blocker = _run("sbatch", "--parsable", "-p", PARTITION, "-c", str(slurm["cpus"]), "-J", f"{name}-blocker",
-                   "-o", "/dev/null", "--wrap", "sleep 3600").stdout.strip().split(";")[0]
-    try:
-        t0 = time.monotonic()
-        while _squeue_ids([blocker]).get(blocker, ("",))[0] != "RUNNING":
-            assert time.monotonic() - t0 < GUARD_S, f"the blocking job {blocker} never started"
-            time.sleep(0.5)
-        cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 1,
-                                          "memory": "500MB", "walltime": "00:30:00", "job_name": name,
-                                          "adapt_interval": 1, "log_directory": str(tmp_path / "dask-logs")}}
-        with dask_client(cfg):
-            while not _squeue(name):
-                assert time.monotonic() - t0 < GUARD_S, "the worker job was never submitted"
-                time.sleep(0.2)
-            (jid, (state, reason)), = _squeue(name).items()
-            assert state == "PENDING", (jid, state, reason)
-        assert not _squeue(name), "the queued worker job outlived the cluster"
-    finally:
-        _run("scancel", blocker, check=False)
+    cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 1, "memory": "500MB",
+                                      "walltime": "00:30:00", "job_name": name, "adapt_interval": 1,
+                                      "job_extra_directives": ["--begin=now+3600"],
+                                      "log_directory": str(tmp_path / "dask-logs")}}
+    t0 = time.monotonic()
+    with dask_client(cfg):
+        while not _squeue(name):
+            assert time.monotonic() - t0 < GUARD_S, "the worker job was never submitted"
+            time.sleep(0.2)
+        (jid, (state, reason)), = _squeue(name).items()
+        assert state == "PENDING" and reason == "BeginTime", (jid, state, reason)
+    assert not _squeue(name), "the queued worker job outlived the cluster"
     jobs = worker_jobs(name, [jid])
     assert jobs == {jid: {"state": "CANCELLED", "nodes": "None assigned", "started": False}}, jobs
 
