@@ -396,17 +396,33 @@ def _minutes(limit: str) -> int:
 
 
 def _assert_sized_as_planned(work: Path, args, targets, job_id: str) -> None:
-    """The SLURM job's time limit and CPUs are what workflow/slurm/size_jobs.py plans from the dry run of the same
-    command: its replica of Snakemake's group sizing, by which the paper config's limits are checked without a
+    """The SLURM job's time limit, CPUs and memory are what workflow/slurm/size_jobs.py plans from the dry run of the
+    same command: its replica of Snakemake's group sizing, by which the paper config's limits are checked without a
     cluster (tests/workflow/test_slurm_profile.py)."""
     sj = _size_jobs()
     dry = _snakemake(work, *args, "-n", "--forcerun", *targets)
     planned = sj.parse_dry_run(dry.stdout + dry.stderr)
     assert len(planned) == 1, [j.group for j in planned]
-    asked = _run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Timelimit,ReqCPUS").stdout.strip().split("|")
+    asked = _run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Timelimit,ReqCPUS,ReqMem").stdout.strip().split("|")
     members = planned[0].members
-    assert _minutes(asked[0]) == sj.group_limit(members), (asked, [m.resources for m in members])
-    assert int(asked[1]) == max(int(m.resources["cpus_per_task"]) for m in members), asked
+    width = sj.profile_resources(PROFILE)
+    width.update(kv.split("=", 1) for kv in _after(args, "--resources"))  # as fitted to this node, if it was
+    assert _minutes(asked[0]) == sj.group_limit(members, width), (asked, width, [m.resources for m in members])
+    cpus, mem = sj.group_size(members, width)
+    assert (int(asked[1]), asked[2]) == (cpus, f"{mem}M"), (asked, width)
+
+
+def _after(args, option: str) -> list[str]:
+    """The values of ``option`` in an argument list (up to the next option)."""
+    args = list(args)
+    if option not in args:
+        return []
+    out = []
+    for a in args[args.index(option) + 1:]:
+        if a.startswith("-"):
+            break
+        out.append(a)
+    return out
 
 
 def _nc_files(root: Path) -> list[Path]:

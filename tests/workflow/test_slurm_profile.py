@@ -57,7 +57,7 @@ def test_paper_config_plans_at_most_10_slurm_jobs_none_under_10_minutes(tmp_path
     assert all(j.group for j in jobs), [j.members[0].rule for j in jobs if not j.group]  # no single-rule SLURM job
     assert len(jobs) <= sj.MAX_JOBS, [j.group for j in jobs]
     record = json.loads(sj.MEASUREMENTS.read_text())
-    planned = sj.plan(record, out)
+    planned = sj.plan(record, out, sj.profile_resources(sj.PROFILES["long"]))
     print(sj.table(planned))
     for job in planned:
         assert not job.missing, f"{job.name}: no measurement for {job.missing[:5]}: remeasure (size_jobs.py measure)"
@@ -80,12 +80,31 @@ def test_route3_default_memory_covers_its_cpus():
     assert mem_g * 1024 >= sj.memory_mb(record, cpus), (cpus, mem_g, sj.memory_mb(record, cpus))
 
 
+def test_group_limit_packs_layers_as_snakemake_does():
+    """A group job's time limit as Snakemake sums it (``basic_layered``): narrow rule jobs side by side up to the
+    profile's ``resources`` (the small profile's cell blocks of 1 CPU: two a layer at 2 CPUs, so 62 one-minute blocks
+    get 31 minutes, not 62), whole-width jobs a layer each, jobs without CPUs or memory of their own one layer."""
+    def job(cpus, mem, runtime):
+        return sj.RuleJob("r", resources={"cpus_per_task": str(cpus), "mem_mb": str(mem), "runtime": str(runtime)})
+
+    width = {"cpus_per_task": 2, "mem_mb": 4700}
+    assert sj.group_limit([job(1, 2300, 1)] * 62, width) == 31
+    assert sj.group_limit([job(1, 2300, 1)] * 61, width) == 31
+    assert sj.group_limit([job(1, 2400, 1)] * 6, width) == 6  # two would pass the memory: one a layer
+    assert sj.group_limit([job(1, 2300, 1)] * 6, {"cpus_per_task": 4, "mem_mb": 9400}) == 2
+    assert sj.group_limit([job(0, 0, 9)] * 40 + [job(2, 4700, 3), job(2, 4700, 2)], width) == 14
+    three = [job(1, 1000, 5), job(1, 1000, 1), job(1, 1000, 4)]
+    assert sj.group_limit(three, width) == 6  # longest first: 5 beside 4, then 1
+    assert sj.group_size(three, width) == (2, 2000) and sj.group_size([job(1, 2300, 1)] * 62, width) == (2, 4600)
+    assert sj.group_size([job(0, 0, 9)] * 3, width) == (1, 0)
+
+
 def test_small_jobs_profile_plans_short_cell_jobs(tmp_path):
     """workflow/profiles/slurm-small on the paper config: the cell blocks in jobs predicted SMALL_MINUTES on average at
     the profile's CPUs, every limit at least MARGIN x its prediction, as the guide says."""
     record = json.loads(sj.MEASUREMENTS.read_text())
     out = sj.dry_run(sj.PROFILES["small"], REPO / "config" / "paper.yaml", tmp_path)
-    planned = sj.plan(record, out)
+    planned = sj.plan(record, out, sj.profile_resources(sj.PROFILES["small"]))
     cells = [p for p in planned if p.name == "jsq_ps_cells"]
     assert len(cells) >= 5 and len(planned) == len(cells) + 2, [p.name for p in planned]
     for job in planned:
