@@ -412,6 +412,19 @@ def _assert_sized_as_planned(work: Path, args, targets, job_id: str) -> None:
     assert (int(asked[1]), asked[2]) == (cpus, f"{mem}M"), (asked, width)
 
 
+def _assert_job_figures(job_id: str) -> None:
+    """The guide's look at a finished job's own figures (docs/hpc.md, "Sizing"): elapsed and CPU time, and the batch
+    step's MaxRSS, which SLURM samples every JobAcctGatherFrequency seconds (none for a shorter job)."""
+    figures = _run(*guide_command("sacct -j <jobid> -o JobID,Elapsed,TotalCPU,MaxRSS", {"<jobid>": job_id})).stdout
+    batch = [line.split() for line in figures.splitlines() if line.startswith(f"{job_id}.batch")]
+    assert batch and re.fullmatch(r"[\d:.-]+", batch[0][1]) and re.fullmatch(r"[\d:.-]+", batch[0][2]), figures
+    every = re.search(r"^JobAcctGatherFrequency\s*=\s*(?:task=)?(\d+)", _run("scontrol", "show", "config").stdout, re.M)
+    days, _, hms = batch[0][1].rpartition("-")
+    elapsed = int(days or 0) * 86400 + sum(int(x) * 60 ** i for i, x in enumerate(reversed(hms.split(":"))))
+    if elapsed > 2 * int(every.group(1) if every else 30):
+        assert len(batch[0]) == 4 and re.fullmatch(r"\d+(\.\d+)?[KMG]?", batch[0][3]), figures
+
+
 def _after(args, option: str) -> list[str]:
     """The values of ``option`` in an argument list (up to the next option)."""
     args = list(args)
@@ -551,7 +564,7 @@ def _cancel_once_computing(proc, workdir: Path, log: Path) -> tuple[str, float]:
         elif _squeue_ids([job]).get(job, ("",))[0] == "RUNNING" and any(logs.rglob("*.log")):
             break
         time.sleep(0.2)
-    _run("scancel", job)
+    _run(*guide_command("scancel <jobid>", {"<jobid>": job}))
     while True:
         state = _sacct(ids=[job]).get(job, {}).get("state")
         if state == "CANCELLED":
@@ -655,6 +668,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     assert re.search(rf"^Provided cores: {cpus}\b", inner, re.M), inner[:3000]
 
     _assert_sized_as_planned(hpc, args, targets, job_ids[0])
+    _assert_job_figures(job_ids[0])
 
     for t in targets:
         assert (hpc / t).is_file(), t

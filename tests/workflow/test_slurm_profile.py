@@ -167,21 +167,32 @@ def test_layout_from_measurements_edges():
 
 
 def test_every_command_of_the_hpc_guide_is_run_by_a_test_or_marked():
-    """Every command block of docs/hpc.md is either taken by a test (``guide_command``; the SLURM ones run on the
-    single-node test cluster) or marked "Not run by the tests" with the reason: a command added without a test
-    fails here. Checked also on a made-up guide, where an unmarked, untested block is found."""
+    """Every command of docs/hpc.md, in a block or inline in the prose, is either taken by a test (``guide_command``;
+    the SLURM ones run on the single-node test cluster) or marked "Not run by the tests" with the reason: a command
+    added without a test fails here. Checked also on a made-up guide, where an unmarked, untested command of either
+    kind is found, and a tool's bare name or an option is no command."""
     from support import hpc_guide
 
-    blocks = hpc_guide.blocks()
+    blocks, inline = hpc_guide.blocks(), hpc_guide.inline()
     claimed = hpc_guide.claimed()
     assert len(blocks) >= 6 and any(b.marked for b in blocks) and claimed
-    untested = [(b.line, c) for b in blocks if not b.marked for c in b.commands if " ".join(c.split()) not in claimed]
+    assert len(inline) >= 15 and any(c.marked for c in inline) and any(not c.marked for c in inline)
+    untested = [(line, c) for line, c in hpc_guide.unmarked() if " ".join(c.split()) not in claimed]
     assert not untested, f"docs/hpc.md commands no test runs and not marked {hpc_guide.MARKER!r}: {untested}"
-    made_up = ("Text.\n\n```bash\nsnakemake --cores 4 --configfile my-site.yaml\n```\n\n"
-               f"{hpc_guide.MARKER}: a site.\n\n```bash\nssh login \\\n  -v   # comment\n```\n")
+    made_up = ("Text with `sacct`, `--export=ALL` and `scontrol release <id>`.\n\n"
+               "```bash\nsnakemake --cores 4 --configfile my-site.yaml\n```\n\n"
+               f"{hpc_guide.MARKER}: a site.\n\n```bash\nssh login \\\n  -v   # comment\n```\n\n"
+               f"* An item: `squeue --name\n  w`.\n  {hpc_guide.MARKER}: needs modules, `module load x`.\n"
+               f"* {hpc_guide.MARKER}: `X='a b' sbatch …`\n")
     found = hpc_guide.blocks(made_up)
     assert [(b.commands, b.marked) for b in found] == [(["snakemake --cores 4 --configfile my-site.yaml"], False),
                                                        (["ssh login -v"], True)]
+    assert [(c.line, c.command, c.marked) for c in hpc_guide.inline(made_up)] == [
+        (1, "scontrol release <id>", False), (11, "squeue --name w", False), (12, "module load x", False),
+        (13, "X='a b' sbatch …", True)]
+    assert hpc_guide.unmarked(made_up) == [(3, "snakemake --cores 4 --configfile my-site.yaml"),
+                                           (1, "scontrol release <id>"), (11, "squeue --name w"),
+                                           (12, "module load x")]
 
 
 def test_profile_names_no_site_partition_or_account():
@@ -265,6 +276,20 @@ def test_constraints_pin_every_dependency_and_the_tested_plugin():
         assert name in pins, f"{req.name} is not pinned in envs/constraints.txt"
         assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
     assert pins["snakemake-executor-plugin-slurm"] == TESTED_PLUGIN
+    # the guide's command that writes it, run here into another file: a pin for every declared dependency, each the
+    # installed version
+    from importlib.metadata import version
+
+    from support.hpc_guide import guide_command
+
+    cmd = guide_command("python envs/freeze_constraints.py > envs/constraints.txt", {"python": sys.executable})
+    assert cmd[-2:] == [">", "envs/constraints.txt"], cmd
+    fresh = subprocess.run(cmd[:-2], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    frozen = dict(line.split("==", 1) for line in fresh.splitlines() if line.strip() and not line.startswith("#"))
+    frozen = {canonicalize_name(k): v for k, v in frozen.items()}
+    for text in wanted:
+        name = canonicalize_name(Requirement(text).name)
+        assert frozen.get(name) == version(name), (name, frozen.get(name))
 
 
 def test_profile_polls_sacct_gently():
