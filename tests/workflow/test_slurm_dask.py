@@ -294,3 +294,55 @@ def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path)
     assert {r["state"] for r in others.values() if not r["started"]} <= {"CANCELLED"}, recs
     assert not [j for j in _queued() if j in recs]
     assert _assert_same_results(local_run, work) >= 3
+
+
+def test_route2_snakemake_killed_its_worker_jobs_end_and_the_run_resumes(slurm, local_run, tmp_path):
+    """Route 2's Snakemake killed (SIGKILL: a crash of the login node) while its worker job computes, then recovered
+    as docs/hpc.md says, each command taken from the guide: the worker job loses its scheduler and ends by itself
+    within ``--death-timeout`` (``squeue --name`` then lists none of the run's, checked before ``scancel --name``,
+    which is left nothing to do); the killed run's lock stays until ``snakemake --unlock``; the same command again
+    completes with the local run's results."""
+    import signal
+
+    name = f"sojourn-k-{uuid.uuid4().hex[:8]}"
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "jobs": 1, "memory": "1GB",
+                                                 "walltime": "00:30:00", "job_name": name,
+                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    override = tmp_path / "slurm.yaml"
+    override.write_text(yaml.safe_dump(cfg))
+    work = tmp_path / "route2"
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile",
+                 str(TEST_CONFIG), str(override), "--directory", str(work)]
+    log = tmp_path / "killed.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([*snakemake, "--cores", "2", *UNTIL], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                env=_env(), start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while not (_joined(tmp_path / "dask-logs") and any((work / "results" / "jsq_ps").rglob("cache/**/*.nc"))):
+            if proc.poll() is not None or time.monotonic() - t0 > GUARD_S:
+                pytest.fail(f"the run ended or hung before its worker computed: {_squeue(name)}\n{_tail(log, 60)}")
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _squeue(name), "no worker job of the run was left to end by itself"
+    killed = time.monotonic()
+    squeue = guide_command("squeue --name sojourn-worker", {"sojourn-worker": name})
+    while _run(*squeue, "-h").stdout.strip():
+        assert time.monotonic() - killed < 60 + 60, f"worker jobs still queued: {_run(*squeue).stdout}"
+        time.sleep(1)
+    ended = time.monotonic() - killed
+    print(f"the worker job of the killed run ended by itself {ended:.0f} s after the kill")
+    _run(*guide_command("scancel --name sojourn-worker", {"sojourn-worker": name}))
+    assert not _run(*squeue, "-h").stdout.strip()
+    assert list((work / ".snakemake" / "locks").glob("*")), "a killed Snakemake leaves its lock"
+    unlock = guide_command("snakemake --unlock")
+    _run(*snakemake, *unlock[1:])
+    assert not list((work / ".snakemake" / "locks").glob("*")), "snakemake --unlock left the lock"
+    again = subprocess.run([*snakemake, "--cores", "2", *UNTIL], cwd=REPO, env=_env(), capture_output=True, text=True)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-6000:]
+    assert _assert_same_results(local_run, work) >= 3

@@ -188,11 +188,11 @@ def test_every_command_of_the_hpc_guide_is_run_by_a_test_or_marked():
     assert [(b.commands, b.marked) for b in found] == [(["snakemake --cores 4 --configfile my-site.yaml"], False),
                                                        (["ssh login -v"], True)]
     assert [(c.line, c.command, c.marked) for c in hpc_guide.inline(made_up)] == [
-        (1, "scontrol release <id>", False), (11, "squeue --name w", False), (12, "module load x", False),
-        (13, "X='a b' sbatch …", True)]
+        (1, "scontrol release <id>", False), (14, "squeue --name w", False), (16, "module load x", False),
+        (17, "X='a b' sbatch …", True)]  # a marker inside an item's paragraph marks nothing
     assert hpc_guide.unmarked(made_up) == [(3, "snakemake --cores 4 --configfile my-site.yaml"),
-                                           (1, "scontrol release <id>"), (11, "squeue --name w"),
-                                           (12, "module load x")]
+                                           (1, "scontrol release <id>"), (14, "squeue --name w"),
+                                           (16, "module load x")]
 
 
 def test_profile_names_no_site_partition_or_account():
