@@ -128,7 +128,7 @@ def inline(text: str | None = None) -> list[Inline]:
     out = []
     for first, para in _paragraphs(lines):
         joined = "\n".join(para)
-        marked = joined.startswith(MARKER)
+        marked = re.sub(r"^([*+-]|\d+\.)\s+", "", joined).startswith(MARKER)  # a list item's text after its bullet
         for m in re.finditer(r"(?<!`)`([^`]+)`(?!`)", joined):
             span = " ".join(m.group(1).split())
             if is_command(span):
