@@ -6,7 +6,7 @@ The guide shows commands in two ways, and both are taken the same way:
   ``# comments`` dropped);
 * an **inline command**: a code span in the prose (outside fenced blocks) that starts with the name of a command an
   operator types (:data:`COMMANDS`; after ``NAME=value`` assignments, as in ``SOJOURN_ACTIVATE='…' sbatch …``) and
-  has at least one argument. A bare name (```sacct```) names a tool; ``dask worker`` is what the worker jobs run,
+  has at least one argument. A bare name (``sacct``) names a tool; ``dask worker`` is what the worker jobs run,
   not something the guide has the operator type, so ``dask`` is not in the list.
 
 Each command is either run by a test, which takes it from the guide with :func:`guide_command` — so a test runs what
