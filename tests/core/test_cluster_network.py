@@ -159,6 +159,21 @@ def test_worker_jobs_bind_to_one_address_of_their_node():
     assert http_address(None, "10.1.0.5") == "10.1.0.5:0"
     assert http_address(":8787", "10.1.0.5") == "10.1.0.5:8787"
     assert http_address("0.0.0.0:8787", "10.1.0.5") == "0.0.0.0:8787"  # an address that says where is the config's
+    # what the worker jobs run on their node (docs/hpc.md, "Who listens where"), as the guide shows it: one address
+    # of this machine; with --interface, that interface's
+    import subprocess
+    import sys
+
+    from support.hpc_guide import guide_command
+
+    cmd = guide_command("python -m sojourn.core.cluster.places", {"python": sys.executable})
+    interfaces = psutil.net_if_addrs()
+    ours = {a.address for addrs in interfaces.values() for a in addrs}
+    address = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    assert address in ours, (address, ours)
+    loopback = next(name for name, addrs in interfaces.items() if any(a.address == "127.0.0.1" for a in addrs))
+    assert subprocess.run([*cmd, "--interface", loopback], capture_output=True, text=True,
+                          check=True).stdout.strip() == "127.0.0.1"
 
 
 def test_the_listener_watch_catches_a_listener_on_every_interface(tmp_path):

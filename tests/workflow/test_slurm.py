@@ -111,6 +111,48 @@ def _tail(path: Path, n: int = 30) -> str:
         return ""
 
 
+def worker_jobs(name: str, expect=()) -> dict[str, dict]:
+    """Every SLURM job named ``name``, once none is pending or running and sacct knows each of ``expect`` (slurmdbd
+    learns of a job some time after slurmctld): job id -> {"state": the first word of sacct's
+    State, "started": whether SLURM ever started it}. Started means given a node (its batch script then runs: sacct
+    lists a ``<id>.batch`` step); a job cancelled while it waited in the queue has neither (NodeList "None
+    assigned", no step). Start is no test of it: SLURM 22.05 records a queued job's cancel time as its Start (CI,
+    issue 35: worker job 298, never allocated by slurmctld, NodeList "None assigned", Start = its cancel time)."""
+    # -E: sacct lists a job by its eligible time, which may lie ahead (sbatch --begin)
+    cmd = ["sacct", "-n", "-P", "-S", "now-1days", "-E", "now+1days", "--name", name, "-o", "JobID,State,NodeList"]
+    t0 = time.monotonic()
+    while True:
+        jobs: dict[str, dict] = {}
+        steps: dict[str, set[str]] = {}
+        for line in _run(*cmd).stdout.splitlines():
+            jid, state, nodes = line.split("|")
+            job, _, step = jid.partition(".")
+            if step:
+                steps.setdefault(job, set()).add(step)
+            else:
+                jobs[jid] = {"state": state.split()[0], "nodes": nodes}
+        done = all(j["state"] not in ("PENDING", "RUNNING") for j in jobs.values()) and set(expect) <= set(jobs)
+        if done or time.monotonic() - t0 > GUARD_S:
+            break
+        time.sleep(0.5)
+    for jid, rec in jobs.items():  # a node allocated counts as started even if it was killed before its script
+        rec["started"] = rec["nodes"] != "None assigned" or "batch" in steps.get(jid, set())
+    return jobs
+
+
+def assert_worker_jobs_ended_cleanly(name: str, expect=()) -> dict[str, dict]:
+    """A run's SLURM worker jobs as a user must find them after a successful run: every job that started ended on
+    its own (COMPLETED: its workers were retired), none was killed while working; a job still waiting in the queue
+    when the run ended is cancelled there (CANCELLED, never started). Returns :func:`worker_jobs`."""
+    jobs = worker_jobs(name, expect)
+    assert jobs, f"no worker job named {name} in sacct"
+    started = {j: r["state"] for j, r in jobs.items() if r["started"]}
+    queued = {j: r["state"] for j, r in jobs.items() if not r["started"]}
+    assert started and set(started.values()) == {"COMPLETED"}, jobs
+    assert set(queued.values()) <= {"CANCELLED"}, jobs
+    return jobs
+
+
 # --------------------------------------------------------------------------------------------------
 # (a) dask-jobqueue SLURMCluster
 # --------------------------------------------------------------------------------------------------
@@ -279,6 +321,31 @@ def test_pipeline_dask_client_kind_slurm_runs_replications_in_slurm_jobs(slurm, 
         xr.testing.assert_identical(_normalise(remote[k]), _normalise(local))
 
 
+def test_worker_job_still_queued_when_the_run_ends_is_cancelled_unstarted(slurm, tmp_path):
+    """A route-2 worker job the queue has not started when the cluster closes (as in CI, where another test's jobs
+    held the node's CPUs) has no worker to retire: it is cancelled in the queue, and ``sacct`` shows it never
+    started (no node, no batch step), which :func:`assert_worker_jobs_ended_cleanly` tells from a job killed while
+    working. Here the job may not start for an hour (``--begin``; a job of every CPU of the node would also hold up
+    the other tests' jobs)."""
+    from sojourn.core.cluster.cluster import dask_client
+
+    name = f"sojourn-q-{uuid.uuid4().hex[:8]}"
+    cfg = {"kind": "slurm", "slurm": {"queue": PARTITION, "cores": 1, "processes": 1, "jobs": 1, "memory": "500MB",
+                                      "walltime": "00:30:00", "job_name": name, "adapt_interval": 1,
+                                      "job_extra_directives": ["--begin=now+3600"],
+                                      "log_directory": str(tmp_path / "dask-logs")}}
+    t0 = time.monotonic()
+    with dask_client(cfg):
+        while not _squeue(name):
+            assert time.monotonic() - t0 < GUARD_S, "the worker job was never submitted"
+            time.sleep(0.2)
+        (jid, (state, reason)), = _squeue(name).items()
+        assert state == "PENDING" and reason == "BeginTime", (jid, state, reason)
+    assert not _squeue(name), "the queued worker job outlived the cluster"
+    jobs = worker_jobs(name, [jid])
+    assert jobs == {jid: {"state": "CANCELLED", "nodes": "None assigned", "started": False}}, jobs
+
+
 # --------------------------------------------------------------------------------------------------
 # (b) Snakemake SLURM executor
 # --------------------------------------------------------------------------------------------------
@@ -329,17 +396,46 @@ def _minutes(limit: str) -> int:
 
 
 def _assert_sized_as_planned(work: Path, args, targets, job_id: str) -> None:
-    """The SLURM job's time limit and CPUs are what workflow/slurm/size_jobs.py plans from the dry run of the same
-    command: its replica of Snakemake's group sizing, by which the paper config's limits are checked without a
+    """The SLURM job's time limit, CPUs and memory are what workflow/slurm/size_jobs.py plans from the dry run of the
+    same command: its replica of Snakemake's group sizing, by which the paper config's limits are checked without a
     cluster (tests/workflow/test_slurm_profile.py)."""
     sj = _size_jobs()
     dry = _snakemake(work, *args, "-n", "--forcerun", *targets)
     planned = sj.parse_dry_run(dry.stdout + dry.stderr)
     assert len(planned) == 1, [j.group for j in planned]
-    asked = _run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Timelimit,ReqCPUS").stdout.strip().split("|")
+    asked = _run("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Timelimit,ReqCPUS,ReqMem").stdout.strip().split("|")
     members = planned[0].members
-    assert _minutes(asked[0]) == sj.group_limit(members), (asked, [m.resources for m in members])
-    assert int(asked[1]) == max(int(m.resources["cpus_per_task"]) for m in members), asked
+    width = sj.profile_resources(PROFILE)
+    width.update(kv.split("=", 1) for kv in _after(args, "--resources"))  # as fitted to this node, if it was
+    assert _minutes(asked[0]) == sj.group_limit(members, width), (asked, width, [m.resources for m in members])
+    cpus, mem = sj.group_size(members, width)
+    assert (int(asked[1]), asked[2]) == (cpus, f"{mem}M"), (asked, width)
+
+
+def _assert_job_figures(job_id: str) -> None:
+    """The guide's look at a finished job's own figures (docs/hpc.md, "Sizing"): elapsed and CPU time, and the batch
+    step's MaxRSS, which SLURM samples every JobAcctGatherFrequency seconds (none for a shorter job)."""
+    figures = _run(*guide_command("sacct -j <jobid> -o JobID,Elapsed,TotalCPU,MaxRSS", {"<jobid>": job_id})).stdout
+    batch = [line.split() for line in figures.splitlines() if line.startswith(f"{job_id}.batch")]
+    assert batch and re.fullmatch(r"[\d:.-]+", batch[0][1]) and re.fullmatch(r"[\d:.-]+", batch[0][2]), figures
+    every = re.search(r"^JobAcctGatherFrequency\s*=\s*(?:task=)?(\d+)", _run("scontrol", "show", "config").stdout, re.M)
+    days, _, hms = batch[0][1].rpartition("-")
+    elapsed = int(days or 0) * 86400 + sum(int(x) * 60 ** i for i, x in enumerate(reversed(hms.split(":"))))
+    if elapsed > 2 * int(every.group(1) if every else 30):
+        assert len(batch[0]) == 4 and re.fullmatch(r"\d+(\.\d+)?[KMG]?", batch[0][3]), figures
+
+
+def _after(args, option: str) -> list[str]:
+    """The values of ``option`` in an argument list (up to the next option)."""
+    args = list(args)
+    if option not in args:
+        return []
+    out = []
+    for a in args[args.index(option) + 1:]:
+        if a.startswith("-"):
+            break
+        out.append(a)
+    return out
 
 
 def _nc_files(root: Path) -> list[Path]:
@@ -468,7 +564,7 @@ def _cancel_once_computing(proc, workdir: Path, log: Path) -> tuple[str, float]:
         elif _squeue_ids([job]).get(job, ("",))[0] == "RUNNING" and any(logs.rglob("*.log")):
             break
         time.sleep(0.2)
-    _run("scancel", job)
+    _run(*guide_command("scancel <jobid>", {"<jobid>": job}))
     while True:
         state = _sacct(ids=[job]).get(job, {}).get("state")
         if state == "CANCELLED":
@@ -572,6 +668,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     assert re.search(rf"^Provided cores: {cpus}\b", inner, re.M), inner[:3000]
 
     _assert_sized_as_planned(hpc, args, targets, job_ids[0])
+    _assert_job_figures(job_ids[0])
 
     for t in targets:
         assert (hpc / t).is_file(), t
@@ -624,12 +721,8 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
         time.sleep(0.5)
     assert not _queued() - before
     # every worker job that ran ended on its own (retired at close): COMPLETED, not "CANCELLED by 0"; a job the
-    # queue had not started yet when the run ended is cancelled, and sacct shows it never started
-    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
-    recs = [line.split("|") for line in out.splitlines() if line]
-    assert recs, f"no worker job named {name} in sacct"
-    ran = {jid: state for jid, state, start in recs if start not in ("None", "Unknown", "")}
-    assert ran and set(ran.values()) == {"COMPLETED"}, recs
+    # queue had not started yet when the run ended (the node's other CPU busy) is cancelled unstarted
+    assert_worker_jobs_ended_cleanly(name, {m.group(1) for q in logs if (m := re.search(r"-(\d+)\.\w+$", q.name))})
     assert not list((hpc / ".sojourn").glob("tls/*")), "the run's TLS files outlived it"
     assert_left_only_in_work_folder(env, files)
     n = _assert_same_results(local, hpc)

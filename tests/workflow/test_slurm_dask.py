@@ -44,7 +44,10 @@ from test_slurm import (
     package_files,
     run_env,
     slurm_node,
+    worker_jobs,
 )
+
+from support.hpc_guide import guide_command
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -135,16 +138,24 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
     from support.listeners import ListenerWatch, new_mark
 
     work = tmp_path / "route3"
+    work.mkdir()  # sbatch -o writes there from the job's start
     override = tmp_path / "tls.yaml"
     override.write_text(yaml.safe_dump({"cluster": {"kind": "local", "tls": True}}))
     mark, files = new_mark(), package_files()
     env = run_env(tmp_path, mark)
 
+    # the guide's route-3 command (docs/hpc.md), from the project folder; everything after the script goes to
+    # Snakemake; with a --directory, the guide's -o puts the job's log in the work folder
+    route3 = guide_command("sbatch workflow/slurm/pipeline.sbatch --configfile config/paper.yaml",
+                           {"config/paper.yaml": str(TEST_CONFIG)})
+    log_option = guide_command("sbatch -o <work-folder>/sojourn-%j.out",
+                               {"<work-folder>/sojourn-%j.out": str(work / "sojourn-%j.out")})
+    assert route3[1] == str(SBATCH.relative_to(REPO)), route3
+
     def submit() -> str:
-        # from the project folder, as docs/hpc.md says; everything after the script goes to Snakemake
-        return subprocess.run(["sbatch", "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M",
-                               "-t", "00:30:00", "-o", str(tmp_path / "job-%j.out"), str(SBATCH),
-                               "--configfile", str(TEST_CONFIG), str(override), "--directory", str(work), *UNTIL],
+        return subprocess.run([route3[0], "--parsable", "-p", PARTITION, "--cpus-per-task=1", "--mem=1500M",
+                               "-t", "00:30:00", *log_option[1:], *route3[1:], str(override), "--directory",
+                               str(work), *UNTIL],
                               cwd=REPO, env={**env, "SOJOURN_PYTHON": sys.executable}, capture_output=True,
                               text=True, check=True).stdout.strip()
 
@@ -155,33 +166,33 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
         while not (cache.is_dir() and any(cache.rglob("*.nc"))):  # cells are being computed
             if not _squeue_has(first) or time.monotonic() - t0 > GUARD_S:
                 pytest.fail(f"route-3 job {first} ended or hung before its first cell: "
-                            f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+                            f"{_tail(work / f'sojourn-{first}.out', 60)}")
             time.sleep(0.2)
         watch.scan()
     # the scheduler and its HTTP server, the nanny, the worker and its HTTP server
     assert_listeners_on(watch, {"127.0.0.1"}, at_least=5)
-    _run("scancel", "--batch", "--signal=USR1", first)
+    _run(*guide_command("scancel --batch --signal=USR1 <jobid>", {"<jobid>": first}))
     # the stopped run is recorded as REQUEUED (not FAILED), and the job waits in the queue, held
     t0 = time.monotonic()
     while "REQUEUED" not in (states := _records(first)) or not _squeue_has(first):
         if time.monotonic() - t0 > GUARD_S:
             pytest.fail(f"route-3 job {first} was not requeued held after SIGUSR1: {states}\n"
-                        f"{_tail(tmp_path / f'job-{first}.out', 60)}")
+                        f"{_tail(work / f'sojourn-{first}.out', 60)}")
         time.sleep(0.5)
     assert "FAILED" not in states, states
     held = _run("squeue", "-h", "-j", first, "-o", "%T|%r").stdout.strip()
     assert held.startswith("PENDING|") and "held" in held.lower(), held
-    out = (tmp_path / f"job-{first}.out").read_text(errors="replace")
+    out = (work / f"sojourn-{first}.out").read_text(errors="replace")
     assert "SLURM signalled SIGUSR1" in out and "Snakemake exited with status 1" in out, out[-6000:]
     assert f"stopped, resumable: job {first} is back in the queue, held" in out, out[-6000:]
     assert not list((work / ".snakemake" / "locks").glob("*")), "the stopped run left its lock"
     assert not list((work / ".sojourn").glob("tls/*")), "the stopped run left its TLS files"
 
     # resumed as the job's message says (and at once: SLURM holds a requeued job back 2 minutes otherwise)
-    _run("scontrol", "release", first)
-    _run("scontrol", "update", f"JobId={first}", "StartTime=now")
+    _run(*guide_command("scontrol release <id>", {"<id>": first}))
+    _run(*guide_command("scontrol update JobId=<id> StartTime=now", {"JobId=<id>": f"JobId={first}"}))
     rec = _wait_ended(first)
-    out = (tmp_path / f"job-{first}.out").read_text(errors="replace")  # both runs: --open-mode=append
+    out = (work / f"sojourn-{first}.out").read_text(errors="replace")  # both runs: --open-mode=append
     assert rec["state"] == "COMPLETED", (rec, out[-6000:])
     assert "restart 1 of this job" in out and out.rstrip().endswith("Snakemake exited with status 0"), out[-6000:]
     # the pipeline's Dask cluster, as the first job of each run records it: one worker for the one allocated CPU
@@ -194,21 +205,21 @@ def test_pipeline_in_one_allocation_matches_local_run(slurm, local_run, tmp_path
     assert not list((work / ".sojourn").glob("tls/*")), "the run left its TLS files"
     assert_left_only_in_work_folder(env, files)
     assert _assert_same_results(local_run, work) >= 3
-    _signalled_after_the_last_step(submit(), tmp_path)
+    _signalled_after_the_last_step(submit(), work)
 
 
-def _signalled_after_the_last_step(job: str, tmp_path: Path) -> None:
+def _signalled_after_the_last_step(job: str, work: Path) -> None:
     """The same command once more, the run complete: SIGUSR1 while this job's Snakemake finds nothing to do (a stop
     signal after the run's last step) ends the job COMPLETED, never FAILED or requeued, saying the run had finished
     (issue 35: such a run was recorded FAILED)."""
-    log = tmp_path / f"job-{job}.out"
+    log = work / f"sojourn-{job}.out"
     t0 = time.monotonic()
     # the script traps SLURM's signals before it says where it runs: signal it as soon as it has
     while not (log.exists() and "sojourn: SLURM job" in log.read_text(errors="replace")):
         if not _squeue_has(job) or time.monotonic() - t0 > GUARD_S:
             pytest.fail(f"route-3 job {job} ended or hung before it started: {_tail(log, 40)}")
         time.sleep(0.1)
-    _run("scancel", "--batch", "--signal=USR1", job)
+    _run(*guide_command("scancel --batch --signal=USR1 <jobid>", {"<jobid>": job}))
     rec = _wait_ended(job)
     out = log.read_text(errors="replace")
     assert rec["state"] == "COMPLETED" and _records(job) == ["COMPLETED"], (rec, _records(job), out[-3000:])
@@ -261,7 +272,7 @@ def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path)
                 pytest.fail(f"the run ended or hung before both workers ran: {jobs}\n{_tail(log, 60)}")
             time.sleep(0.5)
         victim = running[-1]
-        _run("scancel", victim)
+        _run(*guide_command("scancel <id>", {"<id>": victim}))  # docs/hpc.md: a route-2 worker job
         rc = proc.wait(timeout=GUARD_S)
     finally:
         if proc.poll() is None:
@@ -272,19 +283,66 @@ def test_route2_worker_cancelled_mid_run_is_replaced(slurm, local_run, tmp_path)
     t0 = time.monotonic()
     while _squeue(name) and time.monotonic() - t0 < GUARD_S:  # the last jobs are ending
         time.sleep(0.5)
-    out = _run("sacct", "-n", "-X", "-P", "-S", "now-1days", "--name", name, "-o", "JobID,State,Start").stdout
-    recs = {jid: (state.split()[0], start) for jid, state, start in (line.split("|") for line in out.splitlines())}
+    recs = worker_jobs(name, [victim])
     assert len(recs) >= 3, recs  # the two jobs and at least one replacement
-    assert recs[victim][0] == "CANCELLED", recs
-    # every other worker job whose worker joined the scheduler was retired at close and ended on its own
-    # (COMPLETED); one whose worker had not joined when the run ended (the replacement, if the shared queue
-    # started it late or it was still starting Python: seen at load 2, started 2 s before the close) has nothing
-    # to retire and is cancelled
-    logs = tmp_path / "dask-logs"
-    ran = {j: state for j, (state, _) in recs.items() if j != victim and any(
-        "Registered to" in p.read_text(errors="replace") for p in logs.glob(f"*{j}*.err"))}
-    never = {j: state for j, (state, _) in recs.items() if j != victim and j not in ran}
-    assert ran and set(ran.values()) == {"COMPLETED"}, (recs, sorted(p.name for p in logs.glob("*")))
-    assert set(never.values()) <= {"CANCELLED"}, recs
+    assert recs[victim]["state"] == "CANCELLED" and recs[victim]["started"], recs
+    # every other worker job that started was retired at close and ended on its own (COMPLETED; a replacement
+    # still starting is given its worker's joining first); one the queue had not started when the run ended has
+    # nothing to retire and is cancelled there, unstarted
+    others = {j: r for j, r in recs.items() if j != victim}
+    assert {r["state"] for r in others.values() if r["started"]} == {"COMPLETED"}, recs
+    assert {r["state"] for r in others.values() if not r["started"]} <= {"CANCELLED"}, recs
     assert not [j for j in _queued() if j in recs]
+    assert _assert_same_results(local_run, work) >= 3
+
+
+def test_route2_snakemake_killed_its_worker_jobs_end_and_the_run_resumes(slurm, local_run, tmp_path):
+    """Route 2's Snakemake killed (SIGKILL: a crash of the login node) while its worker job computes, then recovered
+    as docs/hpc.md says, each command taken from the guide: the worker job loses its scheduler and ends by itself
+    within ``--death-timeout`` (``squeue --name`` then lists none of the run's, checked before ``scancel --name``,
+    which is left nothing to do); the killed run's lock stays until ``snakemake --unlock``; the same command again
+    completes with the local run's results."""
+    import signal
+
+    name = f"sojourn-k-{uuid.uuid4().hex[:8]}"
+    cfg = yaml.safe_load(TEST_CONFIG.read_text())
+    cfg["cluster"] = {"kind": "slurm", "slurm": {"queue": PARTITION, "jobs": 1, "memory": "1GB",
+                                                 "walltime": "00:30:00", "job_name": name,
+                                                 "log_directory": str(tmp_path / "dask-logs")}}
+    override = tmp_path / "slurm.yaml"
+    override.write_text(yaml.safe_dump(cfg))
+    work = tmp_path / "route2"
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile",
+                 str(TEST_CONFIG), str(override), "--directory", str(work)]
+    log = tmp_path / "killed.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([*snakemake, "--cores", "2", *UNTIL], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                env=_env(), start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while not (_joined(tmp_path / "dask-logs") and any((work / "results" / "jsq_ps").rglob("cache/**/*.nc"))):
+            if proc.poll() is not None or time.monotonic() - t0 > GUARD_S:
+                pytest.fail(f"the run ended or hung before its worker computed: {_squeue(name)}\n{_tail(log, 60)}")
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=GUARD_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _squeue(name), "no worker job of the run was left to end by itself"
+    killed = time.monotonic()
+    squeue = guide_command("squeue --name sojourn-worker", {"sojourn-worker": name})
+    while _run(*squeue, "-h").stdout.strip():
+        assert time.monotonic() - killed < 60 + 60, f"worker jobs still queued: {_run(*squeue).stdout}"
+        time.sleep(1)
+    ended = time.monotonic() - killed
+    print(f"the worker job of the killed run ended by itself {ended:.0f} s after the kill")
+    _run(*guide_command("scancel --name sojourn-worker", {"sojourn-worker": name}))
+    assert not _run(*squeue, "-h").stdout.strip()
+    assert list((work / ".snakemake" / "locks").glob("*")), "a killed Snakemake leaves its lock"
+    unlock = guide_command("snakemake --unlock")
+    _run(*snakemake, *unlock[1:])
+    assert not list((work / ".snakemake" / "locks").glob("*")), "snakemake --unlock left the lock"
+    again = subprocess.run([*snakemake, "--cores", "2", *UNTIL], cwd=REPO, env=_env(), capture_output=True, text=True)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-6000:]
     assert _assert_same_results(local_run, work) >= 3

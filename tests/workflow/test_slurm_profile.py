@@ -57,7 +57,7 @@ def test_paper_config_plans_at_most_10_slurm_jobs_none_under_10_minutes(tmp_path
     assert all(j.group for j in jobs), [j.members[0].rule for j in jobs if not j.group]  # no single-rule SLURM job
     assert len(jobs) <= sj.MAX_JOBS, [j.group for j in jobs]
     record = json.loads(sj.MEASUREMENTS.read_text())
-    planned = sj.plan(record, out)
+    planned = sj.plan(record, out, sj.profile_resources(sj.PROFILES["long"]))
     print(sj.table(planned))
     for job in planned:
         assert not job.missing, f"{job.name}: no measurement for {job.missing[:5]}: remeasure (size_jobs.py measure)"
@@ -80,12 +80,31 @@ def test_route3_default_memory_covers_its_cpus():
     assert mem_g * 1024 >= sj.memory_mb(record, cpus), (cpus, mem_g, sj.memory_mb(record, cpus))
 
 
+def test_group_limit_packs_layers_as_snakemake_does():
+    """A group job's time limit as Snakemake sums it (``basic_layered``): narrow rule jobs side by side up to the
+    profile's ``resources`` (the small profile's cell blocks of 1 CPU: two a layer at 2 CPUs, so 62 one-minute blocks
+    get 31 minutes, not 62), whole-width jobs a layer each, jobs without CPUs or memory of their own one layer."""
+    def job(cpus, mem, runtime):
+        return sj.RuleJob("r", resources={"cpus_per_task": str(cpus), "mem_mb": str(mem), "runtime": str(runtime)})
+
+    width = {"cpus_per_task": 2, "mem_mb": 4700}
+    assert sj.group_limit([job(1, 2300, 1)] * 62, width) == 31
+    assert sj.group_limit([job(1, 2300, 1)] * 61, width) == 31
+    assert sj.group_limit([job(1, 2400, 1)] * 6, width) == 6  # two would pass the memory: one a layer
+    assert sj.group_limit([job(1, 2300, 1)] * 6, {"cpus_per_task": 4, "mem_mb": 9400}) == 2
+    assert sj.group_limit([job(0, 0, 9)] * 40 + [job(2, 4700, 3), job(2, 4700, 2)], width) == 14
+    three = [job(1, 1000, 5), job(1, 1000, 1), job(1, 1000, 4)]
+    assert sj.group_limit(three, width) == 6  # longest first: 5 beside 4, then 1
+    assert sj.group_size(three, width) == (2, 2000) and sj.group_size([job(1, 2300, 1)] * 62, width) == (2, 4600)
+    assert sj.group_size([job(0, 0, 9)] * 3, width) == (1, 0)
+
+
 def test_small_jobs_profile_plans_short_cell_jobs(tmp_path):
     """workflow/profiles/slurm-small on the paper config: the cell blocks in jobs predicted SMALL_MINUTES on average at
     the profile's CPUs, every limit at least MARGIN x its prediction, as the guide says."""
     record = json.loads(sj.MEASUREMENTS.read_text())
     out = sj.dry_run(sj.PROFILES["small"], REPO / "config" / "paper.yaml", tmp_path)
-    planned = sj.plan(record, out)
+    planned = sj.plan(record, out, sj.profile_resources(sj.PROFILES["small"]))
     cells = [p for p in planned if p.name == "jsq_ps_cells"]
     assert len(cells) >= 5 and len(planned) == len(cells) + 2, [p.name for p in planned]
     for job in planned:
@@ -148,21 +167,32 @@ def test_layout_from_measurements_edges():
 
 
 def test_every_command_of_the_hpc_guide_is_run_by_a_test_or_marked():
-    """Every command block of docs/hpc.md is either taken by a test (``guide_command``; the SLURM ones run on the
-    single-node test cluster) or marked "Not run by the tests" with the reason: a command added without a test
-    fails here. Checked also on a made-up guide, where an unmarked, untested block is found."""
+    """Every command of docs/hpc.md, in a block or inline in the prose, is either taken by a test (``guide_command``;
+    the SLURM ones run on the single-node test cluster) or marked "Not run by the tests" with the reason: a command
+    added without a test fails here. Checked also on a made-up guide, where an unmarked, untested command of either
+    kind is found, and a tool's bare name or an option is no command."""
     from support import hpc_guide
 
-    blocks = hpc_guide.blocks()
+    blocks, inline = hpc_guide.blocks(), hpc_guide.inline()
     claimed = hpc_guide.claimed()
     assert len(blocks) >= 6 and any(b.marked for b in blocks) and claimed
-    untested = [(b.line, c) for b in blocks if not b.marked for c in b.commands if " ".join(c.split()) not in claimed]
+    assert len(inline) >= 15 and any(c.marked for c in inline) and any(not c.marked for c in inline)
+    untested = [(line, c) for line, c in hpc_guide.unmarked() if " ".join(c.split()) not in claimed]
     assert not untested, f"docs/hpc.md commands no test runs and not marked {hpc_guide.MARKER!r}: {untested}"
-    made_up = ("Text.\n\n```bash\nsnakemake --cores 4 --configfile my-site.yaml\n```\n\n"
-               f"{hpc_guide.MARKER}: a site.\n\n```bash\nssh login \\\n  -v   # comment\n```\n")
+    made_up = ("Text with `sacct`, `--export=ALL` and `scontrol release <id>`.\n\n"
+               "```bash\nsnakemake --cores 4 --configfile my-site.yaml\n```\n\n"
+               f"{hpc_guide.MARKER}: a site.\n\n```bash\nssh login \\\n  -v   # comment\n```\n\n"
+               f"* An item: `squeue --name\n  w`.\n  {hpc_guide.MARKER}: needs modules, `module load x`.\n"
+               f"* {hpc_guide.MARKER}: `X='a b' sbatch …`\n")
     found = hpc_guide.blocks(made_up)
     assert [(b.commands, b.marked) for b in found] == [(["snakemake --cores 4 --configfile my-site.yaml"], False),
                                                        (["ssh login -v"], True)]
+    assert [(c.line, c.command, c.marked) for c in hpc_guide.inline(made_up)] == [
+        (1, "scontrol release <id>", False), (14, "squeue --name w", False), (16, "module load x", False),
+        (17, "X='a b' sbatch …", True)]  # a marker inside an item's paragraph marks nothing
+    assert hpc_guide.unmarked(made_up) == [(3, "snakemake --cores 4 --configfile my-site.yaml"),
+                                           (1, "scontrol release <id>"), (14, "squeue --name w"),
+                                           (16, "module load x")]
 
 
 def test_profile_names_no_site_partition_or_account():
@@ -246,6 +276,20 @@ def test_constraints_pin_every_dependency_and_the_tested_plugin():
         assert name in pins, f"{req.name} is not pinned in envs/constraints.txt"
         assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
     assert pins["snakemake-executor-plugin-slurm"] == TESTED_PLUGIN
+    # the guide's command that writes it, run here into another file: a pin for every declared dependency, each the
+    # installed version
+    from importlib.metadata import version
+
+    from support.hpc_guide import guide_command
+
+    cmd = guide_command("python envs/freeze_constraints.py > envs/constraints.txt", {"python": sys.executable})
+    assert cmd[-2:] == [">", "envs/constraints.txt"], cmd
+    fresh = subprocess.run(cmd[:-2], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    frozen = dict(line.split("==", 1) for line in fresh.splitlines() if line.strip() and not line.startswith("#"))
+    frozen = {canonicalize_name(k): v for k, v in frozen.items()}
+    for text in wanted:
+        name = canonicalize_name(Requirement(text).name)
+        assert frozen.get(name) == version(name), (name, frozen.get(name))
 
 
 def test_profile_polls_sacct_gently():

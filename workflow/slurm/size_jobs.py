@@ -32,7 +32,9 @@ whole limit; every other rule takes the job's whole width, so the group's limit 
 ``GroupResources.basic_layered``).
 ``small`` (workflow/profiles/slurm-small, for clusters whose backfill favours short jobs): the cell blocks in groups of
 a few minutes each, one job each for the JSQ-PS summary and for split-merge with restart; a cell block's ``runtime``
-is then one minute, Snakemake's smallest, so those limits are ``ceil(blocks / C)`` minutes, more than the margin asks.
+is then one minute, Snakemake's smallest, and ``C`` one-CPU blocks share a layer, so those limits are
+``ceil(blocks / C)`` minutes, about 10 x the prediction on the paper config: more than the margin asks, as Snakemake
+counts a group's limit in whole minutes per layer. ``plan`` lays the jobs out as Snakemake does (``_layers``).
 
 To regenerate after the job structure changes (new rules, other blocks): step 1 on the paper config, then 2 and 3;
 ``tests/workflow/test_slurm_profile.py`` checks that the profiles are what ``write`` makes of the measurements, and
@@ -370,34 +372,65 @@ class Planned:
     missing: list[str]
 
 
-def group_limit(members: list[RuleJob]) -> int:
-    """The time limit Snakemake gives a group job of these members: the jobs without CPUs of their own stand in one
-    layer (its height their largest runtime), every other job in layers of its own, summed (basic_layered)."""
-    free = [int(m.resources.get("runtime", 0)) for m in members if int(m.resources.get("cpus_per_task", 1)) == 0]
-    rest = [m for m in members if int(m.resources.get("cpus_per_task", 1)) != 0]
-    width = max((int(m.resources.get("cpus_per_task", 1)) for m in members), default=1)
-    limit = max(free, default=0)
-    if rest and all(int(m.resources.get("cpus_per_task", 1)) >= width for m in rest):
-        return limit + sum(int(m.resources.get("runtime", 0)) for m in rest)
-    # narrow jobs: side by side, `width` CPUs a layer, each layer as high as its longest (sorted by runtime)
-    runtimes = sorted((int(m.resources.get("runtime", 0)) for m in rest), reverse=True)
-    per_layer = max(1, width // max(1, min(int(m.resources.get("cpus_per_task", 1)) for m in rest)))
-    return limit + sum(runtimes[i] for i in range(0, len(runtimes), per_layer))
+def _int(res: dict, key: str, default: int) -> int:
+    return int(res.get(key, default))
 
 
-def plan(record: dict, text: str) -> list[Planned]:
+def _layers(members: list[RuleJob], width: dict) -> tuple[list[RuleJob], list[list[RuleJob]]]:
+    """How Snakemake lays out a group job's rule jobs (``GroupResources.basic_layered``): the jobs without CPUs or
+    memory of their own in one layer; the others packed into layers first-fit, longest first, each layer within
+    ``width`` (the profile's ``resources``: a group job's CPUs and memory). Whole-width jobs take a layer each; narrow
+    ones share it (the small profile's cell blocks: two a layer at 2 CPUs)."""
+    def free(m):
+        return _int(m.resources, "cpus_per_task", 1) == 0 and _int(m.resources, "mem_mb", 0) == 0
+
+    caps = {k: int(width[k]) for k in ("cpus_per_task", "mem_mb") if width.get(k) is not None}
+    layers: list[list[RuleJob]] = []
+    for m in sorted((m for m in members if not free(m)), key=lambda m: _int(m.resources, "runtime", 0), reverse=True):
+        for layer in layers:
+            if all(sum(_int(j.resources, k, 0) for j in (*layer, m)) <= cap for k, cap in caps.items()):
+                layer.append(m)
+                break
+        else:
+            layers.append([m])
+    return [m for m in members if free(m)], layers
+
+
+def group_limit(members: list[RuleJob], width: dict) -> int:
+    """The time limit Snakemake gives a group job of these members: the sum of its layers' heights, each layer as high
+    as its longest job (:func:`_layers`)."""
+    free, layers = _layers(members, width)
+    return (max((_int(m.resources, "runtime", 0) for m in free), default=0)
+            + sum(max(_int(j.resources, "runtime", 0) for j in layer) for layer in layers))
+
+
+def group_size(members: list[RuleJob], width: dict) -> tuple[int, int]:
+    """The CPUs and memory (MB) Snakemake asks for a group job of these members: its widest layer's sums
+    (:func:`_layers`); SLURM gets at least one CPU."""
+    _, layers = _layers(members, width)
+    cpus = max((sum(_int(j.resources, "cpus_per_task", 1) for j in layer) for layer in layers), default=0)
+    mem = max((sum(_int(j.resources, "mem_mb", 0) for j in layer) for layer in layers), default=0)
+    return max(1, cpus), mem
+
+
+def profile_resources(profile: Path) -> dict:
+    """A profile's ``resources``: the width of its group jobs (CPUs, memory), which Snakemake packs layers into."""
+    import yaml
+
+    return dict((yaml.safe_load((profile / "profile.yaml").read_text()) or {}).get("resources") or {})
+
+
+def plan(record: dict, text: str, width: dict) -> list[Planned]:
+    """The SLURM jobs of a dry run (``text``) of a profile whose ``resources`` are ``width``, with their predictions."""
     out = []
     for job in parse_dry_run(text):
-        widths = [int(m.resources.get("cpus_per_task", 1)) for m in job.members]
-        # the widest layer: a whole-job rule, or narrow jobs side by side up to the profile's width (CPUS)
-        cpus = max(1, max(widths), min(sum(w for w in widths if w < CPUS), CPUS))
-        mem = max(int(m.resources.get("mem_mb", 0)) for m in job.members)
+        cpus, mem = group_size(job.members, width)  # the widest layer
         measured, missing = [], []
         for m in job.members:
             rec = record["jobs"].get(m.key() or "")
             (measured.append(rec) if rec else missing.append(m.key() or m.rule))
         out.append(Planned(job.group or job.members[0].rule, len(job.members), cpus, mem,
-                           predicted_seconds(measured, cpus), group_limit(job.members), missing))
+                           predicted_seconds(measured, cpus), group_limit(job.members, width), missing))
     return out
 
 
@@ -487,7 +520,7 @@ def main(argv=None) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="size-jobs-") as tmp:
-        planned = plan(record, dry_run(args.profile, args.configfile, Path(tmp)))
+        planned = plan(record, dry_run(args.profile, args.configfile, Path(tmp)), profile_resources(args.profile))
     print(measured(record))
     print(summary(planned) + ":")
     print(table(planned))

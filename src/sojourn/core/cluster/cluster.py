@@ -790,8 +790,10 @@ async def _slurm_states(job_ids, call) -> dict[str, str]:
 async def _retire_job(job) -> None:
     """Let ``job`` end on its own: retire its workers through its cluster's scheduler and wait (up to
     RETIRE_GRACE_S) for the SLURM job to leave the running states. A job still waiting in the queue has no
-    worker to retire (it is cancelled at once, and ``sacct`` shows it never started); a job that runs but whose
-    workers have not joined yet is given RETIRE_GRACE_S to join first, so that it too ends COMPLETED."""
+    worker to retire: it is cancelled while it waits (``scancel --state=PENDING``, which slurmctld applies only to a
+    job still pending, so a job that starts in the meantime is not killed as it starts but retired like the others),
+    and ``sacct`` shows it never started (no node, no batch step); a job that runs but whose workers have not
+    joined yet is given RETIRE_GRACE_S to join first, so that it too ends COMPLETED."""
     import asyncio
     import time
 
@@ -807,8 +809,16 @@ async def _retire_job(job) -> None:
 
     while not joined():
         state = (await _slurm_states([jid], job._call)).get(jid)
-        if state not in ("RUNNING", "CONFIGURING") or time.monotonic() > deadline:
-            return  # queued, or ended, or never joining: scancel (a no-op for an ended job)
+        if time.monotonic() > deadline:
+            return  # never joining: scancel
+        if state == "PENDING":
+            try:
+                await job._call(["scancel", "--state=PENDING", jid])
+            except RuntimeError:  # gone meanwhile
+                return
+            continue  # cancelled, or started in the meantime (then retired once its worker joins)
+        if state not in ("RUNNING", "CONFIGURING"):
+            return  # ended: scancel (a no-op)
         await asyncio.sleep(0.5)
     try:
         await asyncio.wait_for(cluster.scheduler_comm.retire_workers(names=names, close_workers=True, remove=True),
