@@ -64,9 +64,8 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
     """(import node, module, bound submodule or None) for every ``sojourn`` import in ``nodes`` (default: the
     whole module): ``(node, "sojourn.a", None)`` where names are taken from module ``sojourn.a`` itself,
     ``(node, "sojourn.a", "sojourn.a.b")`` where ``b`` is a submodule."""
-    if nodes is None:
-        nodes = [ast.parse(path.read_text(encoding="utf-8"), filename=str(path))]
-    for node in (n for top in nodes for n in ast.walk(top)):
+    statements = _module(path)[1] if nodes is None else _import_statements(nodes)
+    for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == PACKAGE and module_path(alias.name, root):
@@ -80,6 +79,28 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
                     yield node, base, f"{base}.{a.name}"  # `from . import kernel`: the submodule
                 elif module_path(base, root):
                     yield node, base, None  # a name defined by the module or package itself
+
+
+# Each Snakemake start fingerprints every rule (a params: value), and the rules' closures share most modules: a
+# module's parse tree (docstrings removed), its import statements and its source hash are kept per file content, so
+# that one process parses and walks each module once (it did so per rule and per use). Keyed on the text, not the
+# mtime: an edit within the file system's timestamp granularity is still seen. Where the imported names lead
+# (module_path: which files exist) is looked up on every call. Docstrings hold no names and no imports, so the
+# closure and the function parts read the same stripped tree the hash is taken over.
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str, filename: str) -> tuple[ast.Module, list, str]:
+    """(parse tree without docstrings, its import statements, sha256 of its dump); shared, so read only."""
+    tree = _strip_docstrings(ast.parse(text, filename=filename))
+    digest = hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+    return tree, _import_statements([tree]), digest
+
+
+def _module(path: Path) -> tuple[ast.Module, list, str]:
+    return _parsed(path.read_text(encoding="utf-8"), str(path))
+
+
+def _import_statements(nodes) -> list:
+    return [n for top in nodes for n in ast.walk(top) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def _reached(name: str, path: Path, root: Path, imp, bound: str) -> set[str]:
@@ -126,7 +147,7 @@ def function_parts(entry: str, root: Path = ROOT) -> tuple[list, set[str]]:
     path = module_path(name, root)
     if path is None:
         raise ValueError(f"no module {name!r} under {root}")
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _module(path)[0]
     defs: dict[str, ast.AST] = {}
     top_imports: dict[str, list] = {}
     for node in tree.body:
@@ -198,22 +219,9 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def _copy(node):
-    import copy
-
-    return copy.deepcopy(node)
-
-
-@functools.cache
-def _source_hash(path: Path, mtime_ns: int, size: int) -> str:
-    tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
-
-
 def source_hash(path: Path) -> str:
     """sha256 of a module's parse tree without docstrings (comments and layout never reach the tree)."""
-    st = path.stat()
-    return _source_hash(path, st.st_mtime_ns, st.st_size)
+    return _module(path)[2]
 
 
 def fingerprint(*entries: str, root: Path = ROOT) -> str:
@@ -223,8 +231,8 @@ def fingerprint(*entries: str, root: Path = ROOT) -> str:
     for e in entries:
         if ":" in e:
             h.update(e.encode())
-            for node in function_parts(e, root)[0]:
-                h.update(ast.dump(_strip_docstrings(_copy(node)), include_attributes=False).encode())
+            for node in function_parts(e, root)[0]:  # from the tree without docstrings
+                h.update(ast.dump(node, include_attributes=False).encode())
     for name in closure(*entries, root=root):
         h.update(name.encode())
         h.update(source_hash(module_path(name, root)).encode())
