@@ -64,7 +64,10 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
     """(import node, module, bound submodule or None) for every ``sojourn`` import in ``nodes`` (default: the
     whole module): ``(node, "sojourn.a", None)`` where names are taken from module ``sojourn.a`` itself,
     ``(node, "sojourn.a", "sojourn.a.b")`` where ``b`` is a submodule."""
-    statements = _module(path)[1] if nodes is None else _import_statements(nodes)
+    if nodes is None:
+        statements = _module_imports(path.read_text(encoding="utf-8"), str(path))
+    else:
+        statements = (n for top in nodes for n in ast.walk(top) if isinstance(n, (ast.Import, ast.ImportFrom)))
     for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -82,25 +85,15 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
 
 
 # Each Snakemake start fingerprints every rule (a params: value), and the rules' closures share most modules: a
-# module's parse tree (docstrings removed), its import statements and its source hash are kept per file content, so
-# that one process parses and walks each module once (it did so per rule and per use). Keyed on the text, not the
-# mtime: an edit within the file system's timestamp granularity is still seen. Where the imported names lead
-# (module_path: which files exist) is looked up on every call. Docstrings hold no names and no imports, so the
-# closure and the function parts read the same stripped tree the hash is taken over.
+# module's import statements and its source hash are kept per file text, so that one process parses each module
+# once for each (it parsed and walked each one per rule and per use). Keyed on the text, not the mtime: an edit within
+# the file system's timestamp granularity is still seen. Where the imported names lead (module_path: which files
+# exist) is looked up on every call. The parse trees themselves are not kept: a hundred modules' trees alive make
+# every garbage collection walk them.
 @functools.lru_cache(maxsize=1024)
-def _parsed(text: str, filename: str) -> tuple[ast.Module, list, str]:
-    """(parse tree without docstrings, its import statements, sha256 of its dump); shared, so read only."""
-    tree = _strip_docstrings(ast.parse(text, filename=filename))
-    digest = hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
-    return tree, _import_statements([tree]), digest
-
-
-def _module(path: Path) -> tuple[ast.Module, list, str]:
-    return _parsed(path.read_text(encoding="utf-8"), str(path))
-
-
-def _import_statements(nodes) -> list:
-    return [n for top in nodes for n in ast.walk(top) if isinstance(n, (ast.Import, ast.ImportFrom))]
+def _module_imports(text: str, filename: str) -> tuple:
+    """The import statements of a module's source (ast nodes without their tree)."""
+    return tuple(n for n in ast.walk(ast.parse(text, filename=filename)) if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def _reached(name: str, path: Path, root: Path, imp, bound: str) -> set[str]:
@@ -147,7 +140,7 @@ def function_parts(entry: str, root: Path = ROOT) -> tuple[list, set[str]]:
     path = module_path(name, root)
     if path is None:
         raise ValueError(f"no module {name!r} under {root}")
-    tree = _module(path)[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     defs: dict[str, ast.AST] = {}
     top_imports: dict[str, list] = {}
     for node in tree.body:
@@ -219,9 +212,21 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def _copy(node):
+    import copy
+
+    return copy.deepcopy(node)
+
+
+@functools.lru_cache(maxsize=1024)
+def _source_hash(text: str, filename: str) -> str:
+    tree = _strip_docstrings(ast.parse(text, filename=filename))
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+
+
 def source_hash(path: Path) -> str:
     """sha256 of a module's parse tree without docstrings (comments and layout never reach the tree)."""
-    return _module(path)[2]
+    return _source_hash(path.read_text(encoding="utf-8"), str(path))
 
 
 def fingerprint(*entries: str, root: Path = ROOT) -> str:
@@ -231,8 +236,8 @@ def fingerprint(*entries: str, root: Path = ROOT) -> str:
     for e in entries:
         if ":" in e:
             h.update(e.encode())
-            for node in function_parts(e, root)[0]:  # from the tree without docstrings
-                h.update(ast.dump(node, include_attributes=False).encode())
+            for node in function_parts(e, root)[0]:
+                h.update(ast.dump(_strip_docstrings(_copy(node)), include_attributes=False).encode())
     for name in closure(*entries, root=root):
         h.update(name.encode())
         h.update(source_hash(module_path(name, root)).encode())
