@@ -26,12 +26,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: what dominates each file's time (by reading the file; checked against the fixture table). Unlisted: "numerics".
+#: what dominates each file's time (by reading the file; checked against the fixture table). Unlisted: "numerics"
+#: (kernels, solvers, statistics in the test process, with CLI subprocesses here and there).
 KINDS = {
-    "tests/workflow/test_pipeline.py": "snakemake",
+    **dict.fromkeys(("tests/workflow/test_pipeline.py", "tests/workflow/test_house.py",
+                     "tests/workflow/test_special_outputs.py", "tests/workflow/test_faults.py",
+                     "tests/restart/test_restart_pipeline.py", "tests/split_merge/test_split_merge_pipeline.py",
+                     "tests/workflow/test_bad_inputs.py", "tests/workflow/test_guard.py"),
+                    "snakemake runs and dry runs"),
+    **dict.fromkeys(("tests/workflow/test_slurm.py", "tests/workflow/test_slurm_dask.py",
+                     "tests/workflow/test_slurm_profile.py", "tests/workflow/test_pipeline_slurm.py"),
+                    "slurm (and its snakemake plans)"),
+    **dict.fromkeys(("tests/workflow/test_signals.py", "tests/workflow/test_no_hang.py",
+                     "tests/core/test_cluster_network.py", "tests/jsq_ps/test_simulate_api.py"),
+                    "dask clusters and process trees"),
     "tests/workflow/test_fuzz.py": "fuzzer",
-    "tests/test_docs_examples.py": "doc examples",
-    "tests/workflow/test_slurm.py": "slurm",
+    "tests/test_docs_examples.py": "doc examples (CLI and snakemake subprocesses)",
+    **dict.fromkeys(("tests/workflow/test_cli_imports.py", "tests/workflow/test_cli_progress.py",
+                     "tests/jsq_ps/test_plan.py"), "cli subprocesses and simulation checks"),
 }
 
 
@@ -175,13 +187,54 @@ def summarise(prefix: str) -> dict:
     }
 
 
+def replay(prefix: str, workers: int = 2) -> dict:
+    """The tests' wall time under two schedules, replayed from the measured durations (each worker takes the next
+    unit of work when it is free): xdist's loadfile (a file a unit, files with more tests first) and the suite's
+    (tests/conftest.py: a file a unit but a documentation block its own, files longest first). An estimate of the
+    scheduling alone: the same durations in both."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import conftest  # the suite's own scope rule
+
+    tests, _ = _load(prefix)
+    order: list[str] = []
+    seconds: dict[str, float] = defaultdict(float)
+    for t in tests:
+        if t["nodeid"] not in seconds:
+            order.append(t["nodeid"])
+        seconds[t["nodeid"]] += t["duration"]
+    by_file: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for n in order:
+        by_file[n.split("::")[0]] += seconds[n]
+        count[n.split("::")[0]] += 1
+
+    def wall(units: list[list[str]]) -> float:
+        free = [0.0] * workers
+        for unit in units:
+            i = free.index(min(free))
+            free[i] += sum(seconds[n] for n in unit)
+        return max(free)
+
+    def units_of(nodeids, scope) -> list[list[str]]:
+        out: dict[str, list[str]] = {}
+        for n in nodeids:
+            out.setdefault(scope(n), []).append(n)
+        return list(out.values())
+
+    loadfile = sorted(units_of(order, lambda n: n.split("::")[0]), key=lambda u: -len(u))
+    ours = units_of(sorted(order, key=lambda n: -by_file[n.split("::")[0]]), conftest._scope)
+    return {"loadfile_s": round(wall(loadfile), 1), "suite_s": round(wall(ours), 1),
+            "serial_s": round(sum(seconds.values()), 1)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prefix", help="the CI_TIME_OUT the suite ran with")
     ap.add_argument("--label", required=True, help="what was measured, e.g. the commit")
     ap.add_argument("--append", action="store_true", help="append the summary to benchmarks/ci_time.jsonl")
     args = ap.parse_args(argv)
-    s = {"label": args.label, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **summarise(args.prefix)}
+    s = {"label": args.label, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **summarise(args.prefix),
+         "replayed_wall_s": replay(args.prefix)}
     print(f"{s['label']}: {s['tests']} tests, durations total {s['durations_total_s']} s, wall {s['wall_tests_s']} s, "
           f"load1 min/median/max {s['load1_min_median_max']}")
     if "session_wall_s" in s:
@@ -192,6 +245,9 @@ def main(argv=None) -> int:
             print(f"    {v:8.1f}  {k}")
     for w, v in s["workers"].items():
         print(f"  worker {w}: busy {v['busy_s']} s, idle from {v['idle_from_s']} s")
+    r = s["replayed_wall_s"]
+    print(f"  replayed on 2 workers from these durations: xdist loadfile {r['loadfile_s']} s, the suite's schedule "
+          f"{r['suite_s']} s (serial {r['serial_s']} s)")
     print("by kind:")
     for k, v in s["by_kind_s"].items():
         print(f"  {v:8.1f}  {k}")
