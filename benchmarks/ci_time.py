@@ -231,9 +231,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prefix", help="the CI_TIME_OUT the suite ran with")
     ap.add_argument("--label", required=True, help="what was measured, e.g. the commit")
+    ap.add_argument("--note", default="", help="what the record cannot say itself (an interrupted run, the CPU time)")
     ap.add_argument("--append", action="store_true", help="append the summary to benchmarks/ci_time.jsonl")
     args = ap.parse_args(argv)
-    s = {"label": args.label, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **summarise(args.prefix),
+    s = {"label": args.label, "note": args.note, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **summarise(args.prefix),
          "replayed_wall_s": replay(args.prefix)}
     print(f"{s['label']}: {s['tests']} tests, durations total {s['durations_total_s']} s, wall {s['wall_tests_s']} s, "
           f"load1 min/median/max {s['load1_min_median_max']}")
