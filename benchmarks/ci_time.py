@@ -234,8 +234,8 @@ def main(argv=None) -> int:
     ap.add_argument("--note", default="", help="what the record cannot say itself (an interrupted run, the CPU time)")
     ap.add_argument("--append", action="store_true", help="append the summary to benchmarks/ci_time.jsonl")
     args = ap.parse_args(argv)
-    s = {"label": args.label, "note": args.note, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **summarise(args.prefix),
-         "replayed_wall_s": replay(args.prefix)}
+    s = {"label": args.label, "note": args.note, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+         **summarise(args.prefix), "replayed_wall_s": replay(args.prefix)}
     print(f"{s['label']}: {s['tests']} tests, durations total {s['durations_total_s']} s, wall {s['wall_tests_s']} s, "
           f"load1 min/median/max {s['load1_min_median_max']}")
     if "session_wall_s" in s:
