@@ -9,10 +9,11 @@ fresh work folder would compile every kernel again; the suite shares one cache i
 run keeps when set) in pytest's cache folder, unless the environment names one. Tests of the default unset it.
 
 Two workers (pyproject: ``-n 2``) share the suite by file, so that a file's module fixtures (a pipeline run, a Dask
-cluster) are built once, with two changes to xdist's ``loadfile`` (issue 36: one 600 s file alone on a worker at the
-end made the wall time): the files start longest first, by the times last measured (``benchmarks/ci_time.jsonl``, the
-largest-first rule, so that the short ones fill the end), and the documentation's examples — each block its own
-commands in its own folder — are spread over both workers, a block with the same commands as another (the README
+cluster) are built once, with two changes to xdist's ``loadfile`` (issue 36: it starts the files with most tests
+first, and in the run of benchmarks/ci_time.jsonl one worker was idle for the last 418 s): the files start longest
+first, by the times last measured (``benchmarks/ci_time.jsonl``, the largest-first rule, so that the short ones fill
+the end), and the documentation's examples — each block its own commands in its own folder — are spread over both
+workers, a block with the same commands as another (the README
 repeats some of docs/) on the same worker, where the first one's output is reused."""
 from __future__ import annotations
 
