@@ -65,8 +65,10 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
     whole module): ``(node, "sojourn.a", None)`` where names are taken from module ``sojourn.a`` itself,
     ``(node, "sojourn.a", "sojourn.a.b")`` where ``b`` is a submodule."""
     if nodes is None:
-        nodes = [ast.parse(path.read_text(encoding="utf-8"), filename=str(path))]
-    for node in (n for top in nodes for n in ast.walk(top)):
+        statements = _module_imports(path.read_text(encoding="utf-8"), str(path))
+    else:
+        statements = (n for top in nodes for n in ast.walk(top) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == PACKAGE and module_path(alias.name, root):
@@ -80,6 +82,18 @@ def _import_targets(name: str, path: Path, root: Path, nodes=None):
                     yield node, base, f"{base}.{a.name}"  # `from . import kernel`: the submodule
                 elif module_path(base, root):
                     yield node, base, None  # a name defined by the module or package itself
+
+
+# Each Snakemake start fingerprints every rule (a params: value), and the rules' closures share most modules: a
+# module's import statements and its source hash are kept per file text, so that one process parses each module
+# once for each (it parsed and walked each one per rule and per use). Keyed on the text, not the mtime: an edit within
+# the file system's timestamp granularity is still seen. Where the imported names lead (module_path: which files
+# exist) is looked up on every call. The parse trees themselves are not kept: a hundred modules' trees alive make
+# every garbage collection walk them.
+@functools.lru_cache(maxsize=1024)
+def _module_imports(text: str, filename: str) -> tuple:
+    """The import statements of a module's source (ast nodes without their tree)."""
+    return tuple(n for n in ast.walk(ast.parse(text, filename=filename)) if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
 def _reached(name: str, path: Path, root: Path, imp, bound: str) -> set[str]:
@@ -204,16 +218,15 @@ def _copy(node):
     return copy.deepcopy(node)
 
 
-@functools.cache
-def _source_hash(path: Path, mtime_ns: int, size: int) -> str:
-    tree = _strip_docstrings(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+@functools.lru_cache(maxsize=1024)
+def _source_hash(text: str, filename: str) -> str:
+    tree = _strip_docstrings(ast.parse(text, filename=filename))
     return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def source_hash(path: Path) -> str:
     """sha256 of a module's parse tree without docstrings (comments and layout never reach the tree)."""
-    st = path.stat()
-    return _source_hash(path, st.st_mtime_ns, st.st_size)
+    return _source_hash(path.read_text(encoding="utf-8"), str(path))
 
 
 def fingerprint(*entries: str, root: Path = ROOT) -> str:
