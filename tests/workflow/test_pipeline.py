@@ -16,6 +16,7 @@ import pytest
 import xarray as xr
 import yaml
 
+from snakemake_logger_plugin_sojourn import PROGRESS_EVERY
 from sojourn.core.estimates.stats import cdf_at_left_edges
 from sojourn.core.files.io import read_netcdf
 from support.captions import check_captions
@@ -394,8 +395,15 @@ def test_terminal_shows_a_summary_and_the_log_every_job(run):
     shown = (run / "terminal.txt").read_text()
     lines = shown.splitlines()
     assert re.search(r"^18 jobs to run \(jsq_ps 17, all 1\)", shown, re.MULTILINE), shown
-    progress = [ln for ln in lines if re.fullmatch(r"\d+ of 18 jobs done \(\d+%\), \d+:\d\d:\d\d elapsed", ln)]
-    assert progress and progress[-1].startswith("18 of 18 jobs done (100%)") and len(progress) <= 11, shown
+    progress = [re.fullmatch(r"(\d+) of 18 jobs done \(\d+%\), (\d+):(\d\d):(\d\d) elapsed", ln) for ln in lines]
+    progress = [(int(m[1]), 3600 * int(m[2]) + 60 * int(m[3]) + int(m[4])) for m in progress if m]
+    assert progress and progress[-1][0] == 18, shown
+    # a line at each new tenth of the jobs, else only after a minute without one (a slow machine: CI saw 12 lines)
+    last_tenth, last_s = -1, None
+    for done, s in progress:
+        tenth = 10 * done // 18
+        assert tenth > last_tenth or done == 18 or s - last_s >= PROGRESS_EVERY - 1, (done, s, shown)
+        last_tenth, last_s = max(tenth, last_tenth), s
     assert "then open report.html" in shown and "results/jsq_ps/key_results.html" in shown, shown
     assert "snakemake --report report.html --configfile " in shown, shown  # the run's config, repeated
     for chatter in ("localrule", "jobid", "Select jobs to execute", "Shell command", "wildcards:", "SNAKEMAKE"):
