@@ -297,3 +297,32 @@ def test_the_g_star_label_stays_inside_the_axes(monkeypatch):
         box, inside = label.get_window_extent(renderer), ax.get_window_extent(renderer)
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (g, box, inside)
         plt.close(fig)
+
+
+def test_timeouts_below_the_product_form_are_named_where_the_data_put_them():
+    """A timeout semantics whose simulated mean lies below the product form (signals) beyond its CI at a rate is named
+    in the means title and caption with those rates and the gain, re-derived from the comparison (round 16's reader:
+    exponential timeouts beat signals at every r < 3 in example 2, and nothing said so); nowhere below, no words."""
+    pf, cmp = _means_inputs()
+    cmp["response_time_pf"] = ("restart_rate", [1.2, 1.0, 1.1])
+    assert "below the product form" not in plots._title(pf, "example2", cmp)
+    cmp["response_time"].loc["timeout_exponential"] = [1.1, 0.95, 1.2]  # below beyond the CI at r = 0.5 and 1
+    title = plots._title(pf, "example2", cmp)
+    assert "below the product form (signals) beyond the CI: exponential timeouts at every rate r ≤ 1 (by up to 8%)" \
+        in title and "deterministic timeouts at" not in title
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert [c.text for c in below] == ["Exponential timeouts lie below the product form (signals) beyond the CI at "
+                                       "every rate r ≤ 1 (2 of the 3 rates with a value), by up to 8%."]
+    cmp["response_time"].loc["timeout_exponential"] = [1.25, 0.95, 1.2]  # only at r = 1 now
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert below[0].text.startswith("Exponential timeouts lie below the product form (signals) beyond the CI at r = 1 "
+                                    "(1 of the 3 rates with a value), by 5%")
+    cmp["response_time"].loc["timeout_deterministic"] = [1.0, 1.2, np.nan]  # unstable at r = 2: 1 of 2 usable
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert len(below) == 2 and "r = 0.5 (1 of the 2 rates with a value)" in below[1].text
+    for claim in below:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    cmp["response_time"].loc["timeout_exponential"] = [1.19, 0.99, 1.09]  # below, but within the CI: no claim
+    cmp["response_time"].loc["timeout_deterministic"] = [1.3, 1.2, np.nan]
+    assert "below the product form" not in plots._title(pf, "example2", cmp)

@@ -200,6 +200,35 @@ def _beating(pf, cmp) -> list:
     return out
 
 
+def _below_signals(cmp) -> list:
+    """(semantics, its usable rates, those where its simulated mean lies below the product form's E[T] (the signals'
+    model) at that rate beyond its CI, the largest gain there in %) of each timeout semantics below it at some rate."""
+    if "response_time_pf" not in cmp:
+        return []
+    st, pfv, r = _status(cmp, "response_time"), cmp["response_time_pf"].values, cmp["restart_rate"].values
+    out = []
+    for i, s in enumerate(cmp["semantics"].values.tolist()):
+        m, h = cmp["response_time"].values[i], cmp["response_time_half_width"].values[i]
+        ok = (st[i] == "") & np.isfinite(m) & np.isfinite(pfv)
+        below = ok & (m + np.where(np.isfinite(h), h, 0.0) < pfv)
+        if s != "signal" and below.any():
+            out.append((s, [float(x) for x in r[ok]], [float(x) for x in r[below]],
+                        float(np.max(100 * (pfv - m)[below] / pfv[below]))))
+    return out
+
+
+def _below_words(s, usable, below, gain, short=False) -> str:
+    """Where a timeout semantics lies below the product form (:func:`_below_signals`), in words (``short``: the
+    title's)."""
+    at = (f"every rate r ≤ {_g(max(below))}" if len(below) > 1 and below == [x for x in usable if x <= max(below)] else
+          f"r = {listing([_g(x) for x in below])}")
+    by = f"by up to {gain:.0f}%" if len(below) > 1 else f"by {gain:.0f}%"
+    if short:
+        return f"{NAMES.get(s, s)} at {at} ({by})"
+    return (f"{NAMES.get(s, s)} lie below the product form (signals) beyond the CI at {at} ({len(below)} of the "
+            f"{len(usable)} rates with a value), {by}")
+
+
 def _title(pf, name, cmp=None) -> str:
     """The message of an example's figure (g*, its E[T] against no restart; which timeouts beat g*, from ``cmp``)
     over its model in plain words."""
@@ -213,6 +242,9 @@ def _title(pf, name, cmp=None) -> str:
     if beat:
         head += "\n" + "; ".join(f"{NAMES.get(s, s)} beat g*: {_g(tb)} at r = {_g(rb)}, below {_g(tg)} beyond the CI"
                                  for s, tb, _, rb in beat)
+    if cmp is not None:
+        below = [_below_words(*b, short=True) for b in _below_signals(cmp)]
+        head += ("\nbelow the product form (signals) beyond the CI: " + "; ".join(below)) if below else ""
     model = describe_plainly(pf)
     return head + ("\n" + "\n".join(textwrap.wrap(model, 120)) if model else "")
 
@@ -364,6 +396,15 @@ def _means_caption(pf, cmp, name) -> Caption:
                               Query(cs, "(best_response_time + where(isfinite(best_response_time_half_width), "
                                     "best_response_time_half_width, 0)) < response_time_at_g_star",
                                     {"semantics": s}, None, [])))
+    below_pf = (f"{usable} & ((response_time + where(isfinite(response_time_half_width), response_time_half_width, "
+                "0)) < response_time_pf)")
+    for s, rates, below, gain in _below_signals(cmp):  # a timeout semantics better than signals at a given rate
+        words = _below_words(s, rates, below, gain)
+        findings.append(Claim(words[0].upper() + words[1:] + ".", [below, len(rates), gain],
+                              [Query(cs, "restart_rate", {"semantics": s}, below_pf, [["list"]]),
+                               Query(cs, usable, {"semantics": s}, None, [["count"]]),
+                               Query(cs, "100 * (response_time_pf - response_time) / response_time_pf",
+                                     {"semantics": s}, below_pf, [["max"]])], 1e-9))
     for i, s in enumerate(sems):
         un = [float(r) for r, x in zip(cmp["restart_rate"].values, st[i], strict=True) if x == "unstable"]
         if un:
