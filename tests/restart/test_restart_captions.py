@@ -270,7 +270,8 @@ def test_the_signals_point_whose_ci_misses_the_product_form_is_ringed_and_named(
     fig = _drawn(monkeypatch, plots.means, pf, cmp)
     assert rings(fig) == [([2.0], [1.1])]
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert "ringed: the signals' CI misses the product form (1 of 3 rates)" in legend
+    assert ("ringed: the signals' CI misses the product form (1 of 3 rates; ≈ 1 in 20 expected by chance at 95%)"
+            in legend)
     plt.close(fig)
     cap = plots._means_caption(pf, cmp, "example2")
     covers = [c for c in cap.findings if "covers the product form" in c.text or "ringed" in c.text]
@@ -326,3 +327,23 @@ def test_timeouts_below_the_product_form_are_named_where_the_data_put_them():
     cmp["response_time"].loc["timeout_exponential"] = [1.19, 0.99, 1.09]  # below, but within the CI: no claim
     cmp["response_time"].loc["timeout_deterministic"] = [1.3, 1.2, np.nan]
     assert "below the product form" not in plots._title(pf, "example2", cmp)
+
+
+def test_the_model_line_gives_the_service_laws_scv_and_breaks_no_parenthesis():
+    """The title's model line names the service law's SCV (why restart helps: round 16's reader), computed from the
+    stored PH law (Exp(5) then Exp(2) w.p. 0.9 or Exp(0.1) w.p. 0.1: mean 1.65, E[S²] = 21.11, SCV 6.75), and
+    wraps without a line break inside a parenthesis (round 16: "(load without restart / λ E[S] = …)")."""
+    import json
+
+    service = {"H": [[0.0, 0.9, 0.1], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], "entry": [1.0, 0.0, 0.0],
+               "rates": [5.0, 2.0, 0.1]}
+    spec = {"queues": [{"classes": [{"name": "c1", "arrival_rate": 0.012, "service": service}]}]}
+    pf, cmp = _means_inputs()
+    pf.attrs["spec"] = json.dumps(spec)
+    words = plots.describe_plainly(pf)
+    assert "a 3-phase law of mean 1.65, SCV 6.8 (load without restart λ E[S] = 0.02)" in words
+    service["rates"] = [5.0, 2.0, 2.0]  # no slow branch: mean 0.7, E[S²] = 0.08 + 0.4·0.5 + 0.5 = 0.78, SCV 0.59
+    pf.attrs["spec"] = json.dumps(spec)
+    assert "mean 0.7, SCV 0.59" in plots.describe_plainly(pf)
+    for lines in (plots._title(pf, "example1", cmp).split("\n"),):
+        assert all(ln.count("(") == ln.count(")") for ln in lines), lines

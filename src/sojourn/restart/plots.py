@@ -6,6 +6,7 @@ too short, a percentile with fewer than 100 jobs per replication beyond it — a
 never drawn at a y."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -161,13 +162,16 @@ def describe_plainly(pf) -> str:
     parts = []
     for q in spec.get("queues", []):
         classes = q.get("classes", [])
-        means, phases = [], set()
+        means, scvs, phases = [], [], set()
         for c in classes:
             sv = c["service"]
             rates = np.asarray(sv["rates"], float)
             H = np.asarray(sv.get("H") or np.zeros((rates.size, rates.size)), float)
             entry = np.asarray(sv.get("entry") or [1.0] + [0.0] * (rates.size - 1), float)
-            means.append(float(entry @ np.linalg.solve(np.eye(rates.size) - H, 1.0 / rates)))
+            m1 = np.linalg.solve(np.eye(rates.size) - H, 1.0 / rates)  # (−T)⁻¹1, T = diag(rates)(H − I)
+            means.append(float(entry @ m1))
+            # E[S²] = 2 β(−T)⁻²1: the SCV says why restart helps (it cuts the long services of a law with SCV > 1)
+            scvs.append(2 * float(entry @ np.linalg.solve(np.eye(rates.size) - H, m1 / rates)) / means[-1] ** 2 - 1)
             phases.add(rates.size)
         ph = "/".join(str(k) for k in sorted(phases))
         arrivals = [(c["name"], float(c["arrival_rate"])) for c in classes if float(c["arrival_rate"]) > 0]
@@ -175,8 +179,8 @@ def describe_plainly(pf) -> str:
         if len(classes) == 1:
             lam0 = sum(lam for _, lam in arrivals)
             parts.append(f"one processor-sharing server; jobs arrive at rate {arr}; service time: a {ph}-phase law of "
-                         f"mean {means[0]:.3g} (load without restart λ E[S] = {lam0 * means[0]:.2g}); a restarted job "
-                         "begins its service anew")
+                         f"mean {means[0]:.3g}, SCV {scvs[0]:.2g} (load without restart λ E[S] = "
+                         f"{lam0 * means[0]:.2g}); a restarted job begins its service anew")
         else:
             moves = all(list(c.get("restart_to", {})) in ([classes[min(k + 1, len(classes) - 1)]["name"]],)
                         for k, c in enumerate(classes))
@@ -245,8 +249,11 @@ def _title(pf, name, cmp=None) -> str:
     if cmp is not None:
         below = [_below_words(*b, short=True) for b in _below_signals(cmp)]
         head += ("\nbelow the product form (signals) beyond the CI: " + "; ".join(below)) if below else ""
-    model = describe_plainly(pf)
-    return head + ("\n" + "\n".join(textwrap.wrap(model, 120)) if model else "")
+    model = re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\u00a0"), describe_plainly(pf))
+    # no line break inside a parenthesis (round 16: "(load without restart / λ E[S] = …)"): its spaces are kept
+    # from textwrap, which breaks at ASCII whitespace only, then given back
+    lines = [ln.replace("\u00a0", " ") for ln in textwrap.wrap(model, 120)]
+    return head + ("\n" + "\n".join(lines) if lines else "")
 
 
 def all_figures(pf_path, cmp_path, outdir, name: str, formats=("png",), dpi: int = 150) -> list:
@@ -340,7 +347,7 @@ def _ring_missed(ax, cmp, st) -> None:
         ax.plot(cmp["restart_rate"].values[at], cmp["response_time"].values[i][at], ls="none", marker="o", ms=13,
                 mfc="none", mec="crimson", mew=1.6, zorder=7,
                 label=f"ringed: the signals' CI misses the product form ({len(missed)} of "
-                      f"{int((st[i] == '').sum())} rates)")
+                      f"{int((st[i] == '').sum())} rates; ≈ 1 in 20 expected by chance at 95%)")
 
 
 def _means_caption(pf, cmp, name) -> Caption:
