@@ -247,7 +247,9 @@ def _title(pf, name, cmp=None) -> str:
         head += "\n" + "; ".join(f"{NAMES.get(s, s)} beat g*: {_g(tb)} at r = {_g(rb)}, below {_g(tg)} beyond the CI"
                                  for s, tb, _, rb in beat)
     if cmp is not None:
-        below = [_below_words(*b, short=True) for b in _below_signals(cmp)]
+        # the headline names a semantics below the signals at most of its rates (example 2's exponential timeouts);
+        # a few rates below (example 1) are the caption's, with the title at five lines otherwise
+        below = [_below_words(*b, short=True) for b in _below_signals(cmp) if 2 * len(b[2]) > len(b[1])]
         head += ("\nbelow the product form (signals) beyond the CI: " + "; ".join(below)) if below else ""
     model = re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\u00a0"), describe_plainly(pf))
     # no line break inside a parenthesis (round 16: "(load without restart / λ E[S] = …)"): its spaces are kept
