@@ -270,7 +270,8 @@ def test_the_signals_point_whose_ci_misses_the_product_form_is_ringed_and_named(
     fig = _drawn(monkeypatch, plots.means, pf, cmp)
     assert rings(fig) == [([2.0], [1.1])]
     legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
-    assert "ringed: the signals' CI misses the product form (1 of 3 rates)" in legend
+    assert ("ringed: the signals' CI misses the product form (1 of 3 rates; ≈ 1 in 20 expected by chance at 95%)"
+            in legend)
     plt.close(fig)
     cap = plots._means_caption(pf, cmp, "example2")
     covers = [c for c in cap.findings if "covers the product form" in c.text or "ringed" in c.text]
@@ -297,3 +298,54 @@ def test_the_g_star_label_stays_inside_the_axes(monkeypatch):
         box, inside = label.get_window_extent(renderer), ax.get_window_extent(renderer)
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (g, box, inside)
         plt.close(fig)
+
+
+def test_timeouts_below_the_product_form_are_named_where_the_data_put_them():
+    """A timeout semantics whose simulated mean lies below the product form (signals) beyond its CI at a rate is named
+    in the means caption with those rates and the gain, re-derived from the comparison, and in the title where that
+    holds at most of its rates (round 16's reader: exponential timeouts beat signals at every r < 3 in example 2, and
+    nothing said so); nowhere below, no words."""
+    pf, cmp = _means_inputs()
+    cmp["response_time_pf"] = ("restart_rate", [1.2, 1.0, 1.1])
+    assert "below the product form" not in plots._title(pf, "example2", cmp)
+    cmp["response_time"].loc["timeout_exponential"] = [1.1, 0.95, 1.2]  # below beyond the CI at r = 0.5 and 1
+    title = plots._title(pf, "example2", cmp)
+    assert "below the product form (signals) beyond the CI: exponential timeouts at every rate r ≤ 1 (by up to 8%)" \
+        in title and "deterministic timeouts at" not in title
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert [c.text for c in below] == ["Exponential timeouts lie below the product form (signals) beyond the CI at "
+                                       "every rate r ≤ 1 (2 of the 3 rates with a value), by up to 8%."]
+    cmp["response_time"].loc["timeout_exponential"] = [1.25, 0.95, 1.2]  # only at r = 1 now
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert below[0].text.startswith("Exponential timeouts lie below the product form (signals) beyond the CI at r = 1 "
+                                    "(1 of the 3 rates with a value), by 5%")
+    assert "below the product form" not in plots._title(pf, "example2", cmp)  # at a minority of its rates: caption
+    cmp["response_time"].loc["timeout_deterministic"] = [1.0, 1.2, np.nan]  # unstable at r = 2: 1 of 2 usable
+    below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
+    assert len(below) == 2 and "r = 0.5 (1 of the 2 rates with a value)" in below[1].text
+    for claim in below:
+        ok, derived = verify(claim, lambda source: cmp)
+        assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
+    cmp["response_time"].loc["timeout_exponential"] = [1.19, 0.99, 1.09]  # below, but within the CI: no claim
+    cmp["response_time"].loc["timeout_deterministic"] = [1.3, 1.2, np.nan]
+    assert "below the product form" not in plots._title(pf, "example2", cmp)
+
+
+def test_the_model_line_gives_the_service_laws_scv_and_breaks_no_parenthesis():
+    """The title's model line names the service law's SCV (why restart helps: round 16's reader), computed from the
+    stored PH law (Exp(5) then Exp(2) w.p. 0.9 or Exp(0.1) w.p. 0.1: mean 1.65, E[S²] = 21.11, SCV 6.75), and
+    wraps without a line break inside a parenthesis (round 16: "(load without restart / λ E[S] = …)")."""
+    import json
+
+    service = {"H": [[0.0, 0.9, 0.1], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], "entry": [1.0, 0.0, 0.0],
+               "rates": [5.0, 2.0, 0.1]}
+    spec = {"queues": [{"classes": [{"name": "c1", "arrival_rate": 0.012, "service": service}]}]}
+    pf, cmp = _means_inputs()
+    pf.attrs["spec"] = json.dumps(spec)
+    words = plots.describe_plainly(pf)
+    assert "a 3-phase law of mean 1.65, SCV 6.8 (load without restart λ E[S] = 0.02)" in words
+    service["rates"] = [5.0, 2.0, 2.0]  # no slow branch: mean 0.7, E[S²] = 0.08 + 0.4·0.5 + 0.5 = 0.78, SCV 0.59
+    pf.attrs["spec"] = json.dumps(spec)
+    assert "mean 0.7, SCV 0.59" in plots.describe_plainly(pf)
+    for lines in (plots._title(pf, "example1", cmp).split("\n"),):
+        assert all(ln.count("(") == ln.count(")") for ln in lines), lines

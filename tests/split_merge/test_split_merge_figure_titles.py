@@ -27,11 +27,11 @@ def test_figure_c_header_states_the_finding():
     falling = _c([[1.0, 0.6, 0.4], [np.nan, 1.2, 0.9]], [[1.0, 0.5, 0.3], [np.nan, 1.2, 0.95]])
     assert plots._figure_c_finding(falling, rs, ok) == (
         "beyond both CIs: each added replica lowers split-merge's mean latency (all 3 steps); "
-        "fork-join lies below split-merge at 2 of 4 (q, r ≥ 2) points")
+        "fork-join lies below split-merge at 2 of 4 (q, r ≥ 2) points, above at 1")
     rising = _c([[1.0, 0.6, 0.7], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]])
     assert plots._figure_c_finding(rising, rs, ok) == (
         "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps, raises it at 1; "
-        "fork-join lies below split-merge at 0 of 4 (q, r ≥ 2) points")
+        "fork-join lies below split-merge at 0 of 4 (q, r ≥ 2) points, above at 4")
     assert plots._replica_steps_words(plots.replica_steps(rising, rs, ok)) == (
         "split-merge's mean latency: each added replica lowers it beyond both CIs for q = 2; it rises beyond both "
         "CIs at r = 3 for q = 1")
@@ -133,3 +133,27 @@ def test_figures_over_r_say_the_load_is_held_fixed_on_their_axis():
     assert plots.C_TITLE_PT >= label_pt
     grey = plots.BEYOND_REFERENCE
     assert grey["ls"] == "-" and min(mcolors.to_rgb(grey["color"])) >= 0.6, "a faint grey, solid"
+
+
+def test_the_host_count_comes_from_the_data():
+    """n from the result's ``hosts``: None (n = r, the hardware grows with r) where it equals r at every point, else
+    the one n (experiment (c)'s 100; (a)'s one system with n = r = 3 is n = 3), in words for the titles."""
+    def ds(hosts, rs):
+        h = np.array([[h if q <= r else np.nan for r, h in zip(rs, hosts, strict=True)] for q in (1, 2)], float)
+        return xr.Dataset({"hosts": (("quorum", "replicas"), h)}, coords={"quorum": [1, 2], "replicas": rs})
+
+    assert plots.host_count(ds([1, 2, 3], [1, 2, 3])) is None
+    assert plots.host_count(ds([100, 100, 100], [1, 2, 3])) == 100
+    assert plots.host_count(ds([3], [3])) == 3
+    assert plots.hosts_words(None) == "n = r hosts: the hardware grows with r"
+    assert plots.hosts_words(100) == "n = 100 hosts at every r"
+
+
+def test_experiment_a_says_how_sharp_its_check_is():
+    """(a)'s "k of n inside the CI" comes with the widest CI among the checked statistics, in % of its value (round
+    16's reader: ±21% at p99 with 5 replications makes "4 of 4 inside" a weak check); it follows the data."""
+    labels = ["mean", "p50", "p99"]
+    sim, hw = np.array([6.0, 4.0, 26.6]), np.array([0.46, 0.18, 5.6])
+    assert plots.widest_ci(sim, hw, np.ones(3, bool), labels) == (100 * 5.6 / 26.6, "p99")
+    assert plots.widest_ci(sim, hw, np.array([True, True, False]), labels) == (100 * 0.46 / 6.0, "mean")
+    assert plots.widest_ci(sim, hw, np.zeros(3, bool), labels) is None

@@ -85,7 +85,41 @@ def _snakemake(workdir, *args):
 
 
 @pytest.mark.slow
-def test_tiny_pipeline_end_to_end(tmp_path):
+def _titles(monkeypatch, draw, *args) -> tuple[str, list]:
+    """The suptitle and the x labels of a split-merge figure drawn from a result file (``save`` kept from writing)."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.split_merge import plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None: drawn.append(fig) or [])
+    draw(*args, "unused", ("png",), 50)
+    (fig,) = drawn
+    out = fig._suptitle.get_text(), [ax.get_xlabel() for ax in fig.get_axes() if ax.get_xlabel()]
+    plt.close(fig)
+    return out
+
+
+def _hosts_in_titles(monkeypatch, res) -> None:
+    """Every caption's claims hold in the data (at least 8 claims); each figure names its host count n, computed from
+    its data: (a) its n and that its hosts act as one super-server, (b) n = r and that the hardware grows with r
+    (title and axis), (c) the config's n = 20 (title and axis), its replica law first (round 16's reader)."""
+    from sojourn.split_merge import plots
+
+    assert check_captions(res) >= 8
+
+    title, _ = _titles(monkeypatch, plots.figure_a, res / "experiment_a.nc")
+    assert "n = 3 hosts (the n hosts act as one super-server)" in title
+    title, xl = _titles(monkeypatch, plots.figure_b, res / "experiment_b.nc")
+    grows = "n = r hosts: the hardware grows with r"
+    assert grows in title and xl and all(grows in x for x in xl)
+    for law in ("exponential", "hyperexponential"):
+        title, xl = _titles(monkeypatch, plots.figure_c, res / "experiment_c.nc", law)
+        assert title.startswith(f"(c) {law} replica times") and "n = 20 hosts at every r" in title.split("\n")[0]
+        assert len(xl) == 2 and all("n = 20 hosts at every r" in x for x in xl) and grows not in title
+
+
+def test_tiny_pipeline_end_to_end(tmp_path, monkeypatch):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     shutil.copytree(
         ROOT / "src" / "sojourn", tmp_path / "src" / "sojourn", ignore=shutil.ignore_patterns("__pycache__")
@@ -112,7 +146,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     for f in figures(_merged()):
         assert (res / "figures" / f"{f.stem}.png").stat().st_size > 10_000
     # every figure and the key table come with a caption written from the data; each of its claims holds there
-    assert check_captions(res) >= 8
+    _hosts_in_titles(monkeypatch, res)
     # the report opens the study with its key result, the best (r, q), as a table; no docutils message
     assert (res / "key_results.html").read_text().count("<table>") == 1
     assert "best (r, q)" in (res / "key_results.csv").read_text()
