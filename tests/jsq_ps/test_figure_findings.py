@@ -998,3 +998,32 @@ def test_mgr_distance_orders_laws_by_scv_and_keys_them_as_drawn(monkeypatch):
     assert (np.asarray(x["deterministic"]) < np.asarray(x["uniform"])).all()  # every load: SCV 0 left of SCV 1/3
     assert "in order of their SCV" in cap.what
     plt.close(fig)
+
+
+@pytest.mark.parametrize("exact", [1.0, 3.0, 4.0])
+def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypatch, exact):
+    """Round 16: the tail panels stopped at 1.1 × the simulation's 99.999th percentile, short of exact's, against
+    which the title's percentages are measured. The drawn range reaches the reference's deepest named percentile
+    (here the 99.9th) when the grid holds it, and the caption says where the panels end and why — the grid's end
+    when the percentile lies beyond it (exact scale 4: 27.6 > 25) — and the ratio panel's end as drawn."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": exact, "T": exact * 1.0005}})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (fig, cap), = figs
+    how = " ".join(cap.how)
+    t = sim["t"].values
+    q = exact * -np.log(1 - 0.999)  # exact's 99.9th percentile, the deepest the comparison names
+    tail, ratio = fig.get_axes()[1:3]
+    x2, xr_end = tail.get_xlim()[1], ratio.get_xlim()[1]
+    if q <= t[-1]:
+        assert q <= x2 and q <= xr_end, (q, x2, xr_end)
+        assert f"past exact's 99.9th percentile (t = {t[t > q][0]:.4g})" in how  # the first grid t beyond it
+    else:
+        assert x2 == pytest.approx(t[-1]) and "the stored grid's end: exact's 99.9th percentile" in how
+        assert f"P(S > t) there is {np.exp(-t[-1] / exact):.2g})" in how
+    assert f"The tail panels run to t = {x2:.4g}" in how
+    assert f"drawn to t = {xr_end:.4g}," in how  # the caption's ratio end is the drawn one
+    plt.close(fig)
