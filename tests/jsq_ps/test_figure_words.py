@@ -191,6 +191,27 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
     plt.close(fig)
 
 
+def test_cdf_ratio_end_labels_merge_only_lines_alike_over_the_drawn_range():
+    """Round 16: D, E and F all left the top of the ratio panel, so their clipped ends coincided and one "D ≈ E ≈ F"
+    label hid that D ran at ×20 where E and F were at ×30. Lines share a label only when alike (within 6 %) over the
+    whole drawn range; a line that left the panel gets an arrow, the earlier exit outermost, all inside its height."""
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    t = np.linspace(0, 14, 141)
+    e = np.exp(t / 3.4)  # leaves ×37.5 at t ≈ 12.3
+    lines = [("D", "#d62728", e * 0.7), ("E", "#bcbd22", e), ("F", "#17becf", e * 1.03), ("T", "#00685a", 1 + 0 * t)]
+    lo, hi = 1 / 37.5, 37.5
+    plots.cdf._end_labels(ax, lines, lo, hi)
+    got = {x.get_text(): x.xy[1] for x in ax.texts}
+    assert set(got) == {"E ≈ F ↑", "D ↑", "T"}, got
+    assert got["D ↑"] < got["E ≈ F ↑"] <= hi  # E and F left first: outermost; none above the panel
+    fig2, ax2 = plt.subplots()
+    plots.cdf._end_labels(ax2, [("D", "#d62728", e * 0.99), ("E", "#bcbd22", e)], lo, hi)
+    assert [x.get_text() for x in ax2.texts] == ["D ≈ E ↑"]  # alike throughout: one label
+    plt.close(fig)
+    plt.close(fig2)
+
+
 def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
     """Round 15: the title was a question. It states the answer, counted from the recommendation as the caption counts
     it: exact at how many of all points, T where exact is over budget, none at how many."""

@@ -480,31 +480,50 @@ def _cdf_ratio(ax, c, n2, x2) -> float:
 _MERGED_LABEL = "0.3"
 
 
+#: lines share one end label only when their ratios (clipped to the panel) stay within this factor of each other over
+#: the whole drawn range, not only at the end (round 16: "D ≈ E ≈ F" hid D at ×20 where E and F were at ×30)
+_ALIKE = 1.06
+
+
 def _end_labels(ax, ratio, lo, hi) -> None:
     """Each ratio line's name at its right end, outside the panel, in its colour (``ratio``: (name, colour, ratio)
-    per line); lines that end within 6 % of each other share one label ("A* ≈ C*"), and labels are pushed apart to
-    stay legible."""
+    per line); lines whose ratios, as drawn (clipped to the panel), stay within :data:`_ALIKE` of each other over the
+    whole range share one label ("A* ≈ C*"). A line that has left the panel through the top or bottom before its end
+    gets an arrow (↑/↓) and its label sits at that edge, the earlier exit outermost; labels are pushed apart to stay
+    legible and inside the panel's height."""
     ends = []
     for name, color, r in ratio:
         ok = np.nonzero(np.isfinite(r) & (r > 0))[0]
         if ok.size:
-            ends.append([float(np.log(np.clip(r[ok[-1]], lo, hi))), name, color])
-    ends.sort()
+            drawn = np.log(np.clip(np.where(np.isfinite(r) & (r > 0), r, np.nan), lo, hi))
+            inside = np.nonzero((r[ok] >= lo) & (r[ok] <= hi))[0]
+            last_in = int(ok[inside[-1]]) if inside.size else -1
+            out = "" if last_in == ok[-1] else ("↑" if r[ok[-1]] > hi else "↓")
+            # sort: by the end; at the top edge the earlier exit higher, at the bottom the earlier exit lower
+            order = -last_in if out == "↑" else last_in if out == "↓" else 0
+            ends.append((float(drawn[ok[-1]]), order, name, color, drawn, out))
+    ends.sort(key=lambda e: e[:3])
     groups: list[list] = []
     for e in ends:
-        if groups and e[0] - groups[-1][-1][0] <= np.log(1.06):
+        g = groups[-1][0] if groups else None
+        with np.errstate(invalid="ignore"):
+            alike = g is not None and e[5] == g[5] and np.nanmax(np.abs(e[4] - g[4]), initial=0.0) <= np.log(_ALIKE)
+        if alike:
             groups[-1].append(e)
         else:
             groups.append([e])
     gap = 0.075 * np.log(hi / lo)  # one label's height in log units
-    ys = []
+    ys: list[float] = []
     for g in groups:
         y = float(np.mean([e[0] for e in g]))
         ys.append(max(y, ys[-1] + gap) if ys else y)
+    for k in range(len(ys) - 1, -1, -1):  # back inside the top, keeping the gaps
+        ys[k] = min(ys[k], np.log(hi) if k == len(ys) - 1 else ys[k + 1] - gap)
     for g, y in zip(groups, ys, strict=True):
-        ax.annotate(" ≈ ".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
-                    xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=9,
-                    fontweight="bold", color=g[0][2] if len(g) == 1 else _MERGED_LABEL, annotation_clip=False)
+        ax.annotate(" ≈ ".join(e[2] for e in g) + (f" {g[0][5]}" if g[0][5] else ""), xy=(1.0, float(np.exp(y))),
+                    xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points", ha="left",
+                    va="center", fontsize=9, fontweight="bold", color=g[0][3] if len(g) == 1 else _MERGED_LABEL,
+                    annotation_clip=False)
 
 
 def _cdf_label(c, sr, covered) -> str:
@@ -692,7 +711,8 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
                    f"optimistic), where exact's P(S > t) is at least 1e-6 ({_ratio_end_words(c)}): tails that "
                    "look alike in the second panel "
                    f"come apart there; the y-range is at most ×{_RATIO_SPAN:g} either side of 1, a tail that drops "
-                   "to 0 leaves through the bottom. It is a ratio of probabilities at the same t, not of "
+                   "to 0 leaves through the bottom (an arrow ↑/↓ after a line's name at the right: it left through "
+                   "that edge). It is a ratio of probabilities at the same t, not of "
                    "percentiles (far out in the tail a small shift of a percentile is a large factor in "
                    "probability). The simulation's 95 % CI band is drawn there, lighter, only where it lies within "
                    f"×{_RATIO_CI_WITHIN:g} of the simulated ratio on both sides.")
