@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 
 from sojourn.core.present.claims import verify
+from sojourn.core.present.figures import METHOD_COLORS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import REF_EXACT, REF_SIMULATION, against_reference, compare, w_against_reference
 from support.synthetic import jsq_run
@@ -650,9 +651,16 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     (fig,) = figs
     maps = [ax for ax in fig.get_axes() if ax.get_images()]
     assert len(maps) == 3 and all(ax.get_xlabel() == "load ρ" for ax in maps)
-    okabe_ito = {"#0072b2", "#e69f00", "#56b4e9", "#d55e00", "#009e73", "#cc79a7"}
+    # one A–F palette in every figure (round 16: this map had its own, F in exact's pink, D orange, C light blue)
+    palette = {to_hex(METHOD_COLORS[m]) for m in "ABCDEF"}
     cmap = maps[0].get_images()[0].get_cmap()
-    assert {to_hex(cmap(k)) for k in range(cmap.N)} <= okabe_ito
+    got = {to_hex(cmap(k)) for k in range(cmap.N)}
+    assert got <= palette and {to_hex(METHOD_COLORS[m]) for m in "CD"} <= got
+    assert to_hex(METHOD_COLORS["exact"]) not in palette | got
+    legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(fig.legends[0].get_texts(),
+                                                                       fig.legends[0].legend_handles, strict=True)
+              if t.get_text() in "ABCDEF"}
+    assert legend and all(c == to_hex(METHOD_COLORS[m]) for m, c in legend.items())
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")

@@ -229,3 +229,28 @@ def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
     assert f"T where exact is over budget ({n_t})" in title and f"none at {n_sim} (" in title, title
     assert "?" not in title and not title.startswith("Which")
     assert f"exact at {n_exact}" in cap.findings[0].text
+
+
+def test_every_method_colour_table_is_the_one_palette():
+    """Round 16: the §6.4 map had its own A–F palette (F in exact's pink). Every module-level table of the plots that
+    maps method names to colours gives each method its colour in the one palette (core METHOD_COLORS), and no
+    method of A–F or A*–F* has exact's colour."""
+    import importlib
+    import pkgutil
+
+    import matplotlib.colors as mcolors
+
+    from sojourn.core.present.figures import METHOD_COLORS
+
+    tables = 0
+    for mod in pkgutil.iter_modules(plots.__path__):
+        m = importlib.import_module(f"{plots.__name__}.{mod.name}")
+        for name, v in vars(m).items():
+            if isinstance(v, dict) and set("ABCDEF") <= set(v) and all(
+                    isinstance(c, str) and mcolors.is_color_like(c) for c in v.values()):
+                tables += 1
+                bad = {k: c for k, c in v.items() if mcolors.to_hex(c) != mcolors.to_hex(METHOD_COLORS[k])}
+                assert not bad, f"{mod.name}.{name}: {bad}"
+    assert tables >= 2  # _FAITHFUL_COLOR and the §6.4 map's
+    ex = mcolors.to_hex(METHOD_COLORS["exact"])
+    assert all(mcolors.to_hex(c) != ex for k, c in METHOD_COLORS.items() if k != "exact")

@@ -14,6 +14,7 @@ import xarray as xr
 
 from ...core.present.claims import Caption, Claim, half_unit, sig_tol
 from ...core.present.figures import (
+    METHOD_COLORS,
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
@@ -617,8 +618,9 @@ def _outside_cells(rep) -> np.ndarray:
     return (rep["agreement"].values != TOO_SHORT) & ((paper == "") | (ours == ""))
 
 
-#: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
-_MAP_COLORS = {"A": "#0072B2", "B": "#E69F00", "C": "#56B4E9", "D": "#D55E00", "E": "#009E73", "F": "#CC79A7"}
+#: the §6.4 map's colours of A–F: the one method palette of every figure (round 16: an own Okabe–Ito palette here put
+#: F in exact's pink and D, C, E in colours the CDF figures give other methods)
+_MAP_COLORS = {m: METHOD_COLORS[m] for m in "ABCDEF"}
 
 
 def _ink(color) -> str:
