@@ -329,6 +329,9 @@ def _check_pct_scatter(fig, rep):
         nearer = {round(y) for y in sorted(flags)}
         assert len(nearer) == len(flags)  # one glyph per row, at the row's own y
         assert f"linear within ±{plots.reproduction._PCT_LINTHRESH:g}" in ax.get_xlabel()
+        th = plots.reproduction._PCT_LINTHRESH  # the switch points carry labelled ticks (round 16)
+        labels = dict(zip(ax.get_xticks(), (t.get_text() for t in ax.get_xticklabels()), strict=True))
+        assert labels[th] == f"+{th:g}" and labels[-th] == f"−{th:g}"
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
         else:

@@ -321,8 +321,14 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
     ax.axvline(0, color="k", lw=1.0, zorder=1)
     for v in (-_PCT_LINTHRESH, _PCT_LINTHRESH):
         ax.axvline(v, color="0.45", lw=0.9, ls=":", zorder=1)
-    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if -lim <= t <= lim]
+    # the switch points ±linthresh labelled too (round 16: +0.23 just past the unlabelled dotted line read as +3)
+    ticks = sorted(t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000, -_PCT_LINTHRESH, _PCT_LINTHRESH)
+                   if -lim <= t <= lim)
     ax.set_xticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
+    for t, lab in zip(ticks, ax.get_xticklabels(), strict=True):
+        if abs(t) == _PCT_LINTHRESH:
+            lab.set_fontsize(7.5)
+            lab.set_color("0.3")
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.tick_params(axis="x", labelsize=9.5)
     ax.tick_params(axis="y", length=0)
