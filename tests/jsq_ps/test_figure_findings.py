@@ -587,6 +587,17 @@ def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monk
         assert box.y0 >= ax.transData.transform(t.xy)[1], t.get_text()  # above its CI's top, clear of the marker
     assert "\n" not in ax.get_title(loc="left")
     assert "method T errs by" in fig._suptitle.get_text() and "with the law itself" in fig._suptitle.get_text()
+    # each CI drawn above its marker, caps wider than it, filled markers hollow (round 16: a filled ▲ covered the lower
+    # half of its CI, so "CI spans 0" could not be seen)
+    marks = [ln for ln in ax.get_lines() if ln.get_marker() in ("x", "^") and len(ln.get_xdata()) == 1]
+    bars = [c for c in ax.containers if c.has_yerr]
+    assert len(marks) == len(bars) == 12
+    for ln in marks:
+        assert ln.get_marker() == "x" or ln.get_markerfacecolor() == "white"
+    for bar in bars:
+        assert all(cap.get_zorder() > max(ln.get_zorder() for ln in marks) for cap in bar[1])
+        assert all(col.get_zorder() > max(ln.get_zorder() for ln in marks) for col in bar[2])
+        assert all(cap.get_markersize() > ln.get_markersize() for cap in bar[1] for ln in marks)  # 2 × capsize
     plt.close(fig)
 
 
