@@ -1049,3 +1049,25 @@ def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypat
     assert f"The tail panels run to t = {x2:.4g}" in how
     assert f"drawn to t = {xr_end:.4g}," in how  # the caption's ratio end is the drawn one
     plt.close(fig)
+
+
+def test_percentile_maps_say_whose_percentile_lies_beyond_the_grid(monkeypatch):
+    """Round 16: "▶ beyond the time grid" did not say whose percentile. Exact (scale 4) has its 99.9th at 27.6,
+    beyond the grid's 25: A's (scale 1.3) lies within, so A's ▶ is exact's; D's (scale 5) lies beyond itself. The
+    legend and the caption say whose, with the counts of the drawn points, computed from the comparison."""
+    cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 1.3, "D": 5.0, "A*": 0.97, "exact": 4.0, "T": 4.01},
+                                                    0.6: {"A": 1.3, "D": 1.1, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    (faith, fcap), (corr, ccap) = figs
+    a = against_reference(cmp, "exponential").sel(percentile=99.9, rho=0.5)
+    assert str(a["status"].sel(approximation="A").item()) == "beyond_grid"
+    assert str(a["status"].sel(approximation="D").item()) == "beyond_grid"
+    legend = " ".join(t.get_text() for t in faith.legends[0].get_texts())
+    words = "the method's own percentile (1 point) or exact's, the reference (1)"
+    assert f"beyond the time grid: {words} above t_max" in legend, legend
+    assert f"▶ on a light grey cell: {words} lies beyond" in fcap.what + " ".join(fcap.how)
+    assert any(f"drawn {words} lies beyond" in str(x) for x in fcap.limits)
+    # the corrected map: A* within the grid (exact's), T beyond it itself
+    legend = " ".join(t.get_text() for t in corr.legends[0].get_texts())
+    assert "the method's own percentile (1 point) or exact's, the reference (1)" in legend, legend
+    for f in (faith, corr):
+        plt.close(f)
