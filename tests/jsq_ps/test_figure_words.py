@@ -13,7 +13,7 @@ from test_figure_findings import mgr_two_laws
 from sojourn.core.present.claims import listing, verify
 from sojourn.core.present.figures import STATUS
 from sojourn.jsq_ps import plots
-from sojourn.jsq_ps.compare import compare
+from sojourn.jsq_ps.compare import compare, w_against_reference
 from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
@@ -254,3 +254,24 @@ def test_every_method_colour_table_is_the_one_palette():
     assert tables >= 2  # _FAITHFUL_COLOR and the §6.4 map's
     ex = mcolors.to_hex(METHOD_COLORS["exact"])
     assert all(mcolors.to_hex(c) != ex for k, c in METHOD_COLORS.items() if k != "exact")
+
+
+@pytest.mark.parametrize(("t_scale", "k"), [(1.01, 2), (1.003, 0), (1.05, 0)])
+def test_wasserstein_names_ts_margin_where_its_w_sits_on_it(drawn, t_scale, k):
+    """Round 16: T's flat W ≈ 0.01 at low load read as a weak fit; it is the margin T's survival carries by design
+    (FLOOR = 0.01 relative: W ≈ 0.01·E[S], E[S] = 1 here). The legend and the caption count the cells where T's W
+    against exact lies within ×1.1 of it — none where T is closer (1.003) or farther (1.05)."""
+    from sojourn.jsq_ps.solve.tail import FLOOR
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": t_scale},
+                           0.6: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": t_scale}})
+    cmp = compare(sim, approx, CFG)
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = drawn
+    w = w_against_reference(cmp, "exponential")["W"].sel(approximation="T").values
+    assert int(((w >= FLOOR / 1.1) & (w <= FLOOR * 1.1)).sum()) == k, w
+    legends = fig.legends + [ax.get_legend() for ax in fig.get_axes() if ax.get_legend()]
+    legend = " ".join(t.get_text() for lg in legends for t in lg.get_texts())
+    how = " ".join(cap.how)
+    assert f"at {k} of the 2 cells where T is set against exact its W lies within ×1.1 of 0.01" in how
+    assert (f"W ≈ 0.01 at {k} of 2 cells: its built-in margin" in legend) == bool(k), legend
