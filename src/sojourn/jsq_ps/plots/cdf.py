@@ -740,7 +740,8 @@ def _tail_reach_words(c) -> str:
     ref = "exact's" if c.use_exact else "the simulation's"
     pct = f"{100 * c.p_deep:g}th percentile"
     if np.isfinite(c.q_deep) and c.x2 >= c.q_deep:
-        why = "1.1 × the farther of its and the simulation's" if c.x2 < float(c.t[-1]) else "the stored grid's end"
+        why = (f"1.1 × the later of {ref} and the simulation's {pct}" if c.x2 < float(c.t[-1])
+               else "the stored grid's end")
         return (f"The tail panels run to t = {c.x2:.4g} ({why}), past {ref} {pct} (t = {c.q_deep:.4g}), the "
                 "deepest percentile the figure names.")
     sf = 1.0 - c.F_ref[np.nonzero(c.t <= c.x2)[0][-1]]
