@@ -644,17 +644,20 @@ def test_mgr_headline_states_both_ranges(law, ci, words):
 
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
-    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the Okabe–Ito palette (no
-    red–green pair such as D/C), each letter in the ink that reads on its colour, and the ratio panel's title says
-    that both W are against the simulation."""
+    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the one method palette of
+    every figure (round 16), each letter in the ink that reads on its colour, a tie named "ours X / paper Y" (round
+    16: "ours D ≈ E" read as a tie inside our run), and the ratio panel's title says that both W are against the
+    simulation."""
     from matplotlib.colors import to_hex
+
+    from sojourn.jsq_ps.claims import SAME, TIE
 
     R, rho = [1, 2], [0.5, 0.9]
     fams = ["faithful", "corrected"]
     w = np.array([[[0.1, 0.2], [0.3, 0.4]], [[0.01, 0.2], [0.03, 0.4]]])
     rep = xr.Dataset({"paper_best_method": (("R", "rho"), np.array([["D", "C"], ["C", "D"]])),
-                      "best_method": (("family", "R", "rho"), np.array([[["D", "C"], ["C", "D"]]] * 2)),
-                      "agreement": (("R", "rho"), np.full((2, 2), 2, np.int8)),
+                      "best_method": (("family", "R", "rho"), np.array([[["E", "C"], ["C", "D"]]] * 2)),
+                      "agreement": (("R", "rho"), np.array([[TIE, SAME], [SAME, SAME]], np.int8)),
                       "best_wasserstein": (("family", "R", "rho"), w),
                       "best_wasserstein_ci_low": (("family", "R", "rho"), w * 0.9),
                       "best_wasserstein_ci_high": (("family", "R", "rho"), w * 1.1)},
@@ -678,6 +681,7 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
+    assert [t.get_text() for t in maps[1].texts if t.get_text().startswith("tie")] == ["tie\nours E / paper D"]
     plt.close(fig)
 
 
