@@ -681,7 +681,7 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
-    assert [t.get_text() for t in maps[1].texts if t.get_text().startswith("tie")] == ["tie\nours E / paper D"]
+    assert [t.get_text() for t in maps[1].texts if t.get_text().startswith("tie")] == ["tie\nours E\npaper D"]
     plt.close(fig)
 
 

@@ -594,7 +594,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
             if v and ax is axes[1] and tie[i, j]:  # a tie: grey, hatched, both names
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.9", hatch="///",
                                            edgecolor="0.65", lw=0))
-                ax.text(j, i, f"tie\nours {v} / paper {paper[i, j]}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"tie\nours {v}\npaper {paper[i, j]}", ha="center", va="center", fontsize=7,
                         color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
             elif v:
                 ax.text(j, i, v, ha="center", va="center", fontsize=9, color=_ink(_MAP_COLORS.get(v, "0.5")),
