@@ -8,6 +8,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import xarray as xr
 from test_figure_findings import mgr_two_laws
 
 from sojourn.core.present.claims import listing, verify
@@ -275,3 +276,8 @@ def test_wasserstein_names_ts_margin_where_its_w_sits_on_it(drawn, t_scale, k):
     how = " ".join(cap.how)
     assert f"at {k} of the 2 cells where T is set against exact its W lies within ×1.1 of 0.01" in how
     assert (f"W ≈ 0.01 at {k} of 2 cells: its built-in margin" in legend) == bool(k), legend
+    # the figure's own service, not the comparison's first (round 17: "deterministic" came first, no note was drawn)
+    both = xr.concat([cmp.assign_coords(service=["deterministic"]), cmp], "service", data_vars="minimal",
+                     coords="minimal", compat="override")
+    _, lab = plots.wasserstein._w_legend(both, False, service="exponential")
+    assert any(f"W ≈ 0.01 at {k} of 2 cells" in x for x in lab) == bool(k), lab

@@ -161,7 +161,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for ax in flat[len(Rv):]:
         ax.set_axis_off()
     fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.0 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
-    h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit)
+    h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit, service)
     from matplotlib.legend_handler import HandlerTuple
 
     slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0,
@@ -253,16 +253,16 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     return True
 
 
-def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
+def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False, service=None):
     """The Wasserstein figure's legend: the three lines, the noise area, and every symbol drawn — the strip's marks
     (``kinds``: ×, ∅, ◇; the strip row's family named at its right end) and the ▼ on the bottom edge where a W lies
-    below the floor (``floor_hit``)."""
+    below the floor (``floor_hit``); T's margin note from ``service``'s cells (default: the first service)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     from ...core.present.figures import status_handles
 
-    d = w_against_reference(cmp, cmp["service"].values[0])
+    d = w_against_reference(cmp, service if service is not None else cmp["service"].values[0])
     h, lab = [], []
     for style, *_ in _w_series(cmp, d, 0):
         h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"],
