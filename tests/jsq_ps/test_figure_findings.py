@@ -127,6 +127,17 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
 
 
+def _draw_cdf(monkeypatch, sim, approx):
+    """(figure, caption) of the CDF figure of R = 2, ρ = 0.5, kept open instead of saved."""
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (out,) = figs
+    return out
+
+
 @pytest.mark.parametrize(("scales", "one", "apart"), [
     ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "exact (the reference) = corrected chains + T: W < 0.001",
      ["A: W = "]),
@@ -138,12 +149,7 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     legend entry computed from the data; a chain 3 % off keeps its own entry; the body panel reaches far enough that
     95 % of each separately drawn line's W lies inside it (the x-range follows the data, not a fixed rule)."""
     sim, approx = jsq_run({0.5: scales})
-    cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
-    (fig, cap), = figs
+    fig, cap = _draw_cdf(monkeypatch, sim, approx)
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
     # exact, the reference, and the lines on it share one entry (round 10: two identical pink swatches read as one
@@ -1033,12 +1039,7 @@ def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypat
     (here the 99.9th) when the grid holds it, and the caption says where the panels end and why — the grid's end
     when the percentile lies beyond it (exact scale 4: 27.6 > 25) — and the ratio panel's end as drawn."""
     sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": exact, "T": exact * 1.0005}})
-    cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
-    (fig, cap), = figs
+    fig, cap = _draw_cdf(monkeypatch, sim, approx)
     how = " ".join(cap.how)
     t = sim["t"].values
     q = exact * -np.log(1 - 0.999)  # exact's 99.9th percentile, the deepest the comparison names
