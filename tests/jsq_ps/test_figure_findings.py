@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 
 from sojourn.core.present.claims import verify
+from sojourn.core.present.figures import METHOD_COLORS
 from sojourn.jsq_ps import plots
 from sojourn.jsq_ps.compare import REF_EXACT, REF_SIMULATION, against_reference, compare, w_against_reference
 from support.synthetic import jsq_run
@@ -126,6 +127,17 @@ def test_reproduction_map_counts_only_differences_beyond_noise(corrected, sides)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
 
 
+def _draw_cdf(monkeypatch, sim, approx):
+    """(figure, caption) of the CDF figure of R = 2, ρ = 0.5, kept open instead of saved."""
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
+    (out,) = figs
+    return out
+
+
 @pytest.mark.parametrize(("scales", "one", "apart"), [
     ({"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005}, "exact (the reference) = corrected chains + T: W < 0.001",
      ["A: W = "]),
@@ -137,12 +149,7 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     legend entry computed from the data; a chain 3 % off keeps its own entry; the body panel reaches far enough that
     95 % of each separately drawn line's W lies inside it (the x-range follows the data, not a fixed rule)."""
     sim, approx = jsq_run({0.5: scales})
-    cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.cdf_cell(sim, approx, 2, 0.5, "unused", cmp=cmp)
-    (fig, cap), = figs
+    fig, cap = _draw_cdf(monkeypatch, sim, approx)
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert one in texts and all(any(t.startswith(a) for t in texts) for a in apart), texts
     # exact, the reference, and the lines on it share one entry (round 10: two identical pink swatches read as one
@@ -328,6 +335,9 @@ def _check_pct_scatter(fig, rep):
         nearer = {round(y) for y in sorted(flags)}
         assert len(nearer) == len(flags)  # one glyph per row, at the row's own y
         assert f"linear within ±{plots.reproduction._PCT_LINTHRESH:g}" in ax.get_xlabel()
+        th = plots.reproduction._PCT_LINTHRESH  # the switch points carry labelled ticks (round 16)
+        labels = dict(zip(ax.get_xticks(), (t.get_text() for t in ax.get_xticklabels()), strict=True))
+        assert labels[th] == f"+{th:g}" and labels[-th] == f"−{th:g}"
         if fam == "faithful":
             assert f"the paper's error is the larger at {k} of {len(pts)} points" in fig._suptitle.get_text()
         else:
@@ -483,8 +493,8 @@ def test_wasserstein_legend_names_every_symbol():
     assert any(t.startswith("strip mark: not run") for t in lab), lab
     assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
     assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
-    assert lab[:3] == [plots.wasserstein._BEST_FAITHFUL["label"], plots.wasserstein._BEST_CORRECTED["label"],
-                       "T (bound)"]
+    assert [x.split("\n")[0] for x in lab[:3]] == [plots.wasserstein._BEST_FAITHFUL["label"],
+                                                   plots.wasserstein._BEST_CORRECTED["label"], "T (bound)"]
     _, lab = plots.wasserstein._w_legend(cmp, False)
     assert not any(t.startswith(("strip mark", "▼")) for t in lab), "nothing drawn, nothing named"
 
@@ -583,6 +593,17 @@ def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monk
         assert box.y0 >= ax.transData.transform(t.xy)[1], t.get_text()  # above its CI's top, clear of the marker
     assert "\n" not in ax.get_title(loc="left")
     assert "method T errs by" in fig._suptitle.get_text() and "with the law itself" in fig._suptitle.get_text()
+    # each CI drawn above its marker, caps wider than it, filled markers hollow (round 16: a filled ▲ covered the lower
+    # half of its CI, so "CI spans 0" could not be seen)
+    marks = [ln for ln in ax.get_lines() if ln.get_marker() in ("x", "^") and len(ln.get_xdata()) == 1]
+    bars = [c for c in ax.containers if c.has_yerr]
+    assert len(marks) == len(bars) == 12
+    for ln in marks:
+        assert ln.get_marker() == "x" or ln.get_markerfacecolor() == "white"
+    for bar in bars:
+        assert all(cap.get_zorder() > max(ln.get_zorder() for ln in marks) for cap in bar[1])
+        assert all(col.get_zorder() > max(ln.get_zorder() for ln in marks) for col in bar[2])
+        assert all(cap.get_markersize() > ln.get_markersize() for cap in bar[1] for ln in marks)  # 2 × capsize
     plt.close(fig)
 
 
@@ -629,17 +650,20 @@ def test_mgr_headline_states_both_ranges(law, ci, words):
 
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
-    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the Okabe–Ito palette (no
-    red–green pair such as D/C), each letter in the ink that reads on its colour, and the ratio panel's title says
-    that both W are against the simulation."""
+    """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the one method palette of
+    every figure (round 16), each letter in the ink that reads on its colour, a tie named "ours X / paper Y" (round
+    16: "ours D ≈ E" read as a tie inside our run), and the ratio panel's title says that both W are against the
+    simulation."""
     from matplotlib.colors import to_hex
+
+    from sojourn.jsq_ps.claims import SAME, TIE
 
     R, rho = [1, 2], [0.5, 0.9]
     fams = ["faithful", "corrected"]
     w = np.array([[[0.1, 0.2], [0.3, 0.4]], [[0.01, 0.2], [0.03, 0.4]]])
     rep = xr.Dataset({"paper_best_method": (("R", "rho"), np.array([["D", "C"], ["C", "D"]])),
-                      "best_method": (("family", "R", "rho"), np.array([[["D", "C"], ["C", "D"]]] * 2)),
-                      "agreement": (("R", "rho"), np.full((2, 2), 2, np.int8)),
+                      "best_method": (("family", "R", "rho"), np.array([[["E", "C"], ["C", "D"]]] * 2)),
+                      "agreement": (("R", "rho"), np.array([[TIE, SAME], [SAME, SAME]], np.int8)),
                       "best_wasserstein": (("family", "R", "rho"), w),
                       "best_wasserstein_ci_low": (("family", "R", "rho"), w * 0.9),
                       "best_wasserstein_ci_high": (("family", "R", "rho"), w * 1.1)},
@@ -650,12 +674,20 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     (fig,) = figs
     maps = [ax for ax in fig.get_axes() if ax.get_images()]
     assert len(maps) == 3 and all(ax.get_xlabel() == "load ρ" for ax in maps)
-    okabe_ito = {"#0072b2", "#e69f00", "#56b4e9", "#d55e00", "#009e73", "#cc79a7"}
+    # one A–F palette in every figure (round 16: this map had its own, F in exact's pink, D orange, C light blue)
+    palette = {to_hex(METHOD_COLORS[m]) for m in "ABCDEF"}
     cmap = maps[0].get_images()[0].get_cmap()
-    assert {to_hex(cmap(k)) for k in range(cmap.N)} <= okabe_ito
+    got = {to_hex(cmap(k)) for k in range(cmap.N)}
+    assert got <= palette and {to_hex(METHOD_COLORS[m]) for m in "CD"} <= got
+    assert to_hex(METHOD_COLORS["exact"]) not in palette | got
+    legend = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(fig.legends[0].get_texts(),
+                                                                       fig.legends[0].legend_handles, strict=True)
+              if t.get_text() in "ABCDEF"}
+    assert legend and all(c == to_hex(METHOD_COLORS[m]) for m, c in legend.items())
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
+    assert [t.get_text() for t in maps[1].texts if t.get_text().startswith("tie")] == ["tie\nours E\npaper D"]
     plt.close(fig)
 
 
@@ -998,3 +1030,49 @@ def test_mgr_distance_orders_laws_by_scv_and_keys_them_as_drawn(monkeypatch):
     assert (np.asarray(x["deterministic"]) < np.asarray(x["uniform"])).all()  # every load: SCV 0 left of SCV 1/3
     assert "in order of their SCV" in cap.what
     plt.close(fig)
+
+
+@pytest.mark.parametrize("exact", [1.0, 3.0, 4.0])
+def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypatch, exact):
+    """Round 16: the tail panels stopped at 1.1 × the simulation's 99.999th percentile, short of exact's, against
+    which the title's percentages are measured. The drawn range reaches the reference's deepest named percentile
+    (here the 99.9th) when the grid holds it, and the caption says where the panels end and why — the grid's end
+    when the percentile lies beyond it (exact scale 4: 27.6 > 25) — and the ratio panel's end as drawn."""
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": exact, "T": exact * 1.0005}})
+    fig, cap = _draw_cdf(monkeypatch, sim, approx)
+    how = " ".join(cap.how)
+    t = sim["t"].values
+    q = exact * -np.log(1 - 0.999)  # exact's 99.9th percentile, the deepest the comparison names
+    tail, ratio = fig.get_axes()[1:3]
+    x2, xr_end = tail.get_xlim()[1], ratio.get_xlim()[1]
+    if q <= t[-1]:
+        assert q <= x2 and q <= xr_end, (q, x2, xr_end)
+        assert f"past exact's 99.9th percentile (t = {t[t > q][0]:.4g})" in how  # the first grid t beyond it
+    else:
+        assert x2 == pytest.approx(t[-1]) and "the stored grid's end: exact's 99.9th percentile" in how
+        assert f"P(S > t) there is {np.exp(-t[-1] / exact):.2g})" in how
+    assert f"The tail panels run to t = {x2:.4g}" in how
+    assert f"drawn to t = {xr_end:.4g}," in how  # the caption's ratio end is the drawn one
+    plt.close(fig)
+
+
+def test_percentile_maps_say_whose_percentile_lies_beyond_the_grid(monkeypatch):
+    """Round 16: "▶ beyond the time grid" did not say whose percentile. Exact (scale 4) has its 99.9th at 27.6,
+    beyond the grid's 25: A's (scale 1.3) lies within, so A's ▶ is exact's; D's (scale 5) lies beyond itself. The
+    legend and the caption say whose, with the counts of the drawn points, computed from the comparison."""
+    cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 1.3, "D": 5.0, "A*": 0.97, "exact": 4.0, "T": 4.01},
+                                                    0.6: {"A": 1.3, "D": 1.1, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    (faith, fcap), (corr, ccap) = figs
+    a = against_reference(cmp, "exponential").sel(percentile=99.9, rho=0.5)
+    assert str(a["status"].sel(approximation="A").item()) == "beyond_grid"
+    assert str(a["status"].sel(approximation="D").item()) == "beyond_grid"
+    legend = " ".join(t.get_text() for t in faith.legends[0].get_texts())
+    words = "the method's own percentile (1 point) or exact's, the reference (1)"
+    assert f"beyond the time grid: {words} above t_max" in legend, legend
+    assert f"▶ on a light grey cell: {words} lies beyond" in fcap.what + " ".join(fcap.how)
+    assert any(f"drawn {words} lies beyond" in str(x) for x in fcap.limits)
+    # the corrected map: A* within the grid (exact's), T beyond it itself
+    legend = " ".join(t.get_text() for t in corr.legends[0].get_texts())
+    assert "the method's own percentile (1 point) or exact's, the reference (1)" in legend, legend
+    for f in (faith, corr):
+        plt.close(f)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import xarray as xr
 from test_figure_findings import mgr_two_laws
 
 from sojourn.core.present.claims import listing, verify
 from sojourn.core.present.figures import STATUS
 from sojourn.jsq_ps import plots
-from sojourn.jsq_ps.compare import compare
+from sojourn.jsq_ps.compare import compare, w_against_reference
 from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
@@ -191,6 +192,27 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
     plt.close(fig)
 
 
+def test_cdf_ratio_end_labels_merge_only_lines_alike_over_the_drawn_range():
+    """Round 16: D, E and F all left the top of the ratio panel, so their clipped ends coincided and one "D ≈ E ≈ F"
+    label hid that D ran at ×20 where E and F were at ×30. Lines share a label only when alike (within 6 %) over the
+    whole drawn range; a line that left the panel gets an arrow, the earlier exit outermost, all inside its height."""
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    t = np.linspace(0, 14, 141)
+    e = np.exp(t / 3.4)  # leaves ×37.5 at t ≈ 12.3
+    lines = [("D", "#d62728", e * 0.7), ("E", "#bcbd22", e), ("F", "#17becf", e * 1.03), ("T", "#00685a", 1 + 0 * t)]
+    lo, hi = 1 / 37.5, 37.5
+    plots.cdf._end_labels(ax, lines, lo, hi)
+    got = {x.get_text(): x.xy[1] for x in ax.texts}
+    assert set(got) == {"E ≈ F ↑", "D ↑", "T"}, got
+    assert got["D ↑"] < got["E ≈ F ↑"] <= hi  # E and F left first: outermost; none above the panel
+    fig2, ax2 = plt.subplots()
+    plots.cdf._end_labels(ax2, [("D", "#d62728", e * 0.99), ("E", "#bcbd22", e)], lo, hi)
+    assert [x.get_text() for x in ax2.texts] == ["D ≈ E ↑"]  # alike throughout: one label
+    plt.close(fig)
+    plt.close(fig2)
+
+
 def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
     """Round 15: the title was a question. It states the answer, counted from the recommendation as the caption counts
     it: exact at how many of all points, T where exact is over budget, none at how many."""
@@ -208,3 +230,54 @@ def test_recommended_map_title_states_the_answer_counted(cmp, drawn):
     assert f"T where exact is over budget ({n_t})" in title and f"none at {n_sim} (" in title, title
     assert "?" not in title and not title.startswith("Which")
     assert f"exact at {n_exact}" in cap.findings[0].text
+
+
+def test_every_method_colour_table_is_the_one_palette():
+    """Round 16: the §6.4 map had its own A–F palette (F in exact's pink). Every module-level table of the plots that
+    maps method names to colours gives each method its colour in the one palette (core METHOD_COLORS), and no
+    method of A–F or A*–F* has exact's colour."""
+    import importlib
+    import pkgutil
+
+    import matplotlib.colors as mcolors
+
+    from sojourn.core.present.figures import METHOD_COLORS
+
+    tables = 0
+    for mod in pkgutil.iter_modules(plots.__path__):
+        m = importlib.import_module(f"{plots.__name__}.{mod.name}")
+        for name, v in vars(m).items():
+            if isinstance(v, dict) and set("ABCDEF") <= set(v) and all(
+                    isinstance(c, str) and mcolors.is_color_like(c) for c in v.values()):
+                tables += 1
+                bad = {k: c for k, c in v.items() if mcolors.to_hex(c) != mcolors.to_hex(METHOD_COLORS[k])}
+                assert not bad, f"{mod.name}.{name}: {bad}"
+    assert tables >= 2  # _FAITHFUL_COLOR and the §6.4 map's
+    ex = mcolors.to_hex(METHOD_COLORS["exact"])
+    assert all(mcolors.to_hex(c) != ex for k, c in METHOD_COLORS.items() if k != "exact")
+
+
+@pytest.mark.parametrize(("t_scale", "k"), [(1.01, 2), (1.003, 0), (1.05, 0)])
+def test_wasserstein_names_ts_margin_where_its_w_sits_on_it(drawn, t_scale, k):
+    """Round 16: T's flat W ≈ 0.01 at low load read as a weak fit; it is the margin T's survival carries by design
+    (FLOOR = 0.01 relative: W ≈ 0.01·E[S], E[S] = 1 here). The legend and the caption count the cells where T's W
+    against exact lies within ×1.1 of it — none where T is closer (1.003) or farther (1.05)."""
+    from sojourn.jsq_ps.solve.tail import FLOOR
+
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": t_scale},
+                           0.6: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": t_scale}})
+    cmp = compare(sim, approx, CFG)
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = drawn
+    w = w_against_reference(cmp, "exponential")["W"].sel(approximation="T").values
+    assert int(((w >= FLOOR / 1.1) & (w <= FLOOR * 1.1)).sum()) == k, w
+    legends = fig.legends + [ax.get_legend() for ax in fig.get_axes() if ax.get_legend()]
+    legend = " ".join(t.get_text() for lg in legends for t in lg.get_texts())
+    how = " ".join(cap.how)
+    assert f"at {k} of the 2 cells where T is set against exact its W lies within ×1.1 of 0.01" in how
+    assert (f"W ≈ 0.01 at {k} of 2 cells: its built-in margin" in legend) == bool(k), legend
+    # the figure's own service, not the comparison's first (round 17: "deterministic" came first, no note was drawn)
+    both = xr.concat([cmp.assign_coords(service=["deterministic"]), cmp], "service", data_vars="minimal",
+                     coords="minimal", compat="override")
+    _, lab = plots.wasserstein._w_legend(both, False, service="exponential")
+    assert any(f"W ≈ 0.01 at {k} of 2 cells" in x for x in lab) == bool(k), lab

@@ -90,7 +90,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     c = _cdf_data(sim, approx, R, rho, service, cmp)
     fig, axes = plt.subplots(1, 3 if c.use_exact else 2, figsize=(15.5 if c.use_exact else 11.5, 4.4))
     ax1, ax2 = axes[:2]
-    x2 = min(max(1.1 * c.q(0.99999), 5 * float(c.t[1])), float(c.t[-1]))
+    c.x2 = x2 = _tail_end(c, cmp)
     n2 = min(len(c.t), int(np.searchsorted(c.t, x2, side="right")) + 1)
     full = {sr.method: c.Fa[c.methods.index(sr.method)] - c.F_ref for sr in c.lines}
     tail = {sr.method: np.log10(np.clip(1 - c.Fa[c.methods.index(sr.method)][:n2], 1e-6, None)) for sr in c.lines}
@@ -108,7 +108,7 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     c.steep = _steep_points(c, body, x1)  # T's start below 0, named in its legend entry (round 15)
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
     if c.use_exact:
-        _cdf_ratio(axes[2], c, n2, x2)
+        c.ratio_end = _cdf_ratio(axes[2], c, n2, x2)
     for ax in axes:
         ax.set_xlabel(f"t ({TIME_UNITS}); S: the sojourn time", fontsize=9.5)
         ax.grid(alpha=0.3)
@@ -226,6 +226,18 @@ def _cdf_data(sim, approx, R, rho, service, cmp):
     c.use_exact = "exact" in c.methods and c.ok["exact"] and service == EXPONENTIAL
     c.F_ref = c.Fa[c.methods.index("exact")] if c.use_exact else c.Fp
     return c
+
+
+def _tail_end(c, cmp) -> float:
+    """The tail panels' end: 1.1 × the deepest percentile the figure names (the comparison's deepest, else the
+    99.999th) of the simulation and of the reference (exact where it ran: the title's percentages are measured
+    against its percentile, round 16), at least 5 grid steps, at most the stored grid's end. Sets ``c.p_deep``,
+    ``c.q_deep`` (the reference's percentile, nan if the grid ends before it) for the caption."""
+    c.p_deep = float(cmp["percentile"].max()) / 100 if cmp is not None else 0.99999
+    reached = bool(np.isfinite(c.F_ref).any() and (c.F_ref > c.p_deep).any())
+    c.q_deep = _first_above(c.t, c.F_ref, c.p_deep) if reached else float("nan")
+    far = max(c.q(c.p_deep), c.q_deep if reached else float(c.t[-1]))
+    return min(max(1.1 * far, 5 * float(c.t[1])), float(c.t[-1]))
 
 
 def _first_above(t, F, p) -> float:
@@ -422,10 +434,10 @@ def _ratio_range(series) -> tuple[float, float]:
     return 1.0 / span, span
 
 
-def _cdf_ratio(ax, c, n2, x2) -> None:
+def _cdf_ratio(ax, c, n2, x2) -> float:
     """The tail-ratio panel (exact is the reference): each separately drawn method's P(S > t) over exact's, on a log
     scale, where exact's survival is at least 1e-6; the simulation's (with its CI) where it is a reference. Lines
-    that are near-identical in the tail panel come apart here."""
+    that are near-identical in the tail panel come apart here. Returns the panel's drawn end."""
     t = c.t[:n2]
     ex = 1 - c.Fa[c.methods.index("exact")][:n2]
     keep = ex >= 1e-6
@@ -451,7 +463,8 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30) + fine if lo <= v <= hi]
     ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-    ax.set_xlim(0, float(t[keep][-1]) if keep.any() else x2)
+    end = float(t[keep][-1]) if keep.any() else x2
+    ax.set_xlim(0, end)
     on = [x.method for x in c.lines if x.method in c.same and x.method != TAIL]  # drawn as one with exact
     every = len(on) == len([x for x in c.lines if x.method.endswith("*")])
     exact_name = "exact" + ((" = corrected chains" if every else " = " + listing(on)) if on else "")
@@ -460,37 +473,57 @@ def _cdf_ratio(ax, c, n2, x2) -> None:
     ax.set_ylabel("P(S > t) / exact's", fontsize=9.5)
     ax.set_title("tail ratio to exact: above 1 = conservative\n(a ratio of probabilities, not of percentiles)",
                  fontsize=10)
+    return end
 
 
 #: the colour of a ratio end label shared by several lines ("D ≈ E ≈ F"): neutral, not the first line's (round 15)
 _MERGED_LABEL = "0.3"
 
 
+#: lines share one end label only when their ratios (clipped to the panel) stay within this factor of each other over
+#: the whole drawn range, not only at the end (round 16: "D ≈ E ≈ F" hid D at ×20 where E and F were at ×30)
+_ALIKE = 1.06
+
+
 def _end_labels(ax, ratio, lo, hi) -> None:
     """Each ratio line's name at its right end, outside the panel, in its colour (``ratio``: (name, colour, ratio)
-    per line); lines that end within 6 % of each other share one label ("A* ≈ C*"), and labels are pushed apart to
-    stay legible."""
+    per line); lines whose ratios, as drawn (clipped to the panel), stay within :data:`_ALIKE` of each other over the
+    whole range share one label ("A* ≈ C*"). A line that has left the panel through the top or bottom before its end
+    gets an arrow (↑/↓) and its label sits at that edge, the earlier exit outermost; labels are pushed apart to stay
+    legible and inside the panel's height."""
     ends = []
     for name, color, r in ratio:
         ok = np.nonzero(np.isfinite(r) & (r > 0))[0]
         if ok.size:
-            ends.append([float(np.log(np.clip(r[ok[-1]], lo, hi))), name, color])
-    ends.sort()
+            drawn = np.log(np.clip(np.where(np.isfinite(r) & (r > 0), r, np.nan), lo, hi))
+            inside = np.nonzero((r[ok] >= lo) & (r[ok] <= hi))[0]
+            last_in = int(ok[inside[-1]]) if inside.size else -1
+            out = "" if last_in == ok[-1] else ("↑" if r[ok[-1]] > hi else "↓")
+            # sort: by the end; at the top edge the earlier exit higher, at the bottom the earlier exit lower
+            order = -last_in if out == "↑" else last_in if out == "↓" else 0
+            ends.append((float(drawn[ok[-1]]), order, name, color, drawn, out))
+    ends.sort(key=lambda e: e[:3])
     groups: list[list] = []
     for e in ends:
-        if groups and e[0] - groups[-1][-1][0] <= np.log(1.06):
+        g = groups[-1][0] if groups else None
+        with np.errstate(invalid="ignore"):
+            alike = g is not None and e[5] == g[5] and np.nanmax(np.abs(e[4] - g[4]), initial=0.0) <= np.log(_ALIKE)
+        if alike:
             groups[-1].append(e)
         else:
             groups.append([e])
     gap = 0.075 * np.log(hi / lo)  # one label's height in log units
-    ys = []
+    ys: list[float] = []
     for g in groups:
         y = float(np.mean([e[0] for e in g]))
         ys.append(max(y, ys[-1] + gap) if ys else y)
+    for k in range(len(ys) - 1, -1, -1):  # back inside the top, keeping the gaps
+        ys[k] = min(ys[k], np.log(hi) if k == len(ys) - 1 else ys[k + 1] - gap)
     for g, y in zip(groups, ys, strict=True):
-        ax.annotate(" ≈ ".join(e[1] for e in g), xy=(1.0, float(np.exp(y))), xycoords=("axes fraction", "data"),
-                    xytext=(4, 0), textcoords="offset points", ha="left", va="center", fontsize=9,
-                    fontweight="bold", color=g[0][2] if len(g) == 1 else _MERGED_LABEL, annotation_clip=False)
+        ax.annotate(" ≈ ".join(e[2] for e in g) + (f" {g[0][5]}" if g[0][5] else ""), xy=(1.0, float(np.exp(y))),
+                    xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points", ha="left",
+                    va="center", fontsize=9, fontweight="bold", color=g[0][3] if len(g) == 1 else _MERGED_LABEL,
+                    annotation_clip=False)
 
 
 def _cdf_label(c, sr, covered) -> str:
@@ -672,12 +705,14 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
            "which has no noise; the simulation is only a check on exact (tail panels)."),
            ("Second panel: the tail P(S > t) on a log scale, exact wide and light under the others, the pooled "
            f"simulation (open circles) with its 95 % CI over the replications (grey band) where at least {TAIL_MIN} "
-           "customers per replication lie beyond t; it ends there (no reference beyond).")]
+           f"customers per replication lie beyond t; it ends there (no reference beyond). {_tail_reach_words(c)}")]
     if c.use_exact:
         how.append("Third panel: each line's P(S > t) divided by exact's, on a log scale (1 = exact, below 1 = "
-                   "optimistic), where exact's P(S > t) is at least 1e-6: tails that look alike in the second panel "
+                   f"optimistic), where exact's P(S > t) is at least 1e-6 ({_ratio_end_words(c)}): tails that "
+                   "look alike in the second panel "
                    f"come apart there; the y-range is at most ×{_RATIO_SPAN:g} either side of 1, a tail that drops "
-                   "to 0 leaves through the bottom. It is a ratio of probabilities at the same t, not of "
+                   "to 0 leaves through the bottom (an arrow ↑/↓ after a line's name at the right: it left through "
+                   "that edge). It is a ratio of probabilities at the same t, not of "
                    "percentiles (far out in the tail a small shift of a percentile is a large factor in "
                    "probability). The simulation's 95 % CI band is drawn there, lighter, only where it lies within "
                    f"×{_RATIO_CI_WITHIN:g} of the simulated ratio on both sides.")
@@ -697,6 +732,29 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
     return Caption(f"Simulated against approximated distribution of the sojourn time S of one cell, R = {R}, "
                    f"ρ = {rho:.2f} "
                    f"({service} service; cells chosen in the config, figures.cdf_cells).", findings, limits, how)
+
+
+def _tail_reach_words(c) -> str:
+    """Where the tail panels end and why (computed): 1.1 × the reference's deepest named percentile, or the stored
+    grid's end when that percentile lies beyond it (round 16: the axis stopped short of exact's 99.999th)."""
+    ref = "exact's" if c.use_exact else "the simulation's"
+    pct = f"{100 * c.p_deep:g}th percentile"
+    if np.isfinite(c.q_deep) and c.x2 >= c.q_deep:
+        why = (f"1.1 × the later of {ref} and the simulation's {pct}" if c.x2 < float(c.t[-1])
+               else "the stored grid's end")
+        return (f"The tail panels run to t = {c.x2:.4g} ({why}), past {ref} {pct} (t = {c.q_deep:.4g}), the "
+                "deepest percentile the figure names.")
+    sf = 1.0 - c.F_ref[np.nonzero(c.t <= c.x2)[0][-1]]
+    return (f"The tail panels run to t = {c.x2:.4g}, the stored grid's end: {ref} {pct}, the deepest the figure "
+            f"names, lies beyond it ({ref} P(S > t) there is {sf:.2g}).")
+
+
+def _ratio_end_words(c) -> str:
+    """The ratio panel's drawn end and exact's survival there (computed)."""
+    i = int(np.nonzero(c.t <= c.ratio_end)[0][-1])
+    sf = 1.0 - c.F_ref[i]
+    why = "where it falls to 1e-6" if c.ratio_end < c.x2 else "the tail panels' end"
+    return f"drawn to t = {c.ratio_end:.4g}, {why}; exact's P(S > t) there: {sf:.2g}"
 
 
 def _cdf_reach_claims(cmp, R, rho, service, t_end) -> list:

@@ -14,6 +14,7 @@ from ...core.present.claims import Caption, Claim, half_unit, listing
 from ...core.present.figures import (
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
+    STATUS,
     TOO_SHORT_CELL,
     status_handles,
     status_style,
@@ -269,7 +270,8 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
                          fontweight="bold", color=sr.color)
     fig.subplots_adjust(left=left / width, right=1 - 0.3 / width, top=1 - 0.3 / height, bottom=1.35 / height)
     _error_colorbar(fig, axes, norm, cmap, clip, PALETTES[palette][1:])
-    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)), cmap, norm)
+    drawn = a.sel(approximation=[sr.method for sr in lines], percentile=[P[k] for k in shown])
+    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)), cmap, norm, _beyond_whose(c, drawn))
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
@@ -351,7 +353,7 @@ def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue"))
                      f"at ±{LIN_PCT:g} %, logarithmic beyond", fontsize=8, labelpad=2)
 
 
-def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
+def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose="the percentile") -> None:
     """The maps' legend: the framed coloured cell (in this figure's colours, both sides), the white "no difference"
     cell (with the grid-step rule), the corner dot and the status marks drawn."""
     from matplotlib.legend_handler import HandlerTuple
@@ -373,6 +375,8 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
         handles.append(Line2D([], [], **{**MAP_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
+    sl = [f"beyond the time grid: {whose} above t_max, and the simulation too short"
+          if lab == STATUS["beyond_grid"].label else lab for lab in sl]
     for h in sh:
         h.set_color("0.15")
         if h.get_markerfacecolor() != "none":
@@ -387,7 +391,23 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm) -> None:
 _MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over budget)",
                "invalid": "× on a light hatched cell: the method's output is not a CDF there",
                REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
-               "beyond_grid": "▶ on a light grey cell: the percentile lies beyond the time grid (t_max)"}
+               "beyond_grid": "▶ on a light grey cell: {whose} lies beyond the time grid (t_max) and the simulation "
+                              "is too short"}
+
+
+def _beyond_whose(cmp, A) -> str:
+    """Whose percentile lies beyond the time grid at the ▶ points of ``A`` (the drawn methods and percentiles of
+    :func:`against_reference`; ``cmp`` at one service): the method's own, or exact's where exact is the reference, or
+    each with its count (round 16: "the percentile" did not say whose)."""
+    bg = A["status"].values == "beyond_grid"
+    x = cmp["approx_percentile"].sel(approximation=A["approximation"].values, percentile=A["percentile"].values)
+    own = int((bg & ~np.isfinite(x.transpose(*A["status"].dims).values)).sum())
+    exact = int(bg.sum()) - own
+    if not exact:
+        return "the method's own percentile"
+    if not own:
+        return "exact's percentile (the reference; the method's lies within)"
+    return f"the method's own percentile ({own} point{'s' if own != 1 else ''}) or exact's, the reference ({exact})"
 
 
 def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
@@ -418,13 +438,14 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
             findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
     if check:
         findings.append(_pe_check_claim(cmp, a, service, check))
-    marks = "; ".join(_MARK_WORDS[k] for k in _MARK_WORDS if k in kinds)
+    whose = _beyond_whose(cmp.sel(service=service), A)
+    marks = "; ".join(_MARK_WORDS[k].format(whose=whose) for k in _MARK_WORDS if k in kinds)
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
         + ("; the check of both, exact against the simulation, is not drawn: its numbers are the last finding."
            if check else "."), findings,
-        _pe_limits(cmp, status, sel, without, rest),
+        _pe_limits(cmp, status, sel, without, rest, whose),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) "
          "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the "
          "95% CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
@@ -520,7 +541,7 @@ def _pe_check_claim(cmp, a, service, check) -> Claim:
     return cl
 
 
-def _pe_limits(cmp, status, sel, without, rest) -> list:
+def _pe_limits(cmp, status, sel, without, rest, whose="the percentile") -> list:
     """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
     without any reference or left out."""
     kind_q = Q.ref_kind(cmp)
@@ -533,8 +554,9 @@ def _pe_limits(cmp, status, sel, without, rest) -> list:
                                f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere, sel))
     n_beyond = int((status == "beyond_grid").sum())
     if n_beyond:
-        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn the percentile lies beyond the "
-                               "time grid (t_max) and no reference remains (▶).", n_beyond, int(status.size),
+        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn {whose} lies beyond the "
+                               "time grid (t_max) and no reference remains: the simulation is too short (▶).",
+                               n_beyond, int(status.size),
                                f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
     if without:
         limits.append(f"No method has a reference at the {listing([f'{p:g}th' for p in without])} percentile"

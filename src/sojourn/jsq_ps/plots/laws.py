@@ -446,8 +446,13 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
             if not np.isfinite(y):
                 continue
             xx = x + (n - (len(keys) - 1) / 2) * width if len(keys) > 1 else x
-            ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], color=cmap(k), capsize=3, lw=1.3,
-                        marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=8, mew=2, zorder=4)
+            # the marker hollow and under its CI, the caps wider than the marker (round 16: a filled ▲ hid whether
+            # its short CI reached 0)
+            ax.plot([xx], [y], ls="none", color=cmap(k),
+                    marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=_LAW_MS,
+                    mew=2 if m is None else 1.6, mfc="white", zorder=4)
+            ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], fmt="none", color=cmap(k),
+                        capsize=_LAW_CAP, lw=1.3, zorder=5)
             top = max(y, hi) if np.isfinite(hi) else y
             tops.append(top)
             ax.annotate(_pm(y).replace("-", "−"), (xx, top), xytext=(0, 5), textcoords="offset points",
@@ -467,12 +472,17 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
                and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
     ax.set_title(f"{q:g}th-percentile error against each law's simulation (mean, 95 % CI)", fontsize=10.5, loc="left")
-    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, ls="none") for j in range(len(methods))]
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, mew=1.6, mfc="white", ls="none")
+               for j in range(len(methods))]
     labels = [f"method {m} with the law itself" for m in methods]
     if None in keys:
         handles.insert(0, Line2D([], [], color="0.3", marker="x", ms=8, mew=2, ls="none"))
         labels.insert(0, "method T for exponential service (M/M/R model)")
     return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set(), missing
+
+
+#: the percentile-error figure's marker size and CI cap half-width (points): caps wider than the marker
+_LAW_MS, _LAW_CAP = 8, 6
 
 
 def _law_panel_finding(vals, exponential) -> str:

@@ -14,6 +14,7 @@ import xarray as xr
 
 from ...core.present.claims import Caption, Claim, half_unit, sig_tol
 from ...core.present.figures import (
+    METHOD_COLORS,
     NO_DIFFERENCE_CELL,
     REFERENCE_TOO_SHORT,
     TIME_UNIT,
@@ -320,8 +321,14 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
     ax.axvline(0, color="k", lw=1.0, zorder=1)
     for v in (-_PCT_LINTHRESH, _PCT_LINTHRESH):
         ax.axvline(v, color="0.45", lw=0.9, ls=":", zorder=1)
-    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000) if -lim <= t <= lim]
+    # the switch points ±linthresh labelled too (round 16: +0.23 just past the unlabelled dotted line read as +3)
+    ticks = sorted(t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000, -_PCT_LINTHRESH, _PCT_LINTHRESH)
+                   if -lim <= t <= lim)
     ax.set_xticks(ticks, [f"{t:+g}".replace("-", "−") if t else "0" for t in ticks])
+    for t, lab in zip(ticks, ax.get_xticklabels(), strict=True):
+        if abs(t) == _PCT_LINTHRESH:
+            lab.set_fontsize(7.5)
+            lab.set_color("0.3")
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.tick_params(axis="x", labelsize=9.5)
     ax.tick_params(axis="y", length=0)
@@ -587,7 +594,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
             if v and ax is axes[1] and tie[i, j]:  # a tie: grey, hatched, both names
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.9", hatch="///",
                                            edgecolor="0.65", lw=0))
-                ax.text(j, i, f"tie\nours {v} ≈ {paper[i, j]}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"tie\nours {v}\npaper {paper[i, j]}", ha="center", va="center", fontsize=7,
                         color="0.1", bbox={"facecolor": "0.9", "edgecolor": "none", "pad": 0.8})
             elif v:
                 ax.text(j, i, v, ha="center", va="center", fontsize=9, color=_ink(_MAP_COLORS.get(v, "0.5")),
@@ -617,8 +624,9 @@ def _outside_cells(rep) -> np.ndarray:
     return (rep["agreement"].values != TOO_SHORT) & ((paper == "") | (ours == ""))
 
 
-#: the §6.4 map's colours of A–F: the Okabe–Ito palette (told apart with any colour vision; no red–green pair)
-_MAP_COLORS = {"A": "#0072B2", "B": "#E69F00", "C": "#56B4E9", "D": "#D55E00", "E": "#009E73", "F": "#CC79A7"}
+#: the §6.4 map's colours of A–F: the one method palette of every figure (round 16: an own Okabe–Ito palette here put
+#: F in exact's pink and D, C, E in colours the CDF figures give other methods)
+_MAP_COLORS = {m: METHOD_COLORS[m] for m in "ABCDEF"}
 
 
 def _ink(color) -> str:

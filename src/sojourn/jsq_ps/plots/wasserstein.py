@@ -26,6 +26,7 @@ from ..compare import (
     run_usable,
     w_against_reference,
 )
+from ..solve.tail import FLOOR as _T_FLOOR
 from . import common  # save, looked up when called: tests replace common.save
 from .common import (
     EXPONENTIAL,
@@ -160,7 +161,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     for ax in flat[len(Rv):]:
         ax.set_axis_off()
     fig.subplots_adjust(left=0.09, right=0.97, top=1 - 1.0 / fig.get_figheight(), bottom=0.6 / fig.get_figheight())
-    h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit)
+    h, lab = _w_legend(cmp, noise_drawn, kinds, floor_hit, service)
     from matplotlib.legend_handler import HandlerTuple
 
     slot.legend(h, lab, loc="center", frameon=False, fontsize=_LETTER_PT, handlelength=2.6, borderaxespad=0.0,
@@ -252,21 +253,22 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
     return True
 
 
-def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
+def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False, service=None):
     """The Wasserstein figure's legend: the three lines, the noise area, and every symbol drawn — the strip's marks
     (``kinds``: ×, ∅, ◇; the strip row's family named at its right end) and the ▼ on the bottom edge where a W lies
-    below the floor (``floor_hit``)."""
+    below the floor (``floor_hit``); T's margin note from ``service``'s cells (default: the first service)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     from ...core.present.figures import status_handles
 
-    d = w_against_reference(cmp, cmp["service"].values[0])
+    d = w_against_reference(cmp, service if service is not None else cmp["service"].values[0])
     h, lab = [], []
     for style, *_ in _w_series(cmp, d, 0):
         h.append(Line2D([], [], ls=style["ls"], color=style["color"], lw=style["lw"], marker=style["marker"],
                         ms=style.get("ms", 7), mfc=style["color"]))
-        lab.append(style["label"])
+        note = _t_margin_words(d) if style["label"] == TAIL_LABEL else ""
+        lab.append(style["label"] + (f"\n({note})" if note else ""))
     hollow = Line2D([], [], ls="none", **_against_sim_style({"marker": "o", "color": "0.3"}))
     open_ = [st for st, *_ in _w_series(cmp, d, 0) if st["marker"] in _AGAINST_SIM_MARKER]
     if open_:  # the line marker a hollow form is replaced with, beside the hollow circle, named
@@ -287,6 +289,38 @@ def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False):
         h.append(Line2D([], [], color="0.4", **_FLOOR_MARK))
         lab.append(f"▼ on the bottom edge: W < {W_FLOOR:g}\n(against exact; in the line's colour)")
     return h, lab
+
+
+#: T's W counts as "at its margin" within this factor of FLOOR (T's survival carries a relative margin of FLOOR above
+#: its best estimate, so against exact its W is about FLOOR·E[S], E[S] ≥ 1 mean service time: at low load all of it)
+_T_MARGIN_WITHIN = 1.1
+
+
+def _t_at_margin(d) -> tuple[int, int]:
+    """(k, n): of the n cells where T is set against exact, how many have a W within :data:`_T_MARGIN_WITHIN` of
+    T's built-in margin FLOOR (round 16: T's flat W ≈ 0.01 at low load read as a weak fit)."""
+    if TAIL not in d["approximation"].values.tolist():
+        return 0, 0
+    t = d.sel(approximation=TAIL)
+    on = (t["reference"].values == REF_EXACT) & np.isfinite(t["W"].values)
+    w = t["W"].values[on]
+    return int(((w >= _T_FLOOR / _T_MARGIN_WITHIN) & (w <= _T_FLOOR * _T_MARGIN_WITHIN)).sum()), int(on.sum())
+
+
+def _t_margin_words(d) -> str:
+    """The legend's note on T's W at its margin, or '' where no cell is at it."""
+    k, n = _t_at_margin(d)
+    return f"W ≈ {_T_FLOOR:g} at {k} of {n} cells: its built-in margin, not a weak fit" if k else ""
+
+
+def _t_margin_caption(d) -> str:
+    """The caption's sentence on T's margin: its relative size and the cells where T's W is at it (computed)."""
+    k, n = _t_at_margin(d)
+    if not n:
+        return ""
+    return (f" T's survival carries a relative margin of {_T_FLOOR:g} above its best estimate, so against exact its W "
+            f"is about {_T_FLOOR:g}·E[S] by design (E[S] ≥ 1 in {TIME_UNIT}); at {k} of the {n} cells where T is set "
+            f"against exact its W lies within ×{_T_MARGIN_WITHIN:g} of {_T_FLOOR:g}: the margin, not a weak fit.")
 
 
 def _best_of(W, methods, members):
@@ -410,4 +444,4 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
                         if k in set(kinds)) + "." if set(kinds) else "")
          + " T lies above the truth in survival by construction (within its stated margin), so its W is no "
-         "measure of its tail: see the percentile figures.")])
+         "measure of its tail: see the percentile figures." + _t_margin_caption(d))])
