@@ -48,6 +48,10 @@ CASES += [
     ("uniform", 3, 0.3, None, 4.1), ("uniform", 3, 0.1, None, 4.1), ("triangular", 3, 0.3, None, 4.1),
     ("uniform", 1, 0.5, None, 4.1), ("triangular", 5, 0.1, None, 4.1), ("deterministic", 3, 0.3, None, 4.1),
 ]
+# the paper grid's R = 10, rho >= 0.9 cells of every law, where the budget decides the resolution (issue 34)
+CASES += [(law, 10, rho, None, 4.0) for law in ("uniform", "deterministic", "lognormal", "gamma", "triangular",
+                                                 "lognormal_s1", "hyperexponential") for rho in (0.9, 0.95)
+          if (law, 10, rho, None, 4.0) not in CASES]
 
 
 def measure(law_key, R, rho, given, budget):
