@@ -104,34 +104,35 @@ measured (``MODEL_ERROR``). With exponential service the method is T, unchanged.
 
 **Cost.** The stage widths, the spread cap D and ``cstar`` are chosen by predicted CPU seconds (:func:`_plan`,
 :class:`_CostModel`), a model of the whole call whose constants are fitted to measured calls
-(``benchmarks/tail_ph_cost.py``, 56 calls on the paper's grid, the R = 10, ρ ≥ 0.9 cells of every law among
-them): each solve at its own uniformisation rate, computed from the pilot's chain (its exits, the width's fastest
-phase and the tracked co-residents' at the share 1/k — the sum λ + Rμ + both, taken before, put it up to 1.6 times
-too high, and the steps with it), the environment's moves as counted scaled by the pilot's built/counted ratio
-(T's moves between the same two states merge: 0.6–0.8 of those counted), every stage family's finer widths
-stopping sooner than the pilot's coarse one (not only a bounded law's: lognormal σ = ln 2 too) unless the pilot ran
-to the grid's end, the product vector's outgrowing the cache (the cost per entry, phase and step rose 1.8 times in
-the kernel, 2 times in scipy's product, between 1 and 30 MB), the Python-level building of the tracked co-residents'
-count vectors (1 of the 1.5 s at R = 1, ρ = 0.95, gamma, every co-resident tracked), the pilot's solve and the
-sub-chains without changes at the tagged server, the Poisson mixing and the building of T's chains. Measured per
-solve on the same calls, the predicted step counts are within −15 % to +25 % of the steps taken (they were −15 % to
-+140 %) and the states exact. Measured/predicted over the whole calls lies between 0.72 and 1.54 (the old model's
-0.67–1.73 on its 45), within ±20 % for 51 of 56; near the budget (predicted ≥ 0.6 of it) 0.72–1.32. The calls left
-outside ±20 %: lognormal σ = 1 at R = 10 (1.30–1.32: its 33-phase solves cost 0.40–0.45 ns per entry, phase and
-step where every other law's of 26–64 phases cost 0.2–0.35 ns), lognormal σ = ln 2 with three widths (1.21), gamma
-at R = 1, ρ = 0.95 (1.54, 1.5 s: the 369 co-residents' count vectors) and triangular at R = 1 (0.72). Beyond the
-model, the machine: the same call measured twice at a load average of 8–20 on the 2 cores took 3.1 and 4.2 s
-(uniform, R = 1, ρ = 0.5), 4.0 and 4.9 s (lognormal σ = ln 2, R = 10, ρ = 0.9, three widths); the calibration ran
-at a load average of 9–28. ``DEFAULT_SECONDS`` is 5 s over the worst ratio near the budget (``BUDGET_ERROR``,
-+32 % rounded up to +35 %), 3.7 s. Where
-even the least choice (the cheapest family, D = 2, no co-resident tracked) is predicted over the budget — R = 10 at
-ρ ≥ 0.9 for the most variable laws — the extrapolation in h is done on the D − 1 chain, which the margin needs
-anyway and which is several times smaller (R = 10: 1 544 states against 9 815), and one width's change from D − 1
-to D is added to it: S = R_{D−1} + S_D(h_w) − S_{D−1}(h_w), the margin taken at that width. The width is the finest
-(then S = S_D(h) + the extrapolation's correction measured at D − 1; it moved the reported percentiles by +0.1 to
-+0.8 % where used), or the coarsest if even that is predicted beyond ``OVER_BUDGET`` times the budget (its margin
-is larger: the coarse width smears the law). What it neglects is the extrapolation's change with D, a second-order
-term.
+(``benchmarks/tail_ph_cost.py``, 56 calls on the paper's grid, the R = 10, ρ ≥ 0.9 cells of every law among them):
+each solve at its own uniformisation rate, computed from the pilot's chain (its exits, the width's fastest phase and
+the tracked co-residents' at the share 1/k — the sum λ + Rμ + both, taken before, put it up to 1.6 times too high,
+and the steps with it), the environment's moves as counted scaled by the pilot's built/counted ratio (T's moves
+between the same two states merge: 0.6–0.8 of those counted), every stage family's finer widths stopping sooner than
+the pilot's coarse one (not only a bounded law's: lognormal σ = ln 2 too) unless the pilot ran to the grid's end,
+the product vector's outgrowing the cache (timed per solve in a diagnostic run, not recorded: the cost per entry,
+phase and step rose 1.8 times in the kernel, 2 times in scipy's product, between 1 and 30 MB), the Python-level
+building of the tracked co-residents' count vectors (1 of the 1.5 s at R = 1, ρ = 0.95, gamma, every co-resident
+tracked), the pilot's solve and the sub-chains without changes at the tagged server, the Poisson mixing and the
+building of T's chains. Per solve of the same calls (``python benchmarks/tail_ph_cost.py --steps``, the record's
+``"steps"`` lines): the states exact, the predicted steps 0.85–1.52 times those taken, 0.93–1.13 for 80 % of the 179
+solves — the highest where a phase-type law's co-residents are all tracked (R = 1), whose rate the bound above
+overstates by up to 1.39 (with the first model's rate the steps had been over-predicted up to 2.4 times).
+Measured/predicted over the whole calls lies between 0.72 and 1.54 (the old model's 0.67–1.73 on its 45), within
+±20 % for 51 of 56; near the budget (predicted ≥ 0.6 of it) 0.72–1.32. The calls left outside ±20 %: lognormal σ = 1
+at R = 10 (1.30–1.32: in the diagnostic run its 33-phase solves cost 0.40–0.45 ns per entry, phase and step where
+other laws' of 26–64 phases cost 0.2–0.35 ns), lognormal σ = ln 2 with three widths (1.21), gamma at R = 1, ρ = 0.95
+(1.54, 1.5 s: the 369 co-residents' count vectors) and triangular at R = 1 (0.72). Beyond the model, the machine:
+the same call took 4.2 and 3.5 s in the calibration (uniform, R = 1, ρ = 0.5, load average 16 and 23 on the 2 cores)
+and 4.7 s in the validation (load 9.6); the calibration ran at a load average of 9–28. ``DEFAULT_SECONDS`` is 5 s
+over the worst ratio near the budget (``BUDGET_ERROR``, +32 % rounded up to +35 %), 3.7 s. Where even the least
+choice (the cheapest family, D = 2, no co-resident tracked) is predicted over the budget — R = 10 at ρ ≥ 0.9 for the
+most variable laws — the extrapolation in h is done on the D − 1 chain, which the margin needs anyway and which is
+several times smaller (R = 10: 1 544 states against 9 815), and one width's change from D − 1 to D is added to it:
+S = R_{D−1} + S_D(h_w) − S_{D−1}(h_w), the margin taken at that width. The width is the finest (then S = S_D(h) + the
+extrapolation's correction measured at D − 1; it moved the reported percentiles by +0.1 to +0.8 % where used), or
+the coarsest if even that is predicted beyond ``OVER_BUDGET`` times the budget (its margin is larger: the coarse
+width smears the law). What it neglects is the extrapolation's change with D, a second-order term.
 
 **Long grids.** The chain's uniformised steps grow as q·t_max, and so does the Poisson mixing of every grid point:
 at R = 1, ρ = 0.95, lognormal σ = 1, a grid to 2550 with dt = 0.01 (255 001 points, 24 000 steps) cost 15–19 s of
