@@ -14,7 +14,7 @@ and the measured CPU seconds of the call, with the load average. The cells:
   two-moment fit the method uses), the three-moment fit (a mixture of two Erlangs of a common order, 18 phases:
   the triangular law is symmetric, Erlang-6 is not) and Erlang-12;
 * lognormal sigma = ln 2, R = 10, rho = 0.9: the stage family's two widths (1/4, 1/8) against three (1/4, 1/8, 1/16),
-  and two widths with one co-resident tracked.
+  two widths with one co-resident tracked, and three widths with one co-resident tracked.
 
 ``--deterministic``: the 28 deterministic cells with the co-residents as Erlang-10 instead of Erlang-6
 (``tail_ph.MAX_CO_PHASES``) and with the finer family (1/16, 1/32, 1/64) — Erlang-16, -32, -64 — offered to the
@@ -119,7 +119,8 @@ def cells(refs):
     for kind in ("E6", "three-moment", "E12"):
         with patched(TP, co_representations=co_law(kind)):
             rows.append(run(TRIANGULAR, 10, 0.7, refs, f"co-residents {kind}, D=2, cstar=1", D=2, cstar=1, **big))
-    for label, kw in [("planner", {}), ("widths (1/4, 1/8, 1/16), D=2", {"D": 2, "cstar": 0, "h": 1 / 16, **big})]:
+    for label, kw in [("planner", {}), ("widths (1/4, 1/8, 1/16), D=2", {"D": 2, "cstar": 0, "h": 1 / 16, **big}),
+                      ("widths (1/4, 1/8, 1/16), D=2, cstar=1", {"D": 2, "cstar": 1, "h": 1 / 16, **big})]:
         rows.append(run(LOGNORMAL, 10, 0.9, refs, label, **kw))
     with patched(TP, FAMILIES=TP.FAMILIES[:1]):  # two widths (a given h means three)
         rows.append(run(LOGNORMAL, 10, 0.9, refs, "widths (1/4, 1/8), D=2, cstar=1", D=2, cstar=1, **big))

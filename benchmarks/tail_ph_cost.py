@@ -4,6 +4,7 @@ measured, the model's constants fitted to them (not a test).
     nice -n 10 python benchmarks/tail_ph_cost.py          # measure the cases, append them and the fit to the record
     nice -n 10 python benchmarks/tail_ph_cost.py --missing  # only the cases the last run lacks (cases added since)
     python benchmarks/tail_ph_cost.py --fit               # refit from the recorded solves (no compute)
+    python benchmarks/tail_ph_cost.py --steps             # per solve: predicted steps, rate, states against taken
 
 Each case is one call of ``tail_ph_sojourn`` on the paper's grid (t <= 182.32, dt = 0.01) — the planner's own choice
 at a given CPU budget, or a choice given by hand (D, the finest stage width h, the co-residents tracked) — in this
@@ -48,6 +49,10 @@ CASES += [
     ("uniform", 3, 0.3, None, 4.1), ("uniform", 3, 0.1, None, 4.1), ("triangular", 3, 0.3, None, 4.1),
     ("uniform", 1, 0.5, None, 4.1), ("triangular", 5, 0.1, None, 4.1), ("deterministic", 3, 0.3, None, 4.1),
 ]
+# the paper grid's R = 10, rho >= 0.9 cells of every law, where the budget decides the resolution (issue 34)
+CASES += [(law, 10, rho, None, 4.0) for law in ("uniform", "deterministic", "lognormal", "gamma", "triangular",
+                                                 "lognormal_s1", "hyperexponential") for rho in (0.9, 0.95)
+          if (law, 10, rho, None, 4.0) not in CASES]
 
 
 def measure(law_key, R, rho, given, budget):
@@ -67,6 +72,53 @@ def measure(law_key, R, rho, given, budget):
             "D": res.D, "h": res.info["h"], "cstar": res.info["cstar"], "widths_at": res.info["widths_at"],
             "features": res.info["cost_features"], "predicted_seconds": round(res.info["predicted_seconds"], 4),
             "cpu_seconds": round(cpu, 4), "load_average": round(os.getloadavg()[0], 2)}
+
+
+def steps_check(law_key, R, rho, given, budget) -> list:
+    """Per solve of one case (the planner's choice at ``budget`` under the current constants): the cost model's
+    predicted uniformisation rate, steps and environment states against those the call takes (deterministic: no
+    timing). Rows (spread cap, width index, own phases, predicted/taken steps, predicted/taken rate, predicted/taken
+    states)."""
+    from sojourn.core.checks.timegrid import time_grid
+    from sojourn.core.laws.distributions import parse_law
+    from sojourn.jsq_ps.solve import tail_ph as TP
+
+    sys.path.insert(0, str(HERE))
+    from tail_ph_reference import LAWS
+
+    taken, models = [], []
+    product_masses, model_class = TP.product_masses, TP._CostModel
+
+    def counted(env, a, S, t_max, stop=TP.STOP, q=None):
+        g, steps, qq = product_masses(env, a, S, t_max, stop, q)
+        if q is None:  # not a sub-chain without changes (those run at the chain's own rate)
+            taken.append((env.size, int(steps), float(qq)))
+        return g, steps, qq
+
+    class Kept(model_class):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            models.append(self)
+
+    TP.product_masses, TP._CostModel = counted, Kept
+    try:
+        res = TP.tail_ph_sojourn(rho * R, parse_law(LAWS[law_key], mean=1.0), R, time_grid(PAPER_T_MAX, DT),
+                                 max_seconds=budget, **(given or {}))
+    finally:
+        TP.product_masses, TP._CostModel = product_masses, model_class
+    m, i = models[-1], res.info
+    fam = next(f for f, rep in m.reps.items() if rep.exact or rep.widths[-1] == i["h"])
+    n = len(m.reps[fam].reps)
+    at = {"D": None, "D-1, finest at D": n - 1, "D-1, coarsest at D": 0}[i["widths_at"]]
+    c = {"D": i["D"], "family": fam, "cstar": i["cstar"], "at_D": at}
+    rows = []
+    for (d, w), (size, steps, q) in zip([s for s in m.solves(c) if not (s == (1, 0) and c["cstar"] == 0 and fam == 0)],
+                                        taken[1:], strict=True):  # the pilot's solve first
+        S = m.reps[fam].reps[w][1]
+        qp = m.rate(S, m.co_max[fam][w], c["cstar"])
+        st, _ = TP.chain_size(m.R, m.M, d, c["cstar"], m.co_phases[fam][w], m.co_moves[fam])
+        rows.append((d, w, S.shape[0], qp * m.decay_time(m.reps[fam], w) / steps, qp / q, st / size))
+    return rows
 
 
 def fit(cases) -> dict:
@@ -115,7 +167,24 @@ def main(argv=None):
     ap.add_argument("--fit", action="store_true", help="refit from the recorded cases (no compute)")
     ap.add_argument("--missing", action="store_true",
                     help="measure only the cases the record's last run lacks, added to that run (the same code)")
+    ap.add_argument("--steps", action="store_true",
+                    help="per solve of every case: the predicted steps, rate and states against those taken "
+                         "(appended to the record as \"steps\" lines)")
     a = ap.parse_args(argv)
+    if a.steps:
+        ratios = []
+        for case in CASES:
+            rows = steps_check(*case)
+            ratios += [r[3] for r in rows]
+            with open(OUT, "a") as fh:  # (not a "case": the fit ignores these lines)
+                fh.write(json.dumps({"what": "steps", "law": case[0], "R": case[1], "rho": case[2], "given": case[3],
+                                     "budget": case[4], "solves": [[d, w, m, round(s, 4), round(q, 4), round(n, 4)]
+                                                                   for d, w, m, s, q, n in rows]}) + "\n")
+            print(case[:3], " ".join(f"D={d} m={m}: steps {s:.2f} rate {q:.2f} states {n:.2f}"
+                                     for d, _, m, s, q, n in rows), flush=True)
+        print(f"predicted/taken steps over {len(ratios)} solves: {min(ratios):.2f} to {max(ratios):.2f} "
+              f"(10th-90th percentile {np.percentile(ratios, 10):.2f} to {np.percentile(ratios, 90):.2f})")
+        return 0
     if not a.fit:
         for law in ("gamma", "lognormal", "triangular"):  # warm-up: numba's cache, the laws' tables
             measure(law, 3, 0.3, {"D": 2, "cstar": 1}, 100.0)
