@@ -57,12 +57,12 @@ def test_exact_by_levels_matches_the_lu_route(R, rho, monkeypatch):
     issue 36): the same truncation, the CDF and its certified bounds within 1e-12; and R = 1 is M/M/1-PS."""
     t = time_grid(60.0, 0.01)
     monkeypatch.setattr(exact, "LEVEL_SOLVE_MIN", 10**12)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     lu = exact.exact_sojourn_cdf(rho * R, 1.0, R, t)
     monkeypatch.setattr(exact, "LEVEL_SOLVE_MIN", 0)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     lev = exact.exact_sojourn_cdf(rho * R, 1.0, R, t)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     assert (lev.M, lev.D, lev.n_tagged_states) == (lu.M, lu.D, lu.n_tagged_states) and lev.reached
     for a, b in ((lev.cdf, lu.cdf), (lev.cdf_lower, lu.cdf_lower), (lev.cdf_upper, lu.cdf_upper)):
         assert np.max(np.abs(a - b)) < 1e-12

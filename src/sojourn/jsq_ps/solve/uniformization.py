@@ -29,11 +29,15 @@ def poisson_mix(q: float, t: np.ndarray, g: np.ndarray, chunk: int = 256) -> np.
 
     Vectorised over t in chunks; only k within mean ± (10·sqrt(mean) + 25) is used (the Poisson
     mass outside is < 1e-20 for every mean, so with |g| ≤ 1 the neglected part is < 1e-20);
-    log-space pmf, so no overflow for large q·t.
+    log-space pmf, so no overflow for large q·t. A chunk whose window starts beyond the last nonzero g is 0 without
+    being summed (the sum of its zero terms, the same bits: the stepping stopped early, :func:`uniformized_masses`;
+    on the paper grid most of a low-load cell's chunks).
     """
     t = np.asarray(t, dtype=float)
     g = np.asarray(g, dtype=float)
     K = g.shape[0]
+    nonzero = np.flatnonzero(np.any(g.reshape(K, -1) != 0.0, axis=1)) if K else np.zeros(0, dtype=np.int64)
+    K_used = int(nonzero[-1]) + 1 if nonzero.size else 0
     out = np.zeros(t.shape + g.shape[1:])
     flat_t = t.ravel()
     flat_out = out.reshape((flat_t.size,) + g.shape[1:])
@@ -45,7 +49,7 @@ def poisson_mix(q: float, t: np.ndarray, g: np.ndarray, chunk: int = 256) -> np.
         lo_a, hi_a = a.min(), a.max()
         k0 = int(max(0.0, np.floor(lo_a - 10.0 * np.sqrt(lo_a) - 25.0)))
         k1 = int(min(K, np.ceil(hi_a + 10.0 * np.sqrt(hi_a) + 25.0)))
-        if k0 >= K:
+        if k0 >= K_used:  # k0 ≥ K included
             continue
         k = np.arange(k0, k1, dtype=float)
         la = np.log(np.where(a > 0, a, 1.0))
@@ -101,11 +105,21 @@ def bandwidth_order(A):
     return reverse_cuthill_mckee(A, symmetric_mode=False)
 
 
-def uniformized_masses(PT, p0, K: int, stop: float = 0.0, reorder: bool = True):
+#: entry-steps (stored entries of Pᵀ × steps) from which :func:`uniformized_masses` steps in the numba kernel
+#: (:mod:`._uniformized_kernel`, the same bits) instead of scipy's product, one Python call per step; below it the
+#: whole stepping costs less than importing numba (~0.2 s, which ``sojourn plan``'s small cells are spared)
+KERNEL_MIN_ENTRY_STEPS = 20_000_000
+
+
+def uniformized_masses(PT, p0, K: int, stop: float = 0.0, reorder: bool = True, kernel: bool | None = None):
     """g_j = p0·P^j·1 for j < K (the uniformised chain's remaining mass after j steps), given Pᵀ as CSR
     (:func:`transposed_step_matrix`); P substochastic, so g never increases: once g_j < ``stop`` the later
     terms are left 0 (which moves a Poisson mix of g by less than ``stop``). ``reorder``: step in
-    :func:`bandwidth_order` (the sums do not depend on the order of the states). Returns (g, steps computed)."""
+    :func:`bandwidth_order` (the sums do not depend on the order of the states). ``kernel``: step in the numba
+    kernel (default: from :data:`KERNEL_MIN_ENTRY_STEPS` on, or once numba is imported; the same bits as
+    scipy's product). Returns (g, steps computed)."""
+    import sys
+
     x = np.array(p0, dtype=float)
     if reorder and PT.shape[0] > 1000:
         perm = bandwidth_order(PT)
@@ -114,6 +128,13 @@ def uniformized_masses(PT, p0, K: int, stop: float = 0.0, reorder: bool = True):
     g = np.zeros(int(K))
     y = np.empty_like(x)
     g[0] = x.sum()
+    if kernel is None:
+        kernel = PT.nnz * int(K) >= KERNEL_MIN_ENTRY_STEPS or "numba" in sys.modules
+    if kernel and int(K) > 1:
+        from ._uniformized_kernel import masses
+
+        idx = np.int64
+        return g, int(masses(PT.indptr.astype(idx), PT.indices.astype(idx), PT.data, x, y, g, int(K), float(stop)))
     step = _stepper(PT)
     for j in range(1, int(K)):
         step(x, y)
