@@ -36,7 +36,8 @@ ROOT = HERE.parent
 METHODS = ["A", "B", "C", "D", "E", "F", "A*", "B*", "C*", "D*", "E*", "F*", "exact", "T"]
 BUDGET = {"max_states": 600000, "max_seconds": 2}
 #: cells each worker computes before the measured ones (imports; the level solve's and exact's numba kernels)
-WARM = [("mmr", 2, 0.5, ""), ("mmr", 6, 0.9, ""), ("mmr", 4, 0.95, ""), ("law", 3, 0.5, "gamma:shape=2"), ("law", 3, 0.5, "deterministic")]
+WARM = [("mmr", 2, 0.5, ""), ("mmr", 6, 0.9, ""), ("mmr", 4, 0.95, ""), ("law", 3, 0.5, "gamma:shape=2"),
+        ("law", 3, 0.5, "deterministic")]
 
 WORKER = r"""
 import hashlib, json, sys, time
