@@ -39,7 +39,7 @@ def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact
 def _relabel(ds: xr.Dataset, src, names) -> xr.Dataset:
     """``ds.sel(approximation=src)`` labelled ``names`` (B*, D*, E* as copies of A*, F* of C*), in numpy: the same
     dataset as xarray's ``sel`` and ``assign_coords`` (tests/jsq_ps/test_solve_cell.py), without their overhead."""
-    pos = {m: i for i, m in enumerate(ds["approximation"].values.tolist())}
+    pos = {m: i for i, m in enumerate(ds.variables["approximation"].values.tolist())}
     out = _take([ds], [(0, pos[m]) for m in src], names)
     out["approximation"].attrs = {}  # as assign_coords left them: new labels, no attributes
     return out
@@ -53,7 +53,7 @@ def _stack(parts, methods) -> xr.Dataset:
     concat and sel took 0.05 CPU-s of a 0.33 s cell, the same dataset, tests/jsq_ps/test_solve_cell.py)."""
     where = {}
     for i, ds in enumerate(parts):
-        for j, m in enumerate(ds["approximation"].values.tolist()):
+        for j, m in enumerate(ds.variables["approximation"].values.tolist()):
             where.setdefault(m, (i, j))
     return _take(parts, [where[m] for m in methods], methods)
 
@@ -71,19 +71,21 @@ def _take(parts, picks, names) -> xr.Dataset:
     n = max(ds.sizes.get("n", 0) for ds in parts)
     data = {}
     for v in first.data_vars:
-        var = first[v].variable
+        var = [ds.variables[v] for ds in parts]  # Variables: no DataArray built per row
+        values = [x.values for x in var]
         rows = []
         for i, j in picks:
-            a = parts[i][v].values[j]
-            if "n" in var.dims and a.shape[-1] < n:
+            a = values[i][j]
+            if "n" in var[0].dims and a.shape[-1] < n:
                 a = np.concatenate([a, np.full(n - a.shape[-1], np.nan)])
             rows.append(a)
-        data[v] = (var.dims, np.stack(rows), merged([ds[v].attrs for ds in parts]))
+        data[v] = (var[0].dims, np.stack(rows), merged([x.attrs for x in var]))
     coords = {"approximation": ("approximation", np.array(list(names), dtype=str),
-                                merged([ds["approximation"].attrs for ds in parts])),
-              "t": ("t", first["t"].values, merged([ds["t"].attrs for ds in parts]))}
+                                merged([ds.variables["approximation"].attrs for ds in parts])),
+              "t": ("t", first.variables["t"].values, merged([ds.variables["t"].attrs for ds in parts]))}
     if "n" in first.coords:
-        coords["n"] = ("n", np.arange(n, dtype=first["n"].dtype), merged([ds["n"].attrs for ds in parts]))
+        coords["n"] = ("n", np.arange(n, dtype=first.variables["n"].dtype),
+                       merged([ds.variables["n"].attrs for ds in parts]))
     return xr.Dataset(data, coords=coords, attrs=merged([ds.attrs for ds in parts]))
 
 
