@@ -57,12 +57,12 @@ def test_exact_by_levels_matches_the_lu_route(R, rho, monkeypatch):
     issue 36): the same truncation, the CDF and its certified bounds within 1e-12; and R = 1 is M/M/1-PS."""
     t = time_grid(60.0, 0.01)
     monkeypatch.setattr(exact, "LEVEL_SOLVE_MIN", 10**12)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     lu = exact.exact_sojourn_cdf(rho * R, 1.0, R, t)
     monkeypatch.setattr(exact, "LEVEL_SOLVE_MIN", 0)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     lev = exact.exact_sojourn_cdf(rho * R, 1.0, R, t)
-    exact._LAST_SOLVE = (None, None)
+    exact.forget_solves()
     assert (lev.M, lev.D, lev.n_tagged_states) == (lu.M, lu.D, lu.n_tagged_states) and lev.reached
     for a, b in ((lev.cdf, lu.cdf), (lev.cdf_lower, lu.cdf_lower), (lev.cdf_upper, lu.cdf_upper)):
         assert np.max(np.abs(a - b)) < 1e-12
@@ -122,3 +122,33 @@ def test_a_warm_start_gives_the_same_law_and_leaves_a_cell_independent_of_what_c
     exact.choose_truncation(3.8, 1.0, 4, M=first.M - 7, D=first.D)  # a smaller chain of the same cell, solved last
     again = exact.exact_sojourn_cdf(3.8, 1.0, 4, t)
     assert np.array_equal(first.cdf, again.cdf)
+
+
+@pytest.mark.parametrize("R, rho", [(6, 0.8), (4, 0.95)])
+def test_a_cell_solves_each_system_chain_once_with_the_same_bits(R, rho, monkeypatch):
+    """Issue 36: the corrected chain's cap search and exact's budget plan repeat the same solves; each is now solved
+    once (R = 6, ρ = 0.8: 13 solves were 6 distinct chains; R = 4, ρ = 0.95: 21 were 11, one of them by levels from
+    a warm start), and the results are the bits of solving every one again."""
+    from sojourn.jsq_ps.naming import table4_L1
+    from sojourn.jsq_ps.solve.cell import approximate_cell
+
+    t = time_grid(40.0, 0.05)
+    methods = ["A*", "C*", "exact"]
+
+    def cell():
+        exact.forget_solves()
+        return approximate_cell(R, rho, 1.0, methods, t, {"L1": table4_L1(R), "L2": 130}, True,
+                                {"max_states": 600000, "max_seconds": 2})
+
+    solved = []
+    real = exact._solve_masses
+    monkeypatch.setattr(exact, "_solve_masses", lambda *a, **k: solved.append(a[3:5]) or real(*a, **k))
+    once = cell()
+    assert len(solved) == len(set(solved))  # no chain solved twice (each from its one start)
+    monkeypatch.setattr(exact, "SOLVED_MAX_STATES", 0)  # nothing kept: every solve done again
+    solved.clear()
+    again = cell()
+    assert len(solved) > len(set(solved))
+    for v in ("cdf", "lambda_n", "A_n", "truncation_mass", "validity_reason"):
+        assert once[v].values.tobytes() == again[v].values.tobytes(), v
+    assert once.attrs["exact_plan"] == again.attrs["exact_plan"]

@@ -30,15 +30,63 @@ def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact
         extra = {"exact_budget": exact_budget} if "exact" in computed and exact_budget is not None else {}
         part = approximate_all(spec, computed, t=t, **extra)
         if alias:
-            src = [alias.get(m, m) for m in others]
-            part = part.sel({"approximation": src}).assign_coords({"approximation": np.array(others, dtype=str)})
+            part = _relabel(part, [alias.get(m, m) for m in others], others)
             part.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
         parts.append(part)
-    if len(parts) == 1:
-        return parts[0].sel({"approximation": list(methods)})
-    out = xr.concat(parts, dim="approximation", data_vars="all", coords="different", compat="equals", join="outer",
-                    combine_attrs="drop_conflicts")
-    return out.sel({"approximation": list(methods)})
+    return _stack(parts, list(methods))
+
+
+def _relabel(ds: xr.Dataset, src, names) -> xr.Dataset:
+    """``ds.sel(approximation=src)`` labelled ``names`` (B*, D*, E* as copies of A*, F* of C*), in numpy: the same
+    dataset as xarray's ``sel`` and ``assign_coords`` (tests/jsq_ps/test_solve_cell.py), without their overhead."""
+    pos = {m: i for i, m in enumerate(ds.variables["approximation"].values.tolist())}
+    out = _take([ds], [(0, pos[m]) for m in src], names)
+    out["approximation"].attrs = {}  # as assign_coords left them: new labels, no attributes
+    return out
+
+
+def _stack(parts, methods) -> xr.Dataset:
+    """The approximation datasets ``parts`` on one ``approximation`` axis in the order ``methods``: what
+    ``xr.concat(parts, "approximation", data_vars="all", coords="different", compat="equals", join="outer",
+    combine_attrs="drop_conflicts").sel(approximation=methods)`` gives (the ``n`` axis the union of the parts',
+    NaN beyond a part's own; the attributes merged, conflicting ones dropped), assembled in numpy (issue 36: xarray's
+    concat and sel took 0.05 CPU-s of a 0.33 s cell, the same dataset, tests/jsq_ps/test_solve_cell.py)."""
+    where = {}
+    for i, ds in enumerate(parts):
+        for j, m in enumerate(ds.variables["approximation"].values.tolist()):
+            where.setdefault(m, (i, j))
+    return _take(parts, [where[m] for m in methods], methods)
+
+
+def _take(parts, picks, names) -> xr.Dataset:
+    """The rows ``picks`` [(part, position), …] of the datasets ``parts`` (same variables, same ``t``) labelled
+    ``names``: variables on ``n`` padded with NaN to the longest part's ``n``, attributes (of the dataset, its
+    variables and coordinates) as xarray's ``drop_conflicts`` merges them."""
+    from xarray.structure.merge import merge_attrs  # xarray's own rule (pyproject: xarray >= 2025.8)
+
+    def merged(attrs):
+        return merge_attrs(attrs, "drop_conflicts") if len(attrs) > 1 else dict(attrs[0])
+
+    first = parts[0]
+    n = max(ds.sizes.get("n", 0) for ds in parts)
+    data = {}
+    for v in first.data_vars:
+        var = [ds.variables[v] for ds in parts]  # Variables: no DataArray built per row
+        values = [x.values for x in var]
+        rows = []
+        for i, j in picks:
+            a = values[i][j]
+            if "n" in var[0].dims and a.shape[-1] < n:
+                a = np.concatenate([a, np.full(n - a.shape[-1], np.nan)])
+            rows.append(a)
+        data[v] = (var[0].dims, np.stack(rows), merged([x.attrs for x in var]))
+    coords = {"approximation": ("approximation", np.array(list(names), dtype=str),
+                                merged([ds.variables["approximation"].attrs for ds in parts])),
+              "t": ("t", first.variables["t"].values, merged([ds.variables["t"].attrs for ds in parts]))}
+    if "n" in first.coords:
+        coords["n"] = ("n", np.arange(n, dtype=first.variables["n"].dtype),
+                       merged([ds.variables["n"].attrs for ds in parts]))
+    return xr.Dataset(data, coords=coords, attrs=merged([ds.attrs for ds in parts]))
 
 
 #: the percentile levels (percent) whose stated margins a law-method cell stores as a variable

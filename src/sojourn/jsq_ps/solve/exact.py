@@ -200,40 +200,75 @@ def _next_cap(history, current, eps, grow):
 
 
 #: the last system chain solved, (key, result): the cap search's last solve is often the final chain itself
-#: (M ≤ 2D + 8: R = 6, ρ = 0.85 solves M = 26, D = 12 twice, 1.3 s each); one entry, replaced atomically
-_LAST_SOLVE = (None, None)
+#: (M ≤ 2D + 8: R = 6, ρ = 0.85 solves M = 26, D = 12 twice, 1.3 s each); one entry (key, result, provenance),
+#: replaced atomically
+_LAST_SOLVE = (None, None, None)
+
+#: the system chains of one (Λ, μ, R) solved in this process, by their provenance (:func:`_provenance`): a cell solves
+#: the same chains several times — the corrected methods' spread chain, then exact's budget plan repeating the same
+#: cap search (R = 6, ρ = 0.8: 13 solves, 6 distinct; R = 4, ρ = 0.95: 21, 11) — and a chain solved from the same
+#: start is the same law to the bit, so it is solved once. Only π and the masses are kept (the states are rebuilt),
+#: at most :data:`SOLVED_MAX_STATES` states in all; a solve of another (Λ, μ, R) empties it.
+_SOLVED: dict = {}
+SOLVED_MAX_STATES = 2_000_000
+
+
+def _provenance(key, start_from):
+    """What determines a solve's π to the bit: the chain (``key``), the route, and where the level solve (which starts
+    from a guess) solves it, the provenance of the law its start was extended from (``start_from``; None: from
+    scratch). Sparse LU (chains below :data:`LEVEL_SOLVE_MIN` states) takes no start."""
+    by_levels = spread_size(key[3], key[4], key[2]) >= LEVEL_SOLVE_MIN
+    return (key, by_levels, start_from if by_levels else None)
+
+
+def forget_solves():
+    """Forget every system chain solved (:data:`_LAST_SOLVE`, :data:`_SOLVED`) and the warm start."""
+    global _LAST_SOLVE
+    _LAST_SOLVE = (None, None, None)
+    _SOLVED.clear()
+    _forget_warm()
 
 
 def _masses(lam, mu, R, M, D):
     """(S, π, boundary mass at the min cap, at the spread cap) of the system chain with caps M, D."""
-    global _LAST_SOLVE
+    global _LAST_SOLVE, _WARM
     key = (float(lam), float(mu), int(R), int(M), int(D))
-    global _WARM
-    last_key, last = _LAST_SOLVE
+    last_key, last, last_prov = _LAST_SOLVE
     if last_key == key:
-        _WARM = (key, last[1])
+        _WARM = (key, last[1], last_prov)
         return last
     # the last solve of this search (or of the search before the final chain) with a smaller min cap at the same D is a
     # start near this chain's law: the cap searches grow M at a fixed D, and the final chain often follows the spread
     # search's last chain at the same D
-    warm_key, warm = _WARM
+    warm_key, warm, warm_prov = _WARM
     smaller = warm_key is not None and warm_key[:3] == key[:3] and warm_key[4] == key[4] and 6 <= warm_key[3] < key[3]
-    out = _solve_masses(lam, mu, R, M, D, start=_extended(warm, warm_key[3], M) if smaller else None)
-    _LAST_SOLVE = (key, out)
-    _WARM = (key, out[1])
+    prov = _provenance(key, warm_prov if smaller else None)
+    if _SOLVED and next(iter(_SOLVED))[0][:3] != key[:3]:
+        _SOLVED.clear()
+    hit = _SOLVED.get(prov)
+    if hit is not None:
+        pi, b_min, b_spread = hit
+        out = (SpreadStates(M, D, R), pi, b_min, b_spread)
+    else:
+        out = _solve_masses(lam, mu, R, M, D, start=_extended(warm, warm_key[3], M) if smaller else None)
+        if out[1].size + sum(v[0].size for v in _SOLVED.values()) <= SOLVED_MAX_STATES:
+            _SOLVED[prov] = out[1:]
+    _LAST_SOLVE = (key, out, prov)
+    _WARM = (key, out[1], prov)
     return out
 
 
 #: the law of the last chain solved since the last cap search began (or an exact call), the start of the next solve
-#: where it fits (:func:`_masses`); reset there, so a cell's laws do not depend on what the process solved before
-_WARM = (None, None)
+#: where it fits (:func:`_masses`); reset there, so a cell's laws do not depend on what the process solved before.
+#: (key, π, provenance)
+_WARM = (None, None, None)
 
 
 def _forget_warm(when: bool = True):
     """Start the next solve from scratch (:data:`_WARM`)."""
     global _WARM
     if when:
-        _WARM = (None, None)
+        _WARM = (None, None, None)
 
 
 def _extended(pi, M_from, M_to):
