@@ -1067,12 +1067,16 @@ def test_percentile_maps_say_whose_percentile_lies_beyond_the_grid(monkeypatch):
     assert str(a["status"].sel(approximation="A").item()) == "beyond_grid"
     assert str(a["status"].sel(approximation="D").item()) == "beyond_grid"
     legend = " ".join(t.get_text() for t in faith.legends[0].get_texts())
-    words = "the method's own percentile (1 point) or exact's, the reference (1)"
-    assert f"beyond the time grid: {words} above t_max" in legend, legend
-    assert f"▶ on a light grey cell: {words} lies beyond" in fcap.what + " ".join(fcap.how)
-    assert any(f"drawn {words} lies beyond" in str(x) for x in fcap.limits)
+    # two short clauses, the counts computed (round 17: "the method's own percentile (8 points) or exact's, the
+    # reference (22) above t_max, and the simulation too short" read garbled)
+    words = "the percentile lies beyond the time grid, t_max (the method's: 1, exact's: 1)"
+    tail = "; the simulation is too short to replace it"
+    assert f"{words}{tail}" in legend, legend
+    assert f"▶ on a light grey cell: {words}{tail}" in fcap.what + " ".join(fcap.how)
+    assert any(f"drawn {words}{tail} (▶)" in str(x) for x in fcap.limits)
+    assert "own percentile" not in legend and "above t_max" not in legend
     # the corrected map: A* within the grid (exact's), T beyond it itself
     legend = " ".join(t.get_text() for t in corr.legends[0].get_texts())
-    assert "the method's own percentile (1 point) or exact's, the reference (1)" in legend, legend
+    assert f"{words}{tail}" in legend, legend
     for f in (faith, corr):
         plt.close(f)

@@ -353,7 +353,11 @@ def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue"))
                      f"at ±{LIN_PCT:g} %, logarithmic beyond", fontsize=8, labelpad=2)
 
 
-def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose="the percentile") -> None:
+#: the ▶ clause when whose percentile it is goes unsaid (:func:`_beyond_whose` says it)
+_BEYOND = "the percentile lies beyond the time grid (t_max)"
+
+
+def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose=_BEYOND) -> None:
     """The maps' legend: the framed coloured cell (in this figure's colours, both sides), the white "no difference"
     cell (with the grid-step rule), the corner dot and the status marks drawn."""
     from matplotlib.legend_handler import HandlerTuple
@@ -375,8 +379,8 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose="the percentile") -
         handles.append(Line2D([], [], **{**MAP_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
     sh, sl = status_handles(kinds)
-    sl = [f"beyond the time grid: {whose} above t_max, and the simulation too short"
-          if lab == STATUS["beyond_grid"].label else lab for lab in sl]
+    sl = [f"{whose}; the simulation is too short to replace it" if lab == STATUS["beyond_grid"].label else lab
+          for lab in sl]
     for h in sh:
         h.set_color("0.15")
         if h.get_markerfacecolor() != "none":
@@ -391,23 +395,23 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose="the percentile") -
 _MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over budget)",
                "invalid": "× on a light hatched cell: the method's output is not a CDF there",
                REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
-               "beyond_grid": "▶ on a light grey cell: {whose} lies beyond the time grid (t_max) and the simulation "
-                              "is too short"}
+               "beyond_grid": "▶ on a light grey cell: {whose}; the simulation is too short to replace it"}
 
 
 def _beyond_whose(cmp, A) -> str:
-    """Whose percentile lies beyond the time grid at the ▶ points of ``A`` (the drawn methods and percentiles of
-    :func:`against_reference`; ``cmp`` at one service): the method's own, or exact's where exact is the reference, or
-    each with its count (round 16: "the percentile" did not say whose)."""
+    """The clause that says whose percentile lies beyond the time grid at the ▶ points of ``A`` (the drawn methods and
+    percentiles of :func:`against_reference`; ``cmp`` at one service): the method's own, or exact's where exact is the
+    reference, or both with their counts (round 16: "the percentile" did not say whose; round 17: "the method's own
+    percentile (8 points) or exact's, the reference (22) above t_max" read garbled)."""
     bg = A["status"].values == "beyond_grid"
     x = cmp["approx_percentile"].sel(approximation=A["approximation"].values, percentile=A["percentile"].values)
     own = int((bg & ~np.isfinite(x.transpose(*A["status"].dims).values)).sum())
     exact = int(bg.sum()) - own
     if not exact:
-        return "the method's own percentile"
+        return "the method's percentile lies beyond the time grid (t_max)"
     if not own:
-        return "exact's percentile (the reference; the method's lies within)"
-    return f"the method's own percentile ({own} point{'s' if own != 1 else ''}) or exact's, the reference ({exact})"
+        return "exact's percentile (the reference) lies beyond the time grid (t_max)"
+    return f"the percentile lies beyond the time grid, t_max (the method's: {own}, exact's: {exact})"
 
 
 def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
@@ -541,7 +545,7 @@ def _pe_check_claim(cmp, a, service, check) -> Claim:
     return cl
 
 
-def _pe_limits(cmp, status, sel, without, rest, whose="the percentile") -> list:
+def _pe_limits(cmp, status, sel, without, rest, whose=_BEYOND) -> list:
     """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
     without any reference or left out."""
     kind_q = Q.ref_kind(cmp)
@@ -554,8 +558,8 @@ def _pe_limits(cmp, status, sel, without, rest, whose="the percentile") -> list:
                                f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere, sel))
     n_beyond = int((status == "beyond_grid").sum())
     if n_beyond:
-        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn {whose} lies beyond the "
-                               "time grid (t_max) and no reference remains: the simulation is too short (▶).",
+        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn {whose}; the simulation is "
+                               "too short to replace it (▶).",
                                n_beyond, int(status.size),
                                f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
     if without:
