@@ -5,6 +5,8 @@ count of cells where the corrected methods are closer beyond both CIs. Synthetic
 exponential CDFs of chosen scales as the methods (support.synthetic), or small hand-made datasets."""
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -762,8 +764,12 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     assert (below == 0) == (t_scale > 1)
     assert ("T is never significantly optimistic" in t2) == (below == 0), t2
     assert (f"T is significantly optimistic at {below} point" in t2) == (below > 0), t2
-    assert "A–C are conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
-    assert "D–F are conservative by up to +10 % (ρ = 0.6" in t1 and "optimistic by up to -20 % (ρ = 0.5" in t1, t1
+    # the larger |error| first (round 17: "conservative by up to +1 %" led a title whose message was −18 %)
+    assert "A–C are optimistic by up to -40 % (ρ = 0.6, 99.9th) and conservative by up to +30 % (ρ = 0.5" in t1, t1
+    assert "D–F are optimistic by up to -20 % (ρ = 0.5, 99.9th) and conservative by up to +10 % (ρ = 0.6" in t1, t1
+    for line in (t1 + "\n" + t2).splitlines():
+        sizes = [abs(float(v)) for v in re.findall(r"by up to ([-+−]?[\d.]+) %", line.replace("−", "-"))]
+        assert sizes == sorted(sizes, reverse=True), line
     # A* and C* both reach -10 % at ρ = 0.5: the caption names both
     text = " ".join(c.text for c in cap.findings if hasattr(c, "text"))
     assert "Most below its reference (optimistic): A* by -10 %" in text and "also " in text and "for C* (" in text, text
@@ -888,7 +894,6 @@ def _listed(words: str) -> list[str]:
 def _named_points(text: str) -> list[tuple]:
     """(name or None, R, ρ, percentile) of each point a percentile-error extreme names after 'also': 'at R = 5, ρ = 0.1
     and 0.3, 99th' (every combination), 'at (R = 2, ρ = 0.3, 99th; R = 3, ρ = 0.3, 99.999th)', 'for C* (…)'."""
-    import re
 
     out = []
     for m in re.finditer(r"(?:^|; )(?:at \(([^)]*)\)|for (.+?) \(([^)]*)\)|at ([^;]*))", text):
@@ -930,7 +935,6 @@ def test_percentile_caption_values_are_the_labels_drawn_in_their_cells(monkeypat
     """Round 15: the corrected map's caption named "+1 %" where its cells print +0.9 and +0.5. Every error the caption's
     extremes and the title name equals the label drawn in the cell it names (the same rounding: +0.9 stays +0.9),
     and a bold, framed cell never prints "<0.1" (a difference that counts is printed to its first non-zero decimal)."""
-    import re
 
     cmp, figs = _both_percentile_maps(monkeypatch, scales)
     fig, cap = figs[1]

@@ -290,7 +290,8 @@ def _pe_title(a, lines, what, service, shown) -> str:
     """The percentile-error map's title: what it shows with its colour range, and its findings from the drawn points:
     T never significantly optimistic (how many of its negative errors lie within the noise) or at how many points;
     for the paper's A–F one headline per family (:data:`_FAMILIES`): its most conservative and most optimistic
-    significant error and where, or "within the noise"; for the others, their most optimistic and conservative."""
+    significant error and where, or "within the noise"; for the others, their most optimistic and conservative — the
+    larger |error| first."""
     A = a.sel(approximation=[sr.method for sr in lines], percentile=shown)
     err, sig = 100 * A["error"].values, A["significant"].values & (A["reference"].values != 0)
     has = A["reference"].values != 0
@@ -319,9 +320,10 @@ def _pe_title(a, lines, what, service, shown) -> str:
             v = np.where(keep, err[:, :, idx], np.nan)
             if np.isfinite(v).any():
                 i = np.unravel_index(int(pick(v)), v.shape)
-                ends.append(f"{side} by up to {_error_pct(v[i] / 100)} (ρ = {rho[i[1]]:g}, {shown[i[3]]:g}th)")
-        if ends:
-            head.append(f"{fam} are " + " and ".join(ends))
+                ends.append((abs(float(v[i])), f"{side} by up to {_error_pct(v[i] / 100)} (ρ = {rho[i[1]]:g}, "
+                             f"{shown[i[3]]:g}th)"))
+        if ends:  # the larger |error| first: it is the message (round 17: "+1 % and −18 %" led with the +1 %)
+            head.append(f"{fam} are " + " and ".join(w for _, w in sorted(ends, key=lambda e: -e[0])))
         elif has[:, :, idx].any():
             head.append(f"{fam} are within the reference's noise")
     head = [h[0].upper() + h[1:] for h in head]
