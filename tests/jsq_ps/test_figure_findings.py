@@ -562,11 +562,10 @@ def test_mgr_distance_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     plt.close(fig)
 
 
-def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
-    """The M/G/R percentile figure: each mean printed above its CI (never on its marker, never across the y axis),
-    inside the axes; the panel title one line; the suptitle the headline's two ranges."""
+def mgr_law_rows(law=(0.02, -0.01), half=0.02) -> xr.Dataset:
+    """:func:`mgr_two_laws` with 99.9th-percentile errors: the exponential model's T +90 % / +180 % (CI ±10 %), T with
+    the law ``law`` per law (CI ± ``half``), at every load."""
     cmp = mgr_two_laws()
-    q = 99.9
     sh = ("service", "R", "rho")
     e = np.array([np.nan, 0.9, 1.8])[:, None, None] * np.ones((1, 1, 3))
     cmp["relative_percentile_error_mean"] = (sh + ("approximation", "percentile"),
@@ -574,11 +573,63 @@ def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monk
     for v, d in (("ci_low", -0.1), ("ci_high", 0.1)):
         cmp[f"relative_percentile_error_{v}"] = cmp["relative_percentile_error_mean"] + d
     cmp["few_tail_customers"] = (sh + ("percentile",), np.zeros((3, 1, 3, 1), np.int8))
-    cmp = cmp.assign_coords(percentile=[q], law_method=["T"])
-    le = np.array([np.nan, 0.02, -0.01])[:, None, None] * np.ones((1, 1, 3))
+    cmp = cmp.assign_coords(percentile=[99.9], law_method=["T"])
+    le = np.array([np.nan, *law])[:, None, None] * np.ones((1, 1, 3))
     cmp["law_relative_error_mean"] = (sh + ("law_method", "percentile"), le[..., None, None])
-    cmp["law_relative_error_ci_low"] = cmp["law_relative_error_mean"] - 0.02
-    cmp["law_relative_error_ci_high"] = cmp["law_relative_error_mean"] + 0.02
+    cmp["law_relative_error_ci_low"] = cmp["law_relative_error_mean"] - half
+    cmp["law_relative_error_ci_high"] = cmp["law_relative_error_mean"] + half
+    return cmp
+
+
+def _all_words(fig, cap) -> str:
+    """Every text of a figure (suptitle, axes' titles, labels, ticks, texts, legends) and its caption, one string."""
+    texts = [fig._suptitle.get_text() if fig._suptitle else ""] + [t.get_text() for leg in fig.legends
+                                                                    for t in leg.get_texts()]
+    for ax in fig.get_axes():
+        texts += [ax.get_title(loc=k) for k in ("left", "center", "right")] + [ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in ax.texts + ax.get_xticklabels()]
+    return "\n".join(texts + [cap.text()])
+
+
+def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
+    """Round 17: "M/M/R" reads as the central-queue M/M/c, not the JSQ-PS farm with exponential service: both M/G/R
+    figures say "JSQ-PS with exponential service" in their title / legend and caption, and never a bare M/M/R. The
+    distance figure's title gives each law's SCV (a lognormal of SCV 0.62 is no usual lognormal) and its legend says
+    what no grey means; the percentile figure's caption names the law method's marker as drawn (hollow △, round 17:
+    it said "filled marker") and a law method's label beyond ±5 % prints its 95 % CI (whether it spans 0)."""
+    out = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [])
+    laws = ["deterministic", "uniform:low=0,high=2"]
+    plots.mgr_laws_distance(mgr_two_laws(noise=0.5), "unused", laws=laws)
+    plots.mgr_laws_percentile(mgr_law_rows(law=(0.08, -0.01), half=0.1), "unused", laws=laws)
+    (dist, dcap), (pct, pcap) = out
+    for fig, cap in out:
+        words = _all_words(fig, cap)
+        assert not re.search(r"M/M/R(?!-JSQ-PS)", words), words
+        assert plots.laws.EXPO_SYSTEM == "JSQ-PS with exponential service" and plots.laws.EXPO_SYSTEM in cap.what
+    assert plots.laws.EXPO_SYSTEM in dist._suptitle.get_text()
+    assert "M/M/R-JSQ-PS" in dcap.what and "not the central-queue M/M/c" in dcap.what
+    assert any(t.get_text() == f"method T for {plots.laws.EXPO_SYSTEM}" for t in pct.legends[0].get_texts())
+    head = dist._suptitle.get_text()
+    assert "deterministic (SCV 0) " in head and "uniform (SCV 0.33) " in head, head
+    assert any("no grey: the noise lies below the axis" in t.get_text() for t in dist.legends[0].get_texts())
+    # the marker's words follow the drawn face
+    ax = pct.get_axes()[0]
+    tri = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
+    assert tri and {ln.get_markerfacecolor() for ln in tri} == {"white"}
+    assert "method T with the law itself (hollow triangle △)" in pcap.what and "filled" not in pcap.what
+    # +8 % (CI −2 … +18 %) prints its CI; −1 % (within ±5 %) and the exponential model's ✕ do not
+    labels = [t.get_text() for t in ax.texts]
+    assert labels.count("+8\nCI −2…+18") == 3, labels
+    assert "−1" in labels and not any("CI" in t for t in labels if not t.startswith("+8"))
+    for fig, _ in out:
+        plt.close(fig)
+
+
+def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
+    """The M/G/R percentile figure: each mean printed above its CI (never on its marker, never across the y axis),
+    inside the axes; the panel title one line; the suptitle the headline's two ranges."""
+    cmp = mgr_law_rows()
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.mgr_laws_percentile(cmp, tmp_path / "x")

@@ -26,6 +26,9 @@ from .common import EXPONENTIAL, TAIL, _g, _legend_below, _message_panel
 
 # =========================================================================== M/G/R laws
 _BAND_GREY = "0.84"  # the ±5 % band of the M/G/R figure's error row
+#: the system the M/G/R figures compare each law with, in their words: the JSQ-PS farm with exponential service
+#: (M/M/R-JSQ-PS; round 17: a bare "M/M/R" reads as the central-queue M/M/c)
+EXPO_SYSTEM = "JSQ-PS with exponential service"
 
 
 def _pm(x, digits=0) -> str:
@@ -59,9 +62,9 @@ def _laws_by_scv(cmp, laws) -> list:
 
 
 def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
-    """M/G/R, first question: how far each service law's sojourn time is from the exponential (M/M/R) one at the same
-    mean service time. One panel per R that ran, the loads as categories (:func:`_mgr_distance_row`): per law
-    (colour) the Wasserstein distance of its simulation to the exponential simulation, the simulations' own noise
+    """M/G/R, first question: how far each service law's sojourn time is from that of JSQ-PS with exponential service
+    at the same mean service time. One panel per R that ran, the loads as categories (:func:`_mgr_distance_row`): per
+    law (colour) the Wasserstein distance of its simulation to the exponential simulation, the simulations' own noise
     shaded grey. The title states each law's median distance (the caption's claim). ``laws``: the config's law
     strings (their SCV in the legend; the laws in order of it)."""
     services = _laws_by_scv(cmp, laws)
@@ -78,9 +81,11 @@ def mgr_laws_distance(cmp: xr.Dataset, stem, laws=None, **kw):
     _legend_below(fig, handles + sh, labels + sl, ncol=2, fontsize=10, y=0.17)
     cap = _mgr_distance_caption(cmp, services, kinds, by_scv=set(services) <= set(_scv_of(laws)))
     med = _law_medians(cmp, services)
-    head = ("median W: " + ", ".join(f"{s} {_g(v)}" for s, v in sorted(med.items(), key=lambda kv: -kv[1]))
+    scv = _scv_of(laws)  # each law's SCV in the title too (round 17: a lognormal of SCV 0.62 < 1 is unusual)
+    head = ("median W: " + ", ".join(f"{s}{f' (SCV {scv[s]:.2g})' if s in scv else ''} {_g(v)}"
+                                     for s, v in sorted(med.items(), key=lambda kv: -kv[1]))
             if med else "no law has a usable simulation")
-    fig.suptitle("How far each service law's sojourn time is from the exponential (M/M/R) one, same mean service "
+    fig.suptitle(f"How far each service law's sojourn time is from that of {EXPO_SYSTEM}, same mean service "
                  f"time\n{head} {TIME_UNIT if med else ''}".rstrip(), y=0.98, va="top", fontsize=11.5)
     return common.save(fig, stem, caption=cap, **kw)
 
@@ -89,7 +94,7 @@ def mgr_laws_percentile(cmp: xr.Dataset, stem, laws=None, **kw):
     """M/G/R, second question: how wrong the exponential model's tail percentile is for each law, and how close
     a method that takes the law itself comes. One panel, one category per (law, cell) point with a value
     (:func:`_law_cells_panel`): the percentile error against the law's simulation of method T for exponential service
-    (✕) beside each law method's (``law_method``, filled markers), with 95 % CIs and the means printed above them; the
+    (✕) beside each law method's (``law_method``, hollow markers), with 95 % CIs and the means printed above them; the
     title states both ranges (the caption's claims). Without law methods, or without a point with a value, the figure
     says so instead. ``laws``: the config's law strings (their SCV in the legend; the laws in order of it)."""
     services = _laws_by_scv(cmp, laws)
@@ -207,7 +212,8 @@ def _mgr_distance_row(axes, cmp, services, Rv, cmap):
         for b in range(1, slots.size):
             ax.axvline(b - 0.5, color="0.75", lw=0.8, zorder=1)
         strip.finish(title=f"R = {R}", fontsize=11)
-    axes[0].set_ylabel(f"Wasserstein distance W to M/M/R\n({TIME_UNIT}; higher = farther)", fontsize=10.5)
+    axes[0].set_ylabel(f"Wasserstein distance W to exponential\nservice ({TIME_UNIT}; higher = farther)",
+                       fontsize=10.5)
     vals = np.concatenate(drawn) if drawn else np.array([])
     vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = (vals.min() / 1.5, vals.max() * 1.5) if vals.size else axes[0].get_ylim()
@@ -280,7 +286,8 @@ def _mgr_legend(services, scv, cmap, noise_drawn, band=False, marker=("s", 9)):
     labels = [f"{s} service" + (f" (SCV {scv[s]:.2g})" if s in scv else "") for s in services]
     if noise_drawn:
         handles.append(Patch(facecolor="0.87", edgecolor="0.45", ls=":"))
-        labels.append("grey: the simulations' noise (a W inside it is no difference)")
+        labels.append("grey: the simulations' noise (a W inside it is no difference; no grey: the noise lies below "
+                      "the axis)")
     if band:
         handles.append(Patch(facecolor=_BAND_GREY, edgecolor="none"))
         labels.append("grey band: ±5 % error")
@@ -303,7 +310,7 @@ def _mgr_distance_caption(cmp, services, kinds=(), by_scv=False) -> Caption:
     med = _law_medians(cmp, services)
     if med:
         order = sorted(med, key=lambda s: -med[s])
-        findings.append(Claim("Median distance of each law's sojourn time to the exponential (M/M/R) one over the "
+        findings.append(Claim(f"Median distance of each law's sojourn time to that of {EXPO_SYSTEM} over the "
                               "cells that ran: " + listing([f"{s} {_g(med[s])}" for s in order]) + f" {TIME_UNIT}"
                               + (f" ({order[0]} is farthest, {order[-1]} closest)." if len(order) > 1 else "."),
                               med, Q.query("wasserstein_vs_exponential_sim", (("median", ["R", "rho"]),), Q.RUN_OK,
@@ -316,8 +323,9 @@ def _mgr_distance_caption(cmp, services, kinds=(), by_scv=False) -> Caption:
                                                  (("count", None),), None, {})))
     return Caption(
         "M/G/R: for each non-exponential service law (colour) with the same mean service time, the Wasserstein "
-        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and the exponential law's (the M/M/R "
-        "queue's), against ρ, one panel per R that ran, the laws side by side around each load"
+        f"distance (in {TIME_UNIT}) between its simulated sojourn-time CDF and that of {EXPO_SYSTEM} (M/M/R-JSQ-PS: "
+        "the dispatcher's farm of R processor-sharing servers, not the central-queue M/M/c), against ρ, one panel per "
+        "R that ran, the laws side by side around each load"
         + (" in order of their SCV (squared coefficient of variation of the service time; 1 for exponential)."
            if by_scv else "."), findings, limits,
         [("The load axis is categorical (one slot per load that ran, not to scale); the W axis is trimmed to the "
@@ -358,8 +366,10 @@ def _mgr_percentile_caption(cmp, services, law_rows, kinds=(), empty=()) -> Capt
     return Caption(
         "M/G/R: the error of a tail percentile against each law's simulation (method / simulation − 1, mean over "
         "replications with its 95 % CI), one category per (law, cell) point with a value (not a load axis): method T "
-        "for exponential service, i.e. the M/M/R model (✕), beside method T with the law itself (filled marker, "
-        "the law in phase-type form), each mean printed above its marker; the ±5 % band shaded.", findings, limits,
+        f"for {EXPO_SYSTEM} (✕), beside "
+        + (_law_marker_words(cmp["law_method"].values.tolist()) if law_rows else "the methods with the law itself")
+        + " (the law in phase-type form), each mean printed above its marker (with its 95 % CI where it lies beyond "
+        "±5 %); the ±5 % band shaded.", findings, limits,
         [("A cell whose simulation is too short to estimate the percentile (the run-length guard, or fewer than "
           f"{TAIL_MIN} customers per replication beyond it) has no point: the line under the figure names those "
           "cells.")])
@@ -423,7 +433,7 @@ def _law_row_has_values(cmp, services, R) -> bool:
 def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     """The M/G/R percentile figure's panel: one category per (law, cell) point with a value (no load axis), the error
     of :func:`_law_row_percentile` (method / simulation − 1, mean over replications with its 95 % CI) of the
-    exponential model's T (✕, left) beside each method that takes the law itself (``law_method``: filled markers,
+    exponential model's T (✕, left) beside each method that takes the law itself (``law_method``: hollow markers,
     right), in the law's colour, each mean printed above its CI (clear of the marker and of the axes' edges); the
     ±5 % band shaded. Returns the legend's (handles, labels), the status kinds drawn and the cells (R, ρ) that ran
     without a value."""
@@ -431,7 +441,7 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
 
     q, rho = _law_row_percentile(cmp), cmp["rho"].values
     methods = cmp["law_method"].values.tolist()
-    marks = ["^", "v", "P", "o"]  # never ◇: that is the reference-too-short mark
+    marks = list(_LAW_MARKS)
     vals = {R: {s: _law_row_series(cmp, s, R, q) for s in services} for R in Rv}
     keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
     points = [(R, j, k, s) for R in Rv for j in range(rho.size) for k, s in enumerate(services)
@@ -450,12 +460,12 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
             # its short CI reached 0)
             ax.plot([xx], [y], ls="none", color=cmap(k),
                     marker="x" if m is None else marks[methods.index(m) % len(marks)], ms=_LAW_MS,
-                    mew=2 if m is None else 1.6, mfc="white", zorder=4)
+                    mew=2 if m is None else 1.6, mfc=_LAW_FACE, zorder=4)
             ax.errorbar([xx], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], fmt="none", color=cmap(k),
                         capsize=_LAW_CAP, lw=1.3, zorder=5)
             top = max(y, hi) if np.isfinite(hi) else y
             tops.append(top)
-            ax.annotate(_pm(y).replace("-", "−"), (xx, top), xytext=(0, 5), textcoords="offset points",
+            ax.annotate(_mean_label(y, lo, hi, m is not None), (xx, top), xytext=(0, 5), textcoords="offset points",
                         ha="center", va="bottom", fontsize=10, color=cmap(k), zorder=5)
         if x and points[x - 1][:2] != (R, j):
             ax.axvline(x - 0.5, color="0.6", lw=1.0)
@@ -472,17 +482,38 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     missing = [(R, float(r)) for R in Rv for j, r in enumerate(rho) if (R, j) not in cells
                and np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(R=R, service=services).values[:, j]).any()]
     ax.set_title(f"{q:g}th-percentile error against each law's simulation (mean, 95 % CI)", fontsize=10.5, loc="left")
-    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, mew=1.6, mfc="white", ls="none")
+    handles = [Line2D([], [], color="0.3", marker=marks[j % len(marks)], ms=8, mew=1.6, mfc=_LAW_FACE, ls="none")
                for j in range(len(methods))]
     labels = [f"method {m} with the law itself" for m in methods]
     if None in keys:
         handles.insert(0, Line2D([], [], color="0.3", marker="x", ms=8, mew=2, ls="none"))
-        labels.insert(0, "method T for exponential service (M/M/R model)")
+        labels.insert(0, f"method T for {EXPO_SYSTEM}")
     return handles, labels, {REFERENCE_TOO_SHORT.key} if missing else set(), missing
 
 
 #: the percentile-error figure's marker size and CI cap half-width (points): caps wider than the marker
 _LAW_MS, _LAW_CAP = 8, 6
+#: the law methods' markers, drawn hollow (face :data:`_LAW_FACE`), in ``law_method`` order, with their names for the
+#: caption (never ◇: that is the reference-too-short mark)
+_LAW_MARKS = {"^": "triangle △", "v": "triangle ▽", "P": "plus", "o": "circle ○"}
+_LAW_FACE = "white"
+
+
+def _law_marker_words(methods) -> str:
+    """The caption's words for the law methods' markers, as drawn by :func:`_law_cells_panel` (round 17: the caption
+    said "filled marker" beside hollow triangles): 'method T with the law itself (hollow triangle △)'."""
+    names = list(_LAW_MARKS.values())
+    style = "hollow " if _LAW_FACE == "white" else "filled "
+    return listing([f"method {m} with the law itself ({style}{names[k % len(names)]})" for k, m in enumerate(methods)])
+
+
+def _mean_label(y, lo, hi, law_method) -> str:
+    """A marker's printed mean; for a law method beyond ±5 % its 95 % CI under it (round 17: whether the CI of a +7 %
+    spans 0 could not be read off its whisker)."""
+    text = _pm(y)
+    if law_method and abs(y) > 5.0 and np.isfinite(lo) and np.isfinite(hi):
+        text += f"\nCI {_pm(lo)}…{_pm(hi)}"
+    return text.replace("-", "−")
 
 
 def _law_panel_finding(vals, exponential) -> str:
