@@ -622,6 +622,10 @@ def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
     labels = [t.get_text() for t in ax.texts]
     assert labels.count("+8\nCI −2…+18") == 3, labels
     assert "−1" in labels and not any("CI" in t for t in labels if not t.startswith("+8"))
+    # a CI end near 0 prints the digit that shows its side of 0, never a bare "0" (round 17 read "CI 0…+14")
+    assert plots.laws._mean_label(7.0, -0.3, 14.2, True) == "+7\nCI −0.3…+14"
+    assert plots.laws._mean_label(7.0, 0.04, 14.2, True) == "+7\nCI +0.04…+14"
+    assert plots.laws._mean_label(7.0, -0.3, 14.2, False) == "+7"
     for fig, _ in out:
         plt.close(fig)
 

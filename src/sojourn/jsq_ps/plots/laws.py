@@ -509,10 +509,11 @@ def _law_marker_words(methods) -> str:
 
 def _mean_label(y, lo, hi, law_method) -> str:
     """A marker's printed mean; for a law method beyond ±5 % its 95 % CI under it (round 17: whether the CI of a +7 %
-    spans 0 could not be read off its whisker)."""
+    spans 0 could not be read off its whisker), each end to the first digit that shows its sign."""
     text = _pm(y)
     if law_method and abs(y) > 5.0 and np.isfinite(lo) and np.isfinite(hi):
-        text += f"\nCI {_pm(lo)}…{_pm(hi)}"
+        end = [_pm(v, next((k for k in (0, 1, 2) if float(_pm(v, k)) != 0), 2)) for v in (lo, hi)]  # never a bare 0
+        text += f"\nCI {end[0]}…{end[1]}"
     return text.replace("-", "−")
 
 
