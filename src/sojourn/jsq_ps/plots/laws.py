@@ -368,7 +368,7 @@ def _mgr_percentile_caption(cmp, services, law_rows, kinds=(), empty=()) -> Capt
         "replications with its 95 % CI), one category per (law, cell) point with a value (not a load axis): method T "
         f"for {EXPO_SYSTEM} (✕), beside "
         + (_law_marker_words(cmp["law_method"].values.tolist()) if law_rows else "the methods with the law itself")
-        + " (the law in phase-type form), each mean printed above its marker (with its 95 % CI where it lies beyond "
+        + ", the law in phase-type form; each mean printed above its marker (with its 95 % CI where it lies beyond "
         "±5 %); the ±5 % band shaded.", findings, limits,
         [("A cell whose simulation is too short to estimate the percentile (the run-length guard, or fewer than "
           f"{TAIL_MIN} customers per replication beyond it) has no point: the line under the figure names those "
