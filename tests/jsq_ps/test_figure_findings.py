@@ -562,12 +562,12 @@ def test_mgr_distance_figure_is_legible_and_trimmed(tmp_path, monkeypatch):
     plt.close(fig)
 
 
-def mgr_law_rows(law=(0.02, -0.01), half=0.02) -> xr.Dataset:
-    """:func:`mgr_two_laws` with 99.9th-percentile errors: the exponential model's T +90 % / +180 % (CI ±10 %), T with
-    the law ``law`` per law (CI ± ``half``), at every load."""
+def mgr_law_rows(law=(0.02, -0.01), half=0.02, expo=(0.9, 1.8)) -> xr.Dataset:
+    """:func:`mgr_two_laws` with 99.9th-percentile errors: the exponential model's T ``expo`` per law (+90 % / +180 %,
+    CI ±10 %), T with the law ``law`` per law (CI ± ``half``), at every load."""
     cmp = mgr_two_laws()
     sh = ("service", "R", "rho")
-    e = np.array([np.nan, 0.9, 1.8])[:, None, None] * np.ones((1, 1, 3))
+    e = np.array([np.nan, *expo])[:, None, None] * np.ones((1, 1, 3))
     cmp["relative_percentile_error_mean"] = (sh + ("approximation", "percentile"),
                                              np.stack([e, e], -1)[..., None])
     for v, d in (("ci_low", -0.1), ("ci_high", 0.1)):
@@ -601,7 +601,7 @@ def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [])
     laws = ["deterministic", "uniform:low=0,high=2"]
     plots.mgr_laws_distance(mgr_two_laws(noise=0.5), "unused", laws=laws)
-    plots.mgr_laws_percentile(mgr_law_rows(law=(0.08, -0.01), half=0.1), "unused", laws=laws)
+    plots.mgr_laws_percentile(mgr_law_rows(law=(0.08, -0.01), half=0.1, expo=(0.1, 1.8)), "unused", laws=laws)
     (dist, dcap), (pct, pcap) = out
     for fig, cap in out:
         words = _all_words(fig, cap)
@@ -622,6 +622,10 @@ def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
     labels = [t.get_text() for t in ax.texts]
     assert labels.count("+8\nCI −2…+18") == 3, labels
     assert "−1" in labels and not any("CI" in t for t in labels if not t.startswith("+8"))
+    pct.canvas.draw()  # a CI label clear of its neighbour's mean (+8 with its CI beside the ✕'s +10, same height)
+    r = pct.canvas.get_renderer()
+    boxes = [t.get_window_extent(r) for t in ax.texts if t.get_text()[:1] in "+−"]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     # a CI end near 0 prints the digit that shows its side of 0, never a bare "0" (round 17 read "CI 0…+14")
     assert plots.laws._mean_label(7.0, -0.3, 14.2, True) == "+7\nCI −0.3…+14"
     assert plots.laws._mean_label(7.0, 0.04, 14.2, True) == "+7\nCI +0.04…+14"

@@ -446,7 +446,7 @@ def _law_cells_panel(ax, cmp: xr.Dataset, services, Rv, cmap):
     keys = [m for m in ([None] if TAIL in cmp["approximation"].values.tolist() else []) + methods]
     points = [(R, j, k, s) for R in Rv for j in range(rho.size) for k, s in enumerate(services)
               if any(np.isfinite(v[0][j]) for v in vals[R][s].values())]
-    width = 0.36 / max(1, len(keys) - 1)
+    width = 0.5 / max(1, len(keys) - 1)  # room for a CI label beside its neighbour's (round 17 draft: they touched)
     ax.axhspan(-5.0, 5.0, color=_BAND_GREY, zorder=0)
     ax.axhline(0.0, color="0.5", lw=0.8)
     tops = []
