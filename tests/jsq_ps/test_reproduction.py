@@ -398,3 +398,40 @@ def test_map_marks_equal_the_caption_counts(monkeypatch):
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
     assert f"our pick differs from the simulation's at {k_diff}" in fig._suptitle.get_text().replace("\n", " ")
     plt.close(fig)
+
+
+def test_relative_figure_prints_each_pick_and_its_reference(monkeypatch):
+    """§6.3 figure (round 17: "its best method by W" named neither the method nor the reference): the letter of our
+    best method stands above each dot of ours (A–F and A*–F*), equal to relative_error_method at that cell, and the
+    title and caption count which reference picked it; each claim re-derives from the dataset."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.core.present.claims import verify
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_with_exact(_synthetic()))
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.reproduction_relative_errors(rep, "unused")
+    ((fig, cap),) = figs
+    k_ex, k_sim = plots.reproduction._rel_pick_counts(rep)
+    pr = rep["relative_error_method_reference"].sel(family="faithful")
+    assert (k_ex, k_sim) == (int((pr == 1).sum()), int((pr == 2).sum())) and k_sim >= 1
+    panels = [ax for ax in fig.get_axes() if any(t.get_gid() == "method_letter" for t in ax.texts)]
+    assert len(panels) == rep.sizes["rel_percentile"]
+    for a, ax in enumerate(panels):  # one letter per dot of ours, the cell's pick
+        letters = sorted(t.get_text() for t in ax.texts if t.get_gid() == "method_letter")
+        expect = []
+        for fam in ("faithful", "corrected"):
+            m = rep["relative_error_method"].sel(family=fam).values
+            expect += m[np.isfinite(rep["relative_error"].sel(family=fam).values[a]) & (m != "")].tolist()
+        assert letters == sorted(expect) and letters
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert f"against our simulation at {k_sim} cells, its letter above each dot" in title
+    claim = next(c for c in cap.findings if "its letter above each dot" in c.text)
+    assert claim.value == [k_ex, k_sim]
+    for c in cap.findings:
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+    plt.close(fig)
