@@ -668,8 +668,9 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", hatch="///",
                                            edgecolor="0.92" if ink == "white" else "0.35", lw=0))
             lab = ours.label[i, j] + (f"\nsim {ours.sim[i, j]}" if ours.differs[i, j] else "")
+            box = {"facecolor": _MAP_COLORS.get(v, "0.9"), "edgecolor": "none", "pad": 0.6} if tie[i, j] else None
             ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab else 8, color=ink,
-                    fontweight="bold", linespacing=1.0)
+                    fontweight="bold", linespacing=1.0, bbox=box)  # on a hatched cell: its colour behind the text
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj - 0.36, ii - 0.28, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
     ii, jj = np.nonzero((ours.ref == REF_SIMULATION) & (ours_shown != ""))
