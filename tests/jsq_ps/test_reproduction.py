@@ -435,3 +435,34 @@ def test_relative_figure_prints_each_pick_and_its_reference(monkeypatch):
         ok, derived = verify(c, lambda source: rep)
         assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
     plt.close(fig)
+
+
+def test_percentile_figure_prints_ours_where_the_symlog_misleads(monkeypatch):
+    """§6.1/§6.2 figure (round 17: T's +0.15 looked as far from 0 as −1 on the symlog axis): each dot of ours between
+    ±linthresh and ±1 carries its value, no other; the subtitle says the errors are absolute, not %."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_synthetic())
+    pe = rep["percentile_error"].values  # (family, percentile, rho, R)
+    fams = rep["family"].values.tolist()
+    ref = rep["percentile_error_reference"].values
+    have = np.argwhere((ref[fams.index("T")] > 0) & np.isfinite(pe[fams.index("T")]))
+    assert len(have) >= 2
+    (a, b, k), (a2, b2, k2) = have[:2]
+    pe[fams.index("T"), a, b, k] = 0.15  # shown: within the log part below 1
+    pe[fams.index("T"), a2, b2, k2] = -0.05  # within the linear part: no text
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    values = [t.get_text() for ax in fig.get_axes() for t in ax.texts if t.get_gid() == "ours_value"]
+    lin = plots.reproduction._PCT_LINTHRESH
+    expect = [x for f, _ in plots.reproduction._PCT_PANELS if f in fams
+              for x in pe[fams.index(f)][(ref[fams.index(f)] > 0) & (np.abs(pe[fams.index(f)]) > lin)
+                                        & (np.abs(pe[fams.index(f)]) < 1)]]
+    assert "+0.15" in values and len(values) == len(expect)
+    assert "errors absolute" in " ".join(t.get_text() for t in fig.texts) and "not %" in " ".join(
+        t.get_text() for t in fig.texts)
+    plt.close(fig)

@@ -326,6 +326,10 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
             ci = True
         ax.plot([x0], [yp], **_PCT_PAPER, gid="paper")
         ax.plot([x1], [yo], **_PCT_OURS, color=color, gid="ours")
+        if _PCT_LINTHRESH < abs(x1) < 1:  # the symlog's log part below 1 looks far from 0: the value as text
+            ax.annotate(f"{x1:+.2g}".replace("-", "−"), (x1, yo), xytext=(6 if x1 > 0 else -6, 0),
+                        textcoords="offset points", ha="left" if x1 > 0 else "right", va="center", fontsize=9,
+                        color="0.2", gid="ours_value")
         if abs(x1) >= abs(x0):
             ax.plot([_PCT_ROW_END * lim], [y], **_PCT_NOT_NEARER, gid="not_nearer")
     ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
@@ -395,7 +399,7 @@ def _pct_title(rep) -> tuple[str, str]:
         f"{k} of {n}{' points' if i == 0 else ''} (ours {t})" for i, (t, k, n) in enumerate(counts)) if counts else
              "Paper §6.1/§6.2: percentile error of the best method, the paper's against ours")
     (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
-    second = f"{have} of the table's {total} cells in this run"
+    second = f"{have} of the table's {total} cells in this run; errors absolute ({TIME_UNIT}), not %"
     if km and kh:
         second = (f"no value of ours at {km} points, where the paper's errors are "
                   + ("largest" if mm > mh else "not larger") + f" (median |error| {_g(mm)} vs {_g(mh)}); " + second)
@@ -550,7 +554,9 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
          + (f"(with its 95% CI as a horizontal bar); both in {TIME_UNIT}, as the paper's table (method − its "
             "simulation). The x axis is symmetric-logarithmic (linear within ±" + f"{_PCT_LINTHRESH:g}" + ", "
             "logarithmic beyond), one scale for every panel: the paper's error is a hollow black circle, ours a "
-            "filled dot in its family's colour just below it in the row, joined by a thin line; ours is the smaller "
+            "filled dot in its family's colour just below it in the row, joined by a thin line (ours "
+            f"between ±{_PCT_LINTHRESH:g} and ±1, whose distance from 0 the log part exaggerates, carries its value); "
+            "ours is the smaller "
             "in size where its dot is the nearer to the vertical line at 0 (a red ✖ at the row's right end where it "
             "is not); left of 0 is optimistic (under the "
             "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
