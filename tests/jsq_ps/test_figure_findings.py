@@ -712,8 +712,8 @@ def test_mgr_headline_states_both_ranges(law, ci, words):
 
 def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     """The §6.4 map: "load ρ" under every panel (round 12: the top two had none), A–F in the one method palette of
-    every figure (round 16), each letter in the ink that reads on its colour, a tie named "ours X / paper Y" (round
-    16: "ours D ≈ E" read as a tie inside our run), and the ratio panel's title says that both W are against the
+    every figure (round 16), each letter in the ink that reads on its colour, a tie with the paper hatched over our
+    letter (round 18; the paper's letter right above), and the ratio panel's title says that both W are against the
     simulation."""
     from matplotlib.colors import to_hex
 
@@ -748,7 +748,11 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
-    assert [t.get_text() for t in maps[1].texts if t.get_text().startswith("tie")] == ["tie\nours E\npaper D"]
+    # a tie with the paper (round 18: judged against the simulation): our letter, hatched over its colour (the
+    # paper's D stands in the top map right above)
+    hatched = [p for p in maps[1].patches if p.get_hatch() == "///"]
+    assert len(hatched) == 1 and hatched[0].get_xy() == (-0.5, -0.5)
+    assert [t.get_text() for t in maps[1].texts][:1] == ["E"]
     plt.close(fig)
 
 

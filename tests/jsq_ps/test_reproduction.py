@@ -321,3 +321,148 @@ def test_real_comparison(real_comparison, tmp_path):
     real_comparison.to_netcdf(tmp_path / "comparison.nc")
     out = write_reproduction(tmp_path / "comparison.nc", tmp_path / "r.nc", tmp_path / "fig", {"formats": ["png"]})
     assert all(p.exists() and p.stat().st_size > 0 for p in out)
+
+
+def _with_exact(cmp: xr.Dataset) -> xr.Dataset:
+    """The synthetic comparison with exact's W at R = 1 only, set so that exact and the simulation disagree: at
+    (1, 0.9) the simulation picks D (0.2 vs B's 1.0) but exact E (0.01 vs D's 0.5); at (1, 0.1) D and E both sit on
+    exact (1e-9 apart); elsewhere at R = 1 exact agrees with every method at 1.0."""
+    wx = xr.full_like(cmp["wasserstein_mean"].isel(service=0, drop=True), 1.0).transpose("R", "rho", "approximation")
+    wx.loc[dict(R=[3, 10])] = np.nan
+    wx.loc[dict(approximation="exact")] = np.nan
+    wx.loc[dict(R=1, rho=0.5)] = np.nan  # nothing computed there
+    wx.loc[dict(R=1, rho=0.9, approximation="E")] = 0.01
+    wx.loc[dict(R=1, rho=0.9, approximation="D")] = 0.5
+    wx.loc[dict(R=1, rho=0.1, approximation="D")] = 2e-9
+    wx.loc[dict(R=1, rho=0.1, approximation="E")] = 1e-9
+    return cmp.assign(wasserstein_vs_exact=wx)
+
+
+def test_map_pick_uses_exact_where_it_ran_and_the_simulation_elsewhere():
+    """Issue 31 item 2 (round 17): where exact ran our best of A–F is picked by W against exact (no noise), not
+    against the noisy simulation; the simulation's pick stays in best_method (the paper's reference, which the
+    agreement uses) and a pick that differs from it is flagged; ties: exact within EXACT_W_TIE, the simulation
+    within the 95 % CI."""
+    from sojourn.jsq_ps.compare import REF_EXACT, REF_SIMULATION
+
+    rep = reproduce(_with_exact(_synthetic()))
+    f = rep.sel(family="faithful")
+    at = lambda v, R, rho: f[v].sel(R=R, rho=rho).item()  # noqa: E731
+    assert at("best_method", 1, 0.9) == "D" and at("best_method_by_reference", 1, 0.9) == "E"
+    assert at("best_method_reference", 1, 0.9) == REF_EXACT and at("best_method_simulation_differs", 1, 0.9) == 1
+    assert rep["agreement"].sel(R=1, rho=0.9).item() == DISAGREE  # judged against the simulation, as the paper
+    assert at("best_method_by_reference", 1, 0.1) == "E" and at("best_method_ties", 1, 0.1) == "D"
+    assert at("best_method_simulation_differs", 1, 0.1) == 1  # the simulation's A (all at W = 1) is not tied
+    assert at("best_method_ties", 1, 0.333) == "B,C,D,E,F" and at("best_method_simulation_differs", 1, 0.333) == 0
+    assert at("best_method_reference", 10, 0.9) == REF_SIMULATION and at("best_method_by_reference", 10, 0.9) == "B"
+    assert at("best_method_ties", 10, 0.9) == "C"  # C's CI [0.55, 0.65] reaches B's [0.45, 0.55]
+    assert at("best_method_reference", 1, 0.5) == -1  # nothing computed there
+    # the §6.3 relative table picks by the same rule and says which reference picked
+    rel = dict(family="faithful", rel_rho=0.5, rel_R=3)
+    assert rep["relative_error_method"].sel(rel).item() == "D"
+    assert rep["relative_error_method_reference"].sel(rel).item() == REF_SIMULATION
+    # without exact's W the pick is the simulation's everywhere
+    base = reproduce(_synthetic()).sel(family="faithful")
+    ok = base["best_method"] != ""
+    assert (base["best_method_by_reference"] == base["best_method"]).all()
+    assert (base["best_method_reference"].where(ok) == REF_SIMULATION).sum() == int(ok.sum())
+
+
+def test_map_marks_equal_the_caption_counts(monkeypatch):
+    """Each count of the §6.4 caption and title is the number of marks drawn: ▾ (picked against the simulation),
+    "sim X" (the simulation's pick differs), "D=E" (ties); each claim re-derives from the dataset."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.core.present.claims import verify
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_with_exact(_synthetic()))
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    middle = [ax for ax in fig.get_axes() if ax.get_images()][1]
+    texts = [t.get_text() for t in middle.texts]
+    k_ex, k_sim, k_diff = plots.reproduction._pick_counts(rep)
+    assert (k_ex, k_sim, k_diff) == (3, 8, 2)  # exact at R = 1 (ρ = 0.5 empty), the simulation at R = 3 and 10
+    assert sorted(t for t in texts if "\nsim " in t) == ["E\nsim D", "E=D\nsim A"]
+    ties = rep["best_method_ties"].sel(family="faithful").values
+    assert sum("=" in t for t in texts) == int((ties != "").sum()) == 8
+    tri = [ln for ln in middle.get_lines() if ln.get_marker() == "v"]
+    assert sum(len(ln.get_xdata()) for ln in tri) == k_sim
+    cap = plots.reproduction._reproduction_map_caption(rep)
+    claim = next(c for c in cap.findings if "against exact, which has no noise" in c.text)
+    assert claim.value == [k_ex, k_sim, k_diff]
+    for c in cap.findings:
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+    assert f"our pick differs from the simulation's at {k_diff}" in fig._suptitle.get_text().replace("\n", " ")
+    plt.close(fig)
+
+
+def test_relative_figure_prints_each_pick_and_its_reference(monkeypatch):
+    """§6.3 figure (round 17: "its best method by W" named neither the method nor the reference): the letter of our
+    best method stands above each dot of ours (A–F and A*–F*), equal to relative_error_method at that cell, and the
+    title and caption count which reference picked it; each claim re-derives from the dataset."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.core.present.claims import verify
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_with_exact(_synthetic()))
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.reproduction_relative_errors(rep, "unused")
+    ((fig, cap),) = figs
+    k_ex, k_sim = plots.reproduction._rel_pick_counts(rep)
+    pr = rep["relative_error_method_reference"].sel(family="faithful")
+    assert (k_ex, k_sim) == (int((pr == 1).sum()), int((pr == 2).sum())) and k_sim >= 1
+    panels = [ax for ax in fig.get_axes() if any(t.get_gid() == "method_letter" for t in ax.texts)]
+    assert len(panels) == rep.sizes["rel_percentile"]
+    for a, ax in enumerate(panels):  # one letter per dot of ours, the cell's pick
+        letters = sorted(t.get_text() for t in ax.texts if t.get_gid() == "method_letter")
+        expect = []
+        for fam in ("faithful", "corrected"):
+            m = rep["relative_error_method"].sel(family=fam).values
+            expect += m[np.isfinite(rep["relative_error"].sel(family=fam).values[a]) & (m != "")].tolist()
+        assert letters == sorted(expect) and letters
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert f"against our simulation at {k_sim} cells, its letter above each dot" in title
+    claim = next(c for c in cap.findings if "its letter above each dot" in c.text)
+    assert claim.value == [k_ex, k_sim]
+    for c in cap.findings:
+        ok, derived = verify(c, lambda source: rep)
+        assert ok, f"{c.text!r} states {c.value!r}, the data say {derived!r}"
+    plt.close(fig)
+
+
+def test_percentile_figure_prints_ours_where_the_symlog_misleads(monkeypatch):
+    """§6.1/§6.2 figure (round 17: T's +0.15 looked as far from 0 as −1 on the symlog axis): each dot of ours between
+    ±linthresh and ±1 carries its value, no other; the subtitle says the errors are absolute, not %."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_synthetic())
+    pe = rep["percentile_error"].values  # (family, percentile, rho, R)
+    fams = rep["family"].values.tolist()
+    ref = rep["percentile_error_reference"].values
+    have = np.argwhere((ref[fams.index("T")] > 0) & np.isfinite(pe[fams.index("T")]))
+    assert len(have) >= 2
+    (a, b, k), (a2, b2, k2) = have[:2]
+    pe[fams.index("T"), a, b, k] = 0.15  # shown: within the log part below 1
+    pe[fams.index("T"), a2, b2, k2] = -0.05  # within the linear part: no text
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    values = [t.get_text() for ax in fig.get_axes() for t in ax.texts if t.get_gid() == "ours_value"]
+    lin = plots.reproduction._PCT_LINTHRESH
+    expect = [x for f, _ in plots.reproduction._PCT_PANELS if f in fams
+              for x in pe[fams.index(f)][(ref[fams.index(f)] > 0) & (np.abs(pe[fams.index(f)]) > lin)
+                                        & (np.abs(pe[fams.index(f)]) < 1)]]
+    assert "+0.15" in values and len(values) == len(expect)
+    assert "errors absolute" in " ".join(t.get_text() for t in fig.texts) and "not %" in " ".join(
+        t.get_text() for t in fig.texts)
+    plt.close(fig)
