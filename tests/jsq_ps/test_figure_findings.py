@@ -1136,12 +1136,13 @@ def test_percentile_maps_say_whose_percentile_lies_beyond_the_grid(monkeypatch):
     legend = " ".join(t.get_text() for t in faith.legends[0].get_texts())
     # two short clauses, the counts computed (round 17: "the method's own percentile (8 points) or exact's, the
     # reference (22) above t_max, and the simulation too short" read garbled)
-    words = "the percentile lies beyond the time grid, t_max (the method's: 1, exact's: 1)"
+    words = ("the percentile lies beyond the time grid t_max: the method's own at 1 point, exact's (the reference) at "
+             "1 point")
     tail = "; the simulation is too short to replace it"
     assert f"{words}{tail}" in legend, legend
     assert f"▶ on a light grey cell: {words}{tail}" in fcap.what + " ".join(fcap.how)
     assert any(f"drawn {words}{tail} (▶)" in str(x) for x in fcap.limits)
-    assert "own percentile" not in legend and "above t_max" not in legend
+    assert "own percentile" not in legend and "above t_max" not in legend and "(the method's:" not in legend
     # the corrected map: A* within the grid (exact's), T beyond it itself
     legend = " ".join(t.get_text() for t in corr.legends[0].get_texts())
     assert f"{words}{tail}" in legend, legend

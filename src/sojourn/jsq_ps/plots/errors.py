@@ -413,7 +413,13 @@ def _beyond_whose(cmp, A) -> str:
         return "the method's percentile lies beyond the time grid (t_max)"
     if not own:
         return "exact's percentile (the reference) lies beyond the time grid (t_max)"
-    return f"the percentile lies beyond the time grid, t_max (the method's: {own}, exact's: {exact})"
+    # round 18: "(the method's: 8, exact's: 22)" read as two values of t_max; the counts say "points"
+    return (f"the percentile lies beyond the time grid t_max: the method's own at {_points(own)}, exact's (the "
+            f"reference) at {_points(exact)}")
+
+
+def _points(n: int) -> str:
+    return f"{n} point" + ("" if n == 1 else "s")
 
 
 def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
