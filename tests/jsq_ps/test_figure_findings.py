@@ -173,16 +173,23 @@ def test_cdf_lines_on_exact_get_one_legend_entry(monkeypatch, scales, one, apart
     plt.close(fig)
 
 
-@pytest.mark.parametrize(("errors", "clip"), [([-18.0, 0.3, 4.0], 20.0), ([-18.0, 0.3, 800.0], 1000.0),
-                                              ([0.2, -0.1], 10.0)])
+@pytest.mark.parametrize(("errors", "clip"), [([-18.0, 0.3, 14.0], 20.0), ([-18.0, 0.3, 800.0], 1000.0),
+                                              ([0.2, -0.1], 10.0), ([-60.0, 4.0], 10.0)])
 def test_percentile_map_colour_range_follows_the_errors_that_count(errors, clip):
-    """A map of small errors gets its own colour range (the smallest step holding every error that counts), so that
-    −18 % is not pale on a ±1000 % scale; an error within the noise (not significant) does not widen it."""
+    """A map of small conservative errors gets its own conservative colour range (the smallest step holding every
+    conservative error that counts), so that +14 % is not pale on a +1000 % scale; an error within the noise (not
+    significant) does not widen it. The optimistic side is fixed at −100 % in every map (round 19: −18 % on a −20 %
+    range was darker than −65 % on the other map's): the same negative error, the same colour, whatever the range."""
     n = len(errors)
     m = {"err": np.array(errors + [5000.0], float).reshape(1, n + 1, 1, 1),
          "sig": np.array([True] * n + [False]).reshape(1, n + 1, 1, 1),
          "ref": np.ones((1, n + 1, 1, 1), int)}
     assert plots.errors._colour_range(m, [(0, 0)], [0]) == clip
+    cmap = plots.errors.palette_cmap("faithful")
+    for v in (-18.0, -65.0):
+        assert np.allclose(plots.errors.norm_rgb(cmap, plots.errors._error_norm(clip), v),
+                           plots.errors.norm_rgb(cmap, plots.errors._error_norm(1000.0), v))
+    assert plots.errors._error_norm(clip)(-65.0) < plots.errors._error_norm(20.0)(-18.0) < 0.5
     assert plots.errors._error_text(-0.03) == plots.errors._error_text(0.04) == "<0.1"  # within the noise
     # a difference that counts is never "<0.1" (round 15: bold and framed, it read as self-contradictory)
     assert (plots.errors._error_text(0.03, True), plots.errors._error_text(-0.004, True)) == ("+0.03", "-0.004")

@@ -34,6 +34,10 @@ from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _message_panel, _pct, _rg
 #: same error in both figures
 REL_CLIP = 1000.0
 LIN_PCT = 5.0
+#: the optimistic (red) side of both maps always runs to −100 % (no error lies below): the same shade is the same error
+#: in both figures (round 19: on a −20 % range, the corrected map's −18 % was darker than the A–F map's −65 %); only
+#: the conservative side takes the figure's own range (:func:`_colour_range`), in its own hue
+OPT_CLIP = 100.0
 REL_TICKS = (-100, -50, -20, -5, 0, 5, 20, 100, 500)
 #: a map cell's fill where a method has no value: ∅ not run mid-grey, × not a CDF near white under a light hatch
 #: (:data:`INVALID_HATCH`; a dark fill would pull the eye as if it were an extreme value), the same in every map
@@ -62,20 +66,21 @@ def palette_cmap(palette: str):
 
 
 def _error_norm(clip=REL_CLIP):
-    """The maps' colour norm to ±``clip`` (%): f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + clip/LIN_PCT)."""
+    """The maps' colour norm from −:data:`OPT_CLIP` to +``clip`` (%), each side signed-logarithmic:
+    f(x) = sign(x)·log(1 + |x|/LIN_PCT) / log(1 + side/LIN_PCT), with side = OPT_CLIP below 0 and ``clip`` above."""
     from matplotlib.colors import FuncNorm
 
-    top = np.log1p(clip / LIN_PCT)
+    lo, hi = np.log1p(OPT_CLIP / LIN_PCT), np.log1p(clip / LIN_PCT)
 
     def fwd(x):
-        x = np.clip(np.asarray(x, dtype=float), -clip, clip)
-        return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / top
+        x = np.clip(np.asarray(x, dtype=float), -OPT_CLIP, clip)
+        return np.sign(x) * np.log1p(np.abs(x) / LIN_PCT) / np.where(x < 0, lo, hi)
 
     def inv(y):
         y = np.asarray(y, dtype=float)
-        return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * top)
+        return np.sign(y) * LIN_PCT * np.expm1(np.abs(y) * np.where(y < 0, lo, hi))
 
-    return FuncNorm((fwd, inv), vmin=-clip, vmax=clip)
+    return FuncNorm((fwd, inv), vmin=-OPT_CLIP, vmax=clip)
 
 
 #: the colour ranges a percentile-error map may take (%): the smallest that holds every error that counts
@@ -83,10 +88,10 @@ _CLIP_STEPS = (10.0, 20.0, 50.0, 100.0, 200.0, 500.0, REL_CLIP)
 
 
 def _colour_range(m, rows, panels) -> float:
-    """The map's colour range: the smallest of :data:`_CLIP_STEPS` that holds every drawn error that counts (rows
-    ``rows``, percentile indices ``panels``), so that a figure of small errors is not all pale."""
-    vals = [abs(m["err"][i, :, j, k][m["sig"][i, :, j, k] & (m["ref"][i, :, j, k] != 0)]) for j, i in rows
-            for k in panels]
+    """The map's conservative colour range: the smallest of :data:`_CLIP_STEPS` that holds every drawn conservative
+    error that counts (rows ``rows``, percentile indices ``panels``), so that a figure of small errors is not all pale;
+    the optimistic side is fixed (:data:`OPT_CLIP`)."""
+    vals = [m["err"][i, :, j, k][m["sig"][i, :, j, k] & (m["ref"][i, :, j, k] != 0)] for j, i in rows for k in panels]
     top = max((float(np.nanmax(v)) for v in vals if v.size and np.isfinite(v).any()), default=0.0)
     return next((c for c in _CLIP_STEPS if top <= c), REL_CLIP)
 
@@ -340,7 +345,7 @@ def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue"))
     H = fig.get_figheight()
     cax = fig.add_axes([x0 + 0.1 * span, 0.52 / H, 0.8 * span, 0.13 / H])
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, orientation="horizontal")
-    lo = -min(100.0, clip)
+    lo = -OPT_CLIP
     ticks = sorted({t for t in REL_TICKS if lo <= t <= clip} | {int(clip), int(lo)})
     cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
     cb.ax.tick_params(labelsize=7.5, pad=1.5)
@@ -465,12 +470,13 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
          f"{palette[2]}: longer; the number in bold, however pale the colour), grey italic on white where it lies "
          "within the reference's noise; \"<0.1\": "
          "|error| below 0.05 % within the noise (where so small a difference counts, beyond one grid step of a long "
-         "percentile, it is printed to its first non-zero decimal, e.g. +0.03). Colour range up to "
-         f"±{clip:g} % in this figure (the smallest of "
-         f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every error that counts), linear within "
-         f"±{LIN_PCT:g} %, logarithmic beyond; a cell whose difference counts is framed. Optimistic is red in both "
-         "percentile-error figures; conservative is blue for the paper's A–F and purple for the corrected methods, "
-         "so that a shade of one range is not read on the other's."
+         "percentile, it is printed to its first non-zero decimal, e.g. +0.03). Colour range "
+         f"−{OPT_CLIP:g} % to +{clip:g} % in this figure, linear within ±{LIN_PCT:g} %, logarithmic beyond: the "
+         f"optimistic side always to −{OPT_CLIP:g} %, red in both percentile-error figures, so that one shade is one "
+         "error in both; the conservative side to the smallest of "
+         f"{', '.join(f'{c:g}' for c in _CLIP_STEPS)} % that holds every conservative error that counts, blue for "
+         "the paper's A–F and purple for the corrected methods, so that a shade of one range is not read on the "
+         "other's. A cell whose difference counts is framed."
          + (f" Marks: {marks}." if marks else ""))])
 
 
