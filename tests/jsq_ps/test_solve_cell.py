@@ -7,32 +7,24 @@ import pytest
 import xarray as xr
 
 from sojourn.core.checks.timegrid import time_grid
-from sojourn.jsq_ps.model import JSQPS
-from sojourn.jsq_ps.naming import FAITHFUL_METHODS, SHARED_CORRECTED, table4_L1
-from sojourn.jsq_ps.solve.api import approximate_all
-from sojourn.jsq_ps.solve.cell import approximate_cell
+from sojourn.jsq_ps.naming import FAITHFUL_METHODS, table4_L1
+from sojourn.jsq_ps.solve.cell import approximate_cell, cell_parts
 
 PAPER = ["A", "B", "C", "D", "E", "F", "A*", "B*", "C*", "D*", "E*", "F*", "exact", "T"]
 
 
 def by_xarray(R, rho, methods, t, hyper, share_corrected, exact_budget):
-    """approximate_cell as it was before issue 36 (xarray's concat and sel)."""
-    spec = JSQPS.from_rho(R, rho, mu=1.0)
-    faithful = [m for m in methods if m in FAITHFUL_METHODS]
-    others = [m for m in methods if m not in faithful]
-    alias = {m: SHARED_CORRECTED[m] for m in others if share_corrected and m in SHARED_CORRECTED}
-    computed = list(dict.fromkeys(alias.get(m, m) for m in others))
-    parts = []
-    if faithful:
-        parts.append(approximate_all(spec, faithful, t=t, **hyper))
-    if computed:
-        extra = {"exact_budget": exact_budget} if "exact" in computed and exact_budget is not None else {}
-        part = approximate_all(spec, computed, t=t, **extra)
+    """approximate_cell's assembly as it was before issue 36 (xarray's concat and sel), on the same computed parts."""
+    faithful, computed, alias = cell_parts(R, rho, 1.0, methods, t, hyper, share_corrected, exact_budget)
+    parts = [] if faithful is None else [faithful]
+    if computed is not None:
         if alias:
+            others = [m for m in methods if m not in FAITHFUL_METHODS]
             src = [alias.get(m, m) for m in others]
-            part = part.sel({"approximation": src}).assign_coords({"approximation": np.array(others, dtype=str)})
-            part.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
-        parts.append(part)
+            computed = computed.sel({"approximation": src}).assign_coords(
+                {"approximation": np.array(others, dtype=str)})
+            computed.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
+        parts.append(computed)
     if len(parts) == 1:
         return parts[0].sel({"approximation": list(methods)})
     out = xr.concat(parts, dim="approximation", data_vars="all", coords="different", compat="equals", join="outer",

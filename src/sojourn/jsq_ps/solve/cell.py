@@ -18,22 +18,30 @@ def approximate_cell(R, rho, mu, methods, t, hyper, share_corrected=False, exact
     second group.
     ``share_corrected``: B*, D*, E* are copies of A* and F* of C* (their run_time is the source's).
     ``exact_budget``: ``exact`` runs where it fits, else NaN with ``validity_reason`` over_budget."""
+    faithful, computed, alias = cell_parts(R, rho, mu, methods, t, hyper, share_corrected, exact_budget)
+    parts = [] if faithful is None else [faithful]
+    if computed is not None:
+        if alias:
+            others = [m for m in methods if m not in FAITHFUL_METHODS]
+            computed = _relabel(computed, [alias.get(m, m) for m in others], others)
+            computed.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
+        parts.append(computed)
+    return _stack(parts, list(methods))
+
+
+def cell_parts(R, rho, mu, methods, t, hyper, share_corrected=False, exact_budget=None):
+    """The computing half of :func:`approximate_cell`: (the faithful methods' dataset or None, the other methods'
+    dataset — each shared corrected method once, under its source's name — or None, {copy: source})."""
     spec = JSQPS.from_rho(int(R), float(rho), mu=float(mu))
     faithful = [m for m in methods if m in FAITHFUL_METHODS]
     others = [m for m in methods if m not in faithful]
     alias = {m: SHARED_CORRECTED[m] for m in others if share_corrected and m in SHARED_CORRECTED}
     computed = list(dict.fromkeys(alias.get(m, m) for m in others))
-    parts = []
-    if faithful:
-        parts.append(approximate_all(spec, faithful, t=t, **hyper))
-    if computed:
-        extra = {"exact_budget": exact_budget} if "exact" in computed and exact_budget is not None else {}
-        part = approximate_all(spec, computed, t=t, **extra)
-        if alias:
-            part = _relabel(part, [alias.get(m, m) for m in others], others)
-            part.attrs["shared_corrected"] = json.dumps(alias, sort_keys=True)
-        parts.append(part)
-    return _stack(parts, list(methods))
+    first = approximate_all(spec, faithful, t=t, **hyper) if faithful else None
+    if not computed:
+        return first, None, alias
+    extra = {"exact_budget": exact_budget} if "exact" in computed and exact_budget is not None else {}
+    return first, approximate_all(spec, computed, t=t, **extra), alias
 
 
 def _relabel(ds: xr.Dataset, src, names) -> xr.Dataset:
