@@ -250,7 +250,7 @@ MAP_DOT = {**_SIM_DOT, "ms": 6.5}
 #: the gap in points between the corner dot (with its white ring) and its cell's frame
 SIM_DOT_GAP = 1.5
 #: how far (points) a cell's number moves left where its cell has a corner dot, so that the two never touch (round 20)
-DOT_CLEAR = MAP_DOT["ms"] / 2 + MAP_DOT["mew"] / 2 + SIM_DOT_GAP
+DOT_CLEAR = MAP_DOT["ms"] / 2 + MAP_DOT["mew"] / 2 + SIM_DOT_GAP + 1.5
 
 
 def _sim_dot_at(ax, r, j) -> tuple:
@@ -437,8 +437,9 @@ def _bounds_line(A, rho, shown) -> str:
             f"≥ {_error_pct(-v[i] / 100)[1:]} ({_where_printed(v, i, rho, shown)})")
 
 
-#: the colour bar's tick labels (points)
+#: the colour bar's tick labels (points) and the least room between two (points; round 20: "+500 +1000" read as one)
 TICK_SIZE = 7.5
+TICK_GAP = 8.0
 
 
 def _tick_label(t) -> str:
@@ -447,7 +448,7 @@ def _tick_label(t) -> str:
 
 def _bar_ticks(norm, clip, width_pt, size=TICK_SIZE) -> list:
     """The colour bar's ticks: :data:`REL_TICKS` within −OPT_CLIP … ``clip`` and both ends, leaving out an inner tick
-    whose label would come within 3 points of a kept neighbour's on a bar ``width_pt`` points wide (round 20: "+500"
+    whose label would come within :data:`TICK_GAP` points of a kept neighbour's on a bar ``width_pt`` points wide (round 20: "+500"
     and "+1000" overlapped; a label is taken as 0.62 em a character wide)."""
     ticks = sorted({t for t in REL_TICKS if -OPT_CLIP <= t <= clip} | {int(clip), int(-OPT_CLIP)})
     x = {t: float(norm(t)) * width_pt for t in ticks}
@@ -455,7 +456,7 @@ def _bar_ticks(norm, clip, width_pt, size=TICK_SIZE) -> list:
     kept = [ticks[0]]
     for t in ticks[1:-1]:
         gap = lambda u, v: x[v] - half[v] - (x[u] + half[u])  # noqa: E731 (points between two labels)
-        if gap(kept[-1], t) >= 3 and gap(t, ticks[-1]) >= 3:
+        if gap(kept[-1], t) >= TICK_GAP and gap(t, ticks[-1]) >= TICK_GAP:
             kept.append(t)
     return kept + [ticks[-1]]
 
