@@ -448,8 +448,8 @@ def _tick_label(t) -> str:
 
 def _bar_ticks(norm, clip, width_pt, size=TICK_SIZE) -> list:
     """The colour bar's ticks: :data:`REL_TICKS` within −OPT_CLIP … ``clip`` and both ends, leaving out an inner tick
-    whose label would come within :data:`TICK_GAP` points of a kept neighbour's on a bar ``width_pt`` points wide (round 20: "+500"
-    and "+1000" overlapped; a label is taken as 0.62 em a character wide)."""
+    whose label would come within :data:`TICK_GAP` points of a kept neighbour's on a bar ``width_pt`` points wide
+    (round 20: "+500" and "+1000" overlapped; a label is taken as 0.62 em a character wide)."""
     ticks = sorted({t for t in REL_TICKS if -OPT_CLIP <= t <= clip} | {int(clip), int(-OPT_CLIP)})
     x = {t: float(norm(t)) * width_pt for t in ticks}
     half = {t: 0.31 * size * len(_tick_label(t)) for t in ticks}
