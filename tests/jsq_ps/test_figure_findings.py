@@ -220,10 +220,13 @@ def test_percentile_map_says_counts_by_number_style_and_frame():
     plt.close(fig)
 
 
-def _both_percentile_maps(monkeypatch, scales):
-    """The comparison of ``scales`` and the (figure, caption) of its A–F map and of its corrected map."""
+def _both_percentile_maps(monkeypatch, scales, t_max=False):
+    """The comparison of ``scales`` and the (figure, caption) of its A–F map and of its corrected map; ``t_max``: the
+    comparison knows the time grid's end, as the pipeline's figures job gives it (plots.all_figures)."""
     sim, approx = jsq_run(scales)
     cmp = compare(sim, approx, CFG)
+    if t_max:
+        cmp.attrs["t_max"] = float(approx["t"].values[-1])
     figs = []
     monkeypatch.setattr(plots.common, "save",
                         lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
@@ -835,8 +838,12 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     assert ("T is never significantly optimistic" in t2) == (below == 0), t2
     assert (f"T is significantly optimistic at {below} point" in t2) == (below > 0), t2
     # the larger |error| first (round 17: "conservative by up to +1 %" led a title whose message was −18 %)
-    assert "A–C are optimistic by up to -40 % (ρ = 0.6, 99.9th) and conservative by up to +30 % (ρ = 0.5" in t1, t1
-    assert "D–F are optimistic by up to -20 % (ρ = 0.5, 99.9th) and conservative by up to +10 % (ρ = 0.6" in t1, t1
+    # every place an extreme prints at is named (round 20: ρ = 0.8 named for a −18 % that ρ = 0.9 had too): the scales
+    # are exponential, so A's −40 % at ρ = 0.6 holds at both percentiles
+    both = "99th and 99.9th"
+    assert f"A–C are optimistic by up to -40 % (ρ = 0.6, {both}) and conservative by up to +30 % (ρ = 0.5, {both})" \
+        in t1, t1
+    assert f"D–F are optimistic by up to -20 % (ρ = 0.5, {both}) and conservative by up to +10 % (ρ = 0.6" in t1, t1
     for line in (t1 + "\n" + t2).splitlines():
         sizes = [abs(float(v)) for v in re.findall(r"by up to ([-+−]?[\d.]+) %", line.replace("−", "-"))]
         assert sizes == sorted(sizes, reverse=True), line
@@ -1130,28 +1137,102 @@ def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypat
     plt.close(fig)
 
 
-def test_percentile_maps_say_whose_percentile_lies_beyond_the_grid(monkeypatch):
-    """Round 16: "▶ beyond the time grid" did not say whose percentile. Exact (scale 4) has its 99.9th at 27.6,
-    beyond the grid's 25: A's (scale 1.3) lies within, so A's ▶ is exact's; D's (scale 5) lies beyond itself. The
-    legend and the caption say whose, with the counts of the drawn points, computed from the comparison."""
+def test_percentile_maps_mark_each_side_of_the_time_grid_with_its_bound(monkeypatch):
+    """Round 20: one ▶ covered two cases. On a grid to t_max = 25: exact (scale 4) has its 99.9th at 27.6, beyond it, A
+    (1.3) at 9.0 within — ▶, A's error at most (9.0 − 25)/25 = −64 % (optimistic by at least that); D (scale 4 at
+    ρ = 0.6) has its own 99.9th beyond, exact's (scale 1) within — ≫, at least (25 − 6.9)/6.9 = +262 %; D (5) at
+    ρ = 0.5 with both beyond — ?, nothing known. Each cell prints its bound (computed here from the CDFs' scales), each
+    mark has one legend entry, and the title says its extremes cover measured cells only, with the worst ▶ bound."""
     cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 1.3, "D": 5.0, "A*": 0.97, "exact": 4.0, "T": 4.01},
-                                                    0.6: {"A": 1.3, "D": 1.1, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+                                                    0.6: {"A": 1.3, "D": 4.0, "A*": 0.97, "exact": 1.0, "T": 1.003}},
+                                      t_max=True)
     (faith, fcap), (corr, ccap) = figs
-    a = against_reference(cmp, "exponential").sel(percentile=99.9, rho=0.5)
-    assert str(a["status"].sel(approximation="A").item()) == "beyond_grid"
-    assert str(a["status"].sel(approximation="D").item()) == "beyond_grid"
-    legend = " ".join(t.get_text() for t in faith.legends[0].get_texts())
-    # two short clauses, the counts computed (round 17: "the method's own percentile (8 points) or exact's, the
-    # reference (22) above t_max, and the simulation too short" read garbled)
-    words = ("the percentile lies beyond the time grid t_max: the method's own at 1 point, exact's (the reference) at "
-             "1 point")
-    tail = "; the simulation is too short to replace it"
-    assert f"{words}{tail}" in legend, legend
-    assert f"▶ on a light grey cell: {words}{tail}" in fcap.what + " ".join(fcap.how)
-    assert any(f"drawn {words}{tail} (▶)" in str(x) for x in fcap.limits)
-    assert "own percentile" not in legend and "above t_max" not in legend and "(the method's:" not in legend
-    # the corrected map: A* within the grid (exact's), T beyond it itself
-    legend = " ".join(t.get_text() for t in corr.legends[0].get_texts())
-    assert f"{words}{tail}" in legend, legend
+    t_max = cmp.attrs["t_max"]
+    q = -np.log(1 - 0.999)  # an Exp(scale)'s 99.9th percentile is scale · q
+    a = plots.errors.split_beyond(cmp.sel(service="exponential"), against_reference(cmp, "exponential"))
+    at = a.sel(percentile=99.9).squeeze("R")
+    assert str(at["status"].sel(approximation="A", rho=0.5).item()) == "beyond_grid"  # ▶: exact's beyond
+    assert str(at["status"].sel(approximation="D", rho=0.6).item()) == "beyond_own"  # ≫: D's own beyond
+    assert str(at["status"].sel(approximation="D", rho=0.5).item()) == "beyond_both"  # ?: both beyond
+    low = 100 * (1.3 * q - t_max) / t_max  # ≤ this: A's error where exact's percentile is beyond t_max
+    high = 100 * (t_max - 1.0 * q) / (1.0 * q)  # ≥ this: D's error where its own is beyond
+    assert float(at["bound"].sel(approximation="A", rho=0.5)) == pytest.approx(low, rel=1e-3)
+    assert float(at["bound"].sel(approximation="D", rho=0.6)) == pytest.approx(high, rel=1e-3)
+    assert np.isnan(float(at["bound"].sel(approximation="D", rho=0.5)))
+    texts = {t.get_text(): t for ax in faith.get_axes() for t in ax.texts}
+    assert f"≤{low:+.0f}" in texts and f"≥{high:+.0f}" in texts, sorted(texts)
+    red, blue = (np.asarray(texts[k].get_color()) for k in (f"≤{low:+.0f}", f"≥{high:+.0f}"))
+    assert red[0] > red[2] and blue[2] > blue[0], "each bound in its side's colour"
+    # one legend entry per mark, its glyph the handle and never repeated in its words (round 20: "∅ ∅: not run")
+    leg = faith.legends[0]
+    marks = {h.get_marker(): t.get_text() for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True)
+             if hasattr(h, "get_marker") and h.get_marker() not in (None, "None", "o")}
+    assert set(marks) == {">", r"$\gg$", "$?$"}, marks
+    assert "exact's percentile (the reference) lies beyond" in marks[">"] and "optimistic" in marks[">"]
+    assert "own percentile lies beyond" in marks[r"$\gg$"] and "conservative" in marks[r"$\gg$"]
+    assert "nothing is known" in marks["$?$"]
+    assert not any(g in w for w in marks.values() for g in "▶≫∅")
+    title = faith._suptitle.get_text().splitlines()[-1]
+    assert title == ("Extremes over measured cells only; where exact's percentile is beyond t_max (▶), optimistic by "
+                     f"≥ {-low:.0f} % (ρ = 0.5, 99.9th)"), title
+    limits = " ".join(str(x) for x in fcap.limits)
+    assert f"optimistic by at least {-low:.0f} % at worst" in limits
+    assert f"its reference's lies within at 1 cell (≫: the error is at least (t_max − x_ref)/x_ref, conservative, " \
+           f"from {high:+.0f} % to {high:+.0f} %); nothing is known at 1 cell" in limits, limits
     for f in (faith, corr):
+        plt.close(f)
+
+
+def test_percentile_maps_name_methods_neutrally_and_count_what_did_not_run(monkeypatch):
+    """Round 20: the row names were in A–F's colours (read as the error scale), A* and T were not defined on the
+    figure, the corrected map's caption did not count its ∅ cells, and "points" did not say what a point was."""
+    cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": None},
+                                                    0.6: {"A": 1.3, "A*": 0.97, "exact": 1.0, "T": 1.003}})
+    (faith, fcap), (corr, ccap) = figs
+    import matplotlib.colors as mcolors
+
+    for f in (faith, corr):
+        names = [t for t in f.get_axes()[0].texts if t.get_fontweight() == "bold" and t.get_text()[:1] not in "+-≤≥<"]
+        assert names and {mcolors.to_hex(t.get_color()) for t in names} == {"#000000"}, [t.get_text() for t in names]
+    words = lambda f: " ".join(t.get_text() for t in f.legends[0].get_texts())
+    assert "A–F: the paper's six approximations" in words(faith)
+    assert "A*–F*: the paper's A–F with our corrections" in words(corr) and "T (bound): the conservative" in words(corr)
+    a = against_reference(cmp, "exponential").sel(approximation=["A*", "T"])
+    n_gone = int((a["status"] == "not_run").sum())
+    assert n_gone == 2  # T at ρ = 0.5, both percentiles
+    assert f"∅ at {n_gone} of the {int(a['status'].size)} cells drawn: the method did not run there" in \
+        " ".join(map(str, ccap.limits))
+    first = ccap.findings[0].text
+    assert "cells with a reference (a cell: one method at one R, load ρ and percentile)" in first, first
+    assert verify(ccap.findings[0], lambda source: cmp)[0]
+    for f in (faith, corr):
+        plt.close(f)
+
+
+def test_percentile_map_numbers_clear_their_corner_dots_and_bar_ticks_do_not_overlap(monkeypatch):
+    """Round 20: the corner dot touched the cell's number, and the colour bar's "+500" and "+1000" overlapped. As
+    drawn: no number's box meets a dot (with its ring), and no two tick labels meet."""
+    cmp, figs = _both_percentile_maps(monkeypatch, {0.5: {"A": 9.0, "A*": 0.97, "exact": None, "T": 1.003},
+                                                    0.6: {"A": 8.0, "A*": 0.97, "exact": None, "T": 1.003},
+                                                    0.7: {"A": 1.3, "A*": 0.9, "exact": None, "T": 1.003}})
+    for fig, _ in figs:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        px = fig.dpi / 72.0
+        ring = (plots.errors.MAP_DOT["ms"] / 2 + plots.errors.MAP_DOT["mew"] / 2) * px
+        panels = [ax for ax in fig.get_axes() if ax.images]
+        dots = [ln for ax in panels for ln in ax.get_lines() if ln.get_marker() == "o"]
+        assert dots
+        for ax in panels:
+            for t in ax.texts:
+                box = t.get_window_extent(r)
+                for d in (d for d in dots if d.axes is ax):
+                    cx, cy = d.get_transform().transform((d.get_xdata()[0], d.get_ydata()[0]))
+                    assert not (box.x0 < cx + ring and cx - ring < box.x1 and box.y0 < cy + ring and
+                                cy - ring < box.y1), (t.get_text(), box, (cx, cy))
+        bar = next(ax for ax in fig.get_axes() if getattr(ax, "_colorbar", None) is not None)
+        labels = sorted((t.get_window_extent(r) for t in bar.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
+        room = plots.errors.TICK_GAP / 2 * fig.dpi / 72  # apart by at least half the room asked (the width estimate)
+        assert all(b1.x0 - b0.x1 >= room for b0, b1 in zip(labels, labels[1:], strict=False)), labels
+    for f, _ in figs:
         plt.close(f)

@@ -19,7 +19,7 @@ from support.synthetic import jsq_run
 
 CFG = {"percentiles": [99.0, 99.9], "n_resamples": 200}
 #: the glyph a word must use for each matplotlib marker the status marks draw
-GLYPH = {">": "▶", "D": "◇", "x": "×", r"$\varnothing$": "∅"}
+GLYPH = {">": "▶", "D": "◇", "x": "×", r"$\varnothing$": "∅", r"$\gg$": "≫", "$?$": "?"}
 
 
 @pytest.fixture(scope="module")

@@ -199,6 +199,10 @@ STATUS = {s.key: s for s in (
     Status("not_run", r"$\varnothing$", "∅: not run (over budget / truncation cap)"),
     Status("invalid", "x", "invalid fit (not a CDF)"),
     Status("beyond_grid", ">", "beyond the time grid (percentile above t_max)", color="0.35"),
+    # a method's OWN percentile beyond t_max while its reference's lies within (a one-sided, conservative bound on its
+    # error), and neither known (both beyond, or no reference): marks apart from ▶, which is always the reference's
+    Status("beyond_own", r"$\gg$", "the method's own percentile lies beyond the time grid (t_max)", color="0.35"),
+    Status("beyond_both", "$?$", "the percentile and its reference both unknown within the time grid", color="0.35"),
     Status("unstable", "X", "unstable: stopped, no steady state"),
     # not a missing value but a mark that must not sit at a y either: a sweep's best point, in its series' strip row
     # and colour (the figure's legend words what "best" is)

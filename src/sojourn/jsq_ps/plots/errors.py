@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -24,6 +25,8 @@ from ..compare import (
     REF_EXACT,
     REF_SIMULATION,
     against_reference,
+    exact_usable,
+    reference_usable,
 )
 from . import common  # save, looked up when called: tests replace common.save
 from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _message_panel, _pct, _rgb, series
@@ -46,6 +49,8 @@ INVALID_HATCH = {"hatch": "////", "edgecolor": "0.62", "facecolor": "none", "lw"
 #: the frame of a map cell whose difference counts (beyond the noise): a T cell of +0.1 % is nearly white, and the frame
 #: tells it from a white "no difference" cell without relying on its colour
 SIG_FRAME = {"color": "0.25", "lw": 0.8, "inset": 0.05}
+#: the method names beside the maps' rows: neutral, not the A–F palette, which read as the error scale (round 20)
+LABEL_COLOR = "k"
 #: the two percentile-error maps' palettes (colour map, word for below, word for above): optimistic (below the
 #: reference) is the same red in both, conservative differs (blue, purple), so that a shade of one (±1000 %) is not
 #: read on the other's scale (±20 %) while "red = optimistic" holds across both figures
@@ -130,7 +135,55 @@ def _error_pct(v: float) -> str:
     return f"{_error_text(100 * v, True)} %"
 
 
-def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None):
+#: the kinds of a cell whose percentile lies beyond the time grid t_max, each its own mark (round 20: one ▶ covered a
+#: conservative and an optimistic case): ▶ exact's (the reference's) percentile beyond t_max, the method's within — its
+#: error is at most (x_method − t_max)/t_max, optimistic by at least that; ≫ the method's own beyond t_max, its
+#: reference's within — its error is at least (t_max − x_ref)/x_ref, conservative; ? neither known
+BEYOND_KINDS = ("beyond_grid", "beyond_own", "beyond_both")
+#: the status of every cell of a map that is drawn light grey with its mark (no reference there)
+GREY_STATUS = ("too_short", *BEYOND_KINDS)
+
+
+def split_beyond(c: xr.Dataset, a: xr.Dataset) -> xr.Dataset:
+    """``a`` (:func:`against_reference` of ``c``, one service) with its "beyond_grid" cells split into
+    :data:`BEYOND_KINDS` and ``bound`` (%, NaN elsewhere): the one-sided bound on the error known there from the time
+    grid's end t_max (``c.attrs['t_max']``; without it no bound is known): ≤ (x_method − t_max)/t_max where exact's
+    percentile lies beyond t_max (▶), ≥ (t_max − x_ref)/x_ref where the method's own does and its reference's (exact's,
+    or else the mean simulated percentile where the simulation is a usable reference) lies within (≫)."""
+    dims = a["status"].dims
+    status = a["status"].values.astype(object)
+    methods = a["approximation"].values.tolist()
+    x = c["approx_percentile"].sel(approximation=methods, percentile=a["percentile"].values).transpose(*dims).values
+    tmax = float(c.attrs.get("t_max", np.nan))
+    refv = np.full(x.shape, np.nan)
+    if "sim_percentile_mean" in c:
+        ok = reference_usable(c)
+        sm = c["sim_percentile_mean"].sel(percentile=a["percentile"].values).transpose("R", "rho", "percentile").values
+        refv = np.where(ok.sel(percentile=a["percentile"].values).transpose("R", "rho", "percentile").values, sm,
+                        np.nan)[:, :, None, :] * np.ones(x.shape)
+    ex = exact_usable(c)
+    if ex is not None:
+        xe = c["approx_percentile"].sel(approximation="exact", percentile=a["percentile"].values)
+        xe = np.where(ex.transpose("R", "rho").values[..., None], xe.transpose("R", "rho", "percentile").values,
+                      np.nan)[:, :, None, :]
+        use = np.isfinite(xe) & np.array([m != "exact" for m in methods])[None, None, :, None]
+        refv = np.where(use, xe, refv)
+    bg = status == "beyond_grid"
+    own = bg & ~np.isfinite(x)
+    status[own] = np.where(np.isfinite(refv[own]), "beyond_own", "beyond_both")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bound = np.where(bg & ~own, 100 * (x - tmax) / tmax,
+                         np.where(status == "beyond_own", 100 * (tmax - refv) / refv, np.nan))
+    return a.assign(status=(dims, status.astype(str)), bound=(dims, bound))
+
+
+def _bound_text(b: float) -> str:
+    """A one-sided bound's words in its cell: '≥+823', '≤-30' (%)."""
+    return ("≥" if b >= 0 else "≤") + _error_text(b, True)
+
+
+def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_colors, sizes, corners=True, ci=None,
+               bound=None):
     """One panel of a percentile-error map: ``rows`` (row index → (method index, R index)); every cell with a reference
     shows its error (bold, black or white on its colour, where it counts; grey italic on white where it lies within
     the noise); a cell set against the simulation gets a dot (white ring) in its corner; status cells a grey fill and
@@ -140,7 +193,7 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     for r, (m, i) in enumerate(rows):
         for j in range(ncols):
             st = status[i, j, m]
-            if st in ("too_short", "beyond_grid"):
+            if st in GREY_STATUS:
                 rgb[r, j] = _rgb(TOO_SHORT_CELL)
             elif st in STATUS_FILL:  # unlike the white "within noise", the light "too short" and each other
                 rgb[r, j] = _rgb(STATUS_FILL[st])
@@ -151,11 +204,16 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     ax.imshow(rgb, aspect="auto", origin="upper", interpolation="nearest")
     for r, (m, i) in enumerate(rows):
         for key, st in (("not_run", "not_run"), ("invalid", "invalid"), (REFERENCE_TOO_SHORT.key, "too_short"),
-                        ("beyond_grid", "beyond_grid")):
+                        *((k, k) for k in BEYOND_KINDS)):
             jj = np.nonzero(status[i, :, m] == st)[0]
-            if jj.size:
-                kinds.add(key)
-                ax.plot(jj, np.full(jj.size, r), **status_style(key, "0.15", ms=sizes["mark"]))
+            if not jj.size:
+                continue
+            kinds.add(key)
+            b = bound[i, jj, m] if bound is not None else np.full(jj.size, np.nan)
+            lone = ~np.isfinite(b) | (not small)
+            ax.plot(jj[lone], np.full(int(lone.sum()), r), **status_style(key, "0.15", ms=sizes["mark"]))
+            for j, v in zip(jj[~lone], b[~lone], strict=True):
+                _bound_cell(ax, r, j, v, key, cmap, norm, sizes)
         for j in np.nonzero(ref[i, :, m] != 0)[0]:
             _error_cell(ax, r, j, err[i, j, m], bool(sig[i, j, m]), corners and ref[i, j, m] == REF_SIMULATION, norm,
                         small, sizes, None if ci is None else (ci[0][i, j, m], ci[1][i, j, m]))
@@ -173,11 +231,26 @@ def _error_map(ax, err, sig, ref, status, rows, ncols, cmap, norm, small, group_
     return kinds
 
 
+def _bound_cell(ax, r, j, v, key, cmap, norm, sizes) -> None:
+    """A cell with a one-sided bound ``v`` (%): its mark at the cell's left, the bound right of it in the colour of
+    its side (the colour bar's end: red optimistic, blue/purple conservative)."""
+    from matplotlib.transforms import offset_copy
+
+    ms = sizes["mark"]
+    edge = offset_copy(ax.transData, fig=ax.figure, x=ms / 2 + 2.0, units="points")
+    ax.plot([j - 0.5], [r], **status_style(key, "0.15", ms=ms * 0.9), transform=edge, zorder=4)
+    at = offset_copy(ax.transData, fig=ax.figure, x=ms / 2 + 1.0, units="points")
+    ax.text(j, r, _bound_text(v), ha="center", va="center", fontsize=sizes["text"] - 0.8, fontweight="bold",
+            color=norm_rgb(cmap, norm, norm.vmin if v < 0 else norm.vmax), transform=at, zorder=4)
+
+
 #: the corner dot of a map cell set against the simulation: larger than the figures' common dot (round 15: tiny at
-#: page size), with its white ring
+#: page size), with its white ring; the cell's number moves left of it (:data:`DOT_CLEAR`)
 MAP_DOT = {**_SIM_DOT, "ms": 6.5}
 #: the gap in points between the corner dot (with its white ring) and its cell's frame
 SIM_DOT_GAP = 1.5
+#: how far (points) a cell's number moves left where its cell has a corner dot, so that the two never touch (round 20)
+DOT_CLEAR = MAP_DOT["ms"] / 2 + MAP_DOT["mew"] / 2 + SIM_DOT_GAP + 1.5
 
 
 def _sim_dot_at(ax, r, j) -> tuple:
@@ -207,8 +280,11 @@ def _error_cell(ax, r, j, v, significant, against_sim, norm, small, sizes, ci) -
     dark = significant and abs(norm(v) - 0.5) > 0.33
     style = ({"color": "w" if dark else "k", "fontweight": "bold"} if significant else
              {"color": "0.5", "style": "italic"})
+    from matplotlib.transforms import offset_copy
+
+    at = offset_copy(ax.transData, fig=ax.figure, x=-DOT_CLEAR if against_sim else 0.0, units="points")
     ax.text(j, r, txt, ha="center", va="center", fontsize=sizes["text"] - (1.3 if ci is not None else 0),
-            linespacing=0.95, **style)
+            linespacing=0.95, transform=at, **style)
 
 
 def norm_rgb(cmap, norm, v):
@@ -237,11 +313,11 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
             f"Relative percentile error of {what} against the best reference ({service} service).", [],
             [f"This run computed none of {what} (approximation.methods in the config): nothing to draw."], []), **kw)
     c = cmp.sel(service=service)
-    a = against_reference(cmp, service)
+    a = split_beyond(c, against_reference(cmp, service))
     methods = c["approximation"].values.tolist()
     P, rho, Rv = c["percentile"].values, c["rho"].values, c["R"].values
     m = {"err": 100 * a["error"].values, "sig": a["significant"].values, "ref": a["reference"].values,
-         "status": a["status"].values}
+         "status": a["status"].values, "bound": a["bound"].values}
     rows = [(methods.index(sr.method), int(np.nonzero(Rv == R)[0][0])) for sr in lines for R in Rv]
     have = [any(m["ref"][i, :, j, k].any() for j, i in rows) for k in range(len(P))]
     shown = _shown_percentiles(P, have)
@@ -261,7 +337,7 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     for ax, k in zip(axes, shown, strict=True):
         kinds |= _error_map(ax, m["err"][..., k], m["sig"][..., k], m["ref"][..., k], m["status"][..., k], rows,
                             len(rho), cmap, norm, small, [(g * len(Rv), sr.color) for g, sr in enumerate(lines) if g],
-                            sizes)
+                            sizes, bound=m["bound"][..., k])
         step = max(1, math.ceil(len(rho) / 8))
         ax.set_xticks(range(0, len(rho), step), [f"{x:g}" for x in rho[::step]], fontsize=7.5,
                       rotation=0 if len(rho) <= 12 else 90)
@@ -272,11 +348,10 @@ def _percentile_error_figure(cmp, stem, lines, what, service, exact_check=False,
     for g, sr in enumerate(lines):
         axes[0].annotate(_row_label(sr.label), xy=(0, (g + 0.5) * len(Rv) - 0.5), xycoords=("axes fraction", "data"),
                          xytext=(-40, 0), textcoords="offset points", ha="right", va="center", fontsize=8.5,
-                         fontweight="bold", color=sr.color)
+                         fontweight="bold", color=LABEL_COLOR)  # round 20: A–F's hues clashed with the error scale
     fig.subplots_adjust(left=left / width, right=1 - 0.3 / width, top=1 - 0.3 / height, bottom=1.35 / height)
     _error_colorbar(fig, axes, norm, cmap, clip, PALETTES[palette][1:])
-    drawn = a.sel(approximation=[sr.method for sr in lines], percentile=[P[k] for k in shown])
-    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)), cmap, norm, _beyond_whose(c, drawn))
+    _error_legend(fig, m, rows, kinds, float(cmp.attrs.get("time_step", 0.01)), cmap, norm, _names_clause(lines))
     rest = [P[k] for k in range(len(P)) if k not in shown and have[k]]
     cap = _percentile_error_caption(cmp, a, lines, what, service, [P[k] for k in shown],
                                     [P[k] for k in range(len(P)) if not have[k]], kinds, rest,
@@ -325,15 +400,65 @@ def _pe_title(a, lines, what, service, shown) -> str:
             v = np.where(keep, err[:, :, idx], np.nan)
             if np.isfinite(v).any():
                 i = np.unravel_index(int(pick(v)), v.shape)
-                ends.append((abs(float(v[i])), f"{side} by up to {_error_pct(v[i] / 100)} (ρ = {rho[i[1]]:g}, "
-                             f"{shown[i[3]]:g}th)"))
+                ends.append((abs(float(v[i])), f"{side} by up to {_error_pct(v[i] / 100)} "
+                             f"({_where_printed(v, i, rho, shown)})"))
         if ends:  # the larger |error| first: it is the message (round 17: "+1 % and −18 %" led with the +1 %)
             head.append(f"{fam} are " + " and ".join(w for _, w in sorted(ends, key=lambda e: -e[0])))
         elif has[:, :, idx].any():
             head.append(f"{fam} are within the reference's noise")
     head = [h[0].upper() + h[1:] for h in head]
+    head += [_bounds_line(A, rho, shown)] if any(head) and (A["status"].values == "beyond_grid").any() else []
     return (f"Tail-percentile error of {what} against the best reference ({service} service)"
             + "".join(f"\n{h}" for h in head))  # the colour range and sides: on the colour bar (round 15)
+
+
+def _where_printed(v, i, rho, shown) -> str:
+    """Every place (ρ, percentile) where the errors ``v`` (R, ρ, method, percentile; %) print as the one at ``i`` does:
+    'ρ = 0.8 and 0.9, 99.999th' (round 20: the title named ρ = 0.8 for a −18 % that ρ = 0.9 has too)."""
+    text = np.vectorize(lambda x: _error_text(x, True) if np.isfinite(x) else "")(v)
+    same = text == text[i]
+    groups: dict = {}  # the loads → the percentiles where the value prints at each of them
+    for k in range(v.shape[3]):
+        rr = tuple(sorted({float(rho[j]) for j in np.nonzero(same[..., k].any(axis=(0, 2)))[0]}))
+        if rr:
+            groups.setdefault(rr, []).append(f"{shown[k]:g}th")
+    return "; ".join(f"ρ = {listing([f'{x:g}' for x in rr])}, {listing(pp)}" for rr, pp in groups.items())
+
+
+def _bounds_line(A, rho, shown) -> str:
+    """The title's honest end (round 20): its extremes cover measured cells only; where exact's percentile lies beyond
+    t_max (▶) the method is optimistic by at least the bound, the largest such bound with where."""
+    st, b = A["status"].values, A["bound"].values
+    v = np.where(st == "beyond_grid", b, np.nan)
+    if not np.isfinite(v).any():
+        return "Extremes over measured cells only; ▶: exact's percentile beyond t_max, the error there unknown"
+    i = np.unravel_index(int(np.nanargmin(v)), v.shape)
+    return (f"Extremes over measured cells only; where exact's percentile is beyond t_max (▶), optimistic by "
+            f"≥ {_error_pct(-v[i] / 100)[1:]} ({_where_printed(v, i, rho, shown)})")
+
+
+#: the colour bar's tick labels (points) and the least room between two (points; round 20: "+500 +1000" read as one)
+TICK_SIZE = 7.5
+TICK_GAP = 8.0
+
+
+def _tick_label(t) -> str:
+    return f"{t:+d}" if t else "0"
+
+
+def _bar_ticks(norm, clip, width_pt, size=TICK_SIZE) -> list:
+    """The colour bar's ticks: :data:`REL_TICKS` within −OPT_CLIP … ``clip`` and both ends, leaving out an inner tick
+    whose label would come within :data:`TICK_GAP` points of a kept neighbour's on a bar ``width_pt`` points wide
+    (round 20: "+500" and "+1000" overlapped; a label is taken as 0.62 em a character wide)."""
+    ticks = sorted({t for t in REL_TICKS if -OPT_CLIP <= t <= clip} | {int(clip), int(-OPT_CLIP)})
+    x = {t: float(norm(t)) * width_pt for t in ticks}
+    half = {t: 0.31 * size * len(_tick_label(t)) for t in ticks}
+    kept = [ticks[0]]
+    for t in ticks[1:-1]:
+        gap = lambda u, v: x[v] - half[v] - (x[u] + half[u])  # noqa: E731 (points between two labels)
+        if gap(kept[-1], t) >= TICK_GAP and gap(t, ticks[-1]) >= TICK_GAP:
+            kept.append(t)
+    return kept + [ticks[-1]]
 
 
 def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue")) -> None:
@@ -346,9 +471,9 @@ def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue"))
     cax = fig.add_axes([x0 + 0.1 * span, 0.52 / H, 0.8 * span, 0.13 / H])
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax, orientation="horizontal")
     lo = -OPT_CLIP
-    ticks = sorted({t for t in REL_TICKS if lo <= t <= clip} | {int(clip), int(lo)})
-    cb.set_ticks(ticks, labels=[f"{t:+d}" if t else "0" for t in ticks])
-    cb.ax.tick_params(labelsize=7.5, pad=1.5)
+    ticks = _bar_ticks(norm, clip, 0.8 * span * fig.get_figwidth() * 72, TICK_SIZE)
+    cb.set_ticks(ticks, labels=[_tick_label(t) for t in ticks])
+    cb.ax.tick_params(labelsize=TICK_SIZE, pad=1.5)
     cb.ax.set_xlim(lo, clip)  # no error lies below −100 %
     for x in (-LIN_PCT, LIN_PCT):
         cb.ax.axvline(x, color="k", lw=1.0)
@@ -360,18 +485,32 @@ def _error_colorbar(fig, axes, norm, cmap, clip=REL_CLIP, words=("red", "blue"))
                      f"at ±{LIN_PCT:g} %, logarithmic beyond", fontsize=8, labelpad=2)
 
 
-#: the ▶ clause when whose percentile it is goes unsaid (:func:`_beyond_whose` says it)
-_BEYOND = "the percentile lies beyond the time grid (t_max)"
+def _names_clause(lines) -> str:
+    """What the drawn method names mean, for a reader who has not read the paper (round 20: A* and T were not
+    defined on the figure)."""
+    names = {m for sr in lines for m in sr.members}
+    out = []
+    if names & set("ABCDEF"):
+        out.append("A–F: the paper's six approximations")
+    if any(n.endswith("*") for n in names):
+        out.append("A*–F*: the paper's A–F with our corrections (identical ones share a row)")
+    if TAIL in names:
+        out.append("T (bound): the conservative tail method, its percentile never below the true one")
+    return "; ".join(out)
 
 
-def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose=_BEYOND) -> None:
-    """The maps' legend: the framed coloured cell (in this figure's colours, both sides), the white "no difference"
-    cell (with the grid-step rule), the corner dot and the status marks drawn."""
+def _error_legend(fig, m, rows, kinds, dt, cmap, norm, names="") -> None:
+    """The maps' legend: what the method names mean (``names``), the framed coloured cell (in this figure's colours,
+    both sides), the white "no difference" cell (with the grid-step rule), the corner dot and the status marks drawn,
+    each once (its glyph is the handle, never repeated in the words)."""
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles, labels = [], []
+    if names:
+        handles.append(Patch(facecolor="none", edgecolor="none"))
+        labels.append(names)
     if any((m["sig"][i, :, j, :] & (m["ref"][i, :, j, :] != 0)).any() for j, i in rows):
         handles.append(tuple(Patch(facecolor=norm_rgb(cmap, norm, v), edgecolor=SIG_FRAME["color"],
                                    lw=SIG_FRAME["lw"]) for v in (-3 * LIN_PCT, 3 * LIN_PCT)))
@@ -385,9 +524,11 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose=_BEYOND) -> None:
     if any((m["ref"][i, :, j, :] == REF_SIMULATION).any() for j, i in rows):
         handles.append(Line2D([], [], **{**MAP_DOT, "mec": "0.6"}))
         labels.append("dot in a cell's corner: against the simulation (exact did not run); elsewhere against exact")
-    sh, sl = status_handles(kinds)
-    sl = [f"{whose}; the simulation is too short to replace it" if lab == STATUS["beyond_grid"].label else lab
-          for lab in sl]
+    bounds = np.isfinite(m["bound"]).any()
+    keys = [k for k in STATUS if k in kinds]
+    sh, _ = status_handles(keys)
+    # the handle is the glyph, never repeated in the words (round 20: "∅ ∅: …"); long words on two lines
+    sl = [textwrap.fill(_mark_words(k, bounds).split(": ", 1)[1], 115) for k in keys]
     for h in sh:
         h.set_color("0.15")
         if h.get_markerfacecolor() != "none":
@@ -399,32 +540,28 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm, whose=_BEYOND) -> None:
                    fontsize=7.5, handlelength=2.4, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
 
 
-_MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over budget)",
+_MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over its cost budget or the truncation cap)",
                "invalid": "× on a light hatched cell: the method's output is not a CDF there",
                REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
-               "beyond_grid": "▶ on a light grey cell: {whose}; the simulation is too short to replace it"}
+               "beyond_grid": "▶ on a light grey cell: exact's percentile (the reference) lies beyond the time grid "
+                              "t_max, the method's within it, and the simulation is too short to replace it: the error "
+                              "is at most (x_method − t_max)/t_max{printed} — optimistic by at least that much, by how "
+                              "much more unknown",
+               "beyond_own": "≫ on a light grey cell: the method's own percentile lies beyond the time grid t_max, its "
+                             "reference's within it: the error is at least (t_max − x_ref)/x_ref{printed} — "
+                             "conservative",
+               "beyond_both": "? on a light grey cell: the method's percentile lies beyond the time grid t_max and no "
+                              "reference lies within it: nothing is known"}
 
 
-def _beyond_whose(cmp, A) -> str:
-    """The clause that says whose percentile lies beyond the time grid at the ▶ points of ``A`` (the drawn methods and
-    percentiles of :func:`against_reference`; ``cmp`` at one service): the method's own, or exact's where exact is the
-    reference, or both with their counts (round 16: "the percentile" did not say whose; round 17: "the method's own
-    percentile (8 points) or exact's, the reference (22) above t_max" read garbled)."""
-    bg = A["status"].values == "beyond_grid"
-    x = cmp["approx_percentile"].sel(approximation=A["approximation"].values, percentile=A["percentile"].values)
-    own = int((bg & ~np.isfinite(x.transpose(*A["status"].dims).values)).sum())
-    exact = int(bg.sum()) - own
-    if not exact:
-        return "the method's percentile lies beyond the time grid (t_max)"
-    if not own:
-        return "exact's percentile (the reference) lies beyond the time grid (t_max)"
-    # round 18: "(the method's: 8, exact's: 22)" read as two values of t_max; the counts say "points"
-    return (f"the percentile lies beyond the time grid t_max: the method's own at {_points(own)}, exact's (the "
-            f"reference) at {_points(exact)}")
+def _mark_words(key: str, printed: bool) -> str:
+    """Mark ``key``'s words; ``printed``: the bounds are printed in their cells (the time grid's end is known)."""
+    return _MARK_WORDS[key].format(printed={"beyond_grid": ", printed as ≤…", "beyond_own": ", printed as ≥…"}.get(
+        key, "") if printed else "")
 
 
-def _points(n: int) -> str:
-    return f"{n} point" + ("" if n == 1 else "s")
+def _cells(n: int) -> str:
+    return f"{n} cell" + ("" if n == 1 else "s")
 
 
 def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kinds, rest, check, clip=REL_CLIP,
@@ -434,15 +571,15 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
     rel, sig_q, kind_q = Q.rel_ref(cmp), Q.significant(cmp, dt), Q.ref_kind(cmp)
     sel = {"service": service, "approximation": methods, "percentile": [float(p) for p in shown]}
     A = a.sel(approximation=methods, percentile=shown)
-    err, sig, ref, status = A["error"].values, A["significant"].values, A["reference"].values, A["status"].values
+    err, sig, ref = A["error"].values, A["significant"].values, A["reference"].values
     findings = []
     n_ref = int((ref != 0).sum())
     pw = listing([f"{p:g}th" for p in shown])
     if n_ref:
         k = int(sig.sum())
         findings.append(Q.k_of_n(f"At the {pw} percentile{'s' if len(shown) > 1 else ''}: a difference beyond the "
-                                 f"reference's noise at {k} of the {n_ref} (method, R, ρ, percentile) points with a "
-                                 "reference.", k, n_ref, sig_q, f"{kind_q} != 0", sel))
+                                 f"reference's noise at {k} of the {n_ref} cells with a reference (a cell: one "
+                                 "method at one R, load ρ and percentile).", k, n_ref, sig_q, f"{kind_q} != 0", sel))
     findings += _pe_extreme_claims(A, rel, sig_q, sel, {sr.method: sr.label.split(" (")[0] for sr in lines})
     if TAIL in methods:
         m = methods.index(TAIL)
@@ -450,19 +587,19 @@ def _percentile_error_caption(cmp, a, lines, what, service, shown, without, kind
         if has.any():
             s1 = {**sel, "approximation": TAIL}
             below = int((sig[:, :, m, :] & (err[:, :, m, :] < 0)).sum())
-            text = (f"T is significantly below its reference at {below} of its {int(has.sum())} points"
+            text = (f"T is significantly below its reference at {below} of its {int(has.sum())} cells"
                     + (": it errs on the safe side." if below == 0 else "."))
             findings.append(Q.k_of_n(text, below, int(has.sum()), f"({sig_q}) & ({rel} < 0)", f"{kind_q} != 0", s1))
     if check:
         findings.append(_pe_check_claim(cmp, a, service, check))
-    whose = _beyond_whose(cmp.sel(service=service), A)
-    marks = "; ".join(_MARK_WORDS[k].format(whose=whose) for k in _MARK_WORDS if k in kinds)
+    printed = bool(np.isfinite(A["bound"].values).any())
+    marks = "; ".join(_mark_words(k, printed) for k in _MARK_WORDS if k in kinds)
     return Caption(
         f"Relative percentile error (x_method − x_ref) / x_ref of {what} at the {pw} percentile (one panel each), per "
         "number of servers R (rows, grouped by method) and load ρ (columns)"
         + ("; the check of both, exact against the simulation, is not drawn: its numbers are the last finding."
            if check else "."), findings,
-        _pe_limits(cmp, status, sel, without, rest, whose),
+        _pe_limits(cmp, A, sel, without, rest),
         [("The reference is exact's percentile where exact ran (no noise: a difference counts beyond one grid step) "
          "and the mean simulated percentile elsewhere (a dot in the cell's corner; a difference counts where the "
          "95% CI of the mean error excludes 0). Every cell with a reference shows its error in %: coloured where it "
@@ -548,7 +685,7 @@ def _pe_check_claim(cmp, a, service, check) -> Claim:
     e = E["error"].values[sg]
     s1 = {"service": service, "approximation": "exact", "percentile": [float(p) for p in check]}
     text = (f"The check: exact differs from the simulation beyond the simulation's 95% CI at {int(sg.sum())} of "
-            f"the {int(has.sum())} points where the simulation can tell (about one in 20 would by chance)"
+            f"the {int(has.sum())} cells where the simulation can tell (about one in 20 would by chance)"
             + ("." if not e.size else f", by {_pct(e.min(), 0)}." if _pct(e.min(), 0) == _pct(e.max(), 0) else
                f", by {_pct(e.min(), 0)} to {_pct(e.max(), 0)}."))
     cl = Q.k_of_n(text, int(sg.sum()), int(has.sum()), sig_q, f"{kind_q} != 0", s1)
@@ -559,23 +696,48 @@ def _pe_check_claim(cmp, a, service, check) -> Claim:
     return cl
 
 
-def _pe_limits(cmp, status, sel, without, rest, whose=_BEYOND) -> list:
-    """What the percentile-error maps cannot show: points without a reference, beyond the time grid, percentiles
-    without any reference or left out."""
+def _pe_limits(cmp, A, sel, without, rest) -> list:
+    """What the percentile-error maps cannot show, from the drawn cells ``A`` (:func:`split_beyond`): cells without a
+    reference (too short, beyond the time grid, with the bounds known there), methods not run or invalid,
+    percentiles without any reference or left out."""
     kind_q = Q.ref_kind(cmp)
     everywhere = "(usable >= 0) & (percentile > 0)"
+    status, bound = A["status"].values, A["bound"].values
+    n = int(status.size)
+    none_q = f"(usable != 0) & ({kind_q} == 0)"
     limits = []
     n_short = int((status == "too_short").sum())
     if n_short:
-        limits.append(Q.k_of_n(f"No reference at {n_short} of the {int(status.size)} points drawn: exact did not run "
-                               f"there and the simulation is too short ({RULE}); grey ◇.", n_short, int(status.size),
-                               f"(usable != 0) & ({kind_q} == 0) & ~{Q.beyond_grid(cmp)}", everywhere, sel))
-    n_beyond = int((status == "beyond_grid").sum())
-    if n_beyond:
-        limits.append(Q.k_of_n(f"At {n_beyond} of the {int(status.size)} points drawn {whose}; the simulation is "
-                               "too short to replace it (▶).",
-                               n_beyond, int(status.size),
-                               f"(usable != 0) & ({kind_q} == 0) & {Q.beyond_grid(cmp)}", everywhere, sel))
+        limits.append(Q.k_of_n(f"No reference at {n_short} of the {n} cells drawn: exact did not run there and the "
+                               f"simulation is too short ({RULE}); grey ◇.", n_short, n,
+                               f"{none_q} & ~{Q.beyond_grid(cmp)}", everywhere, sel))
+    n_ex = int((status == "beyond_grid").sum())
+    if n_ex:
+        b = bound[status == "beyond_grid"]
+        worst = (f"; there the methods are optimistic by at least {_error_pct(-float(np.nanmin(b)) / 100)[1:]} at "
+                 "worst" if np.isfinite(b).any() else "")
+        limits.append(Q.k_of_n(f"At {n_ex} of the {n} cells drawn exact's percentile (the reference) lies beyond the "
+                               "time grid t_max while the method's lies within, and the simulation is too short to "
+                               f"replace it (▶): the error is known only to be at most (x_method − t_max)/t_max"
+                               f"{worst}.", n_ex, n, f"{none_q} & isfinite(approx_percentile) & {Q.beyond_grid(cmp)}",
+                               everywhere, sel))
+    n_own, n_both = int((status == "beyond_own").sum()), int((status == "beyond_both").sum())
+    if n_own + n_both:
+        b = bound[status == "beyond_own"]
+        words = [f"its reference's lies within at {_cells(n_own)} (≫: the error is at least (t_max − x_ref)/x_ref, "
+                 "conservative" + (f", from {_error_pct(float(np.nanmin(b)) / 100)} to "
+                                   f"{_error_pct(float(np.nanmax(b)) / 100)}" if np.isfinite(b).any() else "") + ")"
+                 ] if n_own else []
+        words += [f"nothing is known at {_cells(n_both)} (?: no reference within t_max)"] if n_both else []
+        limits.append(Q.k_of_n(f"At {n_own + n_both} of the {n} cells drawn the method's own percentile lies beyond "
+                               f"the time grid t_max: {'; '.join(words)}.", n_own + n_both, n,
+                               f"{none_q} & ~isfinite(approx_percentile)", everywhere, sel))
+    for key, why in (("not_run", "the method did not run there (over its cost budget or the truncation cap)"),
+                     ("invalid", "the method's output is not a CDF there")):
+        k = int((status == key).sum())
+        if k:  # round 20: the corrected map did not say how many ∅
+            glyph = _MARK_WORDS[key].split(" ", 1)[0]
+            limits.append(f"{glyph} at {k} of the {n} cells drawn: {why}.")
     if without:
         limits.append(f"No method has a reference at the {listing([f'{p:g}th' for p in without])} percentile"
                       f"{'s' if len(without) > 1 else ''} in this run: "
