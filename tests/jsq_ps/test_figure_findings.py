@@ -461,6 +461,36 @@ def test_wasserstein_layout_is_legible(monkeypatch):
     plt.close(fig)
 
 
+def test_wasserstein_markers_of_equal_w_stand_side_by_side(monkeypatch):
+    """Round 20's reader: at high load the three lines' markers stacked on one another (W's alike), unreadable. Here
+    A, A* and T have the same W at every load: each line's markers sit at their load's position shifted by their own
+    offset, the neighbours at least DODGE_PT apart (display points), the middle one on the tick; the caption says so."""
+    sim, approx = jsq_run({r: {"A": 1.02, "A*": 1.02, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+    cmp = compare(sim, approx, CFG)
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = figs
+    fig.canvas.draw()
+    ax = fig.get_axes()[0]
+    pt = fig.dpi / 72.0
+    at = {}
+    for ln in ax.get_lines():
+        if str(ln.get_gid()).endswith(f":{REF_EXACT}") and len(ln.get_xdata()):
+            xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]))
+            at[ln.get_gid().split(":")[0]] = xy
+    assert set(at) == {"A–F", "A*–F*", "T"}
+    ticks = ax.transData.transform([(r, 1.0) for r in (0.5, 0.9)])[:, 0]
+    for k in range(2):
+        xs = sorted(xy[k, 0] for xy in at.values())
+        assert np.diff(xs).min() >= plots.wasserstein.DODGE_PT * pt - 0.5, xs
+        assert xs[1] == pytest.approx(ticks[k], abs=0.5)
+        assert len({round(xy[k, 1], 3) for xy in at.values()}) == 1  # the same W: one height, apart only in x
+    assert f"side by side, {plots.wasserstein.DODGE_PT:g} points apart" in " ".join(cap.how)
+    plt.close(fig)
+
+
 def _w_lines(ax):
     """{label of a Wasserstein line: W per load} read back from a panel's drawn lines (the NaN where the line is
     broken)."""
