@@ -1149,12 +1149,23 @@ def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypat
     q = exact * -np.log(1 - 0.999)  # exact's 99.9th percentile, the deepest the comparison names
     tail, ratio = fig.get_axes()[1:3]
     x2, xr_end = tail.get_xlim()[1], ratio.get_xlim()[1]
+    deep = {ax: [ln for ln in ax.get_lines() if ln.get_gid() == "deep_percentile"] for ax in (tail, ratio)}
+    ticks = {ax: [t.get_text() for c in ax.child_axes if c.get_gid() == "deep_tick" for t in c.get_xticklabels()]
+             for ax in (tail, ratio)}
     if q <= t[-1]:
         assert q <= x2 and q <= xr_end, (q, x2, xr_end)
         assert f"past exact's 99.9th percentile (t = {t[t > q][0]:.4g})" in how  # the first grid t beyond it
+        # round 20: the percentile the title names is marked on both tail panels, a dotted line and a tick naming it
+        for ax in (tail, ratio):
+            assert [ln.get_xdata()[0] for ln in deep[ax]] == [pytest.approx(t[t > q][0])]
+            assert ticks[ax] == [f"exact's 99.9th pct: t = {t[t > q][0]:.3g}"]
+        level = [ln for ln in tail.get_lines() if ln.get_gid() == "deep_level"]
+        assert [ln.get_ydata()[0] for ln in level] == [pytest.approx(1e-3)]
+        assert "a dotted line and a tick above each tail panel mark it" in how
     else:
         assert x2 == pytest.approx(t[-1]) and "the stored grid's end: exact's 99.9th percentile" in how
         assert f"P(S > t) there is {np.exp(-t[-1] / exact):.2g})" in how
+        assert not deep[tail] and not deep[ratio] and not ticks[tail]  # beyond the panel: no mark
     assert f"The tail panels run to t = {x2:.4g}" in how
     assert f"drawn to t = {xr_end:.4g}," in how  # the caption's ratio end is the drawn one
     plt.close(fig)
