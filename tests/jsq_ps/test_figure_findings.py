@@ -671,6 +671,41 @@ def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
         plt.close(fig)
 
 
+@pytest.mark.parametrize("why", ["few", "guard"])
+def test_mgr_percentile_caption_names_the_absent_cells_and_why(monkeypatch, why):
+    """Round 20's reader: the line under the M/G/R percentile figure named R = 10, ρ = 0.5 (no point), the caption did
+    not. Here the laws ran at the third load but no point has a value there — too few customers beyond the
+    percentile, or every law's run judged too short by the guard: the caption names the cell and the reason, and its
+    claim re-derives the cells from the comparison; with every cell drawn there is no such sentence."""
+    out = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [])
+    cmp = mgr_law_rows()
+    plots.mgr_laws_percentile(cmp, "unused")
+    assert not [c for c in out[0][1].claims() if "no point in the figure" in c.text]
+    cmp = mgr_law_rows()
+    laws = [s for s in cmp["service"].values.tolist() if s != "exponential"]
+    cell = {"service": laws, "rho": cmp["rho"].values[2]}
+    if why == "few":
+        cmp["few_tail_customers"].loc[cell] = 1
+        cmp["law_relative_error_mean"].loc[cell] = np.nan
+    else:
+        cmp["sim_run_valid"].loc[cell] = 0
+    plots.mgr_laws_percentile(cmp, "unused")
+    fig, cap = out[1]
+    claims = [c for c in cap.claims() if "no point in the figure" in c.text]
+    assert len(claims) == 1 and claims[0] in cap.limits
+    R, rho = int(cmp["R"].values[0]), float(cmp["rho"].values[2])
+    words = {"few": "fewer than 100 customers per replication lie beyond the percentile",
+             "guard": "the run-length guard judged every law's simulation too short"}[why]
+    assert claims[0].text == f"One cell of the sub-grid the laws ran at has no point in the figure: at R = {R}, " \
+                             f"ρ = {rho:g} {words}" + (" in every law's simulation (reference too short)." if
+                                                         why == "few" else ".")
+    ok, derived = verify(claims[0], lambda source: cmp)
+    assert ok, (claims[0].value, derived)
+    for f, _ in out:
+        plt.close(f)
+
+
 def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
     """The M/G/R percentile figure: each mean printed above its CI (never on its marker, never across the y axis),
     inside the axes; the panel title one line; the suptitle the headline's two ranges."""
