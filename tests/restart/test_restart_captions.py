@@ -366,7 +366,7 @@ def test_lowest_across_the_semantics_says_when_it_is_within_the_ci_of_another(mo
         cmp = _cmp()
         cmp["best_response_time_percentile_half_width"] = (("semantics", "percentile"), np.array(hw))
         drawn = []
-        monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None: drawn.append(
+        monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None, drawn=drawn: drawn.append(
             (fig, caption)) or [stem])
         plots.percentile(xr.Dataset({"g_star": 1.3}), cmp, "unused", "example2", ("png",), 60)
         (fig, cap), = drawn

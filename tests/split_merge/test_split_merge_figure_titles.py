@@ -189,7 +189,7 @@ def test_figure_b_header_compares_r_at_one_quorum():
         claims = [c for c in findings if "comparing r" in c.text.lower()]
         assert len(claims) == 1
         full = ds.expand_dims(law=["x"], model=[plots.SM])
-        ok, derived = verify(claims[0], lambda source: full)
+        ok, derived = verify(claims[0], lambda source, full=full: full)
         assert ok, (claims[0].text, claims[0].value, derived)
     assert heads["more"] == ("comparing r at the same quorum q (q = 1–2), the exact mean latency is lowest at r = 3, "
                              "the most replicas; ")

@@ -538,10 +538,10 @@ def _lowest_claim(cmp, cs, level) -> Claim | None:
     lowest = f"best_{v}.min('semantics')"
     mask = (f"isfinite(best_{v}) & (best_{v} != {lowest}) & "
             f"(best_{v} - {hwz} <= where(best_{v} == {lowest}, best_{v} + {hwz}, nan).max('semantics'))")
+    others = listing([NAMES.get(x, x) for x in reach])
     text = (f"Across the semantics the lowest {level:g}th percentile is {val:.3g}, with {NAMES.get(s, s)} at r = "
-            f"{_g(r)}; " + (f"the lowest values of {listing([NAMES.get(x, x) for x in reach])} lie within the CIs of it: "
-                            "no semantics is lowest beyond the CIs." if reach else
-                            "every other semantics' lowest lies above it beyond the CIs."))
+            f"{_g(r)}; " + (f"the lowest values of {others} lie within the CIs of it: no semantics is lowest beyond "
+                            "the CIs." if reach else "every other semantics' lowest lies above it beyond the CIs."))
     return Claim(text, [val, reach], [Query(cs, f"best_{v}", {"percentile": level}, None, [["min"]]),
                                       Query(cs, "semantics", {"percentile": level}, mask, [["list"]])],
                  sig_tol(val, 3))

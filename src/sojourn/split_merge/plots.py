@@ -29,7 +29,7 @@ from ..core.estimates.stats import (
 )
 from ..core.files.io import read_netcdf
 from ..core.laws import phase_type as ph
-from ..core.present.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.present.claims import Caption, Claim, Query, listing
 from ..core.present.figures import (
     ESTIMATE_TOO_SHORT,
     REFERENCE_TOO_SHORT,

@@ -427,8 +427,10 @@ def _absent_cell_claims(cmp, services, empty=()) -> list:
     text = "; ".join(f"at {listing([f'R = {R:g}, ρ = {r:g}' for R, r in at])} {_ABSENT_WHY[w]}"
                      for w, at in groups.items() if at)
     n = len(cells)
-    return [Claim(f"{'One cell' if n == 1 else f'{n} cells'} of the sub-grid the laws ran at {'has' if n == 1 else 'have'} "
-                  f"no point in the figure: {text}.", [len(cells), sorted({R for R, _, _ in cells}), sorted({r for _, r, _ in cells})],
+    subject = ("One cell of the sub-grid the laws ran at has" if n == 1 else
+               f"{n} cells of the sub-grid the laws ran at have")
+    return [Claim(f"{subject} no point in the figure: {text}.",
+                  [n, sorted({R for R, _, _ in cells}), sorted({r for _, r, _ in cells})],
                   [Q.query(absent, (("count", None),), None, sel),
                    Q.query(f"where({absent}, R, nan)", (("list", None),), None, sel),
                    Q.query(f"where({absent}, rho, nan)", (("list", None),), None, sel)], 1e-9)]

@@ -441,9 +441,9 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
     return Caption(
         f"Wasserstein distance W = dt·Σ|F_ref − F_method| (paper eq. 27; in {TIME_UNIT}) between a method's sojourn-"
         "time CDF and its reference, against the load ρ, one panel per number of servers R; on the same axes the best "
-        f"of the paper's A–F at each load (bold {FAMILY_COLOR_WORDS['faithful']} line), the best of the corrected A*–F* "
-        f"({FAMILY_COLOR_WORDS['corrected']}, dashed) and T (dash-dot). Which of A–F is the best at each cell is the "
-        "best-method map's subject.",
+        f"of the paper's A–F at each load (bold {FAMILY_COLOR_WORDS['faithful']} line), the best of the corrected "
+        f"A*–F* ({FAMILY_COLOR_WORDS['corrected']}, dashed) and T (dash-dot). Which of A–F is the best at each cell "
+        "is the best-method map's subject.",
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow"
          + _open_words(cmp).replace(": ", " a bold ") + "; the mean W over replications)."
