@@ -387,6 +387,16 @@ def test_reproduction_scatter_title_follows_the_data(monkeypatch):
         plt.close(fig)
 
 
+def _draw_wasserstein(monkeypatch, cmp):
+    """(figure, caption) of the Wasserstein figure of ``cmp``, drawn, not saved."""
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = figs
+    return fig, cap
+
+
 def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
@@ -398,11 +408,7 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
                            0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
     cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.wasserstein_vs_rho(cmp, "unused")
-    (fig, cap), = figs
+    fig, cap = _draw_wasserstein(monkeypatch, cmp)
     noise = mcolors.to_rgba(plots.common.NOISE_FILL)
     areas = [c for ax in fig.get_axes() for c in ax.collections if isinstance(c, PolyCollection)
              and np.allclose(c.get_facecolor()[0], noise)]
@@ -467,11 +473,7 @@ def test_wasserstein_markers_of_equal_w_stand_side_by_side(monkeypatch):
     offset, the neighbours at least DODGE_PT apart (display points), the middle one on the tick; the caption says so."""
     sim, approx = jsq_run({r: {"A": 1.02, "A*": 1.02, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
     cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.wasserstein_vs_rho(cmp, "unused")
-    (fig, cap), = figs
+    fig, cap = _draw_wasserstein(monkeypatch, cmp)
     fig.canvas.draw()
     ax = fig.get_axes()[0]
     pt = fig.dpi / 72.0
