@@ -169,7 +169,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.set_xlabel(LOAD_LABEL, fontsize=_LETTER_PT)
     for row in axes:
         row[0].set_ylabel(f"W ({TIME_UNIT})", fontsize=_LETTER_PT)
-    axes[0, 0].set_ylim(bottom=W_FLOOR)
+    axes[0, 0].set_ylim(bottom=W_FLOOR, top=_w_top(cmp, d, [int(np.nonzero(all_R == R)[0][0]) for R in Rv]))
     log_ticks(axes[0, 0].yaxis)
     slot = flat[len(Rv)]
     for ax in flat[len(Rv):]:
@@ -191,6 +191,14 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                    "lower = closer",
                  y=1 - 0.15 / fig.get_figheight(), va="top", fontsize=_LETTER_PT + 1)
     return common.save(fig, stem, caption=cap, **kw)
+
+
+def _w_top(cmp, d, rows) -> float | None:
+    """The W axis's top: half a decade above the largest W drawn in the panels of R indices ``rows`` (the lines are
+    drawn shifted in points, :func:`_dodge_pt`, which matplotlib's autoscaling does not follow); None: automatic."""
+    ys = [y[np.isfinite(y) & (y >= W_FLOOR)] for i in rows for _, y, *_ in _w_series(cmp, d, i)]
+    ys = np.concatenate(ys) if ys else np.array([])
+    return float(ys.max()) * 10 ** 0.25 if ys.size else None
 
 
 def _open_words(cmp) -> str:
