@@ -62,6 +62,30 @@ def test_one_colour_per_method():
     assert method_color("T") == METHOD_COLORS["T"] and method_color("unknown") not in METHOD_COLORS.values()
 
 
+def test_a_family_is_never_drawn_in_a_method_colour():
+    """A colour means one thing across the report (issue 31's reader: "best of A*–F*" was drawn in orange, B's colour
+    in the maps): the families drawn as one line ("best of A–F", "best of A*–F*") are shades of grey, apart from each
+    other, and every method's colour is a hue; the Wasserstein, reproduction and run-time figures draw the families
+    in exactly these, and the caption's word for each shade names it."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    from sojourn.jsq_ps import plots
+
+    fam = plots.common.FAMILY_COLORS
+    chroma = lambda c: max(to_rgb(c)) - min(to_rgb(c))  # noqa: E731
+    assert all(chroma(c) == 0 for c in fam.values()) and len({to_hex(c) for c in fam.values()}) == len(fam)
+    assert min(chroma(c) for c in METHOD_COLORS.values()) > 0.25
+    assert abs(to_rgb(fam["faithful"])[0] - to_rgb(fam["corrected"])[0]) >= 0.3  # two shades told apart
+    words = plots.common.FAMILY_COLOR_WORDS
+    assert words["corrected"] == "black" and to_rgb(fam["corrected"])[0] <= 0.15
+    assert words["faithful"] == "grey" and 0.3 <= to_rgb(fam["faithful"])[0] <= 0.7
+    drawn = {"wasserstein": (plots.wasserstein._BEST_FAITHFUL["color"], plots.wasserstein._BEST_CORRECTED["color"]),
+             "reproduction": (plots.reproduction._FAMILY_STYLE["faithful"][0],
+                              plots.reproduction._FAMILY_STYLE["corrected"][0])}
+    for colors in drawn.values():
+        assert colors == (fam["faithful"], fam["corrected"])
+
+
 def test_table_written_as_csv_and_html(tmp_path):
     out = write_table(tmp_path / "key", "Best <r, q>", ["q", "best r"], [[1, 5], [2, "4 & 5"]], notes=["a|b|"],
                       more=[("second", ["x"], [["y"]])])

@@ -390,6 +390,16 @@ def test_reproduction_scatter_title_follows_the_data(monkeypatch):
         plt.close(fig)
 
 
+def _draw_wasserstein(monkeypatch, cmp):
+    """(figure, caption) of the Wasserstein figure of ``cmp``, drawn, not saved."""
+    figs = []
+    monkeypatch.setattr(plots.common, "save",
+                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
+    plots.wasserstein_vs_rho(cmp, "unused")
+    (fig, cap), = figs
+    return fig, cap
+
+
 def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
@@ -401,11 +411,7 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 0.9995, "exact": 1.0, "T": 1.0005},
                            0.6: {"A": 1.3, "A*": 0.97, "exact": None, "T": 1.003}})
     cmp = compare(sim, approx, CFG)
-    figs = []
-    monkeypatch.setattr(plots.common, "save",
-                        lambda fig, stem, caption=None, **kw: figs.append((fig, caption)) or [stem])
-    plots.wasserstein_vs_rho(cmp, "unused")
-    (fig, cap), = figs
+    fig, cap = _draw_wasserstein(monkeypatch, cmp)
     noise = mcolors.to_rgba(plots.common.NOISE_FILL)
     areas = [c for ax in fig.get_axes() for c in ax.collections if isinstance(c, PolyCollection)
              and np.allclose(c.get_facecolor()[0], noise)]
@@ -461,6 +467,32 @@ def test_wasserstein_layout_is_legible(monkeypatch):
     texts = [t for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels() + [ax.xaxis.label]
              if t.get_text()] + list(slot[0].get_legend().get_texts())
     assert min(t.get_fontsize() for t in texts) >= 9
+    plt.close(fig)
+
+
+def test_wasserstein_markers_of_equal_w_stand_side_by_side(monkeypatch):
+    """Round 20's reader: at high load the three lines' markers stacked on one another (W's alike), unreadable. Here
+    A, A* and T have the same W at every load: each line's markers sit at their load's position shifted by their own
+    offset, the neighbours at least DODGE_PT apart (display points), the middle one on the tick; the caption says so."""
+    sim, approx = jsq_run({r: {"A": 1.02, "A*": 1.02, "exact": 1.0, "T": 1.02} for r in (0.5, 0.9)})
+    cmp = compare(sim, approx, CFG)
+    fig, cap = _draw_wasserstein(monkeypatch, cmp)
+    fig.canvas.draw()
+    ax = fig.get_axes()[0]
+    pt = fig.dpi / 72.0
+    at = {}
+    for ln in ax.get_lines():
+        if str(ln.get_gid()).endswith(f":{REF_EXACT}") and len(ln.get_xdata()):
+            xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]))
+            at[ln.get_gid().split(":")[0]] = xy
+    assert set(at) == {"A–F", "A*–F*", "T"}
+    ticks = ax.transData.transform([(r, 1.0) for r in (0.5, 0.9)])[:, 0]
+    for k in range(2):
+        xs = sorted(xy[k, 0] for xy in at.values())
+        assert np.diff(xs).min() >= plots.wasserstein.DODGE_PT * pt - 0.5, xs
+        assert xs[1] == pytest.approx(ticks[k], abs=0.5)
+        assert len({round(xy[k, 1], 3) for xy in at.values()}) == 1  # the same W: one height, apart only in x
+    assert f"side by side, {plots.wasserstein.DODGE_PT:g} points apart" in " ".join(cap.how)
     plt.close(fig)
 
 
@@ -642,6 +674,41 @@ def test_mgr_figures_name_the_jsq_ps_system_not_a_bare_mmr(monkeypatch):
     assert plots.laws._mean_label(7.0, -0.3, 14.2, False) == "+7"
     for fig, _ in out:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("why", ["few", "guard"])
+def test_mgr_percentile_caption_names_the_absent_cells_and_why(monkeypatch, why):
+    """Round 20's reader: the line under the M/G/R percentile figure named R = 10, ρ = 0.5 (no point), the caption did
+    not. Here the laws ran at the third load but no point has a value there — too few customers beyond the
+    percentile, or every law's run judged too short by the guard: the caption names the cell and the reason, and its
+    claim re-derives the cells from the comparison; with every cell drawn there is no such sentence."""
+    out = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [])
+    cmp = mgr_law_rows()
+    plots.mgr_laws_percentile(cmp, "unused")
+    assert not [c for c in out[0][1].claims() if "no point in the figure" in c.text]
+    cmp = mgr_law_rows()
+    laws = [s for s in cmp["service"].values.tolist() if s != "exponential"]
+    cell = {"service": laws, "rho": cmp["rho"].values[2]}
+    if why == "few":
+        cmp["few_tail_customers"].loc[cell] = 1
+        cmp["law_relative_error_mean"].loc[cell] = np.nan
+    else:
+        cmp["sim_run_valid"].loc[cell] = 0
+    plots.mgr_laws_percentile(cmp, "unused")
+    fig, cap = out[1]
+    claims = [c for c in cap.claims() if "no point in the figure" in c.text]
+    assert len(claims) == 1 and claims[0] in cap.limits
+    R, rho = int(cmp["R"].values[0]), float(cmp["rho"].values[2])
+    words = {"few": "fewer than 100 customers per replication lie beyond the percentile",
+             "guard": "the run-length guard judged every law's simulation too short"}[why]
+    assert claims[0].text == f"One cell of the sub-grid the laws ran at has no point in the figure: at R = {R}, " \
+                             f"ρ = {rho:g} {words}" + (" in every law's simulation (reference too short)." if
+                                                         why == "few" else ".")
+    ok, derived = verify(claims[0], lambda source: cmp)
+    assert ok, (claims[0].value, derived)
+    for f, _ in out:
+        plt.close(f)
 
 
 def test_mgr_percentile_figure_labels_clear_of_markers_and_spines(tmp_path, monkeypatch):
@@ -1126,12 +1193,23 @@ def test_cdf_tail_panels_reach_the_references_deepest_named_percentile(monkeypat
     q = exact * -np.log(1 - 0.999)  # exact's 99.9th percentile, the deepest the comparison names
     tail, ratio = fig.get_axes()[1:3]
     x2, xr_end = tail.get_xlim()[1], ratio.get_xlim()[1]
+    deep = {ax: [ln for ln in ax.get_lines() if ln.get_gid() == "deep_percentile"] for ax in (tail, ratio)}
+    ticks = {ax: [t.get_text() for c in ax.child_axes if c.get_gid() == "deep_tick" for t in c.get_xticklabels()]
+             for ax in (tail, ratio)}
     if q <= t[-1]:
         assert q <= x2 and q <= xr_end, (q, x2, xr_end)
         assert f"past exact's 99.9th percentile (t = {t[t > q][0]:.4g})" in how  # the first grid t beyond it
+        # round 20: the percentile the title names is marked on both tail panels, a dotted line and a tick naming it
+        for ax in (tail, ratio):
+            assert [ln.get_xdata()[0] for ln in deep[ax]] == [pytest.approx(t[t > q][0])]
+            assert ticks[ax] == [f"exact's 99.9th pct: t = {t[t > q][0]:.3g}"]
+        level = [ln for ln in tail.get_lines() if ln.get_gid() == "deep_level"]
+        assert [ln.get_ydata()[0] for ln in level] == [pytest.approx(1e-3)]
+        assert "a dotted line and a tick above each tail panel mark it" in how
     else:
         assert x2 == pytest.approx(t[-1]) and "the stored grid's end: exact's 99.9th percentile" in how
         assert f"P(S > t) there is {np.exp(-t[-1] / exact):.2g})" in how
+        assert not deep[tail] and not deep[ratio] and not ticks[tail]  # beyond the panel: no mark
     assert f"The tail panels run to t = {x2:.4g}" in how
     assert f"drawn to t = {xr_end:.4g}," in how  # the caption's ratio end is the drawn one
     plt.close(fig)

@@ -188,7 +188,7 @@ def test_a_simulation_too_short_to_trust_has_its_own_mark(data, drawn):
                           if ln.get_marker() == plots.errors.REFERENCE_TOO_SHORT.marker]
 
 
-_FAITHFUL_BLUE = "tab:blue"  # the run-time figure's A–F family
+_FAITHFUL_BLUE = plots.common.FAMILY_COLORS["faithful"]  # the run-time figure's A–F family
 
 
 def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):

@@ -349,3 +349,33 @@ def test_the_model_line_gives_the_service_laws_scv_and_breaks_no_parenthesis():
     assert "mean 0.7, SCV 0.59" in plots.describe_plainly(pf)
     for lines in (plots._title(pf, "example1", cmp).split("\n"),):
         assert all(ln.count("(") == ln.count(")") for ln in lines), lines
+
+
+def test_lowest_across_the_semantics_says_when_it_is_within_the_ci_of_another(monkeypatch):
+    """Round 20's reader: the percentile panel called a value "lowest" that lay within the CI of another semantics'
+    lowest. With deterministic timeouts' lowest (3.8 ± 0.3) reaching the signals' (3.0 ± 0.5) the title says "but
+    within the CI of deterministic timeouts' lowest"; with narrow CIs it does not; the caption's claim says the same
+    and re-derives from the comparison in both."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    titles = {}
+    for name, hw in (("wide", [[0.5], [0.1], [0.3]]), ("narrow", [[0.1], [0.1], [0.1]])):
+        cmp = _cmp()
+        cmp["best_response_time_percentile_half_width"] = (("semantics", "percentile"), np.array(hw))
+        drawn = []
+        monkeypatch.setattr(plots, "save", lambda fig, stem, formats, dpi, caption=None, drawn=drawn: drawn.append(
+            (fig, caption)) or [stem])
+        plots.percentile(xr.Dataset({"g_star": 1.3}), cmp, "unused", "example2", ("png",), 60)
+        (fig, cap), = drawn
+        ax = fig.get_axes()[0]
+        titles[name] = " ".join(a.get_title(loc="left") for a in [ax, *ax.child_axes])
+        claim = next(c for c in cap.claims() if c.text.startswith("Across the semantics the lowest"))
+        ok, derived = verify(claim, lambda source, cmp=cmp: cmp)
+        assert ok, (claim.text, claim.value, derived)
+        assert claim.value[1] == (["timeout_deterministic"] if name == "wide" else [])
+        plt.close(fig)
+    assert "lowest, 3, with signals at r = 1, but within the CI of deterministic timeouts' lowest" in titles["wide"]
+    assert "lowest, 3, with signals at r = 1" in titles["narrow"] and "within the CI of" not in titles["narrow"]

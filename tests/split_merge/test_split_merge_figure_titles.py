@@ -157,3 +157,42 @@ def test_experiment_a_says_how_sharp_its_check_is():
     assert plots.widest_ci(sim, hw, np.ones(3, bool), labels) == (100 * 5.6 / 26.6, "p99")
     assert plots.widest_ci(sim, hw, np.array([True, True, False]), labels) == (100 * 0.46 / 6.0, "mean")
     assert plots.widest_ci(sim, hw, np.zeros(3, bool), labels) is None
+
+
+def _b(ex):
+    """Experiment (b)'s drawn variables: quorums × replicas 1..3 (q ≤ r), the exact means ``ex``, the simulation
+    1 % above them with a CI that holds them, every run long enough."""
+    ex = np.asarray(ex, float)
+    qs, rs = np.arange(1, ex.shape[0] + 1), np.arange(1, ex.shape[1] + 1)
+    dims = ("quorum", "replicas")
+    return xr.Dataset({"exact_mean_latency": (dims, ex), "sim_mean_latency": (dims, ex * 1.01),
+                       "sim_mean_latency_hw": (dims, np.full(ex.shape, 0.5)),
+                       "run_valid": (dims, np.ones(ex.shape, np.int8))}, coords={"quorum": qs, "replicas": rs})
+
+
+def test_figure_b_header_compares_r_at_one_quorum():
+    """Round 20's reader: (b)'s header named the lowest exact mean of the whole map (r = 5, q = 1), a job that waits for
+    one replica against jobs that wait for five. The header compares r at one quorum (a row of the map), over the
+    quorums with a choice of r; two datasets with different winners give different words, and the caption's claim
+    re-derives from the data (q = 3, one cell, is no choice)."""
+    from sojourn.core.present.claims import verify
+
+    more = [[3.0, 2.0, 1.5], [np.nan, 4.0, 3.0], [np.nan, np.nan, 5.0]]  # more replicas, lower at every q
+    fewer = [[3.0, 2.0, 2.5], [np.nan, 4.0, 3.0], [np.nan, np.nan, 5.0]]  # q = 1 lowest at r = 2
+    heads = {}
+    for name, ex in (("more", more), ("fewer", fewer)):
+        ds = _b(ex)
+        cells = np.isfinite(ds["exact_mean_latency"].values)
+        findings, _, head = plots._figure_b_claims(ds.expand_dims(law=["x"], model=[plots.SM]).isel(law=0, model=0),
+                                                   "x", int(cells.sum()), cells)
+        heads[name] = head
+        claims = [c for c in findings if "comparing r" in c.text.lower()]
+        assert len(claims) == 1
+        full = ds.expand_dims(law=["x"], model=[plots.SM])
+        ok, derived = verify(claims[0], lambda source, full=full: full)
+        assert ok, (claims[0].text, claims[0].value, derived)
+    assert heads["more"] == ("comparing r at the same quorum q (q = 1–2), the exact mean latency is lowest at r = 3, "
+                             "the most replicas; ")
+    assert heads["fewer"] == ("comparing r at the same quorum q, the exact mean latency is lowest at r = 2 for q = 1 "
+                              "and r = 3 for q = 2; ")
+    assert "lowest exact mean latency at r" not in heads["more"] + heads["fewer"]  # no minimum over the whole map

@@ -488,10 +488,7 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
         else:
             ax.set_ylim(bottom=0.0)
         kinds |= strip.kinds - {"best_rate"}
-        low = min(best, key=lambda sm: best[sm][0]) if best else None
-        title = (f"{name}: the {level:g}th percentile of the response time"
-                 + (f"; lowest, {best[low][0]:.3g}, with {NAMES.get(low, low)} at r = {best[low][1]:.3g}"
-                    if low else ""))
+        title = f"{name}: the {level:g}th percentile of the response time" + _lowest_words(c)
         strip.finish(title=title, fontsize=9.5, label_size=8.5, row_pt=11, series_color=True)
     fig.tight_layout()
     handles, labels = axs[0][0].get_legend_handles_labels()
@@ -500,6 +497,54 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
     fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_percentile_caption(pf, cmp, name, st_all))
+
+
+def lowest_across(c, var="response_time_percentile"):
+    """(the semantics whose smallest simulated ``var`` is the lowest of all, that value, its rate, the other semantics
+    whose smallest value's CI reaches it — no lower beyond the CIs) from one level ``c`` of the comparison; None where
+    no semantics has a value."""
+    best, hw = c[f"best_{var}"], c[f"best_{var}_half_width"] if f"best_{var}_half_width" in c else None
+    v = best.values.astype(float)
+    if not np.isfinite(v).any():
+        return None
+    h = np.where(np.isfinite(hw.values), hw.values, 0.0) if hw is not None else np.zeros_like(v)
+    sems = c["semantics"].values.tolist()
+    i = int(np.nanargmin(np.where(np.isfinite(v), v, np.inf)))
+    reach = sorted(s for k, s in enumerate(sems) if k != i and np.isfinite(v[k]) and v[k] - h[k] <= v[i] + h[i])
+    return sems[i], float(v[i]), float(c[f"best_rate_{var}"].values[i]), reach
+
+
+def _lowest_words(c) -> str:
+    """The percentile panel's title clause on the lowest value across the semantics: "lowest", and where another
+    semantics' lowest lies within the CIs, "but within the CI of …" (round 20's reader: "lowest" for a value no lower
+    beyond the CIs)."""
+    low = lowest_across(c) if "best_response_time_percentile" in c else None
+    if low is None:
+        return ""
+    s, v, r, reach = low
+    return (f"; lowest, {v:.3g}, with {NAMES.get(s, s)} at r = {r:.3g}"
+            + (f", but within the CI of {listing([NAMES.get(x, x) for x in reach])}' lowest" if reach else ""))
+
+
+def _lowest_claim(cmp, cs, level) -> Claim | None:
+    """The caption's claim behind :func:`_lowest_words`: the lowest value across the semantics, and which other
+    semantics' lowest lies within the CIs of it (re-derived from the comparison)."""
+    v = "response_time_percentile"
+    low = lowest_across(cmp.sel(percentile=level), v)
+    if low is None:
+        return None
+    s, val, r, reach = low
+    hwz = f"where(isfinite(best_{v}_half_width), best_{v}_half_width, 0)" if f"best_{v}_half_width" in cmp else "0"
+    lowest = f"best_{v}.min('semantics')"
+    mask = (f"isfinite(best_{v}) & (best_{v} != {lowest}) & "
+            f"(best_{v} - {hwz} <= where(best_{v} == {lowest}, best_{v} + {hwz}, nan).max('semantics'))")
+    others = listing([NAMES.get(x, x) for x in reach])
+    text = (f"Across the semantics the lowest {level:g}th percentile is {val:.3g}, with {NAMES.get(s, s)} at r = "
+            f"{_g(r)}; " + (f"the lowest values of {others} lie within the CIs of it: no semantics is lowest beyond "
+                            "the CIs." if reach else "every other semantics' lowest lies above it beyond the CIs."))
+    return Claim(text, [val, reach], [Query(cs, f"best_{v}", {"percentile": level}, None, [["min"]]),
+                                      Query(cs, "semantics", {"percentile": level}, mask, [["list"]])],
+                 sig_tol(val, 3))
 
 
 def _within_ci_claims(cmp, cs, level, st, stopped, best) -> list:
@@ -568,6 +613,8 @@ def _percentile_caption(pf, cmp, name, st_all) -> Caption:
                                         {"semantics": list(best), "percentile": level}, None, []),
                                   max(sig_tol(v) for v in best.values())))
         findings += _within_ci_claims(cmp, cs, level, st, stopped, best)
+        if (low := _lowest_claim(cmp, cs, level)) is not None:
+            findings.append(low)
     P = cmp["percentile"].values
     what = (f"the {P[0]:g}th percentile" if P.size == 1 else
             f"the percentiles {listing([f'{p:g}th' for p in P])} (one panel each)")

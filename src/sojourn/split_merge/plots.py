@@ -29,7 +29,7 @@ from ..core.estimates.stats import (
 )
 from ..core.files.io import read_netcdf
 from ..core.laws import phase_type as ph
-from ..core.present.claims import Caption, Claim, Query, listing, sig_tol
+from ..core.present.claims import Caption, Claim, Query, listing
 from ..core.present.figures import (
     ESTIMATE_TOO_SHORT,
     REFERENCE_TOO_SHORT,
@@ -355,7 +355,9 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
         [("Colour and first line: the exact mean latency; second line: the simulated mean ± its CI across "
          "replications. A red outline marks a cell whose exact value lies outside the simulated CI; elsewhere the two "
          f"agree within what this run can show. Latency in {TIME_UNITS} ({law_words(e['replica_law'])}). "
-         f"The load is held fixed: {load_words(e['rho'], hosts)}.")])
+         f"The load is held fixed: {load_words(e['rho'], hosts)}. Where the exact mean is lowest is read along a row "
+         "(r at one quorum q): cells of different quorums are no alternatives, a job of quorum q waits for q "
+         "replicas.")])
     return save(fig, stem, formats, dpi, caption=cap)
 
 
@@ -447,26 +449,37 @@ def _figure_b_claims(ds, law, k_in, cells) -> tuple[list, list, str]:
                                      qsel, None, [["count"]])]))
     head = ""
     if np.isfinite(ex).any():
-        i, j = np.unravel_index(np.nanargmin(ex), ex.shape)
-        loc = {"quorum": int(qs[i]), "replicas": int(rs[j]), "value": float(ex[i, j])}
-        findings.append(Claim(f"The lowest exact mean latency is at r = {rs[j]}, q = {qs[i]} ({_g(ex[i, j])} "
-                              f"{TIME_UNITS}).", loc, Query(src, "exact_mean_latency", qsel, None, [["argmin"]]),
-                              sig_tol(ex[i, j], 3)))
-        head = f"lowest exact mean latency at r = {rs[j]}, q = {qs[i]}; "
         best_r = {str(int(q)): int(rs[int(np.nanargmin(ex[k]))]) for k, q in enumerate(qs)
                   if np.isfinite(ex[k]).any()}
-        same = len(set(best_r.values())) == 1
-        findings.append(Claim("At every quorum q the exact mean latency is lowest at r = "
-                              f"{next(iter(best_r.values()))}, the most replicas of the sweep." if same and
-                              next(iter(best_r.values())) == int(rs.max()) else
-                              "The exact mean latency is lowest at " + listing([f"r = {r} for q = {q}" for q, r in
-                                                                                 best_r.items()]) + ".", best_r,
+        words = lowest_per_quorum(best_r, {str(int(q)): int(np.isfinite(ex[k]).sum()) for k, q in enumerate(qs)},
+                                  int(rs.max()))
+        findings.append(Claim(words[0].upper() + words[1:] + ".", best_r,
                               Query(src, "exact_mean_latency.idxmin('replicas')", qsel, None, [])))
+        head = f"{words}; "
     if not ok.all():
         n_short = int((~ok & (qs[:, None] <= rs[None, :])).sum())
         limits.append(Claim(f"The run-length guard judged {n_short} cells too short: their simulated value is not "
                             "shown (◇).", n_short, Query(src, "run_valid == 0", qsel, None, [["count"]])))
     return findings, limits, head
+
+
+def lowest_per_quorum(best_r: dict, choices: dict, r_max: int) -> str:
+    """Figure (b)'s finding on where the exact mean latency is lowest, like with like: each quorum q against itself
+    (a job waits for q replicas; across quorums the jobs differ), over the quorums with a choice of r (``choices``:
+    {q: its number of cells with an exact value}); ``best_r``: {q: its r of the lowest exact mean}."""
+    some = {q: r for q, r in best_r.items() if choices.get(q, 0) > 1}
+    if not some:
+        return "no quorum q has exact values at two or more r: nothing to compare"
+    qs = [int(q) for q in some]
+    span = f"q = {qs[0]}" if len(qs) == 1 else (f"q = {qs[0]}–{qs[-1]}" if qs == list(range(qs[0], qs[-1] + 1)) else
+                                                f"q = {listing([str(q) for q in qs])}")
+    rs = set(some.values())
+    if len(rs) == 1:
+        r = rs.pop()
+        return (f"comparing r at the same quorum q ({span}), the exact mean latency is lowest at r = {r}"
+                + (", the most replicas" if r == r_max else ""))
+    return ("comparing r at the same quorum q, the exact mean latency is lowest at "
+            + listing([f"r = {r} for q = {q}" for q, r in some.items()]))
 
 
 _EXACT_MARK = {2: ("*", "exact (Erlang C, q = 1)"), 3: ("^", "exact (QBD, M/PH/c)"), 1: ("D", "exact (P-K)")}

@@ -107,8 +107,10 @@ def cdf_cell(sim: xr.Dataset, approx: xr.Dataset, R, rho, stem, service=EXPONENT
     _cdf_body(ax1, c, body, n1, x1)
     c.steep = _steep_points(c, body, x1)  # T's start below 0, named in its legend entry (round 15)
     h, lab = _cdf_tail(ax2, c, n2, x2, {sr.method: _cdf_label(c, sr, covered) for sr in c.lines})
+    _deep_mark(ax2, c, survival=True)
     if c.use_exact:
         c.ratio_end = _cdf_ratio(axes[2], c, n2, x2)
+        _deep_mark(axes[2], c)
     for ax in axes:
         ax.set_xlabel(f"t ({TIME_UNITS}); S: the sojourn time", fontsize=9.5)
         ax.grid(alpha=0.3)
@@ -226,6 +228,34 @@ def _cdf_data(sim, approx, R, rho, service, cmp):
     c.use_exact = "exact" in c.methods and c.ok["exact"] and service == EXPONENTIAL
     c.F_ref = c.Fa[c.methods.index("exact")] if c.use_exact else c.Fp
     return c
+
+
+#: the reference's deepest named percentile on the tail panels (round 20's reader: the title names the 99.999th, the
+#: panels had no mark of it): a dotted line at its t (and at its level on the survival panel), a tick above the panel
+_DEEP_LINE = {"color": "0.25", "ls": ":", "lw": 1.2, "zorder": 1.5}
+
+
+def _deep_words(c) -> str:
+    """The deepest named percentile of the reference, as its tick says it: "exact's 99.999th pct"."""
+    return f"{'exact' if c.use_exact else 'simulation'}'s {100 * c.p_deep:g}th pct"
+
+
+def _deep_mark(ax, c, survival=False) -> bool:
+    """The reference's deepest named percentile (``c.q_deep``) on a tail panel: a dotted vertical line at its t, on
+    the survival panel (``survival``) a dotted horizontal one at its level P(S > t) = 1 − p, and a tick above the
+    panel naming it with its t. Returns whether drawn (not where the percentile lies beyond the panel's end)."""
+    q = c.q_deep
+    lo, hi = ax.get_xlim()
+    if not (np.isfinite(q) and lo < q <= hi):
+        return False
+    ax.axvline(q, **_DEEP_LINE, gid="deep_percentile")
+    if survival:
+        ax.axhline(1.0 - c.p_deep, **_DEEP_LINE, gid="deep_level")
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([q], [f"{_deep_words(c)}: t = {q:.3g}"])
+    top.tick_params(labelsize=8.5, length=4, pad=1.5)
+    top.set_gid("deep_tick")
+    return True
 
 
 def _tail_end(c, cmp) -> float:
@@ -743,7 +773,8 @@ def _tail_reach_words(c) -> str:
         why = (f"1.1 × the later of {ref} and the simulation's {pct}" if c.x2 < float(c.t[-1])
                else "the stored grid's end")
         return (f"The tail panels run to t = {c.x2:.4g} ({why}), past {ref} {pct} (t = {c.q_deep:.4g}), the "
-                "deepest percentile the figure names.")
+                "deepest percentile the figure names: a dotted line and a tick above each tail panel mark it (on the "
+                f"survival panel a dotted line at its level P(S > t) = {1 - c.p_deep:.2g} too).")
     sf = 1.0 - c.F_ref[np.nonzero(c.t <= c.x2)[0][-1]]
     return (f"The tail panels run to t = {c.x2:.4g}, the stored grid's end: {ref} {pct}, the deepest the figure "
             f"names, lies beyond it ({ref} P(S > t) there is {sf:.2g}).")

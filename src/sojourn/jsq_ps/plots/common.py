@@ -22,6 +22,11 @@ _EXACT_COLOR = METHOD_COLORS["exact"]
 TAIL = "T"
 _TAIL_COLOR = METHOD_COLORS[TAIL]
 TAIL_LABEL = "T (bound)"  # method T, apart from the sojourn time S: its survival lies on or above the true one
+#: the families drawn as one line or mark ("best of A–F", "best of A*–F*"): shades of grey, never a colour of the
+#: method palette (a colour means one method across the report: orange is B in the maps, so never "best of A*–F*");
+#: each with the word a caption names it by
+FAMILY_COLORS = {"faithful": "0.5", "corrected": "0.1"}
+FAMILY_COLOR_WORDS = {"faithful": "grey", "corrected": "black"}
 TIME_UNITS = f"{TIME_UNIT}, 1/μ"
 EXPONENTIAL = "exponential"
 #: Wasserstein distances to exact below this (mean service times) are drawn on the bottom edge of their panel

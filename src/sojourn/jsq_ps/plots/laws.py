@@ -361,6 +361,8 @@ def _mgr_percentile_caption(cmp, services, law_rows, kinds=(), empty=()) -> Capt
                      (("list", None),), None, sel),
              Q.query("where(isfinite(wasserstein_vs_exponential_sim), R, nan)", (("list", None),), None,
                      {"service": services})]))
+    if law_rows:
+        limits += _absent_cell_claims(cmp, services, empty)
     if not law_rows:
         limits.append("No method that takes the service law itself ran: the figure has nothing to compare.")
     return Caption(
@@ -373,6 +375,65 @@ def _mgr_percentile_caption(cmp, services, law_rows, kinds=(), empty=()) -> Capt
         [("A cell whose simulation is too short to estimate the percentile (the run-length guard, or fewer than "
           f"{TAIL_MIN} customers per replication beyond it) has no point: the line under the figure names those "
           "cells.")])
+
+
+def absent_cells(cmp, services, empty=()) -> list:
+    """The (R, ρ, why) of the M/G/R percentile figure's absent cells: the laws ran there (a W to the exponential
+    simulation), but no (law, method) point has a value, at an R that has points elsewhere (not in ``empty``, the R's
+    without any: their own sentence); ``why``: "guard" where the run-length guard judged every law's simulation too
+    short, "few" where fewer than TAIL_MIN customers per replication lie beyond the percentile in every usable one,
+    else "none"."""
+    q = _law_row_percentile(cmp)
+    ran = np.isfinite(cmp["wasserstein_vs_exponential_sim"].sel(service=services).values).any(0)  # (R, rho)
+    usable = run_usable(cmp).sel(service=services).values
+    few = (cmp["few_tail_customers"].sel(service=services, percentile=q) != 0).values
+    out = []
+    for i, R in enumerate(cmp["R"].values.tolist()):
+        if float(R) in [float(e) for e in empty]:
+            continue
+        vals = {s: _law_row_series(cmp, s, R, q) for s in services}
+        for j, rho in enumerate(cmp["rho"].values.tolist()):
+            if not ran[i, j] or any(np.isfinite(v[0][j]) for s in services for v in vals[s].values()):
+                continue
+            why = ("guard" if not usable[:, i, j].any() else
+                   "few" if few[:, i, j][usable[:, i, j]].all() else "none")
+            out.append((R, float(rho), why))
+    return out
+
+
+_ABSENT_WHY = {"guard": "the run-length guard judged every law's simulation too short",
+               "few": f"fewer than {TAIL_MIN} customers per replication lie beyond the percentile in every law's "
+                      "simulation (reference too short)",
+               "none": "no law has an error value there"}
+
+
+def _absent_cell_claims(cmp, services, empty=()) -> list:
+    """The caption's sentence on the cells the laws ran at without a point in the figure (:func:`absent_cells`), by
+    reason, each re-derived from the comparison (round 20's reader: the note under the figure named R = 10, ρ = 0.5,
+    the caption did not)."""
+    q = _law_row_percentile(cmp)
+    cells = absent_cells(cmp, services, empty)
+    if not cells:
+        return []
+    names = Q.names(services)
+    ran = f"isfinite(wasserstein_vs_exponential_sim.sel(service={names})).any('service')"
+    t_val = ("(few_tail_customers == 0) & isfinite(relative_percentile_error_mean.sel(approximation='T'))"
+             if TAIL in cmp["approximation"].values.tolist() else "False")
+    has = (f"({Q.RUN_OK} & (isfinite(law_relative_error_mean).any('law_method') | ({t_val})))"
+           f".sel(service={names}).any('service')")
+    absent = f"{ran} & ~({has})" + "".join(f" & (R != {float(e)!r})" for e in empty)
+    sel = {"percentile": q}
+    groups = {w: [(R, r) for R, r, w2 in cells if w2 == w] for w in _ABSENT_WHY}
+    text = "; ".join(f"at {listing([f'R = {R:g}, ρ = {r:g}' for R, r in at])} {_ABSENT_WHY[w]}"
+                     for w, at in groups.items() if at)
+    n = len(cells)
+    subject = ("One cell of the sub-grid the laws ran at has" if n == 1 else
+               f"{n} cells of the sub-grid the laws ran at have")
+    return [Claim(f"{subject} no point in the figure: {text}.",
+                  [n, sorted({R for R, _, _ in cells}), sorted({r for _, r, _ in cells})],
+                  [Q.query(absent, (("count", None),), None, sel),
+                   Q.query(f"where({absent}, R, nan)", (("list", None),), None, sel),
+                   Q.query(f"where({absent}, rho, nan)", (("list", None),), None, sel)], 1e-9)]
 
 
 def _law_row_percentile(cmp) -> float:

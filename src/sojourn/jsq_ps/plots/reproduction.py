@@ -31,6 +31,8 @@ from . import common  # save, looked up when called: tests replace common.save
 from .common import (
     _EXACT_COLOR,
     _TAIL_COLOR,
+    FAMILY_COLOR_WORDS,
+    FAMILY_COLORS,
     RULE,
     TAIL,
     TAIL_LABEL,
@@ -43,8 +45,10 @@ from .common import (
 
 # =========================================================================== reproduction of the paper's §6
 REP_SOURCE = "reproduction.nc"
-_FAMILY_STYLE = {"faithful": ("tab:blue", "o", "ours: best of A–F"),
-                 "corrected": ("tab:orange", "s", "ours: best of A*–F*"),
+#: a family's (colour, marker, label): the families "best of …" in their shades of grey (common.FAMILY_COLORS), never
+#: a method's colour; exact and T, single methods, in theirs
+_FAMILY_STYLE = {"faithful": (FAMILY_COLORS["faithful"], "o", "ours: best of A–F"),
+                 "corrected": (FAMILY_COLORS["corrected"], "s", "ours: best of A*–F*"),
                  "exact": (_EXACT_COLOR, "P", "ours: exact"),
                  TAIL: (_TAIL_COLOR, "^", f"ours: {TAIL_LABEL}")}  # T never ▼: it reads "below", T lies above
 
@@ -540,7 +544,7 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
             if prefix == "pct" else
             f"The paper's {section} (Palmer & Martín-Pérez, arXiv 2210.17227; one simulation seed) beside ours at the "
             "cells of its table this run has: the paper's value (hollow black circle) and, per family, the best "
-            "method of ours (blue A–F, orange A*–F*, teal T).")
+            f"method of ours ({FAMILY_COLOR_WORDS['faithful']} A–F, {FAMILY_COLOR_WORDS['corrected']} A*–F*, teal T).")
     if prefix == "pct":  # each other panel's count (the first panel's is the finding above)
         for fam in [f for f, _ in _PCT_PANELS[1:] if f in rep["family"].values.tolist()]:
             kl, nl = _paper_larger(rep, fam)

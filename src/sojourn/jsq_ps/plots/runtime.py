@@ -14,7 +14,7 @@ from ...core.present.figures import (
 )
 from .. import claims as Q
 from . import common  # save, looked up when called: tests replace common.save
-from .common import _EXACT_COLOR, _TAIL_COLOR, FAITHFUL, TAIL, TAIL_LABEL, _g
+from .common import _EXACT_COLOR, _TAIL_COLOR, FAITHFUL, FAMILY_COLORS, TAIL, TAIL_LABEL, _g
 from .maps import _budget_words
 
 
@@ -22,8 +22,8 @@ from .maps import _budget_words
 def _families(cmp):
     present = cmp["approximation"].values.tolist()
     return [(name, ms, color) for name, ms, color in (
-        ("paper-faithful A–F", [m for m in FAITHFUL if m in present], "tab:blue"),
-        ("corrected A*–F*", [m for m in present if m.endswith("*")], "#4d4d4d"),
+        ("paper-faithful A–F", [m for m in FAITHFUL if m in present], FAMILY_COLORS["faithful"]),
+        ("corrected A*–F*", [m for m in present if m.endswith("*")], FAMILY_COLORS["corrected"]),
         ("exact", [m for m in present if m == "exact"], _EXACT_COLOR),
         (TAIL_LABEL, [m for m in present if m == TAIL], _TAIL_COLOR)) if ms]
 

@@ -31,6 +31,8 @@ from . import common  # save, looked up when called: tests replace common.save
 from .common import (
     EXPONENTIAL,
     FAITHFUL,
+    FAMILY_COLOR_WORDS,
+    FAMILY_COLORS,
     NOISE_FILL,
     NOISE_WORDS,
     RULE,
@@ -45,12 +47,24 @@ from .common import (
 from .maps import best_by_reference
 
 # =========================================================================== Wasserstein distance
-#: the Wasserstein figure's three lines: the best of each family at each load (by W to the reference), and T
-_BEST_FAITHFUL = {"color": "0.3", "lw": 3.0, "ls": "-", "marker": "o", "ms": 11,
+#: the Wasserstein figure's three lines: the best of each family at each load (by W to the reference), and T; the
+#: families in their shades of grey (common.FAMILY_COLORS), never a method's colour
+_BEST_FAITHFUL = {"color": FAMILY_COLORS["faithful"], "lw": 3.0, "ls": "-", "marker": "o", "ms": 11,
                   "label": "best of A–F (the paper's methods)"}
-_BEST_CORRECTED = {"color": "tab:orange", "lw": 2.0, "ls": "--", "marker": "s", "label": "best of A*–F* (corrected)"}
+_BEST_CORRECTED = {"color": FAMILY_COLORS["corrected"], "lw": 2.0, "ls": "--", "marker": "s",
+                   "label": "best of A*–F* (corrected)"}
 #: a W below the axis floor: a ▼ on the bottom edge in its line's colour, the lines side by side (points apart)
 _FLOOR_MARK = {"marker": "v", "ms": 9, "ls": "none", "mec": "k", "mew": 0.5}
+#: the lines of a panel are drawn this far apart (points) at every load, each with its markers: A–F's marker (11 pt)
+#: and the corrected one beside it touch at most, never cover one another where the W's coincide
+DODGE_PT = 10.0
+
+
+def _dodge_pt(n, count) -> float:
+    """Line ``n`` of ``count``'s horizontal offset (points): centred on the load, :data:`DODGE_PT` apart."""
+    return DODGE_PT * (n - (count - 1) / 2)
+
+
 #: the type size (pt) of every word a reader must read in the Wasserstein figure
 _LETTER_PT = 10.5
 #: a marker whose hollow form reads as its filled one at print size (T's ✖: a thin white slit) → the marker drawn
@@ -127,7 +141,7 @@ def _w_series(cmp, d, i) -> list:
 def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Wasserstein distance W to the best reference (exact where it ran, else the simulation) against ρ on a
     high-load-friendly axis (:func:`_load_axis`), one panel per R that ran (at most five): on the same axes the best
-    of the paper's A–F at each load (bold grey), the best of the corrected A*–F* (orange) and T, so that "the
+    of the paper's A–F at each load (bold grey), the best of the corrected A*–F* (black, dashed) and T, so that "the
     corrected methods are closer" is read inside each panel; filled markers against exact, hollow against the
     simulation, whose own noise is a grey area; a W below the floor a ▼ on the bottom edge; status marks in a strip
     above each panel (one labelled row per family). The legend fills the last slot."""
@@ -155,7 +169,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.set_xlabel(LOAD_LABEL, fontsize=_LETTER_PT)
     for row in axes:
         row[0].set_ylabel(f"W ({TIME_UNIT})", fontsize=_LETTER_PT)
-    axes[0, 0].set_ylim(bottom=W_FLOOR)
+    axes[0, 0].set_ylim(bottom=W_FLOOR, top=_w_top(cmp, d, [int(np.nonzero(all_R == R)[0][0]) for R in Rv]))
     log_ticks(axes[0, 0].yaxis)
     slot = flat[len(Rv)]
     for ax in flat[len(Rv):]:
@@ -177,6 +191,14 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                    "lower = closer",
                  y=1 - 0.15 / fig.get_figheight(), va="top", fontsize=_LETTER_PT + 1)
     return common.save(fig, stem, caption=cap, **kw)
+
+
+def _w_top(cmp, d, rows) -> float | None:
+    """The W axis's top: half a decade above the largest W drawn in the panels of R indices ``rows`` (the lines are
+    drawn shifted in points, :func:`_dodge_pt`, which matplotlib's autoscaling does not follow); None: automatic."""
+    ys = [y[np.isfinite(y) & (y >= W_FLOOR)] for i in rows for _, y, *_ in _w_series(cmp, d, i)]
+    ys = np.concatenate(ys) if ys else np.array([])
+    return float(ys.max()) * 10 ** 0.25 if ys.size else None
 
 
 def _open_words(cmp) -> str:
@@ -206,17 +228,18 @@ def _w_panel(ax, cmp, c, d, i):
         above = ok & (y >= W_FLOOR)
         vs_sim |= ok & (rk == REF_SIMULATION)
         kw = {k: style[k] for k in ("color", "lw", "ls")}
+        # each line side by side at every load (never on one another where the W's coincide: round 20's reader)
+        at = offset_copy(ax.transData, fig=ax.figure, x=_dodge_pt(n, len(lines)), units="points")
         if above.any():
-            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], **kw, zorder=3 + n)
+            ax.plot(xp[ok], np.where(above, y, np.nan)[ok], **kw, zorder=3 + n, transform=at)
             marks = {REF_EXACT: {"marker": style["marker"], "ms": style.get("ms", 7), "mfc": style["color"],
                                  "mec": style["color"], "mew": 1.5}, REF_SIMULATION: _against_sim_style(style)}
             for rkind, mk in marks.items():
                 sel = above & (rk == rkind)
-                # A–F's larger marker drawn first: a ring around the others where the lines coincide
-                ax.plot(xp[sel], y[sel], **mk, color=style["color"], ls="none", zorder=4 + n, gid=f"{name}:{rkind}")
+                ax.plot(xp[sel], y[sel], **mk, color=style["color"], ls="none", zorder=4 + n, gid=f"{name}:{rkind}",
+                        transform=at)
         below = ok & ~above
         if below.any():  # on the bottom edge, the lines side by side (never on one another)
-            at = offset_copy(ax.transData, fig=ax.figure, x=7.0 * (n - (len(lines) - 1) / 2), units="points")
             ax.plot(xp[below], np.full(int(below.sum()), W_FLOOR), transform=at, color=style["color"],
                     **_FLOOR_MARK, clip_on=False, zorder=6)
             floor_hit = True
@@ -426,8 +449,9 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
     return Caption(
         f"Wasserstein distance W = dt·Σ|F_ref − F_method| (paper eq. 27; in {TIME_UNIT}) between a method's sojourn-"
         "time CDF and its reference, against the load ρ, one panel per number of servers R; on the same axes the best "
-        "of the paper's A–F at each load (bold grey line), the best of the corrected A*–F* (orange, dashed) and T "
-        "(dash-dot). Which of A–F is the best at each cell is the best-method map's subject.",
+        f"of the paper's A–F at each load (bold {FAMILY_COLOR_WORDS['faithful']} line), the best of the corrected "
+        f"A*–F* ({FAMILY_COLOR_WORDS['corrected']}, dashed) and T (dash-dot). Which of A–F is the best at each cell "
+        "is the best-method map's subject.",
         findings, limits,
         [("The reference is exact's CDF where exact ran (filled markers, no noise), else the simulated CDF (hollow"
          + _open_words(cmp).replace(": ", " a bold ") + "; the mean W over replications)."
@@ -438,7 +462,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
          + (f" Below W = {W_FLOOR:g} against exact a line breaks off; a ▼ in its colour on the bottom edge marks the "
             "load." if floor_hit else "")
          + " The load axis is drawn on the scale −log10(1 − ρ) (so labelled; high loads, where the methods part, get "
-         "the room), ticked at the grid's loads."
+         "the room), ticked at the grid's loads. The lines stand side by side, " f"{DODGE_PT:g} points apart at every "
+         "load (the load is the tick under the middle line), so that markers of equal W never cover one another."
          + (" The strip above a panel marks loads where a whole family has no value, one row per family: "
             + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
