@@ -175,3 +175,35 @@ def test_corrected_closer_to_exact_than_faithful(R, rho):
     w = {m: 0.01 * np.abs(r.cdf - exact).sum() for m, r in res.items()}
     for m in FAITHFUL_METHODS:
         assert w[m + "*"] < w[m], (m, w[m], w[m + "*"])
+
+
+@pytest.mark.parametrize("R,rho", [(1, 0.15), (3, 0.45), (10, 0.5), (5, 0.95), (1, 0.05), (3, 0.05)])
+def test_expm_early_stop_same_bits(R, rho, monkeypatch):
+    """w_n's dense stepping stops where every A_n-weighted sum is negligible (issue 36): the CDFs of every method
+    summing w_n (A, B, C, A*, B*, C*) are the same bits as with the full stepping, the stop happens on cells whose
+    CDF reaches 1.0 on the paper grid, and it is off where Gupta's faithful fit has negative rates (R ≤ 3, ρ = 0.05:
+    exp(TΔ) has negative entries)."""
+    from sojourn.jsq_ps.naming import table4_L1
+    from sojourn.jsq_ps.solve import conditional_survival as cs
+    from sojourn.jsq_ps.solve.methods import Cell
+
+    t = time_grid(182.32, 0.01)
+    methods = ["A", "B", "C", "A*", "B*", "C*"]
+
+    def cdfs():
+        f, c = Cell(rho * R, 1.0, R, t, L1=table4_L1(R), L2=130), Cell(rho * R, 1.0, R, t)
+        return [(f if m in FAITHFUL_METHODS else c).run(m).cdf for m in methods]
+
+    stops = []
+    may_stop = cs._may_stop
+    monkeypatch.setattr(cs, "_may_stop", lambda *a: stops.append(may_stop(*a)) or stops[-1])
+    fast = cdfs()
+    monkeypatch.setattr(cs, "_may_stop", lambda *a: None)
+    full = cdfs()
+    for m, a, b in zip(methods, fast, full, strict=True):
+        assert np.array_equal(a, b, equal_nan=True), m
+    if (R, rho) in [(1, 0.15), (3, 0.45), (10, 0.5)]:
+        assert sum(s is not None for s in stops) >= 3  # the chain's w_n and the corrected ones at least
+        assert np.flatnonzero(full[3] < 1.0)[-1] < 0.8 * t.size  # A*: rows left to skip
+    if rho == 0.05 and R <= 3:
+        assert any(s is None for s in stops)  # Gupta's negative rates: no stop on its w_n

@@ -188,3 +188,13 @@ def test_T_refuses_before_allocating_what_the_memory_limit_forbids(monkeypatch):
     assert peak_bytes(400) > 2**30  # ~12 GB: the limit binds
     with pytest.raises(MemoryError, match="R = 400 needs about .* above the limit 1 GiB"):
         tail_sojourn(0.9 * 400, 1.0, 400, np.linspace(0, 10, 11))
+
+
+@pytest.mark.parametrize("R,D", [(2, 1), (3, 4), (5, 2), (8, 3)])
+def test_phase_entries_depend_on_R_and_D_alone(R, D):
+    """T's cost prediction counts a level's moves once per (R, D) (issue 36): the count is the table's at any rates."""
+    from sojourn.jsq_ps.solve.tail import TAGGED_EXTRA, TaggedPhases, _phase_entries
+
+    tp = TaggedPhases(R, D, D + TAGGED_EXTRA)
+    for lam, mu in [(0.05 * R, 1.0), (0.97 * R * 2.0, 2.0), (0.5 * R * 0.3, 0.3)]:
+        assert _phase_entries(R, D) == (tp.table(lam, mu).src.size + tp.size, tp.size)

@@ -60,8 +60,26 @@ def _flush(M, tiny=1e-250):
     return M
 
 
-def expm_survival(T: np.ndarray, t: np.ndarray, block: int = 128) -> np.ndarray:
-    """W[i, n] = [exp(T t_i) 1]_n for every t_i (shape t.shape + (size,))."""
+#: with ``weights``, the stepping stops once every weighted sum is below this: 2⁻⁵⁴ (below which 1 − x rounds to
+#: exactly 1.0) with a margin of 2¹⁰ for the rounding of the later steps (:func:`expm_survival`)
+NEGLIGIBLE = 2.0**-64
+
+
+def _negligible(row, weights) -> bool:
+    """Every weighted sum of the (non-negative) row below :data:`NEGLIGIBLE`."""
+    return bool(np.all(row @ weights <= NEGLIGIBLE))
+
+
+def expm_survival(T: np.ndarray, t: np.ndarray, block: int = 128, weights=None) -> np.ndarray:
+    """W[i, n] = [exp(T t_i) 1]_n for every t_i (shape t.shape + (size,)).
+
+    ``weights`` (size × m, the A_n vectors that will be summed against W, zero beyond a sum range): on a uniform
+    grid, the stepping stops after the block where every sum W[i] @ weights is ≤ :data:`NEGLIGIBLE`, and the later
+    rows are left 0. With E = exp(TΔ), exp(TBΔ), W[0] and the weights all non-negative (checked; else no stop), every
+    computed sum is a sum of non-negative terms and the true sums never increase in t (exp(Tt) is sub-stochastic), so
+    the later sums the stepping would have computed stay below 2⁻⁵⁴ and 1 − W[i] @ A is 1.0 to the bit either way
+    (issue 36: on the paper grid the CDFs of A, B, C, A*, C* are exactly 1 from a third to three quarters of the
+    grid on; the same CDFs, tests/jsq_ps/test_solve_methods.py)."""
     t = np.asarray(t, dtype=float)
     flat = t.ravel()
     size = T.shape[0]
@@ -82,20 +100,45 @@ def expm_survival(T: np.ndarray, t: np.ndarray, block: int = 128) -> np.ndarray:
         W[i] = E @ W[i - 1]
     if flat.size > B:
         EBt = _flush(scipy.linalg.expm(T * (B * dt))).T
+        stop = _may_stop(weights, size, E, EBt, W[0])
+        if stop is not None and _negligible(W[B - 1], stop):
+            W[B:] = 0.0
+            return W.reshape(t.shape + (size,))
         for s in range(B, flat.size, B):
             e = min(s + B, flat.size)
             blk = W[s - B : e - B] @ EBt
             blk[np.abs(blk) < 1e-250] = 0.0  # no subnormals: they slow BLAS ~10x (error < 1e-250)
             W[s:e] = blk
+            if stop is not None and e < flat.size and _negligible(blk[-1], stop):
+                W[e:] = 0.0  # every later 1 − W @ A is 1.0 (the docstring)
+                break
     return W.reshape(t.shape + (size,))
 
 
-def expm_tails(lambdas: np.ndarray, service_rate: float, size: int, t: np.ndarray, faithful: bool = True) -> np.ndarray:
+def _may_stop(weights, size, E, EBt, first):
+    """The weights as a (size, m) array where the early stop of :func:`expm_survival` is sound (all of them, the
+    step matrices and the first row finite and non-negative), else None."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=float).reshape(size, -1)
+    for a in (w, E, EBt, first):
+        if not (np.all(np.isfinite(a)) and a.min() >= 0.0):
+            return None
+    return w
+
+
+def expm_tails(lambdas: np.ndarray, service_rate: float, size: int, t: np.ndarray, faithful: bool = True,
+               weights=None) -> np.ndarray:
     """w_n(t), n = 0..size−1 (faithful) or n = 0..size−2 (corrected), by the §3.6a matrix exponential.
 
     Faithful: w_n = [exp(Tt)1]_n (the §3.6a indexing quirk). Corrected (§8.3): w_n = [exp(Tt)1]_{n+1}.
+    ``weights``: the A_n vectors (rows of w_n's length) the caller sums w against: w is left 0 from where
+    every such sum is negligible (:func:`expm_survival`; the same 1 − Σ A_n w_n to the bit).
     """
-    W = expm_survival(defective_generator(lambdas, service_rate, size), t)
+    if weights is not None:
+        w = np.asarray(weights, dtype=float).reshape(-1, size - (0 if faithful else 1)).T
+        weights = w if faithful else np.vstack([np.zeros((1, w.shape[1])), w])
+    W = expm_survival(defective_generator(lambdas, service_rate, size), t, weights=weights)
     return W if faithful else W[..., 1:]
 
 

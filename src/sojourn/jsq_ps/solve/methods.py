@@ -159,7 +159,19 @@ class Cell:
         return self._get(("A_bd", lsrc), lambda: birth_death_occupancy(self.lambdas(lsrc), self.mu, self.L2))
 
     def expm_w(self, lsrc):
-        return self._get(("W", lsrc), lambda: expm_tails(self.lambdas(lsrc), self.mu, self.L2, self.t, faithful=True))
+        return self._get(("W", lsrc), lambda: expm_tails(self.lambdas(lsrc), self.mu, self.L2, self.t, faithful=True,
+                                                         weights=self._expm_weights(lsrc)))
+
+    def _expm_weights(self, lsrc):
+        """The A_n of every faithful method summing this w_n (zero beyond its sum range): w_n stops where all their
+        sums are negligible (:func:`~.conditional_survival.expm_survival`)."""
+        rows = []
+        for lam, asrc, wopt, rng in _SPEC.values():
+            if lam == lsrc and wopt == "expm":
+                A = self.occupancy(lsrc, asrc).copy()
+                A[(self.L1 if rng == "L1" else self.L2):] = 0.0
+                rows.append(A)
+        return np.array(rows)
 
     def faithful(self, m) -> MethodResult:
         t0 = time.perf_counter()
@@ -243,7 +255,8 @@ class Cell:
         lam = self.clambdas(lsrc)
         A = self.coccupancy(lsrc, asrc)
         if wopt == "expm" and N + 1 <= EXPM_DENSE_MAX:
-            W = self._get(("cW", lsrc), lambda: expm_tails(lam, self.mu, N + 1, self.t, faithful=False))
+            W = self._get(("cW", lsrc), lambda: expm_tails(lam, self.mu, N + 1, self.t, faithful=False,
+                                                          weights=self._cexpm_weights(lsrc)))
             cdf = 1.0 - W @ A  # §8.3: start at n+1, all n
             route = "expm"
         else:
@@ -261,6 +274,12 @@ class Cell:
             L1 = 3
         info.update(self.truncation(lsrc, A, lam))
         return MethodResult(m, cdf, lam[:N], A, L1, N, False, time.perf_counter() - t0, info)
+
+    def _cexpm_weights(self, lsrc):
+        """The A_n of every corrected method summing the corrected w_n of source ``lsrc`` (A*, B* or C*): w_n stops
+        where all their sums are negligible (:func:`~.conditional_survival.expm_survival`)."""
+        return np.array([self.coccupancy(lsrc, asrc) for lam, asrc, wopt, _ in _SPEC.values()
+                         if lam == lsrc and wopt == "expm"])
 
     def truncation(self, lsrc, A, lam) -> dict:
         """The corrected method's truncations against their tolerances (module doc): the chain's boundary
