@@ -617,8 +617,8 @@ def reproduction_map(rep: xr.Dataset, stem, **kw):
     k_ex, _, k_diff = _pick_counts(rep)
     fig.suptitle(f"Paper §6.4: the best of A–F by Wasserstein distance, the paper's and ours ({n} cells in both).\n"
                  f"Against our simulation (the paper's reference) the same method in {k_same}, a tie within the 95% "
-                 f"CI in {k_tie},\ndifferent in {n - k_same - k_tie}; against exact (picked so at {k_ex} cells) our "
-                 f"pick differs from the simulation's at {k_diff} (\"sim X\")",
+                 f"CI in {k_tie},\ndifferent in {n - k_same - k_tie}; against exact (no noise; it ran at {k_ex} of "
+                 f"these cells) the best is another method at {k_diff} (\"exact X\")",
                  fontsize=10, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_reproduction_map_caption(rep), **kw)
 
@@ -628,7 +628,7 @@ def our_map_picks(rep) -> SimpleNamespace:
     against our simulation; ``best_method`` alone in a reproduction written before exact picked), ``ref``
     (REF_EXACT / REF_SIMULATION, -1 none), ``label`` (the pick and the methods tied with it, "D=E"), ``sim`` (our pick
     against the simulation, the paper's reference) and ``differs`` (True where that is neither the pick nor tied
-    with it: the cell's "sim X" mark)."""
+    with it: the cell's "exact X" mark)."""
     from ..compare import REF_SIMULATION
 
     sim = rep["best_method"].sel(family="faithful").values.astype(str)
@@ -645,8 +645,9 @@ def our_map_picks(rep) -> SimpleNamespace:
 
 
 def _rep_best_panels(axes, rep, short, few) -> list:
-    """The §6.4 figure's top two maps: the paper's best of A–F and ours (picked against exact where it ran, a ▾ where
-    against our simulation; "sim X" where our pick against the simulation differs; hatched a tie with the paper's,
+    """The §6.4 figure's top two maps: the paper's best of A–F and ours (picked against our simulation, coloured by
+    that pick (the one compared with the paper's; "exact X" where exact's pick,
+    without noise, is another method; ▾ where exact did not run); hatched a tie with the paper's,
     crossed a disagreement, both judged against the simulation, the paper's reference; ◇ a simulation too short).
     Returns the legend's (handle, label) pairs for them."""
     from matplotlib.colors import ListedColormap
@@ -661,12 +662,12 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     ours = our_map_picks(rep)
     agree = rep["agreement"].values
     tie = agree == TIE
-    ours_shown = np.where(short, "", ours.pick)
+    ours_shown = np.where(short, "", ours.sim)  # coloured by the pick compared with the paper's (round 21)
     cmap = ListedColormap([_MAP_COLORS[m] for m in letters]).with_extremes(bad="0.93")
     codes = lambda L: np.vectorize(lambda v: letters.index(v) if v in letters else np.nan, otypes=[float])(L)
     for ax, L, title in ((axes[0], paper, "the paper (the authors' best.csv, one seed; against its simulation)"),
-                         (axes[1], ours_shown, "ours: best of A–F by W against exact (no noise), "
-                                               "▾ against our simulation")):
+                         (axes[1], ours_shown, "ours: best of A–F by W against our simulation (the paper's "
+                                               "reference); \"exact X\": exact (no noise) picks X")):
         ax.imshow(np.ma.masked_invalid(codes(L)), aspect="auto", origin="lower", cmap=cmap, vmin=-0.5,
                   vmax=len(letters) - 0.5, interpolation="nearest")
         ax.set_title(title, fontsize=9.5, loc="left")
@@ -680,7 +681,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
             if tie[i, j]:  # a tie with the paper's pick: hatched over our colour
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", hatch="///",
                                            edgecolor="0.92" if ink == "white" else "0.35", lw=0))
-            lab = ours.label[i, j] + (f"\nsim {ours.sim[i, j]}" if ours.differs[i, j] else "")
+            lab = _sim_label(ours, i, j)
             box = {"facecolor": _MAP_COLORS.get(v, "0.9"), "edgecolor": "none", "pad": 0.6} if tie[i, j] else None
             ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab else 8, color=ink,
                     fontweight="bold", linespacing=1.0, bbox=box)  # on a hatched cell: its colour behind the text
@@ -695,13 +696,13 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                      "light grey: not in this run, or not in the paper's grid"))
     if ((ours.ref == REF_SIMULATION) & (ours_shown != "")).any():
         more.append((Line2D([], [], ls="none", marker="v", color="k", ms=5),
-                     "▾ (middle): picked against our simulation (no exact)"))
+                     "▾ (middle): exact did not run here (no noise-free check of the pick)"))
     if "=" in "".join(np.where(short, "", ours.label).ravel().tolist()):
         more.append((Patch(facecolor="none", edgecolor="none"),
                      "D=E: a tie (exact: W within 1e-4; simulation: 95% CIs overlap)"))
     if (ours.differs & ~short).any():
         more.append((Patch(facecolor="none", edgecolor="none"),
-                     "sim X: our pick against the simulation (the paper's reference)"))
+                     "exact X: against exact (no noise) the best is X — the sharper answer there"))
     if (agree == 0).any():
         more.append((Line2D([], [], ls="none", marker="x", color="k", ms=6),
                      "ours against the simulation differs from the paper's beyond a tie"))
@@ -711,9 +712,19 @@ def _rep_best_panels(axes, rep, short, few) -> list:
     return more
 
 
+def _sim_label(ours, i, j) -> str:
+    """The middle map's text at (i, j): our pick against the simulation first (the cell's colour), the methods tied
+    with it ("D=E"), and "exact X" under it where exact's pick (no noise) is another method."""
+    sim, label = ours.sim[i, j], ours.label[i, j]
+    if ours.differs[i, j]:
+        return f"{sim}\nexact {label}"
+    tied = [m for m in str(label).split("=") if m and m != sim]
+    return "=".join([sim] + tied) if sim else str(label)
+
+
 def _pick_counts(rep) -> tuple[int, int, int]:
     """(cells of the middle map picked against exact, against the simulation (▾), where our pick against the
-    simulation differs ("sim X")), over the cells drawn with a letter (not ◇)."""
+    simulation differs: "exact X" in the middle map), over the cells drawn with a letter (not ◇)."""
     from ..claims import TOO_SHORT
     from ..compare import REF_EXACT, REF_SIMULATION
 
@@ -812,9 +823,9 @@ def _reproduction_map_caption(rep) -> Caption:
         k_ex, k_sim, k_diff = _pick_counts(rep)
         fam = "sel(family='faithful')"
         findings.append(Claim(
-            f"Our pick (middle map) is made against exact, which has no noise, at {k_ex} cells and against our "
-            f"simulation (▾, no exact there) at {k_sim}; at {k_diff} cells our pick against the simulation, the "
-            "reference of the paper's map and of the counts above, is another method (\"sim X\" under the letter).",
+            f"Our pick in the middle map is made against our simulation, the reference of the paper's map and of the "
+            f"counts above; it is checked against exact, which has no noise, at {k_ex} cells (▾: no exact at "
+            f"{k_sim}), and there exact's best is another method at {k_diff} (\"exact X\" under the letter).",
             [k_ex, k_sim, k_diff],
             [_rq(f"best_method_reference.{fam} == 1", where="agreement != -2"),
              _rq(f"best_method_reference.{fam} == 2", where="agreement != -2"),
@@ -845,10 +856,11 @@ def _reproduction_map_caption(rep) -> Caption:
     return Caption(
         "Paper §6.4, best of the paper's methods A–F by Wasserstein distance per (R, ρ) cell. Top: the authors' "
         "published map (experiments/best.csv, one seed, picked against its simulation). Middle: ours, the best of "
-        "A–F by W against exact where exact ran (no noise: methods within 1e-4 of W tie, \"D=E\"), else by mean W "
-        "over replications against our simulation (▾; methods whose 95% CIs of W overlap tie); \"sim X\" under a "
-        "letter: against our simulation our pick is X instead. The comparison with the paper uses our pick against "
-        f"the simulation, its reference: a cross marks a disagreement{none(k[2])}, a hatched cell a tie{none(k[1])} "
+        "A–F by mean W over replications against our simulation, the paper's reference (methods whose 95% CIs of W "
+        "overlap tie, \"D=E\"); \"exact X\" under a letter: against exact, which has no noise, the best is X "
+        "(methods within 1e-4 of W tie), the sharper answer there; ▾: exact did not run there. The comparison with "
+        "the paper uses our pick against the simulation, its reference: a cross marks a disagreement"
+        f"{none(k[2])}, a hatched cell a tie{none(k[1])} "
         "(the paper's method's 95% CI of W overlaps our pick's: a difference one seed cannot resolve). Bottom: "
         "the best corrected method's W over the best of A–F's, printed as ×ratio and coloured on a log scale "
         "symmetric about ×1; blue = the corrected methods are closer. Both W are "
