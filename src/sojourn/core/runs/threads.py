@@ -50,8 +50,9 @@ def import_in_background(names) -> threading.Thread:
     library, about 0.8 CPU seconds, for the Dataset, its summary and its file) imports them while ``nogil`` kernels
     run in :func:`ordered_map`'s threads, instead of before them on one core. The caller's own ``import`` of such
     a module later returns it at once, or waits for this thread to finish it (Python's import lock per module); an
-    error here is left for that import to raise. The modules named must not import the caller's modules being
-    imported at that time (a third-party library, or a module of this package already imported)."""
+    error here is left for that import to raise. The modules named must not need a module that the calling thread
+    is importing meanwhile (else the two threads could wait for each other): third-party libraries, and modules of
+    this package that the caller imports only after the replications."""
     def run():
         for name in names:
             try:
