@@ -13,7 +13,8 @@ per recorded customer × customers) gives its seconds for the fast run's custome
 whole process tree (getrusage of the waited-for children: user + sys) and wall seconds; the rounds alternate the
 commands, the fast figures are medians; the load average is printed; ``--record`` appends them to
 benchmarks/simulate_vs_ciw.jsonl. The per-phase CPU breakdown of one fast process (interpreter, imports, the
-kernels' first load, the kernels, Dataset, summary, file) is printed beside it.
+kernels' first load, the imports the program makes beside the replications, the kernels, Dataset, summary,
+file) is printed beside it.
 
 Customers/s = recorded customers / CPU time of this process during the simulation (time.process_time;
 the machine is shared, so CPU time is the stable measure; wall-clock rates are printed too). Model build is
@@ -127,17 +128,14 @@ def table(ciw_horizon: float, fast_horizon: float) -> None:
 
 #: the CPU seconds of a whole ``sojourn simulate`` by phase, measured inside a fresh process (``--phases``)
 PHASES = r"""
-import json, sys, time
+import importlib, json, sys, time
 T = time.process_time
 t0 = T()
 import sojourn.cli as cli
 cli._skip_unused_imports()  # as the program does first (before xarray is imported)
-import numpy, xarray  # noqa: E401,F401
+import sojourn.jsq_ps.simulate as sim, sojourn.jsq_ps.raw as raw, sojourn.core.runs.threads as threads
 t1 = T()
-import sojourn.jsq_ps.simulate as sim, sojourn.jsq_ps.raw as raw, sojourn.core.files.io as io
-t2 = T()
-phases = {"interpreter start-up (before this script)": t0, "numpy + xarray (pandas) imports": t1 - t0,
-          "sojourn modules (scipy.special, numba)": t2 - t1}
+phases = {"interpreter start-up (before this script)": t0, "numpy, sojourn modules": t1 - t0}
 def timed(mod, name, label):
     f = getattr(mod, name)
     def g(*a, **k):
@@ -147,26 +145,23 @@ def timed(mod, name, label):
         finally:
             phases[label] = phases.get(label, 0.0) + T() - c
     setattr(mod, name, g)
-calls = []
-def run_fast(*a, **k):
+def imports(names):  # here in this thread, one phase (the program imports them beside the replications)
     c = T()
-    out = f_run_fast(*a, **k)
-    calls.append(T() - c)
-    return out
-f_run_fast = sim._run_fast
-sim._run_fast = run_fast
+    for name in names:
+        importlib.import_module(name)
+    phases["imports beside the replications (xarray, pandas, scipy.special, netCDF4)"] = T() - c
+    timed(sys.modules["sojourn.core.files.io"], "write_netcdf", "netCDF file")
+threads.import_in_background = imports
+timed(raw, "load_kernel", "kernels' first load (numba, its registries, the cache)")
 sim.threads_for = lambda tasks, workers: 1  # one thread: CPU time by phase (threads change the wall time only)
+timed(sim, "_run_fast", "kernels (replications)")
 timed(sim, "_dataset", "Dataset")
 timed(sim, "summary", "summary (percentile CIs)")
-timed(io, "write_netcdf", "netCDF file")
 sys.argv = ["sojourn", "simulate", *sys.argv[1:]]
 import contextlib, io as _io
 with contextlib.redirect_stdout(_io.StringIO()):
     status = cli.main()
 assert status == 0, status
-typical = sorted(calls[1:])[len(calls[1:]) // 2]  # the first call also loads the compiled kernels from the cache
-phases["kernels' first load (numba registries, scipy.linalg)"] = calls[0] - typical
-phases["kernels (replications)"] = sum(calls) - (calls[0] - typical)
 phases["process total"] = T()
 print(json.dumps(phases))
 """
@@ -256,7 +251,7 @@ def whole_process(rounds: int, ciw_horizon: float, record: bool, against=None) -
     phases = json.loads(proc.stdout.strip().splitlines()[-1])
     print("CPU seconds of one fast process by phase (its replications one after the other):")
     for name, sec in phases.items():
-        print(f"  {name:56s}{sec:7.3f}")
+        print(f"  {name:74s}{sec:7.3f}")
     if record:
         row = {"benchmark": "simulate_vs_ciw whole process", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "cpus": os.cpu_count(), "load_average": load, "rounds": rounds, "ciw_horizons": [ciw_horizon,

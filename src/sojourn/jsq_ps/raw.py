@@ -59,6 +59,8 @@ def check_run(spec, horizon, warmup, cooldown, dt, t_max, backend, occupancy_max
 def run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, service_bins):
     from . import kernel as K
 
+    _numba_registries()
+
     hist = np.zeros(nbins, np.int64)
     occ = np.zeros(occupancy_max + 1, np.int64)
     dispatch = DISPATCH_CODE[spec.dispatch]
@@ -87,6 +89,41 @@ def run_fast(spec, kernel, rng, warmup, rec_end, dt, nbins, occupancy_max, servi
             out.update(cx_n=cx_n, cx_s=cx_s, cx_ss=cx_ss)
     out.update(hist=hist, occ=occ, acc=acc, area=area, events=events, wall_time=time.perf_counter() - t0)
     return out
+
+
+def load_kernel(spec, kernel: str, dt: float = 0.01) -> None:
+    """Load the compiled ``kernel`` (``"exponential"`` or ``"general"``, as :func:`check_run` resolved it) of
+    ``spec`` from numba's cache, by a run with an empty window (no event: the types of a real call, no draw from any
+    replication's stream), in the calling thread: what the first replication of a process would pay otherwise
+    (about 0.5 CPU seconds, one core). ``sojourn simulate`` does it first, so that what it imports next runs beside
+    the replications. Numba's registries are loaded without scipy.linalg (:func:`_numba_registries`)."""
+    _numba_registries()
+    run_fast(spec, kernel, np.random.Generator(np.random.PCG64(0)), 0.0, 0.0, float(dt), 1, 1, None)
+
+
+def _numba_registries() -> None:
+    """Load numba's CPU registries (what its first compile or cache load does, ``CPUContext.refresh``) with
+    scipy.linalg marked absent, unless numba or scipy.linalg did so already: one of them (numba.np.arraymath) imports
+    scipy.linalg, 0.1 to 0.3 CPU seconds with its array-API set-up, only to learn whether np.correlate / np.convolve
+    may call BLAS, which no kernel here does (without it they loop). The mark is removed after: numba's linear
+    algebra looks for scipy.linalg again at each compile, and the process may import it later."""
+    import sys
+
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    name = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules:  # loaded (each replication's call passes here)
+        return
+    with global_compiler_lock:  # the threads of a process's replications: one of them loads, the others wait
+        if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules or name in sys.modules:
+            return
+        sys.modules[name] = None  # import of it: ImportError, as if scipy were not installed
+        try:
+            cpu_target.target_context.refresh()
+        finally:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 def histogram(spec, replication: int, seed: int, horizon: float, warmup: float, dt: float, t_max: float):

@@ -12,9 +12,9 @@ depends only on (seed, spec, replication index) (:mod:`sojourn.core.laws.seeds`)
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from ..core.checks.timegrid import grid_size, time_grid
 from ..core.checks.validate import integer_at_least
@@ -22,7 +22,6 @@ from ..core.estimates import precision as _precision
 from ..core.estimates import runlength as _runlength
 from ..core.estimates.replications import concat_replications as _concat
 from ..core.estimates.replications import replicate, with_precision
-from ..core.files.io import provenance
 from ..core.laws import seeds as _seeds
 from ..core.runs.threads import ordered_map, threads_for
 from .naming import DEFAULT_PERCENTILE
@@ -30,11 +29,20 @@ from .raw import BACKENDS, KERNELS  # noqa: F401  (re-exported)
 from .raw import check_run as _check
 from .raw import run_fast as _run_fast
 
+if TYPE_CHECKING:
+    import xarray as xr
+
 UNITS = "time units (1/mu = mean service requirement scale of the spec)"
 
 
 def _dataset(spec, raw: list[dict], reps: list[int], *, seed, horizon, warmup, cooldown, dt, t_max,
              occupancy_max, backend, kernel, service_bins) -> xr.Dataset:
+    # xarray (with pandas) and the file module's imports here, not with this module: ``sojourn simulate`` loads the
+    # kernels and starts the replications first, and imports these beside them (sojourn.core.runs.threads)
+    import xarray as xr
+
+    from ..core.files.io import provenance
+
     t = time_grid(t_max, dt)
     acc = np.array([r["acc"] for r in raw])
     count = acc[:, 0].astype(np.int64)

@@ -49,12 +49,11 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import stdtrit  # the Student-t quantile without scipy.stats (sojourn plan imports this module)
 
 from ..checks.config import DEFAULT_CONFIDENCE
 from ..checks.inputs import did_you_mean
 from ..checks.validate import integer_at_least
-from .stats import cdf_from_histogram, histogram_quantile, mean_ci
+from .stats import cdf_from_histogram, histogram_quantile, mean_ci, student_t_quantile
 
 STATISTICS = ("percentile", "mean", "cdf")
 KEYS = ("statistic", "at", "relative_half_width", "max_replications", "min_replications", "confidence")
@@ -222,7 +221,7 @@ def reference(p: Precision, estimate: float) -> float:
 
 
 def _tq(p: Precision, n):
-    return stdtrit(np.asarray(n) - 1, 0.5 + p.confidence / 2.0)
+    return student_t_quantile(np.asarray(n) - 1, 0.5 + p.confidence / 2.0)
 
 
 def decide(values, p: Precision) -> Decision:

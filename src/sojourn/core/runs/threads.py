@@ -4,7 +4,9 @@ the kernels' cache load: about a second) instead of paying it per worker process
 on its stream (:mod:`sojourn.core.laws.seeds`), so the results are those of the serial loop, in the same order."""
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from .progress import steps
@@ -40,3 +42,24 @@ def ordered_map(fn, items, what: str, workers: int) -> list:
         raise
     pool.shutdown(wait=True)
     return out
+
+
+def import_in_background(names) -> threading.Thread:
+    """Import the modules ``names`` (in order) in a thread of their own, started now, and return it: a process that
+    will need them after its replications (``sojourn simulate``: xarray, pandas, scipy.special and the netCDF
+    library, about 0.8 CPU seconds, for the Dataset, its summary and its file) imports them while ``nogil`` kernels
+    run in :func:`ordered_map`'s threads, instead of before them on one core. The caller's own ``import`` of such
+    a module later returns it at once, or waits for this thread to finish it (Python's import lock per module); an
+    error here is left for that import to raise. The modules named must not need a module that the calling thread
+    is importing meanwhile (else the two threads could wait for each other): third-party libraries, and modules of
+    this package that the caller imports only after the replications."""
+    def run():
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001  (the caller's own import raises it where it matters)
+                return
+
+    thread = threading.Thread(target=run, name="sojourn-imports")
+    thread.start()
+    return thread
