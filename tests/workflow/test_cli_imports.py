@@ -90,3 +90,39 @@ def test_every_confidence_level_in_the_help_is_the_one_default(helps):
     # the commands that print intervals say their level in --help
     for cmd in ("sojourn simulate", "sojourn split-merge simulate", "sojourn restart simulate"):
         assert cmd in said[level], cmd
+
+
+#: a fresh interpreter: what a Snakemake start imports of the package (MODULES), then matplotlib through
+#: sojourn.core.present.mpl's stand-ins
+FIRST_USE = textwrap.dedent("""
+    import importlib, json, sys
+    for name in MODULES:
+        importlib.import_module(name)
+    before = sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")
+    from sojourn.core.present.mpl import matplotlib, mticker, plt
+    fig, ax = plt.subplots()
+    import matplotlib.pyplot as real_plt
+    import matplotlib.ticker as real_ticker
+    print(json.dumps({"before": before, "backend": real_plt.get_backend(),
+                      "same": [plt.subplots is real_plt.subplots, mticker.FixedLocator is real_ticker.FixedLocator,
+                               matplotlib.colors is sys.modules["matplotlib"].colors]}))
+""")
+
+
+def test_a_snakemake_start_imports_no_matplotlib_until_a_figure_is_drawn():
+    """The Snakefile and its rule files import each study's figure declarations; matplotlib (~1.5 s of CPU) waits
+    for the first figure (sojourn.core.present.mpl), so a dry run or a data job does not pay for it. Then the
+    stand-ins are the real modules, with the Agg backend."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    modules = set()
+    for path in [root / "Snakefile", *sorted((root / "workflow" / "rules").glob("*.smk"))]:
+        modules |= set(re.findall(r"^(?:from|import) (sojourn[\w.]*)", path.read_text(), re.MULTILINE))
+    assert {"sojourn.jsq_ps.plots", "sojourn.split_merge.plots", "sojourn.restart.plots"} <= modules, modules
+    proc = subprocess.run([sys.executable, "-c", f"MODULES = {sorted(modules)!r}\n{FIRST_USE}"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["before"] == [], f"importing the Snakefile's modules imported {got['before'][:5]}…"
+    assert got["backend"].lower() == "agg" and all(got["same"]), got

@@ -16,10 +16,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ..core.estimates.reference import rule_words
@@ -42,6 +38,7 @@ from ..core.present.figures import (
     status_handles,
     status_strip,
 )
+from ..core.present.mpl import matplotlib, plt  # imported on first use (core/present/mpl.py)
 from .model import TIME_UNITS, SplitMerge
 from .order_stats import order_statistic_ph
 from .solve import UniformizedSF, mph1_delay_ph

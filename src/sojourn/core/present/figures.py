@@ -12,11 +12,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+
+from .mpl import plt  # imported on first use (mpl.py)
 
 #: held while any figure of any study is drawn in this process
 FIGURE_LOCK = threading.RLock()

@@ -1,11 +1,6 @@
 """One cell's distribution: the CDF body, the tail and the tail ratio of every method against the reference."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
@@ -16,6 +11,7 @@ from ...core.present.figures import (
     TIME_UNIT,
     method_color,
 )
+from ...core.present.mpl import mticker, plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from ..compare import (
     REF_EXACT,

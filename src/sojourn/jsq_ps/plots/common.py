@@ -1,9 +1,6 @@
 """What every figure of the JSQ-PS study shares: the series and their styles, legends, number words."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import numpy as np
 import xarray as xr
 

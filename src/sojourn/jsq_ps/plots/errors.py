@@ -4,10 +4,6 @@ from __future__ import annotations
 import math
 import textwrap
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
@@ -20,6 +16,7 @@ from ...core.present.figures import (
     status_handles,
     status_style,
 )
+from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from ..compare import (
     REF_EXACT,

@@ -1,10 +1,6 @@
 """The M/G/R figure: how far each service law's sojourn time is from the exponential case, and the methods."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
@@ -17,6 +13,7 @@ from ...core.present.figures import (
     status_handles,
     status_strip,
 )
+from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from ..compare import (
     run_usable,

@@ -4,10 +4,6 @@ from __future__ import annotations
 import json
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
@@ -21,6 +17,7 @@ from ...core.present.figures import (
     status_handles,
     status_style,
 )
+from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from ..compare import (
     REF_EXACT,
@@ -214,6 +211,7 @@ class _Badge:
 
     def __init__(self, text):
         self.text = text
+        _register_badge()  # here, not at import: importing this module imports no matplotlib (core/present/mpl.py)
 
 
 class _BadgeHandler:
@@ -234,9 +232,6 @@ def _register_badge():
     from matplotlib.legend import Legend
 
     Legend.update_default_handler_map({_Badge: _BadgeHandler()})
-
-
-_register_badge()
 
 
 #: the frame of a best-map cell judged against the simulation (exact did not run there): a dark inner border

@@ -5,11 +5,6 @@ import math
 import textwrap
 from types import SimpleNamespace
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 import xarray as xr
 
@@ -23,6 +18,7 @@ from ...core.present.figures import (
     status_handles,
     status_strip,
 )
+from ...core.present.mpl import mticker, plt  # imported on first use (core/present/mpl.py)
 from ..compare import (
     REF_EXACT,
     REF_SIMULATION,

@@ -1,10 +1,6 @@
 """The run-time figure: each family's computing time against R."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
@@ -12,6 +8,7 @@ from ...core.present.claims import Caption, Claim, sig_tol
 from ...core.present.figures import (
     log_ticks,
 )
+from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from . import common  # save, looked up when called: tests replace common.save
 from .common import _EXACT_COLOR, _TAIL_COLOR, FAITHFUL, FAMILY_COLORS, TAIL, TAIL_LABEL, _g

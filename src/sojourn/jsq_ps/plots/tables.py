@@ -1,9 +1,6 @@
 """The key-results tables of the report and the page caption."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import numpy as np
 import xarray as xr
 

@@ -3,10 +3,6 @@ from __future__ import annotations
 
 import re
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
@@ -18,6 +14,7 @@ from ...core.present.figures import (
     log_ticks,
     status_strip,
 )
+from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from ..compare import (
     REF_EXACT,
