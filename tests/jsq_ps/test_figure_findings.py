@@ -404,7 +404,7 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Two lines with W < 0.001 at one load get a ▼ each on the bottom edge at that load, in their colours."""
+    fails. Two lines with W < 0.001 at one load get a ▼ each above the bottom edge at that load, in their colours."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -426,7 +426,13 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
         mcolors.to_hex(c) for c in (plots.wasserstein._BEST_CORRECTED["color"], plots.common._TAIL_COLOR))
     assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
     assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
-    assert "▼ in its colour on the bottom edge" in how
+    assert "▼ in its colour just above the bottom edge" in how
+    # inside the axes, clear of the tick labels under the bottom edge (round 21: the ▼s sat on the labels 0.1, 0.3)
+    fig.canvas.draw()
+    for ln in floor:
+        ax, (y,) = ln.axes, ln.get_transform().transform(np.c_[ln.get_xdata(), ln.get_ydata()])[:, 1]
+        half = ln.get_markersize() / 2 * fig.dpi / 72
+        assert y - half >= ax.get_window_extent().y0 + 1, (y, half, ax.get_window_extent())
     # round 15: the load axis names its scale; T's point against the simulation (ρ = 0.6) is a shape of its own,
     # not a hollow ✖ that reads as the filled one at print size, and the legend's key and the words say which
     assert fig.get_axes()[0].get_xlabel() == "load ρ (scale −log10(1 − ρ))"
@@ -536,7 +542,7 @@ def test_wasserstein_legend_names_every_symbol():
     _, lab = plots.wasserstein._w_legend(cmp, False, {"not_run", "invalid"}, True)
     assert any(t.startswith("strip mark: not run") for t in lab), lab
     assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
-    assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
+    assert any(t.startswith("▼ just above the bottom edge: W < 0.001") for t in lab), lab
     assert [x.split("\n")[0] for x in lab[:3]] == [plots.wasserstein._BEST_FAITHFUL["label"],
                                                    plots.wasserstein._BEST_CORRECTED["label"], "T (bound)"]
     _, lab = plots.wasserstein._w_legend(cmp, False)
