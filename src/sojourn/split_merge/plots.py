@@ -636,7 +636,7 @@ def replica_steps(ds, rs, mean_ok) -> dict:
     (r ≥ q, the runs long enough): whether "falls with every added replica" holds beyond the noise, and where not."""
     d = ds.sel(model=SM)
     sm, hw = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values  # (quorum, replicas)
-    ok = mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(sm)
+    ok = _steps_drawn(ds, mean_ok)
     out = {}
     for qi, q in enumerate(ds["quorum"].values):
         idx = np.nonzero(ok[qi])[0]
@@ -648,6 +648,19 @@ def replica_steps(ds, rs, mean_ok) -> dict:
         out[int(q)] = tuple([int(r) for r in rs[b][k]] for k in (hi_b < lo_a, ~(hi_b < lo_a) & ~(lo_b > hi_a),
                                                                   lo_b > hi_a))
     return out
+
+
+def _steps_drawn(ds, mean_ok):
+    """(quorum, replicas) bool: split-merge's simulated means that :func:`replica_steps` steps between."""
+    return mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(ds.sel(model=SM)["sim_mean_latency"].values)
+
+
+def _step_name(ds, rs, mean_ok) -> str:
+    """What one replica step of :func:`replica_steps` is, for the header (round 21: "16 of 24 steps" did not say
+    which): "r → r + 1" where every step adds one replica, else "from one r to the next drawn"."""
+    ok = _steps_drawn(ds, mean_ok)
+    gaps = {int(g) for row in ok for g in np.diff(np.asarray(rs)[row])}
+    return "r → r + 1" if gaps <= {1} else "from one r to the next drawn"
 
 
 def _ranges(rs) -> str:
@@ -691,8 +704,9 @@ def _figure_c_finding(ds, rs, mean_ok) -> str:
     if steps:
         down, n = sum(len(d) for d, _, _ in steps.values()), sum(len(d) + len(w) + len(u) for d, w, u in steps.values())
         up = sum(len(u) for _, _, u in steps.values())
+        step = _step_name(ds, rs, mean_ok)
         parts.append("each added replica lowers split-merge's mean latency "
-                     + (f"(all {n} steps)" if down == n else f"at {down} of {n} steps")
+                     + (f"(all {n} steps {step})" if down == n else f"at {down} of {n} steps {step}")
                      + (f", raises it at {up}" if up else ""))
     k, m, up = _fork_join_counts(ds, rs, mean_ok)
     if m:
