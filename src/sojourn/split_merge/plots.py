@@ -223,7 +223,7 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
     grey = bool((~good & (t <= xmax) & (1 - F > 0)).any())
     if grey:
-        a1.plot(t, np.where(~good, 1 - F, np.nan), label="simulation beyond its deepest estimated percentile (no "
+        a1.plot(t, np.where(~good, 1 - F, np.nan), label="simulation beyond its deepest estimated\npercentile (no "
                 "reference)", **BEYOND_REFERENCE)
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
@@ -247,7 +247,9 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=7.5, loc="lower left")  # the curve runs from top left to bottom right: the empty corner
+    # the curve runs from top left to bottom right, its tail (where simulation and exact part) low at the right: the
+    # upper right is the empty corner (round 21: in the lower left the legend covered t ≈ 27–37)
+    a1.legend(fontsize=7.5, loc="upper right")
     a1.set_title("latency tail", fontsize=10)
     return t_est, grey
 
