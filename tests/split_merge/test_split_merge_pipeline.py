@@ -101,8 +101,8 @@ def _titles(monkeypatch, draw, *args) -> tuple[str, list]:
 
 
 def _legend_clear_of_data(monkeypatch, res) -> None:
-    """Figure (a)'s tail panel: its legend covers no point of its curves and percentile marks within the axes (round
-    21: the legend in the lower left covered t ≈ 27–37, where the simulated tail leaves exact)."""
+    """Figure (a)'s tail panel: its legend keeps clear of every point of its curves and percentile marks within the
+    axes (round 21: the legend in the lower left covered t ≈ 27–37, where the simulated tail leaves exact)."""
     import matplotlib.pyplot as plt
 
     from sojourn.split_merge import plots
@@ -115,11 +115,12 @@ def _legend_clear_of_data(monkeypatch, res) -> None:
     ax = next(a for a in fig.get_axes() if a.get_title() == "latency tail")
     box, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
     points = np.vstack([ln.get_transform().transform(ln.get_xydata()) for ln in ax.get_lines()])
-    def inside(b, p):
-        return (p[:, 0] >= b.x0) & (p[:, 0] <= b.x1) & (p[:, 1] >= b.y0) & (p[:, 1] <= b.y1)
+    def inside(b, p, pad=0.0):
+        return (p[:, 0] >= b.x0 - pad) & (p[:, 0] <= b.x1 + pad) & (p[:, 1] >= b.y0 - pad) & (p[:, 1] <= b.y1 + pad)
 
     points = points[np.isfinite(points).all(1) & inside(frame, points)]
-    assert len(points) and not inside(box, points).any(), box
+    # clear by a tenth of an inch: a curve grazing the legend's edge reads as running under it
+    assert len(points) and not inside(box, points, 0.1 * fig.dpi).any(), box
     plt.close(fig)
 
 
