@@ -262,7 +262,7 @@ def test_percentile_maps_each_have_their_palette_and_a_computed_title(monkeypatc
         assert f"colour range {lo:g} to +{hi:g} %" in bar.get_xlabel(), (bar.get_xlabel(), lo, hi)
         assert any(t.get_text().startswith("← red: optimistic") for t in bar.texts)
     # both extremes from the data: A is 30 % long at ρ = 0.5 and 40 % short at ρ = 0.6 (scales 1.3 and 0.6)
-    assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to -40 % (ρ = 0.6" in t1, t1
+    assert "conservative by up to +30 % (ρ = 0.5" in t1 and "optimistic by up to 40 % (ρ = 0.6" in t1, t1
     a = against_reference(cmp, "exponential").sel(approximation="T")
     below = int((a["significant"] & (a["reference"] != 0) & (a["error"] < 0)).sum())
     assert ("T is never significantly optimistic" in t2) == (below == 0)
@@ -404,7 +404,7 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
     """The Wasserstein figure draws the simulation's noise as a filled area (where a method is set against the
     simulation: exact did not run at the second load); its caption and legend name that shape — round 5's caption
     said "grey bars" over an area. Any bar-like artist in the noise colour, or a caption word for another shape,
-    fails. Two lines with W < 0.001 at one load get a ▼ each on the bottom edge at that load, in their colours."""
+    fails. Two lines with W < 0.001 at one load get a ▼ each above the bottom edge at that load, in their colours."""
     import matplotlib.colors as mcolors
     from matplotlib.collections import PolyCollection
 
@@ -426,7 +426,13 @@ def test_wasserstein_caption_names_the_noise_as_drawn(monkeypatch):
         mcolors.to_hex(c) for c in (plots.wasserstein._BEST_CORRECTED["color"], plots.common._TAIL_COLOR))
     assert all(list(ln.get_xdata()) == [0.5] and list(ln.get_ydata()) == [plots.common.W_FLOOR] for ln in floor)
     assert [t.get_text() for t in fig.get_axes()[0].get_xticklabels()] == ["0.5", "0.6"], "ticks at the grid loads"
-    assert "▼ in its colour on the bottom edge" in how
+    assert "▼ in its colour just above the bottom edge" in how
+    # inside the axes, clear of the tick labels under the bottom edge (round 21: the ▼s sat on the labels 0.1, 0.3)
+    fig.canvas.draw()
+    for ln in floor:
+        ax, (y,) = ln.axes, ln.get_transform().transform(np.c_[ln.get_xdata(), ln.get_ydata()])[:, 1]
+        half = ln.get_markersize() / 2 * fig.dpi / 72
+        assert y - half >= ax.get_window_extent().y0 + 1, (y, half, ax.get_window_extent())
     # round 15: the load axis names its scale; T's point against the simulation (ρ = 0.6) is a shape of its own,
     # not a hollow ✖ that reads as the filled one at print size, and the legend's key and the words say which
     assert fig.get_axes()[0].get_xlabel() == "load ρ (scale −log10(1 − ρ))"
@@ -536,7 +542,7 @@ def test_wasserstein_legend_names_every_symbol():
     _, lab = plots.wasserstein._w_legend(cmp, False, {"not_run", "invalid"}, True)
     assert any(t.startswith("strip mark: not run") for t in lab), lab
     assert any(t.startswith("strip mark: invalid fit") for t in lab), lab
-    assert any(t.startswith("▼ on the bottom edge: W < 0.001") for t in lab), lab
+    assert any(t.startswith("▼ just above the bottom edge: W < 0.001") for t in lab), lab
     assert [x.split("\n")[0] for x in lab[:3]] == [plots.wasserstein._BEST_FAITHFUL["label"],
                                                    plots.wasserstein._BEST_CORRECTED["label"], "T (bound)"]
     _, lab = plots.wasserstein._w_legend(cmp, False)
@@ -908,15 +914,24 @@ def test_percentile_titles_change_with_the_data(monkeypatch, t_scale):
     # every place an extreme prints at is named (round 20: ρ = 0.8 named for a −18 % that ρ = 0.9 had too): the scales
     # are exponential, so A's −40 % at ρ = 0.6 holds at both percentiles
     both = "99th and 99.9th"
-    assert f"A–C are optimistic by up to -40 % (ρ = 0.6, {both}) and conservative by up to +30 % (ρ = 0.5, {both})" \
+    assert f"A–C are optimistic by up to 40 % (ρ = 0.6, {both}) and conservative by up to +30 % (ρ = 0.5, {both})" \
         in t1, t1
-    assert f"D–F are optimistic by up to -20 % (ρ = 0.5, {both}) and conservative by up to +10 % (ρ = 0.6" in t1, t1
+    assert f"D–F are optimistic by up to 20 % (ρ = 0.5, {both}) and conservative by up to +10 % (ρ = 0.6" in t1, t1
     for line in (t1 + "\n" + t2).splitlines():
         sizes = [abs(float(v)) for v in re.findall(r"by up to ([-+−]?[\d.]+) %", line.replace("−", "-"))]
         assert sizes == sorted(sizes, reverse=True), line
     # A* and C* both reach -10 % at ρ = 0.5: the caption names both
     text = " ".join(c.text for c in cap.findings if hasattr(c, "text"))
-    assert "Most below its reference (optimistic): A* by -10 %" in text and "also " in text and "for C* (" in text, text
+    assert "Most below its reference (optimistic): A* by 10 %" in text and "also " in text and "for C* (" in text, text
+    # a side named in words takes the error's size, never a sign against it (round 21: "optimistic by up to -65 %")
+    caps = " ".join(getattr(c, "text", c) for _, cp in figs for c in cp.findings + cp.limits)
+    for words in (t1, t2, caps):
+        assert not re.search(r"(optimistic|below its reference \(optimistic\): \S+) by (up to |at least |≥ )?[-−]",
+                             words), words
+    if below:  # T's own optimistic points, by their largest size
+        worst = float(-a["error"].where(a["significant"] & (a["reference"] != 0)).min()) * 100
+        assert f"T is significantly optimistic at {below} point{'s' if below > 1 else ''} (by up to {worst:.0f} %)" \
+            in t2, t2
     for f, _ in figs:
         plt.close(f)
 
@@ -1092,21 +1107,22 @@ def test_percentile_caption_values_are_the_labels_drawn_in_their_cells(monkeypat
                      r"the ([\d.]+)th percentile \([^)]*\)(?:; the same (\S+) % also (.*))?\.$", text)
         if not m:
             continue
-        name, val = m.group(1), m.group(2)
+        name, val = m.group(1), m.group(2)  # an optimistic extreme is named by its size (round 21): the cell signs it
+        val = val if text.startswith("Most above") else f"-{val}"
         assert cells[(name, int(m.group(3)), float(m.group(4)), float(m.group(5)))] == val, (text, cells)
         named += 1
         if m.group(7):
-            assert m.group(6) == val
+            assert m.group(6) == val.lstrip("-")
             for who, R, r, p in _named_points(m.group(7)):
                 assert cells[(who or name, R, r, p)] == val, (text, who or name, R, r, p, cells)
                 named += 1
     assert named >= 2
     title = fig._suptitle.get_text()
     others = [sr.label.split(" (")[0] for sr in lines if sr.method != "T"]
-    for _side, val, r, p in re.findall(r"(conservative|optimistic) by up to (\S+) % \(ρ = ([\d.]+), ([\d.]+)th\)",
+    for side, val, r, p in re.findall(r"(conservative|optimistic) by up to (\S+) % \(ρ = ([\d.]+), ([\d.]+)th\)",
                                       title):
         printed = {v for (n, _, rr, pp), v in cells.items() if n in others and rr == float(r) and pp == float(p)}
-        assert val in printed, (title, printed)
+        assert (val if side == "conservative" else f"-{val}") in printed, (title, printed)
     bold = [t for ax in fig.get_axes() for t in ax.texts if t.get_fontweight() == "bold"]
     assert bold and not any(t.get_text().startswith("<0.1") for t in bold)
     for f, _ in figs:

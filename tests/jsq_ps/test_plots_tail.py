@@ -207,10 +207,11 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
     assert len(pts) == 1 and pts[0].get_mfc() == "white"
     assert np.isclose(pts[0].get_ydata()[0], cmp["run_time"].sel(approximation="exact", rho=0.5).values.item())
     texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
-    assert "1/2 partial" in texts and "exact: 1" in texts
-    assert any("partial median" in t and "not the trend" in t for t in _legend_texts(fig))
+    assert "1/2 partial" in texts and "exact: 1" in texts and "skipped (over budget)" in texts, texts
+    assert any("partial median" in t and "not the trend" in t.replace("\n", " ") for t in _legend_texts(fig))
     # the budget is a cap on the chain (state space, predicted cost), said in the ▲ legend entry, not a time-out
-    assert any(t.startswith("▲ in the strip above the plot") and "not a time-out" in t for t in _legend_texts(fig))
+    assert any(t.startswith("▲ in the strip above the plot") and "not a time-out" in t.replace("\n", " ")
+               for t in _legend_texts(fig))
     faith = mcolors.to_rgba(_FAITHFUL_BLUE)
     pts = [ln for ln in _lines(fig) if ln.get_marker() == "o" and mcolors.to_rgba(ln.get_color()) == faith]
     faithful = [m for m in plots.common.FAITHFUL if m in cmp["approximation"].values.tolist()]
@@ -311,7 +312,13 @@ def test_runtime_names_the_chain_that_skipped_and_a_hidden_whisker(drawn, monkey
     assert [t.get_text() for t in strip.get_yticklabels()] == ["A* = B*: loads not run"]
     texts = [t.get_text() for t in ax.texts]
     assert "A* = B*: 1" in texts and not any("A*–F*:" in t for t in texts)
-    assert any("A* = B*: at their chain's state cap" in t for t in _legend_texts(fig))
+    assert any("A* = B*: at their chain's state cap" in t.replace("\n", " ") for t in _legend_texts(fig))
+    # the row under the axis gives the legend's reason (round 21: "over budget" for a chain at its state cap), and the
+    # legend stays inside the saved image with a margin (round 21: its last line touched the right edge)
+    assert "skipped (state cap)" in texts, texts
+    fig.canvas.draw()
+    box, whole = ax.get_legend().get_window_extent(), fig.get_tightbbox().transformed(fig.dpi_scale_trans)
+    assert box.x1 <= whole.x1 - 0.05 * fig.dpi, (box, whole)
     # every member skipped: the family's name
     cmp["not_run"].loc[{"approximation": "C*", "rho": 0.6}] = 1
     plots.runtime_vs_R(cmp, "unused")

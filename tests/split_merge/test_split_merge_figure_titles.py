@@ -26,11 +26,12 @@ def test_figure_c_header_states_the_finding():
     ok = np.ones((2, 2, 3), bool)
     falling = _c([[1.0, 0.6, 0.4], [np.nan, 1.2, 0.9]], [[1.0, 0.5, 0.3], [np.nan, 1.2, 0.95]])
     assert plots._figure_c_finding(falling, rs, ok) == (
-        "beyond both CIs: each added replica lowers split-merge's mean latency (all 3 steps); "
+        "beyond both CIs: each added replica lowers split-merge's mean latency (all 3 steps r → r + 1); "
         "fork-join lies below split-merge at 2 of 4 (q, r ≥ 2) points, above at 1")
     rising = _c([[1.0, 0.6, 0.7], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]])
     assert plots._figure_c_finding(rising, rs, ok) == (
-        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps, raises it at 1; "
+        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps r → r + 1, raises it "
+        "at 1; "
         "fork-join lies below split-merge at 0 of 4 (q, r ≥ 2) points, above at 4")
     assert plots._replica_steps_words(plots.replica_steps(rising, rs, ok)) == (
         "split-merge's mean latency: each added replica lowers it beyond both CIs for q = 2; it rises beyond both "
@@ -38,7 +39,10 @@ def test_figure_c_header_states_the_finding():
     flat = _c([[1.0, 0.6, 0.59], [np.nan, 1.2, 0.9]], [[1.0, 0.7, 0.8], [np.nan, 1.3, 1.0]], hw=0.02)
     assert plots.replica_steps(flat, rs, ok) == {1: ([2], [3], []), 2: ([3], [], [])}
     assert plots._figure_c_finding(flat, rs, ok).startswith(
-        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps; ")
+        "beyond both CIs: each added replica lowers split-merge's mean latency at 2 of 3 steps r → r + 1; ")
+    # a step names what it spans (round 21: "16 of 24 steps" did not say): with r = 1, 2, 4 not every step adds one
+    gapped = falling.assign_coords(replicas=[1, 2, 4])
+    assert "(all 3 steps from one r to the next drawn)" in plots._figure_c_finding(gapped, np.array([1, 2, 4]), ok)
     assert plots._replica_steps_words(plots.replica_steps(flat, rs, ok)) == (
         "split-merge's mean latency: each added replica lowers it beyond both CIs for q = 2 except at r = 3 for "
         "q = 1 (within the CIs there; none raises it beyond them)")

@@ -220,7 +220,7 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.plot(t, np.where(good, 1 - F, np.nan), color="k", lw=1.6, label=f"simulation (pooled, {n} replications)")
     grey = bool((~good & (t <= xmax) & (1 - F > 0)).any())
     if grey:
-        a1.plot(t, np.where(~good, 1 - F, np.nan), label="simulation beyond its deepest estimated percentile (no "
+        a1.plot(t, np.where(~good, 1 - F, np.nan), label="simulation beyond its deepest estimated\npercentile (no "
                 "reference)", **BEYOND_REFERENCE)
     if int(c["is_exact"]) and spec.super_servers == 1 and order_statistic_ph(spec.replica_law, spec.quorum,
                                                                               spec.replicas) is not None:
@@ -244,7 +244,9 @@ def _figure_a_tail(a1, ds, c, spec, t, F, n, recorded) -> tuple[float, bool]:
     a1.set_xlim(0, xmax)
     a1.set_xlabel(f"latency t ({TIME_UNITS})")
     a1.set_ylabel("P(latency > t)")
-    a1.legend(fontsize=7.5, loc="lower left")  # the curve runs from top left to bottom right: the empty corner
+    # the curve runs from top left to bottom right, its tail (where simulation and exact part) low at the right: the
+    # upper right is the empty corner (round 21: in the lower left the legend covered t ≈ 27–37)
+    a1.legend(fontsize=7.5, loc="upper right")
     a1.set_title("latency tail", fontsize=10)
     return t_est, grey
 
@@ -633,7 +635,7 @@ def replica_steps(ds, rs, mean_ok) -> dict:
     (r ≥ q, the runs long enough): whether "falls with every added replica" holds beyond the noise, and where not."""
     d = ds.sel(model=SM)
     sm, hw = d["sim_mean_latency"].values, d["sim_mean_latency_hw"].values  # (quorum, replicas)
-    ok = mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(sm)
+    ok = _steps_drawn(ds, mean_ok)
     out = {}
     for qi, q in enumerate(ds["quorum"].values):
         idx = np.nonzero(ok[qi])[0]
@@ -645,6 +647,19 @@ def replica_steps(ds, rs, mean_ok) -> dict:
         out[int(q)] = tuple([int(r) for r in rs[b][k]] for k in (hi_b < lo_a, ~(hi_b < lo_a) & ~(lo_b > hi_a),
                                                                   lo_b > hi_a))
     return out
+
+
+def _steps_drawn(ds, mean_ok):
+    """(quorum, replicas) bool: split-merge's simulated means that :func:`replica_steps` steps between."""
+    return mean_ok[ds["model"].values.tolist().index(SM)] & np.isfinite(ds.sel(model=SM)["sim_mean_latency"].values)
+
+
+def _step_name(ds, rs, mean_ok) -> str:
+    """What one replica step of :func:`replica_steps` is, for the header (round 21: "16 of 24 steps" did not say
+    which): "r → r + 1" where every step adds one replica, else "from one r to the next drawn"."""
+    ok = _steps_drawn(ds, mean_ok)
+    gaps = {int(g) for row in ok for g in np.diff(np.asarray(rs)[row])}
+    return "r → r + 1" if gaps <= {1} else "from one r to the next drawn"
 
 
 def _ranges(rs) -> str:
@@ -688,8 +703,9 @@ def _figure_c_finding(ds, rs, mean_ok) -> str:
     if steps:
         down, n = sum(len(d) for d, _, _ in steps.values()), sum(len(d) + len(w) + len(u) for d, w, u in steps.values())
         up = sum(len(u) for _, _, u in steps.values())
+        step = _step_name(ds, rs, mean_ok)
         parts.append("each added replica lowers split-merge's mean latency "
-                     + (f"(all {n} steps)" if down == n else f"at {down} of {n} steps")
+                     + (f"(all {n} steps {step})" if down == n else f"at {down} of {n} steps {step}")
                      + (f", raises it at {up}" if up else ""))
     k, m, up = _fork_join_counts(ds, rs, mean_ok)
     if m:

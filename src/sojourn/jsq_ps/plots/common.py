@@ -26,7 +26,7 @@ FAMILY_COLORS = {"faithful": "0.5", "corrected": "0.1"}
 FAMILY_COLOR_WORDS = {"faithful": "grey", "corrected": "black"}
 TIME_UNITS = f"{TIME_UNIT}, 1/μ"
 EXPONENTIAL = "exponential"
-#: Wasserstein distances to exact below this (mean service times) are drawn on the bottom edge of their panel
+#: Wasserstein distances to exact below this (mean service times) are drawn as a ▼ above the bottom edge of their panel
 W_FLOOR = 1e-3
 #: the legend entries of the two references
 AGAINST_EXACT = "filled: against exact"

@@ -132,6 +132,12 @@ def _error_pct(v: float) -> str:
     return f"{_error_text(100 * v, True)} %"
 
 
+def _size_pct(v: float) -> str:
+    """A relative error ``v`` (a fraction) that counts, by its size only, for a sentence that names its side
+    ("optimistic by up to 65 %", round 21: "by up to -65 %" read as a double negative): '65 %', '0.9 %'."""
+    return _error_pct(abs(v)).lstrip("+")
+
+
 #: the kinds of a cell whose percentile lies beyond the time grid t_max, each its own mark (round 20: one ▶ covered a
 #: conservative and an optimistic case): ▶ exact's (the reference's) percentile beyond t_max, the method's within — its
 #: error is at most (x_method − t_max)/t_max, optimistic by at least that; ≫ the method's own beyond t_max, its
@@ -383,8 +389,8 @@ def _pe_title(a, lines, what, service, shown) -> str:
                 f" ({noise} negative error{'s' if noise > 1 else ''} within the noise)" if noise else ""))
         else:
             worst = float(np.nanmin(np.where(sig[:, :, t] & (err[:, :, t] < 0), err[:, :, t], np.nan)))
-            head.append(f"T is significantly optimistic at {below_t} point{'s' if below_t > 1 else ''} (down to "
-                        f"{_error_pct(worst / 100)})")
+            head.append(f"T is significantly optimistic at {below_t} point{'s' if below_t > 1 else ''} (by up to "
+                        f"{_size_pct(worst / 100)})")
     rho = A["rho"].values
     fams = [(f, [names.index(m) for m in ms if m in names]) for f, ms in _FAMILIES]
     fams = [(f, k) for f, k in fams if k]
@@ -397,8 +403,8 @@ def _pe_title(a, lines, what, service, shown) -> str:
             v = np.where(keep, err[:, :, idx], np.nan)
             if np.isfinite(v).any():
                 i = np.unravel_index(int(pick(v)), v.shape)
-                ends.append((abs(float(v[i])), f"{side} by up to {_error_pct(v[i] / 100)} "
-                             f"({_where_printed(v, i, rho, shown)})"))
+                size = (_error_pct if side == "conservative" else _size_pct)(v[i] / 100)  # no "by up to -65 %"
+                ends.append((abs(float(v[i])), f"{side} by up to {size} ({_where_printed(v, i, rho, shown)})"))
         if ends:  # the larger |error| first: it is the message (round 17: "+1 % and −18 %" led with the +1 %)
             head.append(f"{fam} are " + " and ".join(w for _, w in sorted(ends, key=lambda e: -e[0])))
         elif has[:, :, idx].any():
@@ -431,7 +437,7 @@ def _bounds_line(A, rho, shown) -> str:
         return "Extremes over measured cells only; ▶: exact's percentile beyond t_max, the error there unknown"
     i = np.unravel_index(int(np.nanargmin(v)), v.shape)
     return (f"Extremes over measured cells only; where exact's percentile is beyond t_max (▶), optimistic by "
-            f"≥ {_error_pct(-v[i] / 100)[1:]} ({_where_printed(v, i, rho, shown)})")
+            f"≥ {_size_pct(v[i] / 100)} ({_where_printed(v, i, rho, shown)})")
 
 
 #: the colour bar's tick labels (points) and the least room between two (points; round 20: "+500 +1000" read as one)
@@ -633,10 +639,11 @@ def _pe_extreme_claims(A, rel, sig_q, sel, labels=None) -> list:
             continue
         name = (labels or {}).get(loc["approximation"], loc["approximation"])
         also = _pe_also(A, v, idx, labels or {})
-        out.append(Claim(f"{word}: {name} by {_error_pct(loc['value'])} at R = {loc['R']}, "
+        size = (_size_pct if op == "argmin" else _error_pct)(loc["value"])  # the side is in the words: its size
+        out.append(Claim(f"{word}: {name} by {size} at R = {loc['R']}, "
                          f"ρ = {loc['rho']:g}, the {loc['percentile']:g}th percentile (against "
                          f"{'exact' if ref[idx] == REF_EXACT else 'the simulation'})"
-                         + (f"; the same {_error_pct(loc['value'])} also {also}" if also else "") + ".", loc,
+                         + (f"; the same {size} also {also}" if also else "") + ".", loc,
                          Q.query(f"where({sig_q}, {rel}, nan)", ((op, None),), None, sel),
                          half_unit(_error_digits(100 * loc["value"], True), 100)))
     return out
@@ -711,7 +718,7 @@ def _pe_limits(cmp, A, sel, without, rest) -> list:
     n_ex = int((status == "beyond_grid").sum())
     if n_ex:
         b = bound[status == "beyond_grid"]
-        worst = (f"; there the methods are optimistic by at least {_error_pct(-float(np.nanmin(b)) / 100)[1:]} at "
+        worst = (f"; there the methods are optimistic by at least {_size_pct(float(np.nanmin(b)) / 100)} at "
                  "worst" if np.isfinite(b).any() else "")
         limits.append(Q.k_of_n(f"At {n_ex} of the {n} cells drawn exact's percentile (the reference) lies beyond the "
                                "time grid t_max while the method's lies within, and the simulation is too short to "

@@ -1,6 +1,8 @@
 """The run-time figure: each family's computing time against R."""
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import xarray as xr
 
@@ -53,6 +55,23 @@ def _skipped_names(cmp, nr, fams) -> dict:
     return out
 
 
+def _skip_why(label) -> str:
+    """Why a family skipped a load, in the ▲ legend entry's words (round 21: the row under the axis said "over budget"
+    where the legend said the corrected chains stop at their state cap): exact over its budget, a corrected chain at
+    its state cap."""
+    return "over budget" if label == "exact" else "state cap" if label.startswith("corrected") else "not run"
+
+
+#: the widest line of a long legend entry (characters): the legend stays inside the figure (round 21: its last line
+#: touched the image's right edge)
+_LEGEND_WRAP = 78
+
+
+def _fill(text) -> str:
+    """``text`` wrapped at :data:`_LEGEND_WRAP`, never inside a chain's name ('A* = B* = D* = E*' stays on one line)."""
+    return textwrap.fill(text.replace(" = ", "\u00a0=\u00a0"), _LEGEND_WRAP).replace("\u00a0", " ")
+
+
 def _common_cells(nr, fams):
     """(R, rho) bool: the cells where every method of every drawn family ran (none refused as over budget or at its
     truncation cap) — the cells on which the families' run times compare like with like."""
@@ -100,20 +119,19 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     labels = [lab for lab, _, _ in fams]
     if partial:
         handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.8))
-        labels.append(f"hollow, on a grey band: a partial median — not every family ran at all {n_rho} loads of "
-                      "that R (the rows under the axis\ncount them); every family there over the same, cheaper loads: "
-                      "not the trend with R")
+        labels.append(_fill(f"hollow, on a grey band: a partial median — not every family ran at all {n_rho} "
+                                    "loads of that R (the rows under the axis count them); every family there over "
+                                    "the same, cheaper loads: not the trend with R"))
     if skipped:
         bw = _budget_words(cmp)
         handles.append(Line2D([], [], ls="none", marker="^", ms=9, color="0.5", mec="k", mew=0.6))
-        labels.append("▲ in the strip above the plot, with a count: loads a family did not run, its chain being too "
-                      "large —\n"
-                      "exact: over its budget " + (f"({bw}: a cap on the state space and\npredicted cost, checked "
-                      "before it runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
-                      + "".join(f"; {who[lab]}: at {'their' if len(ms) > 1 else 'its'} chain's state cap"
-                                for lab, ms, _ in fams if lab.startswith("corrected")
-                                and (nr.sel(approximation=ms) != 0).any())
-                      + ".\nTheir cost is in no median.")
+        labels.append(_fill(
+            "▲ in the strip above the plot, with a count: loads a family did not run, its chain being too large — "
+            "exact: over its budget " + (f"({bw}: a cap on the state space and predicted cost, checked before it "
+                                         "runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
+            + "".join(f"; {who[lab]}: at {'their' if len(ms) > 1 else 'its'} chain's state cap"
+                      for lab, ms, _ in fams if lab.startswith("corrected") and (nr.sel(approximation=ms) != 0).any())
+            + ". Their cost is in no median."))
     ax.legend(handles, labels, fontsize=8.5, loc="upper center", ncol=2, frameon=False,
               bbox_to_anchor=(0.5, -0.2 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
@@ -205,7 +223,8 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who):
         return meds, partial
     partial = True
     base = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    rows = (("loads compared", -38), ("skipped (over budget)", -50))
+    why = dict.fromkeys(_skip_why(lab) for lab, ms, _ in fams if bool((nr.sel(approximation=ms) != 0).any()))
+    rows = (("loads compared", -38), (f"skipped ({' / '.join(why) or 'none'})", -50))
     for name, dy in rows:  # two rows under the tick labels: how many loads each R compares, who skipped how many
         ax.text(0.0, 0.0, name, transform=mtransforms.offset_copy(ax.transAxes, fig=ax.figure, x=-6, y=dy + 5,
                                                                   units="points"),
@@ -266,4 +285,5 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden=()) -> C
                    "some, the others' are left out there too: like with like), the whisker from the fastest to the "
                    "slowest of those cells.", findings, limits,
                    [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
-                     "A cell a method refused (over budget) counts nowhere: its time is the time to refuse.")])
+                     "A cell a method refused (over budget or at its state cap) counts nowhere: its time is the "
+                     "time to refuse.")])

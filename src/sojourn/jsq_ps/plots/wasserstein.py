@@ -50,8 +50,11 @@ _BEST_FAITHFUL = {"color": FAMILY_COLORS["faithful"], "lw": 3.0, "ls": "-", "mar
                   "label": "best of A–F (the paper's methods)"}
 _BEST_CORRECTED = {"color": FAMILY_COLORS["corrected"], "lw": 2.0, "ls": "--", "marker": "s",
                    "label": "best of A*–F* (corrected)"}
-#: a W below the axis floor: a ▼ on the bottom edge in its line's colour, the lines side by side (points apart)
+#: a W below the axis floor: a ▼ just above the bottom edge in its line's colour, the lines side by side (points apart)
 _FLOOR_MARK = {"marker": "v", "ms": 9, "ls": "none", "mec": "k", "mew": 0.5}
+#: how far the ▼'s centre sits above the bottom edge (points): the whole marker inside the axes, clear of the load
+#: tick labels under it (round 21: the ▼s at R = 1 sat on the labels 0.1 and 0.3)
+FLOOR_LIFT_PT = _FLOOR_MARK["ms"] / 2 + 2.5
 #: the lines of a panel are drawn this far apart (points) at every load, each with its markers: A–F's marker (11 pt)
 #: and the corrected one beside it touch at most, never cover one another where the W's coincide
 DODGE_PT = 10.0
@@ -140,7 +143,7 @@ def wasserstein_vs_rho(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     high-load-friendly axis (:func:`_load_axis`), one panel per R that ran (at most five): on the same axes the best
     of the paper's A–F at each load (bold grey), the best of the corrected A*–F* (black, dashed) and T, so that "the
     corrected methods are closer" is read inside each panel; filled markers against exact, hollow against the
-    simulation, whose own noise is a grey area; a W below the floor a ▼ on the bottom edge; status marks in a strip
+    simulation, whose own noise is a grey area; a W below the floor a ▼ above the bottom edge; status marks in a strip
     above each panel (one labelled row per family). The legend fills the last slot."""
     c = cmp.sel(service=service)
     d = w_against_reference(cmp, service)
@@ -209,7 +212,7 @@ def _open_words(cmp) -> str:
 def _w_panel(ax, cmp, c, d, i):
     """One panel of the Wasserstein figure (R index ``i``) on the load axis (:func:`_load_axis`): the three lines of
     :func:`_w_series` (filled markers against exact, hollow against the simulation; broken where W drops below
-    :data:`W_FLOOR`, a ▼ in the line's colour on the bottom edge there), the simulation's noise as a grey area where a
+    :data:`W_FLOOR`, a ▼ in its colour just above the bottom edge there), the simulation's noise as a grey area where a
     line is set against it, the status marks in the panel's strip (not finished). Returns (the strip, whether a ▼ is
     drawn, whether the noise is drawn)."""
     from matplotlib.transforms import offset_copy
@@ -236,8 +239,9 @@ def _w_panel(ax, cmp, c, d, i):
                 ax.plot(xp[sel], y[sel], **mk, color=style["color"], ls="none", zorder=4 + n, gid=f"{name}:{rkind}",
                         transform=at)
         below = ok & ~above
-        if below.any():  # on the bottom edge, the lines side by side (never on one another)
-            ax.plot(xp[below], np.full(int(below.sum()), W_FLOOR), transform=at, color=style["color"],
+        if below.any():  # just above the bottom edge, the lines side by side (never on one another)
+            up = offset_copy(ax.transData, fig=ax.figure, x=_dodge_pt(n, len(lines)), y=FLOOR_LIFT_PT, units="points")
+            ax.plot(xp[below], np.full(int(below.sum()), W_FLOOR), transform=up, color=style["color"],
                     **_FLOOR_MARK, clip_on=False, zorder=6)
             floor_hit = True
         for key, mask in status_marks.items():
@@ -275,7 +279,7 @@ def _w_noise(ax, cmp, c, i, xp, vs_sim) -> bool:
 
 def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False, service=None):
     """The Wasserstein figure's legend: the three lines, the noise area, and every symbol drawn — the strip's marks
-    (``kinds``: ×, ∅, ◇; the strip row's family named at its right end) and the ▼ on the bottom edge where a W lies
+    (``kinds``: ×, ∅, ◇; the strip row's family named at its right end) and the ▼ above the bottom edge where a W lies
     below the floor (``floor_hit``); T's margin note from ``service``'s cells (default: the first service)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -307,7 +311,7 @@ def _w_legend(cmp, noise_drawn, kinds=(), floor_hit=False, service=None):
     lab += [f"strip mark: {t.removeprefix('∅: ')}" for t in sl]
     if floor_hit:
         h.append(Line2D([], [], color="0.4", **_FLOOR_MARK))
-        lab.append(f"▼ on the bottom edge: W < {W_FLOOR:g}\n(against exact; in the line's colour)")
+        lab.append(f"▼ just above the bottom edge: W < {W_FLOOR:g}\n(against exact; in the line's colour)")
     return h, lab
 
 
@@ -456,8 +460,8 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
             "at the loads where a method is set against the simulation (sim_noise_wasserstein, estimated from the "
             "replications alone): such a method cannot come closer than about this, even if it were exact."
             if noise_drawn else "")
-         + (f" Below W = {W_FLOOR:g} against exact a line breaks off; a ▼ in its colour on the bottom edge marks the "
-            "load." if floor_hit else "")
+         + (f" Below W = {W_FLOOR:g} against exact a line breaks off; a ▼ in its colour just above the bottom edge "
+            "marks the load." if floor_hit else "")
          + " The load axis is drawn on the scale −log10(1 − ρ) (so labelled; high loads, where the methods part, get "
          "the room), ticked at the grid's loads. The lines stand side by side, " f"{DODGE_PT:g} points apart at every "
          "load (the load is the tick under the middle line), so that markers of equal W never cover one another."
