@@ -85,11 +85,14 @@ def test_T_line_and_legend_in_the_method_figures(data, drawn, draw):
 
 
 def test_T_rows_in_the_percentile_error_map(data, drawn):
-    """The corrected figure is a map with a block of rows per method: T's block is named in T's colour."""
+    """The corrected figure is a map with a block of rows per method: T's block is named, in the neutral ink of every
+    row name (round 20: names in the method palette read as the error scale)."""
+    from sojourn.jsq_ps.plots import errors
+
     plots.percentile_error_vs_rho_corrected(data[2], "unused")
     (fig,) = drawn
     names = {t.get_text().replace("\n", " "): t.get_color() for ax in fig.get_axes() for t in ax.texts}
-    assert mcolors.to_rgba(names["T (bound)"]) == TAIL_RGBA
+    assert mcolors.to_rgba(names["T (bound)"]) == mcolors.to_rgba(errors.LABEL_COLOR) != TAIL_RGBA
 
 
 def test_T_in_the_cdf_of_a_cell(data, drawn):
