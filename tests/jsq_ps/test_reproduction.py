@@ -467,3 +467,40 @@ def test_percentile_figure_prints_ours_where_the_symlog_misleads(monkeypatch):
     assert "errors absolute" in " ".join(t.get_text() for t in fig.texts) and "not %" in " ".join(
         t.get_text() for t in fig.texts)
     plt.close(fig)
+
+
+def test_percentile_figure_letters_each_error_with_its_method(monkeypatch):
+    """§6.1/§6.2 figure (round 23: the A–F panel was titled "the same methods, only the reference differs" while the
+    paper's best method and ours differ row by row): the A–F panel prints the paper's letter beside each ○ and ours
+    beside each ●, the corrected panel ours; the A–F header and the title count the rows where the two letters agree,
+    recounted here from the letters drawn."""
+    import matplotlib.pyplot as plt
+
+    from sojourn.jsq_ps import plots
+
+    rep = reproduce(_with_exact(_synthetic()))
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_percentile_errors(rep, "unused")
+    (fig,) = figs
+    panels = [ax for ax in fig.get_axes() if ax.get_xscale() == "symlog"]
+    for ax, fam in zip(panels, ("faithful", "corrected", "T"), strict=True):
+        ours = rep["percentile_error"].sel(family=fam).values
+        ref = rep["percentile_error_reference"].sel(family=fam).values
+        drawn = (ref > 0) & np.isfinite(ours) & np.isfinite(rep["paper_percentile_error"].values)
+        mine = sorted(t.get_text() for t in ax.texts if t.get_gid() == "ours_letter")
+        theirs = sorted(t.get_text() for t in ax.texts if t.get_gid() == "paper_letter")
+        want = sorted(m for m in rep["percentile_error_method"].sel(family=fam).values[drawn].tolist() if m)
+        assert mine == (want if fam != "T" else [])
+        if fam == "faithful":
+            assert theirs == sorted(m for m in rep["paper_percentile_method"].values[drawn].tolist() if m)
+            pairs = {(round(t.xy[1] + plots.reproduction._PCT_OFFSET), t.get_text()) for t in ax.texts
+                     if t.get_gid() == "paper_letter"}
+            same = sum((round(t.xy[1] - plots.reproduction._PCT_OFFSET), t.get_text()) in pairs for t in ax.texts
+                       if t.get_gid() == "ours_letter")
+            assert 0 < same < len(mine)  # the synthetic data have rows of both kinds
+            assert f"the same method at {same} of them" in ax.get_title(loc="left")
+            assert f"the paper's method at {same}" in fig._suptitle.get_text()
+        else:
+            assert theirs == []
+    plt.close(fig)

@@ -208,6 +208,15 @@ def _paper_larger(rep, family="faithful") -> tuple[int, int]:
     return int((np.abs(paper[both]) > np.abs(ours[both])).sum()), int(both.sum())
 
 
+def _same_method(rep) -> int:
+    """At how many of the points :func:`_paper_larger` counts for A–F our best method is the paper's."""
+    ours = rep["percentile_error"].sel(family="faithful").values
+    ref = rep["percentile_error_reference"].sel(family="faithful").values
+    both = np.isfinite(ours) & np.isfinite(rep["paper_percentile_error"].values) & (ref > 0)
+    same = rep["percentile_error_method"].sel(family="faithful").values == rep["paper_percentile_method"].values
+    return int((both & same).sum())
+
+
 def _reference_words(rep, family="faithful") -> str:
     """Which references our errors of ``family`` use at the points :func:`_paper_larger` counts: "exact at 16,
     our simulation at 4" (round 22: A–F are the same methods in the paper and here, so there the gap between the
@@ -286,8 +295,10 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         ci_drawn |= _pct_dot_panel(ax, rep, fam, rows, lim)
         kl, nl = _paper_larger(rep, fam)
         head = f"{title}\nsmaller than the paper's at {kl} of {nl} points"
-        if fam == "faithful" and nl:  # the same methods in both: only the reference differs
-            head += ("\nsame methods: the gap is the reference's\n"
+        if fam == "faithful" and nl:  # the paper's pick and ours, each against its own reference
+            same = (f"the same method at {_same_method(rep)} of them (letters); "
+                    if _PCT_METHOD_VARS <= set(rep.data_vars) else "")
+            head += (f"\n{same}the references differ\n"
                      f"(paper: one-seed simulation; ours: {_reference_words(rep)})")
         ax.set_title(head, fontsize=10.5 if fam != "faithful" else 10, loc="left")
     axes[0].set_yticks(range(len(rows)), [f"R = {Rs[k]}, ρ = {rhos[b]:g}, {P[a]:g}th" for a, b, k in rows],
@@ -297,9 +308,10 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     from matplotlib.patches import Patch
 
     h = [Line2D([], [], **{k: v for k, v in _PCT_PAPER.items() if k != "zorder"})]
-    lab = ["the paper's error (its best method)"]
+    lab = ["the paper's error (its best method; its letter beside it in the A–F panel)"]
     h += [Patch(facecolor=_FAMILY_STYLE[f][0], edgecolor="none") for f, _ in fams]
-    lab += [f"ours ●: {t.removeprefix('ours: ')}" for _, t in fams]
+    lab += [f"ours ●: {t.removeprefix('ours: ')}" + (" (letter: our pick)" if f in _PCT_LETTERED else "")
+            for f, t in fams]
     h.append(Line2D([], [], **{k: v for k, v in _PCT_NOT_NEARER.items() if k != "zorder"}))  # as drawn
     lab.append("✖ at the row's end: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
@@ -324,6 +336,27 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     pts = [(k, b) for k in range(len(Rs)) for b in range(len(rhos)) if inrun[:, b, k].any()]
     return common.save(fig, stem, caption=_reproduction_caption(rep, "pct", "percentile_error_reference", pts,
                                                                 section), **kw)
+
+
+#: the §6.1/§6.2 panels that print each error's method letter (the paper's in the A–F panel only: the same there)
+_PCT_LETTERED = ("faithful", "corrected")
+#: the method letters' variables (a reproduction written before them has none: no letters, no "same method" count)
+_PCT_METHOD_VARS = {"paper_percentile_method", "percentile_error_method"}
+
+
+def _pct_letters(ax, paper, ours, valued) -> None:
+    """The method letters of a row's two marks, each on the side away from the other mark (ours on the side away
+    from its printed value where it has one): ``paper``, ``ours`` = (x, y, letter)."""
+    (x0, yp, m0), (x1, yo, m1) = paper, ours
+    if m0:
+        left = x0 <= x1
+        ax.annotate(m0, (x0, yp), xytext=(-8 if left else 8, 0), textcoords="offset points",
+                    ha="right" if left else "left", va="center", fontsize=8, color="k", gid="paper_letter")
+    if m1:
+        left = (x1 > 0) if valued else (x1 < x0)
+        ax.annotate(m1, (x1, yo), xytext=(-7 if left else 7, 0), textcoords="offset points",
+                    ha="right" if left else "left", va="center", fontsize=8, color="0.15", fontweight="bold",
+                    gid="ours_letter")
 
 
 def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
@@ -355,6 +388,11 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
                         color="0.2", gid="ours_value")
         if abs(x1) >= abs(x0):
             ax.plot([_PCT_ROW_END * lim], [y], **_PCT_NOT_NEARER, gid="not_nearer")
+        # which method each error is of (round 23: the paper's pick and ours differ row by row)
+        if fam in _PCT_LETTERED and _PCT_METHOD_VARS <= set(rep.data_vars):
+            _pct_letters(ax, (x0, yp, str(rep["paper_percentile_method"].values[a, b, k]) if fam == "faithful" else ""),
+                         (x1, yo, str(rep["percentile_error_method"].sel(family=fam).values[a, b, k])),
+                         _PCT_LINTHRESH < abs(x1) < 1)
     ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
     ax.set_xlim(-1.8 * lim, 1.8 * lim)  # room beside the end ticks' labels
     ax.axvline(0, color="k", lw=1.0, zorder=1)
@@ -417,10 +455,11 @@ def _pct_title(rep) -> tuple[str, str]:
     have, total = _cells_in_run(rep, "pct", "percentile_error_reference")
     counts = [(t.removeprefix("ours: ").split(" (")[0], *_paper_larger(rep, f)) for f, t in _PCT_PANELS
               if f in rep["family"].values.tolist()]
-    counts = [(t + (": the same methods, only the reference differs" if t == "best of A–F" else ""), k, n)
+    same = f", the paper's method at {_same_method(rep)}" if _PCT_METHOD_VARS <= set(rep.data_vars) else ""
+    counts = [(t + (f"{same}; another reference" if t == "best of A–F" else ""), k, n)
               for t, k, n in counts if n]
     first = ("Paper §6.1/§6.2: the paper's error is the larger at " + "".join(
-        ("" if i == 0 else ";\n" if "reference" in counts[0][0] and i == 1 else "; ")
+        ("" if i == 0 else ";\n" if "another reference" in counts[0][0] and i == 1 else "; ")
         + f"{k} of {n}{' points' if i == 0 else ''} (ours {t})" for i, (t, k, n) in enumerate(counts)) if counts else
              "Paper §6.1/§6.2: percentile error of the best method, the paper's against ours")
     (km, mm), (kh, mh) = (miss := _paper_where_ours_missing(rep))["missing"], miss["have"]
