@@ -275,7 +275,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     rows = _pct_rows(rep)
     n = max(len(rows), 4)
     # room for the A–F panel's two lines on the reference and for the title's second line (round 22)
-    extra = 0.85 if any(f == "faithful" for f, _ in fams) and _paper_larger(rep)[1] else 0.0
+    extra = 1.05 if any(f == "faithful" for f, _ in fams) and _paper_larger(rep)[1] else 0.0
     fig, axes = plt.subplots(1, len(fams), figsize=(3.8 * len(fams) + 1.7, 0.3 * n + 3.4 + extra), squeeze=False,
                              sharey=True, sharex=True)
     axes = axes[0]
@@ -296,10 +296,10 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
         kl, nl = _paper_larger(rep, fam)
         head = f"{title}\nsmaller than the paper's at {kl} of {nl} points"
         if fam == "faithful" and nl:  # the paper's pick and ours, each against its own reference
-            same = (f"the same method at {_same_method(rep)} of them (letters); "
+            same = (f"the same method at {_same_method(rep)} of them (letters),\n"
                     if _PCT_METHOD_VARS <= set(rep.data_vars) else "")
-            head += (f"\n{same}the references differ\n"
-                     f"(paper: one-seed simulation; ours: {_reference_words(rep)})")
+            head += (f"\n{same}against another reference (paper: one-seed\n"
+                     f"simulation; ours: {_reference_words(rep)})")
         ax.set_title(head, fontsize=10.5 if fam != "faithful" else 10, loc="left")
     axes[0].set_yticks(range(len(rows)), [f"R = {Rs[k]}, ρ = {rhos[b]:g}, {P[a]:g}th" for a, b, k in rows],
                        fontsize=9.5)
