@@ -223,9 +223,11 @@ def test_runtime_leaves_out_the_cells_a_method_did_not_run(data, drawn):
 
 
 def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypatch):
-    """The run-time figure's header gives each family's median with the caption's rounding (one number, one
-    rounding), the R axis says it is logarithmic, and the y axis ends on a labelled decade above the longest
-    whisker."""
+    """The run-time figure's header gives each family's median per cell at the smallest and the largest R drawn (round
+    24: medians pooled over every R hid the trend), recomputed here from the data, in the figure's rounding; the R
+    axis says it is logarithmic, and the y axis ends on a labelled decade above the longest whisker."""
+    from sojourn.jsq_ps.plots import runtime as RT
+
     got = []
     monkeypatch.setattr(plots.common, "save",
                         lambda fig, stem, caption=None, **kw: got.append((fig, caption)) or [stem])
@@ -233,9 +235,29 @@ def test_runtime_title_rounds_as_the_caption_and_labels_its_axes(data, monkeypat
     (fig, cap), = got
     ax = fig.get_axes()[0]
     title = ax.get_title()
-    medians = [c.text.split("median ")[1].split(" s per cell")[0] for c in cap.findings
-               if " s per cell over the " in c.text and "where every family ran" in c.text]
-    assert medians and all(f" {m} s" in title for m in medians), (title, medians)
+    cmp = data[2]
+    nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(cmp["run_time"], dtype=np.int8)
+    fams = RT._families(cmp)
+    common = RT._common_cells(nr, fams)
+    Rv = cmp["R"].values
+    for two in (False, True):
+        if two:  # a second R, twice as slow: the title gives the trend from the first R to the last
+            cmp = xr.concat([cmp, cmp.assign(run_time=cmp["run_time"] * 2).assign_coords(R=cmp["R"] + 3)], "R")
+            got.clear()
+            plots.runtime_vs_R(cmp, "unused")
+            title = got[0][0].get_axes()[0].get_title()
+        nr = cmp["not_run"] if "not_run" in cmp else xr.zeros_like(cmp["run_time"], dtype=np.int8)
+        fams = RT._families(cmp)
+        common = RT._common_cells(nr, fams)
+        Rv = cmp["R"].values
+        assert (f"from R = {int(Rv[0])} to R = {int(Rv[-1])}" if two else f"at R = {int(Rv[0])}") in title, title
+        for label, ms, _ in fams:
+            med = cmp["run_time"].sel(approximation=ms).where(common).median(["approximation", "rho"]).values
+            ok = np.flatnonzero(np.isfinite(med))
+            want = (f"{RT._g(med[ok[0]])} → {RT._g(med[ok[-1]])} s" if two else f"{RT._g(med[ok[0]])} s")
+            assert f"{RT._title_name(label)} {want}" in title, (title, label)
+        if two:
+            plt.close(got[0][0])
     assert "log scale" in ax.get_xlabel()
     top = ax.get_ylim()[1]
     whiskers = max(float(np.nanmax(seg[:, 1])) for c in ax.collections for seg in c.get_segments())

@@ -92,8 +92,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     fig, ax = plt.subplots(figsize=(9.0, 5.4))
     Rv, n_rho, fams = cmp["R"].values, cmp.sizes["rho"], _families(cmp)
     common_cells = _common_cells(nr, fams)
+    per_r = {}
     meds, partial = _runtime_families(ax, cmp["run_time"], nr, fams, Rv, n_rho, common_cells,
-                                      _skipped_names(cmp, nr, fams))
+                                      _skipped_names(cmp, nr, fams), per_r)
     ax.set_yscale("log")
     lo, hi = ax.dataLim.y0, ax.dataLim.y1  # both ends on a labelled decade: the longest whisker has one above it
     if 0 < lo < hi:
@@ -109,11 +110,9 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     skip_lines = max((len(t.get_text().splitlines()) for t in ax.texts if t.get_va() == "top"), default=0)
     ax.set_xlabel("servers R (log scale)", labelpad=3)  # right under the ticks; the count rows below it
     ax.set_ylabel("run time of one (R, ρ) cell (s, wall clock)")
-    n_common = int(common_cells.sum())
     ax.set_title("Run time per cell of each method family, over the loads where every family ran (median; whisker: "
-                 f"fastest to slowest cell)\nmedians over those {n_common} cells: "
-                 + ", ".join(f"{_title_name(lab)} {_g(v)} s" for lab, (_, v) in meds.items()), fontsize=9.5,
-                 pad=6 + strip_pt)  # above the strip of the loads not run
+                 f"fastest to slowest cell)\n{_trend_words(per_r, Rv, common_cells.sum('rho').values, n_rho)}",
+                 fontsize=9.5, pad=6 + strip_pt)  # above the strip of the loads not run
     # (the medians rounded as in the caption's claims: one rounding for one number)
     handles = [Line2D([], [], ls="none", marker="o", ms=7, color=c_) for _, _, c_ in fams]
     labels = [lab for lab, _, _ in fams]
@@ -197,7 +196,29 @@ def _over_budget_marks(ax, nr, fams, Rv, who) -> float:
     return h_pt + 4.0
 
 
-def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who):
+def _trend_words(per_r, Rv, n_at, n_rho) -> str:
+    """The title's trend with R (round 24: medians pooled over every R hid it): each family's median per cell at the
+    smallest and the largest R drawn, as the markers show them, the largest R named partial where a family skipped
+    loads there."""
+    parts, ends = [], None
+    for label, med in per_r.items():
+        ok = np.flatnonzero(np.isfinite(med))
+        if ok.size == 0:
+            continue
+        i, j = int(ok[0]), int(ok[-1])
+        ends = ends or (i, j)
+        parts.append(f"{_title_name(label)} {_g(med[i])} → {_g(med[j])} s" if j != i else
+                     f"{_title_name(label)} {_g(med[i])} s")
+    if not parts:
+        return ""
+    i, j = ends
+    head = (f"median per cell from R = {int(Rv[i])} to R = {int(Rv[j])}" if j != i else
+            f"median per cell at R = {int(Rv[i])}") + (
+        f" (R = {int(Rv[j])}: {int(n_at[j])} of {n_rho} loads, the cheaper ones)" if n_at[j] < n_rho else "")
+    return f"{head}: " + ", ".join(parts)
+
+
+def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who, per_r=None):
     """The run-time figure's marks per family and R over the cells ``common_cells`` (every family ran there): the
     median (hollow at an R where some family skipped a load) and the whisker; under the axis at such an R, bold
     rows: how many loads the comparison there covers and which family skipped how many. Returns ({family:
@@ -213,6 +234,8 @@ def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who):
         if not np.isfinite(med).any():
             continue
         meds[label] = (ms, float(np.nanmedian(d.values)))
+        if per_r is not None:  # the markers' medians per R (the title's trend)
+            per_r[label] = med
         x = Rv * 1.07 ** (k - (len(fams) - 1) / 2)  # side by side by a constant factor: even on the log axis
         ax.vlines(x, d.min(dims).values, d.max(dims).values, color=color, lw=2.2, alpha=0.55)
         for xi, m_, n_ in zip(x, med, n_at, strict=True):
