@@ -215,7 +215,7 @@ def _trend_words(per_r, Rv, n_at, n_rho) -> str:
     head = (f"median per cell from R = {int(Rv[i])} to R = {int(Rv[j])}" if j != i else
             f"median per cell at R = {int(Rv[i])}") + (
         f" (R = {int(Rv[j])}: {int(n_at[j])} of {n_rho} loads, the cheaper ones)" if n_at[j] < n_rho else "")
-    return f"{head}: " + ", ".join(parts)
+    return f"{head}:\n" + ", ".join(parts)
 
 
 def _runtime_families(ax, rt, nr, fams, Rv, n_rho, common_cells, who, per_r=None):
