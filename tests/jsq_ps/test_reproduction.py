@@ -500,7 +500,7 @@ def test_percentile_figure_letters_each_error_with_its_method(monkeypatch):
                        if t.get_gid() == "ours_letter")
             assert 0 < same < len(mine)  # the synthetic data have rows of both kinds
             assert f"the same method at {same} of them" in ax.get_title(loc="left")
-            assert f"the paper's method at {same}" in fig._suptitle.get_text()
+            assert f"our A–F pick is the paper's at {same}" in fig._suptitle.get_text()
         else:
             assert theirs == []
     plt.close(fig)
