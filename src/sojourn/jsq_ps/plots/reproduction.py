@@ -201,18 +201,22 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
 def _paper_larger(rep, family="faithful") -> tuple[int, int]:
     """(k, n): at k of the n (percentile, cell) points where both exist, the paper's percentile error is larger in
     size than ours (best of ``family``, against the best reference)."""
-    ours = rep["percentile_error"].sel(family=family).values
-    paper = rep["paper_percentile_error"].values
-    ref = rep["percentile_error_reference"].sel(family=family).values
-    both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
+    ours, paper = rep["percentile_error"].sel(family=family).values, rep["paper_percentile_error"].values
+    both = _compared(rep, family)
     return int((np.abs(paper[both]) > np.abs(ours[both])).sum()), int(both.sum())
+
+
+def _compared(rep, family) -> np.ndarray:
+    """(percentile, rho, R) bool: the points where the paper's percentile error and ours (best of ``family``, with
+    a usable reference) both exist — the points every §6.1/§6.2 count is over."""
+    ours = rep["percentile_error"].sel(family=family).values
+    ref = rep["percentile_error_reference"].sel(family=family).values
+    return np.isfinite(ours) & np.isfinite(rep["paper_percentile_error"].values) & (ref > 0)
 
 
 def _same_method(rep) -> int:
     """At how many of the points :func:`_paper_larger` counts for A–F our best method is the paper's."""
-    ours = rep["percentile_error"].sel(family="faithful").values
-    ref = rep["percentile_error_reference"].sel(family="faithful").values
-    both = np.isfinite(ours) & np.isfinite(rep["paper_percentile_error"].values) & (ref > 0)
+    both = _compared(rep, "faithful")
     same = rep["percentile_error_method"].sel(family="faithful").values == rep["paper_percentile_method"].values
     return int((both & same).sum())
 
@@ -223,9 +227,8 @@ def _reference_words(rep, family="faithful") -> str:
     two errors is the reference's: the paper's one-seed simulation against ours)."""
     from ..compare import REF_EXACT, REF_SIMULATION
 
-    ours = rep["percentile_error"].sel(family=family).values
     ref = rep["percentile_error_reference"].sel(family=family).values
-    both = np.isfinite(ours) & np.isfinite(rep["paper_percentile_error"].values) & (ref > 0)
+    both = _compared(rep, family)
     k_ex, k_sim = int((both & (ref == REF_EXACT)).sum()), int((both & (ref == REF_SIMULATION)).sum())
     return ", ".join(w for k, w in ((k_ex, f"exact at {k_ex}"), (k_sim, f"our simulation at {k_sim}")) if k)
 
