@@ -103,6 +103,8 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
             drawn |= _ours_family(ax, fam, x + _OURS_FROM + f * _OURS_STEP, vals, rk)
             if prefix == "rel" and fam not in (TAIL, "exact") and "relative_error_method" in rep:  # its letter
                 _method_letters(ax, rep, fi, pts, x + _OURS_FROM + f * _OURS_STEP, np.abs(vals[0]))
+                if fam == "faithful" and "paper_relative_method" in rep:  # the paper's, where it is another
+                    _paper_letters(ax, rep, fi, pts, x, paper, np.abs(vals[0]))
             missing[fam] = rk == 0
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
@@ -120,7 +122,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
     fig.tight_layout(h_pad=0.4)
     h, lab = _beside_legend(fams, prefix, drawn)
     sh, sl = status_handles(kinds)
-    _legend_below(fig, h + sh, lab + sl, ncol=2, fontsize=9.5)
+    _legend_below(fig, h + sh, lab + sl, ncol=1, fontsize=9.5)  # one column: each side's reference in words
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
 
@@ -132,6 +134,25 @@ def _method_letters(ax, rep, fi, pts, xs, ys) -> None:
         if m and np.isfinite(yv):
             ax.annotate(m, (xv, yv), xytext=(0, 6), textcoords="offset points", ha="center", va="bottom",
                         fontsize=8, color=_FAMILY_STYLE[rep["family"].values[fi]][0], gid="method_letter")
+
+
+def _paper_letters(ax, rep, fi, pts, x, paper, ours) -> None:
+    """The §6.3 panel's letter of the paper's best method beside its circle where it is not our best of A–F's
+    (drawn by the §6.1/§6.2 dot plot's helper, on the circle's side away from ours)."""
+    for (k, b), xv, pv, ov in zip(pts, x, paper, ours, strict=True):
+        mine = str(rep["relative_error_method"].values[fi, b, k])
+        theirs = str(rep["paper_relative_method"].values[b, k])
+        if mine and theirs and theirs != mine and np.isfinite(pv) and np.isfinite(ov):
+            _pct_letters(ax, (xv - _PAPER_LEFT, pv, theirs), (xv + _OURS_FROM, ov, ""), False)
+
+
+def _rel_letters_differ(rep) -> tuple[int, int]:
+    """(k, n): of the n §6.3 cells with a value of ours (best of A–F) and a letter of the paper's, its method is
+    another than ours at k (the letters drawn beside its circles)."""
+    mine = rep["relative_error_method"].sel(family="faithful").values.astype(str)
+    theirs = rep["paper_relative_method"].values.astype(str)
+    cells = _rel_compared(rep).any(0) & (mine != "") & (theirs != "")
+    return int((cells & (mine != theirs)).sum()), int(cells.sum())
 
 
 def _no_value_marks(strip, fams, missing, x, bg) -> None:
@@ -186,11 +207,14 @@ def _beside_legend(fams, prefix, drawn) -> tuple[list, list]:
     from matplotlib.lines import Line2D
 
     h = [Line2D([], [], **_PAPER_MARK)]
-    lab = ["paper (one simulation seed): hollow black circle"]
+    lab = ["paper, against its own simulation (one seed): hollow black circle"
+           + ("; its letter left of it where its best method is not ours" if prefix == "rel" else "")]
     for fam in fams:
         color, marker, label = _FAMILY_STYLE.get(fam, ("0.4", "d", fam))
         h.append(Line2D([], [], ls="none", marker=marker, color=color, ms=6.5))
-        lab.append(label + ("" if fam in (TAIL, "exact") else " (its best method by W: the letter above)"))
+        where = " where filled" if REF_SIMULATION in drawn else ""
+        lab.append(f"{label}, against exact{where}" + ("" if fam in (TAIL, "exact") else
+                                                      " (its best method by W: the letter above)"))
     if REF_SIMULATION in drawn:
         h.append(Line2D([], [], ls="none", marker="s", color="0.3", ms=6.5, **_AGAINST_SIM))
         lab.append(f"{_AGAINST_SIM_WORDS}, with its 95% CI: ours against our simulation (exact did not run); "
@@ -486,15 +510,89 @@ def reproduction_relative_errors(rep: xr.Dataset, stem, **kw):
     fig, pts = _paper_beside_ours(
         rep, stem, prefix="rel", pvar="paper_relative_error",
         ovar=("relative_error", "relative_error_ci_low", "relative_error_ci_high"),
-        refvar="relative_error_reference", fams=fams,
-        title="Paper §6.3: |relative percentile error| of the best method by Wasserstein distance, the paper's beside "
-              "ours\n({} of the table's {} cells are in this run; ".format(
-                  *_cells_in_run(rep, "rel", "relative_error_reference"))
-              + (_rel_pick_words(rep) + "; " if sum(_rel_pick_counts(rep)) else "")
-              + "sizes only:\nthe paper publishes them without sign)",
-        what="|method − reference| / reference (%)", kw=kw)
+        refvar="relative_error_reference", fams=fams, title=_rel_title(rep),
+        what="|method − reference| / reference (%)\npaper: vs its simulation; ours: vs exact", kw=kw)
     return common.save(fig, stem, caption=_reproduction_caption(rep, "rel", "relative_error_reference", pts,
                                                          "§6.3 (99th, 99.9th and 99.99th percentiles)"), **kw)
+
+
+def _rel_title(rep) -> str:
+    """The §6.3 figure's title: the finding (the median gap between ours and the paper's; at R = 1 where ours is
+    exact, what the paper's values there are), then which cells and which picks it shows."""
+    n, med = _rel_gap(rep)
+    lines = ["Paper §6.3: |relative percentile error| of the best method by W, the paper's beside ours"]
+    if n:
+        lines.append(f"ours (best of A–F) is within a median {100 * med:.1f} percentage points of the paper's "
+                     f"({n} points)")
+    one = _rel_exact_at_one(rep)
+    if one[0]:
+        lines += _rel_one_words(*one).split(", so ", 1)
+        lines[-2], lines[-1] = lines[-2] + ",", "so " + lines[-1]
+    lines.append("({} of the table's {} cells are in this run; ".format(
+        *_cells_in_run(rep, "rel", "relative_error_reference"))
+        + (_rel_pick_words(rep) + "; " if sum(_rel_pick_counts(rep)) else "")
+        + "sizes only:\u00a0the\u00a0paper\u00a0publishes\u00a0them\u00a0without\u00a0sign)")
+    return "\n".join(textwrap.fill(t, _REL_TITLE_WIDTH) for t in lines)
+
+
+#: the §6.3 title's line length (characters): inside the figure's width at the default grid's 8 cells
+_REL_TITLE_WIDTH = 92
+
+
+def _rel_compared(rep) -> np.ndarray:
+    """(percentile, rho, R) bool: the §6.3 points where the paper's |relative error| and ours (best of A–F, with a
+    reference) both exist — the points its median gap and its R = 1 count are over."""
+    ours = rep["relative_error"].sel(family="faithful").values
+    ref = rep["relative_error_reference"].sel(family="faithful").values
+    return np.isfinite(ours) & np.isfinite(rep["paper_relative_error"].values) & (ref > 0)
+
+
+#: the §6.3 query of the points :func:`_rel_compared` marks
+_REL_COMPARED = ("(relative_error_reference.sel(family='faithful') > 0) & isfinite(paper_relative_error) & "
+                 "isfinite(relative_error.sel(family='faithful'))")
+#: a relative error this small is exact's own (at R = 1 the methods A–F are the M/M/1-PS queue)
+_REL_ZERO = 1e-9
+
+
+def _rel_gap(rep) -> tuple[int, float]:
+    """(points compared, median of ||ours| − the paper's|) over the §6.3 points :func:`_rel_compared` marks."""
+    both = _rel_compared(rep)
+    ours = np.abs(rep["relative_error"].sel(family="faithful").values)
+    d = np.abs(ours[both] - rep["paper_relative_error"].values[both])
+    return int(both.sum()), float(np.median(d)) if d.size else float("nan")
+
+
+def _rel_exact_at_one(rep) -> tuple[int, int, float, float]:
+    """(k, n, lo, hi): at k of the n compared §6.3 points at R = 1 our |relative error| (best of A–F) is 0 (at most
+    _REL_ZERO); the paper's values at those k points run from lo to hi."""
+    if 1 not in rep["rel_R"].values.tolist():
+        return 0, 0, float("nan"), float("nan")
+    k1 = rep["rel_R"].values.tolist().index(1)
+    both = _rel_compared(rep)[..., k1]
+    zero = both & (np.abs(rep["relative_error"].sel(family="faithful").values[..., k1]) <= _REL_ZERO)
+    paper = rep["paper_relative_error"].values[..., k1][zero]
+    lo, hi = (float(paper.min()), float(paper.max())) if paper.size else (float("nan"), float("nan"))
+    return int(zero.sum()), int(both.sum()), lo, hi
+
+
+def _rel_one_words(k, n, lo, hi) -> str:
+    """The words of :func:`_rel_exact_at_one`'s finding (the title's line and the caption's claim)."""
+    where = f"all {n}" if k == n else f"{k} of {n}"
+    return (f"at R = 1 ours is 0 at {where} points (exact: A–F reduce to M/M/1-PS), so the paper's "
+            f"{100 * lo:.0f}–{100 * hi:.0f} % there is its one-seed simulation's noise")
+
+
+def _rel_one_claim(rep) -> Claim:
+    """:func:`_rel_exact_at_one` as a caption claim, re-derived from the dataset."""
+    k, n, lo, hi = _rel_exact_at_one(rep)
+    zero = f"{_REL_COMPARED} & (abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g})"
+    one = {"rel_R": 1}
+    words = _rel_one_words(k, n, lo, hi)
+    return Claim(f"{words[0].upper()}{words[1:]} (ours: |relative error| ≤ {_REL_ZERO:g} against exact).",
+                 [k, n, lo, hi],
+                 [_rq(f"abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g}", where=_REL_COMPARED, sel=one),
+                  _rq(_REL_COMPARED, sel=one), _rq("paper_relative_error", (("min", None),), zero, sel=one),
+                  _rq("paper_relative_error", (("max", None),), zero, sel=one)], half_unit(0, 100))
 
 
 def _rel_pick_counts(rep) -> tuple[int, int]:
@@ -552,17 +650,23 @@ def _signed_findings(rep, prefix, ref, findings, limits) -> None:
                                  _rq("abs(paper_percentile_error)", (("median", None),), wh)],
                                 max(sig_tol(mm, 2), sig_tol(mh, 2))))
     else:
-        ours = np.abs(rep["relative_error"].sel(family="faithful").values)
-        paper = rep["paper_relative_error"].values
-        both = np.isfinite(ours) & np.isfinite(paper) & (ref > 0)
-        if both.any():
-            d = np.abs(ours[both] - paper[both])
-            med = float(np.median(d))
-            w = "(relative_error_reference.sel(family='faithful') > 0) & isfinite(paper_relative_error)"
-            findings.append(Claim(f"Where both exist ({int(both.sum())} points) ours and the paper's |relative "
-                                  f"error| differ by a median {100 * med:.1f} percentage points.", med,
-                                  _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
-                                      (("median", None),), w), half_unit(1, 100)))
+        n, med = _rel_gap(rep)
+        if n:
+            findings.append(Claim(f"Where both exist ({n} points) ours and the paper's |relative "
+                                  f"error| differ by a median {100 * med:.1f} percentage points.", [n, med],
+                                  [_rq(_REL_COMPARED),
+                                   _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
+                                       (("median", None),), _REL_COMPARED)], half_unit(1, 100)))
+        if _rel_exact_at_one(rep)[0]:
+            findings.append(_rel_one_claim(rep))
+        if "paper_relative_method" in rep and _rel_letters_differ(rep)[1]:
+            kd, nd = _rel_letters_differ(rep)
+            w = (f"({_REL_COMPARED}).any('rel_percentile') & (relative_error_method.sel(family='faithful') != '') & "
+                 "(paper_relative_method != '')")
+            findings.append(Claim(f"The paper's best method is another than ours (best of A–F) at {kd} of the {nd} "
+                                  "cells (its letter beside its circle there).", [kd, nd],
+                                  [_rq("paper_relative_method != relative_error_method.sel(family='faithful')",
+                                       where=w), _rq(w)]))
 
 
 def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
