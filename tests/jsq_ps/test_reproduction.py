@@ -576,3 +576,31 @@ def test_relative_figure_states_the_gap_and_why_R1_differs(monkeypatch):
     assert not [t for ax in fig.get_axes() for t in ax.texts if t.get_gid() == "paper_letter"]
     assert R._rel_letters_differ(rep) == (0, 2)
     plt.close(fig)
+
+
+def test_ratio_map_has_no_method_colour_and_marks_ties(monkeypatch):
+    """§6.4 bottom map (round 26: its red meant "corrected farther" while red is method D in the maps above): no
+    colour of its map lies near a colour of A–F, and it hatches the cells where our pick ties with the paper's, as the
+    middle map does (the same cells)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+
+    from sojourn.core.present.figures import METHOD_COLORS
+    from sojourn.jsq_ps import plots
+    from sojourn.jsq_ps.claims import TIE
+
+    cmap = plots.reproduction._ratio_cmap()
+    rgb = cmap(np.linspace(0, 1, 256))[:, :3]
+    for m in "ABCDEF":
+        assert np.sqrt(((rgb - np.array(to_rgb(METHOD_COLORS[m]))) ** 2).sum(1)).min() > 0.3, m
+    rep = reproduce(_with_exact(_synthetic()))
+    figs = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
+    plots.reproduction_map(rep, "unused")
+    (fig,) = figs
+    middle, bottom = [ax for ax in fig.get_axes() if ax.get_images()][1:3]
+    k = int((rep["agreement"].values == TIE).sum())
+    assert k >= 1
+    for ax in (middle, bottom):
+        assert sum(p.get_gid() == "tie" for p in ax.patches) == k
+    plt.close(fig)

@@ -846,8 +846,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                 ax.text(j, i, v, ha="center", va="center", fontsize=9, color=ink, fontweight="bold")
                 continue
             if tie[i, j]:  # a tie with the paper's pick: hatched over our colour
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", hatch="///",
-                                           edgecolor="0.92" if ink == "white" else "0.35", lw=0))
+                _hatch_tie(ax, i, j, ink)
             lab = _sim_label(ours, i, j)
             box = {"facecolor": _MAP_COLORS.get(v, "0.9"), "edgecolor": "none", "pad": 0.6} if tie[i, j] else None
             ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab else 8, color=ink,
@@ -875,8 +874,16 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                      "ours against the simulation differs from the paper's beyond a tie"))
     if tie.any():
         more.append((Patch(facecolor="0.9", edgecolor="0.35", hatch="///"),
-                     "middle, hatched: a tie with the paper (against our simulation, 95% CIs overlap)"))
+                     "middle and bottom, hatched: a tie with the paper (against our simulation, 95% CIs "
+                     "overlap)"))
     return more
+
+
+def _hatch_tie(ax, i, j, ink) -> None:
+    """A §6.4 map's cell (i, j) where our pick ties with the paper's: hatched over its colour (light lines where
+    the cell's text ``ink`` is white)."""
+    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", hatch="///",
+                               edgecolor="0.92" if ink in ("w", "white") else "0.35", lw=0, gid="tie"))
 
 
 def _sim_label(ours, i, j) -> str:
@@ -923,6 +930,9 @@ def _ink(color) -> str:
     return "k" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "w"
 
 
+#: the ratio map's diverging colours (round 26: red there meant "corrected farther" while red is method D in the maps
+#: above): purple (the corrected closer) through white to a greyish brown (farther), away from every A–F colour
+RATIO_CMAP = ("#3f007d", "#807dba", "#f7f7f7", "#b59a8a", "#4a2c20")
 #: the ratio map's colour-bar ticks (the ratio, drawn where inside the colour range)
 _RATIO_TICKS = (1000, 300, 100, 30, 10, 3, 1, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001)
 
@@ -937,6 +947,13 @@ def ratio_beyond_noise(rep):
             family="faithful").values
     side = np.where(f < fl, -1, np.where(c > fh, 1, 0))
     return ratio, side
+
+
+def _ratio_cmap():
+    """The ratio map's colour map (RATIO_CMAP)."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list("ratio", RATIO_CMAP)
 
 
 def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
@@ -954,22 +971,30 @@ def _rep_ratio_panel(ax, cax, rep, short, few) -> bool:
     hi_ = max(np.log10(2), float(np.nanmax(np.abs(lr)))) if np.isfinite(lr).any() else 1.0
     lo_ = -hi_
     im = ax.imshow(np.ma.masked_invalid(np.where(noise, np.nan, lr)), aspect="auto", origin="lower",
-                   cmap=plt.get_cmap("RdBu_r").with_extremes(bad="0.93"),
+                   cmap=_ratio_cmap().with_extremes(bad="0.93"),
                    norm=Normalize(vmin=lo_, vmax=hi_), interpolation="nearest")
     for i, j in zip(*np.nonzero(noise), strict=True):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=NO_DIFFERENCE_CELL, hatch="....",
                                    edgecolor="0.75", lw=0))
     mark_cells(ax, short, REFERENCE_TOO_SHORT.key, ms=6 if few else 3)
+    from ..claims import TIE
+
+    tie = rep["agreement"].values == TIE
+    dark = lambda i, j: not noise[i, j] and np.isfinite(lr[i, j]) and abs(im.norm(lr[i, j]) - 0.5) > 0.3  # noqa: E731
+    for i, j in zip(*np.nonzero(tie), strict=True):  # ties, hatched as in the maps above
+        _hatch_tie(ax, i, j, "w" if dark(i, j) else "k")
     for (i, j), v in np.ndenumerate(lr) if few else ():
         if np.isfinite(v):
+            box = ({"facecolor": NO_DIFFERENCE_CELL if noise[i, j] else im.cmap(im.norm(v)), "edgecolor": "none",
+                    "pad": 0.6} if tie[i, j] else None)  # on a hatched cell: its colour behind the text
             ax.text(j, i, f"×{10 ** v:.2g}", ha="center", va="center", fontsize=7.5,
-                    color="0.45" if noise[i, j] else ("w" if abs(im.norm(v) - 0.5) > 0.3 else "k"),
-                    style="italic" if noise[i, j] else "normal")
+                    color="0.45" if noise[i, j] else ("w" if dark(i, j) else "k"),
+                    style="italic" if noise[i, j] else "normal", bbox=box)
     cb = plt.gcf().colorbar(im, cax=cax)
     ticks = [np.log10(v) for v in _RATIO_TICKS if lo_ - 1e-9 <= np.log10(v) <= hi_ + 1e-9]
     cb.set_ticks(ticks, labels=[f"×{10 ** v:.2g}" for v in ticks])
     cb.set_label("W corrected / W A–F\n(log scale, symmetric about ×1)", fontsize=8)
-    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\nblue = the "
+    ax.set_title("W of the best corrected (A*–F*) / W of the best of A–F, both against the simulation:\npurple = the "
                  "corrected are closer; white dotted: the simulation's noise hides any difference", fontsize=9.5,
                  loc="left")
     return bool(noise.any())
@@ -1030,7 +1055,8 @@ def _reproduction_map_caption(rep) -> Caption:
         f"{none(k[2])}, a hatched cell a tie{none(k[1])} "
         "(the paper's method's 95% CI of W overlaps our pick's: a difference one seed cannot resolve). Bottom: "
         "the best corrected method's W over the best of A–F's, printed as ×ratio and coloured on a log scale "
-        "symmetric about ×1; blue = the corrected methods are closer. Both W are "
+        "symmetric about ×1; purple = the corrected methods are closer, brown farther (no red: red is method D in "
+        "the maps above); hatched as there: a tie with the paper's pick. Both W are "
         "against our simulation (the paper's reference), so where the two 95% CIs overlap the ratio says nothing: "
         "such a cell is white and dotted, its ratio in grey italics (the simulation's own noise there is as large as "
         "the gap between the two methods' distances). The Wasserstein figure, which uses exact where it ran, is the "
