@@ -281,3 +281,38 @@ def test_wasserstein_names_ts_margin_where_its_w_sits_on_it(drawn, t_scale, k):
                      coords="minimal", compat="override")
     _, lab = plots.wasserstein._w_legend(both, False, service="exponential")
     assert any(f"W ≈ 0.01 at {k} of 2 cells" in x for x in lab) == bool(k), lab
+
+
+def test_best_map_draws_a_win_without_its_rival_lighter_and_counts_it_apart(cmp, drawn):
+    """Round 26: a winner where a rival did not run (∅) was drawn in full colour and counted as a clear win. It is
+    drawn lighter, left out of the clear winners in the title and the caption and counted apart (re-derived from the
+    data); with every candidate run the same cell is a clear win in full colour."""
+    from sojourn.jsq_ps.plots.maps import _lighter, _rgb, best_by_reference, method_color, uncontested
+
+    c = cmp.copy(deep=True)
+    c["not_run"].loc[{"approximation": "A*", "rho": 0.6}] = 1
+    titles = []
+    for data in (c, cmp):
+        plots.best_method_map(data, "unused")
+        fig, cap = drawn[-1]
+        b = best_by_reference(data)
+        alone = uncontested(data, b, "exponential")
+        img = fig.get_axes()[0].get_images()[0].get_array()
+        for (i, j), m in np.ndenumerate(b["best"]):
+            if m and not b["tie"][i, j]:
+                want = _lighter(method_color(m)) if alone[i, j] else _rgb(method_color(m))
+                assert np.allclose(img[i, j][:3], want), (i, j, m)
+        title = fig._suptitle.get_text()
+        clear = {m: int(((b["best"] == m) & ~b["tie"] & ~alone).sum()) for m in set(b["best"].ravel()) - {""}}
+        words = " ".join(f.text for f in cap.findings)
+        for m, k in clear.items():
+            if k:
+                assert f"{m} at {k}" in title.split("Lighter")[0] and f"{m} in {k}" in words
+        for f in cap.findings:
+            assert verify(f, lambda source, data=data: data)[0], f.text
+        titles.append(title)
+    assert alone.sum() == 0 and "Lighter" not in titles[1]
+    b = best_by_reference(c)
+    i, j = np.argwhere(uncontested(c, b, "exponential"))[0]  # the synthetic data have such a cell
+    m = b["best"][i, j]
+    assert f"Lighter, a rival did not run: {m} at 1." in titles[0]

@@ -255,25 +255,25 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     absent = _absent(cmp, b["candidates"], service)
     gone = absent.any(-1) & (b["best"] != "")
     for i, j in zip(*np.nonzero(gone), strict=True):  # the badge alone marks the cell (one encoding)
-        ax.text(j, i + 0.47, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
+        ax.text(j, i + 0.36, "∅ " + "·".join(m for m, a in zip(b["candidates"], absent[i, j], strict=True) if a),
                 ha="center", va="top", fontsize=8.5 if small else 5, color="0.1", zorder=7,
                 bbox=BADGE_BOX)
     return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
 
 
-def _best_cell_texts(ax, b, gone) -> None:
+def _best_cell_texts(ax, b, gone, alone) -> None:
     """The best-method map's cell words: a clear winner's name in bold; a tie's "tie (k)" (the k names are in the
-    caption); moved down under a ∅ badge (a candidate did not run)."""
+    caption); moved down under a ∅ badge (a candidate did not run); dark on a winner drawn lighter (``alone``)."""
     best, tie, too_short = b["best"], b["tie"], b["too_short"]
     for (i, j), m in np.ndenumerate(best):
         if not m or too_short[i, j]:
             continue
-        y = i - (0.14 if gone[i, j] else 0.0)
+        y = i - (0.17 if gone[i, j] else 0.0)
         if tie[i, j]:
             ax.text(j, y, _tie_text(b["tied"][i, j].split("·")), ha="center", va="center", fontsize=9.5,
                     color="0.25", style="italic", zorder=6)
         else:
-            dark = np.mean(_rgb(method_color(m))) < 0.55
+            dark = np.mean(_lighter(method_color(m)) if alone[i, j] else _rgb(method_color(m))) < 0.55
             ax.text(j, y, m, ha="center", va="center", fontsize=11, color="w" if dark else "k",
                     fontweight="bold", zorder=6)
 
@@ -291,14 +291,15 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     best, tie, too_short = b["best"], b["tie"], b["too_short"]
     rho, Rv = c["rho"].values, c["R"].values
     winners = [m for m in b["candidates"] if ((best == m) & ~tie).any()]
+    alone = uncontested(cmp, b, service)
     rgb = np.ones(best.shape + (3,))
     for (i, j), m in np.ndenumerate(best):
         if too_short[i, j]:
             rgb[i, j] = _rgb(TOO_SHORT_CELL)
         elif m and tie[i, j]:
             rgb[i, j] = _rgb("0.93")
-        elif m:
-            rgb[i, j] = _rgb(method_color(m))
+        elif m:  # lighter where a rival did not run (round 26: a solid C* there read as a clear win)
+            rgb[i, j] = _lighter(method_color(m)) if alone[i, j] else _rgb(method_color(m))
     vs_sim = (b["reference"] == REF_SIMULATION) & (best != "")
     small = best.size <= 150
     w = min(11.5, max(6.5, 0.8 * len(rho) + 2.4)) if small else 11.0
@@ -306,15 +307,16 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     _cell_map(ax, rgb, rho, Rv)
     gone, out = _absent_marks(ax, cmp, b, service, small)
     if small:
-        _best_cell_texts(ax, b, gone)
+        _best_cell_texts(ax, b, gone, alone)
     mark_cells(ax, too_short, REFERENCE_TOO_SHORT.key)
     fr = SIM_FRAME["inset"]
     for i, j in zip(*np.nonzero(vs_sim), strict=True):  # a dark dashed inner border: judged against the simulation
         ax.add_patch(plt.Rectangle((j - 0.5 + fr, i - 0.5 + fr), 1 - 2 * fr, 1 - 2 * fr, fill=False, zorder=6.5,
                                    **{k: v for k, v in SIM_FRAME.items() if k != "inset"}))
     handles = [Patch(color=method_color(m)) for m in winners]
-    labels = [(f"{TAIL} (bound): its tail lies above the truth by construction (clear winner by W)"
-               if m == TAIL else _label(m, joined) + " (clear winner)") for m in winners]
+    labels = [(f"{TAIL} (bound): its tail lies above the truth by construction" if m == TAIL else _label(m, joined))
+              + (" (clear winner" + (" by W)" if m == TAIL else ")") if ((best == m) & ~tie & ~alone).any()
+                 else " (only where a rival did not run: lighter)") for m in winners]
     if tie.any():
         handles.append(Patch(facecolor="0.93", edgecolor="0.6"))
         labels.append("tie (k): no clear winner, k methods within the CI of the closest (against exact: within "
@@ -327,7 +329,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     if gone.any():
         handles.append(_Badge("∅ " + "·".join(out)))  # drawn as in the cells (round 15: a large bold ∅)
         labels.append(f"at a cell's top: {listing(out)} did not run there (over budget) — the name is the closest of "
-                      "the methods that ran,\nnot one that beat it")
+                      "the methods that ran,\nnot one that beat it: drawn lighter, not counted as a clear winner")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -335,17 +337,41 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     fig.tight_layout()
     _legend_below(fig, handles, labels, ncol=1, fontsize=8)
     n = int((best != "").sum())
-    clear = {m: int(((best == m) & ~tie).sum()) for m in winners}
-    lead = listing([f"{m} at {clear[m]}" for m in sorted(clear, key=lambda m: -clear[m])]) or "none"
-    n_tie = n - sum(clear.values())
+    clear, lone = (_win_counts(b, mask) for mask in (~alone, alone))
+    lead = listing([f"{m} at {clear[m]}" for m in clear]) or "none"
+    n_tie = int(tie[best != ""].sum())
     note = [w + "." for w in _exact_row_words(b, Rv)]  # who lies on exact, from the ties (round 15: "all tie")
     n_gone = int(gone.sum())
     note += [f"∅: a method did not run at {n_gone} cell{'s' if n_gone != 1 else ''}."] if n_gone else []
+    apart = (" Lighter, a rival did not run: " + listing([f"{m} at {lone[m]}" for m in lone]) + ".") if lone else ""
     # the finding first (the clear winners, as the caption counts them), short separate clauses under it
     fig.suptitle(f"Closest sojourn-time CDF by Wasserstein distance ({service} service)\n"
-                 f"Clear winner: {lead} of {n} cells. Tie: {n_tie} cell{'s' if n_tie != 1 else ''}."
+                 f"Clear winner: {lead} of {n} cells.{apart} Tie: {n_tie} cell{'s' if n_tie != 1 else ''}."
                  + ("\n" + " ".join(note) if note else ""), fontsize=10, y=1.0, va="bottom")
     return common.save(fig, stem, caption=_best_map_caption(cmp, b, service), **kw)
+
+
+def uncontested(cmp, b, service) -> np.ndarray:
+    """(R, ρ) bool: the best-method map's cells with a single closest method (no tie) where a rival candidate did
+    not run: the closest of those that ran, no clear win (drawn lighter, counted apart)."""
+    gone = _absent(cmp, b["candidates"], service).any(-1)
+    return gone & (b["best"] != "") & ~b["tie"] & ~b["too_short"]
+
+
+def _win_counts(b, mask) -> dict:
+    """{method: cells} of the single closest methods (no tie) within ``mask``, most first (then candidate order)."""
+    best, tie, cand = b["best"], b["tie"], b["candidates"]
+    k = {m: int(((best == m) & ~tie & mask).sum()) for m in cand}
+    return {m: k[m] for m in sorted((m for m in cand if k[m]), key=lambda m: (-k[m], cand.index(m)))}
+
+
+#: the share of white in a winner's colour drawn lighter (a rival did not run there)
+_LIGHTER = 0.6
+
+
+def _lighter(color) -> np.ndarray:
+    """``color`` mixed with white (_LIGHTER), as RGB."""
+    return (1 - _LIGHTER) * np.asarray(_rgb(color)) + _LIGHTER
 
 
 def _best_map_caption(cmp, b, service) -> Caption:
@@ -356,13 +382,19 @@ def _best_map_caption(cmp, b, service) -> Caption:
     sel = {"service": service}
     findings, limits = [], []
     n = int((best != "").sum())
-    clear = {m: int(((best == m) & ~tie).sum()) for m in cand if ((best == m) & ~tie).any()}
+    alone = uncontested(cmp, b, service)
+    clear, lone = (_win_counts(b, mask) for mask in (~alone, alone))
     if n:
-        order = sorted(clear, key=lambda m: (-clear[m], cand.index(m)))
-        words = listing([f"{m} in {clear[m]}" for m in order]) if order else "none"
+        words = listing([f"{m} in {clear[m]}" for m in clear]) if clear else "none"
+        winner = f"where({tie_q}, '', {Wr}.idxmin('approximation'))"
+        not_run = (f"(not_run.sel(approximation={Q.names(cand)}).max('approximation') != 0)" if "not_run" in cmp
+                   else "(R != R)")
         findings.append(Claim(f"Clear winners: {words} of the {n} cells with a reference.", clear,
-                              Q.query(f"where({tie_q}, '', {Wr}.idxmin('approximation'))", (("unique", None),), has,
-                                      sel)))
+                              Q.query(winner, (("unique", None),), f"({has}) & ~{not_run}", sel)))
+        if lone:
+            findings.append(Claim("Closest of the methods that ran where a rival did not run (∅; drawn lighter, not a "
+                                  "clear winner): " + listing([f"{m} in {lone[m]}" for m in lone]) + ".", lone,
+                                  Q.query(winner, (("unique", None),), f"({has}) & {not_run}", sel)))
         k = int(tie[best != ""].sum())
         findings.append(Q.k_of_n(f"No method is clearly closest at {k} of {n} cells (a tie, \"tie (k)\": k methods "
                                  "within the CI of the closest, or against exact within "
