@@ -316,3 +316,23 @@ def test_best_map_draws_a_win_without_its_rival_lighter_and_counts_it_apart(cmp,
     i, j = np.argwhere(uncontested(c, b, "exponential"))[0]  # the synthetic data have such a cell
     m = b["best"][i, j]
     assert f"Lighter, a rival did not run: {m} at 1." in titles[0]
+
+
+def test_one_wording_of_why_a_method_did_not_run(cmp, drawn):
+    """Rounds 21–26: the ∅/▲ reason read "over budget", "truncation cap" or "state cap" from figure to figure. Every
+    figure and caption that says why a method did not run uses skip_reason's words, and no other."""
+    from pathlib import Path
+
+    c = cmp.copy(deep=True)
+    c["not_run"].loc[{"approximation": "A*", "rho": 0.6}] = 1
+    plots.best_method_map(c, "unused")
+    (fig, cap), = drawn
+    legend = " ".join(t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts())
+    assert f"A* did not run there ({plots.common.skip_reason()})" in legend
+    assert any(plots.common.skip_reason() in f.text for f in cap.findings)
+    others = ("truncation cap", "state cap", "cost budget", "over its budget")
+    src = Path(plots.__file__).parent
+    for py in src.glob("*.py"):
+        text = py.read_text()
+        for w in others:
+            assert text.count(w) == (py.name == "common.py" and w in ("truncation cap", "state cap")) * 1, (py, w)

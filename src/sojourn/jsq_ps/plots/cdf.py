@@ -35,6 +35,7 @@ from .common import (
     _g,
     _legend_below,
     _pct,
+    skip_reason,
     tail_series,
 )
 
@@ -718,7 +719,7 @@ def _cdf_caption(cmp, c, R, rho, service, x1, hidden, not_run) -> Caption:
         findings += _cdf_reach_claims(cmp, R, rho, service, c.t_end)
     else:
         limits.append("Without the comparison the figure names no closest method.")
-    limits += [f"Not run here (over budget / truncation cap): {listing(not_run)}."] if not_run else []
+    limits += [f"Not run here ({skip_reason()}): {listing(not_run)}."] if not_run else []
     limits += [f"Not drawn, not a CDF here: {listing(c.omitted)}."] if c.omitted else []
     limits += [f"Computed, not drawn (farther from the reference by W): {listing(hidden)}."] if hidden else []
     ref = "exact (pink line at 0)" if c.use_exact else "the pooled simulation"

@@ -131,6 +131,18 @@ def _legend_below(fig, handles, labels, ncol=4, fontsize=8, y=0.0):
                    frameon=False, fontsize=fontsize, handlelength=2.2, columnspacing=1.4)
 
 
+#: why a method did not run at a cell, in every figure and caption (rounds 21–26: "over budget", "truncation cap"
+#: and "state cap" named one thing): exact and the corrected chains refuse, before running, a chain whose state space
+#: or predicted run time is beyond its cap
+SKIP_SHORT = "over budget"
+SKIP_DETAIL = "its state space or predicted run time beyond its cap"
+
+
+def skip_reason(short=False) -> str:
+    """Why a method did not run (∅, ▲, "not run"): "over budget", with what that means unless ``short``."""
+    return SKIP_SHORT if short else f"{SKIP_SHORT}: {SKIP_DETAIL}"
+
+
 def _rho_text(rhos) -> str:
     return ", ".join(f"{r:g}" for r in rhos)
 

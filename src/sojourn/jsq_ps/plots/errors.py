@@ -26,7 +26,7 @@ from ..compare import (
     reference_usable,
 )
 from . import common  # save, looked up when called: tests replace common.save
-from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _message_panel, _pct, _rgb, series
+from .common import _SIM_DOT, EXPONENTIAL, RULE, TAIL, _message_panel, _pct, _rgb, series, skip_reason
 
 # =========================================================================== percentile errors
 #: the colour scale of both percentile-error maps, in %: signed-logarithmic (linear within ±LIN_PCT, then
@@ -543,7 +543,7 @@ def _error_legend(fig, m, rows, kinds, dt, cmap, norm, names="") -> None:
                    fontsize=7.5, handlelength=2.4, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
 
 
-_MARK_WORDS = {"not_run": "∅ on a mid-grey cell: not run (over its cost budget or the truncation cap)",
+_MARK_WORDS = {"not_run": f"∅ on a mid-grey cell: not run ({skip_reason()})",
                "invalid": "× on a light hatched cell: the method's output is not a CDF there",
                REFERENCE_TOO_SHORT.key: "◇ on a light grey cell: reference too short",
                "beyond_grid": "▶ on a light grey cell: exact's percentile (the reference) lies beyond the time grid "
@@ -736,7 +736,7 @@ def _pe_limits(cmp, A, sel, without, rest) -> list:
         limits.append(Q.k_of_n(f"At {n_own + n_both} of the {n} cells drawn the method's own percentile lies beyond "
                                f"the time grid t_max: {'; '.join(words)}.", n_own + n_both, n,
                                f"{none_q} & ~isfinite(approx_percentile)", everywhere, sel))
-    for key, why in (("not_run", "the method did not run there (over its cost budget or the truncation cap)"),
+    for key, why in (("not_run", f"the method did not run there ({skip_reason()})"),
                      ("invalid", "the method's output is not a CDF there")):
         k = int((status == key).sum())
         if k:  # round 20: the corrected map did not say how many ∅

@@ -35,6 +35,7 @@ from .common import (
     _legend_below,
     _pct,
     _rgb,
+    skip_reason,
 )
 
 
@@ -239,7 +240,7 @@ SIM_FRAME = {"edgecolor": "0.1", "lw": 2.4, "ls": (0, (3, 1.5)), "inset": 0.05}
 
 
 def _absent(cmp, cand, service) -> np.ndarray:
-    """(R, ρ, candidate) bool: the candidates that did not run there (over budget or at their truncation cap): no
+    """(R, ρ, candidate) bool: the candidates that did not run there (skip_reason): no
     competitor, so the cell's winner did not beat them."""
     if "not_run" not in cmp:
         return np.zeros((cmp.sizes["R"], cmp.sizes["rho"], len(cand)), bool)
@@ -282,7 +283,7 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
     """Which method is closest to the truth per (R, ρ) cell by W (:func:`best_by_reference`): a clear winner in its
     colour, a tie in light grey with every tied method named, a cell without a reference grey with the
     reference-too-short mark; the cells set against the simulation (exact did not run) hatched; "∅ A*" on a cell
-    where a candidate did not run (over budget): the winner there is the closest of those that ran."""
+    where a candidate did not run (skip_reason): the winner there is the closest of those that ran."""
     from matplotlib.patches import Patch
 
     c = cmp.sel(service=service)
@@ -328,8 +329,9 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
                       "against exact")
     if gone.any():
         handles.append(_Badge("∅ " + "·".join(out)))  # drawn as in the cells (round 15: a large bold ∅)
-        labels.append(f"at a cell's top: {listing(out)} did not run there (over budget) — the name is the closest of "
-                      "the methods that ran,\nnot one that beat it: drawn lighter, not counted as a clear winner")
+        labels.append(f"at a cell's top: {listing(out)} did not run there ({skip_reason()}) —\nthe name is the "
+                      "closest of the methods that ran, not one that beat it: drawn lighter, not counted as a clear "
+                      "winner")
     if too_short.any():
         sh, sl = status_handles([REFERENCE_TOO_SHORT.key])
         handles += sh
@@ -420,8 +422,8 @@ def _best_map_caption(cmp, b, service) -> Caption:
         if gone.any():
             out = [m for k_, m in enumerate(cand) if absent[..., k_][gone].any()]
             findings.append(Q.k_of_n(
-                f"At {int(gone.sum())} of the {n} cells {listing(out)} did not run (over budget or at its truncation "
-                "cap; ∅ at the cell's top): no competitor there, so the method named is the closest of those that "
+                f"At {int(gone.sum())} of the {n} cells {listing(out)} did not run ({skip_reason()}; "
+                "∅ at the cell's top): no competitor there, so the method named is the closest of those that "
                 "ran, not one that beat it.", int(gone.sum()), n,
                 f"(not_run.sel(approximation={Q.names(cand)}).max('approximation') != 0)", has, sel))
     if too_short.any():

@@ -6,14 +6,14 @@ import textwrap
 import numpy as np
 import xarray as xr
 
-from ...core.present.claims import Caption, Claim, sig_tol
+from ...core.present.claims import Caption, Claim, listing, sig_tol
 from ...core.present.figures import (
     log_ticks,
 )
 from ...core.present.mpl import plt  # imported on first use (core/present/mpl.py)
 from .. import claims as Q
 from . import common  # save, looked up when called: tests replace common.save
-from .common import _EXACT_COLOR, _TAIL_COLOR, FAITHFUL, FAMILY_COLORS, TAIL, TAIL_LABEL, _g
+from .common import _EXACT_COLOR, _TAIL_COLOR, FAITHFUL, FAMILY_COLORS, TAIL, TAIL_LABEL, _g, skip_reason
 from .maps import _budget_words
 
 
@@ -56,10 +56,9 @@ def _skipped_names(cmp, nr, fams) -> dict:
 
 
 def _skip_why(label) -> str:
-    """Why a family skipped a load, in the ▲ legend entry's words (round 21: the row under the axis said "over budget"
-    where the legend said the corrected chains stop at their state cap): exact over its budget, a corrected chain at
-    its state cap."""
-    return "over budget" if label == "exact" else "state cap" if label.startswith("corrected") else "not run"
+    """Why a family skipped a load, in the row under the axis: the one wording of every figure (skip_reason; round 21:
+    the row and the legend named the reason differently)."""
+    return skip_reason(short=True) if label == "exact" or label.startswith("corrected") else "not run"
 
 
 #: the widest line of a long legend entry (characters): the legend stays inside the figure (round 21: its last line
@@ -73,15 +72,15 @@ def _fill(text) -> str:
 
 
 def _common_cells(nr, fams):
-    """(R, rho) bool: the cells where every method of every drawn family ran (none refused as over budget or at its
-    truncation cap) — the cells on which the families' run times compare like with like."""
+    """(R, rho) bool: the cells where every method of every drawn family ran (none refused: skip_reason)
+    — the cells on which the families' run times compare like with like."""
     every = [m for _, ms, _ in fams for m in ms]
     return (nr.sel(approximation=every) == 0).all("approximation").transpose("R", "rho")
 
 
 def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
     """Run time per cell vs R per family (faithful A–F, corrected A*–F*, exact, T), over the loads where every drawn
-    family ran (:func:`_common_cells`; a cell refused as over budget or at its truncation cap has the time to refuse,
+    family ran (:func:`_common_cells`; a cell refused (skip_reason) has the time to refuse,
     and an R where a costly family skipped its costly loads would otherwise look cheap): the median over the
     family's methods and those loads, the whisker from the fastest to the slowest of those cells; at an R where some
     family did not run at every load, every family's marker is hollow and bold rows under the axis say how many
@@ -125,12 +124,10 @@ def runtime_vs_R(cmp: xr.Dataset, stem, **kw):
         bw = _budget_words(cmp)
         handles.append(Line2D([], [], ls="none", marker="^", ms=9, color="0.5", mec="k", mew=0.6))
         labels.append(_fill(
-            "▲ in the strip above the plot, with a count: loads a family did not run, its chain being too large — "
-            "exact: over its budget " + (f"({bw}: a cap on the state space and predicted cost, checked before it "
-                                         "runs, not a time-out)" if bw else "(checked before it runs, not a time-out)")
-            + "".join(f"; {who[lab]}: at {'their' if len(ms) > 1 else 'its'} chain's state cap"
-                      for lab, ms, _ in fams if lab.startswith("corrected") and (nr.sel(approximation=ms) != 0).any())
-            + ". Their cost is in no median."))
+            "▲ in the strip above the plot, with a count: the loads that "
+            + listing([who[lab] for lab, ms, _ in fams if (nr.sel(approximation=ms) != 0).any()])
+            + f" did not run, {skip_reason()}" + (f" (exact's: {bw})" if bw else "")
+            + ", checked before it runs, not a time-out. Their cost is in no median."))
     ax.legend(handles, labels, fontsize=8.5, loc="upper center", ncol=2, frameon=False,
               bbox_to_anchor=(0.5, -0.2 - (0.045 * skip_lines if partial else 0.0)))
     ax.grid(alpha=0.3)
@@ -169,7 +166,7 @@ _STRIP_ROW_PT = 15.0
 
 
 def _over_budget_marks(ax, nr, fams, Rv, who) -> float:
-    """The cells a family did not run (over budget or at its truncation cap), in a strip above the plot that shares
+    """The cells a family did not run (skip_reason), in a strip above the plot that shares
     its R axis (no time axis: a ▲ there is no run time): one row per family that skipped any, named at the left, a ▲
     in its colour at each R (at its marker's x) with the count beside it. Returns the strip's height in points (0:
     nothing skipped, no strip). A row is named for what skipped (``who``: the family, or the chain of it that did)."""
@@ -297,7 +294,7 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden=(), per_
                         (("max", None),), None, {}), sig_tol(r, 2)))
     if partial:
         bw = _budget_words(cmp)
-        limits.append("At an R drawn hollow some family did not run at every load (over budget or truncation cap"
+        limits.append(f"At an R drawn hollow some family did not run at every load ({skip_reason()}"
                       + (f"; exact's budget: {bw}, its cost predicted before it runs" if bw else "") + "): every "
                       "family's median there covers only the loads where all ran, the cheaper ones, so it "
                       "understates the cost of the whole row, most for the family that skipped them (the rows under "
@@ -314,5 +311,5 @@ def _runtime_caption(cmp, nr, meds, partial, fams, common_cells, hidden=(), per_
                    "some, the others' are left out there too: like with like), the whisker from the fastest to the "
                    "slowest of those cells.", findings, limits,
                    [("Methods that share building blocks (A*–F* compute two distinct chains) report their own share. "
-                     "A cell a method refused (over budget or at its state cap) counts nowhere: its time is the "
+                     f"A cell a method refused ({skip_reason()}) counts nowhere: its time is the "
                      "time to refuse.")])

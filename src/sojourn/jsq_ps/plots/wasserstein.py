@@ -40,6 +40,7 @@ from .common import (
     _shown_note,
     _shown_R,
     series,
+    skip_reason,
 )
 from .maps import best_by_reference
 
@@ -466,7 +467,7 @@ def _wasserstein_caption(cmp, d, service, Rv, all_R, noise_drawn=False, kinds=()
          "the room), ticked at the grid's loads. The lines stand side by side, " f"{DODGE_PT:g} points apart at every "
          "load (the load is the tick under the middle line), so that markers of equal W never cover one another."
          + (" The strip above a panel marks loads where a whole family has no value, one row per family: "
-            + ", ".join(w for k, w in (("not_run", "∅ not run (over budget)"), ("invalid", "× not a CDF"),
+            + ", ".join(w for k, w in (("not_run", f"∅ not run ({skip_reason()})"), ("invalid", "× not a CDF"),
                                         (REFERENCE_TOO_SHORT.key, f"◇ reference too short ({RULE})"))
                         if k in set(kinds)) + "." if set(kinds) else "")
          + " T lies above the truth in survival by construction (within its stated margin), so its W is no "
