@@ -1330,3 +1330,23 @@ def test_percentile_map_numbers_clear_their_corner_dots_and_bar_ticks_do_not_ove
         assert all(b1.x0 - b0.x1 >= room for b0, b1 in zip(labels, labels[1:], strict=False)), labels
     for f, _ in figs:
         plt.close(f)
+
+
+def test_mgr_percentile_title_says_which_R_it_draws(monkeypatch):
+    """Round 26: "R = 10 only" stood in the small note under the legend alone. Where some R of the comparison has no
+    point, the title names the R values drawn ("R = 10 only"), computed from the values present; with every R drawn
+    it names none."""
+    out = []
+    monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: out.append((fig, caption)) or [])
+    one = mgr_law_rows()
+    two = xr.concat([one.assign_coords(R=[3]), one.assign_coords(R=[10])], "R", data_vars="minimal",
+                    coords="minimal", compat="override")
+    for v in ("law_relative_error_mean", "relative_percentile_error_mean"):
+        two[v].loc[{"R": 3}] = np.nan
+    plots.mgr_laws_percentile(two, "unused")
+    plots.mgr_laws_percentile(one, "unused")
+    (fig_two, _), (fig_one, _) = out
+    assert fig_two._suptitle.get_text().startswith("At the 99.9th percentile (R = 10 only) ")
+    assert "only" not in fig_one._suptitle.get_text()
+    for f, _ in out:
+        plt.close(f)

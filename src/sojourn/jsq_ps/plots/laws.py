@@ -116,7 +116,7 @@ def mgr_laws_percentile(cmp: xr.Dataset, stem, laws=None, **kw):
     note = _missing_note(cmp, services, empty, missing)
     if note:
         fig.text(0.5, 0.015, note, ha="center", va="bottom", fontsize=9.5, color="0.25")
-    fig.suptitle(_mgr_headline(cmp, services), y=0.98, va="top", fontsize=11.5)
+    fig.suptitle(_mgr_headline(cmp, services, full if empty else ()), y=0.98, va="top", fontsize=11.5)
     return common.save(fig, stem, caption=_mgr_percentile_caption(cmp, services, law_rows, kinds, empty), **kw)
 
 
@@ -239,11 +239,13 @@ def _mgr_noise(cmp, R, services):
             / np.sqrt(k_rep))
 
 
-def _mgr_headline(cmp, services) -> str:
+def _mgr_headline(cmp, services, only=()) -> str:
     """The M/G/R figure's main finding, for its title: the range of the exponential model's T's mean percentile error
     against the laws' simulations (its verdict where every cell lies on one side), and that of each method with the
-    law itself (the numbers of :func:`_law_method_claims`)."""
+    law itself (the numbers of :func:`_law_method_claims`); ``only``: the R values drawn where others have no point
+    (round 26: "R = 10 only" stood in the footnote alone)."""
     q = _law_row_percentile(cmp)
+    where = f" (R = {listing([int(R) for R in only])} only)" if len(only) else ""
     parts = []
     e = _law_errors(cmp, services)
     if e.size:
@@ -254,7 +256,7 @@ def _mgr_headline(cmp, services) -> str:
         if e.size:
             parts.append(f"method {m} with the law itself by {_pm(e.min())} to {_pm(e.max())} %"
                          + _noise_words(e, lo, hi))
-    return f"At the {q:g}th percentile " + ";\n".join(parts) if parts else ""
+    return f"At the {q:g}th percentile{where} " + ";\n".join(parts) if parts else ""
 
 
 def _noise_words(e, lo, hi) -> str:
