@@ -123,7 +123,7 @@ def test_best_rates_sit_in_the_strip_one_row_per_semantics_not_in_the_data_area(
         row = {t: y for y, t, _ in names}
         assert sorted(down) == sorted((float(w), row[plots.NAMES[s]], colour[s]) for s, w in zip(SEMS, want,
                                                                                                strict=True))
-        legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+        legend = [t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts()]
         assert any(t.startswith("▼ in the strip above the panel") for t in legend)
         plt.close(fig)
 
@@ -165,7 +165,7 @@ def test_percentile_figure_marks_each_semantics_lowest_and_colours_its_strip(mon
     got = sorted((float(m.get_xdata()[0]), mcolors.to_hex(m.get_color())) for m in down)
     assert len(got) == 3 and all(want.get(x) is not None for x, _ in got)
     assert {c for _, c in got} == {mcolors.to_hex(plots.STYLE[s][0]) for s in SEMS}
-    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    legend = [t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts()]
     assert any(t.startswith("▼ in the strip above the panel") and "lowest simulated percentile" in t for t in legend)
     marks = [ln for a in ax.child_axes for ln in a.get_lines() if ln.get_marker() == "X"]  # ✕: stopped as unstable
     # the unstable point is timeout_deterministic's (replications_stable 3 of 5 at the last rate): ✕ in its colour
@@ -223,7 +223,7 @@ def test_a_bar_through_each_best_marks_the_rates_within_its_ci(monkeypatch):
     cmp["best_response_time_percentile_half_width"] = (("semantics", "percentile"), np.full((3, 1), 0.1))
     fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
     assert bars(fig) == [((1.0, 2.0), mcolors.to_hex(plots.STYLE["signal"][0]))]
-    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    legend = [t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts()]
     assert plots.WITHIN_LABEL in legend
     plt.close(fig)
     st = plots._status(cmp, "response_time_percentile")
@@ -236,7 +236,8 @@ def test_a_bar_through_each_best_marks_the_rates_within_its_ci(monkeypatch):
         assert ok, f"{claim.text!r} states {claim.value!r}, the data say {derived!r}"
     cmp["response_time_percentile_half_width"][0, 2, 0] = 0.1
     fig = _drawn(monkeypatch, plots.percentile, xr.Dataset({"g_star": 1.3}), cmp)
-    assert bars(fig) == [] and plots.WITHIN_LABEL not in [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    legend = [t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts()]
+    assert bars(fig) == [] and plots.WITHIN_LABEL not in legend
     assert not [c for c in plots._percentile_caption(None, cmp, "example2", st).findings if "within the CI" in c.text]
     plt.close(fig)
     pf, mcmp = _means_inputs()  # the means figure: exponential timeouts' best 1.05 ± 0.02; r = 2's 1.15 - 0.12 reaches
@@ -269,7 +270,7 @@ def test_the_signals_point_whose_ci_misses_the_product_form_is_ringed_and_named(
     cmp["response_time_covered"][1, 0] = 0  # a timeout's miss is no miss of the product form's model: no ring
     fig = _drawn(monkeypatch, plots.means, pf, cmp)
     assert rings(fig) == [([2.0], [1.1])]
-    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    legend = [t.get_text().replace("\n", " ") for lg in fig.legends for t in lg.get_texts()]
     assert ("ringed: the signals' CI misses the product form (1 of 3 rates; ≈ 1 in 20 expected by chance at 95%)"
             in legend)
     plt.close(fig)
@@ -310,8 +311,8 @@ def test_timeouts_below_the_product_form_are_named_where_the_data_put_them():
     assert "below the product form" not in plots._title(pf, "example2", cmp)
     cmp["response_time"].loc["timeout_exponential"] = [1.1, 0.95, 1.2]  # below beyond the CI at r = 0.5 and 1
     title = plots._title(pf, "example2", cmp)
-    assert "below the product form (signals) beyond the CI: exponential timeouts at every rate r ≤ 1 (by up to 8%)" \
-        in title and "deterministic timeouts at" not in title
+    assert ("exponential timeouts lie below the product form (signals), beyond the CI, at every rate r ≤ 1 "
+            "(by up to 8%)") in title and "deterministic timeouts lie below" not in title
     below = [c for c in plots._means_caption(pf, cmp, "example2").findings if "below the product form" in c.text]
     assert [c.text for c in below] == ["Exponential timeouts lie below the product form (signals) beyond the CI at "
                                        "every rate r ≤ 1 (2 of the 3 rates with a value), by up to 8%."]

@@ -227,8 +227,8 @@ def _below_words(s, usable, below, gain, short=False) -> str:
     at = (f"every rate r ≤ {_g(max(below))}" if len(below) > 1 and below == [x for x in usable if x <= max(below)] else
           f"r = {listing([_g(x) for x in below])}")
     by = f"by up to {gain:.0f}%" if len(below) > 1 else f"by {gain:.0f}%"
-    if short:
-        return f"{NAMES.get(s, s)} at {at} ({by})"
+    if short:  # a sentence of its own in the title (round 26: "below …: exponential timeouts at …" read awkwardly)
+        return f"{NAMES.get(s, s)} lie below the product form (signals), beyond the CI, at {at} ({by})"
     return (f"{NAMES.get(s, s)} lie below the product form (signals) beyond the CI at {at} ({len(below)} of the "
             f"{len(usable)} rates with a value), {by}")
 
@@ -250,7 +250,7 @@ def _title(pf, name, cmp=None) -> str:
         # the headline names a semantics below the signals at most of its rates (example 2's exponential timeouts);
         # a few rates below (example 1) are the caption's, with the title at five lines otherwise
         below = [_below_words(*b, short=True) for b in _below_signals(cmp) if 2 * len(b[2]) > len(b[1])]
-        head += ("\nbelow the product form (signals) beyond the CI: " + "; ".join(below)) if below else ""
+        head += ("\n" + "; ".join(below)) if below else ""
     model = re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\u00a0"), describe_plainly(pf))
     # no line break inside a parenthesis (round 16: "(load without restart / λ E[S] = …)"): its spaces are kept
     # from textwrap, which breaks at ASCII whitespace only, then given back
@@ -324,9 +324,21 @@ def means(pf, cmp, stem, name, formats, dpi) -> list:
     labels.append("the three semantics run at the same rates: markers at their true r")
     _best_legend(handles, labels, best, spans, "smallest simulated mean")
     sh, sl = status_handles(strip.kinds - {"best_rate"})
-    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
+    fig.legend(handles + sh, _wrapped(labels + sl), fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_means_caption(pf, cmp, name))
+
+
+#: a legend entry's longest line (characters): two columns within the axes' width (round 26: the longest entries set
+#: the figure's width and left a third of it blank)
+_LEGEND_CHARS = 58
+
+
+def _wrapped(labels) -> list:
+    """The legend's labels, each broken into lines of at most _LEGEND_CHARS characters."""
+    import textwrap
+
+    return [textwrap.fill(t, _LEGEND_CHARS) for t in labels]
 
 
 def _missed(cmp, st) -> list:
@@ -494,7 +506,7 @@ def percentile(pf, cmp, stem, name, formats, dpi) -> list:
     handles, labels = axs[0][0].get_legend_handles_labels()
     _best_legend(handles, labels, any_best, any_span, "lowest simulated percentile")
     sh, sl = status_handles(kinds)
-    fig.legend(handles + sh, labels + sl, fontsize=7.5, loc="upper center", ncol=2, frameon=False,
+    fig.legend(handles + sh, _wrapped(labels + sl), fontsize=7.5, loc="upper center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.0))
     return save(fig, stem, formats, dpi, caption=_percentile_caption(pf, cmp, name, st_all))
 
@@ -522,7 +534,7 @@ def _lowest_words(c) -> str:
     if low is None:
         return ""
     s, v, r, reach = low
-    return (f"; lowest, {v:.3g}, with {NAMES.get(s, s)} at r = {r:.3g}"
+    return (f":\nlowest, {v:.3g}, with {NAMES.get(s, s)} at r = {r:.3g}"  # its own line (round 26: at the edge)
             + (f", but within the CI of {listing([NAMES.get(x, x) for x in reach])}' lowest" if reach else ""))
 
 
