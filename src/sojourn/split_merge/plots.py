@@ -312,6 +312,10 @@ def load_words(load, hosts) -> str:
             "λ = load·⌊n/r⌋/E[S_q:r], so the arrival rate λ changes with r and q)")
 
 
+#: figure (b)'s title: its longest line (characters), inside the figure's width
+_B_TITLE = 110
+
+
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
     """One map of the exact mean latency over (r, q), each cell annotated with the simulated mean ± CI; a cell whose
     exact value lies outside the simulated CI is outlined in red (the only cells where the two differ)."""
@@ -340,12 +344,14 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
              "no simulated cell long enough to check the exact values")
     import textwrap
 
-    # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), two lines
-    fig.suptitle("\n".join(textwrap.wrap(f"(b) at load {e['rho']}: {head}{check}",
-                                          160))
-                 + f"\nmean latency of split-merge over replicas r and quorum q on {hosts_words(hosts)}; "
-                 f"{law_words(e['replica_law'])}",
-                 fontsize=9, y=1.0, va="bottom")
+    # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), then the check,
+    # then the model, each on lines of their own within the figure's width (round 26: "15 of 15 cells" alone on a
+    # line, the title starting at the image's edge)
+    lines = textwrap.wrap(f"(b) at load {e['rho']}: " + (f"{head.removesuffix('; ')}" if head else check), _B_TITLE)
+    lines += [check] if head else []
+    lines += [f"mean latency of split-merge over replicas r and quorum q on {hosts_words(hosts)}",
+              law_words(e["replica_law"])]
+    fig.suptitle("\n".join(lines), fontsize=9, y=1.0, va="bottom")
     cap = Caption(
         f"Experiment (b) of the split-merge study: mean latency over (r, q), q = 1..r, {nn} ("
         + ("the exact value is Pollaczek–Khinchine for M/PH/1" if hosts is None else

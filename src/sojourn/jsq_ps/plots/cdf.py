@@ -512,6 +512,11 @@ _MERGED_LABEL = "0.3"
 _ALIKE = 1.06
 
 
+#: an end label's invisible box: the saved image's tight box holds it, so the label keeps a margin from the image's
+#: right edge (round 26: "exact = corrected chains ≈ T" touched it)
+_END_LABEL_BOX = {"boxstyle": "square,pad=0.8", "facecolor": "none", "edgecolor": "none"}
+
+
 def _end_labels(ax, ratio, lo, hi) -> None:
     """Each ratio line's name at its right end, outside the panel, in its colour (``ratio``: (name, colour, ratio)
     per line); lines whose ratios, as drawn (clipped to the panel), stay within :data:`_ALIKE` of each other over the
@@ -550,7 +555,7 @@ def _end_labels(ax, ratio, lo, hi) -> None:
         ax.annotate(" ≈ ".join(e[2] for e in g) + (f" {g[0][5]}" if g[0][5] else ""), xy=(1.0, float(np.exp(y))),
                     xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points", ha="left",
                     va="center", fontsize=9, fontweight="bold", color=g[0][3] if len(g) == 1 else _MERGED_LABEL,
-                    annotation_clip=False)
+                    annotation_clip=False, gid="end_label", bbox=_END_LABEL_BOX)
 
 
 def _cdf_label(c, sr, covered) -> str:
