@@ -313,7 +313,7 @@ def load_words(load, hosts) -> str:
 
 
 #: figure (b)'s title: its longest line (characters), inside the figure's width
-_B_TITLE = 110
+_B_TITLE = 95
 
 
 def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
@@ -344,11 +344,10 @@ def figure_b(path, stem, formats=("png", "pdf"), dpi=130):
              "no simulated cell long enough to check the exact values")
     import textwrap
 
-    # the finding first with the fixed load it holds at (λ varies: cells are not the same traffic), then the check,
-    # then the model, each on lines of their own within the figure's width (round 26: "15 of 15 cells" alone on a
-    # line, the title starting at the image's edge)
-    lines = textwrap.wrap(f"(b) at load {e['rho']}: " + (f"{head.removesuffix('; ')}" if head else check), _B_TITLE)
-    lines += [check] if head else []
+    # the finding and the check first with the fixed load they hold at (λ varies: cells are not the same traffic),
+    # then the model, on lines within the figure's width (round 26: "15 of 15 cells" alone on a line, the title
+    # starting at the image's edge)
+    lines = textwrap.wrap(f"(b) at load {e['rho']}: {head}{check}", _B_TITLE)
     lines += [f"mean latency of split-merge over replicas r and quorum q on {hosts_words(hosts)}",
               law_words(e["replica_law"])]
     fig.suptitle("\n".join(lines), fontsize=9, y=1.0, va="bottom")
