@@ -185,7 +185,7 @@ def test_cdf_ratio_end_labels_name_each_line_and_merge_only_coinciding_ones():
     lines = [("A*", "#8c564b", 0.40 * one), ("C*", "#6a3d9a", 0.41 * one), ("D", "#d62728", 0.05 * one),
              ("T", "#00685a", 1.0 * one)]
     plots.cdf._end_labels(ax, lines, 1 / 30, 30)
-    got = {t.get_text(): mcolors.to_hex(t.get_color()) for t in ax.texts}
+    got = {t.get_text().strip(): mcolors.to_hex(t.get_color()) for t in ax.texts}
     assert set(got) == {"A* ≈ C*", "D", "T"}
     # a shared label in a neutral colour (round 15: "D ≈ E ≈ F" in D's red read as D alone)
     assert got["D"] == "#d62728" and got["A* ≈ C*"] == mcolors.to_hex(plots.cdf._MERGED_LABEL)
@@ -203,12 +203,12 @@ def test_cdf_ratio_end_labels_merge_only_lines_alike_over_the_drawn_range():
     lines = [("D", "#d62728", e * 0.7), ("E", "#bcbd22", e), ("F", "#17becf", e * 1.03), ("T", "#00685a", 1 + 0 * t)]
     lo, hi = 1 / 37.5, 37.5
     plots.cdf._end_labels(ax, lines, lo, hi)
-    got = {x.get_text(): x.xy[1] for x in ax.texts}
+    got = {x.get_text().strip(): x.xy[1] for x in ax.texts}
     assert set(got) == {"E ≈ F ↑", "D ↑", "T"}, got
     assert got["D ↑"] < got["E ≈ F ↑"] <= hi  # E and F left first: outermost; none above the panel
     fig2, ax2 = plt.subplots()
     plots.cdf._end_labels(ax2, [("D", "#d62728", e * 0.99), ("E", "#bcbd22", e)], lo, hi)
-    assert [x.get_text() for x in ax2.texts] == ["D ≈ E ↑"]  # alike throughout: one label
+    assert [x.get_text().strip() for x in ax2.texts] == ["D ≈ E ↑"]  # alike throughout: one label
     plt.close(fig)
     plt.close(fig2)
 
@@ -336,3 +336,21 @@ def test_one_wording_of_why_a_method_did_not_run(cmp, drawn):
         text = py.read_text()
         for w in others:
             assert text.count(w) == (py.name == "common.py" and w in ("truncation cap", "state cap")) * 1, (py, w)
+
+
+def test_cdf_ratio_end_label_keeps_a_margin_from_the_image_edge():
+    """Round 26: the rightmost end label ("exact = corrected chains ≈ T") ended at the saved image's right edge. The
+    figure is saved with a tight bounding box: the label's text must end at least a twentieth of an inch inside it
+    (beyond savefig's own pad), which blank space after it provides."""
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_yscale("log")
+    plots.cdf._end_labels(ax, [("exact = corrected chains ≈ T", "#e377c2", np.ones(5))], 1 / 30, 30)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    (label,) = [t for t in ax.texts if t.get_gid() == "end_label"]
+    words = ax.text(0, 0, label.get_text().strip(), fontsize=label.get_fontsize(), fontweight=label.get_fontweight())
+    ink = label.get_window_extent(r).x0 + words.get_window_extent(r).width  # where the label's words end
+    words.remove()
+    tight = fig.get_tightbbox(r).transformed(fig.dpi_scale_trans)  # inches → display
+    assert tight.x1 - ink >= 0.05 * fig.dpi
+    plt.close(fig)

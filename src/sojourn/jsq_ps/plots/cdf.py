@@ -512,9 +512,9 @@ _MERGED_LABEL = "0.3"
 _ALIKE = 1.06
 
 
-#: an end label's invisible box: the saved image's tight box holds it, so the label keeps a margin from the image's
-#: right edge (round 26: "exact = corrected chains ≈ T" touched it)
-_END_LABEL_BOX = {"boxstyle": "square,pad=0.8", "facecolor": "none", "edgecolor": "none"}
+#: blank space after an end label: the saved image's tight box holds it (a text box's padding it does not), so the
+#: label keeps a margin from the image's right edge (round 26: "exact = corrected chains ≈ T" touched it)
+END_LABEL_PAD = "\u2002\u2002"
 
 
 def _end_labels(ax, ratio, lo, hi) -> None:
@@ -552,10 +552,11 @@ def _end_labels(ax, ratio, lo, hi) -> None:
     for k in range(len(ys) - 1, -1, -1):  # back inside the top, keeping the gaps
         ys[k] = min(ys[k], np.log(hi) if k == len(ys) - 1 else ys[k + 1] - gap)
     for g, y in zip(groups, ys, strict=True):
-        ax.annotate(" ≈ ".join(e[2] for e in g) + (f" {g[0][5]}" if g[0][5] else ""), xy=(1.0, float(np.exp(y))),
+        ax.annotate(" ≈ ".join(e[2] for e in g) + (f" {g[0][5]}" if g[0][5] else "") + END_LABEL_PAD,
+                    xy=(1.0, float(np.exp(y))),
                     xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points", ha="left",
                     va="center", fontsize=9, fontweight="bold", color=g[0][3] if len(g) == 1 else _MERGED_LABEL,
-                    annotation_clip=False, gid="end_label", bbox=_END_LABEL_BOX)
+                    annotation_clip=False, gid="end_label")
 
 
 def _cdf_label(c, sr, covered) -> str:
