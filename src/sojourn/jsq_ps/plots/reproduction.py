@@ -584,7 +584,7 @@ def _rel_exact_at_one(rep) -> tuple[int, int, float, float, str]:
 def _rel_one_words(k, n, lo, hi, others) -> str:
     """The words of :func:`_rel_exact_at_one`'s finding (the title's line and the caption's claim)."""
     where = f"all {n}" if k == n else f"{k} of {n}"
-    rest = f"; at the other {n - k} ({others}) that truncation cuts their deep tail" if k < n else ""
+    rest = f"; at the other {n - k} ({others}) that truncation cuts their tail" if k < n else ""
     return (f"at R = 1 ours is 0 at {where} points (A–F are M/M/1-PS up to their truncated state space), so the "
             f"paper's {100 * lo:.0f}–{100 * hi:.0f} % there is its one-seed simulation's noise{rest}")
 
