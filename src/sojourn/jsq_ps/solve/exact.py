@@ -73,7 +73,7 @@ from .uniformization import poisson_cutoff, poisson_mix
 
 #: the uniformised steps stop once the chain's remaining mass is below this (it never grows), which moves no
 #: CDF value by more (sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.masses)
-STEP_STOP = 1e-15
+STEP_STOP = 1e-12
 
 
 def spread_size(M: int, D: int, R: int) -> int:
