@@ -81,6 +81,8 @@ def moves(cells, ref, new, tmp):
             dp = np.abs(pb[i] - pa[i])
             both_nan = np.isnan(pa[i]) & np.isnan(pb[i])
             dp = np.where(both_nan, 0.0, np.where(np.isnan(dp), np.inf, dp))
+            if np.isnan(a[i]).all() != np.isnan(b[i]).all():
+                print(f"R = {R}, rho = {rho}: {m} computed in {'this' if np.isnan(a[i]).all() else 'the reference'} only")
             for j in range(len(LEVELS)):
                 row[1 + j] = max(row[1 + j], float(dp[j]))
             row[-1] += int(np.any(dp > 0))
