@@ -82,7 +82,8 @@ def moves(cells, ref, new, tmp):
             both_nan = np.isnan(pa[i]) & np.isnan(pb[i])
             dp = np.where(both_nan, 0.0, np.where(np.isnan(dp), np.inf, dp))
             if np.isnan(a[i]).all() != np.isnan(b[i]).all():
-                print(f"R = {R}, rho = {rho}: {m} computed in {'this' if np.isnan(a[i]).all() else 'the reference'} only")
+                where = "this checkout" if np.isnan(a[i]).all() else "the reference"
+                print(f"R = {R}, rho = {rho}: {m} computed in {where} only")
             for j in range(len(LEVELS)):
                 row[1 + j] = max(row[1 + j], float(dp[j]))
             row[-1] += int(np.any(dp > 0))
