@@ -167,3 +167,16 @@ def test_corrected_chain_and_tail_truncations_are_flagged(tmp_path, capsys):
 
     a = approximate(JSQPS.from_rho(10, 0.5), "A", **GRID)
     assert a.attrs["truncation_mass"] > 0.9 and not int(a["validity_reason"]) & TRUNCATION_NOT_REACHED
+
+
+def test_the_spread_search_stops_at_a_probe_chain_that_reached():
+    """R = 10, ρ = 0.5: the min-cap search's last chain (M = 8, spread cap 5) already holds both boundary masses below
+    1e-10 (4e-12 on the spread cap); the spread search's extrapolation would jump past it to D = 6 (50 050 states,
+    solved twice). It stops at 5, and that chain is a truncation reached (issue 36)."""
+    from sojourn.jsq_ps.solve import exact
+
+    exact.forget_solves()
+    ch = exact.spread_chain(5.0, 1.0, 10, 1e-10, 60_000)
+    assert (ch.states.M, ch.states.D) == (8, 5)
+    b_min, b_spread = exact.boundary_masses(ch.states, ch.pi)
+    assert exact.truncation_reached(b_min, b_spread, 1e-10) and 0 < b_spread < 1e-10

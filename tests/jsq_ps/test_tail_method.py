@@ -15,9 +15,12 @@ from sojourn.jsq_ps.solve import approximate, approximate_all
 from sojourn.jsq_ps.solve.exact import exact_sojourn_cdf
 from sojourn.jsq_ps.solve.mm1ps import mm1ps_sojourn_cdf
 from sojourn.jsq_ps.solve.tail import (
+    FINAL_STOP,
+    held_tail,
     level_cap,
     lower_survival,
     margin_at,
+    masses,
     predicted_seconds,
     survival,
     system_law,
@@ -198,3 +201,22 @@ def test_phase_entries_depend_on_R_and_D_alone(R, D):
     tp = TaggedPhases(R, D, D + TAGGED_EXTRA)
     for lam, mu in [(0.05 * R, 1.0), (0.97 * R * 2.0, 2.0), (0.5 * R * 0.3, 0.3)]:
         assert _phase_entries(R, D) == (tp.table(lam, mu).src.size + tp.size, tp.size)
+
+
+def test_the_final_stop_keeps_each_survival_an_upper_bound():
+    """T's final chains stop stepping at a remaining mass of FINAL_STOP and hold the last mass for the rest of the
+    Poisson sum (issue 36): fewer steps, and the survival stays above the fully stepped one (never optimistic), at most
+    FINAL_STOP above it."""
+    from sojourn.jsq_ps.solve.uniformization import poisson_mix
+
+    R, rho = 3, 0.5
+    M, _, _ = level_cap(rho * R, 1.0, R, 3, 1e-9)
+    ph, pi = system_law(rho * R, 1.0, R, M, 3)
+    ch = tagged_chain(rho * R, 1.0, R, M, 3, 5, pi, ph)
+    g_full, used_full, _ = masses(ch, float(T[-1]))
+    g, used, _ = masses(ch, float(T[-1]), stop=FINAL_STOP)
+    assert used < 0.8 * used_full
+    full = poisson_mix(ch.q, T, g_full)
+    held = poisson_mix(ch.q, T, g) + held_tail(ch.q, T, g, used)
+    assert np.all(held >= full - 1e-15) and np.max(held - full) <= FINAL_STOP
+    assert np.max(held - full) > 0.1 * FINAL_STOP  # the hold is what keeps it above

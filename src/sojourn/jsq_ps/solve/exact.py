@@ -73,7 +73,7 @@ from .uniformization import poisson_cutoff, poisson_mix
 
 #: the uniformised steps stop once the chain's remaining mass is below this (it never grows), which moves no
 #: CDF value by more (sojourn.jsq_ps.solve.tagged_levels.LevelTaggedChain.masses)
-STEP_STOP = 1e-15
+STEP_STOP = 1e-12
 
 
 def spread_size(M: int, D: int, R: int) -> int:
@@ -207,8 +207,10 @@ _LAST_SOLVE = (None, None, None)
 #: the system chains of one (Λ, μ, R) solved in this process, by their provenance (:func:`_provenance`): a cell solves
 #: the same chains several times — the corrected methods' spread chain, then exact's budget plan repeating the same
 #: cap search (R = 6, ρ = 0.8: 13 solves, 6 distinct; R = 4, ρ = 0.95: 21, 11) — and a chain solved from the same
-#: start is the same law to the bit, so it is solved once. Only π and the masses are kept (the states are rebuilt),
-#: at most :data:`SOLVED_MAX_STATES` states in all; a solve of another (Λ, μ, R) empties it.
+#: start is the same law to the bit, so it is solved once; one solved from another start (the level solve's, ≤ 4e-16
+#: apart) is used too (issue 36: R = 10, ρ = 0.85 solved M = 17, D = 5 twice, 0.18 s). Only π and the masses are
+#: kept (the states are rebuilt), at most :data:`SOLVED_MAX_STATES` states in all; a solve of another (Λ, μ, R)
+#: empties it.
 _SOLVED: dict = {}
 SOLVED_MAX_STATES = 2_000_000
 
@@ -246,6 +248,8 @@ def _masses(lam, mu, R, M, D):
     if _SOLVED and next(iter(_SOLVED))[0][:3] != key[:3]:
         _SOLVED.clear()
     hit = _SOLVED.get(prov)
+    if hit is None:  # the same chain solved from another start: the same law to the level solve's tolerance (≤ 4e-16)
+        prov, hit = next(((p, v) for p, v in _SOLVED.items() if p[0] == key), (prov, None))
     if hit is not None:
         pi, b_min, b_spread = hit
         out = (SpreadStates(M, D, R), pi, b_min, b_spread)
@@ -308,6 +312,22 @@ def _solve_masses(lam, mu, R, M, D, start=None):
     return S, pi, *boundary_masses(S, pi)
 
 
+def _search_min_cap(lam, mu, R, eps, D_probe, fits):
+    """(M, complete, probe_ok): the min cap of :func:`truncation_caps`, searched on chains with spread cap
+    ``D_probe``; ``complete`` False where ``fits`` refused the next cap; ``probe_ok``: the last chain's spread mass is
+    below ``eps`` too (that chain is a truncation reached)."""
+    M_, hist = 8, []
+    while True:
+        _, _, b, b_probe = _masses(lam, mu, R, M_, D_probe)
+        if b < eps:
+            return M_, True, b_probe < eps
+        hist.append((M_, b))
+        nxt = _next_cap(hist, M_, eps, lambda m: m + max(1, m // 2))
+        if not fits(nxt, D_probe):
+            return M_, False, False  # even the smallest spread cap would be over the budget
+        M_ = nxt
+
+
 def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000, max_seconds=None, K=None,
                     why: dict | None = None):
     """(M, D, complete): the caps whose boundary masses are < ``eps``, each from its own search.
@@ -316,7 +336,8 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     (a smaller D only raises it), the spread mass on D once M ≳ 2D. So M is searched first on chains
     with a small spread cap (≤ 6, at most 20 000 states at M = 8), then D on chains with min cap
     2D + 8, or M itself where M ≤ 1.25·(2D + 8); each cap is extrapolated from its last two masses
-    (:func:`_next_cap`).
+    (:func:`_next_cap`), but never past the M search's spread cap where that search's last chain already holds
+    both masses below ``eps`` (that chain is then the truncation).
     ``complete`` is False when the caps need a chain with ``size·R`` (about the tagged chain's size)
     above ``state_budget`` or, with ``max_seconds`` (and ``K`` uniformised steps), a predicted cost
     (:func:`sojourn.jsq_ps.solve.budget.predict_seconds`) above it — checked before each solve, so
@@ -349,19 +370,9 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
         while D_probe < 6 and spread_size(8, D_probe + 1, R) <= 20_000:
             D_probe += 1
     if M is not None:
-        M_ = int(M)
+        M_, probe_ok = int(M), False
     else:
-        M_, hist = 8, []
-        while True:
-            b = _masses(lam, mu, R, M_, D_probe)[2]
-            if b < eps:
-                break
-            hist.append((M_, b))
-            nxt = _next_cap(hist, M_, eps, lambda m: m + max(1, m // 2))
-            if not fits(nxt, D_probe):
-                complete = False  # even the smallest spread cap would be over the budget
-                break
-            M_ = nxt
+        M_, complete, probe_ok = _search_min_cap(lam, mu, R, eps, D_probe, fits)
     if R == 1 or D is not None:
         D_ = D_probe
     elif not complete:
@@ -369,6 +380,12 @@ def truncation_caps(lam, mu, R, eps=1e-10, M=None, D=None, state_budget=400_000,
     else:
         D_, hist = 3, []
         while True:
+            if probe_ok and D_ >= D_probe:
+                # the probe's spread cap is reached, and its chain, solved above, already holds both masses below eps:
+                # no larger cap (issue 36: the extrapolation's margin jumped past it, R = 10, ρ = 0.55: D = 6 on 50 050
+                # states, solved twice, where D = 5 had 4e-12)
+                D_ = D_probe
+                break
             # on chains with min cap 2D + 8, or the final M when it is at most a quarter above that: then this
             # solve is the final chain itself (cached; R = 6, ρ = 0.9: M = 38, D = 13 once instead of M = 34 too)
             M_D = max(M_, D_ + 4) if M_ <= 1.25 * (2 * D_ + 8) else 2 * D_ + 8
