@@ -852,11 +852,14 @@ def _rep_best_panels(axes, rep, short, few) -> list:
             if ax is axes[0]:
                 ax.text(j, i, v, ha="center", va="center", fontsize=9, color=ink, fontweight="bold")
                 continue
-            if tie[i, j]:  # a tie with the paper's pick: hatched over our colour
-                _hatch_tie(ax, i, j, ink)
             lab = _sim_label(ours, i, j)
+            if tie[i, j]:  # a tie with the paper's pick: hatched over our colour, and said (round 28: a hatch alone
+                _hatch_tie(ax, i, j, ink)  # was invisible on a light cell, which read as a disagreement)
+                head, *rest = lab.split("\n")
+                lab = "\n".join([f"{head} ≈ paper {paper[i, j]}", *rest])
             box = {"facecolor": _MAP_COLORS.get(v, "0.9"), "edgecolor": "none", "pad": 0.6} if tie[i, j] else None
-            ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab else 8, color=ink,
+            ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab and not tie[i, j] else 8,
+                    color=ink, gid="tie_text" if tie[i, j] else None,
                     fontweight="bold", linespacing=1.0, bbox=box)  # on a hatched cell: its colour behind the text
     ii, jj = np.nonzero(agree == 0)
     axes[1].plot(jj - 0.36, ii - 0.28, "x", color="k", ms=6 if few else 4, mew=1.5 if few else 1.0, ls="none")
@@ -881,7 +884,8 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                      "ours against the simulation differs from the paper's beyond a tie"))
     if tie.any():
         more.append((Patch(facecolor="0.9", edgecolor="0.35", hatch="///"),
-                     "middle, hatched: a tie with the paper (against our simulation, 95% CIs overlap)"))
+                     "middle, hatched, \"≈ paper X\": a tie with the paper's X (against our simulation, 95% CIs "
+                     "overlap)"))
     return more
 
 
@@ -889,7 +893,7 @@ def _hatch_tie(ax, i, j, ink) -> None:
     """A §6.4 map's cell (i, j) where our pick ties with the paper's: hatched over its colour (light lines where
     the cell's text ``ink`` is white)."""
     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", hatch="///",
-                               edgecolor="0.92" if ink in ("w", "white") else "0.35", lw=0, gid="tie"))
+                               edgecolor="0.92" if ink in ("w", "white") else "0.1", lw=0, gid="tie"))
 
 
 def _sim_label(ours, i, j) -> str:
