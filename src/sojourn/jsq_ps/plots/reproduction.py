@@ -856,9 +856,9 @@ def _rep_best_panels(axes, rep, short, few) -> list:
             if tie[i, j]:  # a tie with the paper's pick: hatched over our colour, and said (round 28: a hatch alone
                 _hatch_tie(ax, i, j, ink)  # was invisible on a light cell, which read as a disagreement)
                 head, *rest = lab.split("\n")
-                lab = "\n".join([f"{head} ≈ paper {paper[i, j]}", *rest])
+                lab = "\n".join([head, f"≈ paper {paper[i, j]}", *rest])
             box = {"facecolor": _MAP_COLORS.get(v, "0.9"), "edgecolor": "none", "pad": 0.6} if tie[i, j] else None
-            ax.text(j, i, lab, ha="center", va="center", fontsize=9 if "\n" not in lab and not tie[i, j] else 8,
+            ax.text(j, i, lab, ha="center", va="center", fontsize=(9, 8, 7)[min(lab.count("\n"), 2)],
                     color=ink, gid="tie_text" if tie[i, j] else None,
                     fontweight="bold", linespacing=1.0, bbox=box)  # on a hatched cell: its colour behind the text
     ii, jj = np.nonzero(agree == 0)
@@ -884,8 +884,7 @@ def _rep_best_panels(axes, rep, short, few) -> list:
                      "ours against the simulation differs from the paper's beyond a tie"))
     if tie.any():
         more.append((Patch(facecolor="0.9", edgecolor="0.35", hatch="///"),
-                     "middle, hatched, \"≈ paper X\": a tie with the paper's X (against our simulation, 95% CIs "
-                     "overlap)"))
+                     "middle, hatched, \"≈ paper X\": a tie with the paper's X (95% CIs overlap)"))
     return more
 
 
