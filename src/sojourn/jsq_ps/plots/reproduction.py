@@ -525,10 +525,8 @@ def _rel_title(rep) -> str:
         lines.append(f"ours (best of A–F) is within a median {100 * med:.1f} percentage points of the paper's "
                      f"({n} points)")
     one = _rel_exact_at_one(rep)
-    if one[0]:
-        first, rest = _rel_one_words(*one).split(", so ", 1)
-        noise, *other = ("so " + rest).split("; at the other", 1)
-        lines += [first + ",", noise + ";" * bool(other)] + ["at the other" + t for t in other]
+    if one.k:
+        lines += _rel_one_lines(one)
     lines.append("({} of the table's {} cells are in this run; ".format(
         *_cells_in_run(rep, "rel", "relative_error_reference"))
         + (_rel_pick_words(rep) + "; " if sum(_rel_pick_counts(rep)) else "")
@@ -563,12 +561,13 @@ def _rel_gap(rep) -> tuple[int, float]:
     return int(both.sum()), float(np.median(d)) if d.size else float("nan")
 
 
-def _rel_exact_at_one(rep) -> tuple[int, int, float, float, str]:
-    """(k, n, lo, hi, others): at k of the n compared §6.3 points at R = 1 our |relative error| (best of A–F) is 0
-    (at most _REL_ZERO); the paper's values at those k points run from lo to hi; others names the rest by load and
-    percentile ("ρ = 0.8: 99.9th, 99.99th"; empty where k = n)."""
+def _rel_exact_at_one(rep) -> SimpleNamespace:
+    """At R = 1 of the §6.3 points: k of the n compared points where our |relative error| (best of A–F) is 0 (at
+    most _REL_ZERO); lo, hi: the paper's values at those k points; others: the rest by load and percentile
+    ("ρ = 0.8: 99.9th, 99.99th"; empty where k = n); ours, paper: the picks (letters) at those k points' cells."""
+    none = SimpleNamespace(k=0, n=0, lo=float("nan"), hi=float("nan"), others="", ours="", paper="")
     if 1 not in rep["rel_R"].values.tolist():
-        return 0, 0, float("nan"), float("nan"), ""
+        return none
     k1 = rep["rel_R"].values.tolist().index(1)
     both = _rel_compared(rep)[..., k1]  # (percentile, rho)
     small = np.abs(rep["relative_error"].sel(family="faithful").values[..., k1]) <= _REL_ZERO
@@ -578,28 +577,38 @@ def _rel_exact_at_one(rep) -> tuple[int, int, float, float, str]:
     pcts, rhos = rep["rel_percentile"].values, rep["rel_rho"].values
     others = "; ".join(f"ρ = {rhos[j]:g}: " + ", ".join(f"{pcts[i]:g}th" for i in np.nonzero(rest[:, j])[0])
                        for j in np.nonzero(rest.any(0))[0])
-    return int(zero.sum()), int(both.sum()), lo, hi, others
+    cells = zero.any(0)
+    letters = lambda var: ", ".join(sorted({str(v) for v in var.values[cells] if v}))  # noqa: E731
+    has = "relative_error_method" in rep and "paper_relative_method" in rep
+    return SimpleNamespace(k=int(zero.sum()), n=int(both.sum()), lo=lo, hi=hi, others=others,
+                           ours=letters(rep["relative_error_method"].sel(family="faithful", rel_R=1)) if has else "",
+                           paper=letters(rep["paper_relative_method"].sel(rel_R=1)) if has else "")
 
 
-def _rel_one_words(k, n, lo, hi, others) -> str:
-    """The words of :func:`_rel_exact_at_one`'s finding (the title's line and the caption's claim)."""
-    where = f"all {n}" if k == n else f"{k} of {n}"
-    rest = f"; at the other {n - k} ({others}) that truncation cuts their tail" if k < n else ""
-    return (f"at R = 1 ours is 0 at {where} points (A–F are M/M/1-PS up to their truncated state space), so the "
-            f"paper's {100 * lo:.0f}–{100 * hi:.0f} % there is its one-seed simulation's noise{rest}")
+def _rel_one_lines(one) -> list[str]:
+    """The words of :func:`_rel_exact_at_one`'s finding, as the title's lines (the caption's claim joins them)."""
+    where = f"all {one.n}" if one.k == one.n else f"{one.k} of {one.n}"
+    lines = [f"at R = 1 ours{f' ({one.ours})' * bool(one.ours)} is 0 at {where} points: exact there up to its "
+             "truncated state space,",
+             f"while the paper reports {100 * one.lo:.0f}–{100 * one.hi:.0f} % there against its one-seed "
+             "simulation" + f" (its picks: {one.paper})" * bool(one.paper)]
+    if one.k < one.n:
+        lines[-1] += ";"
+        lines.append(f"at the other {one.n - one.k} ({one.others}) that truncation cuts our pick's tail")
+    return lines
 
 
 def _rel_one_claim(rep) -> Claim:
     """:func:`_rel_exact_at_one` as a caption claim, re-derived from the dataset."""
-    k, n, lo, hi, others = _rel_exact_at_one(rep)
+    one = _rel_exact_at_one(rep)
     zero = f"{_REL_COMPARED} & (abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g})"
-    one = {"rel_R": 1}
-    words = _rel_one_words(k, n, lo, hi, others)
+    sel = {"rel_R": 1}
+    words = " ".join(_rel_one_lines(one))
     return Claim(f"{words[0].upper()}{words[1:]} (ours: |relative error| ≤ {_REL_ZERO:g} against exact).",
-                 [k, n, lo, hi],
-                 [_rq(f"abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g}", where=_REL_COMPARED, sel=one),
-                  _rq(_REL_COMPARED, sel=one), _rq("paper_relative_error", (("min", None),), zero, sel=one),
-                  _rq("paper_relative_error", (("max", None),), zero, sel=one)], half_unit(0, 100))
+                 [one.k, one.n, one.lo, one.hi],
+                 [_rq(f"abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g}", where=_REL_COMPARED, sel=sel),
+                  _rq(_REL_COMPARED, sel=sel), _rq("paper_relative_error", (("min", None),), zero, sel=sel),
+                  _rq("paper_relative_error", (("max", None),), zero, sel=sel)], half_unit(0, 100))
 
 
 def _rel_pick_counts(rep) -> tuple[int, int]:
@@ -664,7 +673,7 @@ def _signed_findings(rep, prefix, ref, findings, limits) -> None:
                                   [_rq(_REL_COMPARED),
                                    _rq("abs(abs(relative_error.sel(family='faithful')) - paper_relative_error)",
                                        (("median", None),), _REL_COMPARED)], half_unit(1, 100)))
-        if _rel_exact_at_one(rep)[0]:
+        if _rel_exact_at_one(rep).k:
             findings.append(_rel_one_claim(rep))
         if "paper_relative_method" in rep and _rel_letters_differ(rep)[1]:
             kd, nd = _rel_letters_differ(rep)
