@@ -545,7 +545,7 @@ def test_relative_figure_states_the_gap_and_why_R1_differs(monkeypatch):
     paper = base["paper_relative_error"].sel(rel_rho=0.5, rel_R=1).values  # its published 99th, 99.9th, 99.99th
     seen = []
     for errors, words, other in (([0.0, 1e-12, -0.05], "at R = 1 ours (E) is 0 at 2 of 3 points",
-                                  "; at the other 1 (ρ = 0.5: 99.99th) that truncation cuts our pick's tail"),
+                                  "; at the other 1 (ρ = 0.5: 99.99th) that truncation cuts its tail"),
                                  ([0.0, 0.0, 0.0], "at R = 1 ours (E) is 0 at all 3 points", None),
                                  ([0.02, 0.03, 0.04], None, None)):
         rep = _rel_at_one(base, errors)

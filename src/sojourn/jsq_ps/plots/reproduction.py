@@ -594,7 +594,7 @@ def _rel_one_lines(one) -> list[str]:
              "simulation" + f" (its picks: {one.paper})" * bool(one.paper)]
     if one.k < one.n:
         lines[-1] += ";"
-        lines.append(f"at the other {one.n - one.k} ({one.others}) that truncation cuts our pick's tail")
+        lines.append(f"at the other {one.n - one.k} ({one.others}) that truncation cuts its tail")
     return lines
 
 
