@@ -188,42 +188,40 @@ def summarise(prefix: str) -> dict:
 
 
 def replay(prefix: str, workers: int = 2) -> dict:
-    """The tests' wall time under two schedules, replayed from the measured durations (each worker takes the next
-    unit of work when it is free): xdist's loadfile (a file a unit, files with more tests first) and the suite's
-    (tests/conftest.py: a file a unit but a documentation block its own, files longest first). An estimate of the
-    scheduling alone: the same durations in both."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import conftest  # the suite's own scope rule
-
+    """The tests' wall time under two orders of the files, replayed from the measured durations with xdist's loadfile
+    mechanics (xdist.scheduler.LoadScopeScheduling: a file is a unit of work; each worker holds the unit it runs and
+    the next one, and takes a new one from the queue when it starts its next): the queue as xdist orders it (files
+    with more tests first; ties in collection order, here the order first seen) and longest first (the measured
+    seconds; what a collection order with ``--no-loadscope-reorder`` would give). An estimate of the scheduling alone:
+    the same durations in both."""
     tests, _ = _load(prefix)
     order: list[str] = []
     seconds: dict[str, float] = defaultdict(float)
-    for t in tests:
-        if t["nodeid"] not in seconds:
-            order.append(t["nodeid"])
-        seconds[t["nodeid"]] += t["duration"]
-    by_file: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
-    for n in order:
-        by_file[n.split("::")[0]] += seconds[n]
-        count[n.split("::")[0]] += 1
+    for t in tests:
+        f = t["nodeid"].split("::")[0]
+        if f not in seconds:
+            order.append(f)
+        if t["when"] == "call":
+            count[f] += 1
+        seconds[f] += t["duration"]
 
-    def wall(units: list[list[str]]) -> float:
+    def wall(files: list[str]) -> float:
+        queue = list(files)
+        held = [[queue.pop(0)] if queue else [] for _ in range(workers)]  # the first unit of each, then a second
+        for h in held:
+            if queue:
+                h.append(queue.pop(0))
         free = [0.0] * workers
-        for unit in units:
-            i = free.index(min(free))
-            free[i] += sum(seconds[n] for n in unit)
+        while any(held):
+            i = min((k for k in range(workers) if held[k]), key=lambda k: free[k])
+            free[i] += seconds[held[i].pop(0)]
+            if queue:
+                held[i].append(queue.pop(0))
         return max(free)
 
-    def units_of(nodeids, scope) -> list[list[str]]:
-        out: dict[str, list[str]] = {}
-        for n in nodeids:
-            out.setdefault(scope(n), []).append(n)
-        return list(out.values())
-
-    loadfile = sorted(units_of(order, lambda n: n.split("::")[0]), key=lambda u: -len(u))
-    ours = units_of(sorted(order, key=lambda n: -by_file[n.split("::")[0]]), conftest._scope)
-    return {"loadfile_s": round(wall(loadfile), 1), "suite_s": round(wall(ours), 1),
+    return {"loadfile_s": round(wall(sorted(order, key=lambda f: -count[f])), 1),
+            "longest_first_s": round(wall(sorted(order, key=lambda f: -seconds[f])), 1),
             "serial_s": round(sum(seconds.values()), 1)}
 
 
@@ -247,8 +245,8 @@ def main(argv=None) -> int:
     for w, v in s["workers"].items():
         print(f"  worker {w}: busy {v['busy_s']} s, idle from {v['idle_from_s']} s")
     r = s["replayed_wall_s"]
-    print(f"  replayed on 2 workers from these durations: xdist loadfile {r['loadfile_s']} s, the suite's schedule "
-          f"{r['suite_s']} s (serial {r['serial_s']} s)")
+    print(f"  replayed on 2 workers from these durations: xdist loadfile {r['loadfile_s']} s, the files longest first "
+          f"{r['longest_first_s']} s (serial {r['serial_s']} s)")
     print("by kind:")
     for k, v in s["by_kind_s"].items():
         print(f"  {v:8.1f}  {k}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,9 +75,9 @@ def test_config_errors_name_the_key(path, value, match):
 
 
 def _snakemake(workdir, *args):
-    """Snakemake on ``workdir`` with the frozen copy of the package in ``workdir/src`` (others edit the tree while
-    the test runs: a changed fingerprint would rerun jobs between the run and the dry-runs)."""
-    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    """Snakemake on ``workdir`` with the frozen copy of the package ``workdir/src`` links to (others edit the tree
+    while the test runs: a changed fingerprint would rerun jobs between the run and the dry-runs; tests/conftest.py)."""
+    env = {**os.environ, "PYTHONPATH": str((workdir / "src").resolve())}
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
            "--cores", "2", "--configfile", str(workdir / "tiny.yaml"), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=str(workdir), env=env)
@@ -144,11 +143,9 @@ def _hosts_in_titles(monkeypatch, res) -> None:
     _legend_clear_of_data(monkeypatch, res)  # and (a)'s legend leaves its data free
 
 
-def test_tiny_pipeline_end_to_end(tmp_path, monkeypatch):
+def test_tiny_pipeline_end_to_end(tmp_path, monkeypatch, frozen_package):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
-    shutil.copytree(
-        ROOT / "src" / "sojourn", tmp_path / "src" / "sojourn", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    (tmp_path / "src").symlink_to(frozen_package, target_is_directory=True)
     proc = _snakemake(tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = tmp_path / "res" / "split_merge"

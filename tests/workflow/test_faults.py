@@ -41,15 +41,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    """A frozen copy of the package (others may edit src/ meanwhile; copying keeps numba's cache valid) and
-    the override file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs, and the law method
-    one."""
+def setup(tmp_path_factory, frozen_package):
+    """The session's frozen copy of the package (others may edit src/ meanwhile; tests/conftest.py) and the override
+    file: a third ρ, so that R ∈ {1, 2} × ρ ∈ {0.3, 0.5, 0.8} gives 13 cell jobs, and the law method one."""
     base = tmp_path_factory.mktemp("faults")
-    shutil.copytree(ROOT / "src" / "sojourn", base / "src" / "sojourn")
     cfg = base / "faults.yaml"
     cfg.write_text(yaml.safe_dump({"jsq_ps": {"grid": {"R": [1, 2], "rho": [0.3, 0.5, 0.8]}}}))
-    return {"env": {**os.environ, "PYTHONPATH": str(base / "src")}, "cfg": cfg}
+    return {"env": {**os.environ, "PYTHONPATH": str(frozen_package)}, "cfg": cfg}
 
 
 def command(setup, work, *args):

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.slow
 
 
 def snakemake(workdir, *args, configfile=None, env=None):
-    """Run Snakemake on ``workdir``, importing the frozen package copy of the ``run`` fixture if it has one."""
+    """Run Snakemake on ``workdir``, importing the frozen package copy of the ``run`` fixture if it has one (its
+    ``src`` links to it: imported by its own path, where numba's cache of the kernels is)."""
     if env is None and (Path(workdir) / "src").is_dir():
-        env = {**os.environ, "PYTHONPATH": str(Path(workdir) / "src")}
+        env = {**os.environ, "PYTHONPATH": str((Path(workdir) / "src").resolve())}
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
            "--cores", "2", "--configfile", str(configfile or ROOT / "config" / "test.yaml"), *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(workdir))
@@ -71,14 +72,14 @@ def write_cfg(path, **changes):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, frozen_package):
     """A real run of config/test.yaml on a real Dask LocalCluster (2 workers).
 
-    It imports a frozen copy of the package (PYTHONPATH), so that the rerun checks below see only their
-    own edits and not those others make to src/ meanwhile (a shared working tree); copying keeps the
-    mtimes, so numba's on-disk cache of the kernels stays valid."""
+    It imports a frozen copy of the package (PYTHONPATH; its ``src`` a link to the session's copy, tests/conftest.py),
+    so that the rerun checks below see only their own edits and not those others make to src/ meanwhile (a shared
+    working tree); the copies of the run below keep the link, and so numba's cache of the kernels."""
     work = tmp_path_factory.mktemp("pipeline")
-    shutil.copytree(ROOT / "src" / "sojourn", work / "src" / "sojourn")
+    (work / "src").symlink_to(frozen_package, target_is_directory=True)
     proc = snakemake(work)
     assert proc.returncode == 0, proc.stderr[-4000:]
     (work / "terminal.txt").write_text(proc.stdout + proc.stderr)  # what the terminal showed (test_terminal_*)

@@ -500,6 +500,18 @@ def _snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess
     return p
 
 
+#: the parts of the pipeline Dask runs: every cell block and the two merges
+UNTIL_MERGES = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")
+
+
+def local_dask_part(shared_run) -> Path:
+    """A plain local run of the Dask part of the test config: the results every SLURM route must equal. The same
+    command for each of them (here and in test_slurm_dask.py), so one run per test session serves them all
+    (tests/conftest.py's ``shared_run``); read only."""
+    return shared_run("test-yaml-until-merges",
+                      lambda folder: _snakemake(folder / "local", "--cores", "2", *UNTIL_MERGES)) / "local"
+
+
 def _snakemake_cmd(workdir: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
             "--configfile", str(TEST_CONFIG), "--directory", str(workdir), *args]
@@ -594,7 +606,7 @@ def _rerun_watched(hpc: Path, args, tmp_path: Path) -> str:
     return out
 
 
-def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local(slurm, tmp_path):
+def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local(slurm, shared_run, tmp_path):
     """The executor route the way an operator meets it (workflow/profiles/slurm as shipped): the test config's
     cell blocks travel in one SLURM group job; ``scancel`` of it while it computes ends the run with an error
     naming the SLURM job, its rules and the state, within a minute of sacct reporting it (the plugin used to
@@ -609,8 +621,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     merged = [f"{root}/jsq_ps/simulation.nc", f"{root}/jsq_ps/approximation.nc"]
 
     # Local run of the distributed part of the pipeline: every simulation and approximation block, their merges
-    local, hpc = tmp_path / "local", tmp_path / "slurm"
-    _snakemake(local, "--cores", "2", "--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")
+    local, hpc = local_dask_part(shared_run), tmp_path / "slurm"
     blocks = [str(p) for p in _nc_files(local) if str(p) not in merged]
     assert any("/simulation/" in b for b in blocks) and any("/approximation/" in b for b in blocks), blocks
     # every cell block and the merges: one SLURM job (the profile's JSQ-PS group: the blocks, then the merges)
@@ -676,7 +687,7 @@ def test_snakemake_slurm_executor_scancel_ends_the_run_and_a_rerun_matches_local
     assert n >= len(targets)
 
 
-def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
+def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, shared_run, tmp_path):
     """`cluster: {kind: slurm, tls: true}` taken the way a user takes it: a whole Snakemake run of the test config
     whose replications and approximation cells run on dask-jobqueue SLURM worker jobs (Snakemake's job threads share
     one SLURMCluster), over TLS, against a plain local run: identical results. While it runs, every socket its
@@ -696,16 +707,14 @@ def test_snakemake_with_cluster_kind_slurm_matches_local_run(slurm, tmp_path):
                                 "walltime": "00:30:00", "job_name": name}}
     override = tmp_path / "slurm.yaml"
     override.write_text(yaml.safe_dump(cfg))
-    local, hpc = tmp_path / "local", tmp_path / "dask-slurm"
-    until = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
-    _snakemake(local, "--cores", "2", *until)
+    local, hpc = local_dask_part(shared_run), tmp_path / "dask-slurm"
     before, files = _queued(), package_files()
     mark = new_mark()
     env = run_env(tmp_path, mark)
     with ListenerWatch(mark) as watch:
         # the guide's route-2 command (docs/hpc.md), the site file being this cluster's
         route2 = guide_command("snakemake --cores 4 --configfile my-site.yaml", {"my-site.yaml": str(override)})
-        p = _snakemake(hpc, *route2[1:], *until, env=env)
+        p = _snakemake(hpc, *route2[1:], *UNTIL_MERGES, env=env)
     out = p.stdout + p.stderr
     assert "signal only works in main thread" not in out
     # scheduler + its HTTP server; per worker job a nanny, a worker and its HTTP server

@@ -32,15 +32,16 @@ from test_slurm import (
     PARTITION,
     REPO,
     TEST_CONFIG,
+    UNTIL_MERGES,
     _assert_same_results,
     _queued,
     _run,
     _sacct,
-    _snakemake,
     _squeue,
     _tail,
     assert_left_only_in_work_folder,
     assert_listeners_on,
+    local_dask_part,
     package_files,
     run_env,
     slurm_node,
@@ -52,7 +53,7 @@ from support.hpc_guide import guide_command
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SBATCH = REPO / "workflow" / "slurm" / "pipeline.sbatch"
-UNTIL = ("--until", "jsq_ps_merge_simulation", "jsq_ps_merge_approximation")  # the parts Dask runs
+UNTIL = UNTIL_MERGES  # the parts Dask runs
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +96,10 @@ def _squeue_has(job_id: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory) -> Path:
-    """A plain local run of the Dask part of config/test.yaml: the reference of both routes."""
-    root = tmp_path_factory.mktemp("local") / "local"
-    _snakemake(root, "--cores", "2", *UNTIL)
-    return root
+def local_run(shared_run) -> Path:
+    """A plain local run of the Dask part of config/test.yaml: the reference of both routes (one per session, shared
+    with test_slurm.py: its ``local_dask_part``)."""
+    return local_dask_part(shared_run)
 
 
 def test_local_cluster_in_a_slurm_job_is_what_slurm_allocated(slurm, tmp_path):
