@@ -831,11 +831,11 @@ def test_reproduction_map_panels_labelled_and_colour_blind_safe(monkeypatch):
     assert "against the simulation" in maps[2].get_title(loc="left")
     assert all(t.get_color() == plots.reproduction._ink(plots.reproduction._MAP_COLORS[t.get_text()])
                for t in maps[0].texts if t.get_text() in "ABCDEF")
-    # a tie with the paper (round 18: judged against the simulation): our letter, hatched over its colour (the
-    # paper's D stands in the top map right above)
+    # a tie with the paper (round 18: judged against the simulation): our letter, hatched over its colour, and
+    # (round 28) the paper's method it ties with said under it (the paper's D stands in the top map right above)
     hatched = [p for p in maps[1].patches if p.get_hatch() == "///"]
     assert len(hatched) == 1 and hatched[0].get_xy() == (-0.5, -0.5)
-    assert [t.get_text() for t in maps[1].texts][:1] == ["E"]
+    assert [t.get_text() for t in maps[1].texts][:1] == ["E\n≈ paper D"]
     plt.close(fig)
 
 

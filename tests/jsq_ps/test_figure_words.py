@@ -318,6 +318,24 @@ def test_best_map_draws_a_win_without_its_rival_lighter_and_counts_it_apart(cmp,
     assert f"Lighter, a rival did not run: {m} at 1." in titles[0]
 
 
+def test_best_map_legend_says_what_a_starred_method_is(drawn):
+    """Round 30: the map's headline names A* and C*, which nothing in the figure defined. Each starred entry of the
+    legend says which of the paper's methods it corrects (its group's letters, from the group's label)."""
+    from sojourn.jsq_ps.plots.maps import _starred_meaning
+
+    assert _starred_meaning("A* = B* = D* = E*") == "A* = B* = D* = E*: the paper's A, B, D, E, corrected"
+    assert _starred_meaning("C*") == "C*: the paper's C, corrected"
+    assert _starred_meaning("D") == "D" and _starred_meaning("C = F") == "C = F"
+    sim, approx = jsq_run({0.5: {"A": 1.3, "A*": 1.0001, "exact": 1.0, "T": 1.05},
+                           0.6: {"A": 1.3, "A*": 1.0001, "exact": 1.0, "T": 1.05}})  # A* closest
+    plots.best_method_map(compare(sim, approx, CFG), "unused")
+    (fig, cap), = drawn
+    texts = [t.get_text() for lg in fig.legends + [a.get_legend() for a in fig.get_axes() if a.get_legend()]
+             for t in lg.get_texts()]
+    starred = [t for t in texts if t.split(" ")[0].rstrip(":").endswith("*")]
+    assert starred and all("the paper's" in t and "corrected" in t for t in starred)
+
+
 def test_one_wording_of_why_a_method_did_not_run(cmp, drawn):
     """Rounds 21–26: the ∅/▲ reason read "over budget", "truncation cap" or "state cap" from figure to figure. Every
     figure and caption that says why a method did not run uses skip_reason's words, and no other."""

@@ -545,7 +545,7 @@ def test_relative_figure_states_the_gap_and_why_R1_differs(monkeypatch):
     paper = base["paper_relative_error"].sel(rel_rho=0.5, rel_R=1).values  # its published 99th, 99.9th, 99.99th
     seen = []
     for errors, words, other in (([0.0, 1e-12, -0.05], "at R = 1 ours (E) is 0 at 2 of 3 points",
-                                  "; at the other 1 (ρ = 0.5: 99.99th) that truncation cuts its tail"),
+                                  '; at the other 1, "tail cut": its truncation'),
                                  ([0.0, 0.0, 0.0], "at R = 1 ours (E) is 0 at all 3 points", None),
                                  ([0.02, 0.03, 0.04], None, None)):
         rep = _rel_at_one(base, errors)
@@ -561,11 +561,16 @@ def test_relative_figure_states_the_gap_and_why_R1_differs(monkeypatch):
         else:
             zero = paper[np.abs(errors) <= 1e-9]
             # round 29: no claim that every A–F method is exact at R = 1, nor that the paper's values are noise
-            assert f"{words}: exact there up to its truncated state space, while the paper reports " \
+            assert f"{words} (exact up to its truncated state space{other or ''}), while the paper reports " \
                    f"{100 * zero.min():.0f}–{100 * zero.max():.0f} % there against its one-seed simulation " \
-                   "(its picks: D)" + (other or "") in title
+                   "(its picks: D)" in title
             assert ("at the other" in title) == (other is not None)
-            assert any(c.text.startswith(words[0].upper() + words[1:]) for c in cap.findings)
+            said = words[0].upper() + words[1:].replace(" is 0 at ", " is 0 (|relative error| ≤ 1e-09 against "
+                                                           "exact) at ")  # round 30: the bound beside the 0
+            assert any(c.text.startswith(said) for c in cap.findings)
+        # round 30: "tail cut" beside each R = 1 point of ours that is not 0 (the 99.99th panel here), nowhere else
+        cuts = [a for a, ax in enumerate(fig.get_axes()) for t in ax.texts if t.get_gid() == "tail_cut"]
+        assert cuts == ([2] if other else [])
         seen.append(title)
         for c in cap.claims():
             ok, derived = verify(c, lambda source, rep=rep: rep)

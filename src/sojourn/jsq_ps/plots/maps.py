@@ -262,6 +262,15 @@ def _absent_marks(ax, cmp, b, service, small) -> tuple[np.ndarray, list]:
     return gone, [m for k, m in enumerate(b["candidates"]) if absent[..., k][gone].any()]
 
 
+def _starred_meaning(label: str) -> str:
+    """A legend label with what a starred method is (round 30: "A*" was nowhere defined in the figure):
+    'A* = B* = D* = E*' → 'A* = B* = D* = E*: the paper's A, B, D, E, corrected'; other labels as they are."""
+    names = [n.strip() for n in label.split("=")]
+    if not all(n.endswith("*") for n in names):
+        return label
+    return f"{label}: the paper's {', '.join(n.rstrip('*') for n in names)}, corrected"
+
+
 def _best_cell_texts(ax, b, gone, alone) -> None:
     """The best-method map's cell words: a clear winner's name in bold; a tie's "tie (k)" (the k names are in the
     caption); moved down under a ∅ badge (a candidate did not run); dark on a winner drawn lighter (``alone``)."""
@@ -315,7 +324,8 @@ def best_method_map(cmp: xr.Dataset, stem, service=EXPONENTIAL, **kw):
         ax.add_patch(plt.Rectangle((j - 0.5 + fr, i - 0.5 + fr), 1 - 2 * fr, 1 - 2 * fr, fill=False, zorder=6.5,
                                    **{k: v for k, v in SIM_FRAME.items() if k != "inset"}))
     handles = [Patch(color=method_color(m)) for m in winners]
-    labels = [(f"{TAIL} (bound): its tail lies above the truth by construction" if m == TAIL else _label(m, joined))
+    labels = [(f"{TAIL} (bound): its tail lies above the truth by construction" if m == TAIL else
+               _starred_meaning(_label(m, joined)))
               + (" (clear winner" + (" by W)" if m == TAIL else ")") if ((best == m) & ~tie & ~alone).any()
                  else " (only where a rival did not run: lighter)") for m in winners]
     if tie.any():

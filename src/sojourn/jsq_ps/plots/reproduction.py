@@ -105,6 +105,9 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
                 _method_letters(ax, rep, fi, pts, x + _OURS_FROM + f * _OURS_STEP, np.abs(vals[0]))
                 if fam == "faithful" and "paper_relative_method" in rep:  # the paper's, where it is another
                     _paper_letters(ax, rep, fi, pts, x, paper, np.abs(vals[0]))
+            if prefix == "rel" and fam == "faithful" and _rel_exact_at_one(rep).k:  # R = 1: ours exact (0) but
+                # where the truncation cuts the tail (as the title says, only where ours is 0 somewhere at R = 1)
+                _tail_cut_marks(ax, [Rs[k] for k, _ in pts], x + _OURS_FROM + f * _OURS_STEP, vals[0], rk)
             missing[fam] = rk == 0
         _no_value_marks(strip, fams, missing, x, bg)
         kinds |= strip.kinds
@@ -125,6 +128,15 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
     _legend_below(fig, h + sh, lab + sl, ncol=1, fontsize=9.5)  # one column: each side's reference in words
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
     return fig, pts
+
+
+def _tail_cut_marks(ax, Rs, xs, ys, rk) -> None:
+    """The §6.3 panel's "tail cut" under our best of A–F at R = 1 where its error is not 0 (there A–F are M/M/1-PS up
+    to their truncated state space, which cuts the tail: round 30 wanted the cause beside the points)."""
+    for R, xv, yv, r in zip(Rs, xs, ys, rk, strict=True):
+        if R == 1 and r > 0 and np.isfinite(yv) and abs(yv) > 100 * _REL_ZERO:
+            ax.annotate("tail cut", (xv, abs(yv)), xytext=(0, -7), textcoords="offset points", ha="center",
+                        va="top", fontsize=7.5, color="0.3", gid="tail_cut")
 
 
 def _method_letters(ax, rep, fi, pts, xs, ys) -> None:
@@ -527,10 +539,10 @@ def _rel_title(rep) -> str:
     one = _rel_exact_at_one(rep)
     if one.k:
         lines += _rel_one_lines(one)
-    lines.append("({} of the table's {} cells are in this run; ".format(
+    lines.append("({} of the table's {} cells in this run; ".format(
         *_cells_in_run(rep, "rel", "relative_error_reference"))
         + (_rel_pick_words(rep) + "; " if sum(_rel_pick_counts(rep)) else "")
-        + "sizes only:\u00a0the\u00a0paper\u00a0publishes\u00a0them\u00a0without\u00a0sign)")
+        + "sizes only, as\u00a0the\u00a0paper\u00a0publishes\u00a0them)")
     return "\n".join(textwrap.fill(t, _REL_TITLE_WIDTH) for t in lines)
 
 
@@ -588,14 +600,11 @@ def _rel_exact_at_one(rep) -> SimpleNamespace:
 def _rel_one_lines(one) -> list[str]:
     """The words of :func:`_rel_exact_at_one`'s finding, as the title's lines (the caption's claim joins them)."""
     where = f"all {one.n}" if one.k == one.n else f"{one.k} of {one.n}"
-    lines = [f"at R = 1 ours{f' ({one.ours})' * bool(one.ours)} is 0 at {where} points: exact there up to its "
-             "truncated state space,",
-             f"while the paper reports {100 * one.lo:.0f}–{100 * one.hi:.0f} % there against its one-seed "
-             "simulation" + f" (its picks: {one.paper})" * bool(one.paper)]
-    if one.k < one.n:
-        lines[-1] += ";"
-        lines.append(f"at the other {one.n - one.k} ({one.others}) that truncation cuts its tail")
-    return lines
+    cut = f"; at the other {one.n - one.k}, \"tail cut\": its truncation" if one.k < one.n else ""
+    return [f"at R = 1 ours{f' ({one.ours})' * bool(one.ours)} is 0 at {where} points (exact up to its truncated "
+            f"state space{cut}),",
+            f"while the paper reports {100 * one.lo:.0f}–{100 * one.hi:.0f} % there against its one-seed "
+            "simulation" + f" (its picks: {one.paper})" * bool(one.paper)]
 
 
 def _rel_one_claim(rep) -> Claim:
@@ -603,8 +612,10 @@ def _rel_one_claim(rep) -> Claim:
     one = _rel_exact_at_one(rep)
     zero = f"{_REL_COMPARED} & (abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g})"
     sel = {"rel_R": 1}
-    words = " ".join(_rel_one_lines(one))
-    return Claim(f"{words[0].upper()}{words[1:]} (ours: |relative error| ≤ {_REL_ZERO:g} against exact).",
+    words = " ".join(_rel_one_lines(one)).replace(" is 0 at ", f" is 0 (|relative error| ≤ {_REL_ZERO:g} against "
+                                                   "exact) at ", 1)
+    return Claim(f"{words[0].upper()}{words[1:]}" + (f"; the other {one.n - one.k}: {one.others}." if one.k < one.n
+                                                     else "."),
                  [one.k, one.n, one.lo, one.hi],
                  [_rq(f"abs(relative_error.sel(family='faithful')) <= {_REL_ZERO:g}", where=_REL_COMPARED, sel=sel),
                   _rq(_REL_COMPARED, sel=sel), _rq("paper_relative_error", (("min", None),), zero, sel=sel),
