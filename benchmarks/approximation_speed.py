@@ -103,7 +103,8 @@ class Worker:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reference", type=Path, required=True, help="the reference checkout's src folder")
-    ap.add_argument("--R", type=int, nargs="+", default=list(range(1, 11)))
+    ap.add_argument("--R", type=int, nargs="*", default=list(range(1, 11)),
+                    help="M/M/R cells' R (none: law cells only)")
     ap.add_argument("--rho", type=float, nargs="+", default=[round(0.05 + 0.1 * i, 2) for i in range(10)])
     ap.add_argument("--laws", nargs="*", default=["deterministic", "gamma:shape=2"])
     ap.add_argument("--law-R", type=int, nargs="+", default=[1, 3, 5, 10])
