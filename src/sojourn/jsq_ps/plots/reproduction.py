@@ -120,7 +120,7 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
         strip.finish(title=f"{p:g}th percentile", fontsize=10.5, label_size=9)
     if prefix == "rel" and pts:  # room above the highest dot for its method letter (the panels share y)
         lo, hi = axes[0].get_ylim()
-        axes[0].set_ylim(lo, hi + 0.07 * (hi - lo))
+        axes[0].set_ylim(lo, hi + 0.12 * (hi - lo))  # and for a "tail cut" above that
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=9.5)
     fig.tight_layout(h_pad=0.4)
     h, lab = _beside_legend(fams, prefix, drawn)
@@ -135,8 +135,8 @@ def _tail_cut_marks(ax, Rs, xs, ys, rk) -> None:
     to their truncated state space, which cuts the tail: round 30 wanted the cause beside the points)."""
     for R, xv, yv, r in zip(Rs, xs, ys, rk, strict=True):
         if R == 1 and r > 0 and np.isfinite(yv) and abs(yv) > 100 * _REL_ZERO:
-            ax.annotate("tail cut", (xv, abs(yv)), xytext=(0, -7), textcoords="offset points", ha="center",
-                        va="top", fontsize=7.5, color="0.3", gid="tail_cut")
+            ax.annotate("tail cut", (xv, abs(yv)), xytext=(0, 17), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=7.5, color="0.3", gid="tail_cut")  # above its letter
 
 
 def _method_letters(ax, rep, fi, pts, xs, ys) -> None:
