@@ -287,8 +287,8 @@ _PCT_OURS = {"ls": "none", "marker": "o", "ms": 7.5, "mec": "k", "mew": 0.5, "zo
 _PCT_OFFSET = 0.17
 #: "ours not nearer to 0 than the paper's": a glyph of its own at the row's right end (countable, unlike an edge)
 _PCT_NOT_NEARER = {"ls": "none", "marker": "X", "ms": 8, "color": "tab:red", "mec": "w", "mew": 0.6, "zorder": 6}
-#: the glyph's x, as a share of the panel's half-width on the symlog scale (right of every data point)
-_PCT_ROW_END = 1.2
+#: the glyph's x as a fraction of the panel's width: in the margin right of the axes, outside the data's range
+_PCT_ROW_END = 1.045
 
 
 def _pct_rows(rep) -> list:
@@ -352,7 +352,7 @@ def reproduction_percentile_errors(rep: xr.Dataset, stem, **kw):
     lab += [f"ours ●: {t.removeprefix('ours: ')}" + (" (letter: our pick)" if f in _PCT_LETTERED else "")
             for f, t in fams]
     h.append(Line2D([], [], **{k: v for k, v in _PCT_NOT_NEARER.items() if k != "zorder"}))  # as drawn
-    lab.append("✖ at the row's end: ours not nearer to 0 than the paper's")
+    lab.append("✖ right of a panel, at a row: ours not nearer to 0 than the paper's")
     h.append(Line2D([], [], color="0.45", lw=0.9, ls=":"))
     lab.append(f"dotted: ±{_PCT_LINTHRESH:g} (linear inside, logarithmic beyond)")
     if ci_drawn:
@@ -425,8 +425,9 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
             ax.annotate(f"{x1:+.2g}".replace("-", "−"), (x1, yo), xytext=(6 if x1 > 0 else -6, 0),
                         textcoords="offset points", ha="left" if x1 > 0 else "right", va="center", fontsize=9,
                         color="0.2", gid="ours_value")
-        if abs(x1) >= abs(x0):
-            ax.plot([_PCT_ROW_END * lim], [y], **_PCT_NOT_NEARER, gid="not_nearer")
+        if abs(x1) >= abs(x0):  # in the margin right of the axes (round 31: inside, on the +100 line, it read as
+            ax.plot([_PCT_ROW_END], [y], **_PCT_NOT_NEARER, gid="not_nearer",  # a point with error +100)
+                    transform=ax.get_yaxis_transform(), clip_on=False)
         # which method each error is of (round 23: the paper's pick and ours differ row by row)
         if fam in _PCT_LETTERED and _PCT_METHOD_VARS <= set(rep.data_vars):
             _pct_letters(ax, (x0, yp, str(rep["paper_percentile_method"].values[a, b, k]) if fam == "faithful" else ""),
@@ -757,9 +758,8 @@ def _reproduction_caption(rep, prefix, refvar, pts, section) -> Caption:
             "logarithmic beyond), one scale for every panel: the paper's error is a hollow black circle, ours a "
             "filled dot in its family's colour just below it in the row, joined by a thin line (ours "
             f"between ±{_PCT_LINTHRESH:g} and ±1, whose distance from 0 the log part exaggerates, carries its value); "
-            "ours is the smaller "
-            "in size where its dot is the nearer to the vertical line at 0 (a red ✖ at the row's right end where it "
-            "is not); left of 0 is optimistic (under the "
+            "ours is the smaller in size where its dot is the nearer to the vertical line at 0 (a red ✖ right of "
+            "the panel, at the row, where it is not); left of 0 is optimistic (under the "
             "reference), right of 0 conservative. The paper's points where we have no value are not drawn; "
             "the line under the panels names them. " if prefix == "pct" else
             f"({_AGAINST_SIM_WORDS}, with its 95% CI{'' if _rel_against_sim(rep) else ' (none here)'}; filled where "
