@@ -3,6 +3,8 @@
     nice -n 10 python benchmarks/paper_profile.py [--label TEXT] [--record]      # the whole config/paper.yaml
     python benchmarks/paper_profile.py --analyse WORKDIR [--record]             # a run made before (its profile/)
     nice -n 10 python benchmarks/paper_profile.py --slice                       # a quick check (not scaled: see --help)
+    nice -n 10 python benchmarks/paper_profile.py --slice --rho-block 1.0       # the same cells in fewer, larger jobs
+    nice -n 10 python benchmarks/paper_profile.py --small [--rho-block 1.0]     # a smaller slice, for a busy machine
 
 Runs ``snakemake --cores 2 --configfile config/paper.yaml`` in a fresh work folder (default a temporary one) and
 measures, without changing what the run computes:
@@ -73,10 +75,23 @@ def _du(path) -> int:
 SLICE = {"jsq_ps": {"grid": {"R": [2, 9]}, "figures": {"cdf_cells": [{"R": 2, "rho": 0.85}, {"R": 9, "rho": 0.9}]}},
          "split_merge": {"enabled": False}}
 
+#: --small: R = 2 over the whole ρ range (99 cells: 10 blocks of 0.1), two M/G/R laws at R = 3 (14 cells, 6 blocks
+#: each), no restart nor split-merge: minutes at a load of 15, for comparing the CPU outside the tasks of two
+#: blockings or checkouts on a busy machine (not scaled)
+SMALL = {"jsq_ps": {"grid": {"R": [2]}, "mgr": {"laws": ["uniform:low=0,high=2", "deterministic"], "R": [3]},
+                    "figures": {"cdf_cells": [{"R": 2, "rho": 0.85}]}},
+         "split_merge": {"enabled": False}, "restart": {"enabled": False}}
 
-def _slice_config(work: Path) -> Path:
-    top = SLICE
-    path = work / "paper_slice.yaml"
+
+def _override_config(work: Path, slice_: str | None, rho_block: float | None) -> Path | None:
+    """The run's config on top of config/paper.yaml: a slice (``"slice"``: :data:`SLICE`, ``"small"``:
+    :data:`SMALL`) and/or another ``grid.rho_block``, or None for the paper config as it is."""
+    top = json.loads(json.dumps({"slice": SLICE, "small": SMALL}[slice_])) if slice_ else {}
+    if rho_block is not None:
+        top.setdefault("jsq_ps", {}).setdefault("grid", {})["rho_block"] = rho_block
+    if not top:
+        return None
+    path = work / "paper_override.yaml"
     path.write_text(yaml.safe_dump(top))
     return path
 
@@ -87,8 +102,7 @@ def run(work: Path, configfiles: list[Path]) -> dict:
     prof.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SOJOURN_TASK_CPU": str(prof / "tasks.tsv")}
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work), "--cores", "2"]
-    for c in configfiles:
-        cmd += ["--configfile", str(c)]
+    cmd += ["--configfile", *map(str, configfiles)]  # one option: a second --configfile would replace the first
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     with open(prof / "snakemake.err", "w") as err:
@@ -402,6 +416,9 @@ def main(argv=None):
     ap.add_argument("--partial", type=int, metavar="PID",
                     help="with --analyse: a run still going (its Snakemake process id): per-unit costs so far, scaled")
     ap.add_argument("--slice", action="store_true", help="R = 2 and 9 of the JSQ-PS grid, no split-merge (not scaled)")
+    ap.add_argument("--small", action="store_true", help="R = 2, two M/G/R laws at R = 3, no restart (not scaled)")
+    ap.add_argument("--rho-block", type=float, metavar="W",
+                    help="jsq_ps.grid.rho_block for this run (default: the config's): the same cells in other jobs")
     ap.add_argument("--label", default="", help="what this run measures (the jsonl record)")
     ap.add_argument("--record", action="store_true", help="append to benchmarks/paper_profile.jsonl")
     args = ap.parse_args(argv)
@@ -419,10 +436,13 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="paper_profile_") as tmp:
             work = args.workdir or Path(tmp)
             work.mkdir(parents=True, exist_ok=True)
-            files = [ROOT / "config" / "paper.yaml"] + ([_slice_config(work)] if args.slice else [])
+            override = _override_config(work, "small" if args.small else "slice" if args.slice else None,
+                                        args.rho_block)
+            files = [ROOT / "config" / "paper.yaml"] + ([override] if override else [])
             run(work, files)
             res = analyse(work)
-    res = {"label": args.label or ("paper slice (R = 2, 9)" if args.slice else "config/paper.yaml"),
+    res = {"label": args.label or ("paper small slice (R = 2)" if args.small else "paper slice (R = 2, 9)"
+                                   if args.slice else "config/paper.yaml"),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": _git(), **res}
     show(res)
     if args.record:
