@@ -454,6 +454,7 @@ def test_percentile_figure_prints_ours_where_the_symlog_misleads(monkeypatch):
     (a, b, k), (a2, b2, k2) = have[:2]
     pe[fams.index("T"), a, b, k] = 0.15  # shown: within the log part below 1
     pe[fams.index("T"), a2, b2, k2] = -0.05  # within the linear part: no text
+    rep["paper_percentile_error"].values[a2, b2, k2] = 0.23  # the paper's in the band: its value printed too
     figs = []
     monkeypatch.setattr(plots.common, "save", lambda fig, stem, caption=None, **kw: figs.append(fig) or [stem])
     plots.reproduction_percentile_errors(rep, "unused")
@@ -464,6 +465,14 @@ def test_percentile_figure_prints_ours_where_the_symlog_misleads(monkeypatch):
               for x in pe[fams.index(f)][(ref[fams.index(f)] > 0) & (np.abs(pe[fams.index(f)]) > lin)
                                         & (np.abs(pe[fams.index(f)]) < 1)]]
     assert "+0.15" in values and len(values) == len(expect)
+    # round 32: the paper's circles in that band carry their value too (+0.23 read as about +2), in each panel of ours
+    # where the row is drawn
+    pp = rep["paper_percentile_error"].values
+    theirs = [t.get_text() for ax in fig.get_axes() for t in ax.texts if t.get_gid() == "paper_value"]
+    want = [x for f, _ in plots.reproduction._PCT_PANELS if f in fams
+            for x in pp[(ref[fams.index(f)] > 0) & np.isfinite(pe[fams.index(f)]) & (np.abs(pp) > lin)
+                        & (np.abs(pp) < 1)]]
+    assert "+0.23" in theirs and sorted(theirs) == sorted(f"{x:+.2g}".replace("-", "−") for x in want)
     assert "errors absolute" in " ".join(t.get_text() for t in fig.texts) and "not %" in " ".join(
         t.get_text() for t in fig.texts)
     plt.close(fig)
@@ -571,6 +580,8 @@ def test_relative_figure_states_the_gap_and_why_R1_differs(monkeypatch):
         # round 30: "tail cut" beside each R = 1 point of ours that is not 0 (the 99.99th panel here), nowhere else
         cuts = [a for a, ax in enumerate(fig.get_axes()) for t in ax.texts if t.get_gid() == "tail_cut"]
         assert cuts == ([2] if other else [])
+        legend_words = " ".join(t.get_text() for t in fig.legends[0].get_texts())
+        assert ('"tail cut" (R = 1)' in legend_words) == bool(other)  # round 32: the mark defined in the legend
         seen.append(title)
         for c in cap.claims():
             ok, derived = verify(c, lambda source, rep=rep: rep)

@@ -124,6 +124,11 @@ def _paper_beside_ours(rep, stem, *, prefix, pvar, ovar, refvar, fams, title, wh
     axes[-1].set_xlabel("cells of the paper's table that this run has (servers R, load ρ)", fontsize=9.5)
     fig.tight_layout(h_pad=0.4)
     h, lab = _beside_legend(fams, prefix, drawn)
+    if any(t.get_gid() == "tail_cut" for ax in axes for t in ax.texts):  # round 32: defined in the legend
+        from matplotlib.patches import Patch
+
+        h.append(Patch(facecolor="none", edgecolor="none"))
+        lab.append("\"tail cut\" (R = 1): ours is not 0 there only because its truncated state space ends its tail")
     sh, sl = status_handles(kinds)
     _legend_below(fig, h + sh, lab + sl, ncol=1, fontsize=9.5)  # one column: each side's reference in words
     fig.suptitle(title, y=1.0, va="bottom", fontsize=11)
@@ -135,8 +140,9 @@ def _tail_cut_marks(ax, Rs, xs, ys, rk) -> None:
     to their truncated state space, which cuts the tail: round 30 wanted the cause beside the points)."""
     for R, xv, yv, r in zip(Rs, xs, ys, rk, strict=True):
         if R == 1 and r > 0 and np.isfinite(yv) and abs(yv) > 100 * _REL_ZERO:
-            ax.annotate("tail cut", (xv, abs(yv)), xytext=(0, 17), textcoords="offset points", ha="center",
-                        va="bottom", fontsize=7.5, color="0.3", gid="tail_cut")  # above its letter
+            ax.annotate("tail cut", (xv, abs(yv)), xytext=(-3, 17), textcoords="offset points", ha="left",
+                        va="bottom", fontsize=7.5, color="0.3", gid="tail_cut")  # above its letter, away from the
+            # paper's circle on the left (round 32: centred, it ran into it)
 
 
 def _method_letters(ax, rep, fi, pts, xs, ys) -> None:
@@ -429,10 +435,15 @@ def _pct_dot_panel(ax, rep, fam, rows, lim) -> bool:
             ax.plot([_PCT_ROW_END], [y], **_PCT_NOT_NEARER, gid="not_nearer",  # a point with error +100)
                     transform=ax.get_yaxis_transform(), clip_on=False)
         # which method each error is of (round 23: the paper's pick and ours differ row by row)
-        if fam in _PCT_LETTERED and _PCT_METHOD_VARS <= set(rep.data_vars):
-            _pct_letters(ax, (x0, yp, str(rep["paper_percentile_method"].values[a, b, k]) if fam == "faithful" else ""),
-                         (x1, yo, str(rep["percentile_error_method"].sel(family=fam).values[a, b, k])),
-                         _PCT_LINTHRESH < abs(x1) < 1)
+        lettered = fam in _PCT_LETTERED and _PCT_METHOD_VARS <= set(rep.data_vars)
+        m0 = str(rep["paper_percentile_method"].values[a, b, k]) if lettered and fam == "faithful" else ""
+        if lettered:
+            m1 = str(rep["percentile_error_method"].sel(family=fam).values[a, b, k])
+            _pct_letters(ax, (x0, yp, m0), (x1, yo, m1), _PCT_LINTHRESH < abs(x1) < 1)
+        if _PCT_LINTHRESH < abs(x0) < 1:  # the paper's value as text too (round 32: +0.23 read as about +2), beyond
+            off = (18 if m0 else 8) * (-1 if x0 <= x1 else 1)  # its letter, on the side away from ours
+            ax.annotate(f"{x0:+.2g}".replace("-", "−"), (x0, yp), xytext=(off, 0), textcoords="offset points",
+                        ha="right" if off < 0 else "left", va="center", fontsize=8.5, color="0.2", gid="paper_value")
     ax.set_xscale("symlog", linthresh=_PCT_LINTHRESH, linscale=0.6)
     ax.set_xlim(-1.8 * lim, 1.8 * lim)  # room beside the end ticks' labels
     ax.axvline(0, color="k", lw=1.0, zorder=1)
